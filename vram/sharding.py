@@ -1,0 +1,86 @@
+"""Per-GPU model-state memory under ZeRO stages 0-3 and the FSDP strategies.
+
+Source: Rajbhandari et al., arXiv:1910.02054, §5.1 and Figure 1: with N_d data-parallel
+ranks, stage 1 (P_os) shards the optimizer states, stage 2 (P_os+g) also the gradients,
+stage 3 (P_os+g+p) also the weights; each rank keeps 1/N_d of a sharded part.
+FSDP: NO_SHARD = stage 0 (DDP), SHARD_GRAD_OP = stage 2, FULL_SHARD = stage 3,
+HYBRID_SHARD = FULL_SHARD inside a shard group, replicated across groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .states import BytesPerParam, bytes_per_param
+
+ZERO_STAGES = (0, 1, 2, 3)
+FSDP_TO_ZERO_STAGE = {"NO_SHARD": 0, "SHARD_GRAD_OP": 2, "FULL_SHARD": 3, "HYBRID_SHARD": 3}
+
+
+@dataclass(frozen=True)
+class ModelStates:
+    """Bytes of model states held by one GPU."""
+
+    weights_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
+
+
+def _shard(n_bytes: int, world_size: int) -> int:
+    # ceil: a rank holds whole elements; FSDP pads the flat parameter to a multiple of world_size.
+    return -(-n_bytes // world_size)
+
+
+def check_world_size(world_size: int) -> int:
+    """Return ``world_size`` if it is an int >= 1, else raise ValueError."""
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+        raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}")
+    return world_size
+
+
+def check_zero_stage(zero_stage: int) -> int:
+    """Return ``zero_stage`` if it is 0, 1, 2 or 3, else raise ValueError."""
+    if zero_stage not in ZERO_STAGES or isinstance(zero_stage, bool):
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    return zero_stage
+
+
+def model_states_per_gpu(
+    params: int,
+    world_size: int,
+    zero_stage: int,
+    optimizer: str | BytesPerParam = "adamw",
+) -> ModelStates:
+    """Model-state bytes on one GPU (ZeRO paper §5.1).
+
+    params: number of parameters (> 0); world_size: data-parallel ranks (>= 1);
+    zero_stage: 0 (DDP), 1, 2 or 3; optimizer: a name of ``vram.states.OPTIMIZERS``
+    or a ``BytesPerParam``. Returns ``ModelStates`` in bytes (ints, sharded parts
+    rounded up to whole bytes per rank). Raises ValueError for out-of-range input.
+    """
+    if isinstance(params, bool) or not isinstance(params, int) or params <= 0:
+        raise ValueError(f"params must be a positive integer, got {params!r}")
+    check_world_size(world_size)
+    check_zero_stage(zero_stage)
+    bpp = optimizer if isinstance(optimizer, BytesPerParam) else bytes_per_param(optimizer)
+    weights = params * bpp.weights
+    gradients = params * bpp.gradients
+    optim = params * bpp.optimizer
+    return ModelStates(
+        weights_bytes=_shard(weights, world_size) if zero_stage >= 3 else weights,
+        gradients_bytes=_shard(gradients, world_size) if zero_stage >= 2 else gradients,
+        optimizer_bytes=_shard(optim, world_size) if zero_stage >= 1 else optim,
+    )
+
+
+def fsdp_zero_stage(sharding_strategy: str) -> int:
+    """ZeRO stage equivalent to an FSDP ``ShardingStrategy`` name. Raises ValueError."""
+    try:
+        return FSDP_TO_ZERO_STAGE[sharding_strategy]
+    except KeyError:
+        known = ", ".join(FSDP_TO_ZERO_STAGE)
+        raise ValueError(f"unknown FSDP sharding strategy {sharding_strategy!r}; known: {known}") from None

@@ -1,0 +1,54 @@
+"""Bytes per parameter of the model states: weights, gradients, optimizer states.
+
+Source: Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
+Parameter Models", arXiv:1910.02054, §3.1: mixed-precision Adam keeps fp16/bf16
+weights (2 B) and gradients (2 B) plus an fp32 master copy, momentum and variance
+(4 + 4 + 4 = 12 B, "K = 12"): 16 B per parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BytesPerParam:
+    """Bytes per parameter (ints) of each part of the model states."""
+
+    weights: int
+    gradients: int
+    optimizer: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.gradients + self.optimizer
+
+
+# optimizer name -> bytes per parameter.
+#   adamw            : bf16 weights + bf16 grads + fp32 master, m, v          (ZeRO §3.1)
+#   adamw-fp32-grads : as adamw, gradients accumulated in fp32 (4 B)
+#   adamw-fp32       : pure fp32 training: fp32 weights, grads, m, v (no master copy)
+#   adam8bit         : bitsandbytes 8-bit Adam (Dettmers et al. 2021, arXiv:2110.02861):
+#                      m and v in 1 B each, fp32 master kept: 4 + 1 + 1 = 6 B
+#   sgd              : SGD with momentum in mixed precision: fp32 master + momentum
+#   sgd-fp32         : SGD with momentum in pure fp32: fp32 weights, grads, momentum
+OPTIMIZERS: dict[str, BytesPerParam] = {
+    "adamw": BytesPerParam(weights=2, gradients=2, optimizer=12),
+    "adamw-fp32-grads": BytesPerParam(weights=2, gradients=4, optimizer=12),
+    "adamw-fp32": BytesPerParam(weights=4, gradients=4, optimizer=8),
+    "adam8bit": BytesPerParam(weights=2, gradients=2, optimizer=6),
+    "sgd": BytesPerParam(weights=2, gradients=2, optimizer=8),
+    "sgd-fp32": BytesPerParam(weights=4, gradients=4, optimizer=4),
+}
+
+
+def bytes_per_param(optimizer: str = "adamw") -> BytesPerParam:
+    """Bytes per parameter for ``optimizer`` (a key of ``OPTIMIZERS``).
+
+    Raises ValueError naming the known optimizers for an unknown name.
+    """
+    try:
+        return OPTIMIZERS[optimizer]
+    except KeyError:
+        known = ", ".join(sorted(OPTIMIZERS))
+        raise ValueError(f"unknown optimizer {optimizer!r}; known: {known}") from None
