@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .states import BytesPerParam, bytes_per_param
+from .units import check_int, check_params
 
 ZERO_STAGES = (0, 1, 2, 3)
 FSDP_TO_ZERO_STAGE = {"NO_SHARD": 0, "SHARD_GRAD_OP": 2, "FULL_SHARD": 3, "HYBRID_SHARD": 3}
@@ -37,9 +38,7 @@ def _shard(n_bytes: int, world_size: int) -> int:
 
 def check_world_size(world_size: int) -> int:
     """Return ``world_size`` if it is an int >= 1, else raise ValueError."""
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}")
-    return world_size
+    return check_int(world_size, "world_size", 1)
 
 
 def check_zero_stage(zero_stage: int) -> int:
@@ -62,8 +61,7 @@ def model_states_per_gpu(
     or a ``BytesPerParam``. Returns ``ModelStates`` in bytes (ints, sharded parts
     rounded up to whole bytes per rank). Raises ValueError for out-of-range input.
     """
-    if isinstance(params, bool) or not isinstance(params, int) or params <= 0:
-        raise ValueError(f"params must be a positive integer, got {params!r}")
+    check_params(params)
     check_world_size(world_size)
     check_zero_stage(zero_stage)
     bpp = optimizer if isinstance(optimizer, BytesPerParam) else bytes_per_param(optimizer)

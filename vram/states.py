@@ -21,6 +21,7 @@ class BytesPerParam:
 
     @property
     def total(self) -> int:
+        """Bytes per parameter of weights, gradients and optimizer states together."""
         return self.weights + self.gradients + self.optimizer
 
 
@@ -52,3 +53,8 @@ def bytes_per_param(optimizer: str = "adamw") -> BytesPerParam:
     except KeyError:
         known = ", ".join(sorted(OPTIMIZERS))
         raise ValueError(f"unknown optimizer {optimizer!r}; known: {known}") from None
+
+
+def as_bytes_per_param(optimizer: str | BytesPerParam) -> BytesPerParam:
+    """A ``BytesPerParam`` as given, or looked up by name (``bytes_per_param``)."""
+    return optimizer if isinstance(optimizer, BytesPerParam) else bytes_per_param(optimizer)

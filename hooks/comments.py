@@ -1,0 +1,60 @@
+"""Translated comments in code blocks, with the code itself left byte-identical.
+
+Mechanism: every snippet in ``snippets/`` is written once, with its comments in
+Italian (the default language). ``snippets/comments.yaml`` lists each comment with
+its translations (``- it: ... fr: ...``). After MkDocs has rendered a page, Pygments
+has already marked comments as ``<span class="c1">`` (and ``c``, ``cm``, ``cs``) inside
+``div.highlight``; for a non-default language each such span's text is replaced by
+its translation. Code tokens are never touched, so copy buttons and extraction give
+the same code in every language. A comment without a translation fails the build.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bs4 import BeautifulSoup
+
+from .data import SNIPPETS_DIR, load_yaml, text
+from .errors import RenderError
+from .languages import DEFAULT_LANGUAGE
+
+COMMENT_CLASSES = {"c", "c1", "cm", "cs"}  # Pygments comment tokens; shebangs ("ch") stay as they are
+MARKER_RE = re.compile(r"^(?P<marker>#+\s*|//\s*)(?P<body>.*?)(?P<trail>\s*)$", re.S)
+CATALOGUE = "snippets/comments.yaml"
+
+
+def load_catalogue(lang: str) -> dict[str, str]:
+    """Italian comment text -> its ``lang`` translation. Raises RenderError."""
+    entries = load_yaml("comments", data_dir=SNIPPETS_DIR)
+    if not isinstance(entries, list):
+        raise RenderError(f"{CATALOGUE}: expected a list of {{it: ..., fr: ...}} entries")
+    catalogue = {}
+    for i, entry in enumerate(entries, start=1):
+        source = text(entry, DEFAULT_LANGUAGE, f"{CATALOGUE}: entry {i}")
+        catalogue[source] = text(entry, lang, f"{CATALOGUE}: entry {i}")
+    return catalogue
+
+
+def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = None) -> str:
+    """Return ``html`` with code comments in ``lang``; unchanged for the default language.
+
+    Raises RenderError naming the first comment that has no translation.
+    """
+    if lang == DEFAULT_LANGUAGE or "highlight" not in html:
+        return html
+    catalogue = load_catalogue(lang) if catalogue is None else catalogue
+    soup = BeautifulSoup(html, "html.parser")
+    changed = False
+    for span in soup.select("div.highlight span"):
+        if not COMMENT_CLASSES.intersection(span.get("class", [])):
+            continue
+        match = MARKER_RE.match(span.get_text())
+        if not match or not re.search(r"[^\W\d_]", match.group("body")):
+            continue
+        body = match.group("body")
+        if body not in catalogue:
+            raise RenderError(f"code comment {body!r} has no '{lang}' translation in {CATALOGUE}")
+        span.string = match.group("marker") + catalogue[body] + match.group("trail")
+        changed = True
+    return str(soup) if changed else html

@@ -1,0 +1,55 @@
+"""Load the YAML data of ``snippets/data`` and check its per-language text.
+
+Files are read on every call (no module-level cache) so ``mkdocs serve`` shows an
+edited data file on the next rebuild.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import RenderError
+from .languages import LANGUAGES
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SNIPPETS_DIR = REPO_ROOT / "snippets"
+DATA_DIR = SNIPPETS_DIR / "data"
+
+
+def relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def load_yaml(name: str, data_dir: Path | None = None) -> Any:
+    """Parse ``<data_dir>/<name>.yaml``. Raises RenderError naming the file."""
+    path = (data_dir or DATA_DIR) / f"{name}.yaml"
+    if not path.is_file():
+        raise RenderError(f"{relative(path)}: data file not found")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where else ""
+        raise RenderError(f"{relative(path)}: invalid YAML{line}: {getattr(exc, 'problem', exc)}") from None
+
+
+def text(value: Any, lang: str, where: str) -> str:
+    """The ``lang`` text of a per-language field ``{it: ..., fr: ...}``.
+
+    A field missing any language of ``LANGUAGES`` is an error even when the other
+    language is being built, so a half-translated file never publishes.
+    """
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, dict):
+        raise RenderError(f"{where}: expected text or a mapping of languages, got {value!r}")
+    missing = [code for code in LANGUAGES if not value.get(code)]
+    if missing:
+        raise RenderError(f"{where}: missing translation for {', '.join(missing)}")
+    return str(value[lang])

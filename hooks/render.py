@@ -1,0 +1,26 @@
+"""The page transform: ``render_markdown(markdown, lang) -> markdown``.
+
+Tables first (their cells may hold number placeholders), then numbers.
+"""
+
+from __future__ import annotations
+
+from .errors import RenderError
+from .languages import LANGUAGES
+from .numbers import NUMBERS
+from .placeholders import expand
+from .tables import table
+
+RENDERERS = {"table": table, **NUMBERS}
+
+
+def render_markdown(markdown: str, lang: str) -> str:
+    """Expand every ``{{ ... }}`` placeholder of ``markdown`` for ``lang``.
+
+    Raises RenderError (unknown placeholder, table, key, bad argument, missing
+    translation, unreadable data file).
+    """
+    if lang not in LANGUAGES:
+        raise RenderError(f"unknown language {lang!r} (known: {', '.join(LANGUAGES)})")
+    with_tables = expand(markdown, lang, RENDERERS, only={"table"})
+    return expand(with_tables, lang, RENDERERS)
