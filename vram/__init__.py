@@ -1,5 +1,16 @@
-"""The guide's memory and communication calculator (pure Python, no MkDocs)."""
+"""The guide's memory and communication calculator (pure Python, no MkDocs).
 
+All results are bytes (ints where exact), per GPU unless a name says otherwise.
+GB = 10**9 bytes, GiB = 2**30 bytes (``vram.units``). One module per job:
+``states`` (bytes per parameter), ``sharding`` (ZeRO stages, FSDP strategies),
+``fsdp2`` (exact FSDP2 shards), ``training`` (per GPU, optimizer offload),
+``checkpoint``, ``activations``, ``communication``, ``models`` (parameters from a
+Hugging Face config.json), ``dtypes`` (bf16/fp8/int4/NF4 bytes), ``lora``,
+``serving`` (weights and KV cache), ``fit`` (does it fit a card).
+"""
+
+from .activations import RECOMPUTE, activation_bytes, activation_bytes_per_layer
+from .checkpoint import CheckpointSize, checkpoint_bytes
 from .communication import (
     allreduce_busbw_factor,
     busbw_from_algbw,
@@ -8,13 +19,52 @@ from .communication import (
     ring_allreduce_bytes_per_gpu,
     seconds_at_busbw,
 )
-from .sharding import FSDP_TO_ZERO_STAGE, ModelStates, fsdp_zero_stage, model_states_per_gpu
+from .dtypes import DTYPE_BITS, WEIGHT_DTYPES, nf4_bytes, tensor_bytes
+from .fit import fits, free_fraction
+from .fsdp2 import fsdp2_chunk_rows, fsdp2_local_rows, fsdp2_model_states_per_rank
+from .lora import (
+    ALL_LINEAR,
+    LoraMemory,
+    lora_adapter_params,
+    lora_memory,
+    lora_memory_for_config,
+    qlora_base_bytes,
+)
+from .models import (
+    SUPPORTED_MODEL_TYPES,
+    ConfigError,
+    ModelConfig,
+    ParamCount,
+    count_params,
+    load_model_config,
+    model_config_from_dict,
+)
+from .serving import ServingMemory, kv_cache_bytes, kv_cache_bytes_per_token, serving_memory
+from .sharding import (
+    FSDP_TO_ZERO_STAGE,
+    ModelStates,
+    check_world_size,
+    check_zero_stage,
+    fsdp_model_states_per_gpu,
+    fsdp_zero_stage,
+    model_states_per_gpu,
+)
 from .states import OPTIMIZERS, BytesPerParam, bytes_per_param
-from .units import GB, GIB, bytes_to_gb, bytes_to_gib, parse_params
+from .training import TrainingMemory, training_memory_per_gpu
+from .units import GB, GIB, bytes_to_gb, bytes_to_gib, gb_to_bytes, gib_to_bytes, parse_params
 
 __all__ = [
-    "GB", "GIB", "OPTIMIZERS", "FSDP_TO_ZERO_STAGE", "BytesPerParam", "ModelStates",
-    "allreduce_busbw_factor", "busbw_from_algbw", "bytes_per_gpu_per_step", "bytes_per_param",
-    "bytes_to_gb", "bytes_to_gib", "fsdp_zero_stage", "gradient_bytes", "model_states_per_gpu",
-    "parse_params", "ring_allreduce_bytes_per_gpu", "seconds_at_busbw",
+    "ALL_LINEAR", "DTYPE_BITS", "FSDP_TO_ZERO_STAGE", "GB", "GIB", "OPTIMIZERS", "RECOMPUTE",
+    "SUPPORTED_MODEL_TYPES", "WEIGHT_DTYPES",
+    "BytesPerParam", "CheckpointSize", "ConfigError", "LoraMemory", "ModelConfig", "ModelStates",
+    "ParamCount", "ServingMemory", "TrainingMemory",
+    "activation_bytes", "activation_bytes_per_layer", "allreduce_busbw_factor", "busbw_from_algbw",
+    "bytes_per_gpu_per_step", "bytes_per_param", "bytes_to_gb", "bytes_to_gib", "check_world_size",
+    "check_zero_stage", "checkpoint_bytes", "count_params", "fits", "free_fraction",
+    "fsdp2_chunk_rows", "fsdp2_local_rows", "fsdp2_model_states_per_rank",
+    "fsdp_model_states_per_gpu", "fsdp_zero_stage", "gb_to_bytes", "gib_to_bytes", "gradient_bytes",
+    "kv_cache_bytes", "kv_cache_bytes_per_token", "load_model_config", "lora_adapter_params",
+    "lora_memory", "lora_memory_for_config", "model_config_from_dict", "model_states_per_gpu",
+    "nf4_bytes", "parse_params", "qlora_base_bytes", "ring_allreduce_bytes_per_gpu",
+    "seconds_at_busbw", "serving_memory", "tensor_bytes", "training_memory_per_gpu",
 ]

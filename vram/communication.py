@@ -23,7 +23,10 @@ def busbw_from_algbw(algbw: float, world_size: int) -> float:
 
 
 def gradient_bytes(params: int, grad_bytes_per_param: int = 2) -> int:
-    """Bytes of one copy of the gradients (bf16: 2 B/param, fp32: 4 B/param)."""
+    """Bytes of one copy of the gradients (bf16: 2 B/param, fp32: 4 B/param).
+
+    DDP all-reduces this much per step: 1B parameters in bf16 -> 2 GB.
+    """
     return params * grad_bytes_per_param
 
 
@@ -57,7 +60,13 @@ def bytes_per_gpu_per_step(
 
 
 def seconds_at_busbw(n_bytes: float, busbw_bytes_per_s: float) -> float:
-    """Seconds to move ``n_bytes`` per GPU at a bus bandwidth in bytes/s."""
+    """Seconds to move ``n_bytes`` per GPU at a bus bandwidth in bytes/s.
+
+    ``n_bytes`` is what one rank sends (``bytes_per_gpu_per_step``), which already holds
+    the (n-1)/n or 2(n-1)/n factor; nccl-tests' busbw holds the same factor, so
+    n_bytes / busbw = payload / algbw, the collective's time. Raises ValueError for a
+    non-positive bandwidth.
+    """
     if busbw_bytes_per_s <= 0:
         raise ValueError(f"bus bandwidth must be positive, got {busbw_bytes_per_s!r}")
     return n_bytes / busbw_bytes_per_s

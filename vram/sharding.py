@@ -1,21 +1,30 @@
-"""Per-GPU model-state memory under ZeRO stages 0-3 and the FSDP strategies.
+"""Per-GPU model-state memory under ZeRO stages 0-3 and the FSDP sharding strategies.
 
 Source: Rajbhandari et al., arXiv:1910.02054, §5.1 and Figure 1: with N_d data-parallel
 ranks, stage 1 (P_os) shards the optimizer states, stage 2 (P_os+g) also the gradients,
 stage 3 (P_os+g+p) also the weights; each rank keeps 1/N_d of a sharded part.
-FSDP: NO_SHARD = stage 0 (DDP), SHARD_GRAD_OP = stage 2, FULL_SHARD = stage 3,
-HYBRID_SHARD = FULL_SHARD inside a shard group, replicated across groups.
+FSDP (Zhao et al. 2023, arXiv:2304.11277, §3.2; ``torch.distributed.fsdp.ShardingStrategy``):
+NO_SHARD = stage 0 (DDP), SHARD_GRAD_OP = stage 2, FULL_SHARD = stage 3, HYBRID_SHARD =
+FULL_SHARD inside a shard group and replicated across groups, _HYBRID_SHARD_ZERO2 the
+same with SHARD_GRAD_OP inside the group.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .states import BytesPerParam, bytes_per_param
+from .states import BytesPerParam, as_bytes_per_param
 from .units import check_int, check_params
 
 ZERO_STAGES = (0, 1, 2, 3)
-FSDP_TO_ZERO_STAGE = {"NO_SHARD": 0, "SHARD_GRAD_OP": 2, "FULL_SHARD": 3, "HYBRID_SHARD": 3}
+FSDP_TO_ZERO_STAGE = {
+    "NO_SHARD": 0,
+    "SHARD_GRAD_OP": 2,
+    "FULL_SHARD": 3,
+    "HYBRID_SHARD": 3,
+    "_HYBRID_SHARD_ZERO2": 2,
+}
+HYBRID_STRATEGIES = ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,7 @@ class ModelStates:
 
     @property
     def total_bytes(self) -> int:
+        """Weights, gradients and optimizer states together (bytes)."""
         return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
 
 
@@ -64,7 +74,7 @@ def model_states_per_gpu(
     check_params(params)
     check_world_size(world_size)
     check_zero_stage(zero_stage)
-    bpp = optimizer if isinstance(optimizer, BytesPerParam) else bytes_per_param(optimizer)
+    bpp = as_bytes_per_param(optimizer)
     weights = params * bpp.weights
     gradients = params * bpp.gradients
     optim = params * bpp.optimizer
@@ -82,3 +92,33 @@ def fsdp_zero_stage(sharding_strategy: str) -> int:
     except KeyError:
         known = ", ".join(FSDP_TO_ZERO_STAGE)
         raise ValueError(f"unknown FSDP sharding strategy {sharding_strategy!r}; known: {known}") from None
+
+
+def fsdp_model_states_per_gpu(
+    params: int,
+    world_size: int,
+    sharding_strategy: str,
+    optimizer: str | BytesPerParam = "adamw",
+    shard_group_size: int | None = None,
+) -> ModelStates:
+    """Model-state bytes on one GPU under an FSDP ``ShardingStrategy`` name.
+
+    The hybrid strategies shard over ``shard_group_size`` ranks (FSDP's default: the
+    GPUs of one machine) and replicate across the world_size / shard_group_size groups;
+    ``shard_group_size`` is required for them and must divide world_size, and must be
+    omitted for the others. Returns ``ModelStates`` in bytes. Raises ValueError.
+    """
+    zero_stage = fsdp_zero_stage(sharding_strategy)
+    check_world_size(world_size)
+    if sharding_strategy not in HYBRID_STRATEGIES:
+        if shard_group_size is not None:
+            raise ValueError(f"shard_group_size applies only to {' and '.join(HYBRID_STRATEGIES)}")
+        return model_states_per_gpu(params, world_size, zero_stage, optimizer)
+    if shard_group_size is None:
+        raise ValueError(f"{sharding_strategy} needs shard_group_size (GPUs per shard group)")
+    check_int(shard_group_size, "shard_group_size", 1)
+    if world_size % shard_group_size:
+        raise ValueError(
+            f"shard_group_size {shard_group_size} must divide world_size {world_size}"
+        )
+    return model_states_per_gpu(params, shard_group_size, zero_stage, optimizer)

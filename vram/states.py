@@ -3,7 +3,9 @@
 Source: Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
 Parameter Models", arXiv:1910.02054, §3.1: mixed-precision Adam keeps fp16/bf16
 weights (2 B) and gradients (2 B) plus an fp32 master copy, momentum and variance
-(4 + 4 + 4 = 12 B, "K = 12"): 16 B per parameter.
+(4 + 4 + 4 = 12 B, "K = 12"): 16 B per parameter. Adam's two moments: Loshchilov and
+Hutter, arXiv:1711.05101 (AdamW); SGD with momentum keeps one buffer per parameter
+(``torch.optim.SGD`` ``momentum_buffer``). The names and their sums are in ``OPTIMIZERS``.
 """
 
 from __future__ import annotations
@@ -26,17 +28,23 @@ class BytesPerParam:
 
 
 # optimizer name -> bytes per parameter.
-#   adamw            : bf16 weights + bf16 grads + fp32 master, m, v          (ZeRO §3.1)
-#   adamw-fp32-grads : as adamw, gradients accumulated in fp32 (4 B)
-#   adamw-fp32       : pure fp32 training: fp32 weights, grads, m, v (no master copy)
+#   adamw            : bf16 weights + bf16 grads + fp32 master, m, v: 2 + 2 + 12   (ZeRO §3.1)
+#   adamw-fp32-grads : as adamw, gradients accumulated in fp32: 2 + 4 + 12 = 18
+#   adamw-fp32       : pure fp32 training: fp32 weights, grads, m, v (no master copy): 4 + 4 + 8
+#   adamw-bf16       : pure bf16: torch.optim.AdamW on bf16 parameters keeps m and v in
+#                      bf16 (torch/optim/adamw.py: zeros_like(param)), no master: 2 + 2 + 4
 #   adam8bit         : bitsandbytes 8-bit Adam (Dettmers et al. 2021, arXiv:2110.02861):
-#                      m and v in 1 B each, fp32 master kept: 4 + 1 + 1 = 6 B
-#   sgd              : SGD with momentum in mixed precision: fp32 master + momentum
-#   sgd-fp32         : SGD with momentum in pure fp32: fp32 weights, grads, momentum
+#                      m and v in 1 B each, fp32 master kept: 2 + 2 + (4 + 1 + 1) = 10.
+#                      Not counted: one fp32 absmax per block of 2048 values per state
+#                      (0.004 B/param), and bitsandbytes keeps tensors under 4096
+#                      elements in 32-bit (min_8bit_size), a negligible share of an LLM.
+#   sgd              : SGD with momentum in mixed precision: fp32 master + momentum: 2 + 2 + 8
+#   sgd-fp32         : SGD with momentum in pure fp32: fp32 weights, grads, momentum: 4 + 4 + 4
 OPTIMIZERS: dict[str, BytesPerParam] = {
     "adamw": BytesPerParam(weights=2, gradients=2, optimizer=12),
     "adamw-fp32-grads": BytesPerParam(weights=2, gradients=4, optimizer=12),
     "adamw-fp32": BytesPerParam(weights=4, gradients=4, optimizer=8),
+    "adamw-bf16": BytesPerParam(weights=2, gradients=2, optimizer=4),
     "adam8bit": BytesPerParam(weights=2, gradients=2, optimizer=6),
     "sgd": BytesPerParam(weights=2, gradients=2, optimizer=8),
     "sgd-fp32": BytesPerParam(weights=4, gradients=4, optimizer=4),
