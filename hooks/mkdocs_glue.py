@@ -23,6 +23,7 @@ from hooks.comments import translate_comments  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.parity import check_language_parity  # noqa: E402
 from hooks.render import render_markdown  # noqa: E402
+from hooks.snippet_check import check_snippets  # noqa: E402
 
 
 def build_language(config) -> str:
@@ -40,6 +41,7 @@ def on_pre_build(config, **kwargs):
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
     try:
+        check_snippets(markdown, config.mdx_configs.get("pymdownx.snippets", {}))
         return render_markdown(markdown, build_language(config))
     except RenderError as exc:
         raise PluginError(f"docs/{page.file.src_uri}: {exc}") from None

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from .errors import RenderError
 
 PLACEHOLDER_RE = re.compile(r"\{\{\s*(?P<name>[a-z_][a-z0-9_]*)(?P<args>(?:\s+[^\s{}]+)*)\s*\}\}")
-ANY_BRACES_RE = re.compile(r"\{\{.*?\}\}", re.S)
+LEFTOVER_RE = re.compile(r"\{\{[^\n]{0,60}")
 
 Renderer = Callable[[dict[str, str], str], str]
 
@@ -53,7 +53,7 @@ def expand(markdown: str, lang: str, renderers: Mapping[str, Renderer], only: se
     out = PLACEHOLDER_RE.sub(replace, markdown)
     if only is not None:
         return out
-    leftover = ANY_BRACES_RE.search(out)
+    leftover = LEFTOVER_RE.search(out)
     if leftover:
         raise RenderError(f"malformed placeholder {leftover.group(0)!r}")
     return out

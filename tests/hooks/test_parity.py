@@ -1,0 +1,38 @@
+"""A page present in one language only is an error (../shared/cases/site.md, case 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hooks.errors import RenderError
+from hooks.parity import check_language_parity
+
+
+def write(docs, *names):
+    for name in names:
+        path = docs / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("# x\n", encoding="utf-8")
+
+
+def test_complete_pair_passes(tmp_path):
+    write(tmp_path, "index.it.md", "index.fr.md", "sub/page.it.md", "sub/page.fr.md", "assets/x.css")
+    check_language_parity(tmp_path)
+
+
+def test_page_in_italian_only(tmp_path):
+    write(tmp_path, "index.it.md", "index.fr.md", "sub/page.it.md")
+    with pytest.raises(RenderError, match=r"docs/sub/page\.md: page present in it only; add its fr version"):
+        check_language_parity(tmp_path)
+
+
+def test_notebook_in_french_only(tmp_path):
+    write(tmp_path, "nb.fr.ipynb")
+    with pytest.raises(RenderError, match=r"docs/nb\.ipynb: page present in fr only; add its it version"):
+        check_language_parity(tmp_path)
+
+
+def test_page_without_suffix(tmp_path):
+    write(tmp_path, "about.md")
+    with pytest.raises(RenderError, match=r"docs/about\.md: page without a language suffix"):
+        check_language_parity(tmp_path)

@@ -1,0 +1,73 @@
+"""The three tables of the guide, in each language.
+
+Expected values are the seed articles' own tables (../shared/seeds) and
+../shared/cases/memory.md, typed here from those sources.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hooks.render import render_markdown
+from tests.hooks.markdown_tables import parse_tables
+
+SHARDING = "{{ table name=sharding params=8e9 world_sizes=4,8 }}"
+
+# ../shared/cases/memory.md, "8B parameters, per GPU (the guide's own table)"
+SEED_SHARDING_GB = {
+    "DDP": (128, 128),
+    "ZeRO-1": (56, 44),
+    "ZeRO-2": (44, 30),
+    "ZeRO-3": (32, 16),
+}
+
+
+@pytest.mark.parametrize("lang,unit,header", [
+    ("it", "GB", ["Metodo", "Cosa tiene ogni scheda", "Per scheda, 4 schede", "Per scheda, 8 schede"]),
+    ("fr", "Go", ["Méthode", "Ce que détient chaque carte", "Par carte, 4 cartes", "Par carte, 8 cartes"]),
+])
+def test_sharding_table_matches_the_guide(lang, unit, header):
+    (table,) = parse_tables(render_markdown(SHARDING, lang))
+    assert table[0] == header
+    rows = {row[0].split(",")[0]: row for row in table[1:]}
+    assert list(rows) == list(SEED_SHARDING_GB)
+    for method, (four, eight) in SEED_SHARDING_GB.items():
+        assert rows[method][2:] == [f"{four} {unit}", f"{eight} {unit}"]
+
+
+def test_sharding_table_names_the_fsdp_strategies():
+    (table,) = parse_tables(render_markdown(SHARDING, "it"))
+    assert table[3][0] == "ZeRO-2, FSDP `SHARD_GRAD_OP`"
+    assert table[4][0] == "ZeRO-3, FSDP `FULL_SHARD`"
+
+
+@pytest.mark.parametrize("lang,first_row,last_row", [
+    ("it", ["PCIe 4.0 x16", "25–32 GB/s per direzione", "RTX 3090, RTX 4090, A6000, la maggior parte delle schede PCIe"],
+     ["NVLink, H100 / H200 SXM", "900 GB/s", "Schede madri SXM da 4 e 8 schede"]),
+    ("fr", ["PCIe 4.0 x16", "25 à 32 Go/s par sens", "RTX 3090, RTX 4090, A6000, la plupart des cartes PCIe"],
+     ["NVLink, H100 / H200 SXM", "900 Go/s", "Cartes mères SXM à 4 et 8 cartes"]),
+])
+def test_interconnects_table_as_in_the_articles(lang, first_row, last_row):
+    (table,) = parse_tables(render_markdown("{{ table name=interconnects }}", lang))
+    assert len(table) == 6
+    assert table[1] == first_row
+    assert table[-1] == last_row
+
+
+@pytest.mark.parametrize("lang,bridge", [("it", "circa 112 GB/s"), ("fr", "environ 112 Go/s")])
+def test_interconnects_approximate_figure(lang, bridge):
+    (table,) = parse_tables(render_markdown("{{ table name=interconnects }}", lang))
+    assert table[3][1] == bridge
+
+
+@pytest.mark.parametrize("lang,header,one_card_8b", [
+    ("it", ["Lavoro", "Una scheda che basta", "Quando più schede hanno senso"],
+     "Una scheda da 80 GB con ottimizzatore a 8 bit, o una H200 (141 GB)"),
+    ("fr", ["Tâche", "Une carte qui suffit", "Quand plusieurs cartes ont du sens"],
+     "Une carte de 80 Go avec un optimiseur 8 bits, ou une H200 (141 Go)"),
+])
+def test_needs_table(lang, header, one_card_8b):
+    (table,) = parse_tables(render_markdown("{{ table name=needs }}", lang))
+    assert table[0] == header
+    assert len(table) == 6  # header + the articles' five jobs
+    assert table[2][1] == one_card_8b

@@ -1,0 +1,70 @@
+"""Bad inputs make ``mkdocs build --strict`` fail with one line naming the file and the
+problem, never a traceback (../shared/cases/bad-inputs.md; site.md cases 1 and 5)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import build_site
+
+pytestmark = pytest.mark.slow
+
+TOPOLOGY = '--8<-- "checks/topology.sh"'
+
+
+def edit(root, rel, old, new):
+    path = root / rel
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{rel} no longer contains {old!r}: update this test"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def nested_missing(root):
+    (root / "snippets/checks/nested.sh").write_text('--8<-- "checks/nope.sh"\n', encoding="utf-8")
+    edit(root, "docs/index.it.md", TOPOLOGY, '--8<-- "checks/nested.sh"')
+
+
+CASES = {
+    "missing snippet": (lambda r: edit(r, "docs/index.fr.md", TOPOLOGY, '--8<-- "checks/nope.sh"'),
+                        r"docs/index\.fr\.md: broken snippet include: Snippet at path 'checks/nope\.sh' could not be found"),
+    "missing section": (lambda r: edit(r, "docs/index.it.md", TOPOLOGY, '--8<-- "checks/topology.sh:gone"'),
+                        r"docs/index\.it\.md: broken snippet include: Snippet section 'gone' could not be located"),
+    "nested include": (nested_missing, r"docs/index\.it\.md: broken snippet include: .*checks/nope\.sh"),
+    "unknown table": (lambda r: edit(r, "docs/index.fr.md", "name=interconnects", "name=links"),
+                      r"docs/index\.fr\.md: placeholder .*unknown table 'links'"),
+    "unknown model key": (lambda r: edit(r, "docs/index.it.md", "gpu=b200", "gpu=b300"),
+                          r"docs/index\.it\.md: placeholder .*unknown gpu 'b300'"),
+    "zero GPUs": (lambda r: edit(r, "docs/index.fr.md", "world_size=4 zero_stage=3 step=5", "world_size=0 zero_stage=3 step=5"),
+                  r"docs/index\.fr\.md: placeholder .*world_size must be an integer >= 1"),
+    "negative params": (lambda r: edit(r, "docs/index.it.md", "{{ memory params=8e9 }}", "{{ memory params=-8e9 }}"),
+                        r"docs/index\.it\.md: placeholder .*invalid parameter count"),
+    "ZeRO stage 4": (lambda r: edit(r, "docs/memory-formulas.it.md", "world_size=4 zero_stage=3 }}", "world_size=4 zero_stage=4 }}"),
+                     r"docs/memory-formulas\.it\.md: placeholder .*zero_stage must be 0, 1, 2 or 3"),
+    "YAML that does not parse": (lambda r: edit(r, "snippets/data/needs.yaml", "rows:", "rows: [\n"),
+                                 r"snippets/data/needs\.yaml: invalid YAML"),
+    "row without French": (lambda r: edit(r, "snippets/data/sharding.yaml", ", fr: Tout}", "}"),
+                           r"snippets/data/sharding\.yaml: row 1 'holds': missing translation for fr"),
+    "comment without French": (lambda r: edit(r, "snippets/comments.yaml", "fr: modèle, mémoire et pilote de chaque carte", "de: Modell"),
+                               r"docs/index\.fr\.md: snippets/comments\.yaml: entry \d+: missing translation for fr"),
+    "comment not in the catalogue": (lambda r: edit(r, "snippets/checks/topology.sh", "topo -m", "topo -m  # collegamenti"),
+                                     r"docs/index\.fr\.md: code comment 'collegamenti' has no 'fr' translation in snippets/comments\.yaml"),
+    "page in Italian only": (lambda r: (r / "docs/memory-formulas.fr.md").unlink(),
+                             r"docs/memory-formulas\.md: page present in it only; add its fr version"),
+    "broken link": (lambda r: edit(r, "docs/index.fr.md", "(memory-formulas.md)", "(memory-formula.md)"),
+                    r"index\.fr\.md.*memory-formula\.md"),
+    "broken anchor": (lambda r: edit(r, "docs/index.it.md", "(memory-formulas.md)", "(memory-formulas.md#nowhere)"),
+                      r"index\.it\.md.*nowhere"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_fails_the_build(case, repo_copy, tmp_path):
+    break_it, message = CASES[case]
+    break_it(repo_copy)
+    result = build_site(tmp_path / "out", config=repo_copy / "mkdocs.yml")
+    assert result.returncode != 0, f"{case}: the build passed"
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith(("ERROR", "WARNING"))]
+    assert any(re.search(message, line) for line in errors), "\n".join(errors) or result.stderr[-3000:]
