@@ -14,7 +14,7 @@ estimate. Embeddings, the output layer and the loss are not included (§4.3).
 
 from __future__ import annotations
 
-from .units import check_int
+from .validate import check_int
 
 RECOMPUTE = ("none", "selective", "full")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .states import BytesPerParam, as_bytes_per_param
-from .units import check_params
+from .validate import check_params
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ quantisation and the shared 16- and 256-entry lookup tables (a few bytes per ten
 
 from __future__ import annotations
 
-from .units import check_int
+from .validate import check_int, lookup
 
 DTYPE_BITS: dict[str, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
 NF4 = "nf4"
@@ -27,11 +27,7 @@ def _ceil_div(a: int, b: int) -> int:
 
 def dtype_bits(dtype: str) -> int:
     """Bits per element of a plain format (a key of ``DTYPE_BITS``). Raises ValueError."""
-    try:
-        return DTYPE_BITS[dtype]
-    except KeyError:
-        known = ", ".join(DTYPE_BITS)
-        raise ValueError(f"unknown dtype {dtype!r}; known: {known}") from None
+    return lookup(DTYPE_BITS, dtype, "dtype")
 
 
 def nf4_bytes(

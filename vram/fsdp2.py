@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 
 from .sharding import ModelStates, check_world_size
 from .states import BytesPerParam, as_bytes_per_param
-from .units import check_int
+from .validate import check_int
 
 
 def fsdp2_chunk_rows(dim0: int, world_size: int) -> int:

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 from .dtypes import NF4, nf4_bytes, tensor_bytes
 from .models import ModelConfig, as_model_config, count_params, decoder_linears
 from .states import BytesPerParam, as_bytes_per_param
-from .units import check_int, check_params
+from .validate import check_int, check_params
 
 ModelLike = ModelConfig | Mapping[str, Any] | str | Path
 # PEFT's usual "all linear layers" choice for llama-style models.

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from .dtypes import dtype_bits, tensor_bytes
 from .models import ModelConfig, as_model_config, count_params
-from .units import check_int, check_params
+from .validate import check_int, check_params
 
 ModelLike = ModelConfig | Mapping[str, Any] | str | Path
 

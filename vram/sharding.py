@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .states import BytesPerParam, as_bytes_per_param
-from .units import check_int, check_params
+from .validate import check_int, check_params, lookup
 
 ZERO_STAGES = (0, 1, 2, 3)
 FSDP_TO_ZERO_STAGE = {
@@ -87,11 +87,7 @@ def model_states_per_gpu(
 
 def fsdp_zero_stage(sharding_strategy: str) -> int:
     """ZeRO stage equivalent to an FSDP ``ShardingStrategy`` name. Raises ValueError."""
-    try:
-        return FSDP_TO_ZERO_STAGE[sharding_strategy]
-    except KeyError:
-        known = ", ".join(FSDP_TO_ZERO_STAGE)
-        raise ValueError(f"unknown FSDP sharding strategy {sharding_strategy!r}; known: {known}") from None
+    return lookup(FSDP_TO_ZERO_STAGE, sharding_strategy, "FSDP sharding strategy")
 
 
 def fsdp_model_states_per_gpu(

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .validate import lookup
+
 
 @dataclass(frozen=True)
 class BytesPerParam:
@@ -56,11 +58,7 @@ def bytes_per_param(optimizer: str = "adamw") -> BytesPerParam:
 
     Raises ValueError naming the known optimizers for an unknown name.
     """
-    try:
-        return OPTIMIZERS[optimizer]
-    except KeyError:
-        known = ", ".join(sorted(OPTIMIZERS))
-        raise ValueError(f"unknown optimizer {optimizer!r}; known: {known}") from None
+    return lookup(OPTIMIZERS, optimizer, "optimizer")
 
 
 def as_bytes_per_param(optimizer: str | BytesPerParam) -> BytesPerParam:

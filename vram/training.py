@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from .sharding import ModelStates, check_world_size, model_states_per_gpu
 from .states import BytesPerParam
-from .units import check_int
+from .validate import check_int
 
 
 @dataclass(frozen=True)

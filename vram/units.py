@@ -15,20 +15,6 @@ _PARAMS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*([KkMmBbTt]?)\s
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 
 
-def check_int(value: int, name: str, minimum: int) -> int:
-    """Return ``value`` if it is an int (not a bool) >= ``minimum``, else raise ValueError."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def check_params(params: int) -> int:
-    """Return ``params`` if it is a positive int (a parameter count), else raise ValueError."""
-    if isinstance(params, bool) or not isinstance(params, int) or params <= 0:
-        raise ValueError(f"params must be a positive integer, got {params!r}")
-    return params
-
-
 def bytes_to_gb(n_bytes: int | float) -> float:
     """Bytes -> GB (10**9 bytes)."""
     return n_bytes / GB
