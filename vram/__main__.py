@@ -26,7 +26,8 @@ class _OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error in one line (no usage block) and exits 2."""
 
     def error(self, message: str) -> NoReturn:
-        _fail(f"{self.prog}: {message}")
+        command = self.prog.partition(" ")[2]  # "vram estimate" -> "estimate"
+        _fail(f"{command}: {message}" if command else message)
 
 
 def _fail(message: str) -> NoReturn:
@@ -83,8 +84,10 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
         "per_gpu_gib": bytes_to_gib(mem.per_gpu_bytes),
         "host_optimizer_bytes_per_machine": mem.host_optimizer_bytes_per_machine,
     }
-    lines = [
-        f"params: {params:,}",
+    lines = [f"params: {params:,}"]
+    if data.get("active_params", params) != params:
+        lines.append(f"active params per token: {data['active_params']:,} (all experts are held in memory)")
+    lines += [
         f"ZeRO stage {args.zero_stage} on {args.world_size} GPU(s), optimizer {args.optimizer} "
         f"({bpp.weights} + {bpp.gradients} + {bpp.optimizer} bytes per parameter)",
         "model states per GPU (GB = 10^9 bytes, GiB = 2^30 bytes):",
