@@ -102,19 +102,22 @@ def traffic_per_step(raw: dict[str, str], lang: str) -> str:
 
 
 def offload_host_ram(raw: dict[str, str], lang: str) -> str:
-    """``{{ offload_host_ram params=8e9 round=10 }}``: optimizer states moved to CPU RAM."""
-    args = Args(raw, {"params", "optimizer"} | ROUNDING)
+    """``{{ offload_host_ram params=8e9 round=10 }}``: host RAM one machine needs for the
+    optimizer states offloaded by its GPUs (ZeRO-Offload, FSDP ``cpu_offload``)."""
+    args = Args(raw, {"params", "optimizer", "world_size"} | ROUNDING)
     with calculator_errors():
-        states = vram.model_states_per_gpu(args.params(), 1, 0, args.str("optimizer", "adamw"))
-    return gb(states.optimizer_bytes, args, lang)
+        memory = vram.training_memory_per_gpu(
+            args.params(), args.int("world_size", default=1), 1, args.str("optimizer", "adamw"), offload_optimizer=True
+        )
+    return gb(memory.host_optimizer_bytes_per_machine, args, lang)
 
 
 def checkpoint(raw: dict[str, str], lang: str) -> str:
     """``{{ checkpoint params=8e9 floor=100 }}``: bf16 weights + optimizer states."""
     args = Args(raw, {"params", "optimizer"} | ROUNDING)
     with calculator_errors():
-        states = vram.model_states_per_gpu(args.params(), 1, 0, args.str("optimizer", "adamw"))
-    return gb(states.weights_bytes + states.optimizer_bytes, args, lang)
+        size = vram.checkpoint_bytes(args.params(), args.str("optimizer", "adamw"))
+    return gb(size.total_bytes, args, lang)
 
 
 def gpu_memory(raw: dict[str, str], lang: str) -> str:
