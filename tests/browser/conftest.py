@@ -1,0 +1,233 @@
+"""Shared browser fixtures: the built site served over HTTP, and one headless Chromium.
+
+What the tests here get (all generic; other browser tests may use them):
+
+- ``subpath_site`` (session): the whole site built once with
+  ``SITE_URL=https://example.github.io/REPO/``, i.e. as a GitHub *project* site.
+- ``site_server`` (session): a :class:`SiteServer` serving ``subpath_site`` under
+  ``/REPO/`` on 127.0.0.1, like GitHub Pages: a missing file answers 404 with the
+  site's root ``404.html``; every request it answers is kept in ``server.log``.
+  ``site_server.url("fr/")`` -> ``http://127.0.0.1:PORT/REPO/fr/``.
+- ``serve_site(root, prefix="/")``: a context manager for any other folder or prefix.
+- ``chromium`` (session): one Playwright ``Browser`` (Debian's /usr/bin/chromium,
+  headless, no network of its own) for the whole session; tests open a context each.
+- ``page`` (function): a fresh context and page from ``chromium``, closed afterwards.
+- ``recorded(page)``: start recording every request of ``page`` (URL, resource type,
+  status, failure); read ``recorder.requests`` after navigating.
+- ``site_pages(root)``: every HTML page of a built site as a URL path relative to its
+  root (``""``, ``"memory-formulas/"``, ``"fr/"``, ``"404.html"``, ...).
+- ``browser_type_launch_args``: the same launch options, for pytest-playwright's own
+  fixtures should that plugin be installed.
+
+Every test that needs Chromium carries ``@pytest.mark.browser`` (skipped without
+Chromium and Playwright, a failure with ``REQUIRE_BROWSER=1``; see tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from tests.conftest import CHROMIUM, build_site
+
+SUBPATH = "/REPO/"
+SUBPATH_SITE_URL = "https://example.github.io/REPO/"
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+# --------------------------------------------------------------------------- site
+def site_pages(root: Path) -> list[str]:
+    """Every HTML page of a built site, as URL paths relative to the site root."""
+    pages = []
+    for path in sorted(root.rglob("*.html")):
+        rel = path.relative_to(root).as_posix()
+        pages.append(rel[: -len("index.html")] if rel.endswith("index.html") else rel)
+    return pages
+
+
+@pytest.fixture(scope="session")
+def subpath_site(tmp_path_factory) -> Path:
+    """The site built as a project site (``site_url`` under ``/REPO/``), once per session."""
+    dest = tmp_path_factory.mktemp("subpath") / "site"
+    result = build_site(dest, env={"SITE_URL": SUBPATH_SITE_URL})
+    assert result.returncode == 0, f"strict build with SITE_URL={SUBPATH_SITE_URL} failed:\n{result.stderr[-4000:]}"
+    return dest
+
+
+# ------------------------------------------------------------------------- server
+@dataclass
+class SiteServer:
+    """A static server for a built site under ``prefix``; ``log`` holds (path, status)."""
+
+    root: Path
+    prefix: str
+    port: int = 0
+    log: list[tuple[str, int]] = field(default_factory=list)
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str = "") -> str:
+        """Absolute URL of ``path`` (relative to the site root, no leading slash)."""
+        return f"{self.origin}{self.prefix}{path.lstrip('/')}"
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    """Serves ``server.site.root`` under ``server.site.prefix``; a miss is a 404 with 404.html."""
+
+    def translate_path(self, path: str) -> str:
+        site: SiteServer = self.server.site  # type: ignore[attr-defined]
+        url_path = unquote(urlsplit(path).path)
+        if not url_path.startswith(site.prefix):
+            return str(site.root / "\0outside-prefix")  # never exists
+        return super().translate_path("/" + url_path[len(site.prefix):])
+
+    def send_error(self, code, message=None, explain=None):
+        site: SiteServer = self.server.site  # type: ignore[attr-defined]
+        page = site.root / "404.html"
+        if code != 404 or not page.exists():
+            return super().send_error(code, message, explain)
+        body = page.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def log_request(self, code="-", size="-"):
+        self.server.site.log.append((self.path, int(code) if str(code).isdigit() else 0))  # type: ignore[attr-defined]
+
+    def log_message(self, format, *args):  # quiet: the log list is the record
+        pass
+
+
+@contextlib.contextmanager
+def serve_site(root: Path, prefix: str = "/"):
+    """Serve ``root`` under ``prefix`` on 127.0.0.1 (a free port) in a thread."""
+    prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
+    site = SiteServer(root=root, prefix=prefix)
+    handler = functools.partial(_Handler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.site = site  # type: ignore[attr-defined]
+    site.port = httpd.server_address[1]
+    thread = threading.Thread(target=httpd.serve_forever, name=f"site-server-{site.port}", daemon=True)
+    thread.start()
+    try:
+        yield site
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def site_server(subpath_site):
+    """``subpath_site`` served under ``/REPO/``, as GitHub Pages serves a project site."""
+    with serve_site(subpath_site, SUBPATH) as server:
+        yield server
+
+
+# ------------------------------------------------------------------------ browser
+@pytest.fixture(scope="session")
+def browser_type_launch_args() -> dict:
+    """Launch options for Debian's Chromium (also read by pytest-playwright, if installed)."""
+    return {"executable_path": CHROMIUM, "args": LAUNCH_ARGS, "headless": True}
+
+
+@pytest.fixture(scope="session")
+def chromium(browser_type_launch_args):
+    """One headless Chromium for the whole session (tests that use it are marked ``browser``)."""
+    if not Path(CHROMIUM).exists() and os.environ.get("REQUIRE_BROWSER") != "1":
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(**browser_type_launch_args)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(chromium):
+    """A fresh browser context and page; closed after the test."""
+    context = chromium.new_context()
+    page = context.new_page()
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+@dataclass
+class Request:
+    url: str
+    resource_type: str
+    status: int | None = None  # None: no response (blocked, failed)
+    failure: str | None = None
+
+
+@dataclass
+class Recorder:
+    requests: list[Request] = field(default_factory=list)
+    detach: object = None  # call to stop recording
+
+    def failed(self) -> list[Request]:
+        """Requests without a successful answer (4xx/5xx, or none at all)."""
+        return [r for r in self.requests if r.failure or r.status is None or r.status >= 400]
+
+
+def recorded(page) -> Recorder:
+    """Record every request ``page`` makes from now on (blocked or failed ones too).
+
+    Read ``recorder.requests`` after the page has loaded (``wait_until="networkidle"``);
+    ``recorder.detach()`` stops recording.
+    """
+    recorder = Recorder()
+    pending: dict[object, Request] = {}
+
+    def on_request(request):
+        entry = Request(request.url, request.resource_type)
+        pending[request] = entry
+        recorder.requests.append(entry)
+
+    def on_finished(request):
+        entry = pending.pop(request, None)
+        response = request.response() if entry else None
+        if entry and response is not None:
+            entry.status = response.status
+
+    def on_failed(request):
+        entry = pending.pop(request, None)
+        if entry:
+            entry.failure = request.failure or "failed"
+
+    handlers = {"request": on_request, "requestfinished": on_finished, "requestfailed": on_failed}
+    for event, handler in handlers.items():
+        page.on(event, handler)
+
+    def detach():
+        for event, handler in handlers.items():
+            page.remove_listener(event, handler)
+
+    recorder.detach = detach
+    return recorder
