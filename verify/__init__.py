@@ -1,0 +1,8 @@
+"""The pipeline that makes the guide publish only what ran.
+
+- ``verify.extract``: code blocks from the built site (both languages) -> runnable files;
+- ``verify.topology``: ``nvidia-smi topo -m`` -> the link class of every GPU pair;
+- ``verify.record``: the verification record (what ran, where, what it measured) and
+  the checks the publish build applies to it;
+- ``verify.gpu_check``: the GPU run that writes the record (``make gpu-check``).
+"""

@@ -1,0 +1,181 @@
+"""Extract the code blocks readers copy from the built site, per language, and check them.
+
+A block is found by its title: a fenced block written ```` ```python title="nccl_check.py" ````
+renders (pymdownx.highlight + Material) as ``div.highlight > span.filename`` followed by
+``pre > code``; the title is the block's stable name. The default language lives at the
+site's root, every other language under ``<site>/<lang>/``.
+
+The code of a block must be identical in every language once comments are removed
+(Python: the ``COMMENT`` tokens of ``tokenize``; shell: from an unquoted ``#`` that starts
+a word to the end of the line), because comments are the only thing translated. The file
+written is the default language's text, which for an LF snippet with one trailing newline
+is byte-identical to ``snippets/<name>``, so ``sha256`` of the extracted file equals
+``verify.record.snippet_sha256`` of the snippet the pages include.
+
+CLI: ``python -m verify.extract SITE_DIR OUT_DIR [--block NAME ...]``; exit 2 with one line
+naming the block on any problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+from bs4 import BeautifulSoup
+
+from hooks.languages import DEFAULT_LANGUAGE, LANGUAGES
+from verify.record import snippet_sha256
+
+REQUIRED_BLOCKS = ("nccl_check.py", "train.py")
+
+
+class ExtractError(Exception):
+    """A block is missing, duplicated with different code, or differs between languages."""
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str
+    lang: str
+    page: str
+    code: str
+
+
+def language_root(site_dir: Path, lang: str) -> Path:
+    return site_dir if lang == DEFAULT_LANGUAGE else site_dir / lang
+
+
+def blocks_in_html(html: str, lang: str, page: str) -> list[Block]:
+    """Every titled code block of one page."""
+    soup = BeautifulSoup(html, "html.parser")
+    blocks = []
+    for title in soup.select("div.highlight > span.filename"):
+        code = title.parent.select_one("pre > code")
+        if code is not None:
+            blocks.append(Block(title.get_text().strip(), lang, page, code.get_text()))
+    return blocks
+
+
+def collect(site_dir: Path, lang: str) -> dict[str, Block]:
+    """Titled blocks of one language's pages, by name. Raises ExtractError."""
+    root = language_root(site_dir, lang)
+    if not root.is_dir():
+        raise ExtractError(f"{root}: no built pages for language {lang!r}")
+    others = {root / other for other in LANGUAGES if other != lang and language_root(site_dir, other) != root}
+    found: dict[str, Block] = {}
+    for path in sorted(root.rglob("*.html")):
+        if any(other in path.parents for other in others):
+            continue
+        page = str(path.relative_to(site_dir))
+        for block in blocks_in_html(path.read_text(encoding="utf-8"), lang, page):
+            seen = found.setdefault(block.name, block)
+            if seen.code != block.code:
+                raise ExtractError(f"block {block.name!r} ({lang}): different code in {seen.page} and {block.page}")
+    return found
+
+
+def _strip_python(code: str, name: str) -> list[tuple[int, str]]:
+    cuts: dict[int, int] = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type == tokenize.COMMENT:
+                cuts[token.start[0]] = token.start[1]
+    except (tokenize.TokenError, SyntaxError) as exc:
+        raise ExtractError(f"block {name!r}: not valid Python ({exc})") from None
+    lines = code.splitlines()
+    return [(i, line[: cuts.get(i, len(line))].rstrip()) for i, line in enumerate(lines, start=1)]
+
+
+def _strip_shell_line(line: str) -> str:
+    quote = None
+    for i, char in enumerate(line):
+        if quote:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def code_lines(code: str, name: str) -> list[tuple[int, str]]:
+    """(line number, code without comments) for every line that has code left."""
+    if name.endswith(".py"):
+        stripped = _strip_python(code, name)
+    else:
+        stripped = [(i, _strip_shell_line(line)) for i, line in enumerate(code.splitlines(), start=1)]
+    return [(i, line) for i, line in stripped if line]
+
+
+def compare(name: str, reference: Block, other: Block) -> None:
+    """Raise ExtractError naming the first line whose code differs between two languages."""
+    ref_lines, other_lines = code_lines(reference.code, name), code_lines(other.code, name)
+    for (ref_no, ref_line), (other_no, other_line) in zip(ref_lines, other_lines):
+        if ref_line != other_line:
+            raise ExtractError(
+                f"block {name!r}: code differs between {reference.lang} ({reference.page}, line {ref_no}) "
+                f"and {other.lang} ({other.page}, line {other_no}): {ref_line!r} != {other_line!r}")
+    if len(ref_lines) != len(other_lines):
+        shorter = other if len(other_lines) < len(ref_lines) else reference
+        longer_lines = ref_lines if shorter is other else other_lines
+        extra_no, extra = longer_lines[min(len(ref_lines), len(other_lines))]
+        raise ExtractError(f"block {name!r}: the {shorter.lang} version ({shorter.page}) lacks line {extra_no}: {extra!r}")
+
+
+def check_runnable(block: Block) -> None:
+    """A block must hold code, and a Python block must compile. Raises ExtractError."""
+    if not block.code.strip():
+        raise ExtractError(f"block {block.name!r} is empty in {block.page}")
+    if block.name.endswith(".py"):
+        try:
+            compile(block.code, block.name, "exec")
+        except SyntaxError as exc:
+            raise ExtractError(f"block {block.name!r} ({block.page}) does not compile: line {exc.lineno}: {exc.msg}") from None
+
+
+def extract(site_dir: Path, out_dir: Path, names: tuple[str, ...] = REQUIRED_BLOCKS) -> dict[str, str]:
+    """Check ``names`` in every language and write them to ``out_dir``; returns name -> sha256.
+
+    Raises ExtractError naming the block (missing in a language, or code that differs).
+    """
+    per_lang = {lang: collect(site_dir, lang) for lang in LANGUAGES}
+    hashes = {}
+    for name in names:
+        missing = [lang for lang in LANGUAGES if name not in per_lang[lang]]
+        if missing:
+            where = ", ".join(f"{lang} ({language_root(site_dir, lang)})" for lang in missing)
+            raise ExtractError(f"block {name!r} not found in the built pages of {where}: is its title=\"{name}\" still there?")
+        reference = per_lang[DEFAULT_LANGUAGE][name]
+        check_runnable(reference)
+        for lang in LANGUAGES:
+            if lang != DEFAULT_LANGUAGE:
+                compare(name, reference, per_lang[lang][name])
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / name).write_text(reference.code, encoding="utf-8", newline="")
+        hashes[name] = snippet_sha256(reference.code.encode("utf-8"))
+    return hashes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m verify.extract", description=__doc__.splitlines()[0])
+    parser.add_argument("site_dir", type=Path)
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--block", action="append", dest="blocks", help=f"block title (default: {', '.join(REQUIRED_BLOCKS)})")
+    args = parser.parse_args(argv)
+    try:
+        hashes = extract(args.site_dir, args.out_dir, tuple(args.blocks or REQUIRED_BLOCKS))
+    except ExtractError as exc:
+        print(f"verify.extract: error: {exc}", file=sys.stderr)
+        return 2
+    for name, digest in hashes.items():
+        print(f"{args.out_dir / name}  sha256 {digest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
