@@ -1,0 +1,108 @@
+"""The note under the NCCL check: where and when it ran and what it measured, or that
+this build is not verified.
+
+Pure functions (no MkDocs): ``render_note(record, lang)`` turns a verification record
+(``verify.record``) into HTML in the reader's language, with the text of
+``snippets/data/verification.yaml`` and numbers and dates formatted by Babel;
+``insert_after_block(html, name, note)`` puts it right after the code block titled
+``name``. A record marked ``"fixture": true`` is rendered with a visible "test data"
+warning (the publish gate refuses such records unless a test allows them).
+"""
+
+from __future__ import annotations
+
+import datetime
+import html as html_lib
+import re
+
+from babel.dates import format_date, format_time
+
+from .data import load_yaml, text
+from .errors import RenderError
+from .locale_format import format_number, format_quantity
+
+DATA = "snippets/data/verification.yaml"
+
+
+def _texts() -> dict:
+    data = load_yaml("verification")
+    if not isinstance(data, dict):
+        raise RenderError(f"{DATA}: expected a mapping")
+    return data
+
+
+def _t(data: dict, key: str, lang: str) -> str:
+    if key not in data:
+        raise RenderError(f"{DATA}: missing key {key!r}")
+    return text(data[key], lang, f"{DATA}: {key}")
+
+
+def _when(utc: str, data: dict, lang: str) -> str:
+    try:
+        moment = datetime.datetime.strptime(utc, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        raise RenderError(f"verification record: utc {utc!r} is not YYYY-MM-DDTHH:MM:SSZ") from None
+    return _t(data, "when", lang).format(date=format_date(moment, "long", locale=lang),
+                                         time=format_time(moment, "HH:mm", tzinfo=datetime.timezone.utc, locale=lang))
+
+
+def _links(classes: list[str], data: dict, lang: str) -> str:
+    if not classes:
+        return ""
+    names = data.get("link_classes", {})
+    unknown = [c for c in classes if c not in names]
+    if unknown:
+        raise RenderError(f"{DATA}: link_classes lacks {', '.join(unknown)}")
+    labels = [text(names[c], lang, f"{DATA}: link_classes.{c}") for c in classes]
+    return _t(data, "links", lang).format(classes=_t(data, "and", lang).join(labels))
+
+
+def render_note(record: dict | None, lang: str) -> str:
+    """HTML for the note; ``record`` None means a development build (not verified).
+
+    Raises RenderError for a missing text or an unreadable field of the record.
+    """
+    data = _texts()
+    if record is None:
+        return f'<p class="verification verification-none"><small>{html_lib.escape(_t(data, "unverified", lang))}</small></p>'
+    try:
+        gpu, measured, versions = record["gpu"], record["measured"], record["versions"]
+        body = _t(data, "verified", lang).format(
+            gpus=f"{gpu['count']} × {gpu['model']}",
+            links=_links(record["links"].get("classes", []), data, lang),
+            when=_when(record["utc"], data, lang),
+            rate=format_number(measured["allreduce_per_s"], lang, 1),
+            size=format_quantity(measured["size_bytes"] / 1e9, "gb", lang, 2),
+            algbw=format_quantity(measured["algbw_gb_per_s"], "gb_per_s", lang, 1),
+            busbw=format_quantity(measured["busbw_gb_per_s"], "gb_per_s", lang, 1),
+            torch=versions["torch"], cuda=versions["cuda"], nccl=versions["nccl"])
+    except (KeyError, TypeError) as exc:
+        raise RenderError(f"verification record: missing or malformed field {exc}") from None
+    warning = f"<strong>{html_lib.escape(_t(data, 'fixture', lang))}</strong> " if record.get("fixture") else ""
+    kind = "warning" if record.get("fixture") else "success"
+    return (f'<div class="admonition {kind} verification" data-snippet-sha256="{html_lib.escape(record["snippet_sha256"])}">'
+            f'<p class="admonition-title">{html_lib.escape(_t(data, "title", lang))}</p>'
+            f"<p>{warning}{html_lib.escape(body)}</p></div>")
+
+
+def block_code(html: str, name: str) -> str | None:
+    """The code text of the block titled ``name`` in a page, or None."""
+    from bs4 import BeautifulSoup
+
+    if f'<span class="filename">{name}</span>' not in html:
+        return None
+    for title in BeautifulSoup(html, "html.parser").select("div.highlight > span.filename"):
+        if title.get_text().strip() == name and (code := title.parent.select_one("pre > code")) is not None:
+            return code.get_text()
+    return None
+
+
+def insert_after_block(html: str, name: str, note: str) -> str:
+    """``html`` with ``note`` right after the code block titled ``name`` (unchanged without one)."""
+    start = html.find(f'<span class="filename">{name}</span>')
+    if start < 0:
+        return html
+    end = re.compile(r"</code></pre></div>").search(html, start)
+    if end is None:
+        raise RenderError(f"code block {name!r}: no end of block after its title")
+    return html[:end.end()] + note + html[end.end():]
