@@ -36,10 +36,11 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from tests.conftest import CHROMIUM, build_site
+from tests.conftest import CHROMIUM
+from tests.site.test_gates_common import SUBPATH_SITE_URL, html_files, page_url
+from tests.site.test_gates_common import subpath_site as build_subpath_site
 
-SUBPATH = "/REPO/"
-SUBPATH_SITE_URL = "https://example.github.io/REPO/"
+SUBPATH = urlsplit(SUBPATH_SITE_URL).path  # "/REPO/"
 LAUNCH_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -54,20 +55,13 @@ LAUNCH_ARGS = [
 # --------------------------------------------------------------------------- site
 def site_pages(root: Path) -> list[str]:
     """Every HTML page of a built site, as URL paths relative to the site root."""
-    pages = []
-    for path in sorted(root.rglob("*.html")):
-        rel = path.relative_to(root).as_posix()
-        pages.append(rel[: -len("index.html")] if rel.endswith("index.html") else rel)
-    return pages
+    return [page_url(root, page) for page in html_files(root)]
 
 
 @pytest.fixture(scope="session")
 def subpath_site(tmp_path_factory) -> Path:
     """The site built as a project site (``site_url`` under ``/REPO/``), once per session."""
-    dest = tmp_path_factory.mktemp("subpath") / "site"
-    result = build_site(dest, env={"SITE_URL": SUBPATH_SITE_URL})
-    assert result.returncode == 0, f"strict build with SITE_URL={SUBPATH_SITE_URL} failed:\n{result.stderr[-4000:]}"
-    return dest
+    return build_subpath_site(tmp_path_factory)
 
 
 # ------------------------------------------------------------------------- server
