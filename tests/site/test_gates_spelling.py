@@ -1,0 +1,151 @@
+"""Gate: the prose of every page is spelled right, in the page's language.
+
+Hunspell with Debian's dictionaries (``apt-get install hunspell hunspell-it hunspell-fr``)
+checks the text a reader reads: the article, the page title and description, image
+alternatives and abbreviation titles. Code (``pre``, ``code``, ``kbd``, notebook code
+cells), and anything marked with another ``lang`` or ``translate="no"`` is left out.
+Words with digits or code characters (``bf16``, ``llama.cpp``, ``train.py``) are skipped.
+
+Technical terms the dictionaries lack go into the project word lists:
+``tests/spelling/words.txt`` (names and terms of every language), and
+``tests/spelling/words.<lang>.txt`` (that language only). One word per line, as it is
+written (``PyTorch``); a lower-case entry also accepts its capitalised form.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from tests.conftest import REPO_ROOT
+from tests.site.test_gates_common import LANGUAGES, html_files, page_language
+
+pytestmark = pytest.mark.slow
+
+WORD_LISTS = REPO_ROOT / "tests" / "spelling"
+DICTIONARIES = {"it": "it_IT", "fr": "fr_FR"}
+# Elided forms written before an apostrophe (l'ottimizzatore, qu'il): not words on their own.
+ELISIONS = {
+    "it": {"l", "d", "c", "s", "m", "t", "v", "un", "dell", "dall", "nell", "sull", "all", "coll", "quell",
+           "quest", "bell", "sant", "anch", "dov", "com", "cos", "nessun", "tutt", "senz", "buon", "ch", "dev"},
+    "fr": {"l", "d", "j", "m", "n", "s", "t", "c", "qu", "jusqu", "lorsqu", "puisqu", "quoiqu", "presqu", "quelqu"},
+}
+SKIPPED = ("pre", "code", "kbd", "samp", "var", "script", "style", "svg", "math", "template",
+           ".arithmatex", ".headerlink", ".highlight", ".jp-CodeCell", ".jp-InputArea", ".jp-OutputArea",
+           '[translate="no"]', ".notranslate")
+CODE_LIKE = re.compile(r"[\d_/\\.@=#<>{}$%+*|~^`\[\]]")
+EDGE = "\"'’‘“”«»()[]{}.,;:!?…–—-·¶*/"
+
+HUNSPELL = shutil.which("hunspell")
+needs_hunspell = pytest.mark.skipif(HUNSPELL is None, reason="hunspell not installed (apt-get install hunspell hunspell-it hunspell-fr)")
+
+
+def prose(html: str, lang: str) -> str:
+    """The text a reader reads on the page, without code and other-language passages."""
+    soup = BeautifulSoup(html, "html.parser")
+    parts = [soup.title.get_text(" ") if soup.title else ""]
+    description = soup.find("meta", attrs={"name": "description"})
+    if description and description.get("content"):
+        parts.append(description["content"])
+    article = soup.select_one("article") or soup.body or soup
+    for el in article.select(", ".join(SKIPPED)):
+        el.decompose()
+    for el in article.find_all(attrs={"lang": True}):
+        if not el["lang"].lower().startswith(lang):
+            el.decompose()
+    parts += [el["alt"] for el in article.find_all(attrs={"alt": True})]
+    parts += [el["title"] for el in article.find_all("abbr", attrs={"title": True})]
+    parts.append(article.get_text(" "))
+    return "\n".join(parts)
+
+
+def tokens(text: str) -> list[str]:
+    """Words of ``text``: apostrophes normalised to ', edge punctuation stripped, code-like tokens dropped."""
+    words = []
+    for raw in text.replace("’", "'").replace("ʼ", "'").split():
+        word = raw.lstrip(EDGE).rstrip(EDGE.replace("'", ""))  # keep a final apostrophe: po'
+        if word and not CODE_LIKE.search(word) and any(ch.isalpha() for ch in word):
+            words.append(word)
+    return words
+
+
+def word_list(lang: str) -> list[str]:
+    words = []
+    for name in ("words.txt", f"words.{lang}.txt"):
+        path = WORD_LISTS / name
+        if path.exists():
+            words += [w.strip() for w in path.read_text(encoding="utf-8").splitlines() if w.strip() and not w.startswith("#")]
+    return words
+
+
+def _hunspell(words: set[str], lang: str, personal: Path) -> set[str]:
+    if not words:
+        return set()
+    result = subprocess.run([HUNSPELL, "-d", DICTIONARIES[lang], "-p", str(personal), "-l", "-i", "utf-8"],
+                            input="\n".join(sorted(words)) + "\n", capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return set(result.stdout.split())
+
+
+def misspelled(words: set[str], lang: str, workdir: Path) -> set[str]:
+    """The words hunspell rejects, with the project word list; a word with an apostrophe
+    or a hyphen passes if hunspell knows it whole, or if its parts pass (elided forms
+    such as ``dell'`` from a fixed list)."""
+    personal = workdir / f"words.{lang}.dic"
+    personal.write_text("\n".join(word_list(lang)) + "\n", encoding="utf-8")
+    rejected = {w for w in _hunspell(words, lang, personal)}
+    # hunspell prints a rejected compound by its parts: map them back to the input words
+    bad_words = {w for w in words if w in rejected or any(p in rejected for p in re.split(r"['\-]", w))}
+    parts_of = {}
+    for word in bad_words:
+        *elided, last = word.split("'")
+        if any(e.lower() not in ELISIONS[lang] for e in elided if e):
+            continue
+        parts_of[word] = [p for p in re.split(r"-", last) if p]
+    still = _hunspell({p for ps in parts_of.values() for p in ps}, lang, personal)
+    return {w for w in bad_words if w not in parts_of or any(p in still for p in parts_of[w])}
+
+
+def misspellings(pages: dict[str, tuple[str, str]], workdir: Path) -> dict[str, list[str]]:
+    """``{name: (html, lang)}`` -> ``{name: sorted misspelled words}`` (pages with none left out)."""
+    words_of = {name: set(tokens(prose(html, lang))) for name, (html, lang) in pages.items()}
+    bad = {lang: misspelled(set().union(*(words_of[n] for n, (_, l) in pages.items() if l == lang)), lang, workdir)
+           for lang in {lang for _, lang in pages.values()}}
+    return {name: sorted(words_of[name] & bad[lang]) for name, (_, lang) in pages.items()
+            if words_of[name] & bad[lang]}
+
+
+def site_pages(site: Path) -> dict[str, tuple[str, str]]:
+    return {str(p.relative_to(site)): (p.read_text(encoding="utf-8"), page_language(site, p)) for p in html_files(site)}
+
+
+@needs_hunspell
+def test_prose_is_spelled_right(built_site, tmp_path):
+    pages = site_pages(built_site)
+    assert {lang for _, lang in pages.values()} == set(LANGUAGES)
+    assert not misspellings(pages, tmp_path), "misspelled (fix the page, or add a technical term to tests/spelling/)"
+
+
+@needs_hunspell
+def test_a_typo_fails_and_code_is_not_checked(built_site, tmp_path):
+    """Inject a typo into the prose of a copy of each home page: the gate names it; the
+    same typo inside <code> is ignored."""
+    typos = {"it": ("Attenzoine", "<p>Attenzoine: <code>Ortografiaa</code></p>"),
+             "fr": ("Atentionn", "<p>Atentionn : <code>Orthographee</code></p>")}
+    pages = {}
+    for lang, (_, snippet) in typos.items():
+        page = built_site / ("" if lang == LANGUAGES[0] else lang) / "index.html"
+        pages[lang] = (page.read_text(encoding="utf-8").replace("</article>", snippet + "</article>", 1), lang)
+    found = misspellings(pages, tmp_path)
+    for lang, (typo, _) in typos.items():
+        assert found.get(lang) == [typo], found
+
+
+def test_tokens():
+    text = "L’ottimizzatore (AdamW) usa bf16, `x` e llama.cpp; c’est-à-dire un po’ di «ZeRO-3» train.py."
+    assert tokens(text) == ["L'ottimizzatore", "AdamW", "usa", "e", "c'est-à-dire", "un", "po'", "di"]
