@@ -6,12 +6,13 @@ Tables first (their cells may hold number placeholders), then numbers.
 from __future__ import annotations
 
 from .errors import RenderError
+from .finder import FINDER
 from .languages import LANGUAGES
 from .numbers import NUMBERS
 from .placeholders import expand
 from .tables import table
 
-RENDERERS = {"table": table, **NUMBERS}
+RENDERERS = {"table": table, **NUMBERS, **FINDER}
 
 
 def render_markdown(markdown: str, lang: str) -> str:

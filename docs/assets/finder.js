@@ -1,0 +1,186 @@
+/* "Find the GPU your model fits in" (docs/gpu-finder.*.md).
+ *
+ * Every number comes from assets/finder.json, computed at build time by hooks/finder.py
+ * with the guide's calculator (vram/). This script only selects the result of the chosen
+ * inputs, shows or hides the controls that apply, and formats numbers for the page's
+ * language with Intl.NumberFormat. It does no arithmetic on the data. It builds the same
+ * structure as the static result rendered for readers without JavaScript.
+ */
+(function () {
+  "use strict";
+
+  var form = document.getElementById("finder-form");
+  var labelsNode = document.getElementById("finder-labels");
+  if (!form || !labelsNode) return;
+
+  var labels = JSON.parse(labelsNode.textContent);
+  var lang = document.documentElement.lang || "it";
+  var NBSP = "\u00a0";
+  var formats = {
+    gb: new Intl.NumberFormat(lang, { maximumFractionDigits: 1 }),
+    whole: new Intl.NumberFormat(lang, { maximumFractionDigits: 0 }),
+    percent: new Intl.NumberFormat(lang, { style: "percent", maximumFractionDigits: 0 }),
+    eur: new Intl.NumberFormat(lang, { style: "currency", currency: "EUR" })
+  };
+  var controls = {
+    model: document.getElementById("finder-model"),
+    task: document.getElementById("finder-task"),
+    cards: document.getElementById("finder-cards"),
+    method: document.getElementById("finder-method"),
+    context: document.getElementById("finder-context")
+  };
+  var out = {
+    status: document.getElementById("finder-status"),
+    wrap: document.getElementById("finder-table-wrap"),
+    why: document.getElementById("finder-why"),
+    note: document.getElementById("finder-note")
+  };
+
+  function fill(template, fields) {
+    return template.replace(/\{(\w+)\}/g, function (match, key) {
+      return Object.prototype.hasOwnProperty.call(fields, key) ? String(fields[key]) : match;
+    });
+  }
+
+  function gb(value) {
+    return formats.gb.format(value) + NBSP + labels.unit_gb;
+  }
+
+  function byKey(list) {
+    var map = {};
+    list.forEach(function (item) { map[item.key] = item; });
+    return map;
+  }
+
+  function selectedText(select) {
+    return select.options[select.selectedIndex].text;
+  }
+
+  function element(tag, text, attributes) {
+    var node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = text;
+    Object.keys(attributes || {}).forEach(function (name) { node.setAttribute(name, attributes[name]); });
+    return node;
+  }
+
+  function start(data) {
+    var models = byKey(data.models);
+    var tasks = byKey(data.tasks);
+    var gpus = byKey(data.gpus);
+
+    function kind() {
+      return tasks[controls.task.value].kind;
+    }
+
+    function updateControls() {
+      var current = kind();
+      form.querySelectorAll("[data-kinds]").forEach(function (field) {
+        field.hidden = field.getAttribute("data-kinds").split(" ").indexOf(current) < 0;
+      });
+      var oneCard = controls.cards.value === "1";
+      controls.method.disabled = oneCard;
+      document.getElementById("finder-method-hint").hidden = !oneCard;
+      document.getElementById("finder-context-hint").hidden = oneCard;
+      var maxContext = models[controls.model.value].max_context;
+      var options = Array.prototype.slice.call(controls.context.options);
+      options.forEach(function (option) {
+        option.disabled = maxContext !== null && Number(option.value) > maxContext;
+        option.title = option.disabled ? labels.too_long : "";
+      });
+      if (controls.context.selectedOptions[0].disabled) {
+        var allowed = options.filter(function (option) { return !option.disabled; });
+        controls.context.value = allowed[allowed.length - 1].value;
+      }
+    }
+
+    function choiceText(serving) {
+      var parts = [selectedText(controls.model), selectedText(controls.task),
+        controls.cards.value === "1" ? labels.cards_one : fill(labels.cards_many, { cards: controls.cards.value })];
+      if (serving) parts.push(selectedText(controls.context));
+      else if (controls.cards.value !== "1") parts.push(selectedText(controls.method));
+      return fill(labels.caption, { choice: parts.join(", ") });
+    }
+
+    function table(fits, cards, serving) {
+      var node = element("table", null, { "class": "finder-table", id: "finder-table" });
+      node.appendChild(element("caption", choiceText(serving)));
+      var head = element("tr");
+      ["col_card", "col_memory", "col_margin", "col_price"].forEach(function (key) {
+        head.appendChild(element("th", labels[key], { scope: "col" }));
+      });
+      node.appendChild(element("thead")).appendChild(head);
+      var body = node.appendChild(element("tbody"));
+      fits.forEach(function (fit) {
+        var gpu = gpus[fit.gpu];
+        var row = body.appendChild(element("tr"));
+        row.appendChild(element("th", gpu.name, { scope: "row" }));
+        row.appendChild(element("td", formats.whole.format(gpu.memory_gb) + NBSP + labels.unit_gb));
+        var margin = row.appendChild(element("td", fill(labels.margin_cell, {
+          margin: gb(fit.margin_gb), free: formats.percent.format(fit.free_fraction)
+        })));
+        if (fit.tight) {
+          margin.appendChild(document.createTextNode(" "));
+          margin.appendChild(element("strong", labels.tight, { "class": "finder-tight" }));
+        }
+        var price = fit.machine
+          ? fill(labels.price_cell, { count: cards, gpu: gpu.name, price: formats.eur.format(fit.price_eur_per_hour_from) })
+          : labels.no_price;
+        row.appendChild(element("td", price));
+      });
+      return node;
+    }
+
+    function render() {
+      updateControls();
+      var serving = kind() === "serving";
+      var option = serving ? controls.context.value : controls.method.value;
+      var byCards = ((data.results[controls.model.value] || {})[controls.task.value] || {})[controls.cards.value] || {};
+      var found = byCards[option];
+      out.wrap.textContent = "";
+      if (!found) {
+        out.status.textContent = labels.not_computed;
+        out.why.textContent = "";
+        out.note.textContent = "";
+        return;
+      }
+      var fits = found.fits;
+      var need = gb(found.per_gpu_gb);
+      if (fits.length === 0) {
+        out.status.textContent = fill(labels.summary_none, { need: need });
+      } else {
+        out.status.textContent = fill(fits.length === 1 ? labels.summary_one : labels.summary_many, {
+          need: need, count: fits.length, gpu: gpus[fits[0].gpu].name, margin: gb(fits[0].margin_gb)
+        });
+        out.wrap.appendChild(table(fits, controls.cards.value, serving));
+      }
+      out.why.textContent = fill(labels.why, {
+        parts: found.parts.map(function (part) { return labels["part_" + part[0]] + " " + gb(part[1]); }).join(", ")
+      });
+      if (serving) {
+        out.note.textContent = fill(labels.activations_serving, { context: formats.whole.format(Number(option)) });
+      } else {
+        var model = models[controls.model.value];
+        out.note.textContent = fill(labels.activations_training, {
+          model: model.name, seq: formats.whole.format(data.activations.seq_length),
+          none: gb(model.activation_gb.none), full: gb(model.activation_gb.full)
+        });
+      }
+    }
+
+    form.addEventListener("change", render);
+    form.addEventListener("submit", function (event) { event.preventDefault(); });
+    form.hidden = false;
+    render();
+    form.setAttribute("data-ready", "true");
+  }
+
+  fetch(new URL(form.getAttribute("data-json"), document.baseURI))
+    .then(function (response) {
+      if (!response.ok) throw new Error(response.status + " " + response.statusText);
+      return response.json();
+    })
+    .then(start)
+    .catch(function (error) {
+      if (out.note) out.note.textContent = labels.load_error + " (" + error.message + ")";
+    });
+})();

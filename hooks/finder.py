@@ -1,0 +1,386 @@
+""""Find the GPU your model fits in": every number computed by ``vram`` at build time.
+
+``finder_data()`` computes, for every model of ``snippets/data/models.yaml`` (parameters
+counted by ``vram.count_params`` from the shipped ``config.json``), every task, card count
+and method (training) or context length (serving) of ``snippets/data/finder.yaml``, the
+bytes one card needs, what takes them, and which cards of ``snippets/data/gpus.yaml`` fit
+(smallest first, with the margin and, only where the guide gives one, the machine price).
+The result is locale-independent, sizes already in GB (``vram.bytes_to_gb``): MkDocs
+writes it once as ``assets/finder.json`` and the page's JavaScript of both languages only
+selects, filters and formats it (no arithmetic there).
+
+Two placeholders render the page's parts in the reader's language:
+``{{ finder_form assets=../assets }}`` (the labelled controls, hidden until the script
+runs) and ``{{ finder_table }}`` (the static result of the default choice, or of
+``model= task= cards= method= context=``: what a reader without JavaScript sees).
+
+Pure: no MkDocs import; data files are read on every call (``mkdocs serve`` shows edits).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from babel.numbers import format_percent
+
+import vram
+from vram.models import decoder_linears
+from vram.units import bytes_to_gb
+
+from . import data as data_module
+from .data import load_yaml, relative, text
+from .errors import RenderError
+from .locale_format import format_eur, format_number, format_quantity, unit_label
+from .numbers import calculator_errors
+from .placeholders import Args
+
+JSON_URI = "assets/finder.json"
+KINDS = ("training", "lora", "serving")
+PART_KEYS = ("weights", "gradients", "optimizer", "base", "adapters", "kv_cache")
+FINDER_YAML = "snippets/data/finder.yaml"
+MODELS_YAML = "snippets/data/models.yaml"
+
+
+@dataclass(frozen=True)
+class Model:
+    key: str
+    name: str
+    config: vram.ModelConfig
+    params: vram.ParamCount
+    max_context: int | None
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """finder.yaml, models.yaml (with parsed configs) and gpus.yaml, checked."""
+
+    settings: dict[str, Any]
+    tasks: dict[str, dict[str, Any]]
+    methods: dict[str, dict[str, Any]]
+    models: dict[str, Model]
+    gpus: list[tuple[str, dict[str, Any]]]  # smallest memory first, catalogue order on ties
+    machines: dict[str, dict[str, Any]]
+    labels: dict[str, Any]
+    parts: dict[str, Any]
+
+
+def _mapping(value: Any, where: str) -> dict:
+    if not isinstance(value, dict) or not value:
+        raise RenderError(f"{where}: expected a non-empty mapping")
+    return value
+
+
+def _load_models(data_dir: Path) -> dict[str, Model]:
+    models = {}
+    for key, entry in _mapping((load_yaml("models", data_dir) or {}).get("models"), f"{MODELS_YAML}: models").items():
+        where = f"{MODELS_YAML}: models.{key}"
+        if not isinstance(entry, dict) or not entry.get("name") or not entry.get("config"):
+            raise RenderError(f"{where}: needs 'name' and 'config' (a file of snippets/data/models/)")
+        path = data_dir / "models" / entry["config"]
+        if not path.is_file():
+            raise RenderError(f"{where}: config file {relative(path)} not found")
+        try:
+            config = vram.load_model_config(path)
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise RenderError(f"{where}: {exc}") from None
+        max_context = raw.get("max_position_embeddings")
+        models[key] = Model(key, str(entry["name"]), config, vram.count_params(config),
+                            max_context if isinstance(max_context, int) else None)
+    return models
+
+
+def load_catalogue(data_dir: Path | None = None) -> Catalogue:
+    """Read and check the finder's data. Raises RenderError naming the file and key."""
+    data_dir = data_dir or data_module.DATA_DIR
+    finder = _mapping(load_yaml("finder", data_dir), FINDER_YAML)
+    settings = _mapping(finder.get("settings"), f"{FINDER_YAML}: settings")
+    tasks = _mapping(finder.get("tasks"), f"{FINDER_YAML}: tasks")
+    for key, task in tasks.items():
+        if not isinstance(task, dict) or task.get("kind") not in KINDS:
+            raise RenderError(f"{FINDER_YAML}: tasks.{key}: 'kind' must be one of {', '.join(KINDS)}")
+    methods = _mapping(finder.get("methods"), f"{FINDER_YAML}: methods")
+    gpus_yaml = _mapping(load_yaml("gpus", data_dir), "snippets/data/gpus.yaml")
+    gpus = sorted(_mapping(gpus_yaml.get("gpus"), "snippets/data/gpus.yaml: gpus").items(),
+                  key=lambda item: item[1]["memory_gb"])
+    catalogue = Catalogue(settings, tasks, methods, _load_models(data_dir), gpus,
+                          gpus_yaml.get("machines") or {}, _mapping(finder.get("labels"), f"{FINDER_YAML}: labels"),
+                          _mapping(finder.get("parts"), f"{FINDER_YAML}: parts"))
+    default = settings.get("default", {})
+    for field, known in (("model", catalogue.models), ("task", tasks), ("method", methods)):
+        if default.get(field) not in known:
+            raise RenderError(f"{FINDER_YAML}: settings.default.{field}={default.get(field)!r} is not one of {', '.join(known)}")
+    return catalogue
+
+
+def options(catalogue: Catalogue, task_key: str) -> list[str]:
+    """The second choice of a task: method keys (training, LoRA) or context lengths (serving)."""
+    if catalogue.tasks[task_key]["kind"] == "serving":
+        return [str(n) for n in catalogue.settings["contexts"]]
+    return list(catalogue.methods)
+
+
+# --- what one card needs -----------------------------------------------------------------
+
+def _training(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int]]:
+    stage = catalogue.methods[option]["zero_stage"]
+    memory = vram.training_memory_per_gpu(model.params.total, cards, stage, task["optimizer"])
+    return memory.per_gpu_bytes, {"weights": memory.weights_bytes, "gradients": memory.gradients_bytes,
+                                  "optimizer": memory.optimizer_bytes}
+
+
+def _lora(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int]] | None:
+    stage = catalogue.methods[option]["zero_stage"]
+    if cards > 1 and stage > 0:
+        return None  # needs a per-GPU LoRA function of vram (sharded adapters, ZeRO-3 sharded base)
+    # One card, or DDP: every card holds the whole frozen base and the adapters.
+    # PEFT's target_modules="all-linear": every nn.Linear of the decoder layers.
+    targets = [linear.name for linear in decoder_linears(model.config)]
+    memory = vram.lora_memory_for_config(model.config, catalogue.settings["lora"]["rank"], targets, task["base_dtype"])
+    adapters = memory.adapter_weights_bytes + memory.adapter_gradients_bytes + memory.adapter_optimizer_bytes
+    return memory.total_bytes, {"base": memory.base_weights_bytes, "adapters": adapters}
+
+
+def _serving(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int]] | None:
+    context = int(option)
+    if model.max_context is not None and context > model.max_context:
+        return None  # longer than the model was trained for
+    if cards > 1:
+        return None  # needs a tensor-parallel serving function of vram
+    memory = vram.serving_memory(model.config, task["weight_dtype"], context_length=context)
+    return memory.total_bytes, {"weights": memory.weights_bytes, "kv_cache": memory.kv_cache_bytes}
+
+
+_KIND = {"training": _training, "lora": _lora, "serving": _serving}
+
+
+def requirement(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> tuple[int, dict[str, int]] | None:
+    """(bytes per card, bytes of each part) from vram, or None where the choice does not apply."""
+    task = catalogue.tasks[task_key]
+    with calculator_errors():
+        return _KIND[task["kind"]](catalogue.models[model_key], task, cards, option, catalogue)
+
+
+def fitting_cards(catalogue: Catalogue, per_gpu_bytes: int, cards: int) -> list[dict[str, Any]]:
+    """The catalogue's cards that hold ``per_gpu_bytes``, smallest first, with margin and price."""
+    tight = catalogue.settings["tight_free_fraction"]
+    fits = []
+    for key, gpu in catalogue.gpus:
+        capacity = vram.gb_to_bytes(gpu["memory_gb"])
+        if not vram.fits(per_gpu_bytes, capacity):
+            continue
+        fit = {"gpu": key, "margin_gb": bytes_to_gb(capacity - per_gpu_bytes),
+               "free_fraction": vram.free_fraction(per_gpu_bytes, capacity),
+               "tight": not vram.fits(per_gpu_bytes, capacity, min_free_fraction=tight)}
+        for machine_key, machine in catalogue.machines.items():
+            if machine["gpu"] == key and machine["count"] == cards:
+                fit.update(machine=machine_key, price_eur_per_hour_from=machine["price_eur_per_hour_from"])
+        fits.append(fit)
+    return fits
+
+
+def result(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> dict[str, Any] | None:
+    """One choice, in GB: memory per card, its parts (largest first) and the cards that fit."""
+    needed = requirement(catalogue, model_key, task_key, cards, option)
+    if needed is None:
+        return None
+    per_gpu, parts = needed
+    ordered = sorted(((k, v) for k, v in parts.items() if v), key=lambda kv: (-kv[1], PART_KEYS.index(kv[0])))
+    return {"per_gpu_gb": bytes_to_gb(per_gpu), "parts": [[k, bytes_to_gb(v)] for k, v in ordered],
+            "fits": fitting_cards(catalogue, per_gpu, cards)}
+
+
+def activation_reference(catalogue: Catalogue, model: Model) -> dict[str, float]:
+    """GB of activations of one reference sequence (Korthikanti et al. 2022, Table 2): none / full recompute."""
+    ref, cfg = catalogue.settings["activations"], model.config
+    with calculator_errors():
+        return {mode: bytes_to_gb(vram.activation_bytes(ref["seq_length"], ref["micro_batch"], cfg.hidden_size,
+                                                        cfg.num_attention_heads, cfg.num_hidden_layers, mode))
+                for mode in ("none", "full")}
+
+
+def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
+    """Everything the finder page shows, for every choice: plain JSON types, sizes in GB (10**9 bytes)."""
+    catalogue = load_catalogue(data_dir)
+    settings = catalogue.settings
+    results: dict[str, Any] = {}
+    for model_key in catalogue.models:
+        for task_key in catalogue.tasks:
+            for cards in settings["cards"]:
+                for option in options(catalogue, task_key):
+                    found = result(catalogue, model_key, task_key, cards, option)
+                    if found is not None:
+                        results.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[option] = found
+    return {
+        "schema": 1,
+        "default": settings["default"],
+        "cards": settings["cards"],
+        "contexts": settings["contexts"],
+        "activations": settings["activations"],
+        "models": [{"key": m.key, "name": m.name, "params": m.params.total, "active_params": m.params.active,
+                    "max_context": m.max_context, "activation_gb": activation_reference(catalogue, m)}
+                   for m in catalogue.models.values()],
+        "tasks": [{"key": k, "kind": t["kind"]} for k, t in catalogue.tasks.items()],
+        "methods": [{"key": k, "zero_stage": m["zero_stage"]} for k, m in catalogue.methods.items()],
+        "gpus": [{"key": k, "name": g["name"], "memory_gb": g["memory_gb"]} for k, g in catalogue.gpus],
+        "results": results,
+    }
+
+
+def finder_json(data_dir: Path | None = None) -> str:
+    """``finder_data`` as compact, stable JSON (the content of ``assets/finder.json``)."""
+    return json.dumps(finder_data(data_dir), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- the page's parts, in the reader's language ---------------------------------------------
+
+def _label(catalogue: Catalogue, key: str, lang: str, **fields: Any) -> str:
+    value = text(catalogue.labels.get(key), lang, f"{FINDER_YAML}: labels.{key}")
+    return value.format(**fields) if fields else value
+
+
+def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
+    """Every label the script needs, in ``lang`` (templates keep their ``{fields}``)."""
+    labels = {key: text(value, lang, f"{FINDER_YAML}: labels.{key}") for key, value in catalogue.labels.items()}
+    labels.update({f"part_{key}": text(value, lang, f"{FINDER_YAML}: parts.{key}") for key, value in catalogue.parts.items()})
+    labels["unit_gb"] = unit_label("gb", lang)
+    return labels
+
+
+def _task_label(catalogue: Catalogue, key: str, lang: str) -> str:
+    label = text(catalogue.tasks[key].get("label"), lang, f"{FINDER_YAML}: tasks.{key}.label")
+    return label.format(rank=catalogue.settings["lora"]["rank"])
+
+
+def _method_label(catalogue: Catalogue, key: str, lang: str) -> str:
+    return text(catalogue.methods[key].get("label"), lang, f"{FINDER_YAML}: methods.{key}.label")
+
+
+def _context_label(catalogue: Catalogue, tokens: int, lang: str) -> str:
+    return _label(catalogue, "context_option", lang, tokens=format_number(tokens, lang, 0))
+
+
+def _select(name: str, label: str, choices: list[tuple[str, str]], selected: str, extra: str = "") -> str:
+    opts = "".join(f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(t)}</option>'
+                   for v, t in choices)
+    return (f'<label for="finder-{name}">{html.escape(label)}</label>'
+            f'<select id="finder-{name}" name="{name}"{extra}>{opts}</select>')
+
+
+def finder_form(raw: dict[str, str], lang: str) -> str:
+    """``{{ finder_form assets=../assets }}``: the controls, the labels and the script.
+
+    ``assets`` is the site's assets folder relative to the page (it: ``../assets``, fr:
+    ``../../assets``). The form stays hidden until the script has loaded the JSON.
+    """
+    args = Args(raw, {"assets"})
+    assets = html.escape(args.str("assets").rstrip("/"))
+    catalogue = load_catalogue()
+    d = catalogue.settings["default"]
+    fields = [
+        _select("model", _label(catalogue, "model", lang), [(k, m.name) for k, m in catalogue.models.items()], d["model"]),
+        _select("task", _label(catalogue, "task", lang), [(k, _task_label(catalogue, k, lang)) for k in catalogue.tasks], d["task"]),
+        _select("cards", _label(catalogue, "cards", lang), [(str(n), str(n)) for n in catalogue.settings["cards"]], str(d["cards"])),
+        _select("method", _label(catalogue, "method", lang), [(k, _method_label(catalogue, k, lang)) for k in catalogue.methods],
+                d["method"], ' aria-describedby="finder-method-hint"')
+        + f'<p class="finder-hint" id="finder-method-hint">{html.escape(_label(catalogue, "one_card", lang))}</p>',
+        _select("context", _label(catalogue, "context", lang),
+                [(str(n), _context_label(catalogue, n, lang)) for n in catalogue.settings["contexts"]], str(d["context"]),
+                ' aria-describedby="finder-context-hint"')
+        + f'<p class="finder-hint" id="finder-context-hint">{html.escape(_label(catalogue, "tensor_parallel", lang))}</p>',
+    ]
+    kinds = ["", "", "", "training lora", "serving"]
+    body = "".join(f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}>{f}</div>'
+                   for f, k in zip(fields, kinds))
+    labels = json.dumps(page_labels(catalogue, lang), ensure_ascii=False).replace("</", "<\\/")
+    return (f'<div class="finder" id="finder"><link rel="stylesheet" href="{assets}/finder.css">'
+            f'<form class="finder-form" id="finder-form" data-json="{assets}/finder.json" hidden>'
+            f'<fieldset><legend>{html.escape(_label(catalogue, "legend", lang))}</legend>{body}</fieldset></form>'
+            f'<script type="application/json" id="finder-labels">{labels}</script>'
+            f'<script src="{assets}/finder.js" defer></script></div>')
+
+
+def _gb(gb: float, catalogue: Catalogue, lang: str) -> str:
+    return format_quantity(gb, "gb", lang, catalogue.settings["decimals"])
+
+
+def choice_text(catalogue: Catalogue, lang: str, model: str, task: str, cards: int, option: str) -> str:
+    """"Llama 3.1 8B, Fine-tuning completo, AdamW, una scheda, DDP (…)" — the table's caption."""
+    parts = [catalogue.models[model].name, _task_label(catalogue, task, lang),
+             _label(catalogue, "cards_one", lang) if cards == 1 else _label(catalogue, "cards_many", lang, cards=cards)]
+    if catalogue.tasks[task]["kind"] == "serving":
+        parts.append(_context_label(catalogue, int(option), lang))
+    elif cards > 1:
+        parts.append(_method_label(catalogue, option, lang))
+    return _label(catalogue, "caption", lang, choice=", ".join(parts))
+
+
+def finder_table(raw: dict[str, str], lang: str) -> str:
+    """``{{ finder_table }}``: the result of one choice (default: finder.yaml's), as static HTML."""
+    args = Args(raw, {"model", "task", "cards", "method", "context"})
+    catalogue = load_catalogue()
+    d = catalogue.settings["default"]
+    model, task = args.str("model", d["model"]), args.str("task", d["task"])
+    if model not in catalogue.models:
+        raise RenderError(f"unknown model {model!r} in {MODELS_YAML} (known: {', '.join(catalogue.models)})")
+    if task not in catalogue.tasks:
+        raise RenderError(f"unknown task {task!r} in {FINDER_YAML} (known: {', '.join(catalogue.tasks)})")
+    cards = args.int("cards", default=d["cards"], minimum=1)
+    if cards not in catalogue.settings["cards"]:
+        raise RenderError(f"cards={cards} is not one of {catalogue.settings['cards']}")
+    serving = catalogue.tasks[task]["kind"] == "serving"
+    option = args.str("context", str(d["context"])) if serving else args.str("method", d["method"])
+    if option not in options(catalogue, task):
+        raise RenderError(f"{'context' if serving else 'method'}={option} is not one of {', '.join(options(catalogue, task))}")
+    found = result(catalogue, model, task, cards, option)
+    if found is None:
+        raise RenderError(f"{model} {task} on {cards} cards with {option}: not computed")
+    return render_result(catalogue, lang, found, model, task, cards, option)
+
+
+def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model: str, task: str, cards: int, option: str) -> str:
+    """The results block; ``finder.js`` builds the same structure from the JSON."""
+    esc = html.escape
+    need = _gb(found["per_gpu_gb"], catalogue, lang)
+    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    fits = found["fits"]
+    if not fits:
+        summary = _label(catalogue, "summary_none", lang, need=need)
+    else:
+        key = "summary_one" if len(fits) == 1 else "summary_many"
+        summary = _label(catalogue, key, lang, need=need, count=len(fits), gpu=names[fits[0]["gpu"]],
+                         margin=_gb(fits[0]["margin_gb"], catalogue, lang))
+    head = "".join(f'<th scope="col">{esc(_label(catalogue, c, lang))}</th>' for c in ("col_card", "col_memory", "col_margin", "col_price"))
+    rows = []
+    for fit in fits:
+        margin = _label(catalogue, "margin_cell", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
+                        free=format_percent(fit["free_fraction"], locale=lang))
+        if fit["tight"]:
+            margin += f' <strong class="finder-tight">{esc(_label(catalogue, "tight", lang))}</strong>'
+        price = (_label(catalogue, "price_cell", lang, count=cards, gpu=names[fit["gpu"]], price=format_eur(fit["price_eur_per_hour_from"], lang))
+                 if "machine" in fit else _label(catalogue, "no_price", lang))
+        memory = format_quantity(dict(catalogue.gpus)[fit["gpu"]]["memory_gb"], "gb", lang, 0)
+        rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th><td>{esc(memory)}</td><td>{margin}</td><td>{esc(price)}</td></tr>')
+    parts = ", ".join(f'{text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}")} {_gb(v, catalogue, lang)}' for k, v in found["parts"])
+    if catalogue.tasks[task]["kind"] == "serving":
+        note = _label(catalogue, "activations_serving", lang, context=format_number(int(option), lang, 0))
+    else:
+        ref = activation_reference(catalogue, catalogue.models[model])
+        note = _label(catalogue, "activations_training", lang, model=catalogue.models[model].name,
+                      seq=format_number(catalogue.settings["activations"]["seq_length"], lang, 0),
+                      none=_gb(ref["none"], catalogue, lang), full=_gb(ref["full"], catalogue, lang))
+    table = (f'<table class="finder-table" id="finder-table">'
+             f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>'
+             f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""
+    return (f'<div class="finder-results" id="finder-results">'
+            f'<p class="finder-summary" id="finder-status" role="status" aria-live="polite">{esc(summary)}</p>'
+            f'<div class="finder-table-wrap" id="finder-table-wrap">{table}</div>'
+            f'<p class="finder-why" id="finder-why">{esc(_label(catalogue, "why", lang, parts=parts))}</p>'
+            f'<p class="finder-note" id="finder-note">{esc(note)}</p></div>')
+
+
+FINDER = {"finder_form": finder_form, "finder_table": finder_table}
