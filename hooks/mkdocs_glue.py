@@ -108,3 +108,107 @@ def on_post_page(output, page, config, **kwargs):
         return insert_after_block(output, SNIPPET, render_note(record, lang))
     except RenderError as exc:
         raise PluginError(f"docs/{page.file.src_uri}: {exc}") from None
+
+
+# --- "Find the GPU" and the executed notebooks (issue 5) ------------------------------
+# MkDocs loads a hook file once per process (its Hooks option caches the module), so
+# under `mkdocs serve` the purge at the top of this file runs only at the first build.
+# `reload_render_layer` repeats it at the start of every build's file step: the calculator
+# and the render layer are imported afresh and this module's names rebound, so an edit to
+# vram/ or hooks/ shows on the next rebuild without a restart (data files are read on
+# every call anyway). `assets/finder.json` is generated from the calculator on every build;
+# notebooks run through hooks/notebooks.py (cached under .cache/notebooks, keyed by their
+# content and what they read) and mkdocs-jupyter renders the executed copy.
+
+import importlib  # noqa: E402
+import types  # noqa: E402
+
+from mkdocs.plugins import CombinedEvent, event_priority  # noqa: E402
+from mkdocs.structure.files import File  # noqa: E402
+
+from hooks.finder import JSON_URI, finder_json  # noqa: E402
+from hooks.languages import LANGUAGES  # noqa: E402
+from hooks.notebooks import NotebookError, executed_notebooks  # noqa: E402
+
+
+def reload_render_layer() -> None:
+    """Re-import vram/ and hooks/ and rebind every name this module took from them."""
+    stale = {n for n in sys.modules if n.split(".")[0] in {"vram", "hooks"}}
+    for name in stale:
+        del sys.modules[name]
+    namespace = globals()
+    for attr, value in list(namespace.items()):
+        if isinstance(value, types.ModuleType) and value.__name__ in stale:
+            namespace[attr] = importlib.import_module(value.__name__)
+        elif getattr(value, "__module__", None) in stale and getattr(value, "__name__", None) == attr:
+            namespace[attr] = getattr(importlib.import_module(value.__module__), attr)
+
+
+def _notebooks_are_pages() -> None:
+    """Make ``.ipynb`` files documentation pages for MkDocs itself, not only for mkdocs-jupyter.
+
+    The i18n plugin rebuilds every File in its on_files (after mkdocs-jupyter's wrapper),
+    so without this a notebook is copied as a raw JSON asset (ultrabug/mkdocs-static-i18n#198).
+    """
+    original = getattr(File.is_documentation_page, "__wrapped_original__", File.is_documentation_page)
+
+    def is_documentation_page(self) -> bool:
+        return original(self) or self.src_uri.endswith(".ipynb")
+
+    is_documentation_page.__wrapped_original__ = original
+    File.is_documentation_page = is_documentation_page
+
+
+_notebooks_are_pages()
+
+
+def jupyter_kernel(config) -> str:
+    """The kernel configured for mkdocs-jupyter (``kernel_name``), python3 if unset."""
+    plugin = config.plugins.get("mkdocs-jupyter")
+    return (plugin.config.get("kernel_name") if plugin else "") or "python3"
+
+
+def add_finder_json(files, config):
+    """Add ``assets/finder.json`` (both languages read this one file)."""
+    try:
+        content = finder_json()
+    except RenderError as exc:
+        raise PluginError(f"{JSON_URI}: {exc}") from None
+    if files.get_file_from_path(JSON_URI) is None:
+        files.append(File.generated(config, JSON_URI, content=content))
+    return files
+
+
+def use_executed_notebooks(files, config):
+    """Point every notebook page at its executed copy (all languages run at once, in parallel)."""
+    notebooks = [f for f in files if f.src_uri.endswith(".ipynb") and f.abs_src_path]
+    if not notebooks:
+        return files
+    docs = Path(config.docs_dir)
+    root = Path(config.config_file_path).parent
+    try:
+        executed = executed_notebooks(docs, root, LANGUAGES, jupyter_kernel(config))
+    except NotebookError as exc:
+        raise PluginError(str(exc)) from None
+    for file in notebooks:
+        file.abs_src_path = str(executed[Path(file.abs_src_path).resolve()])
+    return files
+
+
+@event_priority(200)  # before every other on_files
+def _reload_on_files(files, config, **kwargs):
+    reload_render_layer()
+    return files
+
+
+@event_priority(-150)  # after the i18n plugin (-100), which rebuilds the file list per language
+def _generated_on_files(files, config, **kwargs):
+    return use_executed_notebooks(add_finder_json(files, config), config)
+
+
+def on_page_read_source(page, config, **kwargs):
+    """A notebook page has no Markdown: mkdocs-jupyter renders it from the executed file."""
+    return "" if page.file.src_uri.endswith(".ipynb") else None
+
+
+on_files = CombinedEvent(_reload_on_files, _generated_on_files)
