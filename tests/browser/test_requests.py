@@ -1,0 +1,136 @@
+"""In Chromium, on the site built and served as a project site under /REPO/ (case 1):
+every page loads with no failed request and no request leaving the site, its links
+reach pages, the language switcher keeps the section, a missing French page shows the
+French 404 page, and search answers in the page's language (case 2)."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.browser.conftest import recorded, site_pages
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def page_loads(chromium, site_server):
+    """Load every page once: {page path: (requests, links found in the rendered DOM)}.
+
+    Requests to any other origin are recorded and aborted, so nothing leaves the machine.
+    """
+    context = chromium.new_context()
+    outside = []
+
+    def guard(route):
+        if urlsplit(route.request.url)[:2] == urlsplit(site_server.origin)[:2]:
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    loads = {}
+    for path in site_pages(site_server.root):
+        recorder = recorded(page)
+        page.goto(site_server.url(path), wait_until="networkidle")
+        links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
+        recorder.detach()
+        loads[path] = (recorder.requests, links, list(outside))
+        outside.clear()
+    context.close()
+    return loads
+
+
+def test_every_page_was_loaded(page_loads, site_server):
+    assert "" in page_loads and "fr/" in page_loads and "404.html" in page_loads and "fr/404.html" in page_loads
+
+
+def test_no_request_fails(page_loads):
+    failed = {path: [(r.url, r.status or r.failure) for r in requests if r.failure or r.status is None or r.status >= 400]
+              for path, (requests, _, _) in page_loads.items()}
+    assert not {path: f for path, f in failed.items() if f}
+
+
+def test_no_request_leaves_the_site(page_loads):
+    assert not {path: outside for path, (_, _, outside) in page_loads.items() if outside}
+
+
+def test_every_request_stays_under_the_base_path(page_loads, site_server):
+    stray = {path: [r.url for r in requests if not urlsplit(r.url).path.startswith(site_server.prefix)]
+             for path, (requests, _, _) in page_loads.items()}
+    assert not {path: s for path, s in stray.items() if s}
+
+
+def test_links_reach_pages(page_loads, site_server):
+    """Every same-origin link of every rendered page answers 200 (fragments: tests/site)."""
+    status = {}
+    for _, links, _ in page_loads.values():
+        for link in links:
+            url = link.split("#")[0]
+            if url.startswith(site_server.origin) and url not in status:
+                try:
+                    with urllib.request.urlopen(url, timeout=10) as response:
+                        status[url] = response.status
+                except urllib.error.HTTPError as exc:
+                    status[url] = exc.code
+    assert status
+    assert not {url: code for url, code in status.items() if code != 200}
+
+
+def test_switcher_keeps_the_section(page, site_server):
+    """Switching language on memory-formulas/#<id> lands on fr/memory-formulas/#<id>, scrolled there."""
+    page.goto(site_server.url("memory-formulas/"), wait_until="networkidle")
+    section = page.eval_on_selector_all("article h2[id]", "els => els.map(e => e.id)")[-1]
+    page.goto(site_server.url(f"memory-formulas/#{section}"), wait_until="networkidle")
+    page.hover(".md-header__option .md-select")
+    page.click('a.md-select__link[hreflang="fr"]')
+    page.wait_for_url(site_server.url(f"fr/memory-formulas/#{section}"))
+    assert page.eval_on_selector("html", "e => e.lang") == "fr"
+    assert page.eval_on_selector(f"#{section}", "e => e.getBoundingClientRect().top < innerHeight")
+
+
+def test_switcher_follows_hash_changes(page, site_server):
+    page.goto(site_server.url("fr/memory-formulas/"), wait_until="networkidle")
+    section = page.eval_on_selector_all("article h2[id]", "els => els.map(e => e.id)")[0]
+    page.click(f'article a.headerlink[href="#{section}"]')
+    href = page.get_attribute('a.md-select__link[hreflang="it"]', "href")
+    assert href.endswith(f"/REPO/memory-formulas/#{section}"), href
+
+
+def test_alternate_links_survive_the_page_scripts(page, site_server):
+    """lang-switch.js hides the hreflang links from Material for one moment only."""
+    page.goto(site_server.url("memory-formulas/"), wait_until="networkidle")
+    assert page.eval_on_selector_all('link[rel="alternate"][hreflang]', "els => els.map(e => e.hreflang)") == ["it", "fr"]
+
+
+@pytest.mark.parametrize(("missing", "lang", "lands_on"), [
+    ("no-such-page/", "it", "no-such-page/"),
+    ("fr/no-such-page/", "fr", "fr/404.html"),
+])
+def test_a_missing_page_shows_the_404_of_its_language(page, site_server, missing, lang, lands_on):
+    response = page.goto(site_server.url(missing), wait_until="networkidle")
+    assert response.status == 404
+    page.wait_for_url(site_server.url(lands_on))
+    assert page.eval_on_selector("html", "e => e.lang") == lang
+    nav = page.eval_on_selector_all("nav.md-nav--primary a.md-nav__link[href]", "els => els.map(a => a.href)")
+    french = [link.startswith(site_server.url("fr/")) for link in nav]
+    assert nav and all(french) == (lang == "fr") and any(french) == (lang == "fr")
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_search_answers_in_the_page_language(page, site_server, lang):
+    root = site_server.url("fr/" if lang == "fr" else "")
+    page.goto(root, wait_until="networkidle")
+    page.fill("input.md-search__input", "FSDP")  # the header search field (desktop width)
+    page.wait_for_selector(".md-search-result__item a")
+    results = page.eval_on_selector_all(".md-search-result__item a[href]", "els => els.map(a => a.href)")
+    assert results
+    in_french = [url.startswith(site_server.url("fr/")) for url in results]
+    assert all(in_french) if lang == "fr" else not any(in_french), results
+    pages = [url.split("#")[0] for url in results if "#" not in url]
+    assert len(pages) == len(set(pages)), f"a page twice: {pages}"
