@@ -34,6 +34,7 @@ from vram.units import bytes_to_gb
 from . import data as data_module
 from .data import load_yaml, relative, text
 from .errors import RenderError
+from .languages import LANGUAGES
 from .locale_format import format_eur, format_number, format_quantity, unit_label
 from .numbers import calculator_errors
 from .placeholders import Args
@@ -94,6 +95,16 @@ def _load_models(data_dir: Path) -> dict[str, Model]:
     return models
 
 
+def _check_translations(finder: dict) -> None:
+    """Every text of finder.yaml has every language, whichever language is being built."""
+    for section in ("labels", "parts", "notebook"):
+        for key, value in _mapping(finder.get(section), f"{FINDER_YAML}: {section}").items():
+            text(value, LANGUAGES[0], f"{FINDER_YAML}: {section}.{key}")
+    for section in ("tasks", "methods"):
+        for key, entry in finder[section].items():
+            text(entry.get("label") if isinstance(entry, dict) else None, LANGUAGES[0], f"{FINDER_YAML}: {section}.{key}.label")
+
+
 def load_catalogue(data_dir: Path | None = None) -> Catalogue:
     """Read and check the finder's data. Raises RenderError naming the file and key."""
     data_dir = data_dir or data_module.DATA_DIR
@@ -107,6 +118,7 @@ def load_catalogue(data_dir: Path | None = None) -> Catalogue:
     gpus_yaml = _mapping(load_yaml("gpus", data_dir), "snippets/data/gpus.yaml")
     gpus = sorted(_mapping(gpus_yaml.get("gpus"), "snippets/data/gpus.yaml: gpus").items(),
                   key=lambda item: item[1]["memory_gb"])
+    _check_translations(finder)
     catalogue = Catalogue(settings, tasks, methods, _load_models(data_dir), gpus,
                           gpus_yaml.get("machines") or {}, _mapping(finder.get("labels"), f"{FINDER_YAML}: labels"),
                           _mapping(finder.get("parts"), f"{FINDER_YAML}: parts"))

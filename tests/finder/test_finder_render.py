@@ -1,0 +1,130 @@
+"""The finder's placeholders (``{{ finder_form }}``, ``{{ finder_table }}``) and its bad inputs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from bs4 import BeautifulSoup
+
+import hooks.data
+from hooks.errors import RenderError
+from hooks.render import render_markdown
+from tests.conftest import REPO_ROOT
+
+NBSP, NNBSP = "\u00a0", "\u202f"
+
+
+def plain(text: str) -> str:
+    return text.replace(NBSP, " ").replace(NNBSP, " ")
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    """A copy of snippets/data (models included) that a test may break."""
+    dest = tmp_path / "data"
+    shutil.copytree(REPO_ROOT / "snippets" / "data", dest)
+    monkeypatch.setattr(hooks.data, "DATA_DIR", dest)
+    return dest
+
+
+def table_of(html: str) -> tuple[str, list[list[str]]]:
+    soup = BeautifulSoup(html, "html.parser")
+    rows = [[plain(c.get_text(" ", strip=True)) for c in tr.find_all(["th", "td"])] for tr in soup.select("tbody tr")]
+    return plain(soup.select_one("#finder-status").get_text()), rows
+
+
+@pytest.mark.parametrize("lang, unit, summary, h200_margin, price", [
+    ("it", "GB", "Servono 128,5 GB per scheda. Bastano 2 schede del catalogo; la più piccola è la H200, con 12,5 GB di margine.",
+     "12,5 GB (9% libera) stretto", "non indicato"),
+    ("fr", "Go", "Il faut 128,5 Go par carte. 2 cartes du catalogue suffisent ; la plus petite est la H200, avec 12,5 Go de marge.",
+     "12,5 Go (9 % libre) juste", "non indiqué"),
+])
+def test_static_table_of_the_default_choice(lang, unit, summary, h200_margin, price):
+    html = render_markdown("{{ finder_table }}", lang)
+    got_summary, rows = table_of(html)
+    assert got_summary == summary
+    assert rows[0] == ["H200", f"141 {unit}", h200_margin, price]
+    assert [row[0] for row in rows] == ["H200", "B200"]
+    soup = BeautifulSoup(html, "html.parser")
+    assert soup.select_one("#finder-status")["aria-live"] == "polite"
+    why = plain(soup.select_one("#finder-why").get_text())
+    assert why.endswith(f"96,4 {unit}, " + ("pesi" if lang == "it" else "poids") + f" 16,1 {unit}, gradient" + ("i" if lang == "it" else "s") + f" 16,1 {unit}.")
+    note = plain(soup.select_one("#finder-note").get_text())
+    assert ("batch" in note) and (f"30,6 {unit}" in note) and (f"0,5 {unit}" in note)  # activations, said plainly
+
+
+def test_static_table_shows_a_guide_price():
+    _, rows = table_of(render_markdown("{{ finder_table model=llama-3.2-1b task=full-adamw cards=4 method=ddp }}", "it"))
+    prices = {row[0]: row[3] for row in rows}
+    assert plain(prices["RTX 4090"]) == "4 × RTX 4090 da 2,36 €/h"
+    assert prices["RTX 3090"] == "non indicato"
+
+
+def test_static_table_for_serving_and_no_card():
+    status, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-70b task=full-adamw cards=1 }}", "fr"))
+    assert status.startswith("Il faut 1 128,9 Go par carte : aucune carte") and rows == []
+    status, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-70b task=serve-fp8 context=8192 }}", "it"))
+    assert rows[0][0] == "H100" and "H200" in [r[0] for r in rows]
+
+
+@pytest.mark.parametrize("lang, legend, unit", [("it", "La tua scelta", "GB"), ("fr", "Votre choix", "Go")])
+def test_form_controls_are_labelled_and_hidden_without_script(lang, legend, unit):
+    html = render_markdown("{{ finder_form assets=../assets }}", lang)
+    soup = BeautifulSoup(html, "html.parser")
+    form = soup.select_one("form#finder-form")
+    assert form.has_attr("hidden") and form["data-json"] == "../assets/finder.json"
+    assert soup.select_one("legend").get_text() == legend
+    for select in soup.select("select"):
+        assert soup.select_one(f'label[for="{select["id"]}"]').get_text().strip(), select["id"]
+    assert [o["value"] for o in soup.select("#finder-cards option")] == ["1", "2", "4", "8"]
+    assert len(soup.select("#finder-model option")) >= 6
+    labels = json.loads(soup.select_one("script#finder-labels").string)
+    assert labels["unit_gb"] == unit and "{need}" in labels["summary_many"]
+    assert soup.select_one('script[src="../assets/finder.js"]') is not None
+
+
+@pytest.mark.parametrize("placeholder, message", [
+    ("{{ finder_table model=llama-9b }}", "unknown model 'llama-9b'"),
+    ("{{ finder_table task=pretrain }}", "unknown task 'pretrain'"),
+    ("{{ finder_table cards=3 }}", "cards=3 is not one of"),
+    ("{{ finder_table cards=0 }}", "cards=0 is out of range"),
+    ("{{ finder_table method=zero4 }}", "method=zero4 is not one of"),
+    ("{{ finder_table task=serve-bf16 context=1000 }}", "context=1000 is not one of"),
+    ("{{ finder_table task=serve-bf16 cards=2 }}", "not computed"),
+    ("{{ finder_form }}", "missing argument assets="),
+    ("{{ finder_table colour=red }}", "unknown argument(s) colour"),
+])
+def test_bad_placeholder_arguments(placeholder, message):
+    with pytest.raises(RenderError, match="placeholder .*" + __import__("re").escape(message)):
+        render_markdown(placeholder, "it")
+
+
+def test_missing_config_file_names_it(data_dir):
+    (data_dir / "models" / "qwen2.5-7b.json").unlink()
+    with pytest.raises(RenderError, match=r"snippets/data/models\.yaml: models\.qwen2\.5-7b: config file .*qwen2\.5-7b\.json not found"):
+        render_markdown("{{ finder_table }}", "it")
+
+
+def test_config_without_hidden_size_names_it(data_dir):
+    path = data_dir / "models" / "mistral-7b-v0.1.json"
+    config = json.loads(path.read_text())
+    del config["hidden_size"]
+    path.write_text(json.dumps(config))
+    with pytest.raises(RenderError, match=r"models\.mistral-7b: .*hidden_size"):
+        render_markdown("{{ finder_table }}", "fr")
+
+
+def test_label_without_french_names_it(data_dir):
+    path = data_dir / "finder.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace(', fr: "Il faut {need} par carte : aucune', ', de: "x', 1), encoding="utf-8")
+    with pytest.raises(RenderError, match=r"snippets/data/finder\.yaml: labels\.summary_none: missing translation for fr"):
+        render_markdown("{{ finder_table }}", "it")
+
+
+def test_unknown_task_kind_names_it(data_dir):
+    path = data_dir / "finder.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("kind: serving", "kind: pretraining", 1), encoding="utf-8")
+    with pytest.raises(RenderError, match=r"snippets/data/finder\.yaml: tasks\.serve-bf16: 'kind' must be one of"):
+        render_markdown("{{ finder_table }}", "it")
