@@ -53,13 +53,13 @@ def prose(html: str, lang: str) -> str:
     if description and description.get("content"):
         parts.append(description["content"])
     article = soup.select_one("article") or soup.body or soup
-    for el in article.select(", ".join(SKIPPED)):
-        el.decompose()
     for el in article.find_all(attrs={"lang": True}):
         if not el["lang"].lower().startswith(lang):
             el.decompose()
-    parts += [el["alt"] for el in article.find_all(attrs={"alt": True})]
+    parts += [el["alt"] for el in article.find_all(attrs={"alt": True})]  # plots in code cells too
     parts += [el["title"] for el in article.find_all("abbr", attrs={"title": True})]
+    for el in article.select(", ".join(SKIPPED)):
+        el.decompose()
     parts.append(article.get_text(" "))
     return "\n".join(parts)
 
