@@ -19,6 +19,7 @@ naming the block on any problem.
 from __future__ import annotations
 
 import argparse
+import difflib
 import io
 import sys
 import tokenize
@@ -115,16 +116,21 @@ def code_lines(code: str, name: str) -> list[tuple[int, str]]:
 def compare(name: str, reference: Block, other: Block) -> None:
     """Raise ExtractError naming the first line whose code differs between two languages."""
     ref_lines, other_lines = code_lines(reference.code, name), code_lines(other.code, name)
-    for (ref_no, ref_line), (other_no, other_line) in zip(ref_lines, other_lines):
-        if ref_line != other_line:
-            raise ExtractError(
-                f"block {name!r}: code differs between {reference.lang} ({reference.page}, line {ref_no}) "
-                f"and {other.lang} ({other.page}, line {other_no}): {ref_line!r} != {other_line!r}")
-    if len(ref_lines) != len(other_lines):
-        shorter = other if len(other_lines) < len(ref_lines) else reference
-        longer_lines = ref_lines if shorter is other else other_lines
-        extra_no, extra = longer_lines[min(len(ref_lines), len(other_lines))]
-        raise ExtractError(f"block {name!r}: the {shorter.lang} version ({shorter.page}) lacks line {extra_no}: {extra!r}")
+    matcher = difflib.SequenceMatcher(a=[line for _, line in ref_lines], b=[line for _, line in other_lines], autojunk=False)
+    for tag, i1, _i2, j1, _j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if tag == "delete":
+            ref_no, ref_line = ref_lines[i1]
+            raise ExtractError(f"block {name!r}: the {other.lang} version ({other.page}) lacks line {ref_no} of "
+                               f"the {reference.lang} version: {ref_line!r}")
+        if tag == "insert":
+            other_no, other_line = other_lines[j1]
+            raise ExtractError(f"block {name!r}: the {other.lang} version ({other.page}) has an extra line {other_no}: {other_line!r}")
+        (ref_no, ref_line), (other_no, other_line) = ref_lines[i1], other_lines[j1]
+        raise ExtractError(
+            f"block {name!r}: code differs between {reference.lang} ({reference.page}, line {ref_no}) "
+            f"and {other.lang} ({other.page}, line {other_no}): {ref_line!r} != {other_line!r}")
 
 
 def check_runnable(block: Block) -> None:

@@ -1,0 +1,59 @@
+"""Run extracted scripts under ``python -m torch.distributed.run`` on CPU (gloo)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+INJECT_FAULT = HERE / "inject_fault.py"
+RECORD_TRAINING = HERE / "record_training.py"
+# The rehearsal environment: the explicit CPU opt-in, a small tensor, and unbuffered
+# output (PYTHONUNBUFFERED=1 is common in containers, and it is where a print() that
+# writes the text and the newline separately interleaves the ranks' lines).
+CPU_REHEARSAL = {"NCCL_CHECK_ALLOW_CPU": "1", "NCCL_CHECK_MIB": "16", "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun_cmd(*args: str | Path, nproc: int = 2, nnodes: int = 1, node_rank: int = 0, port: int | None = None) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--nnodes={nnodes}",
+            f"--node_rank={node_rank}", "--master_addr=127.0.0.1", f"--master_port={port or free_port()}", *map(str, args)]
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None) -> Run:
+    """Run ``cmd`` with the rehearsal environment; returns its output and duration."""
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env={**os.environ, **CPU_REHEARSAL, **(env or {})})
+    return Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+
+
+def torchrun(*args: str | Path, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None,
+             wrap: list[str] | None = None, **launch) -> Run:
+    """Run ``torchrun ARGS`` (optionally prefixed by ``wrap``)."""
+    return run((wrap or []) + torchrun_cmd(*args, **launch), env, timeout, cwd)
+
+
+def single_process(script: Path, env: dict[str, str] | None = None, wrap: list[str] | None = None) -> Run:
+    """Run ``script`` as torchrun's first worker would (LOCAL_RANK=0), without the launcher:
+    for the checks that fail before the process group exists, where the launcher's start-up
+    would only add seconds."""
+    return run((wrap or []) + [sys.executable, str(script)], {"LOCAL_RANK": "0", **(env or {})})

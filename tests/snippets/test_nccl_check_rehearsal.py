@@ -1,0 +1,134 @@
+"""The NCCL check, extracted from the built site, rehearsed on CPU with gloo (cases 8-11).
+
+Every test runs the published script unmodified under ``torch.distributed.run`` with two
+ranks (the checks that fail before the process group exists run as one worker with
+LOCAL_RANK=0, without the launcher). What is simulated, and how:
+- case 8 (a small /dev/shm): ``NCCL_CHECK_MIN_SHM_MB`` raised above the free space of the
+  real /dev/shm (always), and, where this user may create a mount namespace, a real 64 MB
+  tmpfs mounted on /dev/shm for the run only;
+- case 9 (a rank never joins the collective): rank 1's ``all_reduce`` replaced by a sleep
+  (``inject_fault.py absent``) with a 3 s process-group timeout;
+- case 10 (per-rank output, LOCAL_RANK): unbuffered output, and a two-"node" run on this
+  machine where both ranks have LOCAL_RANK 0;
+- case 11 (timing, checked result): rank 1 contributes a wrong value
+  (``inject_fault.py corrupt``); the timing is read from the code.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.snippets.launch import CPU_REHEARSAL, INJECT_FAULT, free_port, single_process, torchrun
+from verify.nccl_output import parse_rank_lines
+
+pytestmark = pytest.mark.slow
+
+MIB = int(CPU_REHEARSAL["NCCL_CHECK_MIB"])
+
+
+def no_rank_line(stdout: str) -> bool:
+    return "correct" not in stdout
+
+
+def test_rehearsal_passes_with_one_intact_line_per_rank(extracted):
+    run = torchrun(extracted / "nccl_check.py")
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = parse_rank_lines(run.stdout)  # raises on an interleaved or missing line
+    assert [(line.rank, line.local_rank, line.device) for line in lines] == [(0, 0, "cpu"), (1, 1, "cpu")]
+    for line in lines:
+        assert line.checked_sum == 3  # rank+1 summed over 2 ranks
+        # nccl-tests: algbw = bytes / time; for n = 2, busbw = algbw * 2(n-1)/n = algbw
+        assert line.busbw_gb_per_s == line.algbw_gb_per_s
+        size_gb = MIB * 2**20 / 1e9
+        assert line.algbw_gb_per_s == pytest.approx(line.allreduce_per_s * size_gb, abs=0.051 + 0.05 * size_gb)
+        assert 0 < line.busbw_gb_per_s < 1000
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU: the check would run on it")
+def test_without_a_gpu_it_refuses_unless_the_cpu_rehearsal_is_asked_for(extracted):
+    run = single_process(extracted / "nccl_check.py", env={"NCCL_CHECK_ALLOW_CPU": ""})
+    assert run.returncode != 0
+    assert "PyTorch sees no GPU" in run.stderr and "NCCL_CHECK_ALLOW_CPU=1" in run.stderr
+    assert no_rank_line(run.stdout)
+
+
+def test_small_dev_shm_fails_fast_naming_it_and_the_fix(extracted):
+    free_mb = shutil.disk_usage("/dev/shm").free // 10**6
+    run = single_process(extracted / "nccl_check.py", env={"NCCL_CHECK_MIN_SHM_MB": str(free_mb + 10**6)})
+    assert run.returncode != 0
+    assert "/dev/shm" in run.stderr and "--shm-size" in run.stderr and "NCCL_SHM_DISABLE=1" in run.stderr
+    assert no_rank_line(run.stdout)
+    assert run.seconds < 30
+
+
+def _can_mount_tmpfs() -> bool:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt"], capture_output=True)
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs root and mount namespaces (unshare -m) to mount a 64 MB /dev/shm")
+def test_real_64mb_dev_shm_fails_fast(extracted):
+    """Case 8 for real: a container-sized /dev/shm (Docker's default, 64 MB), in a private mount namespace."""
+    wrap = ["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$@"', "sh"]
+    run = single_process(extracted / "nccl_check.py", wrap=wrap)
+    assert run.returncode != 0
+    assert re.search(r"/dev/shm has \d+ MB free, less than 256 MB", run.stderr), run.stderr[-2000:]
+    assert no_rank_line(run.stdout)
+
+
+def test_a_rank_that_never_joins_becomes_an_error_naming_the_collective(extracted):
+    timeout_s = 3
+    run = torchrun(INJECT_FAULT, "absent", extracted / "nccl_check.py", env={"NCCL_CHECK_TIMEOUT": str(timeout_s)})
+    assert run.returncode != 0
+    assert f"rank 0: all_reduce failed or did not finish within {timeout_s} s" in run.stderr
+    assert "NCCL_DEBUG=INFO" in run.stderr
+    assert run.seconds < timeout_s + 40  # launcher start-up + the timeout, not the test's limit
+    assert no_rank_line(run.stdout)
+
+
+def test_a_wrong_sum_fails_loudly_on_every_rank(extracted):
+    run = torchrun(INJECT_FAULT, "corrupt", extracted / "nccl_check.py")
+    assert run.returncode != 0
+    assert "rank 0: all_reduce returned a WRONG sum (expected 3 everywhere)" in run.stderr
+    assert "rank 1: all_reduce returned a WRONG sum" in run.stderr
+    assert no_rank_line(run.stdout)
+
+
+def test_two_nodes_with_one_device_each_use_local_rank(extracted):
+    """Case 10: ranks 0 and 1 on two 'nodes' (two launchers here) both have LOCAL_RANK 0."""
+    port = free_port()
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda node: torchrun(extracted / "nccl_check.py", nproc=1, nnodes=2, node_rank=node, port=port),
+                             (0, 1)))
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:] + runs[1].stderr[-2000:]
+    lines = parse_rank_lines(runs[0].stdout + runs[1].stdout)
+    assert [(line.rank, line.world, line.local_rank) for line in lines] == [(0, 2, 0), (1, 2, 0)]
+
+
+def test_timing_is_taken_after_a_synchronize(extracted):
+    """Case 11: every clock read follows ``sync()``, and ``sync`` is the accelerator's synchronize."""
+    code = (extracted / "nccl_check.py").read_text()
+    assert "sync = torch.accelerator.synchronize if acc" in code
+    clock_reads = [line for line in code.splitlines() if "time.perf_counter()" in line]
+    assert len(clock_reads) == 2
+    for line in clock_reads:
+        before = line.split("time.perf_counter()")[0]
+        assert "sync();" in before, f"clock read without a synchronize first: {line.strip()}"
+
+
+def test_extracted_script_compiles_and_is_the_snippet(extracted):
+    from tests.conftest import REPO_ROOT
+
+    code = (extracted / "nccl_check.py").read_bytes()
+    assert code == (REPO_ROOT / "snippets" / "nccl_check.py").read_bytes()
+    compile(code, "nccl_check.py", "exec")
+    assert sys.version_info >= (3, 11)

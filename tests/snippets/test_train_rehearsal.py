@@ -1,0 +1,44 @@
+"""train.py, extracted from the built site, trained on CPU with gloo on two ranks.
+
+``record_training.py`` notes the indices the DistributedSampler gives each rank per epoch
+and hashes each rank's final weights, without changing the script.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+
+from tests.snippets.launch import RECORD_TRAINING, torchrun
+from tests.snippets.record_training import weights_sha256
+
+pytestmark = pytest.mark.slow
+
+EPOCHS = 2
+SAMPLES = 4096  # the script's synthetic dataset
+
+
+def test_ranks_see_disjoint_samples_and_end_with_identical_weights(extracted, tmp_path):
+    record_dir, checkpoints = tmp_path / "record", tmp_path / "checkpoints"
+    run = torchrun(RECORD_TRAINING, record_dir, extracted / "train.py", "--out", checkpoints, "--epochs", str(EPOCHS),
+                   cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    ranks = [json.loads((record_dir / f"rank{r}.json").read_text()) for r in (0, 1)]
+
+    for epoch in range(EPOCHS):
+        seen = [set(rank["epochs"][epoch]) for rank in ranks]
+        assert len(ranks[0]["epochs"][epoch]) == len(seen[0]) == SAMPLES // 2
+        assert seen[0].isdisjoint(seen[1])
+        assert seen[0] | seen[1] == set(range(SAMPLES))
+    assert ranks[0]["epochs"][0] != ranks[0]["epochs"][1], "set_epoch should reshuffle every epoch"
+
+    assert ranks[0]["weights_sha256"] == ranks[1]["weights_sha256"]
+    saved = torch.load(checkpoints / "checkpoint.pt", weights_only=True)
+    assert weights_sha256(saved) == ranks[0]["weights_sha256"]
+
+    # logs from rank 0 only: one line per epoch
+    assert re.findall(r"^epoch (\d+): loss [\d.]+$", run.stdout, re.M) == [str(e) for e in range(EPOCHS)]
+    assert list(checkpoints.iterdir()) == [checkpoints / "checkpoint.pt"]

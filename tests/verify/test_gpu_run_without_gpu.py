@@ -1,0 +1,40 @@
+"""What the GPU-only parts do on a machine without a GPU: fail, never pass by skipping."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from tests.conftest import REPO_ROOT
+from verify.record import RecordError, check_record
+
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+
+
+def test_gpu_check_writes_a_failed_record_and_exits_non_zero(tmp_path):
+    record_path = tmp_path / "nccl_check.json"
+    proc = subprocess.run([sys.executable, "-m", "verify.gpu_check", "--record", str(record_path)],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert proc.returncode == 1
+    record = json.loads(record_path.read_text())
+    assert record["status"] == "fail" and record["fixture"] is False
+    assert any("PyTorch sees no CUDA GPU" in failure for failure in record["failures"])
+    with pytest.raises(RecordError, match="records a 'fail' run"):
+        check_record(record, "0" * 64, str(record_path))
+
+
+def test_gpu_tests_fail_when_a_gpu_is_required(tmp_path):
+    """REQUIRE_GPU=1 turns every skipped gpu test into a failure (make gpu-check relies on it)."""
+    cmd = [sys.executable, "-m", "pytest", "tests/gpu", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
+    required = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, env={**os.environ, "REQUIRE_GPU": "1"}, timeout=300)
+    assert required.returncode != 0
+    assert "REQUIRE_GPU=1 but this test needs a gpu" in required.stdout
+    assert " passed" not in required.stdout.splitlines()[-1]
+    relaxed = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT,
+                             env={k: v for k, v in os.environ.items() if k != "REQUIRE_GPU"}, timeout=300)
+    assert relaxed.returncode == 0 and "skipped" in relaxed.stdout.splitlines()[-1]

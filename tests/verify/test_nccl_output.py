@@ -1,0 +1,34 @@
+"""Reading the check's per-rank lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from verify.nccl_output import OutputError, parse_rank_lines, slowest
+
+LINE0 = "rank 0/2 local_rank 0 cuda:0 gpu-a: 41.3 all-reduce/s of 1.07 GB, algbw 44.4 GB/s, busbw 44.4 GB/s, sum 3 correct"
+LINE1 = "rank 1/2 local_rank 1 cuda:1 gpu-a: 40.1 all-reduce/s of 1.07 GB, algbw 43.1 GB/s, busbw 43.1 GB/s, sum 3 correct"
+
+
+def test_two_intact_lines_in_any_order():
+    lines = parse_rank_lines(f"some log\n{LINE1}\n{LINE0}\n")
+    assert [line.rank for line in lines] == [0, 1]
+    assert lines[0].busbw_gb_per_s == 44.4 and lines[1].device == "cuda:1"
+    assert slowest(lines).rank == 1
+
+
+def test_interleaved_lines_are_refused():
+    # what print() did under PYTHONUNBUFFERED=1 before the snippet wrote each line at once
+    with pytest.raises(OutputError, match="not one intact rank line"):
+        parse_rank_lines(f"{LINE1}{LINE0}\n\n")
+
+
+@pytest.mark.parametrize("stdout, message", [
+    (LINE0, r"one line for each rank 0..1, got ranks \[0\]"),
+    (f"{LINE0}\n{LINE0}", r"got ranks \[0, 0\]"),
+    (f"{LINE0}\n{LINE1.replace('sum 3', 'sum 4')}", "sum other than 3"),
+    ("", "no rank line"),
+])
+def test_missing_duplicated_or_wrong_lines_are_refused(stdout, message):
+    with pytest.raises(OutputError, match=message):
+        parse_rank_lines(stdout)

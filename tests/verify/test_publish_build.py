@@ -1,0 +1,89 @@
+"""The publish build (GUIDE_PUBLISH=1) refuses a missing, stale or failed record and shows a
+good one under the NCCL check in both languages; a development build says it is not verified.
+
+The good record is verification/fixtures/nccl_check.json (``"fixture": true``), accepted
+only with GUIDE_ALLOW_FIXTURE_RECORD=1 and then labelled as test data on the page.
+"""
+
+from __future__ import annotations
+
+import pytest
+from bs4 import BeautifulSoup
+
+from tests.conftest import build_site
+from tests.verify.records import current_sha256, fixture_record, write_record
+
+pytestmark = pytest.mark.slow
+
+PUBLISH = {"GUIDE_PUBLISH": "1", "GUIDE_ALLOW_FIXTURE_RECORD": "1"}
+
+
+def notes(site, lang_dir=""):
+    page = site / lang_dir / "index.html"
+    return BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select(".verification")
+
+
+def refused(result) -> str:
+    assert result.returncode != 0, "the publish build should have been refused"
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    return errors[0]
+
+
+def test_development_build_says_not_verified_in_both_languages(built_site):
+    it, fr = notes(built_site), notes(built_site, "fr")
+    assert len(it) == len(fr) == 1
+    assert "verification-none" in it[0]["class"] and "verification-none" in fr[0]["class"]
+    assert it[0].get_text().startswith("Non verificato in questa build")
+    assert fr[0].get_text().startswith("Non vérifié dans cette version")
+
+
+def test_no_record_is_refused(repo_copy, tmp_path):
+    error = refused(build_site(tmp_path / "out", env=PUBLISH, config=repo_copy / "mkdocs.yml"))
+    assert "publish build refused" in error and "verification/nccl_check.json: no verification record" in error
+
+
+def test_stale_record_is_refused(repo_copy, tmp_path):
+    write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
+    with open(repo_copy / "snippets" / "nccl_check.py", "a") as snippet:  # the snippet changed after the GPU run
+        snippet.write("print('changed')\n")
+    error = refused(build_site(tmp_path / "out", env=PUBLISH, config=repo_copy / "mkdocs.yml"))
+    assert f"sha256 {current_sha256(repo_copy)[:12]}" in error and "stale" in error
+
+
+def test_failed_or_skipped_run_is_refused(repo_copy, tmp_path):
+    path = write_record(tmp_path / "failed.json", fixture_record(repo_copy, status="fail", failures=["pytest -m gpu: 1 skipped"]))
+    error = refused(build_site(tmp_path / "out", env={**PUBLISH, "GUIDE_VERIFICATION_RECORD": str(path)}, config=repo_copy / "mkdocs.yml"))
+    assert "records a 'fail' run" in error and "1 skipped" in error
+
+
+def test_fixture_is_refused_without_the_test_switch(repo_copy, tmp_path):
+    write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
+    error = refused(build_site(tmp_path / "out", env={"GUIDE_PUBLISH": "1"}, config=repo_copy / "mkdocs.yml"))
+    assert "is a test fixture, not a GPU run" in error
+
+
+def test_good_record_is_shown_under_the_check_in_both_languages(repo_copy, tmp_path):
+    write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
+    site = tmp_path / "out"
+    result = build_site(site, env=PUBLISH, config=repo_copy / "mkdocs.yml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    sha = current_sha256(repo_copy)
+    expected = {
+        "": ["8 × NVIDIA H100 80GB HBM3 collegate via NVLink", "12 novembre 2026 alle 14:03 UTC",
+             "239,5 all-reduce al secondo di 1,07\u00a0GB", "algbw 257,1\u00a0GB/s", "busbw 449,9\u00a0GB/s",
+             "PyTorch 2.13.0+cu128, CUDA 12.8, NCCL 2.27.5", "DATI DI PROVA"],
+        "fr": ["8 × NVIDIA H100 80GB HBM3 reliées par NVLink", "12 novembre 2026 à 14:03 UTC",
+               "239,5 all-reduce par seconde de 1,07\u00a0Go", "algbw 257,1\u00a0Go/s", "busbw 449,9\u00a0Go/s",
+               "PyTorch 2.13.0+cu128, CUDA 12.8, NCCL 2.27.5", "DONNÉES DE TEST"],
+    }
+    for lang_dir, phrases in expected.items():
+        [note] = notes(site, lang_dir)
+        assert note["data-snippet-sha256"] == sha
+        text = note.get_text()
+        for phrase in phrases:
+            assert phrase in text, f"{lang_dir or 'it'}: {phrase!r} not in {text!r}"
+        # right under the check: the element before the note is the nccl_check.py block
+        block = note.find_previous_sibling("div", class_="highlight")
+        assert block is not None and block.select_one("span.filename").get_text() == "nccl_check.py"
