@@ -132,7 +132,14 @@ from hooks.notebooks import NotebookError, executed_notebooks  # noqa: E402
 
 
 def reload_render_layer() -> None:
-    """Re-import vram/ and hooks/ and rebind every name this module took from them."""
+    """Re-import vram/ and hooks/ of this checkout and rebind every name this module took from them.
+
+    MkDocs restores ``sys.path`` after loading a hook, dropping the checkout added at the
+    top of this file; without it here, ``import hooks`` could find another checkout (an
+    editable install) instead of this one.
+    """
+    if sys.path[:1] != [str(REPO_ROOT)]:
+        sys.path.insert(0, str(REPO_ROOT))
     stale = {n for n in sys.modules if n.split(".")[0] in {"vram", "hooks"}}
     for name in stale:
         del sys.modules[name]
@@ -192,6 +199,11 @@ def use_executed_notebooks(files, config):
         raise PluginError(str(exc)) from None
     for file in notebooks:
         file.abs_src_path = str(executed[Path(file.abs_src_path).resolve()])
+    jupyter = config.plugins.get("mkdocs-jupyter")
+    if jupyter is not None:
+        # mkdocs-jupyter evicts, after each language pass, the rendered pages that pass did not
+        # use: one folder per language keeps the other language's pages cached.
+        jupyter.config["cache_dir"] = str(root / ".cache" / "mkdocs-jupyter" / build_language(config))
     return files
 
 

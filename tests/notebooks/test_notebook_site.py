@@ -1,0 +1,172 @@
+"""The notebook and the finder in the built site, and the build's behaviour around them.
+
+- case 4: the notebook renders as a page in both languages (cells, output images with
+  alt text in the page's language, lang, navigation of its language), never as raw JSON
+  or a download link; the finder's JSON is one file both languages read.
+- case 3: a cell that raises fails ``mkdocs build --strict`` naming the notebook, with
+  no traceback.
+- case 6: a serve rebuild (the config loaded again in the same process, as ``mkdocs
+  serve`` does) shows an edit to the calculator and to a data file, and editing a
+  Markdown page does not execute any notebook again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+from bs4 import BeautifulSoup
+from nbformat.v4 import new_code_cell
+
+from hooks.finder import finder_json
+from tests.conftest import REPO_ROOT, build_site
+
+pytestmark = pytest.mark.slow
+
+PAGES = {"it": "memory-notebook/index.html", "fr": "fr/memory-notebook/index.html"}
+NAV = {"it": ["Guida", "Come si calcola", "Trova la GPU", "Notebook: memoria per scheda"],
+       "fr": ["Guide", "Comment c’est calculé", "Trouvez le GPU", "Notebook : mémoire par carte"]}
+ALT_WORD = {"it": "schede", "fr": "cartes"}
+
+
+def soup(path: Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_notebook_is_a_page_of_its_language(built_site, lang):
+    path = built_site / PAGES[lang]
+    text = path.read_text(encoding="utf-8")
+    assert text.lstrip().lower().startswith("<!doctype html"), "the notebook was copied as raw JSON"
+    assert '"nbformat"' not in text and "Traceback" not in text
+    page = soup(path)
+    assert page.html["lang"] == lang
+    nav = [a.get_text(" ", strip=True) for a in page.select("nav.md-nav--primary > ul > li > a")]
+    assert nav == NAV[lang]
+    article = page.select_one("article")
+    assert len(article.select(".jp-Cell.jp-CodeCell")) >= 4 and len(article.select(".jp-MarkdownCell")) >= 4
+    images = article.select('img[src^="data:image/png;base64,"]')
+    assert len(images) == 2
+    for img in images:
+        assert ALT_WORD[lang] in img["alt"], img["alt"]
+    assert article.select("details table"), "the plotted values as a table: the plot's text alternative"
+    assert not page.select('a[href$=".ipynb"], a[download]'), "a download link instead of the page"
+    assert page.select_one("h1").get_text(strip=True).startswith("Memoria" if lang == "it" else "Mémoire")
+
+
+def test_no_notebook_file_is_published(built_site):
+    assert not list(built_site.rglob("*.ipynb"))
+
+
+def test_code_is_the_same_on_both_notebook_pages(built_site):
+    code = {lang: [pre.get_text() for pre in soup(built_site / PAGES[lang]).select(".jp-CodeCell .jp-InputArea pre")]
+            for lang in PAGES}
+    assert code["it"] == code["fr"] and len(code["it"]) >= 4
+
+
+def test_both_languages_read_one_finder_json(built_site):
+    assert json.loads((built_site / "assets" / "finder.json").read_text(encoding="utf-8")) == json.loads(finder_json())
+    assert not (built_site / "fr" / "assets" / "finder.json").exists()
+    for page, prefix in (("gpu-finder/index.html", "../"), ("fr/gpu-finder/index.html", "../../")):
+        form = soup(built_site / page).select_one("form#finder-form")
+        assert form["data-json"] == prefix + "assets/finder.json"
+        assert (built_site / page).parent.joinpath(form["data-json"]).resolve() == (built_site / "assets" / "finder.json").resolve()
+
+
+@pytest.mark.parametrize("lang, prefix, unit", [("it", "", "GB"), ("fr", "fr/", "Go")])
+def test_finder_page_without_javascript_shows_the_default_result(built_site, lang, prefix, unit):
+    page = soup(built_site / prefix / "gpu-finder" / "index.html")
+    rows = [tr.select_one("th").get_text() for tr in page.select("#finder-table tbody tr")]
+    assert rows == ["H200", "B200"]
+    assert f"128,5\u00a0{unit}" in page.select_one("#finder-status").get_text()
+    assert page.select_one("form#finder-form").has_attr("hidden")
+
+
+def seed_cache(repo_copy: Path) -> None:
+    """Reuse this checkout's executed and rendered notebooks (their keys do not depend on the path)."""
+    for name in ("notebooks", "mkdocs-jupyter"):
+        cache = REPO_ROOT / ".cache" / name
+        if cache.is_dir():
+            shutil.copytree(cache, repo_copy / ".cache" / name, dirs_exist_ok=True)
+
+
+def test_a_failing_cell_fails_the_build_naming_the_notebook(built_site, repo_copy, tmp_path):
+    seed_cache(repo_copy)
+    path = repo_copy / "docs" / "memory-notebook.fr.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(2, new_code_cell("raise RuntimeError('tensors and calculator disagree')"))
+    nbformat.write(nb, path)
+    result = build_site(tmp_path / "out", config=repo_copy / "mkdocs.yml")
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+    assert any("docs/memory-notebook.fr.ipynb: code cell 2" in line and "RuntimeError: tensors and calculator disagree" in line
+               for line in errors), result.stderr[-3000:]
+    assert not (tmp_path / "out" / "fr" / "memory-notebook" / "index.html").exists()
+
+
+SERVE = textwrap.dedent('''
+    """What `mkdocs serve` does on every change, twice: load the config again, build again."""
+    import json, sys
+    from pathlib import Path
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    root, out = Path(sys.argv[1]), Path(sys.argv[2])
+    cache = root / ".cache" / "notebooks"
+
+    def rebuild():
+        build(load_config(str(root / "mkdocs.yml"), site_dir=str(out)))
+        finder = json.loads((out / "assets" / "finder.json").read_text(encoding="utf-8"))
+        return {
+            "executed": sorted(p.name for p in cache.glob("*.ipynb")),
+            "mtimes": sorted(p.stat().st_mtime_ns for p in cache.glob("*.ipynb")),
+            "activation_gb": next(m for m in finder["models"] if m["key"] == "llama-3.1-8b")["activation_gb"]["none"],
+            "a6000": next(g for g in finder["gpus"] if g["key"] == "a6000")["name"],
+            "index": (out / "index.html").read_text(encoding="utf-8"),
+            "notebook": (out / "fr" / "memory-notebook" / "index.html").read_text(encoding="utf-8"),
+            "finder_page": (out / "gpu-finder" / "index.html").read_text(encoding="utf-8"),
+        }
+
+    def edit(rel, old, new):
+        path = root / rel
+        text = path.read_text(encoding="utf-8")
+        assert old in text, (rel, old)
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+    steps = [rebuild()]
+    edit("docs/index.it.md", "## Trova la GPU", "Una frase nuova.\\n\\n## Trova la GPU")
+    steps.append(rebuild())
+    edit("vram/activations.py", "return 34 * s * b * h + 5 * a * s * s * b", "return 35 * s * b * h + 5 * a * s * s * b")
+    edit("snippets/data/gpus.yaml", "name: RTX A6000,", "name: RTX A6000 Ada,")
+    steps.append(rebuild())
+    print(json.dumps(steps))
+''')
+
+
+def test_serve_rebuild_shows_calculator_and_data_edits_and_markdown_edits_run_no_notebook(built_site, repo_copy, tmp_path):
+    seed_cache(repo_copy)
+    script = tmp_path / "serve_twice.py"
+    script.write_text(SERVE, encoding="utf-8")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    result = subprocess.run([sys.executable, str(script), str(repo_copy), str(tmp_path / "site")], cwd=repo_copy,
+                            env=env, capture_output=True, text=True, timeout=420)
+    assert result.returncode == 0, result.stderr[-4000:]
+    first, after_markdown, after_calculator = json.loads(result.stdout.splitlines()[-1])
+    # A Markdown edit shows, and no notebook runs again.
+    assert "Una frase nuova." in after_markdown["index"] and "Una frase nuova." not in first["index"]
+    assert after_markdown["executed"] == first["executed"] and after_markdown["mtimes"] == first["mtimes"]
+    # The calculator's edit shows in the finder's JSON and page: 35 instead of 34 s*b*h bytes per layer.
+    assert after_calculator["activation_gb"] > first["activation_gb"]
+    assert after_calculator["activation_gb"] == pytest.approx(first["activation_gb"] * (35 * 4096 + 5 * 32 * 2048) / (34 * 4096 + 5 * 32 * 2048))
+    # The data file's edit shows in the JSON and in the notebook, which ran again with it.
+    assert after_calculator["a6000"] == "RTX A6000 Ada" and first["a6000"] == "RTX A6000"
+    assert "RTX A6000 Ada (48" in after_calculator["notebook"] and "RTX A6000 Ada" not in first["notebook"]
+    assert set(after_calculator["executed"]).isdisjoint(first["executed"]), "the notebooks did not run again"

@@ -1,0 +1,118 @@
+"""The memory notebook: same code in both languages, executed once per change (cache keyed
+by content), a kernel named in the metadata that does not exist still runs with the
+configured one, and a cell that raises is an error naming the notebook (site.md case 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from hooks.notebooks import NotebookError, cache_key, executed_notebook, executed_notebooks, notebook_language
+from tests.conftest import REPO_ROOT
+
+DOCS = REPO_ROOT / "docs"
+LANGS = ("it", "fr")
+
+
+def notebooks() -> dict[str, nbformat.NotebookNode]:
+    return {lang: nbformat.read(DOCS / f"memory-notebook.{lang}.ipynb", as_version=4) for lang in LANGS}
+
+
+def test_code_cells_are_identical_in_both_languages():
+    nbs = notebooks()
+    kinds = {lang: [c.cell_type for c in nb.cells] for lang, nb in nbs.items()}
+    assert kinds["it"] == kinds["fr"]
+    code = {lang: [c.source for c in nb.cells if c.cell_type == "code"] for lang, nb in nbs.items()}
+    assert code["it"] == code["fr"] and len(code["it"]) >= 3
+    markdown = {lang: [c.source for c in nb.cells if c.cell_type == "markdown"] for lang, nb in nbs.items()}
+    assert all(it != fr for it, fr in zip(markdown["it"], markdown["fr"])), "a Markdown cell is not translated"
+
+
+def test_committed_notebooks_hold_no_outputs():
+    """Outputs come only from the build's execution, never from someone's machine."""
+    for lang, nb in notebooks().items():
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, lang
+
+
+def test_headings_keep_the_same_anchors():
+    """Translated headings carry explicit ids so both pages have the same anchors."""
+    import re
+
+    ids = {lang: re.findall(r'<h[1-4] id="([^"]+)"', "".join(c.source for c in nb.cells if c.cell_type == "markdown"))
+           for lang, nb in notebooks().items()}
+    assert ids["it"] == ids["fr"] and "memory-notebook" in ids["it"]
+
+
+def write(path: Path, *cells, kernel: str = "python3") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nb = new_notebook(cells=list(cells), metadata={"kernelspec": {"name": kernel, "display_name": kernel, "language": "python"}})
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture
+def tiny_repo(tmp_path) -> Path:
+    """A repository with the folders the cache key reads, and one page."""
+    (tmp_path / "vram").mkdir()
+    (tmp_path / "vram" / "core.py").write_text("BYTES = 16\n")
+    (tmp_path / "snippets" / "data").mkdir(parents=True)
+    (tmp_path / "snippets" / "data" / "gpus.yaml").write_text("gpus: {}\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "page.it.md").write_text("# Page\n")
+    write(tmp_path / "docs" / "nb.it.ipynb", new_markdown_cell("# A"), new_code_cell("print(6 * 7)"))
+    return tmp_path
+
+
+def test_cache_key_follows_the_notebook_and_what_it_reads(tiny_repo):
+    nb = tiny_repo / "docs" / "nb.it.ipynb"
+    key = cache_key(nb, tiny_repo, "it", "python3")
+    assert key == cache_key(nb, tiny_repo, "it", "python3")
+    (tiny_repo / "docs" / "page.it.md").write_text("# Page, edited\n")  # a Markdown page: no effect
+    (tiny_repo / "hooks").mkdir()
+    (tiny_repo / "hooks" / "other.py").write_text("x = 1\n")
+    assert cache_key(nb, tiny_repo, "it", "python3") == key
+    assert cache_key(nb, tiny_repo, "fr", "python3") != key
+    (tiny_repo / "vram" / "core.py").write_text("BYTES = 18\n")  # the calculator
+    calculator_key = cache_key(nb, tiny_repo, "it", "python3")
+    assert calculator_key != key
+    (tiny_repo / "snippets" / "data" / "gpus.yaml").write_text("gpus: {h100: 80}\n")  # a data file
+    assert cache_key(nb, tiny_repo, "it", "python3") != calculator_key
+
+
+def outputs(path: Path) -> str:
+    nb = nbformat.read(path, as_version=4)
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def test_unknown_kernel_in_metadata_runs_with_the_configured_one_and_is_cached(tiny_repo):
+    src = write(tiny_repo / "docs" / "other.fr.ipynb",
+                new_code_cell("import os, vram.core\nprint(os.environ['GUIDE_LANG'], vram.core.BYTES, 6 * 7)"),
+                kernel="no-such-kernel-on-this-machine")
+    cache = tiny_repo / ".cache" / "notebooks"
+    executed, ran = executed_notebook(src, tiny_repo, "fr", "python3", cache_dir=cache)
+    assert ran and executed.parent == cache
+    assert outputs(executed) == "fr 16 42\n"  # this checkout's vram, the page's language
+    again, ran_again = executed_notebook(src, tiny_repo, "fr", "python3", cache_dir=cache)
+    assert again == executed and not ran_again  # nothing changed: not executed again
+
+
+def test_a_cell_that_raises_names_the_notebook_and_the_cell(tiny_repo):
+    write(tiny_repo / "docs" / "broken.it.ipynb", new_code_cell("x = 1"),
+          new_code_cell("raise ValueError('the calculator disagrees')"))
+    with pytest.raises(NotebookError) as error:
+        executed_notebooks(tiny_repo / "docs", tiny_repo, LANGS, "python3", cache_dir=tiny_repo / "cache")
+    message = str(error.value)
+    assert message.startswith("docs/broken.it.ipynb: code cell 2 ")
+    assert "ValueError: the calculator disagrees" in message and "\n" not in message
+    assert not list((tiny_repo / "cache").glob("broken*.ipynb")), "a failed notebook must not be cached"
+
+
+def test_a_notebook_needs_a_language_suffix(tmp_path):
+    with pytest.raises(NotebookError, match=r"nb\.ipynb: a notebook's name ends in \.<language>\.ipynb"):
+        notebook_language(tmp_path / "nb.ipynb", LANGS)
+    assert notebook_language(tmp_path / "memory-notebook.fr.ipynb", LANGS) == "fr"
