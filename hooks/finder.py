@@ -385,7 +385,7 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
         note = _label(catalogue, "activations_training", lang, model=catalogue.models[model].name,
                       seq=format_number(catalogue.settings["activations"]["seq_length"], lang, 0),
                       none=_gb(ref["none"], catalogue, lang), full=_gb(ref["full"], catalogue, lang))
-    table = (f'<table class="finder-table" id="finder-table">'
+    table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""
     return (f'<div class="finder-results" id="finder-results">'

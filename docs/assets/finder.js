@@ -16,9 +16,10 @@
   var labels = JSON.parse(labelsNode.textContent);
   var lang = document.documentElement.lang || "it";
   var NBSP = "\u00a0";
+  // useGrouping "always": 2.048 as the rest of the site writes it (Babel), not 2048.
   var formats = {
-    gb: new Intl.NumberFormat(lang, { maximumFractionDigits: 1 }),
-    whole: new Intl.NumberFormat(lang, { maximumFractionDigits: 0 }),
+    gb: new Intl.NumberFormat(lang, { maximumFractionDigits: 1, useGrouping: "always" }),
+    whole: new Intl.NumberFormat(lang, { maximumFractionDigits: 0, useGrouping: "always" }),
     percent: new Intl.NumberFormat(lang, { style: "percent", maximumFractionDigits: 0 }),
     eur: new Intl.NumberFormat(lang, { style: "currency", currency: "EUR" })
   };
@@ -102,7 +103,7 @@
     }
 
     function table(fits, cards, serving) {
-      var node = element("table", null, { "class": "finder-table", id: "finder-table" });
+      var node = element("table", null, { id: "finder-table" });
       node.appendChild(element("caption", choiceText(serving)));
       var head = element("tr");
       ["col_card", "col_memory", "col_margin", "col_price"].forEach(function (key) {

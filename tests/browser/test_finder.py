@@ -1,0 +1,173 @@
+"""In Chromium, "find the GPU" on the site served as a project site (issue 5):
+
+- in both languages, choosing inputs shows the cards and numbers Python computed
+  (``{{ finder_table }}`` rendered for the same choice by the render layer, Babel
+  formatting), as the page's script formats them with Intl (fr: "Go", decimal comma);
+- keyboard alone drives the form, and the result is announced (aria-live);
+- without JavaScript the default result is there; at phone width nothing overflows;
+- a screenshot of each language goes to test-artifacts/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import pytest
+from bs4 import BeautifulSoup
+
+from hooks.render import render_markdown
+from tests.conftest import REPO_ROOT
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ARTIFACTS = REPO_ROOT / "test-artifacts"
+PATHS = {"it": "gpu-finder/", "fr": "fr/gpu-finder/"}
+SPACES = str.maketrans({"\u00a0": " ", "\u202f": " "})
+
+
+def plain(text: str) -> str:
+    return " ".join(text.translate(SPACES).split())
+
+
+def python_result(lang: str, **choice) -> dict:
+    """What the render layer (Python, Babel) shows for ``choice``: the expected page."""
+    args = " ".join(f"{k}={v}" for k, v in choice.items())
+    soup = BeautifulSoup(render_markdown("{{ finder_table %s }}" % args, lang), "html.parser")
+    return {
+        "status": plain(soup.select_one("#finder-status").get_text()),
+        "caption": plain(soup.select_one("caption").get_text()) if soup.select_one("caption") else None,
+        "rows": [[plain(c.get_text(" ")) for c in tr.select("th, td")] for tr in soup.select("tbody tr")],
+        "why": plain(soup.select_one("#finder-why").get_text()),
+        "note": plain(soup.select_one("#finder-note").get_text()),
+    }
+
+
+def shown(page) -> dict:
+    """What the page shows now."""
+    return page.evaluate("""() => {
+        const text = (sel) => { const n = document.querySelector(sel); return n ? n.textContent : null; };
+        return {
+            status: text('#finder-status'), caption: text('#finder-table caption'),
+            rows: [...document.querySelectorAll('#finder-table tbody tr')].map(
+                tr => [...tr.querySelectorAll('th, td')].map(c => c.textContent)),
+            why: text('#finder-why'), note: text('#finder-note'),
+        };
+    }""")
+
+
+def normalised(result: dict) -> dict:
+    return {k: (plain(v) if isinstance(v, str) else [[plain(c) for c in row] for row in v] if k == "rows" else v)
+            for k, v in result.items()}
+
+
+def open_finder(page, site_server, lang: str):
+    page.goto(site_server.url(PATHS[lang]), wait_until="networkidle")
+    page.wait_for_selector('#finder-form[data-ready="true"]', state="visible", timeout=10_000)
+
+
+def choose(page, **choice):
+    for name, value in choice.items():
+        page.select_option(f"#finder-{name}", str(value))
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_default_choice_matches_the_static_result(page, site_server, lang):
+    open_finder(page, site_server, lang)
+    assert normalised(shown(page)) == python_result(lang)
+
+
+CHOICES = [
+    {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 4, "method": "zero3"},
+    {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero1"},  # 8 x H100: a guide price
+    {"model": "llama-3.2-1b", "task": "full-adamw", "cards": 4, "method": "ddp"},  # 4 x RTX 4090: a guide price
+    {"model": "mixtral-8x7b", "task": "qlora", "cards": 1},
+    {"model": "llama-3.1-70b", "task": "serve-fp8", "cards": 1, "context": 32768},
+    {"model": "llama-3.1-70b", "task": "full-adamw", "cards": 1},  # no card fits
+]
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_choices_show_what_python_computed_in_the_page_locale(page, site_server, lang):
+    open_finder(page, site_server, lang)
+    for choice in CHOICES:
+        choose(page, **choice)
+        got = normalised(shown(page))
+        assert got == python_result(lang, **choice), choice
+    unit = "Go" if lang == "fr" else "GB"
+    choose(page, **CHOICES[0])
+    got = normalised(shown(page))
+    assert got["status"].startswith(f"{'Il faut' if lang == 'fr' else 'Servono'} 32,1 {unit}")
+    assert [row[0] for row in got["rows"]][:3] == ["RTX A6000", "H100", "A100 80GB"]  # 32.1 GB: not a 32 GB RTX 5090
+    choose(page, **CHOICES[1])
+    prices = {row[0]: row[3] for row in normalised(shown(page))["rows"]}
+    assert prices["H100"] == ("8 × H100 à partir de 31,20 €/h" if lang == "fr" else "8 × H100 da 31,20 €/h")
+
+
+def test_controls_follow_the_task(page, site_server):
+    open_finder(page, site_server, "it")
+    assert page.is_disabled("#finder-method")  # one card: nothing to shard
+    choose(page, cards=2)
+    assert page.is_enabled("#finder-method") and page.is_visible("#finder-method")
+    choose(page, task="serve-bf16")
+    assert page.is_hidden("#finder-method") and page.is_visible("#finder-context")
+    choose(page, model="mistral-7b")  # trained up to 32768 tokens
+    assert page.eval_on_selector('#finder-context option[value="131072"]', "o => o.disabled")
+    assert page.eval_on_selector('#finder-context option[value="32768"]', "o => !o.disabled")
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_keyboard_alone_drives_the_finder(page, site_server, lang):
+    open_finder(page, site_server, lang)
+    for _ in range(80):  # Tab from the top of the page to the first control
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.id") == "finder-model":
+            break
+    else:
+        pytest.fail("the model control cannot be reached with Tab")
+    page.keyboard.press("ArrowDown")  # llama-3.1-8b -> mistral-7b
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "finder-task"
+    page.keyboard.press("ArrowDown")  # full-adamw -> full-adam8bit
+    page.keyboard.press("Tab")
+    page.keyboard.press("ArrowDown")  # 1 -> 2 cards
+    page.keyboard.press("ArrowDown")  # 2 -> 4 cards
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "finder-method"
+    for _ in range(3):
+        page.keyboard.press("ArrowDown")  # ddp -> zero3
+    expected = python_result(lang, model="mistral-7b", task="full-adam8bit", cards=4, method="zero3")
+    assert normalised(shown(page)) == expected
+    assert page.get_attribute("#finder-status", "aria-live") == "polite"
+    assert page.get_attribute("#finder-status", "role") == "status"
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_without_javascript_the_default_result_is_shown(chromium, site_server, lang):
+    context = chromium.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(site_server.url(PATHS[lang]), wait_until="load")
+        assert page.is_hidden("#finder-form")
+        assert page.is_visible("#finder-table")
+        assert normalised(shown(page)) == python_result(lang)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_phone_width_and_screenshots(chromium, site_server, lang):
+    ARTIFACTS.mkdir(exist_ok=True)
+    for name, viewport in (("desktop", {"width": 1280, "height": 900}), ("phone", {"width": 375, "height": 812})):
+        context = chromium.new_context(viewport=viewport)
+        try:
+            page = context.new_page()
+            open_finder(page, site_server, lang)
+            choose(page, model="llama-3.1-8b", task="full-adamw", cards=4, method="zero2")
+            overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 0, f"{name}: the page is {overflow}px wider than the screen"
+            for control in ("model", "task", "cards", "method"):
+                box = page.locator(f"#finder-{control}").bounding_box()
+                assert box and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], (name, control)
+            page.locator("#finder").scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / f"finder-{lang}-{name}.png"), full_page=True)
+        finally:
+            context.close()
+    assert (ARTIFACTS / f"finder-{lang}-desktop.png").stat().st_size > 10_000
