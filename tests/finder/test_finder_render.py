@@ -3,30 +3,20 @@
 from __future__ import annotations
 
 import json
-import shutil
+import re
 
 import pytest
 from bs4 import BeautifulSoup
 
-import hooks.data
 from hooks.errors import RenderError
 from hooks.render import render_markdown
-from tests.conftest import REPO_ROOT
+from tests.hooks.conftest import data_dir  # noqa: F401  (a copy of snippets/data, models included)
 
 NBSP, NNBSP = "\u00a0", "\u202f"
 
 
 def plain(text: str) -> str:
     return text.replace(NBSP, " ").replace(NNBSP, " ")
-
-
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    """A copy of snippets/data (models included) that a test may break."""
-    dest = tmp_path / "data"
-    shutil.copytree(REPO_ROOT / "snippets" / "data", dest)
-    monkeypatch.setattr(hooks.data, "DATA_DIR", dest)
-    return dest
 
 
 def table_of(html: str) -> tuple[str, list[list[str]]]:
@@ -97,7 +87,7 @@ def test_form_controls_are_labelled_and_hidden_without_script(lang, legend, unit
     ("{{ finder_table colour=red }}", "unknown argument(s) colour"),
 ])
 def test_bad_placeholder_arguments(placeholder, message):
-    with pytest.raises(RenderError, match="placeholder .*" + __import__("re").escape(message)):
+    with pytest.raises(RenderError, match="placeholder .*" + re.escape(message)):
         render_markdown(placeholder, "it")
 
 
