@@ -1,0 +1,165 @@
+"""Performance budget of the site (issue 6). Figures, not tests: printed as a table and
+written to bench/results.md.
+
+    python -m bench.run                  # everything (about 5 to 10 minutes on 2 cores)
+    python -m bench.run --skip-tests     # without timing the test suite
+
+1. Build: ``mkdocs build --strict`` of both languages (hooks, notebooks from their
+   cache, warmed by one build first) against a plain build of the same Markdown without
+   our hooks and notebooks (bench/plain.py). Target: ratio <= 1.3.
+2. Live edit: seconds from saving one page to ``mkdocs serve`` serving it (bench/serve.py).
+   Target: < 2 s.
+3. Guide page weight and requests in Chromium, gzip as served (bench/weight.py).
+   Target: <= 300 KB and <= 15 requests.
+4. The test suite's wall time (``pytest`` in a subprocess). Target: < 5 min on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.plain import make_plain_copy  # noqa: E402
+
+BUDGET = {"build_ratio": 1.3, "rebuild_s": 2.0, "page_kb": 300, "requests": 15, "suite_s": 300}
+ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+
+
+def timed(cmd: list[str], cwd: Path, timeout: float = 1800) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    result = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    return time.perf_counter() - start, result
+
+
+def build_times(config: Path | None, dest: Path, repeat: int, strict: bool) -> list[float]:
+    cmd = [sys.executable, "-m", "mkdocs", "build", "-d", str(dest)] + (["--strict"] if strict else [])
+    if config is not None:
+        cmd += ["-f", str(config)]
+    times = []
+    for _ in range(repeat):
+        seconds, result = timed(cmd, config.parent if config else REPO)
+        if result.returncode != 0:
+            raise SystemExit(f"build failed ({' '.join(cmd)}):\n{result.stderr[-3000:]}")
+        times.append(seconds)
+    return times
+
+
+def bench_build(work: Path, repeat: int) -> dict:
+    build_times(None, work / "warm", 1, strict=True)  # fills the notebook cache
+    full = build_times(None, work / "full", repeat, strict=True)
+    plain_config = make_plain_copy(REPO, work / "plain-src")
+    plain = build_times(plain_config, work / "plain", repeat, strict=False)
+    return {"full_s": statistics.median(full), "plain_s": statistics.median(plain),
+            "ratio": statistics.median(full) / statistics.median(plain), "site": work / "full"}
+
+
+def bench_rebuild(work: Path, edits: int) -> dict:
+    from bench.serve import rebuild_seconds
+
+    times = rebuild_seconds(REPO, work, edits=edits)
+    return {"rebuild_s": statistics.median(times), "rebuild_all": times}
+
+
+def bench_weight(site: Path) -> dict:
+    from bench.weight import page_weights
+
+    return {"weights": page_weights(site, ["", "fr/"])}
+
+
+def bench_suite(pytest_args: list[str]) -> dict:
+    seconds, result = timed([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_args], REPO, timeout=3600)
+    summary = (result.stdout.strip().splitlines() or ["?"])[-1]
+    return {"suite_s": seconds, "suite_summary": summary, "suite_rc": result.returncode}
+
+
+def verdict(ok: bool) -> str:
+    return "ok" if ok else "OVER"
+
+
+def table(figures: dict) -> list[tuple[str, str, str, str]]:
+    rows = []
+    if "ratio" in figures:
+        rows.append(("Build, strict, both languages (median)", f"{figures['full_s']:.1f} s", "", ""))
+        rows.append(("Plain build, same Markdown, no hooks/notebooks", f"{figures['plain_s']:.1f} s", "", ""))
+        rows.append(("Build ratio", f"{figures['ratio']:.2f}x", f"<= {BUDGET['build_ratio']}x",
+                     verdict(figures["ratio"] <= BUDGET["build_ratio"])))
+    if "rebuild_s" in figures:
+        each = ", ".join(f"{t:.1f}" for t in figures["rebuild_all"])
+        rows.append((f"Rebuild after one edit, mkdocs serve (median of {each} s)", f"{figures['rebuild_s']:.1f} s",
+                     f"< {BUDGET['rebuild_s']:.0f} s", verdict(figures["rebuild_s"] < BUDGET["rebuild_s"])))
+    for weight in figures.get("weights", []):
+        name = f"/{weight.page}" if weight.page else "/"
+        parts = ", ".join(f"{kind} {size / 1000:.0f}" for kind, size in sorted(weight.bytes_by_kind.items()))
+        rows.append((f"Guide page {name}: weight, gzip ({parts} KB)", f"{weight.total / 1000:.0f} KB",
+                     f"<= {BUDGET['page_kb']} KB", verdict(weight.total / 1000 <= BUDGET["page_kb"])))
+        rows.append((f"Guide page {name}: requests" + (f" ({len(weight.outside)} outside the site!)" if weight.outside else ""),
+                     str(weight.requests), f"<= {BUDGET['requests']}",
+                     verdict(weight.requests <= BUDGET["requests"] and not weight.outside)))
+    if "suite_s" in figures:
+        rows.append((f"Test suite, pytest ({figures['suite_summary']})", f"{figures['suite_s'] / 60:.1f} min",
+                     f"< {BUDGET['suite_s'] / 60:.0f} min",
+                     verdict(figures["suite_s"] < BUDGET["suite_s"] and figures["suite_rc"] == 0)))
+    return rows
+
+
+def render(rows, markdown: bool) -> str:
+    header = ("Measure", "Figure", "Budget", "")
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|---|"]
+        return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    fmt = "  ".join(f"{{:{'<' if i in (0, 3) else '>'}{w}}}" for i, w in enumerate(widths))
+    return "\n".join(fmt.format(*r) for r in [header, *rows])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="builds timed per kind (median taken)")
+    parser.add_argument("--edits", type=int, default=3, help="page edits timed under mkdocs serve")
+    parser.add_argument("--skip-serve", action="store_true")
+    parser.add_argument("--skip-weight", action="store_true", help="without Chromium")
+    parser.add_argument("--skip-tests", action="store_true", help="do not time the test suite")
+    parser.add_argument("--pytest-args", default="", help="arguments for the timed pytest run")
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results.md")
+    args = parser.parse_args(argv)
+
+    figures: dict = {}
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        work = Path(tmp)
+        print("building (warm-up, then full and plain builds)...", flush=True)
+        figures.update(bench_build(work, args.repeat))
+        if not args.skip_weight:
+            print("weighing the guide page in Chromium...", flush=True)
+            figures.update(bench_weight(figures["site"]))
+        if not args.skip_serve:
+            print("timing rebuilds under mkdocs serve...", flush=True)
+            figures.update(bench_rebuild(work, args.edits))
+    if not args.skip_tests:
+        print("timing the test suite...", flush=True)
+        figures.update(bench_suite(args.pytest_args.split()))
+
+    rows = table(figures)
+    print()
+    print(render(rows, markdown=False))
+    machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    args.output.write_text(
+        f"# Performance budget\n\nMeasured {datetime.date.today().isoformat()} on {machine} by "
+        f"`python -m bench.run` (bench/run.py).\n\n{render(rows, markdown=True)}\n", encoding="utf-8")
+    print(f"\nwritten to {args.output.relative_to(REPO) if args.output.is_relative_to(REPO) else args.output}")
+    return 0 if all(row[3] in ("", "ok") for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
