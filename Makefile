@@ -7,6 +7,8 @@ export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: serve site test bench clean
 
+include verify/make.mk
+
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
