@@ -73,24 +73,39 @@
       return tasks[controls.task.value].kind;
     }
 
+    // Offer only the choices the JSON holds a result for; keep the current one if it is
+    // offered, else fall back to the first (or, with preferLast, the last) one offered.
+    function offer(select, available, title, preferLast) {
+      var options = Array.prototype.slice.call(select.options);
+      options.forEach(function (option) {
+        option.disabled = !Object.prototype.hasOwnProperty.call(available, option.value);
+        option.title = option.disabled && title ? title(option) : "";
+      });
+      if (select.selectedOptions[0].disabled) {
+        var allowed = options.filter(function (option) { return !option.disabled; });
+        if (allowed.length) select.value = allowed[preferLast ? allowed.length - 1 : 0].value;
+      }
+    }
+
     function updateControls() {
       var current = kind();
       form.querySelectorAll("[data-kinds]").forEach(function (field) {
         field.hidden = field.getAttribute("data-kinds").split(" ").indexOf(current) < 0;
       });
+      var byTask = (data.results[controls.model.value] || {})[controls.task.value] || {};
+      offer(controls.cards, byTask);
+      var byCards = byTask[controls.cards.value] || {};
       var oneCard = controls.cards.value === "1";
       controls.method.disabled = oneCard;
       document.getElementById("finder-method-hint").hidden = !oneCard;
       document.getElementById("finder-context-hint").hidden = oneCard;
-      var maxContext = models[controls.model.value].max_context;
-      var options = Array.prototype.slice.call(controls.context.options);
-      options.forEach(function (option) {
-        option.disabled = maxContext !== null && Number(option.value) > maxContext;
-        option.title = option.disabled ? labels.too_long : "";
-      });
-      if (controls.context.selectedOptions[0].disabled) {
-        var allowed = options.filter(function (option) { return !option.disabled; });
-        controls.context.value = allowed[allowed.length - 1].value;
+      if (current === "serving") {
+        var maxContext = models[controls.model.value].max_context;
+        offer(controls.context, byCards, function (option) {
+          return maxContext !== null && Number(option.value) > maxContext ? labels.too_long : "";
+        }, true);
+      } else if (!oneCard) {
+        offer(controls.method, byCards);
       }
     }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 from bs4 import BeautifulSoup
 
+from hooks.finder import finder_data
 from hooks.render import render_markdown
 from tests.conftest import REPO_ROOT
 
@@ -56,6 +57,11 @@ def shown(page) -> dict:
 def normalised(result: dict) -> dict:
     return {k: (plain(v) if isinstance(v, str) else [[plain(c) for c in row] for row in v] if k == "rows" else v)
             for k, v in result.items()}
+
+
+def computed(model: str, task: str, cards: str, option: str | None = None) -> bool:
+    by_cards = finder_data()["results"][model][task]
+    return cards in by_cards and (option is None or option in by_cards[cards])
 
 
 def open_finder(page, site_server, lang: str):
@@ -108,9 +114,16 @@ def test_controls_follow_the_task(page, site_server):
     assert page.is_enabled("#finder-method") and page.is_visible("#finder-method")
     choose(page, task="serve-bf16")
     assert page.is_hidden("#finder-method") and page.is_visible("#finder-context")
+    choose(page, context=131072)
     choose(page, model="mistral-7b")  # trained up to 32768 tokens
     assert page.eval_on_selector('#finder-context option[value="131072"]', "o => o.disabled")
-    assert page.eval_on_selector('#finder-context option[value="32768"]', "o => !o.disabled")
+    assert page.input_value("#finder-context") == "32768"  # the longest it was trained for
+    disabled = page.eval_on_selector_all("#finder-cards option", "os => os.filter(o => o.disabled).map(o => o.value)")
+    assert disabled == [value for value in ("2", "4", "8") if not computed("mistral-7b", "serve-bf16", value)]
+    choose(page, task="lora", cards=2)  # only what the JSON holds a result for is offered
+    offered = page.eval_on_selector_all("#finder-method option", "os => os.filter(o => !o.disabled).map(o => o.value)")
+    assert offered == [m for m in ("ddp", "zero1", "zero2", "zero3") if computed("mistral-7b", "lora", "2", m)]
+    assert not normalised(shown(page))["status"].startswith("Questa combinazione")
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
