@@ -118,7 +118,8 @@ def on_post_page(output, page, config, **kwargs):
 # vram/ or hooks/ shows on the next rebuild without a restart (data files are read on
 # every call anyway). `assets/finder.json` is generated from the calculator on every build;
 # notebooks run through hooks/notebooks.py (cached under .cache/notebooks, keyed by their
-# content and what they read) and mkdocs-jupyter renders the executed copy.
+# content, what they read and the tool versions; also shared between checkouts through
+# the machine store) and mkdocs-jupyter renders the executed copy.
 
 import importlib  # noqa: E402
 import types  # noqa: E402
@@ -128,7 +129,7 @@ from mkdocs.structure.files import File  # noqa: E402
 
 from hooks.finder import JSON_URI, finder_json  # noqa: E402
 from hooks.languages import LANGUAGES  # noqa: E402
-from hooks.notebooks import NotebookError, executed_notebooks  # noqa: E402
+from hooks.notebooks import NotebookError, executed_notebooks, machine_store  # noqa: E402
 
 
 def reload_render_layer() -> None:
@@ -193,17 +194,20 @@ def use_executed_notebooks(files, config):
         return files
     docs = Path(config.docs_dir)
     root = Path(config.config_file_path).parent
+    store = machine_store()
     try:
-        executed = executed_notebooks(docs, root, LANGUAGES, jupyter_kernel(config))
+        executed = executed_notebooks(docs, root, LANGUAGES, jupyter_kernel(config), store=store)
     except NotebookError as exc:
         raise PluginError(str(exc)) from None
     for file in notebooks:
         file.abs_src_path = str(executed[Path(file.abs_src_path).resolve()])
     jupyter = config.plugins.get("mkdocs-jupyter")
     if jupyter is not None:
-        # mkdocs-jupyter evicts, after each language pass, the rendered pages that pass did not
-        # use: one folder per language keeps the other language's pages cached.
-        jupyter.config["cache_dir"] = str(root / ".cache" / "mkdocs-jupyter" / build_language(config))
+        # mkdocs-jupyter caches the HTML it renders (keyed by the executed notebook's bytes)
+        # and, after each language pass, evicts what that pass did not use: one folder per
+        # language keeps the other language's pages. Beside the machine store when there is one.
+        base = store.parent if store is not None else root / ".cache"
+        jupyter.config["cache_dir"] = str(base / "mkdocs-jupyter" / build_language(config))
     return files
 
 

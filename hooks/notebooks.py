@@ -7,12 +7,20 @@ a SHA-256 of:
 - the notebook file itself (cells and metadata),
 - every file the notebooks read or import: ``vram/**/*.py`` and ``snippets/data/**``
   (the calculator, the model configs, the card catalogue and the labels),
-- the language and the kernel name.
+- the language, the kernel name, and the versions of Python and of the packages the
+  code runs (``TOOLS``: torch, matplotlib...), so an upgrade runs the notebooks again.
 
 Editing a Markdown page, a hook or a stylesheet changes none of these, so no notebook runs
 again; editing the calculator or a data file, or the notebook, runs it on the next build
 (also under ``mkdocs serve``: nothing is cached in memory). Each notebook keeps only its
 newest executed copy; the other language's copy is a different notebook and stays.
+
+Because the key is the content, not the checkout, an executed copy is valid for any
+checkout with the same inputs: with ``store`` (the build uses ``machine_store()``:
+``$GUIDE_NOTEBOOK_STORE``, else ``$XDG_CACHE_HOME/vramfarm-guide/notebooks``, else
+``~/.cache/...``; ``GUIDE_NOTEBOOK_STORE=off`` disables it) a miss in ``.cache/notebooks``
+is looked up there before running, and a run is saved there too. Throwaway copies of the
+repository (tests, worktrees) then run nothing that any checkout on this machine ran.
 
 The kernel is always ``kernel_name`` (the one configured in mkdocs.yml), whatever the
 notebook's metadata names, so a notebook saved on a machine with another kernel still
@@ -20,15 +28,18 @@ runs. The kernel starts in the repository root with ``PYTHONPATH`` set to it (so
 this checkout's ``vram``) and ``GUIDE_LANG`` set to the page language (the code cells are
 the same in every language; labels and alt text follow ``GUIDE_LANG``).
 
-A cell that raises is a ``NotebookError`` naming the notebook, the cell and the exception.
-Pure: no MkDocs import.
+A cell that raises is a ``NotebookError`` naming the notebook, the cell and the exception;
+nothing is cached for it. Pure: no MkDocs import.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import platform
+import shutil
 from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
 from pathlib import Path
 
 import nbformat
@@ -40,6 +51,7 @@ from .errors import RenderError
 
 CACHE_SUBDIR = Path(".cache") / "notebooks"
 DEPENDENCIES = (("vram", "**/*.py"), ("snippets/data", "**/*"))
+TOOLS = ("torch", "matplotlib", "babel", "pyyaml", "ipykernel", "nbclient", "nbformat")
 TIMEOUT_S = 300
 
 
@@ -56,10 +68,21 @@ def dependency_files(repo_root: Path) -> list[Path]:
     return sorted(files)
 
 
+def tool_versions() -> list[str]:
+    """``python=3.11.7``, ``torch=2.13.0``...: what the notebooks' code runs on."""
+    versions = [f"python={platform.python_version()}"]
+    for name in TOOLS:
+        try:
+            versions.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{name}=absent")
+    return versions
+
+
 def cache_key(src: Path, repo_root: Path, lang: str, kernel_name: str) -> str:
-    """SHA-256 of the notebook, its dependencies (path and bytes), the language and kernel."""
+    """SHA-256 of the notebook, its dependencies (path and bytes), language, kernel and tool versions."""
     digest = hashlib.sha256()
-    for part in (f"lang={lang}", f"kernel={kernel_name}"):
+    for part in (f"lang={lang}", f"kernel={kernel_name}", *tool_versions()):
         digest.update(part.encode() + b"\0")
     digest.update(src.read_bytes() + b"\0")
     for path in dependency_files(repo_root):
@@ -117,22 +140,53 @@ def _display_name(src: Path, repo_root: Path) -> str:
         return str(src)
 
 
+def machine_store() -> Path | None:
+    """The machine-wide store of executed notebooks (see the module docstring), or None if off."""
+    configured = os.environ.get("GUIDE_NOTEBOOK_STORE")
+    if configured == "off":
+        return None
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "vramfarm-guide" / "notebooks"
+
+
+def _copy_into(src: Path, dest: Path) -> None:
+    """Copy ``src`` to ``dest`` atomically (a reader never sees half a notebook)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_name(f"{dest.name}.{os.getpid()}.partial")
+    shutil.copyfile(src, partial)
+    partial.replace(dest)
+
+
 def executed_notebook(src: Path, repo_root: Path, lang: str, kernel_name: str, cache_dir: Path | None = None,
-                      timeout_s: int = TIMEOUT_S) -> tuple[Path, bool]:
+                      timeout_s: int = TIMEOUT_S, store: Path | None = None) -> tuple[Path, bool]:
     """(path of the executed copy of ``src``, True if it was executed now, False if cached).
 
-    Older copies of the same notebook are removed. Raises NotebookError.
+    ``store``: a folder shared by the checkouts of this machine, looked up on a miss and
+    filled after a run (best effort: a store that cannot be written is skipped). Older
+    copies of the same notebook in ``cache_dir`` are removed. Raises NotebookError.
     """
     cache_dir = cache_dir or repo_root / CACHE_SUBDIR
     key = cache_key(src, repo_root, lang, kernel_name)
-    dest = cache_dir / f"{src.stem}.{key[:20]}.ipynb"
-    if dest.is_file():
-        return dest, False
-    execute(src, dest, repo_root, lang, kernel_name, timeout_s)
-    for old in cache_dir.glob(f"{src.stem}.*.ipynb"):
-        if old != dest and old.name[len(src.stem) + 1:].count(".") == 1:
-            old.unlink(missing_ok=True)
-    return dest, True
+    name = f"{src.stem}.{key[:20]}.ipynb"
+    dest = cache_dir / name
+    ran = False
+    if not dest.is_file():
+        if store is not None and (store / name).is_file():
+            _copy_into(store / name, dest)
+        else:
+            execute(src, dest, repo_root, lang, kernel_name, timeout_s)
+            ran = True
+            if store is not None:
+                try:
+                    _copy_into(dest, store / name)
+                except OSError:
+                    pass
+        for old in cache_dir.glob(f"{src.stem}.*.ipynb"):
+            if old != dest and old.name[len(src.stem) + 1:].count(".") == 1:
+                old.unlink(missing_ok=True)
+    return dest, ran
 
 
 def notebook_language(src: Path, languages: tuple[str, ...]) -> str:
@@ -145,7 +199,7 @@ def notebook_language(src: Path, languages: tuple[str, ...]) -> str:
 
 
 def executed_notebooks(docs_dir: Path, repo_root: Path, languages: tuple[str, ...], kernel_name: str,
-                       cache_dir: Path | None = None) -> dict[Path, Path]:
+                       cache_dir: Path | None = None, store: Path | None = None) -> dict[Path, Path]:
     """Every notebook of ``docs_dir`` (all languages) -> its executed copy, running the stale ones in parallel.
 
     Keys are resolved source paths. Raises NotebookError for the first notebook (in name
@@ -154,6 +208,6 @@ def executed_notebooks(docs_dir: Path, repo_root: Path, languages: tuple[str, ..
     sources = sorted(p.resolve() for p in docs_dir.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
     langs = [notebook_language(src, languages) for src in sources]
     with ThreadPoolExecutor(max_workers=max(1, min(len(sources), os.cpu_count() or 1))) as pool:
-        futures = [pool.submit(executed_notebook, src, repo_root, lang, kernel_name, cache_dir)
+        futures = [pool.submit(executed_notebook, src, repo_root, lang, kernel_name, cache_dir, TIMEOUT_S, store)
                    for src, lang in zip(sources, langs)]
         return {src: future.result()[0] for src, future in zip(sources, futures)}

@@ -8,13 +8,15 @@
 - case 6: a serve rebuild (the config loaded again in the same process, as ``mkdocs
   serve`` does) shows an edit to the calculator and to a data file, and editing a
   Markdown page does not execute any notebook again.
+
+The copies of the repository reuse this checkout's executed notebooks through the
+machine store (hooks/notebooks.py), as their inputs are the same.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -89,16 +91,7 @@ def test_finder_page_without_javascript_shows_the_default_result(built_site, lan
     assert page.select_one("form#finder-form").has_attr("hidden")
 
 
-def seed_cache(repo_copy: Path) -> None:
-    """Reuse this checkout's executed and rendered notebooks (their keys do not depend on the path)."""
-    for name in ("notebooks", "mkdocs-jupyter"):
-        cache = REPO_ROOT / ".cache" / name
-        if cache.is_dir():
-            shutil.copytree(cache, repo_copy / ".cache" / name, dirs_exist_ok=True)
-
-
 def test_a_failing_cell_fails_the_build_naming_the_notebook(built_site, repo_copy, tmp_path):
-    seed_cache(repo_copy)
     path = repo_copy / "docs" / "memory-notebook.fr.ipynb"
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(2, new_code_cell("raise RuntimeError('tensors and calculator disagree')"))
@@ -152,7 +145,6 @@ SERVE = textwrap.dedent('''
 
 
 def test_serve_rebuild_shows_calculator_and_data_edits_and_markdown_edits_run_no_notebook(built_site, repo_copy, tmp_path):
-    seed_cache(repo_copy)
     script = tmp_path / "serve_twice.py"
     script.write_text(SERVE, encoding="utf-8")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}

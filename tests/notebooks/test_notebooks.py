@@ -4,13 +4,15 @@ configured one, and a cell that raises is an error naming the notebook (site.md 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from hooks.notebooks import NotebookError, cache_key, executed_notebook, executed_notebooks, notebook_language
+from hooks.notebooks import (NotebookError, cache_key, executed_notebook, executed_notebooks, machine_store,
+                             notebook_language)
 from tests.conftest import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs"
@@ -99,6 +101,30 @@ def test_unknown_kernel_in_metadata_runs_with_the_configured_one_and_is_cached(t
     assert outputs(executed) == "fr 16 42\n"  # this checkout's vram, the page's language
     again, ran_again = executed_notebook(src, tiny_repo, "fr", "python3", cache_dir=cache)
     assert again == executed and not ran_again  # nothing changed: not executed again
+
+
+def test_another_checkout_with_the_same_inputs_reuses_the_store(tiny_repo, tmp_path):
+    store = tmp_path / "store"
+    src = tiny_repo / "docs" / "nb.it.ipynb"
+    first, ran = executed_notebook(src, tiny_repo, "it", "python3", store=store)
+    assert ran and len(list(store.glob("nb.it.*.ipynb"))) == 1
+    other = tmp_path / "other-checkout"
+    shutil.copytree(tiny_repo, other, ignore=shutil.ignore_patterns(".cache"))
+    copy, ran_again = executed_notebook(other / "docs" / "nb.it.ipynb", other, "it", "python3", store=store)
+    assert not ran_again and copy.parent == other / ".cache" / "notebooks" and outputs(copy) == "42\n"
+    (other / "vram" / "core.py").write_text("BYTES = 18\n")  # different inputs: a different key, a run
+    _, ran_changed = executed_notebook(other / "docs" / "nb.it.ipynb", other, "it", "python3", store=store)
+    assert ran_changed and len(list(store.glob("nb.it.*.ipynb"))) == 2
+
+
+def test_machine_store_location(monkeypatch, tmp_path):
+    monkeypatch.setenv("GUIDE_NOTEBOOK_STORE", "off")
+    assert machine_store() is None
+    monkeypatch.setenv("GUIDE_NOTEBOOK_STORE", str(tmp_path / "s"))
+    assert machine_store() == tmp_path / "s"
+    monkeypatch.delenv("GUIDE_NOTEBOOK_STORE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert machine_store() == tmp_path / "xdg" / "vramfarm-guide" / "notebooks"
 
 
 def test_a_cell_that_raises_names_the_notebook_and_the_cell(tiny_repo):
