@@ -1,7 +1,8 @@
 """Load the YAML data of ``snippets/data`` and check its per-language text.
 
-Files are read on every call (no module-level cache) so ``mkdocs serve`` shows an
-edited data file on the next rebuild.
+A parsed file is reused only while its modification time and size are unchanged, so
+``mkdocs serve`` shows an edited data file on the next rebuild. Parsed data is shared:
+callers treat it as read-only.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from .languages import LANGUAGES
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS_DIR = REPO_ROOT / "snippets"
 DATA_DIR = SNIPPETS_DIR / "data"
+SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+_parsed: dict[Path, tuple[tuple[int, int], Any]] = {}
 
 
 def relative(path: Path) -> str:
@@ -31,12 +34,19 @@ def load_yaml(name: str, data_dir: Path | None = None) -> Any:
     path = (data_dir or DATA_DIR) / f"{name}.yaml"
     if not path.is_file():
         raise RenderError(f"{relative(path)}: data file not found")
+    stat = path.stat()
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    cached = _parsed.get(path)
+    if cached and cached[0] == stamp:
+        return cached[1]
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)  # noqa: S506 (safe loader)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 1})" if where else ""
         raise RenderError(f"{relative(path)}: invalid YAML{line}: {getattr(exc, 'problem', exc)}") from None
+    _parsed[path] = (stamp, data)
+    return data
 
 
 def text(value: Any, lang: str, where: str) -> str:
