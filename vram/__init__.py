@@ -6,7 +6,7 @@ GB = 10**9 bytes, GiB = 2**30 bytes (``vram.units``). One module per job:
 ``fsdp2`` (exact FSDP2 shards), ``training`` (per GPU, optimizer offload),
 ``checkpoint``, ``activations``, ``communication``, ``models`` (parameters from a
 Hugging Face config.json), ``dtypes`` (bf16/fp8/int4/NF4 bytes), ``lora``,
-``serving`` (weights and KV cache), ``fit`` (does it fit a card).
+``serving`` (weights and KV cache, tensor parallel), ``fit`` (does it fit a card).
 """
 
 from .activations import RECOMPUTE, activation_bytes, activation_bytes_per_layer
@@ -28,6 +28,7 @@ from .lora import (
     lora_adapter_params,
     lora_memory,
     lora_memory_for_config,
+    lora_memory_per_gpu,
     qlora_base_bytes,
 )
 from .models import (
@@ -39,7 +40,15 @@ from .models import (
     load_model_config,
     model_config_from_dict,
 )
-from .serving import ServingMemory, kv_cache_bytes, kv_cache_bytes_per_token, serving_memory
+from .serving import (
+    ServingMemory,
+    check_tensor_parallel,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    kv_heads_per_gpu,
+    serving_memory,
+    serving_memory_per_gpu,
+)
 from .sharding import (
     FSDP_TO_ZERO_STAGE,
     ModelStates,
@@ -59,12 +68,14 @@ __all__ = [
     "BytesPerParam", "CheckpointSize", "ConfigError", "LoraMemory", "ModelConfig", "ModelStates",
     "ParamCount", "ServingMemory", "TrainingMemory",
     "activation_bytes", "activation_bytes_per_layer", "allreduce_busbw_factor", "busbw_from_algbw",
-    "bytes_per_gpu_per_step", "bytes_per_param", "bytes_to_gb", "bytes_to_gib", "check_world_size",
-    "check_zero_stage", "checkpoint_bytes", "count_params", "fits", "free_fraction",
+    "bytes_per_gpu_per_step", "bytes_per_param", "bytes_to_gb", "bytes_to_gib", "check_tensor_parallel",
+    "check_world_size", "check_zero_stage", "checkpoint_bytes", "count_params", "fits", "free_fraction",
     "fsdp2_chunk_rows", "fsdp2_local_rows", "fsdp2_model_states_per_rank",
     "fsdp_model_states_per_gpu", "fsdp_zero_stage", "gb_to_bytes", "gib_to_bytes", "gradient_bytes",
-    "kv_cache_bytes", "kv_cache_bytes_per_token", "load_model_config", "lora_adapter_params",
-    "lora_memory", "lora_memory_for_config", "model_config_from_dict", "model_states_per_gpu",
+    "kv_cache_bytes", "kv_cache_bytes_per_token", "kv_heads_per_gpu", "load_model_config",
+    "lora_adapter_params", "lora_memory", "lora_memory_for_config", "lora_memory_per_gpu",
+    "model_config_from_dict", "model_states_per_gpu",
     "nf4_bytes", "parse_params", "qlora_base_bytes", "ring_allreduce_bytes_per_gpu",
-    "seconds_at_busbw", "serving_memory", "tensor_bytes", "training_memory_per_gpu",
+    "seconds_at_busbw", "serving_memory", "serving_memory_per_gpu", "tensor_bytes",
+    "training_memory_per_gpu",
 ]
