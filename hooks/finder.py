@@ -5,6 +5,10 @@ counted by ``vram.count_params`` from the shipped ``config.json``), every task, 
 and method (training) or context length (serving) of ``snippets/data/finder.yaml``, the
 bytes one card needs, what takes them, and which cards of ``snippets/data/gpus.yaml`` fit
 (smallest first, with the margin and, only where the guide gives one, the machine price).
+Several cards: training and LoRA/QLoRA per data-parallel card under DDP or ZeRO-1/2/3
+(``vram.training_memory_per_gpu``, ``vram.lora_memory_per_gpu``), serving per card of
+a tensor-parallel group (``vram.serving_memory_per_gpu``; card counts whose heads vLLM
+cannot split are left out).
 The result is locale-independent, sizes already in GB (``vram.bytes_to_gb``): MkDocs
 writes it once as ``assets/finder.json`` and the page's JavaScript of both languages only
 selects, filters and formats it (no arithmetic there).
@@ -145,14 +149,13 @@ def _training(model: Model, task: dict, cards: int, option: str, catalogue: Cata
                                   "optimizer": memory.optimizer_bytes}
 
 
-def _lora(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int]] | None:
-    stage = catalogue.methods[option]["zero_stage"]
-    if cards > 1 and stage > 0:
-        return None  # needs a per-GPU LoRA function of vram (sharded adapters, ZeRO-3 sharded base)
-    # One card, or DDP: every card holds the whole frozen base and the adapters.
+def _lora(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int]]:
+    # Adapters sharded like any model states (ZeRO-1/2/3); the frozen base whole on every
+    # card up to ZeRO-2, split at ZeRO-3 (QLoRA there: bnb_4bit_quant_storage, see vram.lora).
     # PEFT's target_modules="all-linear": every nn.Linear of the decoder layers.
     targets = [linear.name for linear in decoder_linears(model.config)]
-    memory = vram.lora_memory_for_config(model.config, catalogue.settings["lora"]["rank"], targets, task["base_dtype"])
+    memory = vram.lora_memory_per_gpu(model.config, catalogue.settings["lora"]["rank"], cards,
+                                      catalogue.methods[option]["zero_stage"], targets, task["base_dtype"])
     adapters = memory.adapter_weights_bytes + memory.adapter_gradients_bytes + memory.adapter_optimizer_bytes
     return memory.total_bytes, {"base": memory.base_weights_bytes, "adapters": adapters}
 
@@ -161,9 +164,12 @@ def _serving(model: Model, task: dict, cards: int, option: str, catalogue: Catal
     context = int(option)
     if model.max_context is not None and context > model.max_context:
         return None  # longer than the model was trained for
-    if cards > 1:
-        return None  # needs a tensor-parallel serving function of vram
-    memory = vram.serving_memory(model.config, task["weight_dtype"], context_length=context)
+    try:
+        vram.check_tensor_parallel(model.config, cards)
+    except ValueError:
+        return None  # vLLM cannot split its heads over that many cards (qwen2.5-7b: 28 heads, not 8)
+    memory = vram.serving_memory_per_gpu(model.config, task["weight_dtype"], context_length=context,
+                                         tensor_parallel=cards)
     return memory.total_bytes, {"weights": memory.weights_bytes, "kv_cache": memory.kv_cache_bytes}
 
 

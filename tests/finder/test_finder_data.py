@@ -44,15 +44,14 @@ def expected_requirement(config, task: dict, cards: int, option: str, rank: int)
         return memory.per_gpu_bytes, {"weights": memory.weights_bytes, "gradients": memory.gradients_bytes,
                                       "optimizer": memory.optimizer_bytes}
     if task["kind"] == "lora":
-        if cards > 1 and option != "ddp":
-            return None
         targets = [linear.name for linear in vram.models.decoder_linears(config)]
-        memory = vram.lora_memory_for_config(config, rank, targets, task["base_dtype"])
+        memory = vram.lora_memory_per_gpu(config, rank, cards, STAGES[option], targets, task["base_dtype"])
         return memory.total_bytes, {"base": memory.base_weights_bytes,
                                     "adapters": memory.total_bytes - memory.base_weights_bytes}
-    if cards > 1:
-        return None
-    memory = vram.serving_memory(config, task["weight_dtype"], context_length=int(option))
+    if config.num_attention_heads % cards:
+        return None  # vLLM cannot split the query heads over that many cards
+    memory = vram.serving_memory_per_gpu(config, task["weight_dtype"], context_length=int(option),
+                                         tensor_parallel=cards)
     return memory.total_bytes, {"weights": memory.weights_bytes, "kv_cache": memory.kv_cache_bytes}
 
 
@@ -176,3 +175,69 @@ def test_activation_reference_is_korthikanti_table_2(data):
 def test_70b_fp8_serving_fits_one_h200(data):
     # needs.yaml: serving a 70B in fp8 -> H200.
     assert "h200" in fitting(data, "llama-3.1-70b", "serve-fp8", 1, 8192)
+
+
+# --- several cards: LoRA/QLoRA under ZeRO, serving with tensor parallel -----------------------
+
+def test_lora_and_qlora_offer_every_method_on_every_card_count(data):
+    for model in data["results"]:
+        for task in ("lora", "qlora"):
+            for cards in ("1", "2", "4", "8"):
+                assert set(data["results"][model][task][cards]) == set(STAGES), (model, task, cards)
+
+
+def test_lora_8b_per_card_under_zero(data):
+    # Llama 3.1 8B, rank 16 on all seven projections: 41,943,040 adapter parameters (PEFT),
+    # 16 B each (fp32 weights, gradients, AdamW m and v: 4 + 4 + 8); bf16 base 2 x 8,030,261,248 B.
+    base, adapters = 16_060_522_496, 16 * 41_943_040
+    expected = {  # (base, adapters) per card on 4 cards
+        "ddp": (base, adapters),
+        "zero1": (base, 4 * 41_943_040 + 4 * 41_943_040 + 8 * 41_943_040 // 4),
+        "zero2": (base, 4 * 41_943_040 + (4 * 41_943_040 + 8 * 41_943_040) // 4),
+        "zero3": (base // 4, adapters // 4),  # ZeRO-3 / FULL_SHARD splits the frozen base too
+    }
+    for method, (base_bytes, adapter_bytes) in expected.items():
+        got = result(data, "llama-3.1-8b", "lora", 4, method)
+        assert dict(got["parts"]) == {"base": base_bytes / 1e9, "adapters": adapter_bytes / 1e9}, method
+        assert got["per_gpu_gb"] == (base_bytes + adapter_bytes) / 1e9, method
+
+
+def test_qlora_8b_zero3_splits_the_4_bit_data_and_keeps_the_constants(data):
+    # By hand for llama-3.1-8b (32 layers; per layer q, o 4096x4096, k, v 4096x1024,
+    # gate, up, down 4096x14336): 4-bit data n/2 B per matrix = 109,051,904 B a layer;
+    # NF4 constants (1 B per 64 weights + 4 B per 256 of them) = 3,461,120 B a layer;
+    # the rest (embeddings, lm_head, norms) 8,030,261,248 - 32 x 218,103,808 = 1,050,939,392
+    # parameters in bf16. ZeRO-3 on 8 cards splits data and rest, not the quant_state constants.
+    data_b, constants, rest = 32 * 109_051_904, 32 * 3_461_120, 2 * 1_050_939_392
+    one = dict(result(data, "llama-3.1-8b", "qlora", 8, "zero2")["parts"])
+    assert one["base"] == (data_b + constants + rest) / 1e9 == 5_702_295_552 / 1e9
+    sharded = dict(result(data, "llama-3.1-8b", "qlora", 8, "zero3")["parts"])
+    assert sharded["base"] == ((data_b + rest) // 8 + constants) / 1e9
+    assert sharded["adapters"] == 16 * 41_943_040 / 8 / 1e9
+
+
+def test_serving_8b_tensor_parallel_splits_weights_and_kv_heads(data):
+    # Llama 3.1 8B bf16: 8,030,261,248 parameters; the RMSNorm weights (32 layers x 2 x 4096
+    # + final 4096 = 266,240) are whole on every card, everything else (vocab-parallel
+    # embeddings and lm_head, q/k/v/o, gate/up/down) is divided by the card count.
+    # KV cache: 128 KiB per token on one card (memory.md), 8 KV heads split: /2, /4, /8.
+    norms = 266_240
+    for cards, kv_per_token in ((1, 128 * 1024), (2, 64 * 1024), (4, 32 * 1024), (8, 16 * 1024)):
+        parts = dict(result(data, "llama-3.1-8b", "serve-bf16", cards, 8192)["parts"])
+        assert parts["weights"] == 2 * ((8_030_261_248 - norms) // cards + norms) / 1e9, cards
+        assert parts["kv_cache"] == kv_per_token * 8192 / 1e9, cards
+    assert dict(result(data, "llama-3.1-8b", "serve-bf16", 2, 8192)["parts"])["weights"] == 8.030527488
+
+
+def test_serving_cards_follow_the_heads(data):
+    # qwen2.5-7b: 28 query heads, 4 KV heads: vLLM splits it over 2 or 4 cards, not 8.
+    assert set(data["results"]["qwen2.5-7b"]["serve-bf16"]) == {"1", "2", "4"}
+    for model in ("llama-3.2-1b", "llama-3.1-8b", "mistral-7b", "mixtral-8x7b", "llama-3.1-70b"):
+        assert set(data["results"][model]["serve-fp8"]) == {"1", "2", "4", "8"}, model
+
+
+def test_70b_bf16_serving_fits_two_h100(data):
+    # 70B in bf16 is 141 GB of weights: no 80 GB card alone, two with tensor parallel
+    # (70.6 GB of weights each, plus 0.67 GB of KV cache for 4096 tokens).
+    assert "h100" not in fitting(data, "llama-3.1-70b", "serve-bf16", 1, 4096)
+    assert "h100" in fitting(data, "llama-3.1-70b", "serve-bf16", 2, 4096)

@@ -59,6 +59,29 @@ def test_static_table_for_serving_and_no_card():
     assert rows[0][0] == "H100" and "H200" in [r[0] for r in rows]
 
 
+def test_static_table_for_serving_on_two_cards():
+    # Llama 3.1 70B in bf16, tensor parallel on 2 cards, 8192 tokens (hand-computed from the
+    # published 70,553,706,496 parameters: norms 80 x 2 x 8192 + 8192 = 1,318,912 whole on
+    # each card, the rest halved; KV cache 2 x 80 layers x 4 KV heads x 128 x 2 B x 8192):
+    # 70,555,025,408 + 1,342,177,280 = 71,897,202,688 B per card.
+    html = render_markdown("{{ finder_table model=llama-3.1-70b task=serve-bf16 cards=2 context=8192 }}", "it")
+    status, rows = table_of(html)
+    assert status.startswith("Servono 71,9 GB per scheda.")
+    assert [row[0] for row in rows][:3] == ["H100", "A100 80GB", "RTX PRO 6000"]
+    caption = plain(BeautifulSoup(html, "html.parser").select_one("caption").get_text())
+    assert "2 schede" in caption and "8.192 token" in caption
+
+
+def test_static_table_for_lora_zero3_on_four_cards():
+    # Llama 3.1 8B, LoRA rank 16 all-linear, ZeRO-3 on 4 cards: bf16 base 2 x 8,030,261,248 / 4
+    # = 4,015,130,624 B; adapters (PEFT: 41,943,040 params) x 16 B / 4 = 167,772,160 B.
+    html = render_markdown("{{ finder_table model=llama-3.1-8b task=lora cards=4 method=zero3 }}", "fr")
+    status, rows = table_of(html)
+    assert status.startswith("Il faut 4,2 Go par carte.")
+    why = plain(BeautifulSoup(html, "html.parser").select_one("#finder-why").get_text())
+    assert "poids gelés du modèle 4 Go" in why and "0,2 Go" in why
+
+
 @pytest.mark.parametrize("lang, legend, unit", [("it", "La tua scelta", "GB"), ("fr", "Votre choix", "Go")])
 def test_form_controls_are_labelled_and_hidden_without_script(lang, legend, unit):
     html = render_markdown("{{ finder_form assets=../assets }}", lang)
@@ -82,7 +105,7 @@ def test_form_controls_are_labelled_and_hidden_without_script(lang, legend, unit
     ("{{ finder_table cards=0 }}", "cards=0 is out of range"),
     ("{{ finder_table method=zero4 }}", "method=zero4 is not one of"),
     ("{{ finder_table task=serve-bf16 context=1000 }}", "context=1000 is not one of"),
-    ("{{ finder_table task=serve-bf16 cards=2 }}", "not computed"),
+    ("{{ finder_table model=qwen2.5-7b task=serve-bf16 cards=8 }}", "not computed"),  # 28 heads: not over 8 cards
     ("{{ finder_form }}", "missing argument assets="),
     ("{{ finder_table colour=red }}", "unknown argument(s) colour"),
 ])
