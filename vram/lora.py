@@ -152,16 +152,11 @@ def lora_memory_for_config(
 ) -> LoraMemory:
     """LoRA (base_dtype bf16/fp16/fp32) or QLoRA (base_dtype "nf4") bytes for a model config.
 
-    Returns ``LoraMemory`` in bytes. Raises ValueError (ConfigError) for a bad config,
-    rank, target or dtype.
+    One GPU: ``lora_memory_per_gpu`` with world_size 1 (nothing to shard). Returns
+    ``LoraMemory`` in bytes. Raises ValueError (ConfigError) for a bad config, rank,
+    target or dtype.
     """
-    config = as_model_config(config)
-    adapters = lora_adapter_params(config, rank, target_modules)
-    if _check_base_dtype(base_dtype) == NF4:
-        base = qlora_base_bytes(config)
-    else:
-        base = tensor_bytes(count_params(config).total, base_dtype)
-    return _adapter_memory(base, adapters, optimizer)
+    return lora_memory_per_gpu(config, rank, 1, 0, target_modules, base_dtype, optimizer)
 
 
 def lora_memory_per_gpu(
@@ -191,7 +186,7 @@ def lora_memory_per_gpu(
     quantisation constants (absmax, about 0.127 bit per weight) live in each layer's
     ``quant_state``, which is not a parameter, and stay whole on every GPU (Answer.AI
     fsdp_qlora PR #4: the ``quant_state`` is left "attached to all rank's Linear4bit
-    layers"). With world_size 1 every stage equals ``lora_memory_for_config``.
+    layers"). With world_size 1 every stage gives the one-GPU figure.
 
     Returns ``LoraMemory`` in bytes per GPU. Raises ValueError (ConfigError) for a bad
     config, rank, target, dtype or optimizer, world_size < 1 or zero_stage not 0-3.
