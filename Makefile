@@ -11,7 +11,7 @@ include verify/make.mk
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
@@ -23,9 +23,17 @@ serve: $(STAMP)
 site: $(STAMP)
 	$(PY) -m mkdocs build --strict
 
-## test: the whole test suite (browser tests skip unless Chromium is installed; REQUIRE_BROWSER=1 makes that a failure)
-test: $(STAMP)
+# axe-core for the accessibility gate (npm registry, exact pin in package-lock.json)
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+## test: the whole test suite (browser and spelling tests skip without Chromium / hunspell; REQUIRE_BROWSER=1 / REQUIRE_SPELLING=1 make that a failure)
+test: $(STAMP) node_modules/.package-lock.json
 	$(PY) -m pytest
+
+## bench: the performance budget (build ratio, rebuild time, page weight, suite time), printed and written to bench/results.md
+bench: $(STAMP) node_modules/.package-lock.json
+	$(PY) -m bench.run
 
 clean:
 	rm -rf site .cache .pytest_cache

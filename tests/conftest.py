@@ -69,10 +69,17 @@ def _browser_available() -> bool:
     return Path(CHROMIUM).exists()
 
 
+def _hunspell_available() -> bool:
+    dictionaries = Path("/usr/share/hunspell")
+    return shutil.which("hunspell") is not None and all(
+        (dictionaries / f"{name}.dic").exists() for name in ("it_IT", "fr_FR"))
+
+
 def pytest_runtest_setup(item):
     for marker, available, flag in (
         ("gpu", _cuda_available, "REQUIRE_GPU"),
         ("browser", _browser_available, "REQUIRE_BROWSER"),
+        ("spelling", _hunspell_available, "REQUIRE_SPELLING"),
     ):
         if item.get_closest_marker(marker) is None or available():
             continue

@@ -17,7 +17,7 @@ import pytest
 
 from tests.browser.conftest import site_pages
 from tests.conftest import REPO_ROOT
-from tests.site.test_gates_spelling import HUNSPELL, misspelled, tokens
+from tests.site.test_gates_spelling import misspelled, tokens
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -90,7 +90,7 @@ def test_images_have_a_text_alternative(audits):
     assert not {path: m for path, m in missing.items() if m}
 
 
-@pytest.mark.skipif(HUNSPELL is None, reason="hunspell not installed")
+@pytest.mark.spelling
 def test_text_alternatives_are_in_the_page_language(audits):
     wrong = {}
     with tempfile.TemporaryDirectory() as workdir:
