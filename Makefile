@@ -29,7 +29,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 ## test: the whole test suite (browser and spelling tests skip without Chromium / hunspell; REQUIRE_BROWSER=1 / REQUIRE_SPELLING=1 make that a failure)
 test: $(STAMP) node_modules/.package-lock.json
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 ## bench: the performance budget (build ratio, rebuild time, page weight, suite time), printed and written to bench/results.md
 bench: $(STAMP) node_modules/.package-lock.json
