@@ -20,6 +20,7 @@ from .errors import RenderError
 from .languages import DEFAULT_LANGUAGE
 
 COMMENT_CLASSES = {"c", "c1", "cm", "cs"}  # Pygments comment tokens; shebangs ("ch") stay as they are
+ANY_COMMENT_RE = re.compile(r'<span class="(?:%s)">' % "|".join(sorted(COMMENT_CLASSES)))
 MARKER_RE = re.compile(r"^(?P<marker>#+\s*|//\s*)(?P<body>.*?)(?P<trail>\s*)$", re.S)
 CATALOGUE = "snippets/comments.yaml"
 
@@ -41,7 +42,7 @@ def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = 
 
     Raises RenderError naming the first comment that has no translation.
     """
-    if lang == DEFAULT_LANGUAGE or "highlight" not in html:
+    if lang == DEFAULT_LANGUAGE or not ANY_COMMENT_RE.search(html):
         return html
     catalogue = load_catalogue(lang) if catalogue is None else catalogue
     soup = BeautifulSoup(html, "html.parser")
