@@ -120,24 +120,23 @@ def checkpoint(raw: dict[str, str], lang: str) -> str:
     return gb(size.total_bytes, args, lang)
 
 
+def catalogue_entry(section: str, arg: str, raw: dict[str, str]) -> dict:
+    """The entry of ``snippets/data/gpus.yaml``'s ``section`` named by argument ``arg``."""
+    key = Args(raw, {arg}).str(arg)
+    entries = load_yaml("gpus")[section]
+    if key not in entries:
+        raise RenderError(f"unknown {arg} {key!r} in snippets/data/gpus.yaml (known: {', '.join(entries)})")
+    return entries[key]
+
+
 def gpu_memory(raw: dict[str, str], lang: str) -> str:
     """``{{ gpu_memory gpu=h200 }}`` -> ``141 GB``: a card's memory from the catalogue."""
-    args = Args(raw, {"gpu"})
-    gpus = load_yaml("gpus")["gpus"]
-    key = args.str("gpu")
-    if key not in gpus:
-        raise RenderError(f"unknown gpu {key!r} in snippets/data/gpus.yaml (known: {', '.join(gpus)})")
-    return format_quantity(gpus[key]["memory_gb"], "gb", lang, 0)
+    return format_quantity(catalogue_entry("gpus", "gpu", raw)["memory_gb"], "gb", lang, 0)
 
 
 def price(raw: dict[str, str], lang: str) -> str:
     """``{{ price machine=4x-rtx-4090 }}`` -> ``2,36 €``: an hourly price the guide gives."""
-    args = Args(raw, {"machine"})
-    machines = load_yaml("gpus")["machines"]
-    key = args.str("machine")
-    if key not in machines:
-        raise RenderError(f"unknown machine {key!r} in snippets/data/gpus.yaml (known: {', '.join(machines)})")
-    return format_eur(machines[key]["price_eur_per_hour_from"], lang)
+    return format_eur(catalogue_entry("machines", "machine", raw)["price_eur_per_hour_from"], lang)
 
 
 NUMBERS: dict[str, Callable[[dict[str, str], str], str]] = {
