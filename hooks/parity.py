@@ -25,4 +25,7 @@ def check_language_parity(docs_dir: Path, languages: tuple[str, ...] = LANGUAGES
     for page, langs in sorted(found.items()):
         missing = [lang for lang in languages if lang not in langs]
         if missing:
-            raise RenderError(f"docs/{page}: page present in {', '.join(sorted(langs))} only; add its {', '.join(missing)} version")
+            stem, suffix = page.rsplit(".", 1)
+            present = ", ".join(f"docs/{stem}.{lang}.{suffix}" for lang in sorted(langs))
+            absent = ", ".join(f"docs/{stem}.{lang}.{suffix}" for lang in missing)
+            raise RenderError(f"{absent}: missing; every page needs every language ({present} has no translation)")

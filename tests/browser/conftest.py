@@ -29,6 +29,7 @@ import contextlib
 import functools
 import http.server
 import os
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,13 +114,21 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    """A browser that drops a connection (a cancelled prefetch) is not an error worth a traceback."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 @contextlib.contextmanager
 def serve_site(root: Path, prefix: str = "/"):
     """Serve ``root`` under ``prefix`` on 127.0.0.1 (a free port) in a thread."""
     prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
     site = SiteServer(root=root, prefix=prefix)
     handler = functools.partial(_Handler, directory=str(root))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd = _QuietServer(("127.0.0.1", 0), handler)
     httpd.site = site  # type: ignore[attr-defined]
     site.port = httpd.server_address[1]
     thread = threading.Thread(target=httpd.serve_forever, name=f"site-server-{site.port}", daemon=True)

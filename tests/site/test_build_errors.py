@@ -51,7 +51,7 @@ CASES = {
     "comment not in the catalogue": (lambda r: edit(r, "snippets/checks/topology.sh", "topo -m", "topo -m  # collegamenti"),
                                      r"docs/index\.fr\.md: code comment 'collegamenti' has no 'fr' translation in snippets/comments\.yaml"),
     "page in Italian only": (lambda r: (r / "docs/memory-formulas.fr.md").unlink(),
-                             r"docs/memory-formulas\.md: page present in it only; add its fr version"),
+                             r"docs/memory-formulas\.fr\.md: missing; every page needs every language"),
     "broken link": (lambda r: edit(r, "docs/index.fr.md", "(memory-formulas.md)", "(memory-formula.md)"),
                     r"index\.fr\.md.*memory-formula\.md"),
     "broken anchor": (lambda r: edit(r, "docs/index.it.md", "(memory-formulas.md)", "(memory-formulas.md#nowhere)"),
