@@ -31,10 +31,10 @@ def test_gpu_check_writes_a_failed_record_and_exits_non_zero(tmp_path):
 def test_gpu_tests_fail_when_a_gpu_is_required(tmp_path):
     """REQUIRE_GPU=1 turns every skipped gpu test into a failure (make gpu-check relies on it)."""
     cmd = [sys.executable, "-m", "pytest", "tests/gpu", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
-    required = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, env={**os.environ, "REQUIRE_GPU": "1"}, timeout=300)
+    base_env = {k: v for k, v in os.environ.items() if k not in ("REQUIRE_GPU", "PYTEST_ADDOPTS")}
+    required = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, env={**base_env, "REQUIRE_GPU": "1"}, timeout=300)
     assert required.returncode != 0
     assert "REQUIRE_GPU=1 but this test needs a gpu" in required.stdout
     assert " passed" not in required.stdout.splitlines()[-1]
-    relaxed = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT,
-                             env={k: v for k, v in os.environ.items() if k != "REQUIRE_GPU"}, timeout=300)
+    relaxed = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, env=base_env, timeout=300)
     assert relaxed.returncode == 0 and "skipped" in relaxed.stdout.splitlines()[-1]
