@@ -54,12 +54,15 @@ def _is_notebook(entry) -> bool:
     return isinstance(entry, str) and entry.endswith(".ipynb")
 
 
+OURS_OR_NOTEBOOKS = {"mkdocs-jupyter", "guide-deferred-imports"}
+
+
 def plain_config(config: dict) -> dict:
-    """``mkdocs.yml`` data without ``hooks``, the jupyter plugin, notebook nav entries, strict mode."""
+    """``mkdocs.yml`` data without ``hooks``, the jupyter plugin and ours, notebook nav entries, strict mode."""
     plain = {k: v for k, v in config.items() if k not in {"hooks", "watch"}}
     plain["strict"] = False
     plain["plugins"] = [p for p in config.get("plugins", [])
-                        if "mkdocs-jupyter" not in (p if isinstance(p, str) else list(p))]
+                        if not OURS_OR_NOTEBOOKS.intersection([p] if isinstance(p, str) else list(p))]
     if "nav" in config:
         plain["nav"] = [entry for entry in config["nav"] if not _is_notebook(entry)]
     return plain

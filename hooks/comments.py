@@ -5,7 +5,7 @@ Italian (the default language). ``snippets/comments.yaml`` lists each comment wi
 its translations (``- it: ... fr: ...``). After MkDocs has rendered a page, Pygments
 has already marked comments as ``<span class="c1">`` (and ``c``, ``cm``, ``cs``) inside
 ``div.highlight``; for a non-default language each such span's text is replaced by
-its translation. Code tokens are never touched, so copy buttons and extraction give
+its translation (only the code blocks are parsed: hooks/code_blocks.py). Code tokens are never touched, so copy buttons and extraction give
 the same code in every language. A comment without a translation fails the build.
 """
 
@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import re
 
-from bs4 import BeautifulSoup
+from selectolax.lexbor import LexborHTMLParser
 
+from .code_blocks import code_blocks
 from .data import SNIPPETS_DIR, load_yaml, text
 from .errors import RenderError
 from .languages import DEFAULT_LANGUAGE
 
 COMMENT_CLASSES = {"c", "c1", "cm", "cs"}  # Pygments comment tokens; shebangs ("ch") stay as they are
+COMMENT_SELECTOR = ", ".join(f"span.{name}" for name in sorted(COMMENT_CLASSES))
 ANY_COMMENT_RE = re.compile(r'<span class="(?:%s)">' % "|".join(sorted(COMMENT_CLASSES)))
 MARKER_RE = re.compile(r"^(?P<marker>#+\s*|//\s*)(?P<body>.*?)(?P<trail>\s*)$", re.S)
 CATALOGUE = "snippets/comments.yaml"
@@ -45,17 +47,26 @@ def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = 
     if lang == DEFAULT_LANGUAGE or not ANY_COMMENT_RE.search(html):
         return html
     catalogue = load_catalogue(lang) if catalogue is None else catalogue
-    soup = BeautifulSoup(html, "html.parser")
+    parts, done = [], 0
+    for start, end in code_blocks(html):
+        block = html[start:end]
+        if ANY_COMMENT_RE.search(block):
+            parts += [html[done:start], _translate_block(block, lang, catalogue)]
+            done = end
+    return "".join(parts) + html[done:] if parts else html
+
+
+def _translate_block(block: str, lang: str, catalogue: dict[str, str]) -> str:
+    """One code block's HTML with its comments in ``lang`` (unchanged if none has prose)."""
+    tree = LexborHTMLParser(block)
     changed = False
-    for span in soup.select("div.highlight span"):
-        if not COMMENT_CLASSES.intersection(span.get("class", [])):
-            continue
-        match = MARKER_RE.match(span.get_text())
-        if not match or not re.search(r"[^\W\d_]", match.group("body")):
+    for span in tree.css(COMMENT_SELECTOR):
+        match = MARKER_RE.match(span.text())
+        if not match or not re.search(r"[^\W\d_]", match.group("body")) or span.first_child is None:
             continue
         body = match.group("body")
         if body not in catalogue:
             raise RenderError(f"code comment {body!r} has no '{lang}' translation in {CATALOGUE}")
-        span.string = match.group("marker") + catalogue[body] + match.group("trail")
+        span.first_child.replace_with(match.group("marker") + catalogue[body] + match.group("trail"))
         changed = True
-    return str(soup) if changed else html
+    return tree.css_first("div").html if changed else block

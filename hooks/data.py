@@ -49,6 +49,18 @@ def load_yaml(name: str, data_dir: Path | None = None) -> Any:
     return data
 
 
+def tree_stamp(*folders: Path, pattern: str = "*") -> tuple:
+    """(path, mtime_ns, size) of every file matching ``pattern`` under ``folders``: equal
+    stamps mean nothing there was edited, added or removed."""
+    stamps = []
+    for folder in folders:
+        for path in folder.rglob(pattern):
+            if path.is_file():
+                stat = path.stat()
+                stamps.append((str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(sorted(stamps))
+
+
 def text(value: Any, lang: str, where: str) -> str:
     """The ``lang`` text of a per-language field ``{it: ..., fr: ...}``.
 

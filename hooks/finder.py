@@ -36,7 +36,7 @@ from vram.models import decoder_linears
 from vram.units import bytes_to_gb
 
 from . import data as data_module
-from .data import load_yaml, relative, text
+from .data import load_yaml, relative, text, tree_stamp
 from .errors import RenderError
 from .languages import LANGUAGES
 from .locale_format import format_eur, format_number, format_quantity, unit_label
@@ -249,9 +249,23 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
     }
 
 
+_json_memo: dict[Path, tuple[tuple, str]] = {}
+
+
 def finder_json(data_dir: Path | None = None) -> str:
-    """``finder_data`` as compact, stable JSON (the content of ``assets/finder.json``)."""
-    return json.dumps(finder_data(data_dir), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """``finder_data`` as compact, stable JSON (the content of ``assets/finder.json``).
+
+    Computed once while no file under ``data_dir`` changes (both languages read the same
+    file; ``mkdocs serve`` recomputes it after a data edit, and after a code edit the
+    module itself is reloaded).
+    """
+    folder = data_dir or data_module.DATA_DIR
+    stamp = tree_stamp(folder)
+    cached = _json_memo.get(folder)
+    if cached is None or cached[0] != stamp:
+        content = json.dumps(finder_data(data_dir), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        _json_memo[folder] = cached = (stamp, content)
+    return cached[1]
 
 
 # --- the page's parts, in the reader's language ---------------------------------------------

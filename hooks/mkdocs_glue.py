@@ -14,9 +14,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-# `mkdocs serve` re-executes this file on each rebuild: drop the cached modules of
-# the calculator and the render layer so edits to them show without a restart.
-for _name in [n for n in sys.modules if n.split(".")[0] in {"vram", "hooks"} and n != __name__]:
+# Import the calculator and the render layer of this checkout, not modules another
+# checkout left in this process; `reload_render_layer` repeats this whenever they change.
+RENDER_LAYER = ("vram", "hooks")
+KEEP_LOADED = {__name__, "hooks.deferred_imports"}  # a plugin's module: MkDocs holds it
+for _name in [n for n in sys.modules if n.split(".")[0] in RENDER_LAYER and n not in KEEP_LOADED]:
     del sys.modules[_name]
 
 from hooks.comments import translate_comments  # noqa: E402
@@ -78,7 +80,7 @@ def _snippet_path(config) -> Path:
     return Path(config.config_file_path).parent / base / SNIPPET
 
 
-def on_config(config, **kwargs):
+def publish_gate(config):
     _VERIFIED.update(record=None, snippet=None)
     if os.environ.get("GUIDE_PUBLISH") != "1":
         return config
@@ -95,11 +97,8 @@ def on_config(config, **kwargs):
 
 
 def on_post_page(output, page, config, **kwargs):
-    code = block_code(output, SNIPPET)
-    if code is None:
-        return output
     lang, record = build_language(config), _VERIFIED["record"]
-    if record is not None:
+    if record is not None and (code := block_code(output, SNIPPET)) is not None:
         same = (snippet_sha256(code.encode("utf-8")) == record["snippet_sha256"] if lang == DEFAULT_LANGUAGE
                 else code_lines(code, SNIPPET) == code_lines(_VERIFIED["snippet"], SNIPPET))
         if not same:
@@ -113,10 +112,11 @@ def on_post_page(output, page, config, **kwargs):
 # --- "Find the GPU" and the executed notebooks (issue 5) ------------------------------
 # MkDocs loads a hook file once per process (its Hooks option caches the module), so
 # under `mkdocs serve` the purge at the top of this file runs only at the first build.
-# `reload_render_layer` repeats it at the start of every build's file step: the calculator
-# and the render layer are imported afresh and this module's names rebound, so an edit to
-# vram/ or hooks/ shows on the next rebuild without a restart (data files are read on
-# every call anyway). `assets/finder.json` is generated from the calculator on every build;
+# `reload_render_layer` repeats it at the start of a build (on_config, before any other
+# event of ours) when a .py file of vram/ or hooks/ changed since the last import: the
+# calculator and the render layer are imported afresh and this module's names rebound, so
+# an edit shows on the next rebuild without a restart (data files are checked by their
+# modification time on every call). `assets/finder.json` is generated from the calculator;
 # notebooks run through hooks/notebooks.py (cached under .cache/notebooks, keyed by their
 # content, what they read and the tool versions; also shared between checkouts through
 # the machine store) and mkdocs-jupyter renders the executed copy.
@@ -129,19 +129,33 @@ from mkdocs.structure.files import File  # noqa: E402
 
 from hooks.finder import JSON_URI, finder_json  # noqa: E402
 from hooks.languages import LANGUAGES  # noqa: E402
+from hooks.data import tree_stamp  # noqa: E402
+from hooks.template_cache import InMemoryBytecodeCache  # noqa: E402
 from hooks.notebooks import NotebookError, executed_notebooks, machine_store  # noqa: E402
 
 
-def reload_render_layer() -> None:
-    """Re-import vram/ and hooks/ of this checkout and rebind every name this module took from them.
+_LOADED: dict = {"stamp": None}
+
+
+def render_layer_stamp() -> tuple:
+    """Modification stamps of the .py files of vram/ and hooks/ in this checkout."""
+    return tree_stamp(*(REPO_ROOT / package for package in RENDER_LAYER), pattern="*.py")
+
+
+def reload_render_layer() -> bool:
+    """Re-import vram/ and hooks/ of this checkout if a .py file there changed, and rebind
+    every name this module took from them. Returns whether it reloaded.
 
     MkDocs restores ``sys.path`` after loading a hook, dropping the checkout added at the
     top of this file; without it here, ``import hooks`` could find another checkout (an
     editable install) instead of this one.
     """
+    stamp = render_layer_stamp()
+    if stamp == _LOADED["stamp"]:
+        return False
     if sys.path[:1] != [str(REPO_ROOT)]:
         sys.path.insert(0, str(REPO_ROOT))
-    stale = {n for n in sys.modules if n.split(".")[0] in {"vram", "hooks"}}
+    stale = {n for n in sys.modules if n.split(".")[0] in RENDER_LAYER and n not in KEEP_LOADED}
     for name in stale:
         del sys.modules[name]
     namespace = globals()
@@ -150,6 +164,11 @@ def reload_render_layer() -> None:
             namespace[attr] = importlib.import_module(value.__name__)
         elif getattr(value, "__module__", None) in stale and getattr(value, "__name__", None) == attr:
             namespace[attr] = getattr(importlib.import_module(value.__module__), attr)
+    _LOADED["stamp"] = stamp
+    return True
+
+
+_LOADED["stamp"] = render_layer_stamp()  # what the imports above loaded
 
 
 def _notebooks_are_pages() -> None:
@@ -211,15 +230,19 @@ def use_executed_notebooks(files, config):
     return files
 
 
-@event_priority(200)  # before every other on_files
-def _reload_on_files(files, config, **kwargs):
-    reload_render_layer()
-    return files
-
-
 @event_priority(-150)  # after the i18n plugin (-100), which rebuilds the file list per language
 def _generated_on_files(files, config, **kwargs):
     return use_executed_notebooks(add_finder_json(files, config), config)
+
+
+# Both language passes and every `mkdocs serve` rebuild reuse the compiled theme templates.
+# Created once per process: reload_render_layer must not replace it, so it lives here.
+TEMPLATE_CACHE = InMemoryBytecodeCache()
+
+
+def on_env(env, config, files, **kwargs):
+    env.bytecode_cache = TEMPLATE_CACHE
+    return env
 
 
 def on_page_read_source(page, config, **kwargs):
@@ -227,4 +250,18 @@ def on_page_read_source(page, config, **kwargs):
     return "" if page.file.src_uri.endswith(".ipynb") else None
 
 
-on_files = CombinedEvent(_reload_on_files, _generated_on_files)
+on_files = _generated_on_files
+
+
+@event_priority(200)  # before every other on_config, so this build runs the current code
+def _reload_on_config(config, **kwargs):
+    reload_render_layer()
+    return config
+
+
+@event_priority(0)
+def _publish_gate_on_config(config, **kwargs):
+    return publish_gate(config)
+
+
+on_config = CombinedEvent(_reload_on_config, _publish_gate_on_config)

@@ -42,11 +42,6 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-from jupyter_client.kernelspec import NoSuchKernel
-
 from .errors import RenderError
 
 CACHE_SUBDIR = Path(".cache") / "notebooks"
@@ -105,6 +100,12 @@ def execute(src: Path, dest: Path, repo_root: Path, lang: str, kernel_name: str,
     Raises NotebookError naming ``src`` (relative to ``repo_root``) for an unreadable
     notebook, a missing kernel, a cell that raises, a timeout or a dead kernel.
     """
+    # Imported here: a build whose notebooks all come from the cache never loads them.
+    import nbformat
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
     name = _display_name(src, repo_root)
     try:
         nb = nbformat.read(src, as_version=4)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import datetime
 import html as html_lib
-import re
 
 from babel.dates import format_date, format_time
+from selectolax.lexbor import LexborHTMLParser
 
+from .code_blocks import titled_block
 from .data import load_yaml, text
 from .errors import RenderError
 from .locale_format import format_number, format_quantity
@@ -86,23 +87,19 @@ def render_note(record: dict | None, lang: str) -> str:
 
 
 def block_code(html: str, name: str) -> str | None:
-    """The code text of the block titled ``name`` in a page, or None."""
-    from bs4 import BeautifulSoup
-
-    if f'<span class="filename">{name}</span>' not in html:
+    """The code text of the block titled ``name`` in a page, or None. Raises RenderError for an unclosed block."""
+    span = titled_block(html, name)
+    if span is None:
         return None
-    for title in BeautifulSoup(html, "html.parser").select("div.highlight > span.filename"):
-        if title.get_text().strip() == name and (code := title.parent.select_one("pre > code")) is not None:
-            return code.get_text()
-    return None
+    code = LexborHTMLParser(html[span[0]:span[1]]).css_first("pre > code")
+    return code.text() if code is not None else None
 
 
 def insert_after_block(html: str, name: str, note: str) -> str:
-    """``html`` with ``note`` right after the code block titled ``name`` (unchanged without one)."""
-    start = html.find(f'<span class="filename">{name}</span>')
-    if start < 0:
+    """``html`` with ``note`` right after the code block titled ``name`` (unchanged without one).
+
+    Raises RenderError for an unclosed block."""
+    span = titled_block(html, name)
+    if span is None:
         return html
-    end = re.compile(r"</code></pre></div>").search(html, start)
-    if end is None:
-        raise RenderError(f"code block {name!r}: no end of block after its title")
-    return html[:end.end()] + note + html[end.end():]
+    return html[:span[1]] + note + html[span[1]:]

@@ -26,7 +26,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from bs4 import BeautifulSoup
+from selectolax.lexbor import LexborHTMLParser
 
 from hooks.languages import DEFAULT_LANGUAGE, LANGUAGES
 from verify.record import snippet_sha256
@@ -52,12 +52,11 @@ def language_root(site_dir: Path, lang: str) -> Path:
 
 def blocks_in_html(html: str, lang: str, page: str) -> list[Block]:
     """Every titled code block of one page."""
-    soup = BeautifulSoup(html, "html.parser")
     blocks = []
-    for title in soup.select("div.highlight > span.filename"):
-        code = title.parent.select_one("pre > code")
+    for title in LexborHTMLParser(html).css("div.highlight > span.filename"):
+        code = title.parent.css_first("pre > code")
         if code is not None:
-            blocks.append(Block(title.get_text().strip(), lang, page, code.get_text()))
+            blocks.append(Block(title.text().strip(), lang, page, code.text()))
     return blocks
 
 

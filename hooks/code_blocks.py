@@ -1,0 +1,42 @@
+"""Where the code blocks are in a rendered page, so that only they are parsed.
+
+pymdownx.highlight renders every fenced block as ``<div class="… highlight">`` (an optional
+``<span class="filename">`` title first), then ``<pre>…<code>…</code></pre></div>``; the
+code inside is Pygments' spans of escaped text, so the first ``</code></pre></div>`` after
+the opening closes the block. Parsing a 60 KB page with BeautifulSoup takes about 0.1 s;
+parsing its blocks alone, a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .errors import RenderError
+
+BLOCK_START_RE = re.compile(r'<div class="(?:[^"]*\s)?highlight(?:\s[^"]*)?">')
+BLOCK_END = "</code></pre></div>"
+
+
+def _end(html: str, start: int, what: str) -> int:
+    end = html.find(BLOCK_END, start)
+    if end < 0:
+        raise RenderError(f"{what}: no end of code block ({BLOCK_END}) after it")
+    return end + len(BLOCK_END)
+
+
+def code_blocks(html: str) -> Iterator[tuple[int, int]]:
+    """(start, end) offsets in ``html`` of each code block, in order. Raises RenderError for an unclosed one."""
+    position = 0
+    while match := BLOCK_START_RE.search(html, position):
+        position = _end(html, match.end(), f"code block at offset {match.start()}")
+        yield match.start(), position
+
+
+def titled_block(html: str, name: str) -> tuple[int, int] | None:
+    """(start, end) offsets of the first block titled ``name`` (``title="name"`` in the
+    Markdown), from its title to the end of the block; None without one."""
+    start = html.find(f'<span class="filename">{name}</span>')
+    if start < 0:
+        return None
+    return start, _end(html, start, f"code block {name!r}")
