@@ -127,11 +127,11 @@ import types  # noqa: E402
 from mkdocs.plugins import CombinedEvent, event_priority  # noqa: E402
 from mkdocs.structure.files import File  # noqa: E402
 
+from hooks.data import tree_stamp  # noqa: E402
 from hooks.finder import JSON_URI, finder_json  # noqa: E402
 from hooks.languages import LANGUAGES  # noqa: E402
-from hooks.data import tree_stamp  # noqa: E402
-from hooks.template_cache import InMemoryBytecodeCache  # noqa: E402
 from hooks.notebooks import NotebookError, executed_notebooks, machine_store  # noqa: E402
+from hooks.template_cache import InMemoryBytecodeCache  # noqa: E402
 
 
 _LOADED: dict = {"stamp": None}
