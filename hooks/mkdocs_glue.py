@@ -134,7 +134,7 @@ from hooks.notebooks import NotebookError, executed_notebooks, machine_store  # 
 from hooks.template_cache import InMemoryBytecodeCache  # noqa: E402
 
 
-_LOADED: dict = {"stamp": None}
+_LOADED: dict = {"stamp": None, "hook_files": {}}
 
 
 def render_layer_stamp() -> tuple:
@@ -142,9 +142,17 @@ def render_layer_stamp() -> tuple:
     return tree_stamp(*(REPO_ROOT / package for package in RENDER_LAYER), pattern="*.py")
 
 
+def _in_render_layer(module_name: str) -> bool:
+    return module_name.split(".")[0] in RENDER_LAYER and module_name not in KEEP_LOADED
+
+
 def reload_render_layer() -> bool:
     """Re-import vram/ and hooks/ of this checkout if a .py file there changed, and rebind
     every name this module took from them. Returns whether it reloaded.
+
+    An import error (a syntax error being typed) propagates and leaves the stamp as it
+    was, so the next build tries again; names are rebound by where they come from, not by
+    what ``sys.modules`` holds, so a failed attempt leaves nothing stale behind.
 
     MkDocs restores ``sys.path`` after loading a hook, dropping the checkout added at the
     top of this file; without it here, ``import hooks`` could find another checkout (an
@@ -155,20 +163,41 @@ def reload_render_layer() -> bool:
         return False
     if sys.path[:1] != [str(REPO_ROOT)]:
         sys.path.insert(0, str(REPO_ROOT))
-    stale = {n for n in sys.modules if n.split(".")[0] in RENDER_LAYER and n not in KEEP_LOADED}
-    for name in stale:
+    for name in [n for n in sys.modules if _in_render_layer(n)]:
         del sys.modules[name]
     namespace = globals()
     for attr, value in list(namespace.items()):
-        if isinstance(value, types.ModuleType) and value.__name__ in stale:
+        if isinstance(value, types.ModuleType) and _in_render_layer(value.__name__):
             namespace[attr] = importlib.import_module(value.__name__)
-        elif getattr(value, "__module__", None) in stale and getattr(value, "__name__", None) == attr:
+        elif (isinstance(getattr(value, "__module__", None), str) and _in_render_layer(value.__module__)
+              and getattr(value, "__name__", None) == attr):
             namespace[attr] = getattr(importlib.import_module(value.__module__), attr)
     _LOADED["stamp"] = stamp
     return True
 
 
+def _file_stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+def check_hook_files(config) -> None:
+    """Stop a build whose hook files (``hooks:`` in mkdocs.yml) changed since MkDocs loaded
+    them: MkDocs loads a hook file once per process, so under `mkdocs serve` an edit to
+    one would silently not apply. Raises PluginError naming the file."""
+    for module in config.hooks.values():
+        path = Path(getattr(module, "__file__", "") or "")
+        if not path.is_file():
+            continue
+        stamp = _file_stamp(path)
+        if _LOADED["hook_files"].setdefault(str(path), stamp) != stamp:
+            raise PluginError(f"{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}: "
+                              "edited after `mkdocs serve` started, and MkDocs loads hook files once "
+                              "per process: restart `make serve` to use it")
+
+
 _LOADED["stamp"] = render_layer_stamp()  # what the imports above loaded
+_LOADED["hook_files"][__file__] = _file_stamp(Path(__file__))
 
 
 def _notebooks_are_pages() -> None:
@@ -224,9 +253,9 @@ def use_executed_notebooks(files, config):
     if jupyter is not None:
         # mkdocs-jupyter caches the HTML it renders (keyed by the executed notebook's bytes)
         # and, after each language pass, evicts what that pass did not use: one folder per
-        # language keeps the other language's pages. Beside the machine store when there is one.
-        base = store.parent if store is not None else root / ".cache"
-        jupyter.config["cache_dir"] = str(base / "mkdocs-jupyter" / build_language(config))
+        # language keeps the other language's pages, and one per checkout keeps checkouts
+        # with other notebooks from evicting each other's (its writes are not atomic either).
+        jupyter.config["cache_dir"] = str(root / ".cache" / "mkdocs-jupyter" / build_language(config))
     return files
 
 
@@ -255,6 +284,7 @@ on_files = _generated_on_files
 
 @event_priority(200)  # before every other on_config, so this build runs the current code
 def _reload_on_config(config, **kwargs):
+    check_hook_files(config)
     reload_render_layer()
     return config
 

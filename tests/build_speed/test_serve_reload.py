@@ -1,5 +1,6 @@
 """Under `mkdocs serve` the process stays: each rebuild re-imports vram/ and hooks/ only
-when one of their .py files changed (hooks/mkdocs_glue.py, reload_render_layer)."""
+when one of their .py files changed (hooks/mkdocs_glue.py, reload_render_layer), recovers
+from an edit that does not import, and refuses to build with an edited hook file."""
 
 from __future__ import annotations
 
@@ -8,35 +9,51 @@ import os
 import subprocess
 import sys
 
-# Run in a copy of the repository, in its own process: three builds the way `mkdocs serve`
-# does them (load the configuration, build), editing hooks/render.py before the third.
+# Run in a copy of the repository, in its own process: builds the way `mkdocs serve` does
+# them (load the configuration, build), with edits in between.
 SERVE_LIKE = r'''
-import json, sys
+import json, logging, sys
 from pathlib import Path
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 
+logging.basicConfig(level=logging.ERROR)  # build errors to stderr, as `mkdocs serve` shows them
+
 def rebuild(n):
     config = load_config("mkdocs.yml", site_dir=f"site{n}")
-    build(config, serve_url="http://127.0.0.1:8000/")
-    return id(sys.modules["hooks.render"]), id(sys.modules["vram"])
+    try:
+        build(config, serve_url="http://127.0.0.1:8000/")
+    except BaseException as exc:  # what `mkdocs serve` would print, then it keeps serving
+        return f"{type(exc).__name__}: {exc}"
+    return [id(sys.modules["hooks.render"]), id(sys.modules["vram"])]
 
-report = {"first": rebuild(0), "unchanged": rebuild(1)}
-render = Path("hooks/render.py")
-render.write_text(render.read_text() + """
+def append(path, text):
+    Path(path).write_text(Path(path).read_text() + text)
 
-_original_render_markdown = render_markdown
+MARKER = """
+
+_original_{n} = render_markdown
 
 
 def render_markdown(markdown, lang):
-    return _original_render_markdown(markdown, lang) + "\\n\\nRELOADED-MARKER-" + lang + "\\n"
-""")
+    return _original_{n}(markdown, lang) + "\\n\\nRELOADED-MARKER-{n}-" + lang + "\\n"
+"""
+report = {"first": rebuild(0), "unchanged": rebuild(1)}
+append("hooks/render.py", MARKER.format(n=2))
 report["edited"] = rebuild(2)
+tables = Path("hooks/tables.py").read_text()
+append("hooks/tables.py", "\ndef broken(:\n")
+report["syntax_error"] = rebuild(3)
+Path("hooks/tables.py").write_text(tables)
+append("hooks/render.py", MARKER.format(n=4))
+report["fixed"] = rebuild(4)
+append("hooks/mkdocs_glue.py", "\n# an edit\n")
+report["glue_edited"] = rebuild(5)
 print(json.dumps(report))
 '''
 
 
-def test_rebuild_reloads_only_after_an_edit(repo_copy):
+def test_serve_rebuilds_follow_edits(repo_copy):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     result = subprocess.run([sys.executable, "-c", SERVE_LIKE], cwd=repo_copy, env=env,
                             capture_output=True, text=True, timeout=600)
@@ -44,7 +61,15 @@ def test_rebuild_reloads_only_after_an_edit(repo_copy):
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["unchanged"] == report["first"], "a rebuild without edits re-imported the render layer"
     assert report["edited"][0] != report["first"][0] and report["edited"][1] != report["first"][1]
-    for n, marker_expected in ((1, False), (2, True)):
-        for page, lang in (("memory-formulas/index.html", "it"), ("fr/memory-formulas/index.html", "fr")):
-            html = (repo_copy / f"site{n}" / page).read_text(encoding="utf-8")
-            assert (f"RELOADED-MARKER-{lang}" in html) is marker_expected, (n, page)
+    assert report["syntax_error"].startswith("SyntaxError")
+    assert isinstance(report["fixed"], list), report["fixed"]
+    assert report["glue_edited"].startswith("Abort")
+    assert "hooks/mkdocs_glue.py: edited after `mkdocs serve` started" in result.stderr
+
+    def markers(n: int, page: str) -> set[str]:
+        html = (repo_copy / f"site{n}" / page).read_text(encoding="utf-8")
+        return {marker for marker in ("2-it", "2-fr", "4-it", "4-fr") if f"RELOADED-MARKER-{marker}" in html}
+
+    for n, expected in ((1, set()), (2, {"2"}), (4, {"2", "4"})):
+        assert markers(n, "memory-formulas/index.html") == {f"{m}-it" for m in expected}, n
+        assert markers(n, "fr/memory-formulas/index.html") == {f"{m}-fr" for m in expected}, n
