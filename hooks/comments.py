@@ -5,8 +5,9 @@ Italian (the default language). ``snippets/comments.yaml`` lists each comment wi
 its translations (``- it: ... fr: ...``). After MkDocs has rendered a page, Pygments
 has already marked comments as ``<span class="c1">`` (and ``c``, ``cm``, ``cs``) inside
 ``div.highlight``; for a non-default language each such span's text is replaced by
-its translation (only the code blocks are parsed: hooks/code_blocks.py). Code tokens are never touched, so copy buttons and extraction give
-the same code in every language. A comment without a translation fails the build.
+its translation (only the code blocks are parsed, with selectolax: hooks/code_blocks.py).
+Code tokens are never touched, so copy buttons and extraction give the same code in
+every language. A comment without a translation fails the build.
 """
 
 from __future__ import annotations

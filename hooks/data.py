@@ -34,8 +34,7 @@ def load_yaml(name: str, data_dir: Path | None = None) -> Any:
     path = (data_dir or DATA_DIR) / f"{name}.yaml"
     if not path.is_file():
         raise RenderError(f"{relative(path)}: data file not found")
-    stat = path.stat()
-    stamp = (stat.st_mtime_ns, stat.st_size)
+    stamp = file_stamp(path)
     cached = _parsed.get(path)
     if cached and cached[0] == stamp:
         return cached[1]
@@ -49,16 +48,17 @@ def load_yaml(name: str, data_dir: Path | None = None) -> Any:
     return data
 
 
+def file_stamp(path: Path) -> tuple[int, int]:
+    """(mtime_ns, size) of ``path``: a changed stamp means the file was edited."""
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
 def tree_stamp(*folders: Path, pattern: str = "*") -> tuple:
     """(path, mtime_ns, size) of every file matching ``pattern`` under ``folders``: equal
     stamps mean nothing there was edited, added or removed."""
-    stamps = []
-    for folder in folders:
-        for path in folder.rglob(pattern):
-            if path.is_file():
-                stat = path.stat()
-                stamps.append((str(path), stat.st_mtime_ns, stat.st_size))
-    return tuple(sorted(stamps))
+    return tuple(sorted((str(path), *file_stamp(path)) for folder in folders
+                        for path in folder.rglob(pattern) if path.is_file()))
 
 
 def text(value: Any, lang: str, where: str) -> str:

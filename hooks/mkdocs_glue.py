@@ -67,8 +67,8 @@ def on_page_content(html, page, config, files, **kwargs):
 import os  # noqa: E402
 
 from hooks.languages import DEFAULT_LANGUAGE  # noqa: E402
-from hooks.verification import block_code, insert_after_block, render_note  # noqa: E402
-from verify.extract import code_lines  # noqa: E402
+from hooks.verification import insert_after_block, render_note  # noqa: E402
+from verify.extract import code_lines, titled_code  # noqa: E402
 from verify.record import DEFAULT_RECORD, SNIPPET, RecordError, check_record, load_record, snippet_sha256  # noqa: E402
 
 _VERIFIED: dict = {"record": None, "snippet": None}
@@ -98,7 +98,7 @@ def publish_gate(config):
 
 def on_post_page(output, page, config, **kwargs):
     lang, record = build_language(config), _VERIFIED["record"]
-    if record is not None and (code := block_code(output, SNIPPET)) is not None:
+    if record is not None and (code := titled_code(output, SNIPPET)) is not None:
         same = (snippet_sha256(code.encode("utf-8")) == record["snippet_sha256"] if lang == DEFAULT_LANGUAGE
                 else code_lines(code, SNIPPET) == code_lines(_VERIFIED["snippet"], SNIPPET))
         if not same:
@@ -127,7 +127,7 @@ import types  # noqa: E402
 from mkdocs.plugins import CombinedEvent, event_priority  # noqa: E402
 from mkdocs.structure.files import File  # noqa: E402
 
-from hooks.data import tree_stamp  # noqa: E402
+from hooks.data import file_stamp, tree_stamp  # noqa: E402
 from hooks.finder import JSON_URI, finder_json  # noqa: E402
 from hooks.languages import LANGUAGES  # noqa: E402
 from hooks.notebooks import NotebookError, executed_notebooks, machine_store  # noqa: E402
@@ -176,11 +176,6 @@ def reload_render_layer() -> bool:
     return True
 
 
-def _file_stamp(path: Path) -> tuple[int, int]:
-    stat = path.stat()
-    return stat.st_mtime_ns, stat.st_size
-
-
 def check_hook_files(config) -> None:
     """Stop a build whose hook files (``hooks:`` in mkdocs.yml) changed since MkDocs loaded
     them: MkDocs loads a hook file once per process, so under `mkdocs serve` an edit to
@@ -189,7 +184,7 @@ def check_hook_files(config) -> None:
         path = Path(getattr(module, "__file__", "") or "")
         if not path.is_file():
             continue
-        stamp = _file_stamp(path)
+        stamp = file_stamp(path)
         if _LOADED["hook_files"].setdefault(str(path), stamp) != stamp:
             raise PluginError(f"{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}: "
                               "edited after `mkdocs serve` started, and MkDocs loads hook files once "
@@ -197,7 +192,7 @@ def check_hook_files(config) -> None:
 
 
 _LOADED["stamp"] = render_layer_stamp()  # what the imports above loaded
-_LOADED["hook_files"][__file__] = _file_stamp(Path(__file__))
+_LOADED["hook_files"][__file__] = file_stamp(Path(__file__))
 
 
 def _notebooks_are_pages() -> None:

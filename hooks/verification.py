@@ -15,7 +15,6 @@ import datetime
 import html as html_lib
 
 from babel.dates import format_date, format_time
-from selectolax.lexbor import LexborHTMLParser
 
 from .code_blocks import titled_block
 from .data import load_yaml, text
@@ -84,15 +83,6 @@ def render_note(record: dict | None, lang: str) -> str:
     return (f'<div class="admonition {kind} verification" data-snippet-sha256="{html_lib.escape(record["snippet_sha256"])}">'
             f'<p class="admonition-title">{html_lib.escape(_t(data, "title", lang))}</p>'
             f"<p>{warning}{html_lib.escape(body)}</p></div>")
-
-
-def block_code(html: str, name: str) -> str | None:
-    """The code text of the block titled ``name`` in a page, or None. Raises RenderError for an unclosed block."""
-    span = titled_block(html, name)
-    if span is None:
-        return None
-    code = LexborHTMLParser(html[span[0]:span[1]]).css_first("pre > code")
-    return code.text() if code is not None else None
 
 
 def insert_after_block(html: str, name: str, note: str) -> str:

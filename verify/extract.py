@@ -60,6 +60,11 @@ def blocks_in_html(html: str, lang: str, page: str) -> list[Block]:
     return blocks
 
 
+def titled_code(html: str, name: str) -> str | None:
+    """The code of the first block titled ``name`` in one page's HTML, or None."""
+    return next((block.code for block in blocks_in_html(html, "", "") if block.name == name), None)
+
+
 def collect(site_dir: Path, lang: str) -> dict[str, Block]:
     """Titled blocks of one language's pages, by name. Raises ExtractError."""
     root = language_root(site_dir, lang)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hooks.errors import RenderError
-from hooks.verification import block_code, insert_after_block, render_note
+from hooks.verification import insert_after_block, render_note
+from verify.extract import titled_code
 from tests.verify.records import fixture_record
 
 BLOCK = ('<li><div class="highlight"><span class="filename">nccl_check.py</span><pre><span></span><code>'
@@ -48,5 +49,5 @@ def test_note_goes_right_after_the_titled_block():
     out = insert_after_block(BLOCK, "nccl_check.py", "<p>NOTE</p>")
     assert out == BLOCK.replace("</div><p>next</p>", "</div><p>NOTE</p><p>next</p>")
     assert insert_after_block(BLOCK, "train.py", "<p>NOTE</p>") == BLOCK
-    assert block_code(BLOCK, "nccl_check.py") == "import os\n"
-    assert block_code(BLOCK, "train.py") is None
+    assert titled_code(BLOCK, "nccl_check.py") == "import os\n"
+    assert titled_code(BLOCK, "train.py") is None
