@@ -25,7 +25,13 @@ def rebuild(n):
         build(config, serve_url="http://127.0.0.1:8000/")
     except BaseException as exc:  # what `mkdocs serve` would print, then it keeps serving
         return f"{type(exc).__name__}: {exc}"
-    return [id(sys.modules["hooks.render"]), id(sys.modules["vram"])]
+    # Which build first imported the modules in use now (ids can be reused after a reload).
+    seen = []
+    for name in ("hooks.render", "vram"):
+        module = sys.modules[name]
+        seen.append(getattr(module, "_imported_by_build", n))
+        module._imported_by_build = seen[-1]
+    return seen
 
 def append(path, text):
     Path(path).write_text(Path(path).read_text() + text)
@@ -59,10 +65,11 @@ def test_serve_rebuilds_follow_edits(repo_copy):
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report["unchanged"] == report["first"], "a rebuild without edits re-imported the render layer"
-    assert report["edited"][0] != report["first"][0] and report["edited"][1] != report["first"][1]
+    assert report["first"] == [0, 0]
+    assert report["unchanged"] == [0, 0], "a rebuild without edits re-imported the render layer"
+    assert report["edited"] == [2, 2], "an edit to hooks/ did not re-import hooks and vram"
     assert report["syntax_error"].startswith("SyntaxError")
-    assert isinstance(report["fixed"], list), report["fixed"]
+    assert report["fixed"] == [4, 4], report["fixed"]
     assert report["glue_edited"].startswith("Abort")
     assert "hooks/mkdocs_glue.py: edited after `mkdocs serve` started" in result.stderr
 
