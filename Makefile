@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: serve site test bench clean
@@ -13,6 +14,12 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
 	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+# The tests' tools and oracles. DeepSpeed builds from source: DS_BUILD_OPS=0 keeps it CPU-only
+# (no CUDA extensions compiled at install).
+$(TEST_STAMP): $(STAMP) requirements-test.txt constraints.txt
+	DS_BUILD_OPS=0 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install --quiet -r requirements-test.txt -c constraints.txt
 	touch $@
 
 ## serve: build both languages and serve them with live reload at http://127.0.0.1:8000/
@@ -28,11 +35,11 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
 ## test: the whole test suite (browser and spelling tests skip without Chromium / hunspell; REQUIRE_BROWSER=1 / REQUIRE_SPELLING=1 make that a failure)
-test: $(STAMP) node_modules/.package-lock.json
+test: $(TEST_STAMP) node_modules/.package-lock.json
 	$(PY) -m pytest -n 2 --dist loadfile
 
 ## bench: the performance budget (build ratio, rebuild time, page weight, suite time), printed and written to bench/results.md
-bench: $(STAMP) node_modules/.package-lock.json
+bench: $(TEST_STAMP) node_modules/.package-lock.json
 	$(PY) -m bench.run
 
 clean:
