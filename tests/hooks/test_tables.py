@@ -43,18 +43,18 @@ def test_sharding_table_names_the_fsdp_strategies():
 
 @pytest.mark.parametrize("lang,first_row,last_row", [
     ("it", ["PCIe 4.0 x16", "25–32 GB/s per direzione", "RTX 3090, RTX 4090, A6000, la maggior parte delle schede PCIe"],
-     ["NVLink, H100 / H200 SXM", "900 GB/s", "Schede madri SXM da 4 e 8 schede"]),
+     ["NVLink, B200", "900 GB/s per direzione", "Schede madri HGX B200 da 8 schede"]),
     ("fr", ["PCIe 4.0 x16", "25 à 32 Go/s par sens", "RTX 3090, RTX 4090, A6000, la plupart des cartes PCIe"],
-     ["NVLink, H100 / H200 SXM", "900 Go/s", "Cartes mères SXM à 4 et 8 cartes"]),
+     ["NVLink, B200", "900 Go/s par sens", "Cartes mères HGX B200 à 8 cartes"]),
 ])
 def test_interconnects_table_as_in_the_articles(lang, first_row, last_row):
     (table,) = parse_tables(render_markdown("{{ table name=interconnects }}", lang))
-    assert len(table) == 6
+    assert len(table) == 7  # header + the articles' five links + B200 (NVLink 5)
     assert table[1] == first_row
     assert table[-1] == last_row
 
 
-@pytest.mark.parametrize("lang,bridge", [("it", "circa 112 GB/s"), ("fr", "environ 112 Go/s")])
+@pytest.mark.parametrize("lang,bridge", [("it", "circa 56 GB/s per direzione"), ("fr", "environ 56 Go/s par sens")])
 def test_interconnects_approximate_figure(lang, bridge):
     (table,) = parse_tables(render_markdown("{{ table name=interconnects }}", lang))
     assert table[3][1] == bridge
