@@ -24,7 +24,7 @@ $(TEST_STAMP): $(STAMP) requirements-test.txt constraints.txt
 
 ## serve: build both languages and serve them with live reload at http://127.0.0.1:8000/
 serve: $(STAMP)
-	$(PY) -m mkdocs serve --livereload
+	$(PY) -m hooks.serve --livereload
 
 ## site: strict build of both languages into site/
 site: $(STAMP)

@@ -48,7 +48,7 @@ def rebuild_seconds(repo: Path, workdir: Path, page: str = "memory-formulas", ed
     port = _free_port()
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": f"http://127.0.0.1:{port}/"}
     log = (workdir / "serve.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
+    server = subprocess.Popen([sys.executable, "-m", "hooks.serve", "-a", f"127.0.0.1:{port}"],
                               cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/{page}/"
     source = copy / "docs" / f"{page}.it.md"

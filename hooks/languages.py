@@ -1,4 +1,6 @@
-"""The site's languages: Italian (default, source of the code comments) and French."""
+"""The site's languages, as the render layer imports them: defined once in ``mkdocs.yml``
+and read by ``verify.languages`` (Italian by default, the language of the code comments)."""
 
-LANGUAGES = ("it", "fr")
-DEFAULT_LANGUAGE = "it"
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
+
+__all__ = ["DEFAULT_LANGUAGE", "LANGUAGES"]

@@ -32,3 +32,6 @@ class InMemoryBytecodeCache(jinja2.BytecodeCache):
 
     def __len__(self) -> int:
         return len(self._store)
+
+
+TEMPLATE_CACHE = InMemoryBytecodeCache()  # one per process: every build and language pass reuses it

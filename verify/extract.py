@@ -28,7 +28,7 @@ from pathlib import Path
 
 from selectolax.lexbor import LexborHTMLParser
 
-from hooks.languages import DEFAULT_LANGUAGE, LANGUAGES
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
 from verify.record import snippet_sha256
 
 REQUIRED_BLOCKS = ("nccl_check.py", "train.py")
@@ -117,24 +117,30 @@ def code_lines(code: str, name: str) -> list[tuple[int, str]]:
     return [(i, line) for i, line in stripped if line]
 
 
-def compare(name: str, reference: Block, other: Block) -> None:
-    """Raise ExtractError naming the first line whose code differs between two languages."""
-    ref_lines, other_lines = code_lines(reference.code, name), code_lines(other.code, name)
+def compare_code(name: str, reference: tuple[str, str], other: tuple[str, str]) -> None:
+    """Raise ExtractError naming the first line whose code differs between ``reference`` and
+    ``other``, each ``(code, where)`` (``where`` names the language and page in messages)."""
+    (ref_code, ref_where), (other_code, other_where) = reference, other
+    ref_lines, other_lines = code_lines(ref_code, name), code_lines(other_code, name)
     matcher = difflib.SequenceMatcher(a=[line for _, line in ref_lines], b=[line for _, line in other_lines], autojunk=False)
     for tag, i1, _i2, j1, _j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
         if tag == "delete":
             ref_no, ref_line = ref_lines[i1]
-            raise ExtractError(f"block {name!r}: the {other.lang} version ({other.page}) lacks line {ref_no} of "
-                               f"the {reference.lang} version: {ref_line!r}")
+            raise ExtractError(f"block {name!r}: {other_where} lacks line {ref_no} of {ref_where}: {ref_line!r}")
         if tag == "insert":
             other_no, other_line = other_lines[j1]
-            raise ExtractError(f"block {name!r}: the {other.lang} version ({other.page}) has an extra line {other_no}: {other_line!r}")
+            raise ExtractError(f"block {name!r}: {other_where} has an extra line {other_no}: {other_line!r}")
         (ref_no, ref_line), (other_no, other_line) = ref_lines[i1], other_lines[j1]
-        raise ExtractError(
-            f"block {name!r}: code differs between {reference.lang} ({reference.page}, line {ref_no}) "
-            f"and {other.lang} ({other.page}, line {other_no}): {ref_line!r} != {other_line!r}")
+        raise ExtractError(f"block {name!r}: code differs between {ref_where} (line {ref_no}) "
+                           f"and {other_where} (line {other_no}): {ref_line!r} != {other_line!r}")
+
+
+def compare(name: str, reference: Block, other: Block) -> None:
+    """Raise ExtractError naming the first line whose code differs between two languages."""
+    compare_code(name, (reference.code, f"the {reference.lang} version ({reference.page})"),
+                 (other.code, f"the {other.lang} version ({other.page})"))
 
 
 def check_runnable(block: Block) -> None:

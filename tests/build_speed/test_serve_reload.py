@@ -1,6 +1,5 @@
-"""Under `mkdocs serve` the process stays: each rebuild re-imports vram/ and hooks/ only
-when one of their .py files changed (hooks/mkdocs_glue.py, reload_render_layer), recovers
-from an edit that does not import, and refuses to build with an edited hook file."""
+"""Under `make serve` (hooks/serve.py) a .py edit restarts `mkdocs serve`; inside one server
+process a build refuses code older than its files, and a repeated error still prints its line."""
 
 from __future__ import annotations
 
@@ -8,75 +7,91 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 
-# Run in a copy of the repository, in its own process: builds the way `mkdocs serve` does
-# them (load the configuration, build), with edits in between.
+import psutil
+
+from hooks.serve import Restarter
+
+CHILD = "import os, sys, time; open(sys.argv[1], 'a').write(f'{os.getpid()}\\n'); time.sleep(120)"
+
+
+def _wait(predicate, timeout: float = 20.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_py_edit_restarts_the_server_and_other_edits_do_not(tmp_path):
+    code, pids = tmp_path / "code", tmp_path / "pids"
+    code.mkdir()
+    (code / "module.py").write_text("x = 1\n")
+    restarter = Restarter([sys.executable, "-c", CHILD, str(pids)], [code], tmp_path, settle_s=0.1)
+    thread = threading.Thread(target=restarter.run, daemon=True)
+    thread.start()
+    try:
+        started = lambda n: pids.exists() and len(pids.read_text().split()) == n  # noqa: E731
+        assert _wait(lambda: started(1))
+        (code / "notes.txt").write_text("not code\n")
+        time.sleep(1.0)
+        assert started(1), "a non-.py edit restarted the server"
+        (code / "module.py").write_text("x = 2\n")
+        assert _wait(lambda: started(2)), "a .py edit did not restart the server"
+        first, second = map(int, pids.read_text().split())
+        assert not psutil.pid_exists(first) or psutil.Process(first).status() == psutil.STATUS_ZOMBIE
+        assert psutil.Process(second).is_running()
+    finally:
+        restarter.stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
+    assert not psutil.pid_exists(second) or psutil.Process(second).status() == psutil.STATUS_ZOMBIE
+
+
+# The builds of one `mkdocs serve` process, with the logging the `mkdocs` command sets up
+# (its DuplicateFilter included), and edits in between.
 SERVE_LIKE = r'''
 import json, logging, sys
 from pathlib import Path
+from mkdocs.__main__ import _enable_warnings
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 
-logging.basicConfig(level=logging.ERROR)  # build errors to stderr, as `mkdocs serve` shows them
+handler = logging.StreamHandler(sys.stderr)
+handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+logging.getLogger("mkdocs").addHandler(handler)
+_enable_warnings()
 
 def rebuild(n):
-    config = load_config("mkdocs.yml", site_dir=f"site{n}")
     try:
-        build(config, serve_url="http://127.0.0.1:8000/")
-    except BaseException as exc:  # what `mkdocs serve` would print, then it keeps serving
+        build(load_config("mkdocs.yml", site_dir=f"site{n}"), serve_url="http://127.0.0.1:8000/")
+    except BaseException as exc:  # `mkdocs serve` prints it and keeps serving
         return f"{type(exc).__name__}: {exc}"
-    # Which build first imported the modules in use now (ids can be reused after a reload).
-    seen = []
-    for name in ("hooks.render", "vram"):
-        module = sys.modules[name]
-        seen.append(getattr(module, "_imported_by_build", n))
-        module._imported_by_build = seen[-1]
-    return seen
+    return "built"
 
-def append(path, text):
-    Path(path).write_text(Path(path).read_text() + text)
-
-MARKER = """
-
-_original_{n} = render_markdown
-
-
-def render_markdown(markdown, lang):
-    return _original_{n}(markdown, lang) + "\\n\\nRELOADED-MARKER-{n}-" + lang + "\\n"
-"""
-report = {"first": rebuild(0), "unchanged": rebuild(1)}
-append("hooks/render.py", MARKER.format(n=2))
-report["edited"] = rebuild(2)
-tables = Path("hooks/tables.py").read_text()
-append("hooks/tables.py", "\ndef broken(:\n")
-report["syntax_error"] = rebuild(3)
-Path("hooks/tables.py").write_text(tables)
-append("hooks/render.py", MARKER.format(n=4))
-report["fixed"] = rebuild(4)
-append("hooks/mkdocs_glue.py", "\n# an edit\n")
-report["glue_edited"] = rebuild(5)
+french = Path("docs/memory-formulas.fr.md")
+text = french.read_text()
+french.unlink()
+report = {"first": rebuild(0), "again": rebuild(1)}
+french.write_text(text)
+Path("hooks/render.py").write_text(Path("hooks/render.py").read_text() + "\n# an edit\n")
+report["code_edited"] = rebuild(2)
 print(json.dumps(report))
 '''
 
 
-def test_serve_rebuilds_follow_edits(repo_copy):
+def test_serve_process_repeats_errors_and_refuses_stale_code(repo_copy):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     result = subprocess.run([sys.executable, "-c", SERVE_LIKE], cwd=repo_copy, env=env,
-                            capture_output=True, text=True, timeout=600)
+                            capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report["first"] == [0, 0]
-    assert report["unchanged"] == [0, 0], "a rebuild without edits re-imported the render layer"
-    assert report["edited"] == [2, 2], "an edit to hooks/ did not re-import hooks and vram"
-    assert report["syntax_error"].startswith("SyntaxError")
-    assert report["fixed"] == [4, 4], report["fixed"]
-    assert report["glue_edited"].startswith("Abort")
-    assert "hooks/mkdocs_glue.py: edited after `mkdocs serve` started" in result.stderr
-
-    def markers(n: int, page: str) -> set[str]:
-        html = (repo_copy / f"site{n}" / page).read_text(encoding="utf-8")
-        return {marker for marker in ("2-it", "2-fr", "4-it", "4-fr") if f"RELOADED-MARKER-{marker}" in html}
-
-    for n, expected in ((1, set()), (2, {"2"}), (4, {"2", "4"})):
-        assert markers(n, "memory-formulas/index.html") == {f"{m}-it" for m in expected}, n
-        assert markers(n, "fr/memory-formulas/index.html") == {f"{m}-fr" for m in expected}, n
+    assert report == {"first": "Abort: Aborted with a BuildError!", "again": "Abort: Aborted with a BuildError!",
+                      "code_edited": "Abort: Aborted with a BuildError!"}, report
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR ")]
+    missing = "docs/memory-formulas.fr.md: missing; every page needs every language"
+    assert [missing in line for line in errors[:2]] == [True, True], errors
+    assert len(errors) == 3 and "hooks/render.py: changed after this process imported the code; restart" in errors[2], errors

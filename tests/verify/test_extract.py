@@ -74,7 +74,7 @@ def test_a_missing_block_fails_naming_it_and_the_language(site, tmp_path):
 
 def test_a_line_missing_in_one_language_fails(site, tmp_path):
     edit(site / "fr" / "index.html", '<span class="n">sys</span><span class="o">.</span><span class="n">stdout</span><span class="o">.</span><span class="n">flush</span><span class="p">()</span>', "")
-    with pytest.raises(ExtractError, match=rf"'nccl_check.py': the fr version .* lacks line {line_of('nccl_check.py', 'sys.stdout.flush()')} of the it version: 'sys.stdout.flush\(\)'"):
+    with pytest.raises(ExtractError, match=rf"'nccl_check.py': the fr version .* lacks line {line_of('nccl_check.py', 'sys.stdout.flush()')} of the it version \(index.html\): 'sys.stdout.flush\(\)'"):
         extract(site, tmp_path / "out")
 
 

@@ -1,0 +1,57 @@
+"""Notebook pages with static-i18n and mkdocs-jupyter: the MkDocs-facing half of ``hooks/notebooks.py``.
+
+Why it exists, and when each part can go:
+
+- ``make_notebooks_pages``: static-i18n rebuilds every ``File`` in its ``on_files`` (after
+  mkdocs-jupyter has wrapped them), so a notebook becomes a raw JSON asset copied to
+  ``index.html`` and the strict build stays green (ultrabug/mkdocs-static-i18n#198).
+  Making MkDocs' ``File.is_documentation_page`` true for ``.ipynb`` fixes it. It can go
+  when static-i18n keeps mkdocs-jupyter's pages.
+- ``use_executed_notebooks``: every notebook page is rendered from its executed copy
+  (``hooks/notebooks.py``: executed once per change, cached), and mkdocs-jupyter gets one
+  HTML cache folder per language and checkout: it evicts, after each language pass, what
+  that pass did not use, so one shared folder never hits (and its writes are not atomic).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+from .languages import LANGUAGES
+from .notebooks import executed_notebooks, machine_store
+
+
+def make_notebooks_pages() -> None:
+    """Make ``.ipynb`` files documentation pages for MkDocs itself (idempotent)."""
+    original = getattr(File.is_documentation_page, "__wrapped_original__", File.is_documentation_page)
+
+    def is_documentation_page(self) -> bool:
+        return original(self) or self.src_uri.endswith(".ipynb")
+
+    is_documentation_page.__wrapped_original__ = original
+    File.is_documentation_page = is_documentation_page
+
+
+def jupyter_kernel(config) -> str:
+    """The kernel configured for mkdocs-jupyter (``kernel_name``), python3 if unset."""
+    plugin = config.plugins.get("mkdocs-jupyter")
+    return (plugin.config.get("kernel_name") if plugin else "") or "python3"
+
+
+def use_executed_notebooks(files, config, lang: str):
+    """Point every notebook page at its executed copy (all languages run at once, in parallel).
+
+    Raises NotebookError (a RenderError) naming the notebook whose cell raised."""
+    notebooks = [f for f in files if f.src_uri.endswith(".ipynb") and f.abs_src_path]
+    if not notebooks:
+        return files
+    root = Path(config.config_file_path).parent
+    executed = executed_notebooks(Path(config.docs_dir), root, LANGUAGES, jupyter_kernel(config), store=machine_store())
+    for file in notebooks:
+        file.abs_src_path = str(executed[Path(file.abs_src_path).resolve()])
+    jupyter = config.plugins.get("mkdocs-jupyter")
+    if jupyter is not None:
+        jupyter.config["cache_dir"] = str(root / ".cache" / "mkdocs-jupyter" / lang)
+    return files

@@ -1,0 +1,44 @@
+"""The site's languages, defined once: the ``languages`` of the i18n plugin in ``mkdocs.yml``.
+
+Both the render layer (``hooks/``) and the verification pipeline (``verify/``) read them
+from here, so ``verify/`` never imports ``hooks/`` and adding a language is one edit of
+``mkdocs.yml``. ``LANGUAGES`` lists the locales in the order of ``mkdocs.yml``, the
+default one first; ``DEFAULT_LANGUAGE`` is the one marked ``default: true`` (the site's
+root, and the language the snippets' comments are written in).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+MKDOCS_YML = Path(__file__).resolve().parent.parent / "mkdocs.yml"
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """Reads mkdocs.yml without resolving MkDocs' own tags (``!ENV``, ``!relative``): they become None."""
+
+
+_ConfigLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+
+
+def site_languages(path: Path = MKDOCS_YML) -> tuple[tuple[str, ...], str]:
+    """(every locale, default first; the default locale) of the i18n plugin in ``path``.
+
+    Raises ValueError naming ``path`` when the plugin, its languages or exactly one
+    default language are missing.
+    """
+    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_ConfigLoader)  # noqa: S506 (a SafeLoader)
+    plugins = (config or {}).get("plugins") or []
+    i18n = next((entry["i18n"] for entry in plugins if isinstance(entry, dict) and "i18n" in entry), None)
+    entries = (i18n or {}).get("languages") or []
+    locales = [entry.get("locale") for entry in entries if isinstance(entry, dict)]
+    defaults = [entry.get("locale") for entry in entries if isinstance(entry, dict) and entry.get("default")]
+    if not locales or not all(isinstance(locale, str) and locale for locale in locales) or len(defaults) != 1:
+        raise ValueError(f"{path}: plugins.i18n.languages must list each locale, exactly one with default: true")
+    default = defaults[0]
+    return (default, *[locale for locale in locales if locale != default]), default
+
+
+LANGUAGES, DEFAULT_LANGUAGE = site_languages()
