@@ -297,9 +297,11 @@ def _context_label(catalogue: Catalogue, tokens: int, lang: str) -> str:
 
 
 def _select(name: str, label: str, choices: list[tuple[str, str]], selected: str, extra: str = "") -> str:
-    opts = "".join(f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(t)}</option>'
-                   for v, t in choices)
-    return (f'<label for="finder-{name}">{html.escape(label)}</label>'
+    # "\n" between elements: search indexes the page's text, and without whitespace the
+    # options and cells run together ("Mistral 7B v0.1Qwen2.5 7B": "Qwen2.5" found nothing).
+    opts = "\n".join(f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(t)}</option>'
+                     for v, t in choices)
+    return (f'<label for="finder-{name}">{html.escape(label)}</label>\n'
             f'<select id="finder-{name}" name="{name}"{extra}>{opts}</select>')
 
 
@@ -326,12 +328,12 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         + f'<p class="finder-hint" id="finder-context-hint">{html.escape(_label(catalogue, "tensor_parallel", lang))}</p>',
     ]
     kinds = ["", "", "", "training lora", "serving"]
-    body = "".join(f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}>{f}</div>'
+    body = "\n".join(f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}>{f}</div>'
                    for f, k in zip(fields, kinds))
     labels = json.dumps(page_labels(catalogue, lang), ensure_ascii=False).replace("</", "<\\/")
     return (f'<div class="finder" id="finder"><link rel="stylesheet" href="{assets}/finder.css">'
             f'<form class="finder-form" id="finder-form" data-json="{assets}/finder.json" hidden>'
-            f'<fieldset><legend>{html.escape(_label(catalogue, "legend", lang))}</legend>{body}</fieldset></form>'
+            f'<fieldset><legend>{html.escape(_label(catalogue, "legend", lang))}</legend>\n{body}</fieldset></form>'
             f'<script type="application/json" id="finder-labels">{labels}</script>'
             f'<script src="{assets}/finder.js" defer></script></div>')
 
@@ -386,7 +388,7 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
         key = "summary_one" if len(fits) == 1 else "summary_many"
         summary = _label(catalogue, key, lang, need=need, count=len(fits), gpu=names[fits[0]["gpu"]],
                          margin=_gb(fits[0]["margin_gb"], catalogue, lang))
-    head = "".join(f'<th scope="col">{esc(_label(catalogue, c, lang))}</th>' for c in ("col_card", "col_memory", "col_margin", "col_price"))
+    head = "\n".join(f'<th scope="col">{esc(_label(catalogue, c, lang))}</th>' for c in ("col_card", "col_memory", "col_margin", "col_price"))
     rows = []
     for fit in fits:
         margin = _label(catalogue, "margin_cell", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
@@ -396,7 +398,7 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
         price = (_label(catalogue, "price_cell", lang, count=cards, gpu=names[fit["gpu"]], price=format_eur(fit["price_eur_per_hour_from"], lang))
                  if "machine" in fit else _label(catalogue, "no_price", lang))
         memory = format_quantity(dict(catalogue.gpus)[fit["gpu"]]["memory_gb"], "gb", lang, 0)
-        rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th><td>{esc(memory)}</td><td>{margin}</td><td>{esc(price)}</td></tr>')
+        rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>\n<td>{esc(memory)}</td>\n<td>{margin}</td>\n<td>{esc(price)}</td></tr>')
     parts = ", ".join(f'{text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}")} {_gb(v, catalogue, lang)}' for k, v in found["parts"])
     if catalogue.tasks[task]["kind"] == "serving":
         note = _label(catalogue, "activations_serving", lang, context=format_number(int(option), lang, 0))
@@ -406,7 +408,7 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
                       seq=format_number(catalogue.settings["activations"]["seq_length"], lang, 0),
                       none=_gb(ref["none"], catalogue, lang), full=_gb(ref["full"], catalogue, lang))
     table = (f'<table id="finder-table">'
-             f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>'
+             f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""
     return (f'<div class="finder-results" id="finder-results">'
             f'<p class="finder-summary" id="finder-status" role="status" aria-live="polite">{esc(summary)}</p>'
