@@ -11,6 +11,11 @@ Technical terms the dictionaries lack go into the project word lists:
 ``tests/spelling/words.txt`` (names and terms of every language), and
 ``tests/spelling/words.<lang>.txt`` (that language only). One word per line, as it is
 written (``PyTorch``); a lower-case entry also accepts its capitalised form.
+
+Terminology: one glossary per language, ``tests/spelling/glossary.<lang>.yaml`` (the
+preferred term, then its forbidden variants). A variant anywhere in the prose of a page
+of that language fails the gate (no hunspell needed), so a drifting term ("rank 0" in
+French, "Una istanza" in Italian) never publishes.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from bs4 import BeautifulSoup
 
 from tests.conftest import REPO_ROOT
@@ -152,3 +158,56 @@ def test_a_typo_fails_and_code_is_not_checked(built_site, tmp_path):
 def test_tokens():
     text = "L’ottimizzatore (AdamW) usa bf16, `x` e llama.cpp; c’est-à-dire un po’ di «ZeRO-3» train.py --tensor-parallel-size."
     assert tokens(text) == ["L'ottimizzatore", "AdamW", "usa", "e", "c'est-à-dire", "un", "po'", "di"]
+
+
+# ------------------------------------------------------------------------- glossary
+def glossary(lang: str) -> dict[str, list[str]]:
+    """``{preferred term: [forbidden variants]}`` of ``tests/spelling/glossary.<lang>.yaml``."""
+    return yaml.safe_load((WORD_LISTS / f"glossary.{lang}.yaml").read_text(encoding="utf-8"))
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.replace("’", "'").replace("ʼ", "'").split())
+
+
+def _term_pattern(term: str) -> re.Pattern[str]:
+    words = [re.escape(w) for w in _normalised(term).split(" ")]
+    return re.compile(r"(?<![\w'])" + r"\s+".join(words) + r"(?![\w])", re.I)
+
+
+def term_drift(pages: dict[str, tuple[str, str]]) -> list[str]:
+    """``{name: (html, lang)}`` -> "page: 'variant' (use 'term')" for every forbidden variant in prose."""
+    problems = []
+    for name, (html, lang) in sorted(pages.items()):
+        text = _normalised(prose(html, lang))
+        for term, variants in glossary(lang).items():
+            for variant in variants:
+                if _term_pattern(variant).search(text):
+                    problems.append(f"{name}: {variant!r} (use {term!r})")
+    return problems
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_glossary_is_well_formed(lang):
+    terms = glossary(lang)
+    assert terms and all(isinstance(v, list) and v for v in terms.values()), f"glossary.{lang}.yaml"
+    for term, variants in terms.items():
+        assert not any(_term_pattern(v).search(_normalised(term)) for v in variants), (term, variants)
+
+
+def test_every_page_uses_the_glossary_terms(built_site):
+    pages = site_pages(built_site)
+    assert {lang for _, lang in pages.values()} == set(LANGUAGES)
+    assert not term_drift(pages), "a term drifted from tests/spelling/glossary.<lang>.yaml"
+
+
+def test_a_drifting_term_fails_in_each_language(built_site):
+    """A forbidden variant put into the prose of each home page is named; the same
+    variant in <code> or in a passage of another language is not."""
+    drift = {"it": "<p>Avvia una  istanza per scheda, <code>una istanza</code></p>",
+             "fr": "<p>Sur le rank 0, <code>rank 0</code>, <span lang=\"en\">rank</span></p>"}
+    pages = {}
+    for lang, snippet in drift.items():
+        page = built_site / ("" if lang == LANGUAGES[0] else lang) / "index.html"
+        pages[lang] = (page.read_text(encoding="utf-8").replace("</article>", snippet + "</article>", 1), lang)
+    assert term_drift(pages) == ["fr: 'rank' (use 'rang')", "it: 'una istanza' (use 'un’istanza')"]
