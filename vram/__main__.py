@@ -124,7 +124,7 @@ def _cmd_serve(args: argparse.Namespace) -> None:
 
 
 def _cmd_lora(args: argparse.Namespace) -> None:
-    targets = tuple(t for t in args.targets.split(",") if t)
+    targets = ALL_LINEAR if args.targets == ALL_LINEAR else tuple(t for t in args.targets.split(",") if t)
     mem = lora_memory_for_config(load_model_config(args.config), args.rank, targets, args.base_dtype, args.optimizer)
     data = {
         "adapter_params": mem.adapter_params,
@@ -136,7 +136,7 @@ def _cmd_lora(args: argparse.Namespace) -> None:
         "total_bytes": mem.total_bytes,
     }
     lines = [
-        f"adapter params: {mem.adapter_params:,} (rank {args.rank}; {', '.join(targets)}); "
+        f"adapter params: {mem.adapter_params:,} (rank {args.rank}; {targets if isinstance(targets, str) else ', '.join(targets)}); "
         f"base in {args.base_dtype} (GB = 10^9 bytes, GiB = 2^30 bytes):",
         *_rows([
             ("base weights", mem.base_weights_bytes),
@@ -181,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     lo = sub.add_parser("lora", help="LoRA / QLoRA memory on one GPU")
     lo.add_argument("config", help="path to config.json")
     lo.add_argument("--rank", type=int, required=True, help="adapter rank")
-    lo.add_argument("--targets", default=",".join(ALL_LINEAR), help="comma-separated module names")
+    lo.add_argument("--targets", default=ALL_LINEAR,
+                    help="comma-separated nn.Linear names, or all-linear (default: PEFT's every nn.Linear but lm_head)")
     lo.add_argument("--base-dtype", default="bf16", choices=BASE_DTYPES, help="nf4 = QLoRA")
     lo.add_argument("--optimizer", default="adamw-fp32", choices=optimizers)
     lo.set_defaults(func=_cmd_lora)

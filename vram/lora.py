@@ -6,9 +6,27 @@ adapted module. Only the adapters have gradients and optimizer states.
 
 QLoRA (Dettmers et al. 2023, arXiv:2305.14314, §3): the frozen base is stored in 4-bit
 NF4 with double-quantised constants (``vram.dtypes.nf4_bytes``: 4.127 bits per weight).
-Assumed, as ``transformers``' bitsandbytes integration does: the weight matrices of the
-decoder layers' ``nn.Linear`` modules (MoE experts and router included) are quantised, one
-tensor each; embeddings, ``lm_head``, norms and biases stay in bf16.
+What transformers 5.23 really quantises (``integrations/bitsandbytes.py``,
+``replace_with_bnb_linear``): the weight of every module whose type is exactly
+``nn.Linear``, except the output embedding (``lm_head``) and tied weights
+(``quantizers/base.py``, ``get_keys_to_not_convert``), one tensor each. So the decoder's
+attention and dense-MLP projections are NF4; their biases, the embeddings, ``lm_head``
+and the norms stay in bf16, and so do the parts of a mixture of experts that are not
+``nn.Linear`` in transformers 5.x: the fused 3-D expert parameters and the router
+(mixtral, qwen3_moe, gpt_oss). For an MoE model most of the base therefore stays in bf16
+(Mixtral 8x7B: 45.1 of its 46.7 billion parameters). Not counted: gpt_oss keeps its
+RMSNorm weights in fp32 (``_keep_in_fp32_modules``), 2 B more on each of 210,240 of
+them for gpt-oss-20b.
+
+LoRA targets: PEFT's ``target_modules`` matched against the last name of each module.
+``"all-linear"`` (the default here, and what the finder uses) is PEFT's shorthand for
+every ``nn.Linear`` but the output layer (``tuners_utils._maybe_include_all_linear_layers``):
+the decoder's projections (q, k, v, o, gate, up, down; phi3's fused ``qkv_proj`` and
+``gate_up_proj``), never the fused experts nor the routers of transformers 5.x MoE,
+which are not ``nn.Linear``. PEFT 0.21's per-family defaults
+(``TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING``: ``q_proj``, ``v_proj`` for llama,
+mistral, mixtral, qwen2, qwen3, gemma2, gemma3_text; nothing for phi3, qwen3_moe,
+gpt_oss) are ``PEFT_DEFAULT_TARGETS``.
 
 Adapter bytes per parameter come from the optimizer (``vram.states.OPTIMIZERS``). The
 default "adamw-fp32" matches PEFT, which keeps adapter weights in fp32
@@ -32,14 +50,19 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .dtypes import NF4, nf4_bytes, tensor_bytes
-from .models import ModelConfig, as_model_config, count_params, decoder_linears
+from .models import ModelConfig, as_model_config, count_params, layer_modules
 from .sharding import check_world_size, check_zero_stage, model_states_per_gpu
 from .states import BytesPerParam, as_bytes_per_param
 from .validate import check_int, check_params
 
 ModelLike = ModelConfig | Mapping[str, Any] | str | Path
-# PEFT's usual "all linear layers" choice for llama-style models.
-ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+# PEFT's shorthand for every nn.Linear but the output layer.
+ALL_LINEAR = "all-linear"
+# PEFT 0.21 TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING (families it lists).
+PEFT_DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
+    family: ("q_proj", "v_proj")
+    for family in ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma2", "gemma3_text")
+}
 BASE_DTYPES = ("fp32", "bf16", "fp16", NF4)
 
 
@@ -68,42 +91,82 @@ class LoraMemory:
         )
 
 
-def lora_adapter_params(config: ModelLike, rank: int, target_modules: Iterable[str] = ALL_LINEAR) -> int:
-    """Trainable LoRA parameters: layers x copies x rank x (in + out) over the targets.
+def _target_names(config: ModelConfig, target_modules: str | Iterable[str]) -> frozenset[str]:
+    """The Linear names a ``target_modules`` value selects (PEFT's matching on the last name)."""
+    linear_names = {m.name for index in range(config.num_hidden_layers)
+                    for m in layer_modules(config, index) if m.kind == "linear"}
+    if isinstance(target_modules, str):
+        if target_modules == ALL_LINEAR:
+            return frozenset(linear_names)
+        target_modules = (target_modules,)
+    targets = tuple(target_modules)
+    other = {m.name: m.kind for index in range(config.num_hidden_layers) for m in layer_modules(config, index)}
+    not_linear = [name for name in targets if name not in linear_names and name in other]
+    if not_linear:
+        raise ValueError(
+            f"LoRA target {', '.join(not_linear)} of {config.model_type} is not an nn.Linear in transformers 5.x "
+            f"(a {other[not_linear[0]]}); nn.Linear modules: {', '.join(sorted(linear_names))}"
+        )
+    unknown = [name for name in targets if name not in linear_names]
+    if unknown or not targets:
+        raise ValueError(
+            f"unknown LoRA target modules {unknown!r} for {config.model_type}; "
+            f"known: {ALL_LINEAR}, {', '.join(sorted(linear_names))}"
+        )
+    return frozenset(targets)
 
-    target_modules: names of ``vram.models.decoder_linears`` (q_proj ... down_proj; for
-    mixtral w1, w2, w3, gate). Raises ValueError for rank < 1 or an unknown name.
+
+def lora_adapter_params(config: ModelLike, rank: int, target_modules: str | Iterable[str] = ALL_LINEAR) -> int:
+    """Trainable LoRA parameters (elements): rank x (in + out) for every targeted nn.Linear of every layer.
+
+    target_modules: ``"all-linear"`` (default) or names of decoder ``nn.Linear`` modules
+    (``q_proj`` ... ``down_proj``; phi3 ``qkv_proj``, ``gate_up_proj``), as PEFT's
+    ``target_modules`` (module docstring). Raises ValueError for rank < 1, an unknown
+    name, or a name that is not an ``nn.Linear`` (mixtral's ``w1`` of transformers 4,
+    the fused ``experts`` and routers of transformers 5.x).
     """
     config = as_model_config(config)
     check_int(rank, "rank", 1)
-    linears = {lin.name: lin for lin in decoder_linears(config)}
-    targets = tuple(target_modules)
-    unknown = [name for name in targets if name not in linears]
-    if unknown or not targets:
-        raise ValueError(
-            f"unknown LoRA target modules {unknown!r} for {config.model_type}; known: {', '.join(linears)}"
-        )
-    per_layer = sum(
-        linears[n].copies * rank * (linears[n].in_features + linears[n].out_features) for n in set(targets)
-    )
-    return config.num_hidden_layers * per_layer
+    names = _target_names(config, target_modules)
+    per_kind: dict[bool, int] = {}
+    for index, moe in enumerate(config.moe_layers):
+        if moe not in per_kind:
+            per_kind[moe] = sum(rank * (m.linear().in_features + m.linear().out_features)
+                                for m in layer_modules(config, index) if m.kind == "linear" and m.name in names)
+    return sum(per_kind[moe] for moe in config.moe_layers)
 
 
 def _qlora_base_parts(config: ModelConfig) -> tuple[int, int, int]:
-    """(packed 4-bit data, NF4 quantisation constants, bf16 rest) of a QLoRA base, in bytes."""
-    quantized = packed = nf4_total = 0
-    for lin in decoder_linears(config):
-        n = lin.in_features * lin.out_features
-        quantized += lin.weight_params
-        packed += lin.copies * -(-n // 2)
-        nf4_total += lin.copies * nf4_bytes(n)
-    layers = config.num_hidden_layers
-    rest = count_params(config).total - layers * quantized
-    return layers * packed, layers * (nf4_total - packed), tensor_bytes(rest, "bf16")
+    """(packed 4-bit data, NF4 quantisation constants, bf16 rest) of a QLoRA base, in bytes.
+
+    Quantised: the weight of every decoder nn.Linear (module docstring); the rest bf16.
+    """
+    per_kind: dict[bool, tuple[int, int, int]] = {}
+    for index, moe in enumerate(config.moe_layers):
+        if moe in per_kind:
+            continue
+        quantized = packed = nf4_total = 0
+        for module in layer_modules(config, index):
+            if module.kind == "linear":
+                n = module.linear().weight_params
+                quantized += n
+                packed += -(-n // 2)
+                nf4_total += nf4_bytes(n)
+        per_kind[moe] = (quantized, packed, nf4_total)
+    quantized = sum(per_kind[moe][0] for moe in config.moe_layers)
+    packed = sum(per_kind[moe][1] for moe in config.moe_layers)
+    nf4_total = sum(per_kind[moe][2] for moe in config.moe_layers)
+    rest = count_params(config).total - quantized
+    return packed, nf4_total - packed, tensor_bytes(rest, "bf16")
 
 
 def qlora_base_bytes(config: ModelLike) -> int:
-    """Bytes of a QLoRA base: decoder Linear weights in NF4 (per tensor), the rest in bf16."""
+    """Bytes of a QLoRA base as transformers + bitsandbytes load it: the weight of every decoder
+    ``nn.Linear`` in NF4 (one tensor each, constants double-quantised), everything else in bf16
+    (embeddings, lm_head, norms, biases, and MoE experts and routers, which are not nn.Linear).
+
+    Raises ValueError (ConfigError) for a bad config.
+    """
     return sum(_qlora_base_parts(as_model_config(config)))
 
 
@@ -146,7 +209,7 @@ def lora_memory(
 def lora_memory_for_config(
     config: ModelLike,
     rank: int,
-    target_modules: Iterable[str] = ALL_LINEAR,
+    target_modules: str | Iterable[str] = ALL_LINEAR,
     base_dtype: str = "bf16",
     optimizer: str | BytesPerParam = "adamw-fp32",
 ) -> LoraMemory:
@@ -164,7 +227,7 @@ def lora_memory_per_gpu(
     rank: int,
     world_size: int,
     zero_stage: int,
-    target_modules: Iterable[str] = ALL_LINEAR,
+    target_modules: str | Iterable[str] = ALL_LINEAR,
     base_dtype: str = "bf16",
     optimizer: str | BytesPerParam = "adamw-fp32",
 ) -> LoraMemory:

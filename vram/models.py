@@ -1,94 +1,193 @@
-"""Parameter counts from a Hugging Face ``config.json`` (llama, mistral, qwen2, gemma2, mixtral).
+"""Parameter counts and module shapes from a Hugging Face ``config.json``, as ``transformers`` builds them.
 
-Inputs are the config's own keys; outputs are exact integer parameter counts, the same
-as ``sum(p.numel() for p in model.parameters())`` of the ``*ForCausalLM`` model that
-``transformers`` builds from the config. Per decoder layer, the modules are those of
-the ``transformers`` modeling files (``modeling_llama.py``, ``modeling_mistral.py``,
-``modeling_qwen2.py``, ``modeling_gemma2.py``, ``modeling_mixtral.py``):
+Families (``SUPPORTED_MODEL_TYPES``): llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma2,
+gemma3_text, phi3, gpt_oss. For each, the config class of ``transformers`` 5.23
+(``transformers/models/<family>/configuration_<family>.py``) gives the default of every key a
+config leaves out, and the modeling file (``modeling_<family>.py``) gives the modules
+``AutoModelForCausalLM.from_config`` builds. The counts here equal
+``sum(p.numel() for p in set(model.parameters()))`` of that model, to the parameter
+(tests/vram/test_models_oracle.py builds every config on the meta device).
+
+Per decoder layer, named as in the modeling files:
 
 - attention: ``q_proj`` hidden -> heads*head_dim, ``k_proj``/``v_proj`` hidden ->
   kv_heads*head_dim (grouped-query attention, Ainslie et al. 2023, arXiv:2305.13245),
-  ``o_proj`` heads*head_dim -> hidden. ``head_dim`` is the config's when given (gemma2,
-  llama-3.2) else hidden/heads. Biases: llama and gemma2 ``attention_bias`` (q, k, v, o),
-  qwen2 always on q, k, v and never on o, mistral and mixtral none.
-- MLP (SwiGLU): ``gate_proj``, ``up_proj`` hidden -> intermediate, ``down_proj`` back;
-  llama's ``mlp_bias`` adds biases. Mixtral replaces it by ``num_local_experts`` experts
-  (``w1``, ``w3`` hidden -> intermediate, ``w2`` back) and a router ``gate`` hidden ->
-  experts, no biases (Jiang et al. 2024, arXiv:2401.04088, §2.1).
-- norms: RMSNorm weights of size hidden: two per layer (gemma2: four, pre/post attention
-  and feed-forward), one final norm.
-- embeddings: vocab*hidden, and an ``lm_head`` of the same size unless
-  ``tie_word_embeddings`` (default false; true for gemma2).
+  ``o_proj`` back to hidden; phi3 fuses q, k and v into one ``qkv_proj``. Biases: llama,
+  qwen3, qwen3_moe, gemma2, gemma3_text and gpt_oss follow ``attention_bias`` on all four
+  (gpt_oss defaults to true), qwen2 always on q, k, v and never on o, mistral, mixtral and
+  phi3 none. qwen3, qwen3_moe and gemma3_text add ``q_norm``/``k_norm`` RMSNorms of
+  head_dim; gpt_oss adds one learned attention-sink logit per query head (``sinks``).
+- MLP (SwiGLU): ``gate_proj``, ``up_proj`` hidden -> intermediate, ``down_proj`` back
+  (llama's ``mlp_bias`` adds biases; phi3 fuses gate and up into ``gate_up_proj``).
+- mixture of experts: transformers 5.x stores the experts of a layer as fused 3-D
+  parameters of one ``experts`` module, not as ``nn.Linear``: mixtral and qwen3_moe
+  ``gate_up_proj`` (E, 2*I, hidden) and ``down_proj`` (E, hidden, I), gpt_oss the same
+  transposed plus ``gate_up_proj_bias`` (E, 2*I) and ``down_proj_bias`` (E, hidden); the
+  router is a module holding a (E, hidden) weight (gpt_oss: and an E bias), not an
+  ``nn.Linear`` either. I is ``intermediate_size`` (mixtral, gpt_oss) or
+  ``moe_intermediate_size`` (qwen3_moe, whose layers listed in ``mlp_only_layers`` or off
+  the ``decoder_sparse_step`` keep a dense MLP of ``intermediate_size``).
+- norms: RMSNorm weights of size hidden, two per layer (gemma2 and gemma3_text four), one
+  final norm; embeddings vocab*hidden and an ``lm_head`` of the same size unless
+  ``tie_word_embeddings``.
 
-Every expert counts toward memory; "active" parameters (those one token passes
-through: ``num_experts_per_tok`` experts of each layer) only toward compute.
-Raises ``ConfigError`` (a ValueError) naming the source, the key and the fix.
+Every expert counts toward memory; "active" parameters (those one token passes through:
+``num_experts_per_tok`` experts of each MoE layer) only toward compute.
+
+Refused with ``ConfigError`` (a ValueError: one line naming the source, the key and the
+fix): what the config class refuses (a ``null`` where the field is not optional, a
+``hidden_size`` not divisible by the heads where the class checks it: llama, gemma2,
+gemma3_text), a ``num_key_value_heads`` that does not divide ``num_attention_heads``
+(transformers builds it, but attention cannot group the heads), a ``model_type`` outside
+the families above, non-integer or implausible sizes (any size over ``MAX_SIZE``), and a
+file that is not a JSON object.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from math import prod
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
+
+# Larger than any dimension of a published model by far (largest vocabularies: 262,208;
+# hidden sizes: 18,432; layers: 126; experts: 384); beyond it a value is a typo.
+MAX_SIZE = 2**24
+FULL, SLIDING = "full_attention", "sliding_attention"
+_UNSET = object()
+# A config.json names these (a file without them is cut short: refused, not defaulted). A
+# nested ``text_config`` (gemma3) is written as a difference from Gemma3TextConfig's
+# defaults, so there every key may be left out.
+_REQUIRED = frozenset({"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads"})
 
 
 class ConfigError(ValueError):
-    """A model config that cannot be read or lacks what the calculator needs (one line)."""
+    """A model config that cannot be read or that transformers would not build (one line)."""
 
+
+# --- what each family's config class says ------------------------------------------------
 
 @dataclass(frozen=True)
 class _Family:
-    qkv_bias_key: str | None  # config key switching q/k/v biases, or None
-    qkv_bias_default: bool  # value when the key is absent (or fixed when key is None)
-    o_bias_key: str | None
-    mlp_bias_key: str | None
-    norms_per_layer: int
-    tie_default: bool
-    moe: bool = False
+    config_class: str
+    # Defaults of the config class for the keys read here (None: computed in __post_init__).
+    defaults: Mapping[str, Any]
+    # Keys whose field accepts null (``int | None``); a null elsewhere is refused as transformers does.
+    nullable: frozenset[str] = frozenset()
+    # head_dim: "field" (a dataclass field, default in ``defaults``) or "attribute" (no field:
+    # the modeling file uses getattr(config, "head_dim", hidden // heads)).
+    head_dim: str = "field"
+    checks_hidden_heads: bool = False  # validate_architecture: hidden % heads == 0
+    qkv_bias: str | bool = False  # a config key, or fixed
+    o_bias: str | bool = False
+    mlp_bias: str | bool = False
+    activation_key: str = "hidden_act"
+    norms_per_layer: int = 2
+    qk_norm: bool = False
+    fused: bool = False  # phi3: qkv_proj and gate_up_proj
+    moe: str = ""  # "", "mixtral", "qwen3_moe", "gpt_oss"
+    sinks: bool = False
+    layer_rule: str = "from_window"  # how __post_init__ fills layer_types (see _layer_types)
 
+
+_COMMON_NULLABLE = frozenset({"sliding_window", "attn_logit_softcapping", "final_logit_softcapping", "layer_types"})
 
 _FAMILIES: dict[str, _Family] = {
-    "llama": _Family("attention_bias", False, "attention_bias", "mlp_bias", 2, False),
-    "mistral": _Family(None, False, None, None, 2, False),
-    "qwen2": _Family(None, True, None, None, 2, False),
-    "gemma2": _Family("attention_bias", False, "attention_bias", None, 4, True),
-    "mixtral": _Family(None, False, None, None, 2, False, moe=True),
+    "llama": _Family(
+        "LlamaConfig",
+        dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+             num_attention_heads=32, num_key_value_heads=None, head_dim=None, hidden_act="silu",
+             tie_word_embeddings=False, attention_bias=False, mlp_bias=False, max_position_embeddings=2048),
+        nullable=frozenset({"num_key_value_heads", "head_dim"}), checks_hidden_heads=True,
+        qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias="mlp_bias", layer_rule="none"),
+    "mistral": _Family(
+        "MistralConfig",
+        dict(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+             num_attention_heads=32, num_key_value_heads=8, head_dim=None, hidden_act="silu",
+             tie_word_embeddings=False, sliding_window=4096, max_position_embeddings=4096 * 32),
+        nullable=frozenset({"head_dim"})),
+    "mixtral": _Family(
+        "MixtralConfig",
+        dict(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+             num_attention_heads=32, num_key_value_heads=8, head_dim=None, hidden_act="silu",
+             tie_word_embeddings=False, sliding_window=None, max_position_embeddings=4096 * 32,
+             num_local_experts=8, num_experts_per_tok=2),
+        nullable=frozenset({"head_dim"}), moe="mixtral"),
+    "qwen2": _Family(
+        "Qwen2Config",
+        dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32,
+             num_attention_heads=32, num_key_value_heads=32, hidden_act="silu", tie_word_embeddings=False,
+             use_sliding_window=False, sliding_window=4096, max_window_layers=28, max_position_embeddings=32768),
+        nullable=frozenset({"num_key_value_heads"}), head_dim="attribute", qkv_bias=True, layer_rule="qwen"),
+    "qwen3": _Family(
+        "Qwen3Config",
+        dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32,
+             num_attention_heads=32, num_key_value_heads=32, head_dim=128, hidden_act="silu",
+             tie_word_embeddings=False, attention_bias=False, use_sliding_window=False, sliding_window=4096,
+             max_window_layers=28, max_position_embeddings=32768),
+        nullable=frozenset({"num_key_value_heads"}), qkv_bias="attention_bias", o_bias="attention_bias",
+        qk_norm=True, layer_rule="qwen"),
+    "qwen3_moe": _Family(
+        "Qwen3MoeConfig",
+        dict(vocab_size=151936, hidden_size=2048, intermediate_size=6144, num_hidden_layers=24,
+             num_attention_heads=32, num_key_value_heads=4, hidden_act="silu", tie_word_embeddings=False,
+             attention_bias=False, use_sliding_window=False, sliding_window=4096, max_position_embeddings=32768,
+             decoder_sparse_step=1, moe_intermediate_size=768, num_experts_per_tok=8, num_local_experts=128,
+             mlp_only_layers=None),
+        nullable=frozenset({"mlp_only_layers"}), head_dim="attribute", qkv_bias="attention_bias",
+        o_bias="attention_bias", qk_norm=True, moe="qwen3_moe", layer_rule="qwen_moe"),
+    "gemma2": _Family(
+        "Gemma2Config",
+        dict(vocab_size=256000, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
+             num_attention_heads=8, num_key_value_heads=4, head_dim=256, hidden_activation="gelu_pytorch_tanh",
+             tie_word_embeddings=True, attention_bias=False, sliding_window=4096, max_position_embeddings=8192,
+             final_logit_softcapping=30.0, attn_logit_softcapping=50.0),
+        checks_hidden_heads=True, qkv_bias="attention_bias", o_bias="attention_bias",
+        activation_key="hidden_activation", norms_per_layer=4, layer_rule="every_2nd_full"),
+    "gemma3_text": _Family(
+        "Gemma3TextConfig",
+        dict(vocab_size=262208, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
+             num_attention_heads=8, num_key_value_heads=4, head_dim=256, hidden_activation="gelu_pytorch_tanh",
+             tie_word_embeddings=True, attention_bias=False, sliding_window=4096, max_position_embeddings=131072,
+             final_logit_softcapping=None, attn_logit_softcapping=None, use_bidirectional_attention=False,
+             sliding_window_pattern=6),
+        nullable=frozenset({"use_bidirectional_attention"}), checks_hidden_heads=True,
+        qkv_bias="attention_bias", o_bias="attention_bias", activation_key="hidden_activation",
+        norms_per_layer=4, qk_norm=True, layer_rule="gemma3"),
+    "phi3": _Family(
+        "Phi3Config",
+        dict(vocab_size=32064, hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
+             num_attention_heads=32, num_key_value_heads=None, hidden_act="silu", tie_word_embeddings=False,
+             sliding_window=None, max_position_embeddings=4096),
+        nullable=frozenset({"num_key_value_heads"}), head_dim="attribute", fused=True),
+    "gpt_oss": _Family(
+        "GptOssConfig",
+        dict(vocab_size=201088, hidden_size=2880, intermediate_size=2880, num_hidden_layers=36,
+             num_attention_heads=64, num_key_value_heads=8, head_dim=64, hidden_act="silu",
+             tie_word_embeddings=False, attention_bias=True, sliding_window=128, max_position_embeddings=131072,
+             num_local_experts=128, num_experts_per_tok=4),
+        qkv_bias="attention_bias", o_bias="attention_bias", moe="gpt_oss", sinks=True,
+        layer_rule="every_2nd_full"),
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(_FAMILIES))
+_MODELING = {key: f"modeling_{'gemma3' if key == 'gemma3_text' else key}.py" for key in _FAMILIES}
 
 
-@dataclass(frozen=True)
-class Linear:
-    """One ``nn.Linear`` of a decoder layer, repeated ``copies`` times (MoE experts)."""
-
-    name: str
-    in_features: int
-    out_features: int
-    bias: bool = False
-    copies: int = 1
-    active_copies: int | None = None  # copies one token uses; None = all
-
-    @property
-    def weight_params(self) -> int:
-        """Weight elements of all copies (excludes biases)."""
-        return self.copies * self.in_features * self.out_features
-
-    @property
-    def params(self) -> int:
-        """Weight and bias elements of all copies."""
-        return self.weight_params + self.copies * self.out_features * self.bias
-
-    @property
-    def active_params(self) -> int:
-        """Elements one token passes through."""
-        copies = self.copies if self.active_copies is None else self.active_copies
-        return copies * (self.in_features * self.out_features + self.out_features * self.bias)
-
+# --- what the calculator knows of one model ----------------------------------------------
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """What the calculator reads from a Hugging Face config (sizes in elements)."""
+    """A config as transformers resolves it (sizes in elements; defaults already applied).
+
+    ``layer_types``: one entry per decoder layer, "full_attention" or "sliding_attention",
+    as the KV cache of transformers sees it (``DynamicCache`` makes the sliding ones keep a
+    window); ``sliding_window``: tokens of that window (None: no sliding layer).
+    ``moe_layers``: True for each layer whose MLP is a mixture of experts.
+    ``hidden_act``: the MLP's activation name (gemma: ``hidden_activation``; gpt_oss's
+    experts use their own clamped SwiGLU whatever it says). ``defaulted``: keys the file
+    left out, filled from the config class.
+    """
 
     model_type: str
     vocab_size: int
@@ -103,13 +202,46 @@ class ModelConfig:
     mlp_bias: bool = False
     norms_per_layer: int = 2
     tie_word_embeddings: bool = False
-    num_local_experts: int = 0  # 0: dense MLP
+    num_local_experts: int = 0  # 0: dense MLP everywhere
     num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0  # width of one expert (mixtral, gpt_oss: intermediate_size)
+    moe_layers: tuple[bool, ...] = ()
+    expert_bias: bool = False  # gpt_oss: experts' and router's biases
+    fused_projections: bool = False  # phi3: qkv_proj, gate_up_proj
+    qk_norm: bool = False
+    attention_sinks: bool = False
+    hidden_act: str = "silu"
+    layer_types: tuple[str, ...] = ()
+    sliding_window: int | None = None
+    attn_logit_softcapping: float | None = None
+    final_logit_softcapping: float | None = None
+    max_position_embeddings: int | None = None
+    defaulted: tuple[str, ...] = ()
     source: str = "<config>"
+
+    def __post_init__(self) -> None:
+        layers = self.num_hidden_layers
+        if not self.moe_layers:
+            object.__setattr__(self, "moe_layers", (self.num_local_experts > 0,) * layers)
+        if not self.layer_types:
+            object.__setattr__(self, "layer_types", (FULL,) * layers)
+        if self.num_local_experts and not self.moe_intermediate_size:
+            object.__setattr__(self, "moe_intermediate_size", self.intermediate_size)
 
     @property
     def is_moe(self) -> bool:
-        return self.num_local_experts > 0
+        """True when at least one layer's MLP is a mixture of experts."""
+        return any(self.moe_layers)
+
+    @property
+    def config_class(self) -> str:
+        """Name of the transformers config class of this family (for messages)."""
+        return _FAMILIES[self.model_type].config_class
+
+    @property
+    def modeling_file(self) -> str:
+        """The transformers modeling file whose modules are counted here."""
+        return _MODELING[self.model_type]
 
 
 @dataclass(frozen=True)
@@ -120,73 +252,288 @@ class ParamCount:
     active: int
 
 
-def _get(raw: Mapping[str, Any], key: str, source: str, default: Any = None) -> Any:
-    value = raw.get(key, default)
-    if value is None:
-        raise ConfigError(f"{source}: missing key {key!r}; copy it from the model's config.json")
-    return value
+@dataclass(frozen=True)
+class Linear:
+    """One ``nn.Linear`` of a decoder layer (``name``: its attribute, e.g. ``q_proj``)."""
+
+    name: str
+    in_features: int
+    out_features: int
+    bias: bool = False
+
+    @property
+    def weight_params(self) -> int:
+        """Weight elements (out x in)."""
+        return self.in_features * self.out_features
+
+    @property
+    def params(self) -> int:
+        """Weight and bias elements."""
+        return self.weight_params + self.out_features * self.bias
 
 
-def _positive_int(raw: Mapping[str, Any], key: str, source: str, default: Any = None) -> int:
-    value = _get(raw, key, source, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{source}: key {key!r} must be a positive integer, got {value!r}")
-    return value
+@dataclass(frozen=True)
+class Module:
+    """One module of the model with the parameters it holds directly (``recurse=False``).
+
+    ``path``: its name inside a decoder layer (``self_attn.q_proj``) or inside the model
+    (``model.embed_tokens``, ``lm_head``); ``kind``: "linear" (an ``nn.Linear``),
+    "embedding", "norm", "experts" (fused 3-D expert weights), "router", "attention"
+    (gpt_oss's sinks); ``shapes``: name -> shape of each direct parameter;
+    ``experts``/``active_experts``: for kind "experts", E and the experts one token uses;
+    ``tied``: the lm_head whose weight is the embedding's (counted once in totals).
+    """
+
+    path: str
+    kind: str
+    shapes: tuple[tuple[str, tuple[int, ...]], ...]
+    experts: int = 0
+    active_experts: int = 0
+    tied: bool = False
+
+    @property
+    def name(self) -> str:
+        """Last component of the path (what PEFT's ``target_modules`` matches)."""
+        return self.path.rpartition(".")[2]
+
+    @property
+    def params(self) -> int:
+        """Elements of the parameters this module holds directly."""
+        return sum(prod(shape) for _, shape in self.shapes)
+
+    @property
+    def active_params(self) -> int:
+        """Elements one token passes through (experts: active_experts / experts of them)."""
+        if self.kind == "experts":
+            return self.params // self.experts * self.active_experts
+        return self.params
+
+    def linear(self) -> Linear:
+        """This ``nn.Linear`` as a ``Linear``. Raises ValueError for another kind."""
+        if self.kind != "linear":
+            raise ValueError(f"{self.path} is not an nn.Linear")
+        shapes = dict(self.shapes)
+        out_features, in_features = shapes["weight"]
+        return Linear(self.name, in_features, out_features, "bias" in shapes)
 
 
-def _flag(raw: Mapping[str, Any], key: str | None, default: bool, source: str) -> bool:
-    if key is None:
+# --- reading a config.json ----------------------------------------------------------------
+
+class _Reader:
+    """Reads keys of one raw config with the family's defaults and transformers' types."""
+
+    def __init__(self, raw: Mapping[str, Any], model_type: str, source: str, required: frozenset[str]):
+        self.raw, self.family, self.source, self.required = raw, _FAMILIES[model_type], source, required
+        self.modeling_file = _MODELING[model_type]
+        self.defaulted: list[str] = []
+
+    def fail(self, message: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {message}")
+
+    def get(self, key: str, default: Any = _UNSET) -> Any:
+        if key in self.raw:
+            value = self.raw[key]
+            if value is None and key not in self.family.nullable and key not in _COMMON_NULLABLE:
+                raise self.fail(
+                    f"key {key!r} is null, which {self.family.config_class} refuses; "
+                    f"give a value or leave the key out (default: {self.family.defaults.get(key)!r})"
+                )
+            return value
+        if key in self.required:
+            raise self.fail(f"missing key {key!r}; copy it from the model's config.json")
+        if default is _UNSET:
+            default = self.family.defaults.get(key)
+        self.defaulted.append(key)
         return default
-    value = raw.get(key, default)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{source}: key {key!r} must be true or false, got {value!r}")
-    return value
+
+    def size(self, key: str, value: Any = _UNSET, minimum: int = 1) -> int:
+        value = self.get(key) if value is _UNSET else value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(f"key {key!r} must be an integer, got {_short(value)}")
+        if value < minimum:
+            raise self.fail(f"key {key!r} must be at least {minimum}, got {value}")
+        if value > MAX_SIZE:
+            raise self.fail(f"key {key!r} is implausibly large ({_short(value)} > {MAX_SIZE:,}); check the file")
+        return value
+
+    def flag(self, key: str | bool) -> bool:
+        if isinstance(key, bool):
+            return key
+        value = self.get(key)
+        if not isinstance(value, bool):
+            raise self.fail(f"key {key!r} must be true or false, got {_short(value)}")
+        return value
+
+    def number(self, key: str) -> float | None:
+        value = self.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value == value:
+            raise self.fail(f"key {key!r} must be a number or null, got {_short(value)}")
+        return float(value)
+
+
+def _short(value: Any) -> str:
+    """repr of a value, cut for one line (a 5,000-digit integer stays readable)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _head_dim(r: _Reader, hidden: int, heads: int) -> int:
+    family = r.family
+    if family.head_dim == "attribute":
+        if "head_dim" not in r.raw:
+            return hidden // heads  # modeling file: getattr(config, "head_dim", hidden // heads)
+        value = r.raw["head_dim"]
+        if value is None:
+            raise r.fail(f"key 'head_dim' is null, which {r.modeling_file} cannot use; give a value or leave it out")
+        return r.size("head_dim", value)
+    value = r.get("head_dim")
+    if value is None:  # llama, mistral, mixtral: __post_init__ sets hidden // heads
+        return hidden // heads
+    return r.size("head_dim", value)
+
+
+def _layer_types(r: _Reader, layers: int, window: int | None) -> tuple[str, ...]:
+    """layer_types as the config's __post_init__ and DynamicCache resolve them."""
+    given = r.raw.get("layer_types")
+    if given is not None:
+        if not isinstance(given, list) or len(given) != layers or any(t not in (FULL, SLIDING) for t in given):
+            raise r.fail(
+                f"key 'layer_types' must list {layers} entries (num_hidden_layers), each "
+                f"'{FULL}' or '{SLIDING}'"
+            )
+        if SLIDING in given and window is None:
+            raise r.fail("key 'layer_types' has sliding layers but 'sliding_window' is null")
+        return tuple(given)
+    rule = r.family.layer_rule
+    if rule == "every_2nd_full":  # gemma2, gpt_oss: "sliding" if (i + 1) % 2 else "full"
+        return tuple(SLIDING if (i + 1) % 2 else FULL for i in range(layers))
+    if rule == "gemma3":
+        pattern = r.size("sliding_window_pattern")
+        return tuple(SLIDING if (i + 1) % pattern else FULL for i in range(layers))
+    if rule == "qwen":
+        first = r.size("max_window_layers", minimum=0)
+        return tuple(SLIDING if window is not None and i >= first else FULL for i in range(layers))
+    # llama, mistral, mixtral, phi3, qwen3_moe: no layer_types field; DynamicCache makes every
+    # layer sliding when the config has a sliding_window (cache_utils.get_layer_types_and_kwargs).
+    return ((SLIDING if window is not None else FULL),) * layers
+
+
+def _window(r: _Reader) -> int | None:
+    family = r.family
+    window = r.get("sliding_window") if family.layer_rule != "none" else r.raw.get("sliding_window")
+    if family.layer_rule in ("qwen", "qwen_moe") and not r.flag("use_sliding_window"):
+        return None  # Qwen2/Qwen3(Moe)Config: sliding_window = sliding_window if use_sliding_window else None
+    if window is None:
+        return None
+    window = r.size("sliding_window", window)
+    if family.layer_rule == "gemma3" and r.get("use_bidirectional_attention"):
+        window = window // 2 + 1  # Gemma3TextConfig.__post_init__
+    return window
+
+
+def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...]]:
+    """(experts, experts per token, expert width, which layers are MoE)."""
+    family = r.family
+    if not family.moe:
+        return 0, 0, 0, (False,) * layers
+    # attribute_map: num_experts -> num_local_experts (MixtralConfig, Qwen3MoeConfig, GptOssConfig)
+    key = "num_experts" if "num_experts" in r.raw and "num_local_experts" not in r.raw else "num_local_experts"
+    experts = r.size(key, r.get(key, family.defaults["num_local_experts"]), minimum=0 if family.moe == "qwen3_moe" else 1)
+    top_k = r.size("num_experts_per_tok")
+    if top_k > max(experts, 1) and experts:
+        raise r.fail(f"num_experts_per_tok {top_k} is more than the {experts} experts")
+    if family.moe != "qwen3_moe":
+        return experts, top_k, r.size("intermediate_size"), (True,) * layers
+    width = r.size("moe_intermediate_size")
+    step = r.size("decoder_sparse_step")
+    dense = r.get("mlp_only_layers") or []
+    if not isinstance(dense, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in dense):
+        raise r.fail("key 'mlp_only_layers' must be a list of layer indices")
+    # Qwen3MoeDecoderLayer: experts unless the layer is in mlp_only_layers or off the sparse step.
+    moe = tuple(i not in dense and experts > 0 and (i + 1) % step == 0 for i in range(layers))
+    return experts, top_k, width, moe
 
 
 def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> ModelConfig:
-    """Build a ``ModelConfig`` from a parsed ``config.json`` (a dict).
+    """Build a ``ModelConfig`` from a parsed ``config.json`` (a dict), as transformers resolves it.
 
-    ``source`` names the file in error messages. Raises ConfigError for a missing or
-    ill-typed key, an unsupported ``model_type``, or heads that do not divide hidden
-    when the config gives no ``head_dim``.
+    ``source`` names the file in error messages. Keys left out take the defaults of the
+    family's config class (transformers 5.23). Raises ConfigError (one line) for an
+    unsupported ``model_type``, a null the config class refuses, a non-integer, negative or
+    implausible size, KV heads that do not divide the attention heads, a ``hidden_size``
+    the config class refuses, or malformed ``layer_types``.
     """
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: expected a JSON object, got {type(raw).__name__}")
     model_type = raw.get("model_type")
+    required = _REQUIRED
+    if model_type == "gemma3":  # the multimodal model: its language model is text_config
+        raw = raw.get("text_config")
+        source = f"{source} (text_config)"
+        if not isinstance(raw, Mapping) or raw.get("model_type", "gemma3_text") != "gemma3_text":
+            raise ConfigError(f"{source}: a gemma3 config needs a 'text_config' object of model_type 'gemma3_text'")
+        raw, model_type, required = {**raw, "model_type": "gemma3_text"}, "gemma3_text", frozenset()
     if model_type not in _FAMILIES:
         raise ConfigError(
-            f"{source}: unsupported model_type {model_type!r}; "
-            f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
+            f"{source}: unsupported model_type {_short(model_type)}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
-    family = _FAMILIES[model_type]
-    hidden = _positive_int(raw, "hidden_size", source)
-    heads = _positive_int(raw, "num_attention_heads", source)
-    if raw.get("head_dim") is not None:
-        head_dim = _positive_int(raw, "head_dim", source)
-    elif hidden % heads:
-        raise ConfigError(
-            f"{source}: hidden_size {hidden} is not a multiple of num_attention_heads {heads}; "
-            "add the model's 'head_dim'"
+    r = _Reader(raw, model_type, source, required)
+    family = r.family
+    hidden = r.size("hidden_size")
+    heads = r.size("num_attention_heads")
+    layers = r.size("num_hidden_layers")
+    kv = r.get("num_key_value_heads")
+    kv = heads if kv is None else r.size("num_key_value_heads", kv)
+    if heads % kv:
+        raise r.fail(
+            f"num_key_value_heads {kv} does not divide num_attention_heads {heads} "
+            "(each KV head serves a whole group of query heads)"
         )
-    else:
-        head_dim = hidden // heads
-    experts = _positive_int(raw, "num_local_experts", source) if family.moe else 0
+    if family.checks_hidden_heads and hidden % heads:
+        raise r.fail(
+            f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}, "
+            f"which {family.config_class} refuses"
+        )
+    head_dim = _head_dim(r, hidden, heads)
+    if head_dim == 0:
+        raise r.fail(f"hidden_size {hidden} // num_attention_heads {heads} is 0; add the model's 'head_dim'")
+    window = _window(r)
+    experts, top_k, width, moe = _moe_layers(r, layers)
+    max_pos = r.get("max_position_embeddings")
+    activation = r.get(family.activation_key)
     return ModelConfig(
         model_type=model_type,
-        vocab_size=_positive_int(raw, "vocab_size", source),
+        vocab_size=r.size("vocab_size"),
         hidden_size=hidden,
-        intermediate_size=_positive_int(raw, "intermediate_size", source),
-        num_hidden_layers=_positive_int(raw, "num_hidden_layers", source),
+        intermediate_size=r.size("intermediate_size"),
+        num_hidden_layers=layers,
         num_attention_heads=heads,
-        num_key_value_heads=_positive_int(raw, "num_key_value_heads", source, default=heads),
+        num_key_value_heads=kv,
         head_dim=head_dim,
-        qkv_bias=_flag(raw, family.qkv_bias_key, family.qkv_bias_default, source),
-        o_bias=_flag(raw, family.o_bias_key, False, source),
-        mlp_bias=_flag(raw, family.mlp_bias_key, False, source),
+        qkv_bias=r.flag(family.qkv_bias),
+        o_bias=r.flag(family.o_bias),
+        mlp_bias=r.flag(family.mlp_bias),
         norms_per_layer=family.norms_per_layer,
-        tie_word_embeddings=_flag(raw, "tie_word_embeddings", family.tie_default, source),
+        tie_word_embeddings=r.flag("tie_word_embeddings"),
         num_local_experts=experts,
-        num_experts_per_tok=_positive_int(raw, "num_experts_per_tok", source) if family.moe else 0,
+        num_experts_per_tok=top_k,
+        moe_intermediate_size=width,
+        moe_layers=moe,
+        expert_bias=family.moe == "gpt_oss",
+        fused_projections=family.fused,
+        qk_norm=family.qk_norm,
+        attention_sinks=family.sinks,
+        hidden_act=activation if isinstance(activation, str) else str(activation),
+        layer_types=_layer_types(r, layers, window),
+        sliding_window=window,
+        attn_logit_softcapping=r.number("attn_logit_softcapping") if "attn_logit_softcapping" in family.defaults else None,
+        final_logit_softcapping=r.number("final_logit_softcapping") if "final_logit_softcapping" in family.defaults else None,
+        max_position_embeddings=max_pos if isinstance(max_pos, int) and not isinstance(max_pos, bool) else None,
+        defaulted=tuple(dict.fromkeys(r.defaulted)),
         source=source,
     )
 
@@ -195,7 +542,8 @@ def load_model_config(path: str | Path) -> ModelConfig:
     """Read a ``config.json`` file into a ``ModelConfig``.
 
     Raises ConfigError (one line naming the file) when the file cannot be read, is not
-    JSON, or fails ``model_config_from_dict``.
+    JSON (including integers over Python's 4,300-digit limit and nesting too deep to
+    parse), or fails ``model_config_from_dict``.
     """
     source = str(path)
     try:
@@ -211,6 +559,10 @@ def load_model_config(path: str | Path) -> ModelConfig:
             f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
             "pass the model's config.json"
         ) from None
+    except ValueError:  # an integer literal beyond sys.get_int_max_str_digits()
+        raise ConfigError(f"{source}: a number in the file has too many digits to be a model size") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: nested too deeply to be a config.json") from None
     return model_config_from_dict(raw, source)
 
 
@@ -223,49 +575,165 @@ def as_model_config(config: ModelConfig | Mapping[str, Any] | str | Path) -> Mod
     return load_model_config(config)
 
 
-def decoder_linears(config: ModelConfig) -> tuple[Linear, ...]:
-    """The ``nn.Linear`` modules of ONE decoder layer, named as in ``transformers``."""
+# --- the modules transformers builds ------------------------------------------------------
+
+def _linear(path: str, in_features: int, out_features: int, bias: bool) -> Module:
+    shapes = (("weight", (out_features, in_features)),) + ((("bias", (out_features,)),) if bias else ())
+    return Module(path, "linear", shapes)
+
+
+def _norm(path: str, size: int) -> Module:
+    return Module(path, "norm", (("weight", (size,)),))
+
+
+def layer_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
+    """Every module of decoder layer ``layer`` (0-based) that holds parameters directly.
+
+    Shapes as in the family's modeling file (module docstring). Raises ValueError for a
+    layer index out of range.
+    """
+    if not 0 <= layer < config.num_hidden_layers:
+        raise ValueError(f"layer must be in 0..{config.num_hidden_layers - 1}, got {layer!r}")
     h, hd = config.hidden_size, config.head_dim
     q_out, kv_out = config.num_attention_heads * hd, config.num_key_value_heads * hd
-    attention = (
-        Linear("q_proj", h, q_out, config.qkv_bias),
-        Linear("k_proj", h, kv_out, config.qkv_bias),
-        Linear("v_proj", h, kv_out, config.qkv_bias),
-        Linear("o_proj", q_out, h, config.o_bias),
+    if config.fused_projections:
+        modules = [_linear("self_attn.qkv_proj", h, q_out + 2 * kv_out, config.qkv_bias)]
+    else:
+        modules = [
+            _linear("self_attn.q_proj", h, q_out, config.qkv_bias),
+            _linear("self_attn.k_proj", h, kv_out, config.qkv_bias),
+            _linear("self_attn.v_proj", h, kv_out, config.qkv_bias),
+        ]
+    modules.append(_linear("self_attn.o_proj", q_out, h, config.o_bias))
+    if config.qk_norm:
+        modules += [_norm("self_attn.q_norm", hd), _norm("self_attn.k_norm", hd)]
+    if config.attention_sinks:
+        modules.append(Module("self_attn", "attention", (("sinks", (config.num_attention_heads,)),)))
+    if config.moe_layers[layer]:
+        modules += _moe_modules(config)
+    else:
+        i = config.intermediate_size
+        if config.fused_projections:
+            modules.append(_linear("mlp.gate_up_proj", h, 2 * i, config.mlp_bias))
+        else:
+            modules += [_linear("mlp.gate_proj", h, i, config.mlp_bias), _linear("mlp.up_proj", h, i, config.mlp_bias)]
+        modules.append(_linear("mlp.down_proj", i, h, config.mlp_bias))
+    norms = ["input_layernorm", "post_attention_layernorm"]
+    if config.norms_per_layer == 4:
+        norms += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
+    modules += [_norm(name, h) for name in norms]
+    return tuple(modules)
+
+
+def _moe_modules(config: ModelConfig) -> list[Module]:
+    e, h, i = config.num_local_experts, config.hidden_size, config.moe_intermediate_size
+    k = config.num_experts_per_tok
+    if config.expert_bias:  # gpt_oss: GptOssExperts, GptOssTopKRouter
+        experts = (("gate_up_proj", (e, h, 2 * i)), ("gate_up_proj_bias", (e, 2 * i)),
+                   ("down_proj", (e, i, h)), ("down_proj_bias", (e, h)))
+        return [Module("mlp.router", "router", (("weight", (e, h)), ("bias", (e,)))),
+                Module("mlp.experts", "experts", experts, e, k)]
+    # MixtralExperts / Qwen3MoeExperts and their TopKRouter (mlp.gate)
+    experts = (("gate_up_proj", (e, 2 * i, h)), ("down_proj", (e, h, i)))
+    return [Module("mlp.gate", "router", (("weight", (e, h)),)), Module("mlp.experts", "experts", experts, e, k)]
+
+
+def root_modules(config: ModelConfig) -> tuple[Module, ...]:
+    """The modules outside the decoder layers: embedding, final norm, lm_head (maybe tied)."""
+    v, h = config.vocab_size, config.hidden_size
+    return (
+        Module("model.embed_tokens", "embedding", (("weight", (v, h)),)),
+        _norm("model.norm", h),
+        Module("lm_head", "linear", (("weight", (v, h)),), tied=config.tie_word_embeddings),
     )
-    i = config.intermediate_size
-    if not config.is_moe:
-        return attention + (
-            Linear("gate_proj", h, i, config.mlp_bias),
-            Linear("up_proj", h, i, config.mlp_bias),
-            Linear("down_proj", i, h, config.mlp_bias),
-        )
-    e, k = config.num_local_experts, config.num_experts_per_tok
-    return attention + (
-        Linear("gate", h, e),  # the router: every token passes through it
-        Linear("w1", h, i, copies=e, active_copies=k),
-        Linear("w3", h, i, copies=e, active_copies=k),
-        Linear("w2", i, h, copies=e, active_copies=k),
-    )
 
 
-def embedding_params(config: ModelConfig) -> int:
-    """Input embedding plus, when untied, the ``lm_head`` (vocab x hidden each)."""
-    one = config.vocab_size * config.hidden_size
-    return one if config.tie_word_embeddings else 2 * one
+def _layer_params(config: ModelConfig, layer: int) -> tuple[int, int]:
+    modules = layer_modules(config, layer)
+    return sum(m.params for m in modules), sum(m.active_params for m in modules)
 
 
-def count_params(config: ModelConfig | Mapping[str, Any] | str | Path) -> ParamCount:
+def _distinct_layers(config: ModelConfig) -> dict[bool, int]:
+    """Layers differ only by MoE or dense MLP: one representative index per kind."""
+    kinds: dict[bool, int] = {}
+    for index, moe in enumerate(config.moe_layers):
+        kinds.setdefault(moe, index)
+    return kinds
+
+
+ModelLike = ModelConfig | Mapping[str, Any] | str | Path
+
+
+def decoder_layer_params(config: ModelLike) -> int:
+    """Parameters (elements) of one decoder layer, the largest if layers differ.
+
+    FSDP2's unit when ``fully_shard`` wraps each decoder layer. Raises ConfigError.
+    """
+    config = as_model_config(config)
+    return max(_layer_params(config, index)[0] for index in _distinct_layers(config).values())
+
+
+def root_params(config: ModelLike) -> int:
+    """Parameters outside the decoder layers: embedding, final norm and an untied lm_head."""
+    config = as_model_config(config)
+    return sum(m.params for m in root_modules(config) if not m.tied)
+
+
+def count_params(config: ModelLike) -> ParamCount:
     """Exact parameter count of the model (elements): total and active per token.
 
     Accepts what ``as_model_config`` accepts. Raises ConfigError for a bad config.
     """
     config = as_model_config(config)
-    linears = decoder_linears(config)
-    norms = config.norms_per_layer * config.hidden_size
-    per_layer = sum(lin.params for lin in linears) + norms
-    active_per_layer = sum(lin.active_params for lin in linears) + norms
-    outside = embedding_params(config) + config.hidden_size  # + final norm
-    layers = config.num_hidden_layers
-    return ParamCount(total=outside + layers * per_layer, active=outside + layers * active_per_layer)
+    per_kind = {moe: _layer_params(config, index) for moe, index in _distinct_layers(config).items()}
+    total = active = root_params(config)
+    for moe in config.moe_layers:
+        total += per_kind[moe][0]
+        active += per_kind[moe][1]
+    return ParamCount(total=total, active=active)
 
+
+def largest_layer_params(config: ModelLike) -> int:
+    """The most parameters one module holds directly: DeepSpeed ZeRO-3's "largest layer".
+
+    ``max(sum(p.numel() for p in m.parameters(recurse=False)) for m in model.modules())``,
+    the loop of ``model_to_params`` in ``deepspeed/runtime/zero/stage3.py`` (the module
+    gathered whole at once). Llama 3.1 8B: the 128,256 x 4,096 embedding, 525,336,576;
+    Mixtral 8x7B: one layer's fused experts, 8 x 3 x 14,336 x 4,096 = 1,409,286,144.
+    """
+    config = as_model_config(config)
+    modules = list(root_modules(config))
+    for index in _distinct_layers(config).values():
+        modules += layer_modules(config, index)
+    return max(m.params for m in modules)
+
+
+def linear_params(config: ModelLike) -> int:
+    """Elements of every ``nn.Linear`` weight and bias, ``lm_head`` included (tied or not).
+
+    What PyTorch autocast copies to bf16 when it runs a Linear on fp32 weights. Fused
+    expert parameters (transformers 5.x MoE) are not ``nn.Linear``; their matmuls go
+    through ``nn.functional.linear`` on the 3-D parameter and are not counted here.
+    """
+    config = as_model_config(config)
+    kinds = _distinct_layers(config)
+    per_kind = {moe: sum(m.params for m in layer_modules(config, index) if m.kind == "linear")
+                for moe, index in kinds.items()}
+    return sum(m.params for m in root_modules(config) if m.kind == "linear") + sum(
+        per_kind[moe] for moe in config.moe_layers)
+
+
+def decoder_linears(config: ModelLike, layer: int | None = None) -> tuple[Linear, ...]:
+    """The ``nn.Linear`` modules of one decoder layer (default: the largest), named as in transformers."""
+    config = as_model_config(config)
+    if layer is None:
+        kinds = _distinct_layers(config)
+        layer = max(kinds.values(), key=lambda index: _layer_params(config, index)[0])
+    return tuple(m.linear() for m in layer_modules(config, layer) if m.kind == "linear")
+
+
+def embedding_params(config: ModelLike) -> int:
+    """Input embedding plus, when untied, the ``lm_head`` (vocab x hidden each)."""
+    config = as_model_config(config)
+    one = config.vocab_size * config.hidden_size
+    return one if config.tie_word_embeddings else 2 * one

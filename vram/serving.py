@@ -1,67 +1,111 @@
 """Serving memory: the weights in bf16, fp8 or int4, plus the KV cache.
 
-KV cache per token = 2 (K and V) x layers x kv_heads x head_dim x bytes per element:
-each layer stores one key and one value vector per KV head (grouped-query attention,
-Ainslie et al. 2023, arXiv:2305.13245: ``num_key_value_heads``, not the query heads).
-llama-3.1-8b in bf16: 2 x 32 x 8 x 128 x 2 B = 128 KiB per token. Sliding-window
-layers (mistral, gemma2) are counted in full: an upper bound. Activations, the CUDA
-context and the allocator's slack are not included.
+KV cache: each layer stores one key and one value vector per KV head and token (grouped-
+query attention, Ainslie et al. 2023, arXiv:2305.13245: ``num_key_value_heads``, not the
+query heads), 2 x kv_heads x head_dim elements. llama-3.1-8b in bf16: 2 x 32 layers x 8 x
+128 x 2 B = 128 KiB per token.
+
+Sliding-window layers (``ModelConfig.layer_types``: gemma2 and gpt_oss every other layer,
+gemma3_text five of six, mistral/phi3/qwen3_moe every layer when the config has a
+``sliding_window``, qwen2/qwen3 past ``max_window_layers`` with ``use_sliding_window``) keep
+only the end of the sequence. transformers' ``DynamicSlidingWindowLayer``
+(``cache_utils.py``) keeps the last ``sliding_window - 1`` tokens after each update, so a
+sliding layer holds min(T, W - 1) tokens of a T-token sequence: that is what
+``kv_cache_bytes`` counts (tests/vram/test_kv_cache_oracle.py measures it on a real cache
+after a prefill). Two facts of that implementation, not counted: the kept tokens are a
+view of the tensor concatenated by the update, so right after a prefill longer than the
+window the sliding layer's storage is still the whole T-token tensor (released at the
+first decoding step, after which it is W tokens a layer); and vLLM's paged cache rounds a
+window up to whole blocks. Activations, the CUDA context and the allocator's slack are
+not included either.
 
 Tensor parallel (``serving_memory_per_gpu``; Megatron-LM, Shoeybi et al. 2019,
-arXiv:1909.08053, §3; vLLM's ``--tensor-parallel-size``, ``vllm/model_executor/layers/
-linear.py`` and ``vocab_parallel_embedding.py``), on each of tp GPUs:
+arXiv:1909.08053, §3; vLLM's ``--tensor-parallel-size``: ``vllm/model_executor/layers/
+linear.py``, ``vocab_parallel_embedding.py``, ``fused_moe/layer.py``, ``models/gpt_oss.py``),
+on each of tp GPUs:
 
 - column-parallel, output split (``QKVParallelLinear``, ``MergedColumnParallelLinear``):
-  ``q_proj`` keeps heads/tp query heads, ``gate_proj``/``up_proj`` (mixtral: ``w1``/``w3``
-  of every expert) intermediate/tp rows, biases split alike;
+  ``q_proj`` keeps heads/tp query heads, ``gate_proj``/``up_proj`` intermediate/tp rows,
+  phi3's fused ``qkv_proj`` its q part by heads and its k/v parts by KV heads, its
+  ``gate_up_proj`` 2 x intermediate/tp rows; biases split alike;
 - ``k_proj``/``v_proj`` keep kv_heads/tp KV heads; with tp > kv_heads each GPU keeps ONE
   KV head, replicated on tp/kv_heads GPUs (vLLM: ``num_kv_head_replicas``), so per GPU
   max(1, kv_heads/tp) KV heads, in the weights and in the KV cache;
-- row-parallel, input split (``RowParallelLinear``): ``o_proj``, ``down_proj`` (``w2``);
-  their biases are whole on every GPU;
+- row-parallel, input split (``RowParallelLinear``): ``o_proj``, ``down_proj``; their
+  biases are whole on every GPU;
+- experts (``FusedMoE`` without expert parallelism): every expert on every GPU with its
+  intermediate width split, ``gate_up_proj`` (and gpt_oss's ``gate_up_proj_bias``) by
+  output, ``down_proj`` by input; gpt_oss's ``down_proj_bias`` whole on every GPU;
 - vocab-parallel: the embedding and ``lm_head`` rows (vocab/tp, rounded up; vLLM's
   padding of the vocabulary to a multiple of 64 rows is not counted);
-- replicated: the RMSNorm weights and the MoE router (``gate``, a ``ReplicatedLinear``).
+- gpt_oss's attention sinks: heads/tp per GPU (vLLM ``gpt_oss.py``: one per local head);
+- replicated: the RMSNorm weights (q_norm/k_norm included) and the MoE router
+  (a ``ReplicatedLinear``; gpt_oss's router an ``nn.Linear`` with its bias).
 
 vLLM refuses (and so does ``check_tensor_parallel``) a tp that does not divide the query
-heads or the intermediate size, or where neither tp nor kv_heads divides the other.
+heads or an MLP/expert width, or where neither tp nor kv_heads divides the other.
+Not counted: gpt_oss's published weights are MXFP4 (vLLM pads each expert's width to
+blocks of 32 per GPU); the figures here are for the ``weight_dtype`` asked.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 from pathlib import Path
 from typing import Any, Mapping
 
 from .dtypes import dtype_bits, tensor_bytes
-from .models import ModelConfig, as_model_config, count_params, decoder_linears
+from .models import SLIDING, ModelConfig, Module, as_model_config, count_params, layer_modules, root_modules
 from .validate import check_int, check_params
 
 ModelLike = ModelConfig | Mapping[str, Any] | str | Path
 
 
+def kv_cache_tokens(config: ModelLike, context_length: int) -> tuple[int, ...]:
+    """Tokens each layer's KV cache holds for one sequence of ``context_length`` tokens.
+
+    Full-attention layers: all of them; sliding layers: min(context_length, sliding_window
+    - 1), as transformers' ``DynamicSlidingWindowLayer`` keeps after an update (module
+    docstring). Raises ValueError for context_length < 0 or a bad config.
+    """
+    config = as_model_config(config)
+    t = check_int(context_length, "context_length", 0)
+    window = config.sliding_window
+    return tuple(min(t, window - 1) if kind == SLIDING and window is not None else t for kind in config.layer_types)
+
+
+def _kv_bytes(config: ModelConfig, context_length: int, batch: int, kv_dtype: str, kv_heads: int) -> int:
+    dtype_bits(kv_dtype)
+    check_int(batch, "batch", 1)
+    tokens = sum(kv_cache_tokens(config, context_length))
+    return tensor_bytes(2 * kv_heads * config.head_dim * tokens * batch, kv_dtype)
+
+
 def kv_cache_bytes_per_token(config: ModelLike, kv_dtype: str = "bf16") -> int:
-    """Bytes of KV cache one token adds, all layers: 2 x L x kv_heads x head_dim x bytes.
+    """Bytes of KV cache one token adds while no sliding window is full: 2 x L x kv_heads x head_dim x bytes.
 
     config: what ``vram.models.as_model_config`` accepts; kv_dtype: bf16, fp16, fp8, fp32...
+    Past a sliding window, sliding layers stop growing: use ``kv_cache_bytes``.
     Raises ValueError (ConfigError) for a bad config or dtype.
     """
     config = as_model_config(config)
-    dtype_bits(kv_dtype)
-    elements = 2 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim
-    return tensor_bytes(elements, kv_dtype)
+    return _kv_bytes(config, 1, 1, kv_dtype, config.num_key_value_heads)
 
 
 def kv_cache_bytes(
     config: ModelLike, context_length: int, batch: int = 1, kv_dtype: str = "bf16"
 ) -> int:
-    """KV-cache bytes for ``batch`` sequences of ``context_length`` tokens each.
+    """KV-cache bytes for ``batch`` sequences of ``context_length`` tokens each, sliding layers capped.
 
-    Raises ValueError for context_length < 0, batch < 1, a bad config or dtype.
+    Sum over layers of 2 x kv_heads x head_dim x ``kv_cache_tokens`` x batch elements in
+    ``kv_dtype``. gemma2 without head_dim (256 by Gemma2Config's default), 4 layers of 4
+    KV heads, 4,096 tokens, bf16: 67,108,864 bytes (its window, 4,096, caps the sliding
+    layers at 4,095 tokens: 67,092,480). Raises ValueError for context_length < 0,
+    batch < 1, a bad config or dtype.
     """
-    check_int(context_length, "context_length", 0)
-    check_int(batch, "batch", 1)
-    return kv_cache_bytes_per_token(config, kv_dtype) * context_length * batch
+    config = as_model_config(config)
+    return _kv_bytes(config, context_length, batch, kv_dtype, config.num_key_value_heads)
 
 
 @dataclass(frozen=True)
@@ -99,9 +143,10 @@ def serving_memory(
     """Weights plus KV cache for serving ``batch`` sequences of ``context_length`` tokens.
 
     model: a parameter count (int) or a config (``ModelConfig``, dict, path); with a
-    count, pass ``kv_bytes_per_token`` unless context_length is 0. weight_dtype: fp32,
-    bf16, fp16, fp8, int8, int4 or nf4 (every parameter in that format; see
-    ``vram.dtypes``). Returns ``ServingMemory`` in bytes. Raises ValueError.
+    count, pass ``kv_bytes_per_token`` unless context_length is 0 (no window cap then).
+    With a config the KV cache is ``kv_cache_bytes`` (sliding layers capped).
+    weight_dtype: fp32, bf16, fp16, fp8, int8, int4 or nf4 (every parameter in that
+    format; see ``vram.dtypes``). Returns ``ServingMemory`` in bytes. Raises ValueError.
     """
     check_int(context_length, "context_length", 0)
     check_int(batch, "batch", 1)
@@ -111,43 +156,43 @@ def serving_memory(
             if context_length:
                 raise ValueError("kv_bytes_per_token is needed with a bare parameter count; pass a config")
             kv_bytes_per_token = 0
+        kv = kv_bytes_per_token * context_length * batch
     else:
         config = as_model_config(model)
         params = count_params(config).total
         if kv_bytes_per_token is None:
-            kv_bytes_per_token = kv_cache_bytes_per_token(config, kv_dtype)
-    return ServingMemory(
-        params=params,
-        weights_bytes=tensor_bytes(params, weight_dtype),
-        kv_cache_bytes=kv_bytes_per_token * context_length * batch,
-    )
-
-
-# Tensor-parallel layout of the decoder's nn.Linear modules (names of vram.models.decoder_linears).
-_COLUMN = frozenset({"q_proj", "gate_proj", "up_proj", "w1", "w3"})  # output split
-_KV = frozenset({"k_proj", "v_proj"})  # output split by KV heads, replicated past kv_heads
-_ROW = frozenset({"o_proj", "down_proj", "w2"})  # input split, bias whole
-_REPLICATED = frozenset({"gate"})  # the MoE router
+            kv = kv_cache_bytes(config, context_length, batch, kv_dtype)
+        else:
+            kv = kv_bytes_per_token * context_length * batch
+    return ServingMemory(params=params, weights_bytes=tensor_bytes(params, weight_dtype), kv_cache_bytes=kv)
 
 
 def check_tensor_parallel(config: ModelLike, tensor_parallel: int) -> int:
     """Return ``tensor_parallel`` if vLLM can split ``config`` over that many GPUs.
 
-    Needs an int >= 1 that divides ``num_attention_heads`` and ``intermediate_size``,
-    and either divides ``num_key_value_heads`` or is a multiple of it (vLLM's
-    ``QKVParallelLinear``). Raises ValueError naming the sizes otherwise.
+    Needs an int >= 1 that divides ``num_attention_heads``, the intermediate size of every
+    dense MLP and the width of every expert, and either divides ``num_key_value_heads``
+    or is a multiple of it (vLLM's ``QKVParallelLinear``). Raises ValueError naming the
+    sizes otherwise.
     """
     config = as_model_config(config)
     tp = check_int(tensor_parallel, "tensor_parallel", 1)
-    heads, kv, inter = config.num_attention_heads, config.num_key_value_heads, config.intermediate_size
+    heads, kv = config.num_attention_heads, config.num_key_value_heads
     if heads % tp:
         raise ValueError(f"tensor_parallel {tp} must divide num_attention_heads {heads} ({config.source})")
     if kv % tp and tp % kv:
         raise ValueError(
             f"tensor_parallel {tp} and num_key_value_heads {kv} must divide one another ({config.source})"
         )
-    if inter % tp:
-        raise ValueError(f"tensor_parallel {tp} must divide intermediate_size {inter} ({config.source})")
+    widths = []
+    if not all(config.moe_layers):
+        widths.append(("intermediate_size", config.intermediate_size))
+    if config.is_moe:
+        key = "moe_intermediate_size" if config.model_type == "qwen3_moe" else "intermediate_size"
+        widths.append((key, config.moe_intermediate_size))
+    for key, width in widths:
+        if width % tp:
+            raise ValueError(f"tensor_parallel {tp} must divide {key} {width} ({config.source})")
     return tp
 
 
@@ -160,24 +205,40 @@ def kv_heads_per_gpu(config: ModelLike, tensor_parallel: int = 1) -> int:
     return max(1, config.num_key_value_heads // tp)
 
 
+def _share(config: ModelConfig, module: Module, name: str, shape: tuple[int, ...], tp: int) -> int:
+    """Elements of one parameter that one of tp GPUs holds (layout of the module docstring)."""
+    whole = prod(shape)
+    if module.kind in ("norm", "router"):
+        return whole
+    hd = config.head_dim
+    kv_rows = kv_heads_per_gpu(config, tp) * hd
+    rest = whole // shape[0]  # elements per output row
+    if module.kind == "attention":  # gpt_oss sinks: one per local query head
+        return whole // tp
+    if module.kind == "experts":
+        return whole if name == "down_proj_bias" else whole // tp
+    if module.kind == "embedding" or module.path == "lm_head":
+        return -(-config.vocab_size // tp) * config.hidden_size
+    column = {"q_proj": config.num_attention_heads * hd // tp, "k_proj": kv_rows, "v_proj": kv_rows,
+              "qkv_proj": config.num_attention_heads * hd // tp + 2 * kv_rows}
+    if module.name in column:
+        return column[module.name] * rest
+    if module.name in ("gate_proj", "up_proj", "gate_up_proj"):
+        return whole // tp
+    if module.name in ("o_proj", "down_proj"):  # row-parallel: input split, bias whole
+        return whole // tp if name == "weight" else whole
+    raise AssertionError(f"no tensor-parallel layout for {module.path}.{name}")  # a new module kind
+
+
 def _params_per_gpu(config: ModelConfig, tp: int) -> int:
-    kv_out = kv_heads_per_gpu(config, tp) * config.head_dim
-    per_layer = config.norms_per_layer * config.hidden_size  # RMSNorm weights: replicated
-    for lin in decoder_linears(config):
-        if lin.name in _COLUMN:
-            rows, cols, bias = lin.out_features // tp, lin.in_features, lin.out_features // tp
-        elif lin.name in _KV:
-            rows, cols, bias = kv_out, lin.in_features, kv_out
-        elif lin.name in _ROW:
-            rows, cols, bias = lin.out_features, lin.in_features // tp, lin.out_features
-        elif lin.name in _REPLICATED:
-            rows, cols, bias = lin.out_features, lin.in_features, lin.out_features
-        else:  # a module added to decoder_linears without a layout here
-            raise AssertionError(f"no tensor-parallel layout for {lin.name}")
-        per_layer += lin.copies * (rows * cols + bias * lin.bias)
-    vocab_rows = -(-config.vocab_size // tp)
-    embeddings = vocab_rows * config.hidden_size * (1 if config.tie_word_embeddings else 2)
-    return embeddings + config.hidden_size + config.num_hidden_layers * per_layer  # + final norm
+    def held(modules) -> int:
+        return sum(_share(config, m, name, shape, tp) for m in modules if not m.tied for name, shape in m.shapes)
+
+    per_kind = {}
+    for index, moe in enumerate(config.moe_layers):
+        if moe not in per_kind:
+            per_kind[moe] = held(layer_modules(config, index))
+    return held(root_modules(config)) + sum(per_kind[moe] for moe in config.moe_layers)
 
 
 def serving_memory_per_gpu(
@@ -193,9 +254,10 @@ def serving_memory_per_gpu(
     Weights: the parameters one GPU holds under the layout of this module's docstring
     (Megatron-LM §3, vLLM), every one in ``weight_dtype`` (as ``serving_memory``; nf4
     treats them as one tensor). KV cache: ``batch`` sequences of ``context_length``
-    tokens, 2 x layers x ``kv_heads_per_gpu`` x head_dim elements per token in
-    ``kv_dtype`` (llama-3.1-8b, bf16: 128 KiB per token on one GPU, 64 KiB on 2,
-    16 KiB on 8 and on 16). With tensor_parallel 1 it equals ``serving_memory``.
+    tokens, 2 x ``kv_heads_per_gpu`` x head_dim elements per token and layer in
+    ``kv_dtype``, sliding layers capped as ``kv_cache_tokens`` (llama-3.1-8b, bf16:
+    128 KiB per token on one GPU, 64 KiB on 2, 16 KiB on 8 and on 16). With
+    tensor_parallel 1 it equals ``serving_memory``.
 
     Returns ``ServingMemory`` in bytes per GPU. Raises ValueError (ConfigError) for a
     bad config or dtype, context_length < 0, batch < 1, or a tensor_parallel that
@@ -205,13 +267,11 @@ def serving_memory_per_gpu(
     check_int(context_length, "context_length", 0)
     check_int(batch, "batch", 1)
     tp = check_tensor_parallel(config, tensor_parallel)
-    dtype_bits(kv_dtype)
-    per_token = tensor_bytes(2 * config.num_hidden_layers * kv_heads_per_gpu(config, tp) * config.head_dim, kv_dtype)
     params_per_gpu = _params_per_gpu(config, tp)
     return ServingMemory(
         params=count_params(config).total,
         weights_bytes=tensor_bytes(params_per_gpu, weight_dtype),
-        kv_cache_bytes=per_token * context_length * batch,
+        kv_cache_bytes=_kv_bytes(config, context_length, batch, kv_dtype, kv_heads_per_gpu(config, tp)),
         tensor_parallel=tp,
         params_per_gpu=params_per_gpu,
     )

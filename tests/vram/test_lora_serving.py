@@ -79,12 +79,16 @@ def test_lora_errors(shared_configs):
         vram.lora_memory(10**9, 10, base_dtype="int3")
 
 
-def test_mixtral_lora_targets_are_the_expert_names(local_configs):
+def test_mixtral_all_linear_is_attention_only_in_transformers_5(local_configs):
     config = local_configs / "mixtral-8x7b-v0.1.json"
-    # w1 on every expert: 32 layers x 8 experts x r x (4096 + 14336)
-    assert vram.lora_adapter_params(config, 8, ("w1",)) == 32 * 8 * 8 * (4096 + 14336)
-    with pytest.raises(ValueError, match="gate_proj"):
-        vram.lora_adapter_params(config, 8, ("gate_proj",))
+    # transformers 5.x fuses the experts into 3-D parameters and the router is not an nn.Linear:
+    # PEFT's all-linear adapts q, k, v, o. By hand, 32 layers x r x (in + out):
+    # q 4096+4096, k 4096+1024, v 4096+1024, o 4096+4096.
+    assert vram.lora_adapter_params(config, 8) == 32 * 8 * (8192 + 5120 + 5120 + 8192) == 6_815_744
+    with pytest.raises(ValueError, match=r"unknown LoRA target modules \['w1'\]"):
+        vram.lora_adapter_params(config, 8, ("w1",))  # transformers 4's expert Linear, gone in 5.x
+    with pytest.raises(ValueError, match="experts of mixtral is not an nn.Linear"):
+        vram.lora_adapter_params(config, 8, ("experts",))
 
 
 # --- serving -----------------------------------------------------------------------------

@@ -88,7 +88,7 @@ def _llama(shared_configs) -> dict:
 
 def test_unsupported_model_type_is_a_clear_value_error(tmp_path, shared_configs):
     path = _write(tmp_path, {**_llama(shared_configs), "model_type": "gpt2"})
-    with pytest.raises(ValueError, match=r"unsupported model_type 'gpt2'; supported: gemma2, llama, mistral"):
+    with pytest.raises(ValueError, match=r"unsupported model_type 'gpt2'; supported: gemma2, gemma3_text, gpt_oss, llama, mistral, mixtral, phi3, qwen2, qwen3, qwen3_moe$"):
         vram.count_params(path)
 
 
@@ -114,10 +114,11 @@ def test_bad_values_are_rejected(tmp_path, shared_configs, key, value):
         vram.load_model_config(_write(tmp_path, {**_llama(shared_configs), key: value}))
 
 
-def test_heads_not_dividing_hidden_without_head_dim(tmp_path, shared_configs):
-    raw = {**_llama(shared_configs), "num_attention_heads": 30}
+def test_heads_not_dividing_hidden_are_refused_as_llamaconfig_does(tmp_path, shared_configs):
+    # LlamaConfig.validate_architecture: "The hidden size (4096) is not a multiple of the number of attention heads (30)."
+    raw = {**_llama(shared_configs), "num_attention_heads": 30, "num_key_value_heads": 10}
     del raw["head_dim"]
-    with pytest.raises(ConfigError, match="head_dim"):
+    with pytest.raises(ConfigError, match="hidden_size 4096 is not a multiple of num_attention_heads 30, which LlamaConfig refuses"):
         vram.load_model_config(_write(tmp_path, raw))
 
 
