@@ -1,0 +1,174 @@
+"""activation_memory against real transformers models: saved-tensor bytes, within 1 %.
+
+The oracle (tests/vram/activations_oracle.py) runs a training forward of a small
+``*ForCausalLM`` built by transformers from the SAME config dict that ``vram`` reads, and
+counts the storages autograd keeps for backward (``saved_tensors_hooks``), per decoder layer
+and outside the layers. sdpa and eager attention, with and without activation checkpointing
+(``activation_checkpointing_enable``, i.e. ``torch.utils.checkpoint`` on every layer), bf16
+on CPU, seq 128 x micro-batch 2.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+torch = pytest.importorskip("torch")  # noqa: E402  (torch is in requirements.txt: never skips in CI)
+transformers = pytest.importorskip("transformers")
+
+import vram  # noqa: E402
+from vram.activations import activation_memory  # noqa: E402
+
+from tests.vram.activations_oracle import attention_core_saves, measure  # noqa: E402
+
+SEQ, BATCH = 128, 2
+TOL = 0.01  # the brief asks for 5 %; the terms are exact, so 1 % still leaves room
+
+CONFIGS = {
+    # SwiGLU width 3.5h, 4 heads per KV head (Llama 3's ratios), at h = 256 and h = 512
+    "llama": {"model_type": "llama", "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 896,
+              "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2},
+    "llama512": {"model_type": "llama", "vocab_size": 1000, "hidden_size": 512, "intermediate_size": 1792,
+                 "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2},
+    # four norms, GeGLU, head_dim * heads != hidden, attention and final softcapping
+    "gemma2": {"model_type": "gemma2", "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 1024,
+               "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 64},
+    "mixtral": {"model_type": "mixtral", "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 512,
+                "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
+                "num_local_experts": 4, "num_experts_per_tok": 2},
+}
+DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+def build(name: str, attention: str, checkpointing: bool = False, dtype: str = "bf16"):
+    raw = CONFIGS[name]
+    fields = {key: value for key, value in raw.items() if key != "model_type"}
+    config = transformers.AutoConfig.for_model(raw["model_type"], **fields)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention)
+    model = model.to(DTYPES[dtype]).train()
+    if checkpointing:
+        model.activation_checkpointing_enable()
+    return model
+
+
+@functools.cache
+def measured(name: str, attention: str, checkpointing: bool = False, dtype: str = "bf16",
+             padded: bool = False):
+    model = build(name, attention, checkpointing, dtype)
+    torch.manual_seed(1)
+    ids = torch.randint(0, CONFIGS[name]["vocab_size"], (BATCH, SEQ))
+    mask = None
+    if padded:
+        mask = torch.ones(BATCH, SEQ, dtype=torch.long)
+        mask[0, : SEQ // 4] = 0  # left padding on the first sequence
+    return measure(model, ids, attention_mask=mask)
+
+
+def formula(name: str, attention: str, recompute: str = "none", dtype: str = "bf16", padded: bool = False):
+    config = vram.model_config_from_dict(CONFIGS[name], name)
+    return activation_memory(config, SEQ, BATCH, attention, recompute, dtype, padded=padded)
+
+
+CASES = [("llama", "sdpa"), ("llama", "eager"), ("llama512", "sdpa"), ("gemma2", "eager"),
+         ("mixtral", "sdpa"), ("mixtral", "eager")]
+
+
+@pytest.mark.parametrize("name, attention", CASES)
+def test_each_layer_keeps_what_the_formula_says(name, attention):
+    saved, model = measured(name, attention), formula(name, attention)
+    for layer in saved.layers:
+        assert layer == pytest.approx(model.per_layer_bytes, rel=TOL)
+    assert sum(saved.layers) == pytest.approx(model.layers_bytes, rel=TOL)
+
+
+@pytest.mark.parametrize("name, attention", CASES)
+def test_head_and_logits_with_the_loss_are_counted_once(name, attention):
+    saved, model = measured(name, attention), formula(name, attention)
+    assert saved.head == pytest.approx(model.head_bytes, rel=TOL)
+    # the fp32 log-softmax kept by the loss, gemma's softcapping tanh, and the returned logits
+    assert saved.logits + saved.returned_logits == pytest.approx(model.logits_bytes, rel=TOL)
+
+
+@pytest.mark.parametrize("name", ["llama", "llama512"])
+def test_hf_llama_keeps_about_49_sbh_per_layer_under_sdpa(name):
+    sbh = SEQ * BATCH * CONFIGS[name]["hidden_size"]
+    for layer in measured(name, "sdpa").layers:  # shared/cases/oracles.md: 49, not Korthikanti's 34
+        assert layer / sbh == pytest.approx(49, abs=0.5)
+    assert formula(name, "sdpa").per_layer_bytes / sbh == pytest.approx(49, abs=0.5)
+
+
+@pytest.mark.parametrize("name, attention", [("llama", "sdpa"), ("llama", "eager"), ("gemma2", "eager"),
+                                             ("mixtral", "sdpa")])
+def test_full_recompute_keeps_each_input_and_one_whole_layer(name, attention):
+    checkpointed, plain = measured(name, attention, checkpointing=True), measured(name, attention)
+    model = formula(name, attention, "full")
+    for layer in checkpointed.layers:
+        assert layer == pytest.approx(model.per_layer_bytes, rel=TOL)
+    # the backward pass re-runs one layer's forward: its saves live once, beside the checkpoints
+    assert model.recomputed_bytes == pytest.approx(max(plain.layers), rel=TOL)
+    assert model.layers_bytes == pytest.approx(sum(checkpointed.layers) + max(plain.layers), rel=TOL)
+    assert checkpointed.logits == plain.logits and checkpointed.head == plain.head
+
+
+SELECTIVE = "eager_checkpointed_core"
+
+
+def _register_checkpointed_eager(family_module):
+    """Korthikanti's selective recomputation: the eager attention core under checkpoint."""
+    eager = family_module.eager_attention_forward
+
+    def core(module, query, key, value, attention_mask, **kwargs):
+        return torch.utils.checkpoint.checkpoint(
+            lambda q, k, v, m: eager(module, q, k, v, m, **kwargs), query, key, value, attention_mask,
+            use_reentrant=False)
+
+    transformers.AttentionInterface.register(SELECTIVE, core)
+    return eager
+
+
+@pytest.mark.parametrize("name, family", [("llama", "llama"), ("gemma2", "gemma2")])
+def test_selective_recompute_under_eager_drops_the_s_squared_part(name, family):
+    family_module = __import__(f"transformers.models.{family}.modeling_{family}", fromlist=["x"])
+    eager = _register_checkpointed_eager(family_module)
+    model = build(name, "eager")
+    model.config._attn_implementation = SELECTIVE
+    torch.manual_seed(1)
+    saved = measure(model, torch.randint(0, 1000, (BATCH, SEQ)))
+    expected = formula(name, "eager", "selective")
+    for layer in saved.layers:
+        assert layer == pytest.approx(expected.per_layer_bytes, rel=TOL)
+    # what one recomputation of the core keeps beyond its inputs while backward runs it
+    attn = model.model.layers[0].self_attn
+    raw = CONFIGS[name]
+    heads, kv = raw["num_attention_heads"], raw["num_key_value_heads"]
+    d = raw.get("head_dim", raw["hidden_size"] // heads)
+    q = torch.randn(BATCH, heads, SEQ, d, dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(BATCH, kv, SEQ, d, dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(BATCH, kv, SEQ, d, dtype=torch.bfloat16, requires_grad=True)
+    extra = {"softcap": attn.attn_logit_softcapping} if hasattr(attn, "attn_logit_softcapping") else {}
+    once = attention_core_saves(eager, attn, q, k, v, None, dropout=0.0, scaling=attn.scaling, **extra)
+    assert expected.recomputed_bytes == pytest.approx(once, rel=TOL)
+
+
+def test_padded_batch_under_sdpa_repeats_kv_and_keeps_the_mask_per_layer():
+    saved, model = measured("llama", "sdpa", padded=True), formula("llama", "sdpa", padded=True)
+    for layer in saved.layers:
+        assert layer == pytest.approx(model.per_layer_bytes, rel=TOL)
+    assert model.per_layer_bytes > formula("llama", "sdpa").per_layer_bytes
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_fp32_model(attention):
+    saved, model = measured("llama", attention, dtype="fp32"), formula("llama", attention, dtype="fp32")
+    for layer in saved.layers:
+        assert layer == pytest.approx(model.per_layer_bytes, rel=TOL)
+    assert saved.logits + saved.returned_logits == pytest.approx(model.logits_bytes, rel=TOL)
+
+
+def test_gemma2_under_sdpa_is_refused_as_transformers_refuses_it():
+    with pytest.raises(ValueError, match="scaled_dot_product_attention"):
+        build("gemma2", "sdpa")
+    with pytest.raises(ValueError, match="gemma2 under sdpa"):
+        formula("gemma2", "sdpa")
