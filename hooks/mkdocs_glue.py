@@ -29,20 +29,23 @@ from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.plugins import event_priority  # noqa: E402
 from mkdocs.structure.files import File  # noqa: E402
 
-from hooks.comments import translate_comments  # noqa: E402
+from hooks.comments import check_catalogue, translate_comments  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.finder import JSON_URI, finder_json  # noqa: E402
+from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebook_pages import make_notebooks_pages, use_executed_notebooks  # noqa: E402
 from hooks.parity import check_language_parity  # noqa: E402
 from hooks.publish_gate import open_gate, verified_page  # noqa: E402
 from hooks.render import render_markdown  # noqa: E402
+from hooks.same_code import TitledBlocks  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors  # noqa: E402
 from hooks.snippet_check import check_snippets  # noqa: E402
 from hooks.template_cache import TEMPLATE_CACHE  # noqa: E402
+from hooks.typography import typeset_html  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.guide")
 make_notebooks_pages()
-_build: dict = {"verified": None}  # what on_config found for this build (the publish gate's record)
+_build: dict = {"verified": None, "blocks": TitledBlocks()}  # the publish gate's record; every language's titled blocks
 
 
 @contextmanager
@@ -92,6 +95,8 @@ def on_config(config, **kwargs):
 def on_pre_build(config, **kwargs):
     with reported(""):
         check_language_parity(Path(config.docs_dir))
+        check_catalogue()
+    _build["blocks"].start(build_language(config))
 
 
 @event_priority(-150)  # after the i18n plugin (-100), which rebuilds the file list per language
@@ -116,6 +121,8 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
 
 def on_page_content(html, page, config, files, **kwargs):
     with reported(page_file(page)):
+        if page.file.src_uri.endswith(".ipynb"):
+            html = notebook_content(html, page.toc)
         return translate_comments(html, build_language(config))
 
 
@@ -126,4 +133,11 @@ def on_env(env, config, files, **kwargs):
 
 def on_post_page(output, page, config, **kwargs):
     with reported(page_file(page)):
-        return verified_page(output, build_language(config), _build["verified"])
+        _build["blocks"].add_page(output, build_language(config), page_file(page))
+        return typeset_html(translate_copy_buttons(verified_page(output, build_language(config), _build["verified"])),
+                            build_language(config))
+
+
+def on_post_build(config, **kwargs):
+    with reported(""):
+        _build["blocks"].finish(build_language(config))

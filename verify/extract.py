@@ -5,12 +5,17 @@ renders (pymdownx.highlight + Material) as ``div.highlight > span.filename`` fol
 ``pre > code``; the title is the block's stable name. The default language lives at the
 site's root, every other language under ``<site>/<lang>/``.
 
-The code of a block must be identical in every language once comments are removed
-(Python: the ``COMMENT`` tokens of ``tokenize``; shell: from an unquoted ``#`` that starts
-a word to the end of the line), because comments are the only thing translated. The file
-written is the default language's text, which for an LF snippet with one trailing newline
-is byte-identical to ``snippets/<name>``, so ``sha256`` of the extracted file equals
-``verify.record.snippet_sha256`` of the snippet the pages include.
+"Identical code" means identical to Python, which runs bytes: every language's block,
+encoded as the UTF-8 file extraction writes, must be UTF-8 by ``tokenize.detect_encoding``
+(no coding cookie that makes Python read it otherwise) and give the same
+``ast.dump(ast.parse(bytes))`` as the default language's block; comments are the only thing
+translated, and they are not in the AST. A shell block must have the same lines once
+comments are removed (from an unquoted ``#`` that starts a word to the end of the line).
+A name is the title of exactly one block per language. The file written is the default
+language's text, which for an LF snippet with one trailing newline is byte-identical to
+``snippets/<name>``, so ``sha256`` of the extracted file equals
+``verify.record.snippet_sha256`` of the snippet the pages include. The render layer applies
+the same checks in every build (``hooks/same_code.py``).
 
 CLI: ``python -m verify.extract SITE_DIR OUT_DIR [--block NAME ...]``; exit 2 with one line
 naming the block on any problem.
@@ -19,6 +24,7 @@ naming the block on any problem.
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import io
 import sys
@@ -35,7 +41,7 @@ REQUIRED_BLOCKS = ("nccl_check.py", "train.py")
 
 
 class ExtractError(Exception):
-    """A block is missing, duplicated with different code, or differs between languages."""
+    """A block is missing, duplicated, not UTF-8 to Python, or differs between languages."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,8 @@ def titled_code(html: str, name: str) -> str | None:
 
 
 def collect(site_dir: Path, lang: str) -> dict[str, Block]:
-    """Titled blocks of one language's pages, by name. Raises ExtractError."""
+    """Titled blocks of one language's pages, by name. Raises ExtractError for a second
+    block of the same name (one block per snippet and language)."""
     root = language_root(site_dir, lang)
     if not root.is_dir():
         raise ExtractError(f"{root}: no built pages for language {lang!r}")
@@ -77,10 +84,15 @@ def collect(site_dir: Path, lang: str) -> dict[str, Block]:
             continue
         page = str(path.relative_to(site_dir))
         for block in blocks_in_html(path.read_text(encoding="utf-8"), lang, page):
-            seen = found.setdefault(block.name, block)
-            if seen.code != block.code:
-                raise ExtractError(f"block {block.name!r} ({lang}): different code in {seen.page} and {block.page}")
+            if block.name in found:
+                raise ExtractError(duplicate_message(block.name, lang, found[block.name].page, block.page))
+            found[block.name] = block
     return found
+
+
+def duplicate_message(name: str, lang: str, first: str, second: str) -> str:
+    return (f"block {name!r} ({lang}): a second block with this title in {second} (the first is in {first}); "
+            "a title names one snippet, shown once per language")
 
 
 def _strip_python(code: str, name: str) -> list[tuple[int, str]]:
@@ -117,10 +129,33 @@ def code_lines(code: str, name: str) -> list[tuple[int, str]]:
     return [(i, line) for i, line in stripped if line]
 
 
+def python_ast(code: str, where: str) -> str:
+    """``ast.dump`` of ``code`` as Python reads the UTF-8 file extraction writes. Raises
+    ExtractError when Python would decode it as anything but UTF-8 (a coding cookie on line
+    1 or 2, a byte-order mark) or cannot parse it."""
+    data = code.encode("utf-8")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise ExtractError(f"{where}: Python cannot read its encoding ({exc})") from None
+    if encoding != "utf-8":
+        raise ExtractError(f"{where}: Python reads it as {encoding!r}, not UTF-8 (a coding cookie or a byte-order mark)")
+    try:
+        return ast.dump(ast.parse(data, filename=where))
+    except (SyntaxError, ValueError) as exc:
+        line = f"line {exc.lineno}: {exc.msg}" if isinstance(exc, SyntaxError) else str(exc)
+        raise ExtractError(f"{where}: not valid Python ({line})") from None
+
+
 def compare_code(name: str, reference: tuple[str, str], other: tuple[str, str]) -> None:
-    """Raise ExtractError naming the first line whose code differs between ``reference`` and
-    ``other``, each ``(code, where)`` (``where`` names the language and page in messages)."""
+    """Raise ExtractError unless ``other`` is the same code as ``reference``, each ``(code,
+    where)`` (``where`` names the language and page in messages): the same AST for Python,
+    the same lines without comments for shell. The message names the first differing line."""
     (ref_code, ref_where), (other_code, other_where) = reference, other
+    if name.endswith(".py"):
+        same = python_ast(ref_code, f"block {name!r}: {ref_where}") == python_ast(other_code, f"block {name!r}: {other_where}")
+        if same:
+            return
     ref_lines, other_lines = code_lines(ref_code, name), code_lines(other_code, name)
     matcher = difflib.SequenceMatcher(a=[line for _, line in ref_lines], b=[line for _, line in other_lines], autojunk=False)
     for tag, i1, _i2, j1, _j2 in matcher.get_opcodes():
@@ -135,6 +170,9 @@ def compare_code(name: str, reference: tuple[str, str], other: tuple[str, str]) 
         (ref_no, ref_line), (other_no, other_line) = ref_lines[i1], other_lines[j1]
         raise ExtractError(f"block {name!r}: code differs between {ref_where} (line {ref_no}) "
                            f"and {other_where} (line {other_no}): {ref_line!r} != {other_line!r}")
+    if name.endswith(".py"):
+        raise ExtractError(f"block {name!r}: Python reads {other_where} differently from {ref_where} "
+                           "although its lines look the same")
 
 
 def compare(name: str, reference: Block, other: Block) -> None:
@@ -144,14 +182,11 @@ def compare(name: str, reference: Block, other: Block) -> None:
 
 
 def check_runnable(block: Block) -> None:
-    """A block must hold code, and a Python block must compile. Raises ExtractError."""
+    """A block must hold code, and a Python block must be UTF-8 to Python and parse. Raises ExtractError."""
     if not block.code.strip():
         raise ExtractError(f"block {block.name!r} is empty in {block.page}")
     if block.name.endswith(".py"):
-        try:
-            compile(block.code, block.name, "exec")
-        except SyntaxError as exc:
-            raise ExtractError(f"block {block.name!r} ({block.page}) does not compile: line {exc.lineno}: {exc.msg}") from None
+        python_ast(block.code, f"block {block.name!r} ({block.lang}, {block.page})")
 
 
 def extract(site_dir: Path, out_dir: Path, names: tuple[str, ...] = REQUIRED_BLOCKS) -> dict[str, str]:
@@ -167,8 +202,8 @@ def extract(site_dir: Path, out_dir: Path, names: tuple[str, ...] = REQUIRED_BLO
             where = ", ".join(f"{lang} ({language_root(site_dir, lang)})" for lang in missing)
             raise ExtractError(f"block {name!r} not found in the built pages of {where}: is its title=\"{name}\" still there?")
         reference = per_lang[DEFAULT_LANGUAGE][name]
-        check_runnable(reference)
         for lang in LANGUAGES:
+            check_runnable(per_lang[lang][name])
             if lang != DEFAULT_LANGUAGE:
                 compare(name, reference, per_lang[lang][name])
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 
 from tests.conftest import build_site
 
@@ -24,6 +25,22 @@ def edit(root, rel, old, new):
 def nested_missing(root):
     (root / "snippets/checks/nested.sh").write_text('--8<-- "checks/nope.sh"\n', encoding="utf-8")
     edit(root, "docs/index.it.md", TOPOLOGY, '--8<-- "checks/nested.sh"')
+
+
+def comment_attack(root):
+    """integrity.md: French comments carrying a coding cookie and an escaped newline."""
+    path = root / "snippets/comments.yaml"
+    entries = yaml.safe_load(path.read_text(encoding="utf-8"))
+    first = next(entry for entry in entries if entry["it"].startswith("nccl_check.py"))
+    warm_up = next(entry for entry in entries if entry["it"] == "riscaldamento")
+    first["fr"] += " (encoding: raw_unicode_escape)"
+    warm_up["fr"] += '\\u000a    print("X", flush=True)'
+    path.write_text(yaml.safe_dump(entries, allow_unicode=True), encoding="utf-8")
+
+
+def second_check_block(root):
+    with open(root / "docs/index.it.md", "a", encoding="utf-8") as page:
+        page.write('\n```python title="nccl_check.py"\n--8<-- "nccl_check.py"\n```\n')
 
 
 CASES = {
@@ -47,9 +64,12 @@ CASES = {
     "row without French": (lambda r: edit(r, "snippets/data/sharding.yaml", ", fr: Tout}", "}"),
                            r"snippets/data/sharding\.yaml: row 1 'holds': missing translation for fr"),
     "comment without French": (lambda r: edit(r, "snippets/comments.yaml", "fr: modèle, mémoire et pilote de chaque carte", "de: Modell"),
-                               r"docs/index\.fr\.md: snippets/comments\.yaml: entry \d+: missing translation for fr"),
+                               r"^ERROR +- +snippets/comments\.yaml: entry \d+: missing translation for fr"),
     "comment not in the catalogue": (lambda r: edit(r, "snippets/checks/topology.sh", "topo -m", "topo -m  # collegamenti"),
                                      r"docs/index\.fr\.md: code comment 'collegamenti' has no 'fr' translation in snippets/comments\.yaml"),
+    "comment translation with a coding cookie": (comment_attack, r"snippets/comments\.yaml: entry \d+ \('nccl_check\.py.*'\): fr: "
+                                                                 r"matches Python's coding-cookie rule"),
+    "second nccl_check.py block": (second_check_block, r"docs/index\.it\.md: block 'nccl_check\.py' \(it\): a second block with this title"),
     "page in Italian only": (lambda r: (r / "docs/memory-formulas.fr.md").unlink(),
                              r"docs/memory-formulas\.fr\.md: missing; every page needs every language"),
     "broken link": (lambda r: edit(r, "docs/index.fr.md", "(memory-formulas.md)", "(memory-formula.md)"),

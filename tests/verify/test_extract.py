@@ -78,6 +78,31 @@ def test_a_line_missing_in_one_language_fails(site, tmp_path):
         extract(site, tmp_path / "out")
 
 
+def test_a_coding_cookie_in_a_french_comment_fails(site, tmp_path):
+    """Case: a French comment on line 1 carrying a coding cookie; the lines without comments are unchanged."""
+    page = site / "fr" / "index.html"
+    html = page.read_text(encoding="utf-8")
+    block = html.index('<span class="filename">nccl_check.py</span>')
+    first_line = html.index("<code>", block) + len("<code>")
+    assert html.startswith('<span class="c1">', first_line), "line 1 of nccl_check.py is no longer a comment: update this test"
+    start, end = first_line + len('<span class="c1">'), html.index("</span>", first_line)
+    page.write_text(html[:start] + "# nccl_check.py (encoding: raw_unicode_escape)" + html[end:], encoding="utf-8")
+    with pytest.raises(ExtractError, match=r"block 'nccl_check.py' \(fr, fr/index.html\): Python reads it as 'raw_unicode_escape', not UTF-8"):
+        extract(site, tmp_path / "out")
+
+
+@pytest.mark.parametrize("lang_dir", ["", "fr"])
+def test_a_second_block_with_the_same_title_fails_in_either_language(site, tmp_path, lang_dir):
+    page = site / lang_dir / "index.html"
+    html = page.read_text(encoding="utf-8")
+    start = html.rindex('<div class="', 0, html.index('<span class="filename">nccl_check.py</span>'))
+    end = html.index("</code></pre></div>", start) + len("</code></pre></div>")
+    page.write_text(html[:end] + html[start:end] + html[end:], encoding="utf-8")
+    lang = lang_dir or "it"
+    with pytest.raises(ExtractError, match=rf"block 'nccl_check.py' \({lang}\): a second block with this title"):
+        extract(site, tmp_path / "out")
+
+
 def test_cli_writes_files_and_fails_with_one_line(site, tmp_path):
     ok = subprocess.run([sys.executable, "-m", "verify.extract", str(site), str(tmp_path / "ok")], capture_output=True, text=True, cwd=REPO_ROOT)
     assert ok.returncode == 0, ok.stderr
