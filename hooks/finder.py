@@ -32,7 +32,6 @@ from typing import Any
 from babel.numbers import format_percent
 
 import vram
-from vram.models import decoder_linears
 from vram.units import bytes_to_gb
 
 from . import data as data_module
@@ -152,10 +151,9 @@ def _training(model: Model, task: dict, cards: int, option: str, catalogue: Cata
 def _lora(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int]]:
     # Adapters sharded like any model states (ZeRO-1/2/3); the frozen base whole on every
     # card up to ZeRO-2, split at ZeRO-3 (QLoRA there: bnb_4bit_quant_storage, see vram.lora).
-    # PEFT's target_modules="all-linear": every nn.Linear of the decoder layers.
-    targets = [linear.name for linear in decoder_linears(model.config)]
+    # PEFT's target_modules="all-linear": every nn.Linear but lm_head (MoE experts are not nn.Linear).
     memory = vram.lora_memory_per_gpu(model.config, catalogue.settings["lora"]["rank"], cards,
-                                      catalogue.methods[option]["zero_stage"], targets, task["base_dtype"])
+                                      catalogue.methods[option]["zero_stage"], vram.ALL_LINEAR, task["base_dtype"])
     adapters = memory.adapter_weights_bytes + memory.adapter_gradients_bytes + memory.adapter_optimizer_bytes
     return memory.total_bytes, {"base": memory.base_weights_bytes, "adapters": adapters}
 

@@ -7,15 +7,15 @@ query heads), 2 x kv_heads x head_dim elements. llama-3.1-8b in bf16: 2 x 32 lay
 
 Sliding-window layers (``ModelConfig.layer_types``: gemma2 and gpt_oss every other layer,
 gemma3_text five of six, mistral/phi3/qwen3_moe every layer when the config has a
-``sliding_window``, qwen2/qwen3 past ``max_window_layers`` with ``use_sliding_window``) keep
-only the end of the sequence. transformers' ``DynamicSlidingWindowLayer``
-(``cache_utils.py``) keeps the last ``sliding_window - 1`` tokens after each update, so a
-sliding layer holds min(T, W - 1) tokens of a T-token sequence: that is what
-``kv_cache_bytes`` counts (tests/vram/test_kv_cache_oracle.py measures it on a real cache
-after a prefill). Two facts of that implementation, not counted: the kept tokens are a
-view of the tensor concatenated by the update, so right after a prefill longer than the
-window the sliding layer's storage is still the whole T-token tensor (released at the
-first decoding step, after which it is W tokens a layer); and vLLM's paged cache rounds a
+``sliding_window``, qwen2/qwen3 past ``max_window_layers`` with ``use_sliding_window``) hold
+at most a window of W tokens: ``kv_cache_tokens`` counts min(T, W) for them, T for the
+full-attention layers. That is the storage transformers' ``DynamicSlidingWindowLayer``
+(``cache_utils.py``) holds while it generates: each update concatenates the kept tokens
+with the new one (W tensors) and keeps a view of the last W - 1, so the storage behind a
+sliding layer is W tokens though ``keys.shape`` shows W - 1 (tests/vram/
+test_kv_cache_oracle.py measures both on a real cache). Not counted: right after a prefill
+longer than the window, the view still holds the whole T-token prefill tensor until the
+first decoding step (the prefill itself needs all T anyway); vLLM's paged cache rounds a
 window up to whole blocks. Activations, the CUDA context and the allocator's slack are
 not included either.
 
@@ -65,14 +65,14 @@ ModelLike = ModelConfig | Mapping[str, Any] | str | Path
 def kv_cache_tokens(config: ModelLike, context_length: int) -> tuple[int, ...]:
     """Tokens each layer's KV cache holds for one sequence of ``context_length`` tokens.
 
-    Full-attention layers: all of them; sliding layers: min(context_length, sliding_window
-    - 1), as transformers' ``DynamicSlidingWindowLayer`` keeps after an update (module
+    Full-attention layers: all of them; sliding layers: min(context_length, sliding_window),
+    the storage transformers' ``DynamicSlidingWindowLayer`` holds while generating (module
     docstring). Raises ValueError for context_length < 0 or a bad config.
     """
     config = as_model_config(config)
     t = check_int(context_length, "context_length", 0)
     window = config.sliding_window
-    return tuple(min(t, window - 1) if kind == SLIDING and window is not None else t for kind in config.layer_types)
+    return tuple(min(t, window) if kind == SLIDING and window is not None else t for kind in config.layer_types)
 
 
 def _kv_bytes(config: ModelConfig, context_length: int, batch: int, kv_dtype: str, kv_heads: int) -> int:
@@ -100,9 +100,9 @@ def kv_cache_bytes(
 
     Sum over layers of 2 x kv_heads x head_dim x ``kv_cache_tokens`` x batch elements in
     ``kv_dtype``. gemma2 without head_dim (256 by Gemma2Config's default), 4 layers of 4
-    KV heads, 4,096 tokens, bf16: 67,108,864 bytes (its window, 4,096, caps the sliding
-    layers at 4,095 tokens: 67,092,480). Raises ValueError for context_length < 0,
-    batch < 1, a bad config or dtype.
+    KV heads, 4,096 tokens, bf16: 2 x 4 x 4 x 256 x 2 B x 4,096 = 67,108,864 bytes (its
+    window, 4,096, is not exceeded). Raises ValueError for context_length < 0, batch < 1,
+    a bad config or dtype.
     """
     config = as_model_config(config)
     return _kv_bytes(config, context_length, batch, kv_dtype, config.num_key_value_heads)

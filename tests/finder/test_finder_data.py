@@ -48,8 +48,9 @@ def expected_requirement(config, task: dict, cards: int, option: str, rank: int)
         memory = vram.lora_memory_per_gpu(config, rank, cards, STAGES[option], targets, task["base_dtype"])
         return memory.total_bytes, {"base": memory.base_weights_bytes,
                                     "adapters": memory.total_bytes - memory.base_weights_bytes}
-    if config.num_attention_heads % cards:
-        return None  # vLLM cannot split the query heads over that many cards
+    kv = config.num_key_value_heads
+    if config.num_attention_heads % cards or (kv % cards and cards % kv):
+        return None  # vLLM's QKVParallelLinear cannot split the query heads, or the KV heads, over that many cards
     memory = vram.serving_memory_per_gpu(config, task["weight_dtype"], context_length=int(option),
                                          tensor_parallel=cards)
     return memory.total_bytes, {"weights": memory.weights_bytes, "kv_cache": memory.kv_cache_bytes}

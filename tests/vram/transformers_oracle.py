@@ -21,7 +21,7 @@ class Built:
     largest_module: int
     linear: int
     layers: tuple[int, ...]  # parameters of each decoder layer
-    layer_types: tuple[str, ...] | None
+    cache_layers: tuple[tuple[str, ...], int | None]  # DynamicCache's layer kinds, and the window of the sliding ones
     model: object  # the meta-device model (for PEFT)
 
 
@@ -30,9 +30,8 @@ def _key(cfg: dict) -> str:
 
 
 @lru_cache(maxsize=None)
-def _built(key: str) -> Built:
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+def _hf_config(key: str):
+    from transformers import AutoConfig
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
@@ -40,7 +39,23 @@ def _built(key: str) -> Built:
     model_type = cfg.pop("model_type")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        config = AutoConfig.for_model(model_type, **cfg)
+        return AutoConfig.for_model(model_type, **cfg)
+
+
+def hf_config(cfg: dict):
+    """The transformers config object of ``cfg`` (defaults of its config class applied)."""
+    return _hf_config(_key(cfg))
+
+
+@lru_cache(maxsize=None)
+def _built(key: str) -> Built:
+    import torch
+    from transformers import AutoModelForCausalLM
+    from transformers.cache_utils import get_layer_types_and_kwargs
+
+    config = _hf_config(key)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config)
     unique = {id(p): p.numel() for p in model.parameters()}
@@ -48,8 +63,11 @@ def _built(key: str) -> Built:
     linear = sum(sum(p.numel() for p in m.parameters(recurse=False))
                  for m in model.modules() if type(m) is torch.nn.Linear)
     layers = tuple(sum(p.numel() for p in layer.parameters()) for layer in model.model.layers)
-    return Built(sum(unique.values()), largest, linear, layers,
-                 tuple(getattr(config, "layer_types", None) or ()) or None, model)
+    kinds, kwargs = get_layer_types_and_kwargs(config.get_text_config(decoder=True))
+    windows = {kw["sliding_window"] for kw in kwargs if "sliding_window" in kw}
+    assert len(windows) <= 1
+    cache_layers = (tuple(kinds), windows.pop() if windows else None)
+    return Built(sum(unique.values()), largest, linear, layers, cache_layers, model)
 
 
 def built(cfg: dict) -> Built:

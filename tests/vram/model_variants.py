@@ -1,0 +1,79 @@
+"""Hypothesis strategies: small, valid config.json dicts of every family the calculator supports.
+
+Shapes stay tiny (hidden <= 64, <= 3 layers, vocab <= 48) so that transformers builds each
+on the meta device (and, for the KV-cache tests, runs it on CPU) in milliseconds. Each
+strategy draws the keys a family reads, and leaves some out or sets them to null where
+the config class allows it, so that the family's defaults are exercised too.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "phi3", "gpt_oss")
+
+# Default num_key_value_heads of each config class when the key is absent (None: the heads).
+_KV_DEFAULT = {"llama": None, "phi3": None, "mistral": 8, "mixtral": 8, "qwen2": 32, "qwen3": 32,
+               "qwen3_moe": 4, "gemma2": 4, "gemma3_text": 4, "gpt_oss": 8}
+_KV_NULL_OK = {"llama", "phi3", "qwen2", "qwen3"}  # fields typed int | None
+_HEAD_DIM_NULL_OK = {"llama", "mistral", "mixtral"}
+_HEAD_DIM_DEFAULT = {"gemma2": 256, "gemma3_text": 256, "qwen3": 128, "gpt_oss": 64}  # big: keep them explicit
+
+
+@st.composite
+def config(draw, family: str) -> dict:
+    """One valid config dict of ``family`` (with its ``model_type``)."""
+    heads = draw(st.sampled_from([1, 2, 4, 8]))
+    head_dim = draw(st.sampled_from([2, 4, 8]))
+    cfg: dict = {
+        "model_type": family,
+        "vocab_size": draw(st.integers(8, 48)),
+        "hidden_size": heads * head_dim,
+        "intermediate_size": draw(st.integers(1, 12)) * 2,
+        "num_hidden_layers": draw(st.integers(1, 3)),
+        "num_attention_heads": heads,
+        # phi3's pad_token_id defaults to 32000, past these vocabularies
+        "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0,
+    }
+    kv_choices = [k for k in (1, 2, 4, 8) if heads % k == 0]
+    kv_mode = draw(st.sampled_from(["given", "absent", "null"]))
+    default = _KV_DEFAULT[family]
+    if kv_mode == "absent" and (default is None or heads % default == 0):
+        pass
+    elif kv_mode == "null" and family in _KV_NULL_OK:
+        cfg["num_key_value_heads"] = None
+    else:
+        cfg["num_key_value_heads"] = draw(st.sampled_from(kv_choices))
+    hd_mode = draw(st.sampled_from(["derived", "explicit", "null"]))
+    if family in _HEAD_DIM_DEFAULT or hd_mode == "explicit":
+        cfg["head_dim"] = draw(st.sampled_from([2, 4, 6, 8]))
+    elif hd_mode == "null" and family in _HEAD_DIM_NULL_OK:
+        cfg["head_dim"] = None
+    if draw(st.booleans()):
+        cfg["tie_word_embeddings"] = draw(st.booleans())
+    if family in ("llama", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gpt_oss") and draw(st.booleans()):
+        cfg["attention_bias"] = draw(st.booleans())
+    if family == "llama" and draw(st.booleans()):
+        cfg["mlp_bias"] = draw(st.booleans())
+    layers = cfg["num_hidden_layers"]
+    window = draw(st.integers(2, 6))
+    if family in ("mistral", "mixtral", "phi3", "gemma2", "gemma3_text", "gpt_oss"):
+        cfg["sliding_window"] = draw(st.sampled_from([window, None]))
+    if family in ("qwen2", "qwen3", "qwen3_moe"):
+        cfg.update(use_sliding_window=draw(st.booleans()), sliding_window=window)
+        if family != "qwen3_moe":
+            cfg["max_window_layers"] = draw(st.integers(0, layers))
+    if family == "gemma3_text":
+        cfg["sliding_window_pattern"] = draw(st.integers(1, 3))
+    if family in ("gemma2", "gpt_oss") and cfg.get("sliding_window") and draw(st.booleans()):
+        cfg["layer_types"] = draw(st.lists(st.sampled_from(["full_attention", "sliding_attention"]),
+                                           min_size=layers, max_size=layers))
+    if family in ("mixtral", "qwen3_moe", "gpt_oss"):
+        experts = draw(st.integers(1, 4))
+        cfg[draw(st.sampled_from(["num_local_experts", "num_experts"]))] = experts
+        cfg["num_experts_per_tok"] = draw(st.integers(1, experts))
+    if family == "qwen3_moe":
+        cfg["moe_intermediate_size"] = draw(st.integers(1, 6)) * 2
+        cfg["decoder_sparse_step"] = draw(st.integers(1, 2))
+        cfg["mlp_only_layers"] = draw(st.lists(st.integers(0, layers - 1), unique=True, max_size=layers))
+    return cfg

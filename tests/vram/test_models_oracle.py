@@ -1,0 +1,143 @@
+"""Parameter counts against transformers 5.23 itself: the model it builds on the meta device.
+
+Oracle (``transformers_oracle.built``): ``AutoModelForCausalLM.from_config`` of the same
+dict, each parameter object counted once; DeepSpeed's largest-layer loop over its modules;
+the elements of its ``nn.Linear`` modules; the parameters of each of its decoder layers.
+Its config object gives what the calculator must resolve the same way (head_dim, KV
+heads, activation, softcapping) and ``transformers.cache_utils.get_layer_types_and_kwargs``
+gives each layer's cache kind and window. Checked for every config the repository ships
+and for hypothesis-generated small variants of every family.
+Also the "Parameter counts" cases of ../shared/cases/oracles.md, verbatim.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+import vram
+from vram.models import ConfigError
+
+from tests.conftest import REPO_ROOT
+from tests.vram.conftest import LOCAL_CONFIGS, SHARED_CONFIGS
+from tests.vram.model_variants import FAMILIES, config as family_config
+from tests.vram.transformers_oracle import built, hf_config
+
+CONFIG_FILES = sorted(
+    [*(REPO_ROOT / "snippets" / "data" / "models").glob("*.json"), *LOCAL_CONFIGS.glob("*.json"),
+     *SHARED_CONFIGS.glob("*.json")],
+    key=lambda p: (p.parent.name, p.name),
+)
+
+
+def _raw(path: Path) -> dict:
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    if raw.get("model_type") == "gemma3":  # the multimodal file: its language model
+        raw = {**raw["text_config"], "model_type": "gemma3_text"}
+    return raw
+
+
+def _assert_counts_equal(raw: dict, source: str) -> None:
+    oracle = built(raw)
+    config = vram.model_config_from_dict(raw, source)
+    assert vram.count_params(config).total == oracle.total
+    assert vram.largest_layer_params(config) == oracle.largest_module
+    assert vram.linear_params(config) == oracle.linear
+    assert vram.decoder_layer_params(config) == max(oracle.layers)
+    assert vram.root_params(config) == oracle.total - sum(oracle.layers)
+    resolved = hf_config(raw)
+    assert config.head_dim == (getattr(resolved, "head_dim", None) or resolved.hidden_size // resolved.num_attention_heads)
+    assert config.num_key_value_heads == resolved.num_key_value_heads
+    assert config.hidden_act == (getattr(resolved, "hidden_activation", None) or resolved.hidden_act)
+    assert config.attn_logit_softcapping == getattr(resolved, "attn_logit_softcapping", None)
+    assert config.final_logit_softcapping == getattr(resolved, "final_logit_softcapping", None)
+    window = config.sliding_window if "sliding_attention" in config.layer_types else None
+    assert (config.layer_types, window) == oracle.cache_layers
+
+
+def test_every_config_file_is_covered():
+    names = {p.name for p in CONFIG_FILES}
+    assert {"llama-3.1-8b.json", "qwen3-30b-a3b.json", "gpt-oss-20b.json", "phi-4.json"} <= names
+    assert len(CONFIG_FILES) >= 17
+
+
+@pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_config_files_equal_transformers(path):
+    _assert_counts_equal(_raw(path), str(path))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_small_variants_equal_transformers(family):
+    @settings(max_examples=6, deadline=None, derandomize=True, database=None)
+    @given(family_config(family))
+    def check(raw):
+        _assert_counts_equal(raw, f"<{family} variant>")
+
+    check()
+
+
+# --- ../shared/cases/oracles.md, "Parameter counts" ----------------------------------------
+
+GEMMA2_NO_HEAD_DIM = {"model_type": "gemma2", "vocab_size": 32000, "hidden_size": 1024, "intermediate_size": 2816,
+                      "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4}
+LLAMA_7B_SHAPE = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+                  "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": None,
+                  "tie_word_embeddings": False}
+
+
+def test_gemma2_without_head_dim_uses_256():
+    assert vram.count_params(GEMMA2_NO_HEAD_DIM).total == 92_554_240
+    assert vram.kv_cache_bytes(GEMMA2_NO_HEAD_DIM, 4096, kv_dtype="bf16") == 67_108_864
+
+
+def test_null_kv_heads_are_the_attention_heads_as_when_absent():
+    assert vram.count_params(LLAMA_7B_SHAPE).total == 6_738_415_616
+    absent = {k: v for k, v in LLAMA_7B_SHAPE.items() if k != "num_key_value_heads"}
+    assert vram.count_params(absent).total == 6_738_415_616
+
+
+def test_kv_heads_not_dividing_the_heads_are_refused_in_one_line(tmp_path):
+    path = tmp_path / "llama-7b-kv5.json"
+    path.write_text(json.dumps({**LLAMA_7B_SHAPE, "num_key_value_heads": 5}))
+    with pytest.raises(ConfigError) as info:
+        vram.load_model_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message
+    assert "num_key_value_heads 5 does not divide num_attention_heads 32" in message
+
+
+# --- published totals of the new families (model cards; not recomputed here) -------------
+
+@pytest.mark.parametrize("name, total_b, non_embedding_b, decimals", [
+    ("qwen3-8b.json", 8.2, 6.95, 2),  # Qwen/Qwen3-8B card: "Number of Parameters: 8.2B, Non-Embedding: 6.95B"
+    ("qwen3-32b.json", 32.8, 31.2, 1),  # Qwen/Qwen3-32B: "32.8B, Non-Embedding: 31.2B"
+    ("qwen3-30b-a3b.json", 30.5, 29.9, 1),  # Qwen/Qwen3-30B-A3B: "30.5B in total and 3.3B activated, Non-Embedding: 29.9B"
+])
+def test_qwen3_cards(name, total_b, non_embedding_b, decimals):
+    config = vram.load_model_config(REPO_ROOT / "snippets" / "data" / "models" / name)
+    total = vram.count_params(config).total
+    assert round(total / 1e9, 1) == total_b
+    assert round((total - vram.models.embedding_params(config)) / 1e9, decimals) == non_embedding_b
+
+
+def test_qwen3_30b_a3b_activates_3_3b():
+    # "3.3B activated" (the card truncates: 8 of 128 experts, attention, both embeddings: 3.35B)
+    count = vram.count_params(REPO_ROOT / "snippets" / "data" / "models" / "qwen3-30b-a3b.json")
+    assert 3.3e9 <= count.active < 3.4e9
+
+
+def test_phi_4_equals_its_safetensors_index():
+    # microsoft/phi-4 model.safetensors.index.json: "total_size": 29319014400 bytes of bf16 weights.
+    assert 2 * vram.count_params(REPO_ROOT / "snippets" / "data" / "models" / "phi-4.json").total == 29_319_014_400
+
+
+def test_gpt_oss_20b_card():
+    # OpenAI's gpt-oss model card: 20.91B parameters, 3.61B active per token; OpenAI leaves the
+    # input embedding (a lookup) out of "active", the calculator keeps it in (Mistral AI's
+    # convention for Mixtral's 12.9B): 201,088 x 2,880 = 579,133,440 apart.
+    count = vram.count_params(REPO_ROOT / "snippets" / "data" / "models" / "gpt-oss-20b.json")
+    assert round(count.total / 1e9, 2) == 20.91
+    assert round((count.active - 201_088 * 2_880) / 1e9, 2) == 3.61
