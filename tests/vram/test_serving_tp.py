@@ -1,0 +1,57 @@
+"""Tensor-parallel serving of the new families: what stays whole on every GPU, counted by hand.
+
+vLLM's layouts (``vllm/model_executor/models/gpt_oss.py``, ``qwen3_moe.py``, ``phi3``→llama;
+``layers/linear.py``, ``fused_moe``): every weight is split over the tp GPUs except the
+RMSNorm weights (q_norm/k_norm included), the MoE routers and gpt_oss's expert down-projection
+bias and the biases of row-parallel layers (o_proj, down_proj), which each GPU holds whole. So params per GPU = (total - whole) / tp + whole, with the
+total from transformers itself and "whole" counted by hand from the config below.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import vram
+from tests.conftest import REPO_ROOT
+from tests.vram.transformers_oracle import built
+
+MODELS = REPO_ROOT / "snippets" / "data" / "models"
+
+
+@pytest.mark.parametrize("name, tp, whole", [
+    # gpt-oss-20b: 24 layers, hidden 2880, 32 experts. Norms 24 x 2 x 2880 + 2880; routers
+    # 24 x (32 x 2880 + 32); experts' down_proj_bias 24 x 32 x 2880; o_proj's bias (a
+    # row-parallel bias) 24 x 2880. Sinks: 64 heads, split.
+    ("gpt-oss-20b.json", 2, 141_120 + 2_212_608 + 2_211_840 + 69_120),
+    # Phi-4: 40 layers, hidden 5120; fused qkv_proj/gate_up_proj split; 10 KV heads -> 5 a GPU.
+    ("phi-4.json", 2, 40 * 2 * 5120 + 5120),
+    # Qwen3-30B-A3B: 48 layers, hidden 2048, head_dim 128, 128 experts. Norms 48 x 2 x 2048 +
+    # 2048, q_norm/k_norm 48 x 2 x 128, routers 48 x 128 x 2048.
+    ("qwen3-30b-a3b.json", 4, 198_656 + 12_288 + 12_582_912),
+    ("qwen3-8b.json", 8, 36 * 2 * 4096 + 4096 + 36 * 2 * 128),
+])
+def test_split_except_what_vllm_replicates(name, tp, whole):
+    total = built(json.loads((MODELS / name).read_text())).total
+    assert (total - whole) % tp == 0
+    mem = vram.serving_memory_per_gpu(MODELS / name, tensor_parallel=tp)
+    assert mem.params == total
+    assert mem.params_per_gpu == (total - whole) // tp + whole
+
+
+def test_phi_4_cannot_be_split_over_4_cards():
+    # 10 KV heads: vLLM's QKVParallelLinear needs tp and the KV heads to divide one another.
+    with pytest.raises(ValueError, match="num_key_value_heads 10"):
+        vram.check_tensor_parallel(MODELS / "phi-4.json", 4)
+    assert vram.kv_heads_per_gpu(MODELS / "phi-4.json", 2) == 5
+
+
+def test_gpt_oss_kv_cache_is_capped_on_its_sliding_half():
+    # 24 layers, 12 sliding with a 128-token window; 8 KV heads of 64, bf16: 2 x 8 x 64 x 2 B
+    # = 2 KiB per token and layer. 32,768 tokens: 12 x 32,768 + 12 x 128 tokens.
+    config = MODELS / "gpt-oss-20b.json"
+    assert vram.kv_cache_bytes(config, 32_768) == 2048 * (12 * 32_768 + 12 * 128)
+    # two cards: 4 KV heads each, half of it
+    assert vram.serving_memory_per_gpu(config, context_length=32_768, tensor_parallel=2).kv_cache_bytes == \
+        1024 * (12 * 32_768 + 12 * 128)
