@@ -60,26 +60,27 @@ def _links(classes: list[str], data: dict, lang: str) -> str:
 def render_note(record: dict | None, lang: str) -> str:
     """HTML for the note; ``record`` None means a development build (not verified).
 
-    Raises RenderError for a missing text or an unreadable field of the record.
+    ``record`` is one ``verify.record.check_record`` accepted (``verify.record_schema``): every
+    field is there with its type. One GPU gets its own sentence, "1 GPU", without a busbw.
+    Raises RenderError for a missing text.
     """
     data = _texts()
     if record is None:
         return f'<p class="verification verification-none"><small>{html_lib.escape(_t(data, "unverified", lang))}</small></p>'
-    try:
-        gpu, measured, versions = record["gpu"], record["measured"], record["versions"]
+    gpu, measured, versions = record["gpu"], record["measured"], record["versions"]
+    fields = dict(when=_when(record["utc"], data, lang), rate=format_number(measured["allreduce_per_s"], lang, 1),
+                  size=format_quantity(measured["size_bytes"] / 1e9, "gb", lang, 2),
+                  torch=versions["torch"], cuda=versions["cuda"], nccl=versions["nccl"])
+    if measured["world_size"] == 1:
+        body = _t(data, "verified_one_gpu", lang).format(model=gpu["model"], **fields)
+    else:
         body = _t(data, "verified", lang).format(
-            gpus=f"{gpu['count']} × {gpu['model']}",
-            links=_links(record["links"].get("classes", []), data, lang),
-            when=_when(record["utc"], data, lang),
-            rate=format_number(measured["allreduce_per_s"], lang, 1),
-            size=format_quantity(measured["size_bytes"] / 1e9, "gb", lang, 2),
+            gpus=_t(data, "gpus", lang).format(count=gpu["count"], model=gpu["model"]),
+            links=_links(record["links"]["classes"], data, lang),
             algbw=format_quantity(measured["algbw_gb_per_s"], "gb_per_s", lang, 1),
-            busbw=format_quantity(measured["busbw_gb_per_s"], "gb_per_s", lang, 1),
-            torch=versions["torch"], cuda=versions["cuda"], nccl=versions["nccl"])
-    except (KeyError, TypeError) as exc:
-        raise RenderError(f"verification record: missing or malformed field {exc}") from None
-    warning = f"<strong>{html_lib.escape(_t(data, 'fixture', lang))}</strong> " if record.get("fixture") else ""
-    kind = "warning" if record.get("fixture") else "success"
+            busbw=format_quantity(measured["busbw_gb_per_s"], "gb_per_s", lang, 1), **fields)
+    warning = f"<strong>{html_lib.escape(_t(data, 'fixture', lang))}</strong> " if record["fixture"] else ""
+    kind = "warning" if record["fixture"] else "success"
     return (f'<div class="admonition {kind} verification" data-snippet-sha256="{html_lib.escape(record["snippet_sha256"])}">'
             f'<p class="admonition-title">{html_lib.escape(_t(data, "title", lang))}</p>'
             f"<p>{warning}{html_lib.escape(body)}</p></div>")

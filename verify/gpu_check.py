@@ -93,7 +93,7 @@ def run_check(script: Path, nproc: int, failures: list[str]) -> dict:
         failures.append(f"{SNIPPET} output: {exc}")
         return {}
     worst = slowest(lines)
-    if any(line.busbw_gb_per_s > BUSBW_PLAUSIBLE_MAX_GB_PER_S for line in lines):
+    if any((line.busbw_gb_per_s or 0) > BUSBW_PLAUSIBLE_MAX_GB_PER_S for line in lines):
         failures.append(f"busbw above {BUSBW_PLAUSIBLE_MAX_GB_PER_S:g} GB/s: the timing is not synchronised")
     if any(line.device != f"cuda:{line.local_rank}" for line in lines):
         failures.append("a rank did not use the GPU of its LOCAL_RANK")

@@ -1,8 +1,8 @@
 """The verification record: what ran on a GPU, where, and what it measured.
 
 ``python -m verify.gpu_check`` writes it (``verification/nccl_check.json``); the publish
-build (``GUIDE_PUBLISH=1``, ``hooks/mkdocs_glue.py``) refuses to build unless it passes
-``check_record``.
+build (``GUIDE_PUBLISH=1``, ``hooks/publish_gate.py``) refuses to build unless it passes
+``check_record``: its schema (``verify.record_schema``), then the hash below.
 
 What is hashed: ``snippet_sha256`` is the SHA-256 of the bytes of
 ``snippets/nccl_check.py``, the file the pages include. The Italian (default language)
@@ -13,26 +13,30 @@ publish build from the block it renders.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-SCHEMA = 1
+from packaging.requirements import InvalidRequirement, Requirement
+from pydantic import ValidationError
+
+from verify.record_schema import BUSBW_PLAUSIBLE_MAX_GB_PER_S, LINK_CLASSES, SCHEMA, Expected, Record
+
+__all__ = ["BUSBW_PLAUSIBLE_MAX_GB_PER_S", "DEFAULT_RECORD", "LINK_CLASSES", "MAX_AGE", "SCHEMA", "SNIPPET",
+           "RecordError", "check_record", "load_record", "pinned_torch", "snippet_sha256"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 SNIPPET = "nccl_check.py"
 DEFAULT_RECORD = Path("verification") / "nccl_check.json"
-# Case 11: an all-reduce busbw above this on current hardware (NVLink 5 is 900 GB/s per
-# direction) means the timing missed a synchronize, not a fast machine.
-BUSBW_PLAUSIBLE_MAX_GB_PER_S = 1000.0
-LINK_CLASSES = ("nvlink", "pcie-switch", "host-bridge", "cross-cpu")  # fastest to slowest
-REQUIRED = {
-    "schema": int, "fixture": bool, "snippet": str, "snippet_sha256": str, "status": str, "utc": str,
-    "gpu": dict, "links": dict, "measured": dict, "versions": dict, "gpu_tests": dict, "failures": list,
-}
+# The gpu job writes the record minutes before the deploy job reads it (same workflow run);
+# a week leaves room to rerun a failed deploy, not to publish a stack measured long ago.
+MAX_AGE = datetime.timedelta(days=7)
 
 
 class RecordError(Exception):
-    """The record is missing, unreadable, stale, a fixture, or records a failed run."""
+    """The record is missing, unreadable, malformed, stale, a fixture, or records a failed run."""
 
 
 def snippet_sha256(data: bytes) -> str:
@@ -40,42 +44,73 @@ def snippet_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate key {duplicates[0]!r}")
+    return dict(pairs)
+
+
 def load_record(path: Path) -> dict[str, Any]:
-    """The record at ``path``. Raises RecordError naming the path."""
+    """The record at ``path`` (JSON, an object without duplicate keys). Raises RecordError naming the path."""
     if not path.is_file():
         raise RecordError(f"{path}: no verification record; run `make gpu-check` on a GPU machine (or download the `gpu` job's artifact)")
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        record = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RecordError(f"{path}: not a readable JSON record ({exc})") from None
     if not isinstance(record, dict):
         raise RecordError(f"{path}: expected a JSON object")
     return record
 
 
-def check_record(record: dict[str, Any], expected_sha256: str, where: str, allow_fixture: bool = False) -> dict[str, Any]:
-    """Return ``record`` if it is a passing record of the snippet with ``expected_sha256``.
+def pinned_torch(requirements: Path = REPO_ROOT / "requirements.txt") -> str:
+    """The version of torch that ``requirements.txt`` pins (``torch==X``). Raises RecordError."""
+    for line in requirements.read_text(encoding="utf-8").splitlines():
+        try:
+            requirement = Requirement(line.split("#")[0].strip())
+        except InvalidRequirement:
+            continue
+        pins = [spec.version for spec in requirement.specifier if spec.operator == "=="]
+        if requirement.name == "torch" and len(pins) == 1:
+            return pins[0]
+    raise RecordError(f"{requirements}: no exact pin torch==X")
 
-    Raises RecordError (one line, naming ``where``) for a wrong schema, a failed run, GPU
-    tests that failed or were skipped, an implausible busbw, a stale snippet hash, or a
-    fixture record when ``allow_fixture`` is false.
+
+def _one_line(error: ValidationError) -> str:
+    """The first problem of a validation error, as ``key.path: message (got value)``."""
+    first = error.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    got = "" if first["type"] in {"value_error", "missing"} else f" (got {first['input']!r})"
+    more = f" (and {error.error_count() - 1} more problem{'s' if error.error_count() > 2 else ''})" if error.error_count() > 1 else ""
+    return f"{where + ': ' if where else ''}{message}{got}{more}"
+
+
+def check_record(record: dict[str, Any], expected_sha256: str, where: str, allow_fixture: bool = False,
+                 now: datetime.datetime | None = None) -> dict[str, Any]:
+    """Return ``record`` if it is a passing, fresh record of the snippet with ``expected_sha256``.
+
+    Raises RecordError (one line, naming ``where``) for another schema, a failed run, a record
+    the schema refuses (``verify.record_schema``: types, one consistent world, plausible
+    figures, passing GPU tests, the block's name, the pinned torch, a ``utc`` neither in the
+    future nor older than ``MAX_AGE`` before ``now``), a fixture when ``allow_fixture`` is
+    false, or a stale snippet hash.
     """
     if record.get("schema") != SCHEMA:
-        raise RecordError(f"{where}: schema {record.get('schema')!r}, this build reads schema {SCHEMA}")
+        raise RecordError(f"{where}: schema {record.get('schema')!r}, this build reads schema {SCHEMA}; rerun `make gpu-check`")
     if record.get("status") != "pass":
-        reasons = "; ".join(map(str, record.get("failures") or [])) or "no reason recorded"
+        failures = record.get("failures")
+        reasons = "; ".join(map(str, failures)) if isinstance(failures, list) and failures else "no reason recorded"
         raise RecordError(f"{where}: records a {record.get('status')!r} run, not 'pass' ({reasons}); fix it and rerun `make gpu-check`")
-    for key, kind in REQUIRED.items():
-        if not isinstance(record.get(key), kind):
-            raise RecordError(f"{where}: field {key!r} missing or not a {kind.__name__} (schema {SCHEMA})")
+    expected = Expected(SNIPPET, pinned_torch(), now or datetime.datetime.now(datetime.timezone.utc), MAX_AGE)
+    try:
+        Record.model_validate(record, context=expected)
+    except ValidationError as exc:
+        raise RecordError(f"{where}: {_one_line(exc)}") from None
     if record["fixture"] and not allow_fixture:
         raise RecordError(f"{where}: is a test fixture, not a GPU run; a publish build needs the record written by `make gpu-check`")
-    tests = record["gpu_tests"]
-    if tests.get("status") != "pass" or tests.get("failed", 1) or tests.get("skipped", 1) or not tests.get("passed"):
-        raise RecordError(f"{where}: GPU tests did not all pass (passed {tests.get('passed')}, failed {tests.get('failed')}, skipped {tests.get('skipped')}); a skip counts as a failure")
-    busbw = record["measured"].get("busbw_gb_per_s")
-    if not isinstance(busbw, (int, float)) or not 0 <= busbw <= BUSBW_PLAUSIBLE_MAX_GB_PER_S:
-        raise RecordError(f"{where}: busbw {busbw!r} GB/s is not plausible (0..{BUSBW_PLAUSIBLE_MAX_GB_PER_S:g}): was the timing synchronised?")
     if record["snippet_sha256"] != expected_sha256:
         raise RecordError(f"{where}: stale, it verified {record['snippet']} with sha256 {record['snippet_sha256'][:12]}…, "
                           f"the pages include sha256 {expected_sha256[:12]}…; rerun `make gpu-check`")

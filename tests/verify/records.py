@@ -1,9 +1,10 @@
 """Verification records for tests: the fixture of verification/fixtures/ (marked as such),
-with the snippet hash set to what a test needs."""
+with the snippet hash set to what a test needs and a recent ``utc``."""
 
 from __future__ import annotations
 
 import copy
+import datetime
 import hashlib
 import json
 from pathlib import Path
@@ -11,6 +12,18 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT
 
 FIXTURE = REPO_ROOT / "verification" / "fixtures" / "nccl_check.json"
+# The run time tests give the fixture: recent (records older than a week are refused), whole minutes.
+RUN_TIME = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=2)).replace(second=0, microsecond=0)
+
+
+MONTHS = {"it": "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre dicembre".split(),
+          "fr": "janvier février mars avril mai juin juillet août septembre octobre novembre décembre".split()}
+
+
+def run_date(lang: str) -> str:
+    """RUN_TIME as the page must write it (CLDR long dates, written out by hand here)."""
+    day, month, year, time = RUN_TIME.day, MONTHS[lang][RUN_TIME.month - 1], RUN_TIME.year, RUN_TIME.strftime("%H:%M")
+    return f"{day} {month} {year} {'alle' if lang == 'it' else 'à'} {time} UTC"
 
 
 def current_sha256(repo: Path = REPO_ROOT) -> str:
@@ -18,11 +31,34 @@ def current_sha256(repo: Path = REPO_ROOT) -> str:
 
 
 def fixture_record(repo: Path = REPO_ROOT, **changes) -> dict:
-    """The fixture, hashed for ``repo``'s snippet, with top-level ``changes`` applied."""
+    """The fixture, hashed for ``repo``'s snippet and run at ``RUN_TIME``, with top-level ``changes`` applied."""
     record = copy.deepcopy(json.loads(FIXTURE.read_text()))
     assert record["fixture"] is True, "the test record must stay marked as a fixture"
     record["snippet_sha256"] = current_sha256(repo)
+    record["utc"] = RUN_TIME.strftime("%Y-%m-%dT%H:%M:%SZ")
     record.update(changes)
+    return record
+
+
+def one_gpu_record(repo: Path = REPO_ROOT) -> dict:
+    """A passing run on one H200 (nvidia-smi: 143771 MiB), as nccl_check.py prints it for one rank:
+    1234.5 all-reduces/s of 1 GiB is algbw 1325.5 GB/s, and no busbw."""
+    rank = {"rank": 0, "world": 1, "local_rank": 0, "device": "cuda:0", "host": "fixture-host", "allreduce_per_s": 1234.5,
+            "algbw_gb_per_s": 1325.5, "busbw_gb_per_s": None, "checked_sum": 1}
+    return fixture_record(repo, gpu={"model": "NVIDIA H200", "count": 1, "memory_mib": 143771, "driver": "fixture"},
+                          links={"pairs": {}, "classes": [], "slowest": None}, torch_device_count=1,
+                          measured={"world_size": 1, "size_bytes": 2**30, "allreduce_per_s": 1234.5, "algbw_gb_per_s": 1325.5,
+                                    "busbw_gb_per_s": None, "ranks": [rank]})
+
+
+def changed(record: dict, path: str, value) -> dict:
+    """``record`` with the field at dotted ``path`` (``measured.allreduce_per_s``) set to ``value``."""
+    record = copy.deepcopy(record)
+    *parents, key = path.split(".")
+    target = record
+    for part in parents:
+        target = target[part]
+    target[key] = value
     return record
 
 

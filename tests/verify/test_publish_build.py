@@ -11,7 +11,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from tests.conftest import build_site
-from tests.verify.records import current_sha256, fixture_record, write_record
+from tests.verify.records import changed, current_sha256, fixture_record, run_date, write_record
 
 pytestmark = pytest.mark.slow
 
@@ -58,6 +58,13 @@ def test_failed_or_skipped_run_is_refused(repo_copy, tmp_path):
     assert "records a 'fail' run" in error and "1 skipped" in error
 
 
+def test_a_malformed_record_is_one_line_naming_it(repo_copy, tmp_path):
+    """integrity.md: ``allreduce_per_s: "fast"`` used to end in a Babel traceback."""
+    path = write_record(tmp_path / "fast.json", changed(fixture_record(repo_copy), "measured.allreduce_per_s", "fast"))
+    error = refused(build_site(tmp_path / "out", env={**PUBLISH, "GUIDE_VERIFICATION_RECORD": str(path)}, config=repo_copy / "mkdocs.yml"))
+    assert error.endswith(f"publish build refused: {path}: measured.allreduce_per_s: Input should be a valid number (got 'fast')"), error
+
+
 def test_fixture_is_refused_without_the_test_switch(repo_copy, tmp_path):
     write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
     error = refused(build_site(tmp_path / "out", env={"GUIDE_PUBLISH": "1"}, config=repo_copy / "mkdocs.yml"))
@@ -71,10 +78,10 @@ def test_good_record_is_shown_under_the_check_in_both_languages(repo_copy, tmp_p
     assert result.returncode == 0, result.stderr[-3000:]
     sha = current_sha256(repo_copy)
     expected = {
-        "": ["8 × NVIDIA H100 80GB HBM3 collegate via NVLink", "12 novembre 2026 alle 14:03 UTC",
+        "": ["8 × NVIDIA H100 80GB HBM3 collegate via NVLink", run_date("it"),
              "239,5 all-reduce al secondo di 1,07\u00a0GB", "algbw 257,1\u00a0GB/s", "busbw 449,9\u00a0GB/s",
              "PyTorch 2.13.0+cu128, CUDA 12.8, NCCL 2.27.5", "DATI DI PROVA"],
-        "fr": ["8 × NVIDIA H100 80GB HBM3 reliées par NVLink", "12 novembre 2026 à 14:03 UTC",
+        "fr": ["8 × NVIDIA H100 80GB HBM3 reliées par NVLink", run_date("fr"),
                "239,5 all-reduce par seconde de 1,07\u00a0Go", "algbw 257,1\u00a0Go/s", "busbw 449,9\u00a0Go/s",
                "PyTorch 2.13.0+cu128, CUDA 12.8, NCCL 2.27.5", "DONNÉES DE TEST"],
     }

@@ -7,7 +7,7 @@ import pytest
 from hooks.errors import RenderError
 from hooks.verification import insert_after_block, render_note
 from verify.extract import titled_code
-from tests.verify.records import fixture_record
+from tests.verify.records import fixture_record, one_gpu_record, run_date
 
 BLOCK = ('<li><div class="highlight"><span class="filename">nccl_check.py</span><pre><span></span><code>'
          '<span class="kn">import</span> os\n</code></pre></div><p>next</p></li>')
@@ -18,16 +18,23 @@ def test_development_note_in_both_languages():
     assert "Non vérifié dans cette version" in render_note(None, "fr")
 
 
-def test_record_note_in_the_readers_locale():
-    record = fixture_record(fixture=False)
-    record["gpu"] = {"model": "NVIDIA H200", "count": 1}
-    record["links"] = {"classes": []}  # one GPU: no pairs, no link to name
-    record["measured"].update(allreduce_per_s=1234.5, algbw_gb_per_s=1325.5, busbw_gb_per_s=0.0)
+def test_one_gpu_says_1_gpu_and_claims_no_busbw():
+    record = one_gpu_record()
+    record["fixture"] = False
     it, fr = render_note(record, "it"), render_note(record, "fr")
-    assert "1 × NVIDIA H200 il 12 novembre 2026 alle 14:03 UTC" in it and "collegate" not in it
-    assert "1.234,5 all-reduce al secondo" in it and "algbw 1.325,5\u00a0GB/s" in it
-    assert "1\u202f234,5 all-reduce par seconde" in fr and "algbw 1\u202f325,5\u00a0Go/s" in fr
+    assert f"eseguito su 1 GPU (NVIDIA H200) il {run_date('it')}: 1.234,5 all-reduce al secondo di 1,07\u00a0GB." in it
+    assert f"exécuté sur 1 GPU (NVIDIA H200) le {run_date('fr')} : 1\u202f234,5 all-reduce par seconde de 1,07\u00a0Go." in fr
+    for note in (it, fr):
+        assert "busbw 0" not in note and "algbw" not in note and "×" not in note and "collegate" not in note
     assert "DATI DI PROVA" not in it and 'class="admonition success verification"' in it
+
+
+def test_several_gpus_in_the_readers_locale():
+    it, fr = render_note(fixture_record(), "it"), render_note(fixture_record(), "fr")
+    assert f"8 × NVIDIA H100 80GB HBM3 collegate via NVLink il {run_date('it')}: 239,5 all-reduce al secondo" in it
+    assert "algbw 257,1\u00a0GB/s, busbw 449,9\u00a0GB/s" in it
+    assert f"8 × NVIDIA H100 80GB HBM3 reliées par NVLink le {run_date('fr')} : 239,5 all-reduce par seconde" in fr
+    assert "algbw 257,1\u00a0Go/s, busbw 449,9\u00a0Go/s" in fr
 
 
 def test_fixture_is_labelled_and_classes_are_joined():
