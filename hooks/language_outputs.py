@@ -24,6 +24,8 @@ from pathlib import Path
 
 from mkdocs.plugins import event_priority
 
+from hooks.typography import typeset_html, typeset_search_index
+
 CONFIG_RE = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</script>)', re.S)
 _SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "'": "\\u0027"})
 
@@ -94,7 +96,7 @@ def on_post_template(output, template_name, config, **kwargs):
         return output
     path = Path(config.site_dir) / lang / "404.html"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(rebase_config(output, lang), encoding="utf-8")
+    path.write_text(typeset_html(rebase_config(output, lang), lang), encoding="utf-8")
     return ""  # MkDocs skips an empty template: the default language keeps /404.html
 
 
@@ -109,4 +111,5 @@ def on_post_build(config, **kwargs):
         root = Path(config.site_dir) if lang == i18n.default_language else Path(config.site_dir) / lang
         out = root / "search" / "search_index.json"
         out.parent.mkdir(parents=True, exist_ok=True)
+        index = typeset_search_index(index, lang)  # results show the pages' typography
         out.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")

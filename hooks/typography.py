@@ -63,6 +63,8 @@ class Compiled:
     subs: tuple[tuple[re.Pattern[str], object], ...]
     before: dict[str, str]  # sign -> the space that precedes it
     after: dict[str, str]  # sign -> the space that follows it
+    unit_start: re.Pattern[str] | None  # whitespace then a unit, at the start of a text
+    unit_space: str
     quick: re.Pattern[str]  # matches a page only if some rule may apply to it
 
 
@@ -78,14 +80,17 @@ def _compile(lang: LanguageRules, units: list[str]) -> Compiled:
         sep = SPACES[lang.thousands]
         group = re.compile(r"(?<![\w.,\u00a0\u202f-])\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)")
         subs.append((group, lambda m, sep=sep: re.sub(r"[ \u00a0\u202f]", sep, m.group(0))))
+    unit_start = None
     if lang.units and units:
         names = "|".join(re.escape(u) for u in sorted(units, key=len, reverse=True))
-        subs.append((re.compile(r"(?<=\d)" + WHITESPACE + f"(?=(?:{names})(?![^\\W\\d_]))"), SPACES[lang.units]))
+        unit = f"(?=(?:{names})(?![^\\W\\d_]))"
+        subs.append((re.compile(r"(?<=\d)" + WHITESPACE + unit), SPACES[lang.units]))
+        unit_start = re.compile(r"\A" + WHITESPACE + unit)
     signs = "".join(re.escape(s) for s in (*before, *after))
     quick = "|".join(p.pattern for p, _ in subs) or "(?!)"
     if signs:
         quick += f"|[{signs}]"
-    return Compiled(tuple(subs), before, after, re.compile(quick))
+    return Compiled(tuple(subs), before, after, unit_start, SPACES[lang.units] if lang.units else "", re.compile(quick))
 
 
 _loaded: dict[str, tuple[int, RuleSet, dict[str, Compiled]]] = {}
@@ -129,6 +134,13 @@ def _primary(lang: str | None) -> str:
 BREAK = None  # between two texts that are not one run (a block boundary, a skipped element)
 
 
+def _skipped(node, skip: set[str]) -> bool:
+    if node.tag in skip:
+        return True
+    classes = (node.attributes.get("class") or "").split() if node.is_element_node else []
+    return any(f".{name}" in skip for name in classes)
+
+
 def _text_runs(root, page_lang: str, skip: set[str]) -> list:
     """Text nodes in document order with their language; BREAK where the run of text ends."""
     out: list = []
@@ -143,12 +155,11 @@ def _text_runs(root, page_lang: str, skip: set[str]) -> list:
             continue
         if not node.is_element_node and not node.is_document_node:
             continue
-        tag = node.tag
-        if tag in skip:
+        if _skipped(node, skip):
             out.append(BREAK)
             continue
         inner = _primary(node.attributes.get("lang")) or lang if node.is_element_node else lang
-        block = tag not in INLINE
+        block = node.tag not in INLINE
         children = list(node.iter(include_text=True))
         if block:
             stack.append((BREAK, lang))
@@ -160,7 +171,8 @@ def _text_runs(root, page_lang: str, skip: set[str]) -> list:
 
 def _join_runs(texts: list, compiled_of: dict[str, Compiled]) -> None:
     """A space at the end of one text node and a sign at the start of the next (or the
-    reverse for « ): the space becomes the no-break one. ``texts``: [lang, text] or BREAK."""
+    reverse for « ; or a number, then a space and a unit: ``10<sup>9</sup> octets``): the
+    space becomes the no-break one. ``texts``: [lang, text] or BREAK."""
     for i in range(1, len(texts)):
         prev, cur = texts[i - 1], texts[i]
         if prev is BREAK or cur is BREAK or prev[0] != cur[0] or prev[0] not in compiled_of:
@@ -172,6 +184,8 @@ def _join_runs(texts: list, compiled_of: dict[str, Compiled]) -> None:
         tail = prev[1][-1:]
         if tail in compiled.after and (stripped := re.sub(r"\A" + WHITESPACE, "", cur[1])) != cur[1]:
             cur[1] = compiled.after[tail] + stripped
+        if compiled.unit_start and tail.isdigit() and (unit := compiled.unit_start.match(cur[1])):
+            cur[1] = compiled.unit_space + cur[1][unit.end():]
 
 
 def _typeset_json(value, compiled: Compiled):
@@ -215,3 +229,25 @@ def typeset_html(html: str, lang: str) -> str:
             run[0].replace_with(entry[1])
             changed = True
     return tree.html if changed else html
+
+
+def typeset_fragment(fragment: str, lang: str) -> str:
+    """An HTML fragment (no ``<html>``/``<body>``) with the typography of ``lang``."""
+    page = f'<!DOCTYPE html><html lang="{lang}"><head></head><body>{fragment}</body></html>'
+    out = typeset_html(page, lang)
+    if out is page:
+        return fragment
+    body = LexborHTMLParser(out).body
+    # The serializer writes U+00A0 as &nbsp; (a literal "&nbsp;" text would be &amp;nbsp;):
+    # a search index wants the character, which its separator treats as a space.
+    inner = "".join(child.html or "" for child in body.iter(include_text=True)) if body else fragment
+    return inner.replace("&nbsp;", "\u00a0")
+
+
+def typeset_search_index(index: dict, lang: str) -> dict:
+    """A Material search index (``{"config", "docs": [{"title", "text", ...}]}``) whose
+    titles and texts have the typography of the pages they come from (search results
+    show them). The input is left alone."""
+    docs = [{**doc, **{key: typeset_fragment(doc[key], lang) for key in ("title", "text") if isinstance(doc.get(key), str)}}
+            for doc in index.get("docs", [])]
+    return {**index, "docs": docs}

@@ -56,7 +56,8 @@ def test_a_language_without_rules_is_left_alone():
 def test_code_pre_kbd_script_style_and_attributes_are_never_touched():
     html = page('<p title="Titre : x" data-x="a ; b">Lancez <code>a : b ?</code> : puis <kbd>Ctrl !</kbd> !</p>'
                 '<pre><code>print("x : y ?")\n</code></pre><script>var s = "a : b ?";</script>'
-                '<style>a::after { content: " : "; }</style><a href="https://x.org/a ?b">lien</a>')
+                '<style>a::after { content: " : "; }</style><a href="https://x.org/a ?b">lien</a>'
+                '<div class="clipboard-copy-txt" id="cell-1">x = {"a" : 1} ; y ?</div>')
     out = LexborHTMLParser(typeset_html(html, "fr"))
     assert out.css_first("p").attributes == {"title": "Titre : x", "data-x": "a ; b"}
     assert out.css_first("p code").text() == "a : b ?"
@@ -66,12 +67,19 @@ def test_code_pre_kbd_script_style_and_attributes_are_never_touched():
     assert out.css_first("style").text() == 'a::after { content: " : "; }'
     assert out.css_first("a").attributes["href"] == "https://x.org/a ?b"
     assert out.css_first("p").text() == f"Lancez a : b ?{NBSP}: puis Ctrl !{NNBSP}!"
+    assert out.css_first("#cell-1").text() == 'x = {"a" : 1} ; y ?'  # what a notebook's copy button copies
 
 
 def test_a_space_split_from_its_sign_by_an_inline_element():
     """"mot <em>x</em> :" is one run of text: the space before the colon is in another node."""
     out = typeset_html(page('<p>Voir <a href="#x">le tableau </a>: deux « <span lang="en">bus error</span> »</p>'), "fr")
     assert body_text(out) == f"Voir le tableau{NBSP}: deux «{NNBSP}bus error{NNBSP}»"
+
+
+def test_a_unit_after_a_superscript():
+    """"10<sup>9</sup> octets" (pymdownx.caret's 10^9^): the unit stays with its number."""
+    out = typeset_html(page("<p>Go = 10<sup>9</sup> octets, Gio = 2<sup>30</sup> octets.</p>"), "fr")
+    assert body_text(out) == f"Go = 109{NBSP}octets, Gio = 230{NBSP}octets."
 
 
 def test_no_join_across_a_block_or_skipped_element():
