@@ -42,12 +42,25 @@ def test_committed_notebooks_hold_no_outputs():
 
 
 def test_headings_keep_the_same_anchors():
-    """Translated headings carry explicit ids so both pages have the same anchors."""
+    """Translated headings carry explicit ids so both pages have the same anchors: the
+    title as HTML, the sections as Markdown headings with ``{ #id }`` (so the table of
+    contents lists them; hooks/notebook_html.py gives them their id)."""
     import re
 
-    ids = {lang: re.findall(r'<h[1-4] id="([^"]+)"', "".join(c.source for c in nb.cells if c.cell_type == "markdown"))
-           for lang, nb in notebooks().items()}
-    assert ids["it"] == ids["fr"] and "memory-notebook" in ids["it"]
+    sources = {lang: "\n".join(c.source for c in nb.cells if c.cell_type == "markdown") for lang, nb in notebooks().items()}
+    ids = {lang: re.findall(r'<h1 id="([^"]+)"', text) + re.findall(r"^##+ .*\{ #([\w-]+) \}$", text, re.M)
+           for lang, text in sources.items()}
+    assert ids["it"] == ids["fr"] == ["memory-notebook", "per-card", "evidence"]
+    assert not any(re.search(r"<h[2-6]", text) for text in sources.values()), "a section heading in raw HTML: not in the TOC"
+
+
+def test_only_the_set_up_cell_is_hidden():
+    """The page opens with the plot: the first code cell (imports, helpers) is tagged for
+    mkdocs-jupyter's remove_cell_tags (mkdocs.yml), and only that one."""
+    for lang, nb in notebooks().items():
+        tagged = [i for i, c in enumerate(nb.cells) if "setup" in c.metadata.get("tags", [])]
+        first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+        assert tagged == [first_code], lang
 
 
 def write(path: Path, *cells, kernel: str = "python3") -> Path:
