@@ -24,12 +24,16 @@ from .fit import fits, free_fraction
 from .fsdp2 import fsdp2_chunk_rows, fsdp2_local_rows, fsdp2_model_states_per_rank
 from .lora import (
     ALL_LINEAR,
+    PEFT_DEFAULT_TARGETS,
     LoraMemory,
+    LoraTarget,
     lora_adapter_params,
     lora_memory,
     lora_memory_for_config,
     lora_memory_per_gpu,
+    lora_targets,
     qlora_base_bytes,
+    qlora_quantized_params,
 )
 from .models import (
     SUPPORTED_MODEL_TYPES,
@@ -80,6 +84,7 @@ __all__ = [
     "kv_cache_bytes", "kv_cache_bytes_per_token", "kv_cache_tokens", "kv_heads_per_gpu", "load_model_config",
     "decoder_layer_params", "largest_layer_params", "linear_params", "root_params",
     "lora_adapter_params", "lora_memory", "lora_memory_for_config", "lora_memory_per_gpu",
+    "LoraTarget", "PEFT_DEFAULT_TARGETS", "lora_targets", "qlora_quantized_params",
     "model_config_from_dict", "model_states_per_gpu",
     "nf4_bytes", "parse_params", "qlora_base_bytes", "ring_allreduce_bytes_per_gpu",
     "seconds_at_busbw", "serving_memory", "serving_memory_per_gpu", "tensor_bytes",

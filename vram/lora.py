@@ -14,19 +14,27 @@ attention and dense-MLP projections are NF4; their biases, the embeddings, ``lm_
 and the norms stay in bf16, and so do the parts of a mixture of experts that are not
 ``nn.Linear`` in transformers 5.x: the fused 3-D expert parameters and the router
 (mixtral, qwen3_moe, gpt_oss). For an MoE model most of the base therefore stays in bf16
-(Mixtral 8x7B: 45.1 of its 46.7 billion parameters). Not counted: gpt_oss keeps its
-RMSNorm weights in fp32 (``_keep_in_fp32_modules``), 2 B more on each of 210,240 of
-them for gpt-oss-20b.
+(Mixtral 8x7B: its experts alone are 45.1 of its 46.7 billion parameters). Not counted:
+gpt_oss keeps its RMSNorm weights in fp32 (``_keep_in_fp32_modules``), 2 B more on each
+of 141,120 of them for gpt-oss-20b.
 
-LoRA targets: PEFT's ``target_modules`` matched against the last name of each module.
+LoRA targets: PEFT's ``target_modules``, matched against the last name of each module.
 ``"all-linear"`` (the default here, and what the finder uses) is PEFT's shorthand for
 every ``nn.Linear`` but the output layer (``tuners_utils._maybe_include_all_linear_layers``):
 the decoder's projections (q, k, v, o, gate, up, down; phi3's fused ``qkv_proj`` and
-``gate_up_proj``), never the fused experts nor the routers of transformers 5.x MoE,
-which are not ``nn.Linear``. PEFT 0.21's per-family defaults
+``gate_up_proj``). Where transformers 5 fused the experts of a model that had
+``nn.Linear`` experts in transformers 4 (mixtral, and qwen3_moe through qwen2_moe's
+conversion pattern), PEFT 0.21 converts the targets (``utils/transformers_weight_conversion.py``,
+``_convert_peft_config_moe``): the v4 names (mixtral ``gate``, ``w1``, ``w3``, ``w2``;
+qwen3_moe ``gate``, ``gate_proj``, ``up_proj``, ``down_proj``; all of them under
+"all-linear") become ``target_parameters`` on the router's weight and the fused
+``gate_up_proj``/``down_proj``, each adapted per expert (``lora.ParamWrapper``: A is
+rank*E x in, B out x rank*E), ``gate_up_proj`` with rank 2r because two v4 projections are
+fused in it (and both must be targeted). gpt_oss never had v4 experts: its router and
+experts are not adapted. PEFT 0.21's per-family defaults
 (``TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING``: ``q_proj``, ``v_proj`` for llama,
-mistral, mixtral, qwen2, qwen3, gemma2, gemma3_text; nothing for phi3, qwen3_moe,
-gpt_oss) are ``PEFT_DEFAULT_TARGETS``.
+mistral, mixtral, qwen2, qwen3, gemma2, gemma3_text; none for phi3, qwen3_moe, gpt_oss,
+where PEFT asks for targets) are ``PEFT_DEFAULT_TARGETS``.
 
 Adapter bytes per parameter come from the optimizer (``vram.states.OPTIMIZERS``). The
 default "adamw-fp32" matches PEFT, which keeps adapter weights in fp32
@@ -91,73 +99,142 @@ class LoraMemory:
         )
 
 
-def _target_names(config: ModelConfig, target_modules: str | Iterable[str]) -> frozenset[str]:
-    """The Linear names a ``target_modules`` value selects (PEFT's matching on the last name)."""
-    linear_names = {m.name for index in range(config.num_hidden_layers)
-                    for m in layer_modules(config, index) if m.kind == "linear"}
+# PEFT 0.21 _MOE_TARGET_MODULE_MAPPING / _MOE_FUSED_TARGETS for the families transformers 5 converted.
+_V4_EXPERT_NAMES: dict[str, dict[str, str]] = {
+    "mixtral": {"gate": "router", "w1": "gate_up_proj", "w3": "gate_up_proj", "w2": "down_proj"},
+    "qwen3_moe": {"gate": "router", "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj", "down_proj": "down_proj"},
+}
+
+
+@dataclass(frozen=True)
+class LoraTarget:
+    """One adapted weight of a decoder layer: A is (rank x rank_factor x experts) x in, B out x that."""
+
+    name: str
+    in_features: int
+    out_features: int
+    experts: int = 1
+    rank_factor: int = 1
+
+    def params(self, rank: int) -> int:
+        """Trainable elements of A and B at ``rank``."""
+        return rank * self.rank_factor * self.experts * (self.in_features + self.out_features)
+
+
+def _resolve(config: ModelConfig, target_modules: str | Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(names of nn.Linear modules, names of expert parameters) a target_modules value adapts, as PEFT does."""
+    layers = {moe: index for index, moe in reversed(list(enumerate(config.moe_layers)))}
+    modules = [m for index in layers.values() for m in layer_modules(config, index)]
+    linear = {m.name for m in modules if m.kind == "linear"}
+    # PEFT converts by model_type: a qwen3_moe layer with a dense MLP loses its gate/up/down
+    # Linear targets to the (absent) expert parameters too.
+    v4 = _V4_EXPERT_NAMES.get(config.model_type, {})
     if isinstance(target_modules, str):
-        if target_modules == ALL_LINEAR:
-            return frozenset(linear_names)
-        target_modules = (target_modules,)
-    targets = tuple(target_modules)
-    other = {m.name: m.kind for index in range(config.num_hidden_layers) for m in layer_modules(config, index)}
-    not_linear = [name for name in targets if name not in linear_names and name in other]
+        targets = (linear | set(v4)) if target_modules == ALL_LINEAR else {target_modules}
+    else:
+        targets = set(target_modules)
+    if not targets:
+        raise ValueError(f"no LoRA target modules given; known: {ALL_LINEAR}, {', '.join(sorted(linear | set(v4)))}")
+    params = {v4[name] for name in targets if name in v4}
+    for fused in set(v4.values()):
+        halves = {name for name, new in v4.items() if new == fused}
+        if len(halves) > 1 and 0 < len(targets & halves) < len(halves):
+            raise ValueError(
+                f"LoRA targets {', '.join(sorted(targets & halves))} of {config.model_type} need "
+                f"{', '.join(sorted(halves - targets))} too: transformers 5 fuses them into {fused} (PEFT refuses one alone)"
+            )
+    names = targets - set(v4)
+    kinds = {m.name: m.kind for m in modules}
+    not_linear = sorted(name for name in names if name not in linear and name in kinds)
     if not_linear:
         raise ValueError(
             f"LoRA target {', '.join(not_linear)} of {config.model_type} is not an nn.Linear in transformers 5.x "
-            f"(a {other[not_linear[0]]}); nn.Linear modules: {', '.join(sorted(linear_names))}"
+            f"(a {kinds[not_linear[0]]}); nn.Linear modules: {', '.join(sorted(linear))}"
         )
-    unknown = [name for name in targets if name not in linear_names]
-    if unknown or not targets:
+    unknown = sorted(names - linear)
+    if unknown:
         raise ValueError(
             f"unknown LoRA target modules {unknown!r} for {config.model_type}; "
-            f"known: {ALL_LINEAR}, {', '.join(sorted(linear_names))}"
+            f"known: {ALL_LINEAR}, {', '.join(sorted(linear | set(v4)))}"
         )
-    return frozenset(targets)
+    return frozenset(names), frozenset(params)
+
+
+def lora_targets(config: ModelLike, layer: int, target_modules: str | Iterable[str] = ALL_LINEAR) -> tuple[LoraTarget, ...]:
+    """The weights of decoder layer ``layer`` that PEFT 0.21 adapts for ``target_modules`` (module docstring).
+
+    Raises ValueError for an unknown name, a name that is not an nn.Linear in transformers
+    5.x and not a converted v4 expert name, or half of a fused expert pair.
+    """
+    config = as_model_config(config)
+    names, params = _resolve(config, target_modules)
+    targets = []
+    for module in layer_modules(config, layer):
+        if module.kind == "linear" and module.name in names:
+            linear = module.linear()
+            targets.append(LoraTarget(module.path, linear.in_features, linear.out_features))
+        elif module.kind == "router" and "router" in params:
+            e, h = dict(module.shapes)["weight"]
+            targets.append(LoraTarget(module.path + ".weight", h, e))
+        elif module.kind == "experts":
+            e, i, h = config.num_local_experts, config.moe_intermediate_size, config.hidden_size
+            if "gate_up_proj" in params:
+                targets.append(LoraTarget(module.path + ".gate_up_proj", h, 2 * i, e, rank_factor=2))
+            if "down_proj" in params:
+                targets.append(LoraTarget(module.path + ".down_proj", i, h, e))
+    return tuple(targets)
 
 
 def lora_adapter_params(config: ModelLike, rank: int, target_modules: str | Iterable[str] = ALL_LINEAR) -> int:
-    """Trainable LoRA parameters (elements): rank x (in + out) for every targeted nn.Linear of every layer.
+    """Trainable LoRA parameters (elements) of the whole model, as PEFT 0.21 creates them.
 
-    target_modules: ``"all-linear"`` (default) or names of decoder ``nn.Linear`` modules
-    (``q_proj`` ... ``down_proj``; phi3 ``qkv_proj``, ``gate_up_proj``), as PEFT's
-    ``target_modules`` (module docstring). Raises ValueError for rank < 1, an unknown
-    name, or a name that is not an ``nn.Linear`` (mixtral's ``w1`` of transformers 4,
-    the fused ``experts`` and routers of transformers 5.x).
+    rank x (in + out) for every adapted nn.Linear of every layer, and for converted MoE
+    experts rank x factor x E x (in + out) (module docstring). target_modules:
+    ``"all-linear"`` (default) or module names as PEFT's ``target_modules`` (decoder
+    ``nn.Linear`` names; mixtral's and qwen3_moe's v4 expert names). Llama 3 8B, rank 16,
+    all-linear: 41,943,040 (PEFT's ``print_trainable_parameters``). Raises ValueError for
+    rank < 1 or a target ``lora_targets`` refuses.
     """
     config = as_model_config(config)
     check_int(rank, "rank", 1)
-    names = _target_names(config, target_modules)
+    _resolve(config, target_modules)  # refuse a bad target even where no layer has it
     per_kind: dict[bool, int] = {}
     for index, moe in enumerate(config.moe_layers):
         if moe not in per_kind:
-            per_kind[moe] = sum(rank * (m.linear().in_features + m.linear().out_features)
-                                for m in layer_modules(config, index) if m.kind == "linear" and m.name in names)
+            per_kind[moe] = sum(t.params(rank) for t in lora_targets(config, index, target_modules))
+    return sum(per_kind[moe] for moe in config.moe_layers)
+
+
+def _quantized_linears(config: ModelConfig, layer: int) -> list[int]:
+    """Weight elements of each nn.Linear of one decoder layer (what bitsandbytes quantises)."""
+    return [m.linear().weight_params for m in layer_modules(config, layer) if m.kind == "linear"]
+
+
+def qlora_quantized_params(config: ModelLike) -> int:
+    """Elements transformers 5.23 hands to bitsandbytes for 4-bit: every decoder nn.Linear weight.
+
+    lm_head (the output embedding) and tied weights are left out, as
+    ``quantizers.base.get_keys_to_not_convert`` does; MoE experts and routers are not
+    ``nn.Linear`` in transformers 5.x and stay in bf16. Raises ValueError (ConfigError).
+    """
+    config = as_model_config(config)
+    per_kind = {moe: sum(_quantized_linears(config, index)) for moe, index in
+                {moe: i for i, moe in reversed(list(enumerate(config.moe_layers)))}.items()}
     return sum(per_kind[moe] for moe in config.moe_layers)
 
 
 def _qlora_base_parts(config: ModelConfig) -> tuple[int, int, int]:
     """(packed 4-bit data, NF4 quantisation constants, bf16 rest) of a QLoRA base, in bytes.
 
-    Quantised: the weight of every decoder nn.Linear (module docstring); the rest bf16.
+    Quantised: ``qlora_quantized_params``, one NF4 tensor per nn.Linear weight; the rest bf16.
     """
-    per_kind: dict[bool, tuple[int, int, int]] = {}
-    for index, moe in enumerate(config.moe_layers):
-        if moe in per_kind:
-            continue
-        quantized = packed = nf4_total = 0
-        for module in layer_modules(config, index):
-            if module.kind == "linear":
-                n = module.linear().weight_params
-                quantized += n
-                packed += -(-n // 2)
-                nf4_total += nf4_bytes(n)
-        per_kind[moe] = (quantized, packed, nf4_total)
-    quantized = sum(per_kind[moe][0] for moe in config.moe_layers)
-    packed = sum(per_kind[moe][1] for moe in config.moe_layers)
-    nf4_total = sum(per_kind[moe][2] for moe in config.moe_layers)
-    rest = count_params(config).total - quantized
-    return packed, nf4_total - packed, tensor_bytes(rest, "bf16")
+    packed = constants = 0
+    for index in range(config.num_hidden_layers):
+        for n in _quantized_linears(config, index):
+            packed += -(-n // 2)
+            constants += nf4_bytes(n) - -(-n // 2)
+    rest = count_params(config).total - qlora_quantized_params(config)
+    return packed, constants, tensor_bytes(rest, "bf16")
 
 
 def qlora_base_bytes(config: ModelLike) -> int:

@@ -44,8 +44,8 @@ def expected_requirement(config, task: dict, cards: int, option: str, rank: int)
         return memory.per_gpu_bytes, {"weights": memory.weights_bytes, "gradients": memory.gradients_bytes,
                                       "optimizer": memory.optimizer_bytes}
     if task["kind"] == "lora":
-        targets = [linear.name for linear in vram.models.decoder_linears(config)]
-        memory = vram.lora_memory_per_gpu(config, rank, cards, STAGES[option], targets, task["base_dtype"])
+        # the page says: PEFT's target_modules="all-linear" (MoE experts included where PEFT adapts them)
+        memory = vram.lora_memory_per_gpu(config, rank, cards, STAGES[option], "all-linear", task["base_dtype"])
         return memory.total_bytes, {"base": memory.base_weights_bytes,
                                     "adapters": memory.total_bytes - memory.base_weights_bytes}
     kv = config.num_key_value_heads
