@@ -3,13 +3,16 @@
 All results are bytes (ints where exact), per GPU unless a name says otherwise.
 GB = 10**9 bytes, GiB = 2**30 bytes (``vram.units``). One module per job:
 ``states`` (bytes per parameter), ``sharding`` (ZeRO stages, FSDP strategies),
-``fsdp2`` (exact FSDP2 shards), ``training`` (per GPU, optimizer offload),
+``fsdp2`` (exact FSDP2 shards; FSDP2 and DDP+AMP per step), ``deepspeed_zero``
+(DeepSpeed's estimators), ``frameworks`` (one entry point: zero-paper, deepspeed, fsdp2;
+results as ``breakdown.FrameworkMemory``), ``training`` (per GPU, optimizer offload),
 ``checkpoint``, ``activations``, ``communication``, ``models`` (parameters from a
 Hugging Face config.json), ``dtypes`` (bf16/fp8/int4/NF4 bytes), ``lora``,
 ``serving`` (weights and KV cache, tensor parallel), ``fit`` (does it fit a card).
 """
 
 from .activations import RECOMPUTE, activation_bytes, activation_bytes_per_layer
+from .breakdown import FrameworkMemory, ModelShape, Term, model_shape
 from .checkpoint import CheckpointSize, checkpoint_bytes
 from .communication import (
     allreduce_busbw_factor,
@@ -19,9 +22,11 @@ from .communication import (
     ring_allreduce_bytes_per_gpu,
     seconds_at_busbw,
 )
+from .deepspeed_zero import deepspeed_memory
 from .dtypes import DTYPE_BITS, WEIGHT_DTYPES, nf4_bytes, tensor_bytes
 from .fit import fits, free_fraction
-from .fsdp2 import fsdp2_chunk_rows, fsdp2_local_rows, fsdp2_model_states_per_rank
+from .frameworks import FRAMEWORKS, framework_memory
+from .fsdp2 import fsdp2_chunk_rows, fsdp2_local_rows, fsdp2_memory, fsdp2_model_states_per_rank
 from .lora import (
     ALL_LINEAR,
     PEFT_DEFAULT_TARGETS,
@@ -72,6 +77,8 @@ from .training import TrainingMemory, training_memory_per_gpu
 from .units import GB, GIB, bytes_to_gb, bytes_to_gib, gb_to_bytes, gib_to_bytes, parse_params
 
 __all__ = [
+    "FRAMEWORKS", "FrameworkMemory", "ModelShape", "Term", "deepspeed_memory", "framework_memory",
+    "fsdp2_memory", "model_shape",
     "ALL_LINEAR", "DTYPE_BITS", "FSDP_TO_ZERO_STAGE", "GB", "GIB", "OPTIMIZERS", "RECOMPUTE",
     "SUPPORTED_MODEL_TYPES", "WEIGHT_DTYPES",
     "BytesPerParam", "CheckpointSize", "ConfigError", "LoraMemory", "ModelConfig", "ModelStates",

@@ -1,7 +1,13 @@
 """Command line: ``python -m vram params|estimate|serve|lora ...``.
 
-Bad input exits with status 2 and ONE line on stderr (``vram: error: ...``), never a
-traceback. ``--json`` prints one JSON object on stdout.
+Bad input exits with status 2 and ONE line on stderr (``vram: error: ...``) quoting what
+the user typed, never a traceback: numbers are read exactly (no float), a fraction, an
+out-of-range or absurd value is refused. ``--json`` prints one JSON object on stdout.
+
+``estimate --framework zero-paper|deepspeed|fsdp2`` (``vram.frameworks``): the JSON has
+``framework``, ``params``, ``per_gpu_bytes`` (= ``weights_bytes + gradients_bytes +
+optimizer_bytes + working_bytes + activation_bytes``), ``host_bytes`` (RAM per machine that
+offload pins), ``terms`` (each buffer: part, bytes, formula, what) and ``notes``.
 """
 
 from __future__ import annotations
@@ -11,15 +17,19 @@ import json
 import sys
 from typing import NoReturn, Sequence
 
+from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE, ActivationMemory, activation_memory
+from .breakdown import ModelShape, model_shape
 from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
+from .frameworks import FRAMEWORKS, STAGE_NAMES, framework_memory
 from .lora import ALL_LINEAR, BASE_DTYPES, lora_memory_for_config
-from .models import count_params, load_model_config
+from .models import ModelConfig, count_params, load_model_config
 from .serving import serving_memory
-from .states import OPTIMIZERS, bytes_per_param
-from .training import training_memory_per_gpu
-from .units import bytes_to_gb, bytes_to_gib, parse_params
+from .states import OPTIMIZERS
+from .units import quote_text, bytes_to_gb, bytes_to_gib, parse_params
 
 EXIT_BAD_INPUT = 2
+MAX_WORLD_SIZE = 2**20  # more data-parallel GPUs than any cluster has
+MAX_GPUS_PER_MACHINE = 2**10
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -57,49 +67,128 @@ def _cmd_params(args: argparse.Namespace) -> None:
     _emit(args, {"params": count.total, "active_params": count.active}, lines)
 
 
-def _cmd_estimate(args: argparse.Namespace) -> None:
-    data: dict = {}
+def _whole(name: str, minimum: int, maximum: int):
+    """argparse type: an integer written in ASCII digits, ``minimum..maximum``, else one line
+    quoting the user's text (no float, no fraction, no '1e3', no '1_000')."""
+
+    def parse(text: str) -> int:
+        stripped = text.strip()
+        if not (stripped.isascii() and stripped.isdigit()) or len(stripped) > 20 or not minimum <= int(stripped) <= maximum:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be an integer from {minimum:,} to {maximum:,}, got {quote_text(text)}"
+            )
+        return int(stripped)
+
+    return parse
+
+
+def _stage(text: str) -> int:
+    if text.strip() not in ("0", "1", "2", "3"):
+        raise argparse.ArgumentTypeError(f"zero_stage must be 0, 1, 2 or 3, got {quote_text(text)}")
+    return int(text)
+
+
+def _count(text: str) -> int:
+    try:
+        return parse_params(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _model(args: argparse.Namespace) -> tuple[ModelShape, ModelConfig | None, int]:
+    """The model's sizes from --config or --params (and --largest-layer-params); active params."""
     if args.config is not None:
-        count = count_params(load_model_config(args.config))
-        params = count.total
-        data["active_params"] = count.active
-    else:
-        params = parse_params(args.params)
-    mem = training_memory_per_gpu(
-        params, args.world_size, args.zero_stage, args.optimizer, args.offload_optimizer, args.gpus_per_machine
-    )
-    bpp = bytes_per_param(args.optimizer)
-    data = {
-        "params": params,
-        **data,
+        if args.largest_layer_params is not None:
+            _fail("estimate: --largest-layer-params goes with --params; --config already gives the largest layer")
+        config = load_model_config(args.config)
+        return model_shape(config), config, count_params(config).active
+    params = parse_params(args.params)
+    return ModelShape(params, largest_layer_params=args.largest_layer_params), None, params
+
+
+def _check_needs(args: argparse.Namespace, config: ModelConfig | None) -> None:
+    """One line for each flag that needs another (before any arithmetic)."""
+    if config is None:
+        if args.framework == "fsdp2":
+            _fail("estimate: --framework fsdp2 needs --config: fully_shard gathers one decoder layer "
+                  "and the root module, whose sizes come from the config")
+        if args.framework == "deepspeed" and args.zero_stage == 3 and args.largest_layer_params is None:
+            _fail("estimate: --framework deepspeed --zero-stage 3 needs --config or --largest-layer-params "
+                  "(DeepSpeed adds 4 B per parameter of the largest layer)")
+        if args.seq_len is not None:
+            _fail("estimate: --seq-len needs --config: activations depend on the layer's shapes")
+    if args.largest_layer_params is not None and (args.framework, args.zero_stage) != ("deepspeed", 3):
+        _fail("estimate: --largest-layer-params applies to --framework deepspeed --zero-stage 3 only")
+    if args.seq_len is None:
+        given = [flag for flag, value in (("--micro-batch", args.micro_batch), ("--attention", args.attention),
+                                          ("--recompute", args.recompute)) if value is not None]
+        if given:
+            _fail(f"estimate: {given[0]} needs --seq-len (tokens per sequence)")
+
+
+def _activations(args: argparse.Namespace, config: ModelConfig | None) -> ActivationMemory | None:
+    if args.seq_len is None or config is None:
+        return None
+    return activation_memory(config, args.seq_len, args.micro_batch or 1, args.attention or "sdpa",
+                             args.recompute or "none")
+
+
+def _cmd_estimate(args: argparse.Namespace) -> None:
+    shape, config, active = _model(args)
+    _check_needs(args, config)
+    mem = framework_memory(args.framework, shape, args.world_size, args.zero_stage, args.optimizer,
+                           args.offload_optimizer, args.offload_params, args.gpus_per_machine)
+    act = _activations(args, config)
+    activation = act.total_bytes if act else 0
+    stage_name = STAGE_NAMES[args.framework][args.zero_stage]
+    data: dict = {
+        "framework": args.framework,
+        "stage_name": stage_name,
+        "params": shape.params,
+        "active_params": active,
         "world_size": args.world_size,
         "zero_stage": args.zero_stage,
         "optimizer": args.optimizer,
         "offload_optimizer": args.offload_optimizer,
+        "offload_params": args.offload_params,
         "weights_bytes": mem.weights_bytes,
         "gradients_bytes": mem.gradients_bytes,
         "optimizer_bytes": mem.optimizer_bytes,
-        "per_gpu_bytes": mem.per_gpu_bytes,
-        "per_gpu_gb": bytes_to_gb(mem.per_gpu_bytes),
-        "per_gpu_gib": bytes_to_gib(mem.per_gpu_bytes),
-        "host_optimizer_bytes_per_machine": mem.host_optimizer_bytes_per_machine,
+        "working_bytes": mem.working_bytes,
+        "activation_bytes": activation,
+        "model_states_bytes": mem.model_states_bytes,
+        "per_gpu_bytes": mem.per_gpu_bytes + activation,
+        "per_gpu_gb": bytes_to_gb(mem.per_gpu_bytes + activation),
+        "per_gpu_gib": bytes_to_gib(mem.per_gpu_bytes + activation),
+        "host_bytes": mem.host_bytes,
+        "terms": [{"part": t.part, "bytes": t.bytes, "formula": t.formula, "what": t.what} for t in mem.terms],
+        "notes": list(mem.notes),
     }
-    lines = [f"params: {params:,}"]
-    if data.get("active_params", params) != params:
-        lines.append(f"active params per token: {data['active_params']:,} (all experts are held in memory)")
-    lines += [
-        f"ZeRO stage {args.zero_stage} on {args.world_size} GPU(s), optimizer {args.optimizer} "
-        f"({bpp.weights} + {bpp.gradients} + {bpp.optimizer} bytes per parameter)",
-        "model states per GPU (GB = 10^9 bytes, GiB = 2^30 bytes):",
-        *_rows([
-            ("weights", mem.weights_bytes),
-            ("gradients", mem.gradients_bytes),
-            ("optimizer", mem.optimizer_bytes),
-            ("total", mem.per_gpu_bytes),
-        ]),
-    ]
-    if args.offload_optimizer:
-        lines.append(f"host RAM per machine for the offloaded optimizer states: {_size(mem.host_optimizer_bytes_per_machine)}")
+    if shape.largest_layer_params is not None:
+        data["largest_layer_params"] = shape.largest_layer_params
+    if act is not None:
+        data["activations"] = {
+            "seq_len": args.seq_len, "micro_batch": args.micro_batch or 1, "attention": act.attention,
+            "recompute": act.recompute, "per_layer_bytes": act.per_layer_bytes, "layers_bytes": act.layers_bytes,
+            "head_bytes": act.head_bytes, "logits_bytes": act.logits_bytes, "total_bytes": act.total_bytes,
+        }
+    lines = [f"params: {shape.params:,}"]
+    if active != shape.params:
+        lines.append(f"active params per token: {active:,} (all experts are held in memory)")
+    lines.append(f"{args.framework}: {stage_name} on {args.world_size} GPU(s), optimizer {args.optimizer}")
+    rows = [("weights", mem.weights_bytes), ("gradients", mem.gradients_bytes), ("optimizer", mem.optimizer_bytes)]
+    if args.framework != "zero-paper":
+        rows.append(("working", mem.working_bytes))
+    if act is not None:
+        rows.append((f"activations ({act.attention}, recompute {act.recompute}, "
+                     f"{args.micro_batch or 1} x {args.seq_len:,} tokens)", activation))
+    rows.append(("total", mem.per_gpu_bytes + activation))
+    lines += ["per GPU (GB = 10^9 bytes, GiB = 2^30 bytes):", *_rows(rows), "where it comes from (P = params, N = GPUs):"]
+    width = max(len(t.formula) for t in mem.terms)
+    lines += [f"  {t.part:<9}  {t.formula:<{width}}  {bytes_to_gb(t.bytes):10.2f} GB  {t.what}" for t in mem.terms]
+    if mem.host_bytes:
+        lines.append(f"host RAM per machine for offload: {_size(mem.host_bytes)}")
+    lines += [f"note: {note}" for note in mem.notes]
     _emit(args, data, lines)
 
 
@@ -159,15 +248,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", help="path to config.json")
     p.set_defaults(func=_cmd_params)
 
-    e = sub.add_parser("estimate", help="model states per GPU for training")
+    e = sub.add_parser("estimate", help="memory per GPU for training, under a framework")
     src = e.add_mutually_exclusive_group(required=True)
     src.add_argument("--params", help="parameter count: 8e9, 8B, 350M")
     src.add_argument("--config", help="path to config.json")
-    e.add_argument("--world-size", type=int, required=True, help="data-parallel GPUs (>= 1)")
-    e.add_argument("--zero-stage", type=int, required=True, help="ZeRO stage 0-3 (FSDP: FULL_SHARD = 3)")
+    e.add_argument("--world-size", type=_whole("world_size", 1, MAX_WORLD_SIZE), required=True,
+                   help="data-parallel GPUs (>= 1)")
+    e.add_argument("--zero-stage", type=_stage, required=True,
+                   help="ZeRO stage 0-3; fsdp2: 3 = reshard_after_forward=True, 2 = False, 0 = DDP")
+    e.add_argument("--framework", default="zero-paper", choices=FRAMEWORKS,
+                   help="zero-paper (default: the ZeRO paper's 2+2+12), deepspeed (DeepSpeed 0.19's "
+                        "estimators), fsdp2 (PyTorch 2.13 fully_shard, bf16 MixedPrecisionPolicy)")
     e.add_argument("--optimizer", default="adamw", choices=optimizers, help="default: adamw (16 B/param)")
     e.add_argument("--offload-optimizer", action="store_true", help="optimizer states in host RAM")
-    e.add_argument("--gpus-per-machine", type=int, help="GPUs sharing one host's RAM (default: all)")
+    e.add_argument("--offload-params", action="store_true",
+                   help="deepspeed stage 3: offload_param; fsdp2: with --offload-optimizer, CPUOffloadPolicy")
+    e.add_argument("--largest-layer-params", type=_count,
+                   help="deepspeed stage 3 with --params: parameters of the largest module")
+    e.add_argument("--gpus-per-machine", type=_whole("gpus_per_machine", 1, MAX_GPUS_PER_MACHINE),
+                   help="GPUs sharing one host's RAM (default: all)")
+    e.add_argument("--seq-len", type=_whole("seq_len", 1, MAX_SEQ_LEN),
+                   help="tokens per sequence: adds activations (needs --config)")
+    e.add_argument("--micro-batch", type=_whole("micro_batch", 1, MAX_MICRO_BATCH), help="sequences per GPU (default 1)")
+    e.add_argument("--attention", choices=ATTENTION, help="sdpa (default) or eager")
+    e.add_argument("--recompute", choices=RECOMPUTE, help="none (default), selective or full")
     e.set_defaults(func=_cmd_estimate)
 
     s = sub.add_parser("serve", help="weights plus KV cache for serving")

@@ -1,4 +1,5 @@
-"""Exact per-rank model-state bytes of FSDP2 (``torch.distributed.fsdp.fully_shard``).
+"""FSDP2 (``torch.distributed.fsdp.fully_shard``): exact per-rank shards, and ``fsdp2_memory``,
+what one GPU holds per training step under a bf16 ``MixedPrecisionPolicy`` (or DDP + AMP).
 
 ``model_states_per_gpu`` divides the whole model by world_size. FSDP2 shards each
 parameter on its own along dim 0 (``torch/distributed/fsdp/_fully_shard/_fsdp_param.py``,
@@ -21,8 +22,9 @@ from __future__ import annotations
 from math import prod
 from typing import Iterable, Sequence
 
-from .sharding import ModelStates, check_world_size
-from .states import BytesPerParam, as_bytes_per_param
+from .breakdown import FrameworkMemory, ModelShape, Term
+from .sharding import ModelStates, check_world_size, check_zero_stage
+from .states import BytesPerParam, as_bytes_per_param, state_bytes_per_param
 from .validate import check_int
 
 
@@ -65,3 +67,124 @@ def fsdp2_model_states_per_rank(
         gradients_bytes=padded * bpp.gradients,
         optimizer_bytes=local * bpp.optimizer,
     )
+
+
+# --- FSDP2 training, bf16 MixedPrecisionPolicy: what one GPU holds per step ---------------
+
+FRAMEWORK = "fsdp2"
+FP32 = 4
+BF16 = 2
+RESHARD_AFTER_FORWARD = {2: False, 3: True}  # --zero-stage -> fully_shard(reshard_after_forward=...)
+ROOT_NOTE = (
+    "The root module (embedding, final norm, lm_head) stays gathered from its forward to the "
+    "end of backward: fully_shard(model) leaves reshard_after_forward=None, which FSDP2 turns "
+    "into False for the root (torch/distributed/fsdp/_fully_shard/_fsdp_state.py, _lazy_init); "
+    "with True it is gathered again as backward starts and held until its end."
+)
+REDUCE_NOTE = (
+    "Not counted: the fp32 copy of one block's gradients made for the reduce-scatter "
+    "(reduce_dtype=fp32, 4 B per parameter of the block), alive for a moment."
+)
+BUCKET_NOTE = (
+    "DDP's gradient buckets: with gradient_as_bucket_view=False (the default) the all-reduce "
+    "buckets hold a second fp32 copy of the gradients; gradient_as_bucket_view=True makes the "
+    "gradients views into the buckets and saves it."
+)
+
+
+def _need(shape: ModelShape | None, fields: tuple[str, ...], why: str) -> ModelShape:
+    if shape is None or any(getattr(shape, f) is None for f in fields):
+        raise ValueError(f"FSDP2 {why}: give the model's config")
+    return shape
+
+
+def fsdp2_memory(
+    shape: ModelShape,
+    world_size: int,
+    zero_stage: int,
+    optimizer: str = "adamw",
+    offload: bool = False,
+    gpus_per_machine: int | None = None,
+    gradient_as_bucket_view: bool = False,
+) -> FrameworkMemory:
+    """Bytes per GPU and host RAM per machine when PyTorch 2.13 trains with FSDP2 or DDP.
+
+    shape: the model's sizes (``vram.breakdown.model_shape(config)``); world_size: N;
+    zero_stage: 3 = ``fully_shard(block, reshard_after_forward=True)`` on every decoder
+    layer and ``fully_shard(model)`` on the root, 2 = the same with False, 0 = DDP under
+    PyTorch AMP (``torch.autocast`` bf16 on fp32 weights); 1 has no FSDP2 equivalent and is
+    refused. optimizer: one of ``vram.states.MASTER_COPY_OPTIMIZERS`` (its state tensors
+    follow the fp32 parameters); offload: ``CPUOffloadPolicy`` (stages 2 and 3: sharded
+    weights, gradients and optimizer states in host RAM, the step on the CPU);
+    gpus_per_machine: GPUs sharing one host (default: all N).
+
+    With ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` every rank keeps
+    fp32 sharded parameters (4P/N), fp32 sharded gradients (4P/N) and the optimizer states
+    (8P/N for AdamW): 16P/N. Stage 2 keeps the bf16 unsharded weights of the whole model
+    from forward to backward (2P). Working set at the peak of backward (measured on 2 gloo
+    ranks, tests/vram/test_fsdp2_torchrun.py): the gathered bf16 weights of the root and,
+    at stage 3, of the current and the prefetched block (``_backward_prefetch`` in
+    ``_fsdp_param_group.py``), and the unsharded bf16 gradients of the current block and of
+    the root's output layer (``output_params``). DDP under AMP: fp32 weights 4 + fp32
+    gradients 4 + AdamW 8 B per parameter, the bf16 copies autocast caches of every
+    ``nn.Linear`` (2 B per Linear parameter, alive from forward to backward) and, on more
+    than one GPU, DDP's buckets (4P unless ``gradient_as_bucket_view``).
+    Shards are rounded up per rank (FSDP2 pads; exact per-parameter padding:
+    ``fsdp2_model_states_per_rank``). Returns ``FrameworkMemory``. Raises ValueError.
+    """
+    n = check_world_size(world_size)
+    check_zero_stage(zero_stage)
+    if zero_stage == 1:
+        raise ValueError(
+            "FSDP2 has no ZeRO-1: fully_shard shards gradients and optimizer states together; "
+            "use zero_stage 2 (reshard_after_forward=False) or 0 (DDP)"
+        )
+    states = state_bytes_per_param(optimizer)
+    gpus = n if gpus_per_machine is None else check_int(gpus_per_machine, "gpus_per_machine", 1)
+    if n % gpus:
+        raise ValueError(f"gpus_per_machine {gpus} must divide world_size {n}")
+    if offload and zero_stage == 0:
+        raise ValueError("CPUOffloadPolicy is an FSDP2 option: it needs zero_stage 2 or 3, not DDP")
+    if zero_stage == 0:
+        shape = _need(shape, ("linear_params",), "under AMP copies every nn.Linear weight to bf16")
+        p = shape.params
+        terms = [
+            Term("weights", FP32 * p, "4P", "fp32 parameters"),
+            Term("gradients", FP32 * p, "4P", "fp32 gradients"),
+            Term("optimizer", states * p, f"{states}P", "optimizer states on the fp32 parameters"),
+            Term("working", BF16 * shape.linear_params, "2 x Linear params",
+                 "bf16 copies of the nn.Linear weights cached by torch.autocast, forward to backward"),
+        ]
+        notes = [BUCKET_NOTE] if n > 1 else []
+        if n > 1 and not gradient_as_bucket_view:
+            terms.append(Term("working", FP32 * p, "4P", "DDP all-reduce buckets (gradient_as_bucket_view=False)"))
+        return FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))
+    shape = _need(shape, ("decoder_layer_params", "num_layers", "root_params", "output_params"),
+                  "gathers one decoder layer at a time")
+    p, block = shape.params, shape.decoder_layer_params
+    gathered_blocks = min(2, shape.num_layers) if zero_stage == 3 else 0
+    shard = _ceil(p, n)  # whole elements per rank
+    terms = []
+    if not offload:
+        terms += [
+            Term("weights", FP32 * shard, "4P/N", "fp32 sharded parameters"),
+            Term("gradients", FP32 * shard, "4P/N", "fp32 sharded gradients (reduce_dtype=fp32)"),
+            Term("optimizer", states * shard, f"{states}P/N", "optimizer states on the fp32 shards"),
+        ]
+    if zero_stage == 2:
+        terms.append(Term("weights", BF16 * p, "2P", "bf16 unsharded weights kept from forward to backward"))
+    else:
+        terms.append(Term("working", BF16 * (shape.root_params + gathered_blocks * block),
+                          f"2 x (root + {gathered_blocks} blocks)",
+                          "bf16 gathered weights: the root, the current and the prefetched block"))
+    terms.append(Term("working", BF16 * (shape.output_params + block), "2 x (output + block)",
+                      "bf16 unsharded gradients of the current block and of lm_head/final norm"))
+    if offload:
+        terms.append(Term("host", (FP32 + FP32 + states) * shard * gpus, f"{FP32 + FP32 + states}P x {gpus}/N",
+                          "per machine: fp32 sharded parameters and gradients, optimizer states (CPUOffloadPolicy)"))
+    notes = [ROOT_NOTE, REDUCE_NOTE]
+    return FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))
+
+
+def _ceil(numerator: int, world_size: int) -> int:
+    return -(-numerator // world_size)

@@ -41,9 +41,10 @@ class ModelStates:
         return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
 
 
-def _shard(n_bytes: int, world_size: int) -> int:
-    # ceil: a rank holds whole elements; FSDP pads the flat parameter to a multiple of world_size.
-    return -(-n_bytes // world_size)
+def _shard_elements(params: int, world_size: int) -> int:
+    # ceil: a rank holds whole elements of every state (FSDP and DeepSpeed pad the flat
+    # parameter to a multiple of world_size): 1 parameter on 4 GPUs is 2 B of bf16 each, not 1.
+    return -(-params // world_size)
 
 
 def check_world_size(world_size: int) -> int:
@@ -68,20 +69,18 @@ def model_states_per_gpu(
 
     params: number of parameters (> 0); world_size: data-parallel ranks (>= 1);
     zero_stage: 0 (DDP), 1, 2 or 3; optimizer: a name of ``vram.states.OPTIMIZERS``
-    or a ``BytesPerParam``. Returns ``ModelStates`` in bytes (ints, sharded parts
-    rounded up to whole bytes per rank). Raises ValueError for out-of-range input.
+    or a ``BytesPerParam``. Returns ``ModelStates`` in bytes (ints; a sharded part is
+    ceil(params / world_size) whole elements per rank). Raises ValueError for out-of-range input.
     """
     check_params(params)
     check_world_size(world_size)
     check_zero_stage(zero_stage)
     bpp = as_bytes_per_param(optimizer)
-    weights = params * bpp.weights
-    gradients = params * bpp.gradients
-    optim = params * bpp.optimizer
+    shard = _shard_elements(params, world_size)
     return ModelStates(
-        weights_bytes=_shard(weights, world_size) if zero_stage >= 3 else weights,
-        gradients_bytes=_shard(gradients, world_size) if zero_stage >= 2 else gradients,
-        optimizer_bytes=_shard(optim, world_size) if zero_stage >= 1 else optim,
+        weights_bytes=(shard if zero_stage >= 3 else params) * bpp.weights,
+        gradients_bytes=(shard if zero_stage >= 2 else params) * bpp.gradients,
+        optimizer_bytes=(shard if zero_stage >= 1 else params) * bpp.optimizer,
     )
 
 

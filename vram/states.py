@@ -61,6 +61,28 @@ def bytes_per_param(optimizer: str = "adamw") -> BytesPerParam:
     return lookup(OPTIMIZERS, optimizer, "optimizer")
 
 
+# Optimizers that keep an fp32 copy of the weights (4 B) beside their state tensors: the ones
+# DeepSpeed ZeRO and FSDP2 with a bf16 MixedPrecisionPolicy run, where the fp32 copy is the
+# sharded parameter itself (FSDP2) or DeepSpeed's fp32 partition.
+MASTER_COPY_BYTES = 4
+MASTER_COPY_OPTIMIZERS = ("adamw", "adam8bit", "sgd")
+
+
+def state_bytes_per_param(optimizer: str) -> int:
+    """Bytes per parameter of the optimizer's state tensors alone, without the fp32 copy.
+
+    adamw 8 (two fp32 moments), adam8bit 2 (two 8-bit moments), sgd 4 (fp32 momentum):
+    ``OPTIMIZERS[name].optimizer - MASTER_COPY_BYTES``. Raises ValueError for an optimizer
+    without an fp32 master copy (the frameworks' bf16 training always keeps one).
+    """
+    if optimizer not in MASTER_COPY_OPTIMIZERS:
+        raise ValueError(
+            f"optimizer {optimizer!r} does not apply here: DeepSpeed and FSDP2 keep fp32 weights "
+            f"beside bf16 compute; use one of {', '.join(MASTER_COPY_OPTIMIZERS)}"
+        )
+    return bytes_per_param(optimizer).optimizer - MASTER_COPY_BYTES
+
+
 def as_bytes_per_param(optimizer: str | BytesPerParam) -> BytesPerParam:
     """A ``BytesPerParam`` as given, or looked up by name (``bytes_per_param``)."""
     return optimizer if isinstance(optimizer, BytesPerParam) else bytes_per_param(optimizer)

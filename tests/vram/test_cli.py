@@ -45,7 +45,8 @@ def test_estimate_human_output_labels_gb_and_gib(cli):
 def test_estimate_offload_reports_host_ram(cli):
     proc = cli("estimate", "--params", "8B", "--world-size", "8", "--zero-stage", "2", "--offload-optimizer", "--json")
     data = json.loads(proc.stdout)
-    assert data["host_optimizer_bytes_per_machine"] == 96 * GB
+    assert data["framework"] == "zero-paper"
+    assert data["host_bytes"] == 96 * GB
     assert data["optimizer_bytes"] == 0
     human = cli("estimate", "--params", "8B", "--world-size", "8", "--zero-stage", "2", "--offload-optimizer").stdout
     assert "host RAM" in human and "96.00 GB" in human
@@ -79,7 +80,71 @@ def bad_configs(tmp_path, shared_configs):
     gpt2 = tmp_path / "gpt2.json"
     gpt2.write_text(json.dumps({**raw, "model_type": "gpt2"}))
     return {"not_json": str(not_json), "no_hidden": str(no_hidden), "gpt2": str(gpt2),
-            "missing": str(tmp_path / "absent.json")}
+            "missing": str(tmp_path / "absent.json"), "llama": str(shared_configs / "llama-3.1-8b.json")}
+
+
+CONTRACT_KEYS = {"per_gpu_bytes", "weights_bytes", "gradients_bytes", "optimizer_bytes", "working_bytes",
+                 "activation_bytes", "host_bytes", "params", "framework"}
+P8B = 8_030_261_248
+
+
+@pytest.mark.parametrize("framework", ["zero-paper", "deepspeed", "fsdp2"])
+def test_estimate_json_contract_for_every_framework(cli, shared_configs, framework):
+    data = json.loads(cli("estimate", "--config", str(shared_configs / "llama-3.1-8b.json"), "--world-size", "8",
+                          "--zero-stage", "3", "--framework", framework, "--json").stdout)
+    assert CONTRACT_KEYS <= set(data)
+    assert data["framework"] == framework and data["params"] == P8B
+    parts = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "working_bytes", "activation_bytes")
+    assert data["per_gpu_bytes"] == sum(data[k] for k in parts)
+    assert sum(t["bytes"] for t in data["terms"] if t["part"] != "host") == data["per_gpu_bytes"]
+
+
+def test_estimate_deepspeed_cases_of_oracles_md(cli, shared_configs):
+    config = str(shared_configs / "llama-3.1-8b.json")
+    zero3 = json.loads(cli("estimate", "--config", config, "--world-size", "8", "--zero-stage", "3",
+                           "--framework", "deepspeed", "--json").stdout)
+    assert zero3["per_gpu_bytes"] == 20_169_434_112
+    assert zero3["largest_layer_params"] == 525_336_576
+    by_hand = json.loads(cli("estimate", "--params", str(P8B), "--largest-layer-params", "525336576",
+                             "--world-size", "8", "--zero-stage", "3", "--framework", "deepspeed", "--json").stdout)
+    assert by_hand["per_gpu_bytes"] == 20_169_434_112
+    offload = json.loads(cli("estimate", "--params", str(P8B), "--world-size", "1", "--zero-stage", "2",
+                             "--framework", "deepspeed", "--offload-optimizer", "--json").stdout)
+    assert (offload["per_gpu_bytes"], offload["host_bytes"]) == (16_060_522_496, 128_484_179_968)
+    human = cli("estimate", "--params", str(P8B), "--world-size", "1", "--zero-stage", "2",
+                "--framework", "deepspeed", "--offload-optimizer").stdout
+    assert "additional_buffer_factor=1.5" in human and "max(4*N, 16)" in human
+    assert "128.48 GB" in human
+
+
+def test_estimate_fsdp2_with_sdpa_activations(cli, shared_configs):
+    """oracles.md: 8B at 2,048 tokens under SDPA keeps about 49 s*b*h bytes per layer, ~13 GB."""
+    data = json.loads(cli("estimate", "--config", str(shared_configs / "llama-3.1-8b.json"), "--world-size", "8",
+                          "--zero-stage", "3", "--framework", "fsdp2", "--seq-len", "2048", "--json").stdout)
+    layers = data["activations"]["layers_bytes"]
+    assert abs(layers - 49 * 2048 * 4096 * 32) / (49 * 2048 * 4096 * 32) < 0.05
+    assert data["activation_bytes"] == data["activations"]["total_bytes"] > layers
+    assert data["activation_bytes"] < 30.6 * GB / 2  # not Korthikanti's eager 30.6 GB
+    full = json.loads(cli("estimate", "--config", str(shared_configs / "llama-3.1-8b.json"), "--world-size", "8",
+                          "--zero-stage", "3", "--framework", "fsdp2", "--seq-len", "2048", "--recompute", "full",
+                          "--json").stdout)
+    assert full["activation_bytes"] < data["activation_bytes"]
+    assert full["per_gpu_bytes"] - full["activation_bytes"] == data["per_gpu_bytes"] - data["activation_bytes"]
+
+
+def test_params_1e30_is_never_a_float_rounded_integer(cli):
+    proc = cli("estimate", "--params", "1e30", "--world-size", "1", "--zero-stage", "0", "--json")
+    if proc.returncode == 0:
+        assert json.loads(proc.stdout)["params"] == 10**30
+    else:
+        assert proc.returncode == 2 and "'1e30'" in proc.stderr and "implausible" in proc.stderr
+
+
+def test_fractional_parts_of_a_count_are_exact(cli):
+    data = json.loads(cli("estimate", "--params", "1.5b", "--world-size", "1", "--zero-stage", "0", "--json").stdout)
+    assert data["params"] == 1_500_000_000
+    proc = cli("estimate", "--params", "1.0000000000000000000000000000001e9", "--world-size", "1", "--zero-stage", "0")
+    assert proc.returncode == 2 and "whole number" in proc.stderr
 
 
 BAD = [
@@ -99,18 +164,60 @@ BAD = [
     (["serve", "{missing}", "--context", "10"], "absent.json"),
     (["lora", "{not_json}", "--rank", "8"], "not valid JSON"),
     ([], "required"),
+    (["estimate", "--params", "1e400", "--world-size", "1", "--zero-stage", "0"], "'1e400'"),
+    (["estimate", "--params", "1e308B", "--world-size", "1", "--zero-stage", "0"], "'1e308B'"),
+    (["estimate", "--params", "0.4", "--world-size", "1", "--zero-stage", "0"], "'0.4'"),
+    (["estimate", "--params", "nan", "--world-size", "1", "--zero-stage", "0"], "'nan'"),
+    (["estimate", "--params", "8B", "--world-size", "1.5", "--zero-stage", "0"], "'1.5'"),
+    (["estimate", "--params", "8B", "--world-size", "1e400", "--zero-stage", "0"], "'1e400'"),
+    (["estimate", "--params", "8B", "--world-size", "99999999999999999999999", "--zero-stage", "0"], "world_size"),
+    (["estimate", "--params", "8B", "--world-size", "8", "--zero-stage", "2", "--gpus-per-machine", "3"], "divide"),
+    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "1", "--framework", "fsdp2",
+      "--config", "{llama}"], "argument --config"),
+    (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "1", "--framework", "fsdp2"], "ZeRO-1"),
+    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "3", "--framework", "deepspeed"],
+     "--largest-layer-params"),
+    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "2", "--framework", "fsdp2"], "--config"),
+    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "2", "--largest-layer-params", "5"],
+     "deepspeed --zero-stage 3 only"),
+    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "3", "--framework", "deepspeed",
+      "--largest-layer-params", "0.5"], "'0.5'"),
+    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "3", "--offload-optimizer",
+      "--offload-params"], "offload_params"),
+    (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "3", "--framework", "fsdp2",
+      "--offload-optimizer"], "CPUOffloadPolicy"),
+    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "2", "--seq-len", "2048"], "--config"),
+    (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "2", "--recompute", "full"],
+     "--seq-len"),
+    (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "2", "--seq-len", "0"], "seq_len"),
+    (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "2", "--seq-len", "2e3"], "'2e3'"),
+    (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "2", "--seq-len", "64",
+      "--micro-batch", "-1"], "micro_batch"),
 ]
 
 
 @pytest.mark.parametrize("argv, needle", BAD)
-def test_bad_input_exits_2_with_one_line_and_no_traceback(cli, bad_configs, argv, needle):
+def test_bad_input_exits_2_with_one_line_and_no_traceback(capsys, bad_configs, argv, needle):
+    """In process (fast): any exception other than the exit would fail the test itself."""
+    from vram.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main([a.format(**bad_configs) for a in argv])
+    assert exit_info.value.code == 2
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("vram: error: ")
+    assert needle.format(**bad_configs) in lines[0]
+    assert out == ""
+
+
+@pytest.mark.parametrize("argv, needle", [BAD[0], BAD[9], BAD[16], BAD[18]])
+def test_bad_input_in_a_real_process(cli, bad_configs, argv, needle):
     proc = cli(*(a.format(**bad_configs) for a in argv))
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("vram: error: ")
-    assert needle.format(**bad_configs) in lines[0]
+    assert proc.stderr.splitlines() == [proc.stderr.strip()] and needle.format(**bad_configs) in proc.stderr
     assert proc.stdout == ""
 
 

@@ -20,6 +20,12 @@ are the same as ZeRO-3's). FSDP2 keeps its sharded fp32 copy during that window 
 
 The models are fp32 without a MixedPrecisionPolicy, so the calculator's fp32 optimizers
 ("adamw-fp32": 4 + 4 + 8, "sgd-fp32": 4 + 4 + 4) describe them.
+
+The ``llama_*`` scenarios (a transformers Llama, P = 776,064, bf16 MixedPrecisionPolicy)
+check ``vram.fsdp2_memory`` part by part, the unsharded working set at its measured peak
+included; ``ddp_buckets_*`` check the DDP term of ``--framework fsdp2 --zero-stage 0``.
+The calculator's inputs come from the config through ``vram.model_shape``; the expected
+bytes are the measured ones (and oracles.md's 7,760,640).
 """
 
 from __future__ import annotations
@@ -100,3 +106,61 @@ def test_shard_grad_op_holds_all_weights_between_forward_and_backward(reports):
         # resharded after backward: at the step, the weights are FULL_SHARD's
         assert data["all_sharded_after_step"]
         assert data["weights_bytes"] == zero2.weights_bytes // WORLD_SIZE
+
+
+# --- a transformers Llama under MixedPrecisionPolicy(bf16, fp32): vram.fsdp2_memory -------
+
+LLAMA_P = 776_064  # shared/cases/oracles.md
+
+
+@pytest.fixture(scope="module")
+def llama_shape(reports) -> vram.ModelShape:
+    shape = vram.model_shape(vram.model_config_from_dict(reports[0]["llama_config"]))
+    assert shape.params == LLAMA_P
+    return shape
+
+
+def test_shard_grad_op_mixed_precision_is_2p_plus_16p_over_n_per_rank(reports, llama_shape):
+    """oracles.md: 2P (bf16 unsharded weights kept) + 16P/N = 7,760,640 bytes per rank."""
+    calc = vram.fsdp2_memory(llama_shape, WORLD_SIZE, 2)
+    for report in reports:
+        data = report["llama_reshard_false"]
+        assert data["param_dtypes"] == ["torch.float32"]  # the sharded parameters stay fp32
+        measured = (data["weights_bytes"] + data["unsharded_after_forward_bytes"], data["gradients_bytes"],
+                    data["optimizer_bytes"])
+        assert measured == (calc.weights_bytes, calc.gradients_bytes, calc.optimizer_bytes)
+        assert sum(measured) == calc.model_states_bytes == 7_760_640
+        # the unsharded bf16 gradients of one block and of the output layer, at the peak
+        assert data["peak_unsharded_grads_bytes"] == calc.working_bytes
+    assert vram.model_states_per_gpu(LLAMA_P, WORLD_SIZE, 2).total_bytes == 6_984_576  # the paper mapping
+
+
+def test_full_shard_working_set_at_its_peak(reports, llama_shape):
+    """reshard_after_forward=True: 16P/N persistent; at the peak of backward the root, the
+    current and the prefetched block gathered, and the gradients of a block and of lm_head."""
+    calc = vram.fsdp2_memory(llama_shape, WORLD_SIZE, 3)
+    for report in reports:
+        data = report["llama_reshard_true"]
+        measured = (data["weights_bytes"], data["gradients_bytes"], data["optimizer_bytes"])
+        assert measured == (calc.weights_bytes, calc.gradients_bytes, calc.optimizer_bytes)
+        assert sum(measured) == 16 * LLAMA_P // WORLD_SIZE
+        assert data["peak_unsharded_bytes"] == calc.working_bytes
+        # the root (default reshard_after_forward=None) stays gathered after forward ...
+        assert data["unsharded_after_forward_bytes"] == 2 * llama_shape.root_params
+        # ... and resharding it too (True) frees it after forward but not at the peak
+        root_true = report["llama_reshard_true_root_true"]
+        assert root_true["unsharded_after_forward_bytes"] == 0
+        assert root_true["peak_unsharded_bytes"] == data["peak_unsharded_bytes"]
+
+
+def test_ddp_buckets_are_a_second_copy_of_the_gradients_unless_viewed(reports, llama_shape):
+    calc = vram.fsdp2_memory(llama_shape, WORLD_SIZE, 0)
+    viewed = vram.fsdp2_memory(llama_shape, WORLD_SIZE, 0, gradient_as_bucket_view=True)
+    autocast_copies = 2 * llama_shape.linear_params
+    for report in reports:
+        plain, view = report["ddp_buckets_view_false"], report["ddp_buckets_view_true"]
+        assert plain["bucket_bytes"] == view["bucket_bytes"] == calc.gradients_bytes
+        assert plain["gradient_storages"] > 1  # gradients apart from the buckets: two copies
+        assert view["gradient_storages"] == 1  # gradients are views into the one bucket
+        assert calc.working_bytes - autocast_copies == plain["bucket_bytes"]
+        assert viewed.working_bytes == autocast_copies

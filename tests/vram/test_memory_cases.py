@@ -175,3 +175,11 @@ def test_kv_cache_llama_3_1_8b_bf16_is_128_kib_per_token_and_1_gib_at_8192(share
     assert vram.kv_cache_bytes_per_token(config, "bf16") == 128 * 1024
     total = vram.kv_cache_bytes(config, 8192, batch=1, kv_dtype="bf16")
     assert f"{vram.bytes_to_gib(total):.2f} GiB" == "1.00 GiB"  # 4.00 GiB = KV heads ignored
+
+
+# --- Edges (shared/cases/oracles.md) -------------------------------------------------------
+
+def test_one_parameter_on_4_gpus_zero3_holds_whole_elements():
+    """Shards round up: each GPU holds 2 bytes of bf16 weights, never 1 (half an element)."""
+    states = vram.model_states_per_gpu(1, 4, 3, "adamw")
+    assert (states.weights_bytes, states.gradients_bytes, states.optimizer_bytes) == (2, 2, 12)

@@ -149,3 +149,46 @@ def test_kv_cache_matches_real_cache_tensors(shared_configs):
     assert vram.kv_cache_bytes(config, seq, batch, "bf16") == real
     fp8 = torch.empty(batch, 8, seq, 128, dtype=torch.float8_e4m3fn, device="meta")
     assert vram.kv_cache_bytes(config, seq, batch, "fp8") == 32 * 2 * fp8.nbytes
+
+
+# --- PyTorch AMP (fp32 parameters, bf16 autocast), AdamW: --framework fsdp2 --zero-stage 0 --
+
+AMP_LLAMA = {"model_type": "llama", "vocab_size": 3175, "hidden_size": 64, "intermediate_size": 577,
+             "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+             "tie_word_embeddings": False}  # P = 776,064 (shared/cases/oracles.md)
+
+
+def test_amp_adamw_is_4_4_8_plus_the_bf16_copies_autocast_keeps():
+    """One GPU under AMP: the calculator's DDP/AMP split equals the tensors of a real step.
+
+    The bf16 copies are what autograd saves of the casts autocast makes of every
+    nn.Linear weight (shapes of the model's Linear weights, bf16, counted once per storage):
+    they live from forward to backward.
+    """
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    model = LlamaForCausalLM(LlamaConfig(**{k: v for k, v in AMP_LLAMA.items() if k != "model_type"},
+                                         attn_implementation="sdpa"))
+    linear_shapes = {tuple(m.weight.shape) for m in model.modules() if isinstance(m, nn.Linear)}
+    copies: dict[int, int] = {}
+
+    def keep(t: torch.Tensor) -> torch.Tensor:
+        if t.dtype == torch.bfloat16 and t.dim() == 2 and {tuple(t.shape), tuple(t.shape[::-1])} & linear_shapes:
+            copies[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    tokens = torch.randint(0, AMP_LLAMA["vocab_size"], (2, 8))
+    with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t), torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = model(input_ids=tokens, labels=tokens).loss
+    loss.backward()
+    optimizer.step()
+    params = list(model.parameters())
+    assert sum(p.numel() for p in params) == 776_064
+    assert sum(copies.values()) == 1_144_832  # oracles.md: about 1.5 B per parameter
+    shape = vram.model_shape(vram.model_config_from_dict(AMP_LLAMA))
+    calc = vram.fsdp2_memory(shape, 1, 0)
+    assert calc.weights_bytes == _nbytes(params) == 4 * 776_064
+    assert calc.gradients_bytes == _nbytes(p.grad for p in params) == 4 * 776_064
+    assert calc.optimizer_bytes == _state_bytes(optimizer) == 8 * 776_064
+    assert calc.working_bytes == sum(copies.values())  # one GPU: no DDP buckets

@@ -1,0 +1,146 @@
+"""What one GPU (and one machine's RAM) holds under a training framework, term by term.
+
+``FrameworkMemory`` is the result of ``vram.frameworks.framework_memory``: a tuple of
+``Term``s, each a number of bytes with the part it belongs to (weights, gradients,
+optimizer, working, host), the formula that gives it and where that formula comes from.
+The parts add the terms up, so a figure and its explanation cannot disagree.
+``ModelShape`` carries the sizes beyond the parameter count that some frameworks need
+(DeepSpeed ZeRO-3's largest layer, FSDP2's decoder layer and root module, the
+``nn.Linear`` weights PyTorch autocast copies), read from a config by ``model_shape``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .validate import check_params
+
+GPU_PARTS = ("weights", "gradients", "optimizer", "working")
+PARTS = GPU_PARTS + ("host",)
+
+
+@dataclass(frozen=True)
+class Term:
+    """``bytes`` of one buffer kind; ``part`` one of ``PARTS``; ``formula`` in P (parameters)
+    and N (data-parallel GPUs); ``what`` names the buffers and the source of the multiplier."""
+
+    part: str
+    bytes: int
+    formula: str
+    what: str
+
+    def __post_init__(self) -> None:
+        if self.part not in PARTS:
+            raise ValueError(f"unknown part {self.part!r}; known: {', '.join(PARTS)}")
+
+
+@dataclass(frozen=True)
+class FrameworkMemory:
+    """Bytes per GPU by part, and host RAM per machine, under one framework.
+
+    ``notes``: what the figure leaves out on purpose (DeepSpeed's safety factors, transient
+    buffers), one sentence each.
+    """
+
+    framework: str
+    params: int
+    world_size: int
+    zero_stage: int
+    terms: tuple[Term, ...]
+    notes: tuple[str, ...] = ()
+
+    def part_bytes(self, part: str) -> int:
+        """Sum of the terms of ``part`` (bytes). Raises ValueError for an unknown part."""
+        if part not in PARTS:
+            raise ValueError(f"unknown part {part!r}; known: {', '.join(PARTS)}")
+        return sum(term.bytes for term in self.terms if term.part == part)
+
+    @property
+    def weights_bytes(self) -> int:
+        return self.part_bytes("weights")
+
+    @property
+    def gradients_bytes(self) -> int:
+        return self.part_bytes("gradients")
+
+    @property
+    def optimizer_bytes(self) -> int:
+        return self.part_bytes("optimizer")
+
+    @property
+    def working_bytes(self) -> int:
+        """Buffers that exist only while a step runs (gathered layers, autocast copies, buckets)."""
+        return self.part_bytes("working")
+
+    @property
+    def host_bytes(self) -> int:
+        """Host (CPU) RAM per machine that offload pins (0 without offload)."""
+        return self.part_bytes("host")
+
+    @property
+    def model_states_bytes(self) -> int:
+        """Weights, gradients and optimizer states on one GPU (bytes), without working buffers."""
+        return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
+
+    @property
+    def per_gpu_bytes(self) -> int:
+        """Everything this framework keeps on one GPU for the model (bytes), activations excluded."""
+        return self.model_states_bytes + self.working_bytes
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """Sizes of one model in parameters (elements); None where not known (``--params`` alone).
+
+    - ``largest_layer_params``: the most parameters one module holds directly (DeepSpeed
+      ``model_to_params``; ``vram.models.largest_layer_params``);
+    - ``decoder_layer_params``: one decoder layer, the largest (FSDP2's unit per block);
+    - ``num_layers``: decoder layers;
+    - ``root_params``: embedding, final norm and an untied ``lm_head`` (the root module);
+    - ``output_params``: the root's parameters whose gradients exist from the first step of
+      backward (final norm and ``lm_head``, or the tied embedding);
+    - ``linear_params``: every ``nn.Linear`` weight and bias (what autocast copies to bf16).
+    """
+
+    params: int
+    largest_layer_params: int | None = None
+    decoder_layer_params: int | None = None
+    num_layers: int | None = None
+    root_params: int | None = None
+    output_params: int | None = None
+    linear_params: int | None = None
+
+    def __post_init__(self) -> None:
+        check_params(self.params)
+        for name in ("largest_layer_params", "decoder_layer_params", "num_layers", "root_params",
+                     "output_params", "linear_params"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        if self.largest_layer_params is not None and self.largest_layer_params > self.params:
+            raise ValueError(
+                f"largest_layer_params {self.largest_layer_params:,} exceeds params {self.params:,}"
+            )
+
+
+def model_shape(config) -> ModelShape:
+    """``ModelShape`` of a ``vram.models.ModelConfig`` (or what ``as_model_config`` accepts).
+
+    Uses ``vram.models``: ``count_params``, ``largest_layer_params``, ``decoder_layer_params``,
+    ``root_params``, ``linear_params`` (each checked against transformers in tests/vram).
+    Raises ConfigError for a bad config.
+    """
+    from . import models
+
+    config = models.as_model_config(config)
+    root = models.root_params(config)
+    untied_input = 0 if config.tie_word_embeddings else config.vocab_size * config.hidden_size
+    return ModelShape(
+        params=models.count_params(config).total,
+        largest_layer_params=models.largest_layer_params(config),
+        decoder_layer_params=models.decoder_layer_params(config),
+        num_layers=config.num_hidden_layers,
+        root_params=root,
+        output_params=root - untied_input,
+        linear_params=models.linear_params(config),
+    )

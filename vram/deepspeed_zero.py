@@ -1,0 +1,166 @@
+"""Model states per GPU under DeepSpeed ZeRO, as DeepSpeed 0.19 estimates them.
+
+GPU side, stages 2 and 3: DeepSpeed's own estimators, with ``additional_buffer_factor=1``
+(``deepspeed/runtime/zero/stage_1_and_2.py``, ``estimate_zero2_model_states_mem_needs``,
+lines 4017-4040; ``deepspeed/runtime/zero/stage3.py``, ``estimate_zero3_model_states_mem_needs``,
+lines 4016-4056), for P parameters on N GPUs with bf16 weights and AdamW (K = 12 B of
+optimizer state per parameter: 4 fp32 master + 8 for the two fp32 moments):
+
+- ZeRO-2: ``2P + int(18P/N)``. The source's comment: "18 = 2_grads_16bit + 4_grads_32bit +
+  4_params_32bit + 8_optimizer_states_32bit": 2P of bf16 weights, whole on every GPU; per
+  GPU a 1/N partition of the bf16 gradients (2) and of the fp32 gradients (4); the fp32
+  master partition and the moments (12).
+- ZeRO-3: ``4 * largest_layer + int(18P/N)``: the 1/N partitions of bf16 weights (2), fp32
+  gradients (4) and optimizer (12), plus 4 B per parameter of the largest module, the
+  layer gathered whole (its bf16 weights and bf16 gradients, 2 + 2).
+- ZeRO-2 with ``offload_optimizer``: ``2P``: the gradients go to the CPU as well (ZeRO-Offload,
+  Ren et al. 2021, arXiv:2101.06840, §4.1). ZeRO-3 with it: ``4 * largest + int(2P/N)``;
+  with ``offload_param`` too: ``4 * largest``.
+
+Parts are rounded so that they add up to the estimator's ``int(...)`` exactly.
+Stages 0 and 1 have no estimator; they are derived from the same buffers: stage 1 does not
+partition gradients, so the bf16 gradients are whole (2P) beside the 1/N fp32 gradient and
+optimizer partitions (``stage_1_and_2.py`` with ``partition_gradients=False``); without
+ZeRO, DeepSpeed's bf16 optimizer wrapper (``runtime/fp16/fused_optimizer.py``, ``step``)
+keeps bf16 weights and gradients, flattens fp32 gradients of the whole model, and an fp32
+master copy with the moments: 2 + 2 + 4 + 12 = 20 B per parameter.
+
+Host RAM per machine with offload: what the offloaded partitions of its GPUs pin, 16 B
+per parameter (fp32 master, two moments, fp32 gradients), 18 with ``offload_param`` (the
+bf16 weights too). DeepSpeed's estimators multiply host RAM by ``additional_buffer_factor``
+(1.5) and, at ZeRO-1/2, take ``max(4 * N, 16)`` B per parameter (4 * N: every process
+loads an fp32 copy of the model at start-up): both are named in ``notes``, not applied.
+Other optimizers with an fp32 master copy (``adam8bit``, ``sgd``) change K only.
+"""
+
+from __future__ import annotations
+
+from .breakdown import FrameworkMemory, Term
+from .sharding import check_world_size, check_zero_stage
+from .states import MASTER_COPY_BYTES, state_bytes_per_param
+from .validate import check_int, check_params
+
+FRAMEWORK = "deepspeed"
+BF16 = 2
+FP32_GRADS = 4
+LARGEST_LAYER_BYTES = 4  # bf16 weights + bf16 gradients of the gathered layer
+
+ESTIMATOR_2 = "deepspeed/runtime/zero/stage_1_and_2.py:4030-4031 (estimate_zero2_model_states_mem_needs)"
+ESTIMATOR_3 = "deepspeed/runtime/zero/stage3.py:4027-4046 (estimate_zero3_model_states_mem_needs)"
+NOTE_BUFFER_FACTOR = (
+    "DeepSpeed's estimators multiply host RAM by additional_buffer_factor=1.5 as a safety "
+    "margin; not applied here."
+)
+NOTE_LOAD_TERM = (
+    "estimate_zero2_model_states_mem_needs takes max(4*N, 16) B of host RAM per parameter: "
+    "4*N is every process loading an fp32 copy of the model at start-up; not applied here "
+    "(start-up, not training)."
+)
+NOTE_DERIVED = (
+    "DeepSpeed has no estimator for stage {stage}: derived from the buffers of its stage 2 "
+    "estimator (see vram/deepspeed_zero.py)."
+)
+
+
+def _floor(numerator: int, world_size: int) -> int:
+    return numerator // world_size  # the estimator's int(x / N), exact while x < 2**53
+
+
+def _ceil(numerator: int, world_size: int) -> int:
+    return -(-numerator // world_size)
+
+
+def _partitions(params: int, world_size: int, optimizer_k: int, last: str | None) -> list[Term]:
+    """1/N partitions: optimizer K, fp32 gradients 4, then ``last``: "weights" or "gradients"
+    for the 2 B bf16 partition (ZeRO-3 weights, ZeRO-2 gradients), or None (stage 1).
+
+    Cumulative floors, so the terms add up to int((K + 4 [+ 2]) * P / N) exactly.
+    """
+    p, n, k = params, world_size, optimizer_k
+    optim = _floor(k * p, n)
+    grads32 = _floor((k + FP32_GRADS) * p, n)
+    terms = [
+        Term("optimizer", optim, f"{k}P/N", f"fp32 master partition (4) and optimizer states ({k - 4})"),
+        Term("gradients", grads32 - optim, "4P/N", "fp32 gradient partition"),
+    ]
+    if last is not None:
+        what = "bf16 weight partition" if last == "weights" else "bf16 gradient partition"
+        terms.append(Term(last, _floor((k + FP32_GRADS + BF16) * p, n) - grads32, "2P/N", what))
+    return terms
+
+
+def deepspeed_memory(
+    params: int,
+    world_size: int,
+    zero_stage: int,
+    optimizer: str = "adamw",
+    offload_optimizer: bool = False,
+    offload_params: bool = False,
+    largest_layer_params: int | None = None,
+    gpus_per_machine: int | None = None,
+) -> FrameworkMemory:
+    """Bytes per GPU and host RAM per machine under DeepSpeed ZeRO ``zero_stage`` (0-3).
+
+    params: parameters (> 0); world_size: data-parallel GPUs N (>= 1); optimizer: one of
+    ``vram.states.MASTER_COPY_OPTIMIZERS`` (AdamW is what the estimators assume);
+    offload_optimizer: ``zero_optimization.offload_optimizer`` (stages 1-3);
+    offload_params: ``offload_param`` (stage 3, with offload_optimizer);
+    largest_layer_params: the largest module's parameters (required at stage 3);
+    gpus_per_machine: GPUs sharing one host's RAM (default: all N; must divide N).
+    Returns ``FrameworkMemory`` (bytes; GPU parts equal DeepSpeed's estimator at stages 2
+    and 3 with additional_buffer_factor=1). Raises ValueError for bad input.
+    """
+    check_params(params)
+    n = check_world_size(world_size)
+    check_zero_stage(zero_stage)
+    k = MASTER_COPY_BYTES + state_bytes_per_param(optimizer)
+    gpus = n if gpus_per_machine is None else check_int(gpus_per_machine, "gpus_per_machine", 1)
+    if n % gpus:
+        raise ValueError(f"gpus_per_machine {gpus} must divide world_size {n}")
+    if offload_optimizer and zero_stage == 0:
+        raise ValueError("DeepSpeed offload_optimizer needs ZeRO stage 1, 2 or 3")
+    if offload_params and (zero_stage != 3 or not offload_optimizer):
+        raise ValueError("DeepSpeed offload_param needs ZeRO stage 3 with offload_optimizer as well")
+    p = params
+    notes: list[str] = []
+    if zero_stage == 3:
+        if largest_layer_params is None:
+            raise ValueError(
+                "DeepSpeed ZeRO-3 adds 4 B per parameter of the largest layer: give the model's "
+                "config or its largest_layer_params"
+            )
+        largest = check_int(largest_layer_params, "largest_layer_params", 1)
+        if largest > p:
+            raise ValueError(f"largest_layer_params {largest:,} exceeds params {p:,}")
+        terms = [Term("working", LARGEST_LAYER_BYTES * largest, "4 x largest layer",
+                      f"largest module gathered whole: bf16 weights + bf16 gradients (2 + 2); {ESTIMATOR_3}")]
+        if offload_optimizer and not offload_params:
+            terms.append(Term("weights", _floor(BF16 * p, n), "2P/N", f"bf16 weight partition; {ESTIMATOR_3}"))
+        elif not offload_optimizer:
+            terms += [Term(t.part, t.bytes, t.formula, f"{t.what}; {ESTIMATOR_3}") for t in _partitions(p, n, k, "weights")]
+    else:
+        terms = [Term("weights", BF16 * p, "2P", "bf16 weights, whole on every GPU")]
+        if zero_stage == 0:
+            notes.append(NOTE_DERIVED.format(stage=0))
+            terms += [
+                Term("gradients", BF16 * p, "2P", "bf16 gradients"),
+                Term("gradients", FP32_GRADS * p, "4P", "fp32 gradients flattened for the step (runtime/fp16/fused_optimizer.py)"),
+                Term("optimizer", k * p, f"{k}P", f"fp32 master copy (4) and optimizer states ({k - 4})"),
+            ]
+        elif zero_stage == 1:
+            notes.append(NOTE_DERIVED.format(stage=1))
+            terms.append(Term("gradients", BF16 * p, "2P", "bf16 gradients, whole: stage 1 does not partition them"))
+            if not offload_optimizer:
+                terms += _partitions(p, n, k, None)
+        elif not offload_optimizer:
+            terms += [Term(t.part, t.bytes, t.formula, f"{t.what}; {ESTIMATOR_2}") for t in _partitions(p, n, k, "gradients")]
+    if offload_optimizer:
+        per_gpu_host = (FP32_GRADS + k + (BF16 if offload_params else 0)) * p
+        what = f"per machine: fp32 master + optimizer states ({k}) and fp32 gradients (4)"
+        if offload_params:
+            what += " and bf16 weights (2)"
+        terms.append(Term("host", _ceil(per_gpu_host * gpus, n), f"{per_gpu_host // p}P x {gpus}/N", what))
+        notes.append(NOTE_BUFFER_FACTOR)
+        if zero_stage in (1, 2):
+            notes.append(NOTE_LOAD_TERM)
+    return FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))

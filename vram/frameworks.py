@@ -1,0 +1,97 @@
+"""One entry point for training memory under a named framework.
+
+- ``zero-paper``: the ZeRO paper's idealisation (Rajbhandari et al., arXiv:1910.02054, §5.1;
+  ``vram.training``): 2 + 2 + 12 B per parameter sharded by stage, offload moves the 12 B
+  of optimizer states to host RAM. Reproduces the paper and the guide's first table.
+- ``deepspeed``: DeepSpeed 0.19's estimators (``vram.deepspeed_zero``).
+- ``fsdp2``: PyTorch 2.13 ``fully_shard`` with a bf16 ``MixedPrecisionPolicy``, or DDP
+  under AMP at stage 0 (``vram.fsdp2.fsdp2_memory``).
+
+``framework_memory`` returns ``vram.breakdown.FrameworkMemory`` for each; the CLI and the
+site read the same object.
+"""
+
+from __future__ import annotations
+
+from .breakdown import FrameworkMemory, ModelShape, Term
+from .deepspeed_zero import deepspeed_memory
+from .fsdp2 import RESHARD_AFTER_FORWARD, fsdp2_memory
+from .states import as_bytes_per_param
+from .training import training_memory_per_gpu
+from .validate import lookup
+
+FRAMEWORKS = ("zero-paper", "deepspeed", "fsdp2")
+
+# How each framework names the stages, for labels: zero_stage -> name.
+STAGE_NAMES = {
+    "zero-paper": {0: "DDP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"},
+    "deepspeed": {0: "DeepSpeed without ZeRO", 1: "DeepSpeed ZeRO-1", 2: "DeepSpeed ZeRO-2", 3: "DeepSpeed ZeRO-3"},
+    "fsdp2": {0: "DDP (PyTorch AMP)",
+              **{s: f"FSDP2 fully_shard(reshard_after_forward={v})" for s, v in RESHARD_AFTER_FORWARD.items()}},
+}
+# The FSDP1 ShardingStrategy each FSDP2 setting replaces (PyTorch's FSDP1 -> FSDP2 notes).
+FSDP1_NAMES = {0: "NO_SHARD", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"}
+
+
+def zero_paper_memory(
+    params: int,
+    world_size: int,
+    zero_stage: int,
+    optimizer: str = "adamw",
+    offload_optimizer: bool = False,
+    gpus_per_machine: int | None = None,
+) -> FrameworkMemory:
+    """``vram.training.training_memory_per_gpu`` as a ``FrameworkMemory`` (working = 0).
+
+    Raises ValueError as ``training_memory_per_gpu`` does.
+    """
+    mem = training_memory_per_gpu(params, world_size, zero_stage, optimizer, offload_optimizer, gpus_per_machine)
+    bpp = as_bytes_per_param(optimizer)
+    shard = lambda stage: "/N" if zero_stage >= stage else ""  # noqa: E731
+    terms = [
+        Term("weights", mem.weights_bytes, f"{bpp.weights}P{shard(3)}", "16-bit weights (ZeRO §3.1)"),
+        Term("gradients", mem.gradients_bytes, f"{bpp.gradients}P{shard(2)}", "16-bit gradients (ZeRO §3.1)"),
+    ]
+    if offload_optimizer:
+        terms.append(Term("host", mem.host_optimizer_bytes_per_machine, f"{bpp.optimizer}P x GPUs per machine/N",
+                          "optimizer states offloaded per machine (ZeRO-Offload)"))
+    else:
+        terms.append(Term("optimizer", mem.optimizer_bytes, f"{bpp.optimizer}P{shard(1)}",
+                          "fp32 master copy and moments (ZeRO §3.1, K = 12)"))
+    return FrameworkMemory("zero-paper", params, world_size, zero_stage, tuple(terms))
+
+
+def framework_memory(
+    framework: str,
+    shape: ModelShape,
+    world_size: int,
+    zero_stage: int,
+    optimizer: str = "adamw",
+    offload_optimizer: bool = False,
+    offload_params: bool = False,
+    gpus_per_machine: int | None = None,
+) -> FrameworkMemory:
+    """Training memory per GPU (and host RAM per machine) under ``framework``.
+
+    framework: one of ``FRAMEWORKS``; shape: ``ModelShape`` (``params`` alone is enough
+    for zero-paper and for DeepSpeed stages 0-2; DeepSpeed stage 3 needs
+    ``largest_layer_params``, FSDP2 the layer sizes of ``model_shape(config)``);
+    offload_optimizer / offload_params: DeepSpeed's ``offload_optimizer`` / ``offload_param``;
+    under FSDP2 both together mean ``CPUOffloadPolicy``. Returns ``FrameworkMemory`` in
+    bytes. Raises ValueError (one line) for an unknown framework or a combination the
+    framework does not offer.
+    """
+    lookup({f: f for f in FRAMEWORKS}, framework, "framework")
+    if framework == "zero-paper":
+        if offload_params:
+            raise ValueError("the zero-paper framework offloads optimizer states only; drop offload_params")
+        return zero_paper_memory(shape.params, world_size, zero_stage, optimizer, offload_optimizer, gpus_per_machine)
+    if framework == "deepspeed":
+        return deepspeed_memory(shape.params, world_size, zero_stage, optimizer, offload_optimizer, offload_params,
+                                shape.largest_layer_params, gpus_per_machine)
+    if offload_optimizer != offload_params:
+        raise ValueError(
+            "FSDP2 offloads with CPUOffloadPolicy: parameters, gradients and optimizer states "
+            "together; give offload_optimizer and offload_params both"
+        )
+    return fsdp2_memory(shape, world_size, zero_stage, optimizer, offload_optimizer, gpus_per_machine)
