@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 from selectolax.lexbor import LexborHTMLParser
 
-from .data import load_yaml, relative
+from .data import file_stamp, relative
 from .errors import RenderError
 
 RULES_FILE = Path(__file__).with_name("typography.yaml")
@@ -93,17 +94,18 @@ def _compile(lang: LanguageRules, units: list[str]) -> Compiled:
     return Compiled(tuple(subs), before, after, unit_start, SPACES[lang.units] if lang.units else "", re.compile(quick))
 
 
-_loaded: dict[str, tuple[int, RuleSet, dict[str, Compiled]]] = {}
+_loaded: dict[str, tuple[tuple[int, int], RuleSet, dict[str, Compiled]]] = {}
 
 
 def rules(path: Path = RULES_FILE) -> tuple[RuleSet, dict[str, Compiled]]:
-    """The rule set and each language's compiled rules. Raises RenderError naming the file and key."""
-    raw = load_yaml(path.stem, data_dir=path.parent)
+    """The rule set and each language's compiled rules (read again when the file changes).
+    Raises RenderError naming the file and key."""
+    stamp = file_stamp(path)
     cached = _loaded.get(str(path))
-    if cached and cached[0] == id(raw):
+    if cached and cached[0] == stamp:
         return cached[1], cached[2]
     try:
-        rule_set = RuleSet.model_validate(raw)
+        rule_set = RuleSet.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
         compiled = {code: _compile(lang, rule_set.units) for code, lang in rule_set.languages.items()}
     except ValidationError as exc:
         error = exc.errors()[0]
@@ -111,7 +113,9 @@ def rules(path: Path = RULES_FILE) -> tuple[RuleSet, dict[str, Compiled]]:
         raise RenderError(f"{relative(path)}: {key}: {error['msg']}") from None
     except re.error as exc:
         raise RenderError(f"{relative(path)}: a rule is not a valid pattern ({exc})") from None
-    _loaded[str(path)] = (id(raw), rule_set, compiled)
+    except yaml.YAMLError as exc:
+        raise RenderError(f"{relative(path)}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    _loaded[str(path)] = (stamp, rule_set, compiled)
     return rule_set, compiled
 
 
