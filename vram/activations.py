@@ -43,7 +43,7 @@ MAX_SEQ_LEN = 2**24  # 16,777,216 tokens: beyond any released context window
 MAX_MICRO_BATCH = 2**16
 
 FP32 = 4  # bytes: RMSNorm statistics, softmax outputs, log-sum-exp and the loss run in fp32
-INT64 = 8  # bytes: token ids, labels and the routing indices of a mixture of experts
+INT64 = 8  # bytes: token ids, labels, max/top-k indices and the sort order of a mixture of experts
 # Activation functions whose backward keeps ONE tensor of the MLP width (SiLU, GELU and
 # GELU-tanh keep their input, ReLU its output); transformers' ACT2FN names.
 ONE_TENSOR_ACTIVATIONS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "relu")
@@ -53,26 +53,27 @@ ONE_TENSOR_ACTIVATIONS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "relu")
 class _Family:
     """How a family's decoder layer saves tensors (transformers 5.23 modeling files)."""
 
-    gemma_norm: bool  # RMSNorm entirely in fp32, ``x * (1 + weight)`` (gemma) vs llama's
-    norms_per_layer: int  # input + pre-MLP (2); gemma adds post-attention and post-MLP (4)
-    qk_norm: bool  # RMSNorm on each query and key head (qwen3, gemma3)
-    fused_qkv: bool  # phi3: v is a slice of one qkv_proj output, whose storage it keeps
-    sdpa: bool  # transformers runs the family under sdpa (gemma2: refused, softcapping)
-    attn_softcap: float | None  # transformers' config default
-    final_softcap: float | None
-    hidden_act: str
+    norm: str  # RMSNorm: "llama" weight * x.to(dtype), "gemma" fp32 x * (1 + weight), "gpt_oss"
+    router: str = "softmax_topk"  # MoE: softmax over experts, then top-k; gpt_oss "topk_softmax"
+    routing_fp32: bool = True  # MoE routing weights stay fp32 (mixtral) or are cast to the dtype (qwen3_moe)
+    no_sdpa: str = ""  # why transformers refuses sdpa for the family ("" : it runs it)
+    # phi3's rotary ends in torch.cat: q is (b, n, s, d) in memory, so is SDPA's output, and
+    # transformers' transpose(1, 2).contiguous() copies it for o_proj; elsewhere q, hence the
+    # output, is (b, s, n, d) in memory and that copy is a no-op
+    output_copy: bool = False
 
 
 _FAMILIES: dict[str, _Family] = {
-    "llama": _Family(False, 2, False, False, True, None, None, "silu"),
-    "mistral": _Family(False, 2, False, False, True, None, None, "silu"),
-    "qwen2": _Family(False, 2, False, False, True, None, None, "silu"),
-    "mixtral": _Family(False, 2, False, False, True, None, None, "silu"),
-    "qwen3": _Family(False, 2, True, False, True, None, None, "silu"),
-    "qwen3_moe": _Family(False, 2, True, False, True, None, None, "silu"),
-    "phi3": _Family(False, 2, False, True, True, None, None, "silu"),
-    "gemma2": _Family(True, 4, False, False, False, 50.0, 30.0, "gelu_pytorch_tanh"),
-    "gemma3_text": _Family(True, 4, True, False, True, None, None, "gelu_pytorch_tanh"),
+    "llama": _Family("llama"),
+    "mistral": _Family("llama"),
+    "qwen2": _Family("llama"),
+    "mixtral": _Family("llama"),
+    "qwen3": _Family("llama"),
+    "qwen3_moe": _Family("llama", routing_fp32=False),
+    "phi3": _Family("llama", output_copy=True),
+    "gemma2": _Family("gemma", no_sdpa="attention softcapping"),
+    "gemma3_text": _Family("gemma"),
+    "gpt_oss": _Family("gpt_oss", router="topk_softmax", routing_fp32=False, no_sdpa="attention sinks"),
 }
 ACTIVATION_MODEL_TYPES = tuple(sorted(_FAMILIES))
 
@@ -151,13 +152,15 @@ def _bounded(value: int, name: str, maximum: int) -> int:
     return value
 
 
-def _norm(rows: int, width: int, w: int, gemma: bool) -> int:
+def _norm(rows: int, width: int, w: int, kind: str) -> int:
     """One RMSNorm over ``rows`` vectors of ``width`` (see ``activation_memory``)."""
     upcast = FP32 * rows * width  # x.to(float32): kept by pow(2) and by x * rsqrt(...)
     rsqrt = FP32 * rows  # rsqrt(mean + eps), kept by the multiplication
-    if gemma:  # (x * rsqrt) * (1 + weight.float()): keeps the fp32 product and 1 + weight
+    if kind == "gemma":  # (x * rsqrt) * (1 + weight.float()): the fp32 product and 1 + weight
         return upcast + rsqrt + FP32 * rows * width + FP32 * width
-    return upcast + rsqrt + w * rows * width  # weight * x.to(dtype): keeps the cast
+    if kind == "gpt_oss":  # (weight * (x * rsqrt)).to(dtype): the fp32 product
+        return upcast + rsqrt + FP32 * rows * width
+    return upcast + rsqrt + w * rows * width  # weight * (x * rsqrt).to(dtype): the cast
 
 
 @dataclass(frozen=True)
@@ -173,73 +176,85 @@ class _Shape:
     vocab: int
 
 
-def _attention_core(x: _Shape, fam: _Family, attention: str, masked: bool, softcap: bool) -> tuple[int, int]:
-    """(bytes kept by the attention core, of which s*s-sized) for one layer."""
+@dataclass(frozen=True)
+class _Core:
+    kept: int  # bytes the attention core keeps until backward
+    again: int  # bytes one recomputation of the core keeps (selective recomputation)
+
+
+def _attention_core(x: _Shape, config: ModelConfig, fam: _Family, attention: str, masked: bool,
+                    cache: bool, selective: bool) -> _Core:
     t, w, n, kv, d, b, s = x.t, x.w, x.n, x.kv, x.d, x.b, x.s
-    q = w * t * n * d  # rotary output q*cos + rotate_half(q)*sin, a new tensor
-    out = w * t * n * d  # the core's output: o_proj's input (sdpa: one storage with SDPA's saved output)
-    v_own = w * t * (n + 2 * kv) * d if fam.fused_qkv else w * t * kv * d  # phi3: the qkv storage
-    repeated = w * t * n * d  # repeat_kv copy (or, with one group, k/v themselves at n heads)
+    q = w * t * n * d  # the rotary output (q*cos + rotate_half(q)*sin), a new tensor
+    out = w * t * n * d  # the core's output, o_proj's input (under sdpa one storage with SDPA's)
+    at_kv = w * t * kv * d  # k or v at kv heads (with the cache on: the cache's contiguous copy)
+    at_n = w * t * n * d  # repeat_kv's copy at n heads (one group: k or v itself, n = kv)
     grouped = n != kv
+    # phi3 without the cache (under checkpointing): v is a view of the fused qkv_proj output
+    v_sdpa = w * t * (n + 2 * kv) * d if config.fused_projections and not cache else at_kv
     if attention == "sdpa":
         lse = FP32 * t * n  # log-sum-exp of the flash / memory-efficient kernel
-        if masked:  # transformers repeats K/V for a mask; SDPA keeps the mask cast to dtype
-            v = repeated if grouped else v_own
-            return q + repeated + v + out + lse + w * b * s * s, w * b * s * s
-        return q + w * t * kv * d + v_own + out + lse, 0  # enable_gqa: K/V at kv heads
-    v = repeated if grouped else v_own
+        if fam.output_copy:
+            out += w * t * n * d  # SDPA keeps its output; o_proj keeps the contiguous copy
+        if masked:  # transformers repeats K/V when it passes a mask; SDPA keeps the mask cast
+            v = at_n if grouped else v_sdpa
+            return _Core(q + at_n + v + out + lse + w * b * s * s, 0)
+        return _Core(q + at_kv + v_sdpa + out + lse, 0)  # enable_gqa: K/V at kv heads
     probs = b * n * s * s
-    square = FP32 * probs + (w * probs if w != FP32 else 0) + (w * probs if softcap else 0)
-    return q + repeated + v + out + square, square
+    if config.attention_sinks:  # gpt_oss: softmax in the dtype over s + 1 columns, after a max
+        square = w * b * n * s * (s + 1) + INT64 * b * n * s
+    else:  # fp32 softmax, its cast to the dtype, softcapping's tanh
+        square = FP32 * probs + (w * probs if w != FP32 else 0)
+        square += w * probs if config.attn_logit_softcapping is not None else 0
+    if selective:  # eager_attention_forward under checkpoint keeps its inputs q, k, v and output
+        return _Core(q + 2 * at_kv + out, square + (2 * at_n if grouped else 0))
+    return _Core(q + 2 * at_n + out + square, 0)
 
 
-def _mlp(x: _Shape, config: ModelConfig, layer: int) -> int:
+def _mlp(x: _Shape, config: ModelConfig, fam: _Family, layer: int) -> int:
     t, w, h = x.t, x.w, x.h
-    moe_layers = getattr(config, "moe_layers", None) or (config.is_moe,) * config.num_hidden_layers
-    if not moe_layers[layer]:
+    if not config.moe_layers[layer]:
         # act(gate) keeps gate; act(gate) * up keeps both; down_proj keeps the product
         return 4 * w * t * config.intermediate_size
-    inter = getattr(config, "moe_intermediate_size", 0) or config.intermediate_size
+    inter = config.moe_intermediate_size or config.intermediate_size
     experts, k = config.num_local_experts, config.num_experts_per_tok
     pairs = t * k  # token-expert pairs S of grouped_mm_experts_forward
-    router = FP32 * t * experts + FP32 * t  # softmax(router_logits) in fp32; top-k renormalisation sum
-    # per pair: gathered input, gate_up output (2I), act output, down input, down output;
-    # fp32 routing weight, int64 sort/gather indices (3) and top-k value/index (1 + 1 word)
-    per_pair = w * (2 * h + 4 * inter) + FP32 + 3 * INT64 + FP32 + INT64
+    # per pair: the gathered input and the down output (2*w*h); int64 top-k index, gather
+    # order, its inverse and the weights' order (4 * 8)
+    per_pair = 2 * w * h + 4 * INT64
+    if fam.router == "topk_softmax":  # gpt_oss: clamped SwiGLU keeps gate_up (2I) and 5 x I;
+        # the softmax of the k chosen logits, the routing weight, the experts' bias index
+        per_pair += 7 * w * inter + w + w + INT64
+        return FP32 * experts + pairs * per_pair  # + grouped_mm's int32 offsets
+    per_pair += 4 * w * inter  # gate_up output (2I), act output, down input
+    per_pair += FP32 if fam.routing_fp32 else w  # routing weight kept by proj_out * weight
+    router = FP32 * t * experts  # softmax(router_logits) in fp32
+    if fam.routing_fp32:  # mixtral renormalises the top-k in place: keeps their sum and values
+        router += FP32 * t
+        per_pair += FP32
     return router + FP32 * experts + pairs * per_pair
 
 
 def _layer(x: _Shape, fam: _Family, config: ModelConfig, index: int, attention: str, masked: bool,
-           softcap: bool, selective: bool) -> tuple[int, int]:
-    """(bytes one decoder layer keeps, bytes one recomputation of it keeps) under the mode."""
+           cache: bool, selective: bool) -> _Core:
+    """Bytes one decoder layer keeps, and one recomputation of its attention core."""
     t, w, h, n, kv, d = x.t, x.w, x.h, x.n, x.kv, x.d
-    total = fam.norms_per_layer * _norm(t, h, w, fam.gemma_norm)
+    total = config.norms_per_layer * _norm(t, h, w, fam.norm)
     total += w * t * h  # q/k/v projections' input (the input norm's output), kept once
     total += w * t * h  # the MLP's input (the pre-MLP norm's output): gate/up or router
-    if fam.qk_norm:
-        total += _norm(t * n, d, w, fam.gemma_norm) + _norm(t * kv, d, w, fam.gemma_norm)
-    core, square = _attention_core(x, fam, attention, masked, softcap)
-    recomputed = 0
-    if selective and attention == "eager":
-        # checkpointed core: q, k, v (kv heads) and the output kept; s*s part recomputed
-        kept = w * t * n * d + 2 * w * t * kv * d + w * t * n * d
-        if fam.fused_qkv:
-            kept += w * t * (n + kv) * d
-        recomputed = square + (2 * w * t * n * d if n != kv else 0)
-        core = kept
-    return total + core + _mlp(x, config, index), recomputed
+    if config.qk_norm:
+        total += _norm(t * n, d, w, fam.norm) + _norm(t * kv, d, w, fam.norm)
+    core = _attention_core(x, config, fam, attention, masked, cache, selective and attention == "eager")
+    return _Core(total + core.kept + _mlp(x, config, fam, index), core.again)
 
 
 def _layer_is_masked(config: ModelConfig, layer: int, seq_len: int, padded: bool) -> bool:
     """Whether transformers hands SDPA a mask tensor for this layer (masking_utils)."""
     if padded:
         return True
-    types = getattr(config, "layer_types", None)
-    window = getattr(config, "sliding_window", None)
-    if not types or window is None:
-        return False
     # _ignore_causal_mask_sdpa: a sliding layer needs its mask once kv_length >= window
-    return types[layer] == "sliding_attention" and seq_len >= window
+    window = config.sliding_window
+    return window is not None and config.layer_types[layer] == "sliding_attention" and seq_len >= window
 
 
 def activation_memory(
@@ -254,58 +269,75 @@ def activation_memory(
 ) -> ActivationMemory:
     """Bytes a transformers ``*ForCausalLM`` keeps for backward on one micro-batch.
 
-    Inputs: ``config`` (``vram.models.ModelConfig``), ``seq_len`` tokens per sequence,
-    ``micro_batch`` sequences per GPU, ``attention`` "sdpa" (PyTorch's and transformers'
-    default: a fused kernel that keeps no s*s matrix) or "eager", ``recompute`` "none",
-    "selective" or "full", ``dtype`` of the weights and activations "bf16", "fp16" or
-    "fp32" (w = 2 or 4 bytes), ``padded``: the batch carries an attention mask with padding.
-    Output: ``ActivationMemory`` in bytes. Training mode, attention dropout 0 (every
-    family's default), no tensor or sequence parallelism.
+    Inputs: ``config`` (``vram.models.ModelConfig``; families in ``ACTIVATION_MODEL_TYPES``),
+    ``seq_len`` tokens per sequence, ``micro_batch`` sequences per GPU, ``attention`` "sdpa"
+    (PyTorch's and transformers' default: a fused kernel that keeps no s*s matrix) or
+    "eager", ``recompute`` "none", "selective" or "full", ``dtype`` of the weights and
+    activations "bf16", "fp16" or "fp32" (w = 2 or 4 bytes), ``padded``: the batch carries
+    an attention mask with padding. Output: ``ActivationMemory``, in bytes. Training mode,
+    transformers' defaults (``use_cache`` as the config says, attention dropout 0, MoE
+    experts through ``grouped_mm``), no tensor or sequence parallelism.
 
     Terms, for t = seq_len * micro_batch tokens, hidden h, heads n, KV heads kv, head_dim d,
-    MLP width I (bytes; per layer unless said):
+    MLP width I, vocabulary V (bytes; per decoder layer unless said):
 
-    - each RMSNorm over t rows of width h: ``x.to(float32)`` kept by ``pow`` and ``mul``
-      (4*t*h), ``rsqrt`` (4*t), and llama's ``weight * x.to(dtype)`` keeps the cast
-      (w*t*h) or gemma's ``x * (1 + weight.float())`` the fp32 product (4*t*h) and
-      ``1 + weight`` (4*h). Two per layer (input, pre-MLP); gemma2/gemma3 four (post-attention,
-      post-MLP too). qwen3/gemma3 add one per query head (t*n rows of d) and key head (t*kv).
+    - RMSNorm over t rows of width h: ``x.to(float32)``, kept by ``pow`` and ``mul``
+      (4*t*h), and ``rsqrt`` (4*t); then llama's ``weight * x.to(dtype)`` keeps the cast
+      (w*t*h), gemma's ``x * (1 + weight.float())`` the fp32 product (4*t*h) and
+      ``1 + weight`` (4*h), gpt_oss's ``(weight * x).to(dtype)`` the fp32 product (4*t*h).
+      Two per layer (input, pre-MLP); gemma2 and gemma3_text four (post-attention and
+      post-MLP too); qwen3, qwen3_moe and gemma3_text one more per query head (t*n rows of
+      d) and per key head (t*kv rows).
     - ``nn.Linear`` keeps its input: q/k/v (w*t*h, one tensor for the three), o_proj
-      (w*t*n*d), gate/up (w*t*h), down (w*t*I). Rotary embedding keeps only cos/sin, which are
-      shared by all layers (not counted).
-    - MLP (SwiGLU, GeGLU): ``act(gate)`` keeps gate, ``act(gate) * up`` keeps both: with
-      down's input, 4*w*t*I. Mixture of experts (``integrations/moe.py``, grouped_mm, the
-      default): router input w*t*h, fp32 router softmax 4*t*E and top-k sum 4*t; per
-      token-expert pair (t*k of them) the gathered input and the down output (2*w*h), the
-      four MLP tensors (4*w*I), an fp32 routing weight, four int64 indices and an fp32 top-k
-      value (32 bytes); offsets 4*E.
-    - ``sdpa`` (``scaled_dot_product_attention``, flash or memory-efficient kernel): keeps
-      q (w*t*n*d), k and v (w*t*kv*d each: ``enable_gqa``), its output (= o_proj's input)
-      and the fp32 log-sum-exp (4*t*n). No s*s term. With a mask (``padded``, or a sliding-
-      window layer once seq_len >= window) transformers repeats K/V to n heads and SDPA keeps
-      the mask cast to the dtype (w*b*s*s). phi3's v is a view of the fused qkv output, whose
-      whole storage (w*t*(n+2kv)*d) stays alive. gemma2 is refused: transformers does not run
-      it under sdpa (attention softcapping).
+      (w*t*n*d, the attention output below), gate/up (w*t*h), down (w*t*I). The rotary
+      embedding keeps cos/sin, which all layers share (not counted).
+    - MLP (SwiGLU, GeGLU): ``act(gate)`` keeps gate, ``act(gate) * up`` keeps both, down its
+      input: 4*w*t*I. Mixture of experts (``grouped_mm_experts_forward``), per token-expert
+      pair (t*k of them): the gathered input and the down output (2*w*h), gate_up's output,
+      the activation and down's input (4*w*I; gpt_oss's clamped SwiGLU 7*w*I), four int64
+      indices (top-k, gather order, its inverse, the weights' order: 32) and the routing
+      weight (fp32 for mixtral, w otherwise); the router's fp32 softmax over E experts
+      (4*t*E; gpt_oss: a softmax over the k chosen logits, w per pair, and an int64 bias
+      index per pair), mixtral's in-place top-k renormalisation (4*t + 4 per pair), the
+      int32 offsets (4*E). Layers listed as dense (qwen3_moe ``mlp_only_layers``) count 4*w*t*I.
+    - ``sdpa`` (``sdpa_attention_forward``, flash or memory-efficient kernel): q after
+      rotary (w*t*n*d), k and v at kv heads (w*t*kv*d each: ``enable_gqa``), the output
+      (w*t*n*d, one storage with o_proj's input; phi3, whose rotary ends in ``torch.cat``,
+      has its output in (b, n, s, d) layout and o_proj keeps a copy: w*t*n*d more), the
+      fp32 log-sum-exp (4*t*n). No s*s term.
+      With a mask (``padded``, or a sliding-window layer once seq_len >= window:
+      ``_ignore_causal_mask_sdpa``) transformers repeats K/V to n heads (w*t*n*d each) and
+      SDPA keeps the mask cast to the dtype (w*b*s*s). Refused for gemma2 (softcapping) and
+      gpt_oss (sinks), as transformers refuses them.
     - ``eager`` (``eager_attention_forward``): q, the repeated K and V (w*t*n*d each), the
-      fp32 softmax (4*b*n*s*s), its cast to dtype (w*b*n*s*s, not in fp32), the softcapping
-      ``tanh`` (w*b*n*s*s; gemma2) and the output (w*t*n*d).
-    - ``recompute="selective"``: Korthikanti's selective recomputation, the attention core
-      (``eager_attention_forward``) under ``torch.utils.checkpoint``: it keeps q, k, v at kv
-      heads and its output; one core's s*s tensors and K/V repeats live while the backward
-      recomputes it (``recomputed_bytes``). Under sdpa it changes nothing: the fused kernels
-      already recompute the s*s part in their backward.
-    - ``recompute="full"`` (``gradient_checkpointing_enable``): each layer keeps its input
-      (w*t*h); the layer being recomputed keeps everything above once (the largest layer).
-    - outside the layers (``head_bytes``): the final norm, lm_head's input (w*t*h), token ids
-      and shifted labels (8*t each), the loss's fp32 total weight (4 bytes).
-      ``logits_bytes``: the logits (w*V*t), gemma's final softcapping ``tanh`` (w*V*t), and
-      ``ForCausalLMLoss``'s log-softmax of the fp32 upcast (4*V*t; the upcast is freed). While the loss runs, and while its backward runs,
-      one or two more fp32 V x t buffers exist for a moment: they are transients, not here.
+      output, and per head the s*s tensors: fp32 softmax (4*b*n*s*s), its cast to the dtype
+      (w*b*n*s*s; none in fp32), gemma2's softcapping ``tanh`` (w*b*n*s*s); gpt_oss instead
+      a softmax in the dtype over s + 1 columns (the sink) and the int64 indices of its max.
+    - ``recompute="selective"``: Korthikanti's selective recomputation, here
+      ``eager_attention_forward`` under ``torch.utils.checkpoint``: it keeps q, k and v at
+      kv heads and its output; while the backward recomputes one core, its s*s tensors and
+      K/V repeats live once (``recomputed_bytes``). Under sdpa it changes nothing: the fused
+      kernels already recompute the s*s part in their backward.
+    - ``recompute="full"`` (``activation_checkpointing_enable``): each layer keeps its input
+      (w*t*h); the backward re-runs one layer at a time, so the largest layer's terms above
+      live once more. Checkpointing turns the KV cache off: phi3's v is then a view of the
+      fused qkv output and SDPA keeps that whole storage (w*t*(n+2*kv)*d); with the cache
+      on, v is the cache's copy (w*t*kv*d).
+    - ``head_bytes``, outside the layers: the final norm, lm_head's input (w*t*h), token ids
+      and shifted labels (8*t each), the loss's fp32 total weight (4).
+    - ``logits_bytes``: the logits the model returns (w*V*t), gemma2's final softcapping
+      ``tanh`` (w*V*t), and the fp32 log-softmax that ``ForCausalLMLoss``'s cross-entropy
+      keeps (4*V*t; the fp32 upcast it starts from is freed once the loss returns).
 
-    Raises ValueError (one line) for a seq_len or micro_batch not an integer in 1..2**24 /
-    1..2**16, an unknown attention, recompute or dtype, an unsupported family or activation
-    function, and sdpa on gemma2. Source: the transformers 5.23 and PyTorch 2.13 code named
-    above; Korthikanti et al. 2022 (arXiv:2205.05198) §5 for "selective".
+    Not counted: transients (the fp32 upcast and the log-softmax coexist for a moment; the
+    loss's backward needs two more fp32 V x t buffers), the KV cache copies held by the
+    output under eager attention with grouped heads (2*w*t*kv*d per layer), gradients.
+
+    Raises ValueError (one line) for a seq_len or micro_batch that is not an integer in
+    1..2**24 or 1..2**16, an unknown attention, recompute or dtype, a family or activation
+    function not modelled, sdpa on gemma2 or gpt_oss. Sources: the transformers 5.23 and
+    PyTorch 2.13 code named above; Korthikanti et al. 2022 (arXiv:2205.05198) §5 for
+    "selective".
     """
     s = _bounded(seq_len, "seq_len", MAX_SEQ_LEN)
     b = _bounded(micro_batch, "micro_batch", MAX_MICRO_BATCH)
@@ -313,40 +345,37 @@ def activation_memory(
     lookup({r: r for r in RECOMPUTE}, recompute, "recompute")
     w = lookup(DTYPE_BYTES, dtype, "dtype")
     fam = lookup(_FAMILIES, config.model_type, "model_type for activations")
-    act = getattr(config, "hidden_act", None) or fam.hidden_act
-    if act not in ONE_TENSOR_ACTIVATIONS:
+    if config.hidden_act not in ONE_TENSOR_ACTIVATIONS and not config.attention_sinks:
         known = ", ".join(ONE_TENSOR_ACTIVATIONS)
-        raise ValueError(f"{config.source}: activation {act!r} is not modelled; known: {known}")
-    if attention == "sdpa" and not fam.sdpa:
-        raise ValueError(
-            f"{config.source}: transformers does not run {config.model_type} under sdpa "
-            "(attention softcapping); use attention='eager'"
-        )
-    qk_norm = getattr(config, "qk_norm", None)
-    if qk_norm is not None and qk_norm != fam.qk_norm:
-        fam = replace(fam, qk_norm=bool(qk_norm))
-    attn_softcap = getattr(config, "attn_logit_softcapping", fam.attn_softcap)
-    final_softcap = getattr(config, "final_logit_softcapping", fam.final_softcap)
+        raise ValueError(f"{config.source}: activation {config.hidden_act!r} is not modelled; known: {known}")
+    if attention == "sdpa" and fam.no_sdpa:
+        raise ValueError(f"{config.source}: transformers does not run {config.model_type} under sdpa "
+                         f"({fam.no_sdpa}); use attention='eager'")
 
     x = _Shape(t=s * b, s=s, b=b, w=w, h=config.hidden_size, n=config.num_attention_heads,
                kv=config.num_key_value_heads, d=config.head_dim, vocab=config.vocab_size)
-    layers = []
-    for index in range(config.num_hidden_layers):
-        masked = attention == "sdpa" and _layer_is_masked(config, index, s, padded)
-        layers.append(_layer(x, fam, config, index, attention, masked, attn_softcap is not None,
-                             selective=recompute == "selective"))
+
+    def layers(cache: bool) -> list[_Core]:
+        return [_layer(x, fam, config, index, attention,
+                       attention == "sdpa" and _layer_is_masked(config, index, s, padded),
+                       cache, recompute == "selective")
+                for index in range(config.num_hidden_layers)]
+
     if recompute == "full":
-        checkpoint = w * x.t * x.h  # the layer's input hidden states, kept by the checkpoint
-        per_layer = checkpoint
-        recomputed = max(kept for kept, _ in layers)
-        layers_bytes = checkpoint * len(layers) + recomputed
+        # checkpointing turns transformers' KV cache off, in the recomputation too
+        per_layer = w * x.t * x.h  # the layer's input hidden states, kept by the checkpoint
+        recomputed = max(layer.kept for layer in layers(cache=False))
+        layers_bytes = per_layer * config.num_hidden_layers + recomputed
     else:
-        per_layer = max(kept for kept, _ in layers)
-        recomputed = max(again for _, again in layers)
-        layers_bytes = sum(kept for kept, _ in layers) + recomputed
+        kept = layers(cache=True)
+        per_layer = max(layer.kept for layer in kept)
+        recomputed = max(layer.again for layer in kept)
+        layers_bytes = sum(layer.kept for layer in kept) + recomputed
     # final norm, lm_head's input, token ids and shifted labels, nll_loss's fp32 total weight
-    head = _norm(x.t, x.h, w, fam.gemma_norm) + w * x.t * x.h + 2 * INT64 * x.t + FP32
-    logits = (w + FP32) * x.vocab * x.t + (w * x.vocab * x.t if final_softcap is not None else 0)
+    head = _norm(x.t, x.h, w, fam.norm) + w * x.t * x.h + 2 * INT64 * x.t + FP32
+    logits = (w + FP32) * x.vocab * x.t
+    if config.final_logit_softcapping is not None:
+        logits += w * x.vocab * x.t  # tanh(logits / cap), kept by tanh
     return ActivationMemory(
         per_layer_bytes=per_layer,
         recomputed_bytes=recomputed,

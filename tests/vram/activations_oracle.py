@@ -2,8 +2,11 @@
 
 Every tensor an op saves for its backward passes through
 ``torch.autograd.graph.saved_tensors_hooks``; we record its storage, then keep only the
-storages still referenced once the forward has finished (a saved tensor of a branch the loss
-does not use is freed with that branch). One storage counts once, however many ops saved it
+storages the graph still references once the forward has finished (a saved tensor of a
+branch the loss does not use is freed with that branch). The graph holds a small holder per
+saved tensor, whose liveness we watch (reference counting frees a dead branch's nodes at
+once), while we keep every tensor seen: no storage address is reused during a measurement,
+so an address names one storage. One storage counts once, however many ops saved it
 or views of it. Parameters and buffers are not activations, and the tensors every layer
 receives from the model (rotary cos/sin, the mask, position ids) are shared by all layers:
 they are left out. Attribution: a tensor saved while decoder layer i runs belongs to layer i
@@ -15,7 +18,6 @@ Nothing here reads ``vram``: it measures.
 
 from __future__ import annotations
 
-import gc
 import weakref
 from dataclasses import dataclass
 
@@ -32,25 +34,40 @@ class Saved:
     returned_logits: int  # the storage of ``output.logits``
 
 
+class _Held:
+    """What the autograd graph keeps in place of a saved tensor."""
+
+    __slots__ = ("tensor", "__weakref__")
+
+    def __init__(self, tensor: torch.Tensor):
+        self.tensor = tensor
+
+
 def _storage(t: torch.Tensor) -> tuple[int, int]:
     st = t.untyped_storage()
     return st.data_ptr(), st.nbytes()
 
 
 def measure(model: torch.nn.Module, input_ids: torch.Tensor, *,
-            attention_mask: torch.Tensor | None = None) -> Saved:
-    """Run one training forward of a ``*ForCausalLM`` with ``labels=input_ids``; count saves."""
+            attention_mask: torch.Tensor | None = None, use_cache: bool | None = None) -> Saved:
+    """Run one training forward of a ``*ForCausalLM`` with ``labels=input_ids``; count saves.
+
+    ``use_cache``: None leaves transformers' default (the config's ``use_cache``, true; under
+    activation checkpointing transformers turns it off).
+    """
     vocab = model.config.vocab_size
     excluded = {_storage(p)[0] for p in model.parameters()} | {_storage(b)[0] for b in model.buffers()}
     where = ["outside"]
     records: dict[int, dict] = {}
     handles = []
+    seen: list[torch.Tensor] = []  # every tensor met, kept so that no address is reused
 
     def enter(index):
         def pre(module, args, kwargs):
             for value in list(kwargs.values()) + list(args[1:]):
                 for item in value if isinstance(value, (tuple, list)) else (value,):
                     if isinstance(item, torch.Tensor):
+                        seen.append(item)
                         excluded.add(_storage(item)[0])
             where[0] = index
         return pre
@@ -62,21 +79,23 @@ def measure(model: torch.nn.Module, input_ids: torch.Tensor, *,
         handles.append(layer.register_forward_pre_hook(enter(index), with_kwargs=True))
         handles.append(layer.register_forward_hook(leave))
 
-    def pack(t: torch.Tensor) -> torch.Tensor:
+    def pack(t: torch.Tensor) -> _Held:
+        held = _Held(t)
+        seen.append(t)
         ptr, nbytes = _storage(t)
         if nbytes:
             rec = records.setdefault(ptr, {"where": where[0], "bytes": nbytes, "refs": [],
                                            "vocab": t.dim() > 0 and t.shape[-1] == vocab})
-            rec["refs"].append(weakref.ref(t))
-        return t
+            rec["refs"].append(weakref.ref(held))
+        return held
 
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            output = model(input_ids=input_ids, attention_mask=attention_mask, labels=input_ids)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda held: held.tensor):
+            output = model(input_ids=input_ids, attention_mask=attention_mask, labels=input_ids,
+                           use_cache=use_cache)
     finally:
         for handle in handles:
             handle.remove()
-    gc.collect()
     layers = [0] * len(model.model.layers)
     head = logits = 0
     for ptr, rec in records.items():
@@ -98,16 +117,18 @@ def attention_core_saves(function, module, query, key, value, mask, **kwargs) ->
     """Bytes one attention function keeps beyond its inputs (what a recomputation re-creates)."""
     inputs = {_storage(t)[0] for t in (query, key, value) + ((mask,) if mask is not None else ())}
     records: dict[int, tuple[int, list]] = {}
+    seen: list[torch.Tensor] = []
 
     def pack(t):
+        held = _Held(t)
+        seen.append(t)
         ptr, nbytes = _storage(t)
         if nbytes and ptr not in inputs:
-            records.setdefault(ptr, (nbytes, []))[1].append(weakref.ref(t))
-        return t
+            records.setdefault(ptr, (nbytes, []))[1].append(weakref.ref(held))
+        return held
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda held: held.tensor):
         output = function(module, query, key, value, mask, **kwargs)
-    gc.collect()
     kept = sum(nbytes for nbytes, refs in records.values() if any(r() is not None for r in refs))
     del output
     return kept

@@ -82,3 +82,11 @@ def test_bad_arguments_raise_one_line_value_errors(llama_8b, kwargs, fragment):
     with pytest.raises(ValueError) as info:
         activation_memory(**args)
     assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_family_or_activation_not_modelled_is_refused_in_one_line(llama_8b):
+    for config, fragment in ((replace(llama_8b, model_type="bert"), "unknown model_type for activations 'bert'"),
+                             (replace(llama_8b, hidden_act="gelu_new"), "activation 'gelu_new' is not modelled")):
+        with pytest.raises(ValueError) as info:
+            activation_memory(config, 2048, 1)
+        assert fragment in str(info.value) and "\n" not in str(info.value)

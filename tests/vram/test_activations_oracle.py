@@ -1,4 +1,4 @@
-"""activation_memory against real transformers models: saved-tensor bytes, within 1 %.
+"""activation_memory against real transformers models: saved-tensor bytes, within 0.1 %.
 
 The oracle (tests/vram/activations_oracle.py) runs a training forward of a small
 ``*ForCausalLM`` built by transformers from the SAME config dict that ``vram`` reads, and
@@ -23,7 +23,7 @@ from vram.activations import activation_memory  # noqa: E402
 from tests.vram.activations_oracle import attention_core_saves, measure  # noqa: E402
 
 SEQ, BATCH = 128, 2
-TOL = 0.01  # the brief asks for 5 %; the terms are exact, so 1 % still leaves room
+TOL = 0.001  # issue 10 asks for 5 %; every case here agrees to the byte, 0.1 % keeps small terms honest
 
 CONFIGS = {
     # SwiGLU width 3.5h, 4 heads per KV head (Llama 3's ratios), at h = 256 and h = 512
@@ -34,9 +34,32 @@ CONFIGS = {
     # four norms, GeGLU, head_dim * heads != hidden, attention and final softcapping
     "gemma2": {"model_type": "gemma2", "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 1024,
                "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 64},
+    # q_norm / k_norm per head, head_dim * heads != hidden
+    "qwen3": {"model_type": "qwen3", "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 768,
+              "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64},
+    # gemma norms and q/k norms; layer 0 slides over 64 tokens < seq: sdpa gets a mask there
+    "gemma3": {"model_type": "gemma3_text", "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 1024,
+               "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+               "sliding_window": 64, "layer_types": ["sliding_attention", "full_attention"]},
+    # every layer slides (mistral's rule) over a window shorter than the sequence
+    "mistral": {"model_type": "mistral", "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 896,
+                "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "sliding_window": 64},
+    # fused qkv_proj and gate_up_proj
+    "phi3": {"model_type": "phi3", "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 768,
+             "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
+             "pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 1},
     "mixtral": {"model_type": "mixtral", "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 512,
                 "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
                 "num_local_experts": 4, "num_experts_per_tok": 2},
+    # experts of moe_intermediate_size; layer 1 dense (mlp_only_layers)
+    "qwen3_moe": {"model_type": "qwen3_moe", "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 768,
+                  "moe_intermediate_size": 384, "num_hidden_layers": 2, "num_attention_heads": 8,
+                  "num_key_value_heads": 2, "head_dim": 32, "num_experts": 4, "num_experts_per_tok": 2,
+                  "mlp_only_layers": [1]},
+    # sinks, biased experts with a clamped SwiGLU, top-k then softmax; eager only
+    "gpt_oss": {"model_type": "gpt_oss", "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 320,
+                "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 32,
+                "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 64},
 }
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
@@ -55,7 +78,7 @@ def build(name: str, attention: str, checkpointing: bool = False, dtype: str = "
 
 @functools.cache
 def measured(name: str, attention: str, checkpointing: bool = False, dtype: str = "bf16",
-             padded: bool = False):
+             padded: bool = False, use_cache: bool | None = None):
     model = build(name, attention, checkpointing, dtype)
     torch.manual_seed(1)
     ids = torch.randint(0, CONFIGS[name]["vocab_size"], (BATCH, SEQ))
@@ -63,7 +86,7 @@ def measured(name: str, attention: str, checkpointing: bool = False, dtype: str 
     if padded:
         mask = torch.ones(BATCH, SEQ, dtype=torch.long)
         mask[0, : SEQ // 4] = 0  # left padding on the first sequence
-    return measure(model, ids, attention_mask=mask)
+    return measure(model, ids, attention_mask=mask, use_cache=use_cache)
 
 
 def formula(name: str, attention: str, recompute: str = "none", dtype: str = "bf16", padded: bool = False):
@@ -72,14 +95,16 @@ def formula(name: str, attention: str, recompute: str = "none", dtype: str = "bf
 
 
 CASES = [("llama", "sdpa"), ("llama", "eager"), ("llama512", "sdpa"), ("gemma2", "eager"),
-         ("mixtral", "sdpa"), ("mixtral", "eager")]
+         ("qwen3", "sdpa"), ("qwen3", "eager"), ("gemma3", "sdpa"), ("gemma3", "eager"), ("mistral", "sdpa"),
+         ("phi3", "sdpa"), ("phi3", "eager"), ("mixtral", "sdpa"), ("mixtral", "eager"), ("qwen3_moe", "sdpa"),
+         ("gpt_oss", "eager")]
 
 
 @pytest.mark.parametrize("name, attention", CASES)
 def test_each_layer_keeps_what_the_formula_says(name, attention):
     saved, model = measured(name, attention), formula(name, attention)
-    for layer in saved.layers:
-        assert layer == pytest.approx(model.per_layer_bytes, rel=TOL)
+    assert max(saved.layers) == pytest.approx(model.per_layer_bytes, rel=TOL)
+    # layers differ where a sliding window masks one (gemma3) or one MLP is dense (qwen3_moe)
     assert sum(saved.layers) == pytest.approx(model.layers_bytes, rel=TOL)
 
 
@@ -100,16 +125,18 @@ def test_hf_llama_keeps_about_49_sbh_per_layer_under_sdpa(name):
 
 
 @pytest.mark.parametrize("name, attention", [("llama", "sdpa"), ("llama", "eager"), ("gemma2", "eager"),
-                                             ("mixtral", "sdpa")])
+                                             ("gemma3", "sdpa"), ("phi3", "sdpa"), ("mixtral", "sdpa")])
 def test_full_recompute_keeps_each_input_and_one_whole_layer(name, attention):
-    checkpointed, plain = measured(name, attention, checkpointing=True), measured(name, attention)
+    checkpointed = measured(name, attention, checkpointing=True)
+    # the backward pass re-runs one layer's forward, with the KV cache off as checkpointing
+    # turns it off: its saves live once, beside the checkpoints
+    replayed = measured(name, attention, use_cache=False)
     model = formula(name, attention, "full")
     for layer in checkpointed.layers:
         assert layer == pytest.approx(model.per_layer_bytes, rel=TOL)
-    # the backward pass re-runs one layer's forward: its saves live once, beside the checkpoints
-    assert model.recomputed_bytes == pytest.approx(max(plain.layers), rel=TOL)
-    assert model.layers_bytes == pytest.approx(sum(checkpointed.layers) + max(plain.layers), rel=TOL)
-    assert checkpointed.logits == plain.logits and checkpointed.head == plain.head
+    assert model.recomputed_bytes == pytest.approx(max(replayed.layers), rel=TOL)
+    assert model.layers_bytes == pytest.approx(sum(checkpointed.layers) + max(replayed.layers), rel=TOL)
+    assert checkpointed.logits == replayed.logits and checkpointed.head == replayed.head
 
 
 SELECTIVE = "eager_checkpointed_core"
@@ -128,7 +155,7 @@ def _register_checkpointed_eager(family_module):
     return eager
 
 
-@pytest.mark.parametrize("name, family", [("llama", "llama"), ("gemma2", "gemma2")])
+@pytest.mark.parametrize("name, family", [("llama", "llama"), ("gemma2", "gemma2"), ("gpt_oss", "gpt_oss")])
 def test_selective_recompute_under_eager_drops_the_s_squared_part(name, family):
     family_module = __import__(f"transformers.models.{family}.modeling_{family}", fromlist=["x"])
     eager = _register_checkpointed_eager(family_module)
@@ -167,8 +194,9 @@ def test_fp32_model(attention):
     assert saved.logits + saved.returned_logits == pytest.approx(model.logits_bytes, rel=TOL)
 
 
-def test_gemma2_under_sdpa_is_refused_as_transformers_refuses_it():
+@pytest.mark.parametrize("name, family", [("gemma2", "gemma2"), ("gpt_oss", "gpt_oss")])
+def test_sdpa_is_refused_where_transformers_refuses_it(name, family):
     with pytest.raises(ValueError, match="scaled_dot_product_attention"):
-        build("gemma2", "sdpa")
-    with pytest.raises(ValueError, match="gemma2 under sdpa"):
-        formula("gemma2", "sdpa")
+        build(name, "sdpa")
+    with pytest.raises(ValueError, match=f"{family} under sdpa"):
+        formula(name, "sdpa")
