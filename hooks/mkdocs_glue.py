@@ -32,6 +32,7 @@ from mkdocs.structure.files import File  # noqa: E402
 from hooks.comments import check_catalogue, translate_comments  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.finder import JSON_URI, finder_json  # noqa: E402
+from hooks.interface import translate_interface  # noqa: E402
 from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebook_pages import make_notebooks_pages, use_executed_notebooks  # noqa: E402
 from hooks.parity import check_language_parity  # noqa: E402
@@ -134,8 +135,9 @@ def on_env(env, config, files, **kwargs):
 def on_post_page(output, page, config, **kwargs):
     with reported(page_file(page)):
         _build["blocks"].add_page(output, build_language(config), page_file(page))
-        return typeset_html(translate_copy_buttons(verified_page(output, build_language(config), _build["verified"])),
-                            build_language(config))
+        lang = build_language(config)
+        page_html = translate_interface(translate_copy_buttons(verified_page(output, lang, _build["verified"])), lang)
+        return typeset_html(page_html, lang)
 
 
 def on_post_build(config, **kwargs):

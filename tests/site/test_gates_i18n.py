@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
+import material
 import pytest
+from bs4 import BeautifulSoup, Doctype
 
 from hooks.language_outputs import rebase_config, split_search_index
 from tests.site.test_gates_common import (
@@ -210,3 +213,55 @@ def test_rebase_config(base, expected):
     config = json.loads(re.search(r">(.*)</script>", out).group(1))
     assert config == {"base": expected, "x": "<b>"}
     assert "<b>" not in out
+
+
+# ------------------------------------------- no English in either language's interface
+MATERIAL_LANGUAGES = Path(material.__file__).parent / "templates" / "partials" / "languages"
+# English that other tools write (not in Material's en.html): mkdocs-jupyter's copy button,
+# Python-Markdown's permalink and footnote titles, Material's footer line.
+OTHER_ENGLISH = ("Made with", "Permanent link", "Copy to Clipboard", "Copied!", "Jump back to footnote")
+INTERFACE_ATTRIBUTES = ("aria-label", "title", "placeholder", "alt")
+
+
+def material_strings(lang: str) -> dict[str, str]:
+    """Material's interface strings for ``lang`` (its partials/languages/<lang>.html)."""
+    text = (MATERIAL_LANGUAGES / f"{lang}.html").read_text(encoding="utf-8")
+    return {key: json.loads(f'"{value}"') for key, value in re.findall(r'^\s*"([\w.]+)": "((?:[^"\\]|\\.)*)",?$', text, re.M)}
+
+
+def interface_texts(page) -> list[str]:
+    """What a page says around its article, and its attributes' texts everywhere (the
+    headings' permalinks, buttons), without passages marked with another language."""
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    lang = soup.html["lang"]
+    for el in soup.select("[lang]"):
+        if el is not soup.html and not el["lang"].startswith(lang):
+            el.decompose()
+    texts = [" ".join(el[attr].split()) for el in soup.find_all(True) for attr in INTERFACE_ATTRIBUTES if el.get(attr)]
+    config = soup.select_one("script#__config")
+    texts += list(json.loads(config.string)["translations"].values()) if config else []
+    for el in soup.select("script, style, article, svg"):
+        el.decompose()
+    texts += [" ".join(s.split()) for s in soup.find_all(string=True) if s.strip() and not isinstance(s, Doctype)]
+    return texts
+
+
+@pytest.mark.slow
+def test_no_english_interface_string(built_site):
+    english = material_strings("en")
+    problems = []
+    for page in html_files(built_site):
+        lang = page_language(built_site, page)
+        own = material_strings(lang)
+        untranslated = {value for key, value in english.items()
+                        if not key.startswith("search.config") and own.get(key) != value}
+        for text in interface_texts(page):
+            if text in untranslated or any(phrase in text for phrase in OTHER_ENGLISH):
+                problems.append(f"{page.relative_to(built_site)}: {text!r}")
+    assert not problems
+
+
+def test_the_english_check_sees_english():
+    """Material's English strings and the other tools' phrases are what the check looks for."""
+    assert material_strings("en")["top"] == "Back to top" and material_strings("fr")["top"] != "Back to top"
+    assert material_strings("it")["clipboard.copy"] == "Copia"

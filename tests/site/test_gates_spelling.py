@@ -211,3 +211,17 @@ def test_a_drifting_term_fails_in_each_language(built_site):
         page = built_site / ("" if lang == LANGUAGES[0] else lang) / "index.html"
         pages[lang] = (page.read_text(encoding="utf-8").replace("</article>", snippet + "</article>", 1), lang)
     assert term_drift(pages) == ["fr: 'rank' (use 'rang')", "it: 'una istanza' (use 'un’istanza')"]
+
+
+@needs_hunspell
+def test_interface_is_spelled_right(built_site, tmp_path):
+    """Around the article (header, navigation, footer, buttons' labels, Material's strings),
+    every page speaks its own language: an English word there is a misspelling."""
+    from tests.site.test_gates_i18n import interface_texts
+
+    pages = {}
+    for page in html_files(built_site):
+        lang = page_language(built_site, page)
+        pages[str(page.relative_to(built_site))] = ("<html><body><article><p>" + " \n ".join(interface_texts(page))
+                                                    + "</p></article></body></html>", lang)
+    assert not misspellings(pages, tmp_path), "an interface string not in the page's language (or a term for tests/spelling/)"
