@@ -11,7 +11,15 @@ Hugging Face config.json), ``dtypes`` (bf16/fp8/int4/NF4 bytes), ``lora``,
 ``serving`` (weights and KV cache, tensor parallel), ``fit`` (does it fit a card).
 """
 
-from .activations import RECOMPUTE, activation_bytes, activation_bytes_per_layer
+from .activations import (
+    ATTENTION,
+    RECOMPUTE,
+    ActivationMemory,
+    activation_bytes,
+    activation_bytes_per_layer,
+    activation_memory,
+    default_attention,
+)
 from .breakdown import FrameworkMemory, ModelShape, Term, model_shape
 from .checkpoint import CheckpointSize, checkpoint_bytes
 from .communication import (
@@ -79,11 +87,12 @@ from .units import GB, GIB, bytes_to_gb, bytes_to_gib, gb_to_bytes, gib_to_bytes
 __all__ = [
     "FRAMEWORKS", "FrameworkMemory", "ModelShape", "Term", "deepspeed_memory", "framework_memory",
     "fsdp2_memory", "model_shape",
-    "ALL_LINEAR", "DTYPE_BITS", "FSDP_TO_ZERO_STAGE", "GB", "GIB", "OPTIMIZERS", "RECOMPUTE",
+    "ALL_LINEAR", "ATTENTION", "DTYPE_BITS", "FSDP_TO_ZERO_STAGE", "GB", "GIB", "OPTIMIZERS", "RECOMPUTE",
     "SUPPORTED_MODEL_TYPES", "WEIGHT_DTYPES",
     "BytesPerParam", "CheckpointSize", "ConfigError", "LoraMemory", "ModelConfig", "ModelStates",
     "ParamCount", "ServingMemory", "TrainingMemory",
-    "activation_bytes", "activation_bytes_per_layer", "allreduce_busbw_factor", "busbw_from_algbw",
+    "ActivationMemory", "activation_bytes", "activation_bytes_per_layer", "activation_memory",
+    "default_attention", "allreduce_busbw_factor", "busbw_from_algbw",
     "bytes_per_gpu_per_step", "bytes_per_param", "bytes_to_gb", "bytes_to_gib", "check_tensor_parallel",
     "check_world_size", "check_zero_stage", "checkpoint_bytes", "count_params", "fits", "free_fraction",
     "fsdp2_chunk_rows", "fsdp2_local_rows", "fsdp2_model_states_per_rank",

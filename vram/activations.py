@@ -257,6 +257,15 @@ def _layer_is_masked(config: ModelConfig, layer: int, seq_len: int, padded: bool
     return window is not None and config.layer_types[layer] == "sliding_attention" and seq_len >= window
 
 
+def default_attention(config: ModelConfig) -> str:
+    """The attention a transformers training run of this model uses: "sdpa" where
+    transformers runs the family under sdpa (its default), "eager" where it refuses sdpa
+    (gemma2: attention softcapping; gpt_oss: attention sinks). Raises ValueError for a
+    family not modelled here."""
+    fam = lookup(_FAMILIES, config.model_type, "model_type for activations")
+    return "eager" if fam.no_sdpa else "sdpa"
+
+
 def activation_memory(
     config: ModelConfig,
     seq_len: int,

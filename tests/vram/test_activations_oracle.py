@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")  # noqa: E402  (torch is in requirements.tx
 transformers = pytest.importorskip("transformers")
 
 import vram  # noqa: E402
-from vram.activations import activation_memory  # noqa: E402
+from vram.activations import activation_memory, default_attention  # noqa: E402
 
 from tests.vram.activations_oracle import attention_core_saves, measure  # noqa: E402
 
@@ -200,3 +200,13 @@ def test_sdpa_is_refused_where_transformers_refuses_it(name, family):
         build(name, "sdpa")
     with pytest.raises(ValueError, match=f"{family} under sdpa"):
         formula(name, "sdpa")
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_default_attention_is_sdpa_exactly_where_transformers_builds_it(name):
+    try:
+        build(name, "sdpa")
+        builds = True
+    except ValueError:
+        builds = False
+    assert default_attention(vram.model_config_from_dict(CONFIGS[name], name)) == ("sdpa" if builds else "eager")
