@@ -265,3 +265,18 @@ def test_the_english_check_sees_english():
     """Material's English strings and the other tools' phrases are what the check looks for."""
     assert material_strings("en")["top"] == "Back to top" and material_strings("fr")["top"] != "Back to top"
     assert material_strings("it")["clipboard.copy"] == "Copia"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_powers_are_superscripts(built_site, lang):
+    """Reader case: the formulas page shows 10⁹, not a literal "10^9^" (pymdownx.caret)."""
+    for page in html_files(language_root(built_site, lang)):
+        if page_language(built_site, page) != lang:
+            continue
+        article = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select_one("article")
+        for el in (article.select("pre, code, script, style, .clipboard-copy-txt") if article else []):
+            el.decompose()
+        assert article is None or not re.search(r"\^\S", article.get_text()), page
+    formulas = parsed(language_root(built_site, lang) / "memory-formulas" / "index.html").select_one("article")
+    assert {"9", "30"} <= {sup.get_text() for sup in formulas.select("sup")}
