@@ -18,7 +18,7 @@ import sys
 from typing import NoReturn, Sequence
 
 from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE, ActivationMemory, activation_memory
-from .breakdown import ModelShape, model_shape
+from .breakdown import PARTS, SYMBOLS, ModelShape, model_shape
 from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from .frameworks import FRAMEWORKS, STAGE_NAMES, framework_memory
 from .lora import ALL_LINEAR, BASE_DTYPES, lora_memory_for_config
@@ -30,6 +30,12 @@ from .units import quote_text, bytes_to_gb, bytes_to_gib, parse_params
 EXIT_BAD_INPUT = 2
 MAX_WORLD_SIZE = 2**20  # more data-parallel GPUs than any cluster has
 MAX_GPUS_PER_MACHINE = 2**10
+SYMBOL_NAMES = {
+    "P": "params", "P/N": "params / GPUs", "PM/N": "params x GPUs per machine / GPUs",
+    "L": "params of the largest module", "B": "params of one decoder layer",
+    "R": "params of the root module (embedding, final norm, lm_head)", "O": "params of final norm + lm_head",
+    "W": "params of every nn.Linear",
+}
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -183,9 +189,12 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
         rows.append((f"activations ({act.attention}, recompute {act.recompute}, "
                      f"{args.micro_batch or 1} x {args.seq_len:,} tokens)", activation))
     rows.append(("total", mem.per_gpu_bytes + activation))
-    lines += ["per GPU (GB = 10^9 bytes, GiB = 2^30 bytes):", *_rows(rows), "where it comes from (P = params, N = GPUs):"]
+    used = {symbol for t in mem.terms for _, symbol in t.coefficients}
+    legend = ", ".join(f"{s} = {SYMBOL_NAMES[s]}" for s in SYMBOLS if s in used)
+    lines += ["per GPU (GB = 10^9 bytes, GiB = 2^30 bytes):", *_rows(rows), f"where it comes from ({legend}):"]
     width = max(len(t.formula) for t in mem.terms)
-    lines += [f"  {t.part:<9}  {t.formula:<{width}}  {bytes_to_gb(t.bytes):10.2f} GB  {t.what}" for t in mem.terms]
+    ordered = sorted(mem.terms, key=lambda t: PARTS.index(t.part))
+    lines += [f"  {t.part:<9}  {t.formula:<{width}}  {bytes_to_gb(t.bytes):10.2f} GB  {t.what}" for t in ordered]
     if mem.host_bytes:
         lines.append(f"host RAM per machine for offload: {_size(mem.host_bytes)}")
     lines += [f"note: {note}" for note in mem.notes]

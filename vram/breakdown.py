@@ -17,21 +17,50 @@ from .validate import check_params
 
 GPU_PARTS = ("weights", "gradients", "optimizer", "working")
 PARTS = GPU_PARTS + ("host",)
+# The symbols of a formula, each a count of elements: P parameters, P/N a 1/N shard of them,
+# PM/N the shards of the M GPUs of one machine, L the largest module (DeepSpeed ZeRO-3),
+# B one decoder layer (FSDP2's block), R the root module, O its output part (final norm and
+# lm_head), W every nn.Linear weight and bias.
+SYMBOLS = ("P", "P/N", "PM/N", "L", "B", "R", "O", "W")
 
 
 @dataclass(frozen=True)
 class Term:
-    """``bytes`` of one buffer kind; ``part`` one of ``PARTS``; ``formula`` in P (parameters)
-    and N (data-parallel GPUs); ``what`` names the buffers and the source of the multiplier."""
+    """``bytes`` of one buffer kind; ``part`` one of ``PARTS``; ``coefficients``: the formula
+    as (bytes per element, symbol of ``SYMBOLS``) pairs; ``what`` names the buffers and the
+    source of the multiplier."""
 
     part: str
     bytes: int
-    formula: str
+    coefficients: tuple[tuple[int, str], ...]
     what: str
 
     def __post_init__(self) -> None:
         if self.part not in PARTS:
             raise ValueError(f"unknown part {self.part!r}; known: {', '.join(PARTS)}")
+        for _, symbol in self.coefficients:
+            if symbol not in SYMBOLS:
+                raise ValueError(f"unknown symbol {symbol!r}; known: {', '.join(SYMBOLS)}")
+
+    @property
+    def formula(self) -> str:
+        """The coefficients as text: ``2P/N``, ``2R + 4B``."""
+        return format_formula(self.coefficients)
+
+
+def format_formula(coefficients, times: str = "") -> str:
+    """``((2, "P"), (18, "P/N"))`` -> ``2P + 18P/N``; ``times`` goes between number and symbol."""
+    return " + ".join(f"{c}{times}{symbol}" for c, symbol in coefficients)
+
+
+def combined(terms, parts=GPU_PARTS) -> tuple[tuple[int, str], ...]:
+    """The coefficients of ``terms`` in ``parts`` added up per symbol, in ``SYMBOLS`` order."""
+    total = {symbol: 0 for symbol in SYMBOLS}
+    for term in terms:
+        if term.part in parts:
+            for c, symbol in term.coefficients:
+                total[symbol] += c
+    return tuple((c, symbol) for symbol, c in total.items() if c)
 
 
 @dataclass(frozen=True)

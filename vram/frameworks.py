@@ -47,16 +47,16 @@ def zero_paper_memory(
     """
     mem = training_memory_per_gpu(params, world_size, zero_stage, optimizer, offload_optimizer, gpus_per_machine)
     bpp = as_bytes_per_param(optimizer)
-    shard = lambda stage: "/N" if zero_stage >= stage else ""  # noqa: E731
+    symbol = lambda stage: "P/N" if zero_stage >= stage else "P"  # noqa: E731
     terms = [
-        Term("weights", mem.weights_bytes, f"{bpp.weights}P{shard(3)}", "16-bit weights (ZeRO §3.1)"),
-        Term("gradients", mem.gradients_bytes, f"{bpp.gradients}P{shard(2)}", "16-bit gradients (ZeRO §3.1)"),
+        Term("weights", mem.weights_bytes, ((bpp.weights, symbol(3)),), "16-bit weights (ZeRO §3.1)"),
+        Term("gradients", mem.gradients_bytes, ((bpp.gradients, symbol(2)),), "16-bit gradients (ZeRO §3.1)"),
     ]
     if offload_optimizer:
-        terms.append(Term("host", mem.host_optimizer_bytes_per_machine, f"{bpp.optimizer}P x GPUs per machine/N",
+        terms.append(Term("host", mem.host_optimizer_bytes_per_machine, ((bpp.optimizer, "PM/N"),),
                           "optimizer states offloaded per machine (ZeRO-Offload)"))
     else:
-        terms.append(Term("optimizer", mem.optimizer_bytes, f"{bpp.optimizer}P{shard(1)}",
+        terms.append(Term("optimizer", mem.optimizer_bytes, ((bpp.optimizer, symbol(1)),),
                           "fp32 master copy and moments (ZeRO §3.1, K = 12)"))
     return FrameworkMemory("zero-paper", params, world_size, zero_stage, tuple(terms))
 
