@@ -28,7 +28,7 @@ that model only. Embeddings, the output layer and the loss are not included (§4
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .validate import check_int, lookup

@@ -13,14 +13,12 @@ from __future__ import annotations
 import functools
 
 import pytest
+import torch
+import transformers
 
-torch = pytest.importorskip("torch")  # noqa: E402  (torch is in requirements.txt: never skips in CI)
-transformers = pytest.importorskip("transformers")
-
-import vram  # noqa: E402
-from vram.activations import activation_memory, default_attention  # noqa: E402
-
-from tests.vram.activations_oracle import attention_core_saves, measure  # noqa: E402
+import vram
+from tests.vram.activations_oracle import attention_core_saves, measure
+from vram.activations import activation_memory, default_attention
 
 SEQ, BATCH = 128, 2
 TOL = 0.001  # issue 10 asks for 5 %; every case here agrees to the byte, 0.1 % keeps small terms honest
