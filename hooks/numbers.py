@@ -13,6 +13,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 import vram
+import vram.fit
 from vram.units import bytes_to_gb
 
 from .data import load_yaml, text
@@ -102,14 +103,118 @@ def traffic_per_step(raw: dict[str, str], lang: str) -> str:
 
 
 def offload_host_ram(raw: dict[str, str], lang: str) -> str:
-    """``{{ offload_host_ram params=8e9 round=10 }}``: host RAM one machine needs for the
-    optimizer states offloaded by its GPUs (ZeRO-Offload, FSDP ``cpu_offload``)."""
-    args = Args(raw, {"params", "optimizer", "world_size"} | ROUNDING)
+    """``{{ offload_host_ram params=8e9 framework=deepspeed round=10 }}``: host RAM one machine
+    pins when its GPUs offload the optimizer (``framework=zero-paper``, the default: the
+    optimizer states only, 12 B/param; ``deepspeed``: fp32 master, moments and fp32
+    gradients, 16 B/param; ``fsdp2`` needs ``model=``: CPUOffloadPolicy)."""
+    args = Args(raw, {"params", "model", "framework", "optimizer", "world_size", "zero_stage", "offload"} | ROUNDING)
+    framework = args.str("framework", "zero-paper")
+    memory = _framework_memory(args, framework, default_stage=2 if framework != "zero-paper" else 1,
+                               default_offload="all" if framework == "fsdp2" else "optimizer")
+    return gb(memory.host_bytes, args, lang)
+
+
+# --- frameworks: zero-paper, DeepSpeed, FSDP2 (vram.frameworks) ---------------------------
+
+OFFLOAD = {"none": (False, False), "optimizer": (True, False), "all": (True, True)}
+FRAMEWORK_PARTS = ("weights", "gradients", "optimizer", "working", "states", "total", "host")
+FORMULA_PARTS = {"gpu": vram.breakdown.GPU_PARTS, "states": ("weights", "gradients", "optimizer"),
+                 **{part: (part,) for part in vram.breakdown.PARTS}}
+
+
+def model_config(key: str) -> vram.ModelConfig:
+    """The config of a model of ``snippets/data/models.yaml`` (its key), parsed by vram."""
+    from .data import DATA_DIR
+
+    models = load_yaml("models")["models"]
+    if key not in models:
+        raise RenderError(f"unknown model {key!r} in snippets/data/models.yaml (known: {', '.join(models)})")
     with calculator_errors():
-        memory = vram.training_memory_per_gpu(
-            args.params(), args.int("world_size", default=1), 1, args.str("optimizer", "adamw"), offload_optimizer=True
+        return vram.load_model_config(DATA_DIR / "models" / models[key]["config"])
+
+
+def _shape(args: Args) -> vram.ModelShape:
+    if args.has("model") == args.has("params"):
+        raise RenderError("give model= (a key of snippets/data/models.yaml) or params=, not both")
+    if args.has("model"):
+        with calculator_errors():
+            return vram.model_shape(model_config(args.str("model")))
+    return vram.ModelShape(args.params())
+
+
+def _framework_memory(args: Args, framework: str, default_stage: int = 0, default_offload: str = "none"):
+    offload = args.str("offload", default_offload)
+    if offload not in OFFLOAD:
+        raise RenderError(f"offload={offload} is not one of {', '.join(OFFLOAD)}")
+    with calculator_errors():
+        return vram.framework_memory(
+            framework, _shape(args), args.int("world_size", default=1, minimum=1),
+            args.int("zero_stage", default=default_stage, minimum=0, maximum=3), args.str("optimizer", "adamw"),
+            *OFFLOAD[offload],
         )
-    return gb(memory.host_optimizer_bytes_per_machine, args, lang)
+
+
+def _framework_part(memory: vram.FrameworkMemory, part: str) -> int:
+    if part not in FRAMEWORK_PARTS:
+        raise RenderError(f"part={part} is not one of {', '.join(FRAMEWORK_PARTS)}")
+    if part == "states":
+        return memory.model_states_bytes
+    if part == "total":
+        return memory.per_gpu_bytes
+    return memory.part_bytes(part)
+
+
+def train_memory(raw: dict[str, str], lang: str) -> str:
+    """``{{ train_memory framework=deepspeed model=llama-3.1-70b world_size=8 zero_stage=3 }}``
+    -> ``163 GB``: per GPU under a framework (``vram.framework_memory``), activations excluded.
+
+    ``model=`` (a key of models.yaml) or ``params=``; ``offload=none|optimizer|all``;
+    ``part=weights|gradients|optimizer|working|states|total|host`` (default total).
+    """
+    args = Args(raw, {"framework", "model", "params", "world_size", "zero_stage", "optimizer", "offload", "part"}
+                | ROUNDING)
+    memory = _framework_memory(args, args.str("framework", "zero-paper"))
+    return gb(_framework_part(memory, args.str("part", "total")), args, lang)
+
+
+def framework_formula(raw: dict[str, str], lang: str) -> str:
+    """``{{ framework_formula framework=deepspeed zero_stage=2 }}`` -> ``2P + 18P/N``: the
+    bytes per GPU of ``vram.framework_memory`` as its coefficients; ``part=`` one of
+    ``FORMULA_PARTS`` (``gpu`` default, ``states`` without working buffers, ``host`` per machine).
+
+    Symbols (``vram.breakdown.SYMBOLS``): P, N, M, L, B, R, O, W; the page defines them. The
+    coefficients do not depend on the model (``model=`` defaults to the first of models.yaml);
+    ``world_size`` (default 2) matters only to DDP, whose buckets exist from 2 GPUs.
+    """
+    allowed = {"framework", "model", "world_size", "zero_stage", "optimizer", "offload", "part"}
+    Args(raw, allowed)
+    raw = {"model": next(iter(load_yaml("models")["models"])), "world_size": "2", **raw}
+    args = Args(raw, allowed)
+    part = args.str("part", "gpu")
+    if part not in FORMULA_PARTS:
+        raise RenderError(f"part={part} is not one of {', '.join(FORMULA_PARTS)}")
+    memory = _framework_memory(args, args.str("framework", "zero-paper"))
+    coefficients = vram.breakdown.combined(memory.terms, FORMULA_PARTS[part])
+    if not coefficients:
+        raise RenderError(f"the formula of {part} is empty here")
+    return vram.breakdown.format_formula((format_number(c, lang), symbol) for c, symbol in coefficients)
+
+
+def activation_memory(raw: dict[str, str], lang: str) -> str:
+    """``{{ activation_memory model=llama-3.1-8b seq_len=2048 }}``: activations of one
+    micro-batch (``vram.activation_memory``; ``attention=`` default the one transformers
+    runs the model with, ``recompute=none|selective|full``, ``micro_batch=1``;
+    ``part=total|layers|logits``)."""
+    args = Args(raw, {"model", "seq_len", "micro_batch", "attention", "recompute", "part"} | ROUNDING)
+    config = model_config(args.str("model"))
+    part = args.str("part", "total")
+    if part not in ("total", "layers", "logits"):
+        raise RenderError(f"part={part} is not one of total, layers, logits")
+    with calculator_errors():
+        act = vram.activation_memory(config, args.int("seq_len", minimum=1), args.int("micro_batch", default=1, minimum=1),
+                                     args.str("attention", vram.default_attention(config)),
+                                     args.str("recompute", "none"))
+    return gb(getattr(act, f"{part}_bytes"), args, lang)
 
 
 def checkpoint(raw: dict[str, str], lang: str) -> str:
@@ -120,18 +225,39 @@ def checkpoint(raw: dict[str, str], lang: str) -> str:
     return gb(size.total_bytes, args, lang)
 
 
-def catalogue_entry(section: str, arg: str, raw: dict[str, str]) -> dict:
+def catalogue_entry(section: str, arg: str, raw: dict[str, str], extra: frozenset[str] = frozenset()) -> dict:
     """The entry of ``snippets/data/gpus.yaml``'s ``section`` named by argument ``arg``."""
-    key = Args(raw, {arg}).str(arg)
+    key = Args(raw, {arg} | extra).str(arg)
     entries = load_yaml("gpus")[section]
     if key not in entries:
         raise RenderError(f"unknown {arg} {key!r} in snippets/data/gpus.yaml (known: {', '.join(entries)})")
     return entries[key]
 
 
+GPU_MEMORY_UNITS = {"gb": (vram.GB, 1), "gib": (vram.GIB, 1), "mib": (vram.fit.MIB, 0)}  # unit: (bytes, decimals)
+
+
 def gpu_memory(raw: dict[str, str], lang: str) -> str:
-    """``{{ gpu_memory gpu=h200 }}`` -> ``141 GB``: a card's memory from the catalogue."""
-    return format_quantity(catalogue_entry("gpus", "gpu", raw)["memory_gb"], "gb", lang, 0)
+    """``{{ gpu_memory gpu=h100 }}`` -> ``85,5 GB``: a card's memory as nvidia-smi reports it.
+
+    From ``memory_mib`` of ``snippets/data/gpus.yaml`` (an H100 sold as 80 GB: 81,559 MiB).
+    ``unit=gb`` (default, 10^9 bytes, one decimal), ``gib`` (2^30, one decimal) or ``mib``
+    (nvidia-smi's own number); ``usable=yes``: less the catalogue's ``reserve_mib`` (what a
+    process can use, ``vram.fit.usable_bytes``).
+    """
+    args = Args(raw, {"gpu", "unit", "usable"})
+    card = catalogue_entry("gpus", "gpu", raw, frozenset({"unit", "usable"}))
+    unit = args.str("unit", "gb")
+    if unit not in GPU_MEMORY_UNITS:
+        raise RenderError(f"unit={unit} is not one of {', '.join(GPU_MEMORY_UNITS)}")
+    usable = args.str("usable", "no")
+    if usable not in ("yes", "no"):
+        raise RenderError(f"usable={usable} is not yes or no")
+    with calculator_errors():
+        n_bytes = (vram.fit.usable_bytes(card["memory_mib"], load_yaml("gpus")["reserve_mib"]) if usable == "yes"
+                   else vram.fit.mib_to_bytes(card["memory_mib"]))
+    unit_bytes, decimals = GPU_MEMORY_UNITS[unit]
+    return format_quantity(n_bytes / unit_bytes, unit, lang, decimals)
 
 
 def price(raw: dict[str, str], lang: str) -> str:
@@ -145,6 +271,9 @@ NUMBERS: dict[str, Callable[[dict[str, str], str], str]] = {
     "gradients_per_step": gradients_per_step,
     "traffic_per_step": traffic_per_step,
     "offload_host_ram": offload_host_ram,
+    "train_memory": train_memory,
+    "framework_formula": framework_formula,
+    "activation_memory": activation_memory,
     "checkpoint": checkpoint,
     "gpu_memory": gpu_memory,
     "price": price,

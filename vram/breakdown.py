@@ -26,11 +26,13 @@ SYMBOLS = ("P", "P/N", "PM/N", "L", "B", "R", "O", "W")
 
 @dataclass(frozen=True)
 class Term:
-    """``bytes`` of one buffer kind; ``part`` one of ``PARTS``; ``coefficients``: the formula
-    as (bytes per element, symbol of ``SYMBOLS``) pairs; ``what`` names the buffers and the
-    source of the multiplier."""
+    """``bytes`` of one buffer kind; ``part`` one of ``PARTS``; ``key`` names the buffer kind
+    (stable, for translated labels: ``snippets/data/frameworks.yaml``); ``coefficients``: the
+    formula as (bytes per element, symbol of ``SYMBOLS``) pairs; ``what`` describes the
+    buffers in English and gives the source of the multiplier."""
 
     part: str
+    key: str
     bytes: int
     coefficients: tuple[tuple[int, str], ...]
     what: str
@@ -48,9 +50,9 @@ class Term:
         return format_formula(self.coefficients)
 
 
-def format_formula(coefficients, times: str = "") -> str:
-    """``((2, "P"), (18, "P/N"))`` -> ``2P + 18P/N``; ``times`` goes between number and symbol."""
-    return " + ".join(f"{c}{times}{symbol}" for c, symbol in coefficients)
+def format_formula(coefficients) -> str:
+    """``((2, "P"), (18, "P/N"), (16, "PM/N"))`` -> ``2P + 18P/N + 16P·M/N``."""
+    return " + ".join(f"{c}{symbol.replace('PM', 'P·M')}" for c, symbol in coefficients)
 
 
 def combined(terms, parts=GPU_PARTS) -> tuple[tuple[int, str], ...]:

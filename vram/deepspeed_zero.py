@@ -77,15 +77,19 @@ def _partitions(params: int, world_size: int, optimizer_k: int, last: str | None
     Cumulative floors, so the terms add up to int((K + 4 [+ 2]) * P / N) exactly.
     """
     p, n, k = params, world_size, optimizer_k
+    master = _floor(MASTER_COPY_BYTES * p, n)
     optim = _floor(k * p, n)
     grads32 = _floor((k + FP32_GRADS) * p, n)
     terms = [
-        Term("optimizer", optim, ((k, "P/N"),), f"fp32 master partition (4) and optimizer states ({k - 4})"),
-        Term("gradients", grads32 - optim, ((4, "P/N"),), "fp32 gradient partition"),
+        Term("optimizer", "fp32_master_partition", master, ((MASTER_COPY_BYTES, "P/N"),), "fp32 master partition"),
+        Term("optimizer", "optimizer_state_partition", optim - master, ((k - MASTER_COPY_BYTES, "P/N"),),
+             "optimizer state partition (AdamW: two fp32 moments)"),
+        Term("gradients", "fp32_gradient_partition", grads32 - optim, ((FP32_GRADS, "P/N"),), "fp32 gradient partition"),
     ]
     if last is not None:
-        what = "bf16 weight partition" if last == "weights" else "bf16 gradient partition"
-        terms.append(Term(last, _floor((k + FP32_GRADS + BF16) * p, n) - grads32, ((2, "P/N"),), what))
+        key = "bf16_weight_partition" if last == "weights" else "bf16_gradient_partition"
+        terms.append(Term(last, key, _floor((k + FP32_GRADS + BF16) * p, n) - grads32, ((BF16, "P/N"),),
+                          key.replace("_", " ")))
     return terms
 
 
@@ -132,34 +136,39 @@ def deepspeed_memory(
         largest = check_int(largest_layer_params, "largest_layer_params", 1)
         if largest > p:
             raise ValueError(f"largest_layer_params {largest:,} exceeds params {p:,}")
-        terms = [Term("working", LARGEST_LAYER_BYTES * largest, ((LARGEST_LAYER_BYTES, "L"),),
+        terms = [Term("working", "largest_layer", LARGEST_LAYER_BYTES * largest, ((LARGEST_LAYER_BYTES, "L"),),
                       f"largest module gathered whole: bf16 weights + bf16 gradients (2 + 2); {ESTIMATOR_3}")]
         if offload_optimizer and not offload_params:
-            terms.append(Term("weights", _floor(BF16 * p, n), ((2, "P/N"),), f"bf16 weight partition; {ESTIMATOR_3}"))
+            terms.append(Term("weights", "bf16_weight_partition", _floor(BF16 * p, n), ((BF16, "P/N"),),
+                              f"bf16 weight partition; {ESTIMATOR_3}"))
         elif not offload_optimizer:
-            terms += [Term(t.part, t.bytes, t.coefficients, f"{t.what}; {ESTIMATOR_3}") for t in _partitions(p, n, k, "weights")]
+            terms += [Term(t.part, t.key, t.bytes, t.coefficients, f"{t.what}; {ESTIMATOR_3}") for t in _partitions(p, n, k, "weights")]
     else:
-        terms = [Term("weights", BF16 * p, ((2, "P"),), "bf16 weights, whole on every GPU")]
+        terms = [Term("weights", "bf16_weights", BF16 * p, ((BF16, "P"),), "bf16 weights, whole on every GPU")]
         if zero_stage == 0:
             notes.append(NOTE_DERIVED.format(stage=0))
             terms += [
-                Term("gradients", BF16 * p, ((2, "P"),), "bf16 gradients"),
-                Term("gradients", FP32_GRADS * p, ((4, "P"),), "fp32 gradients flattened for the step (runtime/fp16/fused_optimizer.py)"),
-                Term("optimizer", k * p, ((k, "P"),), f"fp32 master copy (4) and optimizer states ({k - 4})"),
+                Term("gradients", "bf16_gradients", BF16 * p, ((BF16, "P"),), "bf16 gradients"),
+                Term("gradients", "fp32_gradients", FP32_GRADS * p, ((FP32_GRADS, "P"),),
+                     "fp32 gradients flattened for the step (runtime/fp16/fused_optimizer.py)"),
+                Term("optimizer", "fp32_master", MASTER_COPY_BYTES * p, ((MASTER_COPY_BYTES, "P"),), "fp32 master copy"),
+                Term("optimizer", "optimizer_states", (k - MASTER_COPY_BYTES) * p, ((k - MASTER_COPY_BYTES, "P"),),
+                     "optimizer states (AdamW: two fp32 moments)"),
             ]
         elif zero_stage == 1:
             notes.append(NOTE_DERIVED.format(stage=1))
-            terms.append(Term("gradients", BF16 * p, ((2, "P"),), "bf16 gradients, whole: stage 1 does not partition them"))
+            terms.append(Term("gradients", "bf16_gradients", BF16 * p, ((BF16, "P"),),
+                              "bf16 gradients, whole: stage 1 does not partition them"))
             if not offload_optimizer:
                 terms += _partitions(p, n, k, None)
         elif not offload_optimizer:
-            terms += [Term(t.part, t.bytes, t.coefficients, f"{t.what}; {ESTIMATOR_2}") for t in _partitions(p, n, k, "gradients")]
+            terms += [Term(t.part, t.key, t.bytes, t.coefficients, f"{t.what}; {ESTIMATOR_2}") for t in _partitions(p, n, k, "gradients")]
     if offload_optimizer:
         per_gpu_host = (FP32_GRADS + k + (BF16 if offload_params else 0)) * p
         what = f"per machine: fp32 master + optimizer states ({k}) and fp32 gradients (4)"
         if offload_params:
             what += " and bf16 weights (2)"
-        terms.append(Term("host", _ceil(per_gpu_host * gpus, n), ((per_gpu_host // p, "PM/N"),), what))
+        terms.append(Term("host", "offloaded_partitions", _ceil(per_gpu_host * gpus, n), ((per_gpu_host // p, "PM/N"),), what))
         notes.append(NOTE_BUFFER_FACTOR)
         if zero_stage in (1, 2):
             notes.append(NOTE_LOAD_TERM)

@@ -49,14 +49,14 @@ def zero_paper_memory(
     bpp = as_bytes_per_param(optimizer)
     symbol = lambda stage: "P/N" if zero_stage >= stage else "P"  # noqa: E731
     terms = [
-        Term("weights", mem.weights_bytes, ((bpp.weights, symbol(3)),), "16-bit weights (ZeRO §3.1)"),
-        Term("gradients", mem.gradients_bytes, ((bpp.gradients, symbol(2)),), "16-bit gradients (ZeRO §3.1)"),
+        Term("weights", "weights", mem.weights_bytes, ((bpp.weights, symbol(3)),), "16-bit weights (ZeRO §3.1)"),
+        Term("gradients", "gradients", mem.gradients_bytes, ((bpp.gradients, symbol(2)),), "16-bit gradients (ZeRO §3.1)"),
     ]
     if offload_optimizer:
-        terms.append(Term("host", mem.host_optimizer_bytes_per_machine, ((bpp.optimizer, "PM/N"),),
+        terms.append(Term("host", "offloaded_optimizer", mem.host_optimizer_bytes_per_machine, ((bpp.optimizer, "PM/N"),),
                           "optimizer states offloaded per machine (ZeRO-Offload)"))
     else:
-        terms.append(Term("optimizer", mem.optimizer_bytes, ((bpp.optimizer, symbol(1)),),
+        terms.append(Term("optimizer", "optimizer", mem.optimizer_bytes, ((bpp.optimizer, symbol(1)),),
                           "fp32 master copy and moments (ZeRO §3.1, K = 12)"))
     return FrameworkMemory("zero-paper", params, world_size, zero_stage, tuple(terms))
 

@@ -149,15 +149,16 @@ def fsdp2_memory(
         shape = _need(shape, ("linear_params",), "under AMP copies every nn.Linear weight to bf16")
         p = shape.params
         terms = [
-            Term("weights", FP32 * p, ((4, "P"),), "fp32 parameters"),
-            Term("gradients", FP32 * p, ((4, "P"),), "fp32 gradients"),
-            Term("optimizer", states * p, ((states, "P"),), "optimizer states on the fp32 parameters"),
-            Term("working", BF16 * shape.linear_params, ((2, "W"),),
+            Term("weights", "fp32_weights", FP32 * p, ((FP32, "P"),), "fp32 parameters"),
+            Term("gradients", "fp32_gradients", FP32 * p, ((FP32, "P"),), "fp32 gradients"),
+            Term("optimizer", "optimizer_states", states * p, ((states, "P"),), "optimizer states on the fp32 parameters"),
+            Term("working", "autocast_copies", BF16 * shape.linear_params, ((BF16, "W"),),
                  "bf16 copies of the nn.Linear weights cached by torch.autocast, forward to backward"),
         ]
         notes = [BUCKET_NOTE] if n > 1 else []
         if n > 1 and not gradient_as_bucket_view:
-            terms.append(Term("working", FP32 * p, ((4, "P"),), "DDP all-reduce buckets (gradient_as_bucket_view=False)"))
+            terms.append(Term("working", "ddp_buckets", FP32 * p, ((FP32, "P"),),
+                              "DDP all-reduce buckets (gradient_as_bucket_view=False)"))
         return FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))
     shape = _need(shape, ("decoder_layer_params", "num_layers", "root_params", "output_params"),
                   "gathers one decoder layer at a time")
@@ -167,20 +168,21 @@ def fsdp2_memory(
     terms = []
     if not offload:
         terms += [
-            Term("weights", FP32 * shard, ((4, "P/N"),), "fp32 sharded parameters"),
-            Term("gradients", FP32 * shard, ((4, "P/N"),), "fp32 sharded gradients (reduce_dtype=fp32)"),
-            Term("optimizer", states * shard, ((states, "P/N"),), "optimizer states on the fp32 shards"),
+            Term("weights", "fp32_weight_shards", FP32 * shard, ((FP32, "P/N"),), "fp32 sharded parameters"),
+            Term("gradients", "fp32_gradient_shards", FP32 * shard, ((FP32, "P/N"),), "fp32 sharded gradients (reduce_dtype=fp32)"),
+            Term("optimizer", "optimizer_state_shards", states * shard, ((states, "P/N"),), "optimizer states on the fp32 shards"),
         ]
     if zero_stage == 2:
-        terms.append(Term("weights", BF16 * p, ((2, "P"),), "bf16 unsharded weights kept from forward to backward"))
+        terms.append(Term("weights", "bf16_unsharded_weights", BF16 * p, ((BF16, "P"),),
+                          "bf16 unsharded weights kept from forward to backward"))
     else:
-        terms.append(Term("working", BF16 * (shape.root_params + gathered_blocks * block),
-                          ((2, "R"), (2 * gathered_blocks, "B")),
+        terms.append(Term("working", "gathered_weights", BF16 * (shape.root_params + gathered_blocks * block),
+                          ((BF16, "R"), (BF16 * gathered_blocks, "B")),
                           "bf16 gathered weights: the root, the current and the prefetched block"))
-    terms.append(Term("working", BF16 * (shape.output_params + block), ((2, "O"), (2, "B")),
+    terms.append(Term("working", "unsharded_gradients", BF16 * (shape.output_params + block), ((BF16, "O"), (BF16, "B")),
                       "bf16 unsharded gradients of the current block and of lm_head/final norm"))
     if offload:
-        terms.append(Term("host", (FP32 + FP32 + states) * shard * gpus, ((FP32 + FP32 + states, "PM/N"),),
+        terms.append(Term("host", "offloaded_shards", (FP32 + FP32 + states) * shard * gpus, ((FP32 + FP32 + states, "PM/N"),),
                           "per machine: fp32 sharded parameters and gradients, optimizer states (CPUOffloadPolicy)"))
     notes = [ROOT_NOTE, REDUCE_NOTE]
     return FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))

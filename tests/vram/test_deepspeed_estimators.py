@@ -128,10 +128,18 @@ def test_1b_zero2_offload_on_4_gpus_is_2_gb():
     assert zero_paper.per_gpu_bytes == 2_500_000_000  # the paper's idealisation keeps 2.50
 
 
-def test_split_explains_each_multiplier():
+def test_split_is_the_estimators_own_comment():
+    """stage_1_and_2.py: "18 = 2_grads_16bit + 4_grads_32bit + 4_params_32bit +
+    8_optimizer_states_32bit(momentum and variance)", beside 2 for the 16-bit parameters."""
     mem = deepspeed_memory(P8B, 8, 2)
-    formulas = {(t.part, t.formula) for t in mem.terms}
-    assert formulas == {("weights", "2P"), ("gradients", "2P/N"), ("gradients", "4P/N"), ("optimizer", "12P/N")}
+    split = {(t.key, t.coefficients) for t in mem.terms}
+    assert split == {
+        ("bf16_weights", ((2, "P"),)),
+        ("bf16_gradient_partition", ((2, "P/N"),)),
+        ("fp32_gradient_partition", ((4, "P/N"),)),
+        ("fp32_master_partition", ((4, "P/N"),)),
+        ("optimizer_state_partition", ((8, "P/N"),)),
+    }
     assert (mem.weights_bytes, mem.optimizer_bytes) == (2 * P8B, 12 * P8B // 8)
     stage3 = deepspeed_memory(P8B, 8, 3, largest_layer_params=LARGEST_8B)
     assert stage3.working_bytes == 4 * LARGEST_8B

@@ -1,0 +1,93 @@
+"""The framework placeholders of hooks/numbers.py against independent values.
+
+Oracles: DeepSpeed 0.19's estimator functions (imported), the multipliers DeepSpeed's source
+comment and shared/cases/oracles.md state (typed here), and the ZeRO paper's table.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from hooks.errors import RenderError
+from hooks.render import render_markdown
+
+GB = 10**9
+
+
+def render(text: str, lang: str = "it") -> str:
+    """The rendered text with no-break spaces as plain spaces."""
+    return render_markdown(text, lang).strip().replace("\u202f", " ").replace("\xa0", " ")
+
+
+@pytest.fixture(scope="module")
+def zero3():
+    logging.getLogger("DeepSpeed").setLevel(logging.ERROR)
+    from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
+
+    return estimate_zero3_model_states_mem_needs
+
+
+def test_train_memory_of_70b_on_8_gpus_is_deepspeeds_estimate(zero3):
+    # Llama 3.1 70B: P and the largest module (the 128,256 x 8,192 embedding) as published.
+    params, largest = 70_553_706_496, 128_256 * 8_192
+    _, gpu, _ = zero3(params, largest, 8, 1, False, False, True, 1)
+    expected = f"{gpu / GB:.0f}"
+    text = "{{ train_memory framework=deepspeed model=llama-3.1-70b world_size=8 zero_stage=3 }}"
+    assert render(text, "it") == f"{expected} GB"
+    assert render(text, "fr") == f"{expected} Go"
+
+
+@pytest.mark.parametrize("args, formula", [
+    # stage_1_and_2.py: 2 (16-bit params) + "18 = 2_grads_16bit + 4_grads_32bit + 4_params_32bit + 8_optimizer_states_32bit"
+    ("framework=deepspeed zero_stage=2", "2P + 18P/N"),
+    ("framework=deepspeed zero_stage=2 part=gradients", "6P/N"),
+    ("framework=deepspeed zero_stage=2 part=optimizer", "12P/N"),
+    # stage3.py: largest_layer_memory = 4 * largest_layer_params; int(18 * P / N)
+    ("framework=deepspeed zero_stage=3", "18P/N + 4L"),
+    ("framework=deepspeed zero_stage=3 part=working", "4L"),
+    ("framework=deepspeed zero_stage=2 offload=optimizer", "2P"),  # cpu_offload: gpu_mem = 2 * total_params
+    ("framework=deepspeed zero_stage=3 offload=optimizer", "2P/N + 4L"),
+    ("framework=deepspeed zero_stage=3 offload=all", "4L"),
+    # oracles.md: host RAM really pinned, 16P (fp32 master, two moments, fp32 gradients)
+    ("framework=deepspeed zero_stage=2 offload=optimizer part=host", "16P·M/N"),
+    # oracles.md, FSDP2: 2P + 16P/N with reshard_after_forward=False; 4 + 4 + 8 under AMP
+    ("framework=fsdp2 zero_stage=2 part=states", "2P + 16P/N"),
+    ("framework=fsdp2 zero_stage=3 part=states", "16P/N"),
+    ("framework=fsdp2 zero_stage=0 world_size=1 part=states", "16P"),
+    ("framework=fsdp2 zero_stage=0 world_size=1 part=weights", "4P"),
+    ("framework=fsdp2 zero_stage=0 world_size=1 part=optimizer", "8P"),
+    # the ZeRO paper, §5.1
+    ("zero_stage=2", "2P + 14P/N"),
+    ("zero_stage=3", "16P/N"),
+])
+def test_framework_formula(args, formula):
+    assert render(f"{{{{ framework_formula {args} }}}}") == formula
+
+
+def test_offload_host_ram_names_its_framework():
+    assert render("{{ offload_host_ram params=8e9 }}") == "96 GB"  # the paper: 12 B/param (memory.md)
+    assert render("{{ offload_host_ram params=8e9 framework=deepspeed }}") == "128 GB"  # 16 B/param (oracles.md)
+
+
+def test_activation_memory_of_8b_under_sdpa_is_about_13_gb_in_the_layers():
+    # oracles.md: 49 s*b*h x 32 layers = 13.2 GB, plus logits; not Korthikanti's eager 30.6 GB
+    assert render("{{ activation_memory model=llama-3.1-8b seq_len=2048 part=layers }}") == "13 GB"
+    total = render("{{ activation_memory model=llama-3.1-8b seq_len=2048 decimals=1 }}")
+    assert 13.2 < float(total.split()[0].replace(",", ".")) < 30.6 / 2
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("{{ train_memory framework=fsdp2 params=8e9 world_size=8 zero_stage=3 }}", "config"),
+    ("{{ train_memory framework=deepspeed params=8e9 world_size=8 zero_stage=3 }}", "largest"),
+    ("{{ train_memory framework=fsdp2 model=llama-3.1-8b world_size=8 zero_stage=1 }}", "ZeRO-1"),
+    ("{{ train_memory framework=megatron params=8e9 }}", "framework"),
+    ("{{ train_memory model=nope params=8e9 }}", "not both"),
+    ("{{ train_memory model=nope }}", "nope"),
+    ("{{ framework_formula framework=deepspeed zero_stage=2 part=host }}", "empty"),
+    ("{{ activation_memory model=llama-3.1-8b seq_len=2048 recompute=some }}", "recompute"),
+])
+def test_bad_arguments_are_one_render_error(text, needle):
+    with pytest.raises(RenderError, match=needle):
+        render(text)
