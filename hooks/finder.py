@@ -32,7 +32,8 @@ from typing import Any
 from babel.numbers import format_percent
 
 import vram
-from vram.units import bytes_to_gb
+from vram.fit import mib_to_bytes, usable_bytes
+from vram.units import bytes_to_gb, bytes_to_gib
 
 from . import data as data_module
 from .data import load_yaml, relative, text, tree_stamp
@@ -70,6 +71,7 @@ class Catalogue:
     machines: dict[str, dict[str, Any]]
     labels: dict[str, Any]
     parts: dict[str, Any]
+    reserve_mib: int  # gpus.yaml: CUDA context and NCCL buffers, taken from every card
 
 
 def _mapping(value: Any, where: str) -> dict:
@@ -120,11 +122,11 @@ def load_catalogue(data_dir: Path | None = None) -> Catalogue:
     methods = _mapping(finder.get("methods"), f"{FINDER_YAML}: methods")
     gpus_yaml = _mapping(load_yaml("gpus", data_dir), "snippets/data/gpus.yaml")
     gpus = sorted(_mapping(gpus_yaml.get("gpus"), "snippets/data/gpus.yaml: gpus").items(),
-                  key=lambda item: item[1]["memory_gb"])
+                  key=lambda item: item[1]["memory_mib"])
     _check_translations(finder)
     catalogue = Catalogue(settings, tasks, methods, _load_models(data_dir), gpus,
                           gpus_yaml.get("machines") or {}, _mapping(finder.get("labels"), f"{FINDER_YAML}: labels"),
-                          _mapping(finder.get("parts"), f"{FINDER_YAML}: parts"))
+                          _mapping(finder.get("parts"), f"{FINDER_YAML}: parts"), gpus_yaml["reserve_mib"])
     default = settings.get("default", {})
     for field, known in (("model", catalogue.models), ("task", tasks), ("method", methods)):
         if default.get(field) not in known:
@@ -181,12 +183,19 @@ def requirement(catalogue: Catalogue, model_key: str, task_key: str, cards: int,
         return _KIND[task["kind"]](catalogue.models[model_key], task, cards, option, catalogue)
 
 
+def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
+    """What a process can use of one card: nvidia-smi's memory less the reserve (vram.fit.usable_bytes)."""
+    with calculator_errors():
+        return usable_bytes(gpu["memory_mib"], catalogue.reserve_mib)
+
+
 def fitting_cards(catalogue: Catalogue, per_gpu_bytes: int, cards: int) -> list[dict[str, Any]]:
-    """The catalogue's cards that hold ``per_gpu_bytes``, smallest first, with margin and price."""
+    """The catalogue's cards that hold ``per_gpu_bytes``, smallest first, with price and the
+    margin left after the reserve (a tie fits, with 0 left)."""
     tight = catalogue.settings["tight_free_fraction"]
     fits = []
     for key, gpu in catalogue.gpus:
-        capacity = vram.gb_to_bytes(gpu["memory_gb"])
+        capacity = card_capacity_bytes(catalogue, gpu)
         if not vram.fits(per_gpu_bytes, capacity):
             continue
         fit = {"gpu": key, "margin_gb": bytes_to_gb(capacity - per_gpu_bytes),
@@ -242,7 +251,11 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
                    for m in catalogue.models.values()],
         "tasks": [{"key": k, "kind": t["kind"]} for k, t in catalogue.tasks.items()],
         "methods": [{"key": k, "zero_stage": m["zero_stage"]} for k, m in catalogue.methods.items()],
-        "gpus": [{"key": k, "name": g["name"], "memory_gb": g["memory_gb"]} for k, g in catalogue.gpus],
+        "reserve_mib": catalogue.reserve_mib,
+        "reserve_gib": bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)),
+        "gpus": [{"key": k, "name": g["name"], "memory_mib": g["memory_mib"],
+                  "memory_gb": bytes_to_gb(mib_to_bytes(g["memory_mib"])),
+                  "usable_gb": bytes_to_gb(card_capacity_bytes(catalogue, g))} for k, g in catalogue.gpus],
         "results": results,
     }
 
@@ -278,6 +291,7 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     labels = {key: text(value, lang, f"{FINDER_YAML}: labels.{key}") for key, value in catalogue.labels.items()}
     labels.update({f"part_{key}": text(value, lang, f"{FINDER_YAML}: parts.{key}") for key, value in catalogue.parts.items()})
     labels["unit_gb"] = unit_label("gb", lang)
+    labels["unit_gib"] = unit_label("gib", lang)
     return labels
 
 
@@ -395,16 +409,18 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
             margin += f' <strong class="finder-tight">{esc(_label(catalogue, "tight", lang))}</strong>'
         price = (_label(catalogue, "price_cell", lang, count=cards, gpu=names[fit["gpu"]], price=format_eur(fit["price_eur_per_hour_from"], lang))
                  if "machine" in fit else _label(catalogue, "no_price", lang))
-        memory = format_quantity(dict(catalogue.gpus)[fit["gpu"]]["memory_gb"], "gb", lang, 0)
+        memory = _gb(bytes_to_gb(mib_to_bytes(dict(catalogue.gpus)[fit["gpu"]]["memory_mib"])), catalogue, lang)
         rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>\n<td>{esc(memory)}</td>\n<td>{margin}</td>\n<td>{esc(price)}</td></tr>')
     parts = ", ".join(f'{text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}")} {_gb(v, catalogue, lang)}' for k, v in found["parts"])
+    reserve = format_quantity(bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"])
     if catalogue.tasks[task]["kind"] == "serving":
-        note = _label(catalogue, "activations_serving", lang, context=format_number(int(option), lang, 0))
+        note = _label(catalogue, "activations_serving", lang, context=format_number(int(option), lang, 0),
+                      reserve=reserve)
     else:
         ref = activation_reference(catalogue, catalogue.models[model])
         note = _label(catalogue, "activations_training", lang, model=catalogue.models[model].name,
                       seq=format_number(catalogue.settings["activations"]["seq_length"], lang, 0),
-                      none=_gb(ref["none"], catalogue, lang), full=_gb(ref["full"], catalogue, lang))
+                      none=_gb(ref["none"], catalogue, lang), full=_gb(ref["full"], catalogue, lang), reserve=reserve)
     table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""

@@ -1,15 +1,41 @@
 """Does a per-GPU requirement fit a card? Building blocks for "find the GPU".
 
-Capacities are in bytes: a card sold as 80 GB is ``gb_to_bytes(80)``. The comparison is
-plain: no allowance for the CUDA context, the allocator or activations unless the caller
+A card's capacity is what nvidia-smi reports (``memory.total``, in MiB = 2^20 bytes:
+``snippets/data/gpus.yaml``), not the vendor's round "GB": an H100 sold as 80 GB reports
+81,559 MiB = 85,520,809,984 bytes = 85.5 GB. From it a process loses a fixed reserve
+(the CUDA context and NCCL's buffers: ``reserve_mib`` in gpus.yaml); what remains is
+``usable_bytes``. A requirement fits when it is at most the usable bytes, a tie included.
+Activations and the allocator's fragmentation are not part of the reserve: the caller
 adds them to ``required_bytes`` or asks for free room with ``min_free_fraction``.
 """
 
 from __future__ import annotations
 
+from .validate import check_int
+
+MIB = 2**20
+
+
+def mib_to_bytes(mib: int) -> int:
+    """MiB (2^20 bytes, nvidia-smi's unit) -> bytes. Raises ValueError for a negative or non-int value."""
+    return check_int(mib, "mib", 0) * MIB
+
+
+def usable_bytes(memory_mib: int, reserve_mib: int) -> int:
+    """Bytes of a card a process can give to tensors: (memory_mib - reserve_mib) x 2^20.
+
+    memory_mib: nvidia-smi's ``memory.total`` (> 0); reserve_mib: the CUDA context and
+    NCCL buffers (>= 0, less than memory_mib). Raises ValueError otherwise.
+    """
+    check_int(memory_mib, "memory_mib", 1)
+    check_int(reserve_mib, "reserve_mib", 0)
+    if reserve_mib >= memory_mib:
+        raise ValueError(f"reserve_mib {reserve_mib} must be less than memory_mib {memory_mib}")
+    return (memory_mib - reserve_mib) * MIB
+
 
 def free_fraction(required_bytes: int | float, capacity_bytes: int | float) -> float:
-    """Share of the card left free: (capacity - required) / capacity (negative: does not fit).
+    """Share of the capacity left free: (capacity - required) / capacity (negative: does not fit).
 
     Raises ValueError for a non-positive capacity or a negative requirement.
     """
@@ -21,10 +47,14 @@ def free_fraction(required_bytes: int | float, capacity_bytes: int | float) -> f
 
 
 def fits(required_bytes: int | float, capacity_bytes: int | float, min_free_fraction: float = 0.0) -> bool:
-    """True if ``required_bytes`` fits ``capacity_bytes`` leaving ``min_free_fraction`` (0-1) free.
+    """True if ``required_bytes`` fits ``capacity_bytes`` (e.g. ``usable_bytes``) leaving
+    ``min_free_fraction`` (0-1) free; a requirement equal to the capacity fits.
 
     Raises ValueError as ``free_fraction`` does, or for min_free_fraction outside [0, 1).
     """
     if not 0.0 <= min_free_fraction < 1.0:
         raise ValueError(f"min_free_fraction must be in [0, 1), got {min_free_fraction!r}")
+    if min_free_fraction == 0.0:
+        free_fraction(required_bytes, capacity_bytes)  # the same checks
+        return required_bytes <= capacity_bytes  # exact for ints: a tie fits
     return free_fraction(required_bytes, capacity_bytes) >= min_free_fraction

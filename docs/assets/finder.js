@@ -130,7 +130,7 @@
         var gpu = gpus[fit.gpu];
         var row = body.appendChild(element("tr"));
         row.appendChild(element("th", gpu.name, { scope: "row" }));
-        row.appendChild(element("td", formats.whole.format(gpu.memory_gb) + NBSP + labels.unit_gb));
+        row.appendChild(element("td", gb(gpu.memory_gb)));  // nvidia-smi's total, in GB
         var margin = row.appendChild(element("td", fill(labels.margin_cell, {
           margin: gb(fit.margin_gb), free: formats.percent.format(fit.free_fraction)
         })));
@@ -172,13 +172,16 @@
       out.why.textContent = fill(labels.why, {
         parts: found.parts.map(function (part) { return labels["part_" + part[0]] + " " + gb(part[1]); }).join(", ")
       });
+      var reserve = formats.gb.format(data.reserve_gib) + NBSP + labels.unit_gib;
       if (serving) {
-        out.note.textContent = fill(labels.activations_serving, { context: formats.whole.format(Number(option)) });
+        out.note.textContent = fill(labels.activations_serving, {
+          context: formats.whole.format(Number(option)), reserve: reserve
+        });
       } else {
         var model = models[controls.model.value];
         out.note.textContent = fill(labels.activations_training, {
           model: model.name, seq: formats.whole.format(data.activations.seq_length),
-          none: gb(model.activation_gb.none), full: gb(model.activation_gb.full)
+          none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
         });
       }
     }

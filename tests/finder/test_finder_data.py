@@ -61,7 +61,9 @@ def test_every_combination_is_what_the_calculator_says(data):
     models = load_yaml("models")["models"]
     gpus = load_yaml("gpus")
     machines = {(m["gpu"], m["count"]): m["price_eur_per_hour_from"] for m in gpus["machines"].values()}
-    by_memory = sorted(gpus["gpus"], key=lambda key: gpus["gpus"][key]["memory_gb"])
+    by_memory = sorted(gpus["gpus"], key=lambda key: gpus["gpus"][key]["memory_mib"])
+    # what a card holds: nvidia-smi's total in MiB less the stated reserve (gpus.yaml), a tie fits
+    usable = {key: (card["memory_mib"] - gpus["reserve_mib"]) * 2**20 for key, card in gpus["gpus"].items()}
     rank = finder["settings"]["lora"]["rank"]
     checked = skipped = 0
     for model_key, entry in models.items():
@@ -84,10 +86,10 @@ def test_every_combination_is_what_the_calculator_says(data):
                     assert got["per_gpu_gb"] == vram.bytes_to_gb(need), where
                     assert dict(got["parts"]) == {k: vram.bytes_to_gb(v) for k, v in parts.items() if v}, where
                     assert [v for _, v in got["parts"]] == sorted((v for _, v in got["parts"]), reverse=True), where
-                    fits = [k for k in by_memory if gpus["gpus"][k]["memory_gb"] * vram.GB >= need]
+                    fits = [k for k in by_memory if usable[k] >= need]
                     assert [f["gpu"] for f in got["fits"]] == fits, where
                     for fit in got["fits"]:
-                        capacity = gpus["gpus"][fit["gpu"]]["memory_gb"] * vram.GB
+                        capacity = usable[fit["gpu"]]
                         assert fit["margin_gb"] == vram.bytes_to_gb(capacity - need), where
                         assert fit["free_fraction"] == vram.free_fraction(need, capacity), where
                         assert fit.get("price_eur_per_hour_from") == machines.get((fit["gpu"], cards)), where
@@ -138,6 +140,17 @@ def test_8b_full_fine_tuning_card_claims(data):
     for method in STAGES:
         assert "rtx-4090" not in fitting(data, "llama-3.1-8b", "full-adamw", 4, method)
     assert "rtx-4090" in fitting(data, "llama-3.1-8b", "full-adamw", 8, "zero3")
+
+
+def test_8b_with_an_8bit_optimizer_fits_one_h100_after_the_reserve(data):
+    # oracles.md: Llama 3.1 8B, full fine-tuning with 8-bit Adam: 8,030,261,248 x 10 B = 80.3 GB of
+    # model states; an H100 "80GB" reports 81,559 MiB (nvidia-smi), less the 2,048 MiB reserve:
+    # 79,511 x 1,048,576 = 83,373,326,336 B, so 3,070,713,856 B (3.07 GB) are left.
+    got = result(data, "llama-3.1-8b", "full-adam8bit", 1, "ddp")
+    assert got["per_gpu_gb"] * 1e9 == 80_302_612_480
+    h100 = next(fit for fit in got["fits"] if fit["gpu"] == "h100")
+    assert h100["margin_gb"] * 1e9 == pytest.approx(3_070_713_856)
+    assert got["fits"][0]["gpu"] == "h100"  # the smallest card that holds it
 
 
 def test_8bit_adam_is_10_bytes_per_parameter(data):

@@ -25,18 +25,21 @@ def table_of(html: str) -> tuple[str, list[list[str]]]:
     return plain(soup.select_one("#finder-status").get_text()), rows
 
 
+# The H200 reports 143,771 MiB (nvidia-smi, gpus.yaml) = 150.8 GB; less the 2,048 MiB reserve,
+# 141,723 x 2^20 = 148,607,336,448 B hold 8B x 16 B = 128,484,179,968 B with 20,123,156,480 B
+# (20.1 GB, 14 % of the usable memory) left.
 @pytest.mark.parametrize("lang, unit, summary, h200_margin, price", [
-    ("it", "GB", "Servono 128,5 GB per scheda. Bastano 2 schede del catalogo; la più piccola è la H200, con 12,5 GB di margine.",
-     "12,5 GB (9% libera) stretto", "non indicato"),
-    ("fr", "Go", "Il faut 128,5 Go par carte. 2 cartes du catalogue suffisent ; la plus petite est la H200, avec 12,5 Go de marge.",
-     "12,5 Go (9 % libre) juste", "non indiqué"),
+    ("it", "GB", "Servono 128,5 GB per scheda. Bastano 2 schede del catalogo; la più piccola è la H200 141GB, con 20,1 GB di margine.",
+     "20,1 GB (14% libera)", "non indicato"),
+    ("fr", "Go", "Il faut 128,5 Go par carte. 2 cartes du catalogue suffisent ; la plus petite est la H200 141GB, avec 20,1 Go de marge.",
+     "20,1 Go (14 % libre)", "non indiqué"),
 ])
 def test_static_table_of_the_default_choice(lang, unit, summary, h200_margin, price):
     html = render_markdown("{{ finder_table }}", lang)
     got_summary, rows = table_of(html)
     assert got_summary == summary
-    assert rows[0] == ["H200", f"141 {unit}", h200_margin, price]
-    assert [row[0] for row in rows] == ["H200", "B200"]
+    assert rows[0] == ["H200 141GB", f"150,8 {unit}", h200_margin, price]
+    assert [row[0] for row in rows] == ["H200 141GB", "B200"]
     soup = BeautifulSoup(html, "html.parser")
     assert soup.select_one("#finder-status")["aria-live"] == "polite"
     why = plain(soup.select_one("#finder-why").get_text())
@@ -48,15 +51,15 @@ def test_static_table_of_the_default_choice(lang, unit, summary, h200_margin, pr
 def test_static_table_shows_a_guide_price():
     _, rows = table_of(render_markdown("{{ finder_table model=llama-3.2-1b task=full-adamw cards=4 method=ddp }}", "it"))
     prices = {row[0]: row[3] for row in rows}
-    assert plain(prices["RTX 4090"]) == "4 × RTX 4090 da 2,36 €/h"
-    assert prices["RTX 3090"] == "non indicato"
+    assert plain(prices["RTX 4090 24GB"]) == "4 × RTX 4090 24GB da 2,36 €/h"
+    assert prices["RTX 3090 24GB"] == "non indicato"
 
 
 def test_static_table_for_serving_and_no_card():
     status, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-70b task=full-adamw cards=1 }}", "fr"))
     assert status.startswith("Il faut 1 128,9 Go par carte : aucune carte") and rows == []
     status, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-70b task=serve-fp8 context=8192 }}", "it"))
-    assert rows[0][0] == "H100" and "H200" in [r[0] for r in rows]
+    assert rows[0][0] == "H100 80GB" and "H200 141GB" in [r[0] for r in rows]
 
 
 def test_static_table_for_serving_on_two_cards():
@@ -67,7 +70,7 @@ def test_static_table_for_serving_on_two_cards():
     html = render_markdown("{{ finder_table model=llama-3.1-70b task=serve-bf16 cards=2 context=8192 }}", "it")
     status, rows = table_of(html)
     assert status.startswith("Servono 71,9 GB per scheda.")
-    assert [row[0] for row in rows][:3] == ["H100", "A100 80GB", "RTX PRO 6000"]
+    assert [row[0] for row in rows][:3] == ["H100 80GB", "A100 80GB", "RTX PRO 6000 96GB"]
     caption = plain(BeautifulSoup(html, "html.parser").select_one("caption").get_text())
     assert "2 schede" in caption and "8.192 token" in caption
 

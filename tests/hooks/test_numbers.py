@@ -25,7 +25,12 @@ def rendered(text: str, lang: str) -> str:
     ("{{ offload_host_ram params=8e9 round=10 }}", "100 GB", "100 Go"),
     ("{{ checkpoint params=8e9 }}", "112 GB", "112 Go"),
     ("{{ checkpoint params=8e9 floor=100 }}", "100 GB", "100 Go"),
-    ("{{ gpu_memory gpu=h200 }}", "141 GB", "141 Go"),
+    # a card's memory as nvidia-smi reports it: H200 143,771 MiB = 150.75 GB = 140.40 GiB (Modal's
+    # table of nvidia-smi totals); H100 81,559 MiB, less the 2,048 MiB reserve: 83.37 GB usable.
+    ("{{ gpu_memory gpu=h200 }}", "150,8 GB", "150,8 Go"),
+    ("{{ gpu_memory gpu=h200 unit=gib }}", "140,4 GiB", "140,4 Gio"),
+    ("{{ gpu_memory gpu=h100 unit=mib }}", "81.559 MiB", "81 559 Mio"),
+    ("{{ gpu_memory gpu=h100 usable=yes }}", "83,4 GB", "83,4 Go"),
     ("{{ price machine=4x-rtx-4090 }}", "2,36 €", "2,36 €"),
     ("{{ price machine=8x-h100 }}", "31,20 €", "31,20 €"),
 ])

@@ -62,9 +62,9 @@ def test_interconnects_approximate_figure(lang, bridge):
 
 @pytest.mark.parametrize("lang,header,one_card_8b", [
     ("it", ["Lavoro", "Una scheda che basta", "Quando più schede hanno senso"],
-     "Una scheda da 80 GB con ottimizzatore a 8 bit, o una H200 (141 GB)"),
+     "Una scheda da 85,5 GB con ottimizzatore a 8 bit, o una H200 (150,8 GB)"),
     ("fr", ["Tâche", "Une carte qui suffit", "Quand plusieurs cartes ont du sens"],
-     "Une carte de 80 Go avec un optimiseur 8 bits, ou une H200 (141 Go)"),
+     "Une carte de 85,5 Go avec un optimiseur 8 bits, ou une H200 (150,8 Go)"),
 ])
 def test_needs_table(lang, header, one_card_8b):
     (table,) = parse_tables(render_markdown("{{ table name=needs }}", lang))

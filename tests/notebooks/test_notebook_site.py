@@ -126,7 +126,7 @@ def test_both_languages_read_one_finder_json(built_site):
 def test_finder_page_without_javascript_shows_the_default_result(built_site, lang, prefix, unit):
     page = soup(built_site / prefix / "gpu-finder" / "index.html")
     rows = [tr.select_one("th").get_text() for tr in page.select("#finder-table tbody tr")]
-    assert rows == ["H200", "B200"]
+    assert rows == ["H200 141GB", "B200"]
     assert f"128,5\u00a0{unit}" in page.select_one("#finder-status").get_text()
     assert page.select_one("form#finder-form").has_attr("hidden")
 
@@ -178,7 +178,7 @@ SERVE = textwrap.dedent('''
     edit("docs/index.it.md", "## Trova la GPU", "Una frase nuova.\\n\\n## Trova la GPU")
     steps.append(rebuild())
     edit("vram/activations.py", "return 34 * s * b * h + 5 * a * s * s * b", "return 35 * s * b * h + 5 * a * s * s * b")
-    edit("snippets/data/gpus.yaml", "name: RTX A6000,", "name: RTX A6000 Ada,")
+    edit("snippets/data/gpus.yaml", "name: RTX A6000 48GB\\n", "name: RTX A6000 Ada 48GB\\n")
     steps.append(rebuild())
     print(json.dumps(steps))
 ''')
@@ -199,6 +199,7 @@ def test_serve_rebuild_shows_calculator_and_data_edits_and_markdown_edits_run_no
     assert after_calculator["activation_gb"] > first["activation_gb"]
     assert after_calculator["activation_gb"] == pytest.approx(first["activation_gb"] * (35 * 4096 + 5 * 32 * 2048) / (34 * 4096 + 5 * 32 * 2048))
     # The data file's edit shows in the JSON and in the notebook, which ran again with it.
-    assert after_calculator["a6000"] == "RTX A6000 Ada" and first["a6000"] == "RTX A6000"
-    assert "RTX A6000 Ada (48" in after_calculator["notebook"] and "RTX A6000 Ada" not in first["notebook"]
+    assert after_calculator["a6000"] == "RTX A6000 Ada 48GB" and first["a6000"] == "RTX A6000 48GB"
+    # the notebook writes each card's memory as nvidia-smi reports it: 49,140 MiB = 51.5 GB
+    assert "RTX A6000 Ada 48GB (51" in after_calculator["notebook"] and "RTX A6000 Ada" not in first["notebook"]
     assert set(after_calculator["executed"]).isdisjoint(first["executed"]), "the notebooks did not run again"

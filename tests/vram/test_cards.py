@@ -1,0 +1,77 @@
+"""Cards as nvidia-smi reports them, and what fits on them (vram.fit).
+
+Expected values typed from ../shared/cases/oracles.md ("Cards"), each checked against a
+public nvidia-smi output named in snippets/data/gpus.yaml; the unit conversions from the
+definitions (MiB = 2^20 bytes, GB = 10^9 bytes), and Modal's table of nvidia-smi totals
+(thundergolfer.com/blog/nvidia-gpu-memory-capacity: H100 81,559 MiB = 85.52 GB, A100 80GB
+81,920 MiB = 85.89 GB, H200 143,771 MiB = 150.75 GB).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import yaml
+
+import vram
+from vram.fit import MIB, mib_to_bytes, usable_bytes
+
+from tests.conftest import REPO_ROOT
+
+ORACLES_MD_MIB = {"h100": 81_559, "a100-80gb": 81_920, "h200": 143_771, "b200": 183_359, "rtx-pro-6000": 97_887,
+                  "a6000": 49_140, "rtx-5090": 32_607, "rtx-4090": 24_564, "rtx-3090": 24_576}
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> dict:
+    return yaml.safe_load((REPO_ROOT / "snippets" / "data" / "gpus.yaml").read_text(encoding="utf-8"))
+
+
+def test_every_card_is_what_nvidia_smi_reports(catalogue):
+    assert {key: card["memory_mib"] for key, card in catalogue["gpus"].items()} == ORACLES_MD_MIB
+    for key, card in catalogue["gpus"].items():
+        assert card["source"].startswith("https://github.com/"), key
+        assert "nvidia-smi" in card["source"], key
+
+
+@pytest.mark.parametrize("mib, gb", [(81_559, 85.52), (81_920, 85.89), (143_771, 150.75)])
+def test_mib_to_gb_as_modals_table(mib, gb):
+    # the table truncates to two decimals (85,899,345,920 B: "85.89 GB")
+    assert math.floor(vram.bytes_to_gb(mib_to_bytes(mib)) * 100) / 100 == gb
+
+
+def test_the_reserve_is_stated_and_taken_from_every_card(catalogue):
+    reserve = catalogue["reserve_mib"]
+    assert reserve == 2048  # 2 GiB: CUDA context and NCCL buffers (gpus.yaml states why)
+    assert usable_bytes(81_559, reserve) == 79_511 * 2**20 == 83_373_326_336
+
+
+def test_a_tie_fits_and_one_byte_more_does_not():
+    capacity = usable_bytes(81_559, 2048)
+    assert vram.fits(capacity, capacity)
+    assert not vram.fits(capacity + 1, capacity)
+    assert vram.free_fraction(capacity, capacity) == 0.0
+
+
+def test_8b_with_8bit_adam_fits_one_h100_after_the_reserve():
+    # oracles.md: 8,030,261,248 parameters x (2 + 2 + 6) B = 80.3 GB of model states.
+    need = vram.training_memory_per_gpu(8_030_261_248, 1, 0, "adam8bit").per_gpu_bytes
+    assert need == 80_302_612_480
+    assert vram.fits(need, usable_bytes(81_559, 2048))
+    assert usable_bytes(81_559, 2048) - need == 3_070_713_856  # 3.07 GB of margin
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: usable_bytes(1000, 1000), "reserve_mib 1000 must be less than memory_mib 1000"),
+    (lambda: usable_bytes(0, 0), "memory_mib"),
+    (lambda: usable_bytes(1000, -1), "reserve_mib"),
+    (lambda: mib_to_bytes(1.5), "mib"),
+])
+def test_bad_capacities_are_refused(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_mib_is_2_to_the_20():
+    assert MIB == 1_048_576
