@@ -472,11 +472,11 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
     model_type = raw.get("model_type")
     required = _REQUIRED
     if model_type == "gemma3":  # the multimodal model: its language model is text_config
-        raw = raw.get("text_config")
-        source = f"{source} (text_config)"
-        if not isinstance(raw, Mapping) or raw.get("model_type", "gemma3_text") != "gemma3_text":
+        text = raw.get("text_config")
+        if not isinstance(text, Mapping) or text.get("model_type", "gemma3_text") != "gemma3_text":
             raise ConfigError(f"{source}: a gemma3 config needs a 'text_config' object of model_type 'gemma3_text'")
-        raw, model_type, required = {**raw, "model_type": "gemma3_text"}, "gemma3_text", frozenset()
+        source = f"{source} (text_config)"
+        raw, model_type, required = {**text, "model_type": "gemma3_text"}, "gemma3_text", frozenset()
     if model_type not in _FAMILIES:
         raise ConfigError(
             f"{source}: unsupported model_type {_short(model_type)}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"

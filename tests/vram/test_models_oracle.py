@@ -141,3 +141,13 @@ def test_gpt_oss_20b_card():
     count = vram.count_params(REPO_ROOT / "snippets" / "data" / "models" / "gpt-oss-20b.json")
     assert round(count.total / 1e9, 2) == 20.91
     assert round((count.active - 201_088 * 2_880) / 1e9, 2) == 3.61
+
+
+def test_a_gemma3_text_config_takes_gemma3textconfig_defaults():
+    # The Hub's multimodal gemma3 config.json holds a text_config that leaves out what equals
+    # Gemma3TextConfig's defaults (vocab_size 262,208 among them): counted as transformers builds it.
+    text = {"model_type": "gemma3_text", "head_dim": 8, "hidden_size": 32, "intermediate_size": 16,
+            "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2, "sliding_window": 4}
+    config = vram.model_config_from_dict({"model_type": "gemma3", "text_config": text})
+    assert "vocab_size" in config.defaulted and config.vocab_size == 262_208
+    assert vram.count_params(config).total == built(text).total

@@ -1,0 +1,68 @@
+"""Bad config files through ``python -m vram params CONFIG``: exit 2, one line naming the file.
+
+Each file is refused for a reason transformers or JSON gives too (the expected text is the
+calculator's message, checked for the file name, the key and the reason; never a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+LLAMA = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+         "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8}
+
+
+def _write(tmp_path, name: str, content) -> str:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
+    return str(path)
+
+
+CASES = {
+    # a 5,000-digit hidden_size: Python's int parser refuses it (4,300-digit limit), JSON and all
+    "5000-digit hidden_size": ('{"model_type": "llama", "hidden_size": ' + "9" * 5000 + "}", "too many digits"),
+    "absurd hidden_size": ({**LLAMA, "hidden_size": 10**30}, "'hidden_size' is implausibly large (an integer of 31 digits"),
+    "hidden_size 1e400": ('{"model_type": "llama", "hidden_size": 1e400}', "'hidden_size' must be an integer, got inf"),
+    "hidden_size as text": ({**LLAMA, "hidden_size": "4096"}, "'hidden_size' must be an integer, got '4096'"),
+    "kv heads 5 of 32": ({**LLAMA, "num_key_value_heads": 5}, "num_key_value_heads 5 does not divide num_attention_heads 32"),
+    "null head_dim for gemma2": ({**LLAMA, "model_type": "gemma2", "head_dim": None},
+                                 "'head_dim' is null, which Gemma2Config refuses"),
+    "null kv heads for mistral": ({**LLAMA, "model_type": "mistral", "num_key_value_heads": None},
+                                  "'num_key_value_heads' is null, which MistralConfig refuses"),
+    "gemma3 without text_config": ({"model_type": "gemma3"}, "needs a 'text_config' object"),
+    "layer_types of the wrong length": ({**LLAMA, "model_type": "gemma2", "head_dim": 128,
+                                         "layer_types": ["full_attention"]}, "'layer_types' must list 32 entries"),
+    "nested too deep": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    "not UTF-8": (b"\xff\xfe{}", "not a UTF-8 text file"),
+    "a JSON list": ("[1, 2]", "expected a JSON object, got list"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_config_exits_2_with_one_line_naming_the_file(cli, tmp_path, case):
+    content, needle = CASES[case]
+    path = _write(tmp_path, "config.json", content)
+    proc = cli("params", path)
+    assert proc.returncode == 2, proc.stdout
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"vram: error: {path}: "), lines[0]
+    assert needle in lines[0], lines[0]
+    assert len(lines[0]) < 400
+    assert proc.stdout == ""
+
+
+def test_a_multimodal_gemma3_counts_its_language_model(cli, tmp_path):
+    # text_config as the Hub writes it: only what differs from Gemma3TextConfig's defaults.
+    text = {"model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 32, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32, "vocab_size": 100}
+    text_only = cli("params", _write(tmp_path, "t.json", text), "--json")
+    proc = cli("params", _write(tmp_path, "m.json", {"model_type": "gemma3", "text_config": text}), "--json")
+    assert proc.returncode == 0 and text_only.returncode == 0, proc.stderr + text_only.stderr
+    assert json.loads(proc.stdout) == json.loads(text_only.stdout)
