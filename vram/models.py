@@ -32,10 +32,14 @@ Per decoder layer, named as in the modeling files:
   ``tie_word_embeddings``.
 
 Every expert counts toward memory; "active" parameters (those one token passes through:
-``num_experts_per_tok`` experts of each MoE layer) only toward compute.
+``num_experts_per_tok`` experts of each MoE layer) only toward compute. Both embeddings
+count as active (Mistral AI's 12.9B for Mixtral 8x7B); OpenAI's 3.6B for gpt-oss-20b
+leaves the input embedding (a lookup) out.
 
-Refused with ``ConfigError`` (a ValueError: one line naming the source, the key and the
-fix): what the config class refuses (a ``null`` where the field is not optional, a
+Keys the file leaves out take the config class's defaults, except the five size keys,
+which a config.json must name (``model_config_from_dict``). Refused with ``ConfigError``
+(a ValueError: one line naming the source, the key and the fix): what the config class
+refuses (a ``null`` where the field is not optional, a
 ``hidden_size`` not divisible by the heads where the class checks it: llama, gemma2,
 gemma3_text), a ``num_key_value_heads`` that does not divide ``num_attention_heads``
 (transformers builds it, but attention cannot group the heads), a ``model_type`` outside
@@ -461,11 +465,16 @@ def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...
 def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> ModelConfig:
     """Build a ``ModelConfig`` from a parsed ``config.json`` (a dict), as transformers resolves it.
 
-    ``source`` names the file in error messages. Keys left out take the defaults of the
-    family's config class (transformers 5.23). Raises ConfigError (one line) for an
-    unsupported ``model_type``, a null the config class refuses, a non-integer, negative or
-    implausible size, KV heads that do not divide the attention heads, a ``hidden_size``
-    the config class refuses, or malformed ``layer_types``.
+    ``source`` names the file in error messages. The size keys (vocab_size, hidden_size,
+    intermediate_size, num_hidden_layers, num_attention_heads) must be there: a
+    config.json without them is cut short. Every other key left out takes the default of
+    the family's config class (transformers 5.23), and is listed in ``defaulted``. A
+    multimodal ``gemma3`` config is read through its ``text_config`` (the language model;
+    the vision tower is not counted), where every key may take Gemma3TextConfig's default.
+    Raises ConfigError (one line) for an unsupported ``model_type``, a missing size key, a
+    null the config class refuses, a non-integer, negative or implausible size (over
+    ``MAX_SIZE``), KV heads that do not divide the attention heads, a ``hidden_size`` the
+    config class refuses, or malformed ``layer_types``.
     """
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: expected a JSON object, got {type(raw).__name__}")
