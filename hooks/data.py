@@ -1,6 +1,9 @@
-"""Load the YAML data of ``snippets/data`` and check its per-language text.
+"""Load the YAML data of ``snippets/data`` (and ``snippets/comments.yaml``), checked by schema.
 
-A parsed file is reused only while its modification time and size are unchanged, so
+``load_yaml`` parses with PyYAML's safe loader (libyaml when available), refusing a key
+written twice in one mapping, and validates the result against the file's schema
+(``hooks/schemas.py``); any problem is one RenderError naming the file and the key. A
+parsed file is reused only while its modification time and size are unchanged, so
 ``mkdocs serve`` shows an edited data file on the next rebuild. Parsed data is shared:
 callers treat it as read-only.
 """
@@ -11,15 +14,32 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from .errors import RenderError
 from .languages import LANGUAGES
+from .schemas import SCHEMAS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS_DIR = REPO_ROOT / "snippets"
 DATA_DIR = SNIPPETS_DIR / "data"
-SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 _parsed: dict[Path, tuple[tuple[int, int], Any]] = {}
+
+
+class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML has it
+    """PyYAML's safe loader, refusing a mapping that names a key twice (PyYAML keeps the last one)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def relative(path: Path) -> str:
@@ -29,23 +49,69 @@ def relative(path: Path) -> str:
         return str(path)
 
 
+def parse_yaml(text: str, where: str) -> Any:
+    """Parse ``text`` (refusing duplicate keys). Raises RenderError naming ``where`` and the line."""
+    try:
+        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark else ""
+        raise RenderError(f"{where}: invalid YAML{line}: {getattr(exc, 'problem', None) or exc}") from None
+
+
+def schema_error(error: ValidationError) -> str:
+    """The first problem of a validation error as one line: ``key.path[n]: message (got value)``,
+    list items counted from 1."""
+    first = error.errors(include_url=False)[0]
+    where = ""
+    for part in first["loc"]:
+        if isinstance(part, int):
+            where += f"[{part + 1}]" if where else f"entry {part + 1}"
+        else:
+            where += f".{part}" if where else str(part)
+    message = first["msg"].removeprefix("Value error, ")
+    got = "" if first["type"] in {"value_error", "missing", "assertion_error"} else f" (got {first['input']!r})"
+    if len(got) > 80:
+        got = got[:76] + "…)"
+    return f"{where + ': ' if where else ''}{message}{got}"
+
+
+def validate(data: Any, name: str, where: str) -> Any:
+    """``data`` if it matches the schema of ``name`` (hooks/schemas.py). Raises RenderError."""
+    schema = SCHEMAS.get(name)
+    if schema is None:
+        raise RenderError(f"{where}: no schema for this file; add one to hooks/schemas.py (SCHEMAS)")
+    try:
+        schema.model_validate(data)
+    except ValidationError as exc:
+        raise RenderError(f"{where}: {schema_error(exc)}") from None
+    return data
+
+
 def load_yaml(name: str, data_dir: Path | None = None) -> Any:
-    """Parse ``<data_dir>/<name>.yaml``. Raises RenderError naming the file."""
-    path = (data_dir or DATA_DIR) / f"{name}.yaml"
+    """Parse ``<data_dir>/<name>.yaml`` and validate it against its schema. Raises RenderError naming the file."""
+    data_dir = data_dir or DATA_DIR
+    path = data_dir / f"{name}.yaml"
+    where = f"snippets/{path.name}" if name == "comments" else f"snippets/data/{path.name}"  # as the build sees it
     if not path.is_file():
-        raise RenderError(f"{relative(path)}: data file not found")
+        raise RenderError(f"{where}: data file not found")
     stamp = file_stamp(path)
     cached = _parsed.get(path)
     if cached and cached[0] == stamp:
         return cached[1]
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)  # noqa: S506 (safe loader)
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where else ""
-        raise RenderError(f"{relative(path)}: invalid YAML{line}: {getattr(exc, 'problem', exc)}") from None
+    data = validate(parse_yaml(path.read_text(encoding="utf-8"), where), name, where)
     _parsed[path] = (stamp, data)
     return data
+
+
+def check_data_files(data_dir: Path | None = None) -> None:
+    """Validate every YAML file of ``snippets/data`` and ``snippets/comments.yaml``. Raises RenderError."""
+    data_dir = data_dir or DATA_DIR
+    for path in sorted(data_dir.glob("*.y*ml")):
+        if path.suffix == ".yml":
+            raise RenderError(f"snippets/data/{path.name}: name data files .yaml")
+        load_yaml(path.stem, data_dir)
+    load_yaml("comments", SNIPPETS_DIR)
 
 
 def file_stamp(path: Path) -> tuple[int, int]:

@@ -29,14 +29,16 @@ from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.plugins import event_priority  # noqa: E402
 from mkdocs.structure.files import File  # noqa: E402
 
-from hooks.comments import check_catalogue, translate_comments  # noqa: E402
+from hooks.comments import translate_comments  # noqa: E402
+from hooks.data import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.finder import JSON_URI, finder_json  # noqa: E402
 from hooks.interface import translate_interface  # noqa: E402
 from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebook_pages import make_notebooks_pages, use_executed_notebooks  # noqa: E402
+from hooks.page_checks import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
 from hooks.parity import check_language_parity  # noqa: E402
-from hooks.publish_gate import open_gate, verified_page  # noqa: E402
+from hooks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
 from hooks.render import render_markdown  # noqa: E402
 from hooks.same_code import TitledBlocks  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors  # noqa: E402
@@ -93,10 +95,18 @@ def on_config(config, **kwargs):
     return config
 
 
+def nav_translations(config) -> dict:
+    """Language -> its ``nav_translations``, for every language of the i18n plugin but the default."""
+    i18n = config.plugins.get("i18n")
+    languages = i18n.config.languages if i18n is not None else []
+    return {lang.locale: lang.nav_translations for lang in languages if not lang.default}
+
+
 def on_pre_build(config, **kwargs):
     with reported(""):
         check_language_parity(Path(config.docs_dir))
-        check_catalogue()
+        check_data_files()
+        check_nav_translations(config.nav, nav_translations(config))
     _build["blocks"].start(build_language(config))
 
 
@@ -116,13 +126,16 @@ def on_page_read_source(page, config, **kwargs):
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
     with reported(page_file(page)):
-        check_snippets(markdown, config.mdx_configs.get("pymdownx.snippets", {}))
-        return render_markdown(markdown, build_language(config))
+        check_front_matter(page.file.content_string)
+        rendered = render_markdown(markdown, build_language(config))
+        check_snippets(rendered, config.mdx_configs.get("pymdownx.snippets", {}))  # includes in data text too
+        return rendered
 
 
 def on_page_content(html, page, config, files, **kwargs):
     with reported(page_file(page)):
         if page.file.src_uri.endswith(".ipynb"):
+            check_notebook_links(html, page.url, {file.url for file in files})
             html = notebook_content(html, page.toc)
         return translate_comments(html, build_language(config))
 
@@ -133,11 +146,13 @@ def on_env(env, config, files, **kwargs):
 
 
 def on_post_page(output, page, config, **kwargs):
+    lang = build_language(config)
     with reported(page_file(page)):
-        _build["blocks"].add_page(output, build_language(config), page_file(page))
-        lang = build_language(config)
-        page_html = translate_interface(translate_copy_buttons(verified_page(output, lang, _build["verified"])), lang)
-        return typeset_html(page_html, lang)
+        html = insert_note(output, lang, _build["verified"])
+        html = typeset_html(translate_interface(translate_copy_buttons(html), lang), lang)
+        check_verified_block(html, lang, _build["verified"])  # the checks see the page as published
+        _build["blocks"].add_page(html, lang, page_file(page))
+        return html
 
 
 def on_post_build(config, **kwargs):

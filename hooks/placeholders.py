@@ -83,8 +83,8 @@ class Args:
 
         try:
             return parse_params(self.str(key))
-        except ValueError as exc:
-            raise RenderError(str(exc)) from None
+        except (ValueError, ArithmeticError) as exc:  # 1e400: a float overflow
+            raise RenderError(f"{key}={self.str(key)}: {exc}") from None
 
     def int(self, key: str, default: int | None = None, minimum: int | None = None, maximum: int | None = None) -> int:
         raw = self._args.get(key)

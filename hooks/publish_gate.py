@@ -5,9 +5,10 @@ code that ran on a GPU.
 (default ``verification/nccl_check.json``, or ``GUIDE_VERIFICATION_RECORD``) is a passing
 GPU run of the exact ``snippets/nccl_check.py`` the pages include (``verify.record``), and
 unless ``site_url`` is the published address rather than the local default (canonical
-links and the sitemap would point at 127.0.0.1). ``verified_page`` (on every built page)
-checks that the page's ``nccl_check.py`` block is that code and puts the note under it: where,
-when and what it measured, or, in a development build, "not verified in this build".
+links and the sitemap would point at 127.0.0.1). ``insert_note`` (on every built page)
+puts the note under the page's ``nccl_check.py`` block (where, when and what it measured,
+or, in a development build, "not verified in this build"), and ``check_verified_block``
+checks, on the page as published, that the block is that code.
 ``GUIDE_ALLOW_FIXTURE_RECORD=1`` (tests only) accepts a record marked as a fixture, which
 the page then labels as test data.
 
@@ -61,21 +62,25 @@ def open_gate(root: Path, snippets_dir: Path, site_url: str | None, environ: Map
     return Verified(record, snippet.decode("utf-8"))
 
 
-def verified_page(html: str, lang: str, verified: Verified | None) -> str:
-    """``html`` with the note under its ``nccl_check.py`` block (unchanged without one).
+def check_verified_block(html: str, lang: str, verified: Verified | None) -> None:
+    """In a publication build, the page's ``nccl_check.py`` block (if any) must be the verified
+    code: the snippet's bytes in the default language, the same Python (bytes, encoding, AST)
+    in the others. Raises RenderError."""
+    if verified is None or (code := titled_code(html, SNIPPET)) is None:
+        return
+    if lang == DEFAULT_LANGUAGE:
+        same = snippet_sha256(code.encode("utf-8")) == verified.record["snippet_sha256"]
+    else:
+        try:
+            compare_code(SNIPPET, (verified.snippet, "the verified snippet"), (code, f"this page ({lang})"))
+            same = True
+        except ExtractError:
+            same = False
+    if not same:
+        raise RenderError(f"publish build refused: the {SNIPPET} block ({lang}) is not the code the record verified")
 
-    In a publication build the block must be the verified code: the snippet's bytes in the
-    default language, the same Python (bytes, encoding, AST) in the others. Raises RenderError.
-    """
-    if verified is not None and (code := titled_code(html, SNIPPET)) is not None:
-        if lang == DEFAULT_LANGUAGE:
-            same = snippet_sha256(code.encode("utf-8")) == verified.record["snippet_sha256"]
-        else:
-            try:
-                compare_code(SNIPPET, (verified.snippet, "the verified snippet"), (code, f"this page ({lang})"))
-                same = True
-            except ExtractError:
-                same = False
-        if not same:
-            raise RenderError(f"publish build refused: the {SNIPPET} block ({lang}) is not the code the record verified")
+
+def insert_note(html: str, lang: str, verified: Verified | None) -> str:
+    """``html`` with the note under its ``nccl_check.py`` block (unchanged without one): the
+    record's run, or "not verified in this build". Raises RenderError."""
     return insert_after_block(html, SNIPPET, render_note(verified.record if verified else None, lang))

@@ -47,7 +47,7 @@ def test_row_without_french_fails_in_both_languages(data_dir):
     path = data_dir / "interconnects.yaml"
     path.write_text(path.read_text(encoding="utf-8").replace(", fr: Rare sur les machines louées", ""), encoding="utf-8")
     for lang in ("it", "fr"):
-        with pytest.raises(RenderError, match=r"interconnects\.yaml: row 3 'where': missing translation for fr"):
+        with pytest.raises(RenderError, match=r"snippets/data/interconnects\.yaml: rows\[3\]\.where: missing translation for fr"):
             render_markdown("{{ table name=interconnects }}", lang)
 
 
@@ -59,7 +59,7 @@ def test_missing_data_file(data_dir):
 
 def test_data_edit_shows_without_reload(data_dir):
     """No module-level cache: an edited data file is read on the next render."""
-    assert "141" in render_markdown("{{ gpu_memory gpu=h200 }}", "it")
-    path = data_dir / "gpus.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace("memory_gb: 141", "memory_gb: 143"), encoding="utf-8")
-    assert "143" in render_markdown("{{ gpu_memory gpu=h200 }}", "it")
+    assert "Tout" in render_markdown("{{ table name=sharding params=8e9 world_sizes=4 }}", "fr")
+    path = data_dir / "sharding.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("fr: Tout}", "fr: Absolument tout}"), encoding="utf-8")
+    assert "Absolument tout" in render_markdown("{{ table name=sharding params=8e9 world_sizes=4 }}", "fr")

@@ -23,7 +23,7 @@ def test_fallback_page_is_rendered_in_the_build_language():
         theme={"language": "fr"},
         mdx_configs={},
     )
-    italian_source_page = SimpleNamespace(file=SimpleNamespace(src_uri="index.it.md", locale="it"))
+    italian_source_page = SimpleNamespace(file=SimpleNamespace(src_uri="index.it.md", locale="it", content_string="# Guida\n"))
     out = glue.on_page_markdown("{{ table name=sharding params=8e9 world_sizes=4 }}", italian_source_page, config, None)
     assert "Par carte, 4 cartes" in out
     assert "32\u00a0Go" in out

@@ -43,6 +43,13 @@ def second_check_block(root):
         page.write('\n```python title="nccl_check.py"\n--8<-- "nccl_check.py"\n```\n')
 
 
+def include_environment(root):
+    """integrity.md, Paths: a snippet linked to the build's environment, included by a page."""
+    (root / "snippets" / "host.txt").symlink_to("/proc/self/environ")
+    with open(root / "docs/index.fr.md", "a", encoding="utf-8") as page:
+        page.write('\n```text\n--8<-- "host.txt"\n```\n')
+
+
 CASES = {
     "missing snippet": (lambda r: edit(r, "docs/index.fr.md", TOPOLOGY, '--8<-- "checks/nope.sh"'),
                         r"docs/index\.fr\.md: broken snippet include: Snippet at path 'checks/nope\.sh' could not be found"),
@@ -62,14 +69,22 @@ CASES = {
     "YAML that does not parse": (lambda r: edit(r, "snippets/data/needs.yaml", "rows:", "rows: [\n"),
                                  r"snippets/data/needs\.yaml: invalid YAML"),
     "row without French": (lambda r: edit(r, "snippets/data/sharding.yaml", ", fr: Tout}", "}"),
-                           r"snippets/data/sharding\.yaml: row 1 'holds': missing translation for fr"),
+                           r"snippets/data/sharding\.yaml: rows\[1\]\.holds: missing translation for fr"),
     "comment without French": (lambda r: edit(r, "snippets/comments.yaml", "fr: modèle, mémoire et pilote de chaque carte", "de: Modell"),
                                r"^ERROR +- +snippets/comments\.yaml: entry \d+: missing translation for fr"),
     "comment not in the catalogue": (lambda r: edit(r, "snippets/checks/topology.sh", "topo -m", "topo -m  # collegamenti"),
                                      r"docs/index\.fr\.md: code comment 'collegamenti' has no 'fr' translation in snippets/comments\.yaml"),
-    "comment translation with a coding cookie": (comment_attack, r"snippets/comments\.yaml: entry \d+ \('nccl_check\.py.*'\): fr: "
+    "comment translation with a coding cookie": (comment_attack, r"snippets/comments\.yaml: entry \d+: fr: "
                                                                  r"matches Python's coding-cookie rule"),
     "second nccl_check.py block": (second_check_block, r"docs/index\.it\.md: block 'nccl_check\.py' \(it\): a second block with this title"),
+    "front matter that does not parse": (lambda r: edit(r, "docs/gpu-finder.fr.md", "title: Trouvez le GPU", "title: [Trouvez le GPU"),
+                                         r"docs/gpu-finder\.fr\.md: front matter: invalid YAML \(line \d+\)"),
+    "nav entry without its French title": (lambda r: edit(r, "mkdocs.yml", "            Trova la GPU: Trouvez le GPU\n", ""),
+                                           r"mkdocs\.yml: plugins\.i18n\.languages \(fr\)\.nav_translations: no fr title for the nav entry 'Trova la GPU'"),
+    "empty snippet file": (lambda r: (r / "snippets/checks/topology.sh").write_text("", encoding="utf-8"),
+                           r"docs/index\.(it|fr)\.md: snippet include 'checks/topology\.sh': the file is empty"),
+    "include of a symbolic link": (include_environment, r"docs/index\.fr\.md: snippet include 'host\.txt': host\.txt is a symbolic link "
+                                                         r"\(to /proc/self/environ\)"),
     "page in Italian only": (lambda r: (r / "docs/memory-formulas.fr.md").unlink(),
                              r"docs/memory-formulas\.fr\.md: missing; every page needs every language"),
     "broken link": (lambda r: edit(r, "docs/index.fr.md", "(memory-formulas.md)", "(memory-formula.md)"),

@@ -43,15 +43,33 @@ def test_extracts_both_blocks_byte_identical_to_the_snippets(built_site, tmp_pat
         assert hashes[name] == hashlib.sha256(source).hexdigest()
 
 
+def comment_texts(html: str, title: str) -> list[tuple[int, int]]:
+    """(start, end) of the text of every comment span in the block titled ``title``."""
+    block = html.index(f'<span class="filename">{title}</span>')
+    end_of_block = html.index("</code></pre></div>", block)
+    spans, position = [], block
+    while (start := html.find('<span class="c1">', position, end_of_block)) >= 0:
+        start += len('<span class="c1">')
+        position = html.index("</span>", start)
+        spans.append((start, position))
+    return spans
+
+
 def test_french_page_really_has_translated_comments(built_site):
     """Otherwise the 'comments aside' comparison below would prove nothing."""
+    italian = (built_site / "index.html").read_text(encoding="utf-8")
     french = (built_site / "fr" / "index.html").read_text(encoding="utf-8")
-    assert "la carte de ce processus sur cette machine" in french
-    assert "la scheda di questo processo su questa macchina" not in french
+    it_comments = [italian[a:b] for a, b in comment_texts(italian, "nccl_check.py")]
+    fr_comments = [french[a:b] for a, b in comment_texts(french, "nccl_check.py")]
+    assert len(it_comments) == len(fr_comments) > 3
+    assert sum(a != b for a, b in zip(it_comments, fr_comments)) > 3
 
 
 def test_a_changed_comment_passes(site, tmp_path):
-    edit(site / "fr" / "index.html", "# la carte de ce processus sur cette machine", "# un tout autre commentaire")
+    page = site / "fr" / "index.html"
+    html = page.read_text(encoding="utf-8")
+    start, end = comment_texts(html, "nccl_check.py")[1]
+    page.write_text(html[:start] + "# un tout autre commentaire" + html[end:], encoding="utf-8")
     extract(site, tmp_path / "out")
 
 

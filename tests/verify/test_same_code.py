@@ -15,7 +15,8 @@ import markdown
 import pytest
 
 import hooks.comments
-from hooks.comments import load_catalogue, safe_comment
+from hooks.comments import load_catalogue
+from hooks.schemas import safe_comment
 from hooks.errors import RenderError
 from hooks.same_code import TitledBlocks
 from verify.extract import ExtractError, compare_code, python_ast
@@ -91,8 +92,8 @@ def test_catalogue_with_the_attack_is_refused_when_loaded(tmp_path, monkeypatch)
         f'- it: "prova.py: avvialo con  python prova.py"\n  fr: "{COOKIE}"\n', encoding="utf-8")
     monkeypatch.setattr(hooks.comments, "SNIPPETS_DIR", tmp_path)
     for lang in ("it", "fr"):  # refused whichever language is being built
-        with pytest.raises(RenderError, match=r"snippets/comments\.yaml: entry 1 \('prova\.py: avvialo .*'\): fr: matches "
-                                              r"Python's coding-cookie rule"):
+        with pytest.raises(RenderError, match=r"snippets/comments\.yaml: entry 1: fr: matches Python's coding-cookie rule "
+                                              r"\('coding: raw_unicode_escape'\): .* \(the comment 'prova\.py: avvialo con  python prova\.py'\)"):
             load_catalogue(lang)
 
 
