@@ -1,14 +1,21 @@
-"""Fail a page early, with one line, when a snippet include is broken.
+"""Fail a page early, with one line, when a snippet include is broken or unsafe.
 
 pymdownx.snippets (``check_paths: true``) raises ``SnippetMissingError`` from deep inside
 Markdown conversion, which MkDocs reports as a traceback without the page's name. This
 runs the same preprocessor, with the same configuration, on the page's Markdown first
 and turns that error into a RenderError naming the missing file or section, nested
-includes included.
+includes included. Every file it would include is checked before it is read:
+
+- it is not a symbolic link, nor inside one, and its real path is inside the snippets
+  folder (``base_path``): pymdownx.snippets' ``restrict_base_path`` compares paths without
+  resolving links, so ``snippets/host.txt -> /proc/self/environ`` would publish the build's
+  environment (in the deploy job, the OIDC request token);
+- it is not empty (an empty snippet renders an empty code block).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import markdown
@@ -17,13 +24,43 @@ from pymdownx.snippets import SnippetMissingError
 from .errors import RenderError
 
 
+def check_included_file(path: Path, written: str, bases: list[Path]) -> None:
+    """Raise RenderError unless the file an include resolved to (``path``, under one of
+    ``bases``) may be shown: no link on the way, really inside its base, not empty."""
+    base = next((b for b in bases if path.is_relative_to(b)), None)
+    if base is None:
+        raise RenderError(f"snippet include {written!r}: {path} is outside the snippets folder")
+    for step in [path, *path.parents]:
+        if step == base:
+            break
+        if step.is_symlink():
+            raise RenderError(f"snippet include {written!r}: {step.relative_to(base)} is a symbolic link "
+                              f"(to {step.readlink()}); snippets are plain files inside {base.name}/")
+    if not path.resolve().is_relative_to(base.resolve()):
+        raise RenderError(f"snippet include {written!r}: its real path {path.resolve()} is outside {base.name}/")
+    if not path.read_bytes().strip():
+        raise RenderError(f"snippet include {written!r}: the file is empty")
+
+
 def check_snippets(page_markdown: str, snippets_config: dict[str, Any]) -> None:
-    """Raise RenderError if any ``--8<--`` include of ``page_markdown`` cannot be resolved."""
+    """Raise RenderError if any ``--8<--`` include of ``page_markdown`` cannot be resolved or may not be shown."""
     if "--8<--" not in page_markdown:
         return
     md = markdown.Markdown(extensions=["pymdownx.snippets"],
-                           extension_configs={"pymdownx.snippets": {**snippets_config, "check_paths": True}})
+                           extension_configs={"pymdownx.snippets": {**snippets_config, "check_paths": True,
+                                                                    "restrict_base_path": True, "url_download": False}})
+    preprocessor = md.preprocessors["snippet"]
+    resolve = preprocessor.get_snippet_path
+    bases = [Path(base) for base in preprocessor.base_path]
+
+    def resolve_checked(path: str) -> str | None:
+        found = resolve(path)
+        if found is not None:
+            check_included_file(Path(found), path, bases)
+        return found
+
+    preprocessor.get_snippet_path = resolve_checked
     try:
-        md.preprocessors["snippet"].run(page_markdown.split("\n"))
+        preprocessor.run(page_markdown.split("\n"))
     except SnippetMissingError as exc:
         raise RenderError(f"broken snippet include: {exc}") from None

@@ -1,0 +1,61 @@
+"""Includes stay inside snippets/ (../shared/cases/integrity.md, "Paths"): an include that is a
+symbolic link, or whose real path is outside the snippets folder, is refused before it is read."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hooks.errors import RenderError
+from hooks.snippet_check import check_snippets
+
+
+@pytest.fixture
+def snippets(tmp_path):
+    base = tmp_path / "snippets"
+    (base / "checks").mkdir(parents=True)
+    (base / "checks" / "topology.sh").write_text("nvidia-smi topo -m\n", encoding="utf-8")
+    (tmp_path / "outside.txt").write_text("SECRET=1\n", encoding="utf-8")
+    return base
+
+
+def page(path: str) -> str:
+    return f'```bash\n--8<-- "{path}"\n```\n'
+
+
+def check(base, path):
+    check_snippets(page(path), {"base_path": [str(base)]})
+
+
+def test_a_plain_file_inside_passes(snippets):
+    check(snippets, "checks/topology.sh")
+
+
+def test_the_case_a_link_to_the_process_environment(snippets):
+    os.symlink("/proc/self/environ", snippets / "host.txt")
+    with pytest.raises(RenderError, match=r"snippet include 'host\.txt': host\.txt is a symbolic link \(to /proc/self/environ\)"):
+        check(snippets, "host.txt")
+
+
+@pytest.mark.parametrize("make_link, include", [
+    (lambda base: os.symlink(base / "checks" / "topology.sh", base / "same.sh"), "same.sh"),  # a link even to a snippet
+    (lambda base: os.symlink(base.parent, base / "up"), "up/outside.txt"),  # a linked folder
+    (lambda base: os.symlink("../../outside.txt", base / "checks" / "rel.txt"), "checks/rel.txt"),
+])
+def test_any_link_on_the_way_is_refused(snippets, make_link, include):
+    make_link(snippets)
+    with pytest.raises(RenderError, match=rf"snippet include '{include}': .* is a symbolic link"):
+        check(snippets, include)
+
+
+def test_a_nested_include_of_a_link_is_refused(snippets):
+    os.symlink("/proc/self/environ", snippets / "host.txt")
+    (snippets / "wrapper.sh").write_text('--8<-- "host.txt"\n', encoding="utf-8")
+    with pytest.raises(RenderError, match=r"'host\.txt': host\.txt is a symbolic link"):
+        check(snippets, "wrapper.sh")
+
+
+def test_a_path_that_climbs_out_is_refused(snippets):
+    with pytest.raises(RenderError, match=r"broken snippet include: Snippet at path '\.\./outside\.txt' could not be found"):
+        check(snippets, "../outside.txt")
