@@ -228,11 +228,13 @@ def _qlora_base_parts(config: ModelConfig) -> tuple[int, int, int]:
 
     Quantised: ``qlora_quantized_params``, one NF4 tensor per nn.Linear weight; the rest bf16.
     """
-    packed = constants = 0
-    for index in range(config.num_hidden_layers):
-        for n in _quantized_linears(config, index):
-            packed += -(-n // 2)
-            constants += nf4_bytes(n) - -(-n // 2)
+    per_kind: dict[bool, tuple[int, int]] = {}
+    for index, moe in enumerate(config.moe_layers):
+        if moe not in per_kind:
+            sizes = _quantized_linears(config, index)
+            per_kind[moe] = (sum(-(-n // 2) for n in sizes), sum(nf4_bytes(n) - -(-n // 2) for n in sizes))
+    packed = sum(per_kind[moe][0] for moe in config.moe_layers)
+    constants = sum(per_kind[moe][1] for moe in config.moe_layers)
     rest = count_params(config).total - qlora_quantized_params(config)
     return packed, constants, tensor_bytes(rest, "bf16")
 

@@ -79,14 +79,17 @@ def test_lora_errors(shared_configs):
         vram.lora_memory(10**9, 10, base_dtype="int3")
 
 
-def test_mixtral_all_linear_is_attention_only_in_transformers_5(local_configs):
+def test_mixtral_all_linear_follows_pefts_transformers_5_conversion(local_configs):
     config = local_configs / "mixtral-8x7b-v0.1.json"
-    # transformers 5.x fuses the experts into 3-D parameters and the router is not an nn.Linear:
-    # PEFT's all-linear adapts q, k, v, o. By hand, 32 layers x r x (in + out):
-    # q 4096+4096, k 4096+1024, v 4096+1024, o 4096+4096.
-    assert vram.lora_adapter_params(config, 8) == 32 * 8 * (8192 + 5120 + 5120 + 8192) == 6_815_744
-    with pytest.raises(ValueError, match=r"unknown LoRA target modules \['w1'\]"):
-        vram.lora_adapter_params(config, 8, ("w1",))  # transformers 4's expert Linear, gone in 5.x
+    # transformers 5 fuses the experts into 3-D parameters; PEFT 0.21 turns all-linear's v4 names
+    # (gate, w1, w3, w2) into target_parameters. By hand, per layer at r = 8 (hidden 4096, 8
+    # experts of 14336): q, k, v, o 8 x (8192 + 5120 + 5120 + 8192) = 212,992; router
+    # 8 x (4096 + 8) = 32,832; gate_up_proj (w1 and w3 fused: rank 16) 16 x 8 x (4096 + 28672)
+    # = 4,194,304; down_proj 8 x 8 x (14336 + 4096) = 1,179,648; 32 layers.
+    assert vram.lora_adapter_params(config, 8) == 32 * (212_992 + 32_832 + 4_194_304 + 1_179_648) == 179_832_832
+    assert vram.lora_adapter_params(config, 8, ["q_proj", "v_proj"]) == 32 * 8 * (8192 + 5120)  # PEFT's default
+    with pytest.raises(ValueError, match="w1 of mixtral need w3 too"):
+        vram.lora_adapter_params(config, 8, ("w1",))
     with pytest.raises(ValueError, match="experts of mixtral is not an nn.Linear"):
         vram.lora_adapter_params(config, 8, ("experts",))
 
