@@ -7,7 +7,12 @@ which the script then imports.
 - ``absent``: rank 1 joins the process group but never enters the collective (a hung
   or crashed peer), so the other ranks must hit the process-group timeout;
 - ``corrupt``: rank 1 contributes a wrong value (a link that corrupts data), so every
-  rank must see a wrong sum.
+  rank must see a wrong sum;
+- ``world=N``: every rank's ``get_world_size`` answers N (a world too large to start
+  here; the script must refuse it before any collective);
+- ``stall`` (CUDA only): every rank queues a GPU kernel that spins for about a minute
+  (``torch.cuda._sleep``) before its first all-reduce, so the collective cannot finish
+  within the process-group timeout and NCCL's watchdog must act.
 """
 
 import os
@@ -19,12 +24,25 @@ import torch.distributed as dist
 
 fault, script = sys.argv[1], sys.argv[2]
 sys.argv = sys.argv[2:]
-if int(os.environ["RANK"]) == 1:
+if fault.startswith("world="):
+    dist.get_world_size = lambda *args, **kwargs: int(fault.removeprefix("world="))
+elif fault == "stall":
+    import torch
+
+    real_all_reduce = dist.all_reduce
+
+    def stalled_all_reduce(*args, **kwargs):
+        dist.all_reduce = real_all_reduce
+        torch.cuda._sleep(100_000_000_000)  # GPU clock cycles: about a minute
+        return real_all_reduce(*args, **kwargs)
+
+    dist.all_reduce = stalled_all_reduce
+elif int(os.environ["RANK"]) == 1:
     real_all_reduce = dist.all_reduce
     if fault == "absent":
         dist.all_reduce = lambda *args, **kwargs: time.sleep(3600)
     elif fault == "corrupt":
         dist.all_reduce = lambda tensor, *args, **kwargs: real_all_reduce(tensor.add_(1), *args, **kwargs)
     else:
-        sys.exit(f"inject_fault.py: unknown fault {fault!r} (absent, corrupt)")
+        sys.exit(f"inject_fault.py: unknown fault {fault!r} (absent, corrupt, world=N, stall)")
 runpy.run_path(script, run_name="__main__")

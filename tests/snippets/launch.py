@@ -13,6 +13,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 INJECT_FAULT = HERE / "inject_fault.py"
 RECORD_TRAINING = HERE / "record_training.py"
+FORK_RANKS = HERE / "fork_ranks.py"
 # The rehearsal environment: the explicit CPU opt-in, a small tensor, and unbuffered
 # output (PYTHONUNBUFFERED=1 is common in containers, and it is where a print() that
 # writes the text and the newline separately interleaves the ranks' lines).
@@ -52,8 +53,11 @@ def torchrun(*args: str | Path, env: dict[str, str] | None = None, timeout: floa
     return run((wrap or []) + torchrun_cmd(*args, **launch), env, timeout, cwd)
 
 
-def single_process(script: Path, env: dict[str, str] | None = None, wrap: list[str] | None = None) -> Run:
-    """Run ``script`` as torchrun's first worker would (LOCAL_RANK=0), without the launcher:
-    for the checks that fail before the process group exists, where the launcher's start-up
-    would only add seconds."""
-    return run((wrap or []) + [sys.executable, str(script)], {"LOCAL_RANK": "0", **(env or {})})
+def single_process(script: Path, env: dict[str, str] | None = None, wrap: list[str] | None = None,
+                   args: list[str | Path] | None = None) -> Run:
+    """Run ``script ARGS`` as torchrun's first worker would (LOCAL_RANK=0), without the
+    launcher: for the checks that fail before the process group exists, or a one-rank run
+    (give RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in ``env``), where the launcher's
+    start-up would only add seconds."""
+    cmd = [sys.executable, str(script), *map(str, args or [])]
+    return run((wrap or []) + cmd, {"LOCAL_RANK": "0", **(env or {})})

@@ -16,16 +16,19 @@ LOCAL_RANK=0, without the launcher). What is simulated, and how:
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
-from tests.snippets.launch import CPU_REHEARSAL, INJECT_FAULT, free_port, single_process, torchrun
+from tests.snippets.launch import CPU_REHEARSAL, FORK_RANKS, INJECT_FAULT, free_port, single_process, torchrun
+from tests.snippets.launch import run as harness_run
 from verify.nccl_output import parse_rank_lines
 
 pytestmark = pytest.mark.slow
@@ -88,7 +91,8 @@ def test_real_64mb_dev_shm_fails_fast(extracted):
 def test_a_rank_that_never_joins_becomes_an_error_naming_the_collective(extracted):
     timeout_s = 3
     run = torchrun(INJECT_FAULT, "absent", extracted / "nccl_check.py", env={"NCCL_CHECK_TIMEOUT": str(timeout_s)})
-    assert run.returncode != 0
+    assert run.returncode == 1  # torchrun's own exit status when a worker failed (ChildFailedError)
+    assert "ChildFailedError" in run.stderr
     assert f"rank 0: all_reduce failed or did not finish within {timeout_s} s" in run.stderr
     assert "NCCL_DEBUG=INFO" in run.stderr
     assert run.seconds < timeout_s + 40  # launcher start-up + the timeout, not the test's limit
@@ -115,14 +119,62 @@ def test_two_nodes_with_one_device_each_use_local_rank(extracted):
 
 
 def test_timing_is_taken_after_a_synchronize(extracted):
-    """Case 11: every clock read follows ``sync()``, and ``sync`` is the accelerator's synchronize."""
-    code = (extracted / "nccl_check.py").read_text()
-    assert "sync = torch.accelerator.synchronize if acc" in code
-    clock_reads = [line for line in code.splitlines() if "time.perf_counter()" in line]
-    assert len(clock_reads) == 2
-    for line in clock_reads:
-        before = line.split("time.perf_counter()")[0]
-        assert "sync();" in before, f"clock read without a synchronize first: {line.strip()}"
+    """Case 11: both clock reads directly follow a ``sync()`` statement, and ``sync`` calls
+    the accelerator's ``synchronize`` (read from the script's syntax tree)."""
+    tree = ast.parse((extracted / "nccl_check.py").read_bytes())
+    (sync,) = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "sync"]
+    assert "torch.accelerator.synchronize()" in {ast.unparse(call) for call in ast.walk(sync) if isinstance(call, ast.Call)}
+    clock_reads = 0
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        for before, statement in zip(body, body[1:]):
+            simple = isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr))
+            if simple and "time.perf_counter()" in ast.unparse(statement):
+                clock_reads += 1
+                assert ast.unparse(before) == "sync()", f"line {statement.lineno}: no sync() just before the clock"
+    assert clock_reads == 2
+
+
+def test_started_with_plain_python_it_says_how_to_launch(extracted):
+    """The mistake the guide warns about: one line naming torchrun, exit non-zero, no traceback."""
+    env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
+    proc = subprocess.run([sys.executable, str(extracted / "nccl_check.py")], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 nccl_check.py"]
+    assert proc.stdout == ""
+
+
+def test_one_rank_claims_no_bus_bandwidth(extracted):
+    """A one-GPU machine: the check runs, and its line gives no busbw (nothing crossed a link)."""
+    env = {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    run = single_process(extracted / "nccl_check.py", env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    (line,) = parse_rank_lines(run.stdout)
+    assert (line.world, line.checked_sum, line.busbw_gb_per_s) == (1, 1, None)
+
+
+def test_32_ranks_sum_exactly(extracted):
+    """../shared/cases/integrity.md, Runtime: 32 gloo ranks, NCCL_CHECK_MIB=1, pass. The sum
+    1 + ... + 32 = 528 is beyond bf16's exact integers (256); 32 processes forked after one
+    import of torch (fork_ranks.py) instead of 32 torchrun workers."""
+    run = harness_run([sys.executable, str(FORK_RANKS), "32", str(extracted / "nccl_check.py")],
+                      env={"NCCL_CHECK_MIB": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = parse_rank_lines(run.stdout)
+    assert len(lines) == 32 and {line.checked_sum for line in lines} == {32 * 33 // 2}
+
+
+def test_past_the_exact_limit_it_refuses_with_one_line(extracted):
+    """float32 holds every integer up to 2**24 exactly: 5792 ranks sum to 16,776,528, 5793
+    to 16,782,321. The world size is faked (rank 0's ``get_world_size``) on one real rank."""
+    env = {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    run = single_process(INJECT_FAULT, env=env, args=["world=5793", extracted / "nccl_check.py"])
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines()[-1] == "rank 0: 5793 ranks are more than this check can sum exactly"
+    assert no_rank_line(run.stdout)
 
 
 def test_extracted_script_compiles_and_is_the_snippet(extracted):
@@ -132,3 +184,17 @@ def test_extracted_script_compiles_and_is_the_snippet(extracted):
     assert code == (REPO_ROOT / "snippets" / "nccl_check.py").read_bytes()
     compile(code, "nccl_check.py", "exec")
     assert sys.version_info >= (3, 11)
+
+
+def test_nccl_error_handling_default_is_the_one_the_guide_names():
+    """The guide: without torchrun, TORCH_NCCL_ASYNC_ERROR_HANDLING defaults to 3, and both
+    3 (SkipCleanUp) and torchrun's 1 (TearDown) take the process down. Read from the
+    declarations of the installed torch (ProcessGroupNCCL.hpp); the CPU build carries the
+    header, not the NCCL code (tests/gpu checks the behaviour)."""
+    import torch
+
+    header = Path(torch.__file__).parent / "include/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp"
+    text = header.read_text(encoding="utf-8")
+    assert "the default value (3 - SkipCleanUp)" in text
+    assert re.search(r"TearDown = 1,\s*CleanUpOnly = 2,\s*SkipCleanUp = 3", text)
+    assert "#define SHOULD_TEAR_DOWN(a) (a != NoHandling && a != CleanUpOnly)" in text

@@ -32,3 +32,21 @@ def test_interleaved_lines_are_refused():
 def test_missing_duplicated_or_wrong_lines_are_refused(stdout, message):
     with pytest.raises(OutputError, match=message):
         parse_rank_lines(stdout)
+
+
+ONE_RANK = ("rank 0/1 local_rank 0 cuda:0 gpu-a: 1234.5 all-reduce/s of 1.07 GB, algbw 1325.5 GB/s, "
+            "no busbw (1 rank: nothing crosses a link), sum 1 correct")
+
+
+def test_a_one_rank_run_claims_no_busbw():
+    (line,) = parse_rank_lines(ONE_RANK)
+    assert (line.world, line.busbw_gb_per_s, line.algbw_gb_per_s, line.checked_sum) == (1, None, 1325.5, 1)
+
+
+@pytest.mark.parametrize("stdout, message", [
+    (ONE_RANK.replace("no busbw (1 rank: nothing crosses a link)", "busbw 0.0 GB/s"), "one-rank run claims a busbw"),
+    (f"{LINE0}\n{LINE1.replace('busbw 43.1 GB/s', 'no busbw (1 rank: nothing crosses a link)')}", "a rank of 2 gives no busbw"),
+])
+def test_busbw_only_when_a_link_was_crossed(stdout, message):
+    with pytest.raises(OutputError, match=message):
+        parse_rank_lines(stdout)

@@ -1,0 +1,60 @@
+"""Run a published script as N gloo ranks on this machine, cheaply (tests only).
+
+Usage: python fork_ranks.py N SCRIPT. One process imports torch once, then forks N
+children (copy-on-write: no N-fold import cost or memory); each child gets the
+environment torchrun gives a worker (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT) and runs the unmodified script with runpy. Exits with the
+first non-zero exit status of a child. For world sizes where N torchrun workers would
+cost more than the test is worth (32 ranks on 2 cores).
+"""
+
+import os
+import runpy
+import socket
+import sys
+
+import torch  # noqa: F401  (imported once, before forking)
+import torch.distributed  # noqa: F401
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_rank(rank: int, world: int, port: int, script: str) -> int:
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    sys.argv = [script]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)
+        return 1
+    return 0
+
+
+def main() -> int:
+    world, script = int(sys.argv[1]), sys.argv[2]
+    port = free_port()
+    children = []
+    for rank in range(world):
+        pid = os.fork()
+        if pid == 0:
+            code = run_rank(rank, world, port, script)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        children.append(pid)
+    status = 0
+    for pid in children:
+        _, wait_status = os.waitpid(pid, 0)
+        status = status or os.waitstatus_to_exitcode(wait_status)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
