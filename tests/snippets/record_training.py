@@ -2,9 +2,13 @@
 
 Usage: torchrun ... record_training.py RECORD_DIR SCRIPT [ARGS...]. The script is not
 modified: ``DistributedSampler.__iter__`` is wrapped to note the sample indices each epoch
-hands this rank, and after the script returns, the weights of its ``model`` global are
-hashed. Writes ``RECORD_DIR/rank<N>.json`` with ``epochs`` (lists of indices) and
-``weights_sha256``.
+hands this rank; every ``DistributedDataParallel`` gets a communication hook that counts
+the all-reduce rounds (one per backward that synchronises: the bucket marked last) and
+then does DDP's default all-reduce (``default_hooks.allreduce_hook``); a global optimizer
+step hook counts optimizer steps. After the script returns, the weights of its ``model``
+global are hashed. Writes ``RECORD_DIR/rank<N>.json`` with ``epochs`` (lists of
+indices), ``allreduce_rounds``, ``allreduce_buckets``, ``optimizer_steps``,
+``weights_sha256`` and the ``TORCH_NCCL_ASYNC_ERROR_HANDLING`` torchrun gave the worker.
 """
 
 import hashlib
@@ -14,6 +18,9 @@ import runpy
 import sys
 from pathlib import Path
 
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+from torch.nn.parallel import DistributedDataParallel
+from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import DistributedSampler
 
 
@@ -37,11 +44,28 @@ def main() -> None:
         return iter(indices)
 
     DistributedSampler.__iter__ = recording_iter
+
+    counts = {"allreduce_rounds": 0, "allreduce_buckets": 0, "optimizer_steps": 0}
+
+    def counting_hook(process_group, bucket):
+        counts["allreduce_buckets"] += 1
+        counts["allreduce_rounds"] += bucket.is_last()
+        return allreduce_hook(process_group, bucket)
+
+    original_init = DistributedDataParallel.__init__
+
+    def init_with_hook(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        self.register_comm_hook(None, counting_hook)
+
+    DistributedDataParallel.__init__ = init_with_hook
+    register_optimizer_step_post_hook(lambda *_: counts.__setitem__("optimizer_steps", counts["optimizer_steps"] + 1))
     namespace = runpy.run_path(script, run_name="__main__")
     model = namespace["model"]
     state = model.module.state_dict() if hasattr(model, "module") else model.state_dict()
     record_dir.mkdir(parents=True, exist_ok=True)
-    record = {"epochs": epochs, "weights_sha256": weights_sha256(state)}
+    record = {"epochs": epochs, **counts, "weights_sha256": weights_sha256(state),
+              "TORCH_NCCL_ASYNC_ERROR_HANDLING": os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING")}
     (record_dir / f"rank{os.environ['RANK']}.json").write_text(json.dumps(record))
 
 

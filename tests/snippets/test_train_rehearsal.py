@@ -7,7 +7,10 @@ and hashes each rank's final weights, without changing the script.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -19,6 +22,8 @@ pytestmark = pytest.mark.slow
 
 EPOCHS = 2
 SAMPLES = 4096  # the script's synthetic dataset
+BATCH = 64  # its batch size per rank
+ACCUMULATION = 4  # its default --accumulation-steps
 
 
 def test_ranks_see_disjoint_samples_and_end_with_identical_weights(extracted, tmp_path):
@@ -39,6 +44,28 @@ def test_ranks_see_disjoint_samples_and_end_with_identical_weights(extracted, tm
     saved = torch.load(checkpoints / "checkpoint.pt", weights_only=True)
     assert weights_sha256(saved) == ranks[0]["weights_sha256"]
 
+    # gradient accumulation with no_sync(): one all-reduce round per optimizer step, not
+    # per micro-batch (2048 samples per rank per epoch / batch 64 = 32 micro-batches, an
+    # optimizer step every ACCUMULATION of them)
+    micro_batches = EPOCHS * (SAMPLES // 2) // BATCH
+    for rank in ranks:
+        assert rank["optimizer_steps"] == micro_batches // ACCUMULATION == 16
+        assert rank["allreduce_rounds"] == rank["optimizer_steps"]
+        assert rank["allreduce_buckets"] >= rank["allreduce_rounds"]
+
+    # the guide: torchrun sets TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (tear down on a NCCL
+    # error or timeout) for its workers unless the caller set it
+    if "TORCH_NCCL_ASYNC_ERROR_HANDLING" not in os.environ:
+        assert [rank["TORCH_NCCL_ASYNC_ERROR_HANDLING"] for rank in ranks] == ["1", "1"]
+
     # logs from rank 0 only: one line per epoch
     assert re.findall(r"^epoch (\d+): loss [\d.]+$", run.stdout, re.M) == [str(e) for e in range(EPOCHS)]
     assert list(checkpoints.iterdir()) == [checkpoints / "checkpoint.pt"]
+
+
+def test_started_with_plain_python_it_says_how_to_launch(extracted):
+    env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
+    proc = subprocess.run([sys.executable, str(extracted / "train.py")], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 train.py"]
