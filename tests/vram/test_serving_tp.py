@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
 
 import vram
 from tests.conftest import REPO_ROOT
+from tests.vram.model_variants import FAMILIES, config as family_config
 from tests.vram.transformers_oracle import built
 
 MODELS = REPO_ROOT / "snippets" / "data" / "models"
@@ -55,3 +57,21 @@ def test_gpt_oss_kv_cache_is_capped_on_its_sliding_half():
     # two cards: 4 KV heads each, half of it
     assert vram.serving_memory_per_gpu(config, context_length=32_768, tensor_parallel=2).kv_cache_bytes == \
         1024 * (12 * 32_768 + 12 * 128)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_serves_on_one_card_whole_and_splits_on_two(family):
+    @settings(max_examples=3, deadline=None, derandomize=True, database=None)
+    @given(family_config(family))
+    def check(raw):
+        total = built(raw).total  # transformers' own count
+        one = vram.serving_memory_per_gpu(raw, tensor_parallel=1)
+        assert one.params_per_gpu == one.params == total
+        try:
+            vram.check_tensor_parallel(raw, 2)
+        except ValueError:
+            return  # vLLM would refuse it too: heads, KV heads or a width not divisible by 2
+        two = vram.serving_memory_per_gpu(raw, tensor_parallel=2)
+        assert total / 2 <= two.params_per_gpu < total  # replicated parts (norms, routers) on both
+
+    check()
