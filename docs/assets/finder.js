@@ -96,16 +96,14 @@
       offer(controls.cards, byTask);
       var byCards = byTask[controls.cards.value] || {};
       var oneCard = controls.cards.value === "1";
-      controls.method.disabled = oneCard;
-      document.getElementById("finder-method-hint").hidden = !oneCard;
       document.getElementById("finder-context-hint").hidden = oneCard;
       if (current === "serving") {
         var maxContext = models[controls.model.value].max_context;
         offer(controls.context, byCards, function (option) {
           return maxContext !== null && Number(option.value) > maxContext ? labels.too_long : "";
         }, true);
-      } else if (!oneCard) {
-        offer(controls.method, byCards);
+      } else {
+        offer(controls.method, byCards);  // the framework matters on one card too
       }
     }
 
@@ -113,7 +111,7 @@
       var parts = [selectedText(controls.model), selectedText(controls.task),
         controls.cards.value === "1" ? labels.cards_one : fill(labels.cards_many, { cards: controls.cards.value })];
       if (serving) parts.push(selectedText(controls.context));
-      else if (controls.cards.value !== "1") parts.push(selectedText(controls.method));
+      else parts.push(selectedText(controls.method));
       return fill(labels.caption, { choice: parts.join(", ") });
     }
 
@@ -181,6 +179,7 @@
         var model = models[controls.model.value];
         out.note.textContent = fill(labels.activations_training, {
           model: model.name, seq: formats.whole.format(data.activations.seq_length),
+          attention: model.activation_gb.attention,
           none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
         });
       }

@@ -75,3 +75,14 @@ def test_every_family_serves_on_one_card_whole_and_splits_on_two(family):
         assert total / 2 <= two.params_per_gpu < total  # replicated parts (norms, routers) on both
 
     check()
+
+
+def test_a_vocabulary_of_32001_puts_16001_rows_on_each_of_two_cards():
+    # oracles.md (edges): vocab-parallel embedding and lm_head rows are ceil(32001 / 2) = 16,001 per card.
+    # A one-layer llama of hidden 8 (4 heads of 2, 2 KV heads, intermediate 16), untied: per card
+    # 2 x 16,001 x 8 embedding and lm_head elements, the final norm 8, and the layer: q 4 x 8, k and
+    # v 2 x 8 each, o 8 x 4, gate and up 8 x 8 each, down 8 x 8, two norms of 8.
+    config = {"model_type": "llama", "vocab_size": 32001, "hidden_size": 8, "intermediate_size": 16,
+              "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2}
+    layer = 32 + 16 + 16 + 32 + 64 + 64 + 64 + 16
+    assert vram.serving_memory_per_gpu(config, tensor_parallel=2).params_per_gpu == 2 * 16_001 * 8 + 8 + layer
