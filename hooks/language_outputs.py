@@ -24,10 +24,11 @@ from pathlib import Path
 
 from mkdocs.plugins import event_priority
 
+from hooks.script_json import script_json
+
 from hooks.typography import typeset_html, typeset_search_index
 
 CONFIG_RE = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</script>)', re.S)
-_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "'": "\\u0027"})
 
 
 def split_search_index(index: dict, languages: list[str], default: str) -> dict[str, dict]:
@@ -56,7 +57,7 @@ def rebase_config(html: str, lang: str) -> str:
     def replace(match: re.Match[str]) -> str:
         config = json.loads(match.group(2))
         config["base"] = config["base"].rstrip("/") + f"/{lang}/"
-        return match.group(1) + json.dumps(config, sort_keys=True).translate(_SCRIPT_SAFE) + match.group(3)
+        return match.group(1) + script_json(config, sort_keys=True) + match.group(3)
 
     return CONFIG_RE.sub(replace, html, count=1)
 

@@ -32,6 +32,7 @@ from mkdocs.structure.files import File  # noqa: E402
 from hooks.comments import translate_comments  # noqa: E402
 from hooks.data import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
+from hooks.external import check_no_external_loads, origin, strip_inert_mathjax  # noqa: E402
 from hooks.finder import JSON_URI, finder_json  # noqa: E402
 from hooks.interface import translate_interface  # noqa: E402
 from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
@@ -136,7 +137,7 @@ def on_page_content(html, page, config, files, **kwargs):
     with reported(page_file(page)):
         if page.file.src_uri.endswith(".ipynb"):
             check_notebook_links(html, page.url, {file.url for file in files})
-            html = notebook_content(html, page.toc)
+            html = notebook_content(strip_inert_mathjax(html), page.toc)
         return translate_comments(html, build_language(config))
 
 
@@ -151,6 +152,7 @@ def on_post_page(output, page, config, **kwargs):
         html = insert_note(output, lang, _build["verified"])
         html = typeset_html(translate_interface(translate_copy_buttons(html), lang), lang)
         check_verified_block(html, lang, _build["verified"])  # the checks see the page as published
+        check_no_external_loads(html, origin(config.site_url))
         _build["blocks"].add_page(html, lang, page_file(page))
         return html
 

@@ -31,6 +31,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from .data import file_stamp, relative
 from .errors import RenderError
+from .script_json import script_json
 
 RULES_FILE = Path(__file__).with_name("typography.yaml")
 SPACES = {"nbsp": "\u00a0", "nnbsp": "\u202f"}
@@ -220,7 +221,7 @@ def typeset_html(html: str, lang: str) -> str:
             raise RenderError(f"<script id={island.attributes.get('id')}>: not JSON ({exc})") from None
         typeset = _typeset_json(data, compiled)
         if typeset != data:
-            island.first_child.replace_with(json.dumps(typeset, ensure_ascii=False).replace("</", "<\\/"))
+            island.first_child.replace_with(script_json(typeset))
             changed = True
     runs = _text_runs(tree.root, _primary(lang), set(rule_set.skip))
     texts = [BREAK if run is BREAK else [run[1], run[0].text_content or ""] for run in runs]

@@ -17,10 +17,11 @@ MKDOCS_YML = Path(__file__).resolve().parent.parent / "mkdocs.yml"
 
 
 class _ConfigLoader(yaml.SafeLoader):
-    """Reads mkdocs.yml without resolving MkDocs' own tags (``!ENV``, ``!relative``): they become None."""
+    """Reads mkdocs.yml without resolving the tags MkDocs resolves (``!ENV``, ``!relative``,
+    ``!!python/name:``): any value with a tag PyYAML's safe loader does not know becomes None."""
 
 
-_ConfigLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+_ConfigLoader.add_multi_constructor("", lambda loader, suffix, node: None)
 
 
 def site_languages(path: Path = MKDOCS_YML) -> tuple[tuple[str, ...], str]:

@@ -50,6 +50,15 @@ def include_environment(root):
         page.write('\n```text\n--8<-- "host.txt"\n```\n')
 
 
+def mermaid_diagram(root):
+    """The usual Material set-up for Mermaid (a custom fence), and a diagram on a page."""
+    edit(root, "mkdocs.yml", "  - pymdownx.superfences\n",
+         "  - pymdownx.superfences:\n      custom_fences:\n        - name: mermaid\n          class: mermaid\n"
+         "          format: !!python/name:pymdownx.superfences.fence_code_format\n")
+    with open(root / "docs/memory-formulas.it.md", "a", encoding="utf-8") as page:
+        page.write("\n```mermaid\ngraph TD; A-->B\n```\n")
+
+
 CASES = {
     "missing snippet": (lambda r: edit(r, "docs/index.fr.md", TOPOLOGY, '--8<-- "checks/nope.sh"'),
                         r"docs/index\.fr\.md: broken snippet include: Snippet at path 'checks/nope\.sh' could not be found"),
@@ -85,6 +94,10 @@ CASES = {
                            r"docs/index\.(it|fr)\.md: snippet include 'checks/topology\.sh': the file is empty"),
     "include of a symbolic link": (include_environment, r"docs/index\.fr\.md: snippet include 'host\.txt': host\.txt is a symbolic link "
                                                          r"\(to /proc/self/environ\)"),
+    "Mermaid diagram": (mermaid_diagram, r"docs/memory-formulas\.it\.md: has a Mermaid diagram: Material's JavaScript would load Mermaid"),
+    "notebook template loading a CDN script": (lambda r: edit(r, "mkdocs.yml", "      include_source: false\n",
+                                                              "      include_source: false\n      include_requirejs: true\n"),
+                                               r"docs/memory-notebook\.(it|fr)\.ipynb: loads a script from 'https://cdnjs\.cloudflare\.com/"),
     "page in Italian only": (lambda r: (r / "docs/memory-formulas.fr.md").unlink(),
                              r"docs/memory-formulas\.fr\.md: missing; every page needs every language"),
     "broken link": (lambda r: edit(r, "docs/index.fr.md", "(memory-formulas.md)", "(memory-formula.md)"),

@@ -1,0 +1,94 @@
+"""No page loads anything from another origin: checked on the built HTML of every page.
+
+The guide promises self-contained pages (no CDN, no third-party fonts or scripts: a reader's
+browser contacts only the site). Chromium sees violations only when the browser tests run;
+this check reads the HTML the build writes, with an HTML5 parser (selectolax), and refuses:
+
+- an element that makes the browser fetch a resource from an absolute URL of another
+  origin: ``script[src]``, ``link[href]`` of a loading kind (stylesheet, preload, icon...),
+  images, media, frames, objects, and ``url(...)`` / ``@import`` in styles (fonts);
+- a ``<script src="">`` (mkdocs-jupyter writes one when no MathJax URL is set;
+  ``strip_inert_mathjax`` removes it from notebook pages);
+- a Mermaid diagram (``.mermaid``): Material's JavaScript loads Mermaid from unpkg.com;
+- an inline script whose text holds ``<!--``, ``<script`` or ``</script``: the page's
+  scripts would be swallowed (JSON in scripts is written by ``hooks/script_json.py``).
+
+Raises RenderError naming the element and the URL. Pure: no MkDocs import.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from selectolax.lexbor import LexborHTMLParser
+
+from .errors import RenderError
+
+LOADING_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "preconnect", "dns-prefetch", "icon",
+                "apple-touch-icon", "manifest", "prerender"}
+SOURCES = {"img": ("src", "srcset"), "source": ("src", "srcset"), "iframe": ("src",), "embed": ("src",),
+           "object": ("data",), "video": ("src", "poster"), "audio": ("src",), "track": ("src",),
+           "input": ("src",), "image": ("href", "xlink:href"), "use": ("href", "xlink:href")}
+CSS_URL_RE = re.compile(r"""url\(\s*['"]?([^'")\s]+)|@import\s+['"]([^'"]+)""", re.I)
+UNSAFE_IN_SCRIPT_RE = re.compile(r"<!--|<script|</script", re.I)
+MATHJAX_RE = re.compile(r"<!-- Load mathjax -->\s*<script src=\"\">\s*</script>\s*"
+                        r"(?:<!-- MathJax configuration -->\s*<script type=\"text/x-mathjax-config\">.*?</script>)?", re.S)
+
+
+def is_external(url: str, site_origin: str = "") -> bool:
+    """Whether ``url`` (as written in an attribute) is fetched from an origin other than ``site_origin``."""
+    url = url.strip()
+    parts = urlsplit(url)
+    if parts.scheme in ("data", "blob") or (not parts.scheme and not url.startswith("//")):
+        return False
+    return not site_origin or f"{parts.scheme or 'https'}://{parts.netloc}" != site_origin
+
+
+def origin(site_url: str | None) -> str:
+    """``https://host[:port]`` of the site's own URL ("" if none)."""
+    parts = urlsplit(site_url or "")
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
+
+
+def _srcset_urls(value: str) -> list[str]:
+    return [candidate.split()[0] for candidate in value.split(",") if candidate.strip()]
+
+
+def check_no_external_loads(html: str, site_origin: str = "") -> None:
+    """Raise RenderError for the first thing in ``html`` that would load from another origin
+    (or an empty script source, a Mermaid diagram, a script that swallows the page)."""
+    tree = LexborHTMLParser(html)
+    for script in tree.css("script"):
+        src = script.attributes.get("src")
+        if src is not None and (not src.strip() or is_external(src, site_origin)):
+            raise RenderError(f"loads a script from {src!r}" if src.strip() else "has a <script src=\"\"> (an empty source)")
+        if src is None and UNSAFE_IN_SCRIPT_RE.search(script.text() or ""):
+            raise RenderError(f"an inline script ({script.attributes.get('id') or script.attributes.get('type') or 'no id'}) "
+                              "holds '<!--' or '<script': it would swallow the rest of the page")
+    for link in tree.css("link[href]"):
+        rels = set((link.attributes.get("rel") or "").lower().split())
+        if rels & LOADING_RELS and is_external(link.attributes["href"], site_origin):
+            raise RenderError(f"loads a {'/'.join(sorted(rels & LOADING_RELS))} from {link.attributes['href']!r}")
+    for tag, attributes in SOURCES.items():
+        for node in tree.css(tag):
+            for attribute in attributes:
+                value = node.attributes.get(attribute)
+                urls = _srcset_urls(value) if value and attribute == "srcset" else [value] if value else []
+                for url in urls:
+                    if is_external(url, site_origin):
+                        raise RenderError(f"loads <{tag} {attribute}> from {url!r}")
+    styles = [node.text() or "" for node in tree.css("style")] + [node.attributes.get("style") or "" for node in tree.css("[style]")]
+    for css in styles:
+        for match in CSS_URL_RE.finditer(css):
+            url = match.group(1) or match.group(2)
+            if is_external(url, site_origin):
+                raise RenderError(f"a style loads {url!r} (a font or stylesheet from another origin)")
+    if tree.css_first(".mermaid") is not None:
+        raise RenderError("has a Mermaid diagram: Material's JavaScript would load Mermaid from unpkg.com")
+
+
+def strip_inert_mathjax(html: str) -> str:
+    """A notebook page's HTML without mkdocs-jupyter's empty MathJax ``<script src="">`` and its
+    inert configuration (MathJax itself would come from a CDN, so it is never loaded)."""
+    return MATHJAX_RE.sub("", html)
