@@ -42,6 +42,7 @@ from .languages import LANGUAGES
 from .locale_format import format_eur, format_number, format_quantity, unit_label
 from .numbers import calculator_errors
 from .placeholders import Args
+from .script_json import script_json
 
 JSON_URI = "assets/finder.json"
 KINDS = ("training", "lora", "serving")
@@ -342,7 +343,7 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
     kinds = ["", "", "", "training lora", "serving"]
     body = "\n".join(f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}>{f}</div>'
                    for f, k in zip(fields, kinds))
-    labels = json.dumps(page_labels(catalogue, lang), ensure_ascii=False).replace("</", "<\\/")
+    labels = script_json(page_labels(catalogue, lang))
     return (f'<div class="finder" id="finder"><link rel="stylesheet" href="{assets}/finder.css">'
             f'<form class="finder-form" id="finder-form" data-json="{assets}/finder.json" hidden>'
             f'<fieldset><legend>{html.escape(_label(catalogue, "legend", lang))}</legend>\n{body}</fieldset></form>'
