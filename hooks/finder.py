@@ -5,8 +5,10 @@ counted by ``vram.count_params`` from the shipped ``config.json``), every task, 
 and method (training) or context length (serving) of ``snippets/data/finder.yaml``, the
 bytes one card needs, what takes them, and which cards of ``snippets/data/gpus.yaml`` fit
 (smallest first, with the margin and, only where the guide gives one, the machine price).
-Several cards: training and LoRA/QLoRA per data-parallel card under DDP or ZeRO-1/2/3
-(``vram.training_memory_per_gpu``, ``vram.lora_memory_per_gpu``), serving per card of
+Training per card under the method's framework, named on the page: DDP under PyTorch AMP,
+DeepSpeed ZeRO-1/2/3, FSDP2 ``reshard_after_forward=False/True`` (``vram.framework_memory``);
+LoRA/QLoRA per data-parallel card under DDP or ZeRO-1/2/3 (``vram.lora_memory_per_gpu``);
+activations of one reference sequence by ``vram.activation_memory``; serving per card of
 a tensor-parallel group (``vram.serving_memory_per_gpu``; card counts whose heads vLLM
 cannot split are left out).
 The result is locale-independent, sizes already in GB (``vram.bytes_to_gb``): MkDocs
@@ -46,7 +48,7 @@ from .script_json import script_json
 
 JSON_URI = "assets/finder.json"
 KINDS = ("training", "lora", "serving")
-PART_KEYS = ("weights", "gradients", "optimizer", "base", "adapters", "kv_cache")
+PART_KEYS = ("weights", "gradients", "optimizer", "working", "base", "adapters", "kv_cache")
 FINDER_YAML = "snippets/data/finder.yaml"
 MODELS_YAML = "snippets/data/models.yaml"
 
@@ -58,6 +60,7 @@ class Model:
     config: vram.ModelConfig
     params: vram.ParamCount
     max_context: int | None
+    shape: vram.ModelShape  # the sizes the frameworks need (largest module, layer, root)
 
 
 @dataclass(frozen=True)
@@ -96,8 +99,12 @@ def _load_models(data_dir: Path) -> dict[str, Model]:
         except ValueError as exc:
             raise RenderError(f"{where}: {exc}") from None
         max_context = raw.get("max_position_embeddings")
+        try:
+            shape = vram.model_shape(config)
+        except ValueError as exc:
+            raise RenderError(f"{where}: {exc}") from None
         models[key] = Model(key, str(entry["name"]), config, vram.count_params(config),
-                            max_context if isinstance(max_context, int) else None)
+                            max_context if isinstance(max_context, int) else None, shape)
     return models
 
 
@@ -145,13 +152,19 @@ def options(catalogue: Catalogue, task_key: str) -> list[str]:
 # --- what one card needs -----------------------------------------------------------------
 
 def _training(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int]]:
-    stage = catalogue.methods[option]["zero_stage"]
-    memory = vram.training_memory_per_gpu(model.params.total, cards, stage, task["optimizer"])
+    # The method names its framework (finder.yaml): DeepSpeed 0.19's estimators, FSDP2 or
+    # DDP under PyTorch AMP as vram.framework_memory counts them; working = gathered layers,
+    # autocast copies, DDP buckets.
+    method = catalogue.methods[option]
+    memory = vram.framework_memory(method["framework"], model.shape, cards, method["zero_stage"], task["optimizer"])
     return memory.per_gpu_bytes, {"weights": memory.weights_bytes, "gradients": memory.gradients_bytes,
-                                  "optimizer": memory.optimizer_bytes}
+                                  "optimizer": memory.optimizer_bytes, "working": memory.working_bytes}
 
 
-def _lora(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int]]:
+def _lora(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int]] | None:
+    method = catalogue.methods[option]
+    if method["framework"] == "zero-paper" or (method["framework"] == "fsdp2" and method["zero_stage"] > 0):
+        return None  # vram.lora models DDP and ZeRO's sharding, not FSDP2's working set
     # Adapters sharded like any model states (ZeRO-1/2/3); the frozen base whole on every
     # card up to ZeRO-2, split at ZeRO-3 (QLoRA there: bnb_4bit_quant_storage, see vram.lora).
     # PEFT's target_modules="all-linear": every nn.Linear but lm_head (MoE experts are not nn.Linear).
@@ -220,13 +233,19 @@ def result(catalogue: Catalogue, model_key: str, task_key: str, cards: int, opti
             "fits": fitting_cards(catalogue, per_gpu, cards)}
 
 
-def activation_reference(catalogue: Catalogue, model: Model) -> dict[str, float]:
-    """GB of activations of one reference sequence (Korthikanti et al. 2022, Table 2): none / full recompute."""
+def activation_reference(catalogue: Catalogue, model: Model) -> dict[str, Any]:
+    """Activations of one reference micro-batch as transformers keeps them
+    (``vram.activation_memory``, the attention transformers runs the model with: sdpa, or
+    eager where it refuses sdpa): GB without recomputation ("none") and with full
+    recomputation ("full"), and the attention ("attention")."""
     ref, cfg = catalogue.settings["activations"], model.config
     with calculator_errors():
-        return {mode: bytes_to_gb(vram.activation_bytes(ref["seq_length"], ref["micro_batch"], cfg.hidden_size,
-                                                        cfg.num_attention_heads, cfg.num_hidden_layers, mode))
-                for mode in ("none", "full")}
+        attention = vram.default_attention(cfg)
+        found: dict[str, Any] = {mode: bytes_to_gb(vram.activation_memory(cfg, ref["seq_length"], ref["micro_batch"],
+                                                                         attention, mode).total_bytes)
+                                 for mode in ("none", "full")}
+    found["attention"] = attention
+    return found
 
 
 def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
@@ -251,7 +270,8 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
                     "max_context": m.max_context, "activation_gb": activation_reference(catalogue, m)}
                    for m in catalogue.models.values()],
         "tasks": [{"key": k, "kind": t["kind"]} for k, t in catalogue.tasks.items()],
-        "methods": [{"key": k, "zero_stage": m["zero_stage"]} for k, m in catalogue.methods.items()],
+        "methods": [{"key": k, "framework": m["framework"], "zero_stage": m["zero_stage"]}
+                    for k, m in catalogue.methods.items()],
         "reserve_mib": catalogue.reserve_mib,
         "reserve_gib": bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)),
         "gpus": [{"key": k, "name": g["name"], "memory_mib": g["memory_mib"],
@@ -334,7 +354,7 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         _select("cards", _label(catalogue, "cards", lang), [(str(n), str(n)) for n in catalogue.settings["cards"]], str(d["cards"])),
         _select("method", _label(catalogue, "method", lang), [(k, _method_label(catalogue, k, lang)) for k in catalogue.methods],
                 d["method"], ' aria-describedby="finder-method-hint"')
-        + f'<p class="finder-hint" id="finder-method-hint">{html.escape(_label(catalogue, "one_card", lang))}</p>',
+        + f'<p class="finder-hint" id="finder-method-hint">{html.escape(_label(catalogue, "method_hint", lang))}</p>',
         _select("context", _label(catalogue, "context", lang),
                 [(str(n), _context_label(catalogue, n, lang)) for n in catalogue.settings["contexts"]], str(d["context"]),
                 ' aria-describedby="finder-context-hint"')
@@ -356,12 +376,13 @@ def _gb(gb: float, catalogue: Catalogue, lang: str) -> str:
 
 
 def choice_text(catalogue: Catalogue, lang: str, model: str, task: str, cards: int, option: str) -> str:
-    """"Llama 3.1 8B, Fine-tuning completo, AdamW, una scheda, DDP (…)" — the table's caption."""
+    """"Llama 3.1 8B, Fine-tuning completo, AdamW, una scheda, DDP (…)" — the table's caption;
+    training and LoRA name the method, hence the framework, whatever the number of cards."""
     parts = [catalogue.models[model].name, _task_label(catalogue, task, lang),
              _label(catalogue, "cards_one", lang) if cards == 1 else _label(catalogue, "cards_many", lang, cards=cards)]
     if catalogue.tasks[task]["kind"] == "serving":
         parts.append(_context_label(catalogue, int(option), lang))
-    elif cards > 1:
+    else:
         parts.append(_method_label(catalogue, option, lang))
     return _label(catalogue, "caption", lang, choice=", ".join(parts))
 
@@ -421,7 +442,8 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
         ref = activation_reference(catalogue, catalogue.models[model])
         note = _label(catalogue, "activations_training", lang, model=catalogue.models[model].name,
                       seq=format_number(catalogue.settings["activations"]["seq_length"], lang, 0),
-                      none=_gb(ref["none"], catalogue, lang), full=_gb(ref["full"], catalogue, lang), reserve=reserve)
+                      attention=ref["attention"], none=_gb(ref["none"], catalogue, lang),
+                      full=_gb(ref["full"], catalogue, lang), reserve=reserve)
     table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import vram
 import vram.fit
+import vram.loading
 from vram.units import bytes_to_gb
 
 from .data import load_yaml, text
@@ -112,6 +113,17 @@ def offload_host_ram(raw: dict[str, str], lang: str) -> str:
     memory = _framework_memory(args, framework, default_stage=2 if framework != "zero-paper" else 1,
                                default_offload="all" if framework == "fsdp2" else "optimizer")
     return gb(memory.host_bytes, args, lang)
+
+
+def load_host_ram(raw: dict[str, str], lang: str) -> str:
+    """``{{ load_host_ram params=8e9 world_size=8 }}`` -> ``128 GB``: host RAM of one machine
+    while every rank loads the whole model (``rank0_only=1``: one copy, as with
+    ``cpu_ram_efficient_loading`` or meta-device init). ``vram.loading``."""
+    args = Args(raw, {"params", "world_size", "dtype", "rank0_only"} | ROUNDING)
+    with calculator_errors():
+        ram = vram.loading.load_host_ram(args.params(), args.int("world_size"), args.str("dtype", "bf16"))
+    rank0_only = args.int("rank0_only", default=0, minimum=0, maximum=1)
+    return gb(ram.rank0_loads_bytes if rank0_only else ram.every_rank_loads_bytes, args, lang)
 
 
 # --- frameworks: zero-paper, DeepSpeed, FSDP2 (vram.frameworks) ---------------------------
@@ -271,6 +283,7 @@ NUMBERS: dict[str, Callable[[dict[str, str], str], str]] = {
     "gradients_per_step": gradients_per_step,
     "traffic_per_step": traffic_per_step,
     "offload_host_ram": offload_host_ram,
+    "load_host_ram": load_host_ram,
     "train_memory": train_memory,
     "framework_formula": framework_formula,
     "activation_memory": activation_memory,

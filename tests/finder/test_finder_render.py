@@ -34,8 +34,8 @@ def table_of(html: str) -> tuple[str, list[list[str]]]:
     ("fr", "Go", "Il faut 128,5 Go par carte. 2 cartes du catalogue suffisent ; la plus petite est la H200 141GB, avec 20,1 Go de marge.",
      "20,1 Go (14 % libre)", "non indiqué"),
 ])
-def test_static_table_of_the_default_choice(lang, unit, summary, h200_margin, price):
-    html = render_markdown("{{ finder_table }}", lang)
+def test_static_table_of_the_papers_accounting(lang, unit, summary, h200_margin, price):
+    html = render_markdown("{{ finder_table method=paper }}", lang)
     got_summary, rows = table_of(html)
     assert got_summary == summary
     assert rows[0] == ["H200 141GB", f"150,8 {unit}", h200_margin, price]
@@ -45,18 +45,33 @@ def test_static_table_of_the_default_choice(lang, unit, summary, h200_margin, pr
     why = plain(soup.select_one("#finder-why").get_text())
     assert why.endswith(f"96,4 {unit}, " + ("pesi" if lang == "it" else "poids") + f" 16,1 {unit}, gradient" + ("i" if lang == "it" else "s") + f" 16,1 {unit}.")
     note = plain(soup.select_one("#finder-note").get_text())
-    assert ("batch" in note) and (f"30,6 {unit}" in note) and (f"0,5 {unit}" in note)  # activations, said plainly
+    assert ("batch" in note) and ("sdpa" in note) and (f"30,6 {unit}" not in note)  # SDPA activations, not Korthikanti's
+
+
+# The default choice: Llama 3.1 8B under PyTorch AMP on one card (oracles.md: 4 + 4 + 8 B per
+# parameter, plus the bf16 copies autocast keeps of every nn.Linear). Its Linear weights, from
+# the published shapes: 32 layers x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336) + the
+# 128,256 x 4096 lm_head = 7,504,658,432; so 16 x 8,030,261,248 + 2 x 7,504,658,432
+# = 143,493,496,832 B (143.5 GB); the H200's 148,607,336,448 usable bytes leave 5.1 GB (3 %).
+def test_static_table_of_the_default_choice_names_pytorch_amp():
+    html = render_markdown("{{ finder_table }}", "it")
+    status, rows = table_of(html)
+    assert status == ("Servono 143,5 GB per scheda. Bastano 2 schede del catalogo; la più piccola è la H200 141GB, "
+                      "con 5,1 GB di margine.")
+    assert rows[0][2].startswith("5,1 GB (3% libera)")
+    caption = plain(BeautifulSoup(html, "html.parser").select_one("caption").get_text())
+    assert "PyTorch AMP" in caption  # the framework is named, on one card too
 
 
 def test_static_table_shows_a_guide_price():
-    _, rows = table_of(render_markdown("{{ finder_table model=llama-3.2-1b task=full-adamw cards=4 method=ddp }}", "it"))
+    _, rows = table_of(render_markdown("{{ finder_table model=llama-3.2-1b task=full-adamw cards=4 method=zero2 }}", "it"))
     prices = {row[0]: row[3] for row in rows}
     assert plain(prices["RTX 4090 24GB"]) == "4 × RTX 4090 24GB da 2,36 €/h"
     assert prices["RTX 3090 24GB"] == "non indicato"
 
 
 def test_static_table_for_serving_and_no_card():
-    status, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-70b task=full-adamw cards=1 }}", "fr"))
+    status, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-70b task=full-adamw cards=1 method=paper }}", "fr"))
     assert status.startswith("Il faut 1 128,9 Go par carte : aucune carte") and rows == []
     status, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-70b task=serve-fp8 context=8192 }}", "it"))
     assert rows[0][0] == "H100 80GB" and "H200 141GB" in [r[0] for r in rows]
