@@ -197,13 +197,14 @@ class ModelsFile(Data):
 # The fields hooks/finder.py and docs/assets/finder.js pass to each label.
 FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "legend": (), "model": (), "task": (), "cards": (), "method": (), "context": (),
-    "context_option": ("tokens",), "one_card": (), "tensor_parallel": (), "too_long": (),
+    "context_option": ("tokens",), "method_hint": (), "tensor_parallel": (), "too_long": (),
     "caption": ("choice",), "cards_one": (), "cards_many": ("cards",),
     "col_card": (), "col_memory": (), "col_margin": (), "col_price": (), "tight": (),
     "margin_cell": ("margin", "free"), "price_cell": ("count", "gpu", "price"), "no_price": (),
     "summary_many": ("need", "count", "gpu", "margin"), "summary_one": ("need", "count", "gpu", "margin"),
     "summary_none": ("need",), "why": ("parts",),
-    "activations_training": ("model", "seq", "none", "full", "reserve"), "activations_serving": ("context", "reserve"),
+    "activations_training": ("model", "seq", "attention", "none", "full", "reserve"),
+    "activations_serving": ("context", "reserve"),
     "not_computed": (), "load_error": (),
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
@@ -250,6 +251,7 @@ class Task(Data):
 
 
 class Method(Data):
+    framework: Literal["zero-paper", "deepspeed", "fsdp2"]  # vram.frameworks.FRAMEWORKS
     zero_stage: ZeroStage
     label: Text()
 
