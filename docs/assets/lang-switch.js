@@ -2,8 +2,10 @@
  * Language switcher: land on the same section, not only on the same page.
  *
  * Headings keep the same id in every language ({ #id } in the Markdown), so the
- * switcher links (a.md-select__link[hreflang]) carry the current location.hash:
- * kept in sync on load and on every hash change, and set again on click.
+ * switcher links (a.md-select__link[hreflang]) carry the current location.hash (which
+ * Material's navigation.tracking keeps on the section being read, with replaceState:
+ * no hashchange event) and the query (the finder's choices, finder.js): kept in sync on
+ * load and on every hash change, and set again on click.
  *
  * Also: Material fetches "<href>/sitemap.xml" for every <link rel="alternate">
  * once the DOM is ready, to map pages between language *sites*. static-i18n's
@@ -18,8 +20,8 @@
   var SWITCH = "a.md-select__link[hreflang]";
 
   function withHash(link) {
-    var bare = link.href.split("#")[0];
-    link.href = location.hash ? bare + location.hash : bare;
+    var bare = link.href.split("#")[0].split("?")[0];
+    link.href = bare + location.search + location.hash;
   }
 
   function syncAll() {
