@@ -185,9 +185,31 @@
       }
     }
 
-    form.addEventListener("change", render);
+    // The choice lives in the URL's query (?model=&task=&cards=&method= or &context=): a
+    // link reproduces the answer, and the language switcher (lang-switch.js) carries it to
+    // the other language, which shows the same numbers in its own format.
+    function restoreChoice() {
+      var query = new URLSearchParams(location.search);
+      Object.keys(controls).forEach(function (name) {
+        var value = query.get(name);
+        var known = Array.prototype.some.call(controls[name].options, function (option) { return option.value === value; });
+        if (value !== null && known) controls[name].value = value;
+      });
+    }
+
+    function saveChoice() {
+      var query = new URLSearchParams(location.search);
+      Object.keys(controls).forEach(function (name) { query.delete(name); });
+      ["model", "task", "cards"].forEach(function (name) { query.set(name, controls[name].value); });
+      if (kind() === "serving") query.set("context", controls.context.value);
+      else query.set("method", controls.method.value);  // the method names the framework, on one card too
+      history.replaceState(history.state, "", "?" + query.toString() + location.hash);
+    }
+
+    form.addEventListener("change", function () { render(); saveChoice(); });
     form.addEventListener("submit", function (event) { event.preventDefault(); });
     form.hidden = false;
+    restoreChoice();
     render();
     form.setAttribute("data-ready", "true");
   }
