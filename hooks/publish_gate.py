@@ -52,6 +52,7 @@ def open_gate(root: Path, snippets_dir: Path, site_url: str | None, environ: Map
     """None for a development build; for ``GUIDE_PUBLISH=1`` the checked record. Raises RenderError."""
     if environ.get("GUIDE_PUBLISH") != "1":
         return None
+    check_site_url(site_url)
     record_path = root / environ.get("GUIDE_VERIFICATION_RECORD", str(DEFAULT_RECORD))
     try:
         snippet = (snippets_dir / SNIPPET).read_bytes()

@@ -10,12 +10,14 @@ from __future__ import annotations
 import pytest
 from bs4 import BeautifulSoup
 
+from hooks.errors import RenderError
+from hooks.publish_gate import check_site_url
 from tests.conftest import build_site
 from tests.verify.records import changed, current_sha256, fixture_record, run_date, write_record
 
 pytestmark = pytest.mark.slow
 
-PUBLISH = {"GUIDE_PUBLISH": "1", "GUIDE_ALLOW_FIXTURE_RECORD": "1"}
+PUBLISH = {"GUIDE_PUBLISH": "1", "GUIDE_ALLOW_FIXTURE_RECORD": "1", "SITE_URL": "https://vramfarm.github.io/guide/"}
 
 
 def notes(site, lang_dir=""):
@@ -65,9 +67,25 @@ def test_a_malformed_record_is_one_line_naming_it(repo_copy, tmp_path):
     assert error.endswith(f"publish build refused: {path}: measured.allreduce_per_s: Input should be a valid number (got 'fast')"), error
 
 
+def test_a_local_site_url_is_refused_naming_the_setting(repo_copy, tmp_path):
+    """integrity.md, Publishing: SITE_URL unset leaves canonical links and the sitemap at 127.0.0.1."""
+    write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
+    env = {key: value for key, value in PUBLISH.items() if key != "SITE_URL"}
+    error = refused(build_site(tmp_path / "out", env=env, config=repo_copy / "mkdocs.yml"))
+    assert "publish build refused: mkdocs.yml: site_url is 'http://127.0.0.1:8000/', not the published address; set SITE_URL" in error
+
+
+@pytest.mark.parametrize("site_url", [None, "", "http://127.0.0.1:8000/", "https://localhost/guide/", "http://vramfarm.github.io/guide/",
+                                      "https://0.0.0.0/", "https://[::1]/"])
+def test_only_a_public_https_site_url_publishes(site_url):
+    with pytest.raises(RenderError, match=r"mkdocs\.yml: site_url is .*; set SITE_URL"):
+        check_site_url(site_url)
+    check_site_url("https://vramfarm.github.io/guide/")
+
+
 def test_fixture_is_refused_without_the_test_switch(repo_copy, tmp_path):
     write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
-    error = refused(build_site(tmp_path / "out", env={"GUIDE_PUBLISH": "1"}, config=repo_copy / "mkdocs.yml"))
+    error = refused(build_site(tmp_path / "out", env={"GUIDE_PUBLISH": "1", "SITE_URL": PUBLISH["SITE_URL"]}, config=repo_copy / "mkdocs.yml"))
     assert "is a test fixture, not a GPU run" in error
 
 
