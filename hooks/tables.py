@@ -72,6 +72,35 @@ def sharding_table(raw: dict[str, str], lang: str) -> str:
     return markdown_table(header, body)
 
 
+def frameworks_table(raw: dict[str, str], lang: str) -> str:
+    """Per-GPU memory of ``model`` under every training method of the finder (each names its
+    framework: DDP under PyTorch AMP, DeepSpeed ZeRO-1/2/3, FSDP2; the paper's accounting is
+    the sharding table's), on each of ``world_sizes``; ``vram.framework_memory``, activations excluded.
+    Method labels come from ``snippets/data/finder.yaml``, column titles from sharding.yaml."""
+    from .numbers import model_config
+
+    args = Args(raw, {"name", "model", "world_sizes", "optimizer"})
+    where = "snippets/data/sharding.yaml"
+    columns = load_yaml("sharding")["columns"]
+    methods = load_yaml("finder")["methods"]
+    world_sizes, optimizer = args.ints("world_sizes", minimum=1), args.str("optimizer", "adamw")
+    with calculator_errors():
+        shape = vram.model_shape(model_config(args.str("model")))
+    per_gpu = text(columns["per_gpu"], lang, f"{where}: columns.per_gpu")
+    header = [text(columns["method"], lang, f"{where}: columns.method")] + [per_gpu.format(world_size=n) for n in world_sizes]
+    body = []
+    for key, method in methods.items():
+        if method["framework"] == "zero-paper":
+            continue  # the sharding table shows the paper's accounting
+        cells = [text(method["label"], lang, f"snippets/data/finder.yaml: methods.{key}.label")]
+        with calculator_errors():
+            for n in world_sizes:
+                memory = vram.framework_memory(method["framework"], shape, n, method["zero_stage"], optimizer)
+                cells.append(format_quantity(bytes_to_gb(memory.per_gpu_bytes), "gb", lang, 1))
+        body.append(cells)
+    return markdown_table(header, body)
+
+
 def interconnects_table(raw: dict[str, str], lang: str) -> str:
     """Links between cards: name, approximate bandwidth (GB/s), where they are found."""
     Args(raw, {"name"})
@@ -97,6 +126,7 @@ def interconnects_table(raw: dict[str, str], lang: str) -> str:
 TABLES: dict[str, Callable[[dict[str, str], str], str]] = {
     "needs": needs_table,
     "sharding": sharding_table,
+    "frameworks": frameworks_table,
     "interconnects": interconnects_table,
 }
 
