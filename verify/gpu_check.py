@@ -13,6 +13,7 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -27,18 +28,48 @@ from verify.topology import TopologyError, classify_pairs, summarize
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHECK_MIB = 1024  # the published default: one 1 GiB bf16 tensor
 CHECK_TIMEOUT_S = 120  # the snippet's process-group timeout (NCCL_CHECK_TIMEOUT)
+KILL_GRACE_S = 10.0  # from SIGTERM to SIGKILL for the processes of a command that timed out
 
 
-def run(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run ``cmd`` in the repository; a timeout or a missing program becomes a failed process."""
+def _end_group(group: int, proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM to every process of ``group``, SIGKILL to what is left after ``grace_s``."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 0)):
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def run(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
+        grace_s: float = KILL_GRACE_S) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in the repository, in a process group of its own; a timeout or a missing
+    program becomes a failed process (124, 127).
+
+    On timeout the whole group is ended: torchrun's rank processes too, which a kill of
+    torchrun alone would leave running on the GPUs (SIGTERM, then SIGKILL after ``grace_s``
+    for a rank stuck in a collective). The group is ended on any way out of this function.
+    """
     try:
-        return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **(env or {})})
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
-        return subprocess.CompletedProcess(cmd, 124, out, f"timed out after {timeout:.0f} s")
+        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, **(env or {})}, start_new_session=True)
     except FileNotFoundError as exc:
         return subprocess.CompletedProcess(cmd, 127, "", str(exc))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    except subprocess.TimeoutExpired:
+        _end_group(proc.pid, proc, grace_s)
+        try:
+            out, err = proc.communicate(timeout=grace_s + 5)
+        except subprocess.TimeoutExpired:  # a process left the group and holds the pipes
+            out, err = "", ""
+        return subprocess.CompletedProcess(cmd, 124, out or "", f"timed out after {timeout:.0f} s; its process group was ended")
+    finally:
+        _end_group(proc.pid, proc, 0)
 
 
 def gpu_inventory(failures: list[str], out_dir: Path) -> dict:
