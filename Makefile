@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve site test bench clean
+.PHONY: serve site test bench screenshots clean
 
 include verify/make.mk
 
@@ -41,6 +41,10 @@ test: $(TEST_STAMP) node_modules/.package-lock.json
 ## bench: the performance budget (build ratio, rebuild time, page weight, suite time), printed and written to bench/results.md
 bench: $(TEST_STAMP) node_modules/.package-lock.json
 	$(PY) -m bench.run
+
+## screenshots: every page of both languages at 1280x800 and 390x844 (Chromium), into screenshots/ (not committed)
+screenshots: $(TEST_STAMP)
+	$(PY) -m tests.browser.screenshots
 
 clean:
 	rm -rf site .cache .pytest_cache

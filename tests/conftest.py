@@ -47,7 +47,7 @@ def built_site(tmp_path_factory) -> Path:
 def repo_copy(tmp_path) -> Path:
     """A throwaway copy of the sources, for tests that break an input on purpose."""
     dest = tmp_path / "repo"
-    ignore = shutil.ignore_patterns(".venv", "site", ".git", ".cache", "__pycache__", "node_modules", "test-artifacts", ".pytest_cache", ".hypothesis")
+    ignore = shutil.ignore_patterns(".venv", "site", ".git", ".cache", "__pycache__", "node_modules", "test-artifacts", "screenshots", ".pytest_cache", ".hypothesis")
     shutil.copytree(REPO_ROOT, dest, ignore=ignore)
     return dest
 

@@ -1,0 +1,231 @@
+"""Reader cases in Chromium (../shared/cases/reader.md), both languages, on the site served
+as a project site under /REPO/:
+
+- search: a word found after an elision ("dell’ottimizzatore", "l’inférence"), the finder's
+  model names as words, French without accents finding what the accented word finds;
+- the language switcher keeps the section reached by scrolling (navigation.tracking);
+- the finder's choice lives in the URL: the link opened in the other language shows the
+  same choice and the numbers Python computes for it, in that language's format;
+- at 390×844 the finder's table and caption fit the screen, and no code sits under a copy
+  button (at 1280×800 neither);
+- a missing page deep under either language shows that language's 404 page, every link
+  of which answers.
+
+Expected values come from the built pages read with BeautifulSoup (which pages hold a word)
+and from the render layer (the finder's result), never from the page's own scripts.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import urllib.error
+import urllib.request
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from bs4 import BeautifulSoup
+
+from tests.browser.conftest import site_pages
+from tests.browser.test_finder import choose, normalised, open_finder, python_result, shown
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOTS = {"it": "", "fr": "fr/"}
+WORD_SPLIT = re.compile(r"[^\w.]+|\.(?!\d)")  # words as a reader sees them: l’inférence -> l, inférence
+
+
+# ------------------------------------------------------------------------------ search
+def pages_with_word(site, lang: str, word: str) -> set[str]:
+    """Pages of ``lang`` (URL paths) whose prose holds ``word`` as a word (accents and case ignored)."""
+    found = set()
+    for path in site_pages(site):
+        if path.endswith("404.html") or (path.startswith("fr/") != (lang == "fr")):
+            continue
+        article = BeautifulSoup((site / path / "index.html").read_text(encoding="utf-8"), "html.parser").select_one("article")
+        for el in article.select("pre, code, script, style, .clipboard-copy-txt"):
+            el.decompose()
+        words = {fold(w.lower()) for w in WORD_SPLIT.split(article.get_text(" "))}
+        if fold(word.lower()) in words:
+            found.add(path)
+    return found
+
+
+def fold(text: str) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch))
+
+
+META = "document.querySelector('.md-search-result__meta').textContent.trim()"
+PLACEHOLDER = "JSON.parse(document.getElementById('__config').textContent).translations['search.result.placeholder']"
+
+
+@pytest.fixture(scope="module")
+def searcher(chromium, site_server):
+    """``search(lang, query)`` -> the pages (URL paths under the site root) Material lists."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    opened = {}
+
+    def search(lang: str, query: str) -> set[str]:
+        if opened.get("lang") != lang:
+            page.goto(site_server.url(ROOTS[lang]), wait_until="networkidle")
+            opened["lang"] = lang
+        page.click("input.md-search__input")
+        page.keyboard.press("Control+A")
+        page.keyboard.press("Backspace")  # Material reads the query on keyup: type as a reader does
+        page.wait_for_function(f"() => {META} === {PLACEHOLDER}")
+        page.keyboard.type(query)
+        page.wait_for_function(f"() => {META} !== {PLACEHOLDER}")
+        page.wait_for_timeout(300)  # the result list follows its count
+        hrefs = page.eval_on_selector_all(".md-search-result__item > a[href]", "els => els.map(a => a.href)")
+        prefix = site_server.url("")
+        return {urlsplit(h).path[len(urlsplit(prefix).path):] for h in hrefs}
+
+    yield search
+    context.close()
+
+
+@pytest.mark.parametrize(("lang", "word"), [("it", "ottimizzatore"), ("fr", "inférence"), ("fr", "entraînement")])
+def test_a_word_after_an_elision_is_found(searcher, site_server, lang, word):
+    expected = pages_with_word(site_server.root, lang, word)
+    assert expected, f"no {lang} page holds {word!r}: the case has nothing to find"
+    found = searcher(lang, word)
+    assert expected <= found, f"{word!r}: pages holding it {sorted(expected)}, search lists {sorted(found)}"
+    if lang == "fr":
+        assert "fr/gpu-finder/" in found  # the finder says it only after "l’"
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+@pytest.mark.parametrize("model", ["Mixtral", "Qwen2.5", "Mistral"])
+def test_the_finder_is_found_by_each_model_name(searcher, lang, model):
+    assert f"{ROOTS[lang]}gpu-finder/" in searcher(lang, model)
+
+
+@pytest.mark.parametrize(("bare", "accented"), [("memoire", "mémoire"), ("entrainement", "entraînement"),
+                                                ("parametres", "paramètres")])
+def test_french_without_accents_finds_what_the_accented_word_finds(searcher, bare, accented):
+    with_accents = searcher("fr", accented)
+    assert with_accents and searcher("fr", bare) == with_accents
+
+
+# -------------------------------------------------------------------------- switcher
+def test_the_switcher_keeps_the_section_reached_by_scrolling(page, site_server):
+    """No click on the table of contents: the reader scrolls; Material's navigation.tracking
+    puts the section in the URL, and the switcher takes it to the other language."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(site_server.url("fr/"), wait_until="networkidle")
+    section = page.eval_on_selector_all("article h2[id]", "els => els.map(e => e.id)")[3]
+    page.eval_on_selector(f"#{section}", "e => window.scrollTo(0, e.getBoundingClientRect().top + scrollY + 5)")
+    page.wait_for_function("id => location.hash === '#' + id", arg=section, timeout=5_000)
+    page.hover(".md-header__option .md-select")
+    page.click('a.md-select__link[hreflang="it"]')
+    page.wait_for_url(site_server.url(f"#{section}"))
+    assert page.eval_on_selector("html", "e => e.lang") == "it"
+    assert page.eval_on_selector(f"#{section}", "e => Math.abs(e.getBoundingClientRect().top) < innerHeight / 2")
+
+
+# ----------------------------------------------------------------------- finder URL
+CHOICE = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": "8", "method": "zero3"}
+
+
+def test_the_finder_choice_is_a_link_in_either_language(page, site_server):
+    open_finder(page, site_server, "fr")
+    choose(page, **CHOICE)
+    query = {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
+    assert query == CHOICE
+    assert normalised(shown(page)) == python_result("fr", **CHOICE)
+    # The link, opened in Italian: the same choice, Python's numbers in Italian format.
+    page.goto(site_server.url("gpu-finder/") + "?" + urlsplit(page.url).query, wait_until="networkidle")
+    page.wait_for_selector('#finder-form[data-ready="true"]')
+    assert {name: page.input_value(f"#finder-{name}") for name in CHOICE} == CHOICE
+    assert normalised(shown(page)) == python_result("it", **CHOICE)
+    # The switcher carries it back to French.
+    page.hover(".md-header__option .md-select")
+    page.click('a.md-select__link[hreflang="fr"]')
+    page.wait_for_selector('#finder-form[data-ready="true"]')
+    assert urlsplit(page.url).path.endswith("/fr/gpu-finder/")
+    assert normalised(shown(page)) == python_result("fr", **CHOICE)
+
+
+def test_a_link_with_a_bad_choice_falls_back_to_the_default(page, site_server):
+    open_finder(page, site_server, "it")
+    default = normalised(shown(page))
+    page.goto(site_server.url("gpu-finder/") + "?model=<script>&cards=3&method=zero9", wait_until="networkidle")
+    page.wait_for_selector('#finder-form[data-ready="true"]')
+    assert normalised(shown(page)) == default
+
+
+# ----------------------------------------------------------------------- phone layout
+PRICED = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero1"}  # 8 × H100: a guide price
+
+CODE_UNDER_BUTTON_JS = r"""() => {
+  const hidden = [];
+  for (const nav of document.querySelectorAll('article .md-code__nav, article .zeroclipboard-container')) {
+    const b = nav.getBoundingClientRect();
+    const block = nav.closest('.highlight, .jp-InputArea, .jp-Cell');
+    const walker = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (!node.textContent.trim() || nav.contains(node) || node.parentElement.closest('.clipboard-copy-txt')) continue;
+      for (const word of node.textContent.matchAll(/\S+/g)) {  // visible characters, not hanging spaces
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        for (const r of range.getClientRects())
+          if (r.width && r.left < b.right && r.right > b.left && r.top < b.bottom && r.bottom > b.top)
+            hidden.push(word[0]);
+      }
+    }
+  }
+  return hidden;
+}"""
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_phone_finder_table_and_caption_fit(chromium, site_server, lang):
+    context = chromium.new_context(viewport={"width": 390, "height": 844})
+    try:
+        page = context.new_page()
+        open_finder(page, site_server, lang)
+        choose(page, **PRICED)
+        for selector in ("#finder-table", "#finder-table caption", "#finder-table th:last-child", "#finder-table td:last-child"):
+            box = page.locator(selector).first.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (selector, box)
+        wrap = page.eval_on_selector("#finder-table-wrap", "e => e.scrollWidth - e.clientWidth")
+        assert wrap <= 0, "the table scrolls sideways"
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("size", [(390, 844), (1280, 800)])
+def test_no_code_under_a_copy_button(chromium, site_server, size):
+    context = chromium.new_context(viewport={"width": size[0], "height": size[1]})
+    try:
+        page = context.new_page()
+        for path in ("", "fr/", "fr/memory-notebook/"):
+            page.goto(site_server.url(path), wait_until="networkidle")
+            assert page.locator("article .md-code__nav, article .zeroclipboard-container").count(), path
+            assert page.evaluate(CODE_UNDER_BUTTON_JS) == [], (path, size)
+    finally:
+        context.close()
+
+
+# -------------------------------------------------------------------------- 404 pages
+@pytest.mark.parametrize(("missing", "lang"), [("a/b/c/", "it"), ("fr/a/b/c/", "fr")])
+def test_a_deep_missing_page_shows_a_working_404(page, site_server, missing, lang):
+    """GitHub Pages answers any depth with the root 404.html: its links must not be
+    relative to where it is served, and must stay under /REPO/."""
+    failed = []
+    page.on("requestfinished", lambda r: r.response() and r.response().status >= 400 and not r.url.endswith(missing)
+            and failed.append(r.url))
+    page.goto(site_server.url(missing), wait_until="networkidle")
+    assert page.eval_on_selector("html", "e => e.lang") == lang
+    links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
+    internal = {link.split("#")[0] for link in links if link.startswith(site_server.origin)}
+    assert internal and all(urlsplit(link).path.startswith(site_server.prefix) for link in internal), internal
+    for link in internal:
+        try:
+            with urllib.request.urlopen(link, timeout=10) as response:
+                assert response.status == 200, link
+        except urllib.error.HTTPError as exc:
+            pytest.fail(f"{link}: {exc.code}")
+    assert not [url for url in failed if not url.endswith("404.html")], failed
