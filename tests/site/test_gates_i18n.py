@@ -280,3 +280,32 @@ def test_powers_are_superscripts(built_site, lang):
         assert article is None or not re.search(r"\^\S", article.get_text()), page
     formulas = parsed(language_root(built_site, lang) / "memory-formulas" / "index.html").select_one("article")
     assert {"9", "30"} <= {sup.get_text() for sup in formulas.select("sup")}
+
+
+@pytest.mark.slow
+def test_404_links_work_wherever_the_page_is_served(project_site):
+    """GitHub Pages serves the 404 page at the missing URL, at any depth: built as a project
+    site, every link and asset of both 404 pages reaches a file under /REPO/ when the page
+    is served at /REPO/a/b/c/ or /REPO/fr/a/b/c/."""
+    from urllib.parse import unquote, urljoin, urlsplit
+
+    from tests.site.test_gates_links import page_urls
+
+    base = urlsplit(SUBPATH_SITE_URL)
+    problems = []
+    for lang in LANGUAGES:
+        page = language_root(project_site, lang) / "404.html"
+        served_at = SUBPATH_SITE_URL + ("" if lang == LANGUAGES[0] else f"{lang}/") + "a/b/c/"
+        urls = [href for _, href in page_urls(parsed(page)) if not href.startswith(("mailto:", "data:", "javascript:"))]
+        assert urls, page
+        for href in urls:
+            parts = urlsplit(urljoin(served_at, href))
+            if parts.netloc != base.netloc:
+                continue  # another site (Material's home page in the footer)
+            rel = unquote(parts.path[len(base.path):]) if parts.path.startswith(base.path) else None
+            target = None if rel is None else project_site / rel
+            if target is not None and (rel == "" or rel.endswith("/")):
+                target = target / "index.html"
+            if target is None or not target.is_file():
+                problems.append(f"{page.relative_to(project_site)}: {href!r} -> {parts.path}")
+    assert not problems
