@@ -5,6 +5,9 @@ A resumable mixed-precision checkpoint stores the 16-bit weights and the optimiz
 checkpoint's optimizer state dict). Gradients are not saved. 8B with AdamW:
 2 B x 8e9 = 16 GB of bf16 weights + 12 B x 8e9 = 96 GB of optimizer states = 112 GB.
 Bytes per parameter come from ``vram.states.OPTIMIZERS`` (ZeRO paper, arXiv:1910.02054, §3.1).
+That is also what DeepSpeed saves (bf16 ``*_model_states.pt``, fp32 master and moments in
+``*_optim_states.pt``: 2 + 12 B per parameter). FSDP2 with ``torch.distributed.checkpoint``
+saves its fp32 sharded parameters and the moments instead (4 + 8 B for AdamW).
 """
 
 from __future__ import annotations

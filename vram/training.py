@@ -10,6 +10,10 @@ machine: 12 B x 8e9 = 96 GB). FSDP's CPU offload (``CPUOffload(offload_params=Tr
 FSDP2 ``CPUOffloadPolicy``) moves the sharded weights and gradients too, so for FSDP the
 GPU figure here is an upper bound. Not counted: DeepSpeed's host-side fp32 gradient
 partition and pinned staging buffers, activations, the CUDA context.
+
+This is the ZeRO paper's accounting (``--framework zero-paper``). What DeepSpeed and FSDP2
+really allocate, with those buffers and the host RAM offload pins, is
+``vram.frameworks.framework_memory``.
 """
 
 from __future__ import annotations
