@@ -1,6 +1,7 @@
-"""Render layer of the guide: plain functions ``(markdown, lang) -> markdown``.
+"""Render layer of the guide: plain functions ``(markdown, lang) -> markdown`` and checks.
 
-Nothing here imports MkDocs except ``mkdocs_glue.py``, the thin hook file named in
-``mkdocs.yml``. The render functions raise ``RenderError``; the glue turns it into
-MkDocs' ``PluginError`` so ``mkdocs build --strict`` stops with one line.
+The render functions raise ``RenderError``; ``mkdocs_glue.py``, the thin hook file named in
+``mkdocs.yml``, turns any exception into one ``PluginError`` naming the file, so ``mkdocs build
+--strict`` stops with one line. Only the MkDocs-facing modules import MkDocs: the two hook
+files, the plugin ``deferred_imports.py``, ``notebook_pages.py`` and ``serve.py``.
 """

@@ -90,8 +90,6 @@ CASES = {
                                          r"docs/gpu-finder\.fr\.md: front matter: invalid YAML \(line \d+\)"),
     "nav entry without its French title": (lambda r: edit(r, "mkdocs.yml", "            Trova la GPU: Trouvez le GPU\n", ""),
                                            r"mkdocs\.yml: plugins\.i18n\.languages \(fr\)\.nav_translations: no fr title for the nav entry 'Trova la GPU'"),
-    "empty snippet file": (lambda r: (r / "snippets/checks/topology.sh").write_text("", encoding="utf-8"),
-                           r"docs/index\.(it|fr)\.md: snippet include 'checks/topology\.sh': the file is empty"),
     "include of a symbolic link": (include_environment, r"docs/index\.fr\.md: snippet include 'host\.txt': host\.txt is a symbolic link "
                                                          r"\(to /proc/self/environ\)"),
     "Mermaid diagram": (mermaid_diagram, r"docs/memory-formulas\.it\.md: has a Mermaid diagram: Material's JavaScript would load Mermaid"),
