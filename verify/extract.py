@@ -37,7 +37,10 @@ from selectolax.lexbor import LexborHTMLParser
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
 from verify.record import snippet_sha256
 
-REQUIRED_BLOCKS = ("nccl_check.py", "train.py")
+REQUIRED_BLOCKS = (
+    "nccl_check.py", "train.py", "train_fsdp2.py", "accelerate_fsdp2.yaml",
+    "ds_zero2.json", "ds_zero2_offload.json", "ds_zero3.json", "ds_zero3_offload.json",
+)
 
 
 class ExtractError(Exception):

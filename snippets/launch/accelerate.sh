@@ -1,1 +1,2 @@
-accelerate launch --num_processes 4 train.py  # Hugging Face Accelerate
+# Hugging Face Accelerate, in bf16 (senza --mixed_precision: fp32)
+accelerate launch --num_processes 4 --mixed_precision bf16 train.py

@@ -1,6 +1,6 @@
 """Run a published script as N gloo ranks on this machine, cheaply (tests only).
 
-Usage: python fork_ranks.py N SCRIPT. One process imports torch once, then forks N
+Usage: python fork_ranks.py N SCRIPT [ARGS...]. One process imports torch once, then forks N
 children (copy-on-write: no N-fold import cost or memory); each child gets the
 environment torchrun gives a worker (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT) and runs the unmodified script with runpy. Exits with the
@@ -15,6 +15,8 @@ import sys
 
 import torch  # noqa: F401  (imported once, before forking)
 import torch.distributed  # noqa: F401
+import torch.distributed.checkpoint  # noqa: F401
+import torch.distributed.fsdp  # noqa: F401
 
 
 def free_port() -> int:
@@ -23,10 +25,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_rank(rank: int, world: int, port: int, script: str) -> int:
+def run_rank(rank: int, world: int, port: int, script: str, args: list[str]) -> int:
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    sys.argv = [script]
+    sys.argv = [script, *args]
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
@@ -38,13 +40,13 @@ def run_rank(rank: int, world: int, port: int, script: str) -> int:
 
 
 def main() -> int:
-    world, script = int(sys.argv[1]), sys.argv[2]
+    world, script, args = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
     port = free_port()
     children = []
     for rank in range(world):
         pid = os.fork()
         if pid == 0:
-            code = run_rank(rank, world, port, script)
+            code = run_rank(rank, world, port, script, args)
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)

@@ -1,0 +1,61 @@
+"""The guide's claims that only a GPU can check (skipped without CUDA; a failure under
+REQUIRE_GPU=1): what a NCCL timeout really does to the NCCL check, and the FSDP2 script
+on every visible GPU with its peak-memory line. Both also pass on a single GPU."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from torch.distributed.checkpoint import FileSystemReader
+
+from tests.snippets.launch import INJECT_FAULT, torchrun
+from vram import model_states_per_gpu
+
+pytestmark = pytest.mark.gpu
+
+ON_GPU = {"NCCL_CHECK_ALLOW_CPU": "", "NCCL_CHECK_MIB": "64"}
+
+
+def gpus() -> int:
+    return torch.cuda.device_count()
+
+
+def test_a_nccl_timeout_is_the_watchdogs_abort_not_the_scripts_except(extracted):
+    """docs/index.*.md, the NCCL check: with NCCL the watchdog logs 'Watchdog caught
+    collective operation timeout' for the ALLREDUCE, the process is aborted (SIGABRT,
+    exitcode -6 in torchrun's summary) and torchrun exits with status 1; the script's own
+    'did not finish within' line (gloo only) never prints."""
+    timeout_s = 10
+    run = torchrun(INJECT_FAULT, "stall", extracted / "nccl_check.py", nproc=gpus(), timeout=300,
+                   env={**ON_GPU, "NCCL_CHECK_TIMEOUT": str(timeout_s)})
+    assert run.returncode == 1, run.stderr[-4000:]
+    assert re.search(r"Watchdog caught collective operation timeout: WorkNCCL\(.*OpType=ALLREDUCE", run.stderr), run.stderr[-4000:]
+    assert "To avoid data inconsistency, we are taking the entire process down" in run.stderr
+    assert "ChildFailedError" in run.stderr and re.search(r"exitcode\s*:\s*-6\b", run.stderr)
+    assert "did not finish within" not in run.stderr
+    assert "correct" not in run.stdout
+
+
+def test_fsdp2_script_on_every_gpu_reports_its_peak_and_resumes(extracted, tmp_path):
+    """train_fsdp2.py trains on every GPU, prints each rank's peak after the first step, and
+    resumes. The peak holds at least the model states the calculator gives for FSDP2 /
+    ZeRO-3 with fp32 weights and AdamW (16 bytes per parameter, divided by the ranks),
+    with the parameters counted from the DCP checkpoint the run wrote."""
+    n = gpus()
+    first = torchrun(extracted / "train_fsdp2.py", "--out", tmp_path / "ckpt", "--epochs", "1", nproc=n,
+                     env={"NCCL_CHECK_ALLOW_CPU": ""}, timeout=600, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-4000:]
+    peaks = dict(re.findall(r"^rank (\d+): peak ([\d.]+) GB allocated$", first.stdout, re.M))
+    assert sorted(map(int, peaks)) == list(range(n))
+    metadata = FileSystemReader(tmp_path / "ckpt" / "epoch-1" / "model").read_metadata().state_dict_metadata
+    params = sum(tensor.size.numel() for tensor in metadata.values())
+    states_gb = model_states_per_gpu(params, n, 3, "adamw-fp32").total_bytes / 1e9
+    for rank, peak in peaks.items():
+        assert float(peak) >= round(states_gb, 3), (rank, peak, states_gb)
+
+    resumed = torchrun(extracted / "train_fsdp2.py", "--out", tmp_path / "ckpt", "--epochs", "2", nproc=n,
+                       env={"NCCL_CHECK_ALLOW_CPU": ""}, timeout=600, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-4000:]
+    assert "resumed from" in resumed.stdout and re.findall(r"^epoch (\d+):", resumed.stdout, re.M) == ["1"]

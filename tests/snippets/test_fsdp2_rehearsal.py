@@ -1,0 +1,173 @@
+"""train_fsdp2.py, extracted from the built site, on two gloo ranks (CPU): FSDP2 with a
+``fully_shard`` per block and on the root, saved and resumed with
+torch.distributed.checkpoint (DCP), and the DCP checkpoint turned back into one file by
+the commands the guide shows (snippets/checkpoints/to_hf.sh).
+
+Three launches of the published script: A trains 2 epochs without a stop; B trains 1
+epoch (a run interrupted right after its checkpoint), then the same command with
+``--epochs 2`` must resume from that checkpoint and end exactly where A ended.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import runpy
+import shlex
+import subprocess
+import sys
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from torch.distributed.checkpoint import FileSystemReader
+from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+from tests.conftest import REPO_ROOT
+from tests.snippets.launch import torchrun
+
+pytestmark = pytest.mark.slow
+
+TO_HF = REPO_ROOT / "snippets" / "checkpoints" / "to_hf.sh"
+
+
+@pytest.fixture(scope="module")
+def runs(extracted, tmp_path_factory):
+    root = tmp_path_factory.mktemp("fsdp2")
+    script = extracted / "train_fsdp2.py"
+    with ThreadPoolExecutor(2) as pool:
+        whole = pool.submit(torchrun, script, "--out", root / "a", "--epochs", "2", cwd=root)
+        first = pool.submit(torchrun, script, "--out", root / "b", "--epochs", "1", cwd=root)
+        whole, first = whole.result(), first.result()
+    resumed = torchrun(script, "--out", root / "b", "--epochs", "2", cwd=root)
+    for run in (whole, first, resumed):
+        assert run.returncode == 0, run.stderr[-3000:]
+    return {"root": root, "whole": whole, "first": first, "resumed": resumed}
+
+
+def state(folder: Path, tmp_path: Path) -> dict:
+    out = tmp_path / f"{folder.parent.parent.name}-{folder.parent.name}-{folder.name}.pt"
+    dcp_to_torch_save(folder, out)
+    return torch.load(out, weights_only=False)
+
+
+def assert_same(left: dict, right: dict, where: str = "") -> None:
+    assert left.keys() == right.keys(), where
+    for key in left:
+        if isinstance(left[key], dict):
+            assert_same(left[key], right[key], f"{where}.{key}")
+        elif isinstance(left[key], torch.Tensor):
+            assert torch.equal(left[key], right[key]), f"{where}.{key}"
+        else:
+            assert left[key] == right[key], f"{where}.{key}"
+
+
+def test_resumed_run_ends_with_the_weights_of_an_uninterrupted_run(runs, tmp_path):
+    a, b = runs["root"] / "a", runs["root"] / "b"
+    assert_same(state(a / "epoch-2" / "model", tmp_path), state(b / "epoch-2" / "model", tmp_path), "model")
+    assert_same(state(a / "epoch-2" / "optim", tmp_path), state(b / "epoch-2" / "optim", tmp_path), "optim")
+    after_one = state(b / "epoch-1" / "model", tmp_path)
+    after_two = state(b / "epoch-2" / "model", tmp_path)
+    assert not torch.equal(after_one["embed.weight"], after_two["embed.weight"]), "the second epoch changed nothing"
+
+
+def test_the_resumed_run_starts_from_the_checkpoint(runs):
+    assert re.findall(r"^epoch (\d+):", runs["first"].stdout, re.M) == ["0"]
+    assert re.findall(r"^resumed from (\S+)$", runs["resumed"].stdout, re.M) == [str(runs["root"] / "b" / "epoch-1")]
+    assert re.findall(r"^epoch (\d+):", runs["resumed"].stdout, re.M) == ["1"]
+    assert re.findall(r"^epoch (\d+):", runs["whole"].stdout, re.M) == ["0", "1"]
+
+
+def test_every_block_and_the_root_are_sharded_and_kept_in_fp32(runs):
+    """fully_shard splits every parameter along dim 0 across the 2 ranks: each tensor of
+    the DCP checkpoint is stored as two chunks. MixedPrecisionPolicy computes in bf16 but
+    the sharded parameters (what the optimizer updates) stay fp32."""
+    metadata = FileSystemReader(runs["root"] / "a" / "epoch-2" / "model").read_metadata().state_dict_metadata
+    blocks = {key.split(".")[1] for key in metadata if key.startswith("blocks.")}
+    assert blocks == {"0", "1", "2", "3"} and {"embed.weight", "head.weight"} <= metadata.keys()
+    for key, tensor in metadata.items():
+        assert tensor.properties.dtype == torch.float32, key
+        assert [chunk.offsets[0] for chunk in tensor.chunks] == [0, tensor.size[0] // 2], key
+
+
+def to_hf_line(command: str) -> list[str]:
+    commands = TO_HF.read_text(encoding="utf-8").replace("\\\n", " ").splitlines()  # continuation lines joined
+    (line,) = [line for line in commands if line.startswith(command)]
+    return shlex.split(line)
+
+
+@contextmanager
+def argv(args: list[str]):
+    saved = sys.argv
+    sys.argv = args
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def test_the_guides_conversions_give_the_trained_weights(runs, tmp_path):
+    """The two lines of to_hf.sh that read a DCP checkpoint, run on B's last one with the
+    tools' own entry points: torch's format_utils CLI and ``accelerate merge-weights``."""
+    checkpoint = runs["root"] / "b" / "epoch-2" / "model"
+    expected = state(checkpoint, tmp_path)
+
+    args = to_hf_line("python -m torch.distributed.checkpoint.format_utils")
+    assert args[3:5] == ["dcp_to_torch", "checkpoints/epoch-3/model"]
+    with argv(["format_utils", "dcp_to_torch", str(checkpoint), str(tmp_path / args[5])]), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module was imported above, as a library
+        runpy.run_module("torch.distributed.checkpoint.format_utils", run_name="__main__")
+    assert_same(torch.load(tmp_path / args[5], weights_only=False), expected, "dcp_to_torch")
+
+    from accelerate.commands.merge import merge_command, merge_command_parser
+
+    args = to_hf_line("accelerate merge-weights")
+    parsed = merge_command_parser().parse_args(args[2:])
+    parsed.checkpoint_directory, parsed.output_path = str(checkpoint), str(tmp_path / parsed.output_path)
+    merge_command(parsed)
+    assert_same(load_file(Path(parsed.output_path) / "model.safetensors"), expected, "merge-weights")
+
+
+def test_zero_to_fp32_accepts_the_guides_arguments(tmp_path):
+    """DeepSpeed copies its zero_to_fp32.py into every ZeRO checkpoint folder; that script,
+    run there with the arguments of to_hf.sh on a folder without a checkpoint, gets past
+    its argument parsing (argparse would exit 2 with 'usage:') to the missing 'latest' file."""
+    import shutil
+
+    import deepspeed.utils.zero_to_fp32 as zero_to_fp32
+
+    args = to_hf_line("python checkpoints/")
+    script, checkpoint, output, *options = args[1:]
+    assert Path(script).parent == Path(checkpoint) and Path(script).name == "zero_to_fp32.py"
+    assert options == ["--safe_serialization"]
+    (tmp_path / checkpoint).mkdir(parents=True)
+    shutil.copy(zero_to_fp32.__file__, tmp_path / script)
+    proc = subprocess.run([sys.executable, script, checkpoint, output, *options], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "usage:" not in proc.stderr, proc.stderr[-2000:]
+    assert f"Unable to find 'latest' file at {checkpoint}/latest" in proc.stderr
+
+
+def test_started_with_plain_python_it_says_how_to_launch(extracted):
+    env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
+    proc = subprocess.run([sys.executable, str(extracted / "train_fsdp2.py")], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 train_fsdp2.py"]
+
+
+def test_saving_a_sharded_model_under_if_rank_0_hangs_until_the_timeout(tmp_path):
+    """The guide: dcp.save is collective; under ``if rank == 0`` rank 0 waits for the others
+    until the process-group timeout (2 real gloo ranks, forked after one import)."""
+    from tests.snippets.launch import FORK_RANKS, HERE
+    from tests.snippets.launch import run as harness_run
+
+    run = harness_run([sys.executable, str(FORK_RANKS), "2", str(HERE / "save_on_rank0_only.py"), str(tmp_path / "ckpt")],
+                      timeout=120)
+    assert run.returncode == 3, run.stdout + run.stderr[-2000:]
+    assert re.search(r"^rank 0: dcp\.save timed out after [3-9] s$", run.stdout, re.M), run.stdout
+    assert not (tmp_path / "ckpt" / ".metadata").exists()
