@@ -10,19 +10,22 @@ callers treat it as read-only.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
 from .errors import RenderError
 from .languages import LANGUAGES
-from .schemas import SCHEMAS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS_DIR = REPO_ROOT / "snippets"
 DATA_DIR = SNIPPETS_DIR / "data"
+VALIDATED_DIR = REPO_ROOT / ".cache" / "validated"  # texts that passed the schemas (see validate)
+SCHEMA_SOURCES = (REPO_ROOT / "hooks" / "schemas.py", REPO_ROOT / "verify" / "record.py")
 _parsed: dict[Path, tuple[tuple[int, int], Any]] = {}
 
 
@@ -59,7 +62,7 @@ def parse_yaml(text: str, where: str) -> Any:
         raise RenderError(f"{where}: invalid YAML{line}: {getattr(exc, 'problem', None) or exc}") from None
 
 
-def schema_error(error: ValidationError) -> str:
+def schema_error(error) -> str:
     """The first problem of a validation error as one line: ``key.path[n]: message (got value)``,
     list items counted from 1."""
     first = error.errors(include_url=False)[0]
@@ -76,8 +79,22 @@ def schema_error(error: ValidationError) -> str:
     return f"{where + ': ' if where else ''}{message}{got}"
 
 
-def validate(data: Any, name: str, where: str) -> Any:
-    """``data`` if it matches the schema of ``name`` (hooks/schemas.py). Raises RenderError."""
+def validate(data: Any, name: str, where: str, text: str) -> Any:
+    """``data``, parsed from ``text``, if it matches the schema of ``name`` (hooks/schemas.py).
+    Raises RenderError.
+
+    A text that passed the same schemas before is not validated again (``VALIDATED_DIR``
+    holds one empty file per SHA-256 of schema sources, languages and text): a build whose
+    data did not change does not even import pydantic. Every schema checks one file, so the
+    text is the whole input.
+    """
+    marker = VALIDATED_DIR / hashlib.sha256(f"{_schemas_fingerprint()}\0{name}\0{text}".encode()).hexdigest()
+    if marker.is_file():
+        return data
+    from pydantic import ValidationError
+
+    from .schemas import SCHEMAS
+
     schema = SCHEMAS.get(name)
     if schema is None:
         raise RenderError(f"{where}: no schema for this file; add one to hooks/schemas.py (SCHEMAS)")
@@ -85,7 +102,22 @@ def validate(data: Any, name: str, where: str) -> Any:
         schema.model_validate(data)
     except ValidationError as exc:
         raise RenderError(f"{where}: {schema_error(exc)}") from None
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # a read-only checkout validates every time
     return data
+
+
+@functools.cache
+def _schemas_fingerprint() -> str:
+    """What the outcome of a validation depends on besides the text: the schema sources, the
+    site's languages and pydantic's version."""
+    digest = hashlib.sha256(",".join(LANGUAGES).encode() + metadata.version("pydantic").encode())
+    for source in SCHEMA_SOURCES:
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
 
 
 def load_yaml(name: str, data_dir: Path | None = None) -> Any:
@@ -99,7 +131,8 @@ def load_yaml(name: str, data_dir: Path | None = None) -> Any:
     cached = _parsed.get(path)
     if cached and cached[0] == stamp:
         return cached[1]
-    data = validate(parse_yaml(path.read_text(encoding="utf-8"), where), name, where)
+    text = path.read_text(encoding="utf-8")
+    data = validate(parse_yaml(text, where), name, where, text)
     _parsed[path] = (stamp, data)
     return data
 

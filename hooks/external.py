@@ -55,37 +55,47 @@ def _srcset_urls(value: str) -> list[str]:
     return [candidate.split()[0] for candidate in value.split(",") if candidate.strip()]
 
 
-def check_no_external_loads(html: str, site_origin: str = "") -> None:
-    """Raise RenderError for the first thing in ``html`` that would load from another origin
-    (or an empty script source, a Mermaid diagram, a script that swallows the page)."""
-    tree = LexborHTMLParser(html)
-    for script in tree.css("script"):
-        src = script.attributes.get("src")
-        if src is not None and (not src.strip() or is_external(src, site_origin)):
-            raise RenderError(f"loads a script from {src!r}" if src.strip() else "has a <script src=\"\"> (an empty source)")
-        if src is None and UNSAFE_IN_SCRIPT_RE.search(script.text() or ""):
-            raise RenderError(f"an inline script ({script.attributes.get('id') or script.attributes.get('type') or 'no id'}) "
-                              "holds '<!--' or '<script': it would swallow the rest of the page")
-    for link in tree.css("link[href]"):
-        rels = set((link.attributes.get("rel") or "").lower().split())
-        if rels & LOADING_RELS and is_external(link.attributes["href"], site_origin):
-            raise RenderError(f"loads a {'/'.join(sorted(rels & LOADING_RELS))} from {link.attributes['href']!r}")
-    for tag, attributes in SOURCES.items():
-        for node in tree.css(tag):
-            for attribute in attributes:
-                value = node.attributes.get(attribute)
-                urls = _srcset_urls(value) if value and attribute == "srcset" else [value] if value else []
-                for url in urls:
-                    if is_external(url, site_origin):
-                        raise RenderError(f"loads <{tag} {attribute}> from {url!r}")
-    styles = [node.text() or "" for node in tree.css("style")] + [node.attributes.get("style") or "" for node in tree.css("[style]")]
-    for css in styles:
+SELECTOR = ", ".join(["script", "link[href]", "style", "[style]", ".mermaid", *SOURCES])  # one pass over the page
+
+
+def _problem(node, site_origin: str) -> str | None:
+    """What is wrong with one element, or None."""
+    tag, attributes = node.tag, node.attributes
+    if "mermaid" in (attributes.get("class") or "").split():
+        return "has a Mermaid diagram: Material's JavaScript would load Mermaid from unpkg.com"
+    if tag == "script":
+        src = attributes.get("src")
+        if src is not None and not src.strip():
+            return "has a <script src=\"\"> (an empty source)"
+        if src is not None and is_external(src, site_origin):
+            return f"loads a script from {src!r}"
+        if src is None and UNSAFE_IN_SCRIPT_RE.search(node.text() or ""):
+            return (f"an inline script ({attributes.get('id') or attributes.get('type') or 'no id'}) "
+                    "holds '<!--' or '<script': it would swallow the rest of the page")
+    if tag == "link":
+        rels = set((attributes.get("rel") or "").lower().split()) & LOADING_RELS
+        if rels and is_external(attributes["href"], site_origin):
+            return f"loads a {'/'.join(sorted(rels))} from {attributes['href']!r}"
+    for attribute in SOURCES.get(tag, ()):
+        value = attributes.get(attribute)
+        for url in (_srcset_urls(value) if attribute == "srcset" else [value]) if value else []:
+            if is_external(url, site_origin):
+                return f"loads <{tag} {attribute}> from {url!r}"
+    for css in ((node.text() or "") if tag == "style" else "", attributes.get("style") or ""):
         for match in CSS_URL_RE.finditer(css):
             url = match.group(1) or match.group(2)
             if is_external(url, site_origin):
-                raise RenderError(f"a style loads {url!r} (a font or stylesheet from another origin)")
-    if tree.css_first(".mermaid") is not None:
-        raise RenderError("has a Mermaid diagram: Material's JavaScript would load Mermaid from unpkg.com")
+                return f"a style loads {url!r} (a font or stylesheet from another origin)"
+    return None
+
+
+def check_no_external_loads(html: str, site_origin: str = "") -> None:
+    """Raise RenderError for the first thing in ``html`` that would load from another origin
+    (or an empty script source, a Mermaid diagram, a script that swallows the page)."""
+    for node in LexborHTMLParser(html).css(SELECTOR):
+        problem = _problem(node, site_origin)
+        if problem:
+            raise RenderError(problem)
 
 
 def strip_inert_mathjax(html: str) -> str:

@@ -19,12 +19,10 @@ from collections.abc import Collection, Mapping
 from posixpath import normpath
 from urllib.parse import urljoin, urlsplit
 
-from pydantic import ValidationError
 from selectolax.lexbor import LexborHTMLParser
 
-from .data import parse_yaml, schema_error
+from .data import parse_yaml, validate
 from .errors import RenderError
-from .schemas import FrontMatter
 
 FRONT_MATTER_RE = re.compile(r"^-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)  # mkdocs.utils.meta.YAML_RE
 
@@ -38,10 +36,7 @@ def check_front_matter(source: str) -> None:
     data = parse_yaml("\n" + match.group(1), "front matter")
     if not isinstance(data, dict):
         raise RenderError(f"front matter: expected `key: value` lines, got {type(data).__name__}")
-    try:
-        FrontMatter.model_validate(data)
-    except ValidationError as exc:
-        raise RenderError(f"front matter: {schema_error(exc)}") from None
+    validate(data, "front matter", "front matter", match.group(1))
 
 
 def nav_titles(nav: list | None) -> list[str]:

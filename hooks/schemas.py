@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, StringConstraints, model_validator
 
-from verify.record_schema import LINK_CLASSES
+from verify.record import LINK_CLASSES
 
 from .languages import DEFAULT_LANGUAGE, LANGUAGES
 
@@ -365,4 +365,5 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "finder": FinderFile,
     "verification": VerificationFile,
     "comments": CommentsFile,
+    "front matter": FrontMatter,  # of every page (hooks/page_checks.py)
 }

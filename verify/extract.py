@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import functools
 import io
 import sys
 import tokenize
@@ -136,18 +137,26 @@ def python_ast(code: str, where: str) -> str:
     """``ast.dump`` of ``code`` as Python reads the UTF-8 file extraction writes. Raises
     ExtractError when Python would decode it as anything but UTF-8 (a coding cookie on line
     1 or 2, a byte-order mark) or cannot parse it."""
+    dump, problem = _python_ast(code)
+    if problem:
+        raise ExtractError(f"{where}: {problem}")
+    return dump
+
+
+@functools.lru_cache(maxsize=64)  # the same blocks again in every language pass and rebuild
+def _python_ast(code: str) -> tuple[str, str]:
+    """(AST dump, "") or ("", the problem)."""
     data = code.encode("utf-8")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise ExtractError(f"{where}: Python cannot read its encoding ({exc})") from None
+        return "", f"Python cannot read its encoding ({exc})"
     if encoding != "utf-8":
-        raise ExtractError(f"{where}: Python reads it as {encoding!r}, not UTF-8 (a coding cookie or a byte-order mark)")
+        return "", f"Python reads it as {encoding!r}, not UTF-8 (a coding cookie or a byte-order mark)"
     try:
-        return ast.dump(ast.parse(data, filename=where))
+        return ast.dump(ast.parse(data)), ""
     except (SyntaxError, ValueError) as exc:
-        line = f"line {exc.lineno}: {exc.msg}" if isinstance(exc, SyntaxError) else str(exc)
-        raise ExtractError(f"{where}: not valid Python ({line})") from None
+        return "", f"not valid Python ({f'line {exc.lineno}: {exc.msg}' if isinstance(exc, SyntaxError) else exc})"
 
 
 def compare_code(name: str, reference: tuple[str, str], other: tuple[str, str]) -> None:

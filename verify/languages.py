@@ -16,7 +16,7 @@ import yaml
 MKDOCS_YML = Path(__file__).resolve().parent.parent / "mkdocs.yml"
 
 
-class _ConfigLoader(yaml.SafeLoader):
+class _ConfigLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML has it
     """Reads mkdocs.yml without resolving the tags MkDocs resolves (``!ENV``, ``!relative``,
     ``!!python/name:``): any value with a tag PyYAML's safe loader does not know becomes None."""
 

@@ -31,11 +31,8 @@ from typing import Annotated, Literal
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
-SCHEMA = 2
-LINK_CLASSES = ("nvlink", "pcie-switch", "host-bridge", "cross-cpu")  # fastest to slowest
-# Case 11 of site.md: an all-reduce busbw above this on current hardware (NVLink 5 is 900 GB/s
-# per direction) means the timing missed a synchronize, not a fast machine.
-BUSBW_PLAUSIBLE_MAX_GB_PER_S = 1000.0
+from verify.record import BUSBW_PLAUSIBLE_MAX_GB_PER_S, LINK_CLASSES, SCHEMA
+
 CLOCK_SKEW = datetime.timedelta(minutes=5)
 UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
