@@ -29,9 +29,9 @@ def table_of(html: str) -> tuple[str, list[list[str]]]:
 # 141,723 x 2^20 = 148,607,336,448 B hold 8B x 16 B = 128,484,179,968 B with 20,123,156,480 B
 # (20.1 GB, 14 % of the usable memory) left.
 @pytest.mark.parametrize("lang, unit, summary, h200_margin, price", [
-    ("it", "GB", "Servono 128,5 GB per scheda. Bastano 2 schede del catalogo; la più piccola è la H200 141GB, con 20,1 GB di margine.",
+    ("it", "GB", "Servono 128,5 GB per scheda. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine.",
      "20,1 GB (14% libera)", "non indicato"),
-    ("fr", "Go", "Il faut 128,5 Go par carte. 2 cartes du catalogue suffisent ; la plus petite est la H200 141GB, avec 20,1 Go de marge.",
+    ("fr", "Go", "Il faut 128,5 Go par carte. 2 modèles de carte du catalogue suffisent, à commencer par la H200 141GB, avec 20,1 Go de marge.",
      "20,1 Go (14 % libre)", "non indiqué"),
 ])
 def test_static_table_of_the_papers_accounting(lang, unit, summary, h200_margin, price):
@@ -56,7 +56,7 @@ def test_static_table_of_the_papers_accounting(lang, unit, summary, h200_margin,
 def test_static_table_of_the_default_choice_names_pytorch_amp():
     html = render_markdown("{{ finder_table }}", "it")
     status, rows = table_of(html)
-    assert status == ("Servono 143,5 GB per scheda. Bastano 2 schede del catalogo; la più piccola è la H200 141GB, "
+    assert status == ("Servono 143,5 GB per scheda. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, "
                       "con 5,1 GB di margine.")
     assert rows[0][2].startswith("5,1 GB (3% libera)")
     caption = plain(BeautifulSoup(html, "html.parser").select_one("caption").get_text())
