@@ -59,3 +59,24 @@ def test_fsdp2_script_on_every_gpu_reports_its_peak_and_resumes(extracted, tmp_p
                        env={"NCCL_CHECK_ALLOW_CPU": ""}, timeout=600, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     assert "resumed from" in resumed.stdout and re.findall(r"^epoch (\d+):", resumed.stdout, re.M) == ["1"]
+
+
+PROBE_SEGMENTS = (
+    "import torch; x = torch.empty(64 * 2**20, device='cuda'); "
+    "print(sorted({bool(s.get('is_expandable')) for s in torch.cuda.memory._snapshot()['segments']}))"
+)
+
+
+@pytest.mark.parametrize("env, expandable", [({"PYTORCH_ALLOC_CONF": "expandable_segments:True"}, "[True]"), ({}, "[False]")])
+def test_the_allocator_variable_the_guide_names_turns_on_expandable_segments(env, expandable):
+    """docs: PYTORCH_ALLOC_CONF=expandable_segments:True (the PyTorch 2.13 name); the
+    caching allocator's segments say whether they can grow."""
+    import os
+    import subprocess
+    import sys
+
+    clean = {key: value for key, value in os.environ.items() if key not in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")}
+    proc = subprocess.run([sys.executable, "-c", PROBE_SEGMENTS], capture_output=True, text=True, timeout=120,
+                          env={**clean, **env})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == expandable
