@@ -43,21 +43,26 @@ refuses (a ``null`` where the field is not optional, a
 ``hidden_size`` not divisible by the heads where the class checks it: llama, gemma2,
 gemma3_text), a ``num_key_value_heads`` that does not divide ``num_attention_heads``
 (transformers builds it, but attention cannot group the heads), a ``model_type`` outside
-the families above, non-integer or implausible sizes (any size over ``MAX_SIZE``), and a
-file that is not a JSON object.
+the families above, non-integer or implausible sizes (any size over ``MAX_SIZE``, or more
+than 10^15 parameters in all), and a file that is not a JSON object of at most 1 MiB.
 """
 
 from __future__ import annotations
 
 import json
+import stat
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .units import MAX_PARAMS
+
 # Larger than any dimension of a published model by far (largest vocabularies: 262,208;
 # hidden sizes: 18,432; layers: 126; experts: 384); beyond it a value is a typo.
 MAX_SIZE = 2**24
+# Hub config.json files of causal LMs are a few KB; a file past this is not one (and is not read whole).
+MAX_CONFIG_BYTES = 2**20
 FULL, SLIDING = "full_attention", "sliding_attention"
 _UNSET = object()
 # A config.json names these (a file without them is cut short: refused, not defaulted). A
@@ -471,10 +476,12 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
     the family's config class (transformers 5.23), and is listed in ``defaulted``. A
     multimodal ``gemma3`` config is read through its ``text_config`` (the language model;
     the vision tower is not counted), where every key may take Gemma3TextConfig's default.
-    Raises ConfigError (one line) for an unsupported ``model_type``, a missing size key, a
-    null the config class refuses, a non-integer, negative or implausible size (over
-    ``MAX_SIZE``), KV heads that do not divide the attention heads, a ``hidden_size`` the
-    config class refuses, or malformed ``layer_types``.
+    Raises ConfigError (one line) for an unsupported or non-text ``model_type``, a missing
+    size key, a null the config class refuses, a non-integer, negative or implausible size
+    (over ``MAX_SIZE``), KV heads that do not divide the attention heads, a ``hidden_size``
+    the config class refuses, malformed ``layer_types``, an activation name that is not a
+    string, or sizes that make more than ``vram.units.MAX_PARAMS`` (10^15) parameters (the
+    bound ``--params`` has).
     """
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: expected a JSON object, got {type(raw).__name__}")
@@ -486,7 +493,7 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
             raise ConfigError(f"{source}: a gemma3 config needs a 'text_config' object of model_type 'gemma3_text'")
         source = f"{source} (text_config)"
         raw, model_type, required = {**text, "model_type": "gemma3_text"}, "gemma3_text", frozenset()
-    if model_type not in _FAMILIES:
+    if not isinstance(model_type, str) or model_type not in _FAMILIES:
         raise ConfigError(
             f"{source}: unsupported model_type {_short(model_type)}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
@@ -514,7 +521,10 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
     experts, top_k, width, moe = _moe_layers(r, layers)
     max_pos = r.get("max_position_embeddings")
     activation = r.get(family.activation_key)
-    return ModelConfig(
+    if not isinstance(activation, str):  # the config classes type it ``str``
+        raise r.fail(f"key {family.activation_key!r} must be a string (an activation such as 'silu'), "
+                     f"got {_short(activation)}")
+    config = ModelConfig(
         model_type=model_type,
         vocab_size=r.size("vocab_size"),
         hidden_size=hidden,
@@ -536,7 +546,7 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         fused_projections=family.fused,
         qk_norm=family.qk_norm,
         attention_sinks=family.sinks,
-        hidden_act=activation if isinstance(activation, str) else str(activation),
+        hidden_act=activation,
         layer_types=_layer_types(r, layers, window),
         sliding_window=window,
         attn_logit_softcapping=r.number("attn_logit_softcapping") if "attn_logit_softcapping" in family.defaults else None,
@@ -545,24 +555,42 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         defaulted=tuple(dict.fromkeys(r.defaulted)),
         source=source,
     )
+    total = count_params(config).total
+    if total > MAX_PARAMS:  # the bound of vram.units.parse_params (--params)
+        raise r.fail(f"the sizes make {total:.3g} parameters, more than 10^15 parameters: implausible; check the file")
+    return config
 
 
 def load_model_config(path: str | Path) -> ModelConfig:
     """Read a ``config.json`` file into a ``ModelConfig``.
 
-    Raises ConfigError (one line naming the file) when the file cannot be read, is not
-    JSON (including integers over Python's 4,300-digit limit and nesting too deep to
-    parse), or fails ``model_config_from_dict``.
+    Raises ConfigError (one line naming the file) when the path is not a regular file (a
+    FIFO, a device), the file cannot be read, is larger than ``MAX_CONFIG_BYTES`` (1 MiB),
+    is not UTF-8 or not JSON (including integers over Python's 4,300-digit limit and
+    nesting too deep to parse), writes a key twice in one object (``json`` would keep the
+    last silently), or fails ``model_config_from_dict``.
     """
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        if not stat.S_ISREG(Path(path).stat().st_mode):  # a FIFO would block, /dev/zero never end
+            raise ConfigError(f"{source}: not a regular file; pass the model's config.json")
+        with open(path, "rb") as file:
+            data = file.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read the file ({exc.strerror or exc})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{source}: larger than 1 MiB, which no config.json is; pass the model's config.json")
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{source}: not a UTF-8 text file; pass the model's config.json") from None
     try:
-        raw = json.loads(text)
+        raw = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
+    except _DuplicateKey as exc:
+        raise ConfigError(
+            f"{source}: key {_short(exc.args[0])} appears twice (JSON readers keep one of them silently); "
+            "keep one"
+        ) from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
@@ -573,6 +601,19 @@ def load_model_config(path: str | Path) -> ModelConfig:
     except RecursionError:
         raise ConfigError(f"{source}: nested too deeply to be a config.json") from None
     return model_config_from_dict(raw, source)
+
+
+class _DuplicateKey(Exception):
+    """A key written twice in one JSON object (its argument)."""
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen.add(key)
+    return dict(pairs)
 
 
 def as_model_config(config: ModelConfig | Mapping[str, Any] | str | Path) -> ModelConfig:

@@ -7,6 +7,7 @@ calculator's message, checked for the file name, the key and the reason; never a
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -40,6 +41,14 @@ CASES = {
     "nested too deep": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
     "not UTF-8": (b"\xff\xfe{}", "not a UTF-8 text file"),
     "a JSON list": ("[1, 2]", "expected a JSON object, got list"),
+    # model_type must be text: a list or an object once ended in a TypeError traceback
+    "model_type as a list": ({**LLAMA, "model_type": ["llama"]}, "unsupported model_type ['llama']"),
+    "model_type as an object": ({**LLAMA, "model_type": {"a": 1}}, "unsupported model_type {'a': 1}"),
+    # a real config.json is a few KB; 10 MB of padding is not one
+    "10 MB of padding": (json.dumps({**LLAMA, "padding": "x" * 10_000_000}), "larger than 1 MiB"),
+    "a duplicated key": ('{"model_type": "llama", "hidden_size": 4096, "hidden_size": 8}',
+                         "key 'hidden_size' appears twice"),
+    "hidden_act not text": ({**LLAMA, "hidden_act": 5}, "'hidden_act' must be a string (an activation such as 'silu'), got 5"),
 }
 
 
@@ -66,3 +75,26 @@ def test_a_multimodal_gemma3_counts_its_language_model(cli, tmp_path):
     proc = cli("params", _write(tmp_path, "m.json", {"model_type": "gemma3", "text_config": text}), "--json")
     assert proc.returncode == 0 and text_only.returncode == 0, proc.stderr + text_only.stderr
     assert json.loads(proc.stdout) == json.loads(text_only.stdout)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_path_that_is_not_a_regular_file_is_refused_without_reading_it(cli, tmp_path, kind):
+    # a FIFO blocks whoever opens it; /dev/zero never ends: both once hung the command
+    path = tmp_path / "config.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    proc = cli("params", str(path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [f"vram: error: {path}: not a regular file; pass the model's config.json"]
+
+
+def test_a_config_of_more_than_10_15_parameters_is_refused_like_params(cli, tmp_path):
+    # every size is at most MAX_SIZE (2^24), yet two layers of 2^24 x 2^24 MLP matrices (3 x 2^48 each)
+    # make 1.7e15 parameters: implausible, as --params 1e30 is
+    sizes = {key: 2**24 for key in ("vocab_size", "hidden_size", "intermediate_size", "num_attention_heads")}
+    raw = {"model_type": "llama", **sizes, "num_hidden_layers": 2, "num_key_value_heads": 1, "head_dim": 1}
+    proc = cli("params", _write(tmp_path, "config.json", raw))
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "more than 10^15 parameters" in proc.stderr
