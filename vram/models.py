@@ -449,8 +449,12 @@ def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...
     family = r.family
     if not family.moe:
         return 0, 0, 0, (False,) * layers
-    # attribute_map: num_experts -> num_local_experts (MixtralConfig, Qwen3MoeConfig, GptOssConfig)
-    key = "num_experts" if "num_experts" in r.raw and "num_local_experts" not in r.raw else "num_local_experts"
+    # attribute_map: num_experts -> num_local_experts (MixtralConfig, Qwen3MoeConfig, GptOssConfig).
+    # With both keys, the one that is not a field of the class is set after the fields and wins:
+    # num_experts for mixtral and gpt_oss, num_local_experts for qwen3_moe (whose field is num_experts).
+    alias = "num_local_experts" if family.moe == "qwen3_moe" else "num_experts"
+    field = "num_experts" if alias == "num_local_experts" else "num_local_experts"
+    key = alias if alias in r.raw else field if field in r.raw else "num_local_experts"
     experts = r.size(key, r.get(key, family.defaults["num_local_experts"]), minimum=0 if family.moe == "qwen3_moe" else 1)
     top_k = r.size("num_experts_per_tok")
     if top_k > max(experts, 1) and experts:

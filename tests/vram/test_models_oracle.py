@@ -151,3 +151,18 @@ def test_a_gemma3_text_config_takes_gemma3textconfig_defaults():
     config = vram.model_config_from_dict({"model_type": "gemma3", "text_config": text})
     assert "vocab_size" in config.defaulted and config.vocab_size == 262_208
     assert vram.count_params(config).total == built(text).total
+
+
+@pytest.mark.parametrize("family", ["mixtral", "qwen3_moe", "gpt_oss"])
+@pytest.mark.parametrize("order", ["num_experts first", "num_local_experts first"])
+def test_num_experts_and_num_local_experts_both_given_resolve_as_transformers(family, order):
+    # attribute_map aliases num_experts to num_local_experts; with both keys, the one that is not
+    # the class's own field is set last and wins (mixtral, gpt_oss: num_experts; qwen3_moe:
+    # num_local_experts, its field being num_experts), whatever the order in the file.
+    experts = {"num_experts": 3, "num_local_experts": 2}
+    if order == "num_local_experts first":
+        experts = dict(reversed(list(experts.items())))
+    raw = {"model_type": family, "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4,
+           "num_experts_per_tok": 1, **experts}
+    _assert_counts_equal(raw, f"<{family} with both expert keys>")
