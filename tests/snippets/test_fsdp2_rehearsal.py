@@ -3,9 +3,10 @@
 torch.distributed.checkpoint (DCP), and the DCP checkpoint turned back into one file by
 the commands the guide shows (snippets/checkpoints/to_hf.sh).
 
-Three launches of the published script: A trains 2 epochs without a stop; B trains 1
-epoch (a run interrupted right after its checkpoint), then the same command with
-``--epochs 2`` must resume from that checkpoint and end exactly where A ended.
+Three runs of the published script on 2 ranks: A (torchrun) trains 2 epochs without a
+stop; B trains 1 epoch (a run interrupted right after its checkpoint; its ranks forked
+after one import of torch, tests/snippets/fork_ranks.py), then torchrun with the same
+command and ``--epochs 2`` must resume from that checkpoint and end exactly where A ended.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from torch.distributed.checkpoint import FileSystemReader
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from tests.conftest import REPO_ROOT
-from tests.snippets.launch import torchrun
+from tests.snippets.launch import FORK_RANKS, torchrun
+from tests.snippets.launch import run as harness_run
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +43,9 @@ def runs(extracted, tmp_path_factory):
     script = extracted / "train_fsdp2.py"
     with ThreadPoolExecutor(2) as pool:
         whole = pool.submit(torchrun, script, "--out", root / "a", "--epochs", "2", cwd=root)
-        first = pool.submit(torchrun, script, "--out", root / "b", "--epochs", "1", cwd=root)
+        # the interrupted run: the same 2 gloo ranks, forked after one import (cheaper)
+        first = pool.submit(harness_run, [sys.executable, str(FORK_RANKS), "2", str(script), "--out", str(root / "b"),
+                                          "--epochs", "1"], cwd=root)
         whole, first = whole.result(), first.result()
     resumed = torchrun(script, "--out", root / "b", "--epochs", "2", cwd=root)
     for run in (whole, first, resumed):
