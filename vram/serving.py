@@ -9,7 +9,7 @@ Sliding-window layers (``ModelConfig.layer_types``: gemma2 and gpt_oss every oth
 gemma3_text five of six, mistral/phi3/qwen3_moe every layer when the config has a
 ``sliding_window``, qwen2/qwen3 past ``max_window_layers`` with ``use_sliding_window``) hold
 at most a window of W tokens: ``kv_cache_tokens`` counts min(T, W) for them, T for the
-full-attention layers. That is the storage transformers' ``DynamicSlidingWindowLayer``
+full-attention layers (and for a window of 1, which transformers' slice does not cap). That is the storage transformers' ``DynamicSlidingWindowLayer``
 (``cache_utils.py``) holds while it generates: each update concatenates the kept tokens
 with the new one (W tensors) and keeps a view of the last W - 1, so the storage behind a
 sliding layer is W tokens though ``keys.shape`` shows W - 1 (tests/vram/
@@ -67,12 +67,15 @@ def kv_cache_tokens(config: ModelLike, context_length: int) -> tuple[int, ...]:
 
     Full-attention layers: all of them; sliding layers: min(context_length, sliding_window),
     the storage transformers' ``DynamicSlidingWindowLayer`` holds while generating (module
-    docstring). Raises ValueError for context_length < 0 or a bad config.
+    docstring), except with a window of 1: that layer keeps ``keys[:, :, -W + 1:]``, and
+    ``-1 + 1 = 0`` slices nothing off, so it keeps every token as a full layer does.
+    Raises ValueError for context_length < 0 or a bad config.
     """
     config = as_model_config(config)
     t = check_int(context_length, "context_length", 0)
     window = config.sliding_window
-    return tuple(min(t, window) if kind == SLIDING and window is not None else t for kind in config.layer_types)
+    capped = window is not None and window > 1
+    return tuple(min(t, window) if kind == SLIDING and capped else t for kind in config.layer_types)
 
 
 def _kv_bytes(config: ModelConfig, context_length: int, batch: int, kv_dtype: str, kv_heads: int) -> int:

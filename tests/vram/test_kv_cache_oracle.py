@@ -47,7 +47,7 @@ def _storage_and_view_bytes(cache) -> tuple[int, int]:
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
 def run(request):
-    """(config dict, bytes after the prefill, bytes after one more token) for one family."""
+    """(config dict, bytes after the prefill, bytes after one more token, which cache layers slide)."""
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
@@ -61,21 +61,22 @@ def run(request):
         after_prefill = _storage_and_view_bytes(out.past_key_values)
         out = model(torch.randint(1, 64, (BATCH, 1)), past_key_values=out.past_key_values, use_cache=True)
         after_step = _storage_and_view_bytes(out.past_key_values)
-    return {**cfg, "model_type": family}, after_prefill, after_step
+    sliding = [layer.is_sliding for layer in out.past_key_values.layers]
+    return {**cfg, "model_type": family}, after_prefill, after_step, sliding
 
 
 def test_cache_storage_while_generating_equals_the_calculator(run):
-    cfg, _, (storage, _) = run
+    cfg, _, (storage, _), _ = run
     assert vram.kv_cache_bytes(cfg, PREFILL + 1, BATCH, "bf16") == storage
 
 
 def test_sliding_layers_show_w_minus_1_tokens_and_keep_the_prefill_until_the_first_step(run):
-    cfg, (prefill_storage, prefill_view), (_, step_view) = run
-    config = vram.model_config_from_dict(cfg)
-    per_token_layer = 2 * config.num_key_value_heads * config.head_dim * 2 * BATCH  # K and V, bf16
-    sliding = config.layer_types.count("sliding_attention")
-    full = config.num_hidden_layers - sliding
-    assert prefill_storage == config.num_hidden_layers * PREFILL * per_token_layer  # no cap yet
+    cfg, (prefill_storage, prefill_view), (_, step_view), kinds = run
+    head_dim = cfg.get("head_dim", cfg["hidden_size"] // cfg["num_attention_heads"])
+    per_token_layer = 2 * cfg["num_key_value_heads"] * head_dim * 2 * BATCH  # K and V, bf16
+    sliding = sum(kinds)  # the layers of transformers' own cache
+    full = cfg["num_hidden_layers"] - sliding
+    assert prefill_storage == cfg["num_hidden_layers"] * PREFILL * per_token_layer  # no cap yet
     assert prefill_view == (full * PREFILL + sliding * (WINDOW - 1)) * per_token_layer
     assert step_view == (full * (PREFILL + 1) + sliding * (WINDOW - 1)) * per_token_layer
 
@@ -92,3 +93,24 @@ def test_llama_3_1_8b_is_128_kib_per_token(shared_configs):
     config = shared_configs / "llama-3.1-8b.json"
     assert vram.kv_cache_bytes_per_token(config) == 128 * 1024
     assert vram.kv_cache_bytes(config, 8192) == 2**30
+
+
+@pytest.mark.parametrize("family", ["gemma2", "mistral"])  # half the layers sliding; all of them
+@pytest.mark.parametrize("window", [1, 2, 3])
+def test_edge_lengths_while_decoding_token_by_token(family, window):
+    # T = 1, W - 1, W, W + 1 tokens generated one at a time. A window of 1 keeps every token:
+    # DynamicSlidingWindowLayer keeps keys[:, :, -W + 1:], and -1 + 1 = 0 slices nothing off.
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = {**BASE, **FAMILIES[family], "sliding_window": window}
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(family, **cfg), dtype=torch.bfloat16).eval()
+    measured = {}
+    with torch.no_grad():
+        out = model(torch.randint(1, 64, (BATCH, 1)), use_cache=True)
+        for tokens in range(1, window + 2):
+            if tokens > 1:
+                out = model(torch.randint(1, 64, (BATCH, 1)), past_key_values=out.past_key_values, use_cache=True)
+            measured[tokens] = _storage_and_view_bytes(out.past_key_values)[0]
+    config = {**cfg, "model_type": family}
+    assert {t: vram.kv_cache_bytes(config, t, BATCH, "bf16") for t in measured} == measured
