@@ -130,7 +130,13 @@ def _resolve(config: ModelConfig, target_modules: str | Iterable[str]) -> tuple[
     # Linear targets to the (absent) expert parameters too.
     v4 = _V4_EXPERT_NAMES.get(config.model_type, {})
     if isinstance(target_modules, str):
-        targets = (linear | set(v4)) if target_modules == ALL_LINEAR else {target_modules}
+        if target_modules != ALL_LINEAR:  # PEFT full-matches a string, as a regex, against whole module names
+            raise ValueError(
+                f"target_modules {target_modules!r} is a string: pass a list of names such as "
+                f"[{target_modules!r}] (PEFT reads a string other than {ALL_LINEAR!r} as a regular "
+                "expression over whole module names)"
+            )
+        targets = linear | set(v4)
     else:
         targets = set(target_modules)
     if not targets:
@@ -163,8 +169,13 @@ def _resolve(config: ModelConfig, target_modules: str | Iterable[str]) -> tuple[
 def lora_targets(config: ModelLike, layer: int, target_modules: str | Iterable[str] = ALL_LINEAR) -> tuple[LoraTarget, ...]:
     """The weights of decoder layer ``layer`` that PEFT 0.21 adapts for ``target_modules`` (module docstring).
 
+    ``target_modules``: ``"all-linear"`` or an iterable of module names (the last component
+    of a module's path, as PEFT matches a list); a string other than "all-linear" is refused,
+    since PEFT would read it as a regular expression over whole module names. Names outside
+    the decoder layers (``lm_head``, ``embed_tokens``) and names absent from the model are
+    refused, where PEFT adapts the first and ignores the second as long as one name matches.
     Raises ValueError for an unknown name, a name that is not an nn.Linear in transformers
-    5.x and not a converted v4 expert name, or half of a fused expert pair.
+    5.x and not a converted v4 expert name, half of a fused expert pair, or such a string.
     """
     config = as_model_config(config)
     names, params = _resolve(config, target_modules)

@@ -132,3 +132,16 @@ def test_qlora_mixtral_keeps_its_experts_in_bf16():
     total = vram.count_params(config).total
     assert total - vram.lora.qlora_quantized_params(config) > 45_097_156_608
     assert vram.qlora_base_bytes(config) > 2 * 45_097_156_608
+
+
+def test_a_string_other_than_all_linear_is_refused_as_peft_reads_it_as_a_regex():
+    # PEFT full-matches a string target_modules against whole module names: "q_proj" matches
+    # no "model.layers.0.self_attn.q_proj" and PEFT refuses it; the calculator took it as a name.
+    from peft import LoraConfig, get_peft_model
+
+    raw = _raw(MODELS / "llama-3.1-8b.json")
+    with pytest.raises(ValueError, match="Target modules q_proj not found"), torch.device("meta"):
+        get_peft_model(_meta_model(raw), LoraConfig(r=8, target_modules="q_proj"))
+    with pytest.raises(ValueError, match=r"target_modules 'q_proj' is a string: pass a list of names such as \['q_proj'\]"):
+        vram.lora_adapter_params(raw, 8, "q_proj")
+    assert vram.lora_adapter_params(raw, 8, ["q_proj"]) == _peft_trainable(raw, 8, ["q_proj"])
