@@ -127,7 +127,12 @@ def test_finder_page_without_javascript_shows_the_default_result(built_site, lan
     page = soup(built_site / prefix / "gpu-finder" / "index.html")
     rows = [tr.select_one("th").get_text() for tr in page.select("#finder-table tbody tr")]
     assert rows == ["H200 141GB", "B200"]
-    assert f"128,5\u00a0{unit}" in page.select_one("#finder-status").get_text()
+    # The default: Llama 3.1 8B, AdamW, one card, PyTorch AMP: 16 bytes per parameter
+    # (8,030,261,248, the published total) plus the bf16 autocast copy of every nn.Linear
+    # (everything but the 128,256 x 4,096 embedding and the 65 RMSNorm weights of 4,096).
+    linear = 8_030_261_248 - 128_256 * 4_096 - 65 * 4_096
+    assert round((16 * 8_030_261_248 + 2 * linear) / 1e9, 1) == 143.5
+    assert f"143,5\u00a0{unit}" in page.select_one("#finder-status").get_text()
     assert page.select_one("form#finder-form").has_attr("hidden")
 
 
@@ -146,14 +151,22 @@ def test_a_failing_cell_fails_the_build_naming_the_notebook(built_site, repo_cop
 
 
 SERVE = textwrap.dedent('''
-    """What `mkdocs serve` does on every change, twice: load the config again, build again."""
-    import json, sys
+    """What `mkdocs serve` does on every change: load the config again, build again.
+
+    argv: repository, output folder, "edits" (the edits below, one build after each) or
+    "fresh" (one build, as the new process `make serve` starts after a code edit)."""
+    import json, logging, sys
     from pathlib import Path
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
+    from mkdocs.exceptions import MkDocsException
 
-    root, out = Path(sys.argv[1]), Path(sys.argv[2])
+    root, out, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     cache = root / ".cache" / "notebooks"
+    errors = []  # what the build logs as errors (the exception itself only says "Aborted")
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = lambda record: errors.append(record.getMessage())
+    logging.getLogger("mkdocs").addHandler(handler)
 
     def rebuild():
         build(load_config(str(root / "mkdocs.yml"), site_dir=str(out)))
@@ -161,11 +174,10 @@ SERVE = textwrap.dedent('''
         return {
             "executed": sorted(p.name for p in cache.glob("*.ipynb")),
             "mtimes": sorted(p.stat().st_mtime_ns for p in cache.glob("*.ipynb")),
-            "activation_gb": next(m for m in finder["models"] if m["key"] == "llama-3.1-8b")["activation_gb"]["none"],
+            "activation_gb": next(m for m in finder["models"] if m["key"] == "llama-3.1-8b")["activation_gb"],
             "a6000": next(g for g in finder["gpus"] if g["key"] == "a6000")["name"],
             "index": (out / "index.html").read_text(encoding="utf-8"),
             "notebook": (out / "fr" / "memory-notebook" / "index.html").read_text(encoding="utf-8"),
-            "finder_page": (out / "gpu-finder" / "index.html").read_text(encoding="utf-8"),
         }
 
     def edit(rel, old, new):
@@ -174,32 +186,51 @@ SERVE = textwrap.dedent('''
         assert old in text, (rel, old)
         path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
+    if mode == "fresh":
+        print(json.dumps([rebuild()]))
+        sys.exit(0)
     steps = [rebuild()]
     edit("docs/index.it.md", "## Trova la GPU", "Una frase nuova.\\n\\n## Trova la GPU")
     steps.append(rebuild())
-    edit("vram/activations.py", "return 34 * s * b * h + 5 * a * s * s * b", "return 35 * s * b * h + 5 * a * s * s * b")
     edit("snippets/data/gpus.yaml", "name: RTX A6000 48GB\\n", "name: RTX A6000 Ada 48GB\\n")
     steps.append(rebuild())
+    # one more byte per vocabulary entry and token in the logits
+    edit("vram/activations.py", "logits = (w + FP32) * x.vocab * x.t", "logits = (w + FP32 + 1) * x.vocab * x.t")
+    try:
+        rebuild()
+        steps.append("built with stale code")
+    except MkDocsException:
+        steps.append(" ".join(errors))
     print(json.dumps(steps))
 ''')
 
 
-def test_serve_rebuild_shows_calculator_and_data_edits_and_markdown_edits_run_no_notebook(built_site, repo_copy, tmp_path):
-    script = tmp_path / "serve_twice.py"
-    script.write_text(SERVE, encoding="utf-8")
+def _serve(mode: str, repo: Path, out: Path, script: Path) -> list:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    result = subprocess.run([sys.executable, str(script), str(repo_copy), str(tmp_path / "site")], cwd=repo_copy,
+    result = subprocess.run([sys.executable, str(script), str(repo), str(out), mode], cwd=repo,
                             env=env, capture_output=True, text=True, timeout=420)
     assert result.returncode == 0, result.stderr[-4000:]
-    first, after_markdown, after_calculator = json.loads(result.stdout.splitlines()[-1])
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_serve_rebuild_shows_data_and_markdown_edits_runs_no_notebook_and_restarts_for_code(built_site, repo_copy, tmp_path):
+    script = tmp_path / "serve_twice.py"
+    script.write_text(SERVE, encoding="utf-8")
+    first, after_markdown, after_data, after_code = _serve("edits", repo_copy, tmp_path / "site", script)
     # A Markdown edit shows, and no notebook runs again.
     assert "Una frase nuova." in after_markdown["index"] and "Una frase nuova." not in first["index"]
     assert after_markdown["executed"] == first["executed"] and after_markdown["mtimes"] == first["mtimes"]
-    # The calculator's edit shows in the finder's JSON and page: 35 instead of 34 s*b*h bytes per layer.
-    assert after_calculator["activation_gb"] > first["activation_gb"]
-    assert after_calculator["activation_gb"] == pytest.approx(first["activation_gb"] * (35 * 4096 + 5 * 32 * 2048) / (34 * 4096 + 5 * 32 * 2048))
     # The data file's edit shows in the JSON and in the notebook, which ran again with it.
-    assert after_calculator["a6000"] == "RTX A6000 Ada 48GB" and first["a6000"] == "RTX A6000 48GB"
+    assert after_data["a6000"] == "RTX A6000 Ada 48GB" and first["a6000"] == "RTX A6000 48GB"
     # the notebook writes each card's memory as nvidia-smi reports it: 49,140 MiB = 51.5 GB
-    assert "RTX A6000 Ada 48GB (51" in after_calculator["notebook"] and "RTX A6000 Ada" not in first["notebook"]
-    assert set(after_calculator["executed"]).isdisjoint(first["executed"]), "the notebooks did not run again"
+    assert "RTX A6000 Ada 48GB (51" in after_data["notebook"] and "RTX A6000 Ada" not in first["notebook"]
+    assert set(after_data["executed"]).isdisjoint(first["executed"]), "the notebooks did not run again"
+    # A calculator edit is never built with the code this process imported: the build names
+    # the file and asks for the restart that `make serve` (hooks/serve.py) does by itself ...
+    assert "vram/activations.py" in after_code and "restart" in after_code, after_code
+    # ... and the restarted process shows it: 128,256 vocabulary entries x 2,048 tokens, one byte more each.
+    (restarted,) = _serve("fresh", repo_copy, tmp_path / "site", script)
+    extra_gb = 128_256 * 2_048 / 1e9
+    for mode in ("none", "full"):
+        assert restarted["activation_gb"][mode] == pytest.approx(after_data["activation_gb"][mode] + extra_gb)
+    assert set(restarted["executed"]).isdisjoint(after_data["executed"]), "the notebooks did not run again"
