@@ -47,6 +47,7 @@ INT64 = 8  # bytes: token ids, labels, max/top-k indices and the sort order of a
 # Activation functions whose backward keeps ONE tensor of the MLP width (SiLU, GELU and
 # GELU-tanh keep their input, ReLU its output); transformers' ACT2FN names.
 ONE_TENSOR_ACTIVATIONS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "relu")
+OUTPUT_KEEPING_ACTIVATIONS = ("relu",)
 
 
 @dataclass(frozen=True)
@@ -188,18 +189,23 @@ def _attention_core(x: _Shape, config: ModelConfig, fam: _Family, attention: str
     q = w * t * n * d  # the rotary output (q*cos + rotate_half(q)*sin), a new tensor
     out = w * t * n * d  # the core's output, o_proj's input (under sdpa one storage with SDPA's)
     at_kv = w * t * kv * d  # k or v at kv heads (with the cache on: the cache's contiguous copy)
-    at_n = w * t * n * d  # repeat_kv's copy at n heads (one group: k or v itself, n = kv)
-    grouped = n != kv
+    at_n = w * t * n * d  # repeat_kv's copy at n heads
     # phi3 without the cache (under checkpointing): v is a view of the fused qkv_proj output
     v_sdpa = w * t * (n + 2 * kv) * d if config.fused_projections and not cache else at_kv
+    # repeat_kv is expand(b, kv, n/kv, s, d).reshape(b, n, s, d): a copy, except with one group
+    # (n = kv: k and v themselves) and with one KV head (multi-query: the reshape is then a view,
+    # which SDPA keeps as it is; eager's matmul views it as (b * n, s, d), a copy unless b = 1)
+    copies = n != kv and kv != 1 or (attention == "eager" and kv == 1 and n > 1 and b > 1)
+    k_rep, v_rep = (at_n, at_n) if copies else (at_kv, v_sdpa)
     if attention == "sdpa":
         lse = FP32 * t * n  # log-sum-exp of the flash / memory-efficient kernel
-        if fam.output_copy:
+        if fam.output_copy and s > 1 and n > 1:
             out += w * t * n * d  # SDPA keeps its output; o_proj keeps the contiguous copy
-        if masked:  # transformers repeats K/V when it passes a mask; SDPA keeps the mask cast
-            v = at_n if grouped else v_sdpa
-            return _Core(q + at_n + v + out + lse + w * b * s * s, 0)
-        return _Core(q + at_kv + v_sdpa + out + lse, 0)  # enable_gqa: K/V at kv heads
+        # use_gqa_in_sdpa: K/V stay at kv heads (enable_gqa) without a mask and with head_dim <= 256;
+        # otherwise transformers repeats them. SDPA keeps the mask it is given, cast to the dtype.
+        if masked or d > 256:
+            return _Core(q + k_rep + v_rep + out + lse + (w * b * s * s if masked else 0), 0)
+        return _Core(q + at_kv + v_sdpa + out + lse, 0)
     probs = b * n * s * s
     if config.attention_sinks:  # gpt_oss: softmax in the dtype over s + 1 columns, after a max
         square = w * b * n * s * (s + 1) + INT64 * b * n * s
@@ -207,15 +213,18 @@ def _attention_core(x: _Shape, config: ModelConfig, fam: _Family, attention: str
         square = FP32 * probs + (w * probs if w != FP32 else 0)
         square += w * probs if config.attn_logit_softcapping is not None else 0
     if selective:  # eager_attention_forward under checkpoint keeps its inputs q, k, v and output
-        return _Core(q + 2 * at_kv + out, square + (2 * at_n if grouped else 0))
-    return _Core(q + 2 * at_n + out + square, 0)
+        return _Core(q + 2 * at_kv + out, square + (2 * at_n if copies else 0))
+    return _Core(q + k_rep + v_rep + out + square, 0)
 
 
 def _mlp(x: _Shape, config: ModelConfig, fam: _Family, layer: int) -> int:
     t, w, h = x.t, x.w, x.h
     if not config.moe_layers[layer]:
-        # act(gate) keeps gate; act(gate) * up keeps both; down_proj keeps the product
-        return 4 * w * t * config.intermediate_size
+        # act(gate) keeps gate; act(gate) * up keeps both; down_proj keeps the product. ReLU keeps
+        # its output, the tensor the product keeps too, so gate is not kept, unless gate and up
+        # are halves of one fused output (phi3's gate_up_proj), which up keeps whole anyway.
+        kept = 3 if config.hidden_act in OUTPUT_KEEPING_ACTIVATIONS and not config.fused_projections else 4
+        return kept * w * t * config.intermediate_size
     inter = config.moe_intermediate_size or config.intermediate_size
     experts, k = config.num_local_experts, config.num_experts_per_tok
     pairs = t * k  # token-expert pairs S of grouped_mm_experts_forward
@@ -229,9 +238,9 @@ def _mlp(x: _Shape, config: ModelConfig, fam: _Family, layer: int) -> int:
     per_pair += 4 * w * inter  # gate_up output (2I), act output, down input
     per_pair += FP32 if fam.routing_fp32 else w  # routing weight kept by proj_out * weight
     router = FP32 * t * experts  # softmax(router_logits) in fp32
-    if fam.routing_fp32:  # mixtral renormalises the top-k in place: keeps their sum and values
-        router += FP32 * t
-        per_pair += FP32
+    if config.norm_topk_prob:  # the top-k renormalised in place (mixtral; qwen3_moe's norm_topk_prob)
+        router += FP32 * t  # their sum
+        per_pair += FP32  # their fp32 values
     return router + FP32 * experts + pairs * per_pair
 
 
@@ -250,7 +259,7 @@ def _layer(x: _Shape, fam: _Family, config: ModelConfig, index: int, attention: 
 
 def _layer_is_masked(config: ModelConfig, layer: int, seq_len: int, padded: bool) -> bool:
     """Whether transformers hands SDPA a mask tensor for this layer (masking_utils)."""
-    if padded:
+    if padded or config.bidirectional_attention:  # an or_mask_function rules out the is_causal skip
         return True
     # _ignore_causal_mask_sdpa: a sliding layer needs its mask once kv_length >= window
     window = config.sliding_window
@@ -301,24 +310,29 @@ def activation_memory(
       (w*t*n*d, the attention output below), gate/up (w*t*h), down (w*t*I). The rotary
       embedding keeps cos/sin, which all layers share (not counted).
     - MLP (SwiGLU, GeGLU): ``act(gate)`` keeps gate, ``act(gate) * up`` keeps both, down its
-      input: 4*w*t*I. Mixture of experts (``grouped_mm_experts_forward``), per token-expert
+      input: 4*w*t*I; ReLU keeps its output, the tensor the product keeps, so 3*w*t*I (4 with
+      phi3's fused gate_up_proj, whose output up keeps whole). Mixture of experts (``grouped_mm_experts_forward``), per token-expert
       pair (t*k of them): the gathered input and the down output (2*w*h), gate_up's output,
       the activation and down's input (4*w*I; gpt_oss's clamped SwiGLU 7*w*I), four int64
       indices (top-k, gather order, its inverse, the weights' order: 32) and the routing
       weight (fp32 for mixtral, w otherwise); the router's fp32 softmax over E experts
       (4*t*E; gpt_oss: a softmax over the k chosen logits, w per pair, and an int64 bias
-      index per pair), mixtral's in-place top-k renormalisation (4*t + 4 per pair), the
-      int32 offsets (4*E). Layers listed as dense (qwen3_moe ``mlp_only_layers``) count 4*w*t*I.
+      index per pair), the in-place top-k renormalisation of mixtral and of qwen3_moe with
+      ``norm_topk_prob`` (4*t + 4 per pair), the int32 offsets (4*E). Layers listed as dense (qwen3_moe ``mlp_only_layers``) count 4*w*t*I.
     - ``sdpa`` (``sdpa_attention_forward``, flash or memory-efficient kernel): q after
       rotary (w*t*n*d), k and v at kv heads (w*t*kv*d each: ``enable_gqa``), the output
       (w*t*n*d, one storage with o_proj's input; phi3, whose rotary ends in ``torch.cat``,
       has its output in (b, n, s, d) layout and o_proj keeps a copy: w*t*n*d more), the
       fp32 log-sum-exp (4*t*n). No s*s term.
-      With a mask (``padded``, or a sliding-window layer once seq_len >= window:
+      With a mask (``padded``, every layer of a gemma3_text with
+      ``use_bidirectional_attention``, or a sliding-window layer once seq_len >= window:
       ``_ignore_causal_mask_sdpa``) transformers repeats K/V to n heads (w*t*n*d each) and
-      SDPA keeps the mask cast to the dtype (w*b*s*s). Refused for gemma2 (softcapping) and
+      SDPA keeps the mask cast to the dtype (w*b*s*s); with head_dim over 256 it repeats them
+      without a mask too (``use_gqa_in_sdpa``). The repeat (``repeat_kv``: expand, then
+      reshape) is a view, not a copy, when kv = 1 (multi-query attention): K/V stay w*t*d. Refused for gemma2 (softcapping) and
       gpt_oss (sinks), as transformers refuses them.
-    - ``eager`` (``eager_attention_forward``): q, the repeated K and V (w*t*n*d each), the
+    - ``eager`` (``eager_attention_forward``): q, the repeated K and V (w*t*n*d each; with
+      kv = 1 and b = 1 views of K and V, w*t*d each, as the matmul needs no copy), the
       output, and per head the s*s tensors: fp32 softmax (4*b*n*s*s), its cast to the dtype
       (w*b*n*s*s; none in fp32), gemma2's softcapping ``tanh`` (w*b*n*s*s); gpt_oss instead
       a softmax in the dtype over s + 1 columns (the sink) and the int64 indices of its max.
@@ -333,14 +347,17 @@ def activation_memory(
       fused qkv output and SDPA keeps that whole storage (w*t*(n+2*kv)*d); with the cache
       on, v is the cache's copy (w*t*kv*d).
     - ``head_bytes``, outside the layers: the final norm, lm_head's input (w*t*h), token ids
-      and shifted labels (8*t each), the loss's fp32 total weight (4).
+      and shifted labels (8*t each; with b = 1 the shifted labels are a view of the labels
+      padded by one, 8*(s + 1)), the loss's fp32 total weight (4).
     - ``logits_bytes``: the logits the model returns (w*V*t), gemma2's final softcapping
       ``tanh`` (w*V*t), and the fp32 log-softmax that ``ForCausalLMLoss``'s cross-entropy
       keeps (4*V*t; the fp32 upcast it starts from is freed once the loss returns).
 
     Not counted: transients (the fp32 upcast and the log-softmax coexist for a moment; the
     loss's backward needs two more fp32 V x t buffers), the KV cache copies held by the
-    output under eager attention with grouped heads (2*w*t*kv*d per layer), gradients.
+    output under eager attention with grouped heads (2*w*t*kv*d per layer), gradients. A
+    one-token sequence (seq_len 1, not a training shape) is not exact where K/V are repeated
+    (the repeat is then a view: a few hundred bytes over).
 
     Raises ValueError (one line) for a seq_len or micro_batch that is not an integer in
     1..2**24 or 1..2**16, an unknown attention, recompute or dtype, a family or activation
@@ -380,8 +397,11 @@ def activation_memory(
         per_layer = max(layer.kept for layer in kept)
         recomputed = max(layer.again for layer in kept)
         layers_bytes = sum(layer.kept for layer in kept) + recomputed
-    # final norm, lm_head's input, token ids and shifted labels, nll_loss's fp32 total weight
-    head = _norm(x.t, x.h, w, fam.norm) + w * x.t * x.h + 2 * INT64 * x.t + FP32
+    # final norm, lm_head's input, token ids and shifted labels, nll_loss's fp32 total weight;
+    # ForCausalLMLoss pads the labels by one and slices [..., 1:]: with b = 1 that slice is
+    # contiguous, so .contiguous() keeps a view of the padded b * (s + 1) labels
+    labels = INT64 * (s + 1) if b == 1 else INT64 * x.t
+    head = _norm(x.t, x.h, w, fam.norm) + w * x.t * x.h + INT64 * x.t + labels + FP32
     logits = (w + FP32) * x.vocab * x.t
     if config.final_logit_softcapping is not None:
         logits += w * x.vocab * x.t  # tanh(logits / cap), kept by tanh

@@ -143,7 +143,7 @@ _FAMILIES: dict[str, _Family] = {
              num_attention_heads=32, num_key_value_heads=4, hidden_act="silu", tie_word_embeddings=False,
              attention_bias=False, use_sliding_window=False, sliding_window=4096, max_position_embeddings=32768,
              decoder_sparse_step=1, moe_intermediate_size=768, num_experts_per_tok=8, num_local_experts=128,
-             mlp_only_layers=None),
+             mlp_only_layers=None, norm_topk_prob=False),
         nullable=frozenset({"mlp_only_layers"}), head_dim="attribute", qkv_bias="attention_bias",
         o_bias="attention_bias", qk_norm=True, moe="qwen3_moe", layer_rule="qwen_moe"),
     "gemma2": _Family(
@@ -195,7 +195,9 @@ class ModelConfig:
     ``moe_layers``: True for each layer whose MLP is a mixture of experts.
     ``hidden_act``: the MLP's activation name (gemma: ``hidden_activation``; gpt_oss's
     experts use their own clamped SwiGLU whatever it says). ``defaulted``: keys the file
-    left out, filled from the config class.
+    left out, filled from the config class. ``norm_topk_prob``: the router renormalises the
+    top-k weights (mixtral always; qwen3_moe when its key says so). ``bidirectional_attention``:
+    gemma3_text's ``use_bidirectional_attention`` (every attention layer gets a mask tensor).
     """
 
     model_type: str
@@ -216,6 +218,8 @@ class ModelConfig:
     moe_intermediate_size: int = 0  # width of one expert (mixtral, gpt_oss: intermediate_size)
     moe_layers: tuple[bool, ...] = ()
     expert_bias: bool = False  # gpt_oss: experts' and router's biases
+    norm_topk_prob: bool = False
+    bidirectional_attention: bool = False
     fused_projections: bool = False  # phi3: qkv_proj, gate_up_proj
     qk_norm: bool = False
     attention_sinks: bool = False
@@ -439,9 +443,15 @@ def _window(r: _Reader) -> int | None:
     if window is None:
         return None
     window = r.size("sliding_window", window)
-    if family.layer_rule == "gemma3" and r.get("use_bidirectional_attention"):
+    if family.layer_rule == "gemma3" and _bidirectional(r):
         window = window // 2 + 1  # Gemma3TextConfig.__post_init__
     return window
+
+
+def _bidirectional(r: _Reader) -> bool:
+    """gemma3_text's use_bidirectional_attention (``bool | None``; null is false)."""
+    value = r.get("use_bidirectional_attention")
+    return False if value is None else r.flag("use_bidirectional_attention")
 
 
 def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...]]:
@@ -547,6 +557,8 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         moe_intermediate_size=width,
         moe_layers=moe,
         expert_bias=family.moe == "gpt_oss",
+        norm_topk_prob=family.moe == "mixtral" or (family.moe == "qwen3_moe" and r.flag("norm_topk_prob")),
+        bidirectional_attention=family.layer_rule == "gemma3" and _bidirectional(r),
         fused_projections=family.fused,
         qk_norm=family.qk_norm,
         attention_sinks=family.sinks,

@@ -65,6 +65,8 @@ def config(draw, family: str) -> dict:
             cfg["max_window_layers"] = draw(st.integers(0, layers))
     if family == "gemma3_text":
         cfg["sliding_window_pattern"] = draw(st.integers(1, 3))
+        if draw(st.booleans()):  # EmbeddingGemma's switch: halves the window, masks every layer
+            cfg["use_bidirectional_attention"] = draw(st.sampled_from([True, False, None]))
     if family in ("gemma2", "gpt_oss") and cfg.get("sliding_window") and draw(st.booleans()):
         cfg["layer_types"] = draw(st.lists(st.sampled_from(["full_attention", "sliding_attention"]),
                                            min_size=layers, max_size=layers))
@@ -76,4 +78,6 @@ def config(draw, family: str) -> dict:
         cfg["moe_intermediate_size"] = draw(st.integers(1, 6)) * 2
         cfg["decoder_sparse_step"] = draw(st.integers(1, 2))
         cfg["mlp_only_layers"] = draw(st.lists(st.integers(0, layers - 1), unique=True, max_size=layers))
+        if draw(st.booleans()):
+            cfg["norm_topk_prob"] = draw(st.booleans())
     return cfg

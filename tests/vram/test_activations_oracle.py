@@ -59,6 +59,31 @@ CONFIGS = {
                 "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 32,
                 "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 64},
 }
+# Shapes the cases above do not reach, each at hidden 64 (cheap): measured at micro-batch 1 and 3
+# and odd sequence lengths in test_other_shapes_keep_what_the_formula_says.
+_SMALL = {"vocab_size": 97, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2}
+CONFIGS.update({
+    # multi-query attention (Gemma 3 1B has one KV head): repeat_kv is a view, not a copy
+    "mqa": {"model_type": "gemma3_text", **_SMALL, "num_attention_heads": 4, "num_key_value_heads": 1,
+            "head_dim": 16, "sliding_window": 8, "layer_types": ["sliding_attention", "full_attention"]},
+    # ReLU keeps its output, which the product keeps too; biases everywhere
+    "relu": {"model_type": "llama", **_SMALL, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_act": "relu",
+             "attention_bias": True, "mlp_bias": True},
+    # the top-k renormalised (Qwen3-30B-A3B sets it), experts every second layer
+    "qwen3_moe_norm": {"model_type": "qwen3_moe", **_SMALL, "moe_intermediate_size": 32, "num_attention_heads": 4,
+                       "num_key_value_heads": 2, "head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2,
+                       "decoder_sparse_step": 2, "norm_topk_prob": True},
+    # bidirectional attention: a mask on every layer under sdpa, the window W // 2 + 1
+    "gemma3_bidir": {"model_type": "gemma3_text", **_SMALL, "num_attention_heads": 4, "num_key_value_heads": 2,
+                     "head_dim": 16, "sliding_window": 16, "layer_types": ["sliding_attention", "full_attention"],
+                     "use_bidirectional_attention": True},
+    # phi3 with as many KV heads as heads (Phi-3-mini): K and V are not repeated
+    "phi3_mha": {"model_type": "phi3", **_SMALL, "num_attention_heads": 4, "num_key_value_heads": 4,
+                 "partial_rotary_factor": 0.5, "pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 1},
+    # head_dim over 256: transformers repeats K/V for sdpa even without a mask (use_gqa_in_sdpa)
+    "head_dim_288": {"model_type": "llama", **_SMALL, "num_attention_heads": 4, "num_key_value_heads": 2,
+                     "head_dim": 288},
+})
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
 
@@ -208,3 +233,38 @@ def test_default_attention_is_sdpa_exactly_where_transformers_builds_it(name):
     except ValueError:
         builds = False
     assert default_attention(vram.model_config_from_dict(CONFIGS[name], name)) == ("sdpa" if builds else "eager")
+
+
+OTHER_SHAPES = [
+    # (name, attention, seq, micro_batch, padded, checkpointing)
+    ("llama", "sdpa", 37, 1, False, False),  # micro-batch 1: the shifted labels are a view of the padded ones
+    ("llama", "eager", 37, 1, False, False),
+    ("mqa", "eager", 11, 1, False, False),
+    ("mqa", "eager", 11, 3, False, False),
+    ("mqa", "sdpa", 11, 3, True, False),
+    ("relu", "sdpa", 13, 1, False, False),
+    ("qwen3_moe_norm", "sdpa", 13, 3, False, False),
+    ("gemma3_bidir", "sdpa", 13, 1, False, False),
+    ("phi3_mha", "eager", 13, 2, False, True),
+    ("head_dim_288", "sdpa", 13, 2, False, False),
+]
+
+
+@pytest.mark.parametrize("name, attention, seq, batch, padded, checkpointing", OTHER_SHAPES)
+def test_other_shapes_keep_what_the_formula_says(name, attention, seq, batch, padded, checkpointing):
+    model = build(name, attention, checkpointing)
+    torch.manual_seed(1)
+    ids = torch.randint(0, CONFIGS[name]["vocab_size"], (batch, seq))
+    mask = None
+    if padded:
+        mask = torch.ones(batch, seq, dtype=torch.long)
+        mask[0, : seq // 4] = 0
+    saved = measure(model, ids, attention_mask=mask)
+    config = vram.model_config_from_dict(CONFIGS[name], name)
+    expected = activation_memory(config, seq, batch, attention, "full" if checkpointing else "none", padded=padded)
+    if checkpointing:
+        assert list(saved.layers) == [expected.per_layer_bytes] * len(saved.layers)
+    else:
+        assert sum(saved.layers) == expected.layers_bytes
+    assert saved.head == expected.head_bytes
+    assert saved.logits + saved.returned_logits == expected.logits_bytes

@@ -54,6 +54,8 @@ def _assert_counts_equal(raw: dict, source: str) -> None:
     assert config.hidden_act == (getattr(resolved, "hidden_activation", None) or resolved.hidden_act)
     assert config.attn_logit_softcapping == getattr(resolved, "attn_logit_softcapping", None)
     assert config.final_logit_softcapping == getattr(resolved, "final_logit_softcapping", None)
+    assert config.norm_topk_prob == (resolved.model_type == "mixtral" or bool(getattr(resolved, "norm_topk_prob", False)))
+    assert config.bidirectional_attention == bool(getattr(resolved, "use_bidirectional_attention", False))
     window = config.sliding_window if "sliding_attention" in config.layer_types else None
     assert (config.layer_types, window) == oracle.cache_layers
 
@@ -166,3 +168,31 @@ def test_num_experts_and_num_local_experts_both_given_resolve_as_transformers(fa
            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4,
            "num_experts_per_tok": 1, **experts}
     _assert_counts_equal(raw, f"<{family} with both expert keys>")
+
+
+EDGE_CONFIGS = {
+    # EmbeddingGemma's switch: the window becomes W // 2 + 1 and every layer gets a mask
+    "gemma3_text bidirectional": {"model_type": "gemma3_text", "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8,
+                                  "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 1,
+                                  "head_dim": 4, "sliding_window": 7, "sliding_window_pattern": 2,
+                                  "use_bidirectional_attention": True},
+    # renormalised top-k, experts every second layer, layer 3 dense by name
+    "qwen3_moe sparse step": {"model_type": "qwen3_moe", "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8,
+                              "moe_intermediate_size": 4, "num_hidden_layers": 4, "num_attention_heads": 4,
+                              "num_key_value_heads": 2, "head_dim": 4, "num_experts": 3, "num_experts_per_tok": 2,
+                              "decoder_sparse_step": 2, "mlp_only_layers": [3], "norm_topk_prob": True},
+    # partial rotary changes no parameter
+    "phi3 partial rotary": {"model_type": "phi3", "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8,
+                            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+                            "partial_rotary_factor": 0.5, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0},
+    # gpt_oss without its default attention biases; sinks stay
+    "gpt_oss no attention bias": {"model_type": "gpt_oss", "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8,
+                                  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                  "head_dim": 4, "num_local_experts": 2, "num_experts_per_tok": 1,
+                                  "attention_bias": False},
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDGE_CONFIGS))
+def test_edge_configs_equal_transformers(name):
+    _assert_counts_equal(EDGE_CONFIGS[name], f"<{name}>")
