@@ -13,8 +13,10 @@ from fractions import Fraction
 GB = 10**9
 GIB = 2**30
 
-_PARAMS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*([KkMmBbTt]?)\s*$")
-_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+# ASCII only (re.ASCII): \d and \s would also take "٨" or "８" and odd spaces. The exponent
+# is read apart so that a huge one ("1e-99999999999999999") is refused before any arithmetic.
+_PARAMS_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)(?:[eE]([+-]?[0-9]+))?\s*([KkMmBbTt]?)\s*", re.ASCII)
+_SUFFIX_EXPONENT = {"": 0, "k": 3, "m": 6, "b": 9, "t": 12}
 # 10**15 parameters, ~500x the largest published model: anything above is a typo.
 MAX_PARAMS = 10**15
 
@@ -42,37 +44,55 @@ def gib_to_bytes(gib: float) -> int:
 def parse_params(text: str | int) -> int:
     """Parse a parameter count exactly: ``8e9``, ``8B``, ``1.5b``, ``350M``, ``7000000``.
 
-    The text is read as a decimal number (``decimal.Decimal``, never a float), so ``1.5b``
-    is exactly 1,500,000,000. Returns an int in 1..``MAX_PARAMS``.
+    text: ASCII digits, an optional fraction and exponent, an optional suffix k, M, B or T
+    (10^3, 10^6, 10^9, 10^12; either case), spaces around; or an int. The text is read as
+    an exact decimal (``decimal.Decimal`` and ``fractions.Fraction``, never a float), so
+    ``1.5b`` is exactly 1,500,000,000. Returns an int in 1..``MAX_PARAMS`` (10^15).
     Raises ValueError with a one-line message quoting the input for anything else: not a
-    number (``8X``, ``nan``, ``-1``), not a whole number of parameters (``0.4``, ``1.5``),
-    zero, or more than ``MAX_PARAMS`` (``1e30``, ``1e400``).
+    number in that form (``8X``, ``nan``, ``-1``, ``+8e9``, ``8_000``, non-ASCII digits such
+    as ``٨e9``), not a whole number of parameters (``0.4``, ``1.5``, ``1e-999999999``), zero,
+    or more than ``MAX_PARAMS`` (``1e30``, ``1e400``), all decided before any arithmetic on
+    the exponent, so no input is slow.
     """
     if isinstance(text, bool) or not isinstance(text, (int, str)):
         raise ValueError(f"invalid parameter count {quote_text(text)}: write a number such as 8e9, 8B or 350M")
     if isinstance(text, int):
-        number, scale = Decimal(text), 1
-    else:
-        match = _PARAMS_RE.match(text)
-        if not match:
-            raise ValueError(
-                f"invalid parameter count {quote_text(text)}: write a number such as 8e9, 8B or 350M"
-            )
-        number, scale = Decimal(match.group(1)), _SUFFIX[match.group(2).lower()]
-    # adjusted(): the power of ten of the leading digit, read without rounding or overflow.
-    if number and number.adjusted() + len(str(scale)) - 1 > len(str(MAX_PARAMS)) - 1:
+        if text <= 0:
+            raise ValueError(f"invalid parameter count {quote_text(text)}: it must be positive")
+        if text > MAX_PARAMS:
+            raise ValueError(f"implausible parameter count {quote_text(text)}: more than 10^15 parameters")
+        return text
+    match = _PARAMS_RE.fullmatch(text)
+    if not match:
+        raise ValueError(f"invalid parameter count {quote_text(text)}: write a number such as 8e9, 8B or 350M")
+    mantissa = Decimal(match.group(1))
+    written = match.group(2) or "0"
+    if mantissa and len(written.lstrip("+-").lstrip("0")) > 5:  # |exponent| >= 10^5: far outside 1..10^15
+        if written.startswith("-"):
+            raise ValueError(f"invalid parameter count {quote_text(text)}: not a whole number of parameters")
         raise ValueError(f"implausible parameter count {quote_text(text)}: more than 10^15 parameters")
-    value = Fraction(number) * scale  # exact: Decimal arithmetic would round to 28 digits
+    if not mantissa:
+        raise ValueError(f"invalid parameter count {quote_text(text)}: it must be positive")
+    digits = written.lstrip("+-").lstrip("0") or "0"
+    exponent = (-1 if written.startswith("-") else 1) * int(digits) + _SUFFIX_EXPONENT[match.group(3).lower()]
+    # adjusted(): the power of ten of the leading digit, read without rounding or overflow.
+    magnitude = mantissa.adjusted() + exponent
+    if magnitude > len(str(MAX_PARAMS)) - 1:
+        raise ValueError(f"implausible parameter count {quote_text(text)}: more than 10^15 parameters")
+    if magnitude < 0:
+        raise ValueError(f"invalid parameter count {quote_text(text)}: not a whole number of parameters")
+    value = Fraction(mantissa) * Fraction(10) ** exponent  # exact: Decimal arithmetic would round
     if value > MAX_PARAMS:
         raise ValueError(f"implausible parameter count {quote_text(text)}: more than 10^15 parameters")
     if value.denominator != 1:
         raise ValueError(f"invalid parameter count {quote_text(text)}: not a whole number of parameters")
-    if value <= 0:
-        raise ValueError(f"invalid parameter count {quote_text(text)}: it must be positive")
-    return int(value)
+    return int(value)  # > 0: the mantissa is not zero and no sign is accepted
 
 
 def quote_text(text: object, limit: int = 40) -> str:
     """The user's text in quotes, shortened to ``limit`` characters for a one-line message."""
-    shown = str(text)
+    try:
+        shown = str(text)
+    except ValueError:  # an int past Python's 4,300-digit limit for str()
+        return f"<an integer of {len(format(text, 'x'))} hex digits>"
     return repr(shown if len(shown) <= limit else shown[:limit] + "...")

@@ -193,6 +193,15 @@ BAD = [
     (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "2", "--seq-len", "2e3"], "'2e3'"),
     (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "2", "--seq-len", "64",
       "--micro-batch", "-1"], "micro_batch"),
+    # digits other than ASCII 0-9 (Arabic-Indic, full-width) are not a parameter count
+    (["estimate", "--params", "\u0668e9", "--world-size", "1", "--zero-stage", "0"], "'\u0668e9'"),
+    (["estimate", "--params", "\uff18", "--world-size", "1", "--zero-stage", "0"], "'\uff18'"),
+    (["estimate", "--params", "8e9\u00a0", "--world-size", "1", "--zero-stage", "0"], "invalid parameter count"),
+    (["estimate", "--params", "+8e9", "--world-size", "1", "--zero-stage", "0"], "'+8e9'"),
+    (["estimate", "--params", "8_000", "--world-size", "1", "--zero-stage", "0"], "'8_000'"),
+    (["estimate", "--params", "-0", "--world-size", "1", "--zero-stage", "0"], "'-0'"),
+    (["estimate", "--params", "inf", "--world-size", "1", "--zero-stage", "0"], "'inf'"),
+    (["estimate", "--params", "1000000000000001", "--world-size", "1", "--zero-stage", "0"], "implausible"),
 ]
 
 
@@ -219,6 +228,39 @@ def test_bad_input_in_a_real_process(cli, bad_configs, argv, needle):
     assert "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [proc.stderr.strip()] and needle.format(**bad_configs) in proc.stderr
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("params, needle", [
+    ("1e99999999999999999999", "implausible"),  # past decimal.Decimal's exponent range
+    ("1e-99999999999999999", "whole number"),  # Fraction would compute 10**(10**17)
+    ("0e-99999999999999999999", "positive"),
+])
+def test_huge_exponents_are_refused_at_once(cli, params, needle):
+    proc = cli("estimate", "--params", params, "--world-size", "1", "--zero-stage", "0")  # cli times out at 60 s
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [proc.stderr.strip()]
+    assert repr(params) in proc.stderr and needle in proc.stderr
+
+
+def test_odd_but_exact_counts(cli):
+    """Spaces around, an exponent sign, a fraction of a suffix: exact, never via a float."""
+    for text, params in ((" 8e9 ", 8 * GB), ("1e+3", 1000), ("0.001k", 1), ("7000000001", 7_000_000_001),
+                         ("1e15", 10**15), ("0.000001T", 10**6)):
+        data = json.loads(cli("estimate", "--params", text, "--world-size", "1", "--zero-stage", "0", "--json").stdout)
+        assert data["params"] == params, text
+
+
+@pytest.mark.parametrize("value, needle", [(0, "positive"), (-5, "positive"), (10**15 + 1, "implausible"),
+                                           (10**5000, "implausible"), (True, "invalid"), (1.5, "invalid")],
+                         ids=["0", "-5", "10^15+1", "10^5000", "True", "1.5"])
+def test_parse_params_refuses_ints_out_of_range_in_one_line(value, needle):
+    """Placeholders and callers may pass an int: the same range, a message that fits a line."""
+    import vram
+
+    with pytest.raises(ValueError, match=needle) as info:
+        vram.parse_params(value)
+    assert len(str(info.value)) < 120
+    assert vram.parse_params(10**15) == 10**15
 
 
 def test_main_in_process_returns_0(capsys, shared_configs):
