@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import NoReturn, Sequence
 
@@ -30,6 +31,7 @@ from .units import quote_text, bytes_to_gb, bytes_to_gib, parse_params
 EXIT_BAD_INPUT = 2
 MAX_WORLD_SIZE = 2**20  # more data-parallel GPUs than any cluster has
 MAX_GPUS_PER_MACHINE = 2**10
+MAX_LORA_RANK = 2**16  # wider than any hidden size in use
 SYMBOL_NAMES = {
     "P": "params", "P/N": "params / GPUs", "PM/N": "params x GPUs per machine / GPUs",
     "L": "params of the largest module", "B": "params of one decoder layer",
@@ -114,6 +116,9 @@ def _model(args: argparse.Namespace) -> tuple[ModelShape, ModelConfig | None, in
 
 def _check_needs(args: argparse.Namespace, config: ModelConfig | None) -> None:
     """One line for each flag that needs another (before any arithmetic)."""
+    if (args.framework, args.zero_stage) == ("fsdp2", 1):  # before asking for --config: no config helps
+        _fail("estimate: FSDP2 has no ZeRO-1: fully_shard shards gradients and optimizer states together; "
+              "use --zero-stage 2 (reshard_after_forward=False), 3 (True) or 0 (DDP)")
     if config is None:
         if args.framework == "fsdp2":
             _fail("estimate: --framework fsdp2 needs --config: fully_shard gathers one decoder layer "
@@ -285,15 +290,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="weights plus KV cache for serving")
     s.add_argument("config", help="path to config.json")
-    s.add_argument("--context", type=int, required=True, help="tokens per sequence")
-    s.add_argument("--batch", type=int, default=1, help="sequences (default 1)")
+    s.add_argument("--context", type=_whole("context", 1, MAX_SEQ_LEN), required=True, help="tokens per sequence")
+    s.add_argument("--batch", type=_whole("batch", 1, MAX_MICRO_BATCH), default=1, help="sequences (default 1)")
     s.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES)
     s.add_argument("--kv-dtype", default="bf16", choices=tuple(DTYPE_BITS))
     s.set_defaults(func=_cmd_serve)
 
     lo = sub.add_parser("lora", help="LoRA / QLoRA memory on one GPU")
     lo.add_argument("config", help="path to config.json")
-    lo.add_argument("--rank", type=int, required=True, help="adapter rank")
+    lo.add_argument("--rank", type=_whole("rank", 1, MAX_LORA_RANK), required=True, help="adapter rank")
     lo.add_argument("--targets", default=ALL_LINEAR,
                     help="comma-separated nn.Linear names, or all-linear (default: PEFT's every nn.Linear but lm_head)")
     lo.add_argument("--base-dtype", default="bf16", choices=BASE_DTYPES, help="nf4 = QLoRA")
@@ -306,12 +311,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns 0, or exits 2 with one line on stderr for bad input."""
+    """Run the CLI; returns 0, or exits 2 with one line on stderr for bad input.
+
+    A reader that closes the pipe early (``| head -1``) ends the command quietly, with
+    status 1, as the Python documentation recommends for SIGPIPE (``signal`` module notes).
+    """
     args = build_parser().parse_args(argv)
     try:
         args.func(args)
+        sys.stdout.flush()
     except ValueError as exc:  # includes ConfigError: bad numbers, files, keys
         _fail(str(exc))
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at devnull so that flush cannot fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 

@@ -202,6 +202,15 @@ BAD = [
     (["estimate", "--params", "-0", "--world-size", "1", "--zero-stage", "0"], "'-0'"),
     (["estimate", "--params", "inf", "--world-size", "1", "--zero-stage", "0"], "'inf'"),
     (["estimate", "--params", "1000000000000001", "--world-size", "1", "--zero-stage", "0"], "implausible"),
+    # FSDP2 has no stage 1 whatever else is given: the first line says so, not "give --config"
+    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "1", "--framework", "fsdp2"], "no ZeRO-1"),
+    # serve and lora read their integers as estimate does: ASCII digits, in range
+    (["serve", "{llama}", "--context", "\u0668"], "'\u0668'"),
+    (["serve", "{llama}", "--context", "1_000"], "'1_000'"),
+    (["serve", "{llama}", "--context", "0"], "context"),
+    (["serve", "{llama}", "--context", "8192", "--batch", "99999999999999999999999999"], "batch"),
+    (["lora", "{llama}", "--rank", "\u0668"], "'\u0668'"),
+    (["lora", "{llama}", "--rank", "999999999999"], "rank"),
 ]
 
 
@@ -261,6 +270,23 @@ def test_parse_params_refuses_ints_out_of_range_in_one_line(value, needle):
         vram.parse_params(value)
     assert len(str(info.value)) < 120
     assert vram.parse_params(10**15) == 10**15
+
+
+@pytest.mark.parametrize("json_flag", [(), ("--json",)])
+def test_a_closed_pipe_ends_quietly(shared_configs, json_flag):
+    """``python -m vram ... | head -1``: no BrokenPipeError traceback on stderr."""
+    import subprocess
+    import sys
+
+    from tests.vram.conftest import REPO_ROOT
+
+    argv = [sys.executable, "-m", "vram", "estimate", "--config", str(shared_configs / "llama-3.1-8b.json"),
+            "--world-size", "8", "--zero-stage", "3", "--framework", "fsdp2", "--seq-len", "2048", *json_flag]
+    proc = subprocess.Popen(argv, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first byte is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) in (0, 1)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
 
 
 def test_main_in_process_returns_0(capsys, shared_configs):
