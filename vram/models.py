@@ -42,7 +42,9 @@ which a config.json must name (``model_config_from_dict``). Refused with ``Confi
 refuses (a ``null`` where the field is not optional, a
 ``hidden_size`` not divisible by the heads where the class checks it: llama, gemma2,
 gemma3_text), a ``num_key_value_heads`` that does not divide ``num_attention_heads``
-(transformers builds it, but attention cannot group the heads), a ``model_type`` outside
+(transformers builds it, but attention cannot group the heads), a null ``sliding_window``
+for gemma2, gemma3_text and gpt_oss (transformers builds them, but every forward fails), a
+``model_type`` outside
 the families above, non-integer or implausible sizes (any size over ``MAX_SIZE``, or more
 than 10^15 parameters in all), and a file that is not a JSON object of at most 1 MiB.
 """
@@ -441,6 +443,11 @@ def _window(r: _Reader) -> int | None:
     if family.layer_rule in ("qwen", "qwen_moe") and not r.flag("use_sliding_window"):
         return None  # Qwen2/Qwen3(Moe)Config: sliding_window = sliding_window if use_sliding_window else None
     if window is None:
+        if family.layer_rule in ("every_2nd_full", "gemma3"):
+            # the config class accepts it, but the model builds a sliding-window mask in every forward
+            raise r.fail(f"key 'sliding_window' is null, which {r.modeling_file} cannot run (it builds a "
+                         f"sliding-window mask in every forward); give the window or leave the key out "
+                         f"(default: {family.defaults['sliding_window']})")
         return None
     window = r.size("sliding_window", window)
     if family.layer_rule == "gemma3" and _bidirectional(r):
@@ -493,8 +500,9 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
     Raises ConfigError (one line) for an unsupported or non-text ``model_type``, a missing
     size key, a null the config class refuses, a non-integer, negative or implausible size
     (over ``MAX_SIZE``), KV heads that do not divide the attention heads, a ``hidden_size``
-    the config class refuses, malformed ``layer_types``, an activation name that is not a
-    string, or sizes that make more than ``vram.units.MAX_PARAMS`` (10^15) parameters (the
+    the config class refuses, malformed ``layer_types``, a null ``sliding_window`` for gemma2,
+    gemma3_text or gpt_oss (accepted by their config classes, but no forward of the model
+    runs without it), an activation name that is not a string, or sizes that make more than ``vram.units.MAX_PARAMS`` (10^15) parameters (the
     bound ``--params`` has).
     """
     if not isinstance(raw, Mapping):

@@ -57,8 +57,10 @@ def config(draw, family: str) -> dict:
         cfg["mlp_bias"] = draw(st.booleans())
     layers = cfg["num_hidden_layers"]
     window = draw(st.integers(2, 6))
-    if family in ("mistral", "mixtral", "phi3", "gemma2", "gemma3_text", "gpt_oss"):
+    if family in ("mistral", "mixtral", "phi3"):
         cfg["sliding_window"] = draw(st.sampled_from([window, None]))
+    if family in ("gemma2", "gemma3_text", "gpt_oss") and draw(st.booleans()):  # null: refused (cannot run)
+        cfg["sliding_window"] = window
     if family in ("qwen2", "qwen3", "qwen3_moe"):
         cfg.update(use_sliding_window=draw(st.booleans()), sliding_window=window)
         if family != "qwen3_moe":

@@ -48,6 +48,9 @@ CASES = {
     "10 MB of padding": (json.dumps({**LLAMA, "padding": "x" * 10_000_000}), "larger than 1 MiB"),
     "a duplicated key": ('{"model_type": "llama", "hidden_size": 4096, "hidden_size": 8}',
                          "key 'hidden_size' appears twice"),
+    # Gemma2Config accepts it, but every forward of the model builds a sliding-window mask and fails
+    "gemma2 without a window": ({**LLAMA, "model_type": "gemma2", "head_dim": 128, "sliding_window": None},
+                                "'sliding_window' is null, which modeling_gemma2.py cannot run"),
     "hidden_act not text": ({**LLAMA, "hidden_act": 5}, "'hidden_act' must be a string (an activation such as 'silu'), got 5"),
 }
 
