@@ -11,6 +11,8 @@ adds them to ``required_bytes`` or asks for free room with ``min_free_fraction``
 
 from __future__ import annotations
 
+import math
+
 from .validate import check_int
 
 MIB = 2**20
@@ -37,8 +39,12 @@ def usable_bytes(memory_mib: int, reserve_mib: int) -> int:
 def free_fraction(required_bytes: int | float, capacity_bytes: int | float) -> float:
     """Share of the capacity left free: (capacity - required) / capacity (negative: does not fit).
 
-    Raises ValueError for a non-positive capacity or a negative requirement.
+    Raises ValueError for a value that is not a finite int or float (bools, NaN, infinities,
+    text), a non-positive capacity or a negative requirement.
     """
+    for name, value in (("required_bytes", required_bytes), ("capacity_bytes", capacity_bytes)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not math.isfinite(value)):
+            raise ValueError(f"{name} must be a finite number of bytes, got {value!r}")
     if capacity_bytes <= 0:
         raise ValueError(f"capacity_bytes must be positive, got {capacity_bytes!r}")
     if required_bytes < 0:

@@ -75,3 +75,19 @@ def test_bad_capacities_are_refused(call, match):
 
 def test_mib_is_2_to_the_20():
     assert MIB == 1_048_576
+
+
+@pytest.mark.parametrize("required, capacity", [
+    (float("nan"), 100), (50, float("nan")), (float("inf"), 100), (50, float("inf")),
+    (True, 100), (50, True), ("50", 100), (50, None),
+])
+def test_fits_refuses_what_is_not_a_finite_number_of_bytes(required, capacity):
+    # NaN compared False everywhere (a NaN need "did not fit" silently); a string raised TypeError
+    with pytest.raises(ValueError, match="must be a finite number of bytes"):
+        vram.fits(required, capacity)
+    with pytest.raises(ValueError, match="must be a finite number of bytes"):
+        vram.free_fraction(required, capacity)
+
+
+def test_fits_compares_integers_beyond_float_exactly():
+    assert vram.fits(10**400, 10**400) and not vram.fits(10**400 + 1, 10**400)
