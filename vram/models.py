@@ -641,7 +641,11 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def as_model_config(config: ModelConfig | Mapping[str, Any] | str | Path) -> ModelConfig:
-    """Accept a ``ModelConfig``, a parsed config dict, or a path to ``config.json``."""
+    """Accept a ``ModelConfig``, a parsed config dict, or a path to ``config.json``.
+
+    Returns a ``ModelConfig`` (the same object when given one). Raises ConfigError as
+    ``model_config_from_dict`` (a dict) or ``load_model_config`` (a path) does.
+    """
     if isinstance(config, ModelConfig):
         return config
     if isinstance(config, Mapping):
@@ -713,7 +717,11 @@ def _moe_modules(config: ModelConfig) -> list[Module]:
 
 
 def root_modules(config: ModelConfig) -> tuple[Module, ...]:
-    """The modules outside the decoder layers: embedding, final norm, lm_head (maybe tied)."""
+    """The modules outside the decoder layers: embedding, final norm, lm_head (maybe tied).
+
+    ``config``: a ``ModelConfig`` (already resolved, so nothing is raised). Shapes in elements,
+    as ``modeling_<family>.py`` builds them: ``embed_tokens`` and ``lm_head`` vocab x hidden.
+    """
     v, h = config.vocab_size, config.hidden_size
     return (
         Module("model.embed_tokens", "embedding", (("weight", (v, h)),)),
@@ -748,7 +756,11 @@ def decoder_layer_params(config: ModelLike) -> int:
 
 
 def root_params(config: ModelLike) -> int:
-    """Parameters outside the decoder layers: embedding, final norm and an untied lm_head."""
+    """Parameters (elements) outside the decoder layers: embedding, final norm and an untied lm_head.
+
+    FSDP2's root unit when ``fully_shard`` wraps each decoder layer and then the model.
+    Raises ConfigError for a bad config.
+    """
     config = as_model_config(config)
     return sum(m.params for m in root_modules(config) if not m.tied)
 
@@ -774,6 +786,7 @@ def largest_layer_params(config: ModelLike) -> int:
     the loop of ``model_to_params`` in ``deepspeed/runtime/zero/stage3.py`` (the module
     gathered whole at once). Llama 3.1 8B: the 128,256 x 4,096 embedding, 525,336,576;
     Mixtral 8x7B: one layer's fused experts, 8 x 3 x 14,336 x 4,096 = 1,409,286,144.
+    Returns elements; raises ConfigError for a bad config.
     """
     config = as_model_config(config)
     modules = list(root_modules(config))
@@ -788,6 +801,7 @@ def linear_params(config: ModelLike) -> int:
     What PyTorch autocast copies to bf16 when it runs a Linear on fp32 weights. Fused
     expert parameters (transformers 5.x MoE) are not ``nn.Linear``; their matmuls go
     through ``nn.functional.linear`` on the 3-D parameter and are not counted here.
+    Raises ConfigError for a bad config.
     """
     config = as_model_config(config)
     kinds = _distinct_layers(config)
@@ -798,7 +812,11 @@ def linear_params(config: ModelLike) -> int:
 
 
 def decoder_linears(config: ModelLike, layer: int | None = None) -> tuple[Linear, ...]:
-    """The ``nn.Linear`` modules of one decoder layer (default: the largest), named as in transformers."""
+    """The ``nn.Linear`` modules of one decoder layer (default: the largest), named as in transformers.
+
+    ``layer``: a 0-based index. Sizes in elements. Raises ConfigError for a bad config and
+    ValueError for a layer index out of range.
+    """
     config = as_model_config(config)
     if layer is None:
         kinds = _distinct_layers(config)
@@ -807,7 +825,10 @@ def decoder_linears(config: ModelLike, layer: int | None = None) -> tuple[Linear
 
 
 def embedding_params(config: ModelLike) -> int:
-    """Input embedding plus, when untied, the ``lm_head`` (vocab x hidden each)."""
+    """Input embedding plus, when untied, the ``lm_head`` (vocab x hidden elements each).
+
+    What model cards leave out of "non-embedding" parameters. Raises ConfigError for a bad config.
+    """
     config = as_model_config(config)
     one = config.vocab_size * config.hidden_size
     return one if config.tie_word_embeddings else 2 * one
