@@ -2,8 +2,8 @@
 
 GPU side, stages 2 and 3: DeepSpeed's own estimators, with ``additional_buffer_factor=1``
 (``deepspeed/runtime/zero/stage_1_and_2.py``, ``estimate_zero2_model_states_mem_needs``,
-lines 4017-4040; ``deepspeed/runtime/zero/stage3.py``, ``estimate_zero3_model_states_mem_needs``,
-lines 4016-4056), for P parameters on N GPUs with bf16 weights and AdamW (K = 12 B of
+lines 4017-4034; ``deepspeed/runtime/zero/stage3.py``, ``estimate_zero3_model_states_mem_needs``,
+lines 4016-4052), for P parameters on N GPUs with bf16 weights and AdamW (K = 12 B of
 optimizer state per parameter: 4 fp32 master + 8 for the two fp32 moments):
 
 - ZeRO-2: ``2P + int(18P/N)``. The source's comment: "18 = 2_grads_16bit + 4_grads_32bit +
@@ -17,7 +17,17 @@ optimizer state per parameter: 4 fp32 master + 8 for the two fp32 moments):
   Ren et al. 2021, arXiv:2101.06840, §4.1). ZeRO-3 with it: ``4 * largest + int(2P/N)``;
   with ``offload_param`` too: ``4 * largest``.
 
-Parts are rounded so that they add up to the estimator's ``int(...)`` exactly.
+Every partition is whole elements: ceil(P/N) per GPU, as DeepSpeed allocates them (stage
+1/2 pads the flat bf16 group to a multiple of 2N, ``stage_1_and_2.py``, ``align_dense_tensors``;
+stage 3 pads each parameter to a multiple of N, ``partition_parameters.py``, ``_padding_size``),
+so ceil(P/N) is what a GPU holds at least. The estimators truncate instead: ``int(18 * P / N)``,
+in floating point. When N divides P (every model and GPU count the site shows) the two agree
+to the byte; otherwise the figure here is 1 to 18 bytes above the estimator's
+(18 * ceil(P/N) - floor(18P/N) = 18 - floor(18r/N), r = P mod N; with ``offload_optimizer``
+at stage 3, 2 - floor(2r/N)), and once 18P passes 2^53 (P above 5 * 10^14) the
+estimator's float division can add or drop one more byte. Tested against the estimators
+with hypothesis (``tests/vram/test_deepspeed_estimators.py``).
+
 Stages 0 and 1 have no estimator; they are derived from the same buffers: stage 1 does not
 partition gradients, so the bf16 gradients are whole (2P) beside the 1/N fp32 gradient and
 optimizer partitions (``stage_1_and_2.py`` with ``partition_gradients=False``); without
@@ -46,7 +56,7 @@ FP32_GRADS = 4
 LARGEST_LAYER_BYTES = 4  # bf16 weights + bf16 gradients of the gathered layer
 
 ESTIMATOR_2 = "deepspeed/runtime/zero/stage_1_and_2.py:4030-4031 (estimate_zero2_model_states_mem_needs)"
-ESTIMATOR_3 = "deepspeed/runtime/zero/stage3.py:4027-4046 (estimate_zero3_model_states_mem_needs)"
+ESTIMATOR_3 = "deepspeed/runtime/zero/stage3.py:4027-4052 (estimate_zero3_model_states_mem_needs)"
 NOTE_BUFFER_FACTOR = (
     "DeepSpeed's estimators multiply host RAM by additional_buffer_factor=1.5 as a safety "
     "margin; not applied here."
@@ -56,40 +66,36 @@ NOTE_LOAD_TERM = (
     "4*N is every process loading an fp32 copy of the model at start-up; not applied here "
     "(start-up, not training)."
 )
+NOTE_WHOLE_ELEMENTS = (
+    "{params:,} parameters are not a multiple of {world_size} GPUs: each partition is rounded up "
+    "to {shard:,} whole elements, as DeepSpeed pads it; its estimators truncate int(18P/N) instead."
+)
 NOTE_DERIVED = (
     "DeepSpeed has no estimator for stage {stage}: derived from the buffers of its stage 2 "
     "estimator (see vram/deepspeed_zero.py)."
 )
 
 
-def _floor(numerator: int, world_size: int) -> int:
-    return numerator // world_size  # the estimator's int(x / N), exact while x < 2**53
-
-
-def _ceil(numerator: int, world_size: int) -> int:
-    return -(-numerator // world_size)
+def _shard(params: int, world_size: int) -> int:
+    """Elements of one GPU's partition: ceil(P / N) (DeepSpeed pads; see the module docstring)."""
+    return -(-params // world_size)
 
 
 def _partitions(params: int, world_size: int, optimizer_k: int, last: str | None) -> list[Term]:
-    """1/N partitions: optimizer K, fp32 gradients 4, then ``last``: "weights" or "gradients"
-    for the 2 B bf16 partition (ZeRO-3 weights, ZeRO-2 gradients), or None (stage 1).
-
-    Cumulative floors, so the terms add up to int((K + 4 [+ 2]) * P / N) exactly.
-    """
-    p, n, k = params, world_size, optimizer_k
-    master = _floor(MASTER_COPY_BYTES * p, n)
-    optim = _floor(k * p, n)
-    grads32 = _floor((k + FP32_GRADS) * p, n)
+    """1/N partitions, whole elements each: fp32 master (4), optimizer states (K - 4), fp32
+    gradients (4), then ``last``: "weights" or "gradients" for the 2 B bf16 partition (ZeRO-3
+    weights, ZeRO-2 gradients), or None (stage 1)."""
+    shard, k = _shard(params, world_size), optimizer_k
     terms = [
-        Term("optimizer", "fp32_master_partition", master, ((MASTER_COPY_BYTES, "P/N"),), "fp32 master partition"),
-        Term("optimizer", "optimizer_state_partition", optim - master, ((k - MASTER_COPY_BYTES, "P/N"),),
+        Term("optimizer", "fp32_master_partition", MASTER_COPY_BYTES * shard, ((MASTER_COPY_BYTES, "P/N"),),
+             "fp32 master partition"),
+        Term("optimizer", "optimizer_state_partition", (k - MASTER_COPY_BYTES) * shard, ((k - MASTER_COPY_BYTES, "P/N"),),
              "optimizer state partition (AdamW: two fp32 moments)"),
-        Term("gradients", "fp32_gradient_partition", grads32 - optim, ((FP32_GRADS, "P/N"),), "fp32 gradient partition"),
+        Term("gradients", "fp32_gradient_partition", FP32_GRADS * shard, ((FP32_GRADS, "P/N"),), "fp32 gradient partition"),
     ]
     if last is not None:
         key = "bf16_weight_partition" if last == "weights" else "bf16_gradient_partition"
-        terms.append(Term(last, key, _floor((k + FP32_GRADS + BF16) * p, n) - grads32, ((BF16, "P/N"),),
-                          key.replace("_", " ")))
+        terms.append(Term(last, key, BF16 * shard, ((BF16, "P/N"),), key.replace("_", " ")))
     return terms
 
 
@@ -111,8 +117,10 @@ def deepspeed_memory(
     offload_params: ``offload_param`` (stage 3, with offload_optimizer);
     largest_layer_params: the largest module's parameters (required at stage 3);
     gpus_per_machine: GPUs sharing one host's RAM (default: all N; must divide N).
-    Returns ``FrameworkMemory`` (bytes; GPU parts equal DeepSpeed's estimator at stages 2
-    and 3 with additional_buffer_factor=1). Raises ValueError for bad input.
+    Returns ``FrameworkMemory`` (bytes, partitions in whole elements; the GPU side equals
+    DeepSpeed's estimator at stages 2 and 3 with additional_buffer_factor=1 when N divides
+    P, and is 1 to 18 B above it otherwise: see the module docstring). Raises ValueError
+    for bad input.
     """
     check_params(params)
     n = check_world_size(world_size)
@@ -127,6 +135,8 @@ def deepspeed_memory(
         raise ValueError("DeepSpeed offload_param needs ZeRO stage 3 with offload_optimizer as well")
     p = params
     notes: list[str] = []
+    if p % n and not (offload_optimizer and zero_stage < 3):  # those keep no 1/N partition on the GPU
+        notes.append(NOTE_WHOLE_ELEMENTS.format(params=p, world_size=n, shard=_shard(p, n)))
     if zero_stage == 3:
         if largest_layer_params is None:
             raise ValueError(
@@ -139,7 +149,7 @@ def deepspeed_memory(
         terms = [Term("working", "largest_layer", LARGEST_LAYER_BYTES * largest, ((LARGEST_LAYER_BYTES, "L"),),
                       f"largest module gathered whole: bf16 weights + bf16 gradients (2 + 2); {ESTIMATOR_3}")]
         if offload_optimizer and not offload_params:
-            terms.append(Term("weights", "bf16_weight_partition", _floor(BF16 * p, n), ((BF16, "P/N"),),
+            terms.append(Term("weights", "bf16_weight_partition", BF16 * _shard(p, n), ((BF16, "P/N"),),
                               f"bf16 weight partition; {ESTIMATOR_3}"))
         elif not offload_optimizer:
             terms += [Term(t.part, t.key, t.bytes, t.coefficients, f"{t.what}; {ESTIMATOR_3}") for t in _partitions(p, n, k, "weights")]
@@ -164,11 +174,12 @@ def deepspeed_memory(
         elif not offload_optimizer:
             terms += [Term(t.part, t.key, t.bytes, t.coefficients, f"{t.what}; {ESTIMATOR_2}") for t in _partitions(p, n, k, "gradients")]
     if offload_optimizer:
-        per_gpu_host = (FP32_GRADS + k + (BF16 if offload_params else 0)) * p
+        host_bytes_per_param = FP32_GRADS + k + (BF16 if offload_params else 0)
         what = f"per machine: fp32 master + optimizer states ({k}) and fp32 gradients (4)"
         if offload_params:
             what += " and bf16 weights (2)"
-        terms.append(Term("host", "offloaded_partitions", _ceil(per_gpu_host * gpus, n), ((per_gpu_host // p, "PM/N"),), what))
+        terms.append(Term("host", "offloaded_partitions", host_bytes_per_param * _shard(p, n) * gpus,
+                          ((host_bytes_per_param, "PM/N"),), what))
         notes.append(NOTE_BUFFER_FACTOR)
         if zero_stage in (1, 2):
             notes.append(NOTE_LOAD_TERM)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import vram
 from vram.deepspeed_zero import deepspeed_memory
@@ -90,14 +92,55 @@ def test_zero2_offload_host_is_16_bytes_per_param_the_estimators_load_term_aside
         assert any("additional_buffer_factor=1.5" in note for note in mem.notes)
 
 
-def test_parts_add_up_to_the_estimator_for_sizes_that_do_not_divide(estimators):
-    """P not a multiple of N: the estimator truncates int(18P/N); the parts are rounded to match."""
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.integers(1, 1024), st.integers(1, 10**15), st.booleans(), st.integers(0, 10**15))
+@example(5, 700_000_000_000_003, False, 0)  # 18P/N = ...010.8: the estimator's float rounds up to ...011
+@example(7, 999_999_999_999_999, False, 5)
+@example(1024, 1025, False, 1)  # r = 1 < N/18: 18 bytes above
+@example(1, 10**15, True, 10**15)
+def test_any_size_equals_the_estimator_when_n_divides_p_and_stays_within_18_bytes_otherwise(
+        estimators, n, params, divisible, largest_seed):
+    """Partitions are whole elements (DeepSpeed pads them); the estimators truncate
+    int(18P/N) in floating point. Bound of the docstring: equal when N divides P; else 18 -
+    floor(18r/N) bytes above (r = P mod N: 1 to 18), one byte more or less once 18P passes
+    2^53 (the float division's rounding); 2 - floor(2r/N) (1 or 2) with offload_optimizer."""
     zero2, zero3 = estimators
-    for params in (1, 7, 999_999_937, 8_030_261_249):
-        for n in (3, 7, 8):
-            assert deepspeed_memory(params, n, 2).per_gpu_bytes == zero2(params, n, 1, False, 1)[1]
-            mem = deepspeed_memory(params, n, 3, largest_layer_params=1)
-            assert mem.per_gpu_bytes == zero3(params, 1, n, 1, False, False, True, 1)[1]
+    if divisible:
+        params = max(n, params - params % n)
+    largest = 1 + largest_seed % params
+    exact = params % n == 0
+    r = params % n
+    rounding = 1 if r and 18 * params >= 2**53 else 0  # the quotient then has too few bits for 1/N
+
+    def check(ours: int, theirs: int, per_element: int) -> None:
+        above = per_element - (per_element * r) // n if r else 0  # whole elements minus the floor
+        assert abs(ours - theirs - above) <= rounding, (ours, theirs, above)
+
+    check(deepspeed_memory(params, n, 2).per_gpu_bytes, zero2(params, n, 1, False, 1)[1], 18)
+    check(deepspeed_memory(params, n, 3, largest_layer_params=largest).per_gpu_bytes,
+          zero3(params, largest, n, 1, False, False, True, 1)[1], 18)
+    check(deepspeed_memory(params, n, 3, offload_optimizer=True, largest_layer_params=largest).per_gpu_bytes,
+          zero3(params, largest, n, 1, True, False, True, 1)[1], 2)  # 2 ceil(P/N) vs int(2P/N)
+    # no partition left on the GPU: 2P, and the largest layer alone
+    assert deepspeed_memory(params, n, 2, offload_optimizer=True).per_gpu_bytes == zero2(params, n, 1, True, 1)[1]
+    assert (deepspeed_memory(params, n, 3, offload_optimizer=True, offload_params=True, largest_layer_params=largest)
+            .per_gpu_bytes == zero3(params, largest, n, 1, True, True, True, 1)[1])
+    if exact:  # host RAM per machine: the estimator's 16P (18P with offload_param) at factor 1
+        for offload_params, index in ((False, 0), (True, 0)):
+            mem = deepspeed_memory(params, n, 3, offload_optimizer=True, offload_params=offload_params,
+                                   largest_layer_params=largest)
+            assert mem.host_bytes == zero3(params, largest, n, 1, True, offload_params, True, 1)[index]
+
+
+def test_one_parameter_on_four_gpus_holds_whole_elements(estimators):
+    """oracles.md, edges: 1 parameter on 4 GPUs at ZeRO-3: a GPU holds a whole element of each
+    state (2 B of bf16 weights, 4 of fp32 gradients, 4 + 8 of fp32 master and moments), not
+    the estimator's int(18/4) = 4 bytes shared among them."""
+    _, zero3 = estimators
+    mem = deepspeed_memory(1, 4, 3, largest_layer_params=1)
+    assert (mem.weights_bytes, mem.gradients_bytes, mem.optimizer_bytes) == (2, 4, 12)
+    assert mem.per_gpu_bytes == 4 + 18 == zero3(1, 1, 4, 1, False, False, True, 1)[1] + 14
+    assert any("whole elements" in note for note in mem.notes)
 
 
 # --- shared/cases/oracles.md, "Model states per GPU, DeepSpeed" --------------------------
