@@ -13,9 +13,14 @@ A translation is only ever the text of one comment, and Python runs bytes: a tra
 may not hold a newline, a carriage return, a backslash, a control or format character
 (bidirectional overrides included), or anything Python's coding-cookie rule (PEP 263)
 matches, which would make Python decode the whole file otherwise. The schema of the
-catalogue checks every translation whenever it is loaded (``hooks.schemas.safe_comment``);
-``hooks/same_code.py`` then checks the built code of every language against the default
-one, as Python reads it.
+catalogue checks every translation whenever it is loaded (``hooks.schemas.safe_comment``).
+
+What Pygments marks as a comment is not always one to the tool that runs the block (bash
+reads ``x=#y; echo $x`` as two commands, Pygments as one and a comment). So every block
+whose comments were translated, titled or not, must read the same to its tool before and
+after (``verify.readers``: Python's AST from the bytes, ``bash --pretty-print``, YAML or JSON
+data); a block of a language no reader knows gets no translated comments.
+``hooks/same_code.py`` also compares each titled block across languages.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from __future__ import annotations
 import re
 
 from selectolax.lexbor import LexborHTMLParser
+
+from verify.readers import ReadError, language_of, read_as
 
 from .code_blocks import code_blocks
 from .data import SNIPPETS_DIR, load_yaml
@@ -32,6 +39,7 @@ from .languages import DEFAULT_LANGUAGE
 COMMENT_CLASSES = {"c", "c1", "cm", "cs"}  # Pygments comment tokens; shebangs ("ch") stay as they are
 COMMENT_SELECTOR = ", ".join(f"span.{name}" for name in sorted(COMMENT_CLASSES))
 ANY_COMMENT_RE = re.compile(r'<span class="(?:%s)">' % "|".join(sorted(COMMENT_CLASSES)))
+LANGUAGE_CLASS_RE = re.compile(r"\blanguage-(\S+)")  # pymdownx.highlight, pygments_lang_class: true
 MARKER_RE = re.compile(r"^(?P<marker>#+\s*|//\s*)(?P<body>.*?)(?P<trail>\s*)$", re.S)
 CATALOGUE = "snippets/comments.yaml"
 
@@ -72,4 +80,27 @@ def _translate_block(block: str, lang: str, catalogue: dict[str, str]) -> str:
             raise RenderError(f"code comment {body!r} has no '{lang}' translation in {CATALOGUE}")
         span.first_child.replace_with(match.group("marker") + catalogue[body] + match.group("trail"))
         changed = True
-    return tree.css_first("div").html if changed else block
+    if not changed:
+        return block
+    check_same_code(tree.css_first("div"), LexborHTMLParser(block).css_first("pre > code").text(), lang)
+    return tree.css_first("div").html
+
+
+def check_same_code(div, original: str, lang: str) -> None:
+    """Raise RenderError unless the block ``div`` (comments translated to ``lang``) reads the
+    same to its tool as its ``original`` code."""
+    fence = LANGUAGE_CLASS_RE.search(div.attributes.get("class") or "")
+    language = language_of(fence.group(1)) if fence else None
+    translated = div.css_first("pre > code").text()
+    first_line = original.strip().splitlines()[0][:60] if original.strip() else ""
+    where = f"the {fence.group(1) if fence else 'untyped'} block starting {first_line!r}"
+    if language is None:
+        raise RenderError(f"{where}: its comments cannot be translated, no reader of this language checks that "
+                          "the code stays the same (verify/readers.py)")
+    try:
+        same = read_as(language, original) == read_as(language, translated)
+    except ReadError as exc:
+        raise RenderError(f"{where}: {exc}; its comments are translated only where {language} reads the code") from None
+    if not same:
+        raise RenderError(f"{where}: the '{lang}' comments change the code as {language} reads it "
+                          f"(what looks like a comment is code to {language}); fix the snippet or {CATALOGUE}")

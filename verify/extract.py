@@ -5,13 +5,13 @@ renders (pymdownx.highlight + Material) as ``div.highlight > span.filename`` fol
 ``pre > code``; the title is the block's stable name. The default language lives at the
 site's root, every other language under ``<site>/<lang>/``.
 
-"Identical code" means identical to Python, which runs bytes: every language's block,
-encoded as the UTF-8 file extraction writes, must be UTF-8 by ``tokenize.detect_encoding``
-(no coding cookie that makes Python read it otherwise) and give the same
-``ast.dump(ast.parse(bytes))`` as the default language's block; comments are the only thing
-translated, and they are not in the AST. A shell block must have the same lines once
-comments are removed (from an unquoted ``#`` that starts a word to the end of the line).
-A name is the title of exactly one block per language. The file written is the default
+"Identical code" means identical to the tool that runs it (``verify.readers``): a Python
+block, encoded as the UTF-8 file extraction writes, must be UTF-8 by
+``tokenize.detect_encoding`` (no coding cookie that makes Python read it otherwise) and give
+the same ``ast.dump(ast.parse(bytes))`` as the default language's block; a shell block the
+same ``bash --pretty-print``, a YAML or JSON block the same data. Comments are the only thing
+translated, and no tool's reading holds them. A block of another kind must have the same
+lines once comments are removed. A name is the title of exactly one block per language. The file written is the default
 language's text, which for an LF snippet with one trailing newline is byte-identical to
 ``snippets/<name>``, so ``sha256`` of the extracted file equals
 ``verify.record.snippet_sha256`` of the snippet the pages include. The render layer applies
@@ -24,9 +24,7 @@ naming the block on any problem.
 from __future__ import annotations
 
 import argparse
-import ast
 import difflib
-import functools
 import io
 import sys
 import tokenize
@@ -36,6 +34,7 @@ from pathlib import Path
 from selectolax.lexbor import LexborHTMLParser
 
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
+from verify.readers import ReadError, language_of, read_as
 from verify.record import snippet_sha256
 
 REQUIRED_BLOCKS = (
@@ -137,36 +136,27 @@ def python_ast(code: str, where: str) -> str:
     """``ast.dump`` of ``code`` as Python reads the UTF-8 file extraction writes. Raises
     ExtractError when Python would decode it as anything but UTF-8 (a coding cookie on line
     1 or 2, a byte-order mark) or cannot parse it."""
-    dump, problem = _python_ast(code)
-    if problem:
-        raise ExtractError(f"{where}: {problem}")
-    return dump
+    return tool_reading("python", code, where)
 
 
-@functools.lru_cache(maxsize=64)  # the same blocks again in every language pass and rebuild
-def _python_ast(code: str) -> tuple[str, str]:
-    """(AST dump, "") or ("", the problem)."""
-    data = code.encode("utf-8")
+def tool_reading(language: str, code: str, where: str) -> str:
+    """``code`` as the tool of ``language`` reads it (``verify.readers.read_as``). Raises ExtractError naming ``where``."""
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        return "", f"Python cannot read its encoding ({exc})"
-    if encoding != "utf-8":
-        return "", f"Python reads it as {encoding!r}, not UTF-8 (a coding cookie or a byte-order mark)"
-    try:
-        return ast.dump(ast.parse(data)), ""
-    except (SyntaxError, ValueError) as exc:
-        return "", f"not valid Python ({f'line {exc.lineno}: {exc.msg}' if isinstance(exc, SyntaxError) else exc})"
+        return read_as(language, code)
+    except ReadError as exc:
+        raise ExtractError(f"{where}: {exc}") from None
 
 
 def compare_code(name: str, reference: tuple[str, str], other: tuple[str, str]) -> None:
     """Raise ExtractError unless ``other`` is the same code as ``reference``, each ``(code,
-    where)`` (``where`` names the language and page in messages): the same AST for Python,
-    the same lines without comments for shell. The message names the first differing line."""
+    where)`` (``where`` names the language and page in messages): the same reading by the
+    tool of ``name``'s kind (``verify.readers``: Python's AST, bash's parse, YAML or JSON
+    data), or for another kind the same lines without comments. The message names the first
+    differing line."""
     (ref_code, ref_where), (other_code, other_where) = reference, other
-    if name.endswith(".py"):
-        same = python_ast(ref_code, f"block {name!r}: {ref_where}") == python_ast(other_code, f"block {name!r}: {other_where}")
-        if same:
+    language = language_of(name)
+    if language is not None:
+        if tool_reading(language, ref_code, f"block {name!r}: {ref_where}") == tool_reading(language, other_code, f"block {name!r}: {other_where}"):
             return
     ref_lines, other_lines = code_lines(ref_code, name), code_lines(other_code, name)
     matcher = difflib.SequenceMatcher(a=[line for _, line in ref_lines], b=[line for _, line in other_lines], autojunk=False)
@@ -182,8 +172,8 @@ def compare_code(name: str, reference: tuple[str, str], other: tuple[str, str]) 
         (ref_no, ref_line), (other_no, other_line) = ref_lines[i1], other_lines[j1]
         raise ExtractError(f"block {name!r}: code differs between {ref_where} (line {ref_no}) "
                            f"and {other_where} (line {other_no}): {ref_line!r} != {other_line!r}")
-    if name.endswith(".py"):
-        raise ExtractError(f"block {name!r}: Python reads {other_where} differently from {ref_where} "
+    if language is not None:
+        raise ExtractError(f"block {name!r}: {language} reads {other_where} differently from {ref_where} "
                            "although its lines look the same")
 
 
@@ -194,11 +184,13 @@ def compare(name: str, reference: Block, other: Block) -> None:
 
 
 def check_runnable(block: Block) -> None:
-    """A block must hold code, and a Python block must be UTF-8 to Python and parse. Raises ExtractError."""
+    """A block must hold code that its tool reads (``verify.readers``: a Python block UTF-8 to
+    Python and parsing, a shell block parsed by bash, YAML or JSON data). Raises ExtractError."""
     if not block.code.strip():
         raise ExtractError(f"block {block.name!r} is empty in {block.page}")
-    if block.name.endswith(".py"):
-        python_ast(block.code, f"block {block.name!r} ({block.lang}, {block.page})")
+    language = language_of(block.name)
+    if language is not None:
+        tool_reading(language, block.code, f"block {block.name!r} ({block.lang}, {block.page})")
 
 
 def extract(site_dir: Path, out_dir: Path, names: tuple[str, ...] = REQUIRED_BLOCKS) -> dict[str, str]:
