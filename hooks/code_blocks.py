@@ -9,6 +9,7 @@ parsing its blocks alone, a few milliseconds.
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 from collections.abc import Iterator
 
@@ -16,6 +17,7 @@ from .errors import RenderError
 
 BLOCK_START_RE = re.compile(r'<div class="(?:[^"]*\s)?highlight(?:\s[^"]*)?">')
 BLOCK_END = "</code></pre></div>"
+TITLE_RE = re.compile(r'<span class="filename">([^<]*)</span>')  # right after the block's opening tag
 
 
 def _end(html: str, start: int, what: str) -> int:
@@ -34,9 +36,13 @@ def code_blocks(html: str) -> Iterator[tuple[int, int]]:
 
 
 def titled_block(html: str, name: str) -> tuple[int, int] | None:
-    """(start, end) offsets of the first block titled ``name`` (``title="name"`` in the
-    Markdown), from its title to the end of the block; None without one."""
-    start = html.find(f'<span class="filename">{name}</span>')
-    if start < 0:
-        return None
-    return start, _end(html, start, f"code block {name!r}")
+    """(start, end) offsets of the first code block titled ``name`` (``title="name"`` in the
+    Markdown), from its title to the end of the block; None without one. The title is the
+    block's own ``span.filename`` (its text, entities decoded and stripped, as
+    ``verify.extract`` reads it): a ``<span class="filename">`` written elsewhere on the page
+    does not count. Raises RenderError for an unclosed block."""
+    for start, end in code_blocks(html):
+        title = TITLE_RE.match(html, BLOCK_START_RE.match(html, start).end())
+        if title and html_lib.unescape(title.group(1)).strip() == name:
+            return title.start(), end
+    return None

@@ -8,12 +8,16 @@ language (static-i18n builds the default language first, then each other one) an
 - a block whose code Python would read differently from the default language's block of
   that title (``verify.extract.compare_code``: UTF-8 by ``tokenize.detect_encoding``, same
   AST parsed from the bytes), or that does not parse;
-- a title present in one language and not in another (the same code under another title).
+- a title present in one language and not in another (the same code under another title);
+- a title (an element of class ``filename``) outside a code block: written in a page's raw
+  HTML above another block, it would label that block with a snippet's name.
 
 Only the code blocks of a page are parsed (``hooks/code_blocks.py``). Raises RenderError.
 """
 
 from __future__ import annotations
+
+from selectolax.lexbor import LexborHTMLParser
 
 from verify.extract import Block, ExtractError, blocks_in_html, check_runnable, compare, duplicate_message
 
@@ -36,9 +40,13 @@ class TitledBlocks:
 
     def add_page(self, html: str, lang: str, page: str) -> None:
         """Check and remember the titled blocks of one built page. Raises RenderError."""
-        if 'class="filename"' not in html:
+        if "filename" not in html:
             return
         spans = "".join(html[start:end] for start, end in code_blocks(html))
+        titles = len(LexborHTMLParser(html).css(".filename"))
+        if titles != len(LexborHTMLParser(spans).css("div.highlight > span.filename")):
+            raise RenderError("a snippet title (class=\"filename\") outside a code block: only a fenced block's "
+                              "title=\"…\" names a snippet")
         seen = self.blocks.setdefault(lang, {})
         reference = self.blocks.get(DEFAULT_LANGUAGE, {})
         try:

@@ -138,3 +138,14 @@ def test_the_same_code_under_another_title_is_refused():
         build({"it": [[("prova.py", ITALIAN)]], "fr": [[("prova_fr.py", FRENCH_GOOD)]]})
     with pytest.raises(RenderError, match=r"block 'prova.py' \(docs/p0.it.md\) has no fr block with this title"):
         build({"it": [[("prova.py", ITALIAN)]], "fr": [[]]})
+
+
+def test_a_title_outside_a_code_block_is_refused():
+    """Raw HTML ``<span class="filename">prova.py</span>`` above an untitled block labels that
+    block with the snippet's name (and the publish gate's note used to follow it)."""
+    blocks = TitledBlocks()
+    blocks.start("it")
+    fake = '<p><span class="filename">prova.py</span></p>' + page(("altro.py", "x = 1\n")).replace(
+        '<span class="filename">altro.py</span>', "")
+    with pytest.raises(RenderError, match=r"a snippet title \(class=\"filename\"\) outside a code block"):
+        blocks.add_page(fake + page(("prova.py", ITALIAN)), "it", "docs/p0.it.md")
