@@ -45,8 +45,8 @@ gemma3_text), a ``num_key_value_heads`` that does not divide ``num_attention_hea
 (transformers builds it, but attention cannot group the heads), a null ``sliding_window``
 for gemma2, gemma3_text and gpt_oss (transformers builds them, but every forward fails), a
 ``model_type`` outside
-the families above, non-integer or implausible sizes (any size over ``MAX_SIZE``, or more
-than 10^15 parameters in all), and a file that is not a JSON object of at most 1 MiB.
+the families above, non-integer or implausible sizes (any size over ``MAX_SIZE``, more than
+``MAX_LAYERS`` layers, or more than 10^15 parameters in all), and a file that is not a JSON object of at most 1 MiB.
 """
 
 from __future__ import annotations
@@ -63,6 +63,8 @@ from .units import MAX_PARAMS
 # Larger than any dimension of a published model by far (largest vocabularies: 262,208;
 # hidden sizes: 18,432; layers: 126; experts: 384); beyond it a value is a typo.
 MAX_SIZE = 2**24
+# Layers: 126 in the deepest published model (Llama 3.1 405B); every layer costs a tuple entry here.
+MAX_LAYERS = 2**16
 # Hub config.json files of causal LMs are a few KB; a file past this is not one (and is not read whole).
 MAX_CONFIG_BYTES = 2**20
 FULL, SLIDING = "full_attention", "sliding_attention"
@@ -361,14 +363,14 @@ class _Reader:
         self.defaulted.append(key)
         return default
 
-    def size(self, key: str, value: Any = _UNSET, minimum: int = 1) -> int:
+    def size(self, key: str, value: Any = _UNSET, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
         value = self.get(key) if value is _UNSET else value
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(f"key {key!r} must be an integer, got {_short(value)}")
         if value < minimum:
             raise self.fail(f"key {key!r} must be at least {minimum}, got {value}")
-        if value > MAX_SIZE:
-            raise self.fail(f"key {key!r} is implausibly large ({_short(value)} > {MAX_SIZE:,}); check the file")
+        if value > maximum:
+            raise self.fail(f"key {key!r} is implausibly large ({_short(value)} > {maximum:,}); check the file")
         return value
 
     def flag(self, key: str | bool) -> bool:
@@ -480,9 +482,10 @@ def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...
         return experts, top_k, r.size("intermediate_size"), (True,) * layers
     width = r.size("moe_intermediate_size")
     step = r.size("decoder_sparse_step")
-    dense = r.get("mlp_only_layers") or []
-    if not isinstance(dense, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in dense):
+    listed = r.get("mlp_only_layers") or []
+    if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in listed):
         raise r.fail("key 'mlp_only_layers' must be a list of layer indices")
+    dense = set(listed)
     # Qwen3MoeDecoderLayer: experts unless the layer is in mlp_only_layers or off the sparse step.
     moe = tuple(i not in dense and experts > 0 and (i + 1) % step == 0 for i in range(layers))
     return experts, top_k, width, moe
@@ -499,7 +502,7 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
     the vision tower is not counted), where every key may take Gemma3TextConfig's default.
     Raises ConfigError (one line) for an unsupported or non-text ``model_type``, a missing
     size key, a null the config class refuses, a non-integer, negative or implausible size
-    (over ``MAX_SIZE``), KV heads that do not divide the attention heads, a ``hidden_size``
+    (over ``MAX_SIZE``; layers over ``MAX_LAYERS``), KV heads that do not divide the attention heads, a ``hidden_size``
     the config class refuses, malformed ``layer_types``, a null ``sliding_window`` for gemma2,
     gemma3_text or gpt_oss (accepted by their config classes, but no forward of the model
     runs without it), an activation name that is not a string, or sizes that make more than ``vram.units.MAX_PARAMS`` (10^15) parameters (the
@@ -523,7 +526,7 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
     family = r.family
     hidden = r.size("hidden_size")
     heads = r.size("num_attention_heads")
-    layers = r.size("num_hidden_layers")
+    layers = r.size("num_hidden_layers", maximum=MAX_LAYERS)
     kv = r.get("num_key_value_heads")
     kv = heads if kv is None else r.size("num_key_value_heads", kv)
     if heads % kv:

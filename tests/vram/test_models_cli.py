@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
@@ -101,3 +102,22 @@ def test_a_config_of_more_than_10_15_parameters_is_refused_like_params(cli, tmp_
     proc = cli("params", _write(tmp_path, "config.json", raw))
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert "more than 10^15 parameters" in proc.stderr
+
+
+def test_many_layers_and_a_long_mlp_only_layers_list_answer_at_once(cli, tmp_path):
+    # 65,536 layers (MAX_LAYERS) and 90,000 dense-layer indices in a 0.9 MB file: a list scanned
+    # once per layer took hours (the command hung); a layer count past MAX_LAYERS is refused.
+    raw = {"model_type": "qwen3_moe", "vocab_size": 8, "hidden_size": 8, "intermediate_size": 8,
+           "num_hidden_layers": 2**16, "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 1,
+           "num_experts": 1, "num_experts_per_tok": 1, "moe_intermediate_size": 1,
+           "mlp_only_layers": list(range(10**7, 10**7 + 90_000))}
+    started = time.monotonic()
+    proc = cli("params", _write(tmp_path, "config.json", raw), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 30
+    # every layer has its experts (no listed index is a layer): 8 x 8 x 4 + 4 x 8 attention, 2 x 8 norms,
+    # 2 x 1 q/k norms, router 8, experts 1 x 2 x 8 + 8; embeddings 2 x 64, final norm 8
+    per_layer = 4 * 8 + 16 + 2 + 8 + 16 + 8
+    assert json.loads(proc.stdout)["params"] == 2**16 * per_layer + 2 * 64 + 8
+    proc = cli("params", _write(tmp_path, "config.json", {**raw, "num_hidden_layers": 2**16 + 1}))
+    assert proc.returncode == 2 and "'num_hidden_layers' is implausibly large" in proc.stderr
