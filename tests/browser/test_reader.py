@@ -6,8 +6,8 @@ as a project site under /REPO/:
 - the language switcher keeps the section reached by scrolling (navigation.tracking);
 - the finder's choice lives in the URL: the link opened in the other language shows the
   same choice and the numbers Python computes for it, in that language's format;
-- at 390×844 the finder's table and caption fit the screen, and no code sits under a copy
-  button (at 1280×800 neither);
+- at 390×844 the finder's table and caption fit the screen, no code sits under a copy
+  button (at 1280×800 neither), and no line of code wraps (it scrolls sideways);
 - a missing page deep under either language shows that language's 404 page, every link
   of which answers.
 
@@ -205,6 +205,35 @@ def test_no_code_under_a_copy_button(chromium, site_server, size):
             page.goto(site_server.url(path), wait_until="networkidle")
             assert page.locator("article .md-code__nav, article .zeroclipboard-container").count(), path
             assert page.evaluate(CODE_UNDER_BUTTON_JS) == [], (path, size)
+    finally:
+        context.close()
+
+
+# A wrapped line of code loses its indentation (the rest of "if acc:" starts at column 0)
+# and breaks inside names and options ("--mixed_" / "precision"): on a phone every line of
+# a code block or a notebook cell stays one line and the block scrolls sideways. A visual
+# line is one distinct top among the text's line boxes.
+WRAPPED_LINES_JS = r"""() => {
+  const wrapped = [];
+  for (const code of document.querySelectorAll('article .highlight pre > code, article .highlight-ipynb pre')) {
+    if (!code.getClientRects().length) continue;  // a hidden tab
+    const range = document.createRange();
+    range.selectNodeContents(code);
+    const tops = new Set([...range.getClientRects()].filter(r => r.width).map(r => Math.round(r.top)));
+    const lines = code.textContent.split('\n').filter(line => line.trim()).length;
+    if (tops.size !== lines) wrapped.push([code.textContent.slice(0, 40), lines, tops.size]);
+  }
+  return wrapped;
+}"""
+
+
+def test_phone_code_keeps_its_lines(chromium, site_server):
+    context = chromium.new_context(viewport={"width": 390, "height": 844})
+    try:
+        page = context.new_page()
+        for path in ("", "fr/", "memory-notebook/"):
+            page.goto(site_server.url(path), wait_until="networkidle")
+            assert page.evaluate(WRAPPED_LINES_JS) == [], path
     finally:
         context.close()
 
