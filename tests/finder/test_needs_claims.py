@@ -1,0 +1,47 @@
+"""The guide's "Do you need more than one card?" table (snippets/data/needs.yaml) says what
+the finder answers for the same choice, so a reader who checks a cell in the finder finds
+the same cards.
+
+Each claim is read off the finder's data (``hooks.finder.finder_data``: the calculator,
+whose figures are tested against PEFT, transformers and DeepSpeed in tests/vram, on the
+cards as nvidia-smi reports them less the stated reserve). The card lists typed here are
+the table's words, not recomputed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hooks.finder import finder_data
+
+
+@pytest.fixture(scope="module")
+def data() -> dict:
+    return finder_data()
+
+
+def answer(data, model, task, cards, option) -> dict[str, bool]:
+    """{card: tight} for the cards that suffice, smallest first."""
+    found = data["results"][model][task][str(cards)][str(option)]
+    return {fit["gpu"]: fit["tight"] for fit in found["fits"]}
+
+
+def test_lora_row_rtx_4090_for_an_8b_a6000_for_qlora_on_a_70b(data):
+    assert "rtx-4090" in answer(data, "llama-3.1-8b", "lora", 1, "ddp")
+    assert "a6000" in answer(data, "llama-3.1-70b", "qlora", 1, "ddp")
+
+
+def test_lora_row_lora_on_a_70b_needs_a_b200_or_a_tight_h200(data):
+    assert answer(data, "llama-3.1-70b", "lora", 1, "ddp") == {"h200": True, "b200": False}
+
+
+def test_8b_row_one_h200_only_just_and_no_80_gb_card_even_with_8bit_adam(data):
+    assert answer(data, "llama-3.1-8b", "full-adamw", 1, "ddp") == {"h200": True, "b200": False}
+    eight_bit = answer(data, "llama-3.1-8b", "full-adam8bit", 1, "ddp")
+    assert eight_bit and not {"h100", "a100-80gb"} & set(eight_bit)
+
+
+@pytest.mark.parametrize("cards", [1, 2])
+def test_serving_row_70b_in_fp8_fits_h100s(data, cards):
+    # one card: a single request of the finder's default context; two cards: vLLM's tensor parallel
+    assert "h100" in answer(data, "llama-3.1-70b", "serve-fp8", cards, 8192)
