@@ -158,12 +158,16 @@ def _framework_memory(args: Args, framework: str, default_stage: int = 0, defaul
     offload = args.str("offload", default_offload)
     if offload not in OFFLOAD:
         raise RenderError(f"offload={offload} is not one of {', '.join(OFFLOAD)}")
+    world_size = args.int("world_size", default=1, minimum=1)
+    zero_stage = args.int("zero_stage", default=default_stage, minimum=0, maximum=3)
     with calculator_errors():
-        return vram.framework_memory(
-            framework, _shape(args), args.int("world_size", default=1, minimum=1),
-            args.int("zero_stage", default=default_stage, minimum=0, maximum=3), args.str("optimizer", "adamw"),
-            *OFFLOAD[offload],
-        )
+        if args.has("moment"):  # FSDP2's working buffers at one moment of backward (the formulas page)
+            if framework != "fsdp2" or zero_stage not in (2, 3) or offload != "none":
+                raise RenderError("moment= applies to framework=fsdp2 zero_stage=2 or 3 without offload")
+            return vram.fsdp2_memory(_shape(args), world_size, zero_stage, args.str("optimizer", "adamw"),
+                                     moment=args.str("moment"))
+        return vram.framework_memory(framework, _shape(args), world_size, zero_stage, args.str("optimizer", "adamw"),
+                                     *OFFLOAD[offload])
 
 
 def _framework_part(memory: vram.FrameworkMemory, part: str) -> int:
@@ -195,10 +199,12 @@ def framework_formula(raw: dict[str, str], lang: str) -> str:
     ``FORMULA_PARTS`` (``gpu`` default, ``states`` without working buffers, ``host`` per machine).
 
     Symbols (``vram.breakdown.SYMBOLS``): P, N, M, L, B, R, O, W; the page defines them. The
-    coefficients do not depend on the model (``model=`` defaults to the first of models.yaml);
+    coefficients do not depend on the model (``model=`` defaults to the first of models.yaml)
+    except FSDP2's working buffers, whose larger moment of backward does: give
+    ``moment=block|root`` (``vram.fsdp2.MOMENTS``) to name the one the page describes.
     ``world_size`` (default 2) matters only to DDP, whose buckets exist from 2 GPUs.
     """
-    allowed = {"framework", "model", "world_size", "zero_stage", "optimizer", "offload", "part"}
+    allowed = {"framework", "model", "world_size", "zero_stage", "optimizer", "offload", "part", "moment"}
     Args(raw, allowed)
     raw = {"model": next(iter(load_yaml("models")["models"])), "world_size": "2", **raw}
     args = Args(raw, allowed)
@@ -209,7 +215,7 @@ def framework_formula(raw: dict[str, str], lang: str) -> str:
     coefficients = vram.breakdown.combined(memory.terms, FORMULA_PARTS[part])
     if not coefficients:
         raise RenderError(f"the formula of {part} is empty here")
-    return vram.breakdown.format_formula((format_number(c, lang), symbol) for c, symbol in coefficients)
+    return vram.breakdown.format_formula(coefficients, lambda c: format_number(c, lang))
 
 
 def activation_memory(raw: dict[str, str], lang: str) -> str:

@@ -50,9 +50,15 @@ class Term:
         return format_formula(self.coefficients)
 
 
-def format_formula(coefficients) -> str:
-    """``((2, "P"), (18, "P/N"), (16, "PM/N"))`` -> ``2P + 18P/N + 16P·M/N``."""
-    return " + ".join(f"{c}{symbol.replace('PM', 'P·M')}" for c, symbol in coefficients)
+def format_formula(coefficients, number=str) -> str:
+    """``((2, "P"), (18, "P/N"), (16, "PM/N"))`` -> ``2P + 18P/N + 16P·M/N``; a negative
+    coefficient is subtracted (``((6, "R"), (-2, "P"))`` -> ``6R − 2P``). ``number`` formats
+    each coefficient's absolute value (default ``str``; the site passes its locale's)."""
+    text = ""
+    for c, symbol in coefficients:
+        sign = ("− " if c < 0 else "+ ") if text else ("−" if c < 0 else "")
+        text += f"{' ' if text else ''}{sign}{number(abs(c))}{symbol.replace('PM', 'P·M')}"
+    return text
 
 
 def combined(terms, parts=GPU_PARTS) -> tuple[tuple[int, str], ...]:

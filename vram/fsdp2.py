@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 from .breakdown import FrameworkMemory, ModelShape, Term
 from .sharding import ModelStates, check_world_size, check_zero_stage
 from .states import BytesPerParam, as_bytes_per_param, state_bytes_per_param
-from .validate import check_int
+from .validate import check_int, lookup
 
 
 def fsdp2_chunk_rows(dim0: int, world_size: int) -> int:
@@ -75,15 +75,17 @@ FRAMEWORK = "fsdp2"
 FP32 = 4
 BF16 = 2
 RESHARD_AFTER_FORWARD = {2: False, 3: True}  # --zero-stage -> fully_shard(reshard_after_forward=...)
+MOMENTS = {"block": "a decoder layer's backward", "root": "the root's reduce-scatter"}
+PEAK_NOTE = (
+    "Working buffers at {moment}: FSDP2 holds the most there (the larger of a decoder layer's "
+    "backward and the root's reduce-scatter; see vram/fsdp2.py, working_moments)."
+)
+ASKED_NOTE = "Working buffers at {moment}, as asked; FSDP2 holds more at {largest}."
 ROOT_NOTE = (
     "The root module (embedding, final norm, lm_head) stays gathered from its forward to the "
     "end of backward: fully_shard(model) leaves reshard_after_forward=None, which FSDP2 turns "
     "into False for the root (torch/distributed/fsdp/_fully_shard/_fsdp_state.py, _lazy_init); "
     "with True it is gathered again as backward starts and held until its end."
-)
-REDUCE_NOTE = (
-    "Not counted: the fp32 copy of one block's gradients made for the reduce-scatter "
-    "(reduce_dtype=fp32, 4 B per parameter of the block), alive for a moment."
 )
 BUCKET_NOTE = (
     "DDP's gradient buckets: with gradient_as_bucket_view=False (the default) the all-reduce "
@@ -106,6 +108,7 @@ def fsdp2_memory(
     offload: bool = False,
     gpus_per_machine: int | None = None,
     gradient_as_bucket_view: bool = False,
+    moment: str | None = None,
 ) -> FrameworkMemory:
     """Bytes per GPU and host RAM per machine when PyTorch 2.13 trains with FSDP2 or DDP.
 
@@ -116,19 +119,25 @@ def fsdp2_memory(
     refused. optimizer: one of ``vram.states.MASTER_COPY_OPTIMIZERS`` (its state tensors
     follow the fp32 parameters); offload: ``CPUOffloadPolicy`` (stages 2 and 3: sharded
     weights, gradients and optimizer states in host RAM, the step on the CPU);
-    gpus_per_machine: GPUs sharing one host (default: all N).
+    gpus_per_machine: GPUs sharing one host (default: all N); moment: ``None`` (the moment of
+    backward that holds the most) or one of ``MOMENTS`` to count that one (stages 2 and 3;
+    the formulas page shows both).
 
     With ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` every rank keeps
     fp32 sharded parameters (4P/N), fp32 sharded gradients (4P/N) and the optimizer states
     (8P/N for AdamW): 16P/N. Stage 2 keeps the bf16 unsharded weights of the whole model
-    from forward to backward (2P). Working set at the peak of backward (measured on 2 gloo
-    ranks, tests/vram/test_fsdp2_torchrun.py): the gathered bf16 weights of the root and,
-    at stage 3, of the current and the prefetched block (``_backward_prefetch`` in
-    ``_fsdp_param_group.py``), and the unsharded bf16 gradients of the current block and of
-    the root's output layer (``output_params``). DDP under AMP: fp32 weights 4 + fp32
-    gradients 4 + AdamW 8 B per parameter, the bf16 copies autocast caches of every
-    ``nn.Linear`` (2 B per Linear parameter, alive from forward to backward) and, on more
-    than one GPU, DDP's buckets (4P unless ``gradient_as_bucket_view``).
+    from forward to each block's backward (2P). Working set: FSDP2's buffers at the moment
+    of backward that holds the most (``working_moments``; measured on 2 gloo ranks,
+    tests/vram/test_fsdp2_torchrun.py): gathered bf16 weights (the root; at stage 3 the
+    current and the prefetched block), unsharded bf16 gradients (a block's and those of
+    the root's output layer, ``output_params``), and the fp32 reduce-scatter inputs FSDP2
+    fills and keeps (``reduce_dtype=fp32``: 4 B per parameter of a block, or of the root
+    when its own reduce-scatter is the larger moment, as for Llama 3.1 8B). Activations are
+    added on top by the caller: the root's reduce-scatter comes when they are gone, so the
+    sum is an upper bound there. DDP under AMP: fp32 weights 4 + fp32 gradients 4 + AdamW 8 B
+    per parameter, the bf16 copies autocast caches of every ``nn.Linear`` (2 B per Linear
+    parameter, alive from forward to backward) and, on more than one GPU, DDP's buckets (4P
+    unless ``gradient_as_bucket_view``).
     Shards are rounded up per rank (FSDP2 pads; exact per-parameter padding:
     ``fsdp2_model_states_per_rank``). Returns ``FrameworkMemory``. Raises ValueError.
     """
@@ -162,8 +171,7 @@ def fsdp2_memory(
         return FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))
     shape = _need(shape, ("decoder_layer_params", "num_layers", "root_params", "output_params"),
                   "gathers one decoder layer at a time")
-    p, block = shape.params, shape.decoder_layer_params
-    gathered_blocks = min(2, shape.num_layers) if zero_stage == 3 else 0
+    p = shape.params
     shard = _ceil(p, n)  # whole elements per rank
     terms = []
     if not offload:
@@ -174,18 +182,77 @@ def fsdp2_memory(
         ]
     if zero_stage == 2:
         terms.append(Term("weights", "bf16_unsharded_weights", BF16 * p, ((BF16, "P"),),
-                          "bf16 unsharded weights kept from forward to backward"))
-    else:
-        terms.append(Term("working", "gathered_weights", BF16 * (shape.root_params + gathered_blocks * block),
-                          ((BF16, "R"), (BF16 * gathered_blocks, "B")),
-                          "bf16 gathered weights: the root, the current and the prefetched block"))
-    terms.append(Term("working", "unsharded_gradients", BF16 * (shape.output_params + block), ((BF16, "O"), (BF16, "B")),
-                      "bf16 unsharded gradients of the current block and of lm_head/final norm"))
+                          "bf16 unsharded weights kept from forward to each block's backward"))
+    moments = working_moments(shape, zero_stage)
+    largest = max(moments, key=lambda m: sum(t.bytes for t in moments[m]))  # the first of equals
+    terms += lookup(moments, largest if moment is None else moment, "FSDP2 moment")
     if offload:
         terms.append(Term("host", "offloaded_shards", (FP32 + FP32 + states) * shard * gpus, ((FP32 + FP32 + states, "PM/N"),),
                           "per machine: fp32 sharded parameters and gradients, optimizer states (CPUOffloadPolicy)"))
-    notes = [ROOT_NOTE, REDUCE_NOTE]
+    notes = [PEAK_NOTE.format(moment=MOMENTS[largest]) if moment in (None, largest)
+             else ASKED_NOTE.format(moment=MOMENTS[moment], largest=MOMENTS[largest]), ROOT_NOTE]
     return FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))
+
+
+def working_moments(shape: ModelShape, zero_stage: int) -> dict[str, list[Term]]:
+    """FSDP2's buffers beyond the persistent shards (and, at stage 2, beyond the 2P of bf16
+    weights) at each moment of backward that can hold the most: ``MOMENTS`` key -> terms
+    ("block" is absent without decoder layers). ``fsdp2_memory`` takes the larger.
+
+    PyTorch 2.13, ``torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py``: a block's
+    ``pre_backward`` gathers it and prefetches the next (``_backward_prefetch``); its
+    ``post_backward`` reshards it, then ``foreach_reduce`` (``_fsdp_collectives.py``) copies
+    its bf16 gradients into an fp32 reduce-scatter input (``reduce_dtype=fp32``) that
+    ``comm_ctx.reduce_scatter_states`` keeps until the next group's reduce-scatter. R the
+    root, O its lm_head and final norm, B one block, L blocks, P everything. Two moments
+    compete:
+    - a decoder layer: the root stays gathered (2R) and lm_head's gradients exist (2O);
+      at stage 3 the most is held during the second block's backward from 3 layers on (this
+      block and the prefetched one gathered, 4B; this block's gradients, 2B; the previous
+      block's kept input, 4B: 10B), at the first block's reduce-scatter with 1 or 2 layers
+      (its gradients in its input, 2B + 4B, and with 2 layers the prefetched block, 2B). At stage 2
+      every weight is gathered (2P) until its block's reduce-scatter, where the block's
+      weights are resharded (-2B) and its gradients sit in its input (2B + 4B): 2P + 2O + 4B;
+    - the root's reduce-scatter: its bf16 gradients (2R) in its fp32 input (4R), every
+      weight resharded.
+    A third moment, the root's last ops (root gathered, all its gradients, the last block's
+    input kept: 4R + 4B), never holds more than both, because lm_head is at least as large
+    as the input embedding (O >= R - O). Measured on 2 gloo ranks, each case the largest in
+    one model: tests/vram/test_fsdp2_torchrun.py.
+    """
+    p, r, o = shape.params, shape.root_params, shape.output_params
+    b, layers = shape.decoder_layer_params, shape.num_layers
+
+    def term(key: str, coefficients: tuple[tuple[int, str], ...], what: str) -> Term:
+        sizes = {"P": p, "R": r, "O": o, "B": b}
+        return Term("working", key, sum(c * sizes[symbol] for c, symbol in coefficients), coefficients, what)
+
+    moments: dict[str, list[Term | None]] = {}
+    if zero_stage == 3 and layers >= 3:
+        moments["block"] = [
+            term("gathered_weights", ((BF16, "R"), (2 * BF16, "B")),
+                 "bf16 gathered weights: the root, the current block and the prefetched one"),
+            term("unsharded_gradients", ((BF16, "O"), (BF16, "B")),
+                 "bf16 unsharded gradients of the current block and of lm_head/final norm"),
+            term("reduce_scatter_input", ((FP32, "B"),), "fp32 reduce-scatter input of the previous block, kept until the next one's"),
+        ]
+    elif layers:
+        prefetched = zero_stage == 3 and layers == 2  # the other block, gathered for its backward
+        moments["block"] = [
+            term("gathered_weights", ((BF16, "R"), *(((BF16, "B"),) if prefetched else ())),
+                 "bf16 gathered weights of the root" + (" and of the prefetched block" if prefetched else ""))
+            if zero_stage == 3 else None,
+            term("unsharded_gradients", ((BF16, "O"),), "bf16 unsharded gradients of lm_head/final norm"),
+            term("block_reduce_scatter", ((FP32 + BF16 if zero_stage == 3 else FP32, "B"),),
+                 "a block's bf16 gradients (2B) in its fp32 reduce-scatter input (4B)"
+                 + (", its bf16 weights (2B) resharded just before" if zero_stage == 2 else "")),
+        ]
+    moments["root"] = [
+        term("resharded_weights", ((-BF16, "P"),), "the bf16 weights, all resharded by then") if zero_stage == 2 else None,
+        term("unsharded_gradients", ((BF16, "R"),), "bf16 gradients of the root, being copied"),
+        term("reduce_scatter_input", ((FP32, "R"),), "fp32 reduce-scatter input of the root"),
+    ]
+    return {m: [t for t in ts if t] for m, ts in moments.items()}
 
 
 def _ceil(numerator: int, world_size: int) -> int:

@@ -58,12 +58,28 @@ def test_train_memory_of_70b_on_8_gpus_is_deepspeeds_estimate(zero3):
     ("framework=fsdp2 zero_stage=0 world_size=1 part=states", "16P"),
     ("framework=fsdp2 zero_stage=0 world_size=1 part=weights", "4P"),
     ("framework=fsdp2 zero_stage=0 world_size=1 part=optimizer", "8P"),
+    # FSDP2's working buffers at each moment of backward, by hand from PyTorch 2.13's
+    # _fsdp_param_group.py and measured in tests/vram/test_fsdp2_torchrun.py: a block's backward
+    # (root 2R, this and the prefetched block 4B, gradients 2B + 2O, the previous block's fp32
+    # reduce-scatter input 4B); the root's reduce-scatter (its bf16 gradients 2R in its fp32 input 4R)
+    ("framework=fsdp2 zero_stage=3 part=working moment=block", "10B + 2R + 2O"),
+    ("framework=fsdp2 zero_stage=3 part=working moment=root", "6R"),
+    ("framework=fsdp2 zero_stage=2 part=working moment=block", "4B + 2O"),
+    ("framework=fsdp2 zero_stage=2 moment=block", "2P + 16P/N + 4B + 2O"),
+    ("framework=fsdp2 zero_stage=2 moment=root", "16P/N + 6R"),  # every weight resharded by then
     # the ZeRO paper, §5.1
     ("zero_stage=2", "2P + 14P/N"),
     ("zero_stage=3", "16P/N"),
 ])
 def test_framework_formula(args, formula):
     assert render(f"{{{{ framework_formula {args} }}}}") == formula
+
+
+def test_a_negative_coefficient_is_subtracted():
+    import vram
+
+    assert vram.breakdown.format_formula(((6, "R"), (-2, "P"))) == "6R − 2P"
+    assert vram.breakdown.format_formula(((-2, "P"), (16, "PM/N"))) == "−2P + 16P·M/N"
 
 
 def test_offload_host_ram_names_its_framework():
@@ -86,6 +102,8 @@ def test_activation_memory_of_8b_under_sdpa_is_about_13_gb_in_the_layers():
     ("{{ train_memory model=nope params=8e9 }}", "not both"),
     ("{{ train_memory model=nope }}", "nope"),
     ("{{ framework_formula framework=deepspeed zero_stage=2 part=host }}", "empty"),
+    ("{{ framework_formula framework=deepspeed zero_stage=3 moment=root }}", "moment="),
+    ("{{ framework_formula framework=fsdp2 zero_stage=3 moment=middle }}", "middle"),
     ("{{ activation_memory model=llama-3.1-8b seq_len=2048 recompute=some }}", "recompute"),
 ])
 def test_bad_arguments_are_one_render_error(text, needle):

@@ -16,13 +16,20 @@ the bytes this rank holds, measured from the tensors themselves:
 The ``llama_*`` scenarios run a small transformers Llama (3 layers, P = 776,064, every dim 0
 even so nothing is padded on 2 ranks) the way the guide's FSDP2 script does:
 ``fully_shard`` on each decoder layer, then on the root, with
-``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` and AdamW. Besides the
-bytes above they report the unsharded working set at its peak: sampled every time autograd
-saves or unpacks a tensor (``saved_tensors_hooks``), that is inside every op of forward
-and backward, as the bytes of (a) each FSDP parameter's unsharded all-gather output,
-(b) a group's pending (prefetched) all-gather buffer and (c) the unsharded gradients still
-held before their reduce-scatter. These read FSDP2's internals (``_fsdp_param_group``,
-``all_gather_outputs``, ``_all_gather_result``): PyTorch 2.13 offers no public counter on CPU.
+``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` and AdamW; the ``*_vocab`` and
+``*_one_layer`` variants change the vocabulary or the depth, so that each moment of backward
+that can hold the most is the largest in one of them. Besides the bytes above they report
+FSDP2's own buffers at their peak: sampled every time autograd saves or unpacks a tensor
+(``saved_tensors_hooks``, inside every op of forward and backward) and inside every
+reduce-scatter, right after the gradients are copied into its input
+(``_fsdp_collectives.foreach_reduce_scatter_copy_in``), as the bytes of (a) each FSDP
+parameter's unsharded all-gather output, (b) a group's pending (prefetched) all-gather
+buffer and the one forward keeps for overlap (``comm_ctx.all_gather_state``), (c) the
+unsharded gradients still held before their reduce-scatter, (d) the fp32 reduce-scatter
+inputs FSDP2 keeps until the next group's reduce-scatter (``comm_ctx.reduce_scatter_states``)
+and (e) inside a reduce-scatter, its input and the gradients being copied into it. These read
+FSDP2's internals (``_fsdp_param_group``, ``_fsdp_collectives``, ``all_gather_outputs``,
+``_all_gather_result``, ``comm_ctx``): PyTorch 2.13 offers no public counter on CPU.
 ``ddp_buckets`` reports DDP's gradient buckets (``_get_ddp_logging_data()['bucket_sizes']``)
 and whether the gradients share their storage, with and without ``gradient_as_bucket_view``.
 """
@@ -38,6 +45,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
+from torch.distributed.fsdp._fully_shard import _fsdp_collectives
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel
 
@@ -117,11 +125,11 @@ def run(make_model, optim_name: str, reshard_after_forward: bool) -> dict:
     }
 
 
-def llama() -> nn.Module:
+def llama(config: dict = LLAMA) -> nn.Module:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    cfg = {k: v for k, v in LLAMA.items() if k != "model_type"}
+    cfg = {k: v for k, v in config.items() if k != "model_type"}
     return LlamaForCausalLM(LlamaConfig(**cfg, attn_implementation="sdpa"))
 
 
@@ -129,23 +137,36 @@ def _groups(model: nn.Module) -> list:
     return [m._get_fsdp_state()._fsdp_param_group for m in model.modules() if isinstance(m, FSDPModule)]
 
 
-def _unsharded_bytes(groups: list) -> tuple[int, int]:
-    """(unsharded parameter bytes incl. pending all-gathers, unsharded gradient bytes) now."""
-    params = grads = 0
+def _storage(t: torch.Tensor | None) -> int:
+    return 0 if t is None else t.untyped_storage().nbytes()
+
+
+def _fsdp_buffers(groups: list) -> dict[str, int]:
+    """Bytes of FSDP2's buffers now: unsharded parameters (with pending and kept all-gather
+    buffers), unsharded gradients, kept reduce-scatter inputs (see the module docstring)."""
+    params = grads = reduce_scatter = 0
     for group in groups:
-        pending = group._all_gather_result
-        if pending is not None:
-            params += pending.all_gather_output.untyped_storage().nbytes()
+        params += _storage(group._all_gather_result.all_gather_output) if group._all_gather_result else 0
         for fsdp_param in group.fsdp_params:
-            params += sum(t.untyped_storage().nbytes() for t in fsdp_param.all_gather_outputs)
+            params += sum(_storage(t) for t in fsdp_param.all_gather_outputs)
             unsharded = getattr(fsdp_param, "_unsharded_param", None)
-            if unsharded is not None and unsharded.grad is not None:
-                grads += unsharded.grad.untyped_storage().nbytes()
-    return params, grads
+            if unsharded is not None:
+                grads += _storage(unsharded.grad)
+    comm_ctx = groups[0].comm_ctx  # one context for all groups once the root is initialised
+    kept = getattr(comm_ctx, "all_gather_state", None)
+    params += _storage(kept.all_gather_result.all_gather_output) if kept else 0
+    reduce_scatter += sum(_storage(state.reduce_scatter_input)
+                          for state in getattr(comm_ctx, "reduce_scatter_states", []))
+    return {"params": params, "grads": grads, "reduce_scatter": reduce_scatter}
 
 
-def run_llama(layer_reshard: bool, root_reshard: bool | None) -> dict:
-    model = llama()
+def run_llama(layer_reshard: bool, root_reshard: bool | None, **overrides) -> dict:
+    config = {**LLAMA, **overrides}
+    model = llama(config)
+    numel = lambda module: sum(p.numel() for p in module.parameters())  # noqa: E731
+    sizes = {"params": numel(model), "block": numel(model.model.layers[0]),
+             "output": numel(model.lm_head) + numel(model.model.norm)}
+    sizes["root"] = sizes["params"] - len(model.model.layers) * sizes["block"]
     mp_policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for layer in model.model.layers:
         fully_shard(layer, reshard_after_forward=layer_reshard, mp_policy=mp_policy)
@@ -153,25 +174,42 @@ def run_llama(layer_reshard: bool, root_reshard: bool | None) -> dict:
     params = list(model.parameters())
     optimizer = torch.optim.AdamW(params, lr=1e-3)
     groups = _groups(model)
-    peak = {"total": 0, "params": 0, "grads": 0}
+    peak = {"total": 0}
 
-    def sample(tensor: torch.Tensor) -> torch.Tensor:
-        p, g = _unsharded_bytes(groups)
-        if p + g > peak["total"]:
-            peak.update(total=p + g, params=p, grads=g)
+    def sample(in_flight: int = 0) -> None:
+        now = _fsdp_buffers(groups)
+        total = sum(now.values()) + in_flight
+        if total > peak["total"]:
+            peak.update(now, total=total, in_flight=in_flight)
+
+    def hook(tensor: torch.Tensor) -> torch.Tensor:
+        sample()
         return tensor
 
-    tokens = torch.randint(0, LLAMA["vocab_size"], (2, 8))
-    with torch.autograd.graph.saved_tensors_hooks(sample, sample):
-        loss = model(input_ids=tokens, labels=tokens).loss
-        after_forward, _ = _unsharded_bytes(groups)
-        loss.backward()
+    copy_in = _fsdp_collectives.foreach_reduce_scatter_copy_in
+
+    def copy_in_and_sample(unsharded_grads, reduce_scatter_input, world_size):
+        copy_in(unsharded_grads, reduce_scatter_input, world_size)
+        # the gradients were taken off their parameters: only this list holds them now
+        sample(_storage(reduce_scatter_input) + sum(_storage(g) for g in unsharded_grads))
+
+    tokens = torch.randint(0, config["vocab_size"], (2, 8))
+    _fsdp_collectives.foreach_reduce_scatter_copy_in = copy_in_and_sample
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(hook, hook):
+            loss = model(input_ids=tokens, labels=tokens).loss
+            after_forward = _fsdp_buffers(groups)["params"]
+            loss.backward()
+    finally:
+        _fsdp_collectives.foreach_reduce_scatter_copy_in = copy_in
     optimizer.step()
     grad_storages = {}
     for p in params:
         storage = _local(p.grad).untyped_storage()
         grad_storages[storage.data_ptr()] = storage.nbytes()
     return {
+        "config": config,
+        "sizes": sizes,  # elements, counted on the model itself: P, one block, lm_head + norm, root
         "param_dtypes": sorted({str(_local(p).dtype) for p in params}),
         "weights_bytes": sum(_local(p).untyped_storage().nbytes() for p in params),
         "gradients_bytes": sum(grad_storages.values()),
@@ -180,9 +218,8 @@ def run_llama(layer_reshard: bool, root_reshard: bool | None) -> dict:
             if k != "step" and torch.is_tensor(v)
         ),
         "unsharded_after_forward_bytes": after_forward,
-        "peak_unsharded_bytes": peak["total"],
-        "peak_unsharded_params_bytes": peak["params"],
-        "peak_unsharded_grads_bytes": peak["grads"],
+        "peak_fsdp_buffers_bytes": peak["total"],
+        "peak_parts": {k: v for k, v in peak.items() if k != "total"},
     }
 
 
@@ -200,11 +237,23 @@ def run_ddp_buckets(gradient_as_bucket_view: bool) -> dict:
     }
 
 
+# Which moment of backward holds the most (vram.fsdp2.working_moments): a block's backward
+# with the previous block's reduce-scatter input kept (LLAMA: 3 layers; 2 wide layers), the
+# root's reduce-scatter (a vocabulary much larger than the layers), the one block's own
+# reduce-scatter (one wide layer).
+WIDE_VOCAB = {"vocab_size": 4096, "num_hidden_layers": 2}
+ONE_LAYER = {"vocab_size": 64, "intermediate_size": 1024, "num_hidden_layers": 1}
+TWO_LAYERS = {**ONE_LAYER, "num_hidden_layers": 2}
 LLAMA_SCENARIOS = {
-    # name: (reshard_after_forward of each layer, of the root)
-    "llama_reshard_false": (False, False),
-    "llama_reshard_true": (True, None),
-    "llama_reshard_true_root_true": (True, True),
+    # name: (reshard_after_forward of each layer, of the root, config overrides)
+    "llama_reshard_false": (False, False, {}),
+    "llama_reshard_true": (True, None, {}),
+    "llama_reshard_true_root_true": (True, True, {}),
+    "llama_reshard_true_wide_vocab": (True, None, WIDE_VOCAB),
+    "llama_reshard_false_wide_vocab": (False, False, WIDE_VOCAB),
+    "llama_reshard_true_one_layer": (True, None, ONE_LAYER),
+    "llama_reshard_false_one_layer": (False, False, ONE_LAYER),
+    "llama_reshard_true_two_layers": (True, None, TWO_LAYERS),
 }
 
 
@@ -216,8 +265,8 @@ def main() -> None:
     report = {"rank": rank, "world_size": world_size}
     for name, (make_model, optim_name, reshard) in SCENARIOS.items():
         report[name] = run(make_model, optim_name, reshard)
-    for name, (layer_reshard, root_reshard) in LLAMA_SCENARIOS.items():
-        report[name] = run_llama(layer_reshard, root_reshard)
+    for name, (layer_reshard, root_reshard, overrides) in LLAMA_SCENARIOS.items():
+        report[name] = run_llama(layer_reshard, root_reshard, **overrides)
     report["llama_config"] = LLAMA
     for view in (False, True):
         report[f"ddp_buckets_view_{str(view).lower()}"] = run_ddp_buckets(view)

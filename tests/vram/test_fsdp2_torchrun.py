@@ -21,9 +21,11 @@ are the same as ZeRO-3's). FSDP2 keeps its sharded fp32 copy during that window 
 The models are fp32 without a MixedPrecisionPolicy, so the calculator's fp32 optimizers
 ("adamw-fp32": 4 + 4 + 8, "sgd-fp32": 4 + 4 + 4) describe them.
 
-The ``llama_*`` scenarios (a transformers Llama, P = 776,064, bf16 MixedPrecisionPolicy)
-check ``vram.fsdp2_memory`` part by part, the unsharded working set at its measured peak
-included; ``ddp_buckets_*`` check the DDP term of ``--framework fsdp2 --zero-stage 0``.
+The ``llama_*`` scenarios (a transformers Llama, P = 776,064, bf16 MixedPrecisionPolicy, and
+variants with a wide vocabulary or one wide layer) check ``vram.fsdp2_memory`` part by part,
+FSDP2's buffers at their measured peak included (gathered weights, unsharded gradients, the
+fp32 reduce-scatter inputs FSDP2 keeps and fills); ``ddp_buckets_*`` check the DDP term of
+``--framework fsdp2 --zero-stage 0``.
 The calculator's inputs come from the config through ``vram.model_shape``; the expected
 bytes are the measured ones (and oracles.md's 7,760,640).
 """
@@ -130,27 +132,75 @@ def test_shard_grad_op_mixed_precision_is_2p_plus_16p_over_n_per_rank(reports, l
                     data["optimizer_bytes"])
         assert measured == (calc.weights_bytes, calc.gradients_bytes, calc.optimizer_bytes)
         assert sum(measured) == calc.model_states_bytes == 7_760_640
-        # the unsharded bf16 gradients of one block and of the output layer, at the peak
-        assert data["peak_unsharded_grads_bytes"] == calc.working_bytes
     assert vram.model_states_per_gpu(LLAMA_P, WORLD_SIZE, 2).total_bytes == 6_984_576  # the paper mapping
 
 
-def test_full_shard_working_set_at_its_peak(reports, llama_shape):
-    """reshard_after_forward=True: 16P/N persistent; at the peak of backward the root, the
-    current and the prefetched block gathered, and the gradients of a block and of lm_head."""
+def test_full_shard_persistent_states_and_the_root_after_forward(reports, llama_shape):
+    """reshard_after_forward=True: 16P/N persistent; the root (default None) stays gathered
+    after forward, and resharding it too (True) frees it then."""
     calc = vram.fsdp2_memory(llama_shape, WORLD_SIZE, 3)
     for report in reports:
         data = report["llama_reshard_true"]
         measured = (data["weights_bytes"], data["gradients_bytes"], data["optimizer_bytes"])
         assert measured == (calc.weights_bytes, calc.gradients_bytes, calc.optimizer_bytes)
         assert sum(measured) == 16 * LLAMA_P // WORLD_SIZE
-        assert data["peak_unsharded_bytes"] == calc.working_bytes
-        # the root (default reshard_after_forward=None) stays gathered after forward ...
         assert data["unsharded_after_forward_bytes"] == 2 * llama_shape.root_params
-        # ... and resharding it too (True) frees it after forward but not at the peak
         root_true = report["llama_reshard_true_root_true"]
         assert root_true["unsharded_after_forward_bytes"] == 0
-        assert root_true["peak_unsharded_bytes"] == data["peak_unsharded_bytes"]
+        assert root_true["peak_fsdp_buffers_bytes"] == data["peak_fsdp_buffers_bytes"]
+
+
+# scenario -> zero_stage; each moment of vram.fsdp2.working_moments (and each
+# form of the block's) is the largest in at least one of them (what the peak is made of is asserted below, by hand).
+PEAK_SCENARIOS = {
+    "llama_reshard_true": 3, "llama_reshard_true_root_true": 3, "llama_reshard_false": 2,
+    "llama_reshard_true_wide_vocab": 3, "llama_reshard_false_wide_vocab": 2,
+    "llama_reshard_true_one_layer": 3, "llama_reshard_false_one_layer": 2, "llama_reshard_true_two_layers": 3,
+}
+
+
+@pytest.mark.parametrize("scenario", PEAK_SCENARIOS)
+def test_fsdp2_buffers_at_their_peak_are_the_working_set(reports, scenario):
+    """Every FSDP2 buffer (gathered weights, pending and kept all-gathers, unsharded
+    gradients, kept and in-flight reduce-scatter inputs) at its measured peak equals the
+    calculator's working terms (plus, at stage 2, its 2P of bf16 weights)."""
+    stage = PEAK_SCENARIOS[scenario]
+    shape = vram.model_shape(vram.model_config_from_dict(reports[0][scenario]["config"]))
+    calc = vram.fsdp2_memory(shape, WORLD_SIZE, stage)
+    sizes = reports[0][scenario]["sizes"]
+    assert (shape.params, shape.decoder_layer_params, shape.root_params, shape.output_params) == (
+        sizes["params"], sizes["block"], sizes["root"], sizes["output"])
+    unsharded_weights = 2 * sizes["params"] if stage == 2 else 0
+    for report in reports:
+        assert report[scenario]["peak_fsdp_buffers_bytes"] == calc.working_bytes + unsharded_weights
+
+
+def test_what_the_peaks_are_made_of(reports):
+    """By hand, from the sizes counted on each model (elements; bf16 2 B, fp32 4 B):
+    FULL_SHARD, 3 layers: root, current and prefetched block gathered, bf16 gradients of the
+    block and of lm_head/norm, the previous block's fp32 reduce-scatter input kept; 2 layers:
+    the first block's reduce-scatter, the other block prefetched. A wide vocabulary: the root's reduce-scatter, its
+    bf16 gradients inside its fp32 input, no weight gathered. One wide layer: its own
+    reduce-scatter, the root gathered. SHARD_GRAD_OP: the whole model gathered but the block
+    being reduced."""
+    def parts(scenario):
+        data = reports[0][scenario]
+        return data["sizes"], data["peak_parts"]
+
+    s, peak = parts("llama_reshard_true")
+    assert peak == {"params": 2 * s["root"] + 4 * s["block"], "grads": 2 * s["output"] + 2 * s["block"],
+                    "reduce_scatter": 4 * s["block"], "in_flight": 0}
+    s, peak = parts("llama_reshard_true_wide_vocab")
+    assert peak == {"params": 0, "grads": 0, "reduce_scatter": 0, "in_flight": 2 * s["root"] + 4 * s["root"]}
+    s, peak = parts("llama_reshard_true_two_layers")
+    assert peak == {"params": 2 * s["root"] + 2 * s["block"], "grads": 2 * s["output"], "reduce_scatter": 0,
+                    "in_flight": 2 * s["block"] + 4 * s["block"]}
+    s, peak = parts("llama_reshard_true_one_layer")
+    assert peak == {"params": 2 * s["root"], "grads": 2 * s["output"], "reduce_scatter": 0,
+                    "in_flight": 2 * s["block"] + 4 * s["block"]}
+    s, peak = parts("llama_reshard_false")
+    assert peak == {"params": 2 * (s["params"] - s["block"]), "grads": 2 * s["output"], "reduce_scatter": 0,
+                    "in_flight": 2 * s["block"] + 4 * s["block"]}
 
 
 def test_ddp_buckets_are_a_second_copy_of_the_gradients_unless_viewed(reports, llama_shape):
