@@ -38,6 +38,7 @@ from hooks.interface import translate_interface  # noqa: E402
 from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebook_pages import make_notebooks_pages, use_executed_notebooks  # noqa: E402
 from hooks.page_checks import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
+from hooks.page_content import check_notebook_cells, check_page_content  # noqa: E402
 from hooks.parity import check_language_parity  # noqa: E402
 from hooks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
 from hooks.render import render_markdown  # noqa: E402
@@ -136,8 +137,11 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
 def on_page_content(html, page, config, files, **kwargs):
     with reported(page_file(page)):
         if page.file.src_uri.endswith(".ipynb"):
+            check_notebook_cells(Path(page.file.abs_src_path))  # the executed copy (hooks/notebook_pages.py)
             check_notebook_links(html, page.url, {file.url for file in files})
             html = notebook_content(strip_inert_mathjax(html), page.toc)
+        else:
+            check_page_content(html)
         return translate_comments(html, build_language(config))
 
 

@@ -1,0 +1,117 @@
+"""Page content is text: it carries no script, style or event handler of its own.
+
+The promise "the code on the page is the code that ran" is checked on the page's HTML, but
+a reader sees the page through a browser. Raw HTML in a page's Markdown, in a data text or
+in a notebook cell could run or restyle in the reader's browser and show other code than
+the HTML holds, in one language only: a ``<script>`` that rewrites the ``nccl_check.py``
+block, a ``<style>`` or ``style=`` that hides a token, an ``onerror=`` handler, a ``<base
+href>`` that makes the theme's own relative scripts load from another origin, an SVG
+``<script href>``. Scripts and styles belong to the theme and to files of ``docs/assets/``,
+which are code and reviewed as such.
+
+``check_page_content(html)`` reads the HTML a page's Markdown produced (``on_page_content``,
+placeholders and data included) and refuses:
+
+- a ``<script>`` other than JSON data (``type="application/json"``, no ``src``) or a script
+  file of the site's own ``assets/`` folder (``<script src="../assets/finder.js">``);
+- a ``<link>`` other than a stylesheet file of that folder (``assets/finder.css``);
+- ``<style>``, ``<meta>``, ``<base>`` and embedding elements (frames, objects);
+- an ``on…`` event-handler attribute, a ``style`` or ``srcdoc`` attribute, and any attribute
+  whose value is a ``javascript:`` or ``vbscript:`` URL (ASCII whitespace and controls
+  removed first, as browsers do).
+
+``check_notebook_cells(notebook)`` applies the same rule to the executed notebook a notebook
+page is rendered from: every Markdown cell's source and every HTML, SVG or Markdown output
+(mkdocs-jupyter inserts them as they are); outputs of other types than text, HTML, SVG,
+Markdown and PNG/JPEG/GIF images (``application/javascript``, widgets) are refused. The
+notebook template's own scripts and styles are outside the cells and not checked.
+
+Raises RenderError naming the element. Pure: no MkDocs import.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from posixpath import normpath
+from urllib.parse import urlsplit
+
+from selectolax.lexbor import LexborHTMLParser
+
+from .errors import RenderError
+
+FORBIDDEN_ELEMENTS = {"style", "meta", "base", "iframe", "frame", "frameset", "object", "embed", "applet", "portal"}
+# What can be found by selector (fast); event handlers by their names in the text (a name
+# cannot be written with entities), then every element is read.
+SUSPECTS = ", ".join(["script", "link", *sorted(FORBIDDEN_ELEMENTS), "[style]", "[srcdoc]", "[href]", "[src]", "[action]", "[formaction]",
+                      "[data]", "[poster]", "[background]", "[to]", "[values]", "[from]", "[by]"])
+EVENT_HANDLER_RE = re.compile(r"""[\s/"'\x00]on[^\s/>=]*\s*=|xlink:""", re.I)
+SCRIPT_SCHEMES = ("javascript:", "vbscript:")
+URL_NOISE_RE = re.compile(r"[\x00-\x20]")  # browsers drop these inside a URL's scheme ("java\tscript:")
+CHECKED_OUTPUTS = {"text/html", "image/svg+xml", "text/markdown"}
+INERT_OUTPUTS = {"text/plain", "image/png", "image/jpeg", "image/gif"}
+
+
+def _site_asset(url: str, suffix: str) -> bool:
+    """Whether ``url`` names a ``suffix`` file (``.js``, ``.css``) of the site's ``assets/`` folder (a relative URL)."""
+    parts = urlsplit(url.strip())
+    path = normpath(parts.path).lstrip("./")
+    return not (parts.scheme or parts.netloc or parts.query) and path.endswith(suffix) and "/assets/" in f"/{path}"
+
+
+def _problem(node) -> str | None:
+    tag, attributes = node.tag, node.attributes
+    if tag == "script":
+        src = attributes.get("src")
+        if src is None and (attributes.get("type") or "").strip().lower() != "application/json":
+            return "an inline <script>"
+        if src is not None and not _site_asset(src, ".js"):
+            return f"a <script src={src!r}> that is not a script file of the site's assets/ folder"
+    if tag == "link":
+        href, rel = attributes.get("href") or "", (attributes.get("rel") or "").strip().lower()
+        if rel != "stylesheet" or not _site_asset(href, ".css"):
+            return f"a <link rel={rel!r} href={href!r}> that is not a stylesheet file of the site's assets/ folder"
+    if tag in FORBIDDEN_ELEMENTS:
+        return f"a <{tag}> element"
+    for name, value in attributes.items():
+        name = name.lower()
+        if name.startswith("on"):
+            return f"an event handler ({name}=) on <{tag}>"
+        if name in ("style", "srcdoc"):
+            return f"a {name}= attribute on <{tag}>"
+        if value and URL_NOISE_RE.sub("", value).lower().startswith(SCRIPT_SCHEMES):
+            return f"a script URL in {name}= on <{tag}>"
+    return None
+
+
+def check_page_content(html: str, what: str = "the page") -> None:
+    """Raise RenderError for the first script, style or event handler in ``html`` (see the module's docstring)."""
+    if "<" not in html:
+        return
+    tree = LexborHTMLParser(html)
+    for node in tree.css("*" if EVENT_HANDLER_RE.search(html) else SUSPECTS):
+        problem = _problem(node)
+        if problem:
+            raise RenderError(f"{what} holds {problem}: page content is text; scripts and styles "
+                              "belong to the theme and to files of docs/assets/")
+
+
+def check_notebook_cells(notebook: Path) -> None:
+    """Raise RenderError for a Markdown cell or an output of ``notebook`` (an executed .ipynb)
+    that holds a script, style or event handler, or an output type that carries code."""
+    cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+    for number, cell in enumerate(cells, start=1):
+        if cell.get("cell_type") == "markdown":
+            check_page_content(_text(cell.get("source")), f"Markdown cell {number}")
+        for output in cell.get("outputs", []):
+            for kind, data in (output.get("data") or {}).items():
+                if kind in CHECKED_OUTPUTS:
+                    check_page_content(_text(data), f"the {kind} output of cell {number}")
+                elif kind not in INERT_OUTPUTS:
+                    raise RenderError(f"cell {number} has an output of type {kind}: a page shows text, HTML "
+                                      f"and images ({', '.join(sorted(CHECKED_OUTPUTS | INERT_OUTPUTS))}), no code")
+
+
+def _text(source) -> str:
+    return "".join(source) if isinstance(source, list) else str(source or "")
