@@ -44,7 +44,7 @@ from hooks.publish_gate import check_verified_block, insert_note, open_gate  # n
 from hooks.render import render_markdown  # noqa: E402
 from hooks.same_code import TitledBlocks  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors  # noqa: E402
-from hooks.snippet_check import check_snippets  # noqa: E402
+from hooks.snippet_check import check_plain_files, check_snippets  # noqa: E402
 from hooks.template_cache import TEMPLATE_CACHE  # noqa: E402
 from hooks.typography import typeset_html  # noqa: E402
 
@@ -114,6 +114,8 @@ def on_pre_build(config, **kwargs):
 
 @event_priority(-150)  # after the i18n plugin (-100), which rebuilds the file list per language
 def on_files(files, config, **kwargs):
+    with reported(""):
+        check_plain_files((file.abs_src_path for file in files if file.abs_src_path), Path(config.config_file_path).parent)
     with reported(JSON_URI):
         if files.get_file_from_path(JSON_URI) is None:
             files.append(File.generated(config, JSON_URI, content=finder_json()))

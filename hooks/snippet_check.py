@@ -11,10 +11,18 @@ includes included. Every file it would include is checked before it is read:
   resolving links, so ``snippets/host.txt -> /proc/self/environ`` would publish the build's
   environment (in the deploy job, the OIDC request token);
 - it is not empty (an empty snippet renders an empty code block).
+
+``check_plain_files`` applies the first rule to every file MkDocs reads from the checkout
+(pages, ``docs/assets/``, ``overrides/``): MkDocs copies a static file by following its link,
+so ``docs/assets/env.txt -> /proc/self/environ`` published the build's environment (in the
+deploy job, the OIDC request token) without any page naming it. Git stores a link as a
+link; a hard link cannot cross into ``/proc`` and is not something a pull request can carry.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +72,21 @@ def check_snippets(page_markdown: str, snippets_config: dict[str, Any]) -> None:
         preprocessor.run(page_markdown.split("\n"))
     except SnippetMissingError as exc:
         raise RenderError(f"broken snippet include: {exc}") from None
+
+
+def check_plain_files(paths: Iterable[str | Path], root: Path) -> None:
+    """Raise RenderError naming the first of ``paths`` inside ``root`` (the checkout) that is a
+    symbolic link or inside one; paths outside ``root`` (the theme's package) are not checked."""
+    root = Path(os.path.abspath(root))
+    checked: set[Path] = set()
+    for path in paths:
+        path = Path(os.path.abspath(path))  # made absolute, not resolved
+        if not path.is_relative_to(root):
+            continue
+        for step in [path, *path.parents]:
+            if step == root or step in checked:
+                break
+            if step.is_symlink():
+                raise RenderError(f"{path.relative_to(root)}: {step.relative_to(root)} is a symbolic link (to {step.readlink()}); "
+                                  "the site is built from plain files of the repository")
+            checked.add(step)

@@ -59,3 +59,20 @@ def test_a_nested_include_of_a_link_is_refused(snippets):
 def test_a_path_that_climbs_out_is_refused(snippets):
     with pytest.raises(RenderError, match=r"broken snippet include: Snippet at path '\.\./outside\.txt' could not be found"):
         check(snippets, "../outside.txt")
+
+
+def test_files_the_site_copies_are_plain_files_of_the_checkout(tmp_path):
+    """``docs/assets/env.txt -> /proc/self/environ`` was copied into the built site (MkDocs
+    follows the link) with no page naming it: the build's environment, published."""
+    from hooks.snippet_check import check_plain_files
+
+    assets = tmp_path / "docs" / "assets"
+    assets.mkdir(parents=True)
+    (assets / "guide.css").write_text("p {}\n", encoding="utf-8")
+    check_plain_files([assets / "guide.css", "/usr/lib/python3/dist-packages/theme.css"], tmp_path)  # outside: the theme's package
+    os.symlink("/proc/self/environ", assets / "env.txt")
+    with pytest.raises(RenderError, match=r"docs/assets/env\.txt: docs/assets/env\.txt is a symbolic link \(to /proc/self/environ\)"):
+        check_plain_files([assets / "guide.css", assets / "env.txt"], tmp_path)
+    os.symlink("/etc", tmp_path / "docs" / "linked")
+    with pytest.raises(RenderError, match=r"docs/linked/hostname: docs/linked is a symbolic link \(to /etc\)"):
+        check_plain_files([tmp_path / "docs" / "linked" / "hostname"], tmp_path)
