@@ -385,9 +385,11 @@ class _Reader:
         value = self.get(key)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value == value:
-            raise self.fail(f"key {key!r} must be a number or null, got {_short(value)}")
-        return float(value)
+        # typed ``float | None`` in the (strict) config classes: a JSON integer such as 50 is refused
+        if not isinstance(value, float) or not value == value:
+            example = f" ({value}.0)" if isinstance(value, int) and not isinstance(value, bool) else ""
+            raise self.fail(f"key {key!r} must be a number with a decimal point{example} or null, got {_short(value)}")
+        return value
 
 
 def _short(value: Any) -> str:
@@ -443,7 +445,11 @@ def _window(r: _Reader) -> int | None:
     family = r.family
     window = r.get("sliding_window") if family.layer_rule != "none" else r.raw.get("sliding_window")
     if family.layer_rule in ("qwen", "qwen_moe") and not r.flag("use_sliding_window"):
+        if window is not None:  # unused, but its type is checked, as the config class does
+            r.size("sliding_window", window, minimum=0)
         return None  # Qwen2/Qwen3(Moe)Config: sliding_window = sliding_window if use_sliding_window else None
+    if window is not None:
+        window = r.size("sliding_window", window)
     if window is None:
         if family.layer_rule in ("every_2nd_full", "gemma3"):
             # the config class accepts it, but the model builds a sliding-window mask in every forward
@@ -451,7 +457,6 @@ def _window(r: _Reader) -> int | None:
                          f"sliding-window mask in every forward); give the window or leave the key out "
                          f"(default: {family.defaults['sliding_window']})")
         return None
-    window = r.size("sliding_window", window)
     if family.layer_rule == "gemma3" and _bidirectional(r):
         window = window // 2 + 1  # Gemma3TextConfig.__post_init__
     return window

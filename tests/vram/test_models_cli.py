@@ -52,6 +52,11 @@ CASES = {
     # Gemma2Config accepts it, but every forward of the model builds a sliding-window mask and fails
     "gemma2 without a window": ({**LLAMA, "model_type": "gemma2", "head_dim": 128, "sliding_window": None},
                                 "'sliding_window' is null, which modeling_gemma2.py cannot run"),
+    # the config classes type these float | None and int | None strictly: transformers refuses 50 and 2.0
+    "softcapping as an integer": ({**LLAMA, "model_type": "gemma2", "head_dim": 128, "attn_logit_softcapping": 50},
+                                  "'attn_logit_softcapping' must be a number with a decimal point (50.0) or null, got 50"),
+    "qwen3_moe window as a float": ({**LLAMA, "model_type": "qwen3_moe", "sliding_window": 2.0},
+                                    "'sliding_window' must be an integer, got 2.0"),
     "hidden_act not text": ({**LLAMA, "hidden_act": 5}, "'hidden_act' must be a string (an activation such as 'silu'), got 5"),
 }
 
