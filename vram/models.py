@@ -47,6 +47,10 @@ for gemma2, gemma3_text and gpt_oss (transformers builds them, but every forward
 ``model_type`` outside
 the families above, non-integer or implausible sizes (any size over ``MAX_SIZE``, more than
 ``MAX_LAYERS`` layers, or more than 10^15 parameters in all), and a file that is not a JSON object of at most 1 MiB.
+Keys no count here depends on (``rope_parameters``, ``partial_rotary_factor``,
+``max_position_embeddings``, router options, ...) are not checked, and an
+activation name is checked only by ``vram.activations``: transformers may refuse such a
+file (a NaN rope factor, an unknown activation) where the calculator still counts it.
 """
 
 from __future__ import annotations
