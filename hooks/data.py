@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import sys
+import unicodedata
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,8 +27,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS_DIR = REPO_ROOT / "snippets"
 DATA_DIR = SNIPPETS_DIR / "data"
 VALIDATED_DIR = REPO_ROOT / ".cache" / "validated"  # texts that passed the schemas (see validate)
-SCHEMA_SOURCES = (REPO_ROOT / "hooks" / "schemas.py", REPO_ROOT / "verify" / "record.py")
+SCHEMA_SOURCES = (REPO_ROOT / "hooks" / "schemas.py", REPO_ROOT / "verify" / "record.py", Path(__file__))
 _parsed: dict[Path, tuple[tuple[int, int], Any]] = {}
+_markers = {"trusted": True}
 
 
 class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML has it
@@ -84,12 +87,14 @@ def validate(data: Any, name: str, where: str, text: str) -> Any:
     Raises RenderError.
 
     A text that passed the same schemas before is not validated again (``VALIDATED_DIR``
-    holds one empty file per SHA-256 of schema sources, languages and text): a build whose
-    data did not change does not even import pydantic. Every schema checks one file, so the
-    text is the whole input.
+    holds one empty file per SHA-256 of schema sources, languages, Python and pydantic
+    versions and text): a build whose data did not change does not even import pydantic
+    (about 0.1 s). Every schema checks one file, so the text is the whole input. A marker is
+    only a file anyone who can write the checkout can make (even commit, ``git add -f``), so
+    a publication build trusts none (``trust_markers(False)``): it validates every text.
     """
     marker = VALIDATED_DIR / hashlib.sha256(f"{_schemas_fingerprint()}\0{name}\0{text}".encode()).hexdigest()
-    if marker.is_file():
+    if _markers["trusted"] and marker.is_file():
         return data
     from pydantic import ValidationError
 
@@ -110,11 +115,17 @@ def validate(data: Any, name: str, where: str, text: str) -> Any:
     return data
 
 
+def trust_markers(trusted: bool) -> None:
+    """Whether ``validate`` may skip a text that has a marker (False for a publication build)."""
+    _markers["trusted"] = trusted
+
+
 @functools.cache
 def _schemas_fingerprint() -> str:
-    """What the outcome of a validation depends on besides the text: the schema sources, the
-    site's languages and pydantic's version."""
-    digest = hashlib.sha256(",".join(LANGUAGES).encode() + metadata.version("pydantic").encode())
+    """What the outcome of a validation depends on besides the text: the schema sources and
+    this module, the site's languages, pydantic's version, and Python's (its Unicode
+    database classifies the characters a comment translation may not hold)."""
+    digest = hashlib.sha256("\0".join([*LANGUAGES, metadata.version("pydantic"), sys.version, unicodedata.unidata_version]).encode())
     for source in SCHEMA_SOURCES:
         digest.update(source.read_bytes())
     return digest.hexdigest()

@@ -30,7 +30,7 @@ from mkdocs.plugins import event_priority  # noqa: E402
 from mkdocs.structure.files import File  # noqa: E402
 
 from hooks.comments import translate_comments  # noqa: E402
-from hooks.data import check_data_files  # noqa: E402
+from hooks.data import check_data_files, trust_markers  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.external import check_no_external_loads, origin, strip_inert_mathjax  # noqa: E402
 from hooks.finder import JSON_URI, finder_json  # noqa: E402
@@ -94,6 +94,7 @@ def on_config(config, **kwargs):
         if not language_pass(config):
             check_code_unchanged()
         _build["verified"] = open_gate(Path(config.config_file_path).parent, snippets_dir(config), config.site_url, os.environ)
+        trust_markers(_build["verified"] is None)  # a publication build validates every data text
     return config
 
 
