@@ -186,3 +186,13 @@ def test_run_steps_pass_shellcheck(workflow, tmp_path):
             script.write_text("#!/bin/bash\nset -e\n" + step["run"] + "\n")
             result = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True)
             assert result.returncode == 0, f"{job}: {step['run']}\n{result.stdout}"
+
+
+def test_no_cache_or_record_is_committed():
+    """The deploy job builds from a fresh checkout: whatever a build would reuse from it
+    (validated markers, executed notebooks, mkdocs-jupyter's HTML, a record) is there only if
+    a commit carries it (``git add -f``), and it would then skip work the publish build must
+    do: mkdocs-jupyter's cached HTML goes on the notebook page as it is."""
+    tracked = subprocess.run(["git", "ls-files", "--", ".cache", "site", ":(glob)verification/*.json", ":(glob)verification/*.txt",
+                              ":(glob)verification/*.xml"], capture_output=True, text=True, cwd=REPO_ROOT, check=True).stdout.split()
+    assert tracked == [], tracked
