@@ -211,7 +211,11 @@ def framework_formula(raw: dict[str, str], lang: str) -> str:
     part = args.str("part", "gpu")
     if part not in FORMULA_PARTS:
         raise RenderError(f"part={part} is not one of {', '.join(FORMULA_PARTS)}")
-    memory = _framework_memory(args, args.str("framework", "zero-paper"))
+    framework = args.str("framework", "zero-paper")
+    if (framework == "fsdp2" and args.int("zero_stage", default=0) in (2, 3) and "working" in FORMULA_PARTS[part]
+            and not args.has("moment")):
+        raise RenderError("FSDP2's working buffers depend on the moment of backward: give moment=block or moment=root")
+    memory = _framework_memory(args, framework)
     coefficients = vram.breakdown.combined(memory.terms, FORMULA_PARTS[part])
     if not coefficients:
         raise RenderError(f"the formula of {part} is empty here")

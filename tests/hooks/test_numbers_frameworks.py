@@ -75,6 +75,15 @@ def test_framework_formula(args, formula):
     assert render(f"{{{{ framework_formula {args} }}}}") == formula
 
 
+def test_fsdp2_on_llama_8b_peaks_at_the_roots_reduce_scatter():
+    """The formulas page: for Llama 3.1 8B the root's reduce-scatter is the larger moment, 6R,
+    R = 2 x 128,256 x 4,096 + 4,096 (untied embedding and lm_head, final norm: the published config)."""
+    root = 2 * 128_256 * 4_096 + 4_096
+    text = "{{ train_memory framework=fsdp2 model=llama-3.1-8b world_size=8 zero_stage=3 part=working decimals=2 }}"
+    number, unit = render(text).split()
+    assert (float(number.replace(",", ".")), unit) == (round(6 * root / GB, 2), "GB")
+
+
 def test_a_negative_coefficient_is_subtracted():
     import vram
 
@@ -104,6 +113,9 @@ def test_activation_memory_of_8b_under_sdpa_is_about_13_gb_in_the_layers():
     ("{{ framework_formula framework=deepspeed zero_stage=2 part=host }}", "empty"),
     ("{{ framework_formula framework=deepspeed zero_stage=3 moment=root }}", "moment="),
     ("{{ framework_formula framework=fsdp2 zero_stage=3 moment=middle }}", "middle"),
+    # a formula of FSDP2's working buffers names its moment: which one is larger depends on the model
+    ("{{ framework_formula framework=fsdp2 zero_stage=3 }}", "moment=block or moment=root"),
+    ("{{ framework_formula framework=fsdp2 zero_stage=2 part=working }}", "moment=block or moment=root"),
     ("{{ activation_memory model=llama-3.1-8b seq_len=2048 recompute=some }}", "recompute"),
 ])
 def test_bad_arguments_are_one_render_error(text, needle):
