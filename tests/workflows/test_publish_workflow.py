@@ -101,8 +101,8 @@ def test_triggers_push_to_main_pull_request_and_manual_never_pull_request_target
 def test_least_privilege_permissions_and_limits(workflow):
     assert workflow["permissions"] == {}
     assert workflow["concurrency"]["group"]
-    expected = {"test": {"contents": "read"}, "gpu": {"contents": "read"},
-                "deploy": {"contents": "read", "pages": "write", "id-token": "write"}}
+    expected = {"test": {"contents": "read"}, "gpu": {"contents": "read"}, "publish": {"contents": "read"},
+                "deploy": {"pages": "write", "id-token": "write"}}
     assert {name: job["permissions"] for name, job in workflow["jobs"].items()} == expected
     for name, job in workflow["jobs"].items():
         assert 0 < job["timeout-minutes"] <= 60, name
@@ -135,18 +135,33 @@ def test_only_push_and_manual_runs_on_main_reach_the_gpu_runner(workflow):
     assert all("self-hosted" not in str(job["runs-on"]) for name, job in workflow["jobs"].items() if name != "gpu")
 
 
-def test_deploy_needs_both_jobs_to_succeed_on_main(workflow):
-    deploy = workflow["jobs"]["deploy"]
-    assert sorted(deploy["needs"]) == ["gpu", "test"]
-    assert deploy["environment"]["name"] == "github-pages"
+def test_publish_needs_both_jobs_to_succeed_on_main(workflow):
+    publish = workflow["jobs"]["publish"]
+    assert sorted(publish["needs"]) == ["gpu", "test"]
     results = ("success", "failure", "skipped", "cancelled")
     for event, ref, test, gpu in product(("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x"), results, results):
         expected = event != "pull_request" and ref == "refs/heads/main" and test == gpu == "success"
-        assert condition(deploy["if"], event, ref, {"test": test, "gpu": gpu}) == expected, (event, ref, test, gpu)
-    order = [step.get("uses", step.get("run", "")).split("@")[0] for step in deploy["steps"]]
-    assert order.index("actions/download-artifact") < order.index("make publish") < order.index("actions/upload-pages-artifact") < order.index("actions/deploy-pages")
-    download = next(step for step in deploy["steps"] if step.get("uses", "").startswith("actions/download-artifact@"))
+        assert condition(publish["if"], event, ref, {"test": test, "gpu": gpu}) == expected, (event, ref, test, gpu)
+    order = [step.get("uses", step.get("run", "")).split("@")[0] for step in publish["steps"]]
+    assert order.index("actions/download-artifact") < order.index("make publish") < order.index("actions/upload-pages-artifact")
+    download = next(step for step in publish["steps"] if step.get("uses", "").startswith("actions/download-artifact@"))
     assert download["with"] == {"name": "verification", "path": "verification"}
+
+
+def test_the_oidc_token_is_only_where_no_code_of_the_repository_runs(workflow):
+    """The publish build runs the project's code (hooks, notebook cells, pip installs); with
+    ``id-token: write`` every step of that job had the OIDC request token in its environment.
+    The token lives in deploy, which checks out nothing and runs only GitHub's deploy action."""
+    for name, job in workflow["jobs"].items():
+        if name != "deploy":
+            assert "id-token" not in job["permissions"] and "pages" not in job["permissions"], name
+    deploy = workflow["jobs"]["deploy"]
+    assert deploy["needs"] == "publish" and deploy["environment"]["name"] == "github-pages"
+    assert [step["uses"].split("@")[0] for step in deploy["steps"]] == ["actions/deploy-pages"]
+    for event, ref, publish in product(("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x"),
+                                       ("success", "failure", "skipped")):
+        expected = event != "pull_request" and ref == "refs/heads/main" and publish == "success"
+        assert condition(deploy["if"], event, ref, {"publish": publish}) == expected, (event, ref, publish)
 
 
 def test_make_targets_called_by_the_workflow_exist():
