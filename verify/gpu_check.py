@@ -5,6 +5,12 @@ run the ``gpu`` tests, and write the verification record.
 Exit 0 only if everything passed; a record is written either way (``status`` ``pass`` or
 ``fail`` with the reasons), next to ``nvidia-smi.txt`` and ``topo.txt``. Nothing here is
 skipped silently: no GPU, a skipped GPU test, a missing ``nvidia-smi`` are failures.
+
+A record at the path from before the run is removed first, and an error or a signal
+(SIGTERM, SIGHUP, SIGINT: a cancelled job) still writes a failed record, so the file the
+``gpu`` job uploads is always this run's. A signal also ends the process group of the command
+running (torchrun and its ranks live in a session of their own, out of reach of a signal sent
+to the job's processes).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import traceback
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -72,6 +79,21 @@ def run(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
         _end_group(proc.pid, proc, 0)
 
 
+class Interrupted(Exception):
+    """A signal asked the check to stop."""
+
+
+def _interrupted(signum: int, frame) -> None:
+    raise Interrupted(f"stopped by {signal.Signals(signum).name}")
+
+
+def stop_on_signals() -> None:
+    """Make SIGTERM and SIGHUP (and SIGINT) raise ``Interrupted``, so ``run`` ends its command's
+    process group on the way out (Python's default for SIGTERM ends the process at once)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, _interrupted)
+
+
 def gpu_inventory(failures: list[str], out_dir: Path) -> dict:
     """nvidia-smi's view: model, count, memory, driver; the full text goes to nvidia-smi.txt."""
     full = run(["nvidia-smi"], 60)
@@ -124,6 +146,8 @@ def run_check(script: Path, nproc: int, failures: list[str]) -> dict:
         failures.append(f"{SNIPPET} output: {exc}")
         return {}
     worst = slowest(lines)
+    if worst.world != nproc:
+        failures.append(f"{SNIPPET} ran {worst.world} ranks on {nproc} GPUs")
     if any((line.busbw_gb_per_s or 0) > BUSBW_PLAUSIBLE_MAX_GB_PER_S for line in lines):
         failures.append(f"busbw above {BUSBW_PLAUSIBLE_MAX_GB_PER_S:g} GB/s: the timing is not synchronised")
     if any(line.device != f"cuda:{line.local_rank}" for line in lines):
@@ -187,7 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verify.gpu_check", description=__doc__.splitlines()[0])
     parser.add_argument("--record", type=Path, default=REPO_ROOT / DEFAULT_RECORD, help="where to write the record (JSON)")
     args = parser.parse_args(argv)
-    record = gpu_check(args.record)
+    args.record.unlink(missing_ok=True)  # a record from before is never taken for this run's
+    stop_on_signals()
+    try:
+        record = gpu_check(args.record)
+    except (Exception, Interrupted) as exc:  # noqa: BLE001 (whatever stopped it, the record says it failed)
+        traceback.print_exc()
+        record = {"schema": SCHEMA, "fixture": False, "snippet": SNIPPET, "status": "fail",
+                  "failures": [f"verify.gpu_check stopped: {type(exc).__name__}: {exc}"]}
+    args.record.parent.mkdir(parents=True, exist_ok=True)
     args.record.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{args.record}: {record['status']}" + (f" ({'; '.join(record['failures'])})" if record["failures"] else ""))
     return 0 if record["status"] == "pass" else 1

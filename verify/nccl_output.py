@@ -19,10 +19,11 @@ import re
 from dataclasses import dataclass
 
 NO_BUSBW = "no busbw (1 rank: nothing crosses a link)"
+NUMBER = r"\d+(?:\.\d+)?"  # as the snippet prints it: float() reads every match
 LINE_RE = re.compile(
     r"rank (?P<rank>\d+)/(?P<world>\d+) local_rank (?P<local_rank>\d+) (?P<device>\S+) (?P<host>\S+): "
-    r"(?P<rate>[\d.]+) all-reduce/s of (?P<gb>[\d.]+) GB, algbw (?P<algbw>[\d.]+) GB/s, "
-    r"(?:busbw (?P<busbw>[\d.]+) GB/s|(?P<no_busbw>" + re.escape(NO_BUSBW) + r")), sum (?P<sum>\d+) correct")
+    rf"(?P<rate>{NUMBER}) all-reduce/s of (?P<gb>{NUMBER}) GB, algbw (?P<algbw>{NUMBER}) GB/s, "
+    rf"(?:busbw (?P<busbw>{NUMBER}) GB/s|(?P<no_busbw>{re.escape(NO_BUSBW)})), sum (?P<sum>\d+) correct")
 
 
 class OutputError(ValueError):

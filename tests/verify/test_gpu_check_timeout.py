@@ -11,6 +11,7 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from verify.gpu_check import run
 
@@ -51,3 +52,60 @@ def test_a_hanging_check_leaves_no_rank_alive(tmp_path):
 def test_a_command_that_finishes_and_a_missing_program():
     assert run([sys.executable, "-c", "print('ok')"], timeout=30).stdout == "ok\n"
     assert run(["/nonexistent/torchrun"], timeout=5).returncode == 127
+
+
+SIGNALLED = r"""
+import sys
+from verify.gpu_check import run, stop_on_signals
+stop_on_signals()
+run([sys.executable, "-c", sys.argv[1], sys.argv[2]], timeout=600, grace_s=1)
+"""
+
+
+def test_a_cancelled_check_leaves_no_rank_alive(tmp_path):
+    """A cancelled job sends SIGTERM to the check; Python's default ended the check at once and
+    torchrun's session (its own, out of reach of the job's signal) ran on."""
+    import os
+    import signal
+    import subprocess
+
+    from tests.conftest import REPO_ROOT
+
+    pids_file = tmp_path / "pids"
+    check = subprocess.Popen([sys.executable, "-c", SIGNALLED, LAUNCHER, str(pids_file)], cwd=REPO_ROOT)
+    ranks: list[int] = []
+    try:
+        deadline = time.monotonic() + 30
+        while not (pids_file.exists() and len(pids_file.read_text().split()) == 2) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ranks = [int(pid) for pid in pids_file.read_text().split()]
+        check.send_signal(signal.SIGTERM)
+        check.wait(20)
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in ranks) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(pid) for pid in ranks), "a rank process survived the cancelled check"
+    finally:
+        check.kill()
+        for pid in ranks:  # never leave one behind, even when the test fails
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_check_that_stops_on_an_error_writes_a_failed_record(tmp_path, monkeypatch):
+    """An exception inside the check (a mangled rank line, a crash) used to leave no record, or
+    the one from before: the gpu job uploads the file whatever happened."""
+    import json
+
+    import verify.gpu_check
+    from verify.record import RecordError, check_record
+
+    record_path = tmp_path / "nccl_check.json"
+    record_path.write_text('{"status": "pass"}')  # left from before
+    monkeypatch.setattr(verify.gpu_check, "gpu_check", lambda path: 1 / 0)
+    monkeypatch.setattr(verify.gpu_check, "stop_on_signals", lambda: None)
+    assert verify.gpu_check.main(["--record", str(record_path)]) == 1
+    record = json.loads(record_path.read_text())
+    assert record["status"] == "fail" and record["failures"] == ["verify.gpu_check stopped: ZeroDivisionError: division by zero"]
+    with pytest.raises(RecordError, match="records a 'fail' run"):
+        check_record(record, "0" * 64, str(record_path))

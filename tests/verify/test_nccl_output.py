@@ -50,3 +50,10 @@ def test_a_one_rank_run_claims_no_busbw():
 def test_busbw_only_when_a_link_was_crossed(stdout, message):
     with pytest.raises(OutputError, match=message):
         parse_rank_lines(stdout)
+
+
+@pytest.mark.parametrize("number", ["1.2.3", ".", "4..1"])
+def test_a_mangled_number_is_a_mangled_line(number):
+    """``[\\d.]+`` matched these and float() raised a ValueError: verify.gpu_check ended in a traceback."""
+    with pytest.raises(OutputError, match="not one intact rank line"):
+        parse_rank_lines(f"{LINE0.replace('41.3', number)}\n{LINE1}\n")
