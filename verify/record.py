@@ -101,7 +101,7 @@ def check_record(record: dict[str, Any], expected_sha256: str, where: str, allow
     future nor older than ``MAX_AGE`` before ``now``), a fixture when ``allow_fixture`` is
     false, or a stale snippet hash.
     """
-    if record.get("schema") != SCHEMA:
+    if type(record.get("schema")) is not int or record["schema"] != SCHEMA:  # noqa: E721 (2.0 and True are not 2)
         raise RecordError(f"{where}: schema {record.get('schema')!r}, this build reads schema {SCHEMA}; rerun `make gpu-check`")
     if record.get("status") != "pass":
         failures = record.get("failures")

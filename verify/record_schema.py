@@ -1,11 +1,15 @@
 """The schema of a verification record (``verification/nccl_check.json``), in pydantic 2.
 
 Strict: an integer field takes an int and a number field an int or a float, never a bool,
-a string or null; unknown keys are refused; rates and bandwidths are finite and positive.
+a string or null (``schema`` is the int 2, not 2.0); unknown keys are refused; texts have no
+control character and no space at either end; rates and bandwidths are finite numbers as the
+snippet prints them, with one decimal, so at least 0.1 (``1e-300`` would show as "0,0").
 Beyond types, a record must be consistent with itself and with this checkout:
 
 - one world: ``measured.world_size`` = ``gpu.count`` = ``torch_device_count`` = the number of
-  rank lines, which are ranks 0..n-1 of that world, each with the checked sum n(n+1)/2;
+  rank lines, which are ranks 0..n-1 of that world, each with the checked sum n(n+1)/2, all on
+  one host (``torchrun --nproc_per_node``), each on the GPU of its local rank (``cuda:<rank>``:
+  a line of the CPU rehearsal says ``cpu``);
 - the numbers are those the snippet prints (nccl-tests' definitions, doc/PERFORMANCE.md):
   algbw = all-reduces per second x bytes / 10^9, busbw = algbw x 2(n-1)/n, to the printed
   rounding; the summary is the slowest rank; busbw at most ``BUSBW_PLAUSIBLE_MAX_GB_PER_S``;
@@ -29,18 +33,27 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from verify.record import BUSBW_PLAUSIBLE_MAX_GB_PER_S, LINK_CLASSES, SCHEMA
 
 CLOCK_SKEW = datetime.timedelta(minutes=5)
 UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
-Text = Annotated[str, StringConstraints(min_length=1, strip_whitespace=False)]
+Text = Annotated[str, StringConstraints(pattern=r"^[^\s\x00-\x1f\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?$")]
+VersionNumber = Annotated[str, StringConstraints(pattern=r"^\d+(?:\.\d+)+$")]
 Count = Annotated[int, Field(ge=1)]
 Index = Annotated[int, Field(ge=0)]
 Zero = Annotated[int, Field(ge=0, le=0)]
-Rate = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+def _printed(value: float) -> float:
+    if round(value, 1) != value:
+        raise ValueError(f"{value!r} is not a figure the snippet prints (one decimal)")
+    return value
+
+
+Rate = Annotated[float, Field(ge=0.1, allow_inf_nan=False), AfterValidator(_printed)]
 LinkClass = Literal[LINK_CLASSES]
 
 
@@ -101,7 +114,7 @@ class Measured(Strict):
     size_bytes: Count
     allreduce_per_s: Rate
     algbw_gb_per_s: Rate
-    busbw_gb_per_s: Annotated[float, Field(gt=0, le=BUSBW_PLAUSIBLE_MAX_GB_PER_S, allow_inf_nan=False)] | None
+    busbw_gb_per_s: Annotated[Rate, Field(le=BUSBW_PLAUSIBLE_MAX_GB_PER_S)] | None
     ranks: list[RankLine]
 
     @model_validator(mode="after")
@@ -112,6 +125,13 @@ class Measured(Strict):
                              f"got ranks {[line.rank for line in self.ranks]}")
         if any(line.checked_sum != n * (n + 1) // 2 for line in self.ranks):
             raise ValueError(f"a rank reports a checked sum other than {n * (n + 1) // 2}")
+        for line in self.ranks:
+            if (line.local_rank, line.device) != (line.rank, f"cuda:{line.rank}"):
+                raise ValueError(f"rank {line.rank} ran on {line.device} as local rank {line.local_rank}: "
+                                 f"one machine's ranks each on the GPU of its local rank (cuda:{line.rank})")
+        if len({line.host for line in self.ranks}) != 1:
+            raise ValueError(f"the ranks ran on several hosts ({', '.join(sorted({line.host for line in self.ranks}))}): "
+                             "the check runs on one machine")
         for where, line in [("the summary", self), *((f"rank {line.rank}", line) for line in self.ranks)]:
             _close(line.algbw_gb_per_s, line.allreduce_per_s * self.size_bytes / 1e9, f"{where}: algbw_gb_per_s")
             if n == 1 and line.busbw_gb_per_s is not None:
@@ -129,8 +149,8 @@ class Measured(Strict):
 
 class Versions(Strict):
     torch: Text
-    cuda: Text
-    nccl: Text
+    cuda: VersionNumber
+    nccl: VersionNumber
 
     @field_validator("torch")
     @classmethod
@@ -154,7 +174,7 @@ class GpuTests(Strict):
 
 
 class Record(Strict):
-    schema_: Literal[SCHEMA] = Field(alias="schema")
+    schema_: Annotated[int, Field(ge=SCHEMA, le=SCHEMA)] = Field(alias="schema")  # Literal[2] took 2.0
     fixture: bool
     note: Text | None = None
     snippet: Text

@@ -57,7 +57,7 @@ def changed(record: dict, path: str, value) -> dict:
     *parents, key = path.split(".")
     target = record
     for part in parents:
-        target = target[part]
+        target = target[int(part)] if isinstance(target, list) else target[part]
     target[key] = value
     return record
 

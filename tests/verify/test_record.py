@@ -40,7 +40,7 @@ RECORD_CASES = [  # (dotted field, value, what the line must say)
     ("measured.world_size", 1, r"measured: (ranks must be one line for each rank 0\.\.0|a busbw for one rank)"),
     ("utc", "2099-01-01T00:00:00Z", r"utc: 2099-01-01T00:00:00Z is in the future"),
     ("utc", "1970-01-01T00:00:00Z", r"utc: 1970-01-01T00:00:00Z is older than 7 days"),
-    ("measured.allreduce_per_s", -5, r"measured\.allreduce_per_s: Input should be greater than 0 \(got -5\)"),
+    ("measured.allreduce_per_s", -5, r"measured\.allreduce_per_s: Input should be greater than or equal to 0\.1 \(got -5\)"),
     ("measured.allreduce_per_s", float("inf"), r"measured\.allreduce_per_s: Input should be a finite number \(got inf\)"),
     ("gpu.count", "many", r"gpu\.count: Input should be a valid integer \(got 'many'\)"),
     ("gpu_tests.errors", 5, r"gpu_tests\.errors: Input should be less than or equal to 0 \(got 5\)"),
@@ -59,6 +59,14 @@ RECORD_CASES = [  # (dotted field, value, what the line must say)
     ("gpu_tests.failed", False, r"gpu_tests\.failed: Input should be a valid integer \(got False\)"),
     ("runner", 7, r"runner: Input should be a valid string \(got 7\)"),
     ("extra", "x", r"extra: Extra inputs are not permitted"),
+    # type and value tricks the schema let through
+    ("schema", 2.0, r"schema 2\.0, this build reads schema 2"),
+    ("measured.allreduce_per_s", 1e-300, r"measured\.allreduce_per_s: Input should be greater than or equal to 0\.1"),
+    ("measured.algbw_gb_per_s", 257.15, r"measured\.algbw_gb_per_s: 257\.15 is not a figure the snippet prints \(one decimal\)"),
+    ("versions.cuda", " ", r"versions\.cuda: String should match pattern"),
+    ("gpu.model", "NVIDIA H100\n", r"gpu\.model: String should match pattern"),
+    ("measured.ranks.3.device", "cpu", r"measured: rank 3 ran on cpu as local rank 3: one machine's ranks each on the GPU of its local rank \(cuda:3\)"),
+    ("measured.ranks.5.host", "other-host", r"measured: the ranks ran on several hosts"),
 ]
 
 
@@ -113,3 +121,13 @@ def test_missing_unreadable_and_duplicate_key_records(tmp_path):
     with pytest.raises(RecordError, match=r"twice\.json: not a readable JSON record \(duplicate key 'status'\)"):
         load_record(tmp_path / "twice.json")
     assert load_record(write_record(tmp_path / "ok.json", fixture_record()))["fixture"] is True
+
+
+def test_figures_too_small_to_print_are_refused():
+    """A one-GPU record of 1e-300 all-reduces per second, consistent with itself, was accepted
+    and shown as "0,0 all-reduce al secondo": the snippet prints one decimal, so 0.1 is its least."""
+    tiny = 1e-300
+    record = changed(changed(one_gpu_record(), "measured.allreduce_per_s", tiny), "measured.algbw_gb_per_s", tiny)
+    record = changed(changed(record, "measured.ranks.0.allreduce_per_s", tiny), "measured.ranks.0.algbw_gb_per_s", tiny)
+    with pytest.raises(RecordError, match=r"measured\.allreduce_per_s: Input should be greater than or equal to 0\.1"):
+        check(record)
