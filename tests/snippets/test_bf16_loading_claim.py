@@ -1,10 +1,12 @@
-"""The guide's warning under the framework table (docs/index.*.md, #fsdp-zero): transformers 5
-loads a model in its checkpoint's dtype, and with DDP neither Accelerate's
-``mixed_precision="bf16"`` nor the Trainer's ``bf16=True`` adds an fp32 copy, so AdamW then
-keeps its moments in bf16; ``dtype=torch.float32`` gives the mixed precision the tables count.
+"""What the guide says about bf16 and the Hugging Face libraries, asserted with the libraries.
 
-Asserted with the libraries themselves on a tiny Llama saved in bf16 (as Llama 3.1's
-checkpoint is): ``from_pretrained``, ``Accelerator.prepare``, ``Trainer`` and an AdamW step.
+- Under the framework table (docs/index.*.md, #fsdp-zero): transformers 5 loads a model in
+  its checkpoint's dtype, and with DDP neither Accelerate's ``mixed_precision="bf16"`` nor
+  the Trainer's ``bf16=True`` adds an fp32 copy, so AdamW then keeps its moments in bf16;
+  ``dtype=torch.float32`` gives the mixed precision the tables count. On a tiny Llama saved
+  in bf16 (as Llama 3.1's checkpoint is): ``from_pretrained``, ``Accelerator.prepare``,
+  ``Trainer`` and an AdamW step.
+- #data-parallel: ``accelerate launch --mixed_precision bf16`` reaches the Trainer.
 """
 
 from __future__ import annotations
@@ -49,3 +51,13 @@ def test_accelerate_and_the_trainer_add_no_fp32_copy_without_fsdp_or_deepspeed(b
     optimizer.step()
     moments = {state[key].dtype for state in optimizer.state.values() for key in ("exp_avg", "exp_avg_sq")}
     assert moments == {torch.bfloat16}
+
+
+def test_the_trainer_takes_accelerate_launchs_mixed_precision(monkeypatch, tmp_path):
+    """docs (#data-parallel): ``accelerate launch --mixed_precision bf16`` acts on scripts that use
+    Accelerator or the Trainer; the launcher passes it as ACCELERATE_MIXED_PRECISION, which the
+    Trainer's arguments read (test_configs.py checks the launcher sets it)."""
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "bf16")
+    assert transformers.TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[]).mixed_precision == "bf16"
+    monkeypatch.delenv("ACCELERATE_MIXED_PRECISION")
+    assert transformers.TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[]).mixed_precision == "no"
