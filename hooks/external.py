@@ -5,8 +5,9 @@ browser contacts only the site). Chromium sees violations only when the browser 
 this check reads the HTML the build writes, with an HTML5 parser (selectolax), and refuses:
 
 - an element that makes the browser fetch a resource from an absolute URL of another
-  origin: ``script[src]``, ``link[href]`` of a loading kind (stylesheet, preload, icon...),
-  images, media, frames, objects, and ``url(...)`` / ``@import`` in styles (fonts);
+  origin: ``script[src]`` (and SVG's ``script[href]``), ``link[href]`` of a loading kind
+  (stylesheet, preload, icon...), images, media, frames, objects, the legacy ``background``
+  attribute, and ``url(...)`` / ``@import`` / ``image-set("...")`` in styles (fonts);
 - a ``<script src="">`` (mkdocs-jupyter writes one when no MathJax URL is set;
   ``strip_inert_mathjax`` removes it from notebook pages);
 - a Mermaid diagram (``.mermaid``): Material's JavaScript loads Mermaid from unpkg.com;
@@ -29,8 +30,10 @@ LOADING_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "preconnec
                 "apple-touch-icon", "manifest", "prerender"}
 SOURCES = {"img": ("src", "srcset"), "source": ("src", "srcset"), "iframe": ("src",), "embed": ("src",),
            "object": ("data",), "video": ("src", "poster"), "audio": ("src",), "track": ("src",),
-           "input": ("src",), "image": ("href", "xlink:href"), "use": ("href", "xlink:href")}
-CSS_URL_RE = re.compile(r"""url\(\s*['"]?([^'")\s]+)|@import\s+['"]([^'"]+)""", re.I)
+           "input": ("src",), "image": ("href", "xlink:href"), "use": ("href", "xlink:href"),
+           "feimage": ("href", "xlink:href"), "script": ("href", "xlink:href"),  # SVG's
+           "body": ("background",), "table": ("background",), "td": ("background",), "th": ("background",)}
+CSS_URL_RE = re.compile(r"""url\(\s*['"]?([^'")\s]+)|(?:@import|image-set\()\s*['"]([^'"]+)""", re.I)
 UNSAFE_IN_SCRIPT_RE = re.compile(r"<!--|<script|</script", re.I)
 MATHJAX_RE = re.compile(r"<!-- Load mathjax -->\s*<script src=\"\">\s*</script>\s*"
                         r"(?:<!-- MathJax configuration -->\s*<script type=\"text/x-mathjax-config\">.*?</script>)?", re.S)
@@ -55,7 +58,8 @@ def _srcset_urls(value: str) -> list[str]:
     return [candidate.split()[0] for candidate in value.split(",") if candidate.strip()]
 
 
-SELECTOR = ", ".join(["script", "link[href]", "style", "[style]", ".mermaid", *SOURCES])  # one pass over the page
+SELECTOR = ", ".join(["script", "link[href]", "style", "[style]", ".mermaid", "[background]",
+                      *(tag for tag, attributes in SOURCES.items() if attributes != ("background",))])  # one pass over the page
 
 
 def _problem(node, site_origin: str) -> str | None:
@@ -76,7 +80,7 @@ def _problem(node, site_origin: str) -> str | None:
         rels = set((attributes.get("rel") or "").lower().split()) & LOADING_RELS
         if rels and is_external(attributes["href"], site_origin):
             return f"loads a {'/'.join(sorted(rels))} from {attributes['href']!r}"
-    for attribute in SOURCES.get(tag, ()):
+    for attribute in SOURCES.get(tag.lower(), ()):  # SVG's feImage keeps its case
         value = attributes.get(attribute)
         for url in (_srcset_urls(value) if attribute == "srcset" else [value]) if value else []:
             if is_external(url, site_origin):

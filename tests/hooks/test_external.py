@@ -64,6 +64,10 @@ def test_script_json_round_trips_and_hides_markup():
     ('<iframe src="https://www.youtube.com/embed/x"></iframe>', r"loads <iframe src>"),
     ('<pre class="mermaid"><code>graph TD; A--&gt;B</code></pre>', r"has a Mermaid diagram: Material's JavaScript would load Mermaid from unpkg\.com"),
     ('<script type="application/json" id="x">{"a": "<!--<script>"}</script>', r"an inline script \(x\) holds '<!--' or '<script'"),
+    ('<svg><script href="https://cdn.example.org/x.js"></script></svg>', r"loads <script href> from 'https://cdn\.example\.org/x\.js'"),
+    ('<table background="https://example.org/bg.png"><tr><td>x</td></tr></table>', r"loads <table background> from"),
+    ('<svg><filter id="f"><feImage href="https://example.org/x.png"/></filter></svg>', r"loads <feImage href> from"),
+    ("<style>p { background: image-set('https://example.org/x.png' 1x) }</style>", r"a style loads 'https://example\.org/x\.png'"),
 ])
 def test_external_loads_are_refused(html, message):
     with pytest.raises(RenderError, match=message):
