@@ -38,7 +38,7 @@ from hooks.interface import translate_interface  # noqa: E402
 from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebook_pages import make_notebooks_pages, use_executed_notebooks  # noqa: E402
 from hooks.page_checks import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
-from hooks.page_content import check_notebook_cells, check_page_content  # noqa: E402
+from hooks.page_content import check_code_shows_what_runs, check_notebook_cells, check_page_content  # noqa: E402
 from hooks.parity import check_language_parity  # noqa: E402
 from hooks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
 from hooks.render import render_markdown  # noqa: E402
@@ -159,6 +159,7 @@ def on_post_page(output, page, config, **kwargs):
         html = insert_note(output, lang, _build["verified"])
         html = typeset_html(translate_interface(translate_copy_buttons(html), lang), lang)
         check_verified_block(html, lang, _build["verified"])  # the checks see the page as published
+        check_code_shows_what_runs(html)
         check_no_external_loads(html, origin(config.site_url))
         _build["blocks"].add_page(html, lang, page_file(page))
         return html

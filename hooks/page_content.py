@@ -26,19 +26,31 @@ page is rendered from: every Markdown cell's source and every HTML, SVG or Markd
 Markdown and PNG/JPEG/GIF images (``application/javascript``, widgets) are refused. The
 notebook template's own scripts and styles are outside the cells and not checked.
 
+``check_code_shows_what_runs(html)`` reads every code block of a built page (and
+``check_notebook_cells`` every code cell): code holds no character a reader cannot see or
+that reorders what is shown, i.e. no format character (bidirectional overrides and
+isolates, zero-width spaces and joiners, a soft hyphen, a byte-order mark), no control
+character but tab and line feed, no line or paragraph separator. Python accepts them in
+strings and comments, and the page copies them faithfully, so the code that ran is the code
+copied, but not the code read ("Trojan Source", CVE-2021-42574: ``"user‮ ⁦# admin⁩ ⁦"``
+shows as a comment and runs as a string).
+
 Raises RenderError naming the element. Pure: no MkDocs import.
 """
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import re
+import unicodedata
 from pathlib import Path
 from posixpath import normpath
 from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
+from .code_blocks import code_blocks
 from .errors import RenderError
 
 FORBIDDEN_ELEMENTS = {"style", "meta", "base", "iframe", "frame", "frameset", "object", "embed", "applet", "portal"}
@@ -51,6 +63,8 @@ SCRIPT_SCHEMES = ("javascript:", "vbscript:")
 URL_NOISE_RE = re.compile(r"[\x00-\x20]")  # browsers drop these inside a URL's scheme ("java\tscript:")
 CHECKED_OUTPUTS = {"text/html", "image/svg+xml", "text/markdown"}
 INERT_OUTPUTS = {"text/plain", "image/png", "image/jpeg", "image/gif"}
+UNSEEN_CATEGORIES = {"Cf": "a format character", "Cc": "a control character", "Zl": "a line separator", "Zp": "a paragraph separator"}
+UNSEEN_RE = re.compile(r"[^\t\n\x20-\x7e\u00a0-\u00ac\u00ae-\u05ff]")  # a quick filter: what may be unseen
 
 
 def _site_asset(url: str, suffix: str) -> bool:
@@ -97,6 +111,29 @@ def check_page_content(html: str, what: str = "the page") -> None:
                               "belong to the theme and to files of docs/assets/")
 
 
+def unseen_character(code: str) -> str | None:
+    """``U+XXXX (what it is)`` for the first character of ``code`` a reader cannot see, or None."""
+    for match in UNSEEN_RE.finditer(code):
+        kind = UNSEEN_CATEGORIES.get(unicodedata.category(match.group()))
+        if kind:
+            line = code.count("\n", 0, match.start()) + 1
+            name = unicodedata.name(match.group(), "")
+            return f"U+{ord(match.group()):04X} ({kind}{', ' + name if name else ''}) on line {line}"
+    return None
+
+
+def check_code_shows_what_runs(html: str) -> None:
+    """Raise RenderError for a code block of ``html`` holding a character a reader cannot see."""
+    for start, end in code_blocks(html):
+        block = html[start:end]
+        if UNSEEN_RE.search(block) or "&#" in block:
+            code = html_lib.unescape(re.sub(r"<[^>]*>", "", block))
+            unseen = unseen_character(code)
+            if unseen:
+                first = code.strip().splitlines()[0][:60] if code.strip() else ""
+                raise RenderError(f"the code block starting {first!r} holds {unseen}: code shows what runs")
+
+
 def check_notebook_cells(notebook: Path) -> None:
     """Raise RenderError for a Markdown cell or an output of ``notebook`` (an executed .ipynb)
     that holds a script, style or event handler, or an output type that carries code."""
@@ -104,6 +141,8 @@ def check_notebook_cells(notebook: Path) -> None:
     for number, cell in enumerate(cells, start=1):
         if cell.get("cell_type") == "markdown":
             check_page_content(_text(cell.get("source")), f"Markdown cell {number}")
+        elif cell.get("cell_type") == "code" and (unseen := unseen_character(_text(cell.get("source")))):
+            raise RenderError(f"code cell {number} holds {unseen}: code shows what runs")
         for output in cell.get("outputs", []):
             for kind, data in (output.get("data") or {}).items():
                 if kind in CHECKED_OUTPUTS:

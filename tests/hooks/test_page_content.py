@@ -99,3 +99,27 @@ def test_notebook_outputs_and_markdown_cells_are_checked(tmp_path):
 def test_the_guides_notebooks_pass():
     for path in sorted((REPO_ROOT / "docs").glob("*.ipynb")):
         check_notebook_cells(path)
+
+
+TROJAN = 'access = "user"\nif access != "user\u202e \u2066# admin?\u2069 \u2066":\n    print("admin")\n'
+
+
+def test_code_a_reader_cannot_read_as_it_runs_is_refused(tmp_path):
+    """Trojan Source (CVE-2021-42574): the bidirectional overrides make the line show as a
+    comparison followed by a comment; Python runs a comparison with a longer string. Python
+    itself is the oracle that the code runs otherwise than it reads."""
+    from hooks.page_content import check_code_shows_what_runs
+
+    script = tmp_path / "trojan.py"
+    script.write_text(TROJAN, encoding="utf-8")
+    assert __import__("subprocess").run([__import__("sys").executable, str(script)], capture_output=True,
+                                        text=True).stdout == "admin\n"  # reads as "not admin", runs as admin
+    page = markdown.markdown(f"```python\n{TROJAN}```\n", extensions=EXTENSIONS,
+                             extension_configs={"pymdownx.highlight": {"pygments_lang_class": True}})
+    with pytest.raises(RenderError, match=r"holds U\+202E \(a format character, RIGHT-TO-LEFT OVERRIDE\) on line 2"):
+        check_code_shows_what_runs(page)
+    with pytest.raises(RenderError, match=r"holds U\+200B \(a format character, ZERO WIDTH SPACE\)"):
+        check_code_shows_what_runs(page.replace("\u202e", "").replace("\u2066", "").replace("\u2069", "").replace("admin?", "admin?&#x200b;"))
+    check_code_shows_what_runs(markdown.markdown('```python\nx = "é € « » ’"  # tab\tok\n```\n', extensions=EXTENSIONS))
+    with pytest.raises(RenderError, match=r"code cell 1 holds U\+202E"):
+        check_notebook_cells(notebook(tmp_path, [{"cell_type": "code", "source": TROJAN, "outputs": []}]))
