@@ -28,12 +28,18 @@ at stage 3, 2 - floor(2r/N)), and once 18P passes 2^53 (P above 5 * 10^14) the
 estimator's float division can add or drop one more byte. Tested against the estimators
 with hypothesis (``tests/vram/test_deepspeed_estimators.py``).
 
-Stages 0 and 1 have no estimator; they are derived from the same buffers: stage 1 does not
-partition gradients, so the bf16 gradients are whole (2P) beside the 1/N fp32 gradient and
-optimizer partitions (``stage_1_and_2.py`` with ``partition_gradients=False``); without
-ZeRO, DeepSpeed's bf16 optimizer wrapper (``runtime/fp16/fused_optimizer.py``, ``step``)
-keeps bf16 weights and gradients, flattens fp32 gradients of the whole model, and an fp32
-master copy with the moments: 2 + 2 + 4 + 12 = 20 B per parameter.
+Stages 0 and 1 have no estimator; they are derived from the same buffers, each measured on
+a real DeepSpeed run (2 gloo ranks, ``tests/vram/test_deepspeed_torchrun.py``): stage 1 does
+not partition gradients, so the bf16 gradients are whole (2P) when backward ends, beside the
+1/N fp32 gradient and optimizer partitions (``stage_1_and_2.py`` with
+``partition_gradients=False``); without ZeRO, DeepSpeed's bf16 wrapper
+(``runtime/fp16/fused_optimizer.py`` with DeepSpeed's FusedAdam, ``unfused_optimizer.py``
+with torch's AdamW, the one measured; ``engine.py``, ``_configure_fp16_optimizer``) keeps bf16 weights and gradients, fp32 gradients of the whole model, and an fp32 master copy
+with the moments, all alive inside the step: 2 + 2 + 4 + 12 = 20 B per parameter. Like the
+estimators, the figure adds the buffers up: at stage 1 the whole bf16 gradients are reduced
+and freed before the fp32 gradient partition exists, so there the sum is above the peak by
+up to 4P/N. Not counted, as in the estimators: the gradient reduction buckets
+(``reduce_bucket_size``, a note says so).
 
 Host RAM per machine with offload: what the offloaded partitions of its GPUs pin, 16 B
 per parameter (fp32 master, two moments, fp32 gradients), 18 with ``offload_param`` (the
@@ -65,6 +71,11 @@ NOTE_LOAD_TERM = (
     "estimate_zero2_model_states_mem_needs takes max(4*N, 16) B of host RAM per parameter: "
     "4*N is every process loading an fp32 copy of the model at start-up; not applied here "
     "(start-up, not training)."
+)
+NOTE_BUCKETS = (
+    "Not counted, as in DeepSpeed's estimators: the gradient reduction buckets, reduce_bucket_size "
+    "elements each in the gradients' dtype (DeepSpeed's default 5e8: 1 GB in bf16, two with "
+    "overlap_comm); the Trainer and Accelerate set it to hidden_size^2 when the config says \"auto\"."
 )
 NOTE_WHOLE_ELEMENTS = (
     "{params:,} parameters are not a multiple of {world_size} GPUs: each partition is rounded up "
@@ -135,6 +146,8 @@ def deepspeed_memory(
         raise ValueError("DeepSpeed offload_param needs ZeRO stage 3 with offload_optimizer as well")
     p = params
     notes: list[str] = []
+    if zero_stage:
+        notes.append(NOTE_BUCKETS)
     if p % n and not (offload_optimizer and zero_stage < 3):  # those keep no 1/N partition on the GPU
         notes.append(NOTE_WHOLE_ELEMENTS.format(params=p, world_size=n, shard=_shard(p, n)))
     if zero_stage == 3:
