@@ -116,7 +116,9 @@ def on_pre_build(config, **kwargs):
 @event_priority(-150)  # after the i18n plugin (-100), which rebuilds the file list per language
 def on_files(files, config, **kwargs):
     with reported(""):
-        check_plain_files((file.abs_src_path for file in files if file.abs_src_path), Path(config.config_file_path).parent)
+        theme_overrides = Path(config.theme.custom_dir).rglob("*") if config.theme.custom_dir else ()  # templates too
+        check_plain_files([*(file.abs_src_path for file in files if file.abs_src_path), *theme_overrides,
+                           *snippets_dir(config).rglob("*")], Path(config.config_file_path).parent)  # snippets: data too
     with reported(JSON_URI):
         if files.get_file_from_path(JSON_URI) is None:
             files.append(File.generated(config, JSON_URI, content=finder_json()))

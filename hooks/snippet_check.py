@@ -12,8 +12,9 @@ includes included. Every file it would include is checked before it is read:
   environment (in the deploy job, the OIDC request token);
 - it is not empty (an empty snippet renders an empty code block).
 
-``check_plain_files`` applies the first rule to every file MkDocs reads from the checkout
-(pages, ``docs/assets/``, ``overrides/``): MkDocs copies a static file by following its link,
+``check_plain_files`` applies the first rule to every file the build reads from the checkout
+(pages, ``docs/assets/``, ``overrides/`` with its templates, ``snippets/`` with its data):
+MkDocs copies a static file by following its link, and renders a linked template,
 so ``docs/assets/env.txt -> /proc/self/environ`` published the build's environment (in the
 deploy job, the OIDC request token) without any page naming it. Git stores a link as a
 link; a hard link cannot cross into ``/proc`` and is not something a pull request can carry.
