@@ -92,6 +92,8 @@ CASES = {
                                            r"mkdocs\.yml: plugins\.i18n\.languages \(fr\)\.nav_translations: no fr title for the nav entry 'Trova la GPU'"),
     "include of a symbolic link": (include_environment, r"docs/index\.fr\.md: snippet include 'host\.txt': host\.txt is a symbolic link "
                                                          r"\(to /proc/self/environ\)"),
+    "static file linked to the environment": (lambda r: (r / "docs/assets/env.txt").symlink_to("/proc/self/environ"),
+                                              r"docs/assets/env\.txt: docs/assets/env\.txt is a symbolic link \(to /proc/self/environ\)"),
     "Mermaid diagram": (mermaid_diagram, r"docs/memory-formulas\.it\.md: has a Mermaid diagram: Material's JavaScript would load Mermaid"),
     "notebook template loading a CDN script": (lambda r: edit(r, "mkdocs.yml", "      include_source: false\n",
                                                               "      include_source: false\n      include_requirejs: true\n"),
