@@ -29,13 +29,15 @@ from .validate import check_int, lookup
 
 
 def fsdp2_chunk_rows(dim0: int, world_size: int) -> int:
-    """Rows of every rank's padded chunk: ceil(dim0 / world_size)."""
+    """Rows of every rank's padded chunk: ceil(dim0 / world_size). Raises ValueError for a
+    negative dim0 or a world_size below 1 (``_fsdp_param.py``, ``_init_sharded_param``)."""
     check_world_size(world_size)
     return -(-check_int(dim0, "dim0", 0) // world_size)
 
 
 def fsdp2_local_rows(dim0: int, world_size: int, rank: int) -> int:
-    """Rows rank ``rank`` really holds (``to_local().shape[0]``): 0 for ranks past the end."""
+    """Rows rank ``rank`` really holds (``to_local().shape[0]``): 0 for ranks past the end.
+    Raises ValueError for a rank outside 0..world_size - 1 or a bad dim0 or world_size."""
     chunk = fsdp2_chunk_rows(dim0, world_size)
     if not 0 <= check_int(rank, "rank", 0) < world_size:
         raise ValueError(f"rank must be in 0..{world_size - 1}, got {rank!r}")

@@ -171,7 +171,9 @@ def test_8bit_adam_is_10_bytes_per_parameter(data):
     # memory.md: 8-bit Adam keeps 6 B/param of optimizer state, 2 + 2 + 6 = 10 with weights and gradients.
     got = result(data, "mistral-7b", "full-adam8bit", 1, "paper")
     assert got["per_gpu_gb"] == pytest.approx(7_241_732_096 * 10 / 1e9)
-    assert "h100" in fitting(data, "mistral-7b", "full-adam8bit", 1, "paper")  # needs.yaml: a 7B on an 80 GB card
+    # in the paper's accounting a 7B fits an 80 GB card; under PyTorch AMP it does not (needs.yaml says so)
+    assert "h100" in fitting(data, "mistral-7b", "full-adam8bit", 1, "paper")
+    assert "h100" not in fitting(data, "mistral-7b", "full-adam8bit", 1, "ddp")
 
 
 def test_kv_cache_of_llama_8b_is_128_kib_per_token(data):
