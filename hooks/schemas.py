@@ -342,17 +342,23 @@ class CommentsFile(RootModel[list[Comment]]):
 
 
 # ---------------------------------------------------------------- front matter of docs/*.md
+# The theme writes these values into the page as they are, unescaped (``<title>{{ page.title }}``,
+# ``<meta name="description" content="...">``): "</title><script>" in a title was a script in
+# the page's head. Plain text: no <, >, " and no control character.
+Plain = Annotated[str, StringConstraints(min_length=1, pattern=r'^[^<>"\x00-\x1f\x7f]+$')]
+
+
 class FrontMatter(Data):
     """The keys a page may set (MkDocs and Material's documented ones)."""
 
-    title: Name | None = None
-    description: Name | None = None
+    title: Plain | None = None
+    description: Plain | None = None
     hide: list[Literal["navigation", "toc", "footer", "path", "tags", "feedback"]] | None = None
     search: dict[Literal["exclude", "boost"], bool | float] | None = None
-    icon: Name | None = None
-    subtitle: Name | None = None
-    status: Name | None = None
-    template: Name | None = None
+    icon: Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]+(?:/[a-z0-9-]+)*$")] | None = None  # material/…
+    subtitle: Plain | None = None
+    status: Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]+$")] | None = None
+    template: Annotated[str, StringConstraints(pattern=r"^[\w-]+(?:/[\w-]+)*\.html$")] | None = None
 
 
 SCHEMAS: dict[str, type[BaseModel]] = {

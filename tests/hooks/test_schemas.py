@@ -113,6 +113,10 @@ def test_the_real_data_passes_and_is_returned_as_parsed():
     ("---\ntitel: Guida\n---\n", r"front matter: titel: Extra inputs are not permitted"),
     ("---\ntitle: [a, b]\n---\n", r"front matter: title: Input should be a valid string"),
     ("---\n- a\n---\n", r"front matter: expected `key: value` lines"),
+    # the theme writes these unescaped into <title> and <meta content="...">: a script in the head
+    ('---\ntitle: "Trouvez</title><script>alert(1)</script>"\n---\n', r"front matter: title: String should match pattern"),
+    ('---\ndescription: \'x" onload="alert(2)\'\n---\n', r"front matter: description: String should match pattern"),
+    ("---\ntemplate: ../../x.html\n---\n", r"front matter: template: String should match pattern"),
 ])
 def test_front_matter_must_parse(source, message):
     with pytest.raises(RenderError, match=message):
