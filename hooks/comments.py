@@ -26,10 +26,12 @@ data); a block of a language no reader knows gets no translated comments.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
-from verify.readers import ReadError, language_of, read_as
+from verify.readers import ReadError, language_of, read_ahead, read_as
 
 from .code_blocks import code_blocks
 from .data import SNIPPETS_DIR, load_yaml
@@ -58,17 +60,36 @@ def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = 
     if lang == DEFAULT_LANGUAGE or not ANY_COMMENT_RE.search(html):
         return html
     catalogue = load_catalogue(lang) if catalogue is None else catalogue
-    parts, done = [], 0
+    parts, done, translated = [], 0, []
     for start, end in code_blocks(html):
         block = html[start:end]
         if ANY_COMMENT_RE.search(block):
-            parts += [html[done:start], _translate_block(block, lang, catalogue)]
+            div, original = _translate_block(block, lang, catalogue)
+            parts += [html[done:start], div.html if original is not None else block]
             done = end
+            if original is not None:
+                translated.append(Translated(div, original))
+    read_ahead(pair for block in translated for pair in block.readings())  # the bash readers of the page at once
+    for block in translated:
+        check_same_code(block.div, block.original, lang)
     return "".join(parts) + html[done:] if parts else html
 
 
-def _translate_block(block: str, lang: str, catalogue: dict[str, str]) -> str:
-    """One code block's HTML with its comments in ``lang`` (unchanged if none has prose)."""
+@dataclass(frozen=True)
+class Translated:
+    """A code block whose comments were translated: its ``div`` and its ``original`` code."""
+
+    div: Any
+    original: str
+
+    def readings(self) -> list[tuple[str, str]]:
+        fence = LANGUAGE_CLASS_RE.search(self.div.attributes.get("class") or "")
+        language = language_of(fence.group(1)) if fence else None
+        return [(language, self.original), (language, self.div.css_first("pre > code").text())] if language else []
+
+
+def _translate_block(block: str, lang: str, catalogue: dict[str, str]) -> tuple[Any, str | None]:
+    """(the block's div with its comments in ``lang``, its original code), or (None, None) if no comment has prose."""
     tree = LexborHTMLParser(block)
     changed = False
     for span in tree.css(COMMENT_SELECTOR):
@@ -81,9 +102,8 @@ def _translate_block(block: str, lang: str, catalogue: dict[str, str]) -> str:
         span.first_child.replace_with(match.group("marker") + catalogue[body] + match.group("trail"))
         changed = True
     if not changed:
-        return block
-    check_same_code(tree.css_first("div"), LexborHTMLParser(block).css_first("pre > code").text(), lang)
-    return tree.css_first("div").html
+        return None, None
+    return tree.css_first("div"), LexborHTMLParser(block).css_first("pre > code").text()
 
 
 def check_same_code(div, original: str, lang: str) -> None:

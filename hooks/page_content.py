@@ -56,9 +56,11 @@ from .errors import RenderError
 FORBIDDEN_ELEMENTS = {"style", "meta", "base", "iframe", "frame", "frameset", "object", "embed", "applet", "portal"}
 # What can be found by selector (fast); event handlers by their names in the text (a name
 # cannot be written with entities), then every element is read.
-SUSPECTS = ", ".join(["script", "link", *sorted(FORBIDDEN_ELEMENTS), "[style]", "[srcdoc]", "[href]", "[src]", "[action]", "[formaction]",
-                      "[data]", "[poster]", "[background]", "[to]", "[values]", "[from]", "[by]"])
-EVENT_HANDLER_RE = re.compile(r"""[\s/"'\x00]on[^\s/>=]*\s*=|xlink:""", re.I)
+SUSPECTS = ", ".join(["script", "link", *sorted(FORBIDDEN_ELEMENTS), "[style]", "[srcdoc]"])
+URL_SUSPECTS = ", ".join([SUSPECTS, "[href]", "[src]", "[action]", "[formaction]", "[data]", "[poster]", "[background]",
+                          "[to]", "[values]", "[from]", "[by]"])  # read only when the page's text has a "script:"
+ATTRIBUTE_ON_RE = re.compile(r"on[^\s/>=]*\s*=")  # on a lowered text: an attribute named on…, if it starts a name
+NAME_STARTS_AFTER = set(" \t\n\r\f/\"'\x00")  # what may precede an attribute's name (HTML tokenizer)
 SCRIPT_SCHEMES = ("javascript:", "vbscript:")
 URL_NOISE_RE = re.compile(r"[\x00-\x20]")  # browsers drop these inside a URL's scheme ("java\tscript:")
 CHECKED_OUTPUTS = {"text/html", "image/svg+xml", "text/markdown"}
@@ -104,7 +106,13 @@ def check_page_content(html: str, what: str = "the page") -> None:
     if "<" not in html:
         return
     tree = LexborHTMLParser(html)
-    for node in tree.css("*" if EVENT_HANDLER_RE.search(html) else SUSPECTS):
+    lowered = html.lower()
+    if "xlink:" in lowered or any(lowered[m.start() - 1:m.start()] in NAME_STARTS_AFTER for m in ATTRIBUTE_ON_RE.finditer(lowered)):
+        selector = "*"  # a possible event handler (a name cannot be written with entities): read every element
+    else:
+        text = html_lib.unescape(lowered).replace("\t", "").replace("\n", "").replace("\r", "")  # the URL parser drops them
+        selector = URL_SUSPECTS if "script:" in text else SUSPECTS  # "java\tscript:", "&#106;avascript:"
+    for node in tree.css(selector):
         problem = _problem(node)
         if problem:
             raise RenderError(f"{what} holds {problem}: page content is text; scripts and styles "

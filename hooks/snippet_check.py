@@ -79,11 +79,13 @@ def check_plain_files(paths: Iterable[str | Path], root: Path) -> None:
     """Raise RenderError naming the first of ``paths`` inside ``root`` (the checkout) that is a
     symbolic link or inside one; paths outside ``root`` (the theme's package) are not checked."""
     root = Path(os.path.abspath(root))
+    inside = f"{root}{os.sep}"
     checked: set[Path] = set()
     for path in paths:
-        path = Path(os.path.abspath(path))  # made absolute, not resolved
-        if not path.is_relative_to(root):
+        path = os.path.abspath(path)  # made absolute, not resolved
+        if not path.startswith(inside):
             continue
+        path = Path(path)
         for step in [path, *path.parents]:
             if step == root or step in checked:
                 break

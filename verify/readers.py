@@ -18,13 +18,13 @@ the same result for both:
 
 ``read_as(language, code)`` returns that reading as a string, or raises ``ReadError`` with the
 reason the tool refuses the code. Results are cached: the same blocks come back in every
-language pass and rebuild.
+language pass and rebuild. ``read_ahead(pairs)`` starts the bash readers of several blocks at
+once (one process each, a couple of milliseconds apiece), so a page's blocks cost one wait.
 """
 
 from __future__ import annotations
 
 import ast
-import functools
 import io
 import json
 import shutil
@@ -54,20 +54,45 @@ def language_of(name: str) -> str | None:
 
 def read_as(language: str, code: str) -> str:
     """``code`` as the tool of ``language`` reads it (see the module's docstring). Raises ReadError."""
-    reading, problem = _read(language, code)
+    key = (language, code)
+    if key not in _readings:
+        reader = {"python": _python, "bash": lambda text: _bash_result(_bash_start(text)), "yaml": _yaml, "json": _json}.get(language)
+        if reader is None:
+            known = ", ".join(sorted(set(LANGUAGE_NAMES.values())))
+            _remember(key, ("", f"no reader for {language!r} code (verify/readers.py knows {known})"))
+        else:
+            _remember(key, _outcome(reader, code))
+    reading, problem = _readings[key]
     if problem:
         raise ReadError(problem)
     return reading
 
 
-@functools.lru_cache(maxsize=256)
-def _read(language: str, code: str) -> tuple[str, str]:
-    """(reading, "") or ("", the problem)."""
-    reader = {"python": _python, "bash": _bash, "yaml": _yaml, "json": _json}.get(language)
-    if reader is None:
-        return "", f"no reader for {language!r} code (verify/readers.py knows {', '.join(sorted(set(LANGUAGE_NAMES.values())))})"
+def read_ahead(pairs) -> None:
+    """Read every ``(language, code)`` of ``pairs`` into the cache, the bash ones in parallel."""
+    started = {}
+    for language, code in pairs:
+        if language == "bash" and (language, code) not in _readings and code not in started:
+            try:
+                started[code] = _bash_start(code)
+            except ReadError as exc:
+                _remember((language, code), ("", str(exc)))
+    for code, process in started.items():
+        _remember(("bash", code), _outcome(_bash_result, process))
+
+
+_readings: dict[tuple[str, str], tuple[str, str]] = {}  # (language, code) -> (reading, problem)
+
+
+def _remember(key: tuple[str, str], outcome: tuple[str, str]) -> None:
+    if len(_readings) > 512:
+        _readings.clear()
+    _readings[key] = outcome
+
+
+def _outcome(reader, argument) -> tuple[str, str]:
     try:
-        return reader(code), ""
+        return reader(argument), ""
     except ReadError as exc:
         return "", str(exc)
 
@@ -86,21 +111,30 @@ def _python(code: str) -> str:
         raise ReadError(f"not valid Python ({f'line {exc.lineno}: {exc.msg}' if isinstance(exc, SyntaxError) else exc})") from None
 
 
-def _bash(code: str) -> str:
+def _bash_start(code: str):
+    """The bash reader of ``code``, started: (process, code). Raises ReadError without bash."""
     bash = shutil.which("bash")
     if bash is None:
         raise ReadError("bash is not installed: it is the reader of shell blocks (bash 5.2 or later)")
+    process = subprocess.Popen([bash, "--norc", "--noprofile", "--pretty-print", "/dev/stdin"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={"LC_ALL": "C"})
+    return process, code
+
+
+def _bash_result(started) -> str:
+    process, code = started
     try:
-        result = subprocess.run([bash, "--norc", "--noprofile", "--pretty-print", "/dev/stdin"], input=code.encode("utf-8"),
-                                capture_output=True, timeout=BASH_TIMEOUT_S, env={"LC_ALL": "C"}, check=False)
+        out, err = process.communicate(code.encode("utf-8"), timeout=BASH_TIMEOUT_S)
     except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
         raise ReadError(f"bash --pretty-print did not finish in {BASH_TIMEOUT_S} s") from None
-    error = result.stderr.decode("utf-8", "replace").strip()
-    if result.returncode != 0 and "pretty-print" in error and "invalid option" in error:
+    error = err.decode("utf-8", "replace").strip()
+    if process.returncode != 0 and "pretty-print" in error and "invalid option" in error:
         raise ReadError("bash 5.2 or later is needed to read shell blocks (bash --pretty-print)")
-    if result.returncode != 0 or error:
-        raise ReadError(f"bash cannot parse it ({error.splitlines()[-1] if error else f'exit {result.returncode}'})")
-    return result.stdout.decode("utf-8", "surrogateescape")
+    if process.returncode != 0 or error:
+        raise ReadError(f"bash cannot parse it ({error.splitlines()[-1] if error else f'exit {process.returncode}'})")
+    return out.decode("utf-8", "surrogateescape")
 
 
 def _yaml(code: str) -> str:
