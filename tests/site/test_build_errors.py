@@ -90,8 +90,8 @@ CASES = {
                                          r"docs/gpu-finder\.fr\.md: front matter: invalid YAML \(line \d+\)"),
     "nav entry without its French title": (lambda r: edit(r, "mkdocs.yml", "            Trova la GPU: Trouvez le GPU\n", ""),
                                            r"mkdocs\.yml: plugins\.i18n\.languages \(fr\)\.nav_translations: no fr title for the nav entry 'Trova la GPU'"),
-    "include of a symbolic link": (include_environment, r"docs/index\.fr\.md: snippet include 'host\.txt': host\.txt is a symbolic link "
-                                                         r"\(to /proc/self/environ\)"),
+    "include of a symbolic link": (include_environment, r"snippets/host\.txt: snippets/host\.txt is a symbolic link "
+                                                         r"\(to /proc/self/environ\)"),  # every file of snippets/, before any page
     "static file linked to the environment": (lambda r: (r / "docs/assets/env.txt").symlink_to("/proc/self/environ"),
                                               r"docs/assets/env\.txt: docs/assets/env\.txt is a symbolic link \(to /proc/self/environ\)"),
     "Mermaid diagram": (mermaid_diagram, r"docs/memory-formulas\.it\.md: has a Mermaid diagram: Material's JavaScript would load Mermaid"),
