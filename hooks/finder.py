@@ -5,6 +5,9 @@ counted by ``vram.count_params`` from the shipped ``config.json``), every task, 
 and method (training) or context length (serving) of ``snippets/data/finder.yaml``, the
 bytes one card needs, what takes them, and which cards of ``snippets/data/gpus.yaml`` fit
 (smallest first, with the margin and, only where the guide gives one, the machine price).
+For training and LoRA a card fits only when the margin left by the model states and the
+framework's buffers holds the activations of the reference micro-batch at least with full
+recomputation; it is "tight" when it holds them only with it (``fitting_cards``).
 Training per card under the method's framework, named on the page: DDP under PyTorch AMP,
 DeepSpeed ZeRO-1/2/3, FSDP2 ``reshard_after_forward=False/True`` (``vram.framework_memory``);
 LoRA/QLoRA per data-parallel card under DDP or ZeRO-1/2/3 (``vram.lora_memory_per_gpu``);
@@ -18,7 +21,9 @@ selects, filters and formats it (no arithmetic there).
 Two placeholders render the page's parts in the reader's language:
 ``{{ finder_form assets=../assets }}`` (the labelled controls, hidden until the script
 runs) and ``{{ finder_table }}`` (the static result of the default choice, or of
-``model= task= cards= method= context=``: what a reader without JavaScript sees).
+``model= task= cards= method= context=``: what a reader without JavaScript sees). Two more
+give the prose the finder's own numbers: ``{{ finder_setting name= }}`` and
+``{{ finder_activations model= recompute= }}``.
 
 Pure: no MkDocs import; data files are read on every call (``mkdocs serve`` shows edits).
 """
@@ -203,48 +208,87 @@ def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
         return usable_bytes(gpu["memory_mib"], catalogue.reserve_mib)
 
 
-def fitting_cards(catalogue: Catalogue, per_gpu_bytes: int, cards: int) -> list[dict[str, Any]]:
-    """The catalogue's cards that hold ``per_gpu_bytes``, smallest first, with price and the
-    margin left after the reserve (a tie fits, with 0 left)."""
+def fitting_cards(catalogue: Catalogue, per_gpu_bytes: int, cards: int,
+                  activations: dict[str, int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The catalogue's cards for one choice, smallest first: ``(fits, short)``.
+
+    A card holds ``per_gpu_bytes`` when its usable bytes (nvidia-smi's memory less the
+    reserve, ``card_capacity_bytes``) are at least that (a tie holds, with 0 left); what is
+    left is its margin (``margin_gb``, ``free_fraction`` of the usable bytes).
+
+    Training and LoRA (``activations``: bytes of the reference micro-batch without and with
+    full recomputation, ``activation_bytes``): a card fits only when its margin holds the
+    activations at least with full recomputation. ``recompute`` says what it needs ("none":
+    the margin holds them without; "full": only with full recomputation, and the card is
+    ``tight``). A card that holds ``per_gpu_bytes`` but whose margin is below the activations
+    with full recomputation does not fit: it is listed in ``short`` with its margin.
+
+    Serving (``activations`` None): every card that holds ``per_gpu_bytes`` fits, ``tight``
+    when under ``settings.tight_free_fraction`` of its usable bytes is free; ``short`` is empty.
+    """
     tight = catalogue.settings["tight_free_fraction"]
-    fits = []
+    fits, short = [], []
     for key, gpu in catalogue.gpus:
         capacity = card_capacity_bytes(catalogue, gpu)
         if not vram.fits(per_gpu_bytes, capacity):
             continue
-        fit = {"gpu": key, "margin_gb": bytes_to_gb(capacity - per_gpu_bytes),
-               "free_fraction": vram.free_fraction(per_gpu_bytes, capacity),
-               "tight": not vram.fits(per_gpu_bytes, capacity, min_free_fraction=tight)}
+        margin = capacity - per_gpu_bytes
+        fit: dict[str, Any] = {"gpu": key, "margin_gb": bytes_to_gb(margin)}
+        if activations is not None and margin < activations["full"]:
+            short.append(fit)
+            continue
+        fit["free_fraction"] = vram.free_fraction(per_gpu_bytes, capacity)
+        if activations is not None:
+            fit["recompute"] = "none" if margin >= activations["none"] else "full"
+            fit["tight"] = fit["recompute"] == "full"
+        else:
+            fit["tight"] = not vram.fits(per_gpu_bytes, capacity, min_free_fraction=tight)
         for machine_key, machine in catalogue.machines.items():
             if machine["gpu"] == key and machine["count"] == cards:
                 fit.update(machine=machine_key, price_eur_per_hour_from=machine["price_eur_per_hour_from"])
         fits.append(fit)
-    return fits
+    return fits, short
 
 
-def result(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> dict[str, Any] | None:
-    """One choice, in GB: memory per card, its parts (largest first) and the cards that fit."""
+def result(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str,
+           activations: dict[str, int] | None = None) -> dict[str, Any] | None:
+    """One choice, in GB: memory per card, its parts (largest first), the cards that fit and,
+    for training and LoRA, the cards that hold the model states but not the activations
+    (``fitting_cards``). ``activations``: ``activation_bytes`` of the model, if already known."""
     needed = requirement(catalogue, model_key, task_key, cards, option)
     if needed is None:
         return None
     per_gpu, parts = needed
+    if catalogue.tasks[task_key]["kind"] == "serving":
+        activations = None
+    elif activations is None:
+        activations = activation_bytes(catalogue, catalogue.models[model_key])
+    fits, short = fitting_cards(catalogue, per_gpu, cards, activations)
     ordered = sorted(((k, v) for k, v in parts.items() if v), key=lambda kv: (-kv[1], PART_KEYS.index(kv[0])))
     return {"per_gpu_gb": bytes_to_gb(per_gpu), "parts": [[k, bytes_to_gb(v)] for k, v in ordered],
-            "fits": fitting_cards(catalogue, per_gpu, cards)}
+            "fits": fits, "short": short}
 
 
-def activation_reference(catalogue: Catalogue, model: Model) -> dict[str, Any]:
-    """Activations of one reference micro-batch as transformers keeps them
-    (``vram.activation_memory``, the attention transformers runs the model with: sdpa, or
-    eager where it refuses sdpa): GB without recomputation ("none") and with full
-    recomputation ("full"), and the attention ("attention")."""
+def activation_bytes(catalogue: Catalogue, model: Model) -> dict[str, int]:
+    """Bytes of the activations of one reference micro-batch (``settings.activations``:
+    tokens and micro-batch) as transformers keeps them for backward, by
+    ``vram.activation_memory`` with the attention transformers runs the model with
+    (``vram.default_attention``): ``{"none": …, "full": …}``, without recomputation and with
+    full recomputation (every decoder layer checkpointed). Raises RenderError for a family
+    the calculator does not model."""
     ref, cfg = catalogue.settings["activations"], model.config
     with calculator_errors():
         attention = vram.default_attention(cfg)
-        found: dict[str, Any] = {mode: bytes_to_gb(vram.activation_memory(cfg, ref["seq_length"], ref["micro_batch"],
-                                                                         attention, mode).total_bytes)
-                                 for mode in ("none", "full")}
-    found["attention"] = attention
+        return {mode: vram.activation_memory(cfg, ref["seq_length"], ref["micro_batch"], attention, mode).total_bytes
+                for mode in ("none", "full")}
+
+
+def activation_reference(catalogue: Catalogue, model: Model) -> dict[str, Any]:
+    """``activation_bytes`` in GB (``"none"``, ``"full"``) and the attention (``"attention"``:
+    sdpa, or eager where transformers refuses sdpa), as the page's note shows them."""
+    found: dict[str, Any] = {mode: bytes_to_gb(n) for mode, n in activation_bytes(catalogue, model).items()}
+    with calculator_errors():
+        found["attention"] = vram.default_attention(model.config)
     return found
 
 
@@ -253,11 +297,12 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
     catalogue = load_catalogue(data_dir)
     settings = catalogue.settings
     results: dict[str, Any] = {}
-    for model_key in catalogue.models:
+    for model_key, model in catalogue.models.items():
+        activations = activation_bytes(catalogue, model)
         for task_key in catalogue.tasks:
             for cards in settings["cards"]:
                 for option in options(catalogue, task_key):
-                    found = result(catalogue, model_key, task_key, cards, option)
+                    found = result(catalogue, model_key, task_key, cards, option, activations)
                     if found is not None:
                         results.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[option] = found
     return {
@@ -410,40 +455,63 @@ def finder_table(raw: dict[str, str], lang: str) -> str:
     return render_result(catalogue, lang, found, model, task, cards, option)
 
 
+def summary_text(catalogue: Catalogue, lang: str, found: dict[str, Any], serving: bool) -> str:
+    """The status line: what the figure per card holds, the reserve and (training, LoRA) the
+    activations beside it, the card models that fit, whether the first needs full
+    recomputation, and the cards whose margin is below the activations."""
+    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    reserve = format_quantity(bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"])
+    need = _label(catalogue, "need_serving" if serving else "need_training", lang,
+                  need=_gb(found["per_gpu_gb"], catalogue, lang), reserve=reserve)
+    fits = found["fits"]
+    if not fits:
+        summary = _label(catalogue, "summary_none", lang, need_text=need)
+    else:
+        summary = _label(catalogue, "summary_one" if len(fits) == 1 else "summary_many", lang, need_text=need,
+                         count=len(fits), gpu=names[fits[0]["gpu"]], margin=_gb(fits[0]["margin_gb"], catalogue, lang))
+        if fits[0].get("recompute") == "full":
+            summary += " " + _label(catalogue, "summary_recompute", lang)
+    if found["short"]:
+        short = ", ".join(_label(catalogue, "short_card", lang, gpu=names[fit["gpu"]], margin=_gb(fit["margin_gb"], catalogue, lang))
+                          for fit in found["short"])
+        summary += " " + _label(catalogue, "summary_short", lang, cards=short)
+    return summary
+
+
+def note_text(catalogue: Catalogue, lang: str, model: str, task: str, option: str) -> str:
+    """The note under the table: the reserve, and the activations (training, LoRA) or the KV
+    cache (serving) the margin is compared with or left for."""
+    reserve = format_quantity(bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"])
+    kind = catalogue.tasks[task]["kind"]
+    if kind == "serving":
+        return _label(catalogue, "activations_serving", lang, context=format_number(int(option), lang, 0), reserve=reserve)
+    ref, settings = activation_reference(catalogue, catalogue.models[model]), catalogue.settings["activations"]
+    return _label(catalogue, f"activations_{kind}", lang, model=catalogue.models[model].name,
+                  seq=format_number(settings["seq_length"], lang, 0), micro_batch=format_number(settings["micro_batch"], lang, 0),
+                  attention=ref["attention"], none=_gb(ref["none"], catalogue, lang),
+                  full=_gb(ref["full"], catalogue, lang), reserve=reserve)
+
+
 def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model: str, task: str, cards: int, option: str) -> str:
     """The results block; ``finder.js`` builds the same structure from the JSON."""
     esc = html.escape
-    need = _gb(found["per_gpu_gb"], catalogue, lang)
     names = dict((k, g["name"]) for k, g in catalogue.gpus)
     fits = found["fits"]
-    if not fits:
-        summary = _label(catalogue, "summary_none", lang, need=need)
-    else:
-        key = "summary_one" if len(fits) == 1 else "summary_many"
-        summary = _label(catalogue, key, lang, need=need, count=len(fits), gpu=names[fits[0]["gpu"]],
-                         margin=_gb(fits[0]["margin_gb"], catalogue, lang))
+    summary = summary_text(catalogue, lang, found, catalogue.tasks[task]["kind"] == "serving")
     head = "\n".join(f'<th scope="col">{esc(_label(catalogue, c, lang))}</th>' for c in ("col_card", "col_memory", "col_margin", "col_price"))
     rows = []
     for fit in fits:
         margin = _label(catalogue, "margin_cell", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
                         free=format_percent(fit["free_fraction"], locale=lang))
         if fit["tight"]:
-            margin += f' <strong class="finder-tight">{esc(_label(catalogue, "tight", lang))}</strong>'
+            tight = "tight_recompute" if "recompute" in fit else "tight"
+            margin += f' <strong class="finder-tight">{esc(_label(catalogue, tight, lang))}</strong>'
         price = (_label(catalogue, "price_cell", lang, count=cards, gpu=names[fit["gpu"]], price=format_eur(fit["price_eur_per_hour_from"], lang))
                  if "machine" in fit else _label(catalogue, "no_price", lang))
         memory = _gb(bytes_to_gb(mib_to_bytes(dict(catalogue.gpus)[fit["gpu"]]["memory_mib"])), catalogue, lang)
         rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>\n<td>{esc(memory)}</td>\n<td>{margin}</td>\n<td>{esc(price)}</td></tr>')
     parts = ", ".join(f'{text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}")} {_gb(v, catalogue, lang)}' for k, v in found["parts"])
-    reserve = format_quantity(bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"])
-    if catalogue.tasks[task]["kind"] == "serving":
-        note = _label(catalogue, "activations_serving", lang, context=format_number(int(option), lang, 0),
-                      reserve=reserve)
-    else:
-        ref = activation_reference(catalogue, catalogue.models[model])
-        note = _label(catalogue, "activations_training", lang, model=catalogue.models[model].name,
-                      seq=format_number(catalogue.settings["activations"]["seq_length"], lang, 0),
-                      attention=ref["attention"], none=_gb(ref["none"], catalogue, lang),
-                      full=_gb(ref["full"], catalogue, lang), reserve=reserve)
+    note = note_text(catalogue, lang, model, task, option)
     table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""
@@ -454,4 +522,35 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
             f'<p class="finder-note" id="finder-note">{esc(note)}</p></div>')
 
 
-FINDER = {"finder_form": finder_form, "finder_table": finder_table}
+SETTINGS = ("seq_length", "micro_batch", "tight_free_fraction")
+
+
+def finder_setting(raw: dict[str, str], lang: str) -> str:
+    """``{{ finder_setting name=seq_length }}`` -> ``2.048``: a setting of finder.yaml the
+    page's prose names (``seq_length`` and ``micro_batch`` of the reference activations, as
+    numbers; ``tight_free_fraction``, serving's threshold, as a percentage)."""
+    name = Args(raw, {"name"}).str("name")
+    if name not in SETTINGS:
+        raise RenderError(f"name={name} is not one of {', '.join(SETTINGS)}")
+    settings = load_catalogue().settings
+    if name == "tight_free_fraction":
+        return format_percent(settings[name], locale=lang)
+    return format_number(settings["activations"][name], lang, 0)
+
+
+def finder_activations(raw: dict[str, str], lang: str) -> str:
+    """``{{ finder_activations model=llama-3.1-8b recompute=full }}`` -> ``2,6 GB``: the
+    reference activations the finder compares the margin with (``activation_reference``,
+    ``recompute=none|full``), with the finder's decimals."""
+    args = Args(raw, {"model", "recompute"})
+    catalogue = load_catalogue()
+    model, recompute = args.str("model"), args.str("recompute")
+    if model not in catalogue.models:
+        raise RenderError(f"unknown model {model!r} in {MODELS_YAML} (known: {', '.join(catalogue.models)})")
+    if recompute not in ("none", "full"):
+        raise RenderError(f"recompute={recompute} is not none or full")
+    return _gb(activation_reference(catalogue, catalogue.models[model])[recompute], catalogue, lang)
+
+
+FINDER = {"finder_form": finder_form, "finder_table": finder_table, "finder_setting": finder_setting,
+          "finder_activations": finder_activations}

@@ -132,9 +132,9 @@
         var margin = row.appendChild(element("td", fill(labels.margin_cell, {
           margin: gb(fit.margin_gb), free: formats.percent.format(fit.free_fraction)
         })));
-        if (fit.tight) {
+        if (fit.tight) {  // training and LoRA: only with full recomputation; serving: little free
           margin.appendChild(document.createTextNode(" "));
-          margin.appendChild(element("strong", labels.tight, { "class": "finder-tight" }));
+          margin.appendChild(element("strong", fit.recompute ? labels.tight_recompute : labels.tight, { "class": "finder-tight" }));
         }
         var price = fit.machine
           ? fill(labels.price_cell, { count: cards, gpu: gpu.name, price: formats.eur.format(fit.price_eur_per_hour_from) })
@@ -158,27 +158,41 @@
         return;
       }
       var fits = found.fits;
-      var need = gb(found.per_gpu_gb);
+      var reserve = formats.gb.format(data.reserve_gib) + NBSP + labels.unit_gib;
+      // What the figure per card holds, then the verdict (as hooks/finder.py's summary_text).
+      var needText = fill(serving ? labels.need_serving : labels.need_training, {
+        need: gb(found.per_gpu_gb), reserve: reserve
+      });
+      var status;
       if (fits.length === 0) {
-        out.status.textContent = fill(labels.summary_none, { need: need });
+        status = fill(labels.summary_none, { need_text: needText });
       } else {
-        out.status.textContent = fill(fits.length === 1 ? labels.summary_one : labels.summary_many, {
-          need: need, count: fits.length, gpu: gpus[fits[0].gpu].name, margin: gb(fits[0].margin_gb)
+        status = fill(fits.length === 1 ? labels.summary_one : labels.summary_many, {
+          need_text: needText, count: fits.length, gpu: gpus[fits[0].gpu].name, margin: gb(fits[0].margin_gb)
         });
+        if (fits[0].recompute === "full") status += " " + labels.summary_recompute;
         out.wrap.appendChild(table(fits, controls.cards.value, serving));
       }
+      if (found.short.length) {  // they hold the model states, not the activations
+        status += " " + fill(labels.summary_short, {
+          cards: found.short.map(function (fit) {
+            return fill(labels.short_card, { gpu: gpus[fit.gpu].name, margin: gb(fit.margin_gb) });
+          }).join(", ")
+        });
+      }
+      out.status.textContent = status;
       out.why.textContent = fill(labels.why, {
         parts: found.parts.map(function (part) { return labels["part_" + part[0]] + " " + gb(part[1]); }).join(", ")
       });
-      var reserve = formats.gb.format(data.reserve_gib) + NBSP + labels.unit_gib;
       if (serving) {
         out.note.textContent = fill(labels.activations_serving, {
           context: formats.whole.format(Number(option)), reserve: reserve
         });
       } else {
         var model = models[controls.model.value];
-        out.note.textContent = fill(labels.activations_training, {
+        out.note.textContent = fill(labels["activations_" + kind()], {
           model: model.name, seq: formats.whole.format(data.activations.seq_length),
+          micro_batch: formats.whole.format(data.activations.micro_batch),
           attention: model.activation_gb.attention,
           none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
         });

@@ -25,13 +25,17 @@ def table_of(html: str) -> tuple[str, list[list[str]]]:
     return plain(soup.select_one("#finder-status").get_text()), rows
 
 
-# The H200 reports 143,771 MiB (nvidia-smi, gpus.yaml) = 150.8 GB; less the 2,048 MiB reserve,
-# 141,723 x 2^20 = 148,607,336,448 B hold 8B x 16 B = 128,484,179,968 B with 20,123,156,480 B
-# (20.1 GB, 14 % of the usable memory) left.
+# The H200 reports 143,771 MiB (nvidia-smi, gpus.yaml) = 150.8 GB; less the 2,048 MiB reserve
+# (2 GiB), 141,723 x 2^20 = 148,607,336,448 B hold 8B x 16 B = 128,484,179,968 B with
+# 20,123,156,480 B (20.1 GB, 14 % of the usable memory) left: more than the 13.2 GB of layer
+# activations alone without recomputation (oracles.md: 49 sbh x 32 layers), so not tight.
 @pytest.mark.parametrize("lang, unit, summary, h200_margin, price", [
-    ("it", "GB", "Servono 128,5 GB per scheda. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine.",
+    ("it", "GB", "Servono 128,5 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per CUDA "
+     "e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine.",
      "20,1 GB (14% libera)", "non indicato"),
-    ("fr", "Go", "Il faut 128,5 Go par carte. 2 modèles de carte du catalogue suffisent, à commencer par la H200 141GB, avec 20,1 Go de marge.",
+    ("fr", "Go", "Il faut 128,5 Go par carte pour les états du modèle et les tampons du framework, plus 2 Gio de réserve "
+     "pour CUDA et NCCL et la place des activations. 2 modèles de carte du catalogue suffisent, à commencer par la H200 141GB, "
+     "avec 20,1 Go de marge.",
      "20,1 Go (14 % libre)", "non indiqué"),
 ])
 def test_static_table_of_the_papers_accounting(lang, unit, summary, h200_margin, price):
@@ -52,13 +56,20 @@ def test_static_table_of_the_papers_accounting(lang, unit, summary, h200_margin,
 # parameter, plus the bf16 copies autocast keeps of every nn.Linear). Its Linear weights, from
 # the published shapes: 32 layers x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336) + the
 # 128,256 x 4096 lm_head = 7,504,658,432; so 16 x 8,030,261,248 + 2 x 7,504,658,432
-# = 143,493,496,832 B (143.5 GB); the H200's 148,607,336,448 usable bytes leave 5.1 GB (3 %).
+# = 143,493,496,832 B (143.5 GB); the H200's 148,607,336,448 usable bytes leave 5.1 GB (3 %):
+# more than the activations with full recomputation (oracles.md: the 2sbh checkpoints of 32
+# layers, 0.54 GB, one layer recomputed, about 49 sbh = 0.41 GB, and the fp32 logits of 2,048
+# tokens x 128,256, 1.05 GB, with their bf16 copy 0.53 GB: under 2.7 GB), far less than the
+# 13.2 GB of the layers without it. So the H200 holds them only with gradient checkpointing.
 def test_static_table_of_the_default_choice_names_pytorch_amp():
     html = render_markdown("{{ finder_table }}", "it")
     status, rows = table_of(html)
-    assert status == ("Servono 143,5 GB per scheda. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, "
-                      "con 5,1 GB di margine.")
-    assert rows[0][2].startswith("5,1 GB (3% libera)")
+    assert status == ("Servono 143,5 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per "
+                      "CUDA e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla "
+                      "H200 141GB, con 5,1 GB di margine. Su questa scheda le attivazioni di riferimento ci stanno solo con "
+                      "il gradient checkpointing.")
+    assert rows[0][2] == "5,1 GB (3% libera) stretto: serve il gradient checkpointing"
+    assert "stretto" not in rows[1][2]  # the B200: 46.6 GB left
     caption = plain(BeautifulSoup(html, "html.parser").select_one("caption").get_text())
     assert "PyTorch AMP" in caption  # the framework is named, on one card too
 
@@ -72,7 +83,8 @@ def test_static_table_shows_a_guide_price():
 
 def test_static_table_for_serving_and_no_card():
     status, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-70b task=full-adamw cards=1 method=paper }}", "fr"))
-    assert status.startswith("Il faut 1 128,9 Go par carte : aucune carte") and rows == []
+    assert status.startswith("Il faut 1 128,9 Go par carte pour les états du modèle") and rows == []
+    assert status.endswith(" : aucune carte du catalogue ne suffit. Essayez plus de cartes, ZeRO-3 ou FSDP2, QLoRA ou le fp8.")
     status, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-70b task=serve-fp8 context=8192 }}", "it"))
     assert rows[0][0] == "H100 80GB" and "H200 141GB" in [r[0] for r in rows]
 
@@ -84,7 +96,8 @@ def test_static_table_for_serving_on_two_cards():
     # 70,555,025,408 + 1,342,177,280 = 71,897,202,688 B per card.
     html = render_markdown("{{ finder_table model=llama-3.1-70b task=serve-bf16 cards=2 context=8192 }}", "it")
     status, rows = table_of(html)
-    assert status.startswith("Servono 71,9 GB per scheda.")
+    assert status.startswith("Servono 71,9 GB per scheda tra pesi e KV cache, più 2 GiB di riserva per CUDA e NCCL.")
+    assert "attivazioni" not in status and "stretto" not in str(rows)  # serving: at least 10 % free on every card
     assert [row[0] for row in rows][:3] == ["H100 80GB", "A100 80GB", "RTX PRO 6000 96GB"]
     caption = plain(BeautifulSoup(html, "html.parser").select_one("caption").get_text())
     assert "2 schede" in caption and "8.192 token" in caption
@@ -95,7 +108,7 @@ def test_static_table_for_lora_zero3_on_four_cards():
     # = 4,015,130,624 B; adapters (PEFT: 41,943,040 params) x 16 B / 4 = 167,772,160 B.
     html = render_markdown("{{ finder_table model=llama-3.1-8b task=lora cards=4 method=zero3 }}", "fr")
     status, rows = table_of(html)
-    assert status.startswith("Il faut 4,2 Go par carte.")
+    assert status.startswith("Il faut 4,2 Go par carte pour les états du modèle")
     why = plain(BeautifulSoup(html, "html.parser").select_one("#finder-why").get_text())
     assert "poids gelés du modèle 4 Go" in why and "0,2 Go" in why
 
@@ -112,7 +125,7 @@ def test_form_controls_are_labelled_and_hidden_without_script(lang, legend, unit
     assert [o["value"] for o in soup.select("#finder-cards option")] == ["1", "2", "4", "8"]
     assert len(soup.select("#finder-model option")) >= 6
     labels = json.loads(soup.select_one("script#finder-labels").string)
-    assert labels["unit_gb"] == unit and "{need}" in labels["summary_many"]
+    assert labels["unit_gb"] == unit and "{need_text}" in labels["summary_many"] and "{need}" in labels["need_training"]
     assert soup.select_one('script[src="../assets/finder.js"]') is not None
 
 
@@ -149,7 +162,7 @@ def test_config_without_hidden_size_names_it(data_dir):
 
 def test_label_without_french_names_it(data_dir):
     path = data_dir / "finder.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace(', fr: "Il faut {need} par carte : aucune', ', de: "x', 1), encoding="utf-8")
+    path.write_text(path.read_text(encoding="utf-8").replace(', fr: "{need_text} : aucune', ', de: "x', 1), encoding="utf-8")
     with pytest.raises(RenderError, match=r"snippets/data/finder\.yaml: labels\.summary_none: missing translation for fr"):
         render_markdown("{{ finder_table }}", "it")
 
@@ -157,5 +170,5 @@ def test_label_without_french_names_it(data_dir):
 def test_unknown_task_kind_names_it(data_dir):
     path = data_dir / "finder.yaml"
     path.write_text(path.read_text(encoding="utf-8").replace("kind: serving", "kind: pretraining", 1), encoding="utf-8")
-    with pytest.raises(RenderError, match=r"snippets/data/finder\.yaml: tasks\.serve-bf16: 'kind' must be one of"):
+    with pytest.raises(RenderError, match=r"snippets/data/finder\.yaml: tasks\.serve-bf16\.kind: Input should be 'training', 'lora' or 'serving'"):
         render_markdown("{{ finder_table }}", "it")

@@ -1,0 +1,97 @@
+"""What the finder page (docs/gpu-finder.*.md, "Il margine" / "La marge") says about the margin
+and the activations, against independent values:
+
+- its example, Llama 3.1 8B on 8 cards under DeepSpeed ZeRO-1, with figures from the page's
+  placeholders, checked against numbers derived by hand from the published sizes
+  (8,030,261,248 parameters; the RTX A6000's 49,140 MiB, nvidia-smi; the 2,048 MiB reserve);
+- "the reference is a minimum for LoRA: each PEFT adapter keeps its own copy of its input, in
+  fp32 like its weights (bf16 under autocast)", against PEFT itself (saved-tensor hooks on a
+  LoRA layer over a frozen bf16 linear).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from hooks.finder import finder_data
+from hooks.render import render_markdown
+from tests.conftest import REPO_ROOT
+
+SPACES = str.maketrans({"\u00a0": " ", "\u202f": " "})
+P_8B = 8_030_261_248
+A6000_USABLE = (49_140 - 2_048) * 2**20  # 49,379,540,992 B
+# The activations of 2,048 tokens with full recomputation keep at least the bf16 input of each
+# of the 32 layers (2sbh) and the fp32 logits the loss keeps (4 x 2,048 x 128,256): oracles.md.
+FULL_RECOMPUTE_8B_AT_LEAST = 32 * 2 * 2048 * 4096 + 4 * 2048 * 128_256
+
+
+def margin_paragraph(lang: str) -> str:
+    """The page's bullet on the margin, rendered for ``lang``, with plain spaces."""
+    page = (REPO_ROOT / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
+    (bullet,) = [line for line in page.splitlines() if line.startswith(("- **Il margine**", "- **La marge**"))]
+    return render_markdown(bullet, lang).translate(SPACES)
+
+
+@pytest.mark.parametrize("lang, example", [
+    ("it", r"Llama 3\.1 8B chiede (\S+) GB per scheda: una RTX A6000, che dopo la riserva ne offre (\S+) GB, li contiene, "
+           r"ma quello che le resta è meno dei (\S+) GB di attivazioni con il gradient checkpointing, "
+           r"e la prima scheda che basta è la H100\."),
+    ("fr", r"Llama 3\.1 8B demande (\S+) Go par carte : une RTX A6000, qui en offre (\S+) Go après la réserve, les contient, "
+           r"mais ce qui lui reste est inférieur aux (\S+) Go d’activations avec le gradient checkpointing, "
+           r"et la première carte qui suffit est la H100\."),
+])
+def test_the_pages_example_holds(lang, example):
+    found = re.search(example, margin_paragraph(lang))
+    assert found, margin_paragraph(lang)
+    need, usable, activations = (float(value.replace(",", ".")) for value in found.groups())
+    # ZeRO-1: bf16 weights and gradients whole (2 + 2 B), fp32 gradients, master and moments
+    # (16 B) split over 8: 6 B per parameter.
+    assert need == round(6 * P_8B / 1e9, 1) == 48.2
+    assert usable == round(A6000_USABLE / 1e9, 1) == 49.4
+    assert A6000_USABLE - 6 * P_8B < FULL_RECOMPUTE_8B_AT_LEAST <= activations * 1e9 + 0.05e9
+    got = finder_data()["results"]["llama-3.1-8b"]["full-adamw"]["8"]["zero1"]
+    assert [fit["gpu"] for fit in got["short"]] == ["a6000"] and got["fits"][0]["gpu"] == "h100"
+
+
+@pytest.mark.parametrize("lang, reference", [
+    ("it", "una sequenza da 2.048 token con micro-batch 1"),
+    ("fr", "une séquence de 2 048 tokens avec un micro-batch de 1"),
+])
+def test_the_page_names_the_reference_and_the_serving_threshold(lang, reference):
+    paragraph = margin_paragraph(lang)
+    assert reference in paragraph
+    assert ("meno del 10% di memoria libera" if lang == "it" else "moins de 10 % de mémoire libre") in paragraph
+
+
+@pytest.fixture(scope="module")
+def lora_layer():
+    from peft import LoraConfig, get_peft_model
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = torch.nn.Linear(64, 64, bias=False)
+            self.k_proj = torch.nn.Linear(64, 16, bias=False)
+
+        def forward(self, x):
+            return self.q_proj(x).sum() + self.k_proj(x).sum()
+
+    return get_peft_model(Block().to(torch.bfloat16), LoraConfig(r=4, target_modules=["q_proj", "k_proj"]))
+
+
+@pytest.mark.parametrize("autocast, copy_dtype", [(False, torch.float32), (True, torch.bfloat16)])
+def test_each_peft_adapter_keeps_its_own_copy_of_its_input(lora_layer, autocast, copy_dtype):
+    assert {p.dtype for p in lora_layer.parameters() if p.requires_grad} == {torch.float32}  # the adapters
+    x = torch.randn(8, 64, dtype=torch.bfloat16, requires_grad=True)
+    saved: list[torch.Tensor] = []
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+            lora_layer(x)
+    copies = [t for t in saved if t.shape == x.shape]
+    # one per adapter (q_proj, k_proj), none of them x itself, which full fine-tuning keeps once for both
+    assert len(copies) == 2 and len({t.untyped_storage().data_ptr() for t in copies}) == 2
+    assert all(t.untyped_storage().data_ptr() != x.untyped_storage().data_ptr() for t in copies)
+    assert {t.dtype for t in copies} == {copy_dtype}
