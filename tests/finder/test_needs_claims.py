@@ -5,14 +5,19 @@ the same cards.
 Each claim is read off the finder's data (``hooks.finder.finder_data``: the calculator,
 whose figures are tested against PEFT, transformers and DeepSpeed in tests/vram, on the
 cards as nvidia-smi reports them less the stated reserve). The card lists typed here are
-the table's words, not recomputed.
+the table's words, not recomputed. The 13-70B row's figures are also read from the rendered
+cell, each with the accounting it names, and checked against bytes per parameter derived by
+hand from the published config (Phi-4) and nvidia-smi's card sizes.
 """
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from hooks.finder import finder_data
+from hooks.render import render_markdown
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +63,70 @@ def test_several_cards_row_8_h100_for_qwen3_32b_8_b200_for_70b_with_checkpointin
 def test_serving_row_70b_in_fp8_fits_h100s(data, cards):
     # one card: a single request of the finder's default context; two cards: vLLM's tensor parallel
     assert "h100" in answer(data, "llama-3.1-70b", "serve-fp8", cards, 8192)
+
+
+# --- the 13-70B row, one card: which accounting each figure assumes --------------------------
+# Usable bytes: nvidia-smi's MiB (oracles.md) less the 2,048 MiB reserve (gpus.yaml).
+H200_USABLE = (143_771 - 2_048) * 2**20   # 148,607,336,448 B
+B200_USABLE = (183_359 - 2_048) * 2**20   # 190,117,101,568 B
+# Phi-4 (microsoft/phi-4 config.json: hidden 5,120, 40 layers, 40 heads and 10 KV heads of 128,
+# MLP 17,920, vocabulary 100,352, embeddings not tied), by hand: per layer qkv_proj 5,120 x 7,680,
+# o_proj 5,120^2, gate_up_proj 5,120 x 35,840, down_proj 17,920 x 5,120 = 340,787,200 Linear
+# weights, plus two norms (10,240); embeddings and lm_head 513,802,240 each; final norm 5,120.
+PHI4_LINEAR = 40 * 340_787_200 + 513_802_240                               # 14,145,290,240
+PHI4_PARAMS = 40 * (340_787_200 + 10_240) + 2 * 513_802_240 + 5_120       # 14,659,507,200
+# Its activations of 2,048 tokens with full recomputation keep at least the 2sbh checkpoints of
+# 40 layers, one layer recomputed (at least 45 sbh: about 49 in oracles.md) and the fp32 logits.
+PHI4_FULL_RECOMPUTE_AT_LEAST = 40 * 2 * 2048 * 5120 + 45 * 2048 * 5120 + 4 * 2048 * 100_352
+
+
+def needs_cell(lang: str, row: int, column: int) -> str:
+    """A cell of the rendered needs table (rows from 1 after the header), plain spaces."""
+    lines = [line for line in render_markdown("{{ table name=needs }}", lang).splitlines() if line.startswith("|")]
+    cells = [cell.strip() for cell in lines[1 + row].strip("|").split(" | ")]
+    return cells[column].replace("\u00a0", " ").replace("\u202f", " ")
+
+
+@pytest.mark.parametrize("lang, claims", [
+    ("it", [r"già nei conti ideali del paper ZeRO, senza i buffer dei framework, un 13B chiede (\S+) GB\.",
+            r"Con un ottimizzatore a 8 bit quei conti scendono a (\S+) GB, che una H200 \((\S+) GB\) conterrebbe; "
+            r"ma con PyTorch AMP, che aggiunge le copie bf16 di autocast, Phi-4 14B chiede (\S+) GB "
+            r"\((\S+) GB nei conti del paper\): serve una B200 \((\S+) GB\), e con PyTorch AMP le attivazioni "
+            r"ci stanno solo con il gradient checkpointing$"]),
+    ("fr", [r"déjà dans les comptes idéaux de l’article ZeRO, sans les tampons des frameworks, un 13B demande (\S+) Go\.",
+            r"Avec un optimiseur 8 bits, ces comptes descendent à (\S+) Go, qu’une H200 \((\S+) Go\) contiendrait ; "
+            r"mais avec l’AMP de PyTorch, qui ajoute les copies bf16 d’autocast, Phi-4 14B demande (\S+) Go "
+            r"\((\S+) Go dans les comptes de l’article\) : il faut une B200 \((\S+) Go\), et avec l’AMP de PyTorch "
+            r"les activations n’y tiennent qu’avec le gradient checkpointing$"]),
+])
+def test_13_70b_row_one_card_names_the_accounting_of_each_figure(data, lang, claims):
+    cell = needs_cell(lang, 3, 1)
+    first, second = (re.search(claim, cell) for claim in claims)
+    assert first and second, cell
+    adamw_13b = number(first.group(1))
+    eight_bit_13b, h200, phi4_amp, phi4_paper, b200 = (number(g) for g in second.groups())
+    # the paper's accounting: 2 + 2 + 12 B per parameter with AdamW, 2 + 2 + 6 with 8-bit Adam
+    assert adamw_13b == 16 * 13 and 16 * 13e9 > B200_USABLE  # no card, even a B200
+    assert eight_bit_13b == 10 * 13 and 10 * 13e9 <= H200_USABLE  # an H200 would hold it
+    assert h200 == round(143_771 * 2**20 / 1e9, 1) and b200 == round(183_359 * 2**20 / 1e9, 1)
+    # PyTorch AMP: fp32 weights and gradients (4 + 4), 8-bit moments (2), and the bf16 copies
+    # autocast keeps of every Linear weight (2 B each); the paper's 10 B per parameter
+    assert PHI4_PARAMS == data_params(data, "phi-4")
+    amp, paper = 10 * PHI4_PARAMS + 2 * PHI4_LINEAR, 10 * PHI4_PARAMS
+    assert (phi4_amp, phi4_paper) == (round(amp / 1e9, 1), round(paper / 1e9, 1)) == (174.9, 146.6)
+    assert H200_USABLE < amp <= B200_USABLE  # under AMP the H200 does not hold the model states
+    # in the paper's accounting it does, without room for the activations even with checkpointing
+    assert paper <= H200_USABLE and H200_USABLE - paper < PHI4_FULL_RECOMPUTE_AT_LEAST
+    # what the finder answers for the same choices
+    assert answer(data, "phi-4", "full-adam8bit", 1, "ddp") == {"b200": True}  # AMP: only with checkpointing
+    assert answer(data, "phi-4", "full-adam8bit", 1, "paper") == {"b200": False}
+    assert short(data, "phi-4", "full-adam8bit", 1, "paper") == ["h200"]
+
+
+def number(text: str) -> float:
+    """A figure of the cell, decimal comma in both languages (all under 1,000 here)."""
+    return float(text.replace(",", "."))
+
+
+def data_params(data, model: str) -> int:
+    return next(entry["params"] for entry in data["models"] if entry["key"] == model)
