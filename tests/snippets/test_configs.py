@@ -9,15 +9,22 @@ by the libraries that read them, through the launch lines the guide shows
   environment, as in a worker;
 - every DeepSpeed JSON becomes accelerate's ``DeepSpeedPlugin``, whose ``auto`` values are
   filled as ``Accelerator.prepare`` fills them, and is then parsed by DeepSpeed's own
-  ``DeepSpeedConfig`` (pydantic models that refuse unknown keys and bad values);
+  ``DeepSpeedConfig`` (pydantic models that refuse unknown keys and bad values); the values
+  that depend on the model (the bucket sizes) are also filled by accelerate's and the
+  Trainer's own code, in a process of their own (``deepspeed_autos.py``);
 - ``torchrun`` lines go through ``torch.distributed.run``'s parser.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
+import os
 import shlex
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +35,7 @@ SNIPPETS = REPO_ROOT / "snippets"
 DEEPSPEED = {"ds_zero2.json": (2, False, False), "ds_zero2_offload.json": (2, True, False),
              "ds_zero3.json": (3, False, False), "ds_zero3_offload.json": (3, True, True)}
 MICRO_BATCH, ACCUMULATION = 8, 2  # what a DataLoader and Accelerator(gradient_accumulation_steps=) would give
+HIDDEN_SIZE = 4096  # Llama 3.1 8B's hidden_size (snippets/data/models/llama-3.1-8b.json)
 
 
 def shell_lines(path: Path) -> list[str]:
@@ -115,7 +123,10 @@ def test_accelerate_fsdp2_config_as_a_worker_reads_it(accelerate_launch, monkeyp
 
 
 def deepspeed_config(path: Path, mixed_precision: str, world_size: int = 1):
-    """``path`` as accelerate hands it to DeepSpeed, parsed by DeepSpeed."""
+    """``path`` as accelerate hands it to DeepSpeed, parsed by DeepSpeed. The keys that depend
+    on the model are filled as ``Accelerator._prepare_deepspeed`` fills them for a model of
+    ``hidden_size`` HIDDEN_SIZE (accelerate 1.15; run for real in
+    ``test_bucket_sizes_are_filled_from_the_model``)."""
     from accelerate.utils import DeepSpeedPlugin
     from deepspeed.runtime.config import DeepSpeedConfig
 
@@ -123,7 +134,10 @@ def deepspeed_config(path: Path, mixed_precision: str, world_size: int = 1):
     plugin.set_mixed_precision(mixed_precision)
     plugin.fill_match("gradient_accumulation_steps", must_match=False, gradient_accumulation_steps=ACCUMULATION)
     plugin.deepspeed_config_process(must_match=False, train_micro_batch_size_per_gpu=MICRO_BATCH,
-                                    train_batch_size=MICRO_BATCH * ACCUMULATION * world_size, gradient_clipping=1.0)
+                                    train_batch_size=MICRO_BATCH * ACCUMULATION * world_size, gradient_clipping=1.0,
+                                    **{"zero_optimization.reduce_bucket_size": HIDDEN_SIZE * HIDDEN_SIZE,
+                                       "zero_optimization.stage3_prefetch_bucket_size": int(0.9 * HIDDEN_SIZE * HIDDEN_SIZE),
+                                       "zero_optimization.stage3_param_persistence_threshold": 10 * HIDDEN_SIZE})
     return DeepSpeedConfig(plugin.deepspeed_config)
 
 
@@ -140,6 +154,66 @@ def test_deepspeed_configs_parse_as_deepspeed_reads_them(configs, name):
     if stage == 3:  # save_model() writes whole 16-bit weights, loadable by from_pretrained
         assert config.zero_config.gather_16bit_weights_on_model_save is True
     assert (config.train_micro_batch_size_per_gpu, config.gradient_accumulation_steps) == (MICRO_BATCH, ACCUMULATION)
+    # the reduction buckets follow the model, not DeepSpeed's default of 5e8 elements
+    assert config.zero_config.reduce_bucket_size == 16_777_216  # 4,096^2
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+AUTOS_HIDDEN_SIZE = 64  # the worker's small model
+
+
+@pytest.fixture(scope="module")
+def filled(configs, tmp_path_factory) -> dict[str, dict]:
+    """Each DeepSpeed config as accelerate's ``prepare`` and the Trainer hand it to DeepSpeed."""
+    out = tmp_path_factory.mktemp("autos") / "filled.json"
+    worker = Path(__file__).with_name("deepspeed_autos.py")
+    done = subprocess.run([sys.executable, str(worker), str(out), str(AUTOS_HIDDEN_SIZE), *(str(configs / n) for n in DEEPSPEED)],
+                          env={**os.environ, "MASTER_PORT": str(free_port())}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {Path(path).name: by_filler for path, by_filler in json.loads(out.read_text(encoding="utf-8")).items()}
+
+
+@pytest.mark.parametrize("filler", ["accelerate", "trainer"])
+@pytest.mark.parametrize("name", DEEPSPEED)
+def test_bucket_sizes_are_filled_from_the_model(filled, name, filler):
+    """``"auto"`` bucket sizes become what accelerate 1.15 (``Accelerator._prepare_deepspeed``)
+    and transformers 5.23 (``HfTrainerDeepSpeedConfig.trainer_config_finalize``) derive from
+    the model's hidden_size h: reduce_bucket_size h^2 elements; at stage 3
+    stage3_prefetch_bucket_size int(0.9 h^2) and stage3_param_persistence_threshold 10 h. Parsed
+    by DeepSpeed: the values it will use."""
+    from deepspeed.runtime.config import DeepSpeedConfig
+
+    config = DeepSpeedConfig(filled[name][filler])
+    zero = config.zero_config
+    assert zero.reduce_bucket_size == 4_096  # 64^2, where DeepSpeed's default is 500,000,000
+    if DEEPSPEED[name][0] == 3:
+        assert (zero.prefetch_bucket_size, zero.param_persistence_threshold) == (3_686, 640)
+    assert config.bfloat16_config.enabled is True and zero.overlap_comm is True
+    assert (config.train_micro_batch_size_per_gpu, config.gradient_accumulation_steps) == (MICRO_BATCH, ACCUMULATION)
+
+
+def test_without_the_auto_keys_deepspeed_keeps_two_buffers_of_5e8_elements():
+    """The guide: without ``"auto"`` DeepSpeed takes its default, 5e8 elements, and with
+    ``overlap_comm`` at ZeRO-2 it allocates two such buffers per GPU (a second one "to avoid
+    data access conflict"), in bf16 1 GB each (measured: tests/vram/test_deepspeed_torchrun.py).
+    DeepSpeed alone reads an unfilled ``"auto"`` as that default too: the configs count on
+    Accelerate or the Trainer to fill it."""
+    from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
+    from deepspeed.runtime.zero.stage_1_and_2 import DeepSpeedZeroOptimizer
+
+    assert DeepSpeedZeroConfig(stage=2).reduce_bucket_size == 500_000_000
+    assert DeepSpeedZeroConfig(stage=2, reduce_bucket_size="auto").reduce_bucket_size == 500_000_000
+    alone = DeepSpeedZeroConfig(stage=3, reduce_bucket_size="auto", stage3_prefetch_bucket_size="auto",
+                                stage3_param_persistence_threshold="auto")
+    assert (alone.reduce_bucket_size, alone.prefetch_bucket_size, alone.param_persistence_threshold) == (
+        500_000_000, 50_000_000, 100_000)  # DeepSpeed 0.19's defaults
+    buckets = inspect.getsource(DeepSpeedZeroOptimizer.setup_buckets)
+    assert buckets.count("torch.empty(int(self.reduce_bucket_size)") == 2 and "if self.overlap_comm:" in buckets
 
 
 def test_deepspeed_refuses_a_misspelt_key(configs, tmp_path):
