@@ -9,6 +9,12 @@ its translation (only the code blocks are parsed, with selectolax: hooks/code_bl
 Code tokens are never touched, so copy buttons and extraction give the same code in
 every language. A comment without a translation fails the build.
 
+Notebook pages too: mkdocs-jupyter renders each code cell's source with Pygments into
+``<div class="highlight-ipynb hl-python"><pre>`` (``hooks.code_blocks.notebook_cells``), and
+its comments are translated the same way, checked the same way. The cell's copy text (the
+hidden ``div.clipboard-copy-txt`` the copy button reads) is left as it is: byte for byte the
+code the build executed.
+
 A translation is only ever the text of one comment, and Python runs bytes: a translation
 may not hold a newline, a carriage return, a backslash, a control or format character
 (bidirectional overrides included), or anything Python's coding-cookie rule (PEP 263)
@@ -33,7 +39,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from verify.readers import ReadError, language_of, read_ahead, read_as
 
-from .code_blocks import code_blocks
+from .code_blocks import code_blocks, notebook_cells
 from .data import SNIPPETS_DIR, load_yaml
 from .errors import RenderError
 from .languages import DEFAULT_LANGUAGE
@@ -41,7 +47,7 @@ from .languages import DEFAULT_LANGUAGE
 COMMENT_CLASSES = {"c", "c1", "cm", "cs"}  # Pygments comment tokens; shebangs ("ch") stay as they are
 COMMENT_SELECTOR = ", ".join(f"span.{name}" for name in sorted(COMMENT_CLASSES))
 ANY_COMMENT_RE = re.compile(r'<span class="(?:%s)">' % "|".join(sorted(COMMENT_CLASSES)))
-LANGUAGE_CLASS_RE = re.compile(r"\blanguage-(\S+)")  # pymdownx.highlight, pygments_lang_class: true
+LANGUAGE_CLASS_RE = re.compile(r"\b(?:language|hl)-(\S+)")  # pymdownx.highlight (pygments_lang_class), a notebook cell
 MARKER_RE = re.compile(r"^(?P<marker>#+\s*|//\s*)(?P<body>.*?)(?P<trail>\s*)$", re.S)
 CATALOGUE = "snippets/comments.yaml"
 
@@ -61,7 +67,7 @@ def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = 
         return html
     catalogue = load_catalogue(lang) if catalogue is None else catalogue
     parts, done, translated = [], 0, []
-    for start, end in code_blocks(html):
+    for start, end in sorted([*code_blocks(html), *notebook_cells(html)]):
         block = html[start:end]
         if ANY_COMMENT_RE.search(block):
             div, original = _translate_block(block, lang, catalogue)
@@ -85,7 +91,7 @@ class Translated:
     def readings(self) -> list[tuple[str, str]]:
         fence = LANGUAGE_CLASS_RE.search(self.div.attributes.get("class") or "")
         language = language_of(fence.group(1)) if fence else None
-        return [(language, self.original), (language, self.div.css_first("pre > code").text())] if language else []
+        return [(language, self.original), (language, code_node(self.div).text())] if language else []
 
 
 def _translate_block(block: str, lang: str, catalogue: dict[str, str]) -> tuple[Any, str | None]:
@@ -103,7 +109,12 @@ def _translate_block(block: str, lang: str, catalogue: dict[str, str]) -> tuple[
         changed = True
     if not changed:
         return None, None
-    return tree.css_first("div"), LexborHTMLParser(block).css_first("pre > code").text()
+    return tree.css_first("div"), code_node(LexborHTMLParser(block)).text()
+
+
+def code_node(tree):
+    """The element holding a block's code: ``pre > code`` (a fenced block), or ``pre`` (a notebook cell)."""
+    return tree.css_first("pre > code") or tree.css_first("pre")
 
 
 def check_same_code(div, original: str, lang: str) -> None:
@@ -111,7 +122,7 @@ def check_same_code(div, original: str, lang: str) -> None:
     same to its tool as its ``original`` code."""
     fence = LANGUAGE_CLASS_RE.search(div.attributes.get("class") or "")
     language = language_of(fence.group(1)) if fence else None
-    translated = div.css_first("pre > code").text()
+    translated = code_node(div).text()
     first_line = original.strip().splitlines()[0][:60] if original.strip() else ""
     where = f"the {fence.group(1) if fence else 'untyped'} block starting {first_line!r}"
     if language is None:

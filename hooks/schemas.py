@@ -212,10 +212,10 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
 NOTEBOOK_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
-    "sharding_title": ("model",), "cards_axis": (), "per_card_axis": ("unit",), "capacity": ("gpu", "memory"),
-    "sharding_alt": ("model", "ddp", "zero1", "zero2", "zero3", "cards"), "sharding_caption": (),
-    "values": ("unit",), "cards_column": (), "evidence_title": ("params",), "measured": (), "predicted": (),
-    "evidence_axis": ("unit",), "evidence_alt": ("measured", "predicted"), "evidence_caption": (),
+    "cards_axis": (), "per_card_axis": ("unit",),
+    "sharding_alt": ("model", "ddp", "zero1", "zero2", "zero3", "cards"), "sharding_caption": ("model",),
+    "values": ("unit",), "cards_column": (), "measured": (),
+    "evidence_axis": ("unit",), "evidence_alt": ("measured", "predicted"), "evidence_caption": ("params",),
     "bytes": (), "bytes_measured": (), "bytes_predicted": (), "mb": (), "part_column": (),
 }
 

@@ -15,6 +15,7 @@ machine store (hooks/notebooks.py), as their inputs are the same.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import yaml
 from bs4 import BeautifulSoup
 from nbformat.v4 import new_code_cell
 
@@ -68,11 +70,50 @@ def test_no_notebook_file_is_published(built_site):
 
 
 def test_code_is_the_same_on_both_notebook_pages(built_site):
-    code = {lang: [pre.get_text() for pre in soup(built_site / PAGES[lang]).select(".jp-CodeCell .jp-InputArea pre")]
-            for lang in PAGES}
-    assert code["it"] == code["fr"] and len(code["it"]) >= 3
+    """The code cells read the same to Python in both languages (only their comments are
+    translated: hooks/comments.py), and what the copy buttons copy is, byte for byte, the
+    code the build executed, in both languages."""
+    pages = {lang: soup(built_site / PAGES[lang]) for lang in PAGES}
+    code = {lang: [pre.get_text() for pre in page.select(".jp-CodeCell .jp-InputArea pre")] for lang, page in pages.items()}
+    assert [ast.dump(ast.parse(cell)) for cell in code["it"]] == [ast.dump(ast.parse(cell)) for cell in code["fr"]]
+    assert len(code["it"]) >= 3
     assert not any("import base64" in cell for cell in code["it"]), "the set-up cell is shown"
-    assert "fully_shard" in "".join(code["it"]) and "plt.subplots" in code["it"][0], "the page does not open with the plot"
+    assert "fully_shard" in "".join(code["it"]) and "figure(" in code["it"][0], "the page does not open with the plot"
+    copied = {lang: [div.get_text() for div in page.select(".jp-CodeCell div.clipboard-copy-txt")] for lang, page in pages.items()}
+    shown_sources = [cell.source for cell in nbformat.read(REPO_ROOT / "docs" / "memory-notebook.it.ipynb", as_version=4).cells
+                     if cell.cell_type == "code" and "setup" not in cell.metadata.get("tags", [])]
+    assert copied["it"] == copied["fr"] == shown_sources
+
+
+COMMENTS = {"it": "# la memoria di ogni scheda come la riporta nvidia-smi (gpus.yaml: memory_mib), in GB",
+            "fr": "# la mémoire de chaque carte telle que l’indique nvidia-smi (gpus.yaml : memory_mib), en Go"}
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_notebook_code_comments_are_in_the_page_language(built_site, lang):
+    page = soup(built_site / PAGES[lang])
+    comments = [span.get_text() for span in page.select(".jp-CodeCell .jp-InputArea pre span.c1")]
+    assert COMMENTS[lang] in comments
+    other = COMMENTS["fr" if lang == "it" else "it"]
+    assert other not in comments
+    if lang == "fr":
+        catalogue = {entry["it"]: entry["fr"] for entry in yaml.safe_load(
+            (REPO_ROOT / "snippets" / "comments.yaml").read_text(encoding="utf-8"))}
+        assert all(comment.removeprefix("# ") in catalogue.values() for comment in comments), comments
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_figures_are_drawn_at_twice_the_width_they_are_shown(built_site, lang):
+    """Each figure is a PNG twice as wide as the page shows it (640 CSS px: sharp on a
+    phone's and a high-density screen), so its 14-point text is legible at both widths."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    for img in soup(built_site / PAGES[lang]).select('article img[src^="data:image/png;base64,"]'):
+        png = Image.open(io.BytesIO(base64.b64decode(img["src"].split(",", 1)[1])))
+        assert img["width"] == "640" and png.width == 1280, (img["width"], png.size)
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])

@@ -155,3 +155,54 @@ def test_a_notebook_needs_a_language_suffix(tmp_path):
     with pytest.raises(NotebookError, match=r"nb\.ipynb: a notebook's name ends in \.<language>\.ipynb"):
         notebook_language(tmp_path / "nb.ipynb", LANGS)
     assert notebook_language(tmp_path / "memory-notebook.fr.ipynb", LANGS) == "fr"
+
+
+def test_code_comments_are_italian_with_a_french_translation():
+    """The code cells, the same in both languages, carry Italian comments, as the snippets
+    do: every comment (the hidden set-up cell's too) is an Italian entry of
+    snippets/comments.yaml, whose French the French page shows (hooks/comments.py). No
+    docstrings: a docstring is code to Python, so no page could translate it."""
+    import ast
+    import io
+    import tokenize
+
+    import yaml
+
+    italian = {entry["it"] for entry in yaml.safe_load((REPO_ROOT / "snippets" / "comments.yaml").read_text(encoding="utf-8"))}
+    cells = [cell.source for cell in notebooks()["it"].cells if cell.cell_type == "code"]
+    comments = [token.string.removeprefix("#").strip() for source in cells
+                for token in tokenize.generate_tokens(io.StringIO(source).readline) if token.type == tokenize.COMMENT]
+    assert len(comments) >= 8 and [c for c in comments if c not in italian] == []
+    for source in cells:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                assert ast.get_docstring(node) is None, f"{node.name}: a docstring stays untranslated; write a comment"
+
+
+# A code cell as mkdocs-jupyter renders it: Pygments' spans in div.highlight-ipynb, then the
+# hidden text its copy button copies.
+CELL = ('<div class="highlight-ipynb hl-python"><pre><span></span><span class="n">x</span> <span class="o">=</span> '
+        '<span class="mi">1</span>  <span class="c1"># un solo processo</span>\n</pre></div>\n'
+        '<div class="clipboard-copy-txt" id="cell-1">x = 1  # un solo processo\n</div>')
+
+
+def test_a_notebook_cell_gets_french_comments_and_keeps_its_copy_text():
+    from hooks.comments import translate_comments
+
+    out = translate_comments(CELL, "fr", {"un solo processo": "un seul processus"})
+    assert '<span class="c1"># un seul processus</span>' in out
+    assert out.endswith('<div class="clipboard-copy-txt" id="cell-1">x = 1  # un solo processo\n</div>')
+    assert translate_comments(CELL, "it", {}) == CELL
+
+
+def test_a_notebook_cell_comment_without_translation_or_that_changes_the_code_is_refused():
+    from hooks.comments import translate_comments
+    from hooks.errors import RenderError
+
+    with pytest.raises(RenderError, match=r"code comment 'un solo processo' has no 'fr' translation"):
+        translate_comments(CELL, "fr", {})
+    # markup that calls part of a string a comment: the translation would change the string
+    forged = ('<div class="highlight-ipynb hl-python"><pre><span class="n">x</span> <span class="o">=</span> '
+              '<span class="s2">"a</span><span class="c1"># b"</span>\n</pre></div>')
+    with pytest.raises(RenderError, match=r"the 'fr' comments change the code as python reads it"):
+        translate_comments(forged, "fr", {'b"': 'c"'})
