@@ -1,5 +1,6 @@
 # train_fsdp2.py: avvialo con  torchrun --nproc_per_node=4 train_fsdp2.py
 import argparse
+import gc
 import os
 import pathlib
 import sys
@@ -62,18 +63,30 @@ for block in model.blocks:
 fully_shard(model, mp_policy=mp_policy)  # e la radice: embedding e testa
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
+
+def load_checkpoint(path):
+    model_state, optim_state = get_state_dict(model, optimizer)
+    dcp.load(model_state, checkpoint_id=path / "model")  # collettivo: tutti i rank
+    dcp.load(optim_state, checkpoint_id=path / "optim")
+    set_state_dict(
+        model, optimizer, model_state_dict=model_state, optim_state_dict=optim_state
+    )
+
+
+def save_checkpoint(path):
+    # ogni rank scrive il suo pezzo: dcp.save è collettivo, mai sotto if rank == 0
+    model_state, optim_state = get_state_dict(model, optimizer)
+    dcp.save(model_state, checkpoint_id=path / "model")
+    dcp.save(optim_state, checkpoint_id=path / "optim")
+
+
 # riprende dall’ultimo checkpoint completo (DCP scrive .metadata per ultimo)
 out = pathlib.Path(args.out)
 done = [path for path in out.glob("epoch-*") if (path / "optim" / ".metadata").exists()]
 start = 0
 if done:
     last = max(done, key=lambda path: int(path.name.removeprefix("epoch-")))
-    model_state, optim_state = get_state_dict(model, optimizer)
-    dcp.load(model_state, checkpoint_id=last / "model")  # collettivo: tutti i rank
-    dcp.load(optim_state, checkpoint_id=last / "optim")
-    set_state_dict(
-        model, optimizer, model_state_dict=model_state, optim_state_dict=optim_state
-    )
+    load_checkpoint(last)
     start = int(last.name.removeprefix("epoch-"))
     if rank == 0:
         print(f"resumed from {last}", flush=True)
@@ -90,10 +103,10 @@ for epoch in range(start, args.epochs):
             # dopo il primo step: la memoria vera, da confrontare con il calcolatore
             peak_gb = torch.accelerator.max_memory_allocated() / 1e9
             print(f"rank {rank}: peak {peak_gb:.3f} GB allocated", flush=True)
-    # ogni rank scrive il suo pezzo: dcp.save è collettivo, mai sotto if rank == 0
-    model_state, optim_state = get_state_dict(model, optimizer)
-    dcp.save(model_state, checkpoint_id=out / f"epoch-{epoch + 1}" / "model")
-    dcp.save(optim_state, checkpoint_id=out / f"epoch-{epoch + 1}" / "optim")
+    save_checkpoint(out / f"epoch-{epoch + 1}")
     if rank == 0:  # log solo dal rank 0
         print(f"epoch {epoch}: loss {loss.item():.4f}", flush=True)
+# FSDP2 lega il gruppo di processi a modello e ottimizzatore: liberali prima di chiudere
+del model, optimizer
+gc.collect()
 dist.destroy_process_group()

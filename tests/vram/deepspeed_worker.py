@@ -21,6 +21,7 @@ exactly one weight and nothing is padded. DeepSpeed has estimators for stages 2 
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import sys
@@ -107,6 +108,9 @@ def main() -> None:
     rank = dist.get_rank()
     report = {"rank": rank, "world_size": dist.get_world_size(), "stages": [run(stage) for stage in STAGES]}
     (out_dir / f"rank{rank}.json").write_text(json.dumps(report))
+    # What FSDP2/DeepSpeed built holds the gloo group; freed at interpreter exit, its threads
+    # abort the process now and then (PyTorch 2.13, see pytorch/pytorch#179291): free it now.
+    gc.collect()
     dist.destroy_process_group()
 
 

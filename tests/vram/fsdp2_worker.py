@@ -36,6 +36,7 @@ and whether the gradients share their storage, with and without ``gradient_as_bu
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import warnings
@@ -271,6 +272,9 @@ def main() -> None:
     for view in (False, True):
         report[f"ddp_buckets_view_{str(view).lower()}"] = run_ddp_buckets(view)
     (out_dir / f"rank{rank}.json").write_text(json.dumps(report))
+    # What FSDP2/DeepSpeed built holds the gloo group; freed at interpreter exit, its threads
+    # abort the process now and then (PyTorch 2.13, see pytorch/pytorch#179291): free it now.
+    gc.collect()
     dist.destroy_process_group()
 
 
