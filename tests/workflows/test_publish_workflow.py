@@ -68,7 +68,7 @@ ZIZMOR_IGNORE = re.compile(r"#\s*zizmor:\s*ignore\[([\w,\s-]+)\]")
 
 def zizmor(*args: str) -> subprocess.CompletedProcess:
     program = shutil.which("zizmor") or str(Path(sys.executable).parent / "zizmor")
-    return subprocess.run([program, "--offline", *args, str(WORKFLOWS)], capture_output=True, text=True, cwd=REPO_ROOT)
+    return subprocess.run([program, "--offline", "--color=never", *args, str(WORKFLOWS)], capture_output=True, text=True, cwd=REPO_ROOT)
 
 
 def test_zizmor_auditor_finds_nothing_but_the_accepted_finding():
