@@ -123,9 +123,22 @@ def _check_translations(finder: dict) -> None:
             text(entry.get("label") if isinstance(entry, dict) else None, LANGUAGES[0], f"{FINDER_YAML}: {section}.{key}.label")
 
 
+_catalogue_memo: dict[Path, tuple[tuple, Catalogue]] = {}
+
+
 def load_catalogue(data_dir: Path | None = None) -> Catalogue:
-    """Read and check the finder's data. Raises RenderError naming the file and key."""
-    data_dir = data_dir or data_module.DATA_DIR
+    """Read and check the finder's data, once while no file under ``data_dir`` changes
+    (every finder placeholder of both languages reads it; callers treat it as read-only).
+    Raises RenderError naming the file and key."""
+    folder = data_dir or data_module.DATA_DIR
+    stamp = tree_stamp(folder)
+    cached = _catalogue_memo.get(folder)
+    if cached is None or cached[0] != stamp:
+        _catalogue_memo[folder] = cached = (stamp, _read_catalogue(folder))
+    return cached[1]
+
+
+def _read_catalogue(data_dir: Path) -> Catalogue:
     finder = _mapping(load_yaml("finder", data_dir), FINDER_YAML)
     settings = _mapping(finder.get("settings"), f"{FINDER_YAML}: settings")
     tasks = _mapping(finder.get("tasks"), f"{FINDER_YAML}: tasks")

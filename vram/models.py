@@ -58,6 +58,7 @@ from __future__ import annotations
 import json
 import stat
 from dataclasses import dataclass
+from functools import lru_cache
 from math import prod
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -676,6 +677,7 @@ def _norm(path: str, size: int) -> Module:
     return Module(path, "norm", (("weight", (size,)),))
 
 
+@lru_cache(maxsize=1024)  # a ModelConfig is frozen: the finder asks about the same layers often
 def layer_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
     """Every module of decoder layer ``layer`` (0-based) that holds parameters directly.
 
