@@ -34,7 +34,10 @@ if str(REPO) not in sys.path:
 from bench.plain import make_plain_copy  # noqa: E402
 
 BUDGET = {"build_ratio": 1.3, "rebuild_s": 2.0, "page_kb": 300, "requests": 15, "suite_s": 300}
-ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+# Python's bytecode cache on, as on a maintainer's machine: the plain build's modules (all
+# installed packages) have theirs from pip, and with PYTHONDONTWRITEBYTECODE set (some
+# sandboxes do) only this checkout's modules would be compiled again on every build.
+ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"} | {"NO_MKDOCS_2_WARNING": "1"}
 
 
 def timed(cmd: list[str], cwd: Path, timeout: float = 1800) -> tuple[float, subprocess.CompletedProcess]:

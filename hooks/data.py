@@ -116,8 +116,15 @@ def validate(data: Any, name: str, where: str, text: str) -> Any:
 
 
 def trust_markers(trusted: bool) -> None:
-    """Whether ``validate`` may skip a text that has a marker (False for a publication build)."""
+    """Whether ``validate`` may skip a text that has a marker, and the finder reuse a stored
+    result (``hooks/finder.finder_json``): False for a publication build."""
     _markers["trusted"] = trusted
+
+
+def markers_trusted() -> bool:
+    """Whether this build may reuse what an earlier build stored under ``.cache`` (False
+    for a publication build)."""
+    return _markers["trusted"]
 
 
 @functools.cache

@@ -102,6 +102,15 @@ def check_no_external_loads(html: str, site_origin: str = "") -> None:
             raise RenderError(problem)
 
 
+def check_stylesheet(css: str, site_origin: str = "") -> None:
+    """Raise RenderError for the first ``url(...)``, ``@import`` or ``image-set`` of a
+    stylesheet file that loads from another origin (the check of a page's ``<style>``)."""
+    for match in CSS_URL_RE.finditer(css):
+        url = match.group(1) or match.group(2)
+        if is_external(url, site_origin):
+            raise RenderError(f"loads {url!r} (a font or stylesheet from another origin)")
+
+
 def strip_inert_mathjax(html: str) -> str:
     """A notebook page's HTML without mkdocs-jupyter's empty MathJax ``<script src="">`` and its
     inert configuration (MathJax itself would come from a CDN, so it is never loaded)."""

@@ -30,8 +30,11 @@ Pure: no MkDocs import; data files are read on every call (``mkdocs serve`` show
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -340,6 +343,8 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
 
 
 _json_memo: dict[Path, tuple[tuple, str]] = {}
+RESULTS_DIR = data_module.REPO_ROOT / ".cache" / "finder"  # finder.json by SHA-256 of its inputs
+CODE_DIRS = (data_module.REPO_ROOT / "hooks", data_module.REPO_ROOT / "vram")
 
 
 def finder_json(data_dir: Path | None = None) -> str:
@@ -347,15 +352,46 @@ def finder_json(data_dir: Path | None = None) -> str:
 
     Computed once while no file under ``data_dir`` changes (both languages read the same
     file; ``mkdocs serve`` recomputes it after a data edit, and after a code edit the
-    module itself is reloaded).
+    module itself is reloaded). A development build also keeps it in ``RESULTS_DIR`` under
+    the SHA-256 of everything it is computed from (``inputs_digest``), so an unchanged
+    checkout does not compute it again; a publication build (``trust_markers(False)``)
+    always computes it. Raises RenderError.
     """
     folder = data_dir or data_module.DATA_DIR
     stamp = tree_stamp(folder)
     cached = _json_memo.get(folder)
     if cached is None or cached[0] != stamp:
-        content = json.dumps(finder_data(data_dir), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        _json_memo[folder] = cached = (stamp, content)
+        _json_memo[folder] = cached = (stamp, _stored_or_computed(folder))
     return cached[1]
+
+
+def inputs_digest(data_dir: Path) -> str:
+    """SHA-256 (hex) of what ``finder_data`` reads: every file under ``data_dir`` and every
+    ``.py`` under ``CODE_DIRS`` (relative path and bytes), and the Python version."""
+    digest = hashlib.sha256(sys.version.encode() + b"\0")
+    sources = [(data_dir, path) for path in data_dir.rglob("*")]
+    sources += [(folder.parent, path) for folder in CODE_DIRS for path in folder.rglob("*.py")]
+    for root, path in sorted(sources, key=lambda source: source[1].relative_to(source[0]).as_posix()):
+        if path.is_file():
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _stored_or_computed(data_dir: Path) -> str:
+    trusted = data_module.markers_trusted()
+    stored = RESULTS_DIR / f"{inputs_digest(data_dir)}.json" if trusted else None
+    if stored is not None and stored.is_file():
+        return stored.read_text(encoding="utf-8")
+    content = json.dumps(finder_data(data_dir), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if stored is not None:
+        try:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            temporary = stored.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(content, encoding="utf-8")
+            temporary.replace(stored)
+        except OSError:
+            pass  # a read-only checkout computes it every time
+    return content
 
 
 # --- the page's parts, in the reader's language ---------------------------------------------

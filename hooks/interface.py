@@ -12,56 +12,32 @@ from __future__ import annotations
 
 import html as html_lib
 from pathlib import Path
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from .data import file_stamp, relative
-from .errors import RenderError
-from .languages import LANGUAGES
+from .data import file_stamp, parse_yaml, relative, validate
 
 STRINGS_FILE = Path(__file__).with_name("interface.yaml")
+_loaded: dict[str, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
 
 
-class AttributeString(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    attribute: str
-    en: str
-
-
-class InterfaceStrings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    attributes: list[AttributeString]
-
-
-_loaded: dict[str, tuple[tuple[int, int], InterfaceStrings]] = {}
-
-
-def interface_strings(path: Path = STRINGS_FILE) -> InterfaceStrings:
-    """The strings, each with a text for every language of the site (read again when the
-    file changes). Raises RenderError naming the file and key."""
+def interface_strings(path: Path = STRINGS_FILE) -> list[dict[str, Any]]:
+    """The listed attribute strings (``attribute``, ``en`` and a text per language of the
+    site), validated by ``InterfaceFile`` of hooks/schemas.py and read again when the file
+    changes. Raises RenderError naming the file and key."""
     stamp = file_stamp(path)
     if (cached := _loaded.get(str(path))) and cached[0] == stamp:
         return cached[1]
-    try:
-        strings = InterfaceStrings.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-    except yaml.YAMLError as exc:
-        raise RenderError(f"{relative(path)}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        raise RenderError(f"{relative(path)}: {'.'.join(str(p) for p in error['loc'])}: {error['msg']}") from None
-    for i, entry in enumerate(strings.attributes):
-        missing = [lang for lang in LANGUAGES if not isinstance(getattr(entry, lang, None), str)]
-        if missing:
-            raise RenderError(f"{relative(path)}: attributes.{i} ({entry.en!r}): missing translation for {', '.join(missing)}")
+    where = relative(path)
+    text = path.read_text(encoding="utf-8")
+    strings = validate(parse_yaml(text, where), "interface", where, text)["attributes"]
     _loaded[str(path)] = (stamp, strings)
     return strings
 
 
 def translate_interface(html: str, lang: str) -> str:
     """``html`` with every listed ``attribute="English"`` in ``lang``."""
-    for entry in interface_strings().attributes:
-        english = f'{entry.attribute}="{html_lib.escape(entry.en)}"'
+    for entry in interface_strings():
+        english = f'{entry["attribute"]}="{html_lib.escape(entry["en"])}"'
         if english in html:
-            html = html.replace(english, f'{entry.attribute}="{html_lib.escape(getattr(entry, lang))}"')
+            html = html.replace(english, f'{entry["attribute"]}="{html_lib.escape(entry[lang])}"')
     return html

@@ -28,15 +28,17 @@ for _name, _module in list(sys.modules.items()):
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.plugins import event_priority  # noqa: E402
 from mkdocs.structure.files import File  # noqa: E402
+from mkdocs.utils import get_relative_url  # noqa: E402
 
 from hooks.comments import translate_comments  # noqa: E402
 from hooks.data import check_data_files, trust_markers  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.external import check_no_external_loads, origin, strip_inert_mathjax  # noqa: E402
 from hooks.finder import JSON_URI, finder_json  # noqa: E402
-from hooks.interface import translate_interface  # noqa: E402
+from hooks.interface import interface_strings, translate_interface  # noqa: E402
 from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebook_pages import make_notebooks_pages, use_executed_notebooks  # noqa: E402
+from hooks.notebook_styles import checked_stylesheets, link_stylesheets, stylesheet_files  # noqa: E402
 from hooks.page_checks import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
 from hooks.page_content import check_code_shows_what_runs, check_notebook_cells, check_page_content  # noqa: E402
 from hooks.parity import check_language_parity  # noqa: E402
@@ -109,6 +111,7 @@ def on_pre_build(config, **kwargs):
     with reported(""):
         check_language_parity(Path(config.docs_dir))
         check_data_files()
+        interface_strings()  # hooks/interface.yaml, before any page uses it
         check_nav_translations(config.nav, nav_translations(config))
     _build["blocks"].start(build_language(config))
 
@@ -122,6 +125,10 @@ def on_files(files, config, **kwargs):
     with reported(JSON_URI):
         if files.get_file_from_path(JSON_URI) is None:
             files.append(File.generated(config, JSON_URI, content=finder_json()))
+    with reported(""):
+        for uri, css in checked_stylesheets(origin(config.site_url)).items():  # notebook pages link them
+            if files.get_file_from_path(uri) is None:
+                files.append(File.generated(config, uri, content=css))
     with reported(""):
         return use_executed_notebooks(files, config, build_language(config))
 
@@ -145,6 +152,7 @@ def on_page_content(html, page, config, files, **kwargs):
             check_notebook_cells(Path(page.file.abs_src_path))  # the executed copy (hooks/notebook_pages.py)
             check_notebook_links(html, page.url, {file.url for file in files})
             html = notebook_content(strip_inert_mathjax(html), page.toc)
+            html = link_stylesheets(html, stylesheet_files(), lambda uri: get_relative_url(uri, page.url))
         else:
             check_page_content(html)
         return translate_comments(html, build_language(config))

@@ -17,7 +17,7 @@ import vram.fit
 import vram.loading
 from vram.units import bytes_to_gb
 
-from .data import load_yaml, text
+from .data import file_stamp, load_yaml, text
 from .errors import RenderError
 from .locale_format import format_eur, format_number, format_quantity, format_range
 from .placeholders import Args
@@ -141,8 +141,18 @@ def model_config(key: str) -> vram.ModelConfig:
     models = load_yaml("models")["models"]
     if key not in models:
         raise RenderError(f"unknown model {key!r} in snippets/data/models.yaml (known: {', '.join(models)})")
+    path = DATA_DIR / "models" / models[key]["config"]
+    read = (str(path), *file_stamp(path)) if path.is_file() else None
+    if read is not None and read in _configs:
+        return _configs[read]
     with calculator_errors():
-        return vram.load_model_config(DATA_DIR / "models" / models[key]["config"])
+        config = vram.load_model_config(path)  # a missing file is its error
+    if read is not None:
+        _configs[read] = config
+    return config
+
+
+_configs: dict[tuple, vram.ModelConfig] = {}  # (path, mtime, size) -> the parsed config (frozen)
 
 
 def _shape(args: Args) -> vram.ModelShape:

@@ -364,6 +364,53 @@ class FrontMatter(Data):
     template: Annotated[str, StringConstraints(pattern=r"^[\w-]+(?:/[\w-]+)*\.html$")] | None = None
 
 
+Space = Literal["nbsp", "nnbsp"]
+
+
+class TypographyLanguage(Data):
+    """One language's rules of hooks/typography.yaml: the space before or after a sign, between
+    the groups of a number, between a number and its unit."""
+
+    space_before: dict[str, Space] = {}
+    space_after: dict[str, Space] = {}
+    thousands: Space | None = None
+    units: Space | None = None
+
+
+class TypographyFile(Data):
+    """hooks/typography.yaml (hooks/typography.py)."""
+
+    skip: list[Name]
+    json_islands: list[Name] = []
+    units: list[Name]
+    languages: dict[str, TypographyLanguage]
+
+
+class InterfaceString(BaseModel):
+    """An attribute value an extension writes in English, with its text in every language."""
+
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
+    attribute: Name
+    en: Name
+
+    @model_validator(mode="after")
+    def _every_language(self) -> Self:
+        texts = self.model_extra or {}
+        missing = [lang for lang in LANGUAGES if not isinstance(texts.get(lang), str) or not texts[lang].strip()]
+        if missing:
+            raise ValueError(f"missing translation for {', '.join(missing)}")
+        unknown = sorted(set(texts) - set(LANGUAGES))
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not a language of the site ({', '.join(LANGUAGES)})")
+        return self
+
+
+class InterfaceFile(Data):
+    """hooks/interface.yaml (hooks/interface.py)."""
+
+    attributes: list[InterfaceString]
+
+
 SCHEMAS: dict[str, type[BaseModel]] = {
     "gpus": GpusFile,
     "interconnects": InterconnectsFile,
@@ -375,4 +422,6 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "verification": VerificationFile,
     "comments": CommentsFile,
     "front matter": FrontMatter,  # of every page (hooks/page_checks.py)
+    "interface": InterfaceFile,  # hooks/interface.yaml
+    "typography": TypographyFile,  # hooks/typography.yaml
 }

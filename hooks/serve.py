@@ -34,11 +34,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mkdocs.utils import DuplicateFilter
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
+from typing import TYPE_CHECKING
 
 from .data import relative, tree_stamp
 from .errors import RenderError
+
+if TYPE_CHECKING:
+    from watchdog.events import FileSystemEvent
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CODE_FOLDERS = tuple(REPO_ROOT / name for name in ("hooks", "vram", "verify"))
@@ -67,13 +69,15 @@ def forget_logged_errors() -> None:
             log_filter.msgs.clear()
 
 
-class _CodeChanges(FileSystemEventHandler):
-    """Sets ``changed`` (and remembers the path) when a ``.py`` file is written, added, removed or moved."""
+class _CodeChanges:
+    """Sets ``changed`` (and remembers the path) when a ``.py`` file is written, added, removed or
+    moved: a watchdog event handler (its observers call ``dispatch``; watchdog is imported only
+    by the restarter, never by a build)."""
 
     def __init__(self, changed: threading.Event):
         self.changed, self.path = changed, ""
 
-    def on_any_event(self, event: FileSystemEvent) -> None:
+    def dispatch(self, event: FileSystemEvent) -> None:
         paths = [str(event.src_path), str(getattr(event, "dest_path", "") or "")]
         if event.event_type in CHANGES and any(p.endswith(".py") and "__pycache__" not in p for p in paths):
             self.path = next(p for p in paths if p.endswith(".py"))
@@ -93,6 +97,8 @@ class Restarter:
         self.starts = 0
 
     def run(self) -> None:
+        from watchdog.observers import Observer
+
         handler = _CodeChanges(self.changed)
         observer = Observer()
         for folder in self.folders:

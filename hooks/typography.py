@@ -23,13 +23,11 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
 from selectolax.lexbor import LexborHTMLParser
 
-from .data import file_stamp, relative
+from .data import file_stamp, parse_yaml, relative, validate
 from .errors import RenderError
 from .script_json import script_json
 
@@ -38,25 +36,6 @@ SPACES = {"nbsp": "\u00a0", "nnbsp": "\u202f"}
 WHITESPACE = r"[ \t\r\n\f\u00a0\u202f\u2009]+"  # what a rule replaces (no-break spaces too: one space, the right one)
 INLINE = {"a", "abbr", "b", "bdi", "bdo", "cite", "data", "del", "dfn", "em", "i", "ins", "mark", "q", "s",
           "small", "span", "strong", "sub", "sup", "time", "u"}  # text on both sides is one run of text
-
-Space = Literal["nbsp", "nnbsp"]
-
-
-class LanguageRules(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    space_before: dict[str, Space] = {}
-    space_after: dict[str, Space] = {}
-    thousands: Space | None = None
-    units: Space | None = None
-
-
-class RuleSet(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    skip: list[str]
-    json_islands: list[str] = []
-    units: list[str]
-    languages: dict[str, LanguageRules]
-
 
 @dataclass(frozen=True)
 class Compiled:
@@ -70,52 +49,50 @@ class Compiled:
     quick: re.Pattern[str]  # matches a page only if some rule may apply to it
 
 
-def _compile(lang: LanguageRules, units: list[str]) -> Compiled:
+def _compile(lang: dict[str, Any], units: list[str]) -> Compiled:
+    """``lang``: one language's rules, as ``TypographyLanguage`` of hooks/schemas.py validates them."""
     subs: list[tuple[re.Pattern[str], object]] = []
-    before = {sign: SPACES[space] for sign, space in lang.space_before.items()}
-    after = {sign: SPACES[space] for sign, space in lang.space_after.items()}
+    before = {sign: SPACES[space] for sign, space in lang.get("space_before", {}).items()}
+    after = {sign: SPACES[space] for sign, space in lang.get("space_after", {}).items()}
+    thousands, unit_space = lang.get("thousands"), lang.get("units")
     for sign, space in before.items():
         subs.append((re.compile(WHITESPACE + f"(?={re.escape(sign)})"), space))
     for sign, space in after.items():
         subs.append((re.compile(f"(?<={re.escape(sign)})" + WHITESPACE), space))
-    if lang.thousands:
-        sep = SPACES[lang.thousands]
+    if thousands:
+        sep = SPACES[thousands]
         group = re.compile(r"(?<![\w.,\u00a0\u202f-])\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)")
         subs.append((group, lambda m, sep=sep: re.sub(r"[ \u00a0\u202f]", sep, m.group(0))))
     unit_start = None
-    if lang.units and units:
+    if unit_space and units:
         names = "|".join(re.escape(u) for u in sorted(units, key=len, reverse=True))
         unit = f"(?=(?:{names})(?![^\\W\\d_]))"
-        subs.append((re.compile(r"(?<=\d)" + WHITESPACE + unit), SPACES[lang.units]))
+        subs.append((re.compile(r"(?<=\d)" + WHITESPACE + unit), SPACES[unit_space]))
         unit_start = re.compile(r"\A" + WHITESPACE + unit)
     signs = "".join(re.escape(s) for s in (*before, *after))
     quick = "|".join(p.pattern for p, _ in subs) or "(?!)"
     if signs:
         quick += f"|[{signs}]"
-    return Compiled(tuple(subs), before, after, unit_start, SPACES[lang.units] if lang.units else "", re.compile(quick))
+    return Compiled(tuple(subs), before, after, unit_start, SPACES[unit_space] if unit_space else "", re.compile(quick))
 
 
-_loaded: dict[str, tuple[tuple[int, int], RuleSet, dict[str, Compiled]]] = {}
+_loaded: dict[str, tuple[tuple[int, int], dict[str, Any], dict[str, Compiled]]] = {}
 
 
-def rules(path: Path = RULES_FILE) -> tuple[RuleSet, dict[str, Compiled]]:
-    """The rule set and each language's compiled rules (read again when the file changes).
-    Raises RenderError naming the file and key."""
+def rules(path: Path = RULES_FILE) -> tuple[dict[str, Any], dict[str, Compiled]]:
+    """The rule set (validated by ``TypographyFile`` of hooks/schemas.py) and each language's
+    compiled rules, read again when the file changes. Raises RenderError naming the file and key."""
     stamp = file_stamp(path)
     cached = _loaded.get(str(path))
     if cached and cached[0] == stamp:
         return cached[1], cached[2]
+    where = relative(path)
+    text = path.read_text(encoding="utf-8")
+    rule_set = validate(parse_yaml(text, where), "typography", where, text)
     try:
-        rule_set = RuleSet.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-        compiled = {code: _compile(lang, rule_set.units) for code, lang in rule_set.languages.items()}
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        key = ".".join(str(part) for part in error["loc"])
-        raise RenderError(f"{relative(path)}: {key}: {error['msg']}") from None
+        compiled = {code: _compile(lang, rule_set["units"]) for code, lang in rule_set["languages"].items()}
     except re.error as exc:
-        raise RenderError(f"{relative(path)}: a rule is not a valid pattern ({exc})") from None
-    except yaml.YAMLError as exc:
-        raise RenderError(f"{relative(path)}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        raise RenderError(f"{where}: a rule is not a valid pattern ({exc})") from None
     _loaded[str(path)] = (stamp, rule_set, compiled)
     return rule_set, compiled
 
@@ -213,7 +190,7 @@ def typeset_html(html: str, lang: str) -> str:
     changed = False
     for island in tree.css('script[type="application/json"][id]'):
         compiled = compiled_of.get(_primary(lang))
-        if island.attributes.get("id") not in rule_set.json_islands or compiled is None or island.first_child is None:
+        if island.attributes.get("id") not in rule_set.get("json_islands", []) or compiled is None or island.first_child is None:
             continue
         try:
             data = json.loads(island.text())
@@ -223,7 +200,7 @@ def typeset_html(html: str, lang: str) -> str:
         if typeset != data:
             island.first_child.replace_with(script_json(typeset))
             changed = True
-    runs = _text_runs(tree.root, _primary(lang), set(rule_set.skip))
+    runs = _text_runs(tree.root, _primary(lang), set(rule_set["skip"]))
     texts = [BREAK if run is BREAK else [run[1], run[0].text_content or ""] for run in runs]
     for entry in texts:
         if entry is not BREAK and entry[0] in compiled_of:

@@ -11,6 +11,8 @@ The parts add the terms up, so a figure and its explanation cannot disagree.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 from .validate import check_params
@@ -169,7 +171,13 @@ def model_shape(config) -> ModelShape:
     """
     from . import models
 
-    config = models.as_model_config(config)
+    return _model_shape(models.as_model_config(config))
+
+
+@functools.lru_cache(maxsize=256)  # a ModelConfig is frozen; pages and the finder ask about few models, often
+def _model_shape(config) -> ModelShape:
+    from . import models
+
     root = models.root_params(config)
     untied_input = 0 if config.tie_word_embeddings else config.vocab_size * config.hidden_size
     return ModelShape(
