@@ -118,6 +118,8 @@ def validate(data: Any, name: str, where: str, text: str) -> Any:
 def trust_markers(trusted: bool) -> None:
     """Whether ``validate`` may skip a text that has a marker, and the finder reuse a stored
     result (``hooks/finder.finder_json``): False for a publication build."""
+    if _markers["trusted"] and not trusted:
+        _parsed.clear()  # files parsed while markers were trusted are validated again
     _markers["trusted"] = trusted
 
 

@@ -342,7 +342,7 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
     }
 
 
-_json_memo: dict[Path, tuple[tuple, str]] = {}
+_json_memo: dict[tuple[Path, bool], tuple[tuple, str]] = {}
 RESULTS_DIR = data_module.REPO_ROOT / ".cache" / "finder"  # finder.json by SHA-256 of its inputs
 CODE_DIRS = (data_module.REPO_ROOT / "hooks", data_module.REPO_ROOT / "vram")
 
@@ -359,9 +359,10 @@ def finder_json(data_dir: Path | None = None) -> str:
     """
     folder = data_dir or data_module.DATA_DIR
     stamp = tree_stamp(folder)
-    cached = _json_memo.get(folder)
+    memo = (folder, data_module.markers_trusted())  # what a development build read is not a publication's
+    cached = _json_memo.get(memo)
     if cached is None or cached[0] != stamp:
-        _json_memo[folder] = cached = (stamp, _stored_or_computed(folder))
+        _json_memo[memo] = cached = (stamp, _stored_or_computed(folder))
     return cached[1]
 
 

@@ -80,3 +80,12 @@ def test_a_code_edit_is_a_new_digest(store, tmp_path, monkeypatch):
     before = finder.inputs_digest(store)
     (code / "fit.py").write_text((code / "fit.py").read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
     assert finder.inputs_digest(store) != before
+
+
+def test_a_publication_build_after_a_development_build_in_one_process_recomputes(store, monkeypatch):
+    finder.finder_json(store)  # a development build: stored, and kept in memory
+    forge(finder.RESULTS_DIR)
+    monkeypatch.setattr(finder, "_json_memo", {})
+    assert json.loads(finder.finder_json(store)) == {"forged": True}  # a development build trusts the checkout
+    hooks.data.trust_markers(False)
+    assert json.loads(finder.finder_json(store)) == fresh(store)
