@@ -76,6 +76,8 @@ def schema_error(error) -> str:
         else:
             where += f".{part}" if where else str(part)
     message = first["msg"].removeprefix("Value error, ")
+    if first["type"] in {"model_type", "model_attributes_type", "dict_type"}:
+        message = "Input should be a mapping of keys"  # not the name of a pydantic class
     got = "" if first["type"] in {"value_error", "missing", "assertion_error"} else f" (got {first['input']!r})"
     if len(got) > 80:
         got = got[:76] + "…)"

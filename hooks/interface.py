@@ -14,10 +14,10 @@ import html as html_lib
 from pathlib import Path
 from typing import Any
 
-from .data import file_stamp, parse_yaml, relative, validate
+from .data import file_stamp, markers_trusted, parse_yaml, relative, validate
 
 STRINGS_FILE = Path(__file__).with_name("interface.yaml")
-_loaded: dict[str, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
+_loaded: dict[tuple[str, bool], tuple[tuple[int, int], list[dict[str, Any]]]] = {}
 
 
 def interface_strings(path: Path = STRINGS_FILE) -> list[dict[str, Any]]:
@@ -25,12 +25,13 @@ def interface_strings(path: Path = STRINGS_FILE) -> list[dict[str, Any]]:
     site), validated by ``InterfaceFile`` of hooks/schemas.py and read again when the file
     changes. Raises RenderError naming the file and key."""
     stamp = file_stamp(path)
-    if (cached := _loaded.get(str(path))) and cached[0] == stamp:
+    memo = (str(path), markers_trusted())  # what a development build read is not a publication's
+    if (cached := _loaded.get(memo)) and cached[0] == stamp:
         return cached[1]
     where = relative(path)
     text = path.read_text(encoding="utf-8")
     strings = validate(parse_yaml(text, where), "interface", where, text)["attributes"]
-    _loaded[str(path)] = (stamp, strings)
+    _loaded[memo] = (stamp, strings)
     return strings
 
 

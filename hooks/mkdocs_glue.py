@@ -48,7 +48,7 @@ from hooks.same_code import TitledBlocks  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors  # noqa: E402
 from hooks.snippet_check import check_plain_files, check_snippets  # noqa: E402
 from hooks.template_cache import TEMPLATE_CACHE  # noqa: E402
-from hooks.typography import typeset_html  # noqa: E402
+from hooks.typography import rules as typography_rules, typeset_html  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.guide")
 make_notebooks_pages()
@@ -111,7 +111,8 @@ def on_pre_build(config, **kwargs):
     with reported(""):
         check_language_parity(Path(config.docs_dir))
         check_data_files()
-        interface_strings()  # hooks/interface.yaml, before any page uses it
+        interface_strings()  # hooks/interface.yaml and hooks/typography.yaml, before any page uses them
+        typography_rules()
         check_nav_translations(config.nav, nav_translations(config))
     _build["blocks"].start(build_language(config))
 
@@ -149,7 +150,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
 def on_page_content(html, page, config, files, **kwargs):
     with reported(page_file(page)):
         if page.file.src_uri.endswith(".ipynb"):
-            check_notebook_cells(Path(page.file.abs_src_path))  # the executed copy (hooks/notebook_pages.py)
+            check_notebook_cells(Path(page.file.abs_src_path), Path(config.docs_dir) / page.file.src_uri)  # executed, source
             check_notebook_links(html, page.url, {file.url for file in files})
             html = notebook_content(strip_inert_mathjax(html), page.toc)
             html = link_stylesheets(html, stylesheet_files(), lambda uri: get_relative_url(uri, page.url))

@@ -11,14 +11,21 @@ Why it exists, and when each part can go:
   (``hooks/notebooks.py``: executed once per change, cached), and mkdocs-jupyter gets one
   HTML cache folder per language and checkout: it evicts, after each language pass, what
   that pass did not use, so one shared folder never hits (and its writes are not atomic).
+  A publication build uses neither cache: it executes every notebook in a folder of its own
+  and mkdocs-jupyter renders without its cache (``publication_dir``).
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
+import tempfile
 from pathlib import Path
 
 from mkdocs.structure.files import File
 
+from .data import markers_trusted
 from .languages import LANGUAGES
 from .notebooks import executed_notebooks, machine_store
 
@@ -48,10 +55,24 @@ def use_executed_notebooks(files, config, lang: str):
     if not notebooks:
         return files
     root = Path(config.config_file_path).parent
-    executed = executed_notebooks(Path(config.docs_dir), root, LANGUAGES, jupyter_kernel(config), store=machine_store())
+    trusted = markers_trusted()
+    executed = executed_notebooks(Path(config.docs_dir), root, LANGUAGES, jupyter_kernel(config),
+                                  cache_dir=None if trusted else publication_dir() / "notebooks",
+                                  store=machine_store() if trusted else None)
     for file in notebooks:
         file.abs_src_path = str(executed[Path(file.abs_src_path).resolve()])
     jupyter = config.plugins.get("mkdocs-jupyter")
     if jupyter is not None:
-        jupyter.config["cache_dir"] = str(root / ".cache" / "mkdocs-jupyter" / lang)
+        jupyter.config["cache"] = trusted
+        jupyter.config["cache_dir"] = str((root / ".cache" if trusted else publication_dir()) / "mkdocs-jupyter" / lang)
     return files
+
+
+@functools.cache
+def publication_dir() -> Path:
+    """A folder of this process, removed at exit: a publication build executes every notebook
+    in it and trusts no executed copy or rendered HTML that a checkout or the machine holds
+    (``.cache/`` can be committed with ``git add -f``; the machine store outlives a build)."""
+    folder = Path(tempfile.mkdtemp(prefix="guide-publication-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder

@@ -20,11 +20,12 @@ placeholders and data included) and refuses:
   whose value is a ``javascript:`` or ``vbscript:`` URL (ASCII whitespace and controls
   removed first, as browsers do).
 
-``check_notebook_cells(notebook)`` applies the same rule to the executed notebook a notebook
-page is rendered from: every Markdown cell's source and every HTML, SVG or Markdown output
-(mkdocs-jupyter inserts them as they are); outputs of other types than text, HTML, SVG,
-Markdown and PNG/JPEG/GIF images (``application/javascript``, widgets) are refused. The
-notebook template's own scripts and styles are outside the cells and not checked.
+``check_notebook_cells(notebook, source)`` applies the same rule to the executed notebook a
+notebook page is rendered from: every Markdown cell's source and every HTML, SVG or Markdown
+output (mkdocs-jupyter inserts them as they are); outputs of other types than text, HTML,
+SVG, Markdown and PNG/JPEG/GIF images (``application/javascript``, widgets) and raw cells are
+refused, and the executed copy must hold its source notebook's cells. The notebook
+template's own scripts and styles are outside the cells and not checked.
 
 ``check_code_shows_what_runs(html)`` reads every code block of a built page (and
 ``check_notebook_cells`` every code cell): code holds no character a reader cannot see or
@@ -142,11 +143,19 @@ def check_code_shows_what_runs(html: str) -> None:
                 raise RenderError(f"the code block starting {first!r} holds {unseen}: code shows what runs")
 
 
-def check_notebook_cells(notebook: Path) -> None:
+def check_notebook_cells(notebook: Path, source: Path | None = None) -> None:
     """Raise RenderError for a Markdown cell or an output of ``notebook`` (an executed .ipynb)
-    that holds a script, style or event handler, or an output type that carries code."""
-    cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+    that holds a script, style or event handler, an output type that carries code, or a raw
+    cell (mkdocs-jupyter writes a raw cell's text into the page as it is). With ``source``
+    (the notebook ``notebook`` was executed from), also unless both hold the same cells: the
+    same types and sources, in order."""
+    cells = _cells(notebook)
+    if source is not None:
+        _check_same_cells(cells, _cells(source))
     for number, cell in enumerate(cells, start=1):
+        if cell.get("cell_type") == "raw":
+            raise RenderError(f"cell {number} is a raw cell: its text would reach the page unchecked; "
+                              "write it as a Markdown or code cell")
         if cell.get("cell_type") == "markdown":
             check_page_content(_text(cell.get("source")), f"Markdown cell {number}")
         elif cell.get("cell_type") == "code" and (unseen := unseen_character(_text(cell.get("source")))):
@@ -158,6 +167,25 @@ def check_notebook_cells(notebook: Path) -> None:
                 elif kind not in INERT_OUTPUTS:
                     raise RenderError(f"cell {number} has an output of type {kind}: a page shows text, HTML "
                                       f"and images ({', '.join(sorted(CHECKED_OUTPUTS | INERT_OUTPUTS))}), no code")
+
+
+def _cells(notebook: Path) -> list[dict]:
+    try:
+        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError, AttributeError) as exc:
+        raise RenderError(f"{notebook.name}: not a readable notebook ({exc})") from None
+    return cells if isinstance(cells, list) else []
+
+
+def _check_same_cells(executed: list[dict], source: list[dict]) -> None:
+    shape = [(cell.get("cell_type"), _text(cell.get("source"))) for cell in source]
+    for number, (cell, expected) in enumerate(zip(executed, shape), start=1):
+        if (cell.get("cell_type"), _text(cell.get("source"))) != expected:
+            raise RenderError(f"cell {number} of the executed copy is not the notebook's cell {number}: "
+                              "a page shows only what its notebook ran")
+    if len(executed) != len(shape):
+        raise RenderError(f"the executed copy has {len(executed)} cells, the notebook {len(shape)}: "
+                          "a page shows only what its notebook ran")
 
 
 def _text(source) -> str:

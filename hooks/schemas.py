@@ -396,9 +396,12 @@ class InterfaceString(BaseModel):
     @model_validator(mode="after")
     def _every_language(self) -> Self:
         texts = self.model_extra or {}
-        missing = [lang for lang in LANGUAGES if not isinstance(texts.get(lang), str) or not texts[lang].strip()]
+        missing = [lang for lang in LANGUAGES if lang not in texts]
         if missing:
             raise ValueError(f"missing translation for {', '.join(missing)}")
+        not_text = [lang for lang in LANGUAGES if not isinstance(texts[lang], str) or not texts[lang].strip()]
+        if not_text:
+            raise ValueError(f"{', '.join(not_text)}: the translation must be a non-empty string (got {texts[not_text[0]]!r})")
         unknown = sorted(set(texts) - set(LANGUAGES))
         if unknown:
             raise ValueError(f"{', '.join(unknown)}: not a language of the site ({', '.join(LANGUAGES)})")

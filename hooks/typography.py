@@ -27,7 +27,7 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
-from .data import file_stamp, parse_yaml, relative, validate
+from .data import file_stamp, markers_trusted, parse_yaml, relative, validate
 from .errors import RenderError
 from .script_json import script_json
 
@@ -76,14 +76,15 @@ def _compile(lang: dict[str, Any], units: list[str]) -> Compiled:
     return Compiled(tuple(subs), before, after, unit_start, SPACES[unit_space] if unit_space else "", re.compile(quick))
 
 
-_loaded: dict[str, tuple[tuple[int, int], dict[str, Any], dict[str, Compiled]]] = {}
+_loaded: dict[tuple[str, bool], tuple[tuple[int, int], dict[str, Any], dict[str, Compiled]]] = {}
 
 
 def rules(path: Path = RULES_FILE) -> tuple[dict[str, Any], dict[str, Compiled]]:
     """The rule set (validated by ``TypographyFile`` of hooks/schemas.py) and each language's
     compiled rules, read again when the file changes. Raises RenderError naming the file and key."""
     stamp = file_stamp(path)
-    cached = _loaded.get(str(path))
+    memo = (str(path), markers_trusted())  # what a development build read is not a publication's
+    cached = _loaded.get(memo)
     if cached and cached[0] == stamp:
         return cached[1], cached[2]
     where = relative(path)
@@ -93,7 +94,7 @@ def rules(path: Path = RULES_FILE) -> tuple[dict[str, Any], dict[str, Compiled]]
         compiled = {code: _compile(lang, rule_set["units"]) for code, lang in rule_set["languages"].items()}
     except re.error as exc:
         raise RenderError(f"{where}: a rule is not a valid pattern ({exc})") from None
-    _loaded[str(path)] = (stamp, rule_set, compiled)
+    _loaded[memo] = (stamp, rule_set, compiled)
     return rule_set, compiled
 
 

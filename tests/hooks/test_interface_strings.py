@@ -34,7 +34,8 @@ def untrusted():
     (lambda t: t.replace("    fr: Lien permanent\n", "    fr: Lien permanent\n    de: Permalink\n"),
      "attributes[1]: de: not a language of the site"),
     (lambda t: t.replace("    en: Permanent link\n", ""), "attributes[1].en: Field required"),
-    (lambda t: t.replace("    it: Link permanente\n", "    it: 3\n"), "attributes[1]: missing translation for it"),
+    (lambda t: t.replace("    it: Link permanente\n", "    it: 3\n"), "attributes[1]: it: the translation must be a non-empty string (got 3)"),
+    (lambda t: t.replace("attributes:\n", "attributes:\n  - just text\n"), "attributes[1]: Input should be a mapping of keys"),
 ])
 def test_a_bad_file_is_one_line_naming_the_key(tmp_path, untrusted, edit, message):
     path = tmp_path / "interface.yaml"
