@@ -11,6 +11,8 @@ this check reads the HTML the build writes, with an HTML5 parser (selectolax), a
 - a ``<script src="">`` (mkdocs-jupyter writes one when no MathJax URL is set;
   ``strip_inert_mathjax`` removes it from notebook pages);
 - a Mermaid diagram (``.mermaid``): Material's JavaScript loads Mermaid from unpkg.com;
+- in the site's own stylesheet files (``check_stylesheet_files``), the same ``url(...)`` /
+  ``@import`` / ``image-set`` of another origin;
 - an inline script whose text holds ``<!--``, ``<script`` or ``</script``: the page's
   scripts would be swallowed (JSON in scripts is written by ``hooks/script_json.py``).
 
@@ -20,6 +22,7 @@ Raises RenderError naming the element and the URL. Pure: no MkDocs import.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
@@ -109,6 +112,19 @@ def check_stylesheet(css: str, site_origin: str = "") -> None:
         url = match.group(1) or match.group(2)
         if is_external(url, site_origin):
             raise RenderError(f"loads {url!r} (a font or stylesheet from another origin)")
+
+
+def check_stylesheet_files(paths: list[Path], root: Path, site_origin: str = "") -> None:
+    """``check_stylesheet`` on every ``.css`` file of ``paths`` inside ``root`` (the site's own
+    stylesheets: ``docs/assets/*.css``, the theme overrides). Raises RenderError naming the file."""
+    for path in paths:
+        if path.suffix == ".css" and path.is_relative_to(root):
+            try:
+                check_stylesheet(path.read_text(encoding="utf-8"), site_origin)
+            except (OSError, UnicodeDecodeError) as exc:
+                raise RenderError(f"{path.relative_to(root)}: cannot be read as UTF-8 ({exc})") from None
+            except RenderError as exc:
+                raise RenderError(f"{path.relative_to(root)}: {exc}") from None
 
 
 def strip_inert_mathjax(html: str) -> str:

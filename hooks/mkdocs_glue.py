@@ -33,7 +33,7 @@ from mkdocs.utils import get_relative_url  # noqa: E402
 from hooks.comments import translate_comments  # noqa: E402
 from hooks.data import check_data_files, trust_markers  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
-from hooks.external import check_no_external_loads, origin, strip_inert_mathjax  # noqa: E402
+from hooks.external import check_no_external_loads, check_stylesheet_files, origin, strip_inert_mathjax  # noqa: E402
 from hooks.finder import JSON_URI, finder_json  # noqa: E402
 from hooks.interface import interface_strings, translate_interface  # noqa: E402
 from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
@@ -123,6 +123,8 @@ def on_files(files, config, **kwargs):
         theme_overrides = Path(config.theme.custom_dir).rglob("*") if config.theme.custom_dir else ()  # templates too
         check_plain_files([*(file.abs_src_path for file in files if file.abs_src_path), *theme_overrides,
                            *snippets_dir(config).rglob("*")], Path(config.config_file_path).parent)  # snippets: data too
+        check_stylesheet_files([Path(file.abs_src_path) for file in files if file.abs_src_path],
+                               Path(config.config_file_path).parent, origin(config.site_url))
     with reported(JSON_URI):
         if files.get_file_from_path(JSON_URI) is None:
             files.append(File.generated(config, JSON_URI, content=finder_json()))

@@ -102,6 +102,9 @@ CASES = {
                                                r"^ERROR +- +hooks/typography\.yaml: languages\.fr\.thousands: Input should be 'nbsp' or 'nnbsp'"),
     "interface string without French": (lambda r: edit(r, "hooks/interface.yaml", "    fr: Lien permanent\n", ""),
                                         r"^ERROR +- +hooks/interface\.yaml: attributes\[1\]: missing translation for fr"),
+    "site stylesheet importing from another origin": (lambda r: (r / "docs/assets/guide.css").write_text(
+        "@import url(https://fonts.example.net/a.css);\n" + (r / "docs/assets/guide.css").read_text(encoding="utf-8"),
+        encoding="utf-8"), r"^ERROR +- +docs/assets/guide\.css: loads 'https://fonts\.example\.net/a\.css'"),
     "page in Italian only": (lambda r: (r / "docs/memory-formulas.fr.md").unlink(),
                              r"docs/memory-formulas\.fr\.md: missing; every page needs every language"),
     "broken link": (lambda r: edit(r, "docs/index.fr.md", "(memory-formulas.md)", "(memory-formula.md)"),
