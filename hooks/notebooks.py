@@ -34,6 +34,7 @@ nothing is cached for it. Pure: no MkDocs import.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import platform
@@ -64,7 +65,8 @@ def dependency_files(repo_root: Path) -> list[Path]:
     return sorted(files)
 
 
-def tool_versions() -> list[str]:
+@functools.cache  # a process does not see its packages change (importlib.metadata: ~1 ms a package)
+def tool_versions() -> tuple[str, ...]:
     """``python=3.11.7``, ``torch=2.13.0``...: what the notebooks' code runs on."""
     versions = [f"python={platform.python_version()}"]
     for name in TOOLS:
@@ -72,7 +74,7 @@ def tool_versions() -> list[str]:
             versions.append(f"{name}={metadata.version(name)}")
         except metadata.PackageNotFoundError:
             versions.append(f"{name}=absent")
-    return versions
+    return tuple(versions)
 
 
 def cache_key(src: Path, repo_root: Path, lang: str, kernel_name: str) -> str:

@@ -116,3 +116,17 @@ def test_a_broken_rule_set_names_the_file_and_key(tmp_path):
     bad.write_text("skip: [code]\nunits: []\nlanguages:\n  fr:\n    space_before: {':': wide}\n", encoding="utf-8")
     with pytest.raises(RenderError, match=r"typography\.yaml: languages\.fr\.space_before\.:: "):
         rules(bad)
+
+
+@pytest.mark.parametrize("lang", ["fr", "it"])
+@pytest.mark.parametrize("text", ["Mémoire par carte : 80 Go ; « ZeRO » ?", "1 000 Go/s et 100 %", "Memoria: 16 GB",
+                                  "rien à faire", " : début", "8 cartes !"])
+def test_a_search_text_without_markup_gets_what_its_page_would(text, lang):
+    """The search index's plain texts take a short path (no HTML parse); the expected value is
+    the text as a typeset page holds it, read back from that page."""
+    from hooks.typography import typeset_search_index
+
+    page = typeset_html(f'<!DOCTYPE html><html lang="{lang}"><head></head><body><p id="t">{text}</p></body></html>', lang)
+    expected = LexborHTMLParser(page).css_first("#t").text()
+    index = {"config": {}, "docs": [{"location": "", "title": text, "text": text}]}
+    assert typeset_search_index(index, lang)["docs"][0] == {"location": "", "title": expected, "text": expected}
