@@ -216,6 +216,8 @@ def typeset_html(html: str, lang: str) -> str:
 
 def typeset_fragment(fragment: str, lang: str) -> str:
     """An HTML fragment (no ``<html>``/``<body>``) with the typography of ``lang``."""
+    if "<" not in fragment and "&" not in fragment:
+        return typeset_text(fragment, lang)  # one text node: what the page's rules would do to it
     page = f'<!DOCTYPE html><html lang="{lang}"><head></head><body>{fragment}</body></html>'
     out = typeset_html(page, lang)
     if out is page:
