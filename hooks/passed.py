@@ -4,8 +4,8 @@ Some checks of a build are pure functions of their input and of the code and too
 them: the same-code check of a block whose comments were translated (``hooks/comments.py``:
 Python's AST, ``bash --pretty-print``) and the external-load check of a stylesheet. When one
 passes, ``remember`` leaves an empty file in ``PASSED_DIR`` named by the SHA-256 of the kind
-of check, its input and ``fingerprint()`` (Python's version, every ``.py`` of hooks/ and
-verify/, the bash binary); ``passed_before`` finds it in a later build. The same rule as the
+of check, its input and ``fingerprint()`` (Python's and PyYAML's versions, every ``.py`` of
+hooks/ and verify/, the bash binary); ``passed_before`` finds it in a later build. The same rule as the
 schema markers (``hooks.data.validate``): a marker is a file anyone who can write the
 checkout can make, so a publication build (``trust_markers(False)``) trusts none and runs
 every check.
@@ -21,6 +21,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import yaml
+
 from .data import REPO_ROOT, markers_trusted
 
 PASSED_DIR = REPO_ROOT / ".cache" / "passed"
@@ -30,7 +32,7 @@ CODE_DIRS = (REPO_ROOT / "hooks", REPO_ROOT / "verify")
 @functools.cache
 def fingerprint() -> bytes:
     """What every remembered outcome depends on besides its input (computed once per process)."""
-    digest = hashlib.sha256(sys.version.encode() + b"\0")
+    digest = hashlib.sha256(f"{sys.version}\0pyyaml={yaml.__version__}\0".encode())  # the YAML reader's
     for folder in CODE_DIRS:
         for path in sorted(folder.rglob("*.py")):
             digest.update(f"{folder.name}/{path.relative_to(folder).as_posix()}".encode() + b"\0" + path.read_bytes() + b"\0")
