@@ -9,7 +9,8 @@ this check reads the HTML the build writes, with an HTML5 parser (selectolax), a
   (stylesheet, preload, icon...), images, media, frames, objects, the legacy ``background``
   attribute, and ``url(...)`` / ``@import`` / ``image-set("...")`` in styles (fonts);
 - a ``<script src="">`` (mkdocs-jupyter writes one when no MathJax URL is set;
-  ``strip_inert_mathjax`` removes it from notebook pages);
+  ``strip_inert_mathjax`` removes it from notebook pages, and ``strip_inert_mermaid`` the
+  template's Mermaid loader, which names a CDN);
 - a Mermaid diagram (``.mermaid``): Material's JavaScript loads Mermaid from unpkg.com;
 - in the site's own stylesheet files (``check_stylesheet_files``), the same ``url(...)`` /
   ``@import`` / ``image-set`` of another origin;
@@ -125,6 +126,20 @@ def check_stylesheet_files(paths: list[Path], root: Path, site_origin: str = "")
                 raise RenderError(f"{path.relative_to(root)}: cannot be read as UTF-8 ({exc})") from None
             except RenderError as exc:
                 raise RenderError(f"{path.relative_to(root)}: {exc}") from None
+
+
+MERMAID_LOADER_RE = re.compile(
+    r'<script type="module">\s*document\.addEventListener\("DOMContentLoaded", async \(\) => \{\s*'
+    r'const diagrams = document\.querySelectorAll\("\.jp-Mermaid > pre\.mermaid"\);(?:(?!</script>).)*</script>'
+    r'\s*<style>\s*\.jp-Mermaid(?:(?!</style>).)*</style>(?:\s*<!-- End of mermaid configuration -->)?', re.S)
+
+
+def strip_inert_mermaid(html: str) -> str:
+    """A notebook page's HTML without nbconvert's Mermaid loader (its lab template's
+    ``mermaid_js``: a module script that imports Mermaid from cdnjs.cloudflare.com when the
+    page has a diagram, and the diagrams' styles). No page may have one (a ``.mermaid``
+    element is refused), so the loader only carried another origin's URL."""
+    return MERMAID_LOADER_RE.sub("", html)
 
 
 def strip_inert_mathjax(html: str) -> str:

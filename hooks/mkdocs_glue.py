@@ -33,7 +33,8 @@ from mkdocs.utils import get_relative_url  # noqa: E402
 from hooks.comments import translate_comments  # noqa: E402
 from hooks.data import check_data_files, trust_markers  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
-from hooks.external import check_no_external_loads, check_stylesheet_files, origin, strip_inert_mathjax  # noqa: E402
+from hooks.external import (  # noqa: E402
+    check_no_external_loads, check_stylesheet_files, origin, strip_inert_mathjax, strip_inert_mermaid)
 from hooks.finder import JSON_URI, finder_json  # noqa: E402
 from hooks.interface import interface_strings, translate_interface  # noqa: E402
 from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
@@ -154,7 +155,7 @@ def on_page_content(html, page, config, files, **kwargs):
         if page.file.src_uri.endswith(".ipynb"):
             check_notebook_cells(Path(page.file.abs_src_path), Path(config.docs_dir) / page.file.src_uri)  # executed, source
             check_notebook_links(html, page.url, {file.url for file in files})
-            html = notebook_content(strip_inert_mathjax(html), page.toc)
+            html = notebook_content(strip_inert_mermaid(strip_inert_mathjax(html)), page.toc)
             html = link_stylesheets(html, stylesheet_files(), lambda uri: get_relative_url(uri, page.url))
         else:
             check_page_content(html)

@@ -50,3 +50,28 @@ def test_a_stylesheet_that_loads_from_another_origin_is_refused(css):
 def test_the_package_stylesheets_load_nothing_from_elsewhere():
     for name in ("index.css", "theme-light.css", "theme-dark.css"):
         check_stylesheet(PACKAGE.joinpath(name).read_text(encoding="utf-8"), "https://guide.example")
+
+
+def test_the_mermaid_loader_of_nbconverts_template_is_removed():
+    """nbconvert's own lab template (its mermaid_js macro, rendered here by Jinja) imports
+    Mermaid from cdnjs when a page has a diagram; no page may, so the loader goes."""
+    import jinja2
+    import nbconvert
+    from jupyter_core.paths import jupyter_path
+
+    from hooks.external import strip_inert_mermaid
+
+    folders = [p for p in jupyter_path("nbconvert", "templates", "lab")]
+    assert nbconvert.__version__
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(folders))
+    page = env.from_string('{% from "mermaidjs.html.j2" import mermaid_js %}<p>a</p>\n{{ mermaid_js() }}\n<p>b</p>').render()
+    assert "cdnjs.cloudflare.com" in page and "jp-Mermaid" in page
+    stripped = strip_inert_mermaid(page)
+    assert "cdnjs" not in stripped and "Mermaid" not in stripped
+    assert stripped.split() == ["<p>a</p>", "<p>b</p>"]
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_notebook_pages_name_no_cdn(built_site, page):
+    html = (built_site / page).read_text(encoding="utf-8")
+    assert "cdnjs" not in html and "jp-Mermaid" not in html
