@@ -10,26 +10,20 @@ callers treat it as read-only.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import sys
-import unicodedata
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from . import passed
 from .errors import RenderError
 from .languages import LANGUAGES
+from .passed import markers_trusted, passed_before, remember
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS_DIR = REPO_ROOT / "snippets"
 DATA_DIR = SNIPPETS_DIR / "data"
-VALIDATED_DIR = REPO_ROOT / ".cache" / "validated"  # texts that passed the schemas (see validate)
-SCHEMA_SOURCES = (REPO_ROOT / "hooks" / "schemas.py", REPO_ROOT / "verify" / "record.py", Path(__file__))
 _parsed: dict[Path, tuple[tuple[int, int], Any]] = {}
-_markers = {"trusted": True}
 
 
 class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML has it
@@ -88,15 +82,12 @@ def validate(data: Any, name: str, where: str, text: str) -> Any:
     """``data``, parsed from ``text``, if it matches the schema of ``name`` (hooks/schemas.py).
     Raises RenderError.
 
-    A text that passed the same schemas before is not validated again (``VALIDATED_DIR``
-    holds one empty file per SHA-256 of schema sources, languages, Python and pydantic
-    versions and text): a build whose data did not change does not even import pydantic
-    (about 0.1 s). Every schema checks one file, so the text is the whole input. A marker is
-    only a file anyone who can write the checkout can make (even commit, ``git add -f``), so
-    a publication build trusts none (``trust_markers(False)``): it validates every text.
+    A text that passed its schema before is not validated again in a development build
+    (``hooks/passed.py``: a build whose data did not change does not even import pydantic,
+    about 0.1 s); every schema checks one file, so the text is the whole input. A
+    publication build validates every text.
     """
-    marker = VALIDATED_DIR / hashlib.sha256(f"{_schemas_fingerprint()}\0{name}\0{text}".encode()).hexdigest()
-    if _markers["trusted"] and marker.is_file():
+    if passed_before(f"schema {name}", text):
         return data
     from pydantic import ValidationError
 
@@ -109,37 +100,17 @@ def validate(data: Any, name: str, where: str, text: str) -> Any:
         schema.model_validate(data)
     except ValidationError as exc:
         raise RenderError(f"{where}: {schema_error(exc)}") from None
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-    except OSError:
-        pass  # a read-only checkout validates every time
+    remember(f"schema {name}", text)
     return data
 
 
 def trust_markers(trusted: bool) -> None:
-    """Whether ``validate`` may skip a text that has a marker, and the finder reuse a stored
-    result (``hooks/finder.finder_json``): False for a publication build."""
-    if _markers["trusted"] and not trusted:
-        _parsed.clear()  # files parsed while markers were trusted are validated again
-    _markers["trusted"] = trusted
-
-
-def markers_trusted() -> bool:
-    """Whether this build may reuse what an earlier build stored under ``.cache`` (False
-    for a publication build)."""
-    return _markers["trusted"]
-
-
-@functools.cache
-def _schemas_fingerprint() -> str:
-    """What the outcome of a validation depends on besides the text: the schema sources and
-    this module, the site's languages, pydantic's version, and Python's (its Unicode
-    database classifies the characters a comment translation may not hold)."""
-    digest = hashlib.sha256("\0".join([*LANGUAGES, metadata.version("pydantic"), sys.version, unicodedata.unidata_version]).encode())
-    for source in SCHEMA_SOURCES:
-        digest.update(source.read_bytes())
-    return digest.hexdigest()
+    """Whether this build may reuse what an earlier build left in ``.cache``
+    (``hooks.passed.trust_markers``): False for a publication build, which also validates
+    again every file parsed while markers were trusted."""
+    if markers_trusted() and not trusted:
+        _parsed.clear()
+    passed.trust_markers(trusted)
 
 
 def load_yaml(name: str, data_dir: Path | None = None) -> Any:

@@ -47,10 +47,12 @@ from vram.units import bytes_to_gb, bytes_to_gib
 
 from . import data as data_module
 from .data import load_yaml, relative, text, tree_stamp
+from .digest import hash_files
 from .errors import RenderError
 from .languages import LANGUAGES
 from .locale_format import format_eur, format_number, format_quantity, unit_label
 from .numbers import calculator_errors
+from .passed import markers_trusted
 from .placeholders import Args
 from .script_json import script_json
 
@@ -359,7 +361,7 @@ def finder_json(data_dir: Path | None = None) -> str:
     """
     folder = data_dir or data_module.DATA_DIR
     stamp = tree_stamp(folder)
-    memo = (folder, data_module.markers_trusted())  # what a development build read is not a publication's
+    memo = (folder, markers_trusted())  # what a development build read is not a publication's
     cached = _json_memo.get(memo)
     if cached is None or cached[0] != stamp:
         _json_memo[memo] = cached = (stamp, _stored_or_computed(folder))
@@ -370,16 +372,14 @@ def inputs_digest(data_dir: Path) -> str:
     """SHA-256 (hex) of what ``finder_data`` reads: every file under ``data_dir`` and every
     ``.py`` under ``CODE_DIRS`` (relative path and bytes), and the Python version."""
     digest = hashlib.sha256(sys.version.encode() + b"\0")
-    sources = [(data_dir, path) for path in data_dir.rglob("*")]
-    sources += [(folder.parent, path) for folder in CODE_DIRS for path in folder.rglob("*.py")]
-    for root, path in sorted(sources, key=lambda source: source[1].relative_to(source[0]).as_posix()):
-        if path.is_file():
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    hash_files(digest, data_dir.rglob("*"), data_dir)
+    for folder in CODE_DIRS:
+        hash_files(digest, folder.rglob("*.py"), folder.parent)
     return digest.hexdigest()
 
 
 def _stored_or_computed(data_dir: Path) -> str:
-    trusted = data_module.markers_trusted()
+    trusted = markers_trusted()
     stored = RESULTS_DIR / f"{inputs_digest(data_dir)}.json" if trusted else None
     if stored is not None and stored.is_file():
         return stored.read_text(encoding="utf-8")

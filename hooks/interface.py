@@ -14,7 +14,8 @@ import html as html_lib
 from pathlib import Path
 from typing import Any
 
-from .data import file_stamp, markers_trusted, parse_yaml, relative, validate
+from .data import file_stamp, parse_yaml, relative, validate
+from .passed import markers_trusted
 
 STRINGS_FILE = Path(__file__).with_name("interface.yaml")
 _loaded: dict[tuple[str, bool], tuple[tuple[int, int], list[dict[str, Any]]]] = {}

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from mkdocs.structure.files import File
 
-from .data import markers_trusted
+from .passed import markers_trusted
 from .languages import LANGUAGES
 from .notebooks import executed_notebooks, machine_store
 

@@ -44,6 +44,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .data import file_stamp
+from .digest import hash_files
 from .errors import RenderError
 
 CACHE_SUBDIR = Path(".cache") / "notebooks"
@@ -83,8 +84,7 @@ def cache_key(src: Path, repo_root: Path, lang: str, kernel_name: str) -> str:
     for part in (f"lang={lang}", f"kernel={kernel_name}", *tool_versions()):
         digest.update(part.encode() + b"\0")
     digest.update(src.read_bytes() + b"\0")
-    for path in dependency_files(repo_root):
-        digest.update(path.relative_to(repo_root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    hash_files(digest, dependency_files(repo_root), repo_root)
     return digest.hexdigest()
 
 

@@ -1,14 +1,17 @@
 """Checks a development build does not repeat: one empty file per check that passed.
 
 Some checks of a build are pure functions of their input and of the code and tools that run
-them: the same-code check of a block whose comments were translated (``hooks/comments.py``:
-Python's AST, ``bash --pretty-print``) and the external-load check of a stylesheet. When one
-passes, ``remember`` leaves an empty file in ``PASSED_DIR`` named by the SHA-256 of the kind
-of check, its input and ``fingerprint()`` (Python's and PyYAML's versions, every ``.py`` of
-hooks/ and verify/, the bash binary); ``passed_before`` finds it in a later build. The same rule as the
-schema markers (``hooks.data.validate``): a marker is a file anyone who can write the
-checkout can make, so a publication build (``trust_markers(False)``) trusts none and runs
-every check.
+them: a data text against its schema (``hooks.data.validate``), the same-code check of a
+block whose comments were translated (``hooks/comments.py``: Python's AST, ``bash
+--pretty-print``), a titled block runnable and the same across languages
+(``hooks/same_code.py``), the external-load check of a stylesheet. When one passes,
+``remember`` leaves an empty file in ``PASSED_DIR`` named by the SHA-256 of the kind of
+check, its input and ``fingerprint()``; ``passed_before`` finds it in a later build.
+
+A marker is a file anyone who can write the checkout can make (even commit, ``git add -f``),
+so a publication build (``trust_markers(False)``) trusts none and runs every check; the
+other things a development build reuses from ``.cache`` (``hooks/finder.py``'s stored
+``finder.json``, ``hooks/notebook_pages.py``'s executed notebooks) ask ``markers_trusted``.
 
 Pure: no MkDocs import.
 """
@@ -19,23 +22,45 @@ import functools
 import hashlib
 import shutil
 import sys
+import unicodedata
+from importlib import metadata
 from pathlib import Path
 
-import yaml
+from .digest import hash_files
+from .languages import LANGUAGES
 
-from .data import REPO_ROOT, markers_trusted
-
+REPO_ROOT = Path(__file__).resolve().parent.parent
 PASSED_DIR = REPO_ROOT / ".cache" / "passed"
 CODE_DIRS = (REPO_ROOT / "hooks", REPO_ROOT / "verify")
+_state = {"trusted": True}
+
+
+def trust_markers(trusted: bool) -> None:
+    """Whether this build may reuse what an earlier build left in ``.cache`` (False for a
+    publication build; ``hooks.data.trust_markers`` also forgets what it parsed meanwhile)."""
+    _state["trusted"] = trusted
+
+
+def markers_trusted() -> bool:
+    """Whether this build may reuse what an earlier build left in ``.cache``."""
+    return _state["trusted"]
 
 
 @functools.cache
 def fingerprint() -> bytes:
-    """What every remembered outcome depends on besides its input (computed once per process)."""
-    digest = hashlib.sha256(f"{sys.version}\0pyyaml={yaml.__version__}\0".encode())  # the YAML reader's
+    """What every remembered outcome depends on besides its input, computed once per process:
+    the site's languages, Python's version and Unicode database (which characters a comment
+    translation may hold), pydantic's and PyYAML's versions, every ``.py`` of hooks/ (the
+    schemas among them) and verify/ (the readers, the record schema), and the bash binary."""
+    versions = [*LANGUAGES, sys.version, unicodedata.unidata_version]
+    for package in ("pydantic", "pyyaml"):
+        try:
+            versions.append(f"{package}={metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{package}=absent")
+    digest = hashlib.sha256("\0".join(versions).encode() + b"\0")
     for folder in CODE_DIRS:
-        for path in sorted(folder.rglob("*.py")):
-            digest.update(f"{folder.name}/{path.relative_to(folder).as_posix()}".encode() + b"\0" + path.read_bytes() + b"\0")
+        hash_files(digest, folder.rglob("*.py"), folder.parent)
     bash = shutil.which("bash")
     if bash:
         stat = Path(bash).resolve().stat()

@@ -27,7 +27,8 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
-from .data import file_stamp, markers_trusted, parse_yaml, relative, validate
+from .data import file_stamp, parse_yaml, relative, validate
+from .passed import markers_trusted
 from .errors import RenderError
 from .script_json import script_json
 

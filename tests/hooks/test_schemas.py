@@ -173,7 +173,7 @@ def test_links_of_notebook_cells_must_lead_somewhere(page):
 
 
 def test_a_marker_lets_nothing_through_a_publication_build(data_dir, tmp_path, monkeypatch):
-    """``.cache/validated`` markers are files anyone who writes the checkout can make (even
+    """``.cache/passed`` markers are files anyone who writes the checkout can make (even
     commit): one made while another schema accepted the text let the text skip validation.
     A publication build trusts none."""
     import hooks.data
@@ -183,8 +183,10 @@ def test_a_marker_lets_nothing_through_a_publication_build(data_dir, tmp_path, m
     class Anything(BaseModel):
         model_config = ConfigDict(extra="allow")
 
-    monkeypatch.setattr(hooks.data, "VALIDATED_DIR", tmp_path / "validated")
-    monkeypatch.setattr(hooks.data, "_markers", {"trusted": True})
+    import hooks.passed
+
+    monkeypatch.setattr(hooks.passed, "PASSED_DIR", tmp_path / "passed")
+    monkeypatch.setattr(hooks.passed, "_state", {"trusted": True})
     edit(data_dir / "gpus.yaml", "memory_mib: 81559", "memory_mib: 80 GB")
     monkeypatch.setitem(SCHEMAS, "gpus", Anything)
     load_yaml("gpus")  # leaves a marker for this text: a forged or stale one
