@@ -560,7 +560,8 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
                  if "machine" in fit else _label(catalogue, "no_price", lang))
         memory = _gb(bytes_to_gb(mib_to_bytes(dict(catalogue.gpus)[fit["gpu"]]["memory_mib"])), catalogue, lang)
         rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>\n<td>{esc(memory)}</td>\n<td>{margin}</td>\n<td>{esc(price)}</td></tr>')
-    parts = ", ".join(f'{text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}")} {_gb(v, catalogue, lang)}' for k, v in found["parts"])
+    parts = _label(catalogue, "part_separator", lang).join(_label(catalogue, "part_size", lang, part=text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}"),
+                             size=_gb(v, catalogue, lang)) for k, v in found["parts"])
     note = note_text(catalogue, lang, model, task, option)
     table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'

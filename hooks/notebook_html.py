@@ -9,6 +9,8 @@ contents, and copy buttons in the page's language.
   ``explicit_anchors`` gives such a heading its id, removes the marker from its text,
   and ``retitle_toc`` does the same to the page's table of contents. It can go when
   mkdocs-jupyter reads the attribute itself.
+- **Search.** ``exclude_from_search`` keeps the cells' copy buttons, hidden copy texts and
+  prompts out of the search index (results showed "In [2]: Copied!" and the code twice).
 - **Copy buttons.** mkdocs-jupyter's template labels the copy button of every code cell
   "Copy to Clipboard" / "Copied!" in English. ``translate_copy_buttons`` uses the strings
   Material already gives the page in its language (``clipboard.copy`` /
@@ -30,6 +32,7 @@ ANCHOR_RE = re.compile(r"\s*\{\s*#([A-Za-z][\w-]*)\s*\}\s*$")
 HEADING_RE = re.compile(r'<h([1-6]) id="([^"]*)">((?:(?!</h[1-6]>).)*?)(<a class="anchor-link" href="#)([^"]*)(">)', re.S)
 CONFIG_RE = re.compile(r'<script id="__config" type="application/json">(.*?)</script>', re.S)
 COPY_LABEL = 'aria-label="Copy to Clipboard"'
+SEARCH_NOISE_RE = re.compile(r'(<clipboard-copy|<div(?= class="(?:clipboard-copy-txt|jp-InputPrompt |jp-OutputPrompt )))([\s>])')
 COPIED_RE = re.compile(r'<span class="notice" hidden(?:="")?>Copied!</span>')
 
 
@@ -70,9 +73,19 @@ def retitle_toc(items) -> None:
 
 
 def notebook_content(html: str, toc) -> str:
-    """A mkdocs-jupyter page's content with its explicit anchors; its ``toc`` retitled in place."""
+    """A mkdocs-jupyter page's content with its explicit anchors and its cells' interface
+    left out of search; its ``toc`` retitled in place."""
     retitle_toc(toc)
-    return explicit_anchors(html)
+    return exclude_from_search(explicit_anchors(html))
+
+
+def exclude_from_search(html: str) -> str:
+    """``html`` with ``data-search-exclude`` (Material's search skips such an element) on what
+    mkdocs-jupyter adds around each cell: the copy button with its "Copied!" notice (in
+    English until ``translate_copy_buttons``, which runs after search has read the page),
+    the hidden copy text (the code again, with the comments the notebook ran) and the
+    "In [n]:" prompts."""
+    return SEARCH_NOISE_RE.sub(lambda match: f"{match.group(1)} data-search-exclude{match.group(2)}", html)
 
 
 def translate_copy_buttons(html: str) -> str:

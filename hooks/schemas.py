@@ -204,7 +204,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "need_training": ("need", "reserve"), "need_serving": ("need", "reserve"),
     "summary_many": ("need_text", "count", "gpu", "margin"), "summary_one": ("need_text", "count", "gpu", "margin"),
     "summary_none": ("need_text",), "summary_recompute": (), "summary_short": ("cards",), "short_card": ("gpu", "margin"),
-    "why": ("parts",),
+    "why": ("parts",), "part_size": ("part", "size"), "part_separator": (),
     "activations_training": ("model", "seq", "micro_batch", "attention", "none", "full", "reserve"),
     "activations_lora": ("model", "seq", "micro_batch", "attention", "none", "full", "reserve"),
     "activations_serving": ("context", "reserve"),

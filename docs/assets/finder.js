@@ -182,7 +182,9 @@
       }
       out.status.textContent = status;
       out.why.textContent = fill(labels.why, {
-        parts: found.parts.map(function (part) { return labels["part_" + part[0]] + " " + gb(part[1]); }).join(", ")
+        parts: found.parts.map(function (part) {
+          return fill(labels.part_size, { part: labels["part_" + part[0]], size: gb(part[1]) });
+        }).join(labels.part_separator)
       });
       if (serving) {
         out.note.textContent = fill(labels.activations_serving, {

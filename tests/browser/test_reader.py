@@ -258,3 +258,44 @@ def test_a_deep_missing_page_shows_a_working_404(page, site_server, missing, lan
         except urllib.error.HTTPError as exc:
             pytest.fail(f"{link}: {exc.code}")
     assert not [url for url in failed if not url.endswith("404.html")], failed
+
+
+# A word of the finder's "tight" label split across two lines ("CHECKPOINTI" / "NG") on a
+# phone: every word of it stays on one line.
+SPLIT_WORDS_JS = r"""() => {
+  const split = [];
+  for (const label of document.querySelectorAll('#finder-table .finder-tight')) {
+    const node = label.firstChild;
+    for (const word of node.textContent.matchAll(/\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, word.index);
+      range.setEnd(node, word.index + word[0].length);
+      const tops = new Set([...range.getClientRects()].filter(r => r.width).map(r => Math.round(r.top)));
+      if (tops.size > 1) split.push(word[0]);
+    }
+  }
+  return split;
+}"""
+TIGHT = {"model": "qwen3-32b", "task": "lora", "cards": 4, "method": "ddp"}  # a card that fits only with recomputation
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_phone_finder_labels_keep_their_words_whole(chromium, site_server, lang):
+    context = chromium.new_context(viewport={"width": 390, "height": 844})
+    try:
+        page = context.new_page()
+        open_finder(page, site_server, lang)
+        choose(page, **TIGHT)
+        assert page.locator("#finder-table .finder-tight").count(), "no tight card for this choice: update TIGHT"
+        assert page.evaluate(SPLIT_WORDS_JS) == []
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("path", ["memory-notebook/", "fr/memory-notebook/"])
+def test_notebook_prompts_are_not_shown(page, site_server, path):
+    """Jupyter's "In [2]:" (English, numbered from 2: the set-up cell is hidden) on a desktop."""
+    page.goto(site_server.url(path), wait_until="networkidle")
+    assert page.locator(".jp-InputPrompt").count()
+    assert page.evaluate("() => [...document.querySelectorAll('.jp-InputPrompt, .jp-OutputPrompt')]"
+                         ".filter(e => e.getClientRects().length).map(e => e.textContent.trim())") == []

@@ -58,7 +58,7 @@ def test_the_pages_example_holds(lang, example):
 
 @pytest.mark.parametrize("lang, reference", [
     ("it", "una sequenza da 2.048 token con micro-batch 1"),
-    ("fr", "une séquence de 2 048 tokens avec un micro-batch de 1"),
+    ("fr", "une séquence de 2 048 tokens avec un micro-lot de 1"),
 ])
 def test_the_page_names_the_reference_and_the_serving_threshold(lang, reference):
     paragraph = margin_paragraph(lang)

@@ -34,9 +34,9 @@ def table_of(html: str) -> tuple[str, list[list[str]]]:
      "e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine.",
      "20,1 GB (14% libera)", "non indicato"),
     ("fr", "Go", "Il faut 128,5 Go par carte pour les états du modèle et les tampons du framework, plus 2 Gio de réserve "
-     "pour CUDA et NCCL et la place des activations. 2 modèles de carte du catalogue suffisent, à commencer par la H200 141GB, "
-     "avec 20,1 Go de marge.",
-     "20,1 Go (14 % libre)", "non indiqué"),
+     "pour CUDA et NCCL et la place des activations. Parmi les cartes du catalogue, 2 modèles suffisent, à commencer par la "
+     "H200 141GB, avec 20,1 Go de marge.",
+     "20,1 Go (14 % de mémoire libre)", "non indiqué"),
 ])
 def test_static_table_of_the_papers_accounting(lang, unit, summary, h200_margin, price):
     html = render_markdown("{{ finder_table method=paper }}", lang)
@@ -47,9 +47,11 @@ def test_static_table_of_the_papers_accounting(lang, unit, summary, h200_margin,
     soup = BeautifulSoup(html, "html.parser")
     assert soup.select_one("#finder-status")["aria-live"] == "polite"
     why = plain(soup.select_one("#finder-why").get_text())
-    assert why.endswith(f"96,4 {unit}, " + ("pesi" if lang == "it" else "poids") + f" 16,1 {unit}, gradient" + ("i" if lang == "it" else "s") + f" 16,1 {unit}.")
+    colon, semicolon = (": ", "; ") if lang == "it" else (" : ", " ; ")  # each part, then its size
+    assert why.endswith(f"{colon}96,4 {unit}{semicolon}" + ("pesi" if lang == "it" else "poids") + f"{colon}16,1 {unit}{semicolon}gradient"
+                        + ("i" if lang == "it" else "s") + f"{colon}16,1 {unit}.")
     note = plain(soup.select_one("#finder-note").get_text())
-    assert ("batch" in note) and ("sdpa" in note) and (f"30,6 {unit}" not in note)  # SDPA activations, not Korthikanti's
+    assert ("micro-batch" if lang == "it" else "micro-lot") in note and ("sdpa" in note) and (f"30,6 {unit}" not in note)  # SDPA activations, not Korthikanti's
 
 
 # The default choice: Llama 3.1 8B under PyTorch AMP on one card (oracles.md: 4 + 4 + 8 B per
@@ -110,7 +112,7 @@ def test_static_table_for_lora_zero3_on_four_cards():
     status, rows = table_of(html)
     assert status.startswith("Il faut 4,2 Go par carte pour les états du modèle")
     why = plain(BeautifulSoup(html, "html.parser").select_one("#finder-why").get_text())
-    assert "poids gelés du modèle 4 Go" in why and "0,2 Go" in why
+    assert "poids gelés du modèle : 4 Go ; adaptateurs LoRA" in why and "0,2 Go" in why
 
 
 @pytest.mark.parametrize("lang, legend, unit", [("it", "La tua scelta", "GB"), ("fr", "Votre choix", "Go")])

@@ -32,7 +32,7 @@ def test_eight_cards_of_one_model(lang, one_model):
 
 @pytest.mark.parametrize("lang, many_models", [
     ("it", r"Bastano (\d+) modelli di scheda del catalogo, a partire dalla "),
-    ("fr", r"(\d+) modèles de carte du catalogue suffisent, à commencer par la "),
+    ("fr", r"Parmi les cartes du catalogue, (\d+) modèles suffisent, à commencer par la "),
 ])
 def test_several_models_of_card(lang, many_models):
     soup = BeautifulSoup(render_markdown("{{ finder_table model=llama-3.1-8b task=qlora cards=1 method=ddp }}", lang),

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow
 
 PAGES = {"it": "memory-notebook/index.html", "fr": "fr/memory-notebook/index.html"}
 NAV = {"it": ["Guida", "Come si calcola", "Trova la GPU", "Notebook: memoria per scheda"],
-       "fr": ["Guide", "Comment c’est calculé", "Trouvez le GPU", "Notebook\u00a0: mémoire par carte"]}  # French typography: a no-break space before the colon
+       "fr": ["Guide", "Méthode de calcul", "Trouvez le GPU", "Notebook\u00a0: mémoire par carte"]}  # French typography: a no-break space before the colon
 ALT_WORD = {"it": "schede", "fr": "cartes"}
 
 
@@ -264,3 +264,14 @@ def test_serve_rebuild_shows_data_and_markdown_edits_runs_no_notebook_and_restar
     # the file and asks for the restart that `make serve` (hooks/serve.py) does by itself
     # (tests/build_speed/test_serve_reload.py: a .py edit restarts the server).
     assert "vram/activations.py" in after_code and "restart" in after_code, after_code
+
+
+@pytest.mark.parametrize("index_path", ["search/search_index.json", "fr/search/search_index.json"])
+def test_search_finds_notebook_code_once_and_no_cell_interface(built_site, index_path):
+    """Search results showed "In [2]: Copied!" (English in both languages) and each code cell
+    twice (its hidden copy text); the code is indexed once, without the cells' interface."""
+    docs = json.loads((built_site / index_path).read_text(encoding="utf-8"))["docs"]
+    text = " ".join(doc["text"] for doc in docs if doc["location"].startswith("memory-notebook/"))
+    assert text.count('MODEL = "llama-3.1-8b"') == 1  # the first line of the notebook's first shown cell
+    for noise in ("Copied!", "Copier", "Copia", "In [", "In&nbsp;["):
+        assert noise not in text, noise
