@@ -22,8 +22,8 @@ PARTS = GPU_PARTS + ("host",)
 # The symbols of a formula, each a count of elements: P parameters, P/N a 1/N shard of them,
 # PM/N the shards of the M GPUs of one machine, L the largest module (DeepSpeed ZeRO-3),
 # B one decoder layer (FSDP2's block), R the root module, O its output part (final norm and
-# lm_head), W every nn.Linear weight and bias.
-SYMBOLS = ("P", "P/N", "PM/N", "L", "B", "R", "O", "W")
+# lm_head), W every nn.Linear weight and bias, T the largest parameter tensor one GPU updates.
+SYMBOLS = ("P", "P/N", "PM/N", "L", "B", "R", "O", "W", "T")
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,11 @@ class FrameworkMemory:
     zero_stage: int
     terms: tuple[Term, ...]
     notes: tuple[str, ...] = ()
+    # Working bytes of the moment of backward that holds the most, the one the activations
+    # add to; None: ``working_bytes`` (no other moment counted). It differs when the terms
+    # are those of the optimizer step (``vram.optimizer_step``), which comes after the
+    # activations are freed.
+    backward_working_bytes: int | None = None
 
     def part_bytes(self, part: str) -> int:
         """Sum of the terms of ``part`` (bytes). Raises ValueError for an unknown part."""
@@ -123,8 +128,26 @@ class FrameworkMemory:
 
     @property
     def per_gpu_bytes(self) -> int:
-        """Everything this framework keeps on one GPU for the model (bytes), activations excluded."""
+        """Everything this framework keeps on one GPU for the model (bytes), activations excluded:
+        the model states and the working buffers of the moment that holds the most (a moment
+        of backward, or the optimizer step)."""
         return self.model_states_bytes + self.working_bytes
+
+    @property
+    def backward_bytes(self) -> int:
+        """Model states and working buffers at the moment of backward that holds the most (bytes):
+        what the activations come on top of."""
+        working = self.working_bytes if self.backward_working_bytes is None else self.backward_working_bytes
+        return self.model_states_bytes + working
+
+    def peak_bytes(self, activation_bytes: int = 0) -> int:
+        """The most one GPU holds in a training step with ``activation_bytes`` of activations
+        (bytes, >= 0): the larger of backward (``backward_bytes`` plus the activations) and
+        the moment of ``per_gpu_bytes`` (the optimizer step holds no activations).
+        Raises ValueError for a negative or non-integer ``activation_bytes``."""
+        if isinstance(activation_bytes, bool) or not isinstance(activation_bytes, int) or activation_bytes < 0:
+            raise ValueError(f"activation_bytes must be a non-negative integer, got {activation_bytes!r}")
+        return max(self.per_gpu_bytes, self.backward_bytes + activation_bytes)
 
 
 @dataclass(frozen=True)
@@ -138,7 +161,10 @@ class ModelShape:
     - ``root_params``: embedding, final norm and an untied ``lm_head`` (the root module);
     - ``output_params``: the root's parameters whose gradients exist from the first step of
       backward (final norm and ``lm_head``, or the tied embedding);
-    - ``linear_params``: every ``nn.Linear`` weight and bias (what autocast copies to bf16).
+    - ``linear_params``: every ``nn.Linear`` weight and bias (what autocast copies to bf16);
+    - ``param_shapes``: every distinct parameter shape with how many parameters have it
+      (``((shape, count), ...)``, a tied ``lm_head`` left out): FSDP2's per-tensor dim-0
+      shards and the largest tensor a for-loop optimizer step works on.
     """
 
     params: int
@@ -148,9 +174,19 @@ class ModelShape:
     root_params: int | None = None
     output_params: int | None = None
     linear_params: int | None = None
+    param_shapes: tuple[tuple[tuple[int, ...], int], ...] | None = None
 
     def __post_init__(self) -> None:
         check_params(self.params)
+        if self.param_shapes is not None:
+            total = 0
+            for shape, count in self.param_shapes:
+                if not shape or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape) \
+                        or isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                    raise ValueError(f"param_shapes: bad entry {(shape, count)!r}")
+                total += count * _numel(shape)
+            if total != self.params:
+                raise ValueError(f"param_shapes hold {total:,} elements, params is {self.params:,}")
         for name in ("largest_layer_params", "decoder_layer_params", "num_layers", "root_params",
                      "output_params", "linear_params"):
             value = getattr(self, name)
@@ -180,6 +216,12 @@ def _model_shape(config) -> ModelShape:
 
     root = models.root_params(config)
     untied_input = 0 if config.tie_word_embeddings else config.vocab_size * config.hidden_size
+    shapes: dict[tuple[int, ...], int] = {}
+    modules = [(m, 1) for m in models.root_modules(config) if not m.tied]
+    modules += [(m, 1) for index in range(config.num_hidden_layers) for m in models.layer_modules(config, index)]
+    for module, count in modules:
+        for _, shape in module.shapes:
+            shapes[shape] = shapes.get(shape, 0) + count
     return ModelShape(
         params=models.count_params(config).total,
         largest_layer_params=models.largest_layer_params(config),
@@ -188,4 +230,12 @@ def _model_shape(config) -> ModelShape:
         root_params=root,
         output_params=root - untied_input,
         linear_params=models.linear_params(config),
+        param_shapes=tuple(shapes.items()),
     )
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

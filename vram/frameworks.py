@@ -16,6 +16,7 @@ from __future__ import annotations
 from .breakdown import FrameworkMemory, ModelShape, Term
 from .deepspeed_zero import deepspeed_memory
 from .fsdp2 import RESHARD_AFTER_FORWARD, fsdp2_memory
+from .optimizer_step import DEFAULT_IMPL, check_optimizer_impl
 from .states import as_bytes_per_param
 from .training import training_memory_per_gpu
 from .validate import lookup
@@ -70,6 +71,7 @@ def framework_memory(
     offload_optimizer: bool = False,
     offload_params: bool = False,
     gpus_per_machine: int | None = None,
+    optimizer_impl: str = DEFAULT_IMPL,
 ) -> FrameworkMemory:
     """Training memory per GPU (and host RAM per machine) under ``framework``.
 
@@ -77,11 +79,15 @@ def framework_memory(
     for zero-paper and for DeepSpeed stages 0-2; DeepSpeed stage 3 needs
     ``largest_layer_params``, FSDP2 the layer sizes of ``model_shape(config)``);
     offload_optimizer / offload_params: DeepSpeed's ``offload_optimizer`` / ``offload_param``;
-    under FSDP2 both together mean ``CPUOffloadPolicy``. Returns ``FrameworkMemory`` in
-    bytes. Raises ValueError (one line) for an unknown framework or a combination the
+    under FSDP2 both together mean ``CPUOffloadPolicy``; optimizer_impl: the
+    ``torch.optim.AdamW`` implementation whose step FSDP2 and DDP count
+    (``vram.optimizer_step.OPTIMIZER_IMPLS``, default ``foreach`` as the guide's scripts
+    run it; the zero-paper accounting has no step, DeepSpeed's estimators count DeepSpeed's
+    own optimizers). Returns ``FrameworkMemory`` in bytes. Raises ValueError (one line) for an unknown framework or a combination the
     framework does not offer.
     """
     lookup({f: f for f in FRAMEWORKS}, framework, "framework")
+    check_optimizer_impl(optimizer_impl)
     if framework == "zero-paper":
         if offload_params:
             raise ValueError("the zero-paper framework offloads optimizer states only; drop offload_params")
@@ -94,4 +100,5 @@ def framework_memory(
             "FSDP2 offloads with CPUOffloadPolicy: parameters, gradients and optimizer states "
             "together; give offload_optimizer and offload_params both"
         )
-    return fsdp2_memory(shape, world_size, zero_stage, optimizer, offload_optimizer, gpus_per_machine)
+    return fsdp2_memory(shape, world_size, zero_stage, optimizer, offload_optimizer, gpus_per_machine,
+                        optimizer_impl=optimizer_impl)

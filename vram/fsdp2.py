@@ -23,6 +23,7 @@ from math import prod
 from typing import Iterable, Sequence
 
 from .breakdown import FrameworkMemory, ModelShape, Term
+from .optimizer_step import DEFAULT_IMPL, check_optimizer_impl, step_temporary_coefficients
 from .sharding import ModelStates, check_world_size, check_zero_stage
 from .states import BytesPerParam, as_bytes_per_param, state_bytes_per_param
 from .validate import check_int, lookup
@@ -77,7 +78,17 @@ FRAMEWORK = "fsdp2"
 FP32 = 4
 BF16 = 2
 RESHARD_AFTER_FORWARD = {2: False, 3: True}  # --zero-stage -> fully_shard(reshard_after_forward=...)
-MOMENTS = {"block": "a decoder layer's backward", "root": "the root's reduce-scatter"}
+MOMENTS = {"block": "a decoder layer's backward", "root": "the root's reduce-scatter",
+           "step": "the optimizer step"}
+BACKWARD_MOMENTS = ("block", "root")
+STEP_NOTE = (
+    "The optimizer step: {impl} AdamW allocates {what} beside the model states "
+    "(vram/optimizer_step.py); the activations are gone by then."
+)
+SHARD_NOTE = (
+    "P/N is rank 0's shard as FSDP2 cuts each parameter along its first dimension: "
+    "{shard:,} elements, {extra:,} more than P/N ({why})."
+)
 PEAK_NOTE = (
     "Working buffers at {moment}: FSDP2 holds the most there (the larger of a decoder layer's "
     "backward and the root's reduce-scatter; see vram/fsdp2.py, working_moments)."
@@ -111,6 +122,7 @@ def fsdp2_memory(
     gpus_per_machine: int | None = None,
     gradient_as_bucket_view: bool = False,
     moment: str | None = None,
+    optimizer_impl: str = DEFAULT_IMPL,
 ) -> FrameworkMemory:
     """Bytes per GPU and host RAM per machine when PyTorch 2.13 trains with FSDP2 or DDP.
 
@@ -121,9 +133,27 @@ def fsdp2_memory(
     refused. optimizer: one of ``vram.states.MASTER_COPY_OPTIMIZERS`` (its state tensors
     follow the fp32 parameters); offload: ``CPUOffloadPolicy`` (stages 2 and 3: sharded
     weights, gradients and optimizer states in host RAM, the step on the CPU);
-    gpus_per_machine: GPUs sharing one host (default: all N); moment: ``None`` (the moment of
-    backward that holds the most) or one of ``MOMENTS`` to count that one (stages 2 and 3;
-    the formulas page shows both).
+    gpus_per_machine: GPUs sharing one host (default: all N); moment: ``None`` (the moment
+    that holds the most) or one of ``MOMENTS`` to count that one (stages 2 and 3; the
+    formulas page shows them); optimizer_impl: one of ``vram.optimizer_step.OPTIMIZER_IMPLS``,
+    the AdamW implementation whose step is counted (default ``foreach``, what
+    ``torch.optim.AdamW(params)`` runs on CUDA, as the guide's scripts build it; the
+    Trainer's ``adamw_torch_fused`` is ``fused``).
+
+    The optimizer step is a moment of its own (``"step"``): the model states, what the
+    implementation allocates (``foreach``: 4 B per local parameter, ``forloop``: 8 B per
+    element of the largest local parameter, ``fused``: nothing) and, under DDP, the
+    buckets; the activations and FSDP2's gathered buffers are gone by then (stage 2's bf16
+    unsharded weights too: they are resharded after backward). When it holds the most, the
+    result's terms are the step's and ``backward_working_bytes`` keeps the working bytes of
+    backward, which the activations add to (``FrameworkMemory.peak_bytes``). Measured with
+    the fake process group and the profiler's allocator events:
+    tests/vram/test_optimizer_step.py.
+
+    Shards follow FSDP2's dim-0 rule when ``shape.param_shapes`` is known: rank 0 holds
+    ceil(dim0 / N) rows of every parameter, so a fused expert tensor (E experts on dim 0)
+    gives it ceil(E / N) experts' worth of weights, gradients and states
+    (``fsdp2_model_states_per_rank``); the symbol P/N then stands for that shard.
 
     With ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` every rank keeps
     fp32 sharded parameters (4P/N), fp32 sharded gradients (4P/N) and the optimizer states
@@ -145,6 +175,8 @@ def fsdp2_memory(
     """
     n = check_world_size(world_size)
     check_zero_stage(zero_stage)
+    if moment is not None:
+        lookup(MOMENTS, moment, "FSDP2 moment")
     if zero_stage == 1:
         raise ValueError(
             "FSDP2 has no ZeRO-1: fully_shard shards gradients and optimizer states together; "
@@ -156,6 +188,7 @@ def fsdp2_memory(
         raise ValueError(f"gpus_per_machine {gpus} must divide world_size {n}")
     if offload and zero_stage == 0:
         raise ValueError("CPUOffloadPolicy is an FSDP2 option: it needs zero_stage 2 or 3, not DDP")
+    check_optimizer_impl(optimizer_impl)
     if zero_stage == 0:
         shape = _need(shape, ("linear_params",), "under AMP copies every nn.Linear weight to bf16")
         p = shape.params
@@ -163,18 +196,20 @@ def fsdp2_memory(
             Term("weights", "fp32_weights", FP32 * p, ((FP32, "P"),), "fp32 parameters"),
             Term("gradients", "fp32_gradients", FP32 * p, ((FP32, "P"),), "fp32 gradients"),
             Term("optimizer", "optimizer_states", states * p, ((states, "P"),), "optimizer states on the fp32 parameters"),
-            Term("working", "autocast_copies", BF16 * shape.linear_params, ((BF16, "W"),),
-                 "bf16 copies of the nn.Linear weights cached by torch.autocast, forward to backward"),
         ]
         notes = [BUCKET_NOTE] if n > 1 else []
-        if n > 1 and not gradient_as_bucket_view:
-            terms.append(Term("working", "ddp_buckets", FP32 * p, ((FP32, "P"),),
-                              "DDP all-reduce buckets (gradient_as_bucket_view=False)"))
-        return FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))
+        buckets = [Term("working", "ddp_buckets", FP32 * p, ((FP32, "P"),),
+                        "DDP all-reduce buckets (gradient_as_bucket_view=False)")] \
+            if n > 1 and not gradient_as_bucket_view else []
+        backward = [Term("working", "autocast_copies", BF16 * shape.linear_params, ((BF16, "W"),),
+                         "bf16 copies of the nn.Linear weights cached by torch.autocast, forward to backward")] + buckets
+        step = _step_terms(shape, 1, optimizer, optimizer_impl, "P") + buckets
+        return _with_step(FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes)),
+                          backward, step, optimizer_impl, moment is None, force=moment == "step")
     shape = _need(shape, ("decoder_layer_params", "num_layers", "root_params", "output_params"),
                   "gathers one decoder layer at a time")
     p = shape.params
-    shard = _ceil(p, n)  # whole elements per rank
+    shard = rank0_shard_params(shape, n)  # whole elements on rank 0, FSDP2's dim-0 rule
     terms = []
     if not offload:
         terms += [
@@ -187,13 +222,79 @@ def fsdp2_memory(
                           "bf16 unsharded weights kept from forward to each block's backward"))
     moments = working_moments(shape, zero_stage)
     largest = max(moments, key=lambda m: sum(t.bytes for t in moments[m]))  # the first of equals
-    terms += lookup(moments, largest if moment is None else moment, "FSDP2 moment")
+    # CPUOffloadPolicy runs the step on the CPU: nothing of it on the GPU
+    step = [] if offload else _step_terms(shape, n, optimizer, optimizer_impl, "P/N")
+    if zero_stage == 2 and step:
+        step.insert(0, Term("working", "resharded_weights", -BF16 * p, ((-BF16, "P"),),
+                            "the bf16 weights, resharded after backward"))
+    asked = largest if moment is None or moment == "step" else moment
+    backward = lookup(moments, asked, "FSDP2 moment")
     if offload:
         terms.append(Term("host", "offloaded_shards", (FP32 + FP32 + states) * shard * gpus, ((FP32 + FP32 + states, "PM/N"),),
                           "per machine: fp32 sharded parameters and gradients, optimizer states (CPUOffloadPolicy)"))
-    notes = [PEAK_NOTE.format(moment=MOMENTS[largest]) if moment in (None, largest)
+    notes = [PEAK_NOTE.format(moment=MOMENTS[largest]) if moment in (None, largest, "step")
              else ASKED_NOTE.format(moment=MOMENTS[moment], largest=MOMENTS[largest]), ROOT_NOTE]
-    return FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))
+    if shard * n != p:
+        why = "fused expert tensors hold whole experts" if any(
+            len(s_) == 3 for s_, _ in shape.param_shapes or ()) else "padding"
+        notes.append(SHARD_NOTE.format(shard=shard, extra=shard - _ceil(p, n), why=why) if shard != _ceil(p, n)
+                     else "")
+    memory = FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(n_ for n_ in notes if n_))
+    if moment == "step":
+        return _with_step(memory, backward, step, optimizer_impl, False, force=True)
+    return _with_step(memory, backward, step, optimizer_impl, moment is None)
+
+
+def rank0_shard_params(shape: ModelShape, world_size: int) -> int:
+    """Elements of every parameter that rank 0 holds under ``fully_shard``: the sum of
+    ceil(dim0 / N) x (the other dimensions) over ``shape.param_shapes`` (``_fsdp_param.py``,
+    ``_init_sharded_param``: ``torch.chunk`` on dim 0, so a fused expert tensor of E experts
+    gives rank 0 ceil(E / N) whole experts); ceil(P / N) when the shapes are not known.
+    Raises ValueError for a bad world_size."""
+    n = check_world_size(world_size)
+    if shape.param_shapes is None:
+        return _ceil(shape.params, n)
+    return sum(count * fsdp2_chunk_rows(dims[0], n) * prod(dims[1:]) for dims, count in shape.param_shapes)
+
+
+def largest_local_tensor(shape: ModelShape, world_size: int) -> int | None:
+    """Elements of the largest parameter tensor rank 0 holds (ceil(dim0 / N) rows of it);
+    None when ``shape.param_shapes`` is not known."""
+    if shape.param_shapes is None:
+        return None
+    return max(fsdp2_chunk_rows(dims[0], world_size) * prod(dims[1:]) for dims, _ in shape.param_shapes)
+
+
+def _step_terms(shape: ModelShape, n: int, optimizer: str, impl: str, symbol: str) -> list[Term]:
+    per_param, per_largest = step_temporary_coefficients(optimizer, impl)
+    terms = []
+    if per_param:
+        local = rank0_shard_params(shape, n)
+        terms.append(Term("working", "optimizer_step_temporary", per_param * local, ((per_param, symbol),),
+                          f"fp32 temporary of the {impl} AdamW step (torch._foreach_sqrt of exp_avg_sq)"))
+    if per_largest:
+        largest = largest_local_tensor(shape, n)
+        if largest is None:
+            raise ValueError("the for-loop AdamW step works on the largest parameter tensor: give the model's config")
+        terms.append(Term("working", "optimizer_step_temporary", per_largest * largest, ((per_largest, "T"),),
+                          f"two fp32 temporaries of the largest parameter tensor in the {impl} AdamW step"))
+    return terms
+
+
+def _with_step(memory: FrameworkMemory, backward: list[Term], step: list[Term], impl: str, largest: bool,
+               force: bool = False) -> FrameworkMemory:
+    """``memory`` with the working terms of backward or of the step, whichever holds more
+    (``force``: the step's), and the working bytes of backward kept for the activations."""
+    backward_bytes = sum(t.bytes for t in backward)
+    step_bytes = sum(t.bytes for t in step)
+    use_step = force or (largest and step_bytes > backward_bytes)
+    notes = memory.notes
+    if use_step:
+        what = ", ".join(t.what for t in step if t.key == "optimizer_step_temporary") or "nothing"
+        notes = notes + (STEP_NOTE.format(impl=impl, what=what),)
+    return FrameworkMemory(memory.framework, memory.params, memory.world_size, memory.zero_stage,
+                           memory.terms + tuple(step if use_step else backward), notes,
+                           backward_working_bytes=backward_bytes)
 
 
 def working_moments(shape: ModelShape, zero_stage: int) -> dict[str, list[Term]]:
