@@ -187,7 +187,7 @@ def test_amp_adamw_is_4_4_8_plus_the_bf16_copies_autocast_keeps():
     assert sum(p.numel() for p in params) == 776_064
     assert sum(copies.values()) == 1_144_832  # oracles.md: about 1.5 B per parameter
     shape = vram.model_shape(vram.model_config_from_dict(AMP_LLAMA))
-    calc = vram.fsdp2_memory(shape, 1, 0)
+    calc = vram.fsdp2_memory(shape, 1, 0, moment="block")  # backward; the step: test_optimizer_step.py
     assert calc.weights_bytes == _nbytes(params) == 4 * 776_064
     assert calc.gradients_bytes == _nbytes(p.grad for p in params) == 4 * 776_064
     assert calc.optimizer_bytes == _state_bytes(optimizer) == 8 * 776_064
