@@ -95,6 +95,14 @@ class ActivationMemory:
       (returned in the output), the softcapping ``tanh`` where the family has it, and the
       fp32 log-softmax the cross-entropy keeps (the fp32 upcast counted once).
     - ``total_bytes``: ``layers_bytes + head_bytes + logits_bytes``.
+    - ``loss_backward_bytes``: what the loss's backward adds while everything above is still
+      kept: ``nll_loss``'s backward writes an fp32 vocabulary x tokens gradient, and
+      ``log_softmax``'s backward a second one from it, before either is freed: 8*V*t.
+    - ``peak_bytes``: the most the activations hold during the step: the larger of
+      ``total_bytes`` (a recomputation under way) and what is kept when the loss's backward
+      runs (``total_bytes - recomputed_bytes``, no recomputation yet) plus
+      ``loss_backward_bytes``. Oracle: the profiler's allocator events during a real
+      backward (tests/vram/test_loss_backward.py).
     """
 
     per_layer_bytes: int
@@ -107,6 +115,13 @@ class ActivationMemory:
     attention: str
     recompute: str
     dtype: str
+    loss_backward_bytes: int = 0
+
+    @property
+    def peak_bytes(self) -> int:
+        """Bytes at the activations' peak: ``max(total_bytes, total_bytes - recomputed_bytes
+        + loss_backward_bytes)`` (see the class docstring)."""
+        return max(self.total_bytes, self.total_bytes - self.recomputed_bytes + self.loss_backward_bytes)
 
 
 def activation_bytes_per_layer(
@@ -353,8 +368,12 @@ def activation_memory(
       ``tanh`` (w*V*t), and the fp32 log-softmax that ``ForCausalLMLoss``'s cross-entropy
       keeps (4*V*t; the fp32 upcast it starts from is freed once the loss returns).
 
-    Not counted: transients (the fp32 upcast and the log-softmax coexist for a moment; the
-    loss's backward needs two more fp32 V x t buffers), the KV cache copies held by the
+    - ``loss_backward_bytes``: the loss's backward, while all the above is still kept: the
+      fp32 gradient ``nll_loss`` writes (4*V*t) and the one ``log_softmax``'s backward
+      computes from it (4*V*t) coexist: 8*V*t on top (``peak_bytes``).
+
+    Not counted: transients of forward (the fp32 upcast and the log-softmax coexist for a
+    moment), the KV cache copies held by the
     output under eager attention with grouped heads (2*w*t*kv*d per layer), gradients. A
     one-token sequence (seq_len 1, not a training shape) is not exact where K/V are repeated
     (the repeat is then a view: a few hundred bytes over).
@@ -416,4 +435,5 @@ def activation_memory(
         attention=attention,
         recompute=recompute,
         dtype=dtype,
+        loss_backward_bytes=2 * FP32 * x.vocab * x.t,
     )

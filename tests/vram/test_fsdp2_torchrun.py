@@ -172,7 +172,7 @@ def test_fsdp2_buffers_at_their_peak_are_the_working_set(reports, scenario):
         sizes["params"], sizes["block"], sizes["root"], sizes["output"])
     unsharded_weights = 2 * sizes["params"] if stage == 2 else 0
     for report in reports:
-        assert report[scenario]["peak_fsdp_buffers_bytes"] == calc.working_bytes + unsharded_weights
+        assert report[scenario]["peak_fsdp_buffers_bytes"] == calc.backward_working_bytes + unsharded_weights
 
 
 def test_what_the_peaks_are_made_of(reports):
@@ -212,5 +212,5 @@ def test_ddp_buckets_are_a_second_copy_of_the_gradients_unless_viewed(reports, l
         assert plain["bucket_bytes"] == view["bucket_bytes"] == calc.gradients_bytes
         assert plain["gradient_storages"] > 1  # gradients apart from the buckets: two copies
         assert view["gradient_storages"] == 1  # gradients are views into the one bucket
-        assert calc.working_bytes - autocast_copies == plain["bucket_bytes"]
-        assert viewed.working_bytes == autocast_copies
+        assert calc.backward_working_bytes - autocast_copies == plain["bucket_bytes"]
+        assert viewed.backward_working_bytes == autocast_copies
