@@ -42,7 +42,7 @@ from typing import Any
 from babel.numbers import format_percent
 
 import vram
-from vram.fit import mib_to_bytes, usable_bytes
+from vram.fit import mib_to_bytes, training_verdict, usable_bytes
 from vram.units import bytes_to_gb, bytes_to_gib
 
 from . import data as data_module
@@ -174,17 +174,20 @@ def options(catalogue: Catalogue, task_key: str) -> list[str]:
 
 # --- what one card needs -----------------------------------------------------------------
 
-def _training(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int]]:
+def _training(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int], int]:
     # The method names its framework (finder.yaml): DeepSpeed 0.19's estimators, FSDP2 or
     # DDP under PyTorch AMP as vram.framework_memory counts them; working = gathered layers,
     # autocast copies, DDP buckets.
+    # The optimizer step is counted as the guide's scripts run it (settings.optimizer_impl);
+    # the activations add to backward's bytes, not to the step's (vram.fit.training_verdict).
     method = catalogue.methods[option]
-    memory = vram.framework_memory(method["framework"], model.shape, cards, method["zero_stage"], task["optimizer"])
+    memory = vram.framework_memory(method["framework"], model.shape, cards, method["zero_stage"], task["optimizer"],
+                                   optimizer_impl=catalogue.settings["optimizer_impl"])
     return memory.per_gpu_bytes, {"weights": memory.weights_bytes, "gradients": memory.gradients_bytes,
-                                  "optimizer": memory.optimizer_bytes, "working": memory.working_bytes}
+                                  "optimizer": memory.optimizer_bytes, "working": memory.working_bytes}, memory.backward_bytes
 
 
-def _lora(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int]] | None:
+def _lora(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int], int] | None:
     method = catalogue.methods[option]
     if method["framework"] == "zero-paper" or (method["framework"] == "fsdp2" and method["zero_stage"] > 0):
         return None  # vram.lora models DDP and ZeRO's sharding, not FSDP2's working set
@@ -194,10 +197,10 @@ def _lora(model: Model, task: dict, cards: int, option: str, catalogue: Catalogu
     memory = vram.lora_memory_per_gpu(model.config, catalogue.settings["lora"]["rank"], cards,
                                       catalogue.methods[option]["zero_stage"], vram.ALL_LINEAR, task["base_dtype"])
     adapters = memory.adapter_weights_bytes + memory.adapter_gradients_bytes + memory.adapter_optimizer_bytes
-    return memory.total_bytes, {"base": memory.base_weights_bytes, "adapters": adapters}
+    return memory.total_bytes, {"base": memory.base_weights_bytes, "adapters": adapters}, memory.total_bytes
 
 
-def _serving(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int]] | None:
+def _serving(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int], int] | None:
     context = int(option)
     if model.max_context is not None and context > model.max_context:
         return None  # longer than the model was trained for
@@ -207,14 +210,15 @@ def _serving(model: Model, task: dict, cards: int, option: str, catalogue: Catal
         return None  # vLLM cannot split its heads over that many cards (qwen2.5-7b: 28 heads, not 8)
     memory = vram.serving_memory_per_gpu(model.config, task["weight_dtype"], context_length=context,
                                          tensor_parallel=cards)
-    return memory.total_bytes, {"weights": memory.weights_bytes, "kv_cache": memory.kv_cache_bytes}
+    return memory.total_bytes, {"weights": memory.weights_bytes, "kv_cache": memory.kv_cache_bytes}, memory.total_bytes
 
 
 _KIND = {"training": _training, "lora": _lora, "serving": _serving}
 
 
-def requirement(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> tuple[int, dict[str, int]] | None:
-    """(bytes per card, bytes of each part) from vram, or None where the choice does not apply."""
+def requirement(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> tuple[int, dict[str, int], int] | None:
+    """(bytes per card, bytes of each part, bytes at backward that the activations add to)
+    from vram, or None where the choice does not apply."""
     task = catalogue.tasks[task_key]
     with calculator_errors():
         return _KIND[task["kind"]](catalogue.models[model_key], task, cards, option, catalogue)
@@ -227,7 +231,8 @@ def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
 
 
 def fitting_cards(catalogue: Catalogue, per_gpu_bytes: int, cards: int,
-                  activations: dict[str, int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                  activations: dict[str, int] | None = None,
+                  backward_bytes: int | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The catalogue's cards for one choice, smallest first: ``(fits, short)``.
 
     A card holds ``per_gpu_bytes`` when its usable bytes (nvidia-smi's memory less the
@@ -235,8 +240,11 @@ def fitting_cards(catalogue: Catalogue, per_gpu_bytes: int, cards: int,
     left is its margin (``margin_gb``, ``free_fraction`` of the usable bytes).
 
     Training and LoRA (``activations``: bytes of the reference micro-batch without and with
-    full recomputation, ``activation_bytes``): a card fits only when its margin holds the
-    activations at least with full recomputation. ``recompute`` says what it needs ("none":
+    full recomputation at their peak, ``activation_bytes``; ``backward_bytes``: what the
+    framework holds at backward, default ``per_gpu_bytes``): a card fits only when the step
+    holds with the activations at least with full recomputation
+    (``vram.fit.training_verdict``: the activations add to backward's bytes, and the
+    optimizer step, which may hold more, comes after them). ``recompute`` says what it needs ("none":
     the margin holds them without; "full": only with full recomputation, and the card is
     ``tight``). A card that holds ``per_gpu_bytes`` but whose margin is below the activations
     with full recomputation does not fit: it is listed in ``short`` with its margin.
@@ -252,12 +260,17 @@ def fitting_cards(catalogue: Catalogue, per_gpu_bytes: int, cards: int,
             continue
         margin = capacity - per_gpu_bytes
         fit: dict[str, Any] = {"gpu": key, "margin_gb": bytes_to_gb(margin)}
-        if activations is not None and margin < activations["full"]:
-            short.append(fit)
-            continue
+        verdict = None
+        if activations is not None:
+            with calculator_errors():
+                verdict = training_verdict(per_gpu_bytes, per_gpu_bytes if backward_bytes is None else backward_bytes,
+                                           activations["none"], activations["full"], capacity)
+            if verdict is None:
+                short.append(fit)
+                continue
         fit["free_fraction"] = vram.free_fraction(per_gpu_bytes, capacity)
         if activations is not None:
-            fit["recompute"] = "none" if margin >= activations["none"] else "full"
+            fit["recompute"] = verdict
             fit["tight"] = fit["recompute"] == "full"
         else:
             fit["tight"] = not vram.fits(per_gpu_bytes, capacity, min_free_fraction=tight)
@@ -276,12 +289,12 @@ def result(catalogue: Catalogue, model_key: str, task_key: str, cards: int, opti
     needed = requirement(catalogue, model_key, task_key, cards, option)
     if needed is None:
         return None
-    per_gpu, parts = needed
+    per_gpu, parts, backward = needed
     if catalogue.tasks[task_key]["kind"] == "serving":
         activations = None
     elif activations is None:
         activations = activation_bytes(catalogue, catalogue.models[model_key])
-    fits, short = fitting_cards(catalogue, per_gpu, cards, activations)
+    fits, short = fitting_cards(catalogue, per_gpu, cards, activations, backward)
     ordered = sorted(((k, v) for k, v in parts.items() if v), key=lambda kv: (-kv[1], PART_KEYS.index(kv[0])))
     return {"per_gpu_gb": bytes_to_gb(per_gpu), "parts": [[k, bytes_to_gb(v)] for k, v in ordered],
             "fits": fits, "short": short}
@@ -289,15 +302,16 @@ def result(catalogue: Catalogue, model_key: str, task_key: str, cards: int, opti
 
 def activation_bytes(catalogue: Catalogue, model: Model) -> dict[str, int]:
     """Bytes of the activations of one reference micro-batch (``settings.activations``:
-    tokens and micro-batch) as transformers keeps them for backward, by
-    ``vram.activation_memory`` with the attention transformers runs the model with
+    tokens and micro-batch) at their peak, the loss's backward included
+    (``ActivationMemory.peak_bytes``), by ``vram.activation_memory`` with the attention
+    transformers runs the model with
     (``vram.default_attention``): ``{"none": …, "full": …}``, without recomputation and with
     full recomputation (every decoder layer checkpointed). Raises RenderError for a family
     the calculator does not model."""
     ref, cfg = catalogue.settings["activations"], model.config
     with calculator_errors():
         attention = vram.default_attention(cfg)
-        return {mode: vram.activation_memory(cfg, ref["seq_length"], ref["micro_batch"], attention, mode).total_bytes
+        return {mode: vram.activation_memory(cfg, ref["seq_length"], ref["micro_batch"], attention, mode).peak_bytes
                 for mode in ("none", "full")}
 
 

@@ -236,6 +236,7 @@ class FinderSettings(Data):
     activations: dict[Literal["seq_length", "micro_batch"], Count]
     tight_free_fraction: Annotated[float, Field(ge=0, lt=1)]
     decimals: Annotated[int, Field(ge=0, le=3)]
+    optimizer_impl: Literal["foreach", "fused", "forloop"]  # vram.optimizer_step.OPTIMIZER_IMPLS
 
 
 class Task(Data):

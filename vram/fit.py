@@ -64,3 +64,30 @@ def fits(required_bytes: int | float, capacity_bytes: int | float, min_free_frac
         free_fraction(required_bytes, capacity_bytes)  # the same checks
         return required_bytes <= capacity_bytes  # exact for ints: a tie fits
     return free_fraction(required_bytes, capacity_bytes) >= min_free_fraction
+
+
+def training_verdict(per_gpu_bytes: int, backward_bytes: int, activations_none: int, activations_full: int,
+                     capacity_bytes: int) -> str | None:
+    """Does a training step fit a card, and with what recomputation? ``"none"``: it fits with
+    the activations of no recomputation; ``"full"``: only with full recomputation; None: not
+    even then.
+
+    per_gpu_bytes: the most the framework holds without activations (``FrameworkMemory.
+    per_gpu_bytes``, the optimizer step's moment included); backward_bytes: what it holds at
+    backward, which the activations come on top of (``FrameworkMemory.backward_bytes``; the
+    same as per_gpu_bytes where no other moment is counted, as for LoRA);
+    activations_none / activations_full: ``ActivationMemory.peak_bytes`` without and with
+    full recomputation; capacity_bytes: ``usable_bytes`` of the card. The step fits when
+    ``max(per_gpu_bytes, backward_bytes + activations) <= capacity_bytes`` (a tie fits).
+    Raises ValueError for a negative or non-integer size.
+    """
+    for name, value in (("per_gpu_bytes", per_gpu_bytes), ("backward_bytes", backward_bytes),
+                        ("activations_none", activations_none), ("activations_full", activations_full),
+                        ("capacity_bytes", capacity_bytes)):
+        check_int(value, name, 0)
+    if backward_bytes > per_gpu_bytes:
+        raise ValueError(f"backward_bytes {backward_bytes:,} exceeds per_gpu_bytes {per_gpu_bytes:,}")
+    for mode, activations in (("none", activations_none), ("full", activations_full)):
+        if max(per_gpu_bytes, backward_bytes + activations) <= capacity_bytes:
+            return mode
+    return None
