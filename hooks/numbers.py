@@ -175,9 +175,9 @@ def _framework_memory(args: Args, framework: str, default_stage: int = 0, defaul
             if framework != "fsdp2" or zero_stage not in (2, 3) or offload != "none":
                 raise RenderError("moment= applies to framework=fsdp2 zero_stage=2 or 3 without offload")
             return vram.fsdp2_memory(_shape(args), world_size, zero_stage, args.str("optimizer", "adamw"),
-                                     moment=args.str("moment"))
+                                     moment=args.str("moment"), optimizer_impl=args.str("optimizer_impl", "foreach"))
         return vram.framework_memory(framework, _shape(args), world_size, zero_stage, args.str("optimizer", "adamw"),
-                                     *OFFLOAD[offload])
+                                     *OFFLOAD[offload], optimizer_impl=args.str("optimizer_impl", "foreach"))
 
 
 def _framework_part(memory: vram.FrameworkMemory, part: str) -> int:
@@ -195,10 +195,12 @@ def train_memory(raw: dict[str, str], lang: str) -> str:
     -> ``163 GB``: per GPU under a framework (``vram.framework_memory``), activations excluded.
 
     ``model=`` (a key of models.yaml) or ``params=``; ``offload=none|optimizer|all``;
-    ``part=weights|gradients|optimizer|working|states|total|host`` (default total).
+    ``part=weights|gradients|optimizer|working|states|total|host`` (default total);
+    ``optimizer_impl=foreach|fused|forloop``: the AdamW step FSDP2 and DDP count (default
+    foreach, as the guide's scripts run it; ``vram.optimizer_step``).
     """
-    args = Args(raw, {"framework", "model", "params", "world_size", "zero_stage", "optimizer", "offload", "part"}
-                | ROUNDING)
+    args = Args(raw, {"framework", "model", "params", "world_size", "zero_stage", "optimizer", "offload", "part",
+                      "optimizer_impl"} | ROUNDING)
     memory = _framework_memory(args, args.str("framework", "zero-paper"))
     return gb(_framework_part(memory, args.str("part", "total")), args, lang)
 

@@ -55,23 +55,21 @@ def test_static_table_of_the_papers_accounting(lang, unit, summary, h200_margin,
 
 
 # The default choice: Llama 3.1 8B under PyTorch AMP on one card (oracles.md: 4 + 4 + 8 B per
-# parameter, plus the bf16 copies autocast keeps of every nn.Linear). Its Linear weights, from
-# the published shapes: 32 layers x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336) + the
-# 128,256 x 4096 lm_head = 7,504,658,432; so 16 x 8,030,261,248 + 2 x 7,504,658,432
-# = 143,493,496,832 B (143.5 GB); the H200's 148,607,336,448 usable bytes leave 5.1 GB (3 %):
-# more than the activations with full recomputation (oracles.md: the 2sbh checkpoints of 32
-# layers, 0.54 GB, one layer recomputed, about 49 sbh = 0.41 GB, and the fp32 logits of 2,048
-# tokens x 128,256, 1.05 GB, with their bf16 copy 0.53 GB: under 2.7 GB), far less than the
-# 13.2 GB of the layers without it. So the H200 holds them only with gradient checkpointing.
+# parameter), with torch.optim.AdamW as the guide's scripts build it: foreach on CUDA, whose
+# step adds an fp32 temporary of 4 B per parameter (tests/vram/test_optimizer_step.py):
+# 20 x 8,030,261,248 = 160,605,224,960 B (160.6 GB), more than the H200's 148,607,336,448
+# usable bytes; the B200's 190,117,101,568 leave 29,511,876,608 B (29.5 GB, 16 %). At the
+# step the activations are gone; at backward the B200 holds 143.5 GB (16 B per parameter and
+# 2 B per nn.Linear weight, 7,504,658,432 of them) and 46.6 GB for activations: they fit
+# without recomputation (13.2 GB of layers, oracles.md, plus the logits and the loss's backward).
 def test_static_table_of_the_default_choice_names_pytorch_amp():
     html = render_markdown("{{ finder_table }}", "it")
     status, rows = table_of(html)
-    assert status == ("Servono 143,5 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per "
-                      "CUDA e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla "
-                      "H200 141GB, con 5,1 GB di margine. Su questa scheda le attivazioni di riferimento ci stanno solo con "
-                      "il gradient checkpointing.")
-    assert rows[0][2] == "5,1 GB (3% libera) stretto: serve il gradient checkpointing"
-    assert "stretto" not in rows[1][2]  # the B200: 46.6 GB left
+    assert status == ("Servono 160,6 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per "
+                      "CUDA e NCCL e il posto per le attivazioni. Basta un solo modello di scheda del catalogo, la B200, "
+                      "con 29,5 GB di margine.")
+    assert rows[0][0] == "B200" and rows[0][2] == "29,5 GB (16% libera)"
+    assert len(rows) == 1  # the H200 does not hold the step
     caption = plain(BeautifulSoup(html, "html.parser").select_one("caption").get_text())
     assert "PyTorch AMP" in caption  # the framework is named, on one card too
 

@@ -16,6 +16,7 @@ import re
 
 import pytest
 
+import vram
 from hooks.finder import finder_data
 from hooks.render import render_markdown
 
@@ -47,10 +48,43 @@ def test_lora_row_lora_on_a_70b_needs_a_b200_the_h200_holds_only_the_weights(dat
     assert short(data, "llama-3.1-70b", "lora", 1, "ddp") == ["h200"]
 
 
-def test_8b_row_one_h200_only_just_and_no_80_gb_card_even_with_8bit_adam(data):
-    assert answer(data, "llama-3.1-8b", "full-adamw", 1, "ddp") == {"h200": True, "b200": False}
+P_8B = 8_030_261_248
+# Llama 3.1 8B's nn.Linear weights (32 layers x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x
+# 14336) + the 128,256 x 4096 lm_head), from the published shapes
+LINEAR_8B = 7_504_658_432
+
+
+def test_8b_row_one_b200_with_foreach_an_h200_only_just_with_fused_no_80_gb_card(data):
+    """The guide's scripts build torch.optim.AdamW(params): foreach on CUDA, whose step holds
+    4 B per parameter more (test_optimizer_step.py measures it): 20 B per parameter under
+    AMP on one card, 160.6 GB, more than an H200's usable 148.6 GB. With fused=True, 16 B
+    per parameter and the bf16 autocast copies (2 B per Linear weight): 143.5 GB, 5.1 GB
+    left, which hold the activations only with full recomputation."""
+    assert answer(data, "llama-3.1-8b", "full-adamw", 1, "ddp") == {"b200": False}
+    assert data["results"]["llama-3.1-8b"]["full-adamw"]["1"]["ddp"]["per_gpu_gb"] * 1e9 == 20 * P_8B
+    assert 20 * P_8B > H200_USABLE
+    fused = vram.framework_memory("fsdp2", vram.model_shape(_config("llama-3.1-8b")), 1, 0, optimizer_impl="fused")
+    assert fused.per_gpu_bytes == 16 * P_8B + 2 * LINEAR_8B
+    activations = next(m for m in data["models"] if m["key"] == "llama-3.1-8b")["activation_gb"]
+    none, full = (round(activations[mode] * 1e9) for mode in ("none", "full"))
+    assert vram.fit.training_verdict(fused.per_gpu_bytes, fused.backward_bytes, none, full, H200_USABLE) == "full"
     eight_bit = answer(data, "llama-3.1-8b", "full-adam8bit", 1, "ddp")
     assert eight_bit and not {"h100", "a100-80gb"} & set(eight_bit)
+
+
+def _config(key: str) -> vram.ModelConfig:
+    from hooks.data import DATA_DIR, load_yaml
+
+    return vram.load_model_config(DATA_DIR / "models" / load_yaml("models")["models"][key]["config"])
+
+
+@pytest.mark.parametrize("lang, words", [("it", ("B200", "foreach", "fused=True", "H200")),
+                                         ("fr", ("B200", "foreach", "fused=True", "H200"))])
+def test_8b_row_names_the_optimizer_implementation(lang, words):
+    cell = needs_cell(lang, 2, 1)
+    assert cell.startswith("Una B200" if lang == "it" else "Une B200"), cell
+    assert all(word in cell for word in words), cell
+    assert "160,6" in cell and "143,5" in cell, cell
 
 
 @pytest.mark.parametrize("method", ["zero3", "fsdp2-reshard"])
