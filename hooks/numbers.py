@@ -172,8 +172,10 @@ def _framework_memory(args: Args, framework: str, default_stage: int = 0, defaul
     zero_stage = args.int("zero_stage", default=default_stage, minimum=0, maximum=3)
     with calculator_errors():
         if args.has("moment"):  # FSDP2's working buffers at one moment of backward (the formulas page)
-            if framework != "fsdp2" or zero_stage not in (2, 3) or offload != "none":
-                raise RenderError("moment= applies to framework=fsdp2 zero_stage=2 or 3 without offload")
+            if framework != "fsdp2" or zero_stage == 1 or offload != "none" or (
+                    zero_stage == 0 and args.str("moment") not in ("backward", "step")):
+                raise RenderError("moment= applies to framework=fsdp2 without offload: zero_stage=2 or 3, "
+                                  "or zero_stage=0 with moment=backward or moment=step")
             return vram.fsdp2_memory(_shape(args), world_size, zero_stage, args.str("optimizer", "adamw"),
                                      moment=args.str("moment"), optimizer_impl=args.str("optimizer_impl", "foreach"))
         return vram.framework_memory(framework, _shape(args), world_size, zero_stage, args.str("optimizer", "adamw"),
@@ -226,7 +228,7 @@ def framework_formula(raw: dict[str, str], lang: str) -> str:
     framework = args.str("framework", "zero-paper")
     if (framework == "fsdp2" and args.int("zero_stage", default=0) in (2, 3) and "working" in FORMULA_PARTS[part]
             and not args.has("moment")):
-        raise RenderError("FSDP2's working buffers depend on the moment of backward: give moment=block or moment=root")
+        raise RenderError("FSDP2's working buffers depend on the moment of backward: give moment=block or moment=root (or moment=step, the optimizer step)")
     memory = _framework_memory(args, framework)
     coefficients = vram.breakdown.combined(memory.terms, FORMULA_PARTS[part])
     if not coefficients:
@@ -238,12 +240,13 @@ def activation_memory(raw: dict[str, str], lang: str) -> str:
     """``{{ activation_memory model=llama-3.1-8b seq_len=2048 }}``: activations of one
     micro-batch (``vram.activation_memory``; ``attention=`` default the one transformers
     runs the model with, ``recompute=none|selective|full``, ``micro_batch=1``;
-    ``part=total|layers|logits``)."""
+    ``part=total|layers|logits|peak|loss_backward``: what is kept, or the peak with the
+    loss's backward, or that backward's own buffers)."""
     args = Args(raw, {"model", "seq_len", "micro_batch", "attention", "recompute", "part"} | ROUNDING)
     config = model_config(args.str("model"))
     part = args.str("part", "total")
-    if part not in ("total", "layers", "logits"):
-        raise RenderError(f"part={part} is not one of total, layers, logits")
+    if part not in ("total", "layers", "logits", "peak", "loss_backward"):
+        raise RenderError(f"part={part} is not one of total, layers, logits, peak, loss_backward")
     with calculator_errors():
         act = vram.activation_memory(config, args.int("seq_len", minimum=1), args.int("micro_batch", default=1, minimum=1),
                                      args.str("attention", vram.default_attention(config)),

@@ -79,7 +79,7 @@ FP32 = 4
 BF16 = 2
 RESHARD_AFTER_FORWARD = {2: False, 3: True}  # --zero-stage -> fully_shard(reshard_after_forward=...)
 MOMENTS = {"block": "a decoder layer's backward", "root": "the root's reduce-scatter",
-           "step": "the optimizer step"}
+           "backward": "the moment of backward that holds the most", "step": "the optimizer step"}
 BACKWARD_MOMENTS = ("block", "root")
 STEP_NOTE = (
     "The optimizer step: {impl} AdamW allocates {what} beside the model states "
@@ -134,8 +134,9 @@ def fsdp2_memory(
     follow the fp32 parameters); offload: ``CPUOffloadPolicy`` (stages 2 and 3: sharded
     weights, gradients and optimizer states in host RAM, the step on the CPU);
     gpus_per_machine: GPUs sharing one host (default: all N); moment: ``None`` (the moment
-    that holds the most) or one of ``MOMENTS`` to count that one (stages 2 and 3; the
-    formulas page shows them); optimizer_impl: one of ``vram.optimizer_step.OPTIMIZER_IMPLS``,
+    that holds the most) or one of ``MOMENTS`` to count that one (``block`` and ``root``:
+    stages 2 and 3; ``backward``: the larger of those, or DDP's backward; ``step``: the
+    optimizer step; the formulas page shows them); optimizer_impl: one of ``vram.optimizer_step.OPTIMIZER_IMPLS``,
     the AdamW implementation whose step is counted (default ``foreach``, what
     ``torch.optim.AdamW(params)`` runs on CUDA, as the guide's scripts build it; the
     Trainer's ``adamw_torch_fused`` is ``fused``).
@@ -227,12 +228,12 @@ def fsdp2_memory(
     if zero_stage == 2 and step:
         step.insert(0, Term("working", "resharded_weights", -BF16 * p, ((-BF16, "P"),),
                             "the bf16 weights, resharded after backward"))
-    asked = largest if moment is None or moment == "step" else moment
+    asked = largest if moment in (None, "step", "backward") else moment
     backward = lookup(moments, asked, "FSDP2 moment")
     if offload:
         terms.append(Term("host", "offloaded_shards", (FP32 + FP32 + states) * shard * gpus, ((FP32 + FP32 + states, "PM/N"),),
                           "per machine: fp32 sharded parameters and gradients, optimizer states (CPUOffloadPolicy)"))
-    notes = [PEAK_NOTE.format(moment=MOMENTS[largest]) if moment in (None, largest, "step")
+    notes = [PEAK_NOTE.format(moment=MOMENTS[largest]) if moment in (None, largest, "step", "backward")
              else ASKED_NOTE.format(moment=MOMENTS[moment], largest=MOMENTS[largest]), ROOT_NOTE]
     if shard * n != p:
         why = "fused expert tensors hold whole experts" if any(
