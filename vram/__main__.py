@@ -22,6 +22,7 @@ from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE, Act
 from .breakdown import PARTS, SYMBOLS, ModelShape, model_shape
 from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from .frameworks import FRAMEWORKS, STAGE_NAMES, framework_memory
+from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
 from .lora import ALL_LINEAR, BASE_DTYPES, lora_memory_for_config
 from .models import ModelConfig, count_params, load_model_config
 from .serving import serving_memory
@@ -36,7 +37,7 @@ SYMBOL_NAMES = {
     "P": "params", "P/N": "params / GPUs", "PM/N": "params x GPUs per machine / GPUs",
     "L": "params of the largest module", "B": "params of one decoder layer",
     "R": "params of the root module (embedding, final norm, lm_head)", "O": "params of final norm + lm_head",
-    "W": "params of every nn.Linear",
+    "W": "params of every nn.Linear", "T": "elements of the largest parameter tensor one GPU updates",
 }
 
 
@@ -148,9 +149,18 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
     shape, config, active = _model(args)
     _check_needs(args, config)
     mem = framework_memory(args.framework, shape, args.world_size, args.zero_stage, args.optimizer,
-                           args.offload_optimizer, args.offload_params, args.gpus_per_machine)
+                           args.offload_optimizer, args.offload_params, args.gpus_per_machine,
+                           optimizer_impl=args.optimizer_impl)
     act = _activations(args, config)
-    activation = act.total_bytes if act else 0
+    activation = act.peak_bytes if act else 0  # the loss's backward included
+    if activation and mem.backward_bytes + activation >= mem.per_gpu_bytes:
+        # backward with its activations holds the most: count its working buffers (a fused
+        # step allocates nothing, so its terms are backward's: vram/fsdp2.py, _with_step)
+        mem = framework_memory(args.framework, shape, args.world_size, args.zero_stage, args.optimizer,
+                               args.offload_optimizer, args.offload_params, args.gpus_per_machine,
+                               optimizer_impl="fused") if mem.backward_working_bytes is not None else mem
+    elif activation:
+        activation = 0  # the optimizer step holds the most, and the activations are gone by then
     stage_name = STAGE_NAMES[args.framework][args.zero_stage]
     data: dict = {
         "framework": args.framework,
@@ -160,6 +170,7 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
         "world_size": args.world_size,
         "zero_stage": args.zero_stage,
         "optimizer": args.optimizer,
+        "optimizer_impl": args.optimizer_impl,
         "offload_optimizer": args.offload_optimizer,
         "offload_params": args.offload_params,
         "weights_bytes": mem.weights_bytes,
@@ -182,6 +193,8 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
             "seq_len": args.seq_len, "micro_batch": args.micro_batch or 1, "attention": act.attention,
             "recompute": act.recompute, "per_layer_bytes": act.per_layer_bytes, "layers_bytes": act.layers_bytes,
             "head_bytes": act.head_bytes, "logits_bytes": act.logits_bytes, "total_bytes": act.total_bytes,
+            "loss_backward_bytes": act.loss_backward_bytes, "peak_bytes": act.peak_bytes,
+            "counted": bool(activation),  # False: the optimizer step, without activations, holds more
         }
     lines = [f"params: {shape.params:,}"]
     if active != shape.params:
@@ -274,6 +287,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="zero-paper (default: the ZeRO paper's 2+2+12), deepspeed (DeepSpeed 0.19's "
                         "estimators), fsdp2 (PyTorch 2.13 fully_shard, bf16 MixedPrecisionPolicy)")
     e.add_argument("--optimizer", default="adamw", choices=optimizers, help="default: adamw (16 B/param)")
+    e.add_argument("--optimizer-impl", default=DEFAULT_IMPL, choices=OPTIMIZER_IMPLS,
+                   help="torch.optim.AdamW's step under fsdp2/DDP: foreach (default: torch.optim.AdamW(params) "
+                        "on CUDA, as the guide's train.py and train_fsdp2.py build it; 4 B per local parameter "
+                        "more at the step), fused (fused=True, the Trainer's adamw_torch_fused), forloop")
     e.add_argument("--offload-optimizer", action="store_true", help="optimizer states in host RAM")
     e.add_argument("--offload-params", action="store_true",
                    help="deepspeed stage 3: offload_param; fsdp2: with --offload-optimizer, CPUOffloadPolicy")

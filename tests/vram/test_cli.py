@@ -123,13 +123,34 @@ def test_estimate_fsdp2_with_sdpa_activations(cli, shared_configs):
                           "--zero-stage", "3", "--framework", "fsdp2", "--seq-len", "2048", "--json").stdout)
     layers = data["activations"]["layers_bytes"]
     assert abs(layers - 49 * 2048 * 4096 * 32) / (49 * 2048 * 4096 * 32) < 0.05
-    assert data["activation_bytes"] == data["activations"]["total_bytes"] > layers
-    assert data["activation_bytes"] < 30.6 * GB / 2  # not Korthikanti's eager 30.6 GB
+    # the activations at their peak: what is kept plus the loss's backward (8 x vocabulary x tokens)
+    assert data["activations"]["loss_backward_bytes"] == 8 * 128_256 * 2048
+    assert data["activation_bytes"] == data["activations"]["peak_bytes"] > data["activations"]["total_bytes"] > layers
+    assert data["activation_bytes"] < 30.6 * GB / 2 + 8 * 128_256 * 2048  # not Korthikanti's eager 30.6 GB
     full = json.loads(cli("estimate", "--config", str(shared_configs / "llama-3.1-8b.json"), "--world-size", "8",
                           "--zero-stage", "3", "--framework", "fsdp2", "--seq-len", "2048", "--recompute", "full",
                           "--json").stdout)
     assert full["activation_bytes"] < data["activation_bytes"]
     assert full["per_gpu_bytes"] - full["activation_bytes"] == data["per_gpu_bytes"] - data["activation_bytes"]
+
+
+def test_estimate_optimizer_impl_counts_the_step(cli, shared_configs):
+    """One GPU under AMP: foreach (the default, the guide's scripts) holds 20 B per parameter at
+    the step (tests/vram/test_optimizer_step.py measures it), fused 16 B plus autocast's copies."""
+    config = str(shared_configs / "llama-3.1-8b.json")
+
+    def run(*extra):
+        return json.loads(cli("estimate", "--config", config, "--world-size", "1", "--zero-stage", "0",
+                              "--framework", "fsdp2", "--json", *extra).stdout)
+
+    foreach, fused = run(), run("--optimizer-impl", "fused")
+    assert foreach["optimizer_impl"] == "foreach" and foreach["per_gpu_bytes"] == 20 * P8B
+    assert fused["per_gpu_bytes"] < 20 * P8B
+    # with activations of 2,048 tokens, fully recomputed, the step still holds the most under foreach
+    with_act = run("--seq-len", "2048", "--recompute", "full")
+    assert with_act["per_gpu_bytes"] == 20 * P8B and with_act["activations"]["counted"] is False
+    fused_act = run("--seq-len", "2048", "--recompute", "full", "--optimizer-impl", "fused")
+    assert fused_act["per_gpu_bytes"] == fused["per_gpu_bytes"] + fused_act["activations"]["peak_bytes"]
 
 
 def test_params_1e30_is_never_a_float_rounded_integer(cli):
