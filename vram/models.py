@@ -508,9 +508,11 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
     intermediate_size, num_hidden_layers, num_attention_heads) must be there: a
     config.json without them is cut short. Every other key left out takes the default of
     the family's config class (transformers 5.23), and is listed in ``defaulted``. A
-    multimodal ``gemma3`` config is read through its ``text_config`` (the language model;
-    the vision tower is not counted), where every key may take Gemma3TextConfig's default.
-    Raises ConfigError (one line) for an unsupported or non-text ``model_type``, a missing
+    multimodal ``gemma3`` config is refused in one line: transformers builds it with a SigLIP
+    vision tower and a projector (and ties its embeddings by the top-level
+    ``tie_word_embeddings``), which are not modelled here; its ``text_config`` saved as a
+    file of its own is the language model, where every key may take Gemma3TextConfig's
+    default. Raises ConfigError (one line) for an unsupported or non-text ``model_type``, a missing
     size key, a null the config class refuses, a non-integer, negative or implausible size
     (over ``MAX_SIZE``; layers over ``MAX_LAYERS``), KV heads that do not divide the attention heads, a ``hidden_size``
     the config class refuses, malformed ``layer_types``, a null ``sliding_window`` for gemma2,
@@ -522,12 +524,16 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         raise ConfigError(f"{source}: expected a JSON object, got {type(raw).__name__}")
     model_type = raw.get("model_type")
     required = _REQUIRED
-    if model_type == "gemma3":  # the multimodal model: its language model is text_config
+    if model_type == "gemma3":  # the multimodal model: refused, its vision tower is not modelled
         text = raw.get("text_config")
         if not isinstance(text, Mapping) or text.get("model_type", "gemma3_text") != "gemma3_text":
             raise ConfigError(f"{source}: a gemma3 config needs a 'text_config' object of model_type 'gemma3_text'")
-        source = f"{source} (text_config)"
-        raw, model_type, required = {**text, "model_type": "gemma3_text"}, "gemma3_text", frozenset()
+        raise ConfigError(
+            f"{source}: a multimodal gemma3 config (Gemma3ForConditionalGeneration: a SigLIP vision tower "
+            f"and a projector beside the language model) is not counted; to count the language model "
+            f"alone (Gemma3ForCausalLM), save its text_config as a file of its own, model_type gemma3_text, "
+            f"with the sizes it leaves to Gemma3TextConfig's defaults written out (vocab_size 262208 among them)"
+        )
     if not isinstance(model_type, str) or model_type not in _FAMILIES:
         raise ConfigError(
             f"{source}: unsupported model_type {_short(model_type)}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"

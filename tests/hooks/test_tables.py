@@ -60,11 +60,11 @@ def test_interconnects_approximate_figure(lang, bridge):
     assert table[3][1] == bridge
 
 
-# The 8B row names the H200 with nvidia-smi's 143,771 MiB (150.8 GB); which cards suffice
+# The 8B row names the B200 with nvidia-smi's 183,359 MiB (192.3 GB); which cards suffice
 # is checked against the finder in tests/finder/test_needs_claims.py.
 @pytest.mark.parametrize("lang,header,one_card_8b", [
-    ("it", ["Lavoro", "Una scheda che basta", "Quando più schede hanno senso"], "Una H200 (150,8 GB), al limite: "),
-    ("fr", ["Tâche", "Une carte qui suffit", "Quand plusieurs cartes ont du sens"], "Une H200 (150,8 Go), de justesse : "),
+    ("it", ["Lavoro", "Una scheda che basta", "Quando più schede hanno senso"], "Una B200 (192,3 GB): "),
+    ("fr", ["Tâche", "Une carte qui suffit", "Quand plusieurs cartes ont du sens"], "Une B200 (192,3 Go) : "),
 ])
 def test_needs_table(lang, header, one_card_8b):
     (table,) = parse_tables(render_markdown("{{ table name=needs }}", lang))

@@ -145,14 +145,29 @@ def test_gpt_oss_20b_card():
     assert round((count.active - 201_088 * 2_880) / 1e9, 2) == 3.61
 
 
-def test_a_gemma3_text_config_takes_gemma3textconfig_defaults():
-    # The Hub's multimodal gemma3 config.json holds a text_config that leaves out what equals
-    # Gemma3TextConfig's defaults (vocab_size 262,208 among them): counted as transformers builds it.
+def test_a_multimodal_gemma3_is_refused_because_transformers_builds_more_than_its_language_model():
+    # transformers builds a multimodal gemma3 config as Gemma3ForConditionalGeneration: a SigLIP
+    # vision tower and a projector beside the language model (gemma-3-4b: 4,300,079,472 built,
+    # 3,880,263,168 in its language model). Counting the text_config alone was silently low;
+    # the calculator refuses in one line and says how to count the language model alone.
+    import torch
+    import transformers
+
     text = {"model_type": "gemma3_text", "head_dim": 8, "hidden_size": 32, "intermediate_size": 16,
             "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2, "sliding_window": 4}
-    config = vram.model_config_from_dict({"model_type": "gemma3", "text_config": text})
-    assert "vocab_size" in config.defaulted and config.vocab_size == 262_208
-    assert vram.count_params(config).total == built(text).total
+    vision = {"model_type": "siglip_vision_model", "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
+              "num_attention_heads": 2, "image_size": 28, "patch_size": 14}
+    raw = {"model_type": "gemma3", "text_config": text, "vision_config": vision, "mm_tokens_per_image": 4}
+    with torch.device("meta"):
+        whole = transformers.Gemma3ForConditionalGeneration(transformers.Gemma3Config(
+            text_config=text, vision_config=vision, mm_tokens_per_image=4))
+    language_model = built({**text, "vocab_size": 262_208})  # Gemma3TextConfig's default vocabulary
+    assert sum(p.numel() for p in whole.parameters()) > language_model.total
+    with pytest.raises(vram.ConfigError, match="save its text_config as a file of its own") as refused:
+        vram.model_config_from_dict(raw, "gemma-3.json")
+    assert "\n" not in str(refused.value) and str(refused.value).startswith("gemma-3.json: ")
+    # the way out it names: the language model as a file, its defaults written out
+    assert vram.count_params({**text, "vocab_size": 262_208}).total == language_model.total
 
 
 @pytest.mark.parametrize("family", ["mixtral", "qwen3_moe", "gpt_oss"])
