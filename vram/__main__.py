@@ -23,6 +23,7 @@ from .breakdown import PARTS, SYMBOLS, ModelShape, model_shape
 from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from .frameworks import FRAMEWORKS, STAGE_NAMES, framework_memory
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
+from .serving import SERVERS
 from .lora import ALL_LINEAR, BASE_DTYPES, lora_memory_for_config
 from .models import ModelConfig, count_params, load_model_config
 from .serving import serving_memory
@@ -39,6 +40,10 @@ SYMBOL_NAMES = {
     "R": "params of the root module (embedding, final norm, lm_head)", "O": "params of final norm + lm_head",
     "W": "params of every nn.Linear", "T": "elements of the largest parameter tensor one GPU updates",
 }
+
+
+SERVER_NAMES = {"vllm": "KV cache as vLLM holds it (sliding windows capped)",
+                "transformers": "KV cache of transformers' DynamicCache right after the prefill (no window cap)"}
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -220,9 +225,11 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> None:
-    mem = serving_memory(load_model_config(args.config), args.weight_dtype, args.context, args.batch, args.kv_dtype)
+    mem = serving_memory(load_model_config(args.config), args.weight_dtype, args.context, args.batch, args.kv_dtype,
+                         server=args.server)
     data = {
         "params": mem.params,
+        "server": args.server,
         "weight_dtype": args.weight_dtype,
         "kv_dtype": args.kv_dtype,
         "context_length": args.context,
@@ -233,7 +240,7 @@ def _cmd_serve(args: argparse.Namespace) -> None:
     }
     lines = [
         f"params: {mem.params:,}; weights in {args.weight_dtype}, KV cache in {args.kv_dtype}, "
-        f"{args.batch} x {args.context:,} tokens (GB = 10^9 bytes, GiB = 2^30 bytes):",
+        f"{args.batch} x {args.context:,} tokens, {SERVER_NAMES[args.server]} (GB = 10^9 bytes, GiB = 2^30 bytes):",
         *_rows([("weights", mem.weights_bytes), ("KV cache", mem.kv_cache_bytes), ("total", mem.total_bytes)]),
     ]
     _emit(args, data, lines)
@@ -311,6 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch", type=_whole("batch", 1, MAX_MICRO_BATCH), default=1, help="sequences (default 1)")
     s.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES)
     s.add_argument("--kv-dtype", default="bf16", choices=tuple(DTYPE_BITS))
+    s.add_argument("--server", default="vllm", choices=SERVERS,
+                   help="whose KV cache: vllm (default: sliding-window layers hold their window) or transformers "
+                        "(DynamicCache: every layer holds the whole prompt right after the prefill)")
     s.set_defaults(func=_cmd_serve)
 
     lo = sub.add_parser("lora", help="LoRA / QLoRA memory on one GPU")

@@ -13,10 +13,14 @@ full-attention layers (and for a window of 1, which transformers' slice does not
 (``cache_utils.py``) holds while it generates: each update concatenates the kept tokens
 with the new one (W tensors) and keeps a view of the last W - 1, so the storage behind a
 sliding layer is W tokens though ``keys.shape`` shows W - 1 (tests/vram/
-test_kv_cache_oracle.py measures both on a real cache). Not counted: right after a prefill
-longer than the window, the view still holds the whole T-token prefill tensor until the
-first decoding step (the prefill itself needs all T anyway); vLLM's paged cache rounds a
-window up to whole blocks. Activations, the CUDA context and the allocator's slack are
+test_kv_cache_oracle.py measures both on a real cache). That cap is the server's: vLLM
+(``server="vllm"``, the default, the server the guide's serving figures assume) allocates a
+sliding layer's window and no more (its paged cache rounds a window up to whole blocks, not
+counted). transformers' ``DynamicCache`` (``server="transformers"``: ``generate`` or a
+``model(...)`` loop) keeps, right after a prefill longer than the window, a view of the whole
+T-token prefill tensor in every sliding layer until the first decoding step: every layer
+holds T tokens then (gemma3 27B at 32k tokens x 16 sequences: 266 GB against 49.9 GB), and
+that is the figure it needs. Activations, the CUDA context and the allocator's slack are
 not included either.
 
 Tensor parallel (``serving_memory_per_gpu``; Megatron-LM, Shoeybi et al. 2019,
@@ -60,28 +64,34 @@ from .models import SLIDING, ModelConfig, Module, as_model_config, count_params,
 from .validate import check_int, check_params
 
 ModelLike = ModelConfig | Mapping[str, Any] | str | Path
+SERVERS = ("vllm", "transformers")  # whose KV cache: vLLM's (windows capped), transformers' DynamicCache
 
 
-def kv_cache_tokens(config: ModelLike, context_length: int) -> tuple[int, ...]:
+def kv_cache_tokens(config: ModelLike, context_length: int, server: str = "vllm") -> tuple[int, ...]:
     """Tokens each layer's KV cache holds for one sequence of ``context_length`` tokens.
 
-    Full-attention layers: all of them; sliding layers: min(context_length, sliding_window),
-    the storage transformers' ``DynamicSlidingWindowLayer`` holds while generating (module
-    docstring), except with a window of 1: that layer keeps ``keys[:, :, -W + 1:]``, and
-    ``-1 + 1 = 0`` slices nothing off, so it keeps every token as a full layer does.
-    Raises ValueError for context_length < 0 or a bad config.
+    Full-attention layers: all of them; sliding layers: min(context_length, sliding_window)
+    under ``server="vllm"``, the storage transformers' ``DynamicSlidingWindowLayer`` also
+    holds while generating (module docstring), except with a window of 1: that layer keeps
+    ``keys[:, :, -W + 1:]``, and ``-1 + 1 = 0`` slices nothing off, so it keeps every token
+    as a full layer does. ``server="transformers"``: the most its ``DynamicCache`` holds,
+    right after a prefill of the whole context: every layer all of it. Raises ValueError for
+    context_length < 0, an unknown server or a bad config.
     """
     config = as_model_config(config)
     t = check_int(context_length, "context_length", 0)
+    if server not in SERVERS:
+        raise ValueError(f"unknown server {server!r}; known: {', '.join(SERVERS)}")
     window = config.sliding_window
-    capped = window is not None and window > 1
+    capped = window is not None and window > 1 and server == "vllm"
     return tuple(min(t, window) if kind == SLIDING and capped else t for kind in config.layer_types)
 
 
-def _kv_bytes(config: ModelConfig, context_length: int, batch: int, kv_dtype: str, kv_heads: int) -> int:
+def _kv_bytes(config: ModelConfig, context_length: int, batch: int, kv_dtype: str, kv_heads: int,
+              server: str = "vllm") -> int:
     dtype_bits(kv_dtype)
     check_int(batch, "batch", 1)
-    tokens = sum(kv_cache_tokens(config, context_length))
+    tokens = sum(kv_cache_tokens(config, context_length, server))
     return tensor_bytes(2 * kv_heads * config.head_dim * tokens * batch, kv_dtype)
 
 
@@ -97,9 +107,11 @@ def kv_cache_bytes_per_token(config: ModelLike, kv_dtype: str = "bf16") -> int:
 
 
 def kv_cache_bytes(
-    config: ModelLike, context_length: int, batch: int = 1, kv_dtype: str = "bf16"
+    config: ModelLike, context_length: int, batch: int = 1, kv_dtype: str = "bf16", server: str = "vllm"
 ) -> int:
-    """KV-cache bytes for ``batch`` sequences of ``context_length`` tokens each, sliding layers capped.
+    """KV-cache bytes for ``batch`` sequences of ``context_length`` tokens each, sliding layers
+    capped under ``server="vllm"``, whole right after the prefill under ``"transformers"``
+    (``kv_cache_tokens``).
 
     Sum over layers of 2 x kv_heads x head_dim x ``kv_cache_tokens`` x batch elements in
     ``kv_dtype``. gemma2 without head_dim (256 by Gemma2Config's default), 4 layers of 4
@@ -108,7 +120,7 @@ def kv_cache_bytes(
     a bad config or dtype.
     """
     config = as_model_config(config)
-    return _kv_bytes(config, context_length, batch, kv_dtype, config.num_key_value_heads)
+    return _kv_bytes(config, context_length, batch, kv_dtype, config.num_key_value_heads, server)
 
 
 @dataclass(frozen=True)
@@ -142,12 +154,14 @@ def serving_memory(
     batch: int = 1,
     kv_dtype: str = "bf16",
     kv_bytes_per_token: int | None = None,
+    server: str = "vllm",
 ) -> ServingMemory:
     """Weights plus KV cache for serving ``batch`` sequences of ``context_length`` tokens.
 
     model: a parameter count (int) or a config (``ModelConfig``, dict, path); with a
     count, pass ``kv_bytes_per_token`` unless context_length is 0 (no window cap then).
-    With a config the KV cache is ``kv_cache_bytes`` (sliding layers capped).
+    With a config the KV cache is ``kv_cache_bytes`` (sliding layers capped by vLLM, whole
+    right after a prefill under transformers: ``server``).
     weight_dtype: fp32, bf16, fp16, fp8, int8, int4 or nf4 (every parameter in that
     format; see ``vram.dtypes``). Returns ``ServingMemory`` in bytes. Raises ValueError.
     """
@@ -164,7 +178,7 @@ def serving_memory(
         config = as_model_config(model)
         params = count_params(config).total
         if kv_bytes_per_token is None:
-            kv = kv_cache_bytes(config, context_length, batch, kv_dtype)
+            kv = kv_cache_bytes(config, context_length, batch, kv_dtype, server)
         else:
             kv = kv_bytes_per_token * context_length * batch
     return ServingMemory(params=params, weights_bytes=tensor_bytes(params, weight_dtype), kv_cache_bytes=kv)

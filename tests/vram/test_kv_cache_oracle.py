@@ -114,3 +114,14 @@ def test_edge_lengths_while_decoding_token_by_token(family, window):
             measured[tokens] = _storage_and_view_bytes(out.past_key_values)[0]
     config = {**cfg, "model_type": family}
     assert {t: vram.kv_cache_bytes(config, t, BATCH, "bf16") for t in measured} == measured
+
+
+def test_transformers_right_after_the_prefill_is_the_server_option(run):
+    """DynamicCache after a real prefill longer than the window: every layer holds the whole
+    prefill, which ``server="transformers"`` counts; vLLM's figure (the default) caps the
+    sliding layers."""
+    cfg, (prefill_storage, _), _, kinds = run
+    assert vram.kv_cache_bytes(cfg, PREFILL, BATCH, "bf16", server="transformers") == prefill_storage
+    if any(kinds):
+        assert vram.kv_cache_bytes(cfg, PREFILL, BATCH, "bf16") < prefill_storage
+    assert vram.serving_memory(cfg, "bf16", PREFILL, BATCH, server="transformers").kv_cache_bytes == prefill_storage
