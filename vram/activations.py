@@ -281,6 +281,20 @@ def _layer_is_masked(config: ModelConfig, layer: int, seq_len: int, padded: bool
     return window is not None and config.layer_types[layer] == "sliding_attention" and seq_len >= window
 
 
+def _checkpointed_masks(config: ModelConfig, attention: str, s: int, b: int, w: int, padded: bool) -> int:
+    """The 4-D attention masks every checkpointed layer receives, kept once each by the
+    checkpoints until backward: under eager one (b, 1, s, s) mask in the dtype per kind of
+    layer (full, sliding); under sdpa one boolean (1 B) mask per kind of layer that gets a
+    mask (``_layer_is_masked``), of batch 1 broadcast to b without padding."""
+    kinds = {}
+    for index, kind in enumerate(config.layer_types):
+        if attention == "eager":
+            kinds[kind] = w * b * s * s
+        elif _layer_is_masked(config, index, s, padded):
+            kinds[kind] = (b if padded else 1) * s * s
+    return sum(kinds.values())
+
+
 def default_attention(config: ModelConfig) -> str:
     """The attention a transformers training run of this model uses: "sdpa" where
     transformers runs the family under sdpa (its default), "eager" where it refuses sdpa
@@ -358,7 +372,10 @@ def activation_memory(
       kernels already recompute the s*s part in their backward.
     - ``recompute="full"`` (``activation_checkpointing_enable``): each layer keeps its input
       (w*t*h); the backward re-runs one layer at a time, so the largest layer's terms above
-      live once more. Checkpointing turns the KV cache off: phi3's v is then a view of the
+      live once more. The checkpoints also keep the 4-D masks the layers receive, once per
+      kind of layer (full, sliding): under eager a (b, 1, s, s) mask in the dtype (w*b*s*s),
+      under sdpa a boolean one (s*s; b*s*s with padding) where a layer gets a mask; without
+      checkpointing nothing saves them. Checkpointing turns the KV cache off: phi3's v is then a view of the
       fused qkv output and SDPA keeps that whole storage (w*t*(n+2*kv)*d); with the cache
       on, v is the cache's copy (w*t*kv*d).
     - ``head_bytes``, outside the layers: the final norm, lm_head's input (w*t*h), token ids
@@ -372,7 +389,8 @@ def activation_memory(
       fp32 gradient ``nll_loss`` writes (4*V*t) and the one ``log_softmax``'s backward
       computes from it (4*V*t) coexist: 8*V*t on top (``peak_bytes``).
 
-    Not counted: transients of forward (the fp32 upcast and the log-softmax coexist for a
+    Not counted: the rotary tables the checkpoints keep (cos and sin, 2*w*s*d per rotary
+    embedding), transients of forward (the fp32 upcast and the log-softmax coexist for a
     moment), the KV cache copies held by the
     output under eager attention with grouped heads (2*w*t*kv*d per layer), gradients. A
     one-token sequence (seq_len 1, not a training shape) is not exact where K/V are repeated
@@ -410,7 +428,7 @@ def activation_memory(
         # checkpointing turns transformers' KV cache off, in the recomputation too
         per_layer = w * x.t * x.h  # the layer's input hidden states, kept by the checkpoint
         recomputed = max(layer.kept for layer in layers(cache=False))
-        layers_bytes = per_layer * config.num_hidden_layers + recomputed
+        layers_bytes = per_layer * config.num_hidden_layers + recomputed + _checkpointed_masks(config, attention, s, b, w, padded)
     else:
         kept = layers(cache=True)
         per_layer = max(layer.kept for layer in kept)
