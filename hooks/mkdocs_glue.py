@@ -41,7 +41,8 @@ from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa
 from hooks.notebook_pages import make_notebooks_pages, use_executed_notebooks  # noqa: E402
 from hooks.notebook_styles import checked_stylesheets, link_stylesheets, stylesheet_files  # noqa: E402
 from hooks.page_checks import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
-from hooks.page_content import check_code_shows_what_runs, check_notebook_cells, check_page_content  # noqa: E402
+from hooks.page_content import (  # noqa: E402
+    check_article_content, check_code_shows_what_runs, check_notebook_cells, check_page_content)
 from hooks.parity import check_language_parity  # noqa: E402
 from hooks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
 from hooks.render import render_markdown  # noqa: E402
@@ -172,7 +173,10 @@ def on_post_page(output, page, config, **kwargs):
     with reported(page_file(page)):
         html = insert_note(output, lang, _build["verified"])
         html = typeset_html(translate_interface(translate_copy_buttons(html), lang), lang)
-        check_verified_block(html, lang, _build["verified"])  # the checks see the page as published
+        # every rewrite is above: the checks below see the page as published
+        if not page.file.src_uri.endswith(".ipynb"):  # a notebook's cells: check_notebook_cells, outputs in verify.artifact
+            check_article_content(html)
+        check_verified_block(html, lang, _build["verified"])
         check_code_shows_what_runs(html)
         check_no_external_loads(html, origin(config.site_url))
         _build["blocks"].add_page(html, lang, page_file(page))

@@ -7,7 +7,9 @@
   ``nav_translations`` entry; here every other language must translate every entry.
 - ``check_notebook_links``: MkDocs validates the links of Markdown pages only; mkdocs-jupyter
   renders a notebook's Markdown cells itself, so their links are checked here against the
-  site's files (the path; anchors are not checked).
+  site's files (the path; anchors are not checked), and a link with a scheme must be
+  ``http``, ``https`` or ``mailto`` (a cell's ``[text](javascript:…)`` has no ``<`` for the
+  cell check to read, and mkdocs-jupyter makes it a live link).
 
 Pure: no MkDocs import (the glue passes plain values).
 """
@@ -24,6 +26,8 @@ from selectolax.lexbor import LexborHTMLParser
 from .data import parse_yaml, validate
 from .errors import RenderError
 
+LINK_SCHEMES = ("http", "https", "mailto")  # of a notebook Markdown cell's links; relative links have none
+URL_NOISE_RE = re.compile(r"[\x00-\x20]")  # what the URL parser drops before reading a scheme ("java\tscript:")
 FRONT_MATTER_RE = re.compile(r"^-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)  # mkdocs.utils.meta.YAML_RE
 
 
@@ -71,7 +75,10 @@ def check_notebook_links(html: str, page_url: str, site_urls: Collection[str]) -
     file of the site (``site_urls``: the URLs of its pages and files, as MkDocs writes them)."""
     for anchor in LexborHTMLParser(html).css("a[href]"):
         href = anchor.attributes.get("href") or ""
-        parts = urlsplit(href)
+        parts = urlsplit(URL_NOISE_RE.sub("", href))
+        if parts.scheme and parts.scheme.lower() not in LINK_SCHEMES:
+            raise RenderError(f"a Markdown cell links to {href!r}: a link's scheme is one of {', '.join(LINK_SCHEMES)} "
+                              "(a javascript: link runs code in the reader's browser)")
         if parts.scheme or parts.netloc or not parts.path:
             continue
         target = normpath(urljoin(f"/{page_url}", parts.path)).lstrip("/")

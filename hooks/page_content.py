@@ -12,7 +12,8 @@ which are code and reviewed as such.
 ``check_page_content(html)`` reads the HTML a page's Markdown produced (``on_page_content``,
 placeholders and data included) and refuses:
 
-- a ``<script>`` other than JSON data (``type="application/json"``, no ``src``) or a script
+- a ``<script>`` other than JSON data (exactly ``type="application/json"``, content that
+  ``json.loads`` reads, no ``src``) or a script
   file of the site's own ``assets/`` folder (``<script src="../assets/finder.js">``);
 - a ``<link>`` other than a stylesheet file of that folder (``assets/finder.css``);
 - ``<style>``, ``<meta>``, ``<base>`` and embedding elements (frames, objects);
@@ -77,12 +78,27 @@ def _site_asset(url: str, suffix: str) -> bool:
     return not (parts.scheme or parts.netloc or parts.query) and path.endswith(suffix) and "/assets/" in f"/{path}"
 
 
+def data_island_problem(node) -> str | None:
+    """Why an inline ``<script>`` is not a JSON data island, or None: only exactly
+    ``type="application/json"`` (no other spelling: a later rewrite of a case or a space must
+    not be the only thing between data and code) with content ``json.loads`` reads."""
+    kind = node.attributes.get("type")
+    if kind != "application/json":
+        of_type = "" if kind is None else f" of type {kind!r}"
+        return f"an inline <script>{of_type} (only JSON data, type=\"application/json\" exactly, may be inline)"
+    try:
+        json.loads(node.text(deep=True))
+    except ValueError:
+        return "a <script type=\"application/json\"> whose content is not JSON"
+    return None
+
+
 def _problem(node) -> str | None:
     tag, attributes = node.tag, node.attributes
     if tag == "script":
         src = attributes.get("src")
-        if src is None and (attributes.get("type") or "").strip().lower() != "application/json":
-            return "an inline <script>"
+        if src is None and (problem := data_island_problem(node)):
+            return problem
         if src is not None and not _site_asset(src, ".js"):
             return f"a <script src={src!r}> that is not a script file of the site's assets/ folder"
     if tag == "link":
@@ -118,6 +134,15 @@ def check_page_content(html: str, what: str = "the page") -> None:
         if problem:
             raise RenderError(f"{what} holds {problem}: page content is text; scripts and styles "
                               "belong to the theme and to files of docs/assets/")
+
+
+def check_article_content(page_html: str) -> None:
+    """``check_page_content`` on the content of a whole built page (its ``<article>``, where
+    Markdown, data texts and the note go), after every rewrite of the page: run on the page
+    as published, a later transform (interface strings, typography, the note) cannot bring
+    back what the check of the Markdown's HTML refused. Raises RenderError."""
+    for article in LexborHTMLParser(page_html).css("article"):
+        check_page_content(article.html or "", "the page as published")
 
 
 def unseen_character(code: str) -> str | None:

@@ -387,11 +387,18 @@ class TypographyFile(Data):
     languages: dict[str, TypographyLanguage]
 
 
+# The attributes hooks/interface.yaml may translate: text a reader sees or hears, never one
+# that changes what an element is or does (``type``, ``href``, ``class``, ``id``, ``on…``: a
+# ``type`` rewrite after the page checks turned a JSON data island into a module script).
+# Add a name here only for such a text (README, "Verified publishing": the allow-lists).
+TRANSLATABLE_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt")
+
+
 class InterfaceString(BaseModel):
     """An attribute value an extension writes in English, with its text in every language."""
 
     model_config = ConfigDict(strict=True, extra="allow", frozen=True)
-    attribute: Name
+    attribute: Literal[TRANSLATABLE_ATTRIBUTES]
     en: Name
 
     @model_validator(mode="after")
