@@ -51,6 +51,7 @@ from hooks.serve import check_code_unchanged, forget_logged_errors  # noqa: E402
 from hooks.snippet_check import check_plain_files, check_snippets  # noqa: E402
 from hooks.template_cache import TEMPLATE_CACHE  # noqa: E402
 from hooks.typography import rules as typography_rules, typeset_html  # noqa: E402
+from verify.theme_scripts import policy as content_security_policy  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.guide")
 make_notebooks_pages()
@@ -165,6 +166,7 @@ def on_page_content(html, page, config, files, **kwargs):
 
 def on_env(env, config, files, **kwargs):
     env.bytecode_cache = TEMPLATE_CACHE
+    env.globals["guide_csp"] = content_security_policy  # overrides/main.html
     return env
 
 

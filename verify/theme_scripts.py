@@ -1,0 +1,97 @@
+"""The inline scripts the theme itself writes into pages, and the page's Content-Security-Policy.
+
+A page may run an inline script only if it is one the theme's own files produce: Material's
+``partials/javascripts/*.html`` (rendered with Jinja for the page's ``base_url``: the first
+one names it) and mkdocs-jupyter's notebook template (its copy-button script, written
+inline by nbconvert's ``include_js``, and the listener written in the template). The hashes
+are computed from those installed files, never from a page, so a script a page adds is not
+in them; both the policy each page carries (``overrides/main.html``, through
+``hooks/csp.py``) and the artifact check (``verify.artifact``) use this one list.
+
+Our own scripts are files of the site (``assets/*.js``), allowed by ``'self'``.
+
+Pure: Jinja2 and the installed theme packages; no MkDocs import.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import re
+from importlib import resources
+
+import jinja2
+
+MATERIAL_SCRIPTS = ("partials", "javascripts")  # under material/templates
+JUPYTER_TEMPLATE = ("templates", "mkdocs_html")  # under mkdocs_jupyter
+JUPYTER_INCLUDED_JS = ("clipboard.umd.js",)  # what its template inlines with include_js
+FEATURES = ("content.tabs.link", "content.code.copy")  # only decides which of Material's scripts render
+INLINE_SCRIPT_RE = re.compile(r"<script>(.*?)</script>", re.S)
+
+# The policy of every page (issue 19). 'self': the site's own files; 'wasm-unsafe-eval' and
+# worker-src: the calculator runs as WebAssembly (Pyodide) in a Web Worker of the site; data:
+# images: the notebook's plots and Material's icons in its stylesheet. Inline styles: the
+# notebook template's Pygments styles (nbconvert writes them); page content may hold none
+# (hooks/page_content.py, verify.artifact).
+POLICY = (
+    ("default-src", ["'self'"]),
+    ("script-src", ["'self'", "'wasm-unsafe-eval'"]),  # + the theme's hashes
+    ("style-src", ["'self'", "'unsafe-inline'"]),
+    ("img-src", ["'self'", "data:"]),
+    ("font-src", ["'self'"]),
+    ("connect-src", ["'self'"]),
+    ("worker-src", ["'self'"]),
+    ("object-src", ["'none'"]),
+    ("frame-src", ["'none'"]),
+    ("base-uri", ["'none'"]),
+    ("form-action", ["'none'"]),
+)
+
+
+def script_hash(body: str) -> str:
+    """The CSP source of an inline script: ``'sha256-<base64 of SHA-256 of its UTF-8 text>'``."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(body.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+@functools.cache
+def _material_env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("material") / "templates")))
+
+
+@functools.cache
+def _jupyter_scripts() -> tuple[str, ...]:
+    folder = resources.files("mkdocs_jupyter").joinpath(*JUPYTER_TEMPLATE)
+    template = folder.joinpath("notebook.html.j2").read_text(encoding="utf-8")
+    written = [body for body in INLINE_SCRIPT_RE.findall(template) if "{{" not in body and "{%" not in body]
+    included = ["\n" + folder.joinpath("assets", name).read_text(encoding="utf-8") for name in JUPYTER_INCLUDED_JS]
+    return tuple(written + included)  # nbconvert's include_js: '<script >\n{file}</script>'
+
+
+@functools.cache
+def theme_scripts(base_url: str) -> tuple[str, ...]:
+    """The text of every inline script the theme may write on a page whose ``base_url`` (as
+    MkDocs gives it to the template: ``.``, ``..``, ``/REPO/`` on a 404 page) is given."""
+    env = _material_env()
+    folder = resources.files("material") / "templates" / "partials" / "javascripts"
+    bodies = []
+    for name in sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".html")):
+        rendered = env.get_template(f"partials/javascripts/{name}").render(
+            config={"extra": {}}, base_url=base_url, features=list(FEATURES))
+        bodies += INLINE_SCRIPT_RE.findall(rendered)
+    return tuple(bodies) + _jupyter_scripts()
+
+
+def theme_hashes(base_url: str) -> frozenset[str]:
+    """``script_hash`` of every ``theme_scripts(base_url)``."""
+    return frozenset(script_hash(body) for body in theme_scripts(base_url))
+
+
+def policy(base_url: str) -> str:
+    """The Content-Security-Policy of a page with this ``base_url``."""
+    parts = []
+    for directive, sources in POLICY:
+        if directive == "script-src":
+            sources = [*sources, *sorted(theme_hashes(base_url))]
+        parts.append(" ".join([directive, *sources]))
+    return "; ".join(parts)
