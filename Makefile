@@ -28,6 +28,7 @@ serve: $(STAMP)
 
 ## site: strict build of both languages into site/
 site: $(STAMP)
+	$(PY) -m verify.config mkdocs.yml
 	$(PY) -m mkdocs build --strict
 
 # axe-core for the accessibility gate (npm registry, exact pin in package-lock.json)

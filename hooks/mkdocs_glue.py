@@ -39,7 +39,8 @@ from hooks.finder import JSON_URI, finder_json  # noqa: E402
 from hooks.interface import interface_strings, translate_interface  # noqa: E402
 from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebook_pages import make_notebooks_pages, use_executed_notebooks  # noqa: E402
-from hooks.notebook_styles import checked_stylesheets, link_stylesheets, stylesheet_files  # noqa: E402
+from hooks.notebook_styles import (  # noqa: E402
+    checked_stylesheets, drop_list_repr_style, link_stylesheets, stylesheet_files)
 from hooks.page_checks import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
 from hooks.page_content import (  # noqa: E402
     check_article_content, check_code_shows_what_runs, check_notebook_cells, check_page_content)
@@ -158,7 +159,7 @@ def on_page_content(html, page, config, files, **kwargs):
             check_notebook_cells(Path(page.file.abs_src_path), Path(config.docs_dir) / page.file.src_uri)  # executed, source
             check_notebook_links(html, page.url, {file.url for file in files})
             html = notebook_content(strip_inert_mermaid(strip_inert_mathjax(html)), page.toc)
-            html = link_stylesheets(html, stylesheet_files(), lambda uri: get_relative_url(uri, page.url))
+            html = link_stylesheets(drop_list_repr_style(html), stylesheet_files(), lambda uri: get_relative_url(uri, page.url))
         else:
             check_page_content(html)
         return translate_comments(html, build_language(config))

@@ -15,6 +15,7 @@ Pure: no MkDocs import.
 from __future__ import annotations
 
 import functools
+import re
 import html as html_lib
 from importlib import resources
 
@@ -66,3 +67,15 @@ def link_stylesheets(html: str, files: dict[str, str], href) -> str:
         if inline in html:
             html = html.replace(inline, f'<link rel="stylesheet" href="{html_lib.escape(href(uri))}">')
     return html
+
+
+# mkdocs-jupyter (0.26, nbconvert2.py) appends f"<style>{resources['inlining']['css']}</style>":
+# the Python repr of a list of the Pygments stylesheet the template already inlined, i.e. CSS
+# with literal "\n" escapes that no rule matches. A style whose whole text is such a repr is
+# dropped (verify.artifact refuses backslashes in a <style>: CSS escapes can spell anything).
+LIST_REPR_STYLE_RE = re.compile(r"\s*<style>\s*\[(?:'(?:[^'\\]|\\.)*'(?:,\s*)?)*\]\s*</style>")
+
+
+def drop_list_repr_style(html: str) -> str:
+    """``html`` without mkdocs-jupyter's ``<style>`` holding a Python list's repr."""
+    return LIST_REPR_STYLE_RE.sub("", html)

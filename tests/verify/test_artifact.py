@@ -1,0 +1,148 @@
+"""The check of the site as uploaded (verify/artifact.py), on a copy of the built site with
+the attacks of issue 19 planted in the HTML the build wrote (what a later rewrite, a
+detached process or an unchecked file type could leave there). Each attack is refused with
+one line naming the file; the untouched site passes, and its manifest and archive hold
+exactly the files and bytes that were checked. The expected hashes come from hashlib, the
+archive is read back with tarfile."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+from verify.artifact import ArtifactError, check_site
+
+NCCL = '<span class="filename">nccl_check.py</span><pre><span></span><code>'
+FIRST_LINE = '<span class="c1"># nccl_check.py: avvialo con  torchrun --nproc_per_node=4 nccl_check.py</span>'
+
+
+@pytest.fixture
+def site(built_site, tmp_path):
+    copy = tmp_path / "site"
+    shutil.copytree(built_site, copy, symlinks=True)
+    return copy
+
+
+def plant(site, page, old, new):
+    path = site / page
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{page} no longer holds {old[:60]!r}: update this test"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def refused(site, *match):
+    with pytest.raises(ArtifactError) as caught:
+        check_site(site, REPO_ROOT / "snippets")
+    message = str(caught.value)
+    assert "\n" not in message
+    for part in match:
+        assert part in message, message
+    return message
+
+
+def test_the_built_site_passes_and_the_manifest_and_archive_are_what_was_checked(site, tmp_path):
+    result = subprocess.run([sys.executable, "-m", "verify.artifact", str(site), "--manifest", str(tmp_path / "m.json"),
+                             "--tar", str(tmp_path / "a.tar")], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    on_disk = {path.relative_to(site).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+               for path in site.rglob("*") if path.is_file()}
+    listed = {entry["path"]: entry["sha256"] for entry in json.loads((tmp_path / "m.json").read_text())["files"]}
+    assert listed == on_disk and "index.html" in listed and "fr/index.html" in listed
+    with tarfile.open(tmp_path / "a.tar") as tar:
+        archived = {member.name.removeprefix("./"): hashlib.sha256(tar.extractfile(member).read()).hexdigest()
+                    for member in tar.getmembers()}
+    assert archived == on_disk
+
+
+@pytest.mark.parametrize("name", ["evil.htm", "assets/x.svg", "fr/notes.txt", "assets/pyodide/loader.py", ".nojekyll"])
+def test_a_file_of_no_listed_type_fails(site, name):
+    """Hole 4: `.htm` files under docs/ were published verbatim; every test read *.html only."""
+    (site / name).parent.mkdir(parents=True, exist_ok=True)
+    (site / name).write_text("<script>alert(1)</script>", encoding="utf-8")
+    refused(site, name, "FILE_TYPES")
+
+
+def test_the_calculators_runtime_files_are_listed(site):
+    for name in ("assets/pyodide/pyodide.asm.wasm", "assets/pyodide/pyodide.mjs", "assets/pyodide/pyodide.asm.js",
+                 "assets/pyodide/python_stdlib.zip", "assets/pyodide/pyodide-lock.json", "assets/pyodide/micropip-0.9-py3-none-any.whl",
+                 "assets/vram-bundle.zip"):
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_bytes(b"\0")
+    check_site(site, REPO_ROOT / "snippets")
+
+
+def test_a_symbolic_link_fails(site):
+    (site / "assets" / "env.js").symlink_to("/proc/self/environ")
+    refused(site, "assets/env.js", "symbolic link")
+
+
+def test_a_commented_line_shown_live_fails(site):
+    """Hole 2: the `#` of a commented line in <span hidden>: the extraction and the hash see
+    the comment, a browser shows and copies the live line."""
+    plant(site, "index.html", NCCL + FIRST_LINE, NCCL + '<span class="c1"><span hidden>#</span> nccl_check.py</span>')
+    refused(site, "index.html", "nccl_check.py", "<span hidden")
+
+
+@pytest.mark.parametrize(("old", "new", "match"), [
+    (f'<div class="language-python highlight">{NCCL}', f'<div data-copy="import os; os.system(\'x\')"><div class="language-python highlight">{NCCL}',
+     "data-copy"),
+    ("<footer", '<div id="__code_0" hidden><pre><code>import os</code></pre></div><footer', '__code_0'),
+])
+def test_the_copy_button_copies_the_block_itself(site, old, new, match):
+    """Hole 3: Material copies the closest [data-copy] ancestor, or the first #__code_N."""
+    plant(site, "index.html", old, new)
+    refused(site, "index.html", match)
+
+
+@pytest.mark.parametrize(("old", "new", "match"), [
+    ("<footer", "<script>document.querySelector('code').textContent='x'</script><footer", "inline <script>"),
+    ("<footer", '<script type="Application/JSON">{}</script><footer', "inline <script>"),
+    ("<footer", '<script type="module" src="assets/lang-switch.js"></script><footer', "<script src="),
+    ("<footer", '<script src="https://evil.example/x.js"></script><footer', "<script src="),
+    ("<footer", '<script src="assets/missing.js"></script><footer', "<script src="),
+    ("<footer", '<script type="application/json">x = 1</script><footer', "not JSON"),
+    ("<footer", '<a href="javascript:alert(1)">x</a><footer', "nh3"),
+    ("<footer", '<a href="java&#9;script:alert(1)">x</a><footer', "nh3"),
+    ("<footer", '<img src="x.png" onerror="alert(1)" alt=""><footer', "nh3"),
+    ("<footer", '<iframe src="https://evil.example/"></iframe><footer', "nh3"),
+    ("<footer", '<p style="display:none">x</p><footer', "nh3"),
+    ("<footer", '<form action="https://evil.example/"><footer', "nh3"),
+    ("<footer", '<svg><a href="javascript:alert(1)"><text>x</text></a></svg><footer', "nh3"),
+    ("<footer", '<img src="data:image/svg+xml,%3Csvg%3E" alt=""><footer', "nh3"),
+    ("<footer", '<meta http-equiv="refresh" content="0;url=https://evil.example/"><footer', "http-equiv"),
+    ("<footer", '<style>.highlight .nf{display:none}</style><footer', "'display'"),
+    ("<footer", '<style>@import "https://evil.example/a.css";</style><footer', "@-rule"),
+    ("<footer", '<p id="top">x</p><footer', 'id="top" twice'),
+    ('<meta http-equiv="Content-Security-Policy" content="default-src \'self\';', '<meta http-equiv="Content-Security-Policy" content="default-src *;',
+     "Content-Security-Policy"),
+])
+def test_active_or_unlisted_content_in_a_page_fails(site, old, new, match):
+    plant(site, "fr/index.html", old, new)
+    refused(site, "fr/index.html", match)
+
+
+def test_a_page_without_the_policy_fails(site):
+    text = (site / "gpu-finder/index.html").read_text(encoding="utf-8")
+    start = text.index('<meta http-equiv="Content-Security-Policy"')
+    (site / "gpu-finder/index.html").write_text(text[:start] + text[text.index(">", start) + 1:], encoding="utf-8")
+    refused(site, "gpu-finder/index.html", "Content-Security-Policy")
+
+
+def test_a_block_that_is_not_its_snippet_fails(site):
+    plant(site, "index.html", NCCL + FIRST_LINE, NCCL + FIRST_LINE.replace("avvialo", "lancialo"))
+    refused(site, "nccl_check.py", "byte for byte")
+
+
+def test_a_french_block_that_runs_otherwise_fails(site):
+    text = (site / "fr/index.html").read_text(encoding="utf-8")
+    start = text.index(NCCL)
+    line_end = text.index("\n", text.index("import", start))
+    (site / "fr/index.html").write_text(text[:line_end] + "\nimport antigravity" + text[line_end:], encoding="utf-8")
+    refused(site, "nccl_check.py", "fr")

@@ -1,0 +1,411 @@
+"""The check of the site as it will be uploaded: the last step before publishing, in a
+process of its own, after the build and every process it started have ended.
+
+``python -m verify.artifact SITE_DIR [--manifest FILE] [--tar FILE] [--snippets DIR]`` reads
+every file of ``SITE_DIR`` once and refuses the site (exit 2, one line naming the file)
+unless, by allow-list:
+
+- every file is a regular file whose path matches a row of ``FILE_TYPES`` (an ``.htm``, an
+  ``.svg``, a file of an unlisted type or folder fails);
+- every page (``*.html``) passes ``check_page``: its ``<head>`` opens with the
+  Content-Security-Policy of ``verify.theme_scripts``; each ``<script>`` is a file of the
+  site (``src``, relative, an existing ``.js`` file), a JSON data island (exactly
+  ``type="application/json"``, content that is JSON) or one of the theme's own inline
+  scripts (its hash in ``theme_hashes``); each ``<style>`` only sets the properties Pygments
+  writes; everything else passes the allow-list sanitiser nh3 (ammonia) unchanged: only the
+  tags of ``TAGS``, the attributes of ``ATTRIBUTES`` (and ``data-md-``/``aria-`` ones), the URL
+  schemes of ``URL_SCHEMES``, ids that are unique on the page and not ``__code_…`` (the id
+  Material's copy button looks for);
+- every titled code block (``title="nccl_check.py"``) shows and copies what the extraction
+  reads: its code holds only Pygments' ``<span class>`` markup (nothing ``hidden``, no ids),
+  so the text a browser shows and the copy button copies is ``code.text()``; in the
+  default language that text is the file ``snippets/**/<title>`` byte for byte, in every
+  other language the same code to its tool (``verify.extract.compare_code``).
+
+Then it writes ``--manifest`` (JSON: every file's path, size and SHA-256) and ``--tar`` (the
+files as read and hashed, the archive GitHub Pages deploys): the upload is what was checked,
+whatever a process left over from the build writes into ``SITE_DIR`` afterwards.
+
+Allow-lists: ``FILE_TYPES``, ``TAGS``, ``ATTRIBUTES``, ``URL_SCHEMES``, ``STYLE_PROPERTIES``
+here; the policy and theme scripts in ``verify/theme_scripts.py``. A contributor who needs a
+new tag, attribute or file type adds it to the table here, with the reason (README,
+"Verified publishing").
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import hashlib
+import io
+import json
+import re
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from posixpath import normpath
+from urllib.parse import urlsplit
+
+import nh3
+from selectolax.lexbor import LexborHTMLParser
+
+from verify.extract import ExtractError, blocks_in_html, compare_code
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
+from verify.theme_scripts import policy, script_hash, theme_hashes
+
+# ------------------------------------------------------------------ allow-lists
+# Every file the site may hold: (pattern of its path under the site, fnmatch: * crosses
+# folders; what it is). Pages are checked below; scripts and stylesheets are the theme's and
+# ours (reviewed as code); no SVG (a browser runs the scripts of an SVG opened directly).
+FILE_TYPES: tuple[tuple[str, str], ...] = (
+    ("*.html", "a page (check_page)"),
+    ("assets/*.js", "a script of the theme or of docs/assets, overrides/assets"),
+    ("assets/*.css", "a stylesheet of the theme, docs/assets, overrides/assets or mkdocs-jupyter"),
+    ("assets/javascripts/*.js.map", "Material's source maps"),
+    ("assets/stylesheets/*.css.map", "Material's source maps"),
+    ("assets/images/*.png", "Material's favicon"),
+    ("assets/finder.json", "the finder's data (hooks/finder.py)"),
+    ("search/search_index.json", "the default language's search index"),
+    ("*/search/search_index.json", "another language's search index"),
+    ("sitemap.xml", "the sitemap"),
+    ("sitemap.xml.gz", "the sitemap, compressed"),
+    # the calculator in the reader's browser (issue 20): Pyodide's runtime, self-hosted
+    ("assets/pyodide/*.wasm", "Pyodide's runtime"),
+    ("assets/pyodide/*.mjs", "Pyodide's loader"),
+    ("assets/pyodide/*.js", "Pyodide's loader"),
+    ("assets/pyodide/*.zip", "Pyodide's standard library"),
+    ("assets/pyodide/*.json", "Pyodide's lock file"),
+    ("assets/pyodide/*.whl", "a package Pyodide loads"),
+    ("assets/*vram*.zip", "the calculator's package for Pyodide"),
+    ("assets/*vram*.whl", "the calculator's package for Pyodide"),
+)
+
+# The elements our Markdown extensions, Material's templates and the notebooks' template
+# and outputs produce. <script> and <style> are read before the sanitiser (see check_page).
+TAGS = frozenset({
+    "a", "abbr", "article", "aside", "b", "blockquote", "br", "button", "caption", "clipboard-copy", "code", "col",
+    "colgroup", "dd", "del", "details", "div", "dl", "dt", "em", "fieldset", "figcaption", "figure", "footer", "form",
+    "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hr", "i", "img", "input", "ins", "kbd", "label", "legend",
+    "li", "link", "main", "mark", "meta", "nav", "ol", "option", "p", "path", "pre", "q", "s", "select", "small",
+    "span", "strong", "sub", "summary", "sup", "svg", "table", "tbody", "td", "tfoot", "th", "thead", "title", "tr",
+    "u", "ul", "var",
+})
+# Attributes every element may carry, then those of one element. data-md-* (Material's
+# state) and aria-* pass by prefix; no other data-*: Material's copy button copies a
+# [data-copy] ancestor instead of the code.
+GLOBAL_ATTRIBUTES = frozenset({"class", "id", "title", "lang", "dir", "role", "hidden", "tabindex", "translate",
+                               "data-search-exclude"})
+ATTRIBUTES: dict[str, frozenset[str]] = {
+    "a": frozenset({"href", "hreflang", "rel", "target"}),
+    "abbr": frozenset({"title"}),
+    "body": frozenset(),
+    "button": frozenset({"type"}),
+    "clipboard-copy": frozenset({"for", ","}),  # "," : a typo of mkdocs-jupyter's template, inert
+    "div": frozenset({"data-jp-theme-light", "data-jp-theme-name", "data-mime-type", "data-type", "data-kinds",
+                      "data-tabs"}),
+    "form": frozenset({"name", "data-json"}),
+    "img": frozenset({"alt", "src", "width", "height"}),
+    "input": frozenset({"autocapitalize", "autocomplete", "autocorrect", "checked", "name", "placeholder", "required",
+                        "spellcheck", "type", "value"}),
+    "label": frozenset({"for"}),
+    "link": frozenset({"href", "hreflang", "rel"}),
+    "meta": frozenset({"charset", "content", "name", "http-equiv"}),  # http-equiv: the policy only, first in <head>
+    "ol": frozenset({"start"}),
+    "option": frozenset({"selected", "value"}),
+    "p": frozenset({"aria-live"}),
+    "path": frozenset({"d", "fill", "fill-rule"}),
+    "select": frozenset({"name"}),
+    "svg": frozenset({"height", "version", "viewBox", "width", "xmlns", "data-view-component"}),
+    "td": frozenset({"align", "colspan", "rowspan"}),
+    "th": frozenset({"align", "colspan", "rowspan", "scope"}),
+}
+ATTRIBUTE_PREFIXES = frozenset({"data-md-", "aria-"})
+URL_SCHEMES = frozenset({"http", "https", "mailto"})  # and relative URLs; data: only for images (check_page)
+RESERVED_ID_RE = re.compile(r"__code_")  # Material's copy button copies the first #__code_N it finds
+# What Pygments' stylesheets (the notebook cells' highlighting) set, and nothing that hides.
+STYLE_PROPERTIES = frozenset({"color", "background", "background-color", "font-weight", "font-style", "text-decoration", "border",
+                              "line-height", "padding-left", "padding-right"})
+HTML_ATTRIBUTES = frozenset({"class", "lang"})  # <html>
+BODY_ATTRIBUTES = frozenset({"dir", "data-md-color-scheme", "data-md-color-primary", "data-md-color-accent"})
+
+
+class ArtifactError(Exception):
+    """The site is not what may be published: one line naming the file."""
+
+
+@dataclass(frozen=True)
+class SiteFile:
+    path: str  # POSIX, relative to the site
+    data: bytes
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+# ------------------------------------------------------------------------ files
+def file_type(path: str) -> str | None:
+    """What ``path`` (relative, POSIX) is by ``FILE_TYPES``, or None."""
+    return next((what for pattern, what in FILE_TYPES if fnmatch.fnmatchcase(path, pattern)), None)
+
+
+def read_site(site_dir: Path) -> list[SiteFile]:
+    """Every file of ``site_dir``, read once. Raises ArtifactError for a link, a special file
+    or a file of no listed type."""
+    if not site_dir.is_dir():
+        raise ArtifactError(f"{site_dir}: no such folder")
+    files = []
+    for path in sorted(site_dir.rglob("*")):
+        relative = path.relative_to(site_dir).as_posix()
+        if path.is_symlink():
+            raise ArtifactError(f"{relative}: a symbolic link; the site holds plain files")
+        if path.is_dir():
+            continue
+        if not path.is_file():
+            raise ArtifactError(f"{relative}: not a plain file")
+        if file_type(relative) is None:
+            raise ArtifactError(f"{relative}: a file of no allowed type (verify/artifact.py, FILE_TYPES); "
+                                "the site holds pages, the theme's and our assets, search indexes and the sitemap")
+        files.append(SiteFile(relative, path.read_bytes()))
+    return files
+
+
+# ------------------------------------------------------------------------ pages
+def base_urls(page: str, site_path: str) -> tuple[str, ...]:
+    """The ``base_url`` MkDocs gives a page's template: the way back to the site's root
+    (``.``, ``..``, ``../..``), or on a 404 page the site's absolute path."""
+    depth = len(PurePosixPath(page).parts) - 1
+    return ("/".join([".."] * depth) or ".", site_path)
+
+
+def _style_problem(css: str) -> str | None:
+    if re.search(r"@|\\|url\(|<", css):
+        return "an @-rule, escape or url() in a <style>"
+    for declarations in re.findall(r"\{([^{}]*)\}", css):
+        for declaration in filter(str.strip, declarations.split(";")):
+            prop = declaration.partition(":")[0].strip().lower()
+            if prop not in STYLE_PROPERTIES:
+                return f"a <style> setting {prop!r} (only Pygments' properties: verify/artifact.py, STYLE_PROPERTIES)"
+    return None
+
+
+def _resolve(page: str, url: str, site_path: str) -> str | None:
+    """The file of the site a ``url`` of ``page`` names (relative, or absolute under
+    ``site_path`` as on a 404 page), or None for another origin, a scheme or a query."""
+    parts = urlsplit(url)
+    if parts.scheme or parts.netloc or parts.query or not parts.path:
+        return None
+    if parts.path.startswith("/"):
+        return parts.path[len(site_path):] if parts.path.startswith(site_path) and ".." not in parts.path else None
+    return normpath(str(PurePosixPath(page).parent / parts.path)).lstrip("./") or None
+
+
+def _check_scripts(page: str, tree, site_files: set[str], allowed_hashes: frozenset[str], site_path: str) -> None:
+    for node in tree.css("script"):
+        attributes = dict(node.attributes)
+        src = attributes.pop("src", None)
+        if src is not None:
+            attributes.pop("defer", None)
+            target = _resolve(page, src, site_path)
+            if attributes or target is None or not target.endswith(".js") or target not in site_files:
+                raise ArtifactError(f"{page}: <script src={src!r}> is not a script file of this site "
+                                    "(a relative URL of an existing .js file, only defer beside it)")
+            continue
+        body = node.text(deep=True)
+        kind = attributes.pop("type", None)
+        attributes.pop("id", None)
+        if attributes:
+            raise ArtifactError(f"{page}: a <script> with {sorted(attributes)}")
+        if kind == "application/json":
+            try:
+                json.loads(body)
+            except ValueError:
+                raise ArtifactError(f"{page}: a <script type=\"application/json\"> whose content is not JSON") from None
+        elif kind is not None or script_hash(body) not in allowed_hashes:
+            first = body.strip().splitlines()[0][:60] if body.strip() else ""
+            raise ArtifactError(f"{page}: an inline <script> that is not one of the theme's own "
+                                f"(verify/theme_scripts.py): {first!r}")
+
+
+def _check_policy(page: str, tree, bases: tuple[str, ...]) -> None:
+    metas = tree.css("meta[http-equiv]")
+    head = tree.head
+    first = next((child for child in head.iter() if child.tag not in ("-text", "-comment")), None) if head else None
+    expected = {policy(base) for base in bases}
+    if (len(metas) != 1 or first is None or first.tag != "meta" or first.attributes.get("http-equiv") != "Content-Security-Policy"
+            or first.attributes.get("content") not in expected or set(first.attributes) != {"http-equiv", "content"}):
+        raise ArtifactError(f"{page}: <head> does not open with the site's Content-Security-Policy "
+                            "(overrides/main.html, verify/theme_scripts.py) or has another http-equiv")
+
+
+def _filter(page: str, problems: list[str]):
+    def check(tag: str, name: str, value: str):
+        if name == "id" and RESERVED_ID_RE.match(value):
+            problems.append(f'an id="{value}" (Material\'s copy button would copy that element)')
+            return None
+        if name == "http-equiv" and value != "Content-Security-Policy":
+            problems.append(f'a <meta http-equiv="{value}">')
+            return None
+        if name == "src" and tag == "img" and value.startswith("data:"):
+            return value if re.match(r"data:image/(png|jpeg|gif);base64,", value) else None
+        return value
+    return check
+
+
+def _shape(html_text: str) -> list:
+    """The elements, attributes and texts of a document's head and body, in order."""
+    tree = LexborHTMLParser(html_text)
+    shape = []
+    for root in (tree.head, tree.body):
+        if root is None:
+            continue
+        for number, node in enumerate(root.traverse(include_text=True)):
+            if number == 0 or node.tag in ("-comment", "script", "style") or node.parent is not None and node.parent.tag in ("script", "style"):
+                continue
+            if node.tag == "-text":
+                text = node.text_content or ""
+                if text.strip():
+                    shape.append(("text", " ".join(text.split())))
+            else:
+                shape.append((node.tag, tuple(sorted((k, v or "") for k, v in node.attributes.items()))))
+    return shape
+
+
+def _sanitised(page: str, text: str) -> None:
+    problems: list[str] = []
+    clean = nh3.clean(text, tags=set(TAGS), clean_content_tags={"script", "style"},
+                      attributes={"*": set(GLOBAL_ATTRIBUTES), **{tag: set(names) for tag, names in ATTRIBUTES.items()}},
+                      generic_attribute_prefixes=set(ATTRIBUTE_PREFIXES), url_schemes=set(URL_SCHEMES) | {"data"},
+                      attribute_filter=_filter(page, problems), link_rel=None, strip_comments=True)
+    if problems:
+        raise ArtifactError(f"{page}: {problems[0]}")
+    before, after = _shape(text), _shape(clean)
+    if before != after:
+        index = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
+        found = repr(before[index] if index < len(before) else "(end)")
+        raise ArtifactError(f"{page}: the allow-list sanitiser (nh3) refuses {found[:200]} "
+                            "(verify/artifact.py: TAGS, ATTRIBUTES, URL_SCHEMES)")
+
+
+def check_page(page: str, text: str, site_files: set[str], site_path: str = "/") -> None:
+    """Raise ArtifactError unless the page ``page`` (its path in the site) passes (module docstring)."""
+    tree = LexborHTMLParser(text)
+    bases = base_urls(page, site_path)
+    _check_policy(page, tree, bases)
+    _check_scripts(page, tree, site_files, frozenset().union(*(theme_hashes(base) for base in bases)), site_path)
+    for style in tree.css("style"):
+        if problem := _style_problem(style.text(deep=True)):
+            raise ArtifactError(f"{page}: {problem}")
+    for node, allowed in ((tree.root, HTML_ATTRIBUTES), (tree.body, BODY_ATTRIBUTES)):
+        if node is not None and (extra := set(node.attributes) - allowed):
+            raise ArtifactError(f"{page}: <{node.tag}> has {sorted(extra)}")
+    ids = [node.attributes["id"] for node in tree.css("[id]")]
+    if len(ids) != len(set(ids)):
+        twice = next(value for value in ids if ids.count(value) > 1)
+        raise ArtifactError(f'{page}: id="{twice}" twice (a copy button or link would find the first)')
+    _check_code_blocks(page, tree)
+    _sanitised(page, text)
+
+
+def _check_code_blocks(page: str, tree) -> None:
+    for title in tree.css("div.highlight > span.filename"):
+        code = title.parent.css_first("pre > code")
+        if code is None:
+            continue
+        for number, node in enumerate(code.traverse()):
+            if number == 0:
+                continue
+            if node.tag != "span" or set(node.attributes) - {"class"}:
+                raise ArtifactError(f"{page}: the block {title.text().strip()!r} holds <{node.tag} {' '.join(node.attributes)}>: "
+                                    "a titled block's code is Pygments' <span class> markup only, shown and copied as extracted")
+
+
+def check_titled_blocks(pages: dict[str, str], snippets_dir: Path) -> None:
+    """Every titled block's text (as shown and copied) is its snippet: the file in the default
+    language, the same code to its tool in the others. Raises ArtifactError."""
+    found: dict[str, dict[str, tuple[str, str]]] = {}
+    for page, text in pages.items():
+        first = page.split("/")[0]
+        lang = first if first in LANGUAGES and first != DEFAULT_LANGUAGE else DEFAULT_LANGUAGE
+        for block in blocks_in_html(text, lang, page):
+            found.setdefault(block.name, {})[f"{lang} {page}"] = (lang, block.code)
+    for name, shown in sorted(found.items()):
+        matches = [path for path in snippets_dir.rglob(name) if path.is_file() and "data" not in path.relative_to(snippets_dir).parts]
+        if len(matches) != 1:
+            raise ArtifactError(f"block {name!r}: {len(matches)} files named so under {snippets_dir}: a title names one snippet")
+        snippet = matches[0].read_text(encoding="utf-8")
+        for where, (lang, code) in sorted(shown.items()):
+            if lang == DEFAULT_LANGUAGE:
+                if code != snippet:
+                    raise ArtifactError(f"block {name!r} ({where}): the code shown is not {matches[0]} byte for byte")
+            else:
+                try:
+                    compare_code(name, (snippet, str(matches[0])), (code, where))
+                except ExtractError as exc:
+                    raise ArtifactError(str(exc)) from None
+
+
+# --------------------------------------------------------------------- artifact
+def site_path_of(files: dict[str, bytes]) -> str:
+    """The site's path on its host (``/`` or ``/REPO/``): the shortest URL of the sitemap, its home page."""
+    sitemap = files.get("sitemap.xml", b"").decode("utf-8", "replace")
+    paths = [urlsplit(loc).path for loc in re.findall(r"<loc>([^<]+)</loc>", sitemap)]
+    return min(paths, key=len) if paths else "/"
+
+
+def check_site(site_dir: Path, snippets_dir: Path) -> list[SiteFile]:
+    """Every file of ``site_dir``, read once and checked. Raises ArtifactError."""
+    files = read_site(site_dir)
+    by_path = {f.path: f.data for f in files}
+    site_path = site_path_of(by_path)
+    pages = {}
+    for f in files:
+        if f.path.endswith(".html"):
+            try:
+                pages[f.path] = f.data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ArtifactError(f"{f.path}: not UTF-8") from None
+            check_page(f.path, pages[f.path], set(by_path), site_path)
+    if not pages:
+        raise ArtifactError(f"{site_dir}: no page")
+    check_titled_blocks(pages, snippets_dir)
+    return files
+
+
+def manifest(files: list[SiteFile]) -> dict:
+    return {"files": [{"path": f.path, "bytes": len(f.data), "sha256": f.sha256} for f in files]}
+
+
+def write_tar(files: list[SiteFile], out: Path) -> None:
+    """The archive GitHub Pages deploys (``actions/upload-pages-artifact``'s layout: a tar of
+    the site's files at ``./``), made from the bytes that were checked."""
+    with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
+        for f in files:
+            info = tarfile.TarInfo(f"./{f.path}")
+            info.size, info.mode, info.mtime = len(f.data), 0o644, 0
+            tar.addfile(info, io.BytesIO(f.data))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m verify.artifact", description=__doc__.splitlines()[0])
+    parser.add_argument("site_dir", type=Path)
+    parser.add_argument("--snippets", type=Path, default=Path("snippets"))
+    parser.add_argument("--manifest", type=Path, help="write every file's path, size and SHA-256 here (JSON)")
+    parser.add_argument("--tar", type=Path, help="write the checked files here, as the Pages artifact")
+    args = parser.parse_args(argv)
+    try:
+        files = check_site(args.site_dir, args.snippets)
+    except ArtifactError as exc:
+        print(f"verify.artifact: error: {exc}", file=sys.stderr)
+        return 2
+    if args.manifest:
+        args.manifest.write_text(json.dumps(manifest(files), indent=1) + "\n", encoding="utf-8")
+    if args.tar:
+        write_tar(files, args.tar)
+    print(f"verify.artifact: {len(files)} files checked ({sum(len(f.data) for f in files)} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
