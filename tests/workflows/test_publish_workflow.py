@@ -68,7 +68,9 @@ ZIZMOR_IGNORE = re.compile(r"#\s*zizmor:\s*ignore\[([\w,\s-]+)\]")
 
 def zizmor(*args: str) -> subprocess.CompletedProcess:
     program = shutil.which("zizmor") or str(Path(sys.executable).parent / "zizmor")
-    return subprocess.run([program, "--offline", "--color=never", *args, str(WORKFLOWS)], capture_output=True, text=True, cwd=REPO_ROOT)
+    # --no-config: a pull request's .github/zizmor.yml (or zizmor.yml) cannot switch a rule off
+    return subprocess.run([program, "--offline", "--no-config", "--color=never", *args, str(WORKFLOWS)],
+                          capture_output=True, text=True, cwd=REPO_ROOT)
 
 
 def test_zizmor_auditor_finds_nothing_but_the_accepted_finding():
@@ -90,6 +92,10 @@ def test_zizmor_auditor_finds_nothing_but_the_accepted_finding():
     assert "self-hosted-runner" in readme and "--persona=auditor" in readme
 
 
+SHIPPED = {".github/actionlint.yaml", ".github/gpu-runner/jit-runner.sh", ".github/workflows/publish.yml"}
+PRIVILEGED_TRIGGERS = {"pull_request_target", "workflow_run"}  # run with the base repository's token and secrets
+
+
 def test_triggers_push_to_main_pull_request_and_manual_never_pull_request_target(workflow):
     on = triggers(workflow)
     assert set(on) == {"push", "pull_request", "workflow_dispatch"}
@@ -98,11 +104,54 @@ def test_triggers_push_to_main_pull_request_and_manual_never_pull_request_target
         assert "pull_request_target" not in path.read_text(), path.name
 
 
+def github_files(root: Path) -> set[str]:
+    return {path.relative_to(root).as_posix() for path in (root / ".github").rglob("*") if not path.is_dir()}
+
+
+def privileged_triggers(path: Path) -> set[str]:
+    on = triggers(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    names = {on} if isinstance(on, str) else set(on or ())
+    return names & PRIVILEGED_TRIGGERS
+
+
+def test_only_the_shipped_workflow_files_exist_and_none_has_a_privileged_trigger():
+    """Issue 19, hole 9: a pull request added `.github/zizmor.yml` (a disabled rule) and a
+    `workflow_run` workflow with `pages: write`; the auditor passed. Any file of .github/
+    other than ours fails here, and so does a zizmor configuration anywhere zizmor looks."""
+    assert github_files(REPO_ROOT) == SHIPPED
+    assert not (REPO_ROOT / "zizmor.yml").exists() and not (REPO_ROOT / ".github" / "zizmor.yml").exists()
+    for path in WORKFLOWS.glob("*"):
+        assert not privileged_triggers(path), path.name
+
+
+def test_the_attackers_workflow_and_config_are_caught(tmp_path):
+    """The checks above on a copy of .github/ with the attacker's files planted."""
+    import shutil
+
+    shutil.copytree(REPO_ROOT / ".github", tmp_path / ".github")
+    (tmp_path / ".github" / "zizmor.yml").write_text("rules:\n  dangerous-triggers:\n    disable: true\n")
+    attack = tmp_path / ".github" / "workflows" / "deploy.yml"
+    attack.write_text("on:\n  workflow_run:\n    workflows: [x]\n    types: [completed]\npermissions:\n  pages: write\n"
+                      "jobs:\n  d:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo\n")
+    assert github_files(tmp_path) - SHIPPED == {".github/zizmor.yml", ".github/workflows/deploy.yml"}
+    assert privileged_triggers(attack) == {"workflow_run"}
+    (attack).write_text("on: pull_request_target\njobs: {}\n")
+    assert privileged_triggers(attack) == {"pull_request_target"}
+    # zizmor itself, configuration ignored, reports the trigger the config would have silenced
+    program = shutil.which("zizmor") or str(Path(sys.executable).parent / "zizmor")
+    attack.write_text("on:\n  workflow_run:\n    workflows: [x]\n    types: [completed]\npermissions: {}\n"
+                      "jobs:\n  d:\n    runs-on: ubuntu-24.04\n    permissions:\n      pages: write\n"
+                      "    steps:\n      - run: echo\n")
+    result = subprocess.run([program, "--offline", "--no-config", "--color=never", "--persona=auditor", str(attack)],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode != 0 and "dangerous-triggers" in result.stdout
+
+
 def test_least_privilege_permissions_and_limits(workflow):
     assert workflow["permissions"] == {}
     assert workflow["concurrency"]["group"]
     expected = {"test": {"contents": "read"}, "gpu": {"contents": "read"}, "publish": {"contents": "read"},
-                "deploy": {"pages": "write", "id-token": "write"}}
+                "check-site": {"contents": "read"}, "deploy": {"pages": "write", "id-token": "write"}}
     assert {name: job["permissions"] for name, job in workflow["jobs"].items()} == expected
     for name, job in workflow["jobs"].items():
         assert 0 < job["timeout-minutes"] <= 60, name
@@ -143,7 +192,8 @@ def test_publish_needs_both_jobs_to_succeed_on_main(workflow):
         expected = event != "pull_request" and ref == "refs/heads/main" and test == gpu == "success"
         assert condition(publish["if"], event, ref, {"test": test, "gpu": gpu}) == expected, (event, ref, test, gpu)
     order = [step.get("uses", step.get("run", "")).split("@")[0] for step in publish["steps"]]
-    assert order.index("actions/download-artifact") < order.index("make publish") < order.index("actions/upload-pages-artifact")
+    assert order.index("actions/download-artifact") < order.index("make publish") < order.index("actions/upload-artifact")
+    assert "actions/upload-pages-artifact" not in order  # the Pages archive comes from check-site only
     download = next(step for step in publish["steps"] if step.get("uses", "").startswith("actions/download-artifact@"))
     assert download["with"] == {"name": "verification", "path": "verification"}
 
@@ -156,18 +206,45 @@ def test_the_oidc_token_is_only_where_no_code_of_the_repository_runs(workflow):
         if name != "deploy":
             assert "id-token" not in job["permissions"] and "pages" not in job["permissions"], name
     deploy = workflow["jobs"]["deploy"]
-    assert deploy["needs"] == "publish" and deploy["environment"]["name"] == "github-pages"
+    assert deploy["needs"] == "check-site" and deploy["environment"]["name"] == "github-pages"
     assert [step["uses"].split("@")[0] for step in deploy["steps"]] == ["actions/deploy-pages"]
     for event, ref, publish in product(("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x"),
                                        ("success", "failure", "skipped")):
         expected = event != "pull_request" and ref == "refs/heads/main" and publish == "success"
-        assert condition(deploy["if"], event, ref, {"publish": publish}) == expected, (event, ref, publish)
+        assert condition(deploy["if"], event, ref, {"check-site": publish}) == expected, (event, ref, publish)
+        assert condition(workflow["jobs"]["check-site"]["if"], event, ref, {"publish": publish}) == expected
 
 
 def test_make_targets_called_by_the_workflow_exist():
     make_mk = (REPO_ROOT / "verify" / "make.mk").read_text()
-    assert re.search(r"^gpu-check:.*\n\t\$\(PY\) -m verify\.gpu_check", make_mk, re.M)
-    assert re.search(r"^publish:.*\n\tGUIDE_PUBLISH=1 \$\(PY\) -m mkdocs build --strict", make_mk, re.M)
+    assert re.search(r"^gpu-check:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n\t\$\(PY\) -m verify\.gpu_check", make_mk, re.M)
+    assert re.search(r"^publish:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n\tGUIDE_PUBLISH=1 \$\(PY\) -m mkdocs build --strict.*\n"
+                     r"\t\$\(PY\) -m verify\.artifact site --manifest site-manifest\.json --tar artifact\.tar$", make_mk, re.M)
+
+
+def test_the_pages_archive_is_made_by_the_check_on_a_fresh_machine(workflow):
+    """Issue 19, hole 6: a process left by the publish build rewrote site/ after the build and
+    before the upload. The build's job hands site/ over as an artifact; check-site (another
+    machine: no process of the build survives there, and none of its code runs: only the
+    check's pinned libraries are installed) checks it, writes the archive from the bytes it
+    checked, and uploads that archive, which deploy-pages deploys."""
+    check = workflow["jobs"]["check-site"]
+    assert check["needs"] == "publish"
+    steps = check["steps"]
+    runs = [step["run"] for step in steps if "run" in step]
+    assert runs == ["python -m pip install --quiet --no-deps -r verify/requirements-artifact.txt",
+                    "python -m verify.artifact site --manifest site-manifest.json --tar artifact.tar"]
+    download = next(step for step in steps if step.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"] == {"name": "site-build", "path": "site"}
+    uploads = {step["with"]["name"]: step["with"]["path"] for step in steps if step.get("uses", "").startswith("actions/upload-artifact@")}
+    assert uploads == {"github-pages": "artifact.tar", "site-manifest": "site-manifest.json"}
+    handed = next(step for step in workflow["jobs"]["publish"]["steps"] if step.get("uses", "").startswith("actions/upload-artifact@"))
+    assert handed["with"]["name"] == "site-build" and handed["with"]["path"] == "site"
+    pins = dict(line.split("==") for line in (REPO_ROOT / "constraints.txt").read_text().splitlines() if "==" in line)
+    for line in (REPO_ROOT / "verify" / "requirements-artifact.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            assert pins.get(name) == version, line
 
 
 def test_actionlint_knows_the_gpu_label():
