@@ -193,8 +193,10 @@ def check_runnable(block: Block) -> None:
         tool_reading(language, block.code, f"block {block.name!r} ({block.lang}, {block.page})")
 
 
-def extract(site_dir: Path, out_dir: Path, names: tuple[str, ...] = REQUIRED_BLOCKS) -> dict[str, str]:
-    """Check ``names`` in every language and write them to ``out_dir``; returns name -> sha256.
+def extract(site_dir: Path, out_dir: Path, names: tuple[str, ...] = REQUIRED_BLOCKS, lang: str = DEFAULT_LANGUAGE) -> dict[str, str]:
+    """Check ``names`` in every language and write ``lang``'s text of each (the default
+    language's unless told: the CPU rehearsal runs every language's) to ``out_dir``;
+    returns name -> sha256 of what was written.
 
     Raises ExtractError naming the block (missing in a language, or code that differs).
     """
@@ -206,13 +208,14 @@ def extract(site_dir: Path, out_dir: Path, names: tuple[str, ...] = REQUIRED_BLO
             where = ", ".join(f"{lang} ({language_root(site_dir, lang)})" for lang in missing)
             raise ExtractError(f"block {name!r} not found in the built pages of {where}: is its title=\"{name}\" still there?")
         reference = per_lang[DEFAULT_LANGUAGE][name]
-        for lang in LANGUAGES:
-            check_runnable(per_lang[lang][name])
-            if lang != DEFAULT_LANGUAGE:
-                compare(name, reference, per_lang[lang][name])
+        for other in LANGUAGES:
+            check_runnable(per_lang[other][name])
+            if other != DEFAULT_LANGUAGE:
+                compare(name, reference, per_lang[other][name])
+        written = per_lang[lang][name].code
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / name).write_text(reference.code, encoding="utf-8", newline="")
-        hashes[name] = snippet_sha256(reference.code.encode("utf-8"))
+        (out_dir / name).write_text(written, encoding="utf-8", newline="")
+        hashes[name] = snippet_sha256(written.encode("utf-8"))
     return hashes
 
 

@@ -1,0 +1,83 @@
+"""Both languages' code runs (issue 19, hole 11): the French page's blocks were compared with
+the Italian ones by AST but never run, so a snippet that reads its own comments (its
+``__file__``, a traceback's source line) could behave otherwise in French. Every runnable
+block is extracted from each language's pages and run on CPU with two gloo ranks
+(``fork_ranks.py``: the unmodified script, torchrun's environment); what each prints and
+the weights it saves must be the same in both languages. Only the NCCL check's timings
+(measured, so never equal twice) are masked."""
+
+from __future__ import annotations
+
+import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+from tests.snippets.launch import FORK_RANKS
+from tests.snippets.launch import run as harness_run
+from verify.extract import extract
+from verify.languages import LANGUAGES
+
+pytestmark = pytest.mark.slow
+
+RUNS = {  # block -> arguments (one short epoch: the same code path as the guide's)
+    "nccl_check.py": [],
+    "train.py": ["--epochs", "1", "--out", "out"],
+    "train_fsdp2.py": ["--epochs", "1", "--out", "out"],
+}
+TIMINGS_RE = re.compile(r"[\d.]+ (all-reduce/s|GB/s)")
+
+
+@pytest.fixture(scope="module")
+def runs(built_site, tmp_path_factory):
+    """{(lang, block): (run, its folder)} for every runnable block in every language."""
+    jobs = {}
+    for lang in LANGUAGES:
+        folder = tmp_path_factory.mktemp(f"extracted-{lang}")
+        extract(built_site, folder, tuple(RUNS), lang=lang)
+        for name, args in RUNS.items():
+            work = folder / name.removesuffix(".py")
+            work.mkdir()
+            jobs[(lang, name)] = (work, [sys.executable, str(FORK_RANKS), "2", str(folder / name), *args])
+    with ThreadPoolExecutor(2) as pool:
+        futures = {key: pool.submit(harness_run, cmd, cwd=work, timeout=300) for key, (work, cmd) in jobs.items()}
+        return {key: (future.result(), jobs[key][0]) for key, future in futures.items()}
+
+
+def test_the_languages_extract_different_text(runs):
+    """The comments really differ (else this module would prove nothing)."""
+    texts = {lang: (runs[(lang, "nccl_check.py")][1].parent / "nccl_check.py").read_text(encoding="utf-8") for lang in LANGUAGES}
+    assert len(set(texts.values())) == len(LANGUAGES)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_every_language_prints_the_same(runs, name):
+    outputs = {}
+    for lang in LANGUAGES:
+        run, _ = runs[(lang, name)]
+        assert run.returncode == 0, f"{lang} {name}: {run.stderr[-2000:]}"
+        outputs[lang] = sorted(TIMINGS_RE.sub(r"T \1", line) for line in run.stdout.splitlines())
+    assert outputs[LANGUAGES[0]], name
+    for lang in LANGUAGES[1:]:
+        assert outputs[lang] == outputs[LANGUAGES[0]], f"{name}: {lang} printed otherwise than {LANGUAGES[0]}"
+
+
+def test_every_language_saves_the_same_weights(runs, tmp_path):
+    def tensors(state):
+        return {key: value for key, value in state.items() if isinstance(value, torch.Tensor)}
+
+    ddp = {lang: torch.load(runs[(lang, "train.py")][1] / "out" / "checkpoint.pt", weights_only=True) for lang in LANGUAGES}
+    fsdp = {}
+    for lang in LANGUAGES:
+        dcp_to_torch_save(runs[(lang, "train_fsdp2.py")][1] / "out" / "epoch-1" / "model", tmp_path / f"{lang}.pt")
+        fsdp[lang] = torch.load(tmp_path / f"{lang}.pt", weights_only=False)
+    for states in (ddp, fsdp):
+        reference = states[LANGUAGES[0]]
+        flat = tensors(reference.get("model", reference))
+        assert flat
+        for lang in LANGUAGES[1:]:
+            other = tensors(states[lang].get("model", states[lang]))
+            assert other.keys() == flat.keys() and all(torch.equal(other[k], flat[k]) for k in flat), lang
