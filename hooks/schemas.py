@@ -59,8 +59,9 @@ def check_languages(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
-def check_text(value: dict[str, str], fields: Iterable[str] = ()) -> dict[str, str]:
-    """``value`` if it has exactly the site's languages and uses only ``fields``; raises ValueError."""
+def check_text(value: dict[str, str], fields: Iterable[str] = (), required: bool = False) -> dict[str, str]:
+    """``value`` if it has exactly the site's languages and uses only ``fields`` (with
+    ``required``, every one of them, in each language); raises ValueError."""
     check_languages(value)
     allowed = set(fields)
     for lang, text in value.items():
@@ -72,12 +73,22 @@ def check_text(value: dict[str, str], fields: Iterable[str] = ()) -> dict[str, s
         if extra:
             may = f"may use only {', '.join('{' + f + '}' for f in sorted(allowed))}" if allowed else "takes no {fields}"
             raise ValueError(f"{lang}: unknown field {{{extra[0]}}}: this text {may}")
+        missing = sorted(allowed - used) if required else []
+        if missing:
+            raise ValueError(f"{lang}: lacks {{{missing[0]}}}: this text states the record, every one of "
+                             f"{', '.join('{' + f + '}' for f in sorted(allowed))}")
     return value
 
 
 def Text(*fields: str) -> Any:  # noqa: N802 (a type factory, used like a type)
     """A reader-facing text in every language; a template that may use only ``fields``."""
     return Annotated[dict[str, Name], AfterValidator(lambda value: check_text(value, fields))]
+
+
+def RequiredText(*fields: str) -> Any:  # noqa: N802
+    """A ``Text`` that must use every one of ``fields`` in every language: a text that states
+    a record (the verification note) cannot print a fixed claim instead of the record's values."""
+    return Annotated[dict[str, Name], AfterValidator(lambda value: check_text(value, fields, required=True))]
 
 
 def Texts(fields_by_key: dict[str, tuple[str, ...]]) -> Any:  # noqa: N802
@@ -283,11 +294,11 @@ class FinderFile(Data):
 class VerificationFile(Data):
     title: Text()
     unverified: Text()
-    verified: Text("gpus", "links", "when", "rate", "size", "algbw", "busbw", "torch", "cuda", "nccl")
-    verified_one_gpu: Text("model", "when", "rate", "size", "torch", "cuda", "nccl")
-    gpus: Text("count", "model")
-    when: Text("date", "time")
-    links: Text("classes")
+    verified: RequiredText("gpus", "links", "when", "rate", "size", "algbw", "busbw", "torch", "cuda", "nccl")
+    verified_one_gpu: RequiredText("model", "when", "rate", "size", "torch", "cuda", "nccl")
+    gpus: RequiredText("count", "model")
+    when: RequiredText("date", "time")
+    links: RequiredText("classes")
     and_: Text() = Field(alias="and")
     link_classes: Texts({name: () for name in LINK_CLASSES})
     fixture: Text()
