@@ -1,0 +1,128 @@
+"""The browser enforces it too (issue 19): every page carries a Content-Security-Policy
+(``<meta http-equiv>``, overrides/main.html; verify/theme_scripts.py). In Chromium, on the
+site served as a project site: no page of either language breaks the policy while loading
+or while a reader uses it (search, the finder, copy buttons, the language switch); and an
+inline script, a ``javascript:`` link and a load from another origin planted in a page (in
+the HTML as served, or added after the page loaded: a delay, a click, an image, a fetch,
+a stylesheet) do not run or load. Violations are read from the browser's own
+``securitypolicyviolation`` events; requests that reach the network are recorded by routing."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.browser.conftest import site_pages
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+LISTEN = """window.__violations = [];
+document.addEventListener('securitypolicyviolation',
+  e => window.__violations.push(e.effectiveDirective + ' ' + (e.blockedURI || '')));"""
+OUTSIDE = "https://evil.example"
+
+
+@pytest.fixture
+def guarded(chromium, site_server):
+    """A page recording policy violations and every request that left the site (aborted)."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    context.add_init_script(LISTEN)
+    outside: list[str] = []
+
+    def guard(route):
+        if urlsplit(route.request.url)[:2] == urlsplit(site_server.origin)[:2]:
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    page.outside = outside
+    yield page
+    context.close()
+
+
+def violations(page) -> list[str]:
+    return page.evaluate("window.__violations")
+
+
+def plant(page, site_server, path: str, html: str):
+    """Serve ``path`` with ``html`` added before ``</body>``, as if the build had written it."""
+    url = site_server.url(path)
+
+    def serve(route):
+        response = route.fetch()
+        route.fulfill(response=response, body=response.text().replace("</body>", html + "</body>", 1))
+
+    page.route(url, serve)
+    page.goto(url, wait_until="networkidle")
+
+
+def test_no_page_breaks_the_policy(guarded, site_server):
+    for path in site_pages(site_server.root):
+        guarded.goto(site_server.url(path), wait_until="networkidle")
+        assert guarded.locator('meta[http-equiv="Content-Security-Policy"]').count() == 1, path
+        assert violations(guarded) == [], path
+    assert guarded.outside == []
+
+
+def test_a_planted_inline_script_does_not_run(guarded, site_server):
+    plant(guarded, site_server, "", "<script>window.__planted = 'ran'</script>")
+    assert guarded.evaluate("window.__planted") is None
+    assert any(v.startswith("script-src-elem inline") for v in violations(guarded)), violations(guarded)
+
+
+def test_a_javascript_link_does_not_run(guarded, site_server):
+    plant(guarded, site_server, "fr/", '<a id="planted" href="javascript:window.__planted=\'ran\'">x</a>')
+    guarded.click("#planted")
+    guarded.wait_for_timeout(300)
+    assert guarded.evaluate("window.__planted") is None
+    assert any(v.startswith("script-src-elem inline") for v in violations(guarded)), violations(guarded)
+
+
+def test_late_loads_from_another_origin_are_blocked(guarded, site_server):
+    """After the page loaded (when a browser test has stopped looking): a delayed image, a
+    fetch, a script, a stylesheet, and a planted handler attribute."""
+    plant(guarded, site_server, "gpu-finder/", f'<img id="late" alt="" onerror="window.__planted=1" src="{OUTSIDE}/0.png">')
+    guarded.evaluate(f"""() => new Promise(done => setTimeout(() => {{
+        const img = document.createElement('img'); img.src = '{OUTSIDE}/1.png'; document.body.append(img);
+        const script = document.createElement('script'); script.src = '{OUTSIDE}/2.js'; document.body.append(script);
+        const link = document.createElement('link'); link.rel = 'stylesheet'; link.href = '{OUTSIDE}/3.css'; document.head.append(link);
+        fetch('{OUTSIDE}/4').catch(() => null).then(done);
+    }}, 1500))""")
+    guarded.wait_for_timeout(500)
+    assert guarded.outside == [], "nothing reached another origin"
+    directives = {v.split()[0] for v in violations(guarded)}
+    assert {"img-src", "script-src-elem", "style-src-elem", "connect-src"} <= directives, violations(guarded)
+    assert guarded.evaluate("window.__planted") is None
+
+
+def test_search_finder_copy_and_language_switch_work_under_the_policy(guarded, site_server):
+    page = guarded
+    page.goto(site_server.url("fr/"), wait_until="networkidle")
+    page.click("input.md-search__input")
+    page.keyboard.type("NCCL")
+    page.wait_for_selector(".md-search-result__item", timeout=10_000)
+    # the copy button of the verified block copies that block
+    block = page.locator("div.highlight:has(span.filename:text-is('nccl_check.py'))")
+    page.keyboard.press("Escape")
+    block.scroll_into_view_if_needed()
+    block.hover()
+    block.locator("button.md-code__button[data-md-type=copy]").click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.strip() == block.locator("code").inner_text().strip() and "import" in copied
+    # the language switch
+    page.hover(".md-header__option .md-select")
+    page.click('a.md-select__link[hreflang="it"]')
+    page.wait_for_function("document.documentElement.lang === 'it'")
+    # the finder computes in the page
+    page.goto(site_server.url("gpu-finder/"), wait_until="networkidle")
+    page.wait_for_selector('#finder-form[data-ready="true"]', state="visible", timeout=10_000)
+    before = page.inner_text("#finder-results")
+    page.select_option("#finder-model", "llama-3.2-1b")
+    page.wait_for_timeout(300)
+    assert page.inner_text("#finder-results") != before
+    assert violations(page) == [] and page.outside == []
