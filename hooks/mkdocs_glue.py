@@ -165,9 +165,14 @@ def on_page_content(html, page, config, files, **kwargs):
         return translate_comments(html, build_language(config))
 
 
+def on_startup(command, **kwargs):
+    _build["serving"] = command == "serve"  # live reload's inline script: verify/theme_scripts.policy
+
+
 def on_env(env, config, files, **kwargs):
     env.bytecode_cache = TEMPLATE_CACHE
-    env.globals["guide_csp"] = content_security_policy  # overrides/main.html
+    serving = _build.get("serving", False)
+    env.globals["guide_csp"] = lambda base_url: content_security_policy(base_url, serving)  # overrides/main.html
     return env
 
 

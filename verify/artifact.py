@@ -207,6 +207,8 @@ def _check_scripts(page: str, tree, site_files: set[str], allowed_hashes: frozen
         src = attributes.pop("src", None)
         if src is not None:
             attributes.pop("defer", None)
+            if attributes.get("type") == "module":  # a module file of the site: as safe as a classic one
+                attributes.pop("type")
             target = _resolve(page, src, site_path)
             if attributes or target is None or not target.endswith(".js") or target not in site_files:
                 raise ArtifactError(f"{page}: <script src={src!r}> is not a script file of this site "

@@ -87,11 +87,14 @@ def theme_hashes(base_url: str) -> frozenset[str]:
     return frozenset(script_hash(body) for body in theme_scripts(base_url))
 
 
-def policy(base_url: str) -> str:
-    """The Content-Security-Policy of a page with this ``base_url``."""
+def policy(base_url: str, serving: bool = False) -> str:
+    """The Content-Security-Policy of a page with this ``base_url``. ``serving``: the page is
+    for ``mkdocs serve``, whose live reload injects an inline script that changes with every
+    build, so scripts are ``'unsafe-inline'`` there instead of the theme's hashes (never in a
+    built site: verify.artifact accepts only the hashed policy)."""
     parts = []
     for directive, sources in POLICY:
         if directive == "script-src":
-            sources = [*sources, *sorted(theme_hashes(base_url))]
+            sources = [*sources, "'unsafe-inline'"] if serving else [*sources, *sorted(theme_hashes(base_url))]
         parts.append(" ".join([directive, *sources]))
     return "; ".join(parts)

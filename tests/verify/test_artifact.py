@@ -104,7 +104,7 @@ def test_the_copy_button_copies_the_block_itself(site, old, new, match):
 @pytest.mark.parametrize(("old", "new", "match"), [
     ("<footer", "<script>document.querySelector('code').textContent='x'</script><footer", "inline <script>"),
     ("<footer", '<script type="Application/JSON">{}</script><footer', "inline <script>"),
-    ("<footer", '<script type="module" src="assets/lang-switch.js"></script><footer', "<script src="),
+    ("<footer", '<script src="assets/lang-switch.js" onload="alert(1)"></script><footer', "<script src="),
     ("<footer", '<script src="https://evil.example/x.js"></script><footer', "<script src="),
     ("<footer", '<script src="assets/missing.js"></script><footer', "<script src="),
     ("<footer", '<script type="application/json">x = 1</script><footer', "not JSON"),
