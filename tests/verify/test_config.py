@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO_ROOT
-from verify.config import ConfigError, check_config
+from verify.config import ConfigError, check_config, main
 
 CONFIG = (REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8")
 
@@ -31,16 +31,24 @@ def test_the_committed_mkdocs_yml_passes_and_the_make_targets_check_it_first():
     ("extra:\n  token: !ENV GITHUB_TOKEN\n", "!ENV"),
     ("extra:\n  x: !include other.yml\n", "!include"),
 ])
-def test_any_other_tag_fails_in_one_line_and_runs_nothing(tmp_path, addition, tag):
+def test_any_other_tag_fails_in_one_line_and_runs_nothing(tmp_path, capsys, addition, tag):
     marker = tmp_path / "ran"
     config = tmp_path / "mkdocs.yml"
     config.write_text(CONFIG + addition.format(marker=marker), encoding="utf-8")
     with pytest.raises(ConfigError) as caught:
         check_config(config.read_text(encoding="utf-8"))
     assert f"the tag {tag} is not allowed" in str(caught.value) and "extra." in str(caught.value)
+    assert main([str(config)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not marker.exists()
+
+
+def test_the_command_line_fails_in_one_line(tmp_path):
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(CONFIG + f"extra:\n  x: !!python/object/apply:subprocess.getoutput ['touch {tmp_path / 'ran'}']\n")
     result = subprocess.run([sys.executable, "-m", "verify.config", str(config)], capture_output=True, text=True, cwd=REPO_ROOT)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    assert not marker.exists()
+    assert result.stderr.startswith(f"verify.config: error: {config}:") and not (tmp_path / "ran").exists()
 
 
 def test_env_is_allowed_for_site_url_only():
