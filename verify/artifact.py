@@ -103,7 +103,7 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
     "button": frozenset({"type"}),
     "clipboard-copy": frozenset({"for", ","}),  # "," : a typo of mkdocs-jupyter's template, inert
     "div": frozenset({"data-jp-theme-light", "data-jp-theme-name", "data-mime-type", "data-type", "data-kinds",
-                      "data-tabs"}),
+                      "data-tabs", "data-snippet-sha256"}),  # the last: the verification note (hooks/verification.py)
     "form": frozenset({"name", "data-json"}),
     "img": frozenset({"alt", "src", "width", "height"}),
     "input": frozenset({"autocapitalize", "autocomplete", "autocorrect", "checked", "name", "placeholder", "required",
@@ -382,7 +382,12 @@ def manifest(files: list[SiteFile]) -> dict:
 def write_tar(files: list[SiteFile], out: Path) -> None:
     """The archive GitHub Pages deploys (``actions/upload-pages-artifact``'s layout: a tar of
     the site's files at ``./``), made from the bytes that were checked."""
+    folders = sorted({"."} | {f"./{parent}" for f in files for parent in map(str, PurePosixPath(f.path).parents) if parent != "."})
     with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
+        for folder in folders:  # as `tar --directory site -cf artifact.tar .` lists them
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
+            tar.addfile(info)
         for f in files:
             info = tarfile.TarInfo(f"./{f.path}")
             info.size, info.mode, info.mtime = len(f.data), 0o644, 0

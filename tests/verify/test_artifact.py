@@ -57,8 +57,10 @@ def test_the_built_site_passes_and_the_manifest_and_archive_are_what_was_checked
     assert listed == on_disk and "index.html" in listed and "fr/index.html" in listed
     with tarfile.open(tmp_path / "a.tar") as tar:
         archived = {member.name.removeprefix("./"): hashlib.sha256(tar.extractfile(member).read()).hexdigest()
-                    for member in tar.getmembers()}
+                    for member in tar.getmembers() if member.isfile()}
+        folders = {member.name for member in tar.getmembers() if member.isdir()}
     assert archived == on_disk
+    assert folders == {"."} | {f"./{path.relative_to(site).as_posix()}" for path in site.rglob("*") if path.is_dir()}
 
 
 @pytest.mark.parametrize("name", ["evil.htm", "assets/x.svg", "fr/notes.txt", "assets/pyodide/loader.py", ".nojekyll"])

@@ -13,6 +13,7 @@ from bs4 import BeautifulSoup
 from hooks.errors import RenderError
 from hooks.publish_gate import check_site_url
 from tests.conftest import build_site
+from verify.artifact import check_site
 from tests.verify.records import changed, current_sha256, fixture_record, run_date, write_record
 
 pytestmark = pytest.mark.slow
@@ -112,3 +113,5 @@ def test_good_record_is_shown_under_the_check_in_both_languages(repo_copy, tmp_p
         # right under the check: the element before the note is the nccl_check.py block
         block = note.find_previous_sibling("div", class_="highlight")
         assert block is not None and block.select_one("span.filename").get_text() == "nccl_check.py"
+    # the published site passes the check of the artifact (verify/artifact.py), note included
+    check_site(site, repo_copy / "snippets")
