@@ -90,6 +90,7 @@ TAGS = frozenset({
     "li", "link", "main", "mark", "meta", "nav", "ol", "option", "p", "path", "pre", "q", "s", "select", "small",
     "span", "strong", "sub", "summary", "sup", "svg", "table", "tbody", "td", "tfoot", "th", "thead", "title", "tr",
     "u", "ul", "var",
+    "datalist", "optgroup", "output", "progress",  # the finder's form (issue 20): inert controls
 })
 # Attributes every element may carry, then those of one element. data-md-* (Material's
 # state) and aria-* pass by prefix; no other data-*: Material's copy button copies a
@@ -100,22 +101,28 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
     "a": frozenset({"href", "hreflang", "rel", "target"}),
     "abbr": frozenset({"title"}),
     "body": frozenset(),
-    "button": frozenset({"type"}),
+    "button": frozenset({"type", "disabled", "name", "value"}),
     "clipboard-copy": frozenset({"for", ","}),  # "," : a typo of mkdocs-jupyter's template, inert
     "div": frozenset({"data-jp-theme-light", "data-jp-theme-name", "data-mime-type", "data-type", "data-kinds",
                       "data-tabs", "data-snippet-sha256"}),  # the last: the verification note (hooks/verification.py)
+    "details": frozenset({"open"}),
+    "fieldset": frozenset({"disabled", "name"}),
     "form": frozenset({"name", "data-json"}),
     "img": frozenset({"alt", "src", "width", "height"}),
     "input": frozenset({"autocapitalize", "autocomplete", "autocorrect", "checked", "name", "placeholder", "required",
-                        "spellcheck", "type", "value"}),
+                        "spellcheck", "type", "value", "min", "max", "step", "inputmode", "pattern", "list", "disabled",
+                        "readonly", "size", "maxlength", "minlength", "multiple", "accept"}),
     "label": frozenset({"for"}),
     "link": frozenset({"href", "hreflang", "rel"}),
     "meta": frozenset({"charset", "content", "name", "http-equiv"}),  # http-equiv: the policy only, first in <head>
     "ol": frozenset({"start"}),
-    "option": frozenset({"selected", "value"}),
+    "optgroup": frozenset({"label", "disabled"}),
+    "option": frozenset({"selected", "value", "disabled", "label"}),
+    "output": frozenset({"for", "name"}),
+    "progress": frozenset({"max", "value"}),
     "p": frozenset({"aria-live"}),
     "path": frozenset({"d", "fill", "fill-rule"}),
-    "select": frozenset({"name"}),
+    "select": frozenset({"name", "disabled", "required", "multiple", "size"}),
     "svg": frozenset({"height", "version", "viewBox", "width", "xmlns", "data-view-component"}),
     "td": frozenset({"align", "colspan", "rowspan"}),
     "th": frozenset({"align", "colspan", "rowspan", "scope"}),
@@ -198,7 +205,10 @@ def _resolve(page: str, url: str, site_path: str) -> str | None:
         return None
     if parts.path.startswith("/"):
         return parts.path[len(site_path):] if parts.path.startswith(site_path) and ".." not in parts.path else None
-    return normpath(str(PurePosixPath(page).parent / parts.path)).lstrip("./") or None
+    target = normpath(str(PurePosixPath(page).parent / parts.path))
+    if target == ".":
+        return ""  # the site's root
+    return None if target.startswith("../") or target == ".." else target
 
 
 def _check_scripts(page: str, tree, site_files: set[str], allowed_hashes: frozenset[str], site_path: str) -> None:
@@ -239,6 +249,32 @@ def _check_policy(page: str, tree, bases: tuple[str, ...]) -> None:
             or first.attributes.get("content") not in expected or set(first.attributes) != {"http-equiv", "content"}):
         raise ArtifactError(f"{page}: <head> does not open with the site's Content-Security-Policy "
                             "(overrides/main.html, verify/theme_scripts.py) or has another http-equiv")
+
+
+LINK_RELS = {"stylesheet": "file", "icon": "file", "prev": "page", "next": "page", "canonical": "address",
+             "alternate": "page"}  # <link rel>: what its href must be
+
+
+def _check_loads(page: str, tree, site_files: set[str], site_path: str, home: str) -> None:
+    """What a page loads comes from the site: each <link> has a listed ``rel`` and names a
+    file of the site (a stylesheet, the icon) or a page of it; each <img> a file of the site
+    or a PNG/JPEG/GIF ``data:`` URL."""
+    for node in tree.css("link"):
+        rel, href = node.attributes.get("rel") or "", node.attributes.get("href") or ""
+        kind = LINK_RELS.get(rel)
+        target = _resolve(page, href, site_path)
+        if kind == "file":
+            ok = target in site_files
+        elif kind == "page":
+            ok = target is not None or (rel == "alternate" and urlsplit(href).path.startswith(site_path) and not urlsplit(href).netloc)
+        else:
+            ok = kind == "address" and href.startswith(home) and "://" in home
+        if not ok:
+            raise ArtifactError(f"{page}: <link rel={rel!r} href={href!r}>: a link of the head names a file or page of this site")
+    for node in tree.css("img"):
+        src = node.attributes.get("src") or ""
+        if not (re.match(r"data:image/(png|jpeg|gif);base64,", src) or _resolve(page, src, site_path) in site_files):
+            raise ArtifactError(f"{page}: <img src={src[:80]!r}>: an image is a file of this site or inline PNG, JPEG or GIF")
 
 
 def _filter(page: str, problems: list[str]):
@@ -290,12 +326,13 @@ def _sanitised(page: str, text: str) -> None:
                             "(verify/artifact.py: TAGS, ATTRIBUTES, URL_SCHEMES)")
 
 
-def check_page(page: str, text: str, site_files: set[str], site_path: str = "/") -> None:
+def check_page(page: str, text: str, site_files: set[str], site_path: str = "/", home: str = "/") -> None:
     """Raise ArtifactError unless the page ``page`` (its path in the site) passes (module docstring)."""
     tree = LexborHTMLParser(text)
     bases = base_urls(page, site_path)
     _check_policy(page, tree, bases)
     _check_scripts(page, tree, site_files, frozenset().union(*(theme_hashes(base) for base in bases)), site_path)
+    _check_loads(page, tree, site_files, site_path, home)
     for style in tree.css("style"):
         if problem := _style_problem(style.text(deep=True)):
             raise ArtifactError(f"{page}: {problem}")
@@ -349,18 +386,18 @@ def check_titled_blocks(pages: dict[str, str], snippets_dir: Path) -> None:
 
 
 # --------------------------------------------------------------------- artifact
-def site_path_of(files: dict[str, bytes]) -> str:
-    """The site's path on its host (``/`` or ``/REPO/``): the shortest URL of the sitemap, its home page."""
+def site_home_of(files: dict[str, bytes]) -> str:
+    """The site's address (``https://owner.github.io/REPO/``): the shortest URL of the sitemap, its home page."""
     sitemap = files.get("sitemap.xml", b"").decode("utf-8", "replace")
-    paths = [urlsplit(loc).path for loc in re.findall(r"<loc>([^<]+)</loc>", sitemap)]
-    return min(paths, key=len) if paths else "/"
+    return min(re.findall(r"<loc>([^<]+)</loc>", sitemap), key=len, default="/")
 
 
 def check_site(site_dir: Path, snippets_dir: Path) -> list[SiteFile]:
     """Every file of ``site_dir``, read once and checked. Raises ArtifactError."""
     files = read_site(site_dir)
     by_path = {f.path: f.data for f in files}
-    site_path = site_path_of(by_path)
+    home = site_home_of(by_path)
+    site_path = urlsplit(home).path or "/"
     pages = {}
     for f in files:
         if f.path.endswith(".html"):
@@ -368,7 +405,7 @@ def check_site(site_dir: Path, snippets_dir: Path) -> list[SiteFile]:
                 pages[f.path] = f.data.decode("utf-8")
             except UnicodeDecodeError:
                 raise ArtifactError(f"{f.path}: not UTF-8") from None
-            check_page(f.path, pages[f.path], set(by_path), site_path)
+            check_page(f.path, pages[f.path], set(by_path), site_path, home)
     if not pages:
         raise ArtifactError(f"{site_dir}: no page")
     check_titled_blocks(pages, snippets_dir)
