@@ -5,8 +5,9 @@ A page may run an inline script only if it is one the theme's own files produce:
 one names it) and mkdocs-jupyter's notebook template (its copy-button script, written
 inline by nbconvert's ``include_js``, and the listener written in the template). The hashes
 are computed from those installed files, never from a page, so a script a page adds is not
-in them; both the policy each page carries (``overrides/main.html``, through
-``hooks/csp.py``) and the artifact check (``verify.artifact``) use this one list.
+in them; both the policy each page carries (``overrides/main.html``, through ``guide_csp``,
+registered by ``hooks/mkdocs_glue.py``) and the artifact check (``verify.artifact``) use
+this one list.
 
 Our own scripts are files of the site (``assets/*.js``), allowed by ``'self'``.
 
