@@ -360,9 +360,23 @@ def _check_code_blocks(page: str, tree) -> None:
                                     "a titled block's code is Pygments' <span class> markup only, shown and copied as extracted")
 
 
+SECTION_MARKER_RE = re.compile(r"^\s*\S*\s*-{1,2}8<-{1,2}\s*\[(?:start|end):[\w-]+\]\s*$")  # pymdownx.snippets
+
+
+def is_part_of(code: str, snippet: str) -> bool:
+    """Whether ``code`` is ``snippet`` byte for byte, or the lines of one section of it (a
+    contiguous run of its lines, pymdownx.snippets' section markers left out)."""
+    if code == snippet:
+        return True
+    lines = [line for line in snippet.splitlines() if not SECTION_MARKER_RE.match(line)]
+    shown = code.splitlines()
+    return bool(shown) and any(lines[i:i + len(shown)] == shown for i in range(len(lines) - len(shown) + 1))
+
+
 def check_titled_blocks(pages: dict[str, str], snippets_dir: Path) -> None:
-    """Every titled block's text (as shown and copied) is its snippet: the file in the default
-    language, the same code to its tool in the others. Raises ArtifactError."""
+    """Every titled block's text (as shown and copied) is its snippet: in the default language
+    the file ``snippets/**/<title>`` byte for byte (or one section of it), in the others the
+    same code to its tool as the default language's block. Raises ArtifactError."""
     found: dict[str, dict[str, tuple[str, str]]] = {}
     for page, text in pages.items():
         first = page.split("/")[0]
@@ -372,15 +386,18 @@ def check_titled_blocks(pages: dict[str, str], snippets_dir: Path) -> None:
     for name, shown in sorted(found.items()):
         matches = [path for path in snippets_dir.rglob(name) if path.is_file() and "data" not in path.relative_to(snippets_dir).parts]
         if len(matches) != 1:
-            raise ArtifactError(f"block {name!r}: {len(matches)} files named so under {snippets_dir}: a title names one snippet")
+            raise ArtifactError(f"block {name!r}: {len(matches)} files named so under {snippets_dir}: a block's title is "
+                                "the name of the one snippet file it shows")
         snippet = matches[0].read_text(encoding="utf-8")
+        defaults = [(where, code) for where, (lang, code) in sorted(shown.items()) if lang == DEFAULT_LANGUAGE]
+        for where, code in defaults:
+            if not is_part_of(code, snippet):
+                raise ArtifactError(f"block {name!r} ({where}): the code shown is not {matches[0]} (or a section of it) byte for byte")
+        reference = defaults[0] if defaults else (str(matches[0]), snippet)
         for where, (lang, code) in sorted(shown.items()):
-            if lang == DEFAULT_LANGUAGE:
-                if code != snippet:
-                    raise ArtifactError(f"block {name!r} ({where}): the code shown is not {matches[0]} byte for byte")
-            else:
+            if lang != DEFAULT_LANGUAGE:
                 try:
-                    compare_code(name, (snippet, str(matches[0])), (code, where))
+                    compare_code(name, (reference[1], reference[0]), (code, where))
                 except ExtractError as exc:
                     raise ArtifactError(str(exc)) from None
 

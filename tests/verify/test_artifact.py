@@ -17,7 +17,7 @@ import tarfile
 import pytest
 
 from tests.conftest import REPO_ROOT
-from verify.artifact import ArtifactError, check_site
+from verify.artifact import ArtifactError, check_site, is_part_of
 
 NCCL = '<span class="filename">nccl_check.py</span><pre><span></span><code>'
 FIRST_LINE = '<span class="c1"># nccl_check.py: avvialo con  torchrun --nproc_per_node=4 nccl_check.py</span>'
@@ -153,3 +153,12 @@ def test_a_french_block_that_runs_otherwise_fails(site):
     line_end = text.index("\n", text.index("import", start))
     (site / "fr/index.html").write_text(text[:line_end] + "\nimport antigravity" + text[line_end:], encoding="utf-8")
     refused(site, "nccl_check.py", "fr")
+
+
+def test_a_block_may_show_one_section_of_its_snippet_and_nothing_else():
+    """pymdownx.snippets' sections (``--8<-- "file:name"``): a contiguous run of the file's
+    lines, its markers left out; lines skipped, reordered or edited are not the file."""
+    snippet = "import os\n# --8<-- [start:run]\nx = 1\ny = 2\n# --8<-- [end:run]\nprint(x)\n"
+    assert is_part_of(snippet, snippet) and is_part_of("x = 1\ny = 2\n", snippet)
+    for shown in ("x = 1\nprint(x)\n", "y = 2\nx = 1\n", "x = 1  # changed\ny = 2\n", "", "x = 1\ny = 3\n"):
+        assert not is_part_of(shown, snippet), shown
