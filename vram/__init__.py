@@ -8,7 +8,8 @@ GB = 10**9 bytes, GiB = 2**30 bytes (``vram.units``). One module per job:
 results as ``breakdown.FrameworkMemory``), ``training`` (per GPU, optimizer offload),
 ``checkpoint``, ``activations``, ``communication``, ``models`` (parameters from a
 Hugging Face config.json), ``dtypes`` (bf16/fp8/int4/NF4 bytes), ``lora``,
-``serving`` (weights and KV cache, tensor parallel), ``fit`` (does it fit a card).
+``serving`` (weights and KV cache, tensor parallel), ``fit`` (does it fit a card),
+``optimizer_step`` (what torch.optim.AdamW's step allocates, by implementation).
 """
 
 from .activations import (
@@ -32,8 +33,9 @@ from .communication import (
 )
 from .deepspeed_zero import deepspeed_memory
 from .dtypes import DTYPE_BITS, WEIGHT_DTYPES, nf4_bytes, tensor_bytes
-from .fit import fits, free_fraction
+from .fit import fits, free_fraction, training_verdict
 from .frameworks import FRAMEWORKS, framework_memory
+from .optimizer_step import OPTIMIZER_IMPLS, step_temporary_bytes
 from .fsdp2 import fsdp2_chunk_rows, fsdp2_local_rows, fsdp2_memory, fsdp2_model_states_per_rank
 from .lora import (
     ALL_LINEAR,
@@ -62,6 +64,7 @@ from .models import (
     root_params,
 )
 from .serving import (
+    SERVERS,
     ServingMemory,
     check_tensor_parallel,
     kv_cache_bytes,
@@ -104,5 +107,5 @@ __all__ = [
     "model_config_from_dict", "model_states_per_gpu",
     "nf4_bytes", "parse_params", "qlora_base_bytes", "ring_allreduce_bytes_per_gpu",
     "seconds_at_busbw", "serving_memory", "serving_memory_per_gpu", "tensor_bytes",
-    "training_memory_per_gpu",
+    "training_memory_per_gpu", "training_verdict", "OPTIMIZER_IMPLS", "step_temporary_bytes", "SERVERS",
 ]

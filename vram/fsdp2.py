@@ -82,7 +82,7 @@ MOMENTS = {"block": "a decoder layer's backward", "root": "the root's reduce-sca
            "backward": "the moment of backward that holds the most", "step": "the optimizer step"}
 BACKWARD_MOMENTS = ("block", "root")
 STEP_NOTE = (
-    "The optimizer step: {impl} AdamW allocates {what} beside the model states "
+    "The optimizer step holds the most ({impl} AdamW): {what}, beside the model states "
     "(vram/optimizer_step.py); the activations are gone by then."
 )
 SHARD_NOTE = (
@@ -90,8 +90,8 @@ SHARD_NOTE = (
     "{shard:,} elements, {extra:,} more than P/N ({why})."
 )
 PEAK_NOTE = (
-    "Working buffers at {moment}: FSDP2 holds the most there (the larger of a decoder layer's "
-    "backward and the root's reduce-scatter; see vram/fsdp2.py, working_moments)."
+    "Of backward, FSDP2 holds the most at {moment} (the larger of a decoder layer's backward "
+    "and the root's reduce-scatter; see vram/fsdp2.py, working_moments); the activations add to it."
 )
 ASKED_NOTE = "Working buffers at {moment}, as asked; FSDP2 holds more at {largest}."
 ROOT_NOTE = (
@@ -225,7 +225,7 @@ def fsdp2_memory(
     largest = max(moments, key=lambda m: sum(t.bytes for t in moments[m]))  # the first of equals
     # CPUOffloadPolicy runs the step on the CPU: nothing of it on the GPU
     step = [] if offload else _step_terms(shape, n, optimizer, optimizer_impl, "P/N")
-    if zero_stage == 2 and step:
+    if zero_stage == 2:
         step.insert(0, Term("working", "resharded_weights", -BF16 * p, ((-BF16, "P"),),
                             "the bf16 weights, resharded after backward"))
     asked = largest if moment in (None, "step", "backward") else moment
@@ -235,12 +235,11 @@ def fsdp2_memory(
                           "per machine: fp32 sharded parameters and gradients, optimizer states (CPUOffloadPolicy)"))
     notes = [PEAK_NOTE.format(moment=MOMENTS[largest]) if moment in (None, largest, "step", "backward")
              else ASKED_NOTE.format(moment=MOMENTS[moment], largest=MOMENTS[largest]), ROOT_NOTE]
-    if shard * n != p:
-        why = "fused expert tensors hold whole experts" if any(
-            len(s_) == 3 for s_, _ in shape.param_shapes or ()) else "padding"
-        notes.append(SHARD_NOTE.format(shard=shard, extra=shard - _ceil(p, n), why=why) if shard != _ceil(p, n)
-                     else "")
-    memory = FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(n_ for n_ in notes if n_))
+    if shard > _ceil(p, n):
+        experts = any(len(dims) == 3 for dims, _ in shape.param_shapes or ())
+        notes.append(SHARD_NOTE.format(shard=shard, extra=shard - _ceil(p, n),
+                                       why="fused expert tensors hold whole experts" if experts else "padding"))
+    memory = FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))
     if moment == "step":
         return _with_step(memory, backward, step, optimizer_impl, False, force=True)
     return _with_step(memory, backward, step, optimizer_impl, moment is None)
@@ -291,7 +290,7 @@ def _with_step(memory: FrameworkMemory, backward: list[Term], step: list[Term], 
     use_step = force or (largest and step_bytes > backward_bytes)
     notes = memory.notes
     if use_step:
-        what = ", ".join(t.what for t in step if t.key == "optimizer_step_temporary") or "nothing"
+        what = ", ".join(t.what for t in step if t.key == "optimizer_step_temporary") or "no temporary"
         notes = notes + (STEP_NOTE.format(impl=impl, what=what),)
     return FrameworkMemory(memory.framework, memory.params, memory.world_size, memory.zero_stage,
                            memory.terms + tuple(step if use_step else backward), notes,

@@ -352,3 +352,24 @@ def test_70b_bf16_serving_fits_two_h100(data):
     # (70.6 GB of weights each, plus 0.67 GB of KV cache for 4096 tokens).
     assert "h100" not in fitting(data, "llama-3.1-70b", "serve-bf16", 1, 4096)
     assert "h100" in fitting(data, "llama-3.1-70b", "serve-bf16", 2, 4096)
+
+
+def test_the_audits_verdicts_by_the_step_and_the_loss_backward(data):
+    """Issue 17's examples. The step of the guide's AdamW (foreach) holds 20 B per local
+    parameter under FSDP2 (tests/vram/test_optimizer_step.py measures it): Qwen3 32B on
+    4 x H200 and gpt-oss-20b on 4 x RTX PRO 6000 no longer hold; the loss's backward
+    (8 x vocabulary x tokens, tests/vram/test_loss_backward.py) leaves Llama 3.1 70B LoRA on
+    2 x H200 under ZeRO-2 with the model states only."""
+    params = {m["key"]: m["params"] for m in data["models"]}
+    h200 = (143_771 - 2_048) * 2**20
+    rtx_pro = (97_887 - 2_048) * 2**20
+    for model, card, capacity in (("qwen3-32b", "h200", h200), ("gpt-oss-20b", "rtx-pro-6000", rtx_pro)):
+        got = result(data, model, "full-adamw", 4, "fsdp2-reshard")
+        assert got["per_gpu_gb"] * 1e9 >= 20 * params[model] / 4 > capacity, model
+        assert card not in [f["gpu"] for f in got["fits"] + got["short"]], model
+    lora = result(data, "llama-3.1-70b", "lora", 2, "zero2")
+    assert "h200" in [f["gpu"] for f in lora["short"]]
+    # the margin is below even the loss's two fp32 buffers plus
+    # the 2sbh checkpoints of 80 layers and the fp32 logits (8,192 x 2,048 x 2 x 80 + 12 x 128,256 x 2,048)
+    margin = next(f for f in lora["short"] if f["gpu"] == "h200")["margin_gb"] * 1e9
+    assert margin < 2 * 2048 * 8192 * 80 + 12 * 128_256 * 2048

@@ -172,3 +172,12 @@ def test_unknown_task_kind_names_it(data_dir):
     path.write_text(path.read_text(encoding="utf-8").replace("kind: serving", "kind: pretraining", 1), encoding="utf-8")
     with pytest.raises(RenderError, match=r"snippets/data/finder\.yaml: tasks\.serve-bf16\.kind: Input should be 'training', 'lora' or 'serving'"):
         render_markdown("{{ finder_table }}", "it")
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_method_hint_names_the_adamw_implementation_the_figures_assume(lang):
+    """DDP and FSDP2 figures count torch.optim.AdamW's foreach step (the guide's scripts);
+    the page says so, and names fused=True, the Trainer's default, as the one without it."""
+    html = render_markdown("{{ finder_form assets=../assets }}", lang)
+    hint = BeautifulSoup(html, "html.parser").select_one("#finder-method-hint").get_text()
+    assert "torch.optim.AdamW" in hint and "foreach" in hint and "fused=True" in hint and "Trainer" in hint

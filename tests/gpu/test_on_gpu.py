@@ -72,3 +72,34 @@ def test_calculator_matches_the_memory_of_one_ddp_and_one_fsdp_step(tmp_path):
             predicted = model_states_per_gpu(measured["params"], n, zero_stage, "adamw-fp32").total_bytes
             assert measured["states_after_step"] == pytest.approx(predicted, rel=0.01), (mode, rank)
             assert predicted <= measured["peak_over_baseline"] <= predicted + 64 * MIB, (mode, rank)
+
+
+def test_adamw_default_on_cuda_is_the_foreach_step_the_calculator_counts():
+    """``torch.optim.AdamW(params)`` on CUDA, as the guide's scripts build it, picks foreach:
+    during its step the peak is 4 B per parameter above the model states (one fp32
+    ``torch._foreach_sqrt`` temporary), which ``vram.optimizer_step`` counts; ``fused=True``
+    adds nothing. One GPU, fp32 parameters (what AMP keeps): states 4 + 4 + 8 B."""
+    from vram.optimizer_step import step_temporary_bytes
+
+    torch.manual_seed(0)
+    device = torch.device("cuda")
+    peaks = {}
+    for name, kwargs in (("default", {}), ("fused", {"fused": True})):
+        model = torch.nn.Sequential(*(torch.nn.Linear(2048, 2048) for _ in range(4))).to(device)
+        params = sum(p.numel() for p in model.parameters())
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, **kwargs)
+        model(torch.randn(8, 2048, device=device)).square().mean().backward()
+        optimizer.step()  # the moments exist from now on
+        model(torch.randn(8, 2048, device=device)).square().mean().backward()
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        optimizer.step()
+        torch.cuda.synchronize()
+        peaks[name] = torch.cuda.max_memory_allocated() - before
+        del model, optimizer
+        torch.cuda.empty_cache()
+    expected = step_temporary_bytes("adamw", "foreach", params, 0)
+    assert expected == 4 * params
+    assert peaks["default"] == pytest.approx(expected, rel=0.01)  # the allocator rounds to 512 B blocks
+    assert peaks["fused"] < 0.01 * expected

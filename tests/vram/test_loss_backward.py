@@ -23,7 +23,7 @@ import vram
 from tests.vram.test_activations_oracle import CONFIGS
 
 SEQ, BATCH, VOCAB = 64, 2, 4000
-FAMILIES = ("llama", "gemma2", "mixtral")  # sdpa; eager with final softcapping; experts
+FAMILIES = ("llama", "gemma2")  # sdpa; eager with final softcapping (the loss is the same in every family)
 # What the forward keeps matches the saved-tensor oracle (test_activations_oracle.py) to the
 # byte; live bytes also hold the rotary tables, the mask and the autocast-free outputs
 # (under 2.5 % here, gemma2's eager masks the most).
@@ -101,7 +101,7 @@ def test_llama_3_1_8b_reference_with_full_recomputation(shared_configs):
 # sliding one), under sdpa a boolean one where a layer gets a mask (mistral: its window is
 # shorter than the sequence). What is left apart: the rotary tables (cos and sin) and a few
 # small tensors, under 1.5 % here, where the masks are 2 to 10 %.
-@pytest.mark.parametrize("family, attention", [("llama", "eager"), ("gemma2", "eager"), ("mistral", "sdpa")])
+@pytest.mark.parametrize("family, attention", [("gemma2", "eager"), ("mistral", "sdpa")])
 def test_checkpointed_layers_keep_their_masks(family, attention):
     seq = 256
     raw = CONFIGS[family]
