@@ -16,7 +16,11 @@ and the norms stay in bf16, and so do the parts of a mixture of experts that are
 (mixtral, qwen3_moe, gpt_oss). For an MoE model most of the base therefore stays in bf16
 (Mixtral 8x7B: its experts alone are 45.1 of its 46.7 billion parameters). Not counted:
 gpt_oss keeps its RMSNorm weights in fp32 (``_keep_in_fp32_modules``), 2 B more on each
-of 141,120 of them for gpt-oss-20b.
+of 141,120 of them for gpt-oss-20b. Counted besides data and constants: each quantised tensor's
+``QuantState`` holds its own tables (bitsandbytes 0.50 ``functional.quantize_4bit``: the NF4
+code, 16 fp32 values; with double quantisation the fp32 offset and the nested state's dynamic
+map, 256 fp32 values, a new tensor per call): ``NF4_TABLE_BYTES`` = 1,092 B per tensor,
+measured with bitsandbytes 0.50.2 on CPU.
 
 LoRA targets: PEFT's ``target_modules``, matched against the last name of each module.
 ``"all-linear"`` (the default here, and what the finder uses) is PEFT's shorthand for
@@ -234,16 +238,24 @@ def qlora_quantized_params(config: ModelLike) -> int:
     return sum(per_kind[moe] for moe in config.moe_layers)
 
 
-def _qlora_base_parts(config: ModelConfig) -> tuple[int, int, int]:
-    """(packed 4-bit data, NF4 quantisation constants, bf16 rest) of a QLoRA base, in bytes.
+# Per quantised tensor, bitsandbytes' QuantState tables (module docstring): the NF4 code
+# (16 x fp32), the double quantisation's offset (1 x fp32) and nested dynamic map (256 x fp32).
+NF4_TABLE_BYTES = 16 * 4 + 4 + 256 * 4
 
-    Quantised: ``qlora_quantized_params``, one NF4 tensor per nn.Linear weight; the rest bf16.
+
+def _qlora_base_parts(config: ModelConfig) -> tuple[int, int, int]:
+    """(packed 4-bit data, NF4 quantisation constants and tables, bf16 rest) of a QLoRA base,
+    in bytes.
+
+    Quantised: ``qlora_quantized_params``, one NF4 tensor per nn.Linear weight, each with its
+    ``NF4_TABLE_BYTES``; the rest bf16.
     """
     per_kind: dict[bool, tuple[int, int]] = {}
     for index, moe in enumerate(config.moe_layers):
         if moe not in per_kind:
             sizes = _quantized_linears(config, index)
-            per_kind[moe] = (sum(-(-n // 2) for n in sizes), sum(nf4_bytes(n) - -(-n // 2) for n in sizes))
+            per_kind[moe] = (sum(-(-n // 2) for n in sizes),
+                             sum(nf4_bytes(n) - -(-n // 2) + NF4_TABLE_BYTES for n in sizes))
     packed = sum(per_kind[moe][0] for moe in config.moe_layers)
     constants = sum(per_kind[moe][1] for moe in config.moe_layers)
     rest = count_params(config).total - qlora_quantized_params(config)

@@ -162,3 +162,19 @@ def test_offload_needs_a_zero_stage_and_gpus_per_machine_must_divide():
         vram.training_memory_per_gpu(10**9, 4, 0, offload_optimizer=True)
     with pytest.raises(ValueError, match="divide"):
         vram.training_memory_per_gpu(10**9, 4, 3, gpus_per_machine=3)
+
+
+def test_qlora_base_counts_the_tables_bitsandbytes_keeps_per_tensor():
+    """bitsandbytes 0.50.2, ``functional.quantize_4bit(w, blocksize=64, compress_statistics=True,
+    quant_type="nf4")`` on CPU, a 4,096 x 4,096 bf16 weight: its storages hold 8,655,940 B:
+    the packed data (8,388,608), one uint8 constant per 64 weights (262,144), one fp32 per 256
+    of those (4,096), and 1,092 B of tables every tensor gets anew: the NF4 code (16 fp32),
+    the offset (1 fp32) and the nested dynamic map (256 fp32). A tiny Llama, by hand: per layer
+    q, o 64 x 64, k, v 32 x 64, gate, up 128 x 64, down 64 x 128; the rest in bf16."""
+    assert vram.nf4_bytes(4096 * 4096) + 1_092 == 8_655_940
+    config = {"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "intermediate_size": 128,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2}
+    sizes = [4096, 2048, 2048, 4096, 8192, 8192, 8192]  # one layer's nn.Linear weights
+    per_tensor = [n // 2 + -(-n // 64) + 4 * -(-(-(-n // 64)) // 256) + 1_092 for n in sizes]
+    rest = 2 * (100 * 64) + 64 + 2 * 2 * 64  # embedding and lm_head, final norm, two norms a layer
+    assert vram.qlora_base_bytes(config) == 2 * sum(per_tensor) + 2 * rest
