@@ -5,9 +5,11 @@ counted by ``vram.count_params`` from the shipped ``config.json``), every task, 
 and method (training) or context length (serving) of ``snippets/data/finder.yaml``, the
 bytes one card needs, what takes them, and which cards of ``snippets/data/gpus.yaml`` fit
 (smallest first, with the margin and, only where the guide gives one, the machine price).
-For training and LoRA a card fits only when the margin left by the model states and the
-framework's buffers holds the activations of the reference micro-batch at least with full
-recomputation; it is "tight" when it holds them only with it (``fitting_cards``).
+For training and LoRA a card fits only when backward (model states, the framework's buffers
+and the reference micro-batch's activations at their peak, the loss's backward included)
+holds at least with full recomputation, and so does the optimizer step (AdamW as the guide's
+scripts run it, ``settings.optimizer_impl``); it is "tight" when it holds only with full
+recomputation (``fitting_cards``, ``vram.fit.training_verdict``).
 Training per card under the method's framework, named on the page: DDP under PyTorch AMP,
 DeepSpeed ZeRO-1/2/3, FSDP2 ``reshard_after_forward=False/True`` (``vram.framework_memory``);
 LoRA/QLoRA per data-parallel card under DDP or ZeRO-1/2/3 (``vram.lora_memory_per_gpu``);
