@@ -113,6 +113,11 @@ class Card(Data):
     name: Name
     memory_mib: Count  # nvidia-smi's memory.total (MiB = 2^20 bytes)
     source: Name  # a public nvidia-smi output showing it
+    bf16_dense_tflops: Positive  # vendor datasheet: BF16 tensor, FP32 accumulate, without sparsity (vram.timing)
+    memory_bandwidth_gb_per_s: Positive  # vendor datasheet (10^9 bytes/s)
+    datasheet: Name  # the vendor document of both figures
+    peer_link: Key  # interconnects.yaml: a row's key, or a without_p2p key (no peer-to-peer)
+    host_link: Key  # interconnects.yaml: the row of the card's PCIe link to host memory (offload)
 
 
 class Machine(Data):
@@ -144,6 +149,7 @@ class GpusFile(Data):
 # ---------------------------------------------------------------- snippets/data/interconnects.yaml
 class Interconnect(Data):
     link: Text()
+    key: Key  # how gpus.yaml (peer_link, host_link) and vram.timing name the row
     class_: Literal["pcie", "nvlink"] = Field(alias="class")
     bandwidth_gb_per_s: Annotated[list[Positive], Field(min_length=2, max_length=2)]  # [low, high]
     per_direction: bool = False
@@ -158,10 +164,36 @@ class Interconnect(Data):
         return self
 
 
+class HostPath(Data):
+    """The path between two cards without peer-to-peer: through host memory over ``over``."""
+
+    key: Key
+    over: Key  # the PCIe row it crosses
+    bandwidth_gb_per_s: Annotated[list[Positive], Field(min_length=2, max_length=2)]  # [low, high] per direction
+    source: Name  # where each end comes from
+
+
 class InterconnectsFile(Data):
     columns: Texts({"link": (), "speed": (), "where": ()})
     qualifiers: Texts({"per_direction": (), "approximate": ("value",)})
     rows: Annotated[list[Interconnect], Field(min_length=1)]
+    without_p2p: list[HostPath] = []
+
+    @model_validator(mode="after")
+    def _keys_once_and_paths_over_rows(self) -> Self:
+        keys = [row.key for row in self.rows] + [path.key for path in self.without_p2p]
+        for key in keys:
+            if keys.count(key) > 1:
+                raise ValueError(f"key {key!r} is used twice")
+        for path in self.without_p2p:
+            (over,) = [row for row in self.rows if row.key == path.over] or [None]
+            if over is None:
+                raise ValueError(f"without_p2p.{path.key}.over: {path.over!r} is not the key of a row")
+            low, high = path.bandwidth_gb_per_s
+            if not low <= high <= over.bandwidth_gb_per_s[0]:
+                raise ValueError(f"without_p2p.{path.key}.bandwidth_gb_per_s: [low, high] with high at most "
+                                 f"{path.over}'s low end, {over.bandwidth_gb_per_s[0]:g} (never faster than peer-to-peer)")
+        return self
 
 
 # ---------------------------------------------------------------- snippets/data/sharding.yaml, needs.yaml, units.yaml

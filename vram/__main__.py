@@ -1,4 +1,4 @@
-"""Command line: ``python -m vram params|estimate|serve|lora ...``.
+"""Command line: ``python -m vram params|estimate|serve|lora|time ...`` (``time``: ``vram.time_cli``).
 
 Bad input exits with status 2 and ONE line on stderr (``vram: error: ...``) quoting what
 the user typed, never a traceback: numbers are read exactly (no float), a fraction, an
@@ -28,6 +28,7 @@ from .lora import ALL_LINEAR, BASE_DTYPES, lora_memory_for_config
 from .models import ModelConfig, count_params, load_model_config
 from .serving import serving_memory
 from .states import OPTIMIZERS
+from .time_cli import add_time_command
 from .units import quote_text, bytes_to_gb, bytes_to_gib, parse_params
 
 EXIT_BAD_INPUT = 2
@@ -275,7 +276,7 @@ def _cmd_lora(args: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m vram`` argument parser (one-line errors, exit 2)."""
     parser = _OneLineParser(prog="vram", description="GPU memory calculator for multi-GPU training and serving.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{params,estimate,serve,lora}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{params,estimate,serve,lora,time}")
     optimizers = sorted(OPTIMIZERS)
 
     p = sub.add_parser("params", help="parameter count of a Hugging Face config.json")
@@ -334,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for command in (p, e, s, lo):
         command.add_argument("--json", action="store_true", help="print one JSON object")
+    add_time_command(sub, _whole, _emit)
     return parser
 
 

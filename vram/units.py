@@ -54,38 +54,46 @@ def parse_params(text: str | int) -> int:
     or more than ``MAX_PARAMS`` (``1e30``, ``1e400``), all decided before any arithmetic on
     the exponent, so no input is slow.
     """
+    return parse_count(text, "parameter count", "parameters", "8e9, 8B or 350M", MAX_PARAMS)
+
+
+def parse_count(text: str | int, what: str, unit: str, examples: str, maximum: int) -> int:
+    """A positive whole count read exactly as ``parse_params`` reads parameters, up to
+    ``maximum`` (a power of ten); messages name ``what`` ("token count"), ``unit``
+    ("tokens") and ``examples`` ("1e9, 1B or 350M"). Raises ValueError in one line."""
     if isinstance(text, bool) or not isinstance(text, (int, str)):
-        raise ValueError(f"invalid parameter count {quote_text(text)}: write a number such as 8e9, 8B or 350M")
+        raise ValueError(f"invalid {what} {quote_text(text)}: write a number such as {examples}")
+    too_many = f"implausible {what} {quote_text(text)}: more than 10^{len(str(maximum)) - 1} {unit}"
     if isinstance(text, int):
         if text <= 0:
-            raise ValueError(f"invalid parameter count {quote_text(text)}: it must be positive")
-        if text > MAX_PARAMS:
-            raise ValueError(f"implausible parameter count {quote_text(text)}: more than 10^15 parameters")
+            raise ValueError(f"invalid {what} {quote_text(text)}: it must be positive")
+        if text > maximum:
+            raise ValueError(too_many)
         return text
     match = _PARAMS_RE.fullmatch(text)
     if not match:
-        raise ValueError(f"invalid parameter count {quote_text(text)}: write a number such as 8e9, 8B or 350M")
+        raise ValueError(f"invalid {what} {quote_text(text)}: write a number such as {examples}")
     mantissa = Decimal(match.group(1))
     written = match.group(2) or "0"
-    if mantissa and len(written.lstrip("+-").lstrip("0")) > 5:  # |exponent| >= 10^5: far outside 1..10^15
+    if mantissa and len(written.lstrip("+-").lstrip("0")) > 5:  # |exponent| >= 10^5: far outside 1..maximum
         if written.startswith("-"):
-            raise ValueError(f"invalid parameter count {quote_text(text)}: not a whole number of parameters")
-        raise ValueError(f"implausible parameter count {quote_text(text)}: more than 10^15 parameters")
+            raise ValueError(f"invalid {what} {quote_text(text)}: not a whole number of {unit}")
+        raise ValueError(too_many)
     if not mantissa:
-        raise ValueError(f"invalid parameter count {quote_text(text)}: it must be positive")
+        raise ValueError(f"invalid {what} {quote_text(text)}: it must be positive")
     digits = written.lstrip("+-").lstrip("0") or "0"
     exponent = (-1 if written.startswith("-") else 1) * int(digits) + _SUFFIX_EXPONENT[match.group(3).lower()]
     # adjusted(): the power of ten of the leading digit, read without rounding or overflow.
     magnitude = mantissa.adjusted() + exponent
-    if magnitude > len(str(MAX_PARAMS)) - 1:
-        raise ValueError(f"implausible parameter count {quote_text(text)}: more than 10^15 parameters")
+    if magnitude > len(str(maximum)) - 1:
+        raise ValueError(too_many)
     if magnitude < 0:
-        raise ValueError(f"invalid parameter count {quote_text(text)}: not a whole number of parameters")
+        raise ValueError(f"invalid {what} {quote_text(text)}: not a whole number of {unit}")
     value = Fraction(mantissa) * Fraction(10) ** exponent  # exact: Decimal arithmetic would round
-    if value > MAX_PARAMS:
-        raise ValueError(f"implausible parameter count {quote_text(text)}: more than 10^15 parameters")
+    if value > maximum:
+        raise ValueError(too_many)
     if value.denominator != 1:
-        raise ValueError(f"invalid parameter count {quote_text(text)}: not a whole number of parameters")
+        raise ValueError(f"invalid {what} {quote_text(text)}: not a whole number of {unit}")
     return int(value)  # > 0: the mantissa is not zero and no sign is accepted
 
 

@@ -1,0 +1,70 @@
+"""What a run costs on a machine billed per minute with a 15-minute minimum.
+
+The guide's billing (docs/index.*.md, "Noleggiare una macchina" / "Louer une machine"):
+a machine's price is per hour for the whole machine; it is billed per started minute, and
+a server stopped early still pays 15 minutes. So a run of t seconds costs
+max(15, ceil(t / 60)) minutes x price / 60, computed exactly (``fractions.Fraction``) and
+rounded to the cent at the end (half up). 10 minutes on 8 x H100 at 31.20 EUR/h: 15 x 0.52
+= 7.80 EUR; every minute after the 15th adds 0.52 EUR.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
+
+from .units import quote_text
+
+MINIMUM_MINUTES = 15
+MAX_PRICE_EUR_PER_HOUR = 10_000  # far above any machine of 8 GPUs; above it, a typo
+_PRICE_RE = re.compile(r"\s*([0-9]{1,20}(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?)\s*", re.ASCII)
+CENT = Decimal("0.01")
+
+
+def parse_price(text: str | int | float | Decimal, field: str = "price_eur_per_hour") -> Decimal:
+    """A price in euros per hour written as digits with an optional decimal point (``31.20``).
+
+    Returns it exactly as a Decimal in (0, ``MAX_PRICE_EUR_PER_HOUR``]. Raises ValueError in one
+    line naming ``field`` for anything else: not a number (``abc``, ``31,20``, ``-1``, ``nan``),
+    zero, or more than 10,000 EUR/h (``1e9``, ``1000000000``). An exponent has at most three
+    digits, so no input is slow.
+    """
+    if isinstance(text, bool):
+        raise ValueError(f"{field} must be a number of euros per hour such as 31.20, got {quote_text(text)}")
+    if isinstance(text, (int, float, Decimal)):
+        shown = str(text)
+        if not (isinstance(text, int) or math.isfinite(text)):
+            raise ValueError(f"{field} must be a number of euros per hour such as 31.20, got {quote_text(text)}")
+        value = Decimal(shown) if not isinstance(text, Decimal) else text
+    else:
+        match = _PRICE_RE.fullmatch(text) if isinstance(text, str) else None
+        if not match:
+            raise ValueError(f"{field} must be a number of euros per hour such as 31.20, got {quote_text(text)}")
+        value = Decimal(match.group(1))
+    if value <= 0:
+        raise ValueError(f"{field} must be more than 0 euros per hour, got {quote_text(text)}")
+    if value > MAX_PRICE_EUR_PER_HOUR:
+        raise ValueError(f"{field} {quote_text(text)} is implausible: more than {MAX_PRICE_EUR_PER_HOUR:,} euros per hour")
+    return value
+
+
+def billed_minutes(seconds: float) -> int:
+    """Minutes billed for a run of ``seconds``: every started minute, at least 15.
+    Raises ValueError for a negative or non-finite time."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < math.inf:
+        raise ValueError(f"seconds must be a finite time >= 0, got {seconds!r}")
+    return max(MINIMUM_MINUTES, math.ceil(seconds / 60))
+
+
+def price_per_minute(price_eur_per_hour: Decimal) -> Fraction:
+    """Euros per minute, exactly (31.20 EUR/h -> 0.52)."""
+    return Fraction(parse_price(price_eur_per_hour)) / 60
+
+
+def run_cost_eur(seconds: float, price_eur_per_hour: Decimal | str) -> Decimal:
+    """Euros a run of ``seconds`` costs: ``billed_minutes`` x price per minute, rounded to the
+    cent (half up). Raises ValueError as ``billed_minutes`` and ``parse_price`` do."""
+    exact = billed_minutes(seconds) * price_per_minute(price_eur_per_hour)
+    return (Decimal(exact.numerator) / Decimal(exact.denominator)).quantize(CENT, rounding=ROUND_HALF_UP)

@@ -1,0 +1,133 @@
+"""``python -m vram time``: time per step, per run and its cost (``vram.timing``, ``vram.billing``).
+
+Kept apart from ``vram/__main__.py``, which only registers it (``add_time_command``): the
+helpers it needs (``whole`` for integer arguments, ``emit`` for text or ``--json``) are
+passed in, so this module never imports the entry point.
+
+``--json`` prints one object: ``flops_per_token``, ``compute_s``, ``communication_s``,
+``offload_s``, ``step_s``, ``tokens_per_s`` (the whole machine) as [low, high], ``bound``,
+and with ``--tokens`` ``run_s``; with a price (``--price-eur-per-hour``, or the guide's
+price of a machine of ``--gpus`` x ``--gpu``) ``price_eur_per_hour``, ``price_source``
+("reader" or the machine's key), ``billed_minutes`` and ``cost_eur`` as [low, high].
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+from .activations import MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
+from .billing import MINIMUM_MINUTES, billed_minutes, parse_price, run_cost_eur
+from .catalogue import load_catalogue
+from .models import count_params, load_model_config
+from .sharding import check_world_size
+from .timing import MFU, MFU_SOURCE, training_step, run_seconds
+from .units import parse_count
+
+MAX_TOKENS = 10**15  # 65 x the 15 trillion tokens Llama 3 was trained on: above it, a typo
+
+
+def _tokens(text: str) -> int:
+    try:
+        return parse_count(text, "token count", "tokens", "1e9, 1B or 350M", MAX_TOKENS)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _price(text: str):
+    try:
+        return parse_price(text, "price_eur_per_hour")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _span(values) -> str:
+    low, high = values
+    return f"{low:,.3g}-{high:,.3g}"
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds:,.2f} s"
+
+
+def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
+    config = load_model_config(args.config)
+    cards, machines = load_catalogue()
+    if args.gpu not in cards:
+        raise ValueError(f"unknown gpu {args.gpu!r}; known: {', '.join(cards)}")
+    card = cards[args.gpu]
+    check_world_size(args.gpus)
+    step = training_step(config, card, args.gpus, args.zero_stage, args.seq_len, args.micro_batch,
+                         args.recompute, args.offload_optimizer)
+    data: dict = {
+        "gpu": args.gpu, "gpus": args.gpus, "zero_stage": args.zero_stage, "seq_len": args.seq_len,
+        "micro_batch": args.micro_batch, "recompute": args.recompute, "offload_optimizer": args.offload_optimizer,
+        "params": count_params(config).total, "flops_per_token": step.flops_per_token,
+        "bf16_dense_tflops": card.bf16_dense_tflops, "mfu": list(MFU), "mfu_source": MFU_SOURCE,
+        "peer_link": card.peer.key, "busbw_gb_per_s": [card.peer.low_gb_per_s, card.peer.high_gb_per_s],
+        "compute_s": step.compute.as_list(), "communication_s": step.communication.as_list(),
+        "offload_s": step.offload.as_list(), "step_s": step.step.as_list(), "bound": step.bound,
+        "tokens_per_s": step.tokens_per_second.as_list(),
+    }
+    lines = [
+        f"{args.gpus} x {card.name}, ZeRO-{args.zero_stage}, {args.micro_batch} x {args.seq_len:,} tokens per GPU per step "
+        f"(recompute {args.recompute}{', optimizer offload' if args.offload_optimizer else ''}):",
+        f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f} GFLOP (6 x matmul params + attention, torchtitan's count)",
+        f"  compute           {_span(data['compute_s'])} s at {card.bf16_dense_tflops:g} TFLOPS bf16 dense x MFU "
+        f"{MFU[0]:.0%}-{MFU[1]:.0%}",
+        f"  communication     {_span(data['communication_s'])} s over {card.peer.key} "
+        f"({card.peer.low_gb_per_s:g}-{card.peer.high_gb_per_s:g} GB/s busbw per direction)",
+    ]
+    if args.offload_optimizer:
+        lines.append(f"  offload           {_span(data['offload_s'])} s over {card.host.key} (CPU time not counted)")
+    lines += [
+        f"  step              {_span(data['step_s'])} s (longest part, perfect overlap, to their sum); bound: {step.bound}",
+        f"  tokens/s          {_span(data['tokens_per_s'])} for the machine",
+    ]
+    if args.tokens is not None:
+        run = run_seconds(args.tokens, step)
+        data["tokens"] = args.tokens
+        data["run_s"] = run.as_list()
+        lines.append(f"run of {args.tokens:,} tokens: {_duration(run.low)} to {_duration(run.high)}")
+        price, source = args.price_eur_per_hour, "reader"
+        if price is None:
+            guide = [m for m in machines.values() if m.gpu == args.gpu and m.count == args.gpus]
+            if guide:
+                price, source = guide[0].price_eur_per_hour, guide[0].key
+        if price is not None:
+            data.update({
+                "price_eur_per_hour": str(price), "price_source": source,
+                "billed_minutes": [billed_minutes(run.low), billed_minutes(run.high)],
+                "cost_eur": [str(run_cost_eur(run.low, price)), str(run_cost_eur(run.high, price))],
+            })
+            where = "your price" if source == "reader" else f"the guide's price of {source}, from"
+            lines.append(f"cost at {price} EUR/h ({where}), billed per minute, {MINIMUM_MINUTES}-minute minimum: "
+                         f"{data['cost_eur'][0]}-{data['cost_eur'][1]} EUR")
+    elif args.price_eur_per_hour is not None:
+        raise ValueError("time: --price-eur-per-hour needs --tokens (the run's length)")
+    lines.append(f"source of the MFU range: {MFU_SOURCE}")
+    emit(args, data, lines)
+
+
+def add_time_command(sub, whole: Callable, emit: Callable) -> argparse.ArgumentParser:
+    """Register ``time`` on the subparsers ``sub``; ``whole(name, lo, hi)`` parses integers."""
+    t = sub.add_parser("time", help="time per step, per run and its cost (estimates as ranges)")
+    t.add_argument("--config", required=True, help="path to config.json")
+    t.add_argument("--gpu", required=True, help="a card of snippets/data/gpus.yaml: h100, rtx-4090, ...")
+    t.add_argument("--gpus", type=whole("gpus", 1, 2**10), required=True, help="cards training together")
+    t.add_argument("--zero-stage", type=whole("zero_stage", 0, 3), required=True,
+                   help="0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3 / FSDP2 full shard")
+    t.add_argument("--seq-len", type=whole("seq_len", 1, MAX_SEQ_LEN), default=2048, help="tokens per sequence (2048)")
+    t.add_argument("--micro-batch", type=whole("micro_batch", 1, MAX_MICRO_BATCH), default=1,
+                   help="sequences per GPU per step (1)")
+    t.add_argument("--recompute", choices=RECOMPUTE, default="none", help="activation recomputation (none)")
+    t.add_argument("--offload-optimizer", action="store_true", help="optimizer states in host RAM")
+    t.add_argument("--tokens", type=_tokens, help="tokens to train on (dataset tokens x epochs): 1e9, 1B")
+    t.add_argument("--price-eur-per-hour", type=_price,
+                   help="the machine's price (default: the guide's, for the machines it prices)")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+    t.set_defaults(func=lambda args: _cmd_time(args, emit))
+    return t

@@ -1,0 +1,252 @@
+"""Time per training step and per run, and the decode-speed bound of serving: ranges, never points.
+
+Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inputs:
+
+- **FLOPs per token** (``flops_per_token``), torchtitan's convention (``get_num_flop_per_token``,
+  torchtitan/utils.py at commit 9dec370, the one that produced the measurements below):
+  6 x the parameters a token goes through in matrix products (``count_params(...).active``:
+  a mixture of experts counts its active experts; less the input embedding, a lookup, when
+  it is not tied to ``lm_head``) + 12 x layers x heads x head_dim x sequence length for
+  attention (2 matmuls forward, 4 backward, 2 FLOPs per multiply-add; causal masking not
+  subtracted; a sliding-window layer attends to at most its window). Llama 3.1 8B at 8,192
+  tokens: 6 x 7,504,924,672 + 12 x 32 x 32 x 128 x 8,192 = 57.9 GFLOP per token.
+- **Compute time**: FLOPs / (dense BF16 peak x MFU). Peaks: vendors' datasheets, per card
+  in ``gpus.yaml``. MFU (model FLOPs utilisation) is the published range ``MFU``, torchtitan
+  ``benchmarks/llama3_h100_202412_torchtitan.md``: Llama 3.1 8B, FSDP2, 8 x H100, local batch
+  2, sequence 8,192, selective activation checkpointing: 5,762 tokens/s per GPU ("33% to 39%
+  MFU", with and without torch.compile: 6,667 tokens/s with it). It was measured on H100s
+  with the FLOPs convention above; for any other card, model or batch it is an assumption
+  that the same share of the peak is reached, and the range says no more than that.
+  Full recomputation runs the forward twice: x 4/3 (Narayanan et al. 2021, arXiv:2104.04473,
+  §5.1: 4 passes' worth of FLOPs instead of 3). Selective recomputation is what the
+  measurement ran with: x 1.
+- **Communication time**: the bytes one GPU sends per step (``vram.communication``: DDP and
+  ZeRO-1/2 one all-reduce's worth of gradients, ZeRO-3/FSDP2 two all-gathers of the weights
+  plus a reduce-scatter; bf16 to fp32 gradients, the low and high end) divided by the link's
+  bus bandwidth per direction (``interconnects.yaml``; nccl-tests doc/PERFORMANCE.md: the
+  bytes each rank moves over busbw is the collective's time). Cards without peer-to-peer use
+  the path through host memory (``without_p2p``).
+- **Offload** (optimizer in host RAM, ZeRO-Offload, Ren et al. 2021, arXiv:2101.06840, §4):
+  each GPU sends its fp16 gradient partition (2P/N bytes) to the host and receives its
+  updated fp16 parameter partition (2P/N) over its own PCIe link (``host_link``): from both
+  directions at once at the link's high end to one after the other at its low end. The CPU's
+  Adam step is not counted: the offload time is what the link alone costs.
+- **Overlap**: the step is at least the longest of compute, communication and offload
+  (perfect overlap) and at most their sum (none).
+- **Serving** (``decode_bound``): a decoding step reads every weight a token goes through and
+  the KV cache of every sequence once from memory, so tokens/s <= memory bandwidth / bytes
+  read (the roofline limit, Williams et al. 2009): an upper bound, never a forecast.
+
+Units in names: ``_s`` seconds, ``_tflops`` 10^12 FLOP/s, ``_gb_per_s`` 10^9 bytes/s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .catalogue import Bandwidth, Card
+from .communication import bytes_per_gpu_per_step
+from .models import SLIDING, ModelConfig, as_model_config, count_params
+from .serving import serving_memory_per_gpu
+from .sharding import check_world_size, check_zero_stage
+from .validate import check_int, lookup
+
+MFU = (0.33, 0.39)
+MFU_SOURCE = ("torchtitan benchmarks/llama3_h100_202412_torchtitan.md: Llama 3.1 8B, FSDP2, 8 x H100, "
+              "local batch 2, sequence 8,192, selective activation checkpointing, 5,762 tokens/s per GPU, "
+              "33 % to 39 % MFU")
+# Measured points the MFU range comes from: (tokens/s per GPU, sequence length, peak TFLOPS
+# torchtitan divided by). Tests reproduce the range from them.
+TORCHTITAN_H100 = {"fsdp": 5_762, "fsdp_compile": 6_667, "seq_len": 8_192, "peak_tflops": 989}
+RECOMPUTE_FACTOR = {"none": Fraction(1), "selective": Fraction(1), "full": Fraction(4, 3)}
+BOUNDS = ("compute", "communication", "offload")
+GB = 10**9
+TERA = 10**12
+
+
+@dataclass(frozen=True)
+class Span:
+    """A range [low, high] of one quantity (seconds, tokens/s, euros...)."""
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.low <= self.high:
+            raise ValueError(f"a range needs 0 <= low <= high, got [{self.low!r}, {self.high!r}]")
+
+    @property
+    def middle(self) -> float:
+        return (self.low + self.high) / 2
+
+    def as_list(self) -> list[float]:
+        return [self.low, self.high]
+
+
+ZERO = Span(0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One training step on every GPU: ``tokens_per_gpu`` (micro_batch x seq_len) each.
+
+    ``compute``, ``communication``, ``offload``: seconds; ``step``: [max of the three's lows,
+    sum of their highs]; ``bound``: the part with the longest middle (``BOUNDS``).
+    """
+
+    world_size: int
+    tokens_per_gpu: int
+    flops_per_token: int
+    compute: Span
+    communication: Span
+    offload: Span
+    step: Span
+    bound: str
+
+    @property
+    def tokens_per_second(self) -> Span:
+        """Tokens per second of the whole machine (all ``world_size`` GPUs)."""
+        tokens = self.world_size * self.tokens_per_gpu
+        return Span(tokens / self.step.high, tokens / self.step.low)
+
+
+def flops_per_token(config: ModelConfig, seq_len: int) -> int:
+    """Training FLOPs per token (forward and backward), torchtitan's convention (module
+    docstring): 6 x matmul parameters + 12 x sum over layers of heads x head_dim x span,
+    span = seq_len (a sliding layer: min(seq_len, window)). Raises ValueError for seq_len < 1."""
+    config = as_model_config(config)
+    check_int(seq_len, "seq_len", 1)
+    lookup_params = 0 if config.tie_word_embeddings else config.vocab_size * config.hidden_size
+    matmul_params = count_params(config).active - lookup_params
+    window = config.sliding_window
+    spans = (min(seq_len, window) if kind == SLIDING and window else seq_len for kind in config.layer_types)
+    attention = 12 * config.num_attention_heads * config.head_dim * sum(spans)
+    return 6 * matmul_params + attention
+
+
+def compute_seconds(flops: int | float, bf16_dense_tflops: float, recompute: str = "none") -> Span:
+    """Seconds of ``flops`` model FLOPs at the card's dense BF16 peak x ``MFU`` (x 4/3 with full
+    recomputation). Raises ValueError for a non-positive peak or an unknown recompute."""
+    factor = lookup(RECOMPUTE_FACTOR, recompute, "recompute")
+    if not 0 < bf16_dense_tflops < math.inf:
+        raise ValueError(f"bf16_dense_tflops must be positive, got {bf16_dense_tflops!r}")
+    work = flops * factor
+    return Span(float(work / (bf16_dense_tflops * TERA * MFU[1])), float(work / (bf16_dense_tflops * TERA * MFU[0])))
+
+
+def communication_seconds(params: int, world_size: int, zero_stage: int, link: Bandwidth) -> Span:
+    """Seconds one GPU spends sending its share of a step's collectives over ``link``:
+    bf16 gradients at the link's high end to fp32 gradients at its low end
+    (``bytes_per_gpu_per_step`` / busbw). One GPU sends nothing: [0, 0]."""
+    check_world_size(world_size)
+    check_zero_stage(zero_stage)
+    if world_size == 1:
+        return ZERO
+    low = bytes_per_gpu_per_step(params, world_size, zero_stage, grad_bytes_per_param=2)
+    high = bytes_per_gpu_per_step(params, world_size, zero_stage, grad_bytes_per_param=4)
+    return Span(low / (link.high_gb_per_s * GB), high / (link.low_gb_per_s * GB))
+
+
+def offload_seconds(params: int, world_size: int, host: Bandwidth) -> Span:
+    """Seconds of the optimizer offload's PCIe traffic per step and GPU (ZeRO-Offload §4): 2P/N
+    bytes of fp16 gradients to the host and 2P/N of fp16 parameters back, both directions at
+    once at the link's high end, one after the other at its low end. CPU time not counted."""
+    check_world_size(world_size)
+    share = 2 * params / world_size
+    return Span(share / (host.high_gb_per_s * GB), 2 * share / (host.low_gb_per_s * GB))
+
+
+def training_step(
+    config: ModelConfig,
+    card: Card,
+    world_size: int,
+    zero_stage: int,
+    seq_len: int = 2048,
+    micro_batch: int = 1,
+    recompute: str = "none",
+    offload_optimizer: bool = False,
+) -> StepTime:
+    """Time of one step (one micro-batch of ``micro_batch`` x ``seq_len`` tokens per GPU, then
+    the gradients' collectives) of a full training of ``config`` on ``world_size`` cards.
+
+    Returns ``StepTime`` (seconds). Raises ValueError for a bad config or argument.
+    """
+    config = as_model_config(config)
+    check_int(micro_batch, "micro_batch", 1)
+    per_token = flops_per_token(config, seq_len)
+    tokens = micro_batch * seq_len
+    compute = compute_seconds(per_token * tokens, card.bf16_dense_tflops, recompute)
+    params = count_params(config).total  # every expert's weights and gradients travel
+    communication = communication_seconds(params, world_size, zero_stage, card.peer)
+    offload = offload_seconds(params, world_size, card.host) if offload_optimizer else ZERO
+    parts = {"compute": compute, "communication": communication, "offload": offload}
+    step = Span(max(p.low for p in parts.values()), sum(p.high for p in parts.values()))
+    bound = max(BOUNDS, key=lambda name: parts[name].middle)
+    return StepTime(world_size, tokens, per_token, compute, communication, offload, step, bound)
+
+
+def run_seconds(tokens: int, step: StepTime) -> Span:
+    """Wall-clock seconds to train on ``tokens`` tokens (dataset tokens x epochs) at ``step``'s
+    pace. Raises ValueError for tokens < 1."""
+    check_int(tokens, "tokens", 1)
+    rate = step.tokens_per_second
+    return Span(tokens / rate.high, tokens / rate.low)
+
+
+def speedup(one: StepTime, many: StepTime) -> Span:
+    """How many times faster ``many`` (N cards) trains than ``one`` (1 card), same per-GPU batch.
+
+    The same card reaches the same MFU in both, so compute cancels: N x c / step_N, from the
+    slowest compute with the slowest communication and no overlap to the fastest compute
+    hidden behind the fastest communication (at most N). Raises ValueError if ``one`` is not
+    one card or the batches differ.
+    """
+    if one.world_size != 1 or one.tokens_per_gpu != many.tokens_per_gpu:
+        raise ValueError("speedup compares one card with N cards at the same micro-batch")
+    n, c, m, o = many.world_size, many.compute, many.communication, many.offload
+    low = n * c.low / (c.low + m.high + o.high)
+    high = n * c.high / max(c.high, m.low, o.low)
+    return Span(low, high)
+
+
+@dataclass(frozen=True)
+class DecodeBound:
+    """Upper bounds of decoding speed (the memory-bandwidth roofline): ``bytes_per_step`` read
+    by each GPU per decoding step (one token of each of ``batch`` sequences);
+    ``tokens_per_second_per_sequence`` and ``tokens_per_second`` (all sequences) at most."""
+
+    batch: int
+    bytes_per_step: int
+    tokens_per_second_per_sequence: float
+    tokens_per_second: float
+
+
+def decode_bound(
+    config: ModelConfig,
+    memory_bandwidth_gb_per_s: float,
+    context_length: int,
+    batch: int = 1,
+    tensor_parallel: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+) -> DecodeBound:
+    """At most how many tokens per second decoding reaches: each of ``tensor_parallel`` GPUs
+    reads its share of the weights a token goes through (a mixture of experts: the active
+    share; the input embedding of an untied model is a lookup and not counted) and the KV
+    cache of ``batch`` sequences of ``context_length`` tokens, at the datasheet's memory
+    bandwidth. A roofline upper bound: kernels, communication between the GPUs and
+    scheduling only slow it down. Raises ValueError for bad input.
+    """
+    config = as_model_config(config)
+    if not 0 < memory_bandwidth_gb_per_s < math.inf:
+        raise ValueError(f"memory_bandwidth_gb_per_s must be positive, got {memory_bandwidth_gb_per_s!r}")
+    memory = serving_memory_per_gpu(config, weight_dtype, context_length, batch, kv_dtype, tensor_parallel)
+    counts = count_params(config)
+    lookup_params = 0 if config.tie_word_embeddings else config.vocab_size * config.hidden_size
+    read_share = Fraction(counts.active - lookup_params, counts.total)
+    weights_read = math.ceil(memory.weights_bytes * read_share)
+    step_bytes = weights_read + memory.kv_cache_bytes
+    steps_per_s = memory_bandwidth_gb_per_s * GB / step_bytes
+    return DecodeBound(batch, step_bytes, steps_per_s, steps_per_s * batch)
