@@ -28,7 +28,7 @@ def parse_price(text: str | int | float | Decimal, field: str = "price_eur_per_h
 
     Returns it exactly as a Decimal in (0, ``MAX_PRICE_EUR_PER_HOUR``]. Raises ValueError in one
     line naming ``field`` for anything else: not a number (``abc``, ``31,20``, ``-1``, ``nan``),
-    zero, or more than 10,000 EUR/h (``1e9``, ``1000000000``). An exponent has at most three
+    zero, less than a cent or more than 10,000 EUR/h (``1e-9``, ``1e9``, ``1000000000``). An exponent has at most three
     digits, so no input is slow.
     """
     if isinstance(text, bool):
@@ -45,6 +45,8 @@ def parse_price(text: str | int | float | Decimal, field: str = "price_eur_per_h
         value = Decimal(match.group(1))
     if value <= 0:
         raise ValueError(f"{field} must be more than 0 euros per hour, got {quote_text(text)}")
+    if value < CENT:
+        raise ValueError(f"{field} {quote_text(text)} is implausible: less than one cent per hour")
     if value > MAX_PRICE_EUR_PER_HOUR:
         raise ValueError(f"{field} {quote_text(text)} is implausible: more than {MAX_PRICE_EUR_PER_HOUR:,} euros per hour")
     return value
