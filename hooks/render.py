@@ -11,8 +11,9 @@ from .languages import LANGUAGES
 from .numbers import NUMBERS
 from .placeholders import expand
 from .tables import table
+from .timing import TIMING
 
-RENDERERS = {"table": table, **NUMBERS, **FINDER}
+RENDERERS = {"table": table, **NUMBERS, **FINDER, **TIMING}
 
 
 def render_markdown(markdown: str, lang: str) -> str:

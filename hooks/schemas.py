@@ -224,6 +224,15 @@ class UnitsFile(Data):
     range: Text("low", "high")
 
 
+# ---------------------------------------------------------------- snippets/data/timing.yaml
+class TimingFile(Data):
+    """Words of the time and cost figures (hooks/timing.py)."""
+
+    bounds: Texts({"compute": (), "communication": (), "offload": (), "memory_bandwidth": ()})
+    columns: Texts({"machine": (), "price": (), "step": (), "bound": (), "run": (), "cost": ()})
+    machine: Text("count", "gpu")
+
+
 # ---------------------------------------------------------------- snippets/data/models.yaml
 class ModelEntry(Data):
     name: Name
@@ -471,6 +480,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "sharding": ShardingFile,
     "needs": NeedsFile,
     "units": UnitsFile,
+    "timing": TimingFile,
     "models": ModelsFile,
     "finder": FinderFile,
     "verification": VerificationFile,

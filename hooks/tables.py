@@ -123,11 +123,19 @@ def interconnects_table(raw: dict[str, str], lang: str) -> str:
     return markdown_table(_columns(data, lang, where, ["link", "speed", "where"]), body)
 
 
+def run_cost_table(raw: dict[str, str], lang: str) -> str:
+    """Time and cost of a run on every priced machine (hooks/timing.py)."""
+    from .timing import run_cost_table as render
+
+    return render(raw, lang)
+
+
 TABLES: dict[str, Callable[[dict[str, str], str], str]] = {
     "needs": needs_table,
     "sharding": sharding_table,
     "frameworks": frameworks_table,
     "interconnects": interconnects_table,
+    "run_cost": run_cost_table,
 }
 
 

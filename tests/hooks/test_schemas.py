@@ -53,6 +53,10 @@ DATA_CASES = {  # file, old text, new text, the line (regex)
     "duplicate key": ("gpus.yaml", "  h100:", "  h200:", r"gpus\.yaml: invalid YAML \(line \d+\): duplicate key 'h200'"),
     "unknown key (a typo)": ("sharding.yaml", "  - zero_stage: 0", "  - zero_stag: 0",
                              r"sharding\.yaml: rows\[1\]\.zero_stag(e)?: "),
+    "host path faster than peer-to-peer": ("interconnects.yaml", "bandwidth_gb_per_s: [4, 25]", "bandwidth_gb_per_s: [4, 30]",
+                                           r"interconnects\.yaml: without_p2p\.pcie4-host\.bandwidth_gb_per_s: .*never faster"),
+    "card without its datasheet peak": ("gpus.yaml", "    bf16_dense_tflops: 165.2\n", "",
+                                        r"gpus\.yaml: gpus\.rtx-4090\.bf16_dense_tflops: Field required"),
     "machine of no card": ("gpus.yaml", "gpu: rtx-4090, count: 4", "gpu: rtx-4091, count: 4",
                            r"gpus\.yaml: machines\.4x-rtx-4090\.gpu: 'rtx-4091' is not a card of gpus"),
 }
