@@ -1,0 +1,93 @@
+"""Time and cost placeholders (hooks/timing.py) and the guide's claims that rest on them.
+
+Expected texts are typed: the guide's billing (per minute, 15-minute minimum, 8 x H100 at
+31.20 EUR/h: 0.52 EUR a minute, 7.80 EUR for a 10-minute trial), the locale's number forms
+(it ``1,5–2``, fr ``1,5 à 2``), and the words of the claims as the pages write them.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from hooks.errors import RenderError
+from hooks.render import render_markdown
+from tests.conftest import REPO_ROOT
+from vram import billing, timing
+from vram.catalogue import load_catalogue
+from vram.models import load_model_config
+
+NBSP = "\u00a0"
+LLAMA_1B = REPO_ROOT / "snippets" / "data" / "models" / "llama-3.2-1b.json"
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_per_minute_billing_in_both_languages(lang):
+    assert render_markdown("{{ per_minute machine=8x-h100 }}", lang) == f"0,52{NBSP}€"
+    assert render_markdown("{{ billed_cost machine=8x-h100 minutes=10 }}", lang) == f"7,80{NBSP}€"
+    assert render_markdown("{{ billed_cost machine=8x-h100 minutes=16 }}", lang) == f"8,32{NBSP}€"
+
+
+def test_mfu_is_the_published_range():
+    assert render_markdown("{{ mfu }}", "it") == "33–39%"
+    assert re.fullmatch(r"33 à 39\s%", render_markdown("{{ mfu }}", "fr"))
+
+
+def test_durations_change_unit_and_round_outwards():
+    job = "model=llama-3.1-8b gpu=h100 gpus=8 zero_stage=3 micro_batch=2 tokens=1e9"
+    assert render_markdown(f"{{{{ run_time {job} }}}}", "it") == f"4,3–6,2{NBSP}h"
+    a6000 = "model=llama-3.1-8b gpu=a6000 gpus=4 zero_stage=3 recompute=full tokens=1e9"
+    assert render_markdown(f"{{{{ run_time {a6000} }}}}", "fr").endswith(f"{NBSP}jours")
+    mixed = render_markdown("{{ run_time model=llama-3.2-1b gpu=rtx-4090 gpus=4 zero_stage=3 tokens=1e9 }}", "it")
+    assert re.fullmatch(rf"[\d,]+{NBSP}h–[\d,]+{NBSP}giorni", mixed), mixed
+
+
+@pytest.mark.parametrize("placeholder, message", [
+    ("{{ run_time model=llama-3.2-1b gpu=h100 gpus=8 zero_stage=3 tokens=0 }}", "token count '0': it must be positive"),
+    ("{{ run_time model=llama-3.2-1b gpu=h100 gpus=8 zero_stage=3 tokens=-1 }}", "invalid token count '-1'"),
+    ("{{ run_cost model=llama-3.2-1b gpu=h100 gpus=8 zero_stage=3 tokens=1e9 price=abc }}", "price must be a number"),
+    ("{{ run_cost model=llama-3.2-1b gpu=h100 gpus=8 zero_stage=3 tokens=1e9 price=1e9 }}", "price '1e9' is implausible"),
+    ("{{ run_cost model=llama-3.2-1b gpu=h100 gpus=2 zero_stage=3 tokens=1e9 }}", "no price for 2 x h100"),
+    ("{{ step_time model=llama-3.2-1b gpu=h1000 gpus=8 zero_stage=3 }}", "unknown gpu 'h1000'"),
+    ("{{ comm_time params=8e9 world_size=4 zero_stage=3 link=nvlink-9 }}", "unknown link 'nvlink-9'"),
+])
+def test_bad_arguments_are_one_line_naming_the_field(placeholder, message):
+    with pytest.raises(RenderError) as info:
+        render_markdown(placeholder, "it")
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def pages() -> dict[str, str]:
+    return {lang: (REPO_ROOT / "docs" / f"index.{lang}.md").read_text(encoding="utf-8") for lang in ("it", "fr")}
+
+
+def test_the_old_speed_and_billing_claims_are_gone(pages):
+    for text in pages.values():
+        assert "1,7–1,9" not in text and "1,7 à 1,9" not in text
+        assert "fraction de seconde" not in text and "frazione di secondo" not in text
+    assert "sempre al minuto in euro" not in pages["it"]
+    assert "minimo di 15 minuti" in pages["it"] and "minimum de 15 minutes" in pages["fr"]
+
+
+def test_the_claims_around_the_placeholders_hold():
+    """'the training can cost more than on the H100s', 'in the worst case less than one card',
+    'the 4 x RTX 4090 wait on communication': what the prose says next to the figures."""
+    cards, machines = load_catalogue()
+    config = load_model_config(LLAMA_1B)
+    run = {key: timing.run_seconds(10**9, timing.training_step(config, cards[m.gpu], m.count, 3))
+           for key, m in machines.items()}
+    cost_high = {key: billing.run_cost_eur(run[key].high, machines[key].price_eur_per_hour) for key in machines}
+    assert cost_high["4x-rtx-4090"] > cost_high["8x-h100"]
+    assert timing.training_step(config, cards["rtx-4090"], 4, 3).bound == "communication"
+    one = timing.training_step(config, cards["rtx-4090"], 1, 0, micro_batch=4)
+    two = timing.training_step(config, cards["rtx-4090"], 2, 0, micro_batch=4)
+    assert timing.speedup(one, two).low < 1
+
+
+def test_the_table_lists_every_priced_machine_with_its_bound():
+    table = render_markdown("{{ table name=run_cost model=llama-3.2-1b tokens=1e9 zero_stage=3 }}", "fr")
+    rows = table.splitlines()[2:]
+    assert [row.split(" | ")[0] for row in rows] == ["| 4 × RTX 4090 24GB", "| 8 × H100 80GB"]
+    assert "communication entre les cartes" in rows[0] and "calcul" in rows[1]
