@@ -13,6 +13,7 @@ gpus.yaml), ``gpus=``, ``zero_stage=``, and optionally ``seq_len=`` (2048), ``mi
 - ``{{ comm_time params=8e9 world_size=4 zero_stage=3 link=nvlink-h100 }}`` -> seconds per step
 - ``{{ mfu }}`` -> ``33–39 %``; ``{{ per_minute machine=8x-h100 }}`` -> ``0,52 €``;
   ``{{ billed_cost machine=8x-h100 minutes=10 }}`` -> ``7,80 €``
+- ``{{ decode_bound model= gpu= gpus= context= batch= }}`` -> at most ``196 token/s`` per sequence
 - ``{{ table name=run_cost model=... tokens=... zero_stage=... }}``: every priced machine.
 
 A range is rounded outwards at the precision shown, so the page never claims more than the model.
@@ -249,6 +250,26 @@ def run_cost_table(raw: dict[str, str], lang: str) -> str:
     return markdown_table(header, body)
 
 
+def decode_bound(raw: dict[str, str], lang: str) -> str:
+    """``{{ decode_bound model= gpu= gpus=1 context=2048 batch=1 part=sequence|total }}`` ->
+    ``196 token/s``: at most that many tokens per second (memory-bandwidth roofline), rounded up."""
+    args = Args(raw, {"model", "gpu", "gpus", "context", "batch", "part"})
+    cards, _ = catalogue()
+    key = args.str("gpu")
+    if key not in cards:
+        raise RenderError(f"unknown gpu {key!r} in snippets/data/gpus.yaml (known: {', '.join(cards)})")
+    part = args.str("part", "sequence")
+    if part not in ("sequence", "total"):
+        raise RenderError(f"part={part} is not sequence or total")
+    with calculator_errors():
+        bound = vram.timing.decode_bound(model_config(args.str("model")), cards[key].memory_bandwidth_gb_per_s,
+                                         args.int("context", minimum=0), args.int("batch", default=1, minimum=1),
+                                         args.int("gpus", default=1, minimum=1))
+    value = bound.tokens_per_second_per_sequence if part == "sequence" else bound.tokens_per_second
+    decimals = _decimals(value)
+    return format_quantity(math.ceil(value * 10**decimals) / 10**decimals, "tokens_per_s", lang, decimals)
+
+
 TIMING: dict[str, Callable[[dict[str, str], str], str]] = {
     "step_time": step_time,
     "run_time": run_time,
@@ -259,4 +280,5 @@ TIMING: dict[str, Callable[[dict[str, str], str], str]] = {
     "mfu": mfu,
     "per_minute": per_minute,
     "billed_cost": billed_cost,
+    "decode_bound": decode_bound,
 }

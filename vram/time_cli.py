@@ -9,6 +9,8 @@ passed in, so this module never imports the entry point.
 and with ``--tokens`` ``run_s``; with a price (``--price-eur-per-hour``, or the guide's
 price of a machine of ``--gpus`` x ``--gpu``) ``price_eur_per_hour``, ``price_source``
 ("reader" or the machine's key), ``billed_minutes`` and ``cost_eur`` as [low, high].
+``--task serve`` prints the decoding bound instead (``vram.timing.decode_bound``):
+``bytes_per_step``, ``tokens_per_s_per_sequence_at_most``, ``tokens_per_s_at_most``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from .billing import MINIMUM_MINUTES, billed_minutes, parse_price, run_cost_eur
 from .catalogue import load_catalogue
 from .models import count_params, load_model_config
 from .sharding import check_world_size
-from .timing import MFU, MFU_SOURCE, training_step, run_seconds
+from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
+from .timing import MFU, MFU_SOURCE, decode_bound, run_seconds, training_step
 from .units import parse_count
 
 MAX_TOKENS = 10**15  # 65 x the 15 trillion tokens Llama 3 was trained on: above it, a typo
@@ -53,6 +56,26 @@ def _duration(seconds: float) -> str:
     return f"{seconds:,.2f} s"
 
 
+def _cmd_decode(args: argparse.Namespace, config, card, emit: Callable) -> None:
+    bound = decode_bound(config, card.memory_bandwidth_gb_per_s, args.context, args.batch, args.gpus,
+                         args.weight_dtype, args.kv_dtype)
+    data = {
+        "task": "serve", "gpu": args.gpu, "tensor_parallel": args.gpus, "context_length": args.context,
+        "batch": args.batch, "weight_dtype": args.weight_dtype, "kv_dtype": args.kv_dtype,
+        "memory_bandwidth_gb_per_s": card.memory_bandwidth_gb_per_s, "bytes_per_step": bound.bytes_per_step,
+        "tokens_per_s_per_sequence_at_most": bound.tokens_per_second_per_sequence,
+        "tokens_per_s_at_most": bound.tokens_per_second, "bound": "memory_bandwidth",
+    }
+    lines = [
+        f"decoding on {args.gpus} x {card.name} (tensor parallel {args.gpus}), {args.batch} x {args.context:,} tokens, "
+        f"weights {args.weight_dtype}, KV cache {args.kv_dtype}:",
+        f"  bytes read per step per GPU  {bound.bytes_per_step / 1e9:,.2f} GB at {card.memory_bandwidth_gb_per_s:g} GB/s",
+        f"  at most {bound.tokens_per_second_per_sequence:,.0f} tokens/s per sequence, "
+        f"{bound.tokens_per_second:,.0f} tokens/s in all (memory-bandwidth roofline: an upper bound, not a forecast)",
+    ]
+    emit(args, data, lines)
+
+
 def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
     config = load_model_config(args.config)
     cards, machines = load_catalogue()
@@ -60,6 +83,15 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
         raise ValueError(f"unknown gpu {args.gpu!r}; known: {', '.join(cards)}")
     card = cards[args.gpu]
     check_world_size(args.gpus)
+    if args.task == "serve":
+        given = [flag for flag, value in (("--zero-stage", args.zero_stage), ("--tokens", args.tokens),
+                                          ("--price-eur-per-hour", args.price_eur_per_hour)) if value is not None]
+        if given or args.context is None:
+            raise ValueError(f"time --task serve: {given[0]} is for training" if given
+                             else "time --task serve needs --context (tokens per sequence)")
+        return _cmd_decode(args, config, card, emit)
+    if args.zero_stage is None:
+        raise ValueError("time: --zero-stage is required for training (0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3)")
     step = training_step(config, card, args.gpus, args.zero_stage, args.seq_len, args.micro_batch,
                          args.recompute, args.offload_optimizer)
     data: dict = {
@@ -118,7 +150,9 @@ def add_time_command(sub, whole: Callable, emit: Callable) -> argparse.ArgumentP
     t.add_argument("--config", required=True, help="path to config.json")
     t.add_argument("--gpu", required=True, help="a card of snippets/data/gpus.yaml: h100, rtx-4090, ...")
     t.add_argument("--gpus", type=whole("gpus", 1, 2**10), required=True, help="cards training together")
-    t.add_argument("--zero-stage", type=whole("zero_stage", 0, 3), required=True,
+    t.add_argument("--task", choices=("train", "serve"), default="train",
+                   help="train (default) or serve: the decoding bound, --gpus = tensor parallel")
+    t.add_argument("--zero-stage", type=whole("zero_stage", 0, 3),
                    help="0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3 / FSDP2 full shard")
     t.add_argument("--seq-len", type=whole("seq_len", 1, MAX_SEQ_LEN), default=2048, help="tokens per sequence (2048)")
     t.add_argument("--micro-batch", type=whole("micro_batch", 1, MAX_MICRO_BATCH), default=1,
@@ -128,6 +162,10 @@ def add_time_command(sub, whole: Callable, emit: Callable) -> argparse.ArgumentP
     t.add_argument("--tokens", type=_tokens, help="tokens to train on (dataset tokens x epochs): 1e9, 1B")
     t.add_argument("--price-eur-per-hour", type=_price,
                    help="the machine's price (default: the guide's, for the machines it prices)")
+    t.add_argument("--context", type=whole("context", 1, MAX_SEQ_LEN), help="serve: tokens per sequence")
+    t.add_argument("--batch", type=whole("batch", 1, MAX_MICRO_BATCH), default=1, help="serve: sequences (1)")
+    t.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES, help="serve: weights (bf16)")
+    t.add_argument("--kv-dtype", default="bf16", choices=tuple(DTYPE_BITS), help="serve: KV cache (bf16)")
     t.add_argument("--json", action="store_true", help="print one JSON object")
     t.set_defaults(func=lambda args: _cmd_time(args, emit))
     return t

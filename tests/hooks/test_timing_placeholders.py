@@ -91,3 +91,9 @@ def test_the_table_lists_every_priced_machine_with_its_bound():
     rows = table.splitlines()[2:]
     assert [row.split(" | ")[0] for row in rows] == ["| 4 × RTX 4090 24GB", "| 8 × H100 80GB"]
     assert "communication entre les cartes" in rows[0] and "calcul" in rows[1]
+
+
+def test_the_decode_bound_is_rounded_up_as_an_upper_bound():
+    # H100 at 3,350 GB/s over Llama 3.1 8B's bf16 weights past the embedding and 2,048 tokens of
+    # KV cache (128 KiB each): 3.35e12 / (2 x 7,504,924,672 + 2,048 x 131,072) = 219.3 -> 220
+    assert render_markdown("{{ decode_bound model=llama-3.1-8b gpu=h100 context=2048 }}", "it") == f"220{NBSP}token/s"

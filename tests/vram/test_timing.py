@@ -243,3 +243,15 @@ def test_cli_bad_input_exits_2_with_one_line_naming_the_field(flag, value, field
 def test_cli_unknown_gpu_is_one_line():
     code, _, err = run_cli("time", "--config", str(LLAMA_1B), "--gpu", "h1000", "--gpus", "4", "--zero-stage", "3")
     assert code == 2 and "unknown gpu 'h1000'" in err and err.count("\n") == 1
+
+
+def test_cli_serve_prints_the_roofline_bound(llama8b):
+    code, out, err = run_cli("time", "--task", "serve", "--config", str(LLAMA_8B), "--gpu", "h100", "--gpus", "1",
+                             "--context", "2048", "--batch", "8", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["bytes_per_step"] == 2 * (P_8B - EMBEDDING_8B) + 8 * 2048 * 131_072
+    assert data["tokens_per_s_at_most"] == pytest.approx(3350e9 * 8 / data["bytes_per_step"])
+    code, _, err = run_cli("time", "--task", "serve", "--config", str(LLAMA_8B), "--gpu", "h100", "--gpus", "1",
+                           "--context", "2048", "--tokens", "1e9")
+    assert code == 2 and "--tokens is for training" in err
