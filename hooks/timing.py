@@ -270,6 +270,14 @@ def decode_bound(raw: dict[str, str], lang: str) -> str:
     return format_quantity(math.ceil(value * 10**decimals) / 10**decimals, "tokens_per_s", lang, decimals)
 
 
+def flops_per_token(raw: dict[str, str], lang: str) -> str:
+    """``{{ flops_per_token model=llama-3.1-8b seq_len=8192 }}`` -> ``57,9 GFLOP`` (torchtitan's count)."""
+    args = Args(raw, {"model", "seq_len"})
+    with calculator_errors():
+        flops = vram.timing.flops_per_token(model_config(args.str("model")), args.int("seq_len", minimum=1))
+    return format_quantity(flops / 1e9, "gflop", lang, 1)
+
+
 TIMING: dict[str, Callable[[dict[str, str], str], str]] = {
     "step_time": step_time,
     "run_time": run_time,
@@ -281,4 +289,5 @@ TIMING: dict[str, Callable[[dict[str, str], str], str]] = {
     "per_minute": per_minute,
     "billed_cost": billed_cost,
     "decode_bound": decode_bound,
+    "flops_per_token": flops_per_token,
 }
