@@ -169,7 +169,8 @@ def training_step(
     offload_optimizer: bool = False,
 ) -> StepTime:
     """Time of one step (one micro-batch of ``micro_batch`` x ``seq_len`` tokens per GPU, then
-    the gradients' collectives) of a full training of ``config`` on ``world_size`` cards.
+    the gradients' collectives, no gradient accumulation) of a full training of ``config`` on
+    ``world_size`` cards. Memory is not checked here (``vram.frameworks``, ``vram.fit``).
 
     Returns ``StepTime`` (seconds). Raises ValueError for a bad config or argument.
     """
