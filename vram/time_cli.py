@@ -9,6 +9,8 @@ passed in, so this module never imports the entry point.
 and with ``--tokens`` ``run_s``; with a price (``--price-eur-per-hour``, or the guide's
 price of a machine of ``--gpus`` x ``--gpu``) ``price_eur_per_hour``, ``price_source``
 ("reader" or the machine's key), ``billed_minutes`` and ``cost_eur`` as [low, high].
+``--rank`` ranks the guide's priced machines (plus ``--gpus`` x ``--gpu``) for the run:
+``ranked_by`` ("cost" when every machine has a price, else "time") and ``machines``, best first.
 ``--task serve`` prints the decoding bound instead (``vram.timing.decode_bound``):
 ``bytes_per_step``, ``tokens_per_s_per_sequence_at_most``, ``tokens_per_s_at_most``.
 """
@@ -24,6 +26,7 @@ from .catalogue import load_catalogue
 from .models import count_params, load_model_config
 from .sharding import check_world_size
 from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
+from .ranking import rank_runs, run_options
 from .timing import MFU, MFU_SOURCE, decode_bound, run_seconds, training_step
 from .units import parse_count
 
@@ -76,11 +79,59 @@ def _cmd_decode(args: argparse.Namespace, config, card, emit: Callable) -> None:
     emit(args, data, lines)
 
 
+def _machine_price(text: str) -> tuple[str, object]:
+    key, sep, price = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"--price takes MACHINE=EUR_PER_HOUR (4x-rtx-4090=2.36), got {text!r}")
+    try:
+        return key.strip(), parse_price(price, f"price of {key.strip()}")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _cmd_rank(args: argparse.Namespace, config, cards, machines, emit: Callable) -> None:
+    if args.zero_stage is None or args.tokens is None:
+        raise ValueError("time --rank needs --zero-stage and --tokens (the run to rank the machines for)")
+    chosen = {key: (cards[m.gpu], m.count) for key, m in machines.items()}
+    prices = {key: m.price_eur_per_hour for key, m in machines.items()}
+    if args.gpu is not None:
+        key = f"{args.gpus}x-{args.gpu}"
+        chosen[key] = (cards[args.gpu], args.gpus)
+        if args.price_eur_per_hour is not None:
+            prices[key] = args.price_eur_per_hour
+    for key, price in args.price or []:
+        if key not in chosen:
+            raise ValueError(f"--price {key}=...: {key!r} is not a machine of the ranking ({', '.join(chosen)})")
+        prices[key] = price
+    by, ranked = rank_runs(run_options(config, args.tokens, chosen, prices, args.zero_stage, args.seq_len,
+                                       args.micro_batch, args.recompute, args.offload_optimizer))
+    data = {"ranked_by": by, "tokens": args.tokens, "zero_stage": args.zero_stage, "machines": [
+        {"machine": o.key, "gpu": o.card.key, "count": o.count, "run_s": o.run_s.as_list(), "bound": o.step.bound,
+         "price_eur_per_hour": None if o.price_eur_per_hour is None else str(o.price_eur_per_hour),
+         "cost_eur": None if o.cost_eur is None else [str(c) for c in o.cost_eur]} for o in ranked]}
+    why = "cost of the run (every machine has a price)" if by == "cost" else "time (a machine has no price)"
+    lines = [f"machines for {args.tokens:,} tokens, ZeRO-{args.zero_stage}, ranked by {why}:"]
+    for i, o in enumerate(ranked, 1):
+        cost = f", {o.cost_eur[0]}-{o.cost_eur[1]} EUR at {o.price_eur_per_hour} EUR/h" if o.cost_eur else ""
+        lines.append(f"  {i}. {o.count} x {o.card.name}: {_duration(o.run_s.low)} to {_duration(o.run_s.high)}"
+                     f"{cost} (bound: {o.step.bound})")
+    lines.append("memory is not checked here: python -m vram estimate says whether the job fits each card")
+    emit(args, data, lines)
+
+
 def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
     config = load_model_config(args.config)
     cards, machines = load_catalogue()
-    if args.gpu not in cards:
+    if args.gpu is not None and args.gpu not in cards:
         raise ValueError(f"unknown gpu {args.gpu!r}; known: {', '.join(cards)}")
+    if (args.gpu is None) != (args.gpus is None):
+        raise ValueError("time: --gpu and --gpus go together (the machine: --gpus cards of --gpu)")
+    if args.rank:
+        return _cmd_rank(args, config, cards, machines, emit)
+    if args.price:
+        raise ValueError("time: --price MACHINE=EUR goes with --rank; use --price-eur-per-hour for --gpu")
+    if args.gpu is None:
+        raise ValueError("time: give --gpu and --gpus (or --rank to compare the priced machines)")
     card = cards[args.gpu]
     check_world_size(args.gpus)
     if args.task == "serve":
@@ -148,8 +199,12 @@ def add_time_command(sub, whole: Callable, emit: Callable) -> argparse.ArgumentP
     """Register ``time`` on the subparsers ``sub``; ``whole(name, lo, hi)`` parses integers."""
     t = sub.add_parser("time", help="time per step, per run and its cost (estimates as ranges)")
     t.add_argument("--config", required=True, help="path to config.json")
-    t.add_argument("--gpu", required=True, help="a card of snippets/data/gpus.yaml: h100, rtx-4090, ...")
-    t.add_argument("--gpus", type=whole("gpus", 1, 2**10), required=True, help="cards training together")
+    t.add_argument("--gpu", help="a card of snippets/data/gpus.yaml: h100, rtx-4090, ...")
+    t.add_argument("--gpus", type=whole("gpus", 1, 2**10), help="cards training together")
+    t.add_argument("--rank", action="store_true",
+                   help="rank the guide's priced machines (and --gpus x --gpu) by the run's cost, or time without prices")
+    t.add_argument("--price", type=_machine_price, action="append", metavar="MACHINE=EUR",
+                   help="with --rank: a machine's price per hour (4x-rtx-4090=2.36), repeatable")
     t.add_argument("--task", choices=("train", "serve"), default="train",
                    help="train (default) or serve: the decoding bound, --gpus = tensor parallel")
     t.add_argument("--zero-stage", type=whole("zero_stage", 0, 3),

@@ -255,3 +255,29 @@ def test_cli_serve_prints_the_roofline_bound(llama8b):
     code, _, err = run_cli("time", "--task", "serve", "--config", str(LLAMA_8B), "--gpu", "h100", "--gpus", "1",
                            "--context", "2048", "--tokens", "1e9")
     assert code == 2 and "--tokens is for training" in err
+
+
+# ------------------------------------------------------------------ ranking by the run's cost
+def test_a_typed_price_changes_the_ranking(catalogue, llama1b):
+    from vram.ranking import rank_runs, run_options
+
+    cards, machines = catalogue
+    chosen = {key: (cards[m.gpu], m.count) for key, m in machines.items()}
+    guide = {key: m.price_eur_per_hour for key, m in machines.items()}
+    by, ranked = rank_runs(run_options(llama1b, 10**9, chosen, guide, 3))
+    assert by == "cost" and [o.key for o in ranked] == ["8x-h100", "4x-rtx-4090"]
+    by, ranked = rank_runs(run_options(llama1b, 10**9, chosen, {**guide, "4x-rtx-4090": "0.50"}, 3))
+    assert [o.key for o in ranked] == ["4x-rtx-4090", "8x-h100"]
+    by, _ = rank_runs(run_options(llama1b, 10**9, {**chosen, "4x-a6000": (cards["a6000"], 4)}, guide, 3))
+    assert by == "time"  # a machine without a price: ranked by time, and said so
+
+
+def test_cli_rank_says_what_it_ranks_by():
+    code, out, err = run_cli("time", "--rank", "--config", str(LLAMA_1B), "--zero-stage", "3", "--tokens", "1e9",
+                             "--price", "4x-rtx-4090=0.50", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["ranked_by"] == "cost" and [m["machine"] for m in data["machines"]] == ["4x-rtx-4090", "8x-h100"]
+    code, _, err = run_cli("time", "--rank", "--config", str(LLAMA_1B), "--zero-stage", "3", "--tokens", "1e9",
+                           "--price", "4x-rtx-4090=abc")
+    assert code == 2 and "price of 4x-rtx-4090 must be a number" in err and err.count("\n") == 1
