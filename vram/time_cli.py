@@ -112,7 +112,7 @@ def _cmd_rank(args: argparse.Namespace, config, cards, machines, emit: Callable)
     why = "cost of the run (every machine has a price)" if by == "cost" else "time (a machine has no price)"
     lines = [f"machines for {args.tokens:,} tokens, ZeRO-{args.zero_stage}, ranked by {why}:"]
     for i, o in enumerate(ranked, 1):
-        cost = f", {o.cost_eur[0]}-{o.cost_eur[1]} EUR at {o.price_eur_per_hour} EUR/h" if o.cost_eur else ""
+        cost = f", {o.cost_eur[0]}-{o.cost_eur[1]} EUR at {o.price_eur_per_hour:.2f} EUR/h" if o.cost_eur else ""
         lines.append(f"  {i}. {o.count} x {o.card.name}: {_duration(o.run_s.low)} to {_duration(o.run_s.high)}"
                      f"{cost} (bound: {o.step.bound})")
     lines.append("memory is not checked here: python -m vram estimate says whether the job fits each card")
@@ -187,7 +187,7 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
                 "cost_eur": [str(run_cost_eur(run.low, price)), str(run_cost_eur(run.high, price))],
             })
             where = "your price" if source == "reader" else f"the guide's price of {source}, from"
-            lines.append(f"cost at {price} EUR/h ({where}), billed per minute, {MINIMUM_MINUTES}-minute minimum: "
+            lines.append(f"cost at {price:.2f} EUR/h ({where}), billed per minute, {MINIMUM_MINUTES}-minute minimum: "
                          f"{data['cost_eur'][0]}-{data['cost_eur'][1]} EUR")
     elif args.price_eur_per_hour is not None:
         raise ValueError("time: --price-eur-per-hour needs --tokens (the run's length)")
