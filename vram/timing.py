@@ -16,7 +16,9 @@ Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inpu
   2, sequence 8,192, selective activation checkpointing: 5,762 tokens/s per GPU ("33% to 39%
   MFU", with and without torch.compile: 6,667 tokens/s with it). It was measured on H100s
   with the FLOPs convention above; for any other card, model or batch it is an assumption
-  that the same share of the peak is reached, and the range says no more than that.
+  that the same share of the peak is reached, and the range says no more than that. The
+  H100s measured were 96 GB HBM2e cards at 500 W, slower than an H100 SXM, and torchtitan
+  divided by the SXM peak (its footnote 2): on a 700 W H100 SXM the range is cautious.
   Full recomputation runs the forward twice: x 4/3 (Narayanan et al. 2021, arXiv:2104.04473,
   §5.1: 4 passes' worth of FLOPs instead of 3). Selective recomputation is what the
   measurement ran with: x 1.

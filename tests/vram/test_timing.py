@@ -17,6 +17,7 @@ independent sources, typed here:
 from __future__ import annotations
 
 import io
+import re
 import json
 from contextlib import redirect_stderr, redirect_stdout
 from decimal import Decimal
@@ -281,3 +282,11 @@ def test_cli_rank_says_what_it_ranks_by():
     code, _, err = run_cli("time", "--rank", "--config", str(LLAMA_1B), "--zero-stage", "3", "--tokens", "1e9",
                            "--price", "4x-rtx-4090=abc")
     assert code == 2 and "price of 4x-rtx-4090 must be a number" in err and err.count("\n") == 1
+
+
+def test_cli_names_the_bound_of_both_illustrations():
+    code, out, _ = run_cli("time", "--config", str(LLAMA_8B), "--gpu", "a6000", "--gpus", "4", "--zero-stage", "3",
+                           "--recompute", "full", "--tokens", "1e9")
+    assert code == 0 and "bound: compute" in out and re.search(r"run of 1,000,000,000 tokens: [\d.]+ days", out)
+    code, out, _ = run_cli("time", "--config", str(LLAMA_1B), "--gpu", "rtx-4090", "--gpus", "4", "--zero-stage", "3")
+    assert code == 0 and "bound: communication" in out and "pcie4-host" in out
