@@ -290,3 +290,21 @@ def test_cli_names_the_bound_of_both_illustrations():
     assert code == 0 and "bound: compute" in out and re.search(r"run of 1,000,000,000 tokens: [\d.]+ days", out)
     code, out, _ = run_cli("time", "--config", str(LLAMA_1B), "--gpu", "rtx-4090", "--gpus", "4", "--zero-stage", "3")
     assert code == 0 and "bound: communication" in out and "pcie4-host" in out
+
+
+@pytest.mark.parametrize("module", ["timing", "billing", "catalogue", "ranking"])
+def test_the_time_model_imports_only_the_standard_library(module):
+    """The finder runs vram in the browser (Pyodide): a module-level import outside the standard
+    library would break it there. catalogue.load_catalogue reads YAML for the CLI only, inside it."""
+    import ast
+    import sys
+
+    tree = ast.parse((REPO_ROOT / "vram" / f"{module}.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module]
+        else:
+            continue
+        assert all(name.split(".")[0] in sys.stdlib_module_names or name == "__future__" for name in names), names
