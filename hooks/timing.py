@@ -195,8 +195,14 @@ def comm_time(raw: dict[str, str], lang: str) -> str:
 
 
 def mfu(raw: dict[str, str], lang: str) -> str:
-    """``33–39%`` (it), ``33 à 39 %`` (fr): the published MFU range, the percent sign as Babel writes it."""
-    Args(raw, set())
+    """``33–39%`` (it), ``33 à 39 %`` (fr): the published MFU range, the percent sign as Babel writes it;
+    ``part=tokens_per_gpu``: the measurement it comes from, ``5.762`` tokens/s per GPU (it)."""
+    args = Args(raw, {"part"})
+    part = args.str("part", "range")
+    if part not in ("range", "tokens_per_gpu"):
+        raise RenderError(f"part={part} is not range or tokens_per_gpu")
+    if part == "tokens_per_gpu":
+        return format_number(vram.timing.TORCHTITAN_H100["fsdp"], lang, 0)
     low, high = vram.timing.MFU
     pattern = text(load_yaml("units")["range"], lang, "snippets/data/units.yaml: range")
     return pattern.format(low=format_number(low * 100, lang, 0), high=format_percent(high, locale=lang))

@@ -32,6 +32,7 @@ def test_per_minute_billing_in_both_languages(lang):
 def test_mfu_is_the_published_range():
     assert render_markdown("{{ mfu }}", "it") == "33–39%"
     assert re.fullmatch(r"33 à 39\s%", render_markdown("{{ mfu }}", "fr"))
+    assert render_markdown("{{ mfu part=tokens_per_gpu }}", "it") == "5.762"  # torchtitan's Table 1, FSDP
 
 
 def test_durations_change_unit_and_round_outwards():
