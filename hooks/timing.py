@@ -6,7 +6,7 @@ gpus.yaml), ``gpus=``, ``zero_stage=``, and optionally ``seq_len=`` (2048), ``mi
 
 - ``{{ step_time JOB part=step|compute|communication|offload }}`` -> ``0,51–0,73 s``
 - ``{{ run_time JOB tokens=1e9 }}`` -> ``4,3–6,2 h``
-- ``{{ run_cost JOB tokens=1e9 }}`` -> ``136–194 €`` (the guide's price of the machine of
+- ``{{ run_cost JOB tokens=1e9 }}`` -> ``135–194 €`` (the guide's price of the machine of
   ``gpus`` x ``gpu``, or ``price=``), billed per minute with the 15-minute minimum
 - ``{{ run_bound JOB }}`` -> the part that bounds the step, in words (timing.yaml)
 - ``{{ speedup JOB }}`` -> ``1,7–2``: ``gpus`` cards against one, same micro-batch
