@@ -1,4 +1,4 @@
-"""Command line: ``python -m vram params|estimate|serve|lora|time ...`` (``time``: ``vram.time_cli``).
+"""Command line: ``python -m vram params|estimate|serve|lora ...``.
 
 Bad input exits with status 2 and ONE line on stderr (``vram: error: ...``) quoting what
 the user typed, never a traceback: numbers are read exactly (no float), a fraction, an
