@@ -276,7 +276,7 @@ def _cmd_lora(args: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m vram`` argument parser (one-line errors, exit 2)."""
     parser = _OneLineParser(prog="vram", description="GPU memory calculator for multi-GPU training and serving.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{params,estimate,serve,lora,time}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{params,estimate,serve,lora}")
     optimizers = sorted(OPTIMIZERS)
 
     p = sub.add_parser("params", help="parameter count of a Hugging Face config.json")

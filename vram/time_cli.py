@@ -196,7 +196,10 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
 
 
 def add_time_command(sub, whole: Callable, emit: Callable) -> argparse.ArgumentParser:
-    """Register ``time`` on the subparsers ``sub``; ``whole(name, lo, hi)`` parses integers."""
+    """Register ``time`` on the subparsers ``sub`` (and name it in their ``{...}`` list);
+    ``whole(name, lo, hi)`` parses integers."""
+    if sub.metavar and sub.metavar.endswith("}"):
+        sub.metavar = sub.metavar[:-1] + ",time}"
     t = sub.add_parser("time", help="time per step, per run and its cost (estimates as ranges)")
     t.add_argument("--config", required=True, help="path to config.json")
     t.add_argument("--gpu", help="a card of snippets/data/gpus.yaml: h100, rtx-4090, ...")
