@@ -20,7 +20,8 @@ Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inpu
   H100s measured were 96 GB HBM2e cards at 500 W, slower than an H100 SXM, and torchtitan
   divided by the SXM peak (its footnote 2): on a 700 W H100 SXM the range is cautious.
   Full recomputation runs the forward twice: x 4/3 (Narayanan et al. 2021, arXiv:2104.04473,
-  §5.1: 4 passes' worth of FLOPs instead of 3). Selective recomputation is what the
+  whose FLOPs count adds "an extra forward pass" for activation recomputation: 4 passes' worth
+  instead of 3). Selective recomputation is what the
   measurement ran with: x 1.
 - **Communication time**: the bytes one GPU sends per step (``vram.communication``: DDP and
   ZeRO-1/2 one all-reduce's worth of gradients, ZeRO-3/FSDP2 two all-gathers of the weights
@@ -28,7 +29,7 @@ Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inpu
   bus bandwidth per direction (``interconnects.yaml``; nccl-tests doc/PERFORMANCE.md: the
   bytes each rank moves over busbw is the collective's time). Cards without peer-to-peer use
   the path through host memory (``without_p2p``).
-- **Offload** (optimizer in host RAM, ZeRO-Offload, Ren et al. 2021, arXiv:2101.06840, §4):
+- **Offload** (optimizer in host RAM, ZeRO-Offload, Ren et al. 2021, arXiv:2101.06840, its data flow):
   each GPU sends its fp16 gradient partition (2P/N bytes) to the host and receives its
   updated fp16 parameter partition (2P/N) over its own PCIe link (``host_link``): from both
   directions at once at the link's high end to one after the other at its low end. The CPU's
@@ -152,7 +153,7 @@ def communication_seconds(params: int, world_size: int, zero_stage: int, link: B
 
 
 def offload_seconds(params: int, world_size: int, host: Bandwidth) -> Span:
-    """Seconds of the optimizer offload's PCIe traffic per step and GPU (ZeRO-Offload §4): 2P/N
+    """Seconds of the optimizer offload's PCIe traffic per step and GPU (ZeRO-Offload): 2P/N
     bytes of fp16 gradients to the host and 2P/N of fp16 parameters back, both directions at
     once at the link's high end, one after the other at its low end. CPU time not counted."""
     check_world_size(world_size)
