@@ -20,7 +20,7 @@ Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inpu
   H100s measured were 96 GB HBM2e cards at 500 W, slower than an H100 SXM, and torchtitan
   divided by the SXM peak (its footnote 2): on a 700 W H100 SXM the range is cautious.
   Full recomputation runs the forward twice: x 4/3 (Narayanan et al. 2021, arXiv:2104.04473,
-  whose FLOPs count adds "an extra forward pass" for activation recomputation: 4 passes' worth
+  whose FLOPs count adds one more forward pass for activation recomputation: 4 passes' worth
   instead of 3). Selective recomputation is what the
   measurement ran with: x 1.
 - **Communication time**: the bytes one GPU sends per step (``vram.communication``: DDP and
