@@ -154,3 +154,12 @@ def test_the_default_view_needs_the_step():
     assert per_gpu == 20 * s["P"] > 16 * s["P"] + 2 * s["W"]
     h200 = (GPUS["gpus"]["h200"]["memory_mib"] - GPUS["reserve_mib"]) * 2**20
     assert per_gpu > h200 and "h200" not in fits
+
+
+@pytest.mark.parametrize("model_key, cards, method, gpu", [("qwen3-32b", 4, "fsdp2-reshard", "h200"),
+                                                           ("gpt-oss-20b", 4, "fsdp2-reshard", "rtx-pro-6000")])
+def test_the_issues_broken_fits_do_not_fit_by_the_oracle(model_key, cards, method, gpu):
+    """Issue 17: 'fits' verdicts the foreach step breaks (20·S per card under FSDP2)."""
+    per_gpu, fits, short = oracle_verdicts(model_key, cards, method)
+    assert per_gpu == 20 * _sizes(_config(model_key), cards)["S"]
+    assert gpu not in fits and gpu not in short
