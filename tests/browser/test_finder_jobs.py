@@ -28,6 +28,7 @@ import sys
 import pytest
 
 from hooks.data import load_yaml
+from tests.browser.conftest import recorded
 from tests.browser.test_finder import PATHS, plain
 from tests.conftest import REPO_ROOT
 from vram.__main__ import main as vram_main
@@ -119,6 +120,7 @@ def pages(chromium, site_server):
         contexts.append(context)
         page = context.new_page()
         page.errors = []
+        page.requests = recorded(page)
         page.on("console", lambda msg, page=page: msg.type == "error" and page.errors.append(msg.text))
         page.on("pageerror", lambda exc, page=page: page.errors.append(str(exc)))
         page.goto(site_server.url(path), wait_until="networkidle")
@@ -161,6 +163,12 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
             answered += "error" not in json.loads(reply["text"])
     assert answered >= JOBS * 2 // 3  # most drawn jobs are answered, not refused
     assert not pages["it"].errors
+    # Pyodide and the calculator came from the site itself (the worker's requests are the page's)
+    origin = "/".join(pages["it"].url.split("/")[:3])
+    urls = [request.url for request in pages["it"].requests.requests]
+    assert {url.rsplit("/", 1)[1] for url in urls if "/assets/pyodide/" in url} >= {"pyodide.asm.wasm", "python_stdlib.zip"}
+    assert [url for url in urls if url.endswith("/assets/vram-bundle.json")]
+    assert not [url for url in urls if not url.startswith(origin + "/")]
     # The in-process main() is the command line: a few in a real subprocess give the same text.
     for key, path, job in drawn[:SUBPROCESS_SAMPLE]:
         proc = subprocess.run([sys.executable, "-m", "vram", *argv(job, path)], cwd=REPO_ROOT, capture_output=True,
