@@ -293,3 +293,17 @@ def test_bad_input_is_one_line_in_the_page_language(pages, lang):
         use_form(page, model="llama-3.1-8b", seq_len=4096, micro_batch=1)
         assert page.is_hidden("#finder-error") and page.is_visible("#finder-table")
     assert not page.errors
+
+
+def test_greyed_out_choices_say_why(pages):
+    page = pages["it"]
+    labels = FINDER["labels"]
+    use_form(page, model="llama-3.1-8b", task="full-bf16", cards=1, method="paper")
+    title = page.eval_on_selector('#finder-method option[value="ddp"]', "o => o.disabled && o.title")
+    assert title == labels["refused_optimizer"]["it"]  # all-bf16: only the paper's accounting has it
+    title = page.eval_on_selector('#finder-task option[value="serve-mxfp4"]', "o => o.disabled && o.title")
+    assert title == labels["refused_weights"]["it"]  # MXFP4: gpt-oss's checkpoints only
+    use_form(page, model="qwen2.5-7b", task="serve-bf16", cards=1, context=8192)
+    title = page.eval_on_selector('#finder-cards option[value="8"]', "o => o.disabled && o.title")
+    assert title == labels["refused_cards"]["it"]  # 28 heads do not split over 8 cards
+    assert not page.errors
