@@ -42,6 +42,7 @@ Sizes are bytes (ints) with their GB (10**9 bytes) beside them, computed here.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any, Mapping
@@ -158,6 +159,17 @@ def normalised(job: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- the answer ------------------------------------------------------------------------------
 
+# Pure functions of a frozen ModelConfig, asked the same question by many jobs (the site's
+# precomputed answers ask each model's a few hundred times): computed once per question.
+_cached_shape = functools.lru_cache(maxsize=256)(model_shape)
+_cached_params = functools.lru_cache(maxsize=256)(count_params)
+
+
+@functools.lru_cache(maxsize=1024)
+def _peak_activations(config: ModelConfig, seq_len: int, micro_batch: int, attention: str, recompute: str) -> int:
+    return activation_memory(config, seq_len, micro_batch, attention, recompute).peak_bytes
+
+
 def _not_offered(field: str, exc: ValueError) -> JobError:
     return JobError(field, "not_offered", str(exc))
 
@@ -169,7 +181,7 @@ def _training(job: dict, config: ModelConfig) -> tuple[dict[str, int], int, list
     implementation = _choice(job, "optimizer_impl", OPTIMIZER_IMPLS)
     offload = _choice(job, "offload", OFFLOAD)
     try:
-        memory = framework_memory(framework, model_shape(config), job["cards"], stage, optimizer,
+        memory = framework_memory(framework, _cached_shape(config), job["cards"], stage, optimizer,
                                   offload != "none", offload == "optimizer+params", optimizer_impl=implementation)
     except ValueError as exc:
         field = "offload" if offload != "none" and "offload" in str(exc).lower() else "optimizer" \
@@ -224,8 +236,8 @@ def _activations(job: dict, config: ModelConfig) -> dict[str, Any]:
     recompute = _choice(job, "recompute", RECOMPUTE)
     try:
         attention = default_attention(config) if job["attention"] is None else _choice(job, "attention", ATTENTION)
-        asked = activation_memory(config, seq_len, micro_batch, attention, recompute).peak_bytes
-        full = asked if recompute == "full" else activation_memory(config, seq_len, micro_batch, attention, "full").peak_bytes
+        asked = _peak_activations(config, seq_len, micro_batch, attention, recompute)
+        full = _peak_activations(config, seq_len, micro_batch, attention, "full")
     except JobError:
         raise
     except ValueError as exc:
@@ -319,7 +331,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     fit_list, short = _card_fits(job, kind, need, need if backward is None else backward, activations, kv_one,
                                  parts.get("weights", 0))
     ordered = sorted(((k, v) for k, v in parts.items() if v), key=lambda kv: (-kv[1], PART_ORDER.index(kv[0])))
-    count = count_params(config)
+    count = _cached_params(config)
     answer: dict[str, Any] = {
         "kind": kind, "cards": job["cards"], "params": count.total, "active_params": count.active,
         "max_context": config.max_position_embeddings,
