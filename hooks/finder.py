@@ -431,8 +431,7 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
     body += f'\n<p class="finder-error" id="finder-error" role="alert" hidden></p>'
     labels = script_json(page_labels(catalogue, lang))
     return (f'<div class="finder" id="finder"><link rel="stylesheet" href="{assets}/finder.css">'
-            f'<form class="finder-form" id="finder-form" data-json="{assets}/finder.json" '
-            f'data-worker="{assets}/finder-worker.js" hidden>'
+            f'<form class="finder-form" id="finder-form" data-json="{assets}/finder.json" hidden>'
             f'<fieldset><legend>{html.escape(_label(catalogue, "legend", lang))}</legend>\n{body}</fieldset></form>'
             f'<script type="application/json" id="finder-labels">{labels}</script>'
             f'<script src="{assets}/finder.js" defer></script></div>')

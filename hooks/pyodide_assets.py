@@ -3,17 +3,19 @@
 - ``assets/pyodide/``: Pyodide's runtime, copied from the npm package ``pyodide`` (exact
   version pinned in package-lock.json; ``npm ci`` puts it in ``node_modules/pyodide``),
   only the files a standard-library-only program loads (``PYODIDE_FILES``).
-- ``assets/vram-bundle.json``: ``{"sources": {"vram/<name>.py": text}, "configs":
-  {model key: config.json text}}``: every ``vram/*.py`` and every finder model's
-  ``config.json``, each text exactly as in the checkout (the worker writes the sources
-  into Pyodide's file system and imports them; JSON strings carry the text unchanged).
+- ``assets/vram.zip``: ``vram/<name>.py`` for every ``vram/*.py`` and ``configs/<model
+  key>.json`` for every finder model's ``config.json``, each the bytes of the checkout's
+  file (deflated, which unzipping undoes exactly; fixed timestamps, so the same checkout
+  gives the same archive). The worker unpacks it into Pyodide's file
+  system and imports ``vram`` from there.
 
 Pure: no MkDocs import; the glue adds them to the build's files.
 """
 
 from __future__ import annotations
 
-import json
+import io
+import zipfile
 from pathlib import Path
 
 from . import data as data_module
@@ -22,7 +24,8 @@ from .errors import RenderError
 PYODIDE_DIR = data_module.REPO_ROOT / "node_modules" / "pyodide"
 PYODIDE_URI = "assets/pyodide"
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
-BUNDLE_URI = "assets/vram-bundle.json"
+BUNDLE_URI = "assets/vram.zip"
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can say: the archive depends on the files only
 VRAM_DIR = data_module.REPO_ROOT / "vram"
 
 
@@ -37,8 +40,15 @@ def pyodide_files(folder: Path = PYODIDE_DIR) -> dict[str, Path]:
     return {f"{PYODIDE_URI}/{name}": folder / name for name in PYODIDE_FILES}
 
 
-def vram_bundle(model_configs: dict[str, Path], vram_dir: Path = VRAM_DIR) -> str:
-    """The JSON text of ``assets/vram-bundle.json`` (module docstring)."""
-    sources = {f"vram/{path.name}": path.read_text(encoding="utf-8") for path in sorted(vram_dir.glob("*.py"))}
-    configs = {key: path.read_text(encoding="utf-8") for key, path in model_configs.items()}
-    return json.dumps({"sources": sources, "configs": configs}, sort_keys=True, ensure_ascii=False)
+def vram_bundle(model_configs: dict[str, Path], vram_dir: Path = VRAM_DIR) -> bytes:
+    """The bytes of ``assets/vram.zip`` (module docstring)."""
+    members = [(f"vram/{path.name}", path) for path in sorted(vram_dir.glob("*.py"))]
+    members += [(f"configs/{key}.json", path) for key, path in sorted(model_configs.items())]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, path in members:
+            info = zipfile.ZipInfo(name, ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, path.read_bytes())
+    return buffer.getvalue()

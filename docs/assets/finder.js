@@ -14,6 +14,8 @@
 (function () {
   "use strict";
 
+  // The worker is a file beside this script (assets/finder-worker.js).
+  var workerURL = new URL("finder-worker.js", document.currentScript.src);
   var form = document.getElementById("finder-form");
   var labelsNode = document.getElementById("finder-labels");
   if (!form || !labelsNode) return;
@@ -87,7 +89,7 @@
 
   function calculator() {
     if (!worker) {
-      worker = new Worker(new URL(form.getAttribute("data-worker"), document.baseURI), { type: "module" });
+      worker = new Worker(workerURL, { type: "module" });
       worker.onmessage = function (event) {
         var reply = event.data;
         var done = pending[reply.id];

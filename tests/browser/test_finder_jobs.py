@@ -167,7 +167,7 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
     origin = "/".join(pages["it"].url.split("/")[:3])
     urls = [request.url for request in pages["it"].requests.requests]
     assert {url.rsplit("/", 1)[1] for url in urls if "/assets/pyodide/" in url} >= {"pyodide.asm.wasm", "python_stdlib.zip"}
-    assert [url for url in urls if url.endswith("/assets/vram-bundle.json")]
+    assert [url for url in urls if url.endswith("/assets/vram.zip")]
     assert not [url for url in urls if not url.startswith(origin + "/")]
     # The in-process main() is the command line: a few in a real subprocess give the same text.
     for key, path, job in drawn[:SUBPROCESS_SAMPLE]:

@@ -1,7 +1,7 @@
 """The files that run the calculator in the finder's browser (hooks/pyodide_assets.py).
 
-- the vram bundle carries every ``vram/*.py`` and every finder model's config.json exactly
-  (the bytes of each file are the UTF-8 of its JSON string);
+- the vram archive carries every ``vram/*.py`` and every finder model's config.json exactly
+  (each member's bytes are the file's), and the same checkout gives the same archive;
 - Pyodide is the npm package pinned in package-lock.json (the built site's copy:
   tests/site/test_pyodide_site.py);
 - without ``npm ci`` the build stops with one line saying so.
@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 
 import pytest
 
@@ -21,14 +23,15 @@ from tests.conftest import REPO_ROOT
 
 def test_the_bundle_is_the_calculator_and_the_configs_byte_for_byte():
     configs = model_config_files()
-    bundle = json.loads(vram_bundle(configs))
+    archive = zipfile.ZipFile(io.BytesIO(vram_bundle(configs)))
     sources = sorted((REPO_ROOT / "vram").glob("*.py"))
-    assert sorted(bundle["sources"]) == [f"vram/{path.name}" for path in sources]
+    expected = [f"vram/{path.name}" for path in sources] + [f"configs/{key}.json" for key in sorted(configs)]
+    assert archive.namelist() == expected and len(configs) >= 11
     for path in sources:
-        assert bundle["sources"][f"vram/{path.name}"].encode("utf-8") == path.read_bytes(), path.name
-    assert set(bundle["configs"]) == set(configs) and len(configs) >= 11
+        assert archive.read(f"vram/{path.name}") == path.read_bytes(), path.name
     for key, path in configs.items():
-        assert bundle["configs"][key].encode("utf-8") == path.read_bytes(), key
+        assert archive.read(f"configs/{key}.json") == path.read_bytes(), key
+    assert vram_bundle(configs) == vram_bundle(configs)  # the same checkout, the same archive
 
 
 def test_pyodide_is_pinned_exactly_in_the_lock_file():

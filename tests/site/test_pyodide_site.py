@@ -13,4 +13,4 @@ def test_the_site_ships_pyodide_and_the_bundle_unchanged(built_site):
     assert shipped == sorted(PYODIDE_FILES)
     for uri, path in pyodide_files().items():
         assert (built_site / uri).read_bytes() == path.read_bytes(), uri
-    assert (built_site / "assets" / "vram-bundle.json").read_text(encoding="utf-8") == vram_bundle(model_config_files())
+    assert (built_site / "assets" / "vram.zip").read_bytes() == vram_bundle(model_config_files())
