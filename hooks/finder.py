@@ -7,7 +7,9 @@ reference job (``job``: finder.yaml's sequence length and micro-batch, one seque
 under vLLM's default ``gpu_memory_utilization``) with ``vram.answer_job``, the finder's one
 calculator: the bytes one card needs, what takes them, and which cards of
 ``snippets/data/gpus.yaml`` fit (smallest first, with the margin and, only where the guide
-gives one, the machine price; the verdicts are ``vram.job``'s). Choices the calculator
+gives one, the machine price). The verdicts are ``vram.job``'s: for training and LoRA,
+backward with the activations at their peak and the optimizer step must both hold
+(``vram.fit.training_verdict``), "tight" when only with full recomputation. Choices the calculator
 refuses (``NOT_OFFERED``) are left out, and the page greys them out with the reason.
 The result is locale-independent, sizes already in GB: MkDocs writes it once as
 ``assets/finder.json``; the page's JavaScript only selects, filters and formats it, and
@@ -16,8 +18,8 @@ sends any other job to the same ``vram`` code running under Pyodide in a Web Wor
 
 Two placeholders render the page's parts in the reader's language:
 ``{{ finder_form assets=../assets }}`` (the labelled controls, every input that decides a
-fit, hidden until the script runs) and ``{{ finder_table }}`` (the static result of the default choice, or of
-``model= task= cards= method= context=``: what a reader without JavaScript sees). Two more
+fit, hidden until the script runs) and ``{{ finder_table }}`` (the static result of the
+default choice, or of ``model= task= cards= method= context=``: what a reader without JavaScript sees). Two more
 give the prose the finder's own numbers: ``{{ finder_setting name= }}`` and
 ``{{ finder_activations model= recompute= }}``.
 
