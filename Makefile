@@ -23,15 +23,16 @@ $(TEST_STAMP): $(STAMP) requirements-test.txt constraints.txt
 	touch $@
 
 ## serve: build both languages and serve them with live reload at http://127.0.0.1:8000/
-serve: $(STAMP)
+serve: $(STAMP) node_modules/.package-lock.json
 	$(PY) -m hooks.serve --livereload
 
 ## site: strict build of both languages into site/
-site: $(STAMP)
+site: $(STAMP) node_modules/.package-lock.json
 	$(PY) -m verify.config mkdocs.yml
 	$(PY) -m mkdocs build --strict
 
-# axe-core for the accessibility gate (npm registry, exact pin in package-lock.json)
+# Pyodide for the finder (copied into site/assets/pyodide/) and axe-core for the accessibility
+# gate (npm registry, exact pins in package-lock.json)
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 

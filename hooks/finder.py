@@ -1,29 +1,25 @@
-""""Find the GPU your model fits in": every number computed by ``vram`` at build time.
+""""Find the GPU your model fits in": the reference answers computed by ``vram`` at build time.
 
-``finder_data()`` computes, for every model of ``snippets/data/models.yaml`` (parameters
+``finder_data()`` answers, for every model of ``snippets/data/models.yaml`` (parameters
 counted by ``vram.count_params`` from the shipped ``config.json``), every task, card count
 and method (training) or context length (serving) of ``snippets/data/finder.yaml``, the
-bytes one card needs, what takes them, and which cards of ``snippets/data/gpus.yaml`` fit
-(smallest first, with the margin and, only where the guide gives one, the machine price).
-For training and LoRA a card fits only when backward (model states, the framework's buffers
-and the reference micro-batch's activations at their peak, the loss's backward included)
-holds at least with full recomputation, and so does the optimizer step (AdamW as the guide's
-scripts run it, ``settings.optimizer_impl``); it is "tight" when it holds only with full
-recomputation (``fitting_cards``, ``vram.fit.training_verdict``).
-Training per card under the method's framework, named on the page: DDP under PyTorch AMP,
-DeepSpeed ZeRO-1/2/3, FSDP2 ``reshard_after_forward=False/True`` (``vram.framework_memory``);
-LoRA/QLoRA per data-parallel card under DDP or ZeRO-1/2/3 (``vram.lora_memory_per_gpu``);
-activations of one reference sequence by ``vram.activation_memory``; serving per card of
-a tensor-parallel group (``vram.serving_memory_per_gpu``; card counts whose heads vLLM
-cannot split are left out).
-The result is locale-independent, sizes already in GB (``vram.bytes_to_gb``): MkDocs
-writes it once as ``assets/finder.json`` and the page's JavaScript of both languages only
-selects, filters and formats it (no arithmetic there).
+reference job (``job``: finder.yaml's sequence length and micro-batch, one sequence served
+under vLLM's default ``gpu_memory_utilization``) with ``vram.answer_job``, the finder's one
+calculator: the bytes one card needs, what takes them, and which cards of
+``snippets/data/gpus.yaml`` fit (smallest first, with the margin and, only where the guide
+gives one, the machine price). The verdicts are ``vram.job``'s: for training and LoRA,
+backward with the activations at their peak and the optimizer step must both hold
+(``vram.fit.training_verdict``), "tight" when only with full recomputation. Choices the calculator
+refuses (``NOT_OFFERED``) are left out, and the page greys them out with the reason.
+The result is locale-independent, sizes already in GB: MkDocs writes it once as
+``assets/finder.json``; the page's JavaScript only selects, filters and formats it, and
+sends any other job to the same ``vram`` code running under Pyodide in a Web Worker
+(``hooks/pyodide_assets.py``, ``docs/assets/finder-worker.js``).
 
 Two placeholders render the page's parts in the reader's language:
-``{{ finder_form assets=../assets }}`` (the labelled controls, hidden until the script
-runs) and ``{{ finder_table }}`` (the static result of the default choice, or of
-``model= task= cards= method= context=``: what a reader without JavaScript sees). Two more
+``{{ finder_form assets=../assets }}`` (the labelled controls, every input that decides a
+fit, hidden until the script runs) and ``{{ finder_table }}`` (the static result of the
+default choice, or of ``model= task= cards= method= context=``: what a reader without JavaScript sees). Two more
 give the prose the finder's own numbers: ``{{ finder_setting name= }}`` and
 ``{{ finder_activations model= recompute= }}``.
 
@@ -32,11 +28,9 @@ Pure: no MkDocs import; data files are read on every call (``mkdocs serve`` show
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import html
 import json
-import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,23 +38,21 @@ from typing import Any
 from babel.numbers import format_percent
 
 import vram
-from vram.fit import mib_to_bytes, training_verdict, usable_bytes
+from vram.fit import mib_to_bytes, usable_bytes
+from vram.job import KV_DTYPES, OFFLOAD, JobError
 from vram.units import bytes_to_gb, bytes_to_gib
 
 from . import data as data_module
 from .data import load_yaml, relative, text, tree_stamp
-from .digest import hash_files
 from .errors import RenderError
 from .languages import LANGUAGES
 from .locale_format import format_eur, format_number, format_quantity, unit_label
 from .numbers import calculator_errors
-from .passed import markers_trusted
 from .placeholders import Args
 from .script_json import script_json
 
 JSON_URI = "assets/finder.json"
 KINDS = ("training", "lora", "serving")
-PART_KEYS = ("weights", "gradients", "optimizer", "working", "base", "adapters", "kv_cache")
 FINDER_YAML = "snippets/data/finder.yaml"
 MODELS_YAML = "snippets/data/models.yaml"
 
@@ -120,6 +112,13 @@ def _load_models(data_dir: Path) -> dict[str, Model]:
     return models
 
 
+def model_config_files(data_dir: Path | None = None) -> dict[str, Path]:
+    """Model key -> its config.json, as models.yaml names them (the worker's bundle ships them)."""
+    folder = data_dir or data_module.DATA_DIR
+    return {key: folder / "models" / entry["config"]
+            for key, entry in (load_yaml("models", folder) or {}).get("models", {}).items()}
+
+
 def _check_translations(finder: dict) -> None:
     """Every text of finder.yaml has every language, whichever language is being built."""
     for section in ("labels", "parts", "notebook"):
@@ -174,56 +173,45 @@ def options(catalogue: Catalogue, task_key: str) -> list[str]:
     return list(catalogue.methods)
 
 
-# --- what one card needs -----------------------------------------------------------------
+# --- what one card needs: vram.job.answer_job, the finder's one calculator ------------------
 
-def _training(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int], int]:
-    # The method names its framework (finder.yaml): DeepSpeed 0.19's estimators, FSDP2 or
-    # DDP under PyTorch AMP as vram.framework_memory counts them; working = gathered layers,
-    # autocast copies, DDP buckets.
-    # The optimizer step is counted as the guide's scripts run it (settings.optimizer_impl);
-    # the activations add to backward's bytes, not to the step's (vram.fit.training_verdict).
+def job(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> dict[str, Any]:
+    """The ``vram.job`` job of one choice with finder.yaml's defaults (the page's worker builds
+    the same from the reader's inputs): the method's framework and stage, the reference
+    micro-batch of ``settings.activations`` (training, LoRA), one sequence of ``option``
+    tokens under ``settings.serving`` (serving), and the catalogue's cards."""
+    task, settings = catalogue.tasks[task_key], catalogue.settings
+    found: dict[str, Any] = {"kind": task["kind"], "config": catalogue.models[model_key].config, "cards": cards,
+                             "gpus": [{"key": k, "memory_mib": g["memory_mib"]} for k, g in catalogue.gpus],
+                             "reserve_mib": catalogue.reserve_mib, "tight_free_fraction": settings["tight_free_fraction"]}
+    if task["kind"] == "serving":
+        found.update(weights=task["weight_dtype"], context=int(option), **settings["serving"])
+        return found
     method = catalogue.methods[option]
-    memory = vram.framework_memory(method["framework"], model.shape, cards, method["zero_stage"], task["optimizer"],
-                                   optimizer_impl=catalogue.settings["optimizer_impl"])
-    return memory.per_gpu_bytes, {"weights": memory.weights_bytes, "gradients": memory.gradients_bytes,
-                                  "optimizer": memory.optimizer_bytes, "working": memory.working_bytes}, memory.backward_bytes
+    found.update(framework=method["framework"], zero_stage=method["zero_stage"],
+                 seq_len=settings["activations"]["seq_length"], micro_batch=settings["activations"]["micro_batch"],
+                 recompute="none")
+    if task["kind"] == "training":
+        found.update(optimizer=task["optimizer"], optimizer_impl=settings["optimizer_impl"])
+    else:
+        found.update(rank=settings["lora"]["rank"], base_dtype=task["base_dtype"])
+    return found
 
 
-def _lora(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int], int] | None:
-    method = catalogue.methods[option]
-    if method["framework"] == "zero-paper" or (method["framework"] == "fsdp2" and method["zero_stage"] > 0):
-        return None  # vram.lora models DDP and ZeRO's sharding, not FSDP2's working set
-    # Adapters sharded like any model states (ZeRO-1/2/3); the frozen base whole on every
-    # card up to ZeRO-2, split at ZeRO-3 (QLoRA there: bnb_4bit_quant_storage, see vram.lora).
-    # PEFT's target_modules="all-linear": every nn.Linear but lm_head (MoE experts are not nn.Linear).
-    memory = vram.lora_memory_per_gpu(model.config, catalogue.settings["lora"]["rank"], cards,
-                                      catalogue.methods[option]["zero_stage"], vram.ALL_LINEAR, task["base_dtype"])
-    adapters = memory.adapter_weights_bytes + memory.adapter_gradients_bytes + memory.adapter_optimizer_bytes
-    return memory.total_bytes, {"base": memory.base_weights_bytes, "adapters": adapters}, memory.total_bytes
+CUSTOM_MODEL = "custom"  # the model select's value for the reader's own config.json
+NOT_OFFERED = ("not_offered", "too_long")  # a choice the page greys out, with the reason
 
 
-def _serving(model: Model, task: dict, cards: int, option: str, catalogue: Catalogue) -> tuple[int, dict[str, int], int] | None:
-    context = int(option)
-    if model.max_context is not None and context > model.max_context:
-        return None  # longer than the model was trained for
+def answer(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> dict[str, Any] | None:
+    """``vram.answer_job`` of ``job(...)``, or None where the choice is not offered (LoRA
+    under FSDP2 or the paper's accounting, a context beyond the model's maximum, heads vLLM
+    cannot split over that many cards). Raises RenderError for any other fault."""
     try:
-        vram.check_tensor_parallel(model.config, cards)
-    except ValueError:
-        return None  # vLLM cannot split its heads over that many cards (qwen2.5-7b: 28 heads, not 8)
-    memory = vram.serving_memory_per_gpu(model.config, task["weight_dtype"], context_length=context,
-                                         tensor_parallel=cards)
-    return memory.total_bytes, {"weights": memory.weights_bytes, "kv_cache": memory.kv_cache_bytes}, memory.total_bytes
-
-
-_KIND = {"training": _training, "lora": _lora, "serving": _serving}
-
-
-def requirement(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> tuple[int, dict[str, int], int] | None:
-    """(bytes per card, bytes of each part, bytes at backward that the activations add to)
-    from vram, or None where the choice does not apply."""
-    task = catalogue.tasks[task_key]
-    with calculator_errors():
-        return _KIND[task["kind"]](catalogue.models[model_key], task, cards, option, catalogue)
+        return vram.answer_job(job(catalogue, model_key, task_key, cards, option))
+    except JobError as exc:
+        if exc.code in NOT_OFFERED:
+            return None
+        raise RenderError(f"{model_key} {task_key} on {cards} cards with {option}: {exc}") from None
 
 
 def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
@@ -232,74 +220,32 @@ def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
         return usable_bytes(gpu["memory_mib"], catalogue.reserve_mib)
 
 
-def fitting_cards(catalogue: Catalogue, per_gpu_bytes: int, cards: int,
-                  activations: dict[str, int] | None = None,
-                  backward_bytes: int | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The catalogue's cards for one choice, smallest first: ``(fits, short)``.
-
-    A card holds ``per_gpu_bytes`` when its usable bytes (nvidia-smi's memory less the
-    reserve, ``card_capacity_bytes``) are at least that (a tie holds, with 0 left); what is
-    left is its margin (``margin_gb``, ``free_fraction`` of the usable bytes).
-
-    Training and LoRA (``activations``: bytes of the reference micro-batch without and with
-    full recomputation at their peak, ``activation_bytes``; ``backward_bytes``: what the
-    framework holds at backward, default ``per_gpu_bytes``): a card fits only when the step
-    holds with the activations at least with full recomputation
-    (``vram.fit.training_verdict``: the activations add to backward's bytes, and the
-    optimizer step, which may hold more, comes after them). ``recompute`` says what it needs ("none":
-    the margin holds them without; "full": only with full recomputation, and the card is
-    ``tight``). A card that holds ``per_gpu_bytes`` but whose margin is below the activations
-    with full recomputation does not fit: it is listed in ``short`` with its margin.
-
-    Serving (``activations`` None): every card that holds ``per_gpu_bytes`` fits, ``tight``
-    when under ``settings.tight_free_fraction`` of its usable bytes is free; ``short`` is empty.
-    """
-    tight = catalogue.settings["tight_free_fraction"]
-    fits, short = [], []
-    for key, gpu in catalogue.gpus:
-        capacity = card_capacity_bytes(catalogue, gpu)
-        if not vram.fits(per_gpu_bytes, capacity):
-            continue
-        margin = capacity - per_gpu_bytes
-        fit: dict[str, Any] = {"gpu": key, "margin_gb": bytes_to_gb(margin)}
-        verdict = None
-        if activations is not None:
-            with calculator_errors():
-                verdict = training_verdict(per_gpu_bytes, per_gpu_bytes if backward_bytes is None else backward_bytes,
-                                           activations["none"], activations["full"], capacity)
-            if verdict is None:
-                short.append(fit)
-                continue
-        fit["free_fraction"] = vram.free_fraction(per_gpu_bytes, capacity)
-        if activations is not None:
-            fit["recompute"] = verdict
-            fit["tight"] = fit["recompute"] == "full"
-        else:
-            fit["tight"] = not vram.fits(per_gpu_bytes, capacity, min_free_fraction=tight)
-        for machine_key, machine in catalogue.machines.items():
-            if machine["gpu"] == key and machine["count"] == cards:
-                fit.update(machine=machine_key, price_eur_per_hour_from=machine["price_eur_per_hour_from"])
-        fits.append(fit)
-    return fits, short
+def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict[str, Any]:
+    """An answer as the page shows it: per card and parts in GB, each fitting card with its
+    margin, whether it is tight (training and LoRA: only with full recomputation;
+    serving: little free), the sequences it holds (serving) and, where the guide gives one,
+    the machine price. No arithmetic: every figure is ``answer_job``'s."""
+    machines = {(m["gpu"], m["count"]): (k, m["price_eur_per_hour_from"]) for k, m in catalogue.machines.items()}
+    fits = []
+    for fit in found["fits"]:
+        shown = {key: fit[key] for key in ("gpu", "margin_gb", "free_fraction", "tight", "recompute", "max_concurrent")
+                 if key in fit}
+        if (fit["gpu"], cards) in machines:
+            shown["machine"], shown["price_eur_per_hour_from"] = machines[(fit["gpu"], cards)]
+        fits.append(shown)
+    result = {"per_gpu_gb": found["per_gpu_gb"], "parts": [[k, gb] for k, _, gb in found["parts"]],
+              "fits": fits, "short": [{"gpu": f["gpu"], "margin_gb": f["margin_gb"]} for f in found["short"]]}
+    if found["host_bytes"]:
+        result["host_gb"] = found["host_gb"]
+    if "kv_per_sequence_gb" in found:
+        result["kv_per_sequence_gb"] = found["kv_per_sequence_gb"]
+    return result
 
 
-def result(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str,
-           activations: dict[str, int] | None = None) -> dict[str, Any] | None:
-    """One choice, in GB: memory per card, its parts (largest first), the cards that fit and,
-    for training and LoRA, the cards that hold the model states but not the activations
-    (``fitting_cards``). ``activations``: ``activation_bytes`` of the model, if already known."""
-    needed = requirement(catalogue, model_key, task_key, cards, option)
-    if needed is None:
-        return None
-    per_gpu, parts, backward = needed
-    if catalogue.tasks[task_key]["kind"] == "serving":
-        activations = None
-    elif activations is None:
-        activations = activation_bytes(catalogue, catalogue.models[model_key])
-    fits, short = fitting_cards(catalogue, per_gpu, cards, activations, backward)
-    ordered = sorted(((k, v) for k, v in parts.items() if v), key=lambda kv: (-kv[1], PART_KEYS.index(kv[0])))
-    return {"per_gpu_gb": bytes_to_gb(per_gpu), "parts": [[k, bytes_to_gb(v)] for k, v in ordered],
-            "fits": fits, "short": short}
+def result(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> dict[str, Any] | None:
+    """One choice as the page shows it (``page_result`` of ``answer``), or None where not offered."""
+    found = answer(catalogue, model_key, task_key, cards, option)
+    return None if found is None else page_result(catalogue, found, cards)
 
 
 def activation_bytes(catalogue: Catalogue, model: Model) -> dict[str, int]:
@@ -331,12 +277,11 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
     catalogue = load_catalogue(data_dir)
     settings = catalogue.settings
     results: dict[str, Any] = {}
-    for model_key, model in catalogue.models.items():
-        activations = activation_bytes(catalogue, model)
+    for model_key in catalogue.models:
         for task_key in catalogue.tasks:
             for cards in settings["cards"]:
                 for option in options(catalogue, task_key):
-                    found = result(catalogue, model_key, task_key, cards, option, activations)
+                    found = result(catalogue, model_key, task_key, cards, option)
                     if found is not None:
                         results.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[option] = found
     return {
@@ -348,9 +293,14 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
         "models": [{"key": m.key, "name": m.name, "params": m.params.total, "active_params": m.params.active,
                     "max_context": m.max_context, "activation_gb": activation_reference(catalogue, m)}
                    for m in catalogue.models.values()],
-        "tasks": [{"key": k, "kind": t["kind"]} for k, t in catalogue.tasks.items()],
+        "tasks": [{key: value for key, value in t.items() if key != "label"} | {"key": k} for k, t in catalogue.tasks.items()],
+        "lora": settings["lora"],
+        "serving": settings["serving"],
+        "tight_free_fraction": settings["tight_free_fraction"],
         "methods": [{"key": k, "framework": m["framework"], "zero_stage": m["zero_stage"]}
                     for k, m in catalogue.methods.items()],
+        "machines": {f"{m['gpu']}@{m['count']}": {"key": k, "price_eur_per_hour_from": m["price_eur_per_hour_from"]}
+                     for k, m in catalogue.machines.items()},
         "reserve_mib": catalogue.reserve_mib,
         "reserve_gib": bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)),
         "gpus": [{"key": k, "name": g["name"], "memory_mib": g["memory_mib"],
@@ -360,9 +310,7 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
     }
 
 
-_json_memo: dict[tuple[Path, bool], tuple[tuple, str]] = {}
-RESULTS_DIR = data_module.REPO_ROOT / ".cache" / "finder"  # finder.json by SHA-256 of its inputs
-CODE_DIRS = (data_module.REPO_ROOT / "hooks", data_module.REPO_ROOT / "vram")
+_json_memo: dict[Path, tuple[tuple, str]] = {}
 
 
 def finder_json(data_dir: Path | None = None) -> str:
@@ -370,45 +318,15 @@ def finder_json(data_dir: Path | None = None) -> str:
 
     Computed once while no file under ``data_dir`` changes (both languages read the same
     file; ``mkdocs serve`` recomputes it after a data edit, and after a code edit the
-    module itself is reloaded). A development build also keeps it in ``RESULTS_DIR`` under
-    the SHA-256 of everything it is computed from (``inputs_digest``), so an unchanged
-    checkout does not compute it again; a publication build (``trust_markers(False)``)
-    always computes it. Raises RenderError.
+    module itself is reloaded). Raises RenderError.
     """
     folder = data_dir or data_module.DATA_DIR
     stamp = tree_stamp(folder)
-    memo = (folder, markers_trusted())  # what a development build read is not a publication's
-    cached = _json_memo.get(memo)
+    cached = _json_memo.get(folder)
     if cached is None or cached[0] != stamp:
-        _json_memo[memo] = cached = (stamp, _stored_or_computed(folder))
+        content = json.dumps(finder_data(folder), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        _json_memo[folder] = cached = (stamp, content)
     return cached[1]
-
-
-def inputs_digest(data_dir: Path) -> str:
-    """SHA-256 (hex) of what ``finder_data`` reads: every file under ``data_dir`` and every
-    ``.py`` under ``CODE_DIRS`` (relative path and bytes), and the Python version."""
-    digest = hashlib.sha256(sys.version.encode() + b"\0")
-    hash_files(digest, data_dir.rglob("*"), data_dir)
-    for folder in CODE_DIRS:
-        hash_files(digest, folder.rglob("*.py"), folder.parent)
-    return digest.hexdigest()
-
-
-def _stored_or_computed(data_dir: Path) -> str:
-    trusted = markers_trusted()
-    stored = RESULTS_DIR / f"{inputs_digest(data_dir)}.json" if trusted else None
-    if stored is not None and stored.is_file():
-        return stored.read_text(encoding="utf-8")
-    content = json.dumps(finder_data(data_dir), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    if stored is not None:
-        try:
-            stored.parent.mkdir(parents=True, exist_ok=True)
-            temporary = stored.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(content, encoding="utf-8")
-            temporary.replace(stored)
-        except OSError:
-            pass  # a read-only checkout computes it every time
-    return content
 
 
 # --- the page's parts, in the reader's language ---------------------------------------------
@@ -449,6 +367,24 @@ def _select(name: str, label: str, choices: list[tuple[str, str]], selected: str
             f'<select id="finder-{name}" name="{name}"{extra}>{opts}</select>')
 
 
+def _text(name: str, label: str, value: Any, numeric: bool = True, mode: str = "numeric") -> str:
+    mode_attr = f' inputmode="{mode}"' if numeric or mode != "numeric" else ""
+    return (f'<label for="finder-{name}">{html.escape(label)}</label>\n'
+            f'<input type="text" id="finder-{name}" name="{name}" value="{html.escape(str(value))}"{mode_attr} '
+            f'autocomplete="off" spellcheck="false">')
+
+
+def _config_field(catalogue: Catalogue, lang: str) -> str:
+    """The reader's own config.json: pasted, dropped on the box or chosen as a file."""
+    hint = html.escape(_label(catalogue, "config_hint", lang))
+    return (f'<label for="finder-config">{html.escape(_label(catalogue, "config", lang))}</label>\n'
+            f'<textarea id="finder-config" name="config" rows="6" spellcheck="false" autocomplete="off" '
+            f'aria-describedby="finder-config-hint"></textarea>'
+            f'<p class="finder-hint" id="finder-config-hint">{hint}</p>'
+            f'<label for="finder-config-file">{html.escape(_label(catalogue, "config_file", lang))}</label>\n'
+            f'<input type="file" id="finder-config-file" accept=".json,application/json">')
+
+
 def finder_form(raw: dict[str, str], lang: str) -> str:
     """``{{ finder_form assets=../assets }}``: the controls, the labels and the script.
 
@@ -460,7 +396,8 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
     catalogue = load_catalogue()
     d = catalogue.settings["default"]
     fields = [
-        _select("model", _label(catalogue, "model", lang), [(k, m.name) for k, m in catalogue.models.items()], d["model"]),
+        _select("model", _label(catalogue, "model", lang), [(k, m.name) for k, m in catalogue.models.items()]
+                + [(CUSTOM_MODEL, _label(catalogue, "own_model", lang))], d["model"]),
         _select("task", _label(catalogue, "task", lang), [(k, _task_label(catalogue, k, lang)) for k in catalogue.tasks], d["task"]),
         _select("cards", _label(catalogue, "cards", lang), [(str(n), str(n)) for n in catalogue.settings["cards"]], str(d["cards"])),
         _select("method", _label(catalogue, "method", lang), [(k, _method_label(catalogue, k, lang)) for k in catalogue.methods],
@@ -472,8 +409,28 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         + f'<p class="finder-hint" id="finder-context-hint">{html.escape(_label(catalogue, "tensor_parallel", lang))}</p>',
     ]
     kinds = ["", "", "", "training lora", "serving"]
+    fields.insert(1, _config_field(catalogue, lang))
+    kinds.insert(1, "custom")
+    settings = catalogue.settings
+    label = functools.partial(_label, catalogue, lang=lang)
+    more = [  # every other input that decides a fit (the task names the optimizer or the weights' format)
+        ("training", _select("offload", label("offload"), [(v, label(f"offload_{v.replace('+', '_')}")) for v in OFFLOAD], "none")),
+        ("training lora", _text("seq_len", label("seq_len"), settings["activations"]["seq_length"])),
+        ("training lora", _text("micro_batch", label("micro_batch"), settings["activations"]["micro_batch"])),
+        ("training lora", _select("recompute", label("recompute"), [(v, label(f"recompute_{v}")) for v in vram.RECOMPUTE], "none")),
+        ("training lora", _select("attention", label("attention"), [("", label("attention_default"))] + [(v, v) for v in vram.ATTENTION], "")),
+        ("lora", _text("rank", label("rank"), settings["lora"]["rank"])),
+        ("lora", _text("targets", label("targets"), vram.ALL_LINEAR, numeric=False)),
+        ("serving", _select("kv_dtype", label("kv_dtype"), [(v, v) for v in KV_DTYPES], settings["serving"]["kv_dtype"])),
+        ("serving", _text("concurrent", label("concurrent"), settings["serving"]["concurrent"])),
+        ("serving", _text("gpu_memory_utilization", label("gpu_memory_utilization"),
+                          settings["serving"]["gpu_memory_utilization"], numeric=False, mode="decimal")),
+    ]
+    fields += [field for _, field in more]
+    kinds += [kind for kind, _ in more]
     body = "\n".join(f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}>{f}</div>'
                    for f, k in zip(fields, kinds))
+    body += f'\n<p class="finder-error" id="finder-error" role="alert" hidden></p>'
     labels = script_json(page_labels(catalogue, lang))
     return (f'<div class="finder" id="finder"><link rel="stylesheet" href="{assets}/finder.css">'
             f'<form class="finder-form" id="finder-form" data-json="{assets}/finder.json" hidden>'
@@ -531,7 +488,7 @@ def summary_text(catalogue: Catalogue, lang: str, found: dict[str, Any], serving
                   need=_gb(found["per_gpu_gb"], catalogue, lang), reserve=reserve)
     fits = found["fits"]
     if not fits:
-        summary = _label(catalogue, "summary_none", lang, need_text=need)
+        summary = _label(catalogue, "summary_none_serving" if serving else "summary_none", lang, need_text=need)
     else:
         summary = _label(catalogue, "summary_one" if len(fits) == 1 else "summary_many", lang, need_text=need,
                          count=len(fits), gpu=names[fits[0]["gpu"]], margin=_gb(fits[0]["margin_gb"], catalogue, lang))
@@ -544,13 +501,17 @@ def summary_text(catalogue: Catalogue, lang: str, found: dict[str, Any], serving
     return summary
 
 
-def note_text(catalogue: Catalogue, lang: str, model: str, task: str, option: str) -> str:
+def note_text(catalogue: Catalogue, lang: str, model: str, task: str, option: str, found: dict[str, Any]) -> str:
     """The note under the table: the reserve, and the activations (training, LoRA) or the KV
-    cache (serving) the margin is compared with or left for."""
+    cache and vLLM's share of the card (serving) the margin is compared with or left in."""
     reserve = format_quantity(bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"])
     kind = catalogue.tasks[task]["kind"]
     if kind == "serving":
-        return _label(catalogue, "activations_serving", lang, context=format_number(int(option), lang, 0), reserve=reserve)
+        serving = catalogue.settings["serving"]
+        return _label(catalogue, "serving_job", lang, concurrent=format_number(serving["concurrent"], lang, 0),
+                      context=format_number(int(option), lang, 0), kv_dtype=serving["kv_dtype"],
+                      kv=_gb(found["kv_per_sequence_gb"], catalogue, lang),
+                      share=format_percent(serving["gpu_memory_utilization"], locale=lang), reserve=reserve)
     ref, settings = activation_reference(catalogue, catalogue.models[model]), catalogue.settings["activations"]
     return _label(catalogue, f"activations_{kind}", lang, model=catalogue.models[model].name,
                   seq=format_number(settings["seq_length"], lang, 0), micro_batch=format_number(settings["micro_batch"], lang, 0),
@@ -567,8 +528,13 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
     head = "\n".join(f'<th scope="col">{esc(_label(catalogue, c, lang))}</th>' for c in ("col_card", "col_memory", "col_margin", "col_price"))
     rows = []
     for fit in fits:
-        margin = _label(catalogue, "margin_cell", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
-                        free=format_percent(fit["free_fraction"], locale=lang))
+        if "max_concurrent" in fit:  # serving: how many sequences of this length the card holds
+            margin = _label(catalogue, "margin_serving", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
+                            free=format_percent(fit["free_fraction"], locale=lang),
+                            count=format_number(fit["max_concurrent"], lang, 0), context=format_number(int(option), lang, 0))
+        else:
+            margin = _label(catalogue, "margin_cell", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
+                            free=format_percent(fit["free_fraction"], locale=lang))
         if fit["tight"]:
             tight = "tight_recompute" if "recompute" in fit else "tight"
             margin += f' <strong class="finder-tight">{esc(_label(catalogue, tight, lang))}</strong>'
@@ -578,7 +544,7 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
         rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>\n<td>{esc(memory)}</td>\n<td>{margin}</td>\n<td>{esc(price)}</td></tr>')
     parts = _label(catalogue, "part_separator", lang).join(_label(catalogue, "part_size", lang, part=text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}"),
                              size=_gb(v, catalogue, lang)) for k, v in found["parts"])
-    note = note_text(catalogue, lang, model, task, option)
+    note = note_text(catalogue, lang, model, task, option, found)
     table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""

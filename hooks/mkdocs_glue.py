@@ -35,7 +35,8 @@ from hooks.data import check_data_files, trust_markers  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.external import (  # noqa: E402
     check_no_external_loads, check_stylesheet_files, origin, strip_inert_mathjax, strip_inert_mermaid)
-from hooks.finder import JSON_URI, finder_json  # noqa: E402
+from hooks.finder import JSON_URI, finder_json, model_config_files  # noqa: E402
+from hooks.pyodide_assets import BUNDLE_URI, pyodide_files, vram_bundle  # noqa: E402
 from hooks.interface import interface_strings, translate_interface  # noqa: E402
 from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebook_pages import make_notebooks_pages, use_executed_notebooks  # noqa: E402
@@ -132,6 +133,12 @@ def on_files(files, config, **kwargs):
     with reported(JSON_URI):
         if files.get_file_from_path(JSON_URI) is None:
             files.append(File.generated(config, JSON_URI, content=finder_json()))
+    with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
+        if files.get_file_from_path(BUNDLE_URI) is None:
+            files.append(File.generated(config, BUNDLE_URI, content=vram_bundle(model_config_files())))
+        for uri, path in pyodide_files().items():
+            if files.get_file_from_path(uri) is None:
+                files.append(File.generated(config, uri, abs_src_path=str(path)))
     with reported(""):
         for uri, css in checked_stylesheets(origin(config.site_url)).items():  # notebook pages link them
             if files.get_file_from_path(uri) is None:

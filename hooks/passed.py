@@ -10,8 +10,8 @@ check, its input and ``fingerprint()``; ``passed_before`` finds it in a later bu
 
 A marker is a file anyone who can write the checkout can make (even commit, ``git add -f``),
 so a publication build (``trust_markers(False)``) trusts none and runs every check; the
-other things a development build reuses from ``.cache`` (``hooks/finder.py``'s stored
-``finder.json``, ``hooks/notebook_pages.py``'s executed notebooks) ask ``markers_trusted``.
+other thing a development build reuses from ``.cache`` (``hooks/notebook_pages.py``'s executed
+notebooks) asks ``markers_trusted``.
 
 Pure: no MkDocs import.
 """

@@ -259,8 +259,22 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "why": ("parts",), "part_size": ("part", "size"), "part_separator": (),
     "activations_training": ("model", "seq", "micro_batch", "attention", "none", "full", "reserve"),
     "activations_lora": ("model", "seq", "micro_batch", "attention", "none", "full", "reserve"),
-    "activations_serving": ("context", "reserve"),
     "not_computed": (), "load_error": (),
+    "summary_none_serving": ("need_text",), "margin_serving": ("margin", "free", "count", "context"),
+    "own_model": (), "config": (), "config_hint": (), "config_file": (),
+    "offload": (), "offload_none": (), "offload_optimizer": (), "offload_optimizer_params": (),
+    "seq_len": (), "micro_batch": (), "recompute": (), "recompute_none": (), "recompute_selective": (),
+    "recompute_full": (), "attention": (), "attention_default": (), "rank": (), "targets": (),
+    "kv_dtype": (), "concurrent": (), "gpu_memory_utilization": (), "computing": (),
+    "activations_job": ("seq", "micro_batch", "attention", "recompute", "asked", "full", "reserve"),
+    "serving_job": ("concurrent", "context", "kv_dtype", "kv", "share", "reserve"),
+    "host_ram": ("host",), "qlora_storage": (),
+    "error_integer": ("field", "minimum", "maximum"), "error_fraction": ("field", "minimum", "maximum"),
+    "error_choice": ("field",), "error_too_long": ("field", "maximum"), "error_config_json": ("field",),
+    "error_config_family": ("field", "key"), "error_config_key": ("field", "key"),
+    "error_config_value": ("field", "key"), "error_not_offered": ("field",),
+    "refused_framework": (), "refused_cards": (), "refused_optimizer": (), "refused_offload": (),
+    "refused_weights": (), "refused_targets": (),
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
 NOTEBOOK_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
@@ -280,12 +294,19 @@ class FinderDefault(Data):
     context: Count
 
 
+class FinderServing(Data):
+    kv_dtype: Literal["bf16", "fp8"]  # vram.job.KV_DTYPES
+    concurrent: Count
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)]
+
+
 class FinderSettings(Data):
     default: FinderDefault
     cards: Annotated[list[Count], Field(min_length=1)]
     contexts: Annotated[list[Count], Field(min_length=1)]
     lora: dict[Literal["rank"], Count]
     activations: dict[Literal["seq_length", "micro_batch"], Count]
+    serving: FinderServing
     tight_free_fraction: Annotated[float, Field(ge=0, lt=1)]
     decimals: Annotated[int, Field(ge=0, le=3)]
     optimizer_impl: Literal["foreach", "fused", "forloop"]  # vram.optimizer_step.OPTIMIZER_IMPLS

@@ -49,6 +49,8 @@ def repo_copy(tmp_path) -> Path:
     dest = tmp_path / "repo"
     ignore = shutil.ignore_patterns(".venv", "site", ".git", ".cache", "__pycache__", "node_modules", "test-artifacts", "screenshots", ".pytest_cache", ".hypothesis")
     shutil.copytree(REPO_ROOT, dest, ignore=ignore)
+    if (REPO_ROOT / "node_modules").is_dir():  # Pyodide, which the build copies into the site: read, not copied
+        (dest / "node_modules").symlink_to(REPO_ROOT / "node_modules", target_is_directory=True)
     return dest
 
 

@@ -90,7 +90,7 @@ TAGS = frozenset({
     "li", "link", "main", "mark", "meta", "nav", "ol", "option", "p", "path", "pre", "q", "s", "select", "small",
     "span", "strong", "sub", "summary", "sup", "svg", "table", "tbody", "td", "tfoot", "th", "thead", "title", "tr",
     "u", "ul", "var",
-    "datalist", "optgroup", "output", "progress",  # the finder's form (issue 20): inert controls
+    "datalist", "optgroup", "output", "progress", "textarea",  # the finder's form (issue 20): inert controls
 })
 # Attributes every element may carry, then those of one element. data-md-* (Material's
 # state) and aria-* pass by prefix; no other data-*: Material's copy button copies a
@@ -125,6 +125,7 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
     "select": frozenset({"name", "disabled", "required", "multiple", "size"}),
     "svg": frozenset({"height", "version", "viewBox", "width", "xmlns", "data-view-component"}),
     "td": frozenset({"align", "colspan", "rowspan"}),
+    "textarea": frozenset({"name", "rows", "cols", "spellcheck", "autocomplete", "placeholder", "readonly", "disabled"}),
     "th": frozenset({"align", "colspan", "rowspan", "scope"}),
 }
 ATTRIBUTE_PREFIXES = frozenset({"data-md-", "aria-"})

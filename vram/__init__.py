@@ -8,8 +8,9 @@ GB = 10**9 bytes, GiB = 2**30 bytes (``vram.units``). One module per job:
 results as ``breakdown.FrameworkMemory``), ``training`` (per GPU, optimizer offload),
 ``checkpoint``, ``activations``, ``communication``, ``models`` (parameters from a
 Hugging Face config.json), ``dtypes`` (bf16/fp8/int4/NF4 bytes), ``lora``,
-``serving`` (weights and KV cache, tensor parallel), ``fit`` (does it fit a card),
-``optimizer_step`` (what torch.optim.AdamW's step allocates, by implementation).
+``serving`` (weights and KV cache, tensor parallel), ``mxfp4`` (gpt-oss's MXFP4 experts),
+``fit`` (does it fit a card), ``optimizer_step`` (what torch.optim.AdamW's step allocates,
+by implementation), ``job`` (one finder job answered: the finder's calculator).
 """
 
 from .activations import (
@@ -37,6 +38,7 @@ from .fit import fits, free_fraction, training_verdict
 from .frameworks import FRAMEWORKS, framework_memory
 from .optimizer_step import OPTIMIZER_IMPLS, step_temporary_bytes
 from .fsdp2 import fsdp2_chunk_rows, fsdp2_local_rows, fsdp2_memory, fsdp2_model_states_per_rank
+from .job import JOB_FIELDS, JobError, answer_job, answer_json
 from .lora import (
     ALL_LINEAR,
     PEFT_DEFAULT_TARGETS,
@@ -88,6 +90,7 @@ from .training import TrainingMemory, training_memory_per_gpu
 from .units import GB, GIB, bytes_to_gb, bytes_to_gib, gb_to_bytes, gib_to_bytes, parse_params
 
 __all__ = [
+    "JOB_FIELDS", "JobError", "answer_job", "answer_json",
     "FRAMEWORKS", "FrameworkMemory", "ModelShape", "Term", "deepspeed_memory", "framework_memory",
     "fsdp2_memory", "model_shape",
     "ALL_LINEAR", "ATTENTION", "DTYPE_BITS", "FSDP_TO_ZERO_STAGE", "GB", "GIB", "OPTIMIZERS", "RECOMPUTE",

@@ -1,4 +1,4 @@
-"""Command line: ``python -m vram params|estimate|serve|lora ...``.
+"""Command line: ``python -m vram params|estimate|serve|lora|job ...``.
 
 Bad input exits with status 2 and ONE line on stderr (``vram: error: ...``) quoting what
 the user typed, never a traceback: numbers are read exactly (no float), a fraction, an
@@ -8,6 +8,10 @@ out-of-range or absurd value is refused. ``--json`` prints one JSON object on st
 ``framework``, ``params``, ``per_gpu_bytes`` (= ``weights_bytes + gradients_bytes +
 optimizer_bytes + working_bytes + activation_bytes``), ``host_bytes`` (RAM per machine that
 offload pins), ``terms`` (each buffer: part, bytes, formula, what) and ``notes``.
+
+``job`` answers one "find the GPU" job with ``vram.job.answer_job`` (the function the
+site's finder runs, in Python at build time and in the browser under Pyodide); its
+``--json`` is ``vram.job.dumps`` of the answer, the same text the page's worker returns.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from .frameworks import FRAMEWORKS, STAGE_NAMES, framework_memory
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
 from .serving import SERVERS
+from .job import JOB_FIELDS, KINDS, KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, answer_job, dumps
 from .lora import ALL_LINEAR, BASE_DTYPES, lora_memory_for_config
 from .models import ModelConfig, count_params, load_model_config
 from .serving import serving_memory
@@ -273,10 +278,82 @@ def _cmd_lora(args: argparse.Namespace) -> None:
     _emit(args, data, lines)
 
 
+def _integer_text(name: str):
+    """argparse type: ASCII digits (any size; ``answer_job`` checks the range and says it)."""
+
+    def parse(text: str) -> int:
+        stripped = text.strip()
+        if not (stripped.isascii() and stripped.isdigit()) or len(stripped) > 20:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {quote_text(text)}")
+        return int(stripped)
+
+    return parse
+
+
+def _decimal_text(name: str):
+    """argparse type: a plain decimal such as 0.9 (no exponent, no nan/inf)."""
+
+    def parse(text: str) -> float:
+        stripped = text.strip()
+        whole, _, fraction = stripped.partition(".")
+        if not stripped.isascii() or not (whole or fraction) or not (whole + fraction).isdigit() or len(stripped) > 20:
+            raise argparse.ArgumentTypeError(f"{name} must be a decimal number such as 0.9, got {quote_text(text)}")
+        return float(stripped)
+
+    return parse
+
+
+def _card(text: str) -> dict:
+    key, sep, mib = text.partition("=")
+    if not sep or not key.strip() or not (mib.strip().isascii() and mib.strip().isdigit()) or len(mib) > 20:
+        raise argparse.ArgumentTypeError(f"--gpu must be KEY=MEMORY_MIB (nvidia-smi's total), got {quote_text(text)}")
+    return {"key": key.strip(), "memory_mib": int(mib)}
+
+
+JOB_FLAGS = ("kind", "cards", "framework", "zero_stage", "optimizer", "optimizer_impl", "offload", "seq_len", "micro_batch", "recompute",
+             "attention", "rank", "targets", "base_dtype", "weights", "kv_dtype", "context", "concurrent",
+             "gpu_memory_utilization", "reserve_mib", "tight_free_fraction")
+
+
+def job_from_args(args: argparse.Namespace) -> dict:
+    """The job ``answer_job`` reads, from ``python -m vram job`` flags (unset ones left to its defaults)."""
+    job = {name: getattr(args, name) for name in JOB_FLAGS if getattr(args, name) is not None}
+    load_model_config(args.config)  # the file's own checks (a regular file, its size, UTF-8), naming it
+    with open(args.config, encoding="utf-8") as file:
+        job["config"] = file.read()  # read as the page's worker reads it: messages say "config.json"
+    job["gpus"] = args.gpu or []
+    return job
+
+
+def _cmd_job(args: argparse.Namespace) -> None:
+    answer = answer_job(job_from_args(args))
+    if args.json:
+        print(dumps(answer))
+        return
+    lines = [f"params: {answer['params']:,}; {answer['kind']} on {answer['cards']} card(s) "
+             "(GB = 10^9 bytes, GiB = 2^30 bytes):",
+             *_rows([(part, size) for part, size, _ in answer["parts"]] + [("total", answer["per_gpu_bytes"])])]
+    if "activations" in answer:
+        act = answer["activations"]
+        lines.append(f"activations ({act['attention']}, recompute {act['recompute']}, {act['micro_batch']} x "
+                     f"{act['seq_len']:,} tokens): {_size(act['bytes'])}; with full recomputation {_size(act['full_bytes'])}")
+    else:
+        lines.append(f"KV cache per sequence: {_size(answer['kv_per_sequence_bytes'])}")
+    if answer["host_bytes"]:
+        lines.append(f"host RAM per machine for offload: {_size(answer['host_bytes'])}")
+    for fit in answer["fits"]:
+        extra = (f", recompute {fit['recompute']}" if "recompute" in fit else f", {fit['max_concurrent']} sequences at most")
+        lines.append(f"fits {fit['gpu']}: margin {_size(fit['margin_bytes'])}{extra}{' (tight)' if fit['tight'] else ''}")
+    lines += [f"short {fit['gpu']}: margin {_size(fit['margin_bytes'])} holds the states, not the activations"
+              for fit in answer["short"]]
+    lines += [f"note: {note}" for note in answer["notes"]]
+    _emit(args, answer, lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m vram`` argument parser (one-line errors, exit 2)."""
     parser = _OneLineParser(prog="vram", description="GPU memory calculator for multi-GPU training and serving.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{params,estimate,serve,lora}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{params,estimate,serve,lora,job}")
     optimizers = sorted(OPTIMIZERS)
 
     p = sub.add_parser("params", help="parameter count of a Hugging Face config.json")
@@ -333,7 +410,35 @@ def build_parser() -> argparse.ArgumentParser:
     lo.add_argument("--optimizer", default="adamw-fp32", choices=optimizers)
     lo.set_defaults(func=_cmd_lora)
 
-    for command in (p, e, s, lo):
+    j = sub.add_parser("job", help="one finder job: bytes per card and which cards fit (as the site's finder)")
+    j.add_argument("--config", required=True, help="path to config.json")
+    j.add_argument("--kind", choices=KINDS, help=f"default {JOB_FIELDS['kind']}")
+    j.add_argument("--cards", type=_integer_text("cards"), help="data-parallel GPUs, or the tensor-parallel size (serving)")
+    j.add_argument("--framework", choices=FRAMEWORKS, help="training, LoRA: fsdp2 (stage 0 = DDP under AMP), deepspeed, zero-paper")
+    j.add_argument("--zero-stage", type=_integer_text("zero_stage"), help="0-3 (fsdp2: 2/3 = reshard_after_forward False/True)")
+    j.add_argument("--optimizer", choices=TRAINING_OPTIMIZERS, help="adamw (fp32 master under AMP), adamw-bf16, adam8bit")
+    j.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS,
+                   help=f"torch.optim.AdamW's implementation whose step is counted (default {DEFAULT_IMPL})")
+    j.add_argument("--offload", choices=OFFLOAD, help="none, optimizer, optimizer+params (host RAM reported)")
+    j.add_argument("--seq-len", type=_integer_text("seq_len"), help="tokens per sequence (training, LoRA)")
+    j.add_argument("--micro-batch", type=_integer_text("micro_batch"), help="sequences per GPU")
+    j.add_argument("--recompute", choices=RECOMPUTE, help="none, selective or full")
+    j.add_argument("--attention", choices=ATTENTION, help="default: what transformers runs the family with")
+    j.add_argument("--rank", type=_integer_text("rank"), help="LoRA rank")
+    j.add_argument("--targets", help="all-linear or comma-separated nn.Linear names")
+    j.add_argument("--base-dtype", choices=BASE_DTYPES, help="LoRA base: bf16 (LoRA) or nf4 (QLoRA)")
+    j.add_argument("--weights", choices=SERVING_WEIGHTS, help="serving weights (mxfp4: the checkpoint's own, gpt-oss)")
+    j.add_argument("--kv-dtype", choices=KV_DTYPES, help="serving KV cache")
+    j.add_argument("--context", type=_integer_text("context"), help="serving: tokens per sequence")
+    j.add_argument("--concurrent", type=_integer_text("concurrent"), help="serving: sequences at once")
+    j.add_argument("--gpu-memory-utilization", type=_decimal_text("gpu_memory_utilization"),
+                   help="serving: vLLM's share of each card (default 0.9)")
+    j.add_argument("--gpu", type=_card, action="append", help="a card KEY=MEMORY_MIB (repeat; nvidia-smi's total)")
+    j.add_argument("--reserve-mib", type=_integer_text("reserve_mib"), help="CUDA context and NCCL per card (default 2048)")
+    j.add_argument("--tight-free-fraction", type=_decimal_text("tight_free_fraction"), help="serving: under it is tight")
+    j.set_defaults(func=_cmd_job)
+
+    for command in (p, e, s, lo, j):
         command.add_argument("--json", action="store_true", help="print one JSON object")
     add_time_command(sub, _whole, _emit)
     return parser

@@ -1,14 +1,21 @@
 /* "Find the GPU your model fits in" (docs/gpu-finder.*.md).
  *
- * Every number comes from assets/finder.json, computed at build time by hooks/finder.py
- * with the guide's calculator (vram/). This script only selects the result of the chosen
- * inputs, shows or hides the controls that apply, and formats numbers for the page's
- * language with Intl.NumberFormat. It does no arithmetic on the data. It builds the same
- * structure as the static result rendered for readers without JavaScript.
+ * Every number comes from the guide's calculator (vram/), never from this script:
+ * - the reference jobs (finder.yaml's defaults for each model, task, card count and method
+ *   or context) are precomputed at build time by hooks/finder.py into assets/finder.json,
+ *   fetched only when the reader starts using the form (the default answer is in the page);
+ * - any other job (sequence length, micro-batch, optimizer, offload, serving weights,
+ *   concurrency, the reader's own config.json…) goes to assets/finder-worker.js, where
+ *   Pyodide runs the same vram package (vram.job.answer_json), started on the first such job.
+ * This script selects, shows or hides controls, and formats numbers for the page's language
+ * with Intl.NumberFormat; it does no arithmetic on the data. It builds the same structure
+ * as the static result rendered for readers without JavaScript.
  */
 (function () {
   "use strict";
 
+  // The worker is a file beside this script (assets/finder-worker.js).
+  var workerURL = new URL("finder-worker.js", document.currentScript.src);
   var form = document.getElementById("finder-form");
   var labelsNode = document.getElementById("finder-labels");
   if (!form || !labelsNode) return;
@@ -16,21 +23,27 @@
   var labels = JSON.parse(labelsNode.textContent);
   var lang = document.documentElement.lang || "it";
   var NBSP = "\u00a0";
+  var CUSTOM = "custom";
   // useGrouping "always": 2.048 as the rest of the site writes it (Babel), not 2048.
   var formats = {
     gb: new Intl.NumberFormat(lang, { maximumFractionDigits: 1, useGrouping: "always" }),
     whole: new Intl.NumberFormat(lang, { maximumFractionDigits: 0, useGrouping: "always" }),
+    decimal: new Intl.NumberFormat(lang, { maximumFractionDigits: 2, useGrouping: "always" }),
     percent: new Intl.NumberFormat(lang, { style: "percent", maximumFractionDigits: 0 }),
     eur: new Intl.NumberFormat(lang, { style: "currency", currency: "EUR" })
   };
-  var controls = {
-    model: document.getElementById("finder-model"),
-    task: document.getElementById("finder-task"),
-    cards: document.getElementById("finder-cards"),
-    method: document.getElementById("finder-method"),
-    context: document.getElementById("finder-context")
-  };
+  var CHOICE = ["model", "task", "cards", "method", "context"];
+  // The task names the optimizer (training) or the weights' format (serving); these are the rest.
+  var JOB_INPUTS = ["offload", "seq_len", "micro_batch", "recompute", "attention", "rank", "targets",
+    "kv_dtype", "concurrent", "gpu_memory_utilization"];
+  var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent"];
+  var controls = {};
+  CHOICE.concat(JOB_INPUTS).forEach(function (name) { controls[name] = document.getElementById("finder-" + name); });
+  var configBox = document.getElementById("finder-config");
+  var configFile = document.getElementById("finder-config-file");
+  var errorLine = document.getElementById("finder-error");
   var out = {
+    results: document.getElementById("finder-results"),
     status: document.getElementById("finder-status"),
     wrap: document.getElementById("finder-table-wrap"),
     why: document.getElementById("finder-why"),
@@ -64,17 +77,77 @@
     return node;
   }
 
+  function fieldName(field) {
+    var label = form.querySelector('label[for="finder-' + field + '"]');
+    return label ? label.textContent : field;
+  }
+
+  // --- the calculator in a worker, started on the first job that is not precomputed ---------
+  var worker = null;
+  var pending = {};
+  var asked = 0;
+
+  function calculator() {
+    if (!worker) {
+      worker = new Worker(workerURL, { type: "module" });
+      worker.onmessage = function (event) {
+        var reply = event.data;
+        var done = pending[reply.id];
+        delete pending[reply.id];
+        if (done) done(reply);
+      };
+    }
+    return worker;
+  }
+
+  function ask(message) {
+    asked += 1;
+    var id = asked;
+    return new Promise(function (resolve) {
+      pending[id] = resolve;
+      message.id = id;
+      calculator().postMessage(message);
+    });
+  }
+
+  // The page's calculator, for checks that send it many jobs (tests/browser/test_finder_jobs.py).
+  form.ask = ask;
+
   function start(data) {
     var models = byKey(data.models);
     var tasks = byKey(data.tasks);
     var gpus = byKey(data.gpus);
+    var methods = byKey(data.methods);
+    var shown = 0;  // the latest render; an older worker answer is dropped
 
     function kind() {
       return tasks[controls.task.value].kind;
     }
 
-    // Offer only the choices the JSON holds a result for; keep the current one if it is
-    // offered, else fall back to the first (or, with preferLast, the last) one offered.
+    // The reference job of the chosen task: finder.yaml's settings, as hooks/finder.py's job().
+    function defaults() {
+      return {
+        offload: "none",
+        seq_len: String(data.activations.seq_length), micro_batch: String(data.activations.micro_batch),
+        recompute: "none", attention: "", rank: String(data.lora.rank), targets: "all-linear",
+        kv_dtype: data.serving.kv_dtype,
+        concurrent: String(data.serving.concurrent), gpu_memory_utilization: String(data.serving.gpu_memory_utilization)
+      };
+    }
+
+    function relevant(name) {
+      var field = controls[name].closest("[data-kinds]");
+      return !field || field.getAttribute("data-kinds").split(" ").indexOf(kind()) >= 0;
+    }
+
+    function isReference() {
+      if (controls.model.value === CUSTOM) return false;
+      var reference = defaults();
+      return JOB_INPUTS.every(function (name) { return !relevant(name) || controls[name].value.trim() === reference[name]; });
+    }
+
+    // Offer only the choices the JSON holds a result for (reference jobs), each refusal with
+    // its reason as a tooltip; keep the current one if offered, else the first (or last).
     function offer(select, available, title, preferLast) {
       var options = Array.prototype.slice.call(select.options);
       options.forEach(function (option) {
@@ -87,23 +160,39 @@
       }
     }
 
+    function clearOffers() {
+      ["task", "cards", "method", "context"].forEach(function (name) {
+        Array.prototype.forEach.call(controls[name].options, function (option) { option.disabled = false; option.title = ""; });
+      });
+    }
+
+    // Why the reference answers leave a choice out (vram.job refuses it), for its tooltip.
+    function refusal(current) {
+      return { training: labels.refused_optimizer, lora: labels.refused_framework, serving: labels.refused_cards }[current];
+    }
+
     function updateControls() {
+      var custom = controls.model.value === CUSTOM;
+      if (!custom) {  // a task the model cannot run (MXFP4 weights: gpt-oss only) is greyed out
+        offer(controls.task, data.results[controls.model.value] || {}, function () { return labels.refused_weights; });
+      }
       var current = kind();
       form.querySelectorAll("[data-kinds]").forEach(function (field) {
-        field.hidden = field.getAttribute("data-kinds").split(" ").indexOf(current) < 0;
+        var wanted = field.getAttribute("data-kinds").split(" ");
+        field.hidden = wanted.indexOf("custom") >= 0 ? !custom : wanted.indexOf(current) < 0;
       });
+      document.getElementById("finder-context-hint").hidden = controls.cards.value === "1";
+      if (custom) return clearOffers();
       var byTask = (data.results[controls.model.value] || {})[controls.task.value] || {};
-      offer(controls.cards, byTask);
+      offer(controls.cards, byTask, function () { return refusal(current); });
       var byCards = byTask[controls.cards.value] || {};
-      var oneCard = controls.cards.value === "1";
-      document.getElementById("finder-context-hint").hidden = oneCard;
       if (current === "serving") {
         var maxContext = models[controls.model.value].max_context;
         offer(controls.context, byCards, function (option) {
-          return maxContext !== null && Number(option.value) > maxContext ? labels.too_long : "";
+          return maxContext !== null && Number(option.value) > maxContext ? labels.too_long : labels.refused_cards;
         }, true);
       } else {
-        offer(controls.method, byCards);  // the framework matters on one card too
+        offer(controls.method, byCards, function () { return refusal(current); });
       }
     }
 
@@ -115,7 +204,7 @@
       return fill(labels.caption, { choice: parts.join(", ") });
     }
 
-    function table(fits, cards, serving) {
+    function table(found, cards, serving, context) {
       var node = element("table", null, { id: "finder-table" });
       node.appendChild(element("caption", choiceText(serving)));
       var head = element("tr");
@@ -124,54 +213,82 @@
       });
       node.appendChild(element("thead")).appendChild(head);
       var body = node.appendChild(element("tbody"));
-      fits.forEach(function (fit) {
+      found.fits.forEach(function (fit) {
         var gpu = gpus[fit.gpu];
         var row = body.appendChild(element("tr"));
         row.appendChild(element("th", gpu.name, { scope: "row" }));
         row.appendChild(element("td", gb(gpu.memory_gb)));  // nvidia-smi's total, in GB
-        var margin = row.appendChild(element("td", fill(labels.margin_cell, {
-          margin: gb(fit.margin_gb), free: formats.percent.format(fit.free_fraction)
-        })));
+        var margin = fit.max_concurrent !== undefined
+          ? fill(labels.margin_serving, { margin: gb(fit.margin_gb), free: formats.percent.format(fit.free_fraction),
+            count: formats.whole.format(fit.max_concurrent), context: formats.whole.format(context) })
+          : fill(labels.margin_cell, { margin: gb(fit.margin_gb), free: formats.percent.format(fit.free_fraction) });
+        var cell = row.appendChild(element("td", margin));
         if (fit.tight) {  // training and LoRA: only with full recomputation; serving: little free
-          margin.appendChild(document.createTextNode(" "));
-          margin.appendChild(element("strong", fit.recompute ? labels.tight_recompute : labels.tight, { "class": "finder-tight" }));
+          cell.appendChild(document.createTextNode(" "));
+          cell.appendChild(element("strong", fit.recompute ? labels.tight_recompute : labels.tight, { "class": "finder-tight" }));
         }
-        var price = fit.machine
-          ? fill(labels.price_cell, { count: cards, gpu: gpu.name, price: formats.eur.format(fit.price_eur_per_hour_from) })
+        var machine = data.machines[fit.gpu + "@" + cards];  // the guide's price of that machine, if any
+        var price = machine
+          ? fill(labels.price_cell, { count: cards, gpu: gpu.name, price: formats.eur.format(machine.price_eur_per_hour_from) })
           : labels.no_price;
         row.appendChild(element("td", price));
       });
       return node;
     }
 
-    function render() {
-      updateControls();
-      var serving = kind() === "serving";
-      var option = serving ? controls.context.value : controls.method.value;
-      var byCards = ((data.results[controls.model.value] || {})[controls.task.value] || {})[controls.cards.value] || {};
-      var found = byCards[option];
-      out.wrap.textContent = "";
-      if (!found) {
-        out.status.textContent = labels.not_computed;
-        out.why.textContent = "";
-        out.note.textContent = "";
-        return;
+    function reserveText() {
+      return formats.gb.format(data.reserve_gib) + NBSP + labels.unit_gib;
+    }
+
+    function noteText(found, serving, context, job) {
+      var reserve = reserveText();
+      var notes = [];
+      if (serving) {
+        notes.push(fill(labels.serving_job, {
+          concurrent: formats.whole.format(job ? job.concurrent : data.serving.concurrent), context: formats.whole.format(context),
+          kv_dtype: job ? job.kv_dtype : data.serving.kv_dtype, kv: gb(found.kv_per_sequence_gb),
+          share: formats.percent.format(job ? job.gpu_memory_utilization : data.serving.gpu_memory_utilization),
+          reserve: reserve
+        }));
+      } else if (job) {
+        var act = found.activations;
+        notes.push(fill(labels.activations_job, {
+          seq: formats.whole.format(act.seq_len), micro_batch: formats.whole.format(act.micro_batch),
+          attention: act.attention, recompute: labels["recompute_" + act.recompute],
+          asked: gb(act.gb), full: gb(act.full_gb), reserve: reserve
+        }));
+        if (found.host_gb) notes.push(fill(labels.host_ram, { host: gb(found.host_gb) }));
+        if (found.notes && found.notes.length && kind() === "lora") notes.push(labels.qlora_storage);
+      } else {
+        var model = models[controls.model.value];
+        notes.push(fill(labels["activations_" + kind()], {
+          model: model.name, seq: formats.whole.format(data.activations.seq_length),
+          micro_batch: formats.whole.format(data.activations.micro_batch),
+          attention: model.activation_gb.attention,
+          none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
+        }));
       }
+      return notes.join(" ");
+    }
+
+    function show(found, job) {
+      var serving = kind() === "serving";
+      var context = job ? job.context : Number(controls.context.value);
       var fits = found.fits;
-      var reserve = formats.gb.format(data.reserve_gib) + NBSP + labels.unit_gib;
+      out.wrap.textContent = "";
       // What the figure per card holds, then the verdict (as hooks/finder.py's summary_text).
       var needText = fill(serving ? labels.need_serving : labels.need_training, {
-        need: gb(found.per_gpu_gb), reserve: reserve
+        need: gb(found.per_gpu_gb), reserve: reserveText()
       });
       var status;
       if (fits.length === 0) {
-        status = fill(labels.summary_none, { need_text: needText });
+        status = fill(serving ? labels.summary_none_serving : labels.summary_none, { need_text: needText });
       } else {
         status = fill(fits.length === 1 ? labels.summary_one : labels.summary_many, {
           need_text: needText, count: fits.length, gpu: gpus[fits[0].gpu].name, margin: gb(fits[0].margin_gb)
         });
-        if (fits[0].recompute === "full") status += " " + labels.summary_recompute;
-        out.wrap.appendChild(table(fits, controls.cards.value, serving));
+        if (fits[0].recompute === "full" && fits[0].tight) status += " " + labels.summary_recompute;
+        out.wrap.appendChild(table(found, controls.cards.value, serving, context));
       }
       if (found.short.length) {  // they hold the model states, not the activations
         status += " " + fill(labels.summary_short, {
@@ -183,60 +300,213 @@
       out.status.textContent = status;
       out.why.textContent = fill(labels.why, {
         parts: found.parts.map(function (part) {
-          return fill(labels.part_size, { part: labels["part_" + part[0]], size: gb(part[1]) });
+          return fill(labels.part_size, { part: labels["part_" + part[0]], size: gb(part[part.length - 1]) });
         }).join(labels.part_separator)
       });
-      if (serving) {
-        out.note.textContent = fill(labels.activations_serving, {
-          context: formats.whole.format(Number(option)), reserve: reserve
-        });
-      } else {
-        var model = models[controls.model.value];
-        out.note.textContent = fill(labels["activations_" + kind()], {
-          model: model.name, seq: formats.whole.format(data.activations.seq_length),
-          micro_batch: formats.whole.format(data.activations.micro_batch),
-          attention: model.activation_gb.attention,
-          none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
-        });
-      }
+      out.note.textContent = noteText(found, serving, context, job);
     }
 
-    // The choice lives in the URL's query (?model=&task=&cards=&method= or &context=): a
-    // link reproduces the answer, and the language switcher (lang-switch.js) carries it to
-    // the other language, which shows the same numbers in its own format.
+    function showError(error) {
+      var limits = error.limits || {};
+      var template = labels["error_" + error.code] || labels.error_choice;
+      var line = fill(template, {
+        field: fieldName(error.field === "config" && controls.model.value !== CUSTOM ? "model" : error.field),
+        minimum: typeof limits.minimum === "number" ? formats.decimal.format(limits.minimum) : "",
+        maximum: typeof limits.maximum === "number" ? formats.decimal.format(limits.maximum) : "",
+        key: limits.key || ""
+      });
+      if (error.code === "not_offered" && labels["refused_" + error.field]) line += " " + labels["refused_" + error.field];
+      errorLine.textContent = line;
+      errorLine.hidden = false;
+      out.results.hidden = true;
+    }
+
+    function clearError() {
+      errorLine.textContent = "";
+      errorLine.hidden = true;
+      out.results.hidden = false;
+    }
+
+    // What the reader typed: a whole number as a number, anything else as typed (the
+    // calculator refuses it with the field's limits, in one line).
+    function value(name) {
+      var text = controls[name].value.trim();
+      if (INTEGERS.indexOf(name) >= 0) return /^[0-9]{1,15}$/.test(text) ? Number(text) : text;
+      if (name === "gpu_memory_utilization") return /^[0-9]{0,3}(\.[0-9]{1,6})?$/.test(text) && text !== "" && text !== "." ? Number(text) : text;
+      if (name === "attention") return text === "" ? null : text;
+      return text;
+    }
+
+    function job() {
+      var current = kind();
+      var task = tasks[controls.task.value];
+      var found = {
+        kind: current, cards: Number(controls.cards.value), gpus: data.gpus.map(function (g) { return { key: g.key, memory_mib: g.memory_mib }; }),
+        reserve_mib: data.reserve_mib, tight_free_fraction: data.tight_free_fraction
+      };
+      var names;
+      if (current === "serving") {
+        found.context = Number(controls.context.value);
+        found.weights = task.weight_dtype;
+        names = ["kv_dtype", "concurrent", "gpu_memory_utilization"];
+      } else {
+        var method = methods[controls.method.value];
+        found.framework = method.framework;
+        found.zero_stage = method.zero_stage;
+        names = ["seq_len", "micro_batch", "recompute", "attention"];
+        names = names.concat(current === "training" ? ["offload"] : ["rank", "targets"]);
+        if (current === "training") found.optimizer = task.optimizer;
+        if (current === "lora") found.base_dtype = task.base_dtype;
+      }
+      names.forEach(function (name) { found[name] = value(name); });
+      return found;
+    }
+
+    function render() {
+      shown += 1;
+      var ticket = shown;
+      updateControls();
+      if (isReference()) {
+        var option = kind() === "serving" ? controls.context.value : controls.method.value;
+        var byCards = ((data.results[controls.model.value] || {})[controls.task.value] || {})[controls.cards.value] || {};
+        var found = byCards[option];
+        clearError();
+        out.results.removeAttribute("data-answer");
+        if (!found) {
+          out.wrap.textContent = "";
+          out.status.textContent = labels.not_computed;
+          out.why.textContent = "";
+          out.note.textContent = "";
+        } else {
+          show(found, null);
+        }
+        form.setAttribute("data-state", "ready");
+        return;
+      }
+      if (controls.model.value === CUSTOM && !configBox.value.trim()) {  // nothing pasted yet
+        clearError();
+        out.wrap.textContent = "";
+        out.status.textContent = labels.config_hint;
+        out.why.textContent = "";
+        out.note.textContent = "";
+        form.setAttribute("data-state", "ready");
+        return;
+      }
+      var request = job();
+      var message = { job: request };
+      if (controls.model.value === CUSTOM) message.configText = configBox.value;
+      else message.model = controls.model.value;
+      form.setAttribute("data-state", "computing");
+      out.status.textContent = labels.computing;
+      ask(message).then(function (reply) {
+        if (ticket !== shown) return;
+        if (reply.failure !== undefined) {
+          out.status.textContent = labels.load_error;
+          form.setAttribute("data-state", "failed");
+          return;
+        }
+        var answer = JSON.parse(reply.text);
+        if (answer.error) {
+          showError(answer.error);
+        } else {
+          clearError();
+          show(answer, request);
+        }
+        out.results.setAttribute("data-answer", reply.text);  // the calculator's own JSON text, for checks
+        form.setAttribute("data-state", "ready");
+      });
+    }
+
+    // The choice lives in the URL's query (?model=&task=&cards=&method= or &context=, and every
+    // other input that differs from the reference job): a link reproduces the answer, and the
+    // language switcher (lang-switch.js) carries it to the other language. A pasted config.json
+    // stays in the page (it may be long): the link says model=custom.
     function restoreChoice() {
       var query = new URLSearchParams(location.search);
-      Object.keys(controls).forEach(function (name) {
+      CHOICE.forEach(function (name) {
         var value = query.get(name);
         var known = Array.prototype.some.call(controls[name].options, function (option) { return option.value === value; });
         if (value !== null && known) controls[name].value = value;
+      });
+      JOB_INPUTS.forEach(function (name) {
+        var value = query.get(name);
+        if (value === null) return;
+        if (controls[name].tagName === "SELECT") {
+          var known = Array.prototype.some.call(controls[name].options, function (option) { return option.value === value; });
+          if (known) controls[name].value = value;
+        } else {
+          controls[name].value = value;
+        }
       });
     }
 
     function saveChoice() {
       var query = new URLSearchParams(location.search);
-      Object.keys(controls).forEach(function (name) { query.delete(name); });
+      CHOICE.concat(JOB_INPUTS).forEach(function (name) { query.delete(name); });
       ["model", "task", "cards"].forEach(function (name) { query.set(name, controls[name].value); });
       if (kind() === "serving") query.set("context", controls.context.value);
       else query.set("method", controls.method.value);  // the method names the framework, on one card too
+      var reference = defaults();
+      JOB_INPUTS.forEach(function (name) {
+        if (relevant(name) && controls[name].value.trim() !== reference[name]) query.set(name, controls[name].value.trim());
+      });
       history.replaceState(history.state, "", "?" + query.toString() + location.hash);
     }
 
-    form.addEventListener("change", function () { render(); saveChoice(); });
+    function readFile(file) {
+      if (!file) return;
+      file.text().then(function (text) {
+        configBox.value = text;
+        controls.model.value = CUSTOM;
+        render();
+        saveChoice();
+      });
+    }
+
+    form.addEventListener("change", function (event) {
+      if (event.target === configFile) return readFile(configFile.files[0]);
+      render();
+      saveChoice();
+    });
+    var typing = null;
+    form.addEventListener("input", function (event) {
+      if (event.target.tagName === "SELECT" || event.target === configFile) return;
+      clearTimeout(typing);
+      typing = setTimeout(function () { render(); saveChoice(); }, 250);
+    });
+    configBox.addEventListener("dragover", function (event) { event.preventDefault(); });
+    configBox.addEventListener("drop", function (event) {
+      event.preventDefault();
+      readFile(event.dataTransfer && event.dataTransfer.files[0]);
+    });
     form.addEventListener("submit", function (event) { event.preventDefault(); });
-    form.hidden = false;
     restoreChoice();
     render();
     form.setAttribute("data-ready", "true");
   }
 
-  fetch(new URL(form.getAttribute("data-json"), document.baseURI))
-    .then(function (response) {
-      if (!response.ok) throw new Error(response.status + " " + response.statusText);
-      return response.json();
-    })
-    .then(start)
-    .catch(function (error) {
-      if (out.note) out.note.textContent = labels.load_error + " (" + error.message + ")";
-    });
+  // The reference answers are fetched when the reader starts using the form, or at once when
+  // the address already holds a choice; the default one is already in the page.
+  var loading = null;
+  function load() {
+    if (loading) return loading;
+    loading = fetch(new URL(form.getAttribute("data-json"), document.baseURI))
+      .then(function (response) {
+        if (!response.ok) throw new Error(response.status + " " + response.statusText);
+        return response.json();
+      })
+      .then(start)
+      .catch(function (error) {
+        if (out.note) out.note.textContent = labels.load_error + " (" + error.message + ")";
+      });
+    return loading;
+  }
+
+  form.hidden = false;
+  var query = new URLSearchParams(location.search);
+  if (CHOICE.concat(JOB_INPUTS).some(function (name) { return query.has(name); })) {
+    load();
+  } else {
+    ["focusin", "pointerdown", "keydown"].forEach(function (type) { form.addEventListener(type, load, { once: true }); });
+  }
 })();

@@ -45,6 +45,7 @@ def take(site: Path, out: Path) -> list[Path]:
                 for path, name in pages.items():
                     page.goto(server.url(path), wait_until="networkidle")
                     if "gpu-finder" in path:
+                        page.focus("#finder-model")  # the reference answers load when the form is used
                         page.wait_for_selector('#finder-form[data-ready="true"]', timeout=10_000)
                     target = out / f"{name}-{size}.png"
                     page.screenshot(path=str(target), full_page=True)

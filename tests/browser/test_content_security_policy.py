@@ -127,9 +127,13 @@ def test_search_finder_copy_and_language_switch_work_under_the_policy(guarded, s
     page.wait_for_function("document.documentElement.lang === 'it'")
     # the finder computes in the page
     page.goto(site_server.url("gpu-finder/"), wait_until="networkidle")
+    page.focus("#finder-model")  # its reference answers load when the form is used
     page.wait_for_selector('#finder-form[data-ready="true"]', state="visible", timeout=10_000)
     before = page.inner_text("#finder-results")
     page.select_option("#finder-model", "llama-3.2-1b")
     page.wait_for_timeout(300)
     assert page.inner_text("#finder-results") != before
+    # and the calculator itself runs under the policy: Pyodide in the site's Web Worker
+    page.fill("#finder-seq_len", "4096")
+    page.wait_for_selector("#finder-results[data-answer]", timeout=120_000)
     assert violations(page) == [] and page.outside == []

@@ -65,7 +65,9 @@ def computed(model: str, task: str, cards: str, option: str | None = None) -> bo
 
 
 def open_finder(page, site_server, lang: str):
+    """Open the finder and start using it (its reference answers load on the first focus)."""
     page.goto(site_server.url(PATHS[lang]), wait_until="networkidle")
+    page.focus("#finder-model")
     page.wait_for_selector('#finder-form[data-ready="true"]', state="visible", timeout=10_000)
 
 

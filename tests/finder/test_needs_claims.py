@@ -72,6 +72,19 @@ def test_8b_row_one_b200_with_foreach_an_h200_only_just_with_fused_no_80_gb_card
     assert eight_bit and not {"h100", "a100-80gb"} & set(eight_bit)
 
 
+def test_8b_row_all_bf16_fits_one_h100_at_the_reference_length(data):
+    """All in bf16 (weights, gradients and AdamW's two moments, no fp32 copy: 2 + 2 + 2 + 2 B
+    per parameter, torch.optim.AdamW on bf16 parameters) is 8 x 8,030,261,248 B = 64.2 GB;
+    an H100's usable 83.4 GB hold it and the activations of the reference sequence."""
+    found = data["results"]["llama-3.1-8b"]["full-bf16"]["1"]["paper"]
+    assert found["per_gpu_gb"] * 1e9 == 8 * P_8B
+    assert found["fits"][0]["gpu"] == "h100" and found["fits"][0]["recompute"] == "none"
+    for lang, words in (("it", ("Tutto in bf16", "64,2", "2.048 token basta una H100")),
+                        ("fr", ("Tout en bf16", "64,2", "2 048 tokens, une H100 suffit"))):
+        cell = needs_cell(lang, 2, 1)
+        assert all(word in cell for word in words), (lang, cell)
+
+
 def _config(key: str) -> vram.ModelConfig:
     from hooks.data import DATA_DIR, load_yaml
 

@@ -1,0 +1,51 @@
+"""The finder's budgets in Chromium (issue 20): what a reader downloads before touching the
+form (the default answer is in the page; no Python), then how long the calculator takes to
+answer a job that is not precomputed: the first (Pyodide started cold in its worker, the
+site's own files, a fresh browser context with an empty cache) and the later ones."""
+
+from __future__ import annotations
+
+import statistics
+
+from tests.browser.conftest import LAUNCH_ARGS, serve_site
+from tests.conftest import CHROMIUM
+
+# Set the form's inputs, then time from the change event to the answer on the page.
+TIMED_CHANGE = """async (values) => {
+    const form = document.getElementById('finder-form');
+    const ready = new Promise((resolve) => {
+        const watch = new MutationObserver(() => {
+            if (form.getAttribute('data-state') === 'ready') { watch.disconnect(); resolve(); }
+        });
+        watch.observe(form, {attributes: true, attributeFilter: ['data-state']});
+    });
+    const start = performance.now();
+    for (const [name, value] of Object.entries(values)) document.getElementById('finder-' + name).value = value;
+    form.removeAttribute('data-state');
+    form.dispatchEvent(new Event('change', {bubbles: true}));
+    await ready;
+    if (!document.getElementById('finder-results').hasAttribute('data-answer')) throw new Error('no answer');
+    return performance.now() - start;
+}"""
+LATER = [{"seq_len": str(n)} for n in (1024, 3000, 8192, 16384, 6000)]
+
+
+def finder_timings(site, page_path: str = "gpu-finder/") -> dict:
+    """``first_s``: the first job that is not precomputed, from a cold start; ``later_ms``:
+    the median of ``LATER`` jobs after it (each a new sequence length)."""
+    from playwright.sync_api import sync_playwright
+
+    with serve_site(site, "/") as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        try:
+            context = browser.new_context()
+            page = context.new_page()
+            page.goto(server.url(page_path), wait_until="networkidle")
+            page.focus("#finder-model")
+            page.wait_for_selector('#finder-form[data-ready="true"]', timeout=60_000)
+            first = page.evaluate(TIMED_CHANGE, {"seq_len": "4096"}) / 1000
+            later = [page.evaluate(TIMED_CHANGE, values) for values in LATER]
+            context.close()
+        finally:
+            browser.close()
+    return {"finder_first_s": first, "finder_later_ms": statistics.median(later), "finder_later_all": later}

@@ -1,0 +1,37 @@
+/* The finder's calculator in the reader's browser: Pyodide (assets/pyodide/, the site's own
+ * copy of the pinned npm package) runs the guide's vram package, whose sources come
+ * unchanged in assets/vram.zip. A message {id, job, model} or {id, job, configText}
+ * is answered with {id, text}: vram.job.answer_json of the job with that model's
+ * config.json, the same JSON text as `python -m vram job ... --json` (or {"error": ...}).
+ * No formula lives here.
+ */
+import { loadPyodide } from "./pyodide/pyodide.mjs";
+
+const base = new URL("./", import.meta.url);
+
+const ready = (async function () {
+  const pyodide = await loadPyodide({ indexURL: new URL("pyodide/", base).href });
+  const response = await fetch(new URL("vram.zip", base));
+  if (!response.ok) throw new Error(response.status + " " + response.statusText);
+  pyodide.unpackArchive(await response.arrayBuffer(), "zip", { extractDir: "/home/pyodide/calculator" });
+  pyodide.runPython("import sys\nsys.path.insert(0, '/home/pyodide/calculator')\nimport vram.job");
+  const configs = {};
+  pyodide.FS.readdir("/home/pyodide/calculator/configs").forEach(function (name) {
+    if (name.endsWith(".json")) {
+      configs[name.slice(0, -5)] = pyodide.FS.readFile("/home/pyodide/calculator/configs/" + name, { encoding: "utf8" });
+    }
+  });
+  return { answer: pyodide.globals.get("vram").job.answer_json, configs: configs };
+})();
+
+self.onmessage = async function (event) {
+  const message = event.data || {};
+  try {
+    const calculator = await ready;
+    const job = Object.assign({}, message.job);
+    job.config = typeof message.configText === "string" ? message.configText : calculator.configs[message.model];
+    self.postMessage({ id: message.id, text: calculator.answer(JSON.stringify(job)) });
+  } catch (error) {
+    self.postMessage({ id: message.id, failure: String(error && error.message || error) });
+  }
+};

@@ -1,0 +1,309 @@
+"""In Chromium, the finder answers the reader's own job with the calculator itself (issue 20).
+
+- 312 jobs drawn at random (seeded; every model of the finder and a pasted config.json of a
+  family it does not ship, every task kind): the page's own Web Worker
+  (Pyodide running vram from the site's assets) answers each with the same JSON text as
+  CPython's ``python -m vram job ... --json`` (``vram.__main__.main`` with the same argv; a
+  few of them also in a real subprocess), or the same one-line error;
+- the same through the form, in both languages, including the issue's jobs: Llama 3.1 8B
+  at 4,096 tokens refuses 8 x RTX 4090 under ZeRO-3; gpt-oss-20b in its MXFP4 weights
+  holds 16 sequences of 8,192 tokens on a 32 GB RTX 5090 under gpu_memory_utilization 0.9;
+  an 8B trained all in bf16 fits one H100 at 2,048 tokens;
+- bad input (a config.json that is not JSON, an unknown model_type, a sequence beyond the
+  model's maximum, a negative or huge number): one line in the page's language naming the
+  field, no answer shown, no console error, and the page still answers afterwards.
+
+One page per language and its worker, for the whole module: Pyodide starts twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+
+from hooks.data import load_yaml
+from tests.browser.conftest import recorded
+from tests.browser.test_finder import PATHS, plain
+from tests.conftest import REPO_ROOT
+from vram.__main__ import main as vram_main
+from vram.job import KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+MODELS_DIR = REPO_ROOT / "snippets" / "data" / "models"
+UNSHIPPED = REPO_ROOT / "tests" / "vram" / "configs" / "gemma-2-9b.json"  # gemma2: no finder model has it
+JOBS = 312
+SUBPROCESS_SAMPLE = 4
+
+
+def catalogue() -> tuple[dict, list[dict], dict]:
+    models = {key: MODELS_DIR / entry["config"] for key, entry in load_yaml("models")["models"].items()}
+    gpus = load_yaml("gpus")
+    cards = [{"key": key, "memory_mib": card["memory_mib"]} for key, card in gpus["gpus"].items()]
+    return models, cards, load_yaml("finder")
+
+
+MODEL_FILES, CARDS, FINDER = catalogue()
+METHODS = [(m["framework"], m["zero_stage"]) for m in FINDER["methods"].values()]
+LORA_METHODS = [(f, stage) for f, stage in METHODS if f == "deepspeed" or (f, stage) == ("fsdp2", 0)]
+
+
+def random_job(rng: random.Random, config_path, kind: str) -> dict:
+    maximum = json.loads(config_path.read_text())["max_position_embeddings"]
+    job = {"kind": kind, "cards": rng.choice([1, 2, 4, 8]), "gpus": CARDS, "reserve_mib": 2048,
+           "tight_free_fraction": 0.1}
+    tokens = (rng.choice([rng.randint(1, 8192), rng.randint(1, maximum), maximum]) if rng.random() < 0.9
+              else rng.choice([maximum + rng.randint(1, 999), 0]))  # a tenth refused: beyond the model, or none
+    if kind == "serving":
+        shipped = json.loads(config_path.read_text())["model_type"] == "gpt_oss"  # MXFP4 checkpoints
+        weights = rng.choice(SERVING_WEIGHTS if shipped or rng.random() < 0.2 else ("bf16", "fp8", "int4"))
+        job.update(weights=weights, kv_dtype=rng.choice(KV_DTYPES), context=tokens,
+                   concurrent=rng.randint(1, 64), gpu_memory_utilization=rng.choice([0.5, 0.8, 0.9, 0.95, 1.0]))
+        return job
+    offered = METHODS if kind == "training" or rng.random() < 0.2 else LORA_METHODS  # a few refusals kept
+    framework, stage = rng.choice(offered)
+    job.update(framework=framework, zero_stage=stage, seq_len=tokens, micro_batch=rng.randint(1, 4),
+               recompute=rng.choice(["none", "selective", "full"]), attention=rng.choice([None, None, "sdpa", "eager"]))
+    if kind == "training":
+        job.update(optimizer=rng.choice(TRAINING_OPTIMIZERS + ("adamw", "adam8bit")),
+                   offload=rng.choice(OFFLOAD + ("none",) * 4))
+    else:
+        job.update(rank=rng.choice([1, 8, 16, 64]), targets=rng.choice(["all-linear", "q_proj,v_proj"]),
+                   base_dtype=rng.choice(["bf16", "nf4"]))
+    return job
+
+
+def argv(job: dict, config_path) -> list[str]:
+    """The ``python -m vram job`` command line of ``job``."""
+    args = ["job", "--config", str(config_path), "--json"]
+    for key, value in job.items():
+        if key == "gpus":
+            args += [f"--gpu={card['key']}={card['memory_mib']}" for card in value]
+        elif value is not None:
+            args.append(f"--{key.replace('_', '-')}={value}")
+    return args
+
+
+def cpython(args: list[str]) -> str:
+    """What ``python -m vram ARGS`` prints: stdout, or the one line on stderr (exit 2)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = vram_main(args)
+        except SystemExit as exc:
+            code = exc.code
+    return out.getvalue().strip() if code == 0 else err.getvalue().strip()
+
+
+def as_cli_text(worker_text: str) -> str:
+    """The worker's answer as the command line prints it (an error: ``vram: error: message``)."""
+    answer = json.loads(worker_text)
+    if "error" in answer:
+        return "vram: error: " + " ".join(answer["error"]["message"].split())
+    return worker_text
+
+
+# --------------------------------------------------------------------------------- pages
+@pytest.fixture(scope="module")
+def pages(chromium, site_server):
+    """One page per language on the finder, in use (its reference answers loaded), with the
+    console errors and page errors each has logged."""
+    opened, contexts = {}, []
+    for lang, path in PATHS.items():
+        context = chromium.new_context()
+        contexts.append(context)
+        page = context.new_page()
+        page.errors = []
+        page.requests = recorded(page)
+        page.on("console", lambda msg, page=page: msg.type == "error" and page.errors.append(msg.text))
+        page.on("pageerror", lambda exc, page=page: page.errors.append(str(exc)))
+        page.goto(site_server.url(path), wait_until="networkidle")
+        page.focus("#finder-model")
+        page.wait_for_selector('#finder-form[data-ready="true"]', state="visible", timeout=30_000)
+        opened[lang] = page
+    yield opened
+    for context in contexts:
+        context.close()
+
+
+PAGE_WORKER_JS = """async (messages) => {
+    const form = document.getElementById('finder-form');
+    const answers = [];
+    for (const message of messages) answers.push(await form.ask(message));  // the page's own worker
+    return answers;
+}"""
+
+
+def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
+    rng = random.Random(20)
+    models = [(key, path) for key, path in MODEL_FILES.items()] + [(None, UNSHIPPED)]
+    kinds = ("training", "lora", "serving")
+    drawn = []
+    for index in range(JOBS):
+        key, path = models[index % len(models)]
+        kind = kinds[(index // len(models)) % len(kinds)]
+        drawn.append((key, path, random_job(rng, path, kind)))
+    assert {(key, job["kind"]) for key, _, job in drawn} == {(key, kind) for key, _ in models for kind in kinds}
+    by_lang = {"it": drawn}  # the worker has no language; the form tests below run in both
+    answered = 0
+    for lang, jobs in by_lang.items():
+        messages = [{"id": i, "job": job, **({"model": key} if key else {"configText": path.read_text()})}
+                    for i, (key, path, job) in enumerate(jobs)]
+        replies = pages[lang].evaluate(PAGE_WORKER_JS, messages)
+        for (key, path, job), reply in zip(jobs, replies):
+            assert "failure" not in reply, (key, job, reply)
+            expected = cpython(argv(job, path))
+            assert as_cli_text(reply["text"]) == expected, (lang, key, job)
+            answered += "error" not in json.loads(reply["text"])
+    assert answered >= JOBS * 2 // 3  # most drawn jobs are answered, not refused
+    assert not pages["it"].errors
+    # Pyodide and the calculator came from the site itself (the worker's requests are the page's)
+    origin = "/".join(pages["it"].url.split("/")[:3])
+    urls = [request.url for request in pages["it"].requests.requests]
+    assert {url.rsplit("/", 1)[1] for url in urls if "/assets/pyodide/" in url} >= {"pyodide.asm.wasm", "python_stdlib.zip"}
+    assert [url for url in urls if url.endswith("/assets/vram.zip")]
+    assert not [url for url in urls if not url.startswith(origin + "/")]
+    # The in-process main() is the command line: a few in a real subprocess give the same text.
+    for key, path, job in drawn[:SUBPROCESS_SAMPLE]:
+        proc = subprocess.run([sys.executable, "-m", "vram", *argv(job, path)], cwd=REPO_ROOT, capture_output=True,
+                              text=True, timeout=60)
+        assert (proc.stdout.strip() if proc.returncode == 0 else proc.stderr.strip()) == cpython(argv(job, path))
+
+
+REFERENCE = {"offload": "none", "seq_len": FINDER["settings"]["activations"]["seq_length"],
+             "micro_batch": FINDER["settings"]["activations"]["micro_batch"], "recompute": "none", "attention": "",
+             "rank": FINDER["settings"]["lora"]["rank"], "targets": "all-linear", **FINDER["settings"]["serving"]}
+
+
+def use_form(page, **values) -> None:
+    """Set the form's controls (model and task first, as a reader would; every other input
+    not given back to the reference job's value) and wait for the answer."""
+    values = {**REFERENCE, **values}
+    for name in ("model", "task"):
+        if name in values:
+            page.select_option(f"#finder-{name}", values.pop(name))
+    page.evaluate("""(values) => {
+        const form = document.getElementById('finder-form');
+        for (const [name, value] of Object.entries(values)) document.getElementById('finder-' + name).value = value;
+        form.removeAttribute('data-state');
+        form.dispatchEvent(new Event('change', {bubbles: true}));
+    }""", {k: str(v) for k, v in values.items()})
+    page.wait_for_selector('#finder-form[data-state="ready"]', timeout=120_000)
+
+
+def page_answer(page) -> str:
+    return page.get_attribute("#finder-results", "data-answer")
+
+
+def table_cards(page) -> list[str]:
+    return page.eval_on_selector_all("#finder-table tbody th", "cells => cells.map(c => c.textContent)")
+
+
+FORM_JOBS = [  # (form values, the same job for the command line)
+    ({"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero3", "seq_len": 4096},
+     ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw", "--seq-len=4096",
+      "--micro-batch=1", "--recompute=none", "--offload=none"]),
+    ({"model": "gpt-oss-20b", "task": "serve-mxfp4", "cards": 1, "context": 8192, "concurrent": 16},
+     ["--kind=serving", "--cards=1", "--context=8192", "--weights=mxfp4", "--concurrent=16", "--kv-dtype=bf16",
+      "--gpu-memory-utilization=0.9"]),
+    ({"model": "llama-3.1-8b", "task": "full-bf16", "cards": 1, "method": "paper", "seq_len": 2048,
+      "micro_batch": 1, "recompute": "selective"},
+     ["--kind=training", "--cards=1", "--framework=zero-paper", "--zero-stage=0", "--optimizer=adamw-bf16",
+      "--seq-len=2048", "--recompute=selective", "--offload=none"]),
+    ({"model": "qwen3-30b-a3b", "task": "qlora", "cards": 4, "method": "zero3", "rank": 64, "seq_len": 8192},
+     ["--kind=lora", "--cards=4", "--framework=deepspeed", "--zero-stage=3", "--rank=64", "--base-dtype=nf4",
+      "--seq-len=8192"]),
+]
+
+
+def cli_for(model: str | None, flags: list[str], config=None) -> str:
+    path = config or MODEL_FILES[model]
+    gpus = [f"--gpu={card['key']}={card['memory_mib']}" for card in CARDS]
+    return cpython(["job", "--config", str(path), "--json", *flags, *gpus])
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_form_answers_the_issue_jobs_as_the_command_line(pages, lang):
+    page = pages[lang]
+    for values, flags in FORM_JOBS:
+        use_form(page, **dict(values))
+        assert page_answer(page) == cli_for(values["model"], flags), values
+        assert page.is_hidden("#finder-error")
+    use_form(page, **dict(FORM_JOBS[0][0]))  # 8 x RTX 4090 under ZeRO-3 at 4,096 tokens: refused
+    assert "RTX 4090 24GB" not in table_cards(page)
+    assert "RTX 4090 24GB (3,4" in plain(page.text_content("#finder-status"))  # named: its margin is short
+    use_form(page, **dict(FORM_JOBS[1][0]))  # gpt-oss-20b, MXFP4, 16 x 8,192 tokens: a 32 GB card
+    assert "RTX 5090 32GB" in table_cards(page)
+    assert ("jusqu’à" if lang == "fr" else "fino a") in page.text_content("#finder-table tbody tr td:nth-child(3)")
+    use_form(page, **dict(FORM_JOBS[2][0]))  # all bf16 on one card
+    assert table_cards(page) == ["H100 80GB", "A100 80GB", "RTX PRO 6000 96GB", "H200 141GB", "B200"]
+    # the link keeps every input that differs from the reference job
+    assert "task=full-bf16" in page.url and "recompute=selective" in page.url
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=1, method="ddp", seq_len=2048, recompute="none")
+    assert page.get_attribute("#finder-results", "data-answer") is None  # the reference job: precomputed
+    assert not page.errors
+
+
+def test_a_pasted_config_of_an_unshipped_family(pages):
+    page = pages["fr"]
+    page.select_option("#finder-model", "custom")
+    page.fill("#finder-config", UNSHIPPED.read_text())
+    use_form(page, task="full-adamw", cards=2, method="fsdp2-reshard", seq_len=4096)
+    assert page_answer(page) == cli_for(None, ["--kind=training", "--cards=2", "--framework=fsdp2", "--zero-stage=3",
+                                               "--seq-len=4096"], UNSHIPPED)
+    assert page.is_visible("#finder-table")
+    assert not page.errors
+
+
+BAD = [  # (field values, what the line must say in it, in fr)
+    ({"model": "custom", "config": "{ pas du json"}, "config.json del modello: non è un JSON valido.",
+     "config.json du modèle : ce n’est pas un JSON valide."),
+    ({"model": "custom", "config": '{"model_type": "falcon", "hidden_size": 4544}'},
+     "config.json del modello: il model_type «falcon» non è tra quelli che il calcolatore conosce.",
+     "config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît."),
+    ({"seq_len": "131073"}, "Lunghezza delle sequenze (token): oltre il massimo del modello, 131.072 token.",
+     "Longueur des séquences (tokens) : au-delà du maximum du modèle, 131 072 tokens."),
+    ({"micro_batch": "-2"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
+     "Micro-lot par carte : il faut un nombre entier de 1 à 65 536."),
+    ({"micro_batch": "99999999999999999999"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
+     "Micro-lot par carte : il faut un nombre entier de 1 à 65 536."),
+]
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_bad_input_is_one_line_in_the_page_language(pages, lang):
+    page = pages[lang]
+    for values, italian, french in BAD:
+        values = dict(values)
+        use_form(page, model=values.pop("model", "llama-3.1-8b"), task="full-adamw", cards=1, method="ddp",
+                 seq_len=2048, micro_batch=1)
+        if "config" in values:
+            page.fill("#finder-config", values.pop("config"))
+        use_form(page, **values)
+        line = plain(page.text_content("#finder-error"))
+        assert line == plain(french if lang == "fr" else italian), values
+        assert page.is_visible("#finder-error") and page.is_hidden("#finder-results")
+        # the page still works: a good value brings an answer back
+        use_form(page, model="llama-3.1-8b", seq_len=4096, micro_batch=1)
+        assert page.is_hidden("#finder-error") and page.is_visible("#finder-table")
+    assert not page.errors
+
+
+def test_greyed_out_choices_say_why(pages):
+    page = pages["it"]
+    labels = FINDER["labels"]
+    use_form(page, model="llama-3.1-8b", task="full-bf16", cards=1, method="paper")
+    title = page.eval_on_selector('#finder-method option[value="ddp"]', "o => o.disabled && o.title")
+    assert title == labels["refused_optimizer"]["it"]  # all-bf16: only the paper's accounting has it
+    title = page.eval_on_selector('#finder-task option[value="serve-mxfp4"]', "o => o.disabled && o.title")
+    assert title == labels["refused_weights"]["it"]  # MXFP4: gpt-oss's checkpoints only
+    use_form(page, model="qwen2.5-7b", task="serve-bf16", cards=1, context=8192)
+    title = page.eval_on_selector('#finder-cards option[value="8"]', "o => o.disabled && o.title")
+    assert title == labels["refused_cards"]["it"]  # 28 heads do not split over 8 cards
+    assert not page.errors

@@ -1,0 +1,367 @@
+"""One reader's job, answered: bytes per card, what takes them, and which cards hold it.
+
+``answer_job(job)`` is the one place where "find the GPU" does arithmetic. The site's
+precomputed answers (``hooks/finder.py``), the command line (``python -m vram job``) and
+the browser (this package run by Pyodide in a Web Worker, ``docs/assets/finder-worker.js``)
+all call it, so the three give the same bytes for the same job.
+
+A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
+
+- ``kind``: "training" (``vram.framework_memory`` under ``framework``/``zero_stage``, with
+  ``optimizer``, its ``optimizer_impl`` (foreach, fused, forloop) and ``offload``), "lora" (``vram.lora_memory_per_gpu``: DDP or DeepSpeed
+  ZeRO-1/2/3, ``rank``, ``targets``, ``base_dtype`` "nf4" = QLoRA) or "serving"
+  (``vram.serving_memory_per_gpu``, tensor parallel over ``cards``; ``weights``,
+  ``kv_dtype``, ``context``, ``concurrent`` sequences, ``gpu_memory_utilization``);
+- ``config``: the model's parsed ``config.json`` (read by ``vram.model_config_from_dict``);
+- ``cards``: data-parallel GPUs (training, LoRA) or the tensor-parallel size (serving);
+- training and LoRA: ``seq_len`` tokens, ``micro_batch`` sequences, ``recompute`` and
+  ``attention`` (None: the one transformers runs the family with) of the activations
+  (``vram.activation_memory``; for LoRA the full fine-tuning figure, a lower bound);
+- the catalogue: ``gpus`` (``[{"key", "memory_mib"}]``, nvidia-smi's totals),
+  ``reserve_mib`` (CUDA context and NCCL buffers) and ``tight_free_fraction``.
+
+Verdict per card (``fits``/``short``, smallest card first). Training and LoRA: a card's
+usable bytes are ``vram.fit.usable_bytes`` (memory less the reserve); its margin is what
+the model states and the framework's buffers leave; it fits when backward (the framework's
+``backward_bytes``) holds the activations of this job at their peak (``peak_bytes``, the
+loss's backward included) with the recomputation asked, and the optimizer step
+(``per_gpu_bytes``, no activations by then) holds too (``vram.fit.training_verdict``); if
+that holds only with full recomputation it still fits, "tight", with ``recompute: "full"``;
+a card that holds the states but not even the fully recomputed activations is ``short``. Serving: vLLM takes
+``gpu_memory_utilization`` of the card's memory (``vllm/worker/gpu_worker.py``:
+``requested_memory = total_memory * gpu_memory_utilization``) and the CUDA context and
+NCCL buffers come out of that share, so the capacity is floor(util x memory) less the
+reserve; a card fits when it holds the weights and the KV cache of ``concurrent``
+sequences of ``context`` tokens, "tight" under ``tight_free_fraction`` free; each card
+also says how many such sequences its capacity holds (``max_concurrent``).
+
+Bad input raises ``JobError`` (a ValueError) whose ``field`` names the job key, ``code``
+the kind of fault and ``limits`` what was allowed: one line, for the CLI and the page.
+Sizes are bytes (ints) with their GB (10**9 bytes) beside them, computed here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from typing import Any, Mapping
+
+from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE, activation_memory, default_attention
+from .breakdown import model_shape
+from .fit import fits, free_fraction, mib_to_bytes, training_verdict, usable_bytes
+from .frameworks import FRAMEWORKS, framework_memory
+from .lora import ALL_LINEAR, BASE_DTYPES, lora_memory_per_gpu
+from .models import _REQUIRED, SUPPORTED_MODEL_TYPES, _DuplicateKey, _refuse_duplicate_keys, ConfigError, ModelConfig, count_params, model_config_from_dict
+from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
+from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
+from .serving import check_tensor_parallel, serving_memory_per_gpu
+from .units import bytes_to_gb
+
+KINDS = ("training", "lora", "serving")
+OFFLOAD = ("none", "optimizer", "optimizer+params")
+TRAINING_OPTIMIZERS = ("adamw", "adamw-bf16", "adam8bit")
+SERVING_WEIGHTS = ("bf16", "fp8", "int4", MXFP4)
+KV_DTYPES = ("bf16", "fp8")
+MAX_CARDS = 1024
+MAX_RANK = 2**16
+MAX_MIB = 2**24  # 16 TiB: beyond any card
+PART_ORDER = ("weights", "gradients", "optimizer", "working", "base", "adapters", "kv_cache")
+
+JOB_FIELDS: dict[str, Any] = {
+    "kind": "training", "config": None, "cards": 1,
+    "framework": "fsdp2", "zero_stage": 0, "optimizer": "adamw", "optimizer_impl": DEFAULT_IMPL, "offload": "none",
+    "seq_len": 2048, "micro_batch": 1, "recompute": "none", "attention": None,
+    "rank": 16, "targets": ALL_LINEAR, "base_dtype": "bf16",
+    "weights": "bf16", "kv_dtype": "bf16", "context": 8192, "concurrent": 1, "gpu_memory_utilization": 0.9,
+    "gpus": [], "reserve_mib": 2048, "tight_free_fraction": 0.1,
+}
+
+
+class JobError(ValueError):
+    """Bad job input: ``field`` (the job key), ``code`` ("integer", "choice", "fraction",
+    "too_long", "not_offered", "config_json", "config_family", "config_key", "config_value")
+    and ``limits`` (what was allowed: minimum/maximum or the choices)."""
+
+    def __init__(self, field: str, code: str, message: str, **limits: Any) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field, self.code, self.limits = field, code, limits
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"field", "code", "message", "limits"}``, as the page shows it."""
+        return {"field": self.field, "code": self.code, "message": str(self), "limits": self.limits}
+
+
+# --- reading the job -------------------------------------------------------------------------
+
+def _integer(job: Mapping[str, Any], field: str, minimum: int, maximum: int) -> int:
+    value = job[field]
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise JobError(field, "integer", f"must be an integer from {minimum:,} to {maximum:,}, got {value!r}",
+                       minimum=minimum, maximum=maximum)
+    return value
+
+
+def _choice(job: Mapping[str, Any], field: str, choices: tuple) -> Any:
+    value = job[field]
+    if value not in choices:
+        raise JobError(field, "choice", f"must be one of {', '.join(map(str, choices))}, got {value!r}",
+                       choices=list(choices))
+    return value
+
+
+def _fraction(job: Mapping[str, Any], field: str, low: float, high: float) -> float:
+    value = job[field]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not low < value <= high:
+        raise JobError(field, "fraction", f"must be a number above {low} and at most {high}, got {value!r}",
+                       minimum=low, maximum=high)
+    return float(value)
+
+
+def read_config(raw: Any) -> ModelConfig:
+    """A ``config.json`` (text or parsed) -> ``ModelConfig``, with errors on the ``config``
+    field: not JSON, unknown ``model_type``, missing size key, or a value the reader refuses."""
+    if isinstance(raw, ModelConfig):
+        return raw
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw, object_pairs_hook=_refuse_duplicate_keys)
+        except _DuplicateKey as exc:
+            raise JobError("config", "config_json", f"key {exc.args[0]!r} appears twice") from None
+        except (ValueError, RecursionError) as exc:
+            raise JobError("config", "config_json", f"not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise JobError("config", "config_json", "must be a JSON object (a model's config.json)")
+    model_type = raw.get("model_type")
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise JobError("config", "config_family", f"model_type {model_type!r} is not one the calculator models; "
+                       f"known: {', '.join(SUPPORTED_MODEL_TYPES)}", key=str(model_type)[:40],
+                       choices=list(SUPPORTED_MODEL_TYPES))
+    inner = raw.get("text_config") if model_type == "gemma3" and isinstance(raw.get("text_config"), dict) else raw
+    missing = sorted(_REQUIRED - set(inner)) if model_type != "gemma3" else []
+    if missing:
+        raise JobError("config", "config_key", f"key {missing[0]!r} is missing", key=missing[0])
+    try:
+        return model_config_from_dict(raw, "config.json")
+    except ConfigError as exc:
+        key = next((k for k in sorted(inner, key=len, reverse=True) if isinstance(k, str) and k in str(exc)), "")
+        raise JobError("config", "config_value", str(exc), key=key) from None
+
+
+def normalised(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The job with every default filled in; unknown keys refused (JobError)."""
+    unknown = sorted(set(job) - set(JOB_FIELDS))
+    if unknown:
+        raise JobError(unknown[0], "choice", "is not a job field", choices=list(JOB_FIELDS))
+    return {**JOB_FIELDS, **job}
+
+
+# --- the answer ------------------------------------------------------------------------------
+
+# Pure functions of a frozen ModelConfig, asked the same question by many jobs (the site's
+# precomputed answers ask each model's a few hundred times): computed once per question.
+_cached_shape = functools.lru_cache(maxsize=256)(model_shape)
+_cached_params = functools.lru_cache(maxsize=256)(count_params)
+
+
+@functools.lru_cache(maxsize=1024)
+def _peak_activations(config: ModelConfig, seq_len: int, micro_batch: int, attention: str, recompute: str) -> int:
+    return activation_memory(config, seq_len, micro_batch, attention, recompute).peak_bytes
+
+
+def _not_offered(field: str, exc: ValueError) -> JobError:
+    return JobError(field, "not_offered", str(exc))
+
+
+def _training(job: dict, config: ModelConfig) -> tuple[dict[str, int], int, list[str], int]:
+    framework = _choice(job, "framework", FRAMEWORKS)
+    stage = _integer(job, "zero_stage", 0, 3)
+    optimizer = _choice(job, "optimizer", TRAINING_OPTIMIZERS)
+    implementation = _choice(job, "optimizer_impl", OPTIMIZER_IMPLS)
+    offload = _choice(job, "offload", OFFLOAD)
+    try:
+        memory = framework_memory(framework, _cached_shape(config), job["cards"], stage, optimizer,
+                                  offload != "none", offload == "optimizer+params", optimizer_impl=implementation)
+    except ValueError as exc:
+        field = "offload" if offload != "none" and "offload" in str(exc).lower() else "optimizer" \
+            if "optimizer" in str(exc) and optimizer != "adamw" else "framework"
+        raise _not_offered(field, exc) from None
+    parts = {"weights": memory.weights_bytes, "gradients": memory.gradients_bytes,
+             "optimizer": memory.optimizer_bytes, "working": memory.working_bytes}
+    return parts, memory.host_bytes, list(memory.notes), memory.backward_bytes
+
+
+def _lora(job: dict, config: ModelConfig) -> tuple[dict[str, int], int, list[str], int]:
+    framework = _choice(job, "framework", FRAMEWORKS)
+    stage = _integer(job, "zero_stage", 0, 3)
+    if framework == "zero-paper" or (framework == "fsdp2" and stage > 0):
+        raise JobError("framework", "not_offered", "LoRA is modelled under DDP and DeepSpeed ZeRO-1/2/3 "
+                       "(vram.lora shards adapters like model states); FSDP2's working set for LoRA is not")
+    rank = _integer(job, "rank", 1, MAX_RANK)
+    base = _choice(job, "base_dtype", BASE_DTYPES)
+    targets = job["targets"]
+    if targets != ALL_LINEAR:
+        if not isinstance(targets, str) or not targets.strip():
+            raise JobError("targets", "choice", "must be all-linear or comma-separated nn.Linear names")
+        targets = tuple(t.strip() for t in targets.split(",") if t.strip())
+    try:
+        memory = lora_memory_per_gpu(config, rank, job["cards"], stage, targets, base)
+    except ValueError as exc:
+        raise JobError("targets", "not_offered", str(exc)) from None
+    adapters = memory.adapter_weights_bytes + memory.adapter_gradients_bytes + memory.adapter_optimizer_bytes
+    notes = []
+    if base == "nf4" and stage == 3 and job["cards"] > 1:
+        notes.append("QLoRA under ZeRO-3 or FSDP needs BitsAndBytesConfig(bnb_4bit_quant_storage=torch.bfloat16), "
+                     "the compute dtype, so the 4-bit data can be sharded")
+    return {"base": memory.base_weights_bytes, "adapters": adapters}, 0, notes, memory.total_bytes
+
+
+def _tokens(job: dict, field: str, config: ModelConfig) -> int:
+    """Tokens per sequence: a whole number from 1 to the model's ``max_position_embeddings``
+    ("too_long" beyond it) and to ``MAX_SEQ_LEN``."""
+    maximum = config.max_position_embeddings
+    value = job[field]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        _integer(job, field, 1, min(maximum or MAX_SEQ_LEN, MAX_SEQ_LEN))  # raises, with the limits that apply
+    if maximum is not None and value > maximum:
+        raise JobError(field, "too_long", f"{value:,} tokens is beyond the model's maximum, {maximum:,}",
+                       minimum=1, maximum=maximum)
+    return _integer(job, field, 1, MAX_SEQ_LEN)
+
+
+def _activations(job: dict, config: ModelConfig) -> dict[str, Any]:
+    seq_len = _tokens(job, "seq_len", config)
+    micro_batch = _integer(job, "micro_batch", 1, MAX_MICRO_BATCH)
+    recompute = _choice(job, "recompute", RECOMPUTE)
+    try:
+        attention = default_attention(config) if job["attention"] is None else _choice(job, "attention", ATTENTION)
+        asked = _peak_activations(config, seq_len, micro_batch, attention, recompute)
+        full = _peak_activations(config, seq_len, micro_batch, attention, "full")
+    except JobError:
+        raise
+    except ValueError as exc:
+        if job["attention"] is not None:  # an attention transformers refuses for this family
+            raise JobError("attention", "not_offered", str(exc)) from None
+        raise JobError("config", "config_value", str(exc), key="model_type") from None
+    return {"seq_len": seq_len, "micro_batch": micro_batch, "attention": attention, "recompute": recompute,
+            "bytes": asked, "gb": bytes_to_gb(asked), "full_bytes": full, "full_gb": bytes_to_gb(full)}
+
+
+def _serving(job: dict, config: ModelConfig) -> tuple[dict[str, int], int]:
+    weights = _choice(job, "weights", SERVING_WEIGHTS)
+    kv_dtype = _choice(job, "kv_dtype", KV_DTYPES)
+    context = _tokens(job, "context", config)
+    concurrent = _integer(job, "concurrent", 1, MAX_MICRO_BATCH)
+    if weights == MXFP4 and not ships_mxfp4(config):
+        raise JobError("weights", "not_offered", f"only {config.model_type} checkpoints that ship MXFP4 experts "
+                       "(gpt_oss) are served in MXFP4")
+    try:
+        check_tensor_parallel(config, job["cards"])
+    except ValueError as exc:
+        raise _not_offered("cards", exc) from None
+    memory = serving_memory_per_gpu(config, "bf16" if weights == MXFP4 else weights, context, concurrent,
+                                    kv_dtype, job["cards"])
+    one = serving_memory_per_gpu(config, "bf16", context, 1, kv_dtype, job["cards"]).kv_cache_bytes
+    weight_bytes = mxfp4_weights_bytes_per_gpu(config, job["cards"]) if weights == MXFP4 else memory.weights_bytes
+    return {"weights": weight_bytes, "kv_cache": memory.kv_cache_bytes}, one
+
+
+def _card_fits(job: dict, kind: str, need: int, backward: int, activations: dict | None, kv_one: int,
+               weights: int) -> tuple[list[dict], list[dict]]:
+    reserve = _integer(job, "reserve_mib", 0, MAX_MIB)
+    tight_fraction = _fraction(job, "tight_free_fraction", 0.0, 0.99)
+    utilization = _fraction(job, "gpu_memory_utilization", 0.0, 1.0) if kind == "serving" else 1.0
+    cards = job["gpus"]
+    if not isinstance(cards, list):
+        raise JobError("gpus", "choice", "must be a list of {key, memory_mib}")
+    fit_list, short = [], []
+    for card in sorted(cards, key=lambda c: c.get("memory_mib", 0) if isinstance(c, dict) else 0):
+        if not isinstance(card, dict) or not isinstance(card.get("key"), str):
+            raise JobError("gpus", "choice", "every card needs a key and memory_mib")
+        memory_mib = _integer(card, "memory_mib", reserve + 1, MAX_MIB)
+        if kind == "serving":
+            capacity = math.floor(utilization * mib_to_bytes(memory_mib)) - mib_to_bytes(reserve)
+        else:
+            capacity = usable_bytes(memory_mib, reserve)
+        if capacity <= 0 or not fits(need, capacity):
+            continue
+        margin = capacity - need
+        fit: dict[str, Any] = {"gpu": card["key"], "capacity_bytes": capacity, "margin_bytes": margin,
+                               "margin_gb": bytes_to_gb(margin)}
+        if activations is not None:  # backward with these activations, and the step, must both hold
+            verdict = training_verdict(need, backward, activations["bytes"], activations["full_bytes"], capacity)
+            if verdict is None:
+                short.append(fit)
+                continue
+            fit["recompute"] = activations["recompute"] if verdict == "none" else "full"
+            fit["tight"] = fit["recompute"] != activations["recompute"]
+        else:
+            fit["tight"] = not fits(need, capacity, min_free_fraction=tight_fraction)
+            fit["max_concurrent"] = (capacity - weights) // kv_one if kv_one else None
+        fit["free_fraction"] = free_fraction(need, capacity)
+        fit_list.append(fit)
+    return fit_list, short
+
+
+def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
+    """Answer one job (module docstring): a JSON-able dict.
+
+    Keys: ``kind``, ``cards``, ``params``/``active_params`` (of the whole model),
+    ``per_gpu_bytes``/``per_gpu_gb`` (model states and framework buffers, or weights and
+    KV cache, on one card), ``parts`` (``[[part, bytes, gb]]``, largest first),
+    ``host_bytes``/``host_gb`` (host RAM per machine for offload), ``activations``
+    (training, LoRA: ``seq_len``, ``micro_batch``, ``attention``, ``recompute``, ``bytes``
+    and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` (serving), ``fits`` and
+    ``short`` (per card: ``gpu``, ``capacity_bytes``, ``margin_bytes``/``margin_gb``,
+    ``free_fraction``, ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``.
+    Raises JobError (one line, naming the field).
+    """
+    job = normalised(job)
+    kind = _choice(job, "kind", KINDS)
+    config = read_config(job["config"])
+    _integer(job, "cards", 1, MAX_CARDS)
+    activations, host, notes, kv_one, backward = None, 0, [], 0, None
+    if kind == "serving":
+        parts, kv_one = _serving(job, config)
+    else:
+        parts, host, notes, backward = (_training if kind == "training" else _lora)(job, config)
+        activations = _activations(job, config)
+    need = sum(parts.values())
+    fit_list, short = _card_fits(job, kind, need, need if backward is None else backward, activations, kv_one,
+                                 parts.get("weights", 0))
+    ordered = sorted(((k, v) for k, v in parts.items() if v), key=lambda kv: (-kv[1], PART_ORDER.index(kv[0])))
+    count = _cached_params(config)
+    answer: dict[str, Any] = {
+        "kind": kind, "cards": job["cards"], "params": count.total, "active_params": count.active,
+        "max_context": config.max_position_embeddings,
+        "per_gpu_bytes": need, "per_gpu_gb": bytes_to_gb(need), "backward_bytes": need if backward is None else backward,
+        "parts": [[k, v, bytes_to_gb(v)] for k, v in ordered],
+        "host_bytes": host, "host_gb": bytes_to_gb(host),
+        "fits": fit_list, "short": short, "notes": notes,
+    }
+    if activations is not None:
+        answer["activations"] = activations
+    else:
+        answer["kv_per_sequence_bytes"] = kv_one
+        answer["kv_per_sequence_gb"] = bytes_to_gb(kv_one)
+    return answer
+
+
+def answer_json(job_text: str) -> str:
+    """``answer_job`` from and to JSON text (what the browser's worker calls): the answer, or
+    ``{"error": JobError.as_dict()}`` for bad input. Sorted keys, compact separators: the
+    same text as ``python -m vram job --json``."""
+    try:
+        job = json.loads(job_text)
+        if not isinstance(job, dict):
+            raise JobError("job", "choice", "must be a JSON object")
+        result: dict[str, Any] = answer_job(job)
+    except JobError as exc:
+        result = {"error": exc.as_dict()}
+    return dumps(result)
+
+
+def dumps(result: Mapping[str, Any]) -> str:
+    """The one JSON text of an answer (sorted keys, compact, ASCII)."""
+    return json.dumps(result, sort_keys=True, separators=(",", ":"))
