@@ -1,0 +1,107 @@
+"""Run train_hf.py as one worker of a launch and record what the Trainer really did (tests only).
+
+Usage (as the worker command of ``accelerate launch`` / ``torchrun``, or alone):
+``record_hf.py RECORD_DIR SCRIPT [ARGS...]``. The script is not modified: ``Trainer.train``
+is wrapped to write ``RECORD_DIR/rank<N>.json`` after training with
+
+- ``world_size`` (torch.distributed's, 1 without a process group), ``distributed_type``
+  (accelerate's), ``wrapper`` (the class the Trainer trains: DistributedDataParallel,
+  DeepSpeedEngine, or the model itself under FSDP2);
+- ``dtensors``: per parameter, its placements, mesh size, local and global element counts
+  (FSDP2's ``fully_shard`` turns parameters into DTensors);
+- ``zero``: DeepSpeed's stage; per parameter, ``ds_numel`` (the whole) and the elements of
+  this rank's partition ``ds_tensor`` (ZeRO-3); the model's parameter count and the elements
+  of this rank's fp32 optimizer partition (ZeRO-1/2, ``single_partition_of_fp32_groups``);
+- ``trainable``: names of the parameters that require a gradient (LoRA: only adapters);
+- ``losses``: the losses the Trainer logged (``logging_steps``), averaged over ranks.
+
+On CPU accelerate never enables FSDP or DeepSpeed (``AcceleratorState`` switches to them only
+for accelerator devices; with ``cpu=True`` a launch with either becomes DDP over gloo,
+``DistributedType.MULTI_CPU``). When the launch asks for one of them (``ACCELERATE_USE_FSDP``
+/ ``ACCELERATE_USE_DEEPSPEED`` from ``accelerate launch``, or ``--deepspeed``), this wrapper
+lets accelerate take the branch it takes on GPUs (the process group stays gloo, the device
+CPU); a launch that still falls back shows ``MULTI_CPU`` and plain parameters, and the tests
+fail. DeepSpeed's shared-memory CPU collective is not JIT-built (gloo does its work), as in
+tests/vram/deepspeed_worker.py.
+"""
+
+import json
+import os
+import runpy
+import sys
+from pathlib import Path
+
+
+def wants_sharding() -> bool:
+    return "--deepspeed" in sys.argv or any(
+        os.environ.get(key, "").lower() == "true" for key in ("ACCELERATE_USE_FSDP", "ACCELERATE_USE_DEEPSPEED"))
+
+
+def dispatch_as_on_gpus() -> None:
+    from accelerate.state import AcceleratorState, PartialState
+    from accelerate.utils import DistributedType
+
+    original = AcceleratorState.__init__
+
+    def init(self, *args, cpu=False, **kwargs):
+        if PartialState._shared_state == {}:
+            PartialState(cpu=True)
+        shared = PartialState._shared_state
+        if shared["distributed_type"] == DistributedType.MULTI_CPU:
+            shared["distributed_type"] = DistributedType.MULTI_GPU
+        original(self, *args, cpu=False, **kwargs)
+        if self.distributed_type == DistributedType.MULTI_GPU:  # neither FSDP nor DeepSpeed took over
+            self.distributed_type = shared["distributed_type"] = DistributedType.MULTI_CPU
+
+    AcceleratorState.__init__ = init
+    import deepspeed.comm.torch  # noqa: F401
+
+    sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None
+
+
+def record(trainer) -> dict:
+    import torch.distributed as dist
+    from torch.distributed.tensor import DTensor
+
+    model, wrapped = trainer.model, trainer.model_wrapped
+    params = dict(model.named_parameters())
+    out = {"world_size": dist.get_world_size() if dist.is_initialized() else 1,
+           "distributed_type": trainer.accelerator.distributed_type.name,
+           "wrapper": type(wrapped).__name__,
+           "dtensors": {name: {"placements": [str(p) for p in param.placements], "mesh_size": param.device_mesh.size(),
+                               "local": param.to_local().numel(), "global": param.numel()}
+                        for name, param in params.items() if isinstance(param, DTensor)},
+           "zero": None,
+           "trainable": sorted(name for name, param in params.items() if param.requires_grad),
+           "losses": [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]}
+    if hasattr(wrapped, "zero_optimization_stage"):
+        out["zero"] = {"stage": wrapped.zero_optimization_stage(),
+                       "params": {name: {"ds_numel": param.ds_numel, "partition": param.ds_tensor.numel()}
+                                  for name, param in params.items() if hasattr(param, "ds_tensor")},
+                       "model_params": sum(param.numel() for param in params.values()),
+                       "fp32_partition": sum(t.numel() for t in getattr(wrapped.optimizer, "single_partition_of_fp32_groups", []))}
+    return out
+
+
+def main() -> None:
+    record_dir, script = Path(sys.argv[1]), sys.argv[2]
+    sys.argv = sys.argv[2:]
+    if wants_sharding():
+        dispatch_as_on_gpus()
+    import transformers
+
+    train = transformers.Trainer.train
+
+    def recording_train(self, *args, **kwargs):
+        result = train(self, *args, **kwargs)
+        record_dir.mkdir(parents=True, exist_ok=True)
+        rank = os.environ.get("RANK", "0")
+        (record_dir / f"rank{rank}.json").write_text(json.dumps(record(self)), encoding="utf-8")
+        return result
+
+    transformers.Trainer.train = recording_train
+    runpy.run_path(script, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
