@@ -44,13 +44,16 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 for epoch in range(args.epochs):
     sampler.set_epoch(epoch)  # un ordine diverso a ogni epoca
     for step, (inputs, targets) in enumerate(loader, start=1):
-        # gradient accumulation: uno step ogni accumulation_steps batch
-        last = step % args.accumulation_steps == 0 or step == len(loader)
+        # gradient accumulation: uno step ogni accumulation_steps batch; l’ultimo
+        # gruppo dell’epoca può averne meno, e la media si fa sui batch che ha
+        start = (step - 1) // args.accumulation_steps * args.accumulation_steps
+        group = min(args.accumulation_steps, len(loader) - start)
+        last = step == start + group
         # no_sync(): gradienti locali; DDP ne fa la media solo all’ultimo
         with contextlib.nullcontext() if last else model.no_sync():
             outputs = model(inputs.to(device))
             loss = torch.nn.functional.mse_loss(outputs, targets.to(device))
-            (loss / args.accumulation_steps).backward()
+            (loss / group).backward()
         if last:
             optimizer.step()
             optimizer.zero_grad()

@@ -22,18 +22,18 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.snippets.launch import Run, free_port, run, torchrun_cmd
+from tests.snippets.launch import free_port, run, torchrun_cmd
 
 pytestmark = pytest.mark.slow
 
 SNIPPETS = REPO_ROOT / "snippets"
 RECORD_HF = Path(__file__).with_name("record_hf.py")
+LAUNCH_HF = Path(__file__).with_name("launch_hf.py")
 STEPS, MICRO_BATCH = 3, 4
 TINY = ["--tiny", "--max_steps", str(STEPS), "--logging_steps", "1", "--learning_rate", "1e-2", "--seq_len", "32"]
 # Losses of the distributed run vs the single-process reference. bf16 compute reduces in a
@@ -61,7 +61,7 @@ def with_processes(args: list[str], n: int) -> list[str]:
 
 
 class Launches:
-    """Builds the commands of the guide's lines for the extracted files, runs them, reads records."""
+    """Builds the jobs of the guide's lines for the extracted files and reads their records."""
 
     def __init__(self, extracted: Path, root: Path):
         self.extracted, self.root = extracted, root
@@ -74,17 +74,28 @@ class Launches:
                 *self.rebased(script_args), *TINY, "--per_device_train_batch_size", str(micro_batch),
                 "--output_dir", str(self.root / name / "out")]
 
-    def accelerate(self, name: str, words: list[str], processes: int) -> list[str]:
-        assert words[:2] == ["accelerate", "launch"]
+    def job(self, name: str, words: list[str], processes: int) -> dict:
+        """The line as a job of launch_hf.py on ``processes`` processes: each rank gets
+        2 * MICRO_BATCH / processes samples per step, so every run sees the same samples."""
         script = words.index("train_hf.py")
-        launch = with_processes(self.rebased(words[2:script]), processes)
-        return [sys.executable, "-m", "accelerate.commands.launch", *launch, "--main_process_port", str(free_port()),
-                *self.worker(name, words[script + 1:], MICRO_BATCH * 2 // processes)]
+        worker = self.worker(name, words[script + 1:], MICRO_BATCH * 2 // processes)
+        if words[:2] == ["accelerate", "launch"]:
+            launch = with_processes(self.rebased(words[2:script]), processes)
+            if not any(flag in launch for flag in ("--config_file", "--use_deepspeed", "--use_fsdp", "--multi_gpu")):
+                # what accelerate infers from more than one GPU (commands/launch.py,
+                # _validate_launch_command); without GPUs it would start one process
+                launch.append("--multi_gpu")
+            args = [*launch, "--main_process_port", str(free_port()), *worker]
+            launcher = "accelerate"
+        else:
+            assert words[0] == "torchrun"
+            args = torchrun_cmd(*worker, nproc=processes)[3:]
+            launcher = "torchrun"
+        (self.root / name).mkdir(parents=True, exist_ok=True)
+        return {"name": name, "launcher": launcher, "args": args, "log": str(self.root / name / "log.txt")}
 
-    def torchrun(self, name: str, words: list[str], processes: int) -> list[str]:
-        assert words[0] == "torchrun"
-        script = words.index("train_hf.py")
-        return torchrun_cmd(*self.worker(name, words[script + 1:], MICRO_BATCH * 2 // processes), nproc=processes)
+    def log(self, name: str) -> str:
+        return (self.root / name / "log.txt").read_text(encoding="utf-8", errors="replace")
 
     def records(self, name: str) -> list[dict]:
         folder = self.root / name / "record"
@@ -94,16 +105,14 @@ class Launches:
 ACCELERATE_SH, CONFIGS_SH = SNIPPETS / "launch" / "accelerate.sh", SNIPPETS / "launch" / "configs.sh"
 
 
-def guide_lines() -> dict[str, tuple[str, list[str]]]:
-    """name -> (launcher, words of the guide's line)."""
+def guide_lines() -> dict[str, list[str]]:
+    """name -> words of the guide's line."""
     deepspeed = the_line(CONFIGS_SH, "--use_deepspeed")
     zero2 = [("ds_zero2.json" if word == "ds_zero3.json" else word) for word in deepspeed]
-    return {"DDP": ("accelerate", the_line(ACCELERATE_SH, "train_hf.py")),
-            "LORA": ("accelerate", the_line(CONFIGS_SH, "--lora")),
-            "FSDP2": ("accelerate", the_line(CONFIGS_SH, "--config_file")),
-            "ZERO3": ("accelerate", deepspeed),
-            "ZERO2": ("accelerate", zero2),  # the comment: "ZeRO-2, ZeRO-3 or a variant with offload"
-            "TRAINER_ZERO3": ("torchrun", the_line(CONFIGS_SH, "torchrun"))}
+    return {"DDP": the_line(ACCELERATE_SH, "train_hf.py"), "LORA": the_line(CONFIGS_SH, "--lora"),
+            "FSDP2": the_line(CONFIGS_SH, "--config_file"), "ZERO3": deepspeed,
+            "ZERO2": zero2,  # the line's comment: "ZeRO-2, ZeRO-3 or a variant with offload"
+            "TRAINER_ZERO3": the_line(CONFIGS_SH, "torchrun")}
 
 
 # which single-process run is the reference of which line (the same launch with 1 process;
@@ -112,39 +121,38 @@ REFERENCE = {"DDP": "DDP", "LORA": "LORA", "FSDP2": "FSDP2", "ZERO3": "ZERO3", "
 
 
 @pytest.fixture(scope="module")
-def launches(extracted, tmp_path_factory) -> tuple[Launches, dict[str, Run]]:
-    """Every line on 2 processes and each reference on 1, two at a time."""
+def launches(extracted, tmp_path_factory) -> tuple[Launches, dict[str, int]]:
+    """Every line on 2 processes and each reference on 1, from one launcher process."""
     launches = Launches(extracted, tmp_path_factory.mktemp("hf"))
-    jobs = {}
-    for name, (launcher, words) in guide_lines().items():
-        build = launches.accelerate if launcher == "accelerate" else launches.torchrun
-        jobs[name] = build(name, words, 2)
+    jobs = []
+    for name, words in guide_lines().items():
+        jobs.append(launches.job(name, words, 2))
         if REFERENCE[name] == name:
-            jobs[f"{name}-reference"] = build(f"{name}-reference", words, 1)
+            jobs.append(launches.job(f"{name}-reference", words, 1))
+    (launches.root / "jobs.json").write_text(json.dumps(jobs), encoding="utf-8")
     env = {"HF_HOME": str(launches.root / "hf-home"), "TOKENIZERS_PARALLELISM": "false"}
-    with ThreadPoolExecutor(2) as pool:
-        futures = {name: pool.submit(run, cmd, env, 600, launches.root) for name, cmd in jobs.items()}
-        runs = {name: future.result() for name, future in futures.items()}
-    return launches, runs
+    done = run([sys.executable, str(LAUNCH_HF), str(launches.root / "jobs.json")], env, 1200, launches.root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return launches, json.loads(done.stdout.splitlines()[-1])
 
 
 @pytest.fixture(params=list(REFERENCE))
 def line(request, launches):
     name = request.param
-    found, runs = launches
+    found, status = launches
     for key in (name, f"{REFERENCE[name]}-reference"):
-        assert runs[key].returncode == 0, f"{key}: {runs[key].stderr[-3000:]}"
-    return name, found.records(name), found.records(f"{REFERENCE[name]}-reference")[0], runs[name]
+        assert status[key] == 0, f"{key}: {found.log(key)[-3000:]}"
+    return name, found.records(name), found.records(f"{REFERENCE[name]}-reference")[0], found.log(name)
 
 
 def test_two_processes_see_world_size_two(line):
-    name, ranks, _, launched = line
+    name, ranks, _, log = line
     assert len(ranks) == 2
     assert [rank["world_size"] for rank in ranks] == [2, 2]
     # the script says it on rank 0, once
     kind = ranks[0]["distributed_type"]
-    assert launched.stdout.count("world_size=") == 1
-    assert f"world_size=2 distributed_type={kind}" in launched.stdout
+    assert log.count("world_size=") == 1
+    assert f"world_size=2 distributed_type={kind}" in log
 
 
 def test_the_launch_distributes_as_the_guide_says(line):

@@ -6,16 +6,19 @@ and hashes each rank's final weights, without changing the script.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
 import torch
 
-from tests.snippets.launch import RECORD_TRAINING, torchrun
+from tests.snippets.launch import RECORD_TRAINING, free_port, single_process, torchrun
 from tests.snippets.record_training import weights_sha256
 
 pytestmark = pytest.mark.slow
@@ -69,3 +72,33 @@ def test_started_with_plain_python_it_says_how_to_launch(extracted):
                           timeout=60)
     assert proc.returncode != 0
     assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 train.py"]
+
+
+RECORD_GRADS = Path(__file__).with_name("record_grads.py")
+
+
+def test_last_shorter_group_weighs_every_micro_batch_the_same(extracted, tmp_path):
+    """One rank, one epoch: 4096 / 64 = 64 micro-batches, accumulation 5, so 12 groups of 5
+    and a last group of 4. The gradient each optimizer step applies must be the gradient of
+    the mean loss over all the samples of its group, computed here in one large batch on the
+    weights the step saw (the oracle: autograd on the concatenated micro-batches) - for a
+    full group and for the shorter last one, which dividing by 5 would scale by 4/5."""
+    out = tmp_path / "grads.pt"
+    env = {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    done = single_process(RECORD_GRADS, env=env, args=[out, extracted / "train.py", "--epochs", "1",
+                                                       "--accumulation-steps", "5", "--out", tmp_path / "ck"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = torch.load(out, weights_only=False)
+    steps = record["steps"]
+    assert [len(step["batches"]) for step in steps] == [5] * 12 + [4]
+    for step in (steps[0], steps[-1]):
+        module = copy.deepcopy(record["module"])
+        with torch.no_grad():
+            for param, weight in zip(module.parameters(), step["weights"]):
+                param.copy_(weight)
+        inputs = torch.cat([inputs for inputs, _ in step["batches"]])
+        targets = torch.cat([targets for _, targets in step["batches"]])
+        loss = torch.nn.functional.mse_loss(module(inputs), targets)
+        expected = torch.autograd.grad(loss, list(module.parameters()))
+        for got, want in zip(step["grads"], expected):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7)
