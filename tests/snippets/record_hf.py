@@ -54,9 +54,20 @@ def dispatch_as_on_gpus() -> None:
             self.distributed_type = shared["distributed_type"] = DistributedType.MULTI_CPU
 
     AcceleratorState.__init__ = init
+    import deepspeed.comm
     import deepspeed.comm.torch  # noqa: F401
 
     sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None
+    partial_init = PartialState.__init__
+
+    def partial_state(self, *args, **kwargs):
+        partial_init(self, *args, **kwargs)
+        # what PartialState does for DeepSpeed on GPUs: DeepSpeed's communication set up on
+        # the process group (the gloo group here), before zero.Init needs its world size
+        if "LOCAL_RANK" in os.environ and not deepspeed.comm.is_initialized():
+            deepspeed.comm.init_distributed(dist_backend="gloo", auto_mpi_discovery=False)
+
+    PartialState.__init__ = partial_state
 
 
 def record(trainer) -> dict:
@@ -68,7 +79,7 @@ def record(trainer) -> dict:
     out = {"world_size": dist.get_world_size() if dist.is_initialized() else 1,
            "distributed_type": trainer.accelerator.distributed_type.name,
            "wrapper": type(wrapped).__name__,
-           "dtensors": {name: {"placements": [str(p) for p in param.placements], "mesh_size": param.device_mesh.size(),
+           "dtensors": {name: {"placements": [repr(p) for p in param.placements], "mesh_size": param.device_mesh.size(),
                                "local": param.to_local().numel(), "global": param.numel()}
                         for name, param in params.items() if isinstance(param, DTensor)},
            "zero": None,

@@ -315,3 +315,71 @@ def test_torch_reads_the_allocator_variable_the_guide_names():
     assert "The primary environment variable for configuration is `PYTORCH_ALLOC_CONF`" in header
     assert "`PYTORCH_CUDA_ALLOC_CONF` is also supported" in header
     assert "expandable_segments" in header
+
+
+def fsdp1_only_keys(config: dict) -> list[str]:
+    """The keys of an accelerate config's ``fsdp_config`` that FSDP2 does not read as they are
+    written, by accelerate's own FSDP1 -> FSDP2 converter (``accelerate to-fsdp2``,
+    accelerate/commands/to_fsdp2.py): a key it removes or has not implemented for FSDP2, one
+    it renames (``fsdp_sharding_strategy`` becomes ``fsdp_reshard_after_forward``), one it
+    does not know, or an FSDP1 strategy name as a value it converts (``FULL_SHARD`` ...)."""
+    from accelerate.commands.to_fsdp2 import ARGUMENT_KEY_MAPPING, ARGUMENT_VALUE_MAPPING
+
+    fsdp = config.get("fsdp_config", {})
+    assert fsdp.get("fsdp_version") == 2, "an FSDP2 config says fsdp_version: 2"
+    wrong = [key for key in fsdp if ARGUMENT_KEY_MAPPING.get(key) != key]
+    wrong += [f"{key}: {fsdp[key]}" for key, values in ARGUMENT_VALUE_MAPPING.items()
+              if key in fsdp and ARGUMENT_KEY_MAPPING.get(key) == key and fsdp[key] in values]
+    return wrong
+
+
+FSDP2_YAMLS = sorted(path for path in (SNIPPETS / "configs").glob("*.yaml")
+                     if "fsdp_version: 2" in path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", FSDP2_YAMLS, ids=lambda path: path.name)
+def test_fsdp2_yaml_has_no_fsdp1_only_keys(path):
+    import yaml
+
+    assert fsdp1_only_keys(yaml.safe_load(path.read_text(encoding="utf-8"))) == []
+
+
+@pytest.mark.parametrize("key, value", [("fsdp_sharding_strategy", "SHARD_GRAD_OP"), ("fsdp_use_orig_params", True),
+                                        ("fsdp_backward_prefetch", "BACKWARD_PRE"), ("fsdp_sync_module_states", True),
+                                        ("fsdp_reshard_after_forward", "FULL_SHARD"), ("fsdp_shard_strategy", "x")])
+def test_the_fsdp1_lint_refuses_what_fsdp2_ignores(key, value):
+    """The lint can fail: accelerate silently ignores ``fsdp_sharding_strategy: SHARD_GRAD_OP``
+    under ``fsdp_version: 2`` and reshards fully (FullyShardedDataParallelPlugin reads
+    ``FSDP_RESHARD_AFTER_FORWARD``); each of these is refused by name."""
+    import yaml
+
+    config = yaml.safe_load((SNIPPETS / "configs" / "accelerate_fsdp2.yaml").read_text(encoding="utf-8"))
+    config["fsdp_config"][key] = value
+    assert any(found.startswith(key) for found in fsdp1_only_keys(config))
+
+
+def test_deepspeed_alone_reads_each_auto_as_the_guide_says(configs):
+    """docs (#configs): fed to DeepSpeed 0.19 alone, with no Accelerate or Trainer to fill them,
+    the shipped JSONs stop on the batch keys (TypeError); with those written as numbers,
+    ``"bf16": {"enabled": "auto"}`` reads as off (fp32 training), ``gradient_clipping``
+    stays the string "auto", which DeepSpeed compares with 0 (a TypeError: ZeRO-1/2 when the
+    optimizer is built, ZeRO-3 at the step), and the three bucket sizes take their defaults.
+    DeepSpeed's own parser, ``DeepSpeedConfig``, is the oracle."""
+    import deepspeed.runtime.zero.stage3 as stage3
+    import deepspeed.runtime.zero.stage_1_and_2 as stage_1_and_2
+    from deepspeed.runtime.config import DeepSpeedConfig
+
+    for name in DEEPSPEED:
+        shipped = json.loads((configs / name).read_text(encoding="utf-8"))
+        with pytest.raises(TypeError, match="'>' not supported between instances of 'str' and 'int'"):
+            DeepSpeedConfig(json.loads(json.dumps(shipped)))
+        for key in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"):
+            assert shipped.pop(key) == "auto"
+        alone = DeepSpeedConfig({**shipped, "train_micro_batch_size_per_gpu": 1})
+        assert alone.bfloat16_config.enabled is False
+        assert alone.gradient_clipping == "auto"
+        assert alone.zero_config.reduce_bucket_size == 500_000_000
+    for module in (stage_1_and_2, stage3):
+        assert "clip_grad > 0." in inspect.getsource(module)
+    with pytest.raises(TypeError):
+        assert "auto" > 0.0
