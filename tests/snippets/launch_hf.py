@@ -1,11 +1,11 @@
 """Run several launch lines, one after the other, from one launcher process (tests only).
 
 Usage: python launch_hf.py JOBS.json. JOBS.json is a list of ``{"name", "launcher", "args",
-"log"}``: ``launcher`` is ``accelerate`` (the words after ``accelerate launch``, through
+"log", "env"}``: ``launcher`` is ``accelerate`` (the words after ``accelerate launch``, through
 accelerate's own parser and ``launch_command``, which picks the launcher and starts
 torchrun's agent in this process) or ``torchrun`` (the words after ``torchrun``, through
 ``torch.distributed.run``). Each job's workers write to its ``log`` (stdout and stderr, the
-file descriptors they inherit). Writes ``{name: exit status}`` as JSON on the last line of
+file descriptors they inherit), with ``env`` added to the environment they inherit. Writes ``{name: exit status}`` as JSON on the last line of
 stdout.
 
 Why one process: the launchers themselves (accelerate's CLI and torchrun's agent) import
@@ -37,6 +37,8 @@ def main() -> None:
     saved = os.dup(1), os.dup(2)
     status = {}
     for job in jobs:
+        saved_env = dict(os.environ)
+        os.environ.update(job.get("env", {}))
         with open(job["log"], "w", encoding="utf-8") as log:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
@@ -50,6 +52,8 @@ def main() -> None:
                 sys.stderr.flush()
                 os.dup2(saved[0], 1)
                 os.dup2(saved[1], 2)
+                os.environ.clear()
+                os.environ.update(saved_env)
     print(json.dumps(status), flush=True)
 
 

@@ -23,6 +23,10 @@ lets accelerate take the branch it takes on GPUs (the process group stays gloo, 
 CPU); a launch that still falls back shows ``MULTI_CPU`` and plain parameters, and the tests
 fail. DeepSpeed's shared-memory CPU collective is not JIT-built (gloo does its work), as in
 tests/vram/deepspeed_worker.py.
+
+With ``RECORD_HF_UNTIED=1`` in the environment, ``--tiny``'s model unties its output layer
+from the embedding (``AutoConfig.for_model(..., tie_word_embeddings=False)``): the same
+script, a model like Qwen3 8B rather than like Llama 3.2 1B.
 """
 
 import json
@@ -100,6 +104,10 @@ def main() -> None:
     if wants_sharding():
         dispatch_as_on_gpus()
     import transformers
+
+    if os.environ.get("RECORD_HF_UNTIED") == "1":
+        for_model = transformers.AutoConfig.for_model
+        transformers.AutoConfig.for_model = lambda *args, **kwargs: for_model(*args, **{**kwargs, "tie_word_embeddings": False})
 
     train = transformers.Trainer.train
 

@@ -136,26 +136,6 @@ def test_the_guides_conversions_give_the_trained_weights(runs, tmp_path):
     assert_same(load_file(Path(parsed.output_path) / "model.safetensors"), expected, "merge-weights")
 
 
-def test_zero_to_fp32_accepts_the_guides_arguments(tmp_path):
-    """DeepSpeed copies its zero_to_fp32.py into every ZeRO checkpoint folder; that script,
-    run there with the arguments of to_hf.sh on a folder without a checkpoint, gets past
-    its argument parsing (argparse would exit 2 with 'usage:') to the missing 'latest' file."""
-    import shutil
-
-    import deepspeed.utils.zero_to_fp32 as zero_to_fp32
-
-    args = to_hf_line("python checkpoints/")
-    script, checkpoint, output, *options = args[1:]
-    assert Path(script).parent == Path(checkpoint) and Path(script).name == "zero_to_fp32.py"
-    assert options == ["--safe_serialization"]
-    (tmp_path / checkpoint).mkdir(parents=True)
-    shutil.copy(zero_to_fp32.__file__, tmp_path / script)
-    proc = subprocess.run([sys.executable, script, checkpoint, output, *options], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1 and "usage:" not in proc.stderr, proc.stderr[-2000:]
-    assert f"Unable to find 'latest' file at {checkpoint}/latest" in proc.stderr
-
-
 def test_started_with_plain_python_it_says_how_to_launch(extracted):
     env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
     proc = subprocess.run([sys.executable, str(extracted / "train_fsdp2.py")], capture_output=True, text=True, env=env,

@@ -20,8 +20,11 @@ see world size 1 and fail. On CPU accelerate itself turns FSDP and DeepSpeed int
 from __future__ import annotations
 
 import json
+import runpy
 import shlex
 import sys
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -74,11 +77,11 @@ class Launches:
                 *self.rebased(script_args), *TINY, "--per_device_train_batch_size", str(micro_batch),
                 "--output_dir", str(self.root / name / "out")]
 
-    def job(self, name: str, words: list[str], processes: int) -> dict:
+    def job(self, name: str, words: list[str], processes: int, extra: list[str] = (), env: dict | None = None) -> dict:
         """The line as a job of launch_hf.py on ``processes`` processes: each rank gets
         2 * MICRO_BATCH / processes samples per step, so every run sees the same samples."""
         script = words.index("train_hf.py")
-        worker = self.worker(name, words[script + 1:], MICRO_BATCH * 2 // processes)
+        worker = [*self.worker(name, words[script + 1:], MICRO_BATCH * 2 // processes), *extra]
         if words[:2] == ["accelerate", "launch"]:
             launch = with_processes(self.rebased(words[2:script]), processes)
             if processes > 1 and not any(flag in launch for flag in ("--config_file", "--use_deepspeed", "--multi_gpu")):
@@ -92,7 +95,8 @@ class Launches:
             args = torchrun_cmd(*worker, nproc=processes)[3:]
             launcher = "torchrun"
         (self.root / name).mkdir(parents=True, exist_ok=True)
-        return {"name": name, "launcher": launcher, "args": args, "log": str(self.root / name / "log.txt")}
+        return {"name": name, "launcher": launcher, "args": args, "log": str(self.root / name / "log.txt"),
+                "env": env or {}}
 
     def log(self, name: str) -> str:
         return (self.root / name / "log.txt").read_text(encoding="utf-8", errors="replace")
@@ -115,9 +119,12 @@ def guide_lines() -> dict[str, list[str]]:
             "TRAINER_ZERO3": the_line(CONFIGS_SH, "torchrun")}
 
 
-# which single-process run is the reference of which line (the same launch with 1 process;
-# the Trainer's own --deepspeed line and accelerate's give DeepSpeed the same config)
-REFERENCE = {"DDP": "DDP", "LORA": "LORA", "FSDP2": "FSDP2", "ZERO3": "ZERO3", "ZERO2": "ZERO2", "TRAINER_ZERO3": "ZERO3"}
+# which single-process run is the reference of which line (the same launch with 1 process)
+REFERENCE = {"DDP": "DDP", "LORA": "LORA", "FSDP2": "FSDP2", "ZERO3": "ZERO3", "ZERO2": "ZERO2", "TRAINER_ZERO3": "TRAINER_ZERO3"}
+# the ZeRO-3 lines also leave a checkpoint (the Trainer's checkpoint-STEPS); the Trainer's own
+# line trains the tiny model with its output layer untied from the embedding (record_hf.py)
+CHECKPOINTS = {"ZERO3": "tied", "TRAINER_ZERO3": "untied"}
+SAVE = ["--save_strategy", "steps", "--save_steps", str(STEPS)]
 
 
 @pytest.fixture(scope="module")
@@ -126,9 +133,11 @@ def launches(extracted, tmp_path_factory) -> tuple[Launches, dict[str, int]]:
     launches = Launches(extracted, tmp_path_factory.mktemp("hf"))
     jobs = []
     for name, words in guide_lines().items():
-        jobs.append(launches.job(name, words, 2))
+        extra = SAVE if name in CHECKPOINTS else []
+        env = {"RECORD_HF_UNTIED": "1"} if CHECKPOINTS.get(name) == "untied" else {}
+        jobs.append(launches.job(name, words, 2, extra, env))
         if REFERENCE[name] == name:
-            jobs.append(launches.job(f"{name}-reference", words, 1))
+            jobs.append(launches.job(f"{name}-reference", words, 1, env=env))
     (launches.root / "jobs.json").write_text(json.dumps(jobs), encoding="utf-8")
     env = {"HF_HOME": str(launches.root / "hf-home"), "TOKENIZERS_PARALLELISM": "false"}
     done = run([sys.executable, str(LAUNCH_HF), str(launches.root / "jobs.json")], env, 1200, launches.root)
@@ -193,3 +202,93 @@ def test_loss_matches_a_single_process_reference(line):
     assert losses[0] == losses[1]  # the Trainer logs the mean over ranks
     assert len(losses[0]) == len(reference["losses"]) == STEPS
     assert losses[0] == pytest.approx(reference["losses"], abs=TOLERANCE[name])
+
+
+TO_HF = SNIPPETS / "checkpoints" / "to_hf.sh"
+
+
+@contextmanager
+def argv(args: list[str]):
+    saved = sys.argv
+    sys.argv = args
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def convert(extracted: Path, checkpoint: Path, out: Path, *options: str) -> None:
+    """The guide's line ``python zero_to_hf.py CHECKPOINT OUT`` (to_hf.sh), on this checkpoint,
+    run as ``python`` runs it (runpy, ``__main__``) in this process."""
+    (words,) = [words for words in shell_commands(TO_HF) if words[:2] == ["python", "zero_to_hf.py"]]
+    assert words[2:] == ["checkpoints/checkpoint-500", "hf_model"]
+    script = extracted / "zero_to_hf.py"
+    with argv([str(script), str(checkpoint), str(out), *options]), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runpy.run_path(str(script), run_name="__main__")
+
+
+@pytest.fixture(scope="module", params=list(CHECKPOINTS))
+def checkpoint(request, launches) -> tuple[str, Path]:
+    found, status = launches
+    assert status[request.param] == 0, found.log(request.param)[-3000:]
+    return request.param, found.root / request.param / "out" / f"checkpoint-{STEPS}"
+
+
+def test_zero3_checkpoint_becomes_a_folder_from_pretrained_loads(checkpoint, extracted, tmp_path):
+    """A real ZeRO-3 checkpoint (2 gloo ranks) of a tied and of an untied model, through the
+    guide's command: the folder holds config.json and bf16 safetensors; from_pretrained
+    reports no missing, unexpected or mismatched key; the weights are those the Trainer saved
+    from the trained model (its gathered 16-bit model.safetensors, the guide's claim that
+    from_pretrained loads checkpoint-N as it is) and give the same logits. With --dtype
+    fp32 the weights are DeepSpeed's own fp32 master copy (get_fp32_state_dict_from_zero_checkpoint)."""
+    import torch
+    from deepspeed.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    name, folder = checkpoint
+    tied = CHECKPOINTS[name] == "tied"
+    convert(extracted, folder, tmp_path / "bf16")
+    convert(extracted, folder, tmp_path / "fp32", "--dtype", "fp32")
+    tokens = torch.arange(32).unsqueeze(0)
+    trainer_saved = AutoModelForCausalLM.from_pretrained(folder)  # the Trainer's own folder
+    master = get_fp32_state_dict_from_zero_checkpoint(str(folder))
+    for dtype in ("bf16", "fp32"):
+        out = tmp_path / dtype
+        assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
+        model, info = AutoModelForCausalLM.from_pretrained(out, output_loading_info=True)
+        assert {key: list(value) for key, value in info.items()} == {
+            "missing_keys": [], "unexpected_keys": [], "mismatched_keys": [], "error_msgs": []}
+        assert model.config.tie_word_embeddings is tied
+        assert (model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()) is tied
+        state = model.state_dict()
+        if dtype == "bf16":
+            assert {tensor.dtype for tensor in load_file(out / "model.safetensors").values()} == {torch.bfloat16}
+            saved = load_file(folder / "model.safetensors")
+            assert set(saved) <= set(state) and len(saved) >= len(state) - tied
+            for key, tensor in saved.items():
+                assert torch.equal(state[key], tensor), key
+            with torch.no_grad():
+                assert torch.equal(model(tokens).logits, trainer_saved(tokens).logits)
+        else:
+            assert set(master) == set(state)
+            for key, tensor in master.items():
+                assert state[key].dtype == torch.float32 and torch.equal(state[key], tensor), key
+
+
+def test_zero_to_fp32_with_safe_serialization_stops_on_a_tied_model(checkpoint, tmp_path):
+    """The page: DeepSpeed's zero_to_fp32 with --safe_serialization stops with an error on a
+    model whose output layer shares the embedding, and leaves its folder empty (DeepSpeed
+    0.19's own function, on the real tied checkpoint); the untied one converts."""
+    from deepspeed.utils.zero_to_fp32 import convert_zero_checkpoint_to_fp32_state_dict
+
+    name, folder = checkpoint
+    out = tmp_path / "out"
+    if CHECKPOINTS[name] == "tied":
+        with pytest.raises(RuntimeError, match="Some tensors share memory"):
+            convert_zero_checkpoint_to_fp32_state_dict(str(folder), str(out), safe_serialization=True)
+        assert not out.exists() or not any(out.iterdir())
+    else:
+        convert_zero_checkpoint_to_fp32_state_dict(str(folder), str(out), safe_serialization=True)
+        assert (out / "model.safetensors").is_file()
