@@ -8,7 +8,8 @@ unless ``site_url`` is the published address rather than the local default (cano
 links and the sitemap would point at 127.0.0.1). ``insert_note`` (on every built page)
 puts the note under the page's ``nccl_check.py`` block (where, when and what it measured,
 or, in a development build, "not verified in this build"), and ``check_verified_block``
-checks, on the page as published, that the block is that code.
+checks, on the page as published, that the block is that code, and that every other block
+the record hashed (its ``blocks``: training scripts, configs) is the code the GPU job ran.
 ``GUIDE_ALLOW_FIXTURE_RECORD=1`` (tests only) accepts a record marked as a fixture, which
 the page then labels as test data.
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from verify.extract import ExtractError, compare_code, titled_code
+from verify.extract import ExtractError, blocks_in_html, compare_code, titled_code
 from verify.record import DEFAULT_RECORD, SNIPPET, RecordError, check_record, load_record, snippet_sha256
 
 from .errors import RenderError
@@ -64,10 +65,22 @@ def open_gate(root: Path, snippets_dir: Path, site_url: str | None, environ: Map
 
 
 def check_verified_block(html: str, lang: str, verified: Verified | None) -> None:
-    """In a publication build, the page's ``nccl_check.py`` block (if any) must be the verified
-    code: the snippet's bytes in the default language, the same Python (bytes, encoding, AST)
-    in the others. Raises RenderError."""
-    if verified is None or (code := titled_code(html, SNIPPET)) is None:
+    """In a publication build, every block of the page that the GPU job ran must be the code
+    the record hashed. The ``nccl_check.py`` block: the snippet's bytes in the default
+    language, the same Python (bytes, encoding, AST) in the others. Every block named in the
+    record's ``blocks`` (the training scripts, the configs): in the default language, code
+    whose SHA-256 is the recorded one; in the others the build's same-code check
+    (``hooks/same_code.py``) holds each block to the default language's. Raises RenderError
+    naming the block."""
+    if verified is None:
+        return
+    if lang == DEFAULT_LANGUAGE:
+        for block in blocks_in_html(html, lang, ""):
+            recorded = verified.record["blocks"].get(block.name)
+            if recorded is not None and snippet_sha256(block.code.encode("utf-8")) != recorded:
+                raise RenderError(f"publish build refused: the {block.name} block ({lang}) is not the code the GPU record "
+                                  f"ran (sha256 {recorded[:12]}…); rerun `make gpu-check`")
+    if (code := titled_code(html, SNIPPET)) is None:
         return
     if lang == DEFAULT_LANGUAGE:
         same = snippet_sha256(code.encode("utf-8")) == verified.record["snippet_sha256"]

@@ -35,12 +35,9 @@ from selectolax.lexbor import LexborHTMLParser
 
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
 from verify.readers import ReadError, language_of, read_as
-from verify.record import snippet_sha256
+from verify.record import BLOCKS, snippet_sha256
 
-REQUIRED_BLOCKS = (
-    "nccl_check.py", "train.py", "train_fsdp2.py", "train_hf.py", "zero_to_hf.py", "accelerate_fsdp2.yaml",
-    "ds_zero2.json", "ds_zero2_offload.json", "ds_zero3.json", "ds_zero3_offload.json",
-)
+REQUIRED_BLOCKS = BLOCKS  # every block the GPU job hashes into its record
 
 
 class ExtractError(Exception):

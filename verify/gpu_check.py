@@ -29,7 +29,7 @@ from pathlib import Path
 
 from verify.extract import ExtractError, extract
 from verify.nccl_output import OutputError, parse_rank_lines, slowest
-from verify.record import BUSBW_PLAUSIBLE_MAX_GB_PER_S, DEFAULT_RECORD, SCHEMA, SNIPPET
+from verify.record import BLOCKS, BUSBW_PLAUSIBLE_MAX_GB_PER_S, DEFAULT_RECORD, SCHEMA, SNIPPET
 from verify.topology import TopologyError, classify_pairs, summarize
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -179,7 +179,7 @@ def gpu_check(record_path: Path) -> dict:
     out_dir = record_path.parent
     out_dir.mkdir(parents=True, exist_ok=True)
     failures: list[str] = []
-    record = {"schema": SCHEMA, "fixture": False, "snippet": SNIPPET, "snippet_sha256": None, "status": "fail",
+    record = {"schema": SCHEMA, "fixture": False, "snippet": SNIPPET, "snippet_sha256": None, "blocks": {}, "status": "fail",
               "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
               "runner": os.environ.get("RUNNER_NAME"), "gpu": gpu_inventory(failures, out_dir), "links": {},
               "measured": {}, "versions": {}, "gpu_tests": {"status": "not run"}, "failures": failures}
@@ -196,11 +196,11 @@ def gpu_check(record_path: Path) -> dict:
             failures.append(f"mkdocs build --strict failed: {build.stderr.strip().splitlines()[-1:]}")
             return record
         try:
-            hashes = extract(site, Path(tmp) / "extracted", (SNIPPET,))
+            hashes = extract(site, Path(tmp) / "extracted", BLOCKS)
         except ExtractError as exc:
             failures.append(str(exc))
             return record
-        record["snippet_sha256"] = hashes[SNIPPET]
+        record["snippet_sha256"], record["blocks"] = hashes[SNIPPET], dict(sorted(hashes.items()))
         record["measured"] = run_check(Path(tmp) / "extracted" / SNIPPET, nproc, failures)
     record["gpu_tests"] = run_gpu_tests(out_dir, failures)
     record["status"] = "pass" if not failures else "fail"

@@ -5,7 +5,10 @@ build (``GUIDE_PUBLISH=1``, ``hooks/publish_gate.py``) refuses to build unless i
 ``check_record``: its schema (``verify.record_schema``), then the hash below.
 
 What is hashed: ``snippet_sha256`` is the SHA-256 of the bytes of
-``snippets/nccl_check.py``, the file the pages include. The Italian (default language)
+``snippets/nccl_check.py``, the file the pages include; ``blocks`` maps the title of every
+block the GPU job extracted from the built pages (``BLOCKS``: the NCCL check, the training
+scripts, the configs) to the SHA-256 of its code, and the publish build checks each block of
+every page against it. The Italian (default language)
 code block of the built page is byte-identical to that file (LF, one trailing newline),
 so ``verify.extract`` gets the same digest from the extracted script, and so does the
 publish build from the block it renders.
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 
-__all__ = ["BUSBW_PLAUSIBLE_MAX_GB_PER_S", "DEFAULT_RECORD", "LINK_CLASSES", "MAX_AGE", "SCHEMA", "SNIPPET",
+__all__ = ["BLOCKS", "BUSBW_PLAUSIBLE_MAX_GB_PER_S", "DEFAULT_RECORD", "LINK_CLASSES", "MAX_AGE", "SCHEMA", "SNIPPET",
            "RecordError", "check_record", "load_record", "pinned_torch", "snippet_sha256"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +33,11 @@ LINK_CLASSES = ("nvlink", "pcie-switch", "host-bridge", "cross-cpu")  # fastest 
 # per direction) means the timing missed a synchronize, not a fast machine.
 BUSBW_PLAUSIBLE_MAX_GB_PER_S = 1000.0
 SNIPPET = "nccl_check.py"
+# Every block the GPU job extracts from the built pages and hashes into the record's ``blocks``.
+BLOCKS = (
+    SNIPPET, "train.py", "train_fsdp2.py", "train_hf.py", "zero_to_hf.py", "accelerate_fsdp2.yaml",
+    "ds_zero2.json", "ds_zero2_offload.json", "ds_zero3.json", "ds_zero3_offload.json",
+)
 DEFAULT_RECORD = Path("verification") / "nccl_check.json"
 # The gpu job writes the record minutes before the deploy job reads it (same workflow run);
 # a week leaves room to rerun a failed deploy, not to publish a stack measured long ago.
@@ -111,7 +119,7 @@ def check_record(record: dict[str, Any], expected_sha256: str, where: str, allow
 
     from verify.record_schema import Expected, Record
 
-    expected = Expected(SNIPPET, pinned_torch(), now or datetime.datetime.now(datetime.timezone.utc), MAX_AGE)
+    expected = Expected(SNIPPET, pinned_torch(), now or datetime.datetime.now(datetime.timezone.utc), MAX_AGE, BLOCKS)
     try:
         Record.model_validate(record, context=expected)
     except ValidationError as exc:

@@ -16,8 +16,10 @@ Beyond types, a record must be consistent with itself and with this checkout:
   one rank claims no busbw (nothing crosses a link: ``busbw_gb_per_s`` is null);
 - a passing run: ``status`` "pass", ``failures`` empty, GPU tests passed with none failed,
   skipped or in error;
+- ``blocks`` maps block titles to SHA-256 digests and holds ``snippet`` with
+  ``snippet_sha256``;
 - with the expectations passed as validation context (``Expected``): ``snippet`` is the
-  block's name, ``versions.torch`` is the torch pinned in ``requirements.txt`` (local part
+  block's name, ``blocks`` names exactly the blocks the GPU job hashes (``verify.record.BLOCKS``), ``versions.torch`` is the torch pinned in ``requirements.txt`` (local part
   such as ``+cu128`` aside), and ``utc`` is neither in the future (beyond ``CLOCK_SKEW``)
   nor older than ``Expected.max_age``.
 
@@ -43,6 +45,8 @@ UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 Text = Annotated[str, StringConstraints(pattern=r"^[^\s\x00-\x1f\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?$")]
 VersionNumber = Annotated[str, StringConstraints(pattern=r"^\d+(?:\.\d+)+$")]
 Count = Annotated[int, Field(ge=1)]
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+BlockTitle = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
 Index = Annotated[int, Field(ge=0)]
 Zero = Annotated[int, Field(ge=0, le=0)]
 
@@ -65,6 +69,7 @@ class Expected:
     torch: str
     now: datetime.datetime
     max_age: datetime.timedelta
+    blocks: tuple[str, ...] = ()
 
 
 class Strict(BaseModel):
@@ -178,7 +183,8 @@ class Record(Strict):
     fixture: bool
     note: Text | None = None
     snippet: Text
-    snippet_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    snippet_sha256: Sha256
+    blocks: dict[BlockTitle, Sha256]
     status: Literal["pass"]
     utc: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")]
     runner: Text | None
@@ -196,6 +202,17 @@ class Record(Strict):
         expected: Expected | None = info.context
         if expected is not None and value != expected.snippet:
             raise ValueError(f"the record is of {value!r}, the pages' verified block is {expected.snippet!r}")
+        return value
+
+    @field_validator("blocks")
+    @classmethod
+    def _the_blocks_the_job_ran(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        expected: Expected | None = info.context
+        if expected is not None and expected.blocks and set(value) != set(expected.blocks):
+            missing, unknown = sorted(set(expected.blocks) - set(value)), sorted(set(value) - set(expected.blocks))
+            raise ValueError(f"the blocks the GPU job hashes are {', '.join(expected.blocks)}"
+                             + (f"; missing {', '.join(missing)}" if missing else "")
+                             + (f"; not one of them: {', '.join(unknown)}" if unknown else ""))
         return value
 
     @field_validator("utc")
@@ -220,6 +237,8 @@ class Record(Strict):
         if len(set(counts.values())) != 1:
             raise ValueError("one run on every visible GPU needs " + " = ".join(counts)
                              + f", got {', '.join(f'{k} {v}' for k, v in counts.items())}")
+        if self.blocks.get(self.snippet) != self.snippet_sha256:
+            raise ValueError(f"blocks[{self.snippet!r}] is not snippet_sha256")
         n = self.gpu.count
         if set(self.links.pairs) != {f"{i}-{j}" for i in range(n) for j in range(i + 1, n)}:
             raise ValueError(f"links.pairs must name every pair of the {n} GPUs")

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import REPO_ROOT
+from verify.record import BLOCKS
 
 FIXTURE = REPO_ROOT / "verification" / "fixtures" / "nccl_check.json"
 # The run time tests give the fixture: recent (records older than a week are refused), whole minutes.
@@ -30,11 +31,18 @@ def current_sha256(repo: Path = REPO_ROOT) -> str:
     return hashlib.sha256((repo / "snippets" / "nccl_check.py").read_bytes()).hexdigest()
 
 
+def block_sha256(title: str, repo: Path = REPO_ROOT) -> str:
+    """The SHA-256 of the snippet file the pages show under ``title`` (the one file of that name)."""
+    (path,) = (repo / "snippets").rglob(title)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def fixture_record(repo: Path = REPO_ROOT, **changes) -> dict:
-    """The fixture, hashed for ``repo``'s snippet and run at ``RUN_TIME``, with top-level ``changes`` applied."""
+    """The fixture, hashed for ``repo``'s snippets and run at ``RUN_TIME``, with top-level ``changes`` applied."""
     record = copy.deepcopy(json.loads(FIXTURE.read_text()))
     assert record["fixture"] is True, "the test record must stay marked as a fixture"
     record["snippet_sha256"] = current_sha256(repo)
+    record["blocks"] = {title: block_sha256(title, repo) for title in BLOCKS}
     record["utc"] = RUN_TIME.strftime("%Y-%m-%dT%H:%M:%SZ")
     record.update(changes)
     return record

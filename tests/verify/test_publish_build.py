@@ -115,3 +115,37 @@ def test_good_record_is_shown_under_the_check_in_both_languages(repo_copy, tmp_p
         assert block is not None and block.select_one("span.filename").get_text() == "nccl_check.py"
     # the published site passes the check of the artifact (verify/artifact.py), note included
     check_site(site, repo_copy / "snippets")
+
+
+def test_every_block_the_record_hashed_is_checked_on_the_page(built_site):
+    """The gate, on the built pages: with the record of these snippets every block passes in
+    both languages; a record whose digest of train.py, a DeepSpeed JSON or the FSDP2 YAML is
+    another (the block edited after the GPU run) is refused naming that block."""
+    import hashlib
+    import re
+
+    from hooks.publish_gate import Verified, check_verified_block
+    from tests.conftest import REPO_ROOT
+
+    record = fixture_record()
+    verified = Verified(record, (REPO_ROOT / "snippets" / "nccl_check.py").read_text(encoding="utf-8"))
+    pages = {"it": (built_site / "index.html").read_text(encoding="utf-8"),
+             "fr": (built_site / "fr" / "index.html").read_text(encoding="utf-8")}
+    for lang, html in pages.items():
+        check_verified_block(html, lang, verified)
+    for title in ("train.py", "train_fsdp2.py", "ds_zero3.json", "accelerate_fsdp2.yaml", "zero_to_hf.py"):
+        older = {**record["blocks"], title: hashlib.sha256(b"the code the GPU job ran\n").hexdigest()}
+        with pytest.raises(RenderError, match=rf"the {re.escape(title)} block \(it\) is not the code the GPU record ran"):
+            check_verified_block(pages["it"], "it", Verified({**record, "blocks": older}, verified.snippet))
+
+
+def test_a_training_script_edited_after_the_record_fails_the_publish_build(repo_copy, tmp_path):
+    write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
+    script = repo_copy / "snippets" / "train.py"
+    script.write_text(script.read_text(encoding="utf-8").replace("lr=1e-3", "lr=1e-2"), encoding="utf-8")
+    result = build_site(tmp_path / "out", env=PUBLISH, config=repo_copy / "mkdocs.yml")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    # a page's error: MkDocs says which page ("Error building page"), then our one line
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR") and "Error building page" not in line]
+    assert len(errors) == 1 and "docs/index.it.md: publish build refused: the train.py block (it) is not the code " \
+        "the GPU record ran" in errors[0], result.stderr[-3000:]

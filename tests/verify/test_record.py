@@ -87,7 +87,9 @@ def test_world_size_gpu_count_and_device_count_must_agree():
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"snippet_sha256": "f" * 64}, r"stale, it verified nccl_check.py with sha256 ffffffffffff…"),
+    ({"snippet_sha256": "f" * 64, "blocks": {**fixture_record()["blocks"], "nccl_check.py": "f" * 64}},
+     r"stale, it verified nccl_check.py with sha256 ffffffffffff…"),
+    ({"snippet_sha256": "f" * 64}, r"blocks\['nccl_check.py'\] is not snippet_sha256"),
     ({"status": "fail", "failures": ["nccl_check.py exited 1"]}, r"records a 'fail' run, not 'pass' \(nccl_check.py exited 1\)"),
     ({"gpu_tests": {"status": "not run"}}, r"gpu_tests\.status: Input should be 'pass'"),
     ({"schema": 1}, "schema 1, this build reads schema 2"),
@@ -130,4 +132,24 @@ def test_figures_too_small_to_print_are_refused():
     record = changed(changed(one_gpu_record(), "measured.allreduce_per_s", tiny), "measured.algbw_gb_per_s", tiny)
     record = changed(changed(record, "measured.ranks.0.allreduce_per_s", tiny), "measured.ranks.0.algbw_gb_per_s", tiny)
     with pytest.raises(RecordError, match=r"measured\.allreduce_per_s: Input should be greater than or equal to 0\.1"):
+        check(record)
+
+
+def test_blocks_name_exactly_the_blocks_the_gpu_job_ran():
+    """``blocks`` maps every block the GPU job hashes (verify.record.BLOCKS) to a digest: one
+    missing, one more, or a digest that is not 64 hex digits is refused, naming it."""
+    from verify.record import BLOCKS
+
+    good = fixture_record()
+    assert set(good["blocks"]) == set(BLOCKS) and check(good)
+    without = {title: digest for title, digest in good["blocks"].items() if title != "train_hf.py"}
+    with pytest.raises(RecordError, match=r"blocks: the blocks the GPU job hashes are .*; missing train_hf\.py"):
+        check(fixture_record(blocks=without))
+    with pytest.raises(RecordError, match=r"blocks: .*; not one of them: evil\.py"):
+        check(fixture_record(blocks={**good["blocks"], "evil.py": "0" * 64}))
+    with pytest.raises(RecordError, match=r"blocks\.train\.py: String should match pattern"):
+        check(fixture_record(blocks={**good["blocks"], "train.py": "F" * 64}))
+    with pytest.raises(RecordError, match=r"blocks: Field required"):
+        record = fixture_record()
+        del record["blocks"]
         check(record)
