@@ -187,12 +187,12 @@ def test_the_launch_distributes_as_the_guide_says(line):
                 assert 2 * zero["fp32_partition"] == pytest.approx(zero["model_params"], abs=2)
 
 
-def test_lora_trains_only_the_adapters(line):
-    name, ranks, _, _ = line
-    if name != "LORA":
-        pytest.skip("LoRA line only")
-    trainable = ranks[0]["trainable"]
-    assert trainable and all("lora_" in param for param in trainable)
+def test_lora_trains_only_the_adapters(launches):
+    found, status = launches
+    assert status["LORA"] == 0, found.log("LORA")[-3000:]
+    for rank in found.records("LORA"):
+        assert rank["trainable"] and all("lora_" in param for param in rank["trainable"])
+    assert not any("lora_" in param for param in found.records("DDP")[0]["trainable"])
 
 
 def test_loss_matches_a_single_process_reference(line):
