@@ -9,6 +9,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
@@ -57,10 +58,18 @@ loader = DataLoader(data, batch_size=16, sampler=sampler)
 model = TinyLM().to(device)
 # pesi in bf16 per i calcoli, media dei gradienti in fp32
 mp_policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+# più macchine: HSDP, pezzi divisi dentro una macchina e copiati tra le macchine
+per_node = int(os.environ["LOCAL_WORLD_SIZE"])
+nodes = dist.get_world_size() // per_node
+mesh = None  # una macchina: FSDP su tutti i rank
+if nodes > 1:
+    # dimensione 0: tra le macchine (copie); dimensione 1: dentro una (pezzi)
+    names = ("node", "gpu")
+    mesh = init_device_mesh(device.type, (nodes, per_node), mesh_dim_names=names)
 # ogni blocco è un’unità di FSDP2 (con Hugging Face: model.model.layers)
 for block in model.blocks:
-    fully_shard(block, mp_policy=mp_policy)
-fully_shard(model, mp_policy=mp_policy)  # e la radice: embedding e testa
+    fully_shard(block, mesh=mesh, mp_policy=mp_policy)
+fully_shard(model, mesh=mesh, mp_policy=mp_policy)  # e la radice: embedding e testa
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
 
