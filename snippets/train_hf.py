@@ -64,3 +64,4 @@ if trainer.is_world_process_zero():  # quanti processi, e DDP, FSDP o DeepSpeed
     print(f"world_size={args.world_size} distributed_type={kind}", flush=True)
 trainer.train()
 trainer.save_model()  # con FSDP e ZeRO-3 lo chiamano tutti i rank
+trainer.accelerator.end_training()  # chiude il gruppo di processi prima di uscire
