@@ -18,6 +18,8 @@ FORK_RANKS = HERE / "fork_ranks.py"
 # output (PYTHONUNBUFFERED=1 is common in containers, and it is where a print() that
 # writes the text and the newline separately interleaves the ranks' lines).
 CPU_REHEARSAL = {"NCCL_CHECK_ALLOW_CPU": "1", "NCCL_CHECK_MIB": "16", "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
+# Bounds a hang, never a speed: a healthy rehearsal ends far sooner under any load.
+HANG_LIMIT_S = 600
 
 
 @dataclass
@@ -25,7 +27,7 @@ class Run:
     returncode: int
     stdout: str
     stderr: str
-    seconds: float
+    seconds: float  # for a failure message only: wall time under load proves nothing
 
 
 def free_port() -> int:
@@ -39,7 +41,7 @@ def torchrun_cmd(*args: str | Path, nproc: int = 2, nnodes: int = 1, node_rank: 
             f"--node_rank={node_rank}", "--master_addr=127.0.0.1", f"--master_port={port or free_port()}", *map(str, args)]
 
 
-def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None) -> Run:
+def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = HANG_LIMIT_S, cwd: Path | None = None) -> Run:
     """Run ``cmd`` with the rehearsal environment; returns its output and duration."""
     start = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
@@ -47,7 +49,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 120,
     return Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
 
 
-def torchrun(*args: str | Path, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None,
+def torchrun(*args: str | Path, env: dict[str, str] | None = None, timeout: float = HANG_LIMIT_S, cwd: Path | None = None,
              wrap: list[str] | None = None, **launch) -> Run:
     """Run ``torchrun ARGS`` (optionally prefixed by ``wrap``)."""
     return run((wrap or []) + torchrun_cmd(*args, **launch), env, timeout, cwd)

@@ -68,7 +68,6 @@ def test_small_dev_shm_fails_fast_naming_it_and_the_fix(extracted):
     assert run.returncode != 0
     assert "/dev/shm" in run.stderr and "--shm-size" in run.stderr and "NCCL_SHM_DISABLE=1" in run.stderr
     assert no_rank_line(run.stdout)
-    assert run.seconds < 30
 
 
 def _can_mount_tmpfs() -> bool:
@@ -89,13 +88,18 @@ def test_real_64mb_dev_shm_fails_fast(extracted):
 
 
 def test_a_rank_that_never_joins_becomes_an_error_naming_the_collective(extracted):
+    """Rank 1 sleeps an hour instead of joining, and gloo's default timeout is 30 minutes: the
+    run ends within the harness's limit only if the script's timeout fired. The proof is
+    counted, not timed: gloo's own message names the 3,000 ms it waited, and rank 1 was still
+    asleep (ended by the launcher's SIGTERM) when rank 0 gave up."""
     timeout_s = 3
     run = torchrun(INJECT_FAULT, "absent", extracted / "nccl_check.py", env={"NCCL_CHECK_TIMEOUT": str(timeout_s)})
     assert run.returncode == 1  # torchrun's own exit status when a worker failed (ChildFailedError)
     assert "ChildFailedError" in run.stderr
     assert f"rank 0: all_reduce failed or did not finish within {timeout_s} s" in run.stderr
+    assert f"Timed out waiting {timeout_s * 1000}ms" in run.stderr  # gloo's clock, not the test's
+    assert re.search(r"rank\s*: 1 \(local_rank: 1\)\s+exitcode\s*: -15", run.stderr), run.stderr[-3000:]
     assert "NCCL_DEBUG=INFO" in run.stderr
-    assert run.seconds < timeout_s + 40  # launcher start-up + the timeout, not the test's limit
     assert no_rank_line(run.stdout)
 
 

@@ -36,17 +36,16 @@ def alive(pid: int) -> bool:
 
 def test_a_hanging_check_leaves_no_rank_alive(tmp_path):
     pids_file = tmp_path / "pids"
-    start = time.monotonic()
     result = run([sys.executable, "-c", LAUNCHER, str(pids_file)], timeout=3, grace_s=1)
     assert result.returncode == 124 and "timed out after 3 s" in result.stderr
     assert result.stdout == "ranks started\n"  # what it printed before the timeout is kept
     ranks = [int(pid) for pid in pids_file.read_text().split()]
     assert len(ranks) == 2
-    deadline = time.monotonic() + 10
+    # the ranks sleep 600 s: gone before this limit means killed (no load stretches a SIGKILL to 60 s)
+    deadline = time.monotonic() + 60
     while any(alive(pid) for pid in ranks) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(alive(pid) for pid in ranks), "a rank process survived the timeout"
-    assert time.monotonic() - start < 15
 
 
 def test_a_command_that_finishes_and_a_missing_program():
@@ -80,8 +79,8 @@ def test_a_cancelled_check_leaves_no_rank_alive(tmp_path):
             time.sleep(0.05)
         ranks = [int(pid) for pid in pids_file.read_text().split()]
         check.send_signal(signal.SIGTERM)
-        check.wait(20)
-        deadline = time.monotonic() + 10
+        check.wait(60)
+        deadline = time.monotonic() + 60
         while any(alive(pid) for pid in ranks) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(alive(pid) for pid in ranks), "a rank process survived the cancelled check"
