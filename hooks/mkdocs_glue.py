@@ -50,7 +50,7 @@ from hooks.publish_gate import check_verified_block, insert_note, open_gate  # n
 from hooks.render import render_markdown  # noqa: E402
 from hooks.same_code import TitledBlocks  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors  # noqa: E402
-from hooks.snippet_check import check_plain_files, check_snippets  # noqa: E402
+from hooks.snippet_check import check_plain_files, check_snippets, own_content  # noqa: E402
 from hooks.template_cache import TEMPLATE_CACHE  # noqa: E402
 from hooks.typography import rules as typography_rules, typeset_html  # noqa: E402
 from verify.theme_scripts import policy as content_security_policy  # noqa: E402
@@ -125,11 +125,13 @@ def on_pre_build(config, **kwargs):
 @event_priority(-150)  # after the i18n plugin (-100), which rebuilds the file list per language
 def on_files(files, config, **kwargs):
     with reported(""):
-        theme_overrides = Path(config.theme.custom_dir).rglob("*") if config.theme.custom_dir else ()  # templates too
-        check_plain_files([*(file.abs_src_path for file in files if file.abs_src_path), *theme_overrides,
-                           *snippets_dir(config).rglob("*")], Path(config.config_file_path).parent)  # snippets: data too
-        check_stylesheet_files([Path(file.abs_src_path) for file in files if file.abs_src_path],
-                               Path(config.config_file_path).parent, origin(config.site_url))
+        root = Path(config.config_file_path).parent
+        folders = [snippets_dir(config), *([config.theme.custom_dir] if config.theme.custom_dir else [])]
+        own = own_content([*(file.abs_src_path for file in files if file.abs_src_path),  # templates and data too
+                           *(path for folder in folders for path in Path(folder).rglob("*"))], root,
+                          [config.docs_dir, *folders])
+        check_plain_files(own, root)
+        check_stylesheet_files(own, root, origin(config.site_url))
     with reported(JSON_URI):
         if files.get_file_from_path(JSON_URI) is None:
             files.append(File.generated(config, JSON_URI, content=finder_json()))

@@ -12,8 +12,9 @@ includes included. Every file it would include is checked before it is read:
   environment (in the deploy job, the OIDC request token);
 - it is not empty (an empty snippet renders an empty code block).
 
-``check_plain_files`` applies the first rule to every file the build reads from the checkout
-(pages, ``docs/assets/``, ``overrides/`` with its templates, ``snippets/`` with its data):
+``check_plain_files`` applies the first rule to every file the build reads from the repository's
+own content (pages, ``docs/assets/``, ``overrides/`` with its templates, ``snippets/`` with its
+data; ``own_content`` leaves out installed packages, wherever the environment lives):
 MkDocs copies a static file by following its link, and renders a linked template,
 so ``docs/assets/env.txt -> /proc/self/environ`` published the build's environment (in the
 deploy job, the OIDC request token) without any page naming it. Git stores a link as a
@@ -75,17 +76,26 @@ def check_snippets(page_markdown: str, snippets_config: dict[str, Any]) -> None:
         raise RenderError(f"broken snippet include: {exc}") from None
 
 
-def check_plain_files(paths: Iterable[str | Path], root: Path) -> None:
-    """Raise RenderError naming the first of ``paths`` inside ``root`` (the checkout) that is a
-    symbolic link or inside one; paths outside ``root`` (the theme's package) are not checked."""
+def own_content(paths: Iterable[str | Path], root: Path, content_dirs: Iterable[str | Path]) -> list[Path]:
+    """The ``paths`` inside ``content_dirs`` (the repository's own content: pages, overrides,
+    snippets), made absolute, not resolved. The others are installed packages (the theme's),
+    wherever the environment lives, even a linked ``.venv`` inside ``root`` (the checkout).
+    Raises RenderError naming a content folder outside ``root``."""
     root = Path(os.path.abspath(root))
-    inside = f"{root}{os.sep}"
+    content = [Path(os.path.abspath(folder)) for folder in content_dirs]
+    for folder in content:
+        if not folder.is_relative_to(root):
+            raise RenderError(f"{folder}: a content folder outside the repository ({root})")
+    absolute = (Path(os.path.abspath(path)) for path in paths)
+    return [path for path in absolute if any(path.is_relative_to(folder) for folder in content)]
+
+
+def check_plain_files(paths: Iterable[Path], root: Path) -> None:
+    """Raise RenderError naming the first of ``paths`` (absolute, inside ``root``, the checkout:
+    see ``own_content``) that is a symbolic link or inside one, up to ``root``."""
+    root = Path(os.path.abspath(root))
     checked: set[Path] = set()
     for path in paths:
-        path = os.path.abspath(path)  # made absolute, not resolved
-        if not path.startswith(inside):
-            continue
-        path = Path(path)
         for step in [path, *path.parents]:
             if step == root or step in checked:
                 break

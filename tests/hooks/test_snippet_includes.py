@@ -61,18 +61,47 @@ def test_a_path_that_climbs_out_is_refused(snippets):
         check(snippets, "../outside.txt")
 
 
+def checked(paths, root):
+    """What the build does with the files it reads: keep the repository's own, refuse a link among them."""
+    from hooks.snippet_check import check_plain_files, own_content
+
+    check_plain_files(own_content(paths, root, [root / "docs", root / "snippets", root / "overrides"]), root)
+
+
 def test_files_the_site_copies_are_plain_files_of_the_checkout(tmp_path):
     """``docs/assets/env.txt -> /proc/self/environ`` was copied into the built site (MkDocs
     follows the link) with no page naming it: the build's environment, published."""
-    from hooks.snippet_check import check_plain_files
-
     assets = tmp_path / "docs" / "assets"
     assets.mkdir(parents=True)
     (assets / "guide.css").write_text("p {}\n", encoding="utf-8")
-    check_plain_files([assets / "guide.css", "/usr/lib/python3/dist-packages/theme.css"], tmp_path)  # outside: the theme's package
+    checked([assets / "guide.css", "/usr/lib/python3/dist-packages/theme.css"], tmp_path)  # outside: the theme's package
     os.symlink("/proc/self/environ", assets / "env.txt")
     with pytest.raises(RenderError, match=r"docs/assets/env\.txt: docs/assets/env\.txt is a symbolic link \(to /proc/self/environ\)"):
-        check_plain_files([assets / "guide.css", assets / "env.txt"], tmp_path)
+        checked([assets / "guide.css", assets / "env.txt"], tmp_path)
     os.symlink("/etc", tmp_path / "docs" / "linked")
     with pytest.raises(RenderError, match=r"docs/linked/hostname: docs/linked is a symbolic link \(to /etc\)"):
-        check_plain_files([tmp_path / "docs" / "linked" / "hostname"], tmp_path)
+        checked([tmp_path / "docs" / "linked" / "hostname"], tmp_path)
+
+
+def test_a_linked_content_folder_is_refused_and_a_linked_environment_is_not(tmp_path):
+    """A ``.venv`` inside the checkout that links to another folder holds the theme's files:
+    installed packages, not the repository's content (every build failed on its favicon). A
+    content folder that is itself a link (``overrides -> /etc``) is refused."""
+    environment = tmp_path / "elsewhere" / "venv" / "lib" / "material" / "templates"
+    environment.mkdir(parents=True)
+    (environment / "base.html").write_text("<html></html>\n", encoding="utf-8")
+    root = tmp_path / "checkout"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "index.md").write_text("# Guide\n", encoding="utf-8")
+    os.symlink(tmp_path / "elsewhere" / "venv", root / ".venv")
+    checked([root / "docs" / "index.md", root / ".venv" / "lib" / "material" / "templates" / "base.html"], root)
+    os.symlink(environment, root / "overrides")
+    with pytest.raises(RenderError, match=r"^overrides/base\.html: overrides is a symbolic link"):
+        checked([root / "docs" / "index.md", root / "overrides" / "base.html"], root)
+
+
+def test_a_content_folder_outside_the_checkout_is_refused(tmp_path):
+    from hooks.snippet_check import own_content
+
+    with pytest.raises(RenderError, match=r"/etc: a content folder outside the repository"):
+        own_content([], tmp_path, [tmp_path / "docs", "/etc"])
