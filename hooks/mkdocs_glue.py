@@ -49,7 +49,7 @@ from hooks.parity import check_language_parity  # noqa: E402
 from hooks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
 from hooks.render import render_markdown  # noqa: E402
 from hooks.same_code import TitledBlocks  # noqa: E402
-from hooks.serve import check_code_unchanged, forget_logged_errors  # noqa: E402
+from hooks.serve import check_code_unchanged, forget_logged_errors, serving, set_serving  # noqa: E402
 from hooks.snippet_check import check_plain_files, check_snippets, own_content  # noqa: E402
 from hooks.template_cache import TEMPLATE_CACHE  # noqa: E402
 from hooks.typography import rules as typography_rules, typeset_html  # noqa: E402
@@ -70,6 +70,9 @@ def reported(where: str):
     except RenderError as exc:
         raise PluginError(f"{where}: {exc}" if where else str(exc)) from None
     except Exception as exc:  # noqa: BLE001 (the boundary: a bug still ends in one line)
+        if serving():  # the server's log is all a contributor sees
+            log.error(f"unexpected error in the render layer ({where or 'build'}):", exc_info=True)
+            raise PluginError(f"{where or 'build'}: unexpected {type(exc).__name__}: {exc} (traceback above)") from None
         log.debug("unexpected error in the render layer", exc_info=True)
         raise PluginError(f"{where or 'build'}: unexpected {type(exc).__name__}: {exc} "
                           "(`mkdocs build --verbose` shows the traceback)") from None
@@ -93,6 +96,10 @@ def snippets_dir(config) -> Path:
 def language_pass(config) -> bool:
     """Whether this build is one of the passes static-i18n runs for the other languages."""
     return bool(getattr(config.plugins.get("i18n"), "building", False))
+
+
+def on_startup(command, dirty, **kwargs):
+    set_serving(command == "serve")
 
 
 def on_config(config, **kwargs):

@@ -1,13 +1,20 @@
-"""``make serve``: ``mkdocs serve``, restarted whenever a ``.py`` file of the code changes.
+"""``make serve``: ``mkdocs serve`` under watchdog's ``watchmedo auto-restart``, restarted
+whenever a ``.py`` file of the code changes, and brought back by the next edit after a build fails.
 
 Why it exists: MkDocs loads a hook file once per process and Python keeps every module it
 imported, so in a running ``mkdocs serve`` an edit to the calculator (``vram/``), the render
 layer (``hooks/``) or the pipeline (``verify/``) would not show on the next rebuild, and
-re-importing modules in place leaves old objects bound somewhere. Instead, this module
-watches those folders with watchdog (the file watcher MkDocs itself uses) and restarts the
-server: the new process imports the current code and builds the site (a few seconds).
-Edits to pages, snippets, data files and ``overrides/`` never restart anything: ``mkdocs
-serve`` rebuilds them in place, within the rebuild budget of ``make bench``.
+re-importing modules in place leaves old objects bound somewhere. ``watchmedo auto-restart``
+(watchdog, the file watcher MkDocs itself uses) watches those folders and restarts the server:
+the new process imports the current code and builds the site (a few seconds). Edits to pages,
+snippets, data files and ``overrides/`` never restart a running server: ``mkdocs serve``
+rebuilds them in place, within the rebuild budget of ``make bench``.
+
+A server whose start fails (its first build, the configuration, a hook that cannot be
+imported) would exit, and ``mkdocs serve`` only watches files once it is up: ``serve_or_wait``
+then waits for an edit of any file a build reads (``WATCHED``) and exits, and ``watchmedo``
+starts it again. Inside the server, a bug in the render layer logs its traceback
+(``hooks/mkdocs_glue.py``'s error boundary while ``serving()``).
 
 Two guards for what happens inside the server process, called by ``hooks/mkdocs_glue.py``
 at the start of every build:
@@ -26,26 +33,25 @@ CLI: ``python -m hooks.serve [mkdocs serve options]`` (``make serve``).
 from __future__ import annotations
 
 import logging
+import os
 import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from mkdocs.utils import DuplicateFilter
-from typing import TYPE_CHECKING
 
 from .data import relative, tree_stamp
 from .errors import RenderError
 
-if TYPE_CHECKING:
-    from watchdog.events import FileSystemEvent
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CODE_FOLDERS = tuple(REPO_ROOT / name for name in ("hooks", "vram", "verify"))
+# What a build reads besides the code: an edit of any of them may fix a failed start.
+WATCHED = (*(REPO_ROOT / name for name in ("docs", "snippets", "overrides")), REPO_ROOT / "mkdocs.yml")
 CHANGES = {"modified", "created", "deleted", "moved"}
-STOP_GRACE_S = 10.0
+SETTLE_S = 0.3  # an editor's save is several events: take them as one
+_SERVING = threading.Event()
 
 _imported_stamp = tree_stamp(*CODE_FOLDERS, pattern="*.py")  # the code this process runs
 
@@ -69,84 +75,106 @@ def forget_logged_errors() -> None:
             log_filter.msgs.clear()
 
 
-class _CodeChanges:
-    """Sets ``changed`` (and remembers the path) when a ``.py`` file is written, added, removed or
-    moved: a watchdog event handler (its observers call ``dispatch``; watchdog is imported only
-    by the restarter, never by a build)."""
-
-    def __init__(self, changed: threading.Event):
-        self.changed, self.path = changed, ""
-
-    def dispatch(self, event: FileSystemEvent) -> None:
-        paths = [str(event.src_path), str(getattr(event, "dest_path", "") or "")]
-        if event.event_type in CHANGES and any(p.endswith(".py") and "__pycache__" not in p for p in paths):
-            self.path = next(p for p in paths if p.endswith(".py"))
-            self.changed.set()
+def set_serving(serving: bool) -> None:
+    """Record whether this process runs ``mkdocs serve`` (MkDocs' ``on_startup`` event)."""
+    if serving:
+        _SERVING.set()
+    else:
+        _SERVING.clear()
 
 
-class Restarter:
-    """Runs ``command`` and runs it again after every change of a ``.py`` file under ``folders``.
-
-    A child that exits by itself (a first build that fails on an import error) is started
-    again after the next change. ``stop`` ends ``run`` (tests); Ctrl-C does in a terminal.
-    """
-
-    def __init__(self, command: Sequence[str], folders: Sequence[Path], cwd: Path, settle_s: float = 0.3):
-        self.command, self.folders, self.cwd, self.settle_s = list(command), list(folders), cwd, settle_s
-        self.changed, self.stop = threading.Event(), threading.Event()
-        self.starts = 0
-
-    def run(self) -> None:
-        from watchdog.observers import Observer
-
-        handler = _CodeChanges(self.changed)
-        observer = Observer()
-        for folder in self.folders:
-            observer.schedule(handler, str(folder), recursive=True)
-        observer.start()
-        child = None
-        try:
-            while not self.stop.is_set():
-                child = subprocess.Popen(self.command, cwd=self.cwd)
-                self.starts += 1
-                while not (self.changed.wait(0.2) or self.stop.is_set()):
-                    if child.poll() is not None:
-                        print(f"hooks.serve: mkdocs serve exited ({child.returncode}); waiting for an edit of "
-                              f"{', '.join(f.name + '/' for f in self.folders)}", file=sys.stderr, flush=True)
-                        while not (self.changed.wait(0.2) or self.stop.is_set()):
-                            pass
-                        break
-                self.stop.wait(self.settle_s)  # an editor's save is several events: take them as one
-                self.changed.clear()
-                _end(child)
-                if not self.stop.is_set():
-                    print(f"hooks.serve: {relative(Path(handler.path))} changed: restarting mkdocs serve",
-                          file=sys.stderr, flush=True)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            if child is not None:
-                _end(child)
-            observer.stop()
-            observer.join()
+def serving() -> bool:
+    """Whether this process is a live server (its log is the contributor's only view of a bug)."""
+    return _SERVING.is_set()
 
 
-def _end(child: subprocess.Popen) -> None:
-    if child.poll() is None:
-        child.terminate()
-        try:
-            child.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+def watchmedo_command(serve_args: Sequence[str]) -> list[str]:
+    """``watchmedo auto-restart`` over the ``.py`` files of the code, running ``serve_or_wait``."""
+    return [sys.executable, "-m", "watchdog.watchmedo", "auto-restart", "--recursive", "--ignore-directories",
+            *(f"--directory={folder}" for folder in CODE_FOLDERS), "--patterns=**/*.py",
+            "--ignore-patterns=**/__pycache__/**", f"--debounce-interval={SETTLE_S}", "--signal=SIGINT",
+            "--kill-after=10", "--", sys.executable, "-m", "hooks.serve", "--server", *serve_args]
+
+
+def wait_for_edit(paths: Sequence[Path] = WATCHED) -> str:
+    """Block until a file under ``paths`` (folders, recursively, or files) is written, added,
+    removed or moved; return its path once the editor's save has settled."""
+    from watchdog.observers import Observer
+
+    edited: list[str] = []
+    done = threading.Event()
+
+    class Handler:
+        def dispatch(self, event) -> None:
+            if event.event_type in CHANGES and not event.is_directory and "__pycache__" not in str(event.src_path):
+                edited.append(str(event.src_path))
+                done.set()
+
+    observer = Observer()
+    handler = Handler()
+    for path in paths:
+        if path.is_dir():
+            observer.schedule(handler, str(path), recursive=True)
+    files = [path for path in paths if not path.is_dir()]
+    for folder in {path.parent for path in files}:
+        observer.schedule(_Only(handler, files), str(folder), recursive=False)
+    observer.start()
+    try:
+        done.wait()
+        threading.Event().wait(SETTLE_S)
+    finally:
+        observer.stop()
+        observer.join()
+    return edited[0]
+
+
+class _Only:
+    """Passes on the events of ``files`` only (watchdog watches folders)."""
+
+    def __init__(self, handler, files: Sequence[Path]):
+        self.handler, self.files = handler, {str(path) for path in files}
+
+    def dispatch(self, event) -> None:
+        if str(event.src_path) in self.files or str(getattr(event, "dest_path", "")) in self.files:
+            self.handler.dispatch(event)
+
+
+def serve_or_wait(serve_args: Sequence[str]) -> int:
+    """Run ``mkdocs serve SERVE_ARGS`` in this process; if it cannot start, wait for an edit of
+    a file a build reads and return 3 (``watchmedo`` then starts it again). SIGINT (a restart,
+    Ctrl-C) ends it at once."""
+    from mkdocs.__main__ import cli
+
+    interrupted = threading.Event()
+
+    def on_interrupt(signum, frame):
+        interrupted.set()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        cli.main(["serve", *serve_args], prog_name="mkdocs", standalone_mode=False)
+        return 0
+    except Exception:  # noqa: BLE001 (MkDocs has logged why: the next edit may fix it)
+        if interrupted.is_set():
+            return 0
+    folders = ", ".join(f"{path.name}/" if path.is_dir() else path.name for path in WATCHED)
+    print(f"hooks.serve: the server could not start; waiting for an edit of {folders} "
+          "(or of the code, which restarts it)", file=sys.stderr, flush=True)
+    try:
+        edited = wait_for_edit()
+    except KeyboardInterrupt:
+        return 0
+    print(f"hooks.serve: {relative(Path(edited))} changed: starting mkdocs serve again", file=sys.stderr, flush=True)
+    return 3
 
 
 def main(argv: list[str] | None = None) -> int:
-    command = [sys.executable, "-m", "mkdocs", "serve", *(sys.argv[1:] if argv is None else argv)]
-    restarter = Restarter(command, CODE_FOLDERS, REPO_ROOT)
-    signal.signal(signal.SIGTERM, lambda *_: restarter.stop.set())  # `kill`: stop the server too
-    restarter.run()
-    return 0
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--server"]:
+        return serve_or_wait(args[1:])
+    command = watchmedo_command(args)
+    os.execv(command[0], command)  # SIGTERM and Ctrl-C reach watchmedo, which stops the server
 
 
 if __name__ == "__main__":
