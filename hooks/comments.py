@@ -35,7 +35,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -62,8 +65,9 @@ def load_catalogue(lang: str) -> dict[str, str]:
     return {entry[DEFAULT_LANGUAGE]: entry[lang] for entry in load_yaml("comments", data_dir=SNIPPETS_DIR)}
 
 
-def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = None) -> str:
+def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = None, used: set[str] | None = None) -> str:
     """Return ``html`` with code comments in ``lang``; unchanged for the default language.
+    Each comment translated is added to ``used`` (``check_catalogue_used`` at the end of the build).
 
     Raises RenderError naming the first comment that has no translation.
     """
@@ -74,7 +78,7 @@ def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = 
     for start, end in sorted([*code_blocks(html), *notebook_cells(html)]):
         block = html[start:end]
         if ANY_COMMENT_RE.search(block):
-            div, original = _translate_block(block, lang, catalogue)
+            div, original = _translate_block(block, lang, catalogue, set() if used is None else used)
             parts += [html[done:start], div.html if original is not None else block]
             done = end
             if original is not None:
@@ -104,7 +108,7 @@ class Translated:
         return [(language, self.original), (language, code_node(self.div).text())] if language else []
 
 
-def _translate_block(block: str, lang: str, catalogue: dict[str, str]) -> tuple[Any, str | None]:
+def _translate_block(block: str, lang: str, catalogue: dict[str, str], used: set[str]) -> tuple[Any, str | None]:
     """(the block's div with its comments in ``lang``, its original code), or (None, None) if no comment has prose."""
     tree = LexborHTMLParser(block)
     changed = False
@@ -114,12 +118,74 @@ def _translate_block(block: str, lang: str, catalogue: dict[str, str]) -> tuple[
             continue
         body = match.group("body")
         if body not in catalogue:
-            raise RenderError(f"code comment {body!r} has no '{lang}' translation in {CATALOGUE}")
+            raise RenderError(missing_translation(body, lang))
+        used.add(body)
         span.first_child.replace_with(match.group("marker") + catalogue[body] + match.group("trail"))
         changed = True
     if not changed:
         return None, None
     return tree.css_first("div"), code_node(LexborHTMLParser(block)).text()
+
+
+def written_in(body: str, snippets_dir: Path = SNIPPETS_DIR) -> str | None:
+    """``snippets/<file>:<line>`` of the first line of a snippet (not its data) with the comment ``body``, or None."""
+    for path in sorted(snippets_dir.rglob("*")):
+        if not path.is_file() or path.is_relative_to(snippets_dir / "data") or path.name == "comments.yaml":
+            continue
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError:
+            continue
+        for number, line in enumerate(lines, 1):
+            match = MARKER_RE.match(line[line.find("#"):]) if "#" in line else None
+            if match and match.group("body") == body:
+                return f"snippets/{path.relative_to(snippets_dir).as_posix()}:{number}"
+    return None
+
+
+def missing_translation(body: str, lang: str) -> str:
+    """The error for a comment without a ``lang`` translation: where it is written, and the entry to paste."""
+    entry = yaml.safe_dump([{DEFAULT_LANGUAGE: body, lang: ""}], allow_unicode=True, sort_keys=False, width=10**6)
+    where = written_in(body)
+    return (f"{where + ': ' if where else ''}code comment {body!r} has no '{lang}' translation; "
+            f"add to {CATALOGUE} and translate:\n{entry.rstrip()}")
+
+
+def notebook_comments(docs_dir: Path) -> set[str]:
+    """The comments of every code cell of the notebooks in ``docs_dir``, those a page does not
+    show included (a set-up cell removed by its tag is read in the repository)."""
+    import io
+    import json
+    import tokenize
+
+    found = set()
+    for path in sorted(docs_dir.rglob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8")).get("cells", []):
+            if cell.get("cell_type") != "code":
+                continue
+            source = "".join(cell.get("source", []))
+            try:
+                tokens = [token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                          if token.type == tokenize.COMMENT]
+            except (tokenize.TokenError, SyntaxError):
+                continue  # the notebook checks name a cell that does not parse
+            found |= {match.group("body") for match in map(MARKER_RE.match, tokens) if match}
+    return found
+
+
+def check_catalogue_used(used: set[str], lang: str, docs_dir: Path, path: Path = SNIPPETS_DIR / "comments.yaml") -> None:
+    """Raise RenderError naming the line of the first entry of ``path`` that no comment of the
+    ``lang`` build used (``used``: ``translate_comments``) and no notebook of ``docs_dir`` holds:
+    an orphan left by an edited snippet."""
+    if lang == DEFAULT_LANGUAGE:
+        return
+    used = used | notebook_comments(docs_dir)
+    entries = yaml.compose(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    for entry in entries.value if entries is not None else []:
+        for key, value in entry.value:
+            if key.value == DEFAULT_LANGUAGE and value.value not in used:
+                raise RenderError(f"{CATALOGUE}:{value.start_mark.line + 1}: {value.value!r} is the comment of no code "
+                                  "block of any page (its snippet changed?): delete the entry")
 
 
 def code_node(tree):

@@ -30,7 +30,8 @@ from mkdocs.plugins import event_priority  # noqa: E402
 from mkdocs.structure.files import File  # noqa: E402
 from mkdocs.utils import get_relative_url  # noqa: E402
 
-from hooks.comments import translate_comments  # noqa: E402
+from hooks.comments import check_catalogue_used, translate_comments  # noqa: E402
+from hooks.conventions import check_page_conventions  # noqa: E402
 from hooks.data import check_data_files, trust_markers  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.external import (  # noqa: E402
@@ -57,17 +58,27 @@ from verify.theme_scripts import policy as content_security_policy  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.guide")
 make_notebooks_pages()
-_build: dict = {"verified": None, "blocks": TitledBlocks()}  # the publish gate's record; every language's titled blocks
+# the publish gate's record; every language's titled blocks; the comments a language pass translated
+_build: dict = {"verified": None, "blocks": TitledBlocks(), "comments": set()}
+
+
+def line_of(written: str | None, source: str | None) -> str:
+    """``:N``, the line of ``source`` (a page as its file holds it) where ``written`` first occurs, or ``""``."""
+    if not written or not source or written not in source:
+        return ""
+    return f":{source.count(chr(10), 0, source.index(written)) + 1}"
 
 
 @contextmanager
-def reported(where: str):
-    """The error boundary: any exception inside becomes one PluginError prefixed by ``where``."""
+def reported(where: str, source: str | None = None):
+    """The error boundary: any exception inside becomes one PluginError prefixed by ``where``
+    (and the line of ``source``, the page's file, when the error says what the page wrote)."""
     try:
         yield
     except PluginError:
         raise
     except RenderError as exc:
+        where = f"{where}{line_of(exc.written, source)}" if where else where
         raise PluginError(f"{where}: {exc}" if where else str(exc)) from None
     except Exception as exc:  # noqa: BLE001 (the boundary: a bug still ends in one line)
         if serving():  # the server's log is all a contributor sees
@@ -122,11 +133,13 @@ def nav_translations(config) -> dict:
 def on_pre_build(config, **kwargs):
     with reported(""):
         check_language_parity(Path(config.docs_dir))
+        check_page_conventions(Path(config.docs_dir))
         check_data_files()
         interface_strings()  # hooks/interface.yaml and hooks/typography.yaml, before any page uses them
         typography_rules()
         check_nav_translations(config.nav, nav_translations(config))
     _build["blocks"].start(build_language(config))
+    _build["comments"] = set()
 
 
 @event_priority(-150)  # after the i18n plugin (-100), which rebuilds the file list per language
@@ -162,7 +175,7 @@ def on_page_read_source(page, config, **kwargs):
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
-    with reported(page_file(page)):
+    with reported(page_file(page), page.file.content_string):
         check_front_matter(page.file.content_string)
         rendered = render_markdown(markdown, build_language(config))
         check_snippets(rendered, config.mdx_configs.get("pymdownx.snippets", {}))  # includes in data text too
@@ -178,7 +191,7 @@ def on_page_content(html, page, config, files, **kwargs):
             html = link_stylesheets(drop_list_repr_style(html), stylesheet_files(), lambda uri: get_relative_url(uri, page.url))
         else:
             check_page_content(html)
-        return translate_comments(html, build_language(config))
+        return translate_comments(html, build_language(config), used=_build["comments"])
 
 
 def on_startup(command, **kwargs):
@@ -210,3 +223,4 @@ def on_post_page(output, page, config, **kwargs):
 def on_post_build(config, **kwargs):
     with reported(""):
         _build["blocks"].finish(build_language(config))
+        check_catalogue_used(_build["comments"], build_language(config), Path(config.docs_dir))

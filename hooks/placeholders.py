@@ -24,7 +24,7 @@ def parse_args(raw: str, placeholder: str) -> dict[str, str]:
     for token in raw.split():
         key, sep, value = token.partition("=")
         if not sep or not key or not value:
-            raise RenderError(f"placeholder {placeholder}: argument {token!r} is not key=value")
+            raise RenderError(f"placeholder {placeholder}: argument {token!r} is not key=value", placeholder)
         args[key] = value
     return args
 
@@ -43,19 +43,19 @@ def expand(markdown: str, lang: str, renderers: Mapping[str, Renderer], only: se
             return match.group(0)
         if name not in renderers:
             known = ", ".join(sorted(renderers))
-            raise RenderError(f"unknown placeholder {match.group(0)!r} (known: {known})")
+            raise RenderError(f"unknown placeholder {match.group(0)!r} (known: {known})", match.group(0))
         args = parse_args(match.group("args"), match.group(0))
         try:
             return renderers[name](args, lang)
         except RenderError as exc:
-            raise RenderError(f"placeholder {match.group(0)}: {exc}") from None
+            raise RenderError(f"placeholder {match.group(0)}: {exc}", match.group(0)) from None
 
     out = PLACEHOLDER_RE.sub(replace, markdown)
     if only is not None:
         return out
     leftover = LEFTOVER_RE.search(out)
     if leftover:
-        raise RenderError(f"malformed placeholder {leftover.group(0)!r}")
+        raise RenderError(f"malformed placeholder {leftover.group(0)!r}", leftover.group(0))
     return out
 
 

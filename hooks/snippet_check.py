@@ -24,6 +24,7 @@ link; a hard link cannot cross into ``/proc`` and is not something a pull reques
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -39,17 +40,17 @@ def check_included_file(path: Path, written: str, bases: list[Path]) -> None:
     ``bases``) may be shown: no link on the way, really inside its base, not empty."""
     base = next((b for b in bases if path.is_relative_to(b)), None)
     if base is None:
-        raise RenderError(f"snippet include {written!r}: {path} is outside the snippets folder")
+        raise RenderError(f"snippet include {written!r}: {path} is outside the snippets folder", written)
     for step in [path, *path.parents]:
         if step == base:
             break
         if step.is_symlink():
             raise RenderError(f"snippet include {written!r}: {step.relative_to(base)} is a symbolic link "
-                              f"(to {step.readlink()}); snippets are plain files inside {base.name}/")
+                              f"(to {step.readlink()}); snippets are plain files inside {base.name}/", written)
     if not path.resolve().is_relative_to(base.resolve()):
-        raise RenderError(f"snippet include {written!r}: its real path {path.resolve()} is outside {base.name}/")
+        raise RenderError(f"snippet include {written!r}: its real path {path.resolve()} is outside {base.name}/", written)
     if not path.read_bytes().strip():
-        raise RenderError(f"snippet include {written!r}: the file is empty")
+        raise RenderError(f"snippet include {written!r}: the file is empty", written)
 
 
 def check_snippets(page_markdown: str, snippets_config: dict[str, Any]) -> None:
@@ -73,7 +74,8 @@ def check_snippets(page_markdown: str, snippets_config: dict[str, Any]) -> None:
     try:
         preprocessor.run(page_markdown.split("\n"))
     except SnippetMissingError as exc:
-        raise RenderError(f"broken snippet include: {exc}") from None
+        missing = re.search(r"Snippet at path '(.+)' could not be found", str(exc))
+        raise RenderError(f"broken snippet include: {exc}", f'"{missing.group(1)}"' if missing else None) from None
 
 
 def own_content(paths: Iterable[str | Path], root: Path, content_dirs: Iterable[str | Path]) -> list[Path]:

@@ -36,9 +36,33 @@ def test_italian_is_the_source_and_unchanged():
     assert translate_comments(HTML, "it", {}) == HTML
 
 
-def test_comment_without_translation_fails():
-    with pytest.raises(RenderError, match=r"code comment '1 GiB' has no 'fr' translation in snippets/comments\.yaml"):
+def test_comment_without_translation_names_its_snippet_and_prints_the_entry_to_paste():
+    import yaml
+
+    from tests.conftest import REPO_ROOT
+
+    lines = (REPO_ROOT / "snippets" / "nccl_check.py").read_text(encoding="utf-8").splitlines()
+    line = next(number for number, text in enumerate(lines, 1) if text.endswith("# 1 GiB"))
+    with pytest.raises(RenderError) as raised:
         translate_comments(HTML, "fr", {})
+    first, _, entry = str(raised.value).partition("\n")
+    assert first == (f"snippets/nccl_check.py:{line}: code comment '1 GiB' has no 'fr' translation; "
+                     "add to snippets/comments.yaml and translate:")
+    assert yaml.safe_load(entry) == [{"it": "1 GiB", "fr": ""}]
+
+
+def test_an_entry_no_page_uses_is_refused_with_its_line(tmp_path):
+    from hooks.comments import check_catalogue_used
+
+    catalogue = tmp_path / "comments.yaml"
+    catalogue.write_text("# comments\n- it: usato\n  fr: utilisé\n- it: orfano\n  fr: orphelin\n", encoding="utf-8")
+    check_catalogue_used({"usato", "orfano"}, "fr", tmp_path, catalogue)
+    check_catalogue_used(set(), "it", tmp_path, catalogue)  # the default language translates nothing
+    with pytest.raises(RenderError, match=r"^snippets/comments\.yaml:4: 'orfano' is the comment of no code block"):
+        check_catalogue_used({"usato"}, "fr", tmp_path, catalogue)
+    notebook = {"cells": [{"cell_type": "code", "source": ["x = 1  # orfano\n"]}]}  # a cell the page may not show
+    (tmp_path / "nb.it.ipynb").write_text(__import__("json").dumps(notebook), encoding="utf-8")
+    check_catalogue_used({"usato"}, "fr", tmp_path, catalogue)
 
 
 def test_catalogue_covers_the_snippets():

@@ -8,6 +8,7 @@ import re
 import pytest
 import yaml
 
+from hooks.languages import LANGUAGES
 from tests.conftest import build_site
 
 pytestmark = pytest.mark.slow
@@ -22,9 +23,21 @@ def edit(root, rel, old, new):
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
+def edit_pages(root, page, old, new):
+    """The same edit in every language of ``docs/<page>.<lang>.md`` (both include the same snippets)."""
+    for lang in LANGUAGES:
+        edit(root, f"docs/{page}.{lang}.md", old, new)
+
+
+def append_to_pages(root, page, text):
+    for lang in LANGUAGES:
+        with open(root / f"docs/{page}.{lang}.md", "a", encoding="utf-8") as file:
+            file.write(text)
+
+
 def nested_missing(root):
     (root / "snippets/checks/nested.sh").write_text('--8<-- "checks/nope.sh"\n', encoding="utf-8")
-    edit(root, "docs/index.it.md", TOPOLOGY, '--8<-- "checks/nested.sh"')
+    edit_pages(root, "index", TOPOLOGY, '--8<-- "checks/nested.sh"')
 
 
 def comment_attack(root):
@@ -39,15 +52,13 @@ def comment_attack(root):
 
 
 def second_check_block(root):
-    with open(root / "docs/index.it.md", "a", encoding="utf-8") as page:
-        page.write('\n```python title="nccl_check.py"\n--8<-- "nccl_check.py"\n```\n')
+    append_to_pages(root, "index", '\n```python title="nccl_check.py"\n--8<-- "nccl_check.py"\n```\n')
 
 
 def include_environment(root):
     """integrity.md, Paths: a snippet linked to the build's environment, included by a page."""
     (root / "snippets" / "host.txt").symlink_to("/proc/self/environ")
-    with open(root / "docs/index.fr.md", "a", encoding="utf-8") as page:
-        page.write('\n```text\n--8<-- "host.txt"\n```\n')
+    append_to_pages(root, "index", '\n```text\n--8<-- "host.txt"\n```\n')
 
 
 def mermaid_diagram(root):
@@ -55,26 +66,25 @@ def mermaid_diagram(root):
     edit(root, "mkdocs.yml", "  - pymdownx.superfences\n",
          "  - pymdownx.superfences:\n      custom_fences:\n        - name: mermaid\n          class: mermaid\n"
          "          format: !!python/name:pymdownx.superfences.fence_code_format\n")
-    with open(root / "docs/memory-formulas.it.md", "a", encoding="utf-8") as page:
-        page.write("\n```mermaid\ngraph TD; A-->B\n```\n")
+    append_to_pages(root, "memory-formulas", "\n```{ .mermaid .inline-example }\ngraph TD; A-->B\n```\n")
 
 
 CASES = {
-    "missing snippet": (lambda r: edit(r, "docs/index.fr.md", TOPOLOGY, '--8<-- "checks/nope.sh"'),
-                        r"docs/index\.fr\.md: broken snippet include: Snippet at path 'checks/nope\.sh' could not be found"),
-    "missing section": (lambda r: edit(r, "docs/index.it.md", TOPOLOGY, '--8<-- "checks/topology.sh:gone"'),
+    "missing snippet": (lambda r: edit_pages(r, "index", TOPOLOGY, '--8<-- "checks/nope.sh"'),
+                        r"docs/index\.it\.md:\d+: broken snippet include: Snippet at path 'checks/nope\.sh' could not be found"),
+    "missing section": (lambda r: edit_pages(r, "index", TOPOLOGY, '--8<-- "checks/topology.sh:gone"'),
                         r"docs/index\.it\.md: broken snippet include: Snippet section 'gone' could not be located"),
     "nested include": (nested_missing, r"docs/index\.it\.md: broken snippet include: .*checks/nope\.sh"),
     "unknown table": (lambda r: edit(r, "docs/index.fr.md", "name=interconnects", "name=links"),
-                      r"docs/index\.fr\.md: placeholder .*unknown table 'links'"),
+                      r"docs/index\.fr\.md:\d+: placeholder .*unknown table 'links'"),
     "unknown model key": (lambda r: edit(r, "docs/index.it.md", "gpu=b200", "gpu=b300"),
-                          r"docs/index\.it\.md: placeholder .*unknown gpu 'b300'"),
+                          r"docs/index\.it\.md:\d+: placeholder .*unknown gpu 'b300'"),
     "zero GPUs": (lambda r: edit(r, "docs/index.fr.md", "world_size=4 zero_stage=3 step=5", "world_size=0 zero_stage=3 step=5"),
-                  r"docs/index\.fr\.md: placeholder .*world_size must be an integer >= 1"),
+                  r"docs/index\.fr\.md:\d+: placeholder .*world_size must be an integer >= 1"),
     "negative params": (lambda r: edit(r, "docs/index.it.md", "{{ memory params=8e9 }}", "{{ memory params=-8e9 }}"),
-                        r"docs/index\.it\.md: placeholder .*invalid parameter count"),
+                        r"docs/index\.it\.md:\d+: placeholder .*invalid parameter count"),
     "ZeRO stage 4": (lambda r: edit(r, "docs/memory-formulas.it.md", "world_size=4 zero_stage=3 }}", "world_size=4 zero_stage=4 }}"),
-                     r"docs/memory-formulas\.it\.md: placeholder .*zero_stage must be 0, 1, 2 or 3"),
+                     r"docs/memory-formulas\.it\.md:\d+: placeholder .*zero_stage must be 0, 1, 2 or 3"),
     "YAML that does not parse": (lambda r: edit(r, "snippets/data/needs.yaml", "rows:", "rows: [\n"),
                                  r"snippets/data/needs\.yaml: invalid YAML"),
     "row without French": (lambda r: edit(r, "snippets/data/sharding.yaml", ", fr: Tout}", "}"),
@@ -82,7 +92,20 @@ CASES = {
     "comment without French": (lambda r: edit(r, "snippets/comments.yaml", "fr: modèle, mémoire et pilote de chaque carte", "de: Modell"),
                                r"^ERROR +- +snippets/comments\.yaml: entry \d+: missing translation for fr"),
     "comment not in the catalogue": (lambda r: edit(r, "snippets/checks/topology.sh", "topo -m", "topo -m  # collegamenti"),
-                                     r"docs/index\.fr\.md: code comment 'collegamenti' has no 'fr' translation in snippets/comments\.yaml"),
+                                     r"docs/index\.fr\.md: snippets/checks/topology\.sh:\d+: code comment 'collegamenti' has no "
+                                     r"'fr' translation; add to snippets/comments\.yaml and translate:\n- it: collegamenti\n  fr: ''"),
+    "orphaned comment translation": (lambda r: edit(r, "snippets/nccl_check.py", "  # riscaldamento", ""),
+                                     r"^ERROR +- +snippets/comments\.yaml:\d+: 'riscaldamento' is the comment of no "
+                                     r"code block of any page"),
+    "code block typed into a page": (lambda r: append_to_pages(r, "gpu-finder", "\n```bash\nnvidia-smi\n```\n"),
+                                     r"^ERROR +- +docs/gpu-finder\.it\.md:\d+: a code block typed into the page: write it once in "
+                                     r"snippets/ and include it"),
+    "languages include other snippets": (lambda r: edit(r, "docs/index.fr.md", TOPOLOGY, '--8<-- "checks/first_minutes.sh"'),
+                                         r"^ERROR +- +docs/index\.fr\.md:\d+: code block '--8<-- \"checks/first_minutes\.sh\"' where "
+                                         r"docs/index\.it\.md:\d+ has '--8<-- \"checks/topology\.sh\"'"),
+    "heading anchor of one language": (lambda r: edit(r, "docs/memory-formulas.fr.md", "{ #sharding }", "{ #partitionnement }"),
+                                       r"^ERROR +- +docs/memory-formulas\.fr\.md:\d+: heading anchor '#partitionnement' where "
+                                       r"docs/memory-formulas\.it\.md:\d+ has '#sharding'"),
     "comment translation with a coding cookie": (comment_attack, r"snippets/comments\.yaml: entry \d+: fr: "
                                                                  r"matches Python's coding-cookie rule"),
     "second nccl_check.py block": (second_check_block, r"docs/index\.it\.md: block 'nccl_check\.py' \(it\): a second block with this title"),
@@ -121,5 +144,6 @@ def test_bad_input_fails_the_build(case, repo_copy, tmp_path):
     result = build_site(tmp_path / "out", config=repo_copy / "mkdocs.yml")
     assert result.returncode != 0, f"{case}: the build passed"
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    errors = [line for line in result.stderr.splitlines() if line.startswith(("ERROR", "WARNING"))]
-    assert any(re.search(message, line) for line in errors), "\n".join(errors) or result.stderr[-3000:]
+    records = re.split(r"\n(?=(?:ERROR|WARNING|INFO|DEBUG) )", result.stderr)  # a message may go on for lines
+    errors = [record.rstrip("\n") for record in records if record.startswith(("ERROR", "WARNING"))]
+    assert any(re.search(message, error) for error in errors), "\n".join(errors) or result.stderr[-3000:]
