@@ -25,9 +25,7 @@ What Pygments marks as a comment is not always one to the tool that runs the blo
 reads ``x=#y; echo $x`` as two commands, Pygments as one and a comment). So every block
 whose comments were translated, titled or not, must read the same to its tool before and
 after (``verify.readers``: Python's AST from the bytes, ``bash --pretty-print``, YAML or JSON
-data); a block of a language no reader knows gets no translated comments. A development
-build does not read again a block it saw pass (``hooks/passed.py``); a publication build
-reads every block.
+data); a block of a language no reader knows gets no translated comments.
 ``hooks/same_code.py`` also compares each titled block across languages.
 """
 
@@ -48,7 +46,6 @@ from .code_blocks import code_blocks, notebook_cells
 from .data import SNIPPETS_DIR, load_yaml
 from .errors import RenderError
 from .languages import DEFAULT_LANGUAGE
-from .passed import passed_before, remember
 
 COMMENT_CLASSES = {"c", "c1", "cm", "cs"}  # Pygments comment tokens; shebangs ("ch") stay as they are
 COMMENT_SELECTOR = ", ".join(f"span.{name}" for name in sorted(COMMENT_CLASSES))
@@ -56,7 +53,6 @@ ANY_COMMENT_RE = re.compile(r'<span class="(?:%s)">' % "|".join(sorted(COMMENT_C
 LANGUAGE_CLASS_RE = re.compile(r"\b(?:language|hl)-(\S+)")  # pymdownx.highlight (pygments_lang_class), a notebook cell
 MARKER_RE = re.compile(r"^(?P<marker>#+\s*|//\s*)(?P<body>.*?)(?P<trail>\s*)$", re.S)
 CATALOGUE = "snippets/comments.yaml"
-SAME_CODE = "same code"  # the kind of check hooks/passed.py remembers
 
 
 def load_catalogue(lang: str) -> dict[str, str]:
@@ -83,11 +79,9 @@ def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = 
             done = end
             if original is not None:
                 translated.append(Translated(div, original))
-    unchecked = [block for block in translated if not passed_before(SAME_CODE, *block.compared())]
-    read_ahead(pair for block in unchecked for pair in block.readings())  # the bash readers of the page at once
-    for block in unchecked:
+    read_ahead(pair for block in translated for pair in block.readings())  # the bash readers of the page at once
+    for block in translated:
         check_same_code(block.div, block.original, lang)
-        remember(SAME_CODE, *block.compared())
     return "".join(parts) + html[done:] if parts else html
 
 

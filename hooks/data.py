@@ -15,10 +15,8 @@ from typing import Any
 
 import yaml
 
-from . import passed
 from .errors import RenderError
 from .languages import LANGUAGES
-from .passed import markers_trusted, passed_before, remember
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS_DIR = REPO_ROOT / "snippets"
@@ -80,15 +78,7 @@ def schema_error(error) -> str:
 
 def validate(data: Any, name: str, where: str, text: str) -> Any:
     """``data``, parsed from ``text``, if it matches the schema of ``name`` (hooks/schemas.py).
-    Raises RenderError.
-
-    A text that passed its schema before is not validated again in a development build
-    (``hooks/passed.py``: a build whose data did not change does not even import pydantic,
-    about 0.1 s); every schema checks one file, so the text is the whole input. A
-    publication build validates every text.
-    """
-    if passed_before(f"schema {name}", text):
-        return data
+    Raises RenderError."""
     from pydantic import ValidationError
 
     from .schemas import SCHEMAS
@@ -100,17 +90,7 @@ def validate(data: Any, name: str, where: str, text: str) -> Any:
         schema.model_validate(data)
     except ValidationError as exc:
         raise RenderError(f"{where}: {schema_error(exc)}") from None
-    remember(f"schema {name}", text)
     return data
-
-
-def trust_markers(trusted: bool) -> None:
-    """Whether this build may reuse what an earlier build left in ``.cache``
-    (``hooks.passed.trust_markers``): False for a publication build, which also validates
-    again every file parsed while markers were trusted."""
-    if markers_trusted() and not trusted:
-        _parsed.clear()
-    passed.trust_markers(trusted)
 
 
 def load_yaml(name: str, data_dir: Path | None = None) -> Any:

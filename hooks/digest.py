@@ -1,8 +1,7 @@
 """What a build hashes to know that nothing changed: files, by path and bytes.
 
 ``hash_files`` is the one way the render layer fingerprints files: the notebooks' cache key
-(``hooks/notebooks.py``) and the checks a development build remembers (``hooks/passed.py``).
-Pure: no MkDocs import.
+(``hooks/notebooks.py``). Pure: no MkDocs import.
 """
 
 from __future__ import annotations

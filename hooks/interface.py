@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from .data import file_stamp, parse_yaml, relative, validate
-from .passed import markers_trusted
 
 STRINGS_FILE = Path(__file__).with_name("interface.yaml")
-_loaded: dict[tuple[str, bool], tuple[tuple[int, int], list[dict[str, Any]]]] = {}
+_loaded: dict[str, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
 
 
 def interface_strings(path: Path = STRINGS_FILE) -> list[dict[str, Any]]:
@@ -26,7 +25,7 @@ def interface_strings(path: Path = STRINGS_FILE) -> list[dict[str, Any]]:
     site), validated by ``InterfaceFile`` of hooks/schemas.py and read again when the file
     changes. Raises RenderError naming the file and key."""
     stamp = file_stamp(path)
-    memo = (str(path), markers_trusted())  # what a development build read is not a publication's
+    memo = str(path)
     if (cached := _loaded.get(memo)) and cached[0] == stamp:
         return cached[1]
     where = relative(path)

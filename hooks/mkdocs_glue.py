@@ -32,7 +32,7 @@ from mkdocs.utils import get_relative_url  # noqa: E402
 
 from hooks.comments import check_catalogue_used, translate_comments  # noqa: E402
 from hooks.conventions import check_page_conventions  # noqa: E402
-from hooks.data import check_data_files, trust_markers  # noqa: E402
+from hooks.data import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.external import (  # noqa: E402
     check_no_external_loads, check_stylesheet_files, origin, strip_inert_mathjax, strip_inert_mermaid)
@@ -119,7 +119,6 @@ def on_config(config, **kwargs):
         if not language_pass(config):
             check_code_unchanged()
         _build["verified"] = open_gate(Path(config.config_file_path).parent, snippets_dir(config), config.site_url, os.environ)
-        trust_markers(_build["verified"] is None)  # a publication build validates every data text
     return config
 
 
@@ -166,7 +165,7 @@ def on_files(files, config, **kwargs):
             if files.get_file_from_path(uri) is None:
                 files.append(File.generated(config, uri, content=css))
     with reported(""):
-        return use_executed_notebooks(files, config, build_language(config))
+        return use_executed_notebooks(files, config, build_language(config), publication=_build["verified"] is not None)
 
 
 def on_page_read_source(page, config, **kwargs):

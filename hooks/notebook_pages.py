@@ -25,7 +25,6 @@ from pathlib import Path
 
 from mkdocs.structure.files import File
 
-from .passed import markers_trusted
 from .languages import LANGUAGES
 from .notebooks import executed_notebooks, machine_store
 
@@ -47,15 +46,16 @@ def jupyter_kernel(config) -> str:
     return (plugin.config.get("kernel_name") if plugin else "") or "python3"
 
 
-def use_executed_notebooks(files, config, lang: str):
-    """Point every notebook page at its executed copy (all languages run at once, in parallel).
+def use_executed_notebooks(files, config, lang: str, publication: bool = False):
+    """Point every notebook page at its executed copy (all languages run at once, in parallel);
+    a ``publication`` build reuses no executed copy or HTML of the checkout or the machine.
 
     Raises NotebookError (a RenderError) naming the notebook whose cell raised."""
     notebooks = [f for f in files if f.src_uri.endswith(".ipynb") and f.abs_src_path]
     if not notebooks:
         return files
     root = Path(config.config_file_path).parent
-    trusted = markers_trusted()
+    trusted = not publication
     executed = executed_notebooks(Path(config.docs_dir), root, LANGUAGES, jupyter_kernel(config),
                                   cache_dir=None if trusted else publication_dir() / "notebooks",
                                   store=machine_store() if trusted else None)

@@ -21,7 +21,6 @@ from importlib import resources
 
 from .errors import RenderError
 from .external import check_stylesheet
-from .passed import passed_before, remember
 
 PACKAGE_ASSETS = ("templates", "mkdocs_html", "assets")  # in the mkdocs_jupyter package
 STYLESHEETS = ("index.css", "theme-light.css", "theme-dark.css")
@@ -41,16 +40,13 @@ def stylesheet_files() -> dict[str, str]:
 
 def checked_stylesheets(site_origin: str = "") -> dict[str, str]:
     """``stylesheet_files()``, each checked to load nothing from another origin than
-    ``site_origin`` (``hooks.external.check_stylesheet``; a development build remembers a
-    pass, ``hooks/passed.py``). Raises RenderError naming the file."""
+    ``site_origin`` (``hooks.external.check_stylesheet``). Raises RenderError naming the file."""
     files = stylesheet_files()
     for uri, css in files.items():
-        if not passed_before("stylesheet", site_origin, css):
-            try:
-                check_stylesheet(css, site_origin)
-            except RenderError as exc:
-                raise RenderError(f"{uri} (mkdocs-jupyter's): {exc}") from None
-            remember("stylesheet", site_origin, css)
+        try:
+            check_stylesheet(css, site_origin)
+        except RenderError as exc:
+            raise RenderError(f"{uri} (mkdocs-jupyter's): {exc}") from None
     return files
 
 

@@ -12,9 +12,7 @@ language (static-i18n builds the default language first, then each other one) an
 - a title (an element of class ``filename``) outside a code block: written in a page's raw
   HTML above another block, it would label that block with a snippet's name.
 
-Only the code blocks of a page are parsed (``hooks/code_blocks.py``). A development build does
-not read again a block (or a pair of blocks) it saw pass (``hooks/passed.py``); a publication
-build reads them all. Raises RenderError.
+Only the code blocks of a page are parsed (``hooks/code_blocks.py``). Raises RenderError.
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ from verify.extract import Block, ExtractError, blocks_in_html, check_runnable, 
 from .code_blocks import code_blocks
 from .errors import RenderError
 from .languages import DEFAULT_LANGUAGE
-from .passed import passed_before, remember
 
 
 class TitledBlocks:
@@ -56,17 +53,12 @@ class TitledBlocks:
             for block in blocks_in_html(spans, lang, page):
                 if block.name in seen:
                     raise ExtractError(duplicate_message(block.name, lang, seen[block.name].page, page))
-                if not passed_before("runnable", block.name, block.code):
-                    check_runnable(block)
-                    remember("runnable", block.name, block.code)
+                check_runnable(block)
                 if lang != DEFAULT_LANGUAGE:
                     if block.name not in reference:
                         raise ExtractError(f"block {block.name!r} ({lang}) has no {DEFAULT_LANGUAGE} block with this title: "
                                            "the same code keeps the same title in every language")
-                    compared = (block.name, reference[block.name].code, block.code)
-                    if not passed_before("same block", *compared):
-                        compare(block.name, reference[block.name], block)
-                        remember("same block", *compared)
+                    compare(block.name, reference[block.name], block)
                 seen[block.name] = block
         except ExtractError as exc:
             raise RenderError(str(exc)) from None

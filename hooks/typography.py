@@ -28,7 +28,6 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser
 
 from .data import file_stamp, parse_yaml, relative, validate
-from .passed import markers_trusted
 from .errors import RenderError
 from .script_json import script_json
 
@@ -77,14 +76,14 @@ def _compile(lang: dict[str, Any], units: list[str]) -> Compiled:
     return Compiled(tuple(subs), before, after, unit_start, SPACES[unit_space] if unit_space else "", re.compile(quick))
 
 
-_loaded: dict[tuple[str, bool], tuple[tuple[int, int], dict[str, Any], dict[str, Compiled]]] = {}
+_loaded: dict[str, tuple[tuple[int, int], dict[str, Any], dict[str, Compiled]]] = {}
 
 
 def rules(path: Path = RULES_FILE) -> tuple[dict[str, Any], dict[str, Compiled]]:
     """The rule set (validated by ``TypographyFile`` of hooks/schemas.py) and each language's
     compiled rules, read again when the file changes. Raises RenderError naming the file and key."""
     stamp = file_stamp(path)
-    memo = (str(path), markers_trusted())  # what a development build read is not a publication's
+    memo = str(path)
     cached = _loaded.get(memo)
     if cached and cached[0] == stamp:
         return cached[1], cached[2]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-import hooks.data
 from hooks.errors import RenderError
 from hooks.interface import STRINGS_FILE, interface_strings, translate_interface
 
@@ -22,13 +21,6 @@ def test_text_is_never_touched():
     assert translate_interface("<p>Permanent link</p>", "fr") == "<p>Permanent link</p>"
 
 
-@pytest.fixture
-def untrusted():
-    hooks.data.trust_markers(False)  # validate even a text that passed before
-    yield
-    hooks.data.trust_markers(True)
-
-
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda t: t.replace("    fr: Lien permanent\n", ""), "attributes[1]: missing translation for fr"),
     (lambda t: t.replace("    fr: Lien permanent\n", "    fr: Lien permanent\n    de: Permalink\n"),
@@ -37,7 +29,7 @@ def untrusted():
     (lambda t: t.replace("    it: Link permanente\n", "    it: 3\n"), "attributes[1]: it: the translation must be a non-empty string (got 3)"),
     (lambda t: t.replace("attributes:\n", "attributes:\n  - just text\n"), "attributes[1]: Input should be a mapping of keys"),
 ])
-def test_a_bad_file_is_one_line_naming_the_key(tmp_path, untrusted, edit, message):
+def test_a_bad_file_is_one_line_naming_the_key(tmp_path, edit, message):
     path = tmp_path / "interface.yaml"
     path.write_text(edit(STRINGS_FILE.read_text(encoding="utf-8")), encoding="utf-8")
     with pytest.raises(RenderError) as caught:

@@ -174,30 +174,3 @@ def test_links_of_notebook_cells_must_lead_somewhere(page):
         check_notebook_links('<a href="../gpu-fnder/">typo</a>', page, SITE)
     with pytest.raises(RenderError, match=r"links to 'memory-formulas\.md'"):
         check_notebook_links('<a href="memory-formulas.md">md</a>', page, SITE)
-
-
-def test_a_marker_lets_nothing_through_a_publication_build(data_dir, tmp_path, monkeypatch):
-    """``.cache/passed`` markers are files anyone who writes the checkout can make (even
-    commit): one made while another schema accepted the text let the text skip validation.
-    A publication build trusts none."""
-    import hooks.data
-    from hooks.schemas import SCHEMAS, GpusFile
-    from pydantic import BaseModel, ConfigDict
-
-    class Anything(BaseModel):
-        model_config = ConfigDict(extra="allow")
-
-    import hooks.passed
-
-    monkeypatch.setattr(hooks.passed, "PASSED_DIR", tmp_path / "passed")
-    monkeypatch.setattr(hooks.passed, "_state", {"trusted": True})
-    edit(data_dir / "gpus.yaml", "memory_mib: 81559", "memory_mib: 80 GB")
-    monkeypatch.setitem(SCHEMAS, "gpus", Anything)
-    load_yaml("gpus")  # leaves a marker for this text: a forged or stale one
-    monkeypatch.setitem(SCHEMAS, "gpus", GpusFile)
-    hooks.data._parsed.clear()
-    load_yaml("gpus")  # a development build trusts it
-    hooks.data._parsed.clear()
-    hooks.data.trust_markers(False)
-    with pytest.raises(RenderError, match=r"gpus\.yaml: gpus\.h100\.memory_mib: Input should be a valid integer \(got '80 GB'\)"):
-        load_yaml("gpus")

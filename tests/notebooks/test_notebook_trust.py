@@ -12,7 +12,6 @@ from types import SimpleNamespace
 
 import pytest
 
-import hooks.data
 import hooks.notebooks as notebooks
 from hooks.errors import RenderError
 from hooks.notebook_pages import use_executed_notebooks
@@ -89,7 +88,6 @@ def repo(tmp_path, monkeypatch):
     config = SimpleNamespace(config_file_path=str(root / "mkdocs.yml"), docs_dir=str(root / "docs"),
                              plugins={"mkdocs-jupyter": SimpleNamespace(config={"kernel_name": "python3"})})
     yield files, config
-    hooks.data.trust_markers(True)
 
 
 def outputs(files) -> list[str]:
@@ -110,8 +108,7 @@ def test_a_development_build_uses_the_checkouts_executed_copies(repo):
 
 def test_a_publication_build_executes_every_notebook_itself(repo):
     files, config = repo
-    hooks.data.trust_markers(False)
-    published = use_executed_notebooks(files, config, "it")
+    published = use_executed_notebooks(files, config, "it", publication=True)
     assert outputs(published) == ["42\n"] * 2
     assert all(".cache" not in Path(f.abs_src_path).parts for f in published)
     jupyter = config.plugins["mkdocs-jupyter"].config  # mkdocs-jupyter's HTML cache is not read either
