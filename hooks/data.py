@@ -15,8 +15,10 @@ from typing import Any
 
 import yaml
 
+from verify.schema_errors import one_line
+
 from .errors import RenderError
-from .languages import LANGUAGES
+from .languages import check_languages
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS_DIR = REPO_ROOT / "snippets"
@@ -57,25 +59,6 @@ def parse_yaml(text: str, where: str) -> Any:
         raise RenderError(f"{where}: invalid YAML{line}: {getattr(exc, 'problem', None) or exc}") from None
 
 
-def schema_error(error) -> str:
-    """The first problem of a validation error as one line: ``key.path[n]: message (got value)``,
-    list items counted from 1."""
-    first = error.errors(include_url=False)[0]
-    where = ""
-    for part in first["loc"]:
-        if isinstance(part, int):
-            where += f"[{part + 1}]" if where else f"entry {part + 1}"
-        else:
-            where += f".{part}" if where else str(part)
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] in {"model_type", "model_attributes_type", "dict_type"}:
-        message = "Input should be a mapping of keys"  # not the name of a pydantic class
-    got = "" if first["type"] in {"value_error", "missing", "assertion_error"} else f" (got {first['input']!r})"
-    if len(got) > 80:
-        got = got[:76] + "…)"
-    return f"{where + ': ' if where else ''}{message}{got}"
-
-
 def validate(data: Any, name: str, where: str, text: str) -> Any:
     """``data``, parsed from ``text``, if it matches the schema of ``name`` (hooks/schemas.py).
     Raises RenderError."""
@@ -89,7 +72,7 @@ def validate(data: Any, name: str, where: str, text: str) -> Any:
     try:
         schema.model_validate(data)
     except ValidationError as exc:
-        raise RenderError(f"{where}: {schema_error(exc)}") from None
+        raise RenderError(f"{where}: {one_line(exc)}") from None
     return data
 
 
@@ -143,7 +126,8 @@ def text(value: Any, lang: str, where: str) -> str:
         return str(value)
     if not isinstance(value, dict):
         raise RenderError(f"{where}: expected text or a mapping of languages, got {value!r}")
-    missing = [code for code in LANGUAGES if not value.get(code)]
-    if missing:
-        raise RenderError(f"{where}: missing translation for {', '.join(missing)}")
+    try:
+        check_languages(value)
+    except ValueError as exc:
+        raise RenderError(f"{where}: {exc}") from None
     return str(value[lang])

@@ -28,7 +28,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, St
 
 from verify.record import LINK_CLASSES
 
-from .languages import DEFAULT_LANGUAGE, LANGUAGES
+from .languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 
 
 class Data(BaseModel):
@@ -47,16 +47,6 @@ def format_fields(template: str) -> set[str]:
     """The fields ``str.format`` would fill in ``template``; raises ValueError for a lone brace."""
     return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
 
-
-def check_languages(value: dict[str, str]) -> dict[str, str]:
-    """``value`` if it has exactly the site's languages; raises ValueError."""
-    missing = [lang for lang in LANGUAGES if lang not in value]
-    if missing:
-        raise ValueError(f"missing translation for {', '.join(missing)}")
-    unknown = [key for key in value if key not in LANGUAGES]
-    if unknown:
-        raise ValueError(f"{unknown[0]!r} is not a language of the site ({', '.join(LANGUAGES)}, mkdocs.yml)")
-    return value
 
 
 def check_text(value: dict[str, str], fields: Iterable[str] = (), required: bool = False) -> dict[str, str]:
@@ -476,16 +466,10 @@ class InterfaceString(BaseModel):
 
     @model_validator(mode="after")
     def _every_language(self) -> Self:
-        texts = self.model_extra or {}
-        missing = [lang for lang in LANGUAGES if lang not in texts]
-        if missing:
-            raise ValueError(f"missing translation for {', '.join(missing)}")
+        texts = check_languages(self.model_extra or {})
         not_text = [lang for lang in LANGUAGES if not isinstance(texts[lang], str) or not texts[lang].strip()]
         if not_text:
             raise ValueError(f"{', '.join(not_text)}: the translation must be a non-empty string (got {texts[not_text[0]]!r})")
-        unknown = sorted(set(texts) - set(LANGUAGES))
-        if unknown:
-            raise ValueError(f"{', '.join(unknown)}: not a language of the site ({', '.join(LANGUAGES)})")
         return self
 
 

@@ -89,16 +89,6 @@ def pinned_torch(requirements: Path = REPO_ROOT / "requirements.txt") -> str:
     raise RecordError(f"{requirements}: no exact pin torch==X")
 
 
-def _one_line(error) -> str:
-    """The first problem of a validation error, as ``key.path: message (got value)``."""
-    first = error.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first["loc"])
-    message = first["msg"].removeprefix("Value error, ")
-    got = "" if first["type"] in {"value_error", "missing"} else f" (got {first['input']!r})"
-    more = f" (and {error.error_count() - 1} more problem{'s' if error.error_count() > 2 else ''})" if error.error_count() > 1 else ""
-    return f"{where + ': ' if where else ''}{message}{got}{more}"
-
-
 def check_record(record: dict[str, Any], expected_sha256: str, where: str, allow_fixture: bool = False,
                  now: datetime.datetime | None = None) -> dict[str, Any]:
     """Return ``record`` if it is a passing, fresh record of the snippet with ``expected_sha256``.
@@ -118,12 +108,13 @@ def check_record(record: dict[str, Any], expected_sha256: str, where: str, allow
     from pydantic import ValidationError  # only a publish build pays for the schema
 
     from verify.record_schema import Expected, Record
+    from verify.schema_errors import one_line
 
     expected = Expected(SNIPPET, pinned_torch(), now or datetime.datetime.now(datetime.timezone.utc), MAX_AGE, BLOCKS)
     try:
         Record.model_validate(record, context=expected)
     except ValidationError as exc:
-        raise RecordError(f"{where}: {_one_line(exc)}") from None
+        raise RecordError(f"{where}: {one_line(exc)}") from None
     if record["fixture"] and not allow_fixture:
         raise RecordError(f"{where}: is a test fixture, not a GPU run; a publish build needs the record written by `make gpu-check`")
     if record["snippet_sha256"] != expected_sha256:

@@ -24,7 +24,7 @@ def test_text_is_never_touched():
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda t: t.replace("    fr: Lien permanent\n", ""), "attributes[1]: missing translation for fr"),
     (lambda t: t.replace("    fr: Lien permanent\n", "    fr: Lien permanent\n    de: Permalink\n"),
-     "attributes[1]: de: not a language of the site"),
+     "attributes[1]: 'de' is not a language of the site"),
     (lambda t: t.replace("    en: Permanent link\n", ""), "attributes[1].en: Field required"),
     (lambda t: t.replace("    it: Link permanente\n", "    it: 3\n"), "attributes[1]: it: the translation must be a non-empty string (got 3)"),
     (lambda t: t.replace("attributes:\n", "attributes:\n  - just text\n"), "attributes[1]: Input should be a mapping of keys"),

@@ -93,7 +93,7 @@ def test_world_size_gpu_count_and_device_count_must_agree():
     ({"status": "fail", "failures": ["nccl_check.py exited 1"]}, r"records a 'fail' run, not 'pass' \(nccl_check.py exited 1\)"),
     ({"gpu_tests": {"status": "not run"}}, r"gpu_tests\.status: Input should be 'pass'"),
     ({"schema": 1}, "schema 1, this build reads schema 2"),
-    ({"versions": None}, r"versions: Input should be a valid dictionary"),
+    ({"versions": None}, r"versions: Input should be a mapping of keys \(got None\)"),
 ])
 def test_bad_records_are_refused_naming_the_problem(changes, message):
     with pytest.raises(RecordError, match=message):
