@@ -22,16 +22,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from verify.record_format import BUSBW_PLAUSIBLE_MAX_GB_PER_S, LINK_CLASSES, SCHEMA
+
 
 __all__ = ["BLOCKS", "BUSBW_PLAUSIBLE_MAX_GB_PER_S", "DEFAULT_RECORD", "LINK_CLASSES", "MAX_AGE", "SCHEMA", "SNIPPET",
            "RecordError", "check_record", "load_record", "pinned_torch", "snippet_sha256"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SCHEMA = 2
-LINK_CLASSES = ("nvlink", "pcie-switch", "host-bridge", "cross-cpu")  # fastest to slowest
-# Case 11 of site.md: an all-reduce busbw above this on current hardware (NVLink 5 is 900 GB/s
-# per direction) means the timing missed a synchronize, not a fast machine.
-BUSBW_PLAUSIBLE_MAX_GB_PER_S = 1000.0
 SNIPPET = "nccl_check.py"
 # Every block the GPU job extracts from the built pages and hashes into the record's ``blocks``.
 BLOCKS = (

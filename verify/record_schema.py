@@ -37,7 +37,7 @@ from typing import Annotated, Literal
 from packaging.version import InvalidVersion, Version
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
-from verify.record import BUSBW_PLAUSIBLE_MAX_GB_PER_S, LINK_CLASSES, SCHEMA
+from verify.record_format import BUSBW_PLAUSIBLE_MAX_GB_PER_S, LINK_CLASSES, SCHEMA
 
 CLOCK_SKEW = datetime.timedelta(minutes=5)
 UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
