@@ -11,8 +11,8 @@
   keeps ``404.html``; every other language gets ``<lang>/404.html``; the language
   switcher of a 404 page points to the language homes.
 
-The transforms are plain functions of text and data; the MkDocs events at the end
-only locate the files.
+The transforms are plain functions of text and data; ``hooks/mkdocs_glue.py`` calls them from
+its MkDocs events, inside its one error boundary.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ import copy
 import json
 import re
 from pathlib import Path
-
-from mkdocs.plugins import event_priority
 
 from hooks.script_json import script_json
 
@@ -62,48 +60,30 @@ def rebase_config(html: str, lang: str) -> str:
     return CONFIG_RE.sub(replace, html, count=1)
 
 
-# ----------------------------------------------------------------- MkDocs events
-def _i18n(config):
-    return config.plugins.get("i18n")
-
-
-def _other_language(config) -> str | None:
-    """The language being built when it is not the default one (its pages live under it)."""
-    i18n = _i18n(config)
-    if i18n is None or i18n.current_language == i18n.default_language:
-        return None
-    return i18n.current_language
-
-
-def on_post_page(output, page, config, **kwargs):
-    lang = _other_language(config)
-    return rebase_config(output, lang) if lang else output
-
-
-def on_template_context(context, template_name, config, **kwargs):
-    i18n = _i18n(config)
-    if template_name == "404.html" and i18n is not None and i18n.extra_alternate:
+# ------------------------------------------- what the hook file (hooks/mkdocs_glue.py) calls
+def alternate_homes_for_404(config) -> None:
+    """Before the 404 template renders: its language switcher points to the language homes."""
+    i18n = config.plugins.get("i18n")
+    if i18n is not None and i18n.extra_alternate:
         homes = copy.deepcopy(i18n.extra_alternate)  # the language homes
         # static-i18n sets the attribute per page (config.extra.alternate = ...), which
         # Jinja reads before the item: reset both, or the last page's links stay.
         config.extra["alternate"] = homes
         setattr(config.extra, "alternate", homes)
-    return context
 
 
-def on_post_template(output, template_name, config, **kwargs):
-    lang = _other_language(config)
-    if template_name != "404.html" or lang is None:
-        return output
-    path = Path(config.site_dir) / lang / "404.html"
+def write_language_404(output: str, lang: str, site_dir: Path) -> str:
+    """Write the 404 page of ``lang`` (a non-default language) to ``<site_dir>/<lang>/404.html``
+    and return ``""``: MkDocs skips an empty template, so the default language keeps ``/404.html``."""
+    path = site_dir / lang / "404.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(typeset_html(rebase_config(output, lang), lang), encoding="utf-8")
-    return ""  # MkDocs skips an empty template: the default language keeps /404.html
+    return ""
 
 
-@event_priority(-200)  # after static-i18n (-100) has built every language and merged the index
-def on_post_build(config, **kwargs):
-    i18n = _i18n(config)
+def write_search_indexes(config) -> None:
+    """After static-i18n has built every language and merged the index: one index per language."""
+    i18n = config.plugins.get("i18n")
     index_path = Path(config.site_dir) / "search" / "search_index.json"
     if i18n is None or i18n.building or not index_path.exists():
         return

@@ -39,6 +39,9 @@ from hooks.external import (  # noqa: E402
 from hooks.finder import JSON_URI, finder_json, model_config_files  # noqa: E402
 from hooks.pyodide_assets import BUNDLE_URI, pyodide_files, vram_bundle  # noqa: E402
 from hooks.interface import interface_strings, translate_interface  # noqa: E402
+from hooks.languages import DEFAULT_LANGUAGE  # noqa: E402
+from hooks.language_outputs import (  # noqa: E402
+    alternate_homes_for_404, rebase_config, write_language_404, write_search_indexes)
 from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebook_pages import make_notebooks_pages, use_executed_notebooks  # noqa: E402
 from hooks.notebook_styles import (  # noqa: E402
@@ -109,8 +112,9 @@ def language_pass(config) -> bool:
     return bool(getattr(config.plugins.get("i18n"), "building", False))
 
 
-def on_startup(command, dirty, **kwargs):
-    set_serving(command == "serve")
+def on_startup(command, **kwargs):
+    # hooks.serve keeps it for the process: MkDocs loads this file again for every rebuild
+    set_serving(command == "serve")  # tracebacks in the server's log; live reload's script (CSP)
 
 
 def on_config(config, **kwargs):
@@ -193,14 +197,9 @@ def on_page_content(html, page, config, files, **kwargs):
         return translate_comments(html, build_language(config), used=_build["comments"])
 
 
-def on_startup(command, **kwargs):
-    _build["serving"] = command == "serve"  # live reload's inline script: verify/theme_scripts.policy
-
-
 def on_env(env, config, files, **kwargs):
     env.bytecode_cache = TEMPLATE_CACHE
-    serving = _build.get("serving", False)
-    env.globals["guide_csp"] = lambda base_url: content_security_policy(base_url, serving)  # overrides/main.html
+    env.globals["guide_csp"] = lambda base_url: content_security_policy(base_url, serving())  # overrides/main.html
     return env
 
 
@@ -209,6 +208,8 @@ def on_post_page(output, page, config, **kwargs):
     with reported(page_file(page)):
         html = insert_note(output, lang, _build["verified"])
         html = typeset_html(translate_interface(translate_copy_buttons(html), lang), lang)
+        if lang != DEFAULT_LANGUAGE:  # its search and links resolve against its own root
+            html = rebase_config(html, lang)
         # every rewrite is above: the checks below see the page as published
         if not page.file.src_uri.endswith(".ipynb"):  # a notebook's cells: check_notebook_cells, outputs in verify.artifact
             check_article_content(html)
@@ -219,7 +220,25 @@ def on_post_page(output, page, config, **kwargs):
         return html
 
 
+def on_template_context(context, template_name, config, **kwargs):
+    if template_name == "404.html":
+        with reported(template_name):
+            alternate_homes_for_404(config)
+    return context
+
+
+def on_post_template(output, template_name, config, **kwargs):
+    lang = build_language(config)
+    if template_name != "404.html" or lang == DEFAULT_LANGUAGE:
+        return output
+    with reported(f"{lang}/404.html"):
+        return write_language_404(output, lang, Path(config.site_dir))
+
+
+@event_priority(-200)  # after static-i18n (-100), which builds every other language and merges the search index
 def on_post_build(config, **kwargs):
     with reported(""):
         _build["blocks"].finish(build_language(config))
         check_catalogue_used(_build["comments"], build_language(config), Path(config.docs_dir))
+    with reported("search/search_index.json"):
+        write_search_indexes(config)

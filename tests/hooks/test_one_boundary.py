@@ -1,0 +1,36 @@
+"""One hook file, one error boundary: every MkDocs event of the site goes through
+hooks/mkdocs_glue.py, so bad input anywhere (the per-language 404 page and search indexes
+included) is one line naming the file, never a traceback."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from mkdocs.exceptions import PluginError
+
+import hooks.language_outputs
+from hooks.errors import RenderError
+from tests.conftest import REPO_ROOT
+from tests.hooks.test_glue_language import load_glue
+from verify.languages import _ConfigLoader
+
+
+def test_mkdocs_loads_one_hook_file():
+    config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_ConfigLoader)  # noqa: S506
+    assert config["hooks"] == ["hooks/mkdocs_glue.py"]
+
+
+def test_an_error_writing_a_language_404_page_is_one_line(tmp_path, monkeypatch):
+    def refuse(html, lang):
+        raise RenderError("hooks/typography.yaml: languages.fr: a rule is not a valid pattern")
+
+    monkeypatch.setattr(hooks.language_outputs, "typeset_html", refuse)
+    glue = load_glue()
+    config = SimpleNamespace(plugins={"i18n": SimpleNamespace(current_language="fr")}, theme={"language": "fr"},
+                             site_dir=str(tmp_path))
+    assert glue.on_post_template("<html></html>", "main.html", config) == "<html></html>"
+    with pytest.raises(PluginError) as raised:
+        glue.on_post_template("<html></html>", "404.html", config)
+    assert str(raised.value) == "fr/404.html: hooks/typography.yaml: languages.fr: a rule is not a valid pattern"
