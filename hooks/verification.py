@@ -25,15 +25,10 @@ DATA = "snippets/data/verification.yaml"
 
 
 def _texts() -> dict:
-    data = load_yaml("verification")
-    if not isinstance(data, dict):
-        raise RenderError(f"{DATA}: expected a mapping")
-    return data
+    return load_yaml("verification")  # every key, in every language: hooks.schemas.VerificationFile
 
 
 def _t(data: dict, key: str, lang: str) -> str:
-    if key not in data:
-        raise RenderError(f"{DATA}: missing key {key!r}")
     return text(data[key], lang, f"{DATA}: {key}")
 
 
