@@ -52,7 +52,7 @@ Other optimizers with an fp32 master copy (``adam8bit``, ``sgd``) change K only.
 from __future__ import annotations
 
 from .breakdown import FrameworkMemory, Term
-from .sharding import check_world_size, check_zero_stage
+from .sharding import check_world_size, check_zero_stage, shard_elements  # ceil(P / N): DeepSpeed pads
 from .states import MASTER_COPY_BYTES, state_bytes_per_param
 from .validate import check_int, check_params
 
@@ -87,16 +87,11 @@ NOTE_DERIVED = (
 )
 
 
-def _shard(params: int, world_size: int) -> int:
-    """Elements of one GPU's partition: ceil(P / N) (DeepSpeed pads; see the module docstring)."""
-    return -(-params // world_size)
-
-
 def _partitions(params: int, world_size: int, optimizer_k: int, last: str | None) -> list[Term]:
     """1/N partitions, whole elements each: fp32 master (4), optimizer states (K - 4), fp32
     gradients (4), then ``last``: "weights" or "gradients" for the 2 B bf16 partition (ZeRO-3
     weights, ZeRO-2 gradients), or None (stage 1)."""
-    shard, k = _shard(params, world_size), optimizer_k
+    shard, k = shard_elements(params, world_size), optimizer_k
     terms = [
         Term("optimizer", "fp32_master_partition", MASTER_COPY_BYTES * shard, ((MASTER_COPY_BYTES, "P/N"),),
              "fp32 master partition"),
@@ -149,7 +144,7 @@ def deepspeed_memory(
     if zero_stage:
         notes.append(NOTE_BUCKETS)
     if p % n and not (offload_optimizer and zero_stage < 3):  # those keep no 1/N partition on the GPU
-        notes.append(NOTE_WHOLE_ELEMENTS.format(params=p, world_size=n, shard=_shard(p, n)))
+        notes.append(NOTE_WHOLE_ELEMENTS.format(params=p, world_size=n, shard=shard_elements(p, n)))
     if zero_stage == 3:
         if largest_layer_params is None:
             raise ValueError(
@@ -162,7 +157,7 @@ def deepspeed_memory(
         terms = [Term("working", "largest_layer", LARGEST_LAYER_BYTES * largest, ((LARGEST_LAYER_BYTES, "L"),),
                       f"largest module gathered whole: bf16 weights + bf16 gradients (2 + 2); {ESTIMATOR_3}")]
         if offload_optimizer and not offload_params:
-            terms.append(Term("weights", "bf16_weight_partition", BF16 * _shard(p, n), ((BF16, "P/N"),),
+            terms.append(Term("weights", "bf16_weight_partition", BF16 * shard_elements(p, n), ((BF16, "P/N"),),
                               f"bf16 weight partition; {ESTIMATOR_3}"))
         elif not offload_optimizer:
             terms += [Term(t.part, t.key, t.bytes, t.coefficients, f"{t.what}; {ESTIMATOR_3}") for t in _partitions(p, n, k, "weights")]
@@ -191,7 +186,7 @@ def deepspeed_memory(
         what = f"per machine: fp32 master + optimizer states ({k}) and fp32 gradients (4)"
         if offload_params:
             what += " and bf16 weights (2)"
-        terms.append(Term("host", "offloaded_partitions", host_bytes_per_param * _shard(p, n) * gpus,
+        terms.append(Term("host", "offloaded_partitions", host_bytes_per_param * shard_elements(p, n) * gpus,
                           ((host_bytes_per_param, "PM/N"),), what))
         notes.append(NOTE_BUFFER_FACTOR)
         if zero_stage in (1, 2):

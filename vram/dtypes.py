@@ -14,15 +14,12 @@ quantisation and the shared 16- and 256-entry lookup tables (a few bytes per ten
 
 from __future__ import annotations
 
+from .units import ceil_div
 from .validate import check_int, lookup
 
 DTYPE_BITS: dict[str, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
 NF4 = "nf4"
 WEIGHT_DTYPES = tuple(DTYPE_BITS) + (NF4,)
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def dtype_bits(dtype: str) -> int:
@@ -40,9 +37,9 @@ def nf4_bytes(
     Raises ValueError for a negative or non-integer count.
     """
     check_int(n_elements, "n_elements", 0)
-    blocks = _ceil_div(n_elements, block_size)
-    constants = blocks + 4 * _ceil_div(blocks, dq_block_size) if double_quant else 4 * blocks
-    return _ceil_div(n_elements, 2) + constants
+    blocks = ceil_div(n_elements, block_size)
+    constants = blocks + 4 * ceil_div(blocks, dq_block_size) if double_quant else 4 * blocks
+    return ceil_div(n_elements, 2) + constants
 
 
 def tensor_bytes(n_elements: int, dtype: str) -> int:
@@ -53,4 +50,4 @@ def tensor_bytes(n_elements: int, dtype: str) -> int:
     check_int(n_elements, "n_elements", 0)
     if dtype == NF4:
         return nf4_bytes(n_elements)
-    return _ceil_div(n_elements * dtype_bits(dtype), 8)
+    return ceil_div(n_elements * dtype_bits(dtype), 8)

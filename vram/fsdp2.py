@@ -26,6 +26,7 @@ from .breakdown import FrameworkMemory, ModelShape, Term
 from .optimizer_step import DEFAULT_IMPL, check_optimizer_impl, step_temporary_coefficients
 from .sharding import ModelStates, check_world_size, check_zero_stage
 from .states import BytesPerParam, as_bytes_per_param, state_bytes_per_param
+from .units import ceil_div
 from .validate import check_int, lookup
 
 
@@ -33,7 +34,7 @@ def fsdp2_chunk_rows(dim0: int, world_size: int) -> int:
     """Rows of every rank's padded chunk: ceil(dim0 / world_size). Raises ValueError for a
     negative dim0 or a world_size below 1 (``_fsdp_param.py``, ``_init_sharded_param``)."""
     check_world_size(world_size)
-    return -(-check_int(dim0, "dim0", 0) // world_size)
+    return ceil_div(check_int(dim0, "dim0", 0), world_size)
 
 
 def fsdp2_local_rows(dim0: int, world_size: int, rank: int) -> int:
@@ -235,9 +236,9 @@ def fsdp2_memory(
                           "per machine: fp32 sharded parameters and gradients, optimizer states (CPUOffloadPolicy)"))
     notes = [PEAK_NOTE.format(moment=MOMENTS[largest]) if moment in (None, largest, "step", "backward")
              else ASKED_NOTE.format(moment=MOMENTS[moment], largest=MOMENTS[largest]), ROOT_NOTE]
-    if shard > _ceil(p, n):
+    if shard > ceil_div(p, n):
         experts = any(len(dims) == 3 for dims, _ in shape.param_shapes or ())
-        notes.append(SHARD_NOTE.format(shard=shard, extra=shard - _ceil(p, n),
+        notes.append(SHARD_NOTE.format(shard=shard, extra=shard - ceil_div(p, n),
                                        why="fused expert tensors hold whole experts" if experts else "padding"))
     memory = FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))
     if moment == "step":
@@ -253,7 +254,7 @@ def rank0_shard_params(shape: ModelShape, world_size: int) -> int:
     Raises ValueError for a bad world_size."""
     n = check_world_size(world_size)
     if shape.param_shapes is None:
-        return _ceil(shape.params, n)
+        return ceil_div(shape.params, n)
     return sum(count * fsdp2_chunk_rows(dims[0], n) * prod(dims[1:]) for dims, count in shape.param_shapes)
 
 
@@ -358,5 +359,3 @@ def working_moments(shape: ModelShape, zero_stage: int) -> dict[str, list[Term]]
     return {m: [t for t in ts if t] for m, ts in moments.items()}
 
 
-def _ceil(numerator: int, world_size: int) -> int:
-    return -(-numerator // world_size)

@@ -65,6 +65,7 @@ from .dtypes import NF4, nf4_bytes, tensor_bytes
 from .models import ModelConfig, as_model_config, count_params, layer_modules
 from .sharding import check_world_size, check_zero_stage, model_states_per_gpu
 from .states import BytesPerParam, as_bytes_per_param
+from .units import ceil_div
 from .validate import check_int, check_params
 
 ModelLike = ModelConfig | Mapping[str, Any] | str | Path
@@ -254,8 +255,8 @@ def _qlora_base_parts(config: ModelConfig) -> tuple[int, int, int]:
     for index, moe in enumerate(config.moe_layers):
         if moe not in per_kind:
             sizes = _quantized_linears(config, index)
-            per_kind[moe] = (sum(-(-n // 2) for n in sizes),
-                             sum(nf4_bytes(n) - -(-n // 2) + NF4_TABLE_BYTES for n in sizes))
+            per_kind[moe] = (sum(ceil_div(n, 2) for n in sizes),
+                             sum(nf4_bytes(n) - ceil_div(n, 2) + NF4_TABLE_BYTES for n in sizes))
     packed = sum(per_kind[moe][0] for moe in config.moe_layers)
     constants = sum(per_kind[moe][1] for moe in config.moe_layers)
     rest = count_params(config).total - qlora_quantized_params(config)
@@ -366,7 +367,7 @@ def lora_memory_per_gpu(
     else:
         packed, constants, rest = 0, 0, tensor_bytes(count_params(config).total, base_dtype)
     if zero_stage == 3:
-        base = -(-(packed + rest) // world_size) + constants
+        base = ceil_div(packed + rest, world_size) + constants
     else:
         base = packed + constants + rest
     return LoraMemory(

@@ -61,6 +61,7 @@ from typing import Any, Mapping
 
 from .dtypes import dtype_bits, tensor_bytes
 from .models import SLIDING, ModelConfig, Module, as_model_config, count_params, layer_modules, root_modules
+from .units import ceil_div
 from .validate import check_int, check_params
 
 ModelLike = ModelConfig | Mapping[str, Any] | str | Path
@@ -235,7 +236,7 @@ def _share(config: ModelConfig, module: Module, name: str, shape: tuple[int, ...
     if module.kind == "experts":
         return whole if name == "down_proj_bias" else whole // tp
     if module.kind == "embedding" or module.path == "lm_head":
-        return -(-config.vocab_size // tp) * config.hidden_size
+        return ceil_div(config.vocab_size, tp) * config.hidden_size
     column = {"q_proj": config.num_attention_heads * hd // tp, "k_proj": kv_rows, "v_proj": kv_rows,
               "qkv_proj": config.num_attention_heads * hd // tp + 2 * kv_rows}
     if module.name in column:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .states import BytesPerParam, as_bytes_per_param
+from .units import ceil_div
 from .validate import check_int, check_params, lookup
 
 ZERO_STAGES = (0, 1, 2, 3)
@@ -41,10 +42,11 @@ class ModelStates:
         return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
 
 
-def _shard_elements(params: int, world_size: int) -> int:
-    # ceil: a rank holds whole elements of every state (FSDP and DeepSpeed pad the flat
-    # parameter to a multiple of world_size): 1 parameter on 4 GPUs is 2 B of bf16 each, not 1.
-    return -(-params // world_size)
+def shard_elements(params: int, world_size: int) -> int:
+    """Elements of one rank's partition: ceil(P / N). A rank holds whole elements of every state
+    (FSDP and DeepSpeed pad the flat parameter to a multiple of world_size): 1 parameter on 4
+    GPUs is 2 B of bf16 each, not 1."""
+    return ceil_div(params, world_size)
 
 
 def check_world_size(world_size: int) -> int:
@@ -76,7 +78,7 @@ def model_states_per_gpu(
     check_world_size(world_size)
     check_zero_stage(zero_stage)
     bpp = as_bytes_per_param(optimizer)
-    shard = _shard_elements(params, world_size)
+    shard = shard_elements(params, world_size)
     return ModelStates(
         weights_bytes=(shard if zero_stage >= 3 else params) * bpp.weights,
         gradients_bytes=(shard if zero_stage >= 2 else params) * bpp.gradients,

@@ -41,6 +41,12 @@ def gib_to_bytes(gib: float) -> int:
     return round(gib * GIB)
 
 
+def ceil_div(numerator: int, denominator: int) -> int:
+    """ceil(numerator / denominator) for integers, exactly (no float): whole elements of a
+    shard, whole blocks of a quantised tensor, whole bytes of packed bits."""
+    return -(-numerator // denominator)
+
+
 def parse_params(text: str | int) -> int:
     """Parse a parameter count exactly: ``8e9``, ``8B``, ``1.5b``, ``350M``, ``7000000``.
 
