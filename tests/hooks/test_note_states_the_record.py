@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 import yaml
 
-import hooks.data
 from hooks.data import validate
 from hooks.errors import RenderError
 from tests.conftest import REPO_ROOT
@@ -18,20 +17,13 @@ FIELDS = {"verified": ["gpus", "links", "when", "rate", "size", "algbw", "busbw"
           "gpus": ["count", "model"], "when": ["date", "time"], "links": ["classes"]}
 
 
-@pytest.fixture
-def untrusted():
-    hooks.data.trust_markers(False)
-    yield
-    hooks.data.trust_markers(True)
-
-
-def test_the_shipped_texts_state_every_field(untrusted):
+def test_the_shipped_texts_state_every_field():
     validate(yaml.safe_load(FILE.read_text(encoding="utf-8")), "verification", "verification.yaml", FILE.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize(("key", "field"), [(key, field) for key, fields in FIELDS.items() for field in fields])
 @pytest.mark.parametrize("lang", ["it", "fr"])
-def test_a_text_without_a_field_is_refused(untrusted, key, field, lang):
+def test_a_text_without_a_field_is_refused(key, field, lang):
     data = yaml.safe_load(FILE.read_text(encoding="utf-8"))
     data[key][lang] = data[key][lang].replace("{" + field + "}", "8 × H100" if field in ("gpus", "model") else "sempre")
     with pytest.raises(RenderError) as caught:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-import hooks.data
 from hooks.errors import RenderError
 from hooks.interface import STRINGS_FILE, interface_strings
 from hooks.page_content import check_article_content, check_page_content
@@ -19,15 +18,8 @@ ISLAND = '<script type="{kind}">{body}</script>'
 ATTACK_ENTRY = "  - attribute: type\n    en: Application/JSON\n    it: module\n    fr: module\n"
 
 
-@pytest.fixture
-def untrusted():
-    hooks.data.trust_markers(False)
-    yield
-    hooks.data.trust_markers(True)
-
-
 @pytest.mark.parametrize("attribute", ["type", "class", "href", "src", "id", "data-copy", "onclick"])
-def test_interface_strings_translate_only_reader_facing_attributes(tmp_path, untrusted, attribute):
+def test_interface_strings_translate_only_reader_facing_attributes(tmp_path, attribute):
     path = tmp_path / "interface.yaml"
     path.write_text(STRINGS_FILE.read_text(encoding="utf-8") + ATTACK_ENTRY.replace("type", attribute, 1), encoding="utf-8")
     with pytest.raises(RenderError) as caught:
@@ -36,7 +28,7 @@ def test_interface_strings_translate_only_reader_facing_attributes(tmp_path, unt
 
 
 @pytest.mark.parametrize("attribute", ["title", "aria-label", "placeholder", "alt"])
-def test_reader_facing_attributes_may_be_translated(tmp_path, untrusted, attribute):
+def test_reader_facing_attributes_may_be_translated(tmp_path, attribute):
     path = tmp_path / "interface.yaml"
     path.write_text(STRINGS_FILE.read_text(encoding="utf-8") + ATTACK_ENTRY.replace("type", attribute, 1), encoding="utf-8")
     assert interface_strings(path)[1]["attribute"] == attribute
