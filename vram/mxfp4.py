@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from .models import ModelConfig, layer_modules, root_modules
 from .serving import _share, check_tensor_parallel
+from .units import ceil_div
 
 MXFP4 = "mxfp4"
 BLOCK = 32  # elements sharing one scale
@@ -31,7 +32,7 @@ def ships_mxfp4(config: ModelConfig) -> bool:
 
 
 def _blocks(width: int) -> int:
-    return -(-width // BLOCK)
+    return ceil_div(width, BLOCK)
 
 
 def mxfp4_weights_bytes_per_gpu(config: ModelConfig, tensor_parallel: int = 1) -> int:
