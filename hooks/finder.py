@@ -31,13 +31,14 @@ from __future__ import annotations
 import functools
 import html
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from babel.numbers import format_percent
 
 import vram
+from vram.catalogue import card_speed, cards_from_data
 from vram.fit import mib_to_bytes, usable_bytes
 from vram.job import KV_DTYPES, OFFLOAD, JobError
 from vram.units import bytes_to_gb, bytes_to_gib
@@ -80,6 +81,7 @@ class Catalogue:
     labels: dict[str, Any]
     parts: dict[str, Any]
     reserve_mib: int  # gpus.yaml: CUDA context and NCCL buffers, taken from every card
+    speeds: dict[str, dict[str, Any]] = field(default_factory=dict)  # vram.catalogue.card_speed per card
 
 
 def _mapping(value: Any, where: str) -> dict:
@@ -144,6 +146,12 @@ def load_catalogue(data_dir: Path | None = None) -> Catalogue:
     return cached[1]
 
 
+def _speeds(gpus_yaml: dict, data_dir: Path) -> dict[str, dict[str, Any]]:
+    with calculator_errors():
+        cards = cards_from_data(gpus_yaml, _mapping(load_yaml("interconnects", data_dir), "snippets/data/interconnects.yaml"))
+    return {key: card_speed(card) for key, card in cards.items()}
+
+
 def _read_catalogue(data_dir: Path) -> Catalogue:
     finder = _mapping(load_yaml("finder", data_dir), FINDER_YAML)
     settings = _mapping(finder.get("settings"), f"{FINDER_YAML}: settings")
@@ -158,7 +166,8 @@ def _read_catalogue(data_dir: Path) -> Catalogue:
     _check_translations(finder)
     catalogue = Catalogue(settings, tasks, methods, _load_models(data_dir), gpus,
                           gpus_yaml.get("machines") or {}, _mapping(finder.get("labels"), f"{FINDER_YAML}: labels"),
-                          _mapping(finder.get("parts"), f"{FINDER_YAML}: parts"), gpus_yaml["reserve_mib"])
+                          _mapping(finder.get("parts"), f"{FINDER_YAML}: parts"), gpus_yaml["reserve_mib"],
+                          _speeds(gpus_yaml, data_dir))
     default = settings.get("default", {})
     for field, known in (("model", catalogue.models), ("task", tasks), ("method", methods)):
         if default.get(field) not in known:
@@ -182,7 +191,8 @@ def job(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option:
     tokens under ``settings.serving`` (serving), and the catalogue's cards."""
     task, settings = catalogue.tasks[task_key], catalogue.settings
     found: dict[str, Any] = {"kind": task["kind"], "config": catalogue.models[model_key].config, "cards": cards,
-                             "gpus": [{"key": k, "memory_mib": g["memory_mib"]} for k, g in catalogue.gpus],
+                             "gpus": [{"key": k, "memory_mib": g["memory_mib"], "speed": catalogue.speeds[k]}
+                                      for k, g in catalogue.gpus],
                              "reserve_mib": catalogue.reserve_mib, "tight_free_fraction": settings["tight_free_fraction"]}
     if task["kind"] == "serving":
         found.update(weights=task["weight_dtype"], context=int(option), **settings["serving"])
@@ -192,7 +202,9 @@ def job(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option:
                  seq_len=settings["activations"]["seq_length"], micro_batch=settings["activations"]["micro_batch"],
                  recompute="none")
     if task["kind"] == "training":
-        found.update(optimizer=task["optimizer"], optimizer_impl=settings["optimizer_impl"])
+        found.update(optimizer=task["optimizer"], optimizer_impl=settings["optimizer_impl"],
+                     prices={m["gpu"]: str(m["price_eur_per_hour_from"]) for m in catalogue.machines.values()
+                             if m["count"] == cards})
     else:
         found.update(rank=settings["lora"]["rank"], base_dtype=task["base_dtype"])
     return found
@@ -228,7 +240,7 @@ def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict
     machines = {(m["gpu"], m["count"]): (k, m["price_eur_per_hour_from"]) for k, m in catalogue.machines.items()}
     fits = []
     for fit in found["fits"]:
-        shown = {key: fit[key] for key in ("gpu", "margin_gb", "free_fraction", "tight", "recompute", "max_concurrent")
+        shown = {key: fit[key] for key in ("gpu", "margin_gb", "free_fraction", "tight", "recompute", "max_concurrent", "time")
                  if key in fit}
         if (fit["gpu"], cards) in machines:
             shown["machine"], shown["price_eur_per_hour_from"] = machines[(fit["gpu"], cards)]
@@ -237,6 +249,8 @@ def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict
               "fits": fits, "short": [{"gpu": f["gpu"], "margin_gb": f["margin_gb"]} for f in found["short"]]}
     if found["host_bytes"]:
         result["host_gb"] = found["host_gb"]
+    if "run" in found:
+        result["run"] = found["run"]
     if "kv_per_sequence_gb" in found:
         result["kv_per_sequence_gb"] = found["kv_per_sequence_gb"]
     return result

@@ -24,6 +24,7 @@ from typing import NoReturn, Sequence
 
 from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE, ActivationMemory, activation_memory
 from .breakdown import PARTS, SYMBOLS, ModelShape, model_shape
+from .catalogue import card_speed, load_catalogue
 from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from .frameworks import FRAMEWORKS, STAGE_NAMES, framework_memory
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
@@ -312,7 +313,14 @@ def _card(text: str) -> dict:
 
 JOB_FLAGS = ("kind", "cards", "framework", "zero_stage", "optimizer", "optimizer_impl", "offload", "seq_len", "micro_batch", "recompute",
              "attention", "rank", "targets", "base_dtype", "weights", "kv_dtype", "context", "concurrent",
-             "gpu_memory_utilization", "reserve_mib", "tight_free_fraction")
+             "gpu_memory_utilization", "reserve_mib", "tight_free_fraction", "tokens")
+
+
+def _machine_price(text: str) -> tuple[str, str]:
+    key, sep, price = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"--price must be KEY=EUR_PER_HOUR (the machine of --cards such cards), got {quote_text(text)}")
+    return key.strip(), price.strip()  # answer_job checks the price and names it
 
 
 def job_from_args(args: argparse.Namespace) -> dict:
@@ -321,7 +329,11 @@ def job_from_args(args: argparse.Namespace) -> dict:
     load_model_config(args.config)  # the file's own checks (a regular file, its size, UTF-8), naming it
     with open(args.config, encoding="utf-8") as file:
         job["config"] = file.read()  # read as the page's worker reads it: messages say "config.json"
-    job["gpus"] = args.gpu or []
+    cards, _ = load_catalogue()  # the cited speeds of the guide's cards: time and cost of a training run
+    job["gpus"] = [card | {"speed": card_speed(cards[card["key"]])} if card["key"] in cards else card
+                   for card in args.gpu or []]
+    if args.price:
+        job["prices"] = dict(args.price)
     return job
 
 
@@ -346,6 +358,14 @@ def _cmd_job(args: argparse.Namespace) -> None:
         lines.append(f"fits {fit['gpu']}: margin {_size(fit['margin_bytes'])}{extra}{' (tight)' if fit['tight'] else ''}")
     lines += [f"short {fit['gpu']}: margin {_size(fit['margin_bytes'])} holds the states, not the activations"
               for fit in answer["short"]]
+    if "run" in answer:
+        run = answer["run"]
+        lines.append(f"run of {run['tokens']:,} tokens, ranked by {run['ranked_by']}: {', '.join(run['order'])}")
+        for fit in answer["fits"]:
+            t = fit["time"]
+            cost = f", {t['cost_eur'][0]}-{t['cost_eur'][1]} EUR at {t['price_eur_per_hour']} EUR/h" if t["cost_eur"] else ""
+            lines.append(f"  {fit['gpu']}: step {t['step_s'][0]:.3g}-{t['step_s'][1]:.3g} s ({t['bound']}-bound), "
+                         f"run {t['run_s'][0] / 3600:.3g}-{t['run_s'][1] / 3600:.3g} h{cost}")
     lines += [f"note: {note}" for note in answer["notes"]]
     _emit(args, answer, lines)
 
@@ -436,6 +456,9 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--gpu", type=_card, action="append", help="a card KEY=MEMORY_MIB (repeat; nvidia-smi's total)")
     j.add_argument("--reserve-mib", type=_integer_text("reserve_mib"), help="CUDA context and NCCL per card (default 2048)")
     j.add_argument("--tight-free-fraction", type=_decimal_text("tight_free_fraction"), help="serving: under it is tight")
+    j.add_argument("--tokens", type=_integer_text("tokens"), help="training: tokens to train (dataset x epochs; default 10^9)")
+    j.add_argument("--price", type=_machine_price, action="append",
+                   help="KEY=EUR_PER_HOUR: the price of --cards cards KEY (repeat); ranks the run by cost when every fitting card has one")
     j.set_defaults(func=_cmd_job)
 
     for command in (p, e, s, lo, j):

@@ -91,6 +91,13 @@ def cards_from_data(gpus: Mapping[str, Any], interconnects: Mapping[str, Any]) -
     return cards
 
 
+def card_speed(card: Card) -> dict[str, Any]:
+    """A card's speeds as the ``speed`` of a ``vram.job`` card entry (plain JSON types)."""
+    return {"bf16_dense_tflops": card.bf16_dense_tflops, "memory_bandwidth_gb_per_s": card.memory_bandwidth_gb_per_s,
+            "peer_gb_per_s": [card.peer.low_gb_per_s, card.peer.high_gb_per_s],
+            "peer_to_peer": card.peer.peer_to_peer, "host_gb_per_s": [card.host.low_gb_per_s, card.host.high_gb_per_s]}
+
+
 def machines_from_data(gpus: Mapping[str, Any]) -> dict[str, Machine]:
     """The machines with a price in ``gpus.yaml`` (the price as the file writes it, exactly)."""
     return {key: Machine(key, m["gpu"], m["count"], Decimal(str(m["price_eur_per_hour_from"])))

@@ -17,8 +17,15 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
 - training and LoRA: ``seq_len`` tokens, ``micro_batch`` sequences, ``recompute`` and
   ``attention`` (None: the one transformers runs the family with) of the activations
   (``vram.activation_memory``; for LoRA the full fine-tuning figure, a lower bound);
-- the catalogue: ``gpus`` (``[{"key", "memory_mib"}]``, nvidia-smi's totals),
-  ``reserve_mib`` (CUDA context and NCCL buffers) and ``tight_free_fraction``.
+- the catalogue: ``gpus`` (``[{"key", "memory_mib"}]``, nvidia-smi's totals, and optionally
+  ``speed``: ``vram.catalogue.card_speed``, the cited peaks and links), ``reserve_mib`` (CUDA
+  context and NCCL buffers) and ``tight_free_fraction``;
+- the run (training on cards with a ``speed``): ``tokens`` to train (dataset x epochs) and
+  ``prices`` (card key -> EUR per hour of the machine of ``cards`` such cards, the guide's
+  or the reader's). Each fitting card gets its time per step and run (``vram.timing``), its
+  cost (``vram.billing``: per minute, 15 minutes at least) and what bounds the step; the
+  machines are ranked by ``vram.ranking.rank_runs`` (by cost when every one has a price, else
+  by time). LoRA and serving have no time here: their FLOPs are not ``vram.timing``'s.
 
 Verdict per card (``fits``/``short``, smallest card first). Training and LoRA: a card's
 usable bytes are ``vram.fit.usable_bytes`` (memory less the reserve); its margin is what
@@ -56,6 +63,9 @@ from .models import _REQUIRED, SUPPORTED_MODEL_TYPES, _DuplicateKey, _refuse_dup
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
 from .serving import check_tensor_parallel, serving_memory_per_gpu
+from .billing import parse_price
+from .catalogue import Bandwidth, Card
+from .ranking import rank_runs, run_options
 from .units import bytes_to_gb
 
 KINDS = ("training", "lora", "serving")
@@ -75,11 +85,13 @@ JOB_FIELDS: dict[str, Any] = {
     "rank": 16, "targets": ALL_LINEAR, "base_dtype": "bf16",
     "weights": "bf16", "kv_dtype": "bf16", "context": 8192, "concurrent": 1, "gpu_memory_utilization": 0.9,
     "gpus": [], "reserve_mib": 2048, "tight_free_fraction": 0.1,
+    "tokens": 10**9, "prices": {},
 }
+MAX_TOKENS = 10**15
 
 
 class JobError(ValueError):
-    """Bad job input: ``field`` (the job key), ``code`` ("integer", "choice", "fraction",
+    """Bad job input: ``field`` (the job key), ``code`` ("integer", "choice", "fraction", "price",
     "too_long", "not_offered", "config_json", "config_family", "config_key", "config_value")
     and ``limits`` (what was allowed: minimum/maximum or the choices)."""
 
@@ -304,6 +316,64 @@ def _card_fits(job: dict, kind: str, need: int, backward: int, activations: dict
     return fit_list, short
 
 
+def _speed_card(entry: dict) -> Card | None:
+    """The ``speed`` of a ``gpus`` entry (``bf16_dense_tflops``, ``memory_bandwidth_gb_per_s``,
+    ``peer_gb_per_s`` [low, high], ``peer_to_peer``, ``host_gb_per_s`` [low, high]: the cited
+    figures of gpus.yaml and interconnects.yaml) as a ``vram.catalogue.Card``; None without one."""
+    speed = entry.get("speed")
+    if speed is None:
+        return None
+    try:
+        return Card(entry["key"], entry["key"], float(speed["bf16_dense_tflops"]),
+                    float(speed["memory_bandwidth_gb_per_s"]),
+                    Bandwidth("peer", *map(float, speed["peer_gb_per_s"]), peer_to_peer=bool(speed["peer_to_peer"])),
+                    Bandwidth("host", *map(float, speed["host_gb_per_s"])))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise JobError("gpus", "choice", f"{entry['key']}: speed needs bf16_dense_tflops, memory_bandwidth_gb_per_s, "
+                       f"peer_gb_per_s, peer_to_peer and host_gb_per_s ({exc})") from None
+
+
+def _money(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _run_times(job: dict, config: ModelConfig, fit_list: list[dict]) -> dict[str, Any] | None:
+    """Training: each fitting card's step and run time and cost (``vram.ranking.run_options``,
+    ``vram.timing``, ``vram.billing``) written into its fit as ``time``, and the ranking
+    (``rank_runs``: by cost when every fitting machine has a price, else by time). None when a
+    fitting card has no ``speed``. ``prices``: gpu key -> EUR per hour of the machine of
+    ``cards`` such cards."""
+    tokens = _integer(job, "tokens", 1, MAX_TOKENS)
+    prices = job["prices"]
+    if not isinstance(prices, dict):
+        raise JobError("prices", "choice", "must map a card's key to a price in euros per hour")
+    parsed = {}
+    for key, price in prices.items():
+        try:
+            parsed[key] = parse_price(price, f"prices.{key}")
+        except ValueError as exc:
+            raise JobError("prices", "price", str(exc), key=str(key)[:40]) from None
+    cards = {c["key"]: c for c in job["gpus"]}
+    speeds = {fit["gpu"]: _speed_card(cards[fit["gpu"]]) for fit in fit_list}
+    if not fit_list or any(card is None for card in speeds.values()):
+        return None
+    options = []
+    for fit in fit_list:
+        key = fit["gpu"]
+        price = {key: parsed[key]} if key in parsed else {}
+        option, = run_options(config, tokens, {key: (speeds[key], job["cards"])}, price, job["zero_stage"],
+                              job["seq_len"], job["micro_batch"], fit["recompute"], job["offload"] != "none")
+        step = option.step
+        fit["time"] = {"step_s": step.step.as_list(), "compute_s": step.compute.as_list(),
+                       "communication_s": step.communication.as_list(), "offload_s": step.offload.as_list(),
+                       "bound": step.bound, "run_s": option.run_s.as_list(),
+                       "price_eur_per_hour": _money(option.price_eur_per_hour),
+                       "cost_eur": None if option.cost_eur is None else [str(c) for c in option.cost_eur]}
+        options.append(option)
+    by, ranked = rank_runs(options)
+    return {"tokens": tokens, "ranked_by": by, "order": [o.key for o in ranked]}
+
+
 def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     """Answer one job (module docstring): a JSON-able dict.
 
@@ -314,7 +384,11 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     (training, LoRA: ``seq_len``, ``micro_batch``, ``attention``, ``recompute``, ``bytes``
     and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` (serving), ``fits`` and
     ``short`` (per card: ``gpu``, ``capacity_bytes``, ``margin_bytes``/``margin_gb``,
-    ``free_fraction``, ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``.
+    ``free_fraction``, ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``. Training
+    on cards given with their ``speed``: each fit's ``time`` (``step_s``, ``compute_s``,
+    ``communication_s``, ``offload_s``, ``run_s`` [low, high] seconds, ``bound``,
+    ``price_eur_per_hour`` and ``cost_eur`` [low, high] as decimal strings or None) and
+    ``run`` (``tokens``, ``ranked_by`` "cost" or "time", ``order`` of the fitting cards).
     Raises JobError (one line, naming the field).
     """
     job = normalised(job)
@@ -342,6 +416,10 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     }
     if activations is not None:
         answer["activations"] = activations
+        if kind == "training":
+            run = _run_times(job, config, fit_list)
+            if run is not None:
+                answer["run"] = run
     else:
         answer["kv_per_sequence_bytes"] = kv_one
         answer["kv_per_sequence_gb"] = bytes_to_gb(kv_one)

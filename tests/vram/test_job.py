@@ -121,3 +121,70 @@ def test_the_command_line_refuses_in_one_line(cli, args, words):
     proc = cli("job", "--config", str(MODELS / "llama-3.1-8b.json"), *args)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
+
+
+# --- the run: time per step and per run, its cost, and the ranking (issue 21) ----------------
+
+def _speeds():
+    from vram.catalogue import card_speed, load_catalogue
+    return load_catalogue()[0]
+
+
+def test_the_run_is_vram_timing_and_billing_for_the_same_inputs(configs):
+    from vram.billing import run_cost_eur
+    from vram.catalogue import card_speed
+    from vram.timing import run_seconds, training_step
+    cards = _speeds()
+    gpus = [c | {"speed": card_speed(cards[c["key"]])} for c in CARDS]
+    job = {"kind": "training", "config": configs("llama-3.1-8b"), "cards": 8, "framework": "deepspeed",
+           "zero_stage": 3, "gpus": gpus, "tokens": 10**9, "prices": {"h100": "31.20"}}
+    answer = answer_job(job)
+    config = vram.model_config_from_dict(json.loads(configs("llama-3.1-8b")))
+    h100 = next(f for f in answer["fits"] if f["gpu"] == "h100")
+    step = training_step(config, cards["h100"], 8, 3, 2048, 1, h100["recompute"])
+    run = run_seconds(10**9, step)
+    assert h100["time"]["step_s"] == step.step.as_list() and h100["time"]["run_s"] == run.as_list()
+    assert h100["time"]["bound"] == step.bound
+    assert h100["time"]["cost_eur"] == [str(run_cost_eur(run.low, "31.20")), str(run_cost_eur(run.high, "31.20"))]
+    # not every fitting card has a price: ranked by time, fastest first, and saying so
+    assert answer["run"]["ranked_by"] == "time" and answer["run"]["order"][0] == "h100"
+    assert all(f["time"]["cost_eur"] is None for f in answer["fits"] if f["gpu"] != "h100")
+
+
+def test_a_typed_price_that_makes_the_smaller_card_dearer_changes_the_ranking(configs):
+    from vram.catalogue import card_speed
+    cards = _speeds()
+    gpus = [{"key": k, "memory_mib": m, "speed": card_speed(cards[k])} for k, m in (("a6000", 49140), ("h100", H100))]
+    job = {"kind": "training", "config": configs("llama-3.1-8b"), "cards": 8, "framework": "deepspeed",
+           "zero_stage": 3, "gpus": gpus}
+    cheap = answer_job(job | {"prices": {"h100": "31.20", "a6000": "2"}})
+    dear = answer_job(job | {"prices": {"h100": "31.20", "a6000": "8"}})
+    assert cheap["run"]["ranked_by"] == dear["run"]["ranked_by"] == "cost"
+    # a6000: 8 cards at 2 EUR/h for 27.8-70.9 h is 55-142 EUR, below H100's 135.72-226.20 EUR; at 8 EUR/h, above
+    assert cheap["run"]["order"] == ["a6000", "h100"] and dear["run"]["order"] == ["h100", "a6000"]
+    h100 = next(f for f in dear["fits"] if f["gpu"] == "h100")["time"]
+    assert h100["cost_eur"] == ["135.72", "226.20"]  # billing's per-minute rule, 31.20 EUR/h = 0.52 EUR/min
+    assert int(h100["cost_eur"][0].replace(".", "")) % 52 == 0 and int(h100["cost_eur"][1].replace(".", "")) % 52 == 0
+
+
+@pytest.mark.parametrize("change, field", [({"tokens": 0}, "tokens"), ({"tokens": -5}, "tokens"),
+                                           ({"prices": {"h100": "abc"}}, "prices"),
+                                           ({"prices": {"h100": "1000000000"}}, "prices")])
+def test_bad_run_input_names_the_field(configs, change, field):
+    job = {"kind": "training", "config": configs("llama-3.1-8b"), "gpus": CARDS} | change
+    found = json.loads(answer_json(json.dumps(job)))
+    assert found["error"]["field"] == field and "\n" not in found["error"]["message"]
+
+
+def test_the_command_line_prints_the_same_run(cli, configs):
+    from vram.catalogue import card_speed
+    cards = _speeds()
+    job = {"kind": "training", "config": configs("llama-3.1-8b"), "cards": 8, "framework": "deepspeed",
+           "zero_stage": 3, "tokens": 2 * 10**9, "prices": {"h100": "31.20"},
+           "gpus": [c | {"speed": card_speed(cards[c["key"]])} for c in CARDS]}
+    proc = cli("job", "--config", str(MODELS / "llama-3.1-8b.json"), "--cards", "8", "--framework", "deepspeed",
+               "--zero-stage", "3", "--tokens", "2000000000", "--price", "h100=31.20",
+               *[f"--gpu={c['key']}={c['memory_mib']}" for c in CARDS], "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == answer_json(json.dumps(job))
+    assert json.loads(proc.stdout)["run"]["tokens"] == 2 * 10**9
