@@ -40,7 +40,7 @@ from babel.numbers import format_percent
 import vram
 from vram.catalogue import card_speed, cards_from_data
 from vram.fit import mib_to_bytes, usable_bytes
-from vram.job import KV_DTYPES, OFFLOAD, JobError
+from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD, JobError
 from vram.units import bytes_to_gb, bytes_to_gib
 
 from . import data as data_module
@@ -319,7 +319,9 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
         "reserve_gib": bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)),
         "gpus": [{"key": k, "name": g["name"], "memory_mib": g["memory_mib"],
                   "memory_gb": bytes_to_gb(mib_to_bytes(g["memory_mib"])),
-                  "usable_gb": bytes_to_gb(card_capacity_bytes(catalogue, g))} for k, g in catalogue.gpus],
+                  "usable_gb": bytes_to_gb(card_capacity_bytes(catalogue, g)), "speed": catalogue.speeds[k]}
+                 for k, g in catalogue.gpus],
+        "run_tokens": JOB_FIELDS["tokens"],
         "results": results,
     }
 
@@ -439,6 +441,9 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         ("serving", _text("concurrent", label("concurrent"), settings["serving"]["concurrent"])),
         ("serving", _text("gpu_memory_utilization", label("gpu_memory_utilization"),
                           settings["serving"]["gpu_memory_utilization"], numeric=False, mode="decimal")),
+        ("training", _text("tokens", label("tokens"), JOB_FIELDS["tokens"])),
+        ("training", _text("price", label("price"), "", numeric=False, mode="decimal")),
+        ("training", _select("price_gpu", label("price_gpu"), [(k, g["name"]) for k, g in catalogue.gpus], catalogue.gpus[0][0])),
     ]
     fields += [field for _, field in more]
     kinds += [kind for kind, _ in more]
@@ -533,13 +538,37 @@ def note_text(catalogue: Catalogue, lang: str, model: str, task: str, option: st
                   full=_gb(ref["full"], catalogue, lang), reserve=reserve)
 
 
+def _span(catalogue: Catalogue, lang: str, low: str, high: str) -> str:
+    return low if low == high else _label(catalogue, "span", lang, low=low, high=high)
+
+
+def run_text(catalogue: Catalogue, lang: str, time: dict[str, Any]) -> str:
+    """A fitting card's run (``answer_job``'s ``time``): seconds per step and what bounds it,
+    hours for the whole run and, with a price, its cost; ranges as [low, high]."""
+    step = _span(catalogue, lang, *(format_number(s, lang, 2) for s in time["step_s"]))
+    run = _span(catalogue, lang, *(format_number(s / 3600, lang, 1) for s in time["run_s"]))
+    cost = ""
+    if time["cost_eur"] is not None:
+        cost = _label(catalogue, "run_cost", lang, cost=_span(catalogue, lang, *(format_eur(float(c), lang) for c in time["cost_eur"])),
+                      price=format_eur(float(time["price_eur_per_hour"]), lang))
+    return _label(catalogue, "run_cell", lang, step=step, bound=_label(catalogue, f"bound_{time['bound']}", lang), run=run, cost=cost)
+
+
+def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any]) -> str:
+    """The machines that fit, ranked for the run (``answer_job``'s ``run``), saying by what."""
+    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    return _label(catalogue, f"ranked_{run['ranked_by']}", lang, tokens=format_number(run["tokens"], lang, 0),
+                  order=", ".join(names[key] for key in run["order"]))
+
+
 def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model: str, task: str, cards: int, option: str) -> str:
     """The results block; ``finder.js`` builds the same structure from the JSON."""
     esc = html.escape
     names = dict((k, g["name"]) for k, g in catalogue.gpus)
     fits = found["fits"]
     summary = summary_text(catalogue, lang, found, catalogue.tasks[task]["kind"] == "serving")
-    head = "\n".join(f'<th scope="col">{esc(_label(catalogue, c, lang))}</th>' for c in ("col_card", "col_memory", "col_margin", "col_price"))
+    columns = ("col_card", "col_memory", "col_margin", "col_price") + (("col_run",) if "run" in found else ())
+    head = "\n".join(f'<th scope="col">{esc(_label(catalogue, c, lang))}</th>' for c in columns)
     rows = []
     for fit in fits:
         if "max_concurrent" in fit:  # serving: how many sequences of this length the card holds
@@ -555,10 +584,13 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
         price = (_label(catalogue, "price_cell", lang, count=cards, gpu=names[fit["gpu"]], price=format_eur(fit["price_eur_per_hour_from"], lang))
                  if "machine" in fit else _label(catalogue, "no_price", lang))
         memory = _gb(bytes_to_gb(mib_to_bytes(dict(catalogue.gpus)[fit["gpu"]]["memory_mib"])), catalogue, lang)
-        rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>\n<td>{esc(memory)}</td>\n<td>{margin}</td>\n<td>{esc(price)}</td></tr>')
+        run = f'\n<td>{esc(run_text(catalogue, lang, fit["time"]))}</td>' if "time" in fit else ""
+        rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>\n<td>{esc(memory)}</td>\n<td>{margin}</td>\n<td>{esc(price)}</td>{run}</tr>')
     parts = _label(catalogue, "part_separator", lang).join(_label(catalogue, "part_size", lang, part=text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}"),
                              size=_gb(v, catalogue, lang)) for k, v in found["parts"])
     note = note_text(catalogue, lang, model, task, option, found)
+    if "run" in found:
+        note += " " + ranking_text(catalogue, lang, found["run"])
     table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""

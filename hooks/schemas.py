@@ -265,6 +265,10 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "error_config_value": ("field", "key"), "error_not_offered": ("field",),
     "refused_framework": (), "refused_cards": (), "refused_optimizer": (), "refused_offload": (),
     "refused_weights": (), "refused_targets": (),
+    "col_run": (), "run_cell": ("step", "bound", "run", "cost"), "run_cost": ("cost", "price"), "span": ("low", "high"),
+    "bound_compute": (), "bound_communication": (), "bound_offload": (),
+    "ranked_cost": ("tokens", "order"), "ranked_time": ("tokens", "order"),
+    "tokens": (), "price": (), "price_gpu": (), "error_price": ("field",),
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
 NOTEBOOK_LABEL_FIELDS: dict[str, tuple[str, ...]] = {

@@ -186,7 +186,8 @@ def training_step(
     communication = communication_seconds(params, world_size, zero_stage, card.peer)
     offload = offload_seconds(params, world_size, card.host) if offload_optimizer else ZERO
     parts = {"compute": compute, "communication": communication, "offload": offload}
-    step = Span(max(p.low for p in parts.values()), sum(p.high for p in parts.values()))
+    # fsum: correctly rounded, so every Python gives the same bits (3.12's sum() compensates, 3.11's does not)
+    step = Span(max(p.low for p in parts.values()), math.fsum(p.high for p in parts.values()))
     bound = max(BOUNDS, key=lambda name: parts[name].middle)
     return StepTime(world_size, tokens, per_token, compute, communication, offload, step, bound)
 

@@ -35,8 +35,8 @@
   var CHOICE = ["model", "task", "cards", "method", "context"];
   // The task names the optimizer (training) or the weights' format (serving); these are the rest.
   var JOB_INPUTS = ["offload", "seq_len", "micro_batch", "recompute", "attention", "rank", "targets",
-    "kv_dtype", "concurrent", "gpu_memory_utilization"];
-  var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent"];
+    "kv_dtype", "concurrent", "gpu_memory_utilization", "tokens", "price", "price_gpu"];
+  var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent", "tokens"];
   var controls = {};
   CHOICE.concat(JOB_INPUTS).forEach(function (name) { controls[name] = document.getElementById("finder-" + name); });
   var configBox = document.getElementById("finder-config");
@@ -131,7 +131,8 @@
         seq_len: String(data.activations.seq_length), micro_batch: String(data.activations.micro_batch),
         recompute: "none", attention: "", rank: String(data.lora.rank), targets: "all-linear",
         kv_dtype: data.serving.kv_dtype,
-        concurrent: String(data.serving.concurrent), gpu_memory_utilization: String(data.serving.gpu_memory_utilization)
+        concurrent: String(data.serving.concurrent), gpu_memory_utilization: String(data.serving.gpu_memory_utilization),
+        tokens: String(data.run_tokens), price: "", price_gpu: data.gpus[0].key
       };
     }
 
@@ -208,7 +209,7 @@
       var node = element("table", null, { id: "finder-table" });
       node.appendChild(element("caption", choiceText(serving)));
       var head = element("tr");
-      ["col_card", "col_memory", "col_margin", "col_price"].forEach(function (key) {
+      ["col_card", "col_memory", "col_margin", "col_price"].concat(found.run ? ["col_run"] : []).forEach(function (key) {
         head.appendChild(element("th", labels[key], { scope: "col" }));
       });
       node.appendChild(element("thead")).appendChild(head);
@@ -232,8 +233,34 @@
           ? fill(labels.price_cell, { count: cards, gpu: gpu.name, price: formats.eur.format(machine.price_eur_per_hour_from) })
           : labels.no_price;
         row.appendChild(element("td", price));
+        if (fit.time) row.appendChild(element("td", runText(fit.time)));
       });
       return node;
+    }
+
+    // answer_job's run of one card ([low, high] seconds, euros as decimal strings), formatted.
+    function span(low, high) {
+      return low === high ? low : fill(labels.span, { low: low, high: high });
+    }
+
+    function runText(time) {
+      var cost = time.cost_eur === null ? "" : fill(labels.run_cost, {
+        cost: span(formats.eur.format(Number(time.cost_eur[0])), formats.eur.format(Number(time.cost_eur[1]))),
+        price: formats.eur.format(Number(time.price_eur_per_hour))
+      });
+      return fill(labels.run_cell, {
+        step: span(formats.decimal.format(time.step_s[0]), formats.decimal.format(time.step_s[1])),
+        bound: labels["bound_" + time.bound],
+        run: span(formats.gb.format(time.run_s[0] / 3600), formats.gb.format(time.run_s[1] / 3600)),
+        cost: cost
+      });
+    }
+
+    function rankingText(run) {
+      return fill(labels["ranked_" + run.ranked_by], {
+        tokens: formats.whole.format(run.tokens),
+        order: run.order.map(function (key) { return gpus[key].name; }).join(", ")
+      });
     }
 
     function reserveText() {
@@ -268,6 +295,7 @@
           none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
         }));
       }
+      if (found.run) notes.push(rankingText(found.run));
       return notes.join(" ");
     }
 
@@ -310,7 +338,8 @@
       var limits = error.limits || {};
       var template = labels["error_" + error.code] || labels.error_choice;
       var line = fill(template, {
-        field: fieldName(error.field === "config" && controls.model.value !== CUSTOM ? "model" : error.field),
+        field: fieldName(error.field === "config" && controls.model.value !== CUSTOM ? "model"
+          : error.field === "prices" ? "price" : error.field),
         minimum: typeof limits.minimum === "number" ? formats.decimal.format(limits.minimum) : "",
         maximum: typeof limits.maximum === "number" ? formats.decimal.format(limits.maximum) : "",
         key: limits.key || ""
@@ -341,7 +370,8 @@
       var current = kind();
       var task = tasks[controls.task.value];
       var found = {
-        kind: current, cards: Number(controls.cards.value), gpus: data.gpus.map(function (g) { return { key: g.key, memory_mib: g.memory_mib }; }),
+        kind: current, cards: Number(controls.cards.value),
+        gpus: data.gpus.map(function (g) { return { key: g.key, memory_mib: g.memory_mib, speed: g.speed }; }),
         reserve_mib: data.reserve_mib, tight_free_fraction: data.tight_free_fraction
       };
       var names;
@@ -355,7 +385,17 @@
         found.zero_stage = method.zero_stage;
         names = ["seq_len", "micro_batch", "recompute", "attention"];
         names = names.concat(current === "training" ? ["offload"] : ["rank", "targets"]);
-        if (current === "training") found.optimizer = task.optimizer;
+        if (current === "training") {
+          found.optimizer = task.optimizer;
+          found.tokens = value("tokens");
+          // the guide's price of each machine of this many cards, and the reader's for one card
+          found.prices = {};
+          data.gpus.forEach(function (g) {
+            var machine = data.machines[g.key + "@" + found.cards];
+            if (machine) found.prices[g.key] = String(machine.price_eur_per_hour_from);
+          });
+          if (value("price") !== "") found.prices[value("price_gpu")] = value("price");
+        }
         if (current === "lora") found.base_dtype = task.base_dtype;
       }
       names.forEach(function (name) { found[name] = value(name); });

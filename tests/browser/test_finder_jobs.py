@@ -32,6 +32,7 @@ from tests.browser.conftest import recorded
 from tests.browser.test_finder import PATHS, plain
 from tests.conftest import REPO_ROOT
 from vram.__main__ import main as vram_main
+from vram.catalogue import card_speed, load_catalogue as load_speeds
 from vram.job import KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -45,7 +46,9 @@ SUBPROCESS_SAMPLE = 4
 def catalogue() -> tuple[dict, list[dict], dict]:
     models = {key: MODELS_DIR / entry["config"] for key, entry in load_yaml("models")["models"].items()}
     gpus = load_yaml("gpus")
-    cards = [{"key": key, "memory_mib": card["memory_mib"]} for key, card in gpus["gpus"].items()]
+    speeds = load_speeds()[0]  # the cited speeds the page and the command line give every card
+    cards = [{"key": key, "memory_mib": card["memory_mib"], "speed": card_speed(speeds[key])}
+             for key, card in gpus["gpus"].items()]
     return models, cards, load_yaml("finder")
 
 
@@ -178,7 +181,8 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
 
 REFERENCE = {"offload": "none", "seq_len": FINDER["settings"]["activations"]["seq_length"],
              "micro_batch": FINDER["settings"]["activations"]["micro_batch"], "recompute": "none", "attention": "",
-             "rank": FINDER["settings"]["lora"]["rank"], "targets": "all-linear", **FINDER["settings"]["serving"]}
+             "rank": FINDER["settings"]["lora"]["rank"], "targets": "all-linear", **FINDER["settings"]["serving"],
+             "tokens": 10**9, "price": "", "price_gpu": min(CARDS, key=lambda c: c["memory_mib"])["key"]}
 
 
 def use_form(page, **values) -> None:
@@ -225,6 +229,10 @@ FORM_JOBS = [  # (form values, the same job for the command line)
 def cli_for(model: str | None, flags: list[str], config=None) -> str:
     path = config or MODEL_FILES[model]
     gpus = [f"--gpu={card['key']}={card['memory_mib']}" for card in CARDS]
+    if "--kind=training" in flags:  # the page prices a training run with the guide's machines of that many cards
+        cards = int(next(f for f in flags if f.startswith("--cards=")).split("=")[1])
+        gpus += [f"--price={m['gpu']}={m['price_eur_per_hour_from']}" for m in load_yaml("gpus")["machines"].values()
+                 if m["count"] == cards and not any(f.startswith(f"--price={m['gpu']}=") for f in flags)]
     return cpython(["job", "--config", str(path), "--json", *flags, *gpus])
 
 
@@ -306,4 +314,30 @@ def test_greyed_out_choices_say_why(pages):
     use_form(page, model="qwen2.5-7b", task="serve-bf16", cards=1, context=8192)
     title = page.eval_on_selector('#finder-cards option[value="8"]', "o => o.disabled && o.title")
     assert title == labels["refused_cards"]["it"]  # 28 heads do not split over 8 cards
+    assert not page.errors
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
+    """Issue 21: time per step, run and cost beside the memory verdict, for the tokens and the
+    price the reader typed (kept in the link): the calculator's JSON is the command line's, and
+    each figure in the page is the render layer's (Babel) formatting of that JSON."""
+    from hooks.finder import load_catalogue, ranking_text, run_text
+    page = pages[lang]
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000,
+             price="4", price_gpu="a6000")
+    expected = cli_for("llama-3.1-8b", ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3",
+                                        "--optimizer=adamw", "--seq-len=2048", "--micro-batch=1", "--recompute=none",
+                                        "--offload=none", "--tokens=2000000000", "--price=a6000=4"])
+    assert page_answer(page) == expected
+    answer, catalogue = json.loads(expected), load_catalogue()
+    a6000 = next(f for f in answer["fits"] if f["gpu"] == "a6000")["time"]
+    assert a6000["price_eur_per_hour"] == "4" and a6000["cost_eur"] is not None
+    rows = page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.lastElementChild.textContent)")
+    assert [plain(r) for r in rows] == [plain(run_text(catalogue, lang, f["time"])) for f in answer["fits"]]
+    assert plain(ranking_text(catalogue, lang, answer["run"])) in plain(page.text_content("#finder-note"))
+    assert "tokens=2000000000" in page.url and "price=4" in page.url and "price_gpu=a6000" in page.url
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", price="1e9", price_gpu="a6000")
+    line = plain(page.text_content("#finder-error"))
+    assert line.startswith(plain("Votre prix horaire" if lang == "fr" else "Il tuo prezzo orario")), line
     assert not page.errors
