@@ -58,6 +58,7 @@ from hooks.snippet_check import check_plain_files, check_snippets, own_content  
 from hooks.template_cache import TEMPLATE_CACHE  # noqa: E402
 from hooks.typography import rules as typography_rules, typeset_html  # noqa: E402
 from verify.theme_scripts import policy as content_security_policy  # noqa: E402
+from hooks.inline_code import keep_code_words  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.guide")
 make_notebooks_pages()
@@ -194,6 +195,7 @@ def on_page_content(html, page, config, files, **kwargs):
             html = link_stylesheets(drop_list_repr_style(html), stylesheet_files(), lambda uri: get_relative_url(uri, page.url))
         else:
             check_page_content(html)
+            html = keep_code_words(html)
         return translate_comments(html, build_language(config), used=_build["comments"])
 
 

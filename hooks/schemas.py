@@ -449,6 +449,7 @@ class TypographyFile(Data):
     """hooks/typography.yaml (hooks/typography.py)."""
 
     skip: list[Name]
+    attributes: list[Name] = []
     json_islands: list[Name] = []
     units: list[Name]
     languages: dict[str, TypographyLanguage]

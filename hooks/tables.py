@@ -46,7 +46,8 @@ def needs_table(raw: dict[str, str], lang: str) -> str:
         [text(row.get(key), lang, f"{where}: row {i} '{key}'") for key in keys]
         for i, row in enumerate(_rows(data, where), start=1)
     ]
-    return markdown_table(_columns(data, lang, where, keys), body)
+    # A class for its phone layout (guide.css): md_in_html renders the table inside the div.
+    return f'<div class="needs-table" markdown>\n\n{markdown_table(_columns(data, lang, where, keys), body)}\n\n</div>'
 
 
 def sharding_table(raw: dict[str, str], lang: str) -> str:

@@ -7,7 +7,8 @@ the YAML says which spaces become which no-break space; this module applies them
 
 ``typeset_html(html, lang)`` parses a whole page (selectolax), typesets its text nodes
 in the language each one is written in (the page's ``lang``, or the nearest element's
-``lang``), and never touches attributes, URLs (a rule only replaces whitespace that is
+``lang``), and the attributes a reader hears or sees (``attributes`` of the rule set:
+``alt``, ``aria-label``, ``title``) the same way; it never touches other attributes, URLs (a rule only replaces whitespace that is
 there, and a URL has none) or the text inside the ``skip`` elements (``code``, ``pre``,
 ``kbd``, ``script``...). A space split from its sign by an inline element
 (``mot <em>x</em> :``) is handled across the two text nodes. The JSON islands of the
@@ -181,6 +182,37 @@ def _typeset_json(value, compiled: Compiled):
     return value
 
 
+def _language_of(node, page_lang: str, skip: set[str]) -> str | None:
+    """The language ``node``'s text is written in (its own or nearest ``lang``), None
+    when it sits in a skipped element (code is not prose)."""
+    found = None
+    while node is not None and node.is_element_node:
+        if _skipped(node, skip):
+            return None
+        if found is None and (own := node.attributes.get("lang")):
+            found = _primary(own)
+        node = node.parent
+    return found or _primary(page_lang)
+
+
+def _typeset_attributes(tree, page_lang: str, rule_set: dict, compiled_of: dict[str, Compiled]) -> bool:
+    """Typeset the spoken attributes (``rule_set["attributes"]``) in place; True if any changed."""
+    names = rule_set.get("attributes", [])
+    if not names:
+        return False
+    skip, changed = set(rule_set["skip"]), False
+    for node in tree.css(", ".join(f"[{name}]" for name in names)):
+        lang = _language_of(node, page_lang, skip)
+        if lang not in compiled_of:
+            continue
+        for name in names:
+            value = node.attributes.get(name)
+            if value and (typeset := _apply(value, compiled_of[lang])) != value:
+                node.attrs[name] = typeset
+                changed = True
+    return changed
+
+
 def typeset_html(html: str, lang: str) -> str:
     """A whole page with the typography of ``lang`` (and of any ``lang=`` inside it). Returns ``html`` itself when no rule applies. Raises RenderError for a
     broken rule set, or a JSON island that is not JSON."""
@@ -201,6 +233,7 @@ def typeset_html(html: str, lang: str) -> str:
         if typeset != data:
             island.first_child.replace_with(script_json(typeset))
             changed = True
+    changed = _typeset_attributes(tree, lang, rule_set, compiled_of) or changed
     runs = _text_runs(tree.root, _primary(lang), set(rule_set["skip"]))
     texts = [BREAK if run is BREAK else [run[1], run[0].text_content or ""] for run in runs]
     for entry in texts:

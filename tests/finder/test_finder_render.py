@@ -32,7 +32,7 @@ def table_of(html: str) -> tuple[str, list[list[str]]]:
 @pytest.mark.parametrize("lang, unit, summary, h200_margin, price", [
     ("it", "GB", "Servono 128,5 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per CUDA "
      "e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine.",
-     "20,1 GB (14% libera)", "non indicato"),
+     "20,1 GB (14% di memoria libera)", "non indicato"),
     ("fr", "Go", "Il faut 128,5 Go par carte pour les états du modèle et les tampons du framework, plus 2 Gio de réserve "
      "pour CUDA et NCCL et la place des activations. Parmi les cartes du catalogue, 2 modèles suffisent, à commencer par la "
      "H200 141GB, avec 20,1 Go de marge.",
@@ -69,7 +69,7 @@ def test_static_table_of_the_default_choice_names_pytorch_amp():
     assert status == ("Servono 160,6 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per "
                       "CUDA e NCCL e il posto per le attivazioni. Basta un solo modello di scheda del catalogo, la B200, "
                       "con 29,5 GB di margine.")
-    assert rows[0][0] == "B200" and rows[0][2] == "29,5 GB (16% libera)"
+    assert rows[0][0] == "B200" and rows[0][2] == "29,5 GB (16% di memoria libera)"
     assert len(rows) == 1  # the H200 does not hold the step
     caption = plain(BeautifulSoup(html, "html.parser").select_one("caption").get_text())
     assert "PyTorch AMP" in caption  # the framework is named, on one card too
@@ -189,3 +189,18 @@ def test_the_method_hint_names_the_adamw_implementation_the_figures_assume(lang)
     html = render_markdown("{{ finder_form assets=../assets }}", lang)
     hint = BeautifulSoup(html, "html.parser").select_one("#finder-method-hint").get_text()
     assert "torch.optim.AdamW" in hint and "foreach" in hint and "fused=True" in hint and "Trainer" in hint
+
+
+@pytest.mark.parametrize("lang, memory_heading, tight", [
+    ("it", "Memoria della scheda", "stretto: serve il gradient checkpointing"),
+    ("fr", "Mémoire de la carte", "serré : gradient checkpointing nécessaire"),
+])
+def test_headings_and_tight_label_say_what_the_cells_show(lang, memory_heading, tight):
+    """The card's memory is nvidia-smi's MiB shown in GB: the heading names no nvidia-smi
+    figure it does not print. A tight fit is "serré" in French ("juste" also reads "correct")."""
+    html = render_markdown("{{ finder_table model=qwen3-32b task=lora cards=4 method=ddp }}", lang)  # a tight card
+    headings = [plain(th.get_text()) for th in BeautifulSoup(html, "html.parser").select("#finder-table thead th")]
+    assert headings[1] == memory_heading
+    assert not any("nvidia-smi" in heading for heading in headings)
+    _, rows = table_of(html)
+    assert any(plain(row[2]).endswith(tight) for row in rows), rows

@@ -53,13 +53,13 @@ def test_a_language_without_rules_is_left_alone():
     assert typeset_text("Question : yes ?", "en") == "Question : yes ?"
 
 
-def test_code_pre_kbd_script_style_and_attributes_are_never_touched():
+def test_code_pre_kbd_script_style_and_other_attributes_are_never_touched():
     html = page('<p title="Titre : x" data-x="a ; b">Lancez <code>a : b ?</code> : puis <kbd>Ctrl !</kbd> !</p>'
                 '<pre><code>print("x : y ?")\n</code></pre><script>var s = "a : b ?";</script>'
                 '<style>a::after { content: " : "; }</style><a href="https://x.org/a ?b">lien</a>'
                 '<div class="clipboard-copy-txt" id="cell-1">x = {"a" : 1} ; y ?</div>')
     out = LexborHTMLParser(typeset_html(html, "fr"))
-    assert out.css_first("p").attributes == {"title": "Titre : x", "data-x": "a ; b"}
+    assert out.css_first("p").attributes == {"title": f"Titre{NBSP}: x", "data-x": "a ; b"}
     assert out.css_first("p code").text() == "a : b ?"
     assert out.css_first("kbd").text() == "Ctrl !"
     assert out.css_first("pre").text() == 'print("x : y ?")\n'
@@ -68,6 +68,22 @@ def test_code_pre_kbd_script_style_and_attributes_are_never_touched():
     assert out.css_first("a").attributes["href"] == "https://x.org/a ?b"
     assert out.css_first("p").text() == f"Lancez a : b ?{NBSP}: puis Ctrl !{NNBSP}!"
     assert out.css_first("#cell-1").text() == 'x = {"a" : 1} ; y ?'  # what a notebook's copy button copies
+
+
+def test_spoken_attributes_follow_their_language():
+    """alt, aria-label and title are read aloud or shown: typeset in the language of their
+    element (its own lang, or the nearest one), never inside code, never other attributes."""
+    html = page('<nav aria-label="Quand le modèle ne tient pas : FSDP"><img alt="Graphique : DDP ; ZeRO" src="a.png">'
+                '<p lang="it"><abbr title="Domanda: 1 000 GB ?">x</abbr></p>'
+                '<code title="a : b">c</code><a href="x" data-label="a : b" aria-label="« Trouvez le GPU »">y</a></nav>')
+    out = LexborHTMLParser(typeset_html(html, "fr"))
+    assert out.css_first("nav").attributes["aria-label"] == f"Quand le modèle ne tient pas{NBSP}: FSDP"
+    assert out.css_first("img").attributes["alt"] == f"Graphique{NBSP}: DDP{NNBSP}; ZeRO"
+    assert out.css_first("img").attributes["src"] == "a.png"
+    assert out.css_first("abbr").attributes["title"] == "Domanda: 1 000 GB ?".replace("0 GB", f"0{NBSP}GB")
+    assert out.css_first("code").attributes["title"] == "a : b"
+    assert out.css_first("a").attributes["data-label"] == "a : b"
+    assert out.css_first("a").attributes["aria-label"] == f"«{NNBSP}Trouvez le GPU{NNBSP}»"
 
 
 def test_a_space_split_from_its_sign_by_an_inline_element():

@@ -35,8 +35,8 @@ from tests.conftest import REPO_ROOT, build_site
 pytestmark = pytest.mark.slow
 
 PAGES = {"it": "memory-notebook/index.html", "fr": "fr/memory-notebook/index.html"}
-NAV = {"it": ["Guida", "Come si calcola", "Trova la GPU", "Notebook: memoria per scheda"],
-       "fr": ["Guide", "Méthode de calcul", "Trouvez le GPU", "Notebook\u00a0: mémoire par carte"]}  # French typography: a no-break space before the colon
+NAV = {"it": ["Guida", "Come si calcola", "Trova la GPU", "Notebook della memoria"],
+       "fr": ["Guide", "Méthode de calcul", "Trouvez le GPU", "Notebook de la mémoire"]}
 ALT_WORD = {"it": "schede", "fr": "cartes"}
 
 

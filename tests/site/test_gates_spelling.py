@@ -175,11 +175,12 @@ def _term_pattern(term: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w'])" + r"\s+".join(words) + r"(?![\w])", re.I)
 
 
-def term_drift(pages: dict[str, tuple[str, str]]) -> list[str]:
-    """``{name: (html, lang)}`` -> "page: 'variant' (use 'term')" for every forbidden variant in prose."""
+def term_drift(pages: dict[str, tuple[str, str]], interface: dict[str, list[str]] | None = None) -> list[str]:
+    """``{name: (html, lang)}`` -> "page: 'variant' (use 'term')" for every forbidden variant in
+    prose, and in the page's interface texts (``{name: [text]}``: navigation, labels)."""
     problems = []
     for name, (html, lang) in sorted(pages.items()):
-        text = _normalised(prose(html, lang))
+        text = _normalised("\n".join([prose(html, lang), *(interface or {}).get(name, [])]))
         for term, variants in glossary(lang).items():
             for variant in variants:
                 if _term_pattern(variant).search(text):
@@ -196,9 +197,12 @@ def test_glossary_is_well_formed(lang):
 
 
 def test_every_page_uses_the_glossary_terms(built_site):
+    from tests.site.test_gates_i18n import interface_texts
+
     pages = site_pages(built_site)
     assert {lang for _, lang in pages.values()} == set(LANGUAGES)
-    assert not term_drift(pages), "a term drifted from tests/spelling/glossary.<lang>.yaml"
+    interface = {str(page.relative_to(built_site)): interface_texts(page) for page in html_files(built_site)}
+    assert not term_drift(pages, interface), "a term drifted from tests/spelling/glossary.<lang>.yaml"
 
 
 def test_a_drifting_term_fails_in_each_language(built_site):
@@ -211,6 +215,27 @@ def test_a_drifting_term_fails_in_each_language(built_site):
         page = built_site / ("" if lang == LANGUAGES[0] else lang) / "index.html"
         pages[lang] = (page.read_text(encoding="utf-8").replace("</article>", snippet + "</article>", 1), lang)
     assert term_drift(pages) == ["fr: 'rank' (use 'rang')", "it: 'una istanza' (use 'un’istanza')"]
+
+
+def test_one_name_per_thing_in_prose_and_navigation(built_site):
+    """The finder and the notebook have one name per language: a second name in the prose
+    or in the navigation (reader case: three French names of the finder) is named."""
+    drift = {"it": ("<p>Il cercatore e il notebook sulla memoria. Vedi Trova la GPU.</p>", ["Notebook: memoria per scheda"]),
+             "fr": ("<p>Voir Trouvez le GPU, l’outil de recherche de GPU.</p>", ["Notebook\u00a0: mémoire par carte"])}
+    pages, interface = {}, {}
+    for lang, (snippet, nav) in drift.items():
+        page = built_site / ("" if lang == LANGUAGES[0] else lang) / "index.html"
+        pages[lang] = (page.read_text(encoding="utf-8").replace("</article>", snippet + "</article>", 1), lang)
+        interface[lang] = nav
+    assert sorted(term_drift(pages, interface)) == [
+        "fr: 'Voir Trouvez le GPU' (use 'Trouvez le GPU')",
+        "fr: 'notebook : mémoire par carte' (use 'notebook de la mémoire')",
+        "fr: 'l’outil de recherche de GPU' (use 'Trouvez le GPU')",
+        "it: 'Vedi Trova la GPU' (use 'Trova la GPU')",
+        "it: 'cercatore' (use 'Trova la GPU')",
+        "it: 'notebook sulla memoria' (use 'notebook della memoria')",
+        "it: 'notebook: memoria per scheda' (use 'notebook della memoria')",
+    ]
 
 
 @needs_hunspell

@@ -9,6 +9,8 @@ Read with BeautifulSoup (not the selectolax engine that writes it), over the who
   never at an ordinary space ("1 000 Go/s", "100 %").
 - Italian: untouched by French rules: no no-break space before ``: ; ! ?``; a number's
   unit never at an ordinary space.
+- The attributes a screen reader speaks or a browser shows (``alt``, ``aria-label``,
+  ``title``) are read as text of their element's language, with the same rules.
 - Code is left alone: no no-break space in any ``pre``/``code``.
 - Sources: no hand-typed no-break space next to French punctuation (the render layer
   adds them from hooks/typography.yaml).
@@ -33,6 +35,7 @@ SKIP = {"code", "pre", "kbd", "samp", "var", "script", "style", "svg", "math", "
 INLINE = {"a", "abbr", "b", "bdi", "bdo", "cite", "data", "del", "dfn", "em", "i", "ins", "mark", "q", "s",
           "small", "span", "strong", "sub", "sup", "time", "u"}
 # Units a reader sees after a number on these pages (typed here, not read from the rule set)
+SPOKEN = ("alt", "aria-label", "title")  # attributes read aloud or shown as a tooltip
 UNITS = r"(?:%|€|Go/s|Go|Gio|Mo|Mio|To|GB/s|GB|GiB|MB|MiB|TB|octets|byte|bit|bits)(?![^\W\d_])"
 
 
@@ -53,6 +56,8 @@ def text_of(page_html: str, lang: str) -> str:
                 out.append(CODE)
                 continue
             inner = (child.get("lang") or current).split("-")[0].lower()
+            if inner == lang:
+                out.extend(part for name in SPOKEN if child.get(name) for part in (BREAK, child[name], BREAK))
             block = child.name not in INLINE
             if block:
                 out.append(BREAK)
@@ -123,6 +128,8 @@ def test_the_gate_sees_each_fault():
         "Au-delà de 1 000\u00a0Go/s": "ordinary space in a digit group",
         "à 100 %": "ordinary space before a unit",
         '<a href="#x">tableau </a>: voir': "ordinary space before a high sign",
+        '<img alt="Graphique : x" src="a.png">': "ordinary space before a high sign",
+        '<nav aria-label="Quand : FSDP ; ZeRO"></nav>': "ordinary space before a high sign",
     }
     for text, fault in french_cases.items():
         assert [f.split(":")[0] for f in faults(page.format(lang="fr", text=text), "fr")] == [fault], text
