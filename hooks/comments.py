@@ -9,11 +9,9 @@ its translation (only the code blocks are parsed, with selectolax: hooks/code_bl
 Code tokens are never touched, so copy buttons and extraction give the same code in
 every language. A comment without a translation fails the build.
 
-Notebook pages too: mkdocs-jupyter renders each code cell's source with Pygments into
-``<div class="highlight-ipynb hl-python"><pre>`` (``hooks.code_blocks.notebook_cells``), and
-its comments are translated the same way, checked the same way. The cell's copy text (the
-hidden ``div.clipboard-copy-txt`` the copy button reads) is left as it is: byte for byte the
-code the build executed.
+Notebook pages are not translated here: each language's notebook carries its own comments
+(``docs/NAME.fr.ipynb``, checked against the Italian one by hooks/notebook_languages.py), so
+a cell shows, copies and executes the same French text.
 
 A translation is only ever the text of one comment, and Python runs bytes: a translation
 may not hold a newline, a carriage return, a backslash, a control or format character
@@ -42,7 +40,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from verify.readers import ReadError, language_of, read_ahead, read_as
 
-from .code_blocks import code_blocks, notebook_cells
+from .code_blocks import code_blocks
 from .data import SNIPPETS_DIR, load_yaml
 from .errors import RenderError
 from .languages import DEFAULT_LANGUAGE
@@ -71,7 +69,7 @@ def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = 
         return html
     catalogue = load_catalogue(lang) if catalogue is None else catalogue
     parts, done, translated = [], 0, []
-    for start, end in sorted([*code_blocks(html), *notebook_cells(html)]):
+    for start, end in code_blocks(html):  # a notebook's cells carry its language's comments (hooks/notebook_languages.py)
         block = html[start:end]
         if ANY_COMMENT_RE.search(block):
             div, original = _translate_block(block, lang, catalogue, set() if used is None else used)

@@ -59,6 +59,7 @@ from hooks.template_cache import TEMPLATE_CACHE  # noqa: E402
 from hooks.typography import rules as typography_rules, typeset_html  # noqa: E402
 from verify.theme_scripts import policy as content_security_policy  # noqa: E402
 from hooks.inline_code import keep_code_words  # noqa: E402
+from hooks.notebook_languages import check_notebook_language  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.guide")
 make_notebooks_pages()
@@ -190,6 +191,7 @@ def on_page_content(html, page, config, files, **kwargs):
     with reported(page_file(page)):
         if page.file.src_uri.endswith(".ipynb"):
             check_notebook_cells(Path(page.file.abs_src_path), Path(config.docs_dir) / page.file.src_uri)  # executed, source
+            check_notebook_language(Path(config.docs_dir) / page.file.src_uri, build_language(config))
             check_notebook_links(html, page.url, {file.url for file in files})
             html = notebook_content(strip_inert_mermaid(strip_inert_mathjax(html)), page.toc)
             html = link_stylesheets(drop_list_repr_style(html), stylesheet_files(), lambda uri: get_relative_url(uri, page.url))

@@ -210,7 +210,7 @@ def test_no_code_under_a_copy_button(chromium, site_server, size):
 
 
 # A wrapped line of code loses its indentation (the rest of "if acc:" starts at column 0)
-# and breaks inside names and options ("--mixed_" / "precision"): on a phone every line of
+# and breaks inside names and options ("--mixed_" / "precision"): at every width each line of
 # a code block or a notebook cell stays one line and the block scrolls sideways. A visual
 # line is one distinct top among the text's line boxes.
 WRAPPED_LINES_JS = r"""() => {
@@ -227,13 +227,16 @@ WRAPPED_LINES_JS = r"""() => {
 }"""
 
 
-def test_phone_code_keeps_its_lines(chromium, site_server):
-    context = chromium.new_context(viewport={"width": 390, "height": 844})
+@pytest.mark.parametrize("size", [(390, 844), (1280, 800)])
+def test_code_keeps_its_lines(chromium, site_server, size):
+    """On a phone and on a desktop (where a wrapped f-string of nccl_check.py read like
+    broken Python), both languages."""
+    context = chromium.new_context(viewport={"width": size[0], "height": size[1]})
     try:
         page = context.new_page()
-        for path in ("", "fr/", "memory-notebook/"):
+        for path in ("", "fr/", "memory-notebook/", "fr/memory-notebook/"):
             page.goto(site_server.url(path), wait_until="networkidle")
-            assert page.evaluate(WRAPPED_LINES_JS) == [], path
+            assert page.evaluate(WRAPPED_LINES_JS) == [], (path, size)
     finally:
         context.close()
 

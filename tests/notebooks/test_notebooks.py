@@ -4,6 +4,7 @@ configured one, and a cell that raises is an error naming the notebook (site.md 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -23,12 +24,17 @@ def notebooks() -> dict[str, nbformat.NotebookNode]:
     return {lang: nbformat.read(DOCS / f"memory-notebook.{lang}.ipynb", as_version=4) for lang in LANGS}
 
 
-def test_code_cells_are_identical_in_both_languages():
+def test_code_cells_are_the_same_code_in_both_languages():
+    """Same cells, each code cell the same to Python's AST; the French one carries French comments."""
+    import ast
+
     nbs = notebooks()
     kinds = {lang: [c.cell_type for c in nb.cells] for lang, nb in nbs.items()}
     assert kinds["it"] == kinds["fr"]
     code = {lang: [c.source for c in nb.cells if c.cell_type == "code"] for lang, nb in nbs.items()}
-    assert code["it"] == code["fr"] and len(code["it"]) >= 3
+    assert len(code["it"]) >= 3
+    assert [ast.dump(ast.parse(c)) for c in code["it"]] == [ast.dump(ast.parse(c)) for c in code["fr"]]
+    assert all(it != fr for it, fr in zip(code["it"], code["fr"]) if "#" in it), "a code cell keeps Italian comments"
     markdown = {lang: [c.source for c in nb.cells if c.cell_type == "markdown"] for lang, nb in nbs.items()}
     assert all(it != fr for it, fr in zip(markdown["it"], markdown["fr"])), "a Markdown cell is not translated"
 
@@ -125,7 +131,9 @@ def test_another_checkout_with_the_same_inputs_reuses_the_store(tiny_repo, tmp_p
     shutil.copytree(tiny_repo, other, ignore=shutil.ignore_patterns(".cache"))
     copy, ran_again = executed_notebook(other / "docs" / "nb.it.ipynb", other, "it", "python3", store=store)
     assert not ran_again and copy.parent == other / ".cache" / "notebooks" and outputs(copy) == "42\n"
-    (other / "vram" / "core.py").write_text("BYTES = 18\n")  # different inputs: a different key, a run
+    (other / "vram" / "core.py").write_text("BYTES = 18\n")  # a file this notebook never read: still reused
+    assert not executed_notebook(other / "docs" / "nb.it.ipynb", other, "it", "python3", store=store)[1]
+    write(other / "docs" / "nb.it.ipynb", new_markdown_cell("# A"), new_code_cell("print(6 * 8)"))  # a different key, a run
     _, ran_changed = executed_notebook(other / "docs" / "nb.it.ipynb", other, "it", "python3", store=store)
     assert ran_changed and len(list(store.glob("nb.it.*.ipynb"))) == 2
 
@@ -179,30 +187,75 @@ def test_code_comments_are_italian_with_a_french_translation():
                 assert ast.get_docstring(node) is None, f"{node.name}: a docstring stays untranslated; write a comment"
 
 
-# A code cell as mkdocs-jupyter renders it: Pygments' spans in div.highlight-ipynb, then the
-# hidden text its copy button copies.
-CELL = ('<div class="highlight-ipynb hl-python"><pre><span></span><span class="n">x</span> <span class="o">=</span> '
-        '<span class="mi">1</span>  <span class="c1"># un solo processo</span>\n</pre></div>\n'
-        '<div class="clipboard-copy-txt" id="cell-1">x = 1  # un solo processo\n</div>')
+def test_french_notebook_comments_are_the_catalogue_translations():
+    """Each comment of the French notebook is, at the same place, snippets/comments.yaml's
+    French for the Italian notebook's comment (read here with tokenize, not the hook)."""
+    import io
+    import tokenize
+
+    import yaml
+
+    catalogue = {entry["it"]: entry["fr"] for entry in yaml.safe_load((REPO_ROOT / "snippets" / "comments.yaml").read_text(encoding="utf-8"))}
+
+    def comments(nb):
+        return [(i, token.start, token.string.removeprefix("#").strip())
+                for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code")
+                for token in tokenize.generate_tokens(io.StringIO(cell.source).readline) if token.type == tokenize.COMMENT]
+
+    nbs = notebooks()
+    italian, french = comments(nbs["it"]), comments(nbs["fr"])
+    assert len(french) == len(italian) >= 8
+    assert [(i, at, catalogue[text]) for i, at, text in italian] == french
 
 
-def test_a_notebook_cell_gets_french_comments_and_keeps_its_copy_text():
-    from hooks.comments import translate_comments
-
-    out = translate_comments(CELL, "fr", {"un solo processo": "un seul processus"})
-    assert '<span class="c1"># un seul processus</span>' in out
-    assert out.endswith('<div class="clipboard-copy-txt" id="cell-1">x = 1  # un solo processo\n</div>')
-    assert translate_comments(CELL, "it", {}) == CELL
-
-
-def test_a_notebook_cell_comment_without_translation_or_that_changes_the_code_is_refused():
-    from hooks.comments import translate_comments
+def test_a_french_notebook_that_differs_is_refused(tmp_path):
     from hooks.errors import RenderError
+    from hooks.notebook_languages import check_translated_notebook, translated_source
 
-    with pytest.raises(RenderError, match=r"code comment 'un solo processo' has no 'fr' translation"):
-        translate_comments(CELL, "fr", {})
-    # markup that calls part of a string a comment: the translation would change the string
-    forged = ('<div class="highlight-ipynb hl-python"><pre><span class="n">x</span> <span class="o">=</span> '
-              '<span class="s2">"a</span><span class="c1"># b"</span>\n</pre></div>')
-    with pytest.raises(RenderError, match=r"the 'fr' comments change the code as python reads it"):
-        translate_comments(forged, "fr", {'b"': 'c"'})
+    catalogue = {"un solo processo": "un seul processus"}
+    original = write(tmp_path / "nb.it.ipynb", new_code_cell("x = 1  # un solo processo\n"))
+    assert translated_source("x = 1  # un solo processo\n", catalogue) == "x = 1  # un seul processus\n"
+    good = write(tmp_path / "nb.fr.ipynb", new_code_cell("x = 1  # un seul processus\n"))
+    check_translated_notebook(good, original, catalogue)
+    for source, message in [("x = 2  # un seul processus\n", "not the same code"),
+                            ("x = 1  # un solo processo\n", "is not the translation"),
+                            ("x = 1\n# un seul processus\n", "not where"),
+                            ('x = 1  # un seul processus\n"""a"""\n', "not the same code")]:
+        bad = write(tmp_path / "bad.fr.ipynb", new_code_cell(source))
+        with pytest.raises(RenderError, match=message):
+            check_translated_notebook(bad, original, catalogue)
+    with pytest.raises(RenderError, match="has no translation"):
+        check_translated_notebook(good, original, {})
+
+
+def test_a_data_edit_runs_again_only_the_notebooks_that_read_it(tiny_repo):
+    """Each notebook is keyed on what it read when it ran (recorded by the kernel itself):
+    editing a data file runs again the notebook that read it, not the other; editing the
+    calculator module a notebook imports runs it again; a new file in a folder it listed too."""
+    data = tiny_repo / "snippets" / "data"
+    (data / "other.yaml").write_text("x: 1\n")
+    (data / "models").mkdir()
+    (data / "models" / "a.json").write_text("{}\n")
+    gpus = write(tiny_repo / "docs" / "gpus.it.ipynb",
+                 new_code_cell("from pathlib import Path\nimport vram.core\nprint(Path('snippets/data/gpus.yaml').read_text(), vram.core.BYTES)"))
+    other = write(tiny_repo / "docs" / "other.it.ipynb",
+                  new_code_cell("from pathlib import Path\nprint(Path('snippets/data/other.yaml').read_text(),"
+                                " sorted(p.name for p in Path('snippets/data/models').iterdir()))"))
+    cache = tiny_repo / ".cache" / "notebooks"
+
+    def run(src):
+        return executed_notebook(src, tiny_repo, "it", "python3", cache_dir=cache)[1]
+
+    assert run(gpus) and run(other)
+    records = {p.name.split(".")[0]: json.loads(p.read_text()) for p in cache.glob("*.reads.json")}
+    assert "snippets/data/gpus.yaml" in records["gpus"] and "vram/core.py" in records["gpus"]
+    assert "snippets/data/other.yaml" in records["other"] and "snippets/data/gpus.yaml" not in records["other"]
+    assert not run(gpus) and not run(other)  # nothing edited
+    (data / "gpus.yaml").write_text("gpus: {h100: 80}\n")
+    assert run(gpus) and not run(other)
+    (tiny_repo / "vram" / "core.py").write_text("BYTES = 18\n")
+    assert run(gpus) and not run(other)
+    (data / "models" / "b.json").write_text("{}\n")  # a new file in a folder only 'other' listed
+    assert not run(gpus) and run(other)
+    assert outputs(cache / next(p.name for p in cache.glob("other.it.*.ipynb"))).endswith("['a.json', 'b.json']\n")
+    assert len(list(cache.glob("gpus.it.*.ipynb"))) == 1 and len(list(cache.glob("gpus.it.*.reads.json"))) == 1
