@@ -59,6 +59,7 @@ from hooks.template_cache import TEMPLATE_CACHE  # noqa: E402
 from hooks.typography import rules as typography_rules, typeset_html  # noqa: E402
 from verify.theme_scripts import policy as content_security_policy  # noqa: E402
 from hooks.inline_code import keep_code_words  # noqa: E402
+from hooks.links_out import link_definitions  # noqa: E402
 from hooks.notebook_languages import check_notebook_language  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.guide")
@@ -182,7 +183,7 @@ def on_page_read_source(page, config, **kwargs):
 def on_page_markdown(markdown, page, config, files, **kwargs):
     with reported(page_file(page), page.file.content_string):
         check_front_matter(page.file.content_string)
-        rendered = render_markdown(markdown, build_language(config))
+        rendered = render_markdown(markdown, build_language(config)) + "\n" + link_definitions(config.extra)
         check_snippets(rendered, config.mdx_configs.get("pymdownx.snippets", {}))  # includes in data text too
         return rendered
 

@@ -305,6 +305,8 @@ def executed_notebook(src: Path, repo_root: Path, lang: str, kernel_name: str, c
     dest = found[0]
     for old in cache_dir.glob(f"{src.stem}.*"):
         rest = old.name[len(src.stem) + 1:]
+        if rest.startswith("running-"):  # another build's run in progress
+            continue
         if old not in found and (rest.count(".") == 1 and rest.endswith(".ipynb") or rest.endswith(".reads.json")):
             old.unlink(missing_ok=True)
     return dest, ran

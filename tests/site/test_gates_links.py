@@ -1,13 +1,21 @@
 """Gate: every page parses as HTML without errors, and every internal link, asset and
-anchor of every page (both languages, 404 pages included) resolves in the built site."""
+anchor of every page (both languages, 404 pages included) resolves in the built site.
+
+Links out (no network here: their form and their host are checked): every link to another
+origin is a plain https ``<a>`` to an allowed host (the papers, each named framework's
+documentation, the rental service's pages configured in mkdocs.yml ``extra.rental_links``);
+nothing else names another origin; both languages link the papers and framework pages a
+reader needs."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import html5lib
 import pytest
 
+from tests.conftest import REPO_ROOT
 from tests.site.test_gates_common import DEFAULT_SITE_URL, html_files, ids, parsed, resolve
 
 pytestmark = pytest.mark.slow
@@ -92,3 +100,111 @@ def test_the_link_gate_sees_a_broken_link_and_anchor(built_site, tmp_path):
     problems = broken_links(site)
     assert any("no-such-page/" in p for p in problems), problems
     assert any("no-such-id" in p for p in problems), problems
+
+
+# ------------------------------------------------------------------------- links out
+# Hosts a page may link to (never load from: tests/site/test_self_contained.py): the papers,
+# the documentation of each framework the guide names, nccl-tests' definitions.
+# And the theme's credit in the footer ("Made with Material for MkDocs").
+OUTBOUND_HOSTS = {"arxiv.org", "docs.pytorch.org", "huggingface.co", "www.deepspeed.ai", "github.com", "squidfunk.github.io"}
+# What a reader needs to follow from both languages: the papers whose figures the guide
+# uses, and the documentation of each API it paraphrases.
+NEEDED_LINKS = {
+    "https://arxiv.org/abs/1910.02054": "memory-formulas/",  # ZeRO (Rajbhandari et al.)
+    "https://arxiv.org/abs/2205.05198": "memory-formulas/",  # activations (Korthikanti et al.)
+    "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md": "memory-formulas/",
+    "https://docs.pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html": "",
+    "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html": "",
+    "https://docs.pytorch.org/docs/stable/elastic/run.html": "",
+    "https://www.deepspeed.ai/docs/config-json/": "",
+    "https://huggingface.co/docs/transformers/main_classes/trainer": "",
+    "https://huggingface.co/docs/accelerate/usage_guides/fsdp": "",
+}
+
+
+def rental_links() -> dict[str, str]:
+    """``extra.rental_links`` of mkdocs.yml, as MkDocs reads it (environment included)."""
+    from mkdocs.config import load_config
+
+    return dict(load_config(str(REPO_ROOT / "mkdocs.yml"))["extra"]["rental_links"])
+
+
+def outbound_link_problems(site, site_url: str = DEFAULT_SITE_URL) -> list[str]:
+    """Every link to another origin that is not https, has credentials, a port or a host
+    outside OUTBOUND_HOSTS and the rental service's configured pages; and every tag other
+    than <a> that names another origin."""
+    from urllib.parse import urlsplit
+
+    allowed = OUTBOUND_HOSTS | {urlsplit(url).hostname for url in rental_links().values()}
+    problems = []
+    for page in html_files(site):
+        for tag, href in page_urls(parsed(page)):
+            if href.startswith(("mailto:", "tel:", "data:", "javascript:")):
+                continue
+            target = resolve(site, page, href, site_url)
+            if target.same_origin:
+                continue
+            where = f"{page.relative_to(site)}: <{tag}> {href!r}"
+            parts = urlsplit(href)
+            if tag != "a":
+                problems.append(f"{where}: loads from another origin")
+            elif parts.scheme != "https" or parts.username or parts.password or parts.port:
+                problems.append(f"{where}: not a plain https link")
+            elif parts.hostname not in allowed:
+                problems.append(f"{where}: host {parts.hostname!r} is not in the allow-list")
+    return problems
+
+
+def test_links_out_are_https_to_allowed_hosts(built_site):
+    assert not outbound_link_problems(built_site)
+
+
+@pytest.mark.parametrize("root", ["", "fr/"])
+def test_papers_and_framework_docs_are_linked_in_both_languages(built_site, root):
+    missing = []
+    for url, path in NEEDED_LINKS.items():
+        page = built_site / root / path / "index.html"
+        hrefs = {a["href"] for a in parsed(page).select("article a[href]")}
+        if url not in hrefs:
+            missing.append(f"{root}{path}: {url}")
+    assert not missing
+
+
+@pytest.mark.parametrize("root", ["", "fr/"])
+def test_the_rental_catalogue_and_api_are_linked_from_the_settings(built_site, root):
+    """The catalogue and the API the guide tells readers to use are links to the addresses
+    of mkdocs.yml's extra.rental_links (a setting, not prose)."""
+    hrefs = {a["href"] for a in parsed(built_site / root / "index.html").select("article a[href]")}
+    links = rental_links()
+    assert {"catalogue", "rental-api"} <= set(links) and {links["catalogue"], links["rental-api"]} <= hrefs
+    assert "][" not in parsed(built_site / root / "index.html").select_one("article").get_text()  # no unresolved reference
+
+
+@pytest.mark.parametrize("links, message", [
+    ({"catalogue": "http://vramfarm.example/servers"}, "catalogue: 'http://vramfarm.example/servers' is not a plain https URL"),
+    ({"catalogue": "https://user@vramfarm.example/"}, "is not a plain https URL"),
+    ({"catalogue": "https://vramfarm.example/a b"}, "is not a plain https URL"),
+    ({"Catalogue": "https://vramfarm.example/"}, "rental_links.Catalogue: a name is"),
+    ({}, "extra.rental_links: expected a mapping"),
+])
+def test_a_bad_rental_link_setting_is_one_line_naming_the_key(links, message):
+    from hooks.errors import RenderError
+    from hooks.links_out import link_definitions
+
+    with pytest.raises(RenderError, match=re.escape(message)):
+        link_definitions({"rental_links": links})
+    assert link_definitions({"rental_links": {"catalogue": "https://vramfarm.example/s"}}) == "\n[catalogue]: <https://vramfarm.example/s>"
+
+
+def test_the_link_gate_sees_a_bad_link_out(built_site, tmp_path):
+    import shutil
+
+    site = tmp_path / "site"
+    shutil.copytree(built_site, site)
+    page = site / "index.html"
+    bad = ('<a href="http://arxiv.org/abs/1">a</a><a href="https://evil.example/x">b</a>'
+           '<a href="https://user@github.com/x">c</a><img src="https://arxiv.org/x.png" alt="x">')
+    page.write_text(page.read_text(encoding="utf-8").replace("</article>", bad + "</article>", 1), encoding="utf-8")
+    found = " ".join(outbound_link_problems(site))
+    for part in ("http://arxiv.org/abs/1", "evil.example", "user@github.com", "x.png"):
+        assert part in found, (part, found)

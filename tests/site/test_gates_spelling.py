@@ -229,8 +229,8 @@ def test_one_name_per_thing_in_prose_and_navigation(built_site):
         interface[lang] = nav
     assert sorted(term_drift(pages, interface)) == [
         "fr: 'Voir Trouvez le GPU' (use 'Trouvez le GPU')",
-        "fr: 'notebook : mémoire par carte' (use 'notebook de la mémoire')",
         "fr: 'l’outil de recherche de GPU' (use 'Trouvez le GPU')",
+        "fr: 'notebook : mémoire par carte' (use 'notebook de la mémoire')",
         "it: 'Vedi Trova la GPU' (use 'Trova la GPU')",
         "it: 'cercatore' (use 'Trova la GPU')",
         "it: 'notebook sulla memoria' (use 'notebook della memoria')",
