@@ -11,6 +11,7 @@ Serving: ``hooks/serve.py``; publishing: ``hooks/publish_gate.py``; notebooks:
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -35,7 +36,7 @@ from hooks.conventions import check_page_conventions  # noqa: E402
 from hooks.data import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.external import (  # noqa: E402
-    check_no_external_loads, check_stylesheet_files, origin, strip_inert_mathjax, strip_inert_mermaid)
+    check_no_external_loads, check_stylesheet, check_stylesheet_files, origin, strip_inert_mathjax, strip_inert_mermaid)
 from hooks.finder import JSON_URI, finder_json, model_config_files  # noqa: E402
 from hooks.pyodide_assets import BUNDLE_URI, pyodide_files, vram_bundle  # noqa: E402
 from hooks.interface import interface_strings, translate_interface  # noqa: E402
@@ -44,8 +45,8 @@ from hooks.language_outputs import (  # noqa: E402
     alternate_homes_for_404, rebase_config, write_language_404, write_search_indexes)
 from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebook_pages import make_notebooks_pages, use_executed_notebooks  # noqa: E402
-from hooks.notebook_styles import (  # noqa: E402
-    checked_stylesheets, drop_list_repr_style, link_stylesheets, stylesheet_files)
+from hooks.notebook_styles import checked_stylesheets, drop_list_repr_style, stylesheet_files  # noqa: E402
+from hooks.notebook_weight import own_stylesheet, plots_as_files  # noqa: E402
 from hooks.page_checks import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
 from hooks.page_content import (  # noqa: E402
     check_article_content, check_code_shows_what_runs, check_notebook_cells, check_page_content)
@@ -168,9 +169,7 @@ def on_files(files, config, **kwargs):
             if files.get_file_from_path(uri) is None:
                 files.append(File.generated(config, uri, abs_src_path=str(path)))
     with reported(""):
-        for uri, css in checked_stylesheets(origin(config.site_url)).items():  # notebook pages link them
-            if files.get_file_from_path(uri) is None:
-                files.append(File.generated(config, uri, content=css))
+        checked_stylesheets(origin(config.site_url))  # notebook pages link the rules they use (hooks/notebook_weight.py)
     with reported(""):
         return use_executed_notebooks(files, config, build_language(config), publication=_build["verified"] is not None)
 
@@ -195,11 +194,26 @@ def on_page_content(html, page, config, files, **kwargs):
             check_notebook_language(Path(config.docs_dir) / page.file.src_uri, build_language(config))
             check_notebook_links(html, page.url, {file.url for file in files})
             html = notebook_content(strip_inert_mermaid(strip_inert_mathjax(html)), page.toc)
-            html = link_stylesheets(drop_list_repr_style(html), stylesheet_files(), lambda uri: get_relative_url(uri, page.url))
+            relative = functools.partial(_relative_url, page_url=page.url)
+            html = plots_as_files(drop_list_repr_style(html), functools.partial(write_site_file, config.site_dir), relative)
+            html = own_stylesheet(html, stylesheet_files(), functools.partial(write_site_file, config.site_dir), relative,
+                                  functools.partial(check_stylesheet, site_origin=origin(config.site_url)))
         else:
             check_page_content(html)
             html = keep_code_words(html)
         return translate_comments(html, build_language(config), used=_build["comments"])
+
+
+def _relative_url(uri: str, page_url: str) -> str:
+    return get_relative_url(uri, page_url)
+
+
+def write_site_file(site_dir: str, uri: str, data: bytes) -> None:
+    """A file the pages link to, written into the built site (a notebook's plot, its stylesheet)."""
+    path = Path(site_dir) / uri
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file() or path.read_bytes() != data:
+        path.write_bytes(data)
 
 
 def on_env(env, config, files, **kwargs):

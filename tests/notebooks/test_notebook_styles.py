@@ -19,16 +19,32 @@ NOTEBOOK_PAGES = ("memory-notebook/index.html", "fr/memory-notebook/index.html")
 
 
 @pytest.mark.parametrize("page", NOTEBOOK_PAGES)
-def test_notebook_pages_link_the_package_stylesheets(built_site, page):
+def test_notebook_pages_link_only_the_rules_they_use(built_site, page):
+    """JupyterLab's stylesheet is not inlined (584 KB a page) nor linked whole (575 KB): the
+    page links one stylesheet of the package's rules it uses, each rule byte for byte a rule
+    of the package's files (read here with tinycss2), and among them those of its cells."""
+    import tinycss2
+
     html = (built_site / page).read_text(encoding="utf-8")
     index_css = PACKAGE.joinpath("index.css").read_text(encoding="utf-8")
     assert index_css[:2000] not in html  # not inlined any more
     links = re.findall(r'<link rel="stylesheet" href="([^"]*assets/notebook/[^"]+)">', html)
-    assert [link.rsplit("/", 1)[1] for link in links] == ["index.css", "theme-light.css"]
-    for link in links:
-        served = built_site / urljoin(page, link)
-        assert served.read_bytes() == PACKAGE.joinpath(served.name).read_bytes()
-    assert len(html) < 600_000  # it held 1,021,716 characters with the stylesheets inlined
+    assert len(links) == 1 and re.fullmatch(r"page\.[0-9a-f]{16}\.css", links[0].rsplit("/", 1)[1]), links
+    served = (built_site / urljoin(page, links[0])).read_text(encoding="utf-8")
+
+    def rules(css):
+        return [tinycss2.serialize(r.prelude).strip() for r in tinycss2.parse_stylesheet(css, True, True) if r.type == "qualified-rule"]
+
+    package = set(rules(index_css)) | set(rules(PACKAGE.joinpath("theme-light.css").read_text(encoding="utf-8")))
+    kept = rules(served)
+    assert kept and set(kept) <= package
+    assert len(served) < len(index_css) / 10
+    assert any(".jp-CodeCell" in selector for selector in kept)
+    defined = set(re.findall(r"(--jp-[\w-]+)\s*:", served))
+    used = set(re.findall(r"var\(\s*(--jp-[\w-]+)", served))
+    assert used and used <= defined  # the variables the kept rules use are kept with them
+    assert not any("jp-FileBrowser" in selector for selector in kept)  # JupyterLab's panels: not on a page
+    assert len(html) < 120_000  # 1,021,716 characters with the stylesheets inlined, 425,600 with the plots inlined
 
 
 def test_a_style_that_differs_in_one_byte_stays_inline():
@@ -75,3 +91,20 @@ def test_the_mermaid_loader_of_nbconverts_template_is_removed():
 def test_notebook_pages_name_no_cdn(built_site, page):
     html = (built_site / page).read_text(encoding="utf-8")
     assert "cdnjs" not in html and "jp-Mermaid" not in html
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_notebook_plots_are_image_files_with_alt_text(built_site, page):
+    """No plot inlined as base64: each is a PNG of the site, with its alt text and its size,
+    lazy below the first."""
+    from bs4 import BeautifulSoup
+
+    html = (built_site / page).read_text(encoding="utf-8")
+    assert "data:image" not in html
+    imgs = BeautifulSoup(html, "html.parser").select("article .jp-OutputArea img")
+    assert len(imgs) >= 2
+    for i, img in enumerate(imgs):
+        served = built_site / urljoin(page, img["src"])
+        assert served.suffix == ".png" and served.read_bytes().startswith(b"\x89PNG"), img["src"]
+        assert len(img["alt"]) > 40 and img["width"] == "640" and int(img["height"]) > 0
+        assert img.get("loading") == (None if i == 0 else "lazy")
