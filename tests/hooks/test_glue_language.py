@@ -22,6 +22,7 @@ def test_fallback_page_is_rendered_in_the_build_language():
         plugins={"i18n": SimpleNamespace(current_language="fr")},
         theme={"language": "fr"},
         mdx_configs={},
+        extra={"rental_links": {"catalogue": "https://vramfarm.example/servers"}},
     )
     italian_source_page = SimpleNamespace(file=SimpleNamespace(src_uri="index.it.md", locale="it", content_string="# Guida\n"))
     out = glue.on_page_markdown("{{ table name=sharding params=8e9 world_sizes=4 }}", italian_source_page, config, None)
