@@ -20,7 +20,7 @@ BLOCK_START_RE = re.compile(r'<div class="(?:[^"]*\s)?highlight(?:\s[^"]*)?">')
 BLOCK_END = "</code></pre></div>"
 # A notebook's code cell as mkdocs-jupyter (nbconvert's template) renders it: Pygments' spans
 # in ``<div class="highlight-ipynb hl-python"><pre>`` (no <code>), the language in ``hl-``.
-CELL_START_RE = re.compile(r'<div class="highlight-ipynb hl-[\w+-]+"><pre>')
+CELL_START_RE = re.compile(r'<div class="highlight-ipynb hl-[\w+-]+"><pre(?: tabindex="0")?>')
 CELL_END = "</pre></div>"
 TITLE_RE = re.compile(r'<span class="filename">([^<]*)</span>')  # right after the block's opening tag
 

@@ -76,7 +76,16 @@ def notebook_content(html: str, toc) -> str:
     """A mkdocs-jupyter page's content with its explicit anchors and its cells' interface
     left out of search; its ``toc`` retitled in place."""
     retitle_toc(toc)
-    return exclude_from_search(explicit_anchors(html))
+    return focusable_cells(exclude_from_search(explicit_anchors(html)))
+
+
+CELL_PRE = '<div class="highlight-ipynb hl-python"><pre>'
+
+
+def focusable_cells(html: str) -> str:
+    """A code cell's lines never wrap (guide.css): a long one scrolls sideways, and a
+    keyboard reaches the scrolling cell (``tabindex="0"``, as Material gives its code blocks)."""
+    return html.replace(CELL_PRE, '<div class="highlight-ipynb hl-python"><pre tabindex="0">')
 
 
 def exclude_from_search(html: str) -> str:

@@ -122,6 +122,7 @@ def test_inline_code_never_breaks_after_a_hyphen(sized, site_server, lang, size)
 def test_phone_tables_scroll_in_their_frame_with_a_cue(sized, site_server, lang):
     page = sized("phone")
     page.goto(site_server.url(ROOTS[lang]), wait_until="networkidle")
+    page.wait_for_selector("article .md-typeset__scrollwrap table", state="attached")  # Material's script wraps them
     tables = page.evaluate(WIDE_TABLES_JS)
     wide = [t for t in tables if t["wider"]]
     assert wide, "no table wider than a phone: the sharding tables were (update the test)"

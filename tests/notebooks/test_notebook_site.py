@@ -88,7 +88,7 @@ def test_code_is_the_same_on_both_notebook_pages(built_site):
 
 
 COMMENTS = {"it": "# la memoria di ogni scheda come la riporta nvidia-smi (gpus.yaml: memory_mib), in GB",
-            "fr": "# la mémoire de chaque carte telle que l’indique nvidia-smi (gpus.yaml : memory_mib), en Go"}
+            "fr": "# la mémoire de chaque carte selon nvidia-smi (gpus.yaml : memory_mib), en Go"}
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])

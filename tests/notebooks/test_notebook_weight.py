@@ -94,3 +94,14 @@ def test_the_page_links_one_pruned_stylesheet_and_a_changed_copy_stays_inline():
     assert "jp-CodeCell" in data.decode() and "jp-Panel" not in data.decode()
     changed = page.replace("blue }", "blue } ")
     assert own_stylesheet(changed, {"assets/notebook/index.css": css}, written.__setitem__, str, checked.append) == changed
+
+
+def test_notebook_code_cells_are_focusable():
+    """A cell's long line scrolls sideways: the keyboard must reach it (axe's scrollable-region-focusable)."""
+    from hooks.code_blocks import notebook_cells
+    from hooks.notebook_html import focusable_cells
+
+    cell = '<div class="highlight-ipynb hl-python"><pre><span class="n">x</span>\n</pre></div>'
+    out = focusable_cells(cell)
+    assert out == '<div class="highlight-ipynb hl-python"><pre tabindex="0"><span class="n">x</span>\n</pre></div>'
+    assert list(notebook_cells(out)) == [(0, len(out))]

@@ -259,3 +259,10 @@ def test_a_data_edit_runs_again_only_the_notebooks_that_read_it(tiny_repo):
     assert not run(gpus) and run(other)
     assert outputs(cache / next(p.name for p in cache.glob("other.it.*.ipynb"))).endswith("['a.json', 'b.json']\n")
     assert len(list(cache.glob("gpus.it.*.ipynb"))) == 1 and len(list(cache.glob("gpus.it.*.reads.json"))) == 1
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_shown_code_lines_fit_88_columns(lang):
+    """The cells a page shows (not the hidden set-up cell), comments in their language included."""
+    cells = [c for c in notebooks()[lang].cells if c.cell_type == "code" and "setup" not in c.metadata.get("tags", [])]
+    assert [line for c in cells for line in c.source.splitlines() if len(line) > 88] == []
