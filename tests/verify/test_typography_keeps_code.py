@@ -6,7 +6,8 @@ every search-index entry is compared before and after. What must not change: the
 ``code``, ``pre``, ``kbd``, ``samp``, ``textarea``, ``script`` and ``style`` elements (the
 finder's labels excepted: prose the rule set typesets on purpose), the text a notebook cell's
 copy button copies (``.clipboard-copy-txt``), and every attribute of every element
-(``data-*``, Material's copy-button targets). The code of the pages holds text the French
+(``data-*``, Material's copy-button targets) but the spoken ones (``alt``, ``aria-label``,
+``title``: prose, typeset on purpose) outside code elements. The code of the pages holds text the French
 rules would change if they reached it (asserted below), so a pass that touched code would be
 seen. selectolax reads both sides; the oracle is equality of the text, element by element.
 """
@@ -29,6 +30,8 @@ from selectolax.lexbor import LexborHTMLParser
 import hooks.typography as typography
 
 PROTECTED = "code, pre, kbd, samp, textarea, script, style, .clipboard-copy-txt"
+CODE_TAGS = {"code", "pre", "kbd", "samp", "textarea", "script", "style"}
+SPOKEN = {"alt", "aria-label", "title"}
 seen = {"pages": [], "index_entries": 0, "code": [], "violations": []}
 
 
@@ -36,7 +39,11 @@ def protected(html):
     tree = LexborHTMLParser(html)
     texts = [node.text(deep=True) for node in tree.css(PROTECTED) if node.attributes.get("id") != "finder-labels"]
     # an attribute written without a value reads as None, once serialized as "": the same to HTML
-    attributes = [(node.tag, sorted((name, value or "") for name, value in node.attributes.items())) for node in tree.css("*")]
+    # the attributes a reader hears or sees (alt, aria-label, title) are prose the rule set
+    # typesets on purpose, except on code elements
+    attributes = [(node.tag, sorted((name, value or "") for name, value in node.attributes.items()
+                                    if name not in SPOKEN or node.tag in CODE_TAGS))
+                  for node in tree.css("*")]
     return texts, attributes
 
 
