@@ -43,7 +43,7 @@ ELISIONS = {
     "fr": {"l", "d", "j", "m", "n", "s", "t", "c", "qu", "jusqu", "lorsqu", "puisqu", "quoiqu", "presqu", "quelqu"},
 }
 SKIPPED = ("pre", "code", "kbd", "samp", "var", "script", "style", "svg", "math", "template",
-           ".arithmatex", ".headerlink", ".highlight", ".jp-CodeCell", ".jp-InputArea", ".jp-OutputArea",
+           ".arithmatex", ".headerlink", ".highlight", ".jp-CodeCell .jp-InputArea", ".jp-OutputArea .jp-RenderedText",
            '[translate="no"]', ".notranslate")
 CODE_LIKE = re.compile(r"[\d_/\\.@=#<>{}$%+*|~^`\[\]]")
 EDGE = "\"'’‘“”«»()[]{}.,;:!?…–—-·¶*/"
@@ -250,3 +250,15 @@ def test_interface_is_spelled_right(built_site, tmp_path):
         pages[str(page.relative_to(built_site))] = ("<html><body><article><p>" + " \n ".join(interface_texts(page))
                                                     + "</p></article></body></html>", lang)
     assert not misspellings(pages, tmp_path), "an interface string not in the page's language (or a term for tests/spelling/)"
+
+
+def test_notebook_markdown_cells_are_prose(built_site):
+    """A notebook's Markdown cells (in JupyterLab's .jp-InputArea, like its code) are prose the
+    gates read; its code cells and their text outputs are not."""
+    page = built_site / "fr" / "memory-notebook" / "index.html"
+    cell = ('<div class="jp-Cell jp-MarkdownCell"><div class="jp-InputArea"><div class="jp-RenderedMarkdown">'
+            '<p>Voir Trouvez le GPU.</p></div></div></div>'
+            '<div class="jp-Cell jp-CodeCell"><div class="jp-InputArea"><pre>x = 1  # notebook sur la mémoire</pre></div>'
+            '<div class="jp-OutputArea"><div class="jp-RenderedText"><pre>notebook sur la mémoire</pre></div></div></div>')
+    html = page.read_text(encoding="utf-8").replace("</article>", cell + "</article>", 1)
+    assert term_drift({"nb": (html, "fr")}) == ["nb: 'Voir Trouvez le GPU' (use 'Trouvez le GPU')"]
