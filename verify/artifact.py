@@ -65,6 +65,7 @@ FILE_TYPES: tuple[tuple[str, str], ...] = (
     ("assets/javascripts/*.js.map", "Material's source maps"),
     ("assets/stylesheets/*.css.map", "Material's source maps"),
     ("assets/images/*.png", "Material's favicon"),
+    ("assets/notebook/plots/*.png", "a notebook's plot, its executed output (hooks/notebook_weight.py)"),
     ("assets/finder.json", "the finder's data (hooks/finder.py)"),
     ("search/search_index.json", "the default language's search index"),
     ("*/search/search_index.json", "another language's search index"),
@@ -108,7 +109,7 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
     "details": frozenset({"open"}),
     "fieldset": frozenset({"disabled", "name"}),
     "form": frozenset({"name", "data-json"}),
-    "img": frozenset({"alt", "src", "width", "height"}),
+    "img": frozenset({"alt", "src", "width", "height", "loading", "decoding"}),  # a notebook's plots: lazy below the first
     "input": frozenset({"autocapitalize", "autocomplete", "autocorrect", "checked", "name", "placeholder", "required",
                         "spellcheck", "type", "value", "min", "max", "step", "inputmode", "pattern", "list", "disabled",
                         "readonly", "size", "maxlength", "minlength", "multiple", "accept"}),
