@@ -26,6 +26,7 @@ import hashlib
 import html as html_lib
 import re
 import struct
+from pathlib import Path
 
 from .errors import RenderError
 
@@ -156,19 +157,69 @@ def used_rules(css: str, html: str) -> str:
 STYLES_FOLDER = "assets/notebook"
 
 
-def _cached_rules(css_texts: list[str], html: str) -> str:
-    """``used_rules`` of each stylesheet, joined; a development build keeps the result in
-    ``.cache/notebook-css`` under the SHA-256 of its inputs and of the hooks' code (what a
-    publication build never reads: hooks/passed.py)."""
-    from .passed import REPO_ROOT, fingerprint, markers_trusted
+CACHE_DIR = Path(__file__).resolve().parent.parent / ".cache" / "notebook-css"
 
-    digest = hashlib.sha256(fingerprint() + b"notebook-css\0")
+
+@functools.lru_cache(maxsize=8)
+def _package_rules(css: str) -> frozenset[str]:
+    """Every rule of ``css`` as ``_kept`` writes it: qualified rules (top level or inside a
+    block), ``@media``/``@supports`` preludes, other at-rules whole."""
+    import tinycss2
+
+    found: set[str] = set()
+
+    def walk(rules) -> None:
+        for rule in rules:
+            if rule.type == "qualified-rule":
+                found.add(rule.serialize())
+            elif rule.type == "at-rule" and rule.lower_at_keyword in {"media", "supports"} and rule.content is not None:
+                found.add(f"@{rule.at_keyword} {tinycss2.serialize(rule.prelude).strip()}")
+                walk(tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True))
+            elif rule.type == "at-rule":
+                found.add(rule.serialize())
+
+    walk(_parsed(css))
+    return frozenset(found)
+
+
+def _only_package_rules(text: str, css_texts: list[str]) -> bool:
+    """Whether every rule of ``text`` is a rule of the package's stylesheets (a kept file
+    can only leave rules out, never add one)."""
+    import tinycss2
+
+    allowed = frozenset().union(*(_package_rules(css) for css in css_texts))
+
+    def ok(rules) -> bool:
+        for rule in rules:
+            if rule.type == "qualified-rule":
+                if rule.serialize() not in allowed:
+                    return False
+            elif rule.type == "at-rule" and rule.lower_at_keyword in {"media", "supports"} and rule.content is not None:
+                if f"@{rule.at_keyword} {tinycss2.serialize(rule.prelude).strip()}" not in allowed or not ok(
+                        tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True)):
+                    return False
+            elif rule.type == "at-rule" and rule.serialize() not in allowed:
+                return False
+            elif rule.type == "error":
+                return False
+        return True
+
+    return ok(tinycss2.parse_stylesheet(text, skip_comments=True, skip_whitespace=True))
+
+
+def _cached_rules(css_texts: list[str], html: str) -> str:
+    """``used_rules`` of each stylesheet, joined; kept in ``.cache/notebook-css`` under the
+    SHA-256 of its inputs and of this module, and reused only if every rule it holds is a
+    rule of the package's stylesheets (a file written there can only drop rules)."""
+    digest = hashlib.sha256(b"notebook-css\0" + Path(__file__).read_bytes())
     for text in (*css_texts, html):
         data = text.encode("utf-8", "surrogatepass")
         digest.update(len(data).to_bytes(8, "big") + data)
-    cached = REPO_ROOT / ".cache" / "notebook-css" / f"{digest.hexdigest()}.css"
-    if markers_trusted() and cached.is_file():
-        return cached.read_text(encoding="utf-8")
+    cached = CACHE_DIR / f"{digest.hexdigest()}.css"
+    if cached.is_file():
+        text = cached.read_text(encoding="utf-8")
+        if _only_package_rules(text, css_texts):
+            return text
     out = "".join(used_rules(css, html) for css in css_texts)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)

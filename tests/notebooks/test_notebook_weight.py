@@ -105,3 +105,21 @@ def test_notebook_code_cells_are_focusable():
     out = focusable_cells(cell)
     assert out == '<div class="highlight-ipynb hl-python"><pre tabindex="0"><span class="n">x</span>\n</pre></div>'
     assert list(notebook_cells(out)) == [(0, len(out))]
+
+
+def test_a_kept_stylesheet_is_reused_only_if_it_holds_package_rules_only(tmp_path, monkeypatch):
+    """The pruned stylesheet kept in .cache can only leave rules out: a file there that adds a
+    rule (body { display: none }) is ignored and the rules are computed again."""
+    import hooks.notebook_weight as weight
+
+    monkeypatch.setattr(weight, "CACHE_DIR", tmp_path)
+    css = ".jp-CodeCell { color: red }\n@media print { .jp-CodeCell { color: black } }\n.jp-Panel { color: blue }\n"
+    page = '<div class="jp-CodeCell">x</div>'
+    first = weight._cached_rules([css], page)
+    (kept,) = list(tmp_path.glob("*.css"))
+    assert kept.read_text() == first and "jp-Panel" not in first and "@media print" in first
+    kept.write_text(first + "body { display: none }\n")
+    assert weight._cached_rules([css], page) == first  # the forged file: ignored, rewritten
+    assert kept.read_text() == first
+    kept.write_text(".jp-CodeCell { color: red }\n")  # a subset: reused
+    assert weight._cached_rules([css], page) == ".jp-CodeCell { color: red }\n"
