@@ -8,17 +8,13 @@ the weights it saves must be the same in both languages. Only the NCCL check's t
 
 from __future__ import annotations
 
-import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
-from tests.snippets.launch import FORK_RANKS, Run
-from tests.snippets.launch import run as harness_run
+from tests.snippets.launch import fork_jobs
 from verify.extract import extract
 from verify.languages import LANGUAGES
 
@@ -37,7 +33,7 @@ def runs(built_site, tmp_path_factory):
     """{(lang, block): (run, its folder)} for every runnable block in every language: each the
     unmodified script on 2 forked gloo ranks (``fork_ranks.py``), all after one import of torch."""
     root = tmp_path_factory.mktemp("languages")
-    jobs, folders = [], {}
+    jobs = {}
     for lang in LANGUAGES:
         folder = root / f"extracted-{lang}"
         folder.mkdir()
@@ -45,19 +41,9 @@ def runs(built_site, tmp_path_factory):
         for name, args in RUNS.items():
             work = folder / name.removesuffix(".py")
             work.mkdir()
-            folders[(lang, name)] = work
-            jobs.append({"world": 2, "script": str(folder / name), "args": args, "cwd": str(work),
-                         "stdout": str(work.parent / f"{work.name}.stdout"), "stderr": str(work.parent / f"{work.name}.stderr")})
-    jobs_path = root / "jobs.json"
-    jobs_path.write_text(json.dumps(jobs), encoding="utf-8")
-    driver = harness_run([sys.executable, str(FORK_RANKS), "--jobs", str(jobs_path)], cwd=root, timeout=600)
-    assert driver.returncode == 0, driver.stderr[-3000:]
-    statuses = json.loads((root / "jobs.json.status.json").read_text(encoding="utf-8"))
-    out = {}
-    for (key, work), job, status in zip(folders.items(), jobs, statuses):
-        read = lambda name: Path(job[name]).read_text(encoding="utf-8", errors="replace")  # noqa: E731
-        out[key] = (Run(status, read("stdout"), read("stderr"), driver.seconds), work)
-    return out
+            jobs[(lang, name)] = (work, 2, folder / name, args)
+    done = fork_jobs(list(jobs.values()), root)
+    return {key: (run, job[0]) for (key, job), run in zip(jobs.items(), done)}
 
 
 def test_the_languages_extract_different_text(runs):
