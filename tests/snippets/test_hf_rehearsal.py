@@ -20,8 +20,11 @@ see world size 1 and fail. On CPU accelerate itself turns FSDP and DeepSpeed int
 from __future__ import annotations
 
 import json
+import os
 import runpy
 import shlex
+import socket
+import subprocess
 import sys
 import warnings
 from contextlib import contextmanager
@@ -30,13 +33,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.snippets.launch import free_port, run, torchrun_cmd
+from tests.snippets.launch import CPU_REHEARSAL, HANG_LIMIT_S, free_port, run, torchrun_cmd
 
 pytestmark = pytest.mark.slow
 
 SNIPPETS = REPO_ROOT / "snippets"
-RECORD_HF = Path(__file__).with_name("record_hf.py")
+FORKED_WORKER = Path(__file__).with_name("forked_worker.py")  # record_hf.py, forked from the zygote
 LAUNCH_HF = Path(__file__).with_name("launch_hf.py")
+ZYGOTE = Path(__file__).with_name("zygote.py")
 STEPS, MICRO_BATCH = 3, 4
 TINY = ["--tiny", "--max_steps", str(STEPS), "--logging_steps", "1", "--learning_rate", "1e-2", "--seq_len", "32"]
 # Losses of the distributed run vs the single-process reference. bf16 compute reduces in a
@@ -73,7 +77,7 @@ class Launches:
         return [str(self.extracted / arg) if (self.extracted / arg).is_file() else arg for arg in args]
 
     def worker(self, name: str, script_args: list[str], micro_batch: int) -> list[str]:
-        return [str(RECORD_HF), str(self.root / name / "record"), str(self.extracted / "train_hf.py"),
+        return [str(FORKED_WORKER), str(self.root / name / "record"), str(self.extracted / "train_hf.py"),
                 *self.rebased(script_args), *TINY, "--per_device_train_batch_size", str(micro_batch),
                 "--output_dir", str(self.root / name / "out")]
 
@@ -139,10 +143,33 @@ def launches(extracted, tmp_path_factory) -> tuple[Launches, dict[str, int]]:
         if REFERENCE[name] == name:
             jobs.append(launches.job(f"{name}-reference", words, 1, env=env))
     (launches.root / "jobs.json").write_text(json.dumps(jobs), encoding="utf-8")
-    env = {"HF_HOME": str(launches.root / "hf-home"), "TOKENIZERS_PARALLELISM": "false"}
-    done = run([sys.executable, str(LAUNCH_HF), str(launches.root / "jobs.json")], env, 1200, launches.root)
+    env = {"HF_HOME": str(launches.root / "hf-home"), "TOKENIZERS_PARALLELISM": "false",
+           "HF_ZYGOTE": str(launches.root / "zygote.sock")}
+    with zygote(env, launches.root):
+        done = run([sys.executable, str(LAUNCH_HF), str(launches.root / "jobs.json")], env, 1200, launches.root)
     assert done.returncode == 0, done.stderr[-3000:]
     return launches, json.loads(done.stdout.splitlines()[-1])
+
+
+@contextmanager
+def zygote(env: dict, cwd: Path):
+    """zygote.py serving env["HF_ZYGOTE"] while the block runs; then told to quit once its
+    children have exited, and waited for (their CPU time counts in this session's)."""
+    server = subprocess.Popen([sys.executable, str(ZYGOTE), env["HF_ZYGOTE"]], cwd=cwd, stdout=subprocess.PIPE,
+                              text=True, env={**os.environ, **CPU_REHEARSAL, **env})
+    try:
+        for line in server.stdout:  # DeepSpeed's import logs its accelerator on stdout first
+            if line == "ready\n":
+                break
+        assert server.poll() is None, "the zygote did not start"
+        yield
+    finally:
+        if server.poll() is None:
+            with socket.socket(socket.AF_UNIX) as conn:
+                conn.connect(env["HF_ZYGOTE"])
+                conn.sendall(b'{"quit": true}\n')
+            server.stdout.read()
+        server.wait(timeout=HANG_LIMIT_S)
 
 
 @pytest.fixture(params=list(REFERENCE))
