@@ -44,7 +44,7 @@ def test_fsdp2_script_on_every_gpu_reports_its_peak_and_resumes(extracted, tmp_p
     ZeRO-3 with fp32 weights and AdamW (16 bytes per parameter, divided by the ranks),
     with the parameters counted from the DCP checkpoint the run wrote."""
     n = gpus()
-    first = torchrun(extracted / "train_fsdp2.py", "--out", tmp_path / "ckpt", "--epochs", "1", nproc=n,
+    first = torchrun(extracted / "train_fsdp2.py", "--tiny", "--out", tmp_path / "ckpt", "--epochs", "1", nproc=n,
                      env={"NCCL_CHECK_ALLOW_CPU": ""}, timeout=600, cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-4000:]
     peaks = dict(re.findall(r"^rank (\d+): peak ([\d.]+) GB allocated$", first.stdout, re.M))
@@ -55,7 +55,7 @@ def test_fsdp2_script_on_every_gpu_reports_its_peak_and_resumes(extracted, tmp_p
     for rank, peak in peaks.items():
         assert float(peak) >= round(states_gb, 3), (rank, peak, states_gb)
 
-    resumed = torchrun(extracted / "train_fsdp2.py", "--out", tmp_path / "ckpt", "--epochs", "2", nproc=n,
+    resumed = torchrun(extracted / "train_fsdp2.py", "--tiny", "--out", tmp_path / "ckpt", "--epochs", "2", nproc=n,
                        env={"NCCL_CHECK_ALLOW_CPU": ""}, timeout=600, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     assert "resumed from" in resumed.stdout and re.findall(r"^epoch (\d+):", resumed.stdout, re.M) == ["1"]

@@ -42,12 +42,12 @@ def runs(extracted, tmp_path_factory):
     root = tmp_path_factory.mktemp("fsdp2")
     script = extracted / "train_fsdp2.py"
     with ThreadPoolExecutor(2) as pool:
-        whole = pool.submit(torchrun, script, "--out", root / "a", "--epochs", "2", cwd=root)
+        whole = pool.submit(torchrun, script, "--tiny", "--out", root / "a", "--epochs", "2", cwd=root)
         # the interrupted run: the same 2 gloo ranks, forked after one import (cheaper)
-        first = pool.submit(harness_run, [sys.executable, str(FORK_RANKS), "2", str(script), "--out", str(root / "b"),
-                                          "--epochs", "1"], cwd=root)
+        first = pool.submit(harness_run, [sys.executable, str(FORK_RANKS), "2", str(script), "--tiny", "--out",
+                                          str(root / "b"), "--epochs", "1"], cwd=root)
         whole, first = whole.result(), first.result()
-    resumed = torchrun(script, "--out", root / "b", "--epochs", "2", cwd=root)
+    resumed = torchrun(script, "--tiny", "--out", root / "b", "--epochs", "2", cwd=root)
     for run in (whole, first, resumed):
         assert run.returncode == 0, run.stderr[-3000:]
     return {"root": root, "whole": whole, "first": first, "resumed": resumed}
@@ -76,7 +76,8 @@ def test_resumed_run_ends_with_the_weights_of_an_uninterrupted_run(runs, tmp_pat
     assert_same(state(a / "epoch-2" / "optim", tmp_path), state(b / "epoch-2" / "optim", tmp_path), "optim")
     after_one = state(b / "epoch-1" / "model", tmp_path)
     after_two = state(b / "epoch-2" / "model", tmp_path)
-    assert not torch.equal(after_one["embed.weight"], after_two["embed.weight"]), "the second epoch changed nothing"
+    assert not torch.equal(after_one["model.embed_tokens.weight"], after_two["model.embed_tokens.weight"]), \
+        "the second epoch changed nothing"
 
 
 def test_the_resumed_run_starts_from_the_checkpoint(runs):
@@ -89,10 +90,17 @@ def test_the_resumed_run_starts_from_the_checkpoint(runs):
 def test_every_block_and_the_root_are_sharded_and_kept_in_fp32(runs):
     """fully_shard splits every parameter along dim 0 across the 2 ranks: each tensor of
     the DCP checkpoint is stored as two chunks. MixedPrecisionPolicy computes in bf16 but
-    the sharded parameters (what the optimizer updates) stay fp32."""
+    the sharded parameters (what the optimizer updates) stay fp32. The names are the Hugging
+    Face model's own (its state_dict: the 4 decoder layers of --tiny, embedding, norm, head)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
     metadata = FileSystemReader(runs["root"] / "a" / "epoch-2" / "model").read_metadata().state_dict_metadata
-    blocks = {key.split(".")[1] for key in metadata if key.startswith("blocks.")}
-    assert blocks == {"0", "1", "2", "3"} and {"embed.weight", "head.weight"} <= metadata.keys()
+    config = AutoConfig.from_pretrained(runs["root"] / "a" / "epoch-2")
+    with torch.device("meta"):
+        names = set(AutoModelForCausalLM.from_config(config).state_dict())
+    assert set(metadata) == names
+    blocks = {key.split(".")[2] for key in metadata if key.startswith("model.layers.")}
+    assert blocks == {"0", "1", "2", "3"} and {"model.embed_tokens.weight", "lm_head.weight"} <= metadata.keys()
     for key, tensor in metadata.items():
         assert tensor.properties.dtype == torch.float32, key
         assert [chunk.offsets[0] for chunk in tensor.chunks] == [0, tensor.size[0] // 2], key
@@ -114,19 +122,11 @@ def argv(args: list[str]):
         sys.argv = saved
 
 
-def test_the_guides_conversions_give_the_trained_weights(runs, tmp_path):
-    """The two lines of to_hf.sh that read a DCP checkpoint, run on B's last one with the
-    tools' own entry points: torch's format_utils CLI and ``accelerate merge-weights``."""
+def test_the_guides_merge_weights_line_gives_the_trained_weights(runs, tmp_path):
+    """The line of to_hf.sh for Accelerate's sharded checkpoints, run with its own entry
+    point on B's last DCP checkpoint: the same tensors as torch's dcp_to_torch_save."""
     checkpoint = runs["root"] / "b" / "epoch-2" / "model"
     expected = state(checkpoint, tmp_path)
-
-    args = to_hf_line("python -m torch.distributed.checkpoint.format_utils")
-    assert args[3:5] == ["dcp_to_torch", "checkpoints/epoch-3/model"]
-    with argv(["format_utils", "dcp_to_torch", str(checkpoint), str(tmp_path / args[5])]), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module was imported above, as a library
-        runpy.run_module("torch.distributed.checkpoint.format_utils", run_name="__main__")
-    assert_same(torch.load(tmp_path / args[5], weights_only=False), expected, "dcp_to_torch")
-
     from accelerate.commands.merge import merge_command, merge_command_parser
 
     args = to_hf_line("accelerate merge-weights")
@@ -134,6 +134,45 @@ def test_the_guides_conversions_give_the_trained_weights(runs, tmp_path):
     parsed.checkpoint_directory, parsed.output_path = str(checkpoint), str(tmp_path / parsed.output_path)
     merge_command(parsed)
     assert_same(load_file(Path(parsed.output_path) / "model.safetensors"), expected, "merge-weights")
+
+
+def test_dcp_to_hf_gives_a_folder_from_pretrained_loads_with_the_trained_logits(runs, extracted, tmp_path):
+    """The guide's DCP -> Hugging Face line (to_hf.sh: ``python dcp_to_hf.py
+    checkpoints/epoch-3 hf_model``), the extracted dcp_to_hf.py on B's last checkpoint of 2
+    gloo ranks: from_pretrained reports no missing, unexpected or mismatched key; the weights
+    are the trained ones (torch's own dcp_to_torch_save of the same checkpoint is the
+    oracle), bit for bit in fp32 (``--dtype fp32``) and cast to bf16 by default; the tied
+    head stays tied; the logits equal those of the trained weights loaded strictly into the
+    model built from the run's config.json."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    args = to_hf_line("python dcp_to_hf.py")
+    assert args[2:] == ["checkpoints/epoch-3", "hf_model"]
+    folder = runs["root"] / "b" / "epoch-2"
+    trained = state(folder / "model", tmp_path)
+    config = AutoConfig.from_pretrained(folder)
+    tokens = torch.arange(32).unsqueeze(0)
+    for dtype, options in (("bf16", []), ("fp32", ["--dtype", "fp32"])):
+        out = tmp_path / dtype
+        with argv([str(extracted / "dcp_to_hf.py"), str(folder), str(out), *options]), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runpy.run_path(str(extracted / "dcp_to_hf.py"), run_name="__main__")
+        assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
+        model, info = AutoModelForCausalLM.from_pretrained(out, output_loading_info=True)
+        assert {key: list(value) for key, value in info.items()} == {
+            "missing_keys": [], "unexpected_keys": [], "mismatched_keys": [], "error_msgs": []}
+        assert model.config.tie_word_embeddings
+        assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+        want = torch.bfloat16 if dtype == "bf16" else torch.float32
+        assert {tensor.dtype for tensor in load_file(out / "model.safetensors").values()} == {want}
+        expected = AutoModelForCausalLM.from_config(config, dtype=want)
+        expected.load_state_dict({key: tensor.to(want) for key, tensor in trained.items()}, strict=True)
+        loaded = model.state_dict()
+        assert set(loaded) == set(trained)
+        for key, tensor in trained.items():
+            assert torch.equal(loaded[key], tensor.to(want)), key
+        with torch.no_grad():
+            assert torch.equal(model(tokens).logits, expected(tokens).logits)
 
 
 def test_started_with_plain_python_it_says_how_to_launch(extracted):
