@@ -21,7 +21,8 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=3)
 parser.add_argument("--out", default="checkpoints")
 parser.add_argument("--model", default="Qwen/Qwen3-0.6B")
-parser.add_argument("--tiny", action="store_true")  # un modello minuscolo dalla config, senza download
+# un modello minuscolo dalla config, senza download
+parser.add_argument("--tiny", action="store_true")
 args = parser.parse_args()
 
 local_rank = int(os.environ["LOCAL_RANK"])
@@ -42,8 +43,8 @@ if args.tiny:
 else:  # pesi in fp32: i calcoli in bf16 li fa MixedPrecisionPolicy
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
 model.to(device)
-vocab = model.config.vocab_size
-tokens = torch.randint(0, vocab, (256, 33))  # dati sintetici: mettici i tuoi
+# dati sintetici: mettici i tuoi
+tokens = torch.randint(0, model.config.vocab_size, (256, 33))
 data = TensorDataset(tokens[:, :-1], tokens[:, 1:])
 sampler = DistributedSampler(data, shuffle=True)
 loader = DataLoader(data, batch_size=16, sampler=sampler)

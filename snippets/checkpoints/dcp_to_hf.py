@@ -17,14 +17,15 @@ checkpoint = Path(args.checkpoint)
 config = AutoConfig.from_pretrained(checkpoint)  # il config.json di train_fsdp2.py
 with torch.device("meta"):  # solo la forma del modello, senza memoria
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-model.to_empty(device="cpu")  # i pesi interi nella RAM, in fp32: 4 byte per parametro
+# i pesi interi nella RAM, in fp32: 4 byte per parametro
+model.to_empty(device="cpu")
 model.tie_weights()  # embedding e testa condivisi (se il modello li lega)
 state = model.state_dict()
 # ogni nome del checkpoint è un parametro del modello, e viceversa
 saved = dcp.FileSystemReader(checkpoint / "model").read_metadata().state_dict_metadata
 if set(saved) != set(state):
     raise SystemExit(f"names differ: {sorted(set(saved) ^ set(state))}")
-# un solo processo: DCP legge i pezzi di tutti i rank, solo il modello, senza l’ottimizzatore
+# un solo processo: DCP legge i pezzi del modello di tutti i rank
 dcp.load(state, checkpoint_id=checkpoint / "model")
 del state
 dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
