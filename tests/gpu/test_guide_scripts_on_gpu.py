@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch.distributed.checkpoint import FileSystemReader
 
+from tests.snippets.hf_checks import check_dcp_to_hf
 from tests.snippets.launch import INJECT_FAULT, torchrun
 from vram import model_states_per_gpu
 
@@ -39,8 +40,9 @@ def test_a_nccl_timeout_is_the_watchdogs_abort_not_the_scripts_except(extracted)
 
 
 def test_fsdp2_script_on_every_gpu_reports_its_peak_and_resumes(extracted, tmp_path):
-    """train_fsdp2.py trains on every GPU, prints each rank's peak after the first step, and
-    resumes. The peak holds at least the model states the calculator gives for FSDP2 /
+    """train_fsdp2.py (--tiny: the GPU runner downloads nothing) trains on every GPU, prints
+    each rank's peak after the first step, resumes, and its last checkpoint becomes a folder
+    from_pretrained loads through dcp_to_hf.py. The peak holds at least the model states the calculator gives for FSDP2 /
     ZeRO-3 with fp32 weights and AdamW (16 bytes per parameter, divided by the ranks),
     with the parameters counted from the DCP checkpoint the run wrote."""
     n = gpus()
@@ -59,6 +61,8 @@ def test_fsdp2_script_on_every_gpu_reports_its_peak_and_resumes(extracted, tmp_p
                        env={"NCCL_CHECK_ALLOW_CPU": ""}, timeout=600, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     assert "resumed from" in resumed.stdout and re.findall(r"^epoch (\d+):", resumed.stdout, re.M) == ["1"]
+    # the DCP checkpoint the GPUs wrote, through the guide's dcp_to_hf.py (the CPU rehearsal's checks)
+    check_dcp_to_hf(extracted, tmp_path / "ckpt" / "epoch-2", tmp_path / "hf")
 
 
 PROBE_SEGMENTS = (

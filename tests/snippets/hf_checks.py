@@ -267,3 +267,46 @@ def check_zero_to_fp32_safe_serialization(folder: Path, tied: bool, tmp_path: Pa
     else:
         convert_zero_checkpoint_to_fp32_state_dict(str(folder), str(out), safe_serialization=True)
         assert (out / "model.safetensors").is_file()
+
+
+def check_dcp_to_hf(extracted: Path, folder: Path, tmp_path: Path) -> None:
+    """The guide's DCP -> Hugging Face line (to_hf.sh: ``python dcp_to_hf.py
+    checkpoints/epoch-3 hf_model``), the extracted dcp_to_hf.py on ``folder`` (a checkpoint
+    of train_fsdp2.py --tiny: its ``model`` DCP folder and config.json): from_pretrained
+    reports no missing, unexpected or mismatched key; the weights are the trained ones (torch's own dcp_to_torch_save of the same checkpoint is the
+    oracle), bit for bit in fp32 (``--dtype fp32``) and cast to bf16 by default; the tied
+    head stays tied; the logits equal those of the trained weights loaded strictly into the
+    model built from the run's config.json."""
+    import torch
+    from safetensors.torch import load_file
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    (args,) = [words for words in shell_commands(TO_HF) if words[:2] == ["python", "dcp_to_hf.py"]]
+    assert args[2:] == ["checkpoints/epoch-3", "hf_model"]
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    dcp_to_torch_save(folder / "model", tmp_path / "trained.pt")
+    trained = torch.load(tmp_path / "trained.pt", weights_only=False)
+    config = AutoConfig.from_pretrained(folder)
+    tokens = torch.arange(32).unsqueeze(0)
+    for dtype, options in (("bf16", []), ("fp32", ["--dtype", "fp32"])):
+        out = tmp_path / dtype
+        with argv([str(extracted / "dcp_to_hf.py"), str(folder), str(out), *options]), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runpy.run_path(str(extracted / "dcp_to_hf.py"), run_name="__main__")
+        assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
+        model, info = AutoModelForCausalLM.from_pretrained(out, output_loading_info=True)
+        assert {key: list(value) for key, value in info.items()} == {
+            "missing_keys": [], "unexpected_keys": [], "mismatched_keys": [], "error_msgs": []}
+        assert model.config.tie_word_embeddings
+        assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+        want = torch.bfloat16 if dtype == "bf16" else torch.float32
+        assert {tensor.dtype for tensor in load_file(out / "model.safetensors").values()} == {want}
+        expected = AutoModelForCausalLM.from_config(config, dtype=want)
+        expected.load_state_dict({key: tensor.to(want) for key, tensor in trained.items()}, strict=True)
+        loaded = model.state_dict()
+        assert set(loaded) == set(trained)
+        for key, tensor in trained.items():
+            assert torch.equal(loaded[key], tensor.to(want)), key
+        with torch.no_grad():
+            assert torch.equal(model(tokens).logits, expected(tokens).logits)

@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import os
 import re
-import runpy
 import shlex
 import subprocess
 import sys
-import warnings
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,6 +26,7 @@ from torch.distributed.checkpoint import FileSystemReader
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from tests.conftest import REPO_ROOT
+from tests.snippets.hf_checks import check_dcp_to_hf
 from tests.snippets.launch import FORK_RANKS, torchrun
 from tests.snippets.launch import run as harness_run
 
@@ -112,16 +110,6 @@ def to_hf_line(command: str) -> list[str]:
     return shlex.split(line)
 
 
-@contextmanager
-def argv(args: list[str]):
-    saved = sys.argv
-    sys.argv = args
-    try:
-        yield
-    finally:
-        sys.argv = saved
-
-
 def test_the_guides_merge_weights_line_gives_the_trained_weights(runs, tmp_path):
     """The line of to_hf.sh for Accelerate's sharded checkpoints, run with its own entry
     point on B's last DCP checkpoint: the same tensors as torch's dcp_to_torch_save."""
@@ -137,42 +125,9 @@ def test_the_guides_merge_weights_line_gives_the_trained_weights(runs, tmp_path)
 
 
 def test_dcp_to_hf_gives_a_folder_from_pretrained_loads_with_the_trained_logits(runs, extracted, tmp_path):
-    """The guide's DCP -> Hugging Face line (to_hf.sh: ``python dcp_to_hf.py
-    checkpoints/epoch-3 hf_model``), the extracted dcp_to_hf.py on B's last checkpoint of 2
-    gloo ranks: from_pretrained reports no missing, unexpected or mismatched key; the weights
-    are the trained ones (torch's own dcp_to_torch_save of the same checkpoint is the
-    oracle), bit for bit in fp32 (``--dtype fp32``) and cast to bf16 by default; the tied
-    head stays tied; the logits equal those of the trained weights loaded strictly into the
-    model built from the run's config.json."""
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    args = to_hf_line("python dcp_to_hf.py")
-    assert args[2:] == ["checkpoints/epoch-3", "hf_model"]
-    folder = runs["root"] / "b" / "epoch-2"
-    trained = state(folder / "model", tmp_path)
-    config = AutoConfig.from_pretrained(folder)
-    tokens = torch.arange(32).unsqueeze(0)
-    for dtype, options in (("bf16", []), ("fp32", ["--dtype", "fp32"])):
-        out = tmp_path / dtype
-        with argv([str(extracted / "dcp_to_hf.py"), str(folder), str(out), *options]), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            runpy.run_path(str(extracted / "dcp_to_hf.py"), run_name="__main__")
-        assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
-        model, info = AutoModelForCausalLM.from_pretrained(out, output_loading_info=True)
-        assert {key: list(value) for key, value in info.items()} == {
-            "missing_keys": [], "unexpected_keys": [], "mismatched_keys": [], "error_msgs": []}
-        assert model.config.tie_word_embeddings
-        assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
-        want = torch.bfloat16 if dtype == "bf16" else torch.float32
-        assert {tensor.dtype for tensor in load_file(out / "model.safetensors").values()} == {want}
-        expected = AutoModelForCausalLM.from_config(config, dtype=want)
-        expected.load_state_dict({key: tensor.to(want) for key, tensor in trained.items()}, strict=True)
-        loaded = model.state_dict()
-        assert set(loaded) == set(trained)
-        for key, tensor in trained.items():
-            assert torch.equal(loaded[key], tensor.to(want)), key
-        with torch.no_grad():
-            assert torch.equal(model(tokens).logits, expected(tokens).logits)
+    """The guide's DCP -> Hugging Face line on B's last checkpoint of 2 gloo ranks
+    (hf_checks.check_dcp_to_hf)."""
+    check_dcp_to_hf(extracted, runs["root"] / "b" / "epoch-2", tmp_path)
 
 
 def test_started_with_plain_python_it_says_how_to_launch(extracted):
