@@ -10,7 +10,14 @@ a mesh of 2 with half of its elements on each rank; under ZeRO-3 every parameter
 partition is half of it; under ZeRO-2 the fp32 optimizer partition is half of the model; under
 DDP and LoRA the model is wrapped in DistributedDataParallel. And the loss after each of
 ``STEPS`` optimizer steps equals the loss of a single-process reference (the same line with
-one process and twice the micro-batch: the same samples per step) within ``TOLERANCE``.
+one process and twice the micro-batch: the same samples per step) within ``TOLERANCE``
+(the checks and constants are tests/snippets/hf_checks.py, shared with the GPU job's
+tests/gpu/test_hf_on_gpu.py).
+
+Cost: each worker (``forked_worker.py``, standard library only) is forked from one zygote
+(``zygote.py``) that imported torch, transformers, accelerate, DeepSpeed and PEFT once, so
+18 workers do not pay about 6 CPU-seconds of imports each; the launchers still start one
+worker process per rank with their own environment.
 
 Two copies that each train alone (the fallback a launch on CPU gives without a process group)
 see world size 1 and fail. On CPU accelerate itself turns FSDP and DeepSpeed into DDP
