@@ -31,6 +31,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -55,10 +56,12 @@ def launches(extracted, tmp_path_factory) -> tuple[Launches, dict[str, int]]:
     worker forked from one zygote."""
     launches = Launches(extracted, tmp_path_factory.mktemp("hf"), worker=FORKED_WORKER)
     launches.jobs(guide_lines(), PROCESSES)
-    env = {"HF_HOME": str(launches.root / "hf-home"), "TOKENIZERS_PARALLELISM": "false",
-           "HF_ZYGOTE": str(launches.root / "zygote.sock")}
-    with zygote(env, launches.root):
-        done = run([sys.executable, str(LAUNCH_HF), str(launches.root / "jobs.json")], env, 1200, launches.root)
+    # a short path: a Unix socket's name holds at most 107 bytes, a deep --basetemp may not fit
+    with tempfile.TemporaryDirectory(prefix="hfz") as sockets:
+        env = {"HF_HOME": str(launches.root / "hf-home"), "TOKENIZERS_PARALLELISM": "false",
+               "HF_ZYGOTE": str(Path(sockets) / "zygote.sock")}
+        with zygote(env, launches.root):
+            done = run([sys.executable, str(LAUNCH_HF), str(launches.root / "jobs.json")], env, 1200, launches.root)
     assert done.returncode == 0, done.stderr[-3000:]
     return launches, json.loads(done.stdout.splitlines()[-1])
 
