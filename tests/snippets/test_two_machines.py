@@ -49,7 +49,7 @@ def machine_command(port: int, record, script, out) -> list[str]:
             word = f"--rdzv-endpoint=127.0.0.1:{port}"
         args.append(word)
     return [sys.executable, "-m", "torch.distributed.run", *args, str(RECORD_MESH), str(record), str(script),
-            "--out", str(out), "--epochs", "1"]
+            "--tiny", "--out", str(out), "--epochs", "1"]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def machines(extracted, tmp_path_factory):
         # the reference: the 4 ranks on one machine, forked after one import of torch (fork_ranks.py:
         # torchrun's environment for each; 4 torchrun workers would import torch 4 times)
         one = pool.submit(run, [sys.executable, str(FORK_RANKS), "4", str(RECORD_MESH), str(root / "fsdp-record"), str(script),
-                                "--out", str(root / "fsdp"), "--epochs", "1"], None, 300, root)
+                                "--tiny", "--out", str(root / "fsdp"), "--epochs", "1"], None, 300, root)
         nodes, one = [node.result() for node in nodes], one.result()
     for launched in (*nodes, one):
         assert launched.returncode == 0, launched.stderr[-3000:]
