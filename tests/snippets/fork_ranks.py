@@ -7,6 +7,9 @@ MASTER_ADDR, MASTER_PORT) and runs the unmodified script with runpy. Exits with 
 first non-zero exit status of a child. For world sizes where N torchrun workers would
 cost more than the test is worth (32 ranks on 2 cores).
 
+``--preload=MODULE,...`` before the other arguments imports those modules too before forking
+(``transformers`` and the model code a script builds: each rank would import them again).
+
 Usage: python fork_ranks.py --jobs JOBS_JSON. Several such runs after the same one import:
 JOBS_JSON is a list of ``{"world": N, "script": ..., "args": [...], "cwd": ..., "stdout": path,
 "stderr": path}``; each job is a child forked from the importing process (its own working
@@ -48,6 +51,11 @@ def run_rank(rank: int, world: int, port: int, script: str, args: list[str]) -> 
 
 
 def main() -> int:
+    if sys.argv[1].startswith("--preload="):
+        import importlib
+
+        for module in sys.argv.pop(1).removeprefix("--preload=").split(","):
+            importlib.import_module(module)
     if sys.argv[1] == "--jobs":
         return run_jobs(sys.argv[2])
     return run_world(int(sys.argv[1]), sys.argv[2], sys.argv[3:])

@@ -27,7 +27,7 @@ from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from tests.conftest import REPO_ROOT
 from tests.snippets.hf_checks import check_dcp_to_hf
-from tests.snippets.launch import HERE, fork_jobs, torchrun
+from tests.snippets.launch import HERE, PRELOAD_HF, fork_jobs, torchrun
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +42,8 @@ def runs(extracted, tmp_path_factory):
     # (and, in the same batch, the guide's mistake of saving under ``if rank == 0``)
     whole, first, rank0_only = fork_jobs([(root, 2, script, ["--tiny", "--out", root / "a", "--epochs", "2"]),
                                           (root, 2, script, ["--tiny", "--out", root / "b", "--epochs", "1"]),
-                                          (root, 2, HERE / "save_on_rank0_only.py", [root / "ckpt"])], root)
+                                          (root, 2, HERE / "save_on_rank0_only.py", [root / "ckpt"])], root,
+                                         preload=PRELOAD_HF)
     # B resumed with the reader's launcher and the same command
     resumed = torchrun(script, "--tiny", "--out", root / "b", "--epochs", "2", cwd=root)
     for run in (whole, first, resumed):

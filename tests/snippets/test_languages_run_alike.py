@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
-from tests.snippets.launch import fork_jobs
+from tests.snippets.launch import PRELOAD_HF, fork_jobs
 from verify.extract import extract
 from verify.languages import LANGUAGES
 
@@ -42,7 +42,7 @@ def runs(built_site, tmp_path_factory):
             work = folder / name.removesuffix(".py")
             work.mkdir()
             jobs[(lang, name)] = (work, 2, folder / name, args)
-    done = fork_jobs(list(jobs.values()), root)
+    done = fork_jobs(list(jobs.values()), root, preload=PRELOAD_HF)
     return {key: (run, job[0]) for (key, job), run in zip(jobs.items(), done)}
 
 

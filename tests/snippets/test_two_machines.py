@@ -24,7 +24,7 @@ import torch
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from tests.conftest import REPO_ROOT
-from tests.snippets.launch import FORK_RANKS, HERE, free_port, run
+from tests.snippets.launch import FORK_RANKS, HERE, PRELOAD_HF, free_port, run
 
 pytestmark = pytest.mark.slow
 
@@ -62,8 +62,8 @@ def machines(extracted, tmp_path_factory):
         nodes = [pool.submit(run, command, None, 300, root) for command in commands]
         # the reference: the 4 ranks on one machine, forked after one import of torch (fork_ranks.py:
         # torchrun's environment for each; 4 torchrun workers would import torch 4 times)
-        one = pool.submit(run, [sys.executable, str(FORK_RANKS), "4", str(RECORD_MESH), str(root / "fsdp-record"), str(script),
-                                "--tiny", "--out", str(root / "fsdp"), "--epochs", "1"], None, 300, root)
+        one = pool.submit(run, [sys.executable, str(FORK_RANKS), PRELOAD_HF, "4", str(RECORD_MESH), str(root / "fsdp-record"),
+                                str(script), "--tiny", "--out", str(root / "fsdp"), "--epochs", "1"], None, 300, root)
         nodes, one = [node.result() for node in nodes], one.result()
     for launched in (*nodes, one):
         assert launched.returncode == 0, launched.stderr[-3000:]
