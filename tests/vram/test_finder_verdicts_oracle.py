@@ -22,7 +22,7 @@ issue's named cases, the test derives what one card needs without vram's memory 
 
 A card fits when max(step, backward + activations) <= its usable bytes ("none" without
 recomputation, "full" only with it); a card that holds the step but not the activations is
-"short". The finder's answer (``hooks.finder.result``) must agree card by card.
+"short". The finder's answer (``hooks.finder.compute.result``) must agree card by card.
 """
 
 from __future__ import annotations
@@ -121,13 +121,13 @@ def oracle_verdicts(model_key: str, cards: int, method: str) -> tuple[int, dict[
 
 @pytest.fixture(scope="module")
 def catalogue():
-    from hooks import finder
+    from hooks.finder import compute as finder
     return finder.load_catalogue()
 
 
 def finder_answer(catalogue, model_key: str, cards: int, method: str) -> tuple[float, dict[str, str], set[str]]:
-    """What the finder shows for one choice (the one place this test reads hooks/finder.py)."""
-    from hooks import finder
+    """What the finder shows for one choice (the one place this test reads hooks/finder/compute.py)."""
+    from hooks.finder import compute as finder
     found = finder.result(catalogue, model_key, TASK, cards, method)
     return found["per_gpu_gb"], {f["gpu"]: f["recompute"] for f in found["fits"]}, {s["gpu"] for s in found["short"]}
 
