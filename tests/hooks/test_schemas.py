@@ -88,7 +88,7 @@ def test_a_card_without_its_memory_or_with_141_gb_is_refused(data_dir):
 
 def test_a_data_file_without_a_schema_is_refused(data_dir):
     (data_dir / "prices.yaml").write_text("a: 1\n", encoding="utf-8")
-    assert re.search(r"prices\.yaml: no schema for this file; add one to hooks/schemas\.py", refused(data_dir))
+    assert re.search(r"prices\.yaml: no schema for this file; add one to hooks/data/schemas\.py", refused(data_dir))
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
