@@ -11,8 +11,9 @@ Top level: what MkDocs or ``make`` runs, and what every room shares.
   ``cache.py``: the build's caches (file stamps, the stamp-keyed memo, file hashes, compiled
   templates).
 
-Rooms (subpackages). No module imports MkDocs except where its room says so, and no
-module imports, directly or through others, a module that imports it:
+Rooms (subpackages). Only ``workarounds/`` imports MkDocs (beside the hook file and
+``serve.py``): the other rooms are plain functions a new generator could call. No module
+imports, directly or through others, a module that imports it:
 
 - ``data/``: the data files of ``snippets/data`` and ``snippets/comments.yaml``: loading
   (``load.py``) and their schemas (``schemas.py``, pydantic).

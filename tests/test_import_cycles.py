@@ -6,6 +6,7 @@ import inside a function counts: a cycle all the same, only postponed):
   never import ``hooks/`` (the site's languages live in ``verify/languages.py``, below both);
 - ``hooks/`` is rooms: directly in it only the hook file, ``make serve``'s entry point and what
   every room shares (``HOOKS_TOP_LEVEL``); every other module lives in a subpackage;
+- only the hook file, ``serve.py`` and ``workarounds/`` import MkDocs: the rest is plain functions;
 - each workaround says which upstream issue it works around and when it can go."""
 
 from __future__ import annotations
@@ -102,3 +103,16 @@ def test_each_workaround_names_its_upstream_issue_and_when_it_can_go():
         doc = ast.get_docstring(ast.parse(path.read_bytes())) or ""
         assert "can go" in doc, f"{path.name}: say when it can go"
         assert "#" in doc or "0.26" in doc, f"{path.name}: name the upstream issue or the version it works around"
+
+
+def test_only_the_glue_serve_and_workarounds_import_mkdocs():
+    hooks = REPO_ROOT / "hooks"
+    allowed = {hooks / "mkdocs_glue.py", hooks / "serve.py", *(hooks / "workarounds").glob("*.py")}
+    importers = []
+    for path in sorted(hooks.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(name.partition(".")[0] == "mkdocs" for name in names) and path not in allowed:
+                importers.append(str(path.relative_to(REPO_ROOT)))
+    assert importers == []

@@ -74,7 +74,7 @@ def test_make_serve_follows_the_contributor(repo_copy, tmp_path):
         assert _server_process(server) == first, "a page edit restarted the server"
 
         logged = len(log())
-        render = repo_copy / "hooks" / "render.py"
+        render = repo_copy / "hooks" / "render" / "markdown.py"
         code = render.read_text(encoding="utf-8")
         assert "    if lang not in LANGUAGES:\n" in code
         render.write_text(code.replace("    if lang not in LANGUAGES:\n", "    1 // 0\n    if lang not in LANGUAGES:\n", 1),
