@@ -99,7 +99,9 @@ def test_hooks_holds_rooms_not_loose_modules():
 
 
 def test_each_workaround_names_its_upstream_issue_and_when_it_can_go():
-    for path in sorted((REPO_ROOT / "hooks" / "workarounds").glob("[!_]*.py")):
+    workarounds = sorted((REPO_ROOT / "hooks" / "workarounds").glob("[!_]*.py"))
+    assert workarounds
+    for path in workarounds:
         doc = ast.get_docstring(ast.parse(path.read_bytes())) or ""
         assert "can go" in doc, f"{path.name}: say when it can go"
         assert "#" in doc or "0.26" in doc, f"{path.name}: name the upstream issue or the version it works around"
