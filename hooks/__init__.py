@@ -32,7 +32,7 @@ imports, directly or through others, a module that imports it:
   the upstream issue and when it can go (the ``guide-deferred-imports`` plugin, ``.ipynb`` as
   pages, per-language search indexes and 404 pages). Modules here may import MkDocs.
 
-The site's languages are defined once, below both ``hooks/`` and ``verify/``:
-``verify/languages.py`` (read from ``mkdocs.yml``). ``verify/`` and ``vram/`` never import
+The site's languages are defined once, in ``verify/languages.py`` (read from ``mkdocs.yml``;
+it imports nothing of the project), which both ``hooks/`` and ``verify/`` read. ``verify/`` and ``vram/`` never import
 ``hooks/`` (``tests/test_import_cycles.py``).
 """
