@@ -49,6 +49,7 @@ from .errors import RenderError
 from .languages import LANGUAGES
 from .locale_format import format_eur, format_number, format_quantity, unit_label
 from .numbers import calculator_errors
+from .typography import unit_space
 from .placeholders import Args
 from .script_json import script_json
 
@@ -202,11 +203,11 @@ def job(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option:
                  seq_len=settings["activations"]["seq_length"], micro_batch=settings["activations"]["micro_batch"],
                  recompute="none")
     if task["kind"] == "training":
-        found.update(optimizer=task["optimizer"], optimizer_impl=settings["optimizer_impl"],
-                     prices={m["gpu"]: str(m["price_eur_per_hour_from"]) for m in catalogue.machines.values()
-                             if m["count"] == cards})
+        found.update(optimizer=task["optimizer"], optimizer_impl=settings["optimizer_impl"])
     else:
         found.update(rank=settings["lora"]["rank"], base_dtype=task["base_dtype"])
+    found["prices"] = {m["gpu"]: str(m["price_eur_per_hour_from"]) for m in catalogue.machines.values()
+                       if m["count"] == cards}  # the guide's, for the run's cost (training and LoRA)
     return found
 
 
@@ -240,7 +241,8 @@ def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict
     machines = {(m["gpu"], m["count"]): (k, m["price_eur_per_hour_from"]) for k, m in catalogue.machines.items()}
     fits = []
     for fit in found["fits"]:
-        shown = {key: fit[key] for key in ("gpu", "margin_gb", "free_fraction", "tight", "recompute", "max_concurrent", "time")
+        shown = {key: fit[key] for key in ("gpu", "margin_gb", "free_fraction", "tight", "recompute", "max_concurrent", "time",
+                                           "decode")
                  if key in fit}
         if (fit["gpu"], cards) in machines:
             shown["machine"], shown["price_eur_per_hour_from"] = machines[(fit["gpu"], cards)]
@@ -358,6 +360,8 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     labels.update({f"part_{key}": text(value, lang, f"{FINDER_YAML}: parts.{key}") for key, value in catalogue.parts.items()})
     labels["unit_gb"] = unit_label("gb", lang)
     labels["unit_gib"] = unit_label("gib", lang)
+    labels.update({f"unit_{unit}": unit_label(unit, lang) for unit in ("s", "min", "h", "days", "tokens_per_s")})
+    labels["unit_space"] = unit_space(lang)  # typography.yaml's space before a unit
     return labels
 
 
@@ -401,6 +405,17 @@ def _config_field(catalogue: Catalogue, lang: str) -> str:
             f'<input type="file" id="finder-config-file" accept=".json,application/json">')
 
 
+def _prices_field(catalogue: Catalogue, lang: str) -> str:
+    """The reader's price per hour of the machine of each card (``price_KEY``, empty: the
+    guide's price where it gives one), kept in the link; the run is ranked by its cost when
+    every fitting machine has one."""
+    inputs = "\n".join(f'<div class="finder-price">'
+                       f'{_text(f"price_{key}", _label(catalogue, "price_card", lang, gpu=g["name"]), "", numeric=False, mode="decimal")}'
+                       f'</div>' for key, g in catalogue.gpus)
+    return (f'<fieldset class="finder-prices"><legend>{html.escape(_label(catalogue, "prices", lang))}</legend>\n'
+            f'{inputs}</fieldset>')
+
+
 def finder_form(raw: dict[str, str], lang: str) -> str:
     """``{{ finder_form assets=../assets }}``: the controls, the labels and the script.
 
@@ -441,9 +456,8 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         ("serving", _text("concurrent", label("concurrent"), settings["serving"]["concurrent"])),
         ("serving", _text("gpu_memory_utilization", label("gpu_memory_utilization"),
                           settings["serving"]["gpu_memory_utilization"], numeric=False, mode="decimal")),
-        ("training", _text("tokens", label("tokens"), JOB_FIELDS["tokens"])),
-        ("training", _text("price", label("price"), "", numeric=False, mode="decimal")),
-        ("training", _select("price_gpu", label("price_gpu"), [(k, g["name"]) for k, g in catalogue.gpus], catalogue.gpus[0][0])),
+        ("training lora", _text("tokens", label("tokens"), JOB_FIELDS["tokens"])),
+        ("training lora", _prices_field(catalogue, lang)),
     ]
     fields += [field for _, field in more]
     kinds += [kind for kind, _ in more]
@@ -542,11 +556,42 @@ def _span(catalogue: Catalogue, lang: str, low: str, high: str) -> str:
     return low if low == high else _label(catalogue, "span", lang, low=low, high=high)
 
 
+def _with_unit(number: str, unit: str, lang: str) -> str:
+    """``number`` and the label of ``unit`` (units.yaml) joined by the typography rule set's
+    space before a unit (typography.yaml: a no-break space)."""
+    return f"{number}{unit_space(lang)}{unit_label(unit, lang)}"
+
+
+def duration_text(catalogue: Catalogue, lang: str, parts: list[list]) -> str:
+    """One end of a run as ``vram.timing.shown_duration`` rounds it: ``4,3 h``, ``45 min``,
+    ``3 giorni e 5 h`` / ``3 jours et 5 h``."""
+    shown = [_with_unit(format_number(value, lang, 1), unit, lang) for unit, value in parts]
+    return shown[0] if len(shown) == 1 else _label(catalogue, "days_hours", lang, days=shown[0], hours=shown[1])
+
+
+def duration_span(catalogue: Catalogue, lang: str, low: list[list], high: list[list]) -> str:
+    """A run's [low, high] (``answer_job``'s ``run_shown``): one unit after the range when both
+    ends are one number of the same unit (``4,3–6,2 h``), else each end whole (``da 6 giorni a
+    8 giorni e 10 h``)."""
+    if len(low) == len(high) == 1 and low[0][0] == high[0][0]:
+        numbers = (format_number(low[0][1], lang, 1), format_number(high[0][1], lang, 1))
+        return _with_unit(_span(catalogue, lang, *numbers), low[0][0], lang)
+    low_text, high_text = duration_text(catalogue, lang, low), duration_text(catalogue, lang, high)
+    return low_text if low_text == high_text else _label(catalogue, "span_words", lang, low=low_text, high=high_text)
+
+
+def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
+    """A fitting card's decoding bound (``answer_job``'s ``decode``): tokens/s at most."""
+    return _label(catalogue, "decode_cell", lang,
+                  per_sequence=_with_unit(format_number(decode["tokens_per_s_per_sequence_at_most"], lang, 0), "tokens_per_s", lang),
+                  total=_with_unit(format_number(decode["tokens_per_s_at_most"], lang, 0), "tokens_per_s", lang))
+
+
 def run_text(catalogue: Catalogue, lang: str, time: dict[str, Any]) -> str:
     """A fitting card's run (``answer_job``'s ``time``): seconds per step and what bounds it,
-    hours for the whole run and, with a price, its cost; ranges as [low, high]."""
-    step = _span(catalogue, lang, *(format_number(s, lang, 2) for s in time["step_s"]))
-    run = _span(catalogue, lang, *(format_number(s / 3600, lang, 1) for s in time["run_s"]))
+    the whole run (``duration_span``) and, with a price, its cost; ranges as [low, high]."""
+    step = _with_unit(_span(catalogue, lang, *(format_number(s, lang, 2) for s in time["step_s"])), "s", lang)
+    run = duration_span(catalogue, lang, *time["run_shown"])
     cost = ""
     if time["cost_eur"] is not None:
         cost = _label(catalogue, "run_cost", lang, cost=_span(catalogue, lang, *(format_eur(float(c), lang) for c in time["cost_eur"])),
@@ -568,6 +613,8 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
     fits = found["fits"]
     summary = summary_text(catalogue, lang, found, catalogue.tasks[task]["kind"] == "serving")
     columns = ("col_card", "col_memory", "col_margin", "col_price") + (("col_run",) if "run" in found else ())
+    decoding = any("decode" in fit for fit in fits)
+    columns += ("col_decode",) if decoding else ()
     head = "\n".join(f'<th scope="col">{esc(_label(catalogue, c, lang))}</th>' for c in columns)
     rows = []
     for fit in fits:
@@ -585,6 +632,8 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
                  if "machine" in fit else _label(catalogue, "no_price", lang))
         memory = _gb(bytes_to_gb(mib_to_bytes(dict(catalogue.gpus)[fit["gpu"]]["memory_mib"])), catalogue, lang)
         run = f'\n<td>{esc(run_text(catalogue, lang, fit["time"]))}</td>' if "time" in fit else ""
+        if decoding:
+            run += f'\n<td>{esc(decode_text(catalogue, lang, fit["decode"]) if "decode" in fit else "")}</td>'
         rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>\n<td>{esc(memory)}</td>\n<td>{margin}</td>\n<td>{esc(price)}</td>{run}</tr>')
     parts = _label(catalogue, "part_separator", lang).join(_label(catalogue, "part_size", lang, part=text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}"),
                              size=_gb(v, catalogue, lang)) for k, v in found["parts"])

@@ -268,7 +268,9 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "col_run": (), "run_cell": ("step", "bound", "run", "cost"), "run_cost": ("cost", "price"), "span": ("low", "high"),
     "bound_compute": (), "bound_communication": (), "bound_offload": (),
     "ranked_cost": ("tokens", "order"), "ranked_time": ("tokens", "order"),
-    "tokens": (), "price": (), "price_gpu": (), "error_price": ("field",),
+    "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field",),
+    "span_words": ("low", "high"), "days_hours": ("days", "hours"), "col_decode": (),
+    "decode_cell": ("per_sequence", "total"),
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
 NOTEBOOK_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
