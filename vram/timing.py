@@ -60,6 +60,7 @@ Units in names: ``_s`` seconds, ``_tflops`` 10^12 FLOP/s, ``_gb_per_s`` 10^9 byt
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from collections.abc import Iterable
@@ -145,6 +146,7 @@ def flops_per_token(config: ModelConfig, seq_len: int) -> int:
     return 6 * matmul_params + 12 * attention
 
 
+@functools.lru_cache(maxsize=1024)  # a pure function of a frozen config, asked once per card by the finder
 def _matmul_and_attention(config: ModelConfig, seq_len: int) -> tuple[int, int]:
     """(parameters a token multiplies, sum over layers of heads x head_dim x span): the two
     terms of ``flops_per_token`` before their factors."""
@@ -240,6 +242,13 @@ def _step(world_size: int, tokens: int, per_token: int, compute: Span, communica
     return StepTime(world_size, tokens, per_token, compute, communication, offload, step, bound, per_token_high)
 
 
+@functools.lru_cache(maxsize=256)
+def _lora_sizes(config: ModelConfig, rank: int, target_modules: str | tuple[str, ...], base_dtype: str) -> tuple[int, int]:
+    """(trainable adapter parameters, bytes of the whole frozen base as stored)."""
+    adapters = lora_adapter_params(config, rank, target_modules)
+    return adapters, lora_memory_per_gpu(config, rank, 1, 0, target_modules, base_dtype).base_weights_bytes
+
+
 def lora_step(
     config: ModelConfig,
     card: Card,
@@ -262,13 +271,13 @@ def lora_step(
     check_int(micro_batch, "micro_batch", 1)
     check_world_size(world_size)
     check_zero_stage(zero_stage)
-    adapters = lora_adapter_params(config, rank, target_modules)
+    targets = target_modules if isinstance(target_modules, str) else tuple(target_modules)
+    adapters, base = _lora_sizes(config, rank, targets, base_dtype)
     low, high = lora_flops_per_token(config, seq_len, adapters, recompute)
     tokens = micro_batch * seq_len
     fast, slow = compute_seconds(low * tokens, card.bf16_dense_tflops), compute_seconds(high * tokens, card.bf16_dense_tflops)
     communication = communication_seconds(adapters, world_size, zero_stage, card.peer)
     if zero_stage == 3 and world_size > 1:
-        base = lora_memory_per_gpu(config, rank, 1, 0, target_modules, base_dtype).base_weights_bytes
         gathers = 2 * allgather_bytes_per_gpu(base, world_size)  # in forward and again in backward
         communication = Span(communication.low + gathers / (card.peer.high_gb_per_s * GB),
                              communication.high + gathers / (card.peer.low_gb_per_s * GB))
@@ -324,6 +333,17 @@ def speedup(one: StepTime, many: StepTime) -> Span:
     return Span(low, high)
 
 
+@functools.lru_cache(maxsize=1024)  # the same for every card: asked once per card by the finder
+def _decode_bytes_per_step(config: ModelConfig, context_length: int, batch: int, tensor_parallel: int,
+                           weight_dtype: str, kv_dtype: str) -> int:
+    """Bytes each GPU reads per decoding step (``decode_bound``)."""
+    memory = serving_memory_per_gpu(config, weight_dtype, context_length, batch, kv_dtype, tensor_parallel)
+    counts = count_params(config)
+    lookup_params = 0 if config.tie_word_embeddings else config.vocab_size * config.hidden_size
+    read_share = Fraction(counts.active - lookup_params, counts.total)
+    return math.ceil(memory.weights_bytes * read_share) + memory.kv_cache_bytes
+
+
 @dataclass(frozen=True)
 class DecodeBound:
     """Upper bounds of decoding speed (the memory-bandwidth roofline): ``bytes_per_step`` read
@@ -355,11 +375,6 @@ def decode_bound(
     config = as_model_config(config)
     if not 0 < memory_bandwidth_gb_per_s < math.inf:
         raise ValueError(f"memory_bandwidth_gb_per_s must be positive, got {memory_bandwidth_gb_per_s!r}")
-    memory = serving_memory_per_gpu(config, weight_dtype, context_length, batch, kv_dtype, tensor_parallel)
-    counts = count_params(config)
-    lookup_params = 0 if config.tie_word_embeddings else config.vocab_size * config.hidden_size
-    read_share = Fraction(counts.active - lookup_params, counts.total)
-    weights_read = math.ceil(memory.weights_bytes * read_share)
-    step_bytes = weights_read + memory.kv_cache_bytes
+    step_bytes = _decode_bytes_per_step(config, context_length, batch, tensor_parallel, weight_dtype, kv_dtype)
     steps_per_s = memory_bandwidth_gb_per_s * GB / step_bytes
     return DecodeBound(batch, step_bytes, steps_per_s, steps_per_s * batch)
