@@ -11,6 +11,7 @@ gpus.yaml), ``gpus=``, ``zero_stage=``, and optionally ``seq_len=`` (2048), ``mi
 - ``{{ run_bound JOB }}`` -> the part that bounds the step, in words (timing.yaml)
 - ``{{ speedup JOB }}`` -> ``1,7–2``: ``gpus`` cards against one, same micro-batch
 - ``{{ comm_time params=8e9 world_size=4 zero_stage=3 link=nvlink-h100 }}`` -> seconds per step
+- ``{{ lora_flops }}`` -> ``4–4,8`` FLOPs per frozen parameter of a LoRA step (``part=speedup``: ``25%``)
 - ``{{ mfu }}`` -> ``33–39 %``; ``{{ per_minute machine=8x-h100 }}`` -> ``0,52 €``;
   ``{{ billed_cost machine=8x-h100 minutes=10 }}`` -> ``7,80 €``
 - ``{{ decode_bound model= gpu= gpus= context= batch= }}`` -> at most ``196 token/s`` per sequence
@@ -208,6 +209,20 @@ def mfu(raw: dict[str, str], lang: str) -> str:
     return pattern.format(low=format_number(low * 100, lang, 0), high=format_percent(high, locale=lang))
 
 
+def lora_flops(raw: dict[str, str], lang: str) -> str:
+    """``4–4,8`` (it), ``4 à 4,8`` (fr): FLOPs per frozen parameter and token of a LoRA step
+    (``vram.timing.LORA_FLOPS_PER_FROZEN_PARAM``); ``part=speedup``: the measured speed-up the
+    high end comes from (Hu et al. 2021), ``25%`` / ``25 %``, as 6 / high - 1."""
+    args = Args(raw, {"part"})
+    part = args.str("part", "range")
+    if part not in ("range", "speedup"):
+        raise RenderError(f"part={part} is not range or speedup")
+    low, high = vram.timing.LORA_FLOPS_PER_FROZEN_PARAM
+    if part == "speedup":
+        return format_percent(float(6 / high - 1), locale=lang)
+    return _plain_range(float(low), float(high), lang, 1)
+
+
 def _machine(raw: dict[str, str], extra: set[str]) -> tuple[Args, vram.catalogue.Machine]:
     args = Args(raw, {"machine"} | extra)
     _, machines = catalogue()
@@ -292,6 +307,7 @@ TIMING: dict[str, Callable[[dict[str, str], str], str]] = {
     "speedup": speedup,
     "comm_time": comm_time,
     "mfu": mfu,
+    "lora_flops": lora_flops,
     "per_minute": per_minute,
     "billed_cost": billed_cost,
     "decode_bound": decode_bound,
