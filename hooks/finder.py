@@ -233,6 +233,9 @@ def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
         return usable_bytes(gpu["memory_mib"], catalogue.reserve_mib)
 
 
+TIME_SHOWN = ("step_s", "bound", "run_shown", "price_eur_per_hour", "cost_eur")
+
+
 def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict[str, Any]:
     """An answer as the page shows it: per card and parts in GB, each fitting card with its
     margin, whether it is tight (training and LoRA: only with full recomputation;
@@ -244,6 +247,8 @@ def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict
         shown = {key: fit[key] for key in ("gpu", "margin_gb", "free_fraction", "tight", "recompute", "max_concurrent", "time",
                                            "decode")
                  if key in fit}
+        if "time" in shown:  # what run_text shows (finder.json stays small: 11 cards x every choice)
+            shown["time"] = {key: fit["time"][key] for key in TIME_SHOWN}
         if (fit["gpu"], cards) in machines:
             shown["machine"], shown["price_eur_per_hour_from"] = machines[(fit["gpu"], cards)]
         fits.append(shown)
