@@ -47,7 +47,7 @@ from . import data as data_module
 from .data import load_yaml, relative, text, tree_stamp
 from .errors import RenderError
 from .languages import LANGUAGES
-from .locale_format import format_eur, format_number, format_quantity, unit_label
+from .locale_format import format_duration_range, format_eur, format_number, format_quantity, unit_label
 from .numbers import calculator_errors
 from .typography import unit_space
 from .placeholders import Args
@@ -367,6 +367,9 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     labels["unit_gib"] = unit_label("gib", lang)
     labels.update({f"unit_{unit}": unit_label(unit, lang) for unit in ("s", "min", "h", "days", "tokens_per_s")})
     labels["unit_space"] = unit_space(lang)  # typography.yaml's space before a unit
+    units = load_yaml("units")
+    labels["range_words"] = text(units["range_words"], lang, "snippets/data/units.yaml: range_words")
+    labels["days_hours"] = text(units["days_hours"], lang, "snippets/data/units.yaml: days_hours")
     return labels
 
 
@@ -567,22 +570,10 @@ def _with_unit(number: str, unit: str, lang: str) -> str:
     return f"{number}{unit_space(lang)}{unit_label(unit, lang)}"
 
 
-def duration_text(catalogue: Catalogue, lang: str, parts: list[list]) -> str:
-    """One end of a run as ``vram.timing.shown_duration`` rounds it: ``4,3 h``, ``45 min``,
-    ``3 giorni e 5 h`` / ``3 jours et 5 h``."""
-    shown = [_with_unit(format_number(value, lang, 1), unit, lang) for unit, value in parts]
-    return shown[0] if len(shown) == 1 else _label(catalogue, "days_hours", lang, days=shown[0], hours=shown[1])
-
-
 def duration_span(catalogue: Catalogue, lang: str, low: list[list], high: list[list]) -> str:
-    """A run's [low, high] (``answer_job``'s ``run_shown``): one unit after the range when both
-    ends are one number of the same unit (``4,3–6,2 h``), else each end whole (``da 6 giorni a
-    8 giorni e 10 h``)."""
-    if len(low) == len(high) == 1 and low[0][0] == high[0][0]:
-        numbers = (format_number(low[0][1], lang, 1), format_number(high[0][1], lang, 1))
-        return _with_unit(_span(catalogue, lang, *numbers), low[0][0], lang)
-    low_text, high_text = duration_text(catalogue, lang, low), duration_text(catalogue, lang, high)
-    return low_text if low_text == high_text else _label(catalogue, "span_words", lang, low=low_text, high=high_text)
+    """A run's [low, high] (``answer_job``'s ``run_shown``), as the guide writes durations
+    (``locale_format.format_duration_range``) with the rule set's space before a unit."""
+    return format_duration_range(low, high, lang, unit_space(lang))
 
 
 def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:

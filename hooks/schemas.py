@@ -212,6 +212,8 @@ class NeedsFile(Data):
 class UnitsFile(Data):
     labels: Annotated[dict[Key, Text()], Field(min_length=1)]
     range: Text("low", "high")
+    range_words: Text("low", "high")  # a range whose ends carry their own units
+    days_hours: Text("days", "hours")
 
 
 # ---------------------------------------------------------------- snippets/data/timing.yaml
@@ -269,7 +271,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "bound_compute": (), "bound_communication": (), "bound_offload": (),
     "ranked_cost": ("tokens", "order"), "ranked_time": ("tokens", "order"),
     "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field",),
-    "span_words": ("low", "high"), "days_hours": ("days", "hours"), "col_decode": (),
+    "col_decode": (),
     "decode_cell": ("per_sequence", "total"),
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.

@@ -35,7 +35,7 @@ import vram.units
 
 from .data import load_yaml, text
 from .errors import RenderError
-from .locale_format import format_eur, format_number, format_quantity, format_range, unit_label
+from .locale_format import format_duration_range, format_eur, format_number, format_quantity, format_range, unit_label
 from .numbers import calculator_errors, model_config
 from .placeholders import Args
 
@@ -93,7 +93,12 @@ def _duration_unit(seconds: float) -> tuple[str, int]:
 def format_duration(span: vram.timing.Span, lang: str) -> str:
     """Seconds as seconds, minutes, hours or days (the largest unit each end has twice); one
     unit after the range when both ends share it (``4,3–6,2 h``), else each end with its own
-    (``8,8 h–3,1 giorni``)."""
+    (``8,8 h–3,1 giorni``). Several days (the high end at least two): days and hours, as the
+    finder writes them (``vram.timing.shown_duration``, ``format_duration_range``:
+    ``da 2 giorni e 14 h a 5 giorni e 5 h``)."""
+    if span.high >= 2 * 86_400:
+        return format_duration_range(vram.timing.shown_duration(span.low, up=False),
+                                     vram.timing.shown_duration(span.high, up=True), lang)
     unit, size = _duration_unit(span.high)
     low_unit, low_size = _duration_unit(span.low)
     if low_unit == unit or span.low == 0:

@@ -258,19 +258,19 @@
       return number + labels.unit_space + labels["unit_" + unit];
     }
 
-    // One end of a run as vram.timing.shown_duration rounded it (hooks/finder.py's duration_text).
+    // One end of a run as vram.timing.shown_duration rounded it (hooks/locale_format.py's format_duration_parts).
     function durationText(parts) {
       var shown = parts.map(function (part) { return withUnit(formats.gb.format(part[1]), part[0]); });
       return shown.length === 1 ? shown[0] : fill(labels.days_hours, { days: shown[0], hours: shown[1] });
     }
 
-    // A run's [low, high] (hooks/finder.py's duration_span).
+    // A run's [low, high] (hooks/locale_format.py's format_duration_range).
     function durationSpan(low, high) {
       if (low.length === 1 && high.length === 1 && low[0][0] === high[0][0]) {
         return withUnit(span(formats.gb.format(low[0][1]), formats.gb.format(high[0][1])), low[0][0]);
       }
       var lowText = durationText(low), highText = durationText(high);
-      return lowText === highText ? lowText : fill(labels.span_words, { low: lowText, high: highText });
+      return lowText === highText ? lowText : fill(labels.range_words, { low: lowText, high: highText });
     }
 
     // A card's decoding bound (answer_job's decode, hooks/finder.py's decode_text).
