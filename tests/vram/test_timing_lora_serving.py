@@ -141,3 +141,13 @@ def test_a_run_is_written_in_days_and_hours_rounded_outwards(seconds, down, up):
 def test_a_duration_refuses_what_is_not_one(seconds):
     with pytest.raises(ValueError, match="seconds must be finite"):
         timing.shown_duration(seconds, up=True)
+
+
+@pytest.mark.parametrize("price", ["abc", "-1", "0", "1e9", "31,20"])
+@pytest.mark.parametrize("kind", ["training", "lora"])
+def test_job_cli_refuses_a_bad_typed_price_in_one_line(price, kind):
+    """The finder's validation (vram.billing.parse_price through vram.job) on the command line: exit 2."""
+    code, out, err = run_cli("job", "--config", str(LLAMA_8B), f"--kind={kind}", "--gpu=rtx-5090=32607",
+                             f"--price=rtx-5090={price}")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("vram: error: prices: prices.rtx-5090 ") and "euros per hour" in err, err
