@@ -18,7 +18,8 @@ sends any other job to the same ``vram`` code running under Pyodide in a Web Wor
 
 Two placeholders render the page's parts in the reader's language:
 ``{{ finder_form assets=../assets }}`` (the labelled controls, every input that decides a
-fit, hidden until the script runs) and ``{{ finder_table }}`` (the static result of the
+fit, and for training and LoRA the run: tokens to train and the reader's price per hour of
+each card's machine, ``price_KEY``; hidden until the script runs) and ``{{ finder_table }}`` (the static result of the
 default choice, or of ``model= task= cards= method= context=``: what a reader without JavaScript sees). Two more
 give the prose the finder's own numbers: ``{{ finder_setting name= }}`` and
 ``{{ finder_activations model= recompute= }}``.

@@ -30,7 +30,8 @@ from .sharding import check_world_size
 from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from .ranking import rank_runs, run_options
 from .lora import ALL_LINEAR, BASE_DTYPES
-from .timing import LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, training_step
+from .timing import (LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, shown_duration,
+                     training_step)
 from .units import parse_count
 
 MAX_TOKENS = 10**15  # 65 x the 15 trillion tokens Llama 3 was trained on: above it, a typo
@@ -55,11 +56,9 @@ def _span(values) -> str:
     return f"{low:,.3g}-{high:,.3g}"
 
 
-def _duration(seconds: float) -> str:
-    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
-        if seconds >= 2 * size:
-            return f"{seconds / size:,.1f} {unit}"
-    return f"{seconds:,.2f} s"
+def _duration(seconds: float, up: bool = False) -> str:
+    """A run's end as the finder writes it (``shown_duration``: "3 days 2 h", "4.3 h")."""
+    return " ".join(f"{value:,g} {unit}" for unit, value in shown_duration(seconds, up))
 
 
 def _cmd_decode(args: argparse.Namespace, config, card, emit: Callable) -> None:
@@ -131,7 +130,7 @@ def _cmd_rank(args: argparse.Namespace, config, cards, machines, emit: Callable)
     lines = [f"machines for {args.tokens:,} tokens, ZeRO-{args.zero_stage}, ranked by {why}:"]
     for i, o in enumerate(ranked, 1):
         cost = f", {o.cost_eur[0]}-{o.cost_eur[1]} EUR at {o.price_eur_per_hour:.2f} EUR/h" if o.cost_eur else ""
-        lines.append(f"  {i}. {o.count} x {o.card.name}: {_duration(o.run_s.low)} to {_duration(o.run_s.high)}"
+        lines.append(f"  {i}. {o.count} x {o.card.name}: {_duration(o.run_s.low)} to {_duration(o.run_s.high, True)}"
                      f"{cost} (bound: {o.step.bound})")
     lines.append("memory is not checked here: python -m vram estimate says whether the job fits each card")
     emit(args, data, lines)
@@ -203,7 +202,7 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
         run = run_seconds(args.tokens, step)
         data["tokens"] = args.tokens
         data["run_s"] = run.as_list()
-        lines.append(f"run of {args.tokens:,} tokens: {_duration(run.low)} to {_duration(run.high)}")
+        lines.append(f"run of {args.tokens:,} tokens: {_duration(run.low)} to {_duration(run.high, True)}")
         price, source = args.price_eur_per_hour, "reader"
         if price is None:
             guide = [m for m in machines.values() if m.gpu == args.gpu and m.count == args.gpus]
