@@ -50,7 +50,9 @@ Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inpu
   (2 per parameter, 4 of attention's 12), Narayanan et al.'s count. QLoRA's dequantisation
   of the 4-bit weights is not counted: for ``base_dtype`` nf4 the time is a lower estimate.
   Communication: the adapters' gradients as in full training, plus at ZeRO-3 the two
-  all-gathers of the frozen base (its bytes as stored: bf16, or the 4-bit data and bf16 rest).
+  all-gathers of the frozen base (its bytes as stored: bf16, or the 4-bit data and bf16 rest;
+  QLoRA's quantisation constants, about 0.127 bit per weight, stay on every GPU but are counted
+  as gathered: a slight over-estimate of the traffic).
 - **Serving** (``decode_bound``): a decoding step reads every weight a token goes through and
   the KV cache of every sequence once from memory, so tokens/s <= memory bandwidth / bytes
   read (the roofline limit, Williams et al. 2009): an upper bound, never a forecast.
