@@ -370,6 +370,16 @@
         }).join(labels.part_separator)
       });
       out.note.textContent = noteText(found, serving, context, job);
+      offerPrices(fits);
+    }
+
+    // A price field for each machine that fits (the others are kept, hidden, with what was typed).
+    function offerPrices(fits) {
+      var fitting = fits.map(function (fit) { return "price_" + fit.gpu; });
+      PRICES.forEach(function (name) {
+        controls[name].closest(".finder-price").hidden = fitting.indexOf(name) < 0;
+      });
+      form.querySelector(".finder-prices").hidden = fitting.length === 0;
     }
 
     function showError(error) {
@@ -383,6 +393,11 @@
         key: limits.key || ""
       });
       if (error.code === "not_offered" && labels["refused_" + error.field]) line += " " + labels["refused_" + error.field];
+      var price = error.field === "prices" ? controls["price_" + limits.key] : null;
+      if (price) {  // the field named is shown, even for a machine that does not fit, so it can be mended
+        price.closest(".finder-price").hidden = false;
+        form.querySelector(".finder-prices").hidden = false;
+      }
       errorLine.textContent = line;
       errorLine.hidden = false;
       out.results.hidden = true;

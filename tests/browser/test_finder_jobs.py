@@ -380,6 +380,8 @@ def test_typed_prices_rank_the_machines_by_the_runs_cost(pages, lang):
         assert f"price_rtx-5090={price}" in page.url
         orders[price] = answer["run"]["order"]
     assert orders["1"][0] == "rtx-5090" and orders["40"][-1] == "rtx-5090"  # the ranking changed
+    shown = page.eval_on_selector_all(".finder-price:not([hidden]) input", "inputs => inputs.map(i => i.name)")
+    assert sorted(shown) == sorted(f"price_{gpu}" for gpu in orders["40"])  # a field for each machine that fits
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000)
     assert json.loads(page_answer(page))["run"]["ranked_by"] == "time"  # prices missing: by time, and said so
     assert not page.errors
@@ -397,8 +399,13 @@ def test_a_bad_price_is_one_line_naming_the_machine(pages, lang):
         code = cli_for("llama-3.1-8b", ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3",
                                         f"--price=rtx-5090={bad}"])
         assert code.startswith("vram: error: prices: prices.rtx-5090") and "\n" not in code, code  # the CLI: exit 2
+    # a bad price on a machine that does not fit is still named, and its field shown to mend it
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=1, method="ddp", **{"price_rtx-3090": "abc"})
+    assert plain(page.text_content("#finder-error")).startswith(plain(labels["price_card"][lang].format(gpu="RTX 3090 24GB")))
+    assert page.is_visible("#finder-price_rtx-3090")
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3")
     assert page.is_hidden("#finder-error") and page.is_visible("#finder-table")
+    assert page.is_hidden("#finder-price_rtx-3090")  # 24 GB does not hold it: no price asked
     assert not page.errors
 
 
