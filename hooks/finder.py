@@ -578,10 +578,13 @@ def duration_span(catalogue: Catalogue, lang: str, low: list[list], high: list[l
 
 
 def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
-    """A fitting card's decoding bound (``answer_job``'s ``decode``): tokens/s at most."""
-    return _label(catalogue, "decode_cell", lang,
-                  per_sequence=_with_unit(format_number(decode["tokens_per_s_per_sequence_at_most"], lang, 0), "tokens_per_s", lang),
-                  total=_with_unit(format_number(decode["tokens_per_s_at_most"], lang, 0), "tokens_per_s", lang))
+    """A fitting card's decoding bound (``answer_job``'s ``decode``): tokens/s at most, per
+    sequence and in all (one figure when they are the same: one sequence)."""
+    per_sequence, total = (_with_unit(format_number(decode[key], lang, 0), "tokens_per_s", lang)
+                           for key in ("tokens_per_s_per_sequence_at_most", "tokens_per_s_at_most"))
+    if per_sequence == total:
+        return _label(catalogue, "decode_one", lang, per_sequence=per_sequence)
+    return _label(catalogue, "decode_cell", lang, per_sequence=per_sequence, total=total)
 
 
 def run_text(catalogue: Catalogue, lang: str, time: dict[str, Any]) -> str:

@@ -272,7 +272,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "ranked_cost": ("tokens", "order"), "ranked_time": ("tokens", "order"),
     "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field",),
     "col_decode": (),
-    "decode_cell": ("per_sequence", "total"),
+    "decode_cell": ("per_sequence", "total"), "decode_one": ("per_sequence",),
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
 NOTEBOOK_LABEL_FIELDS: dict[str, tuple[str, ...]] = {

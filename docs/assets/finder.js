@@ -275,10 +275,10 @@
 
     // A card's decoding bound (answer_job's decode, hooks/finder.py's decode_text).
     function decodeText(decode) {
-      return fill(labels.decode_cell, {
-        per_sequence: withUnit(formats.whole.format(decode.tokens_per_s_per_sequence_at_most), "tokens_per_s"),
-        total: withUnit(formats.whole.format(decode.tokens_per_s_at_most), "tokens_per_s")
-      });
+      var perSequence = withUnit(formats.whole.format(decode.tokens_per_s_per_sequence_at_most), "tokens_per_s");
+      var total = withUnit(formats.whole.format(decode.tokens_per_s_at_most), "tokens_per_s");
+      if (perSequence === total) return fill(labels.decode_one, { per_sequence: perSequence });
+      return fill(labels.decode_cell, { per_sequence: perSequence, total: total });
     }
 
     function runText(time) {
