@@ -28,7 +28,7 @@ import sys
 
 import pytest
 
-from hooks.data import load_yaml
+from hooks.data.load import load_yaml
 from tests.browser.conftest import recorded
 from tests.browser.test_finder import PATHS, plain
 from tests.conftest import REPO_ROOT
@@ -334,7 +334,8 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
     price the reader typed (kept in the link): the calculator's JSON is the command line's, and
     each figure in the page is the render layer's (Babel) formatting of that JSON, a number and
     its unit joined by the rule set's no-break space, as in the static page."""
-    from hooks.finder import load_catalogue, ranking_text, run_text
+    from hooks.finder.compute import load_catalogue
+    from hooks.finder.page import ranking_text, run_text
     page = pages[lang]
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000,
              price_a6000="4")
@@ -363,7 +364,8 @@ OTHER_PRICES = {"price_a6000": "1.50", "price_a100-80gb": "12", "price_rtx-pro-6
 def test_typed_prices_rank_the_machines_by_the_runs_cost(pages, lang):
     """Issue 21's "done when": typed prices make the ranking by cost possible, and a smaller card
     made more expensive for the run moves down; the page says which ranking it uses."""
-    from hooks.finder import load_catalogue, ranking_text
+    from hooks.finder.compute import load_catalogue
+    from hooks.finder.page import ranking_text
     page, catalogue = pages[lang], load_catalogue()
     flags = ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw",
              "--seq-len=2048", "--micro-batch=1", "--recompute=none", "--offload=none", "--tokens=2000000000"]
@@ -411,8 +413,9 @@ def test_a_bad_price_is_one_line_naming_the_machine(pages, lang):
 
 def test_lora_and_serving_show_their_time_in_the_page(pages):
     """LoRA runs are timed and priced like full ones; serving shows each card's decoding bound."""
-    from hooks.finder import decode_text, load_catalogue, run_text
-    from hooks.typography import typeset_text  # what the static page gets after rendering
+    from hooks.finder.compute import load_catalogue
+    from hooks.finder.page import decode_text, run_text
+    from hooks.render.typography import typeset_text  # what the static page gets after rendering
     page, catalogue = pages["fr"], load_catalogue()
     use_form(page, model="llama-3.1-8b", task="qlora", cards=1, method="ddp", tokens=10**8)
     answer = json.loads(page_answer(page))

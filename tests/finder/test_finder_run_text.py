@@ -10,8 +10,8 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
-from hooks.finder import finder_table
-from hooks.typography import rules
+from hooks.finder.page import finder_table
+from hooks.render.typography import rules
 
 QLORA_ONE_CARD = {"model": "llama-3.1-8b", "task": "qlora", "cards": "1", "method": "ddp"}
 FULL_8_CARDS = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": "8", "method": "zero1"}
