@@ -18,14 +18,20 @@ SEEDS = SHARED / "seeds"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 
-def build_site(dest: Path, *extra: str, env: dict[str, str] | None = None, config: Path | None = None) -> subprocess.CompletedProcess:
-    """Run ``mkdocs build --strict`` into ``dest``; returns the completed process."""
+def build_command(dest: Path, *extra: str, env: dict[str, str] | None = None,
+                  config: Path | None = None) -> tuple[list[str], Path, dict[str, str]]:
+    """The command line, working directory and environment of ``build_site``."""
     cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(dest), *extra]
     if config is not None:
         cmd += ["-f", str(config)]
     full_env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **(env or {})}
-    return subprocess.run(cmd, cwd=config.parent if config else REPO_ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=600)
+    return cmd, config.parent if config else REPO_ROOT, full_env
+
+
+def build_site(dest: Path, *extra: str, env: dict[str, str] | None = None, config: Path | None = None) -> subprocess.CompletedProcess:
+    """Run ``mkdocs build --strict`` into ``dest``; returns the completed process."""
+    cmd, cwd, full_env = build_command(dest, *extra, env=env, config=config)
+    return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="session")
