@@ -18,6 +18,10 @@ What the tests here get (all generic; other browser tests may use them):
   root (``""``, ``"memory-formulas/"``, ``"fr/"``, ``"404.html"``, ...).
 - ``browser_type_launch_args``: the same launch options, for pytest-playwright's own
   fixtures should that plugin be installed.
+- ``every_page`` (session): what one load of every page of ``site_server`` showed (its
+  requests, links, requests to other origins, Content-Security-Policy violations, axe-core's
+  findings, its images' text alternatives), loaded once per run and shared by the xdist
+  workers (test_requests.py, test_content_security_policy.py, test_accessibility.py).
 
 Every test that needs Chromium carries ``@pytest.mark.browser`` (skipped without
 Chromium and Playwright, a failure with ``REQUIRE_BROWSER=1``; see tests/conftest.py).
@@ -28,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import json
 import os
 import sys
 import threading
@@ -37,7 +42,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from tests.conftest import CHROMIUM
+from tests.conftest import CHROMIUM, REPO_ROOT, run_root
 from tests.site.test_gates_common import SUBPATH_SITE_URL, html_files, page_url
 from tests.site.test_gates_common import subpath_site as build_subpath_site
 
@@ -234,3 +239,110 @@ def recorded(page) -> Recorder:
 
     recorder.detach = detach
     return recorder
+
+
+# -------------------------------------------------------------- every page, once
+AXE = REPO_ROOT / "node_modules" / "axe-core" / "axe.min.js"
+
+# The page's own Content-Security-Policy violations, as the browser reports them.
+VIOLATIONS_LISTENER = """window.__violations = [];
+document.addEventListener('securitypolicyviolation',
+  e => window.__violations.push(e.effectiveDirective + ' ' + (e.blockedURI || '')));"""
+
+# Text alternatives of images, <svg role=img>, <canvas> and role=img elements, as the
+# accessibility tree names them (alt, aria-label, aria-labelledby, <title>).
+ALTERNATIVES_JS = """() => {
+  const hidden = el => el.closest('[aria-hidden="true"], [hidden]') ||
+                       ['presentation', 'none'].includes(el.getAttribute('role'));
+  const label = el => {
+    if (el.getAttribute('aria-labelledby'))
+      return el.getAttribute('aria-labelledby').split(/\\s+/)
+        .map(id => (document.getElementById(id) || {}).textContent || '').join(' ');
+    if (el.hasAttribute('aria-label')) return el.getAttribute('aria-label');
+    if (el.tagName === 'IMG') return el.getAttribute('alt');
+    const title = el.querySelector(':scope > title');
+    return title ? title.textContent : null;
+  };
+  const images = document.querySelectorAll(
+    'article img, article svg[role="img"], article canvas, article [role="img"]');
+  return [...images].filter(el => !hidden(el)).map(el => ({
+    tag: el.tagName.toLowerCase(),
+    src: (el.getAttribute('src') || '').slice(0, 80),
+    alt: label(el),
+  }));
+}"""
+
+AXE_RUN_JS = """async () => (await axe.run(document, {resultTypes: ['violations']}))
+    .violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                            nodes: v.nodes.slice(0, 5).map(n => n.target.join(' '))}))"""
+
+
+def load_every_page(chromium, server: SiteServer) -> dict:
+    """Load every page of ``server`` once, in one desktop-width page under the site's own
+    Content-Security-Policy, and return ``{"origin": server.origin, "pages": {path: {...}}}``
+    where each page has ``requests`` ([url, resource type, status, failure] of every request
+    of its load), ``links`` (every ``a[href]`` of the rendered DOM, absolute), ``outside``
+    (requests to another origin: recorded and aborted, so nothing leaves the machine),
+    ``csp_meta`` (how many ``<meta http-equiv="Content-Security-Policy">``), ``csp_violations``
+    (the browser's ``securitypolicyviolation`` events while loading), ``axe`` (axe-core's
+    violations, or None without node_modules/axe-core) and ``alternatives`` (its images' text
+    alternatives, ``ALTERNATIVES_JS``). axe runs after the rest was read, evaluated through
+    the DevTools protocol, which the policy does not govern (an inline script would be blocked)."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    context.add_init_script(VIOLATIONS_LISTENER)
+    outside: list[str] = []
+
+    def guard(route):
+        if urlsplit(route.request.url)[:2] == urlsplit(server.origin)[:2]:
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    axe = AXE.read_text(encoding="utf-8") if AXE.exists() else None
+    pages = {}
+    for path in site_pages(server.root):
+        outside.clear()
+        recorder = recorded(page)
+        page.goto(server.url(path), wait_until="networkidle")
+        links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
+        recorder.detach()
+        loaded = {
+            "requests": [[r.url, r.resource_type, r.status, r.failure] for r in recorder.requests],
+            "links": links,
+            "outside": list(outside),
+            "csp_meta": page.locator('meta[http-equiv="Content-Security-Policy"]').count(),
+            "csp_violations": page.evaluate("window.__violations"),
+        }
+        if axe is not None:
+            page.evaluate(axe)
+        loaded["axe"] = page.evaluate(AXE_RUN_JS) if axe is not None else None
+        loaded["alternatives"] = page.evaluate(ALTERNATIVES_JS)
+        pages[path] = loaded
+    context.close()
+    return {"origin": server.origin, "pages": pages}
+
+
+@pytest.fixture(scope="session")
+def every_page(chromium, site_server, tmp_path_factory) -> dict:
+    """``load_every_page`` of ``site_server``, once per run: whichever xdist worker asks first
+    loads the pages under a file lock, the other reads what it wrote. URLs of the loading
+    worker's server are given as this worker's (both serve the same built site)."""
+    from filelock import FileLock
+
+    root = run_root(tmp_path_factory)
+    saved = root / "every-page.json"
+    with FileLock(str(root / "every-page.lock")):
+        if not saved.exists():
+            saved.write_text(json.dumps(load_every_page(chromium, site_server)), encoding="utf-8")
+    loaded = json.loads(saved.read_text(encoding="utf-8"))
+
+    def here(url: str) -> str:
+        return site_server.origin + url[len(loaded["origin"]):] if url.startswith(loaded["origin"] + "/") else url
+
+    for page in loaded["pages"].values():
+        page["requests"] = [Request(here(url), kind, status, failure) for url, kind, status, failure in page["requests"]]
+        page["links"] = [here(url) for url in page["links"]]
+    return loaded["pages"]

@@ -15,37 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import site_pages
-from tests.conftest import REPO_ROOT
+from tests.browser.conftest import AXE, site_pages
 from tests.site.test_gates_spelling import misspelled, tokens
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-AXE = REPO_ROOT / "node_modules" / "axe-core" / "axe.min.js"
 BLOCKING = {"serious", "critical"}
-
-# Text alternatives of images, <svg role=img>, <canvas> and role=img elements, as the
-# accessibility tree names them (alt, aria-label, aria-labelledby, <title>).
-ALTERNATIVES_JS = """() => {
-  const hidden = el => el.closest('[aria-hidden="true"], [hidden]') ||
-                       ['presentation', 'none'].includes(el.getAttribute('role'));
-  const label = el => {
-    if (el.getAttribute('aria-labelledby'))
-      return el.getAttribute('aria-labelledby').split(/\\s+/)
-        .map(id => (document.getElementById(id) || {}).textContent || '').join(' ');
-    if (el.hasAttribute('aria-label')) return el.getAttribute('aria-label');
-    if (el.tagName === 'IMG') return el.getAttribute('alt');
-    const title = el.querySelector(':scope > title');
-    return title ? title.textContent : null;
-  };
-  const images = document.querySelectorAll(
-    'article img, article svg[role="img"], article canvas, article [role="img"]');
-  return [...images].filter(el => !hidden(el)).map(el => ({
-    tag: el.tagName.toLowerCase(),
-    src: (el.getAttribute('src') || '').slice(0, 80),
-    alt: label(el),
-  }));
-}"""
 
 
 def page_language(path: str) -> str:
@@ -53,27 +28,16 @@ def page_language(path: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def audits(chromium, site_server):
-    """{page path: (axe violations, text alternatives of its images)} for every page."""
+def audits(every_page):
+    """{page path: (axe violations, text alternatives of its images)} for every page, from its
+    one load (``every_page``, tests/browser/conftest.py: axe runs on the page as served, its
+    Content-Security-Policy enforced, after the policy's own checks were read)."""
     if not AXE.exists():
         message = f"axe-core missing: run `npm ci` at the repository root ({AXE})"
         if os.environ.get("REQUIRE_BROWSER") == "1":
             pytest.fail(message)
         pytest.skip(message)
-    # axe goes in as an inline script, which the pages' policy blocks (as it should: see
-    # test_content_security_policy.py); the audit is of the page, not of the policy
-    context = chromium.new_context(bypass_csp=True)
-    page = context.new_page()
-    results = {}
-    for path in site_pages(site_server.root):
-        page.goto(site_server.url(path), wait_until="networkidle")
-        page.add_script_tag(path=str(AXE))
-        violations = page.evaluate("""async () => (await axe.run(document, {resultTypes: ['violations']}))
-            .violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-                                    nodes: v.nodes.slice(0, 5).map(n => n.target.join(' '))}))""")
-        results[path] = (violations, page.evaluate(ALTERNATIVES_JS))
-    context.close()
-    return results
+    return {path: (load["axe"], load["alternatives"]) for path, load in every_page.items()}
 
 
 def test_axe_finds_no_serious_or_critical_violation(audits):
@@ -82,7 +46,8 @@ def test_axe_finds_no_serious_or_critical_violation(audits):
     assert not {path: found for path, found in blocking.items() if found}
 
 
-def test_axe_ran_on_every_page(audits):
+def test_axe_ran_on_every_page(audits, site_server):
+    assert sorted(audits) == sorted(site_pages(site_server.root))
     assert "" in audits and "fr/" in audits and all(isinstance(v, list) for v, _ in audits.values())
 
 

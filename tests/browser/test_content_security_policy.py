@@ -13,13 +13,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.browser.conftest import site_pages
+from tests.browser.conftest import VIOLATIONS_LISTENER, site_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-LISTEN = """window.__violations = [];
-document.addEventListener('securitypolicyviolation',
-  e => window.__violations.push(e.effectiveDirective + ' ' + (e.blockedURI || '')));"""
+LISTEN = VIOLATIONS_LISTENER
 OUTSIDE = "https://evil.example"
 
 
@@ -67,12 +65,13 @@ def plant(page, site_server, path: str, html: str):
     page.goto(url, wait_until="networkidle")
 
 
-def test_no_page_breaks_the_policy(guarded, site_server):
-    for path in site_pages(site_server.root):
-        guarded.goto(site_server.url(path), wait_until="networkidle")
-        assert guarded.locator('meta[http-equiv="Content-Security-Policy"]').count() == 1, path
-        assert violations(guarded) == [], path
-    assert guarded.outside == []
+def test_no_page_breaks_the_policy(every_page, site_server):
+    """Every page, loaded once with the violations listener (``every_page``, tests/browser/conftest.py)."""
+    assert sorted(every_page) == sorted(site_pages(site_server.root))
+    for path, load in every_page.items():
+        assert load["csp_meta"] == 1, path
+        assert load["csp_violations"] == [], path
+    assert [url for load in every_page.values() for url in load["outside"]] == []
 
 
 def test_a_planted_inline_script_does_not_run(guarded, site_server):

@@ -11,42 +11,23 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.browser.conftest import recorded, site_pages
+from tests.browser.conftest import site_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def page_loads(chromium, site_server):
-    """Load every page once: {page path: (requests, links found in the rendered DOM)}.
+def page_loads(every_page):
+    """Every page, loaded once (``every_page``, tests/browser/conftest.py):
+    {page path: (requests, links found in the rendered DOM, requests to other origins)}.
 
-    Requests to any other origin are recorded and aborted, so nothing leaves the machine.
+    Requests to any other origin were recorded and aborted, so nothing left the machine.
     """
-    context = chromium.new_context()
-    outside = []
-
-    def guard(route):
-        if urlsplit(route.request.url)[:2] == urlsplit(site_server.origin)[:2]:
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", guard)
-    page = context.new_page()
-    loads = {}
-    for path in site_pages(site_server.root):
-        recorder = recorded(page)
-        page.goto(site_server.url(path), wait_until="networkidle")
-        links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
-        recorder.detach()
-        loads[path] = (recorder.requests, links, list(outside))
-        outside.clear()
-    context.close()
-    return loads
+    return {path: (load["requests"], load["links"], load["outside"]) for path, load in every_page.items()}
 
 
 def test_every_page_was_loaded(page_loads, site_server):
+    assert sorted(page_loads) == sorted(site_pages(site_server.root))
     assert "" in page_loads and "fr/" in page_loads and "404.html" in page_loads and "fr/404.html" in page_loads
 
 
