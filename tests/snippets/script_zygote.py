@@ -1,0 +1,176 @@
+"""Launch workers that run a script without re-importing torch and transformers (tests only).
+
+``python script_zygote.py serve SOCKET MODULE,...``: imports those modules once (torch,
+transformers' model code: several CPU-seconds a process), prints ``ready``, then serves
+``SOCKET``; each connection sends a worker's argv, environment, working directory and its
+stdin, stdout and stderr (file descriptors); the zygote forks a child that takes them over and
+runs the script ``argv[0]`` with ``runpy`` as ``python SCRIPT ARGS`` would (its folder first
+on ``sys.path``), writing its pid and then its exit status back on the connection. A
+connection that sends ``{"quit": true}`` ends the zygote once every child has exited.
+
+``python script_zygote.py worker SCRIPT [ARGS...]`` with ``SCRIPT_ZYGOTE`` (the socket) in the
+environment: what a launcher starts as each worker in place of ``python SCRIPT ARGS``
+(torchrun's agents still start one process per rank with the environment they give it, and
+still rendezvous, watch and stop their workers). Imports only the standard library; sends
+this process's argv, environment, working directory and streams; passes on SIGTERM and SIGINT
+to the child; exits with the child's status (1 if the zygote went away).
+
+The generic form of zygote.py / forked_worker.py (the Hugging Face rehearsal's). Forking is
+safe for the same reason: nothing has run a tensor operation or started a thread before the
+fork (checked). Children are reaped with ``waitpid``, so their CPU time counts in the test
+session's children's usage.
+"""
+
+import array
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import traceback
+
+FDS = array.array("i", [0, 1, 2])
+
+
+def receive(conn: socket.socket) -> tuple[dict, list[int]]:
+    data, fds = b"", []
+    while not data.endswith(b"\n"):
+        chunk, ancdata, _, _ = conn.recvmsg(1 << 20, socket.CMSG_SPACE(3 * FDS.itemsize))
+        if not chunk:
+            break
+        data += chunk
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.extend(array.array("i", payload[: len(payload) - len(payload) % FDS.itemsize]))
+    return json.loads(data), fds
+
+
+def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
+    import runpy
+
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    sys.stdout = open(1, "w", closefd=False, buffering=1)
+    sys.stderr = open(2, "w", closefd=False, buffering=1)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    sys.argv = request["argv"]
+    sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+    conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+    code = 0
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, (int, type(None))):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
+    os._exit(code)
+
+
+def reap(block: bool) -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def serve(path: str, modules: list[str]) -> None:
+    import importlib
+
+    for module in modules:
+        importlib.import_module(module)
+    assert threading.active_count() == 1, threading.enumerate()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(16)
+    server.settimeout(0.5)
+    print("ready", flush=True)
+    while True:
+        reap(block=False)
+        try:
+            conn, _ = server.accept()
+        except TimeoutError:
+            continue
+        conn.settimeout(None)
+        request, fds = receive(conn)
+        if request.get("quit"):
+            conn.close()
+            break
+        if os.fork() == 0:
+            server.close()
+            run_child(conn, request, fds)
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+    server.close()
+    reap(block=True)
+
+
+def worker(argv: list[str]) -> int:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(os.environ["SCRIPT_ZYGOTE"])
+    request = {"argv": [os.path.abspath(argv[0]), *argv[1:]], "env": dict(os.environ), "cwd": os.getcwd()}
+    conn.sendmsg([json.dumps(request).encode() + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, FDS)])
+    replies = conn.makefile("r", encoding="utf-8")
+    child = json.loads(replies.readline())["pid"]
+
+    def forward(signum, _frame):
+        try:
+            os.kill(child, signum)
+        except ProcessLookupError:
+            pass
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, forward)
+    line = replies.readline()
+    return json.loads(line)["exit"] if line else 1
+
+
+@contextlib.contextmanager
+def serving(modules: list[str], env: dict[str, str], cwd):
+    """A zygote that imported ``modules``, serving while the block runs, with ``env`` (the
+    workers' environment, for what an import reads) and ``SCRIPT_ZYGOTE`` set there; yields
+    ``{"SCRIPT_ZYGOTE": socket}`` for the launcher's environment. Then told to quit once its
+    children have exited, and waited for (their CPU time counts in the caller's)."""
+    import subprocess
+    import tempfile
+
+    # a short path: a Unix socket's name holds at most 107 bytes, a deep --basetemp may not fit
+    with tempfile.TemporaryDirectory(prefix="zyg") as sockets:
+        path = os.path.join(sockets, "zygote.sock")
+        server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", path, ",".join(modules)], cwd=cwd,
+                                  stdout=subprocess.PIPE, text=True, env={**env, "SCRIPT_ZYGOTE": path})
+        try:
+            for line in server.stdout:
+                if line == "ready\n":
+                    break
+            assert server.poll() is None, "the zygote did not start"
+            yield {"SCRIPT_ZYGOTE": path}
+        finally:
+            if server.poll() is None:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                    conn.connect(path)
+                    conn.sendall(b'{"quit": true}\n')
+                server.stdout.read()
+            server.wait(timeout=600)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve(sys.argv[2], [module for module in sys.argv[3].split(",") if module])
+    else:
+        assert sys.argv[1] == "worker", sys.argv
+        sys.exit(worker(sys.argv[2:]))
