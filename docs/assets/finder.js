@@ -295,7 +295,7 @@
           none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
         }));
       }
-      if (found.run) notes.push(rankingText(found.run));
+      if (found.run) notes.push(rankingText(found.run), labels.run_source);  // the sources, as `python -m vram time` names them
       return notes.join(" ");
     }
 
@@ -342,7 +342,12 @@
           : error.field === "prices" ? "price" : error.field),
         minimum: typeof limits.minimum === "number" ? formats.decimal.format(limits.minimum) : "",
         maximum: typeof limits.maximum === "number" ? formats.decimal.format(limits.maximum) : "",
-        key: limits.key || ""
+        key: limits.key || "",
+        // vram's own fields of a config.json error (vram.job.read_config), as the command line says them
+        line: typeof limits.line === "number" ? formats.whole.format(limits.line) : "",
+        column: typeof limits.column === "number" ? formats.whole.format(limits.column) : "",
+        got: limits.got || "",
+        choices: Array.isArray(limits.choices) ? limits.choices.join(", ") : ""
       });
       if (error.code === "not_offered" && labels["refused_" + error.field]) line += " " + labels["refused_" + error.field];
       errorLine.textContent = line;

@@ -260,14 +260,15 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "serving_job": ("concurrent", "context", "kv_dtype", "kv", "share", "reserve"),
     "host_ram": ("host",), "qlora_storage": (),
     "error_integer": ("field", "minimum", "maximum"), "error_fraction": ("field", "minimum", "maximum"),
-    "error_choice": ("field",), "error_too_long": ("field", "maximum"), "error_config_json": ("field",),
-    "error_config_family": ("field", "key"), "error_config_key": ("field", "key"),
+    "error_choice": ("field",), "error_too_long": ("field", "maximum"), "error_config_json": ("field", "line", "column"),
+    "error_config_duplicate": ("field", "key"), "error_config_object": ("field", "got"), "error_config_unreadable": ("field",),
+    "error_config_family": ("field", "key", "choices"), "error_config_key": ("field", "key"),
     "error_config_value": ("field", "key"), "error_not_offered": ("field",),
     "refused_framework": (), "refused_cards": (), "refused_optimizer": (), "refused_offload": (),
     "refused_weights": (), "refused_targets": (),
     "col_run": (), "run_cell": ("step", "bound", "run", "cost"), "run_cost": ("cost", "price"), "span": ("low", "high"),
     "bound_compute": (), "bound_communication": (), "bound_offload": (),
-    "ranked_cost": ("tokens", "order"), "ranked_time": ("tokens", "order"),
+    "ranked_cost": ("tokens", "order"), "run_source": ("mfu",), "ranked_time": ("tokens", "order"),
     "tokens": (), "price": (), "price_gpu": (), "error_price": ("field",),
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.

@@ -27,6 +27,7 @@ from hooks.errors import RenderError
 from hooks.render.locale_format import format_eur, format_number, format_quantity, unit_label
 from hooks.render.placeholders import Args
 from hooks.render.script_json import script_json
+from hooks.render.timing import mfu
 
 from hooks.finder.compute import (
     CUSTOM_MODEL, FINDER_YAML, MODELS_YAML, Catalogue, activation_reference, load_catalogue, options, result)
@@ -43,7 +44,14 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     labels.update({f"part_{key}": text(value, lang, f"{FINDER_YAML}: parts.{key}") for key, value in catalogue.parts.items()})
     labels["unit_gb"] = unit_label("gb", lang)
     labels["unit_gib"] = unit_label("gib", lang)
+    labels["run_source"] = run_source_text(catalogue, lang)
     return labels
+
+
+def run_source_text(catalogue: Catalogue, lang: str) -> str:
+    """Where the run's time and cost come from (the datasheets' peaks x torchtitan's MFU range,
+    ``vram.timing.MFU``), as ``python -m vram time`` names it; shown under a table with a run."""
+    return _label(catalogue, "run_source", lang, mfu=mfu({}, lang))
 
 
 def _task_label(catalogue: Catalogue, key: str, lang: str) -> str:
@@ -275,7 +283,7 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
                              size=_gb(v, catalogue, lang)) for k, v in found["parts"])
     note = note_text(catalogue, lang, model, task, option, found)
     if "run" in found:
-        note += " " + ranking_text(catalogue, lang, found["run"])
+        note += " " + ranking_text(catalogue, lang, found["run"]) + " " + run_source_text(catalogue, lang)
     table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""

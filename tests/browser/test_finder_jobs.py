@@ -33,6 +33,7 @@ from tests.browser.test_finder import PATHS, plain
 from tests.conftest import REPO_ROOT
 from vram.__main__ import main as vram_main
 from vram.catalogue import card_speed, load_catalogue as load_speeds
+from vram.models import SUPPORTED_MODEL_TYPES
 from vram.job import KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -269,12 +270,22 @@ def test_a_pasted_config_of_an_unshipped_family(pages):
     assert not page.errors
 
 
+FAMILIES = ", ".join(SUPPORTED_MODEL_TYPES)  # what `python -m vram` lists as supported
 BAD = [  # (field values, what the line must say in it, in fr)
-    ({"model": "custom", "config": "{ pas du json"}, "config.json del modello: non è un JSON valido.",
-     "config.json du modèle : ce n’est pas un JSON valide."),
+    ({"model": "custom", "config": "{ pas du json"}, "config.json del modello: non è un JSON valido (riga 1, colonna 3).",
+     "config.json du modèle : ce n’est pas un JSON valide (ligne 1, colonne 3)."),
+    # the command line's facts (vram.job.read_config's fields), not a generic "not JSON"
+    ({"model": "custom", "config": "[1, 2]"},
+     "config.json del modello: serve un oggetto JSON (tra parentesi graffe), non un valore di tipo list.",
+     "config.json du modèle : il faut un objet JSON (entre accolades), pas une valeur de type list."),
+    ({"model": "custom", "config": '{"model_type": "llama", "model_type": "qwen2"}'},
+     "config.json del modello: la chiave model_type compare due volte (un lettore JSON ne terrebbe una sola senza "
+     "dirlo): lasciane una.",
+     "config.json du modèle : la clé model_type apparaît deux fois (un lecteur JSON n’en garderait qu’une sans le "
+     "dire) : n’en gardez qu’une."),
     ({"model": "custom", "config": '{"model_type": "falcon", "hidden_size": 4544}'},
-     "config.json del modello: il model_type «falcon» non è tra quelli che il calcolatore conosce.",
-     "config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît."),
+     f"config.json del modello: il model_type «falcon» non è tra quelli che il calcolatore conosce ({FAMILIES}).",
+     f"config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît ({FAMILIES})."),
     ({"seq_len": "131073"}, "Lunghezza delle sequenze (token): oltre il massimo del modello, 131.072 token.",
      "Longueur des séquences (tokens) : au-delà du maximum du modèle, 131 072 tokens."),
     ({"micro_batch": "-2"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
