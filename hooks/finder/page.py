@@ -94,6 +94,18 @@ def _config_field(catalogue: Catalogue, lang: str) -> str:
             f'<input type="file" id="finder-config-file" accept=".json,application/json">')
 
 
+def _hidden_at_first(catalogue: Catalogue, kinds: str) -> bool:
+    """Whether a field of ``kinds`` ("training lora", "custom", "" for every task) is hidden
+    before the script runs: only the default task's fields show from the first paint
+    (finder.js's updateControls keeps the same rule afterwards)."""
+    default = catalogue.settings["default"]
+    if not kinds:
+        return False
+    if kinds == "custom":
+        return default["model"] != CUSTOM_MODEL
+    return catalogue.tasks[default["task"]]["kind"] not in kinds.split()
+
+
 def finder_form(raw: dict[str, str], lang: str) -> str:
     """``{{ finder_form assets=../assets }}``: the controls, the labels and the script.
 
@@ -140,8 +152,9 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
     ]
     fields += [field for _, field in more]
     kinds += [kind for kind, _ in more]
-    body = "\n".join(f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}>{f}</div>'
-                   for f, k in zip(fields, kinds))
+    body = "\n".join(f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}'
+                     f'{" hidden" if _hidden_at_first(catalogue, k) else ""}>{f}</div>'
+                     for f, k in zip(fields, kinds))
     body += f'\n<p class="finder-error" id="finder-error" role="alert" hidden></p>'
     labels = script_json(page_labels(catalogue, lang))
     return (f'<div class="finder" id="finder"><link rel="stylesheet" href="{assets}/finder.css">'
