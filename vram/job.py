@@ -384,7 +384,8 @@ def _run_times(job: dict, config: ModelConfig, fit_list: list[dict]) -> dict[str
 def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     """Answer one job (module docstring): a JSON-able dict.
 
-    Keys: ``kind``, ``cards``, ``params``/``active_params`` (of the whole model),
+    Keys: ``kind``, ``cards``, ``params``/``active_params`` (of the whole model), ``model_type``
+    and ``layers`` (what was read from the config.json),
     ``per_gpu_bytes``/``per_gpu_gb`` (model states and framework buffers, or weights and
     KV cache, on one card), ``parts`` (``[[part, bytes, gb]]``, largest first),
     ``host_bytes``/``host_gb`` (host RAM per machine for offload), ``activations``
@@ -415,6 +416,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     count = _cached_params(config)
     answer: dict[str, Any] = {
         "kind": kind, "cards": job["cards"], "params": count.total, "active_params": count.active,
+        "model_type": config.model_type, "layers": config.num_hidden_layers,
         "max_context": config.max_position_embeddings,
         "per_gpu_bytes": need, "per_gpu_gb": bytes_to_gb(need), "backward_bytes": need if backward is None else backward,
         "parts": [[k, v, bytes_to_gb(v)] for k, v in ordered],

@@ -37,6 +37,8 @@
   var JOB_INPUTS = ["offload", "seq_len", "micro_batch", "recompute", "attention", "rank", "targets",
     "kv_dtype", "concurrent", "gpu_memory_utilization", "tokens", "price", "price_gpu"];
   var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent", "tokens"];
+  var DECIMALS = ["gpu_memory_utilization", "price"];
+  var KEPT_CONFIG = "gpu-finder:config.json";  // sessionStorage: this tab only, both languages (same origin)
   var controls = {};
   CHOICE.concat(JOB_INPUTS).forEach(function (name) { controls[name] = document.getElementById("finder-" + name); });
   var configBox = document.getElementById("finder-config");
@@ -75,6 +77,44 @@
     if (text !== undefined && text !== null) node.textContent = text;
     Object.keys(attributes || {}).forEach(function (name) { node.setAttribute(name, attributes[name]); });
     return node;
+  }
+
+  // A number as the reader types it in the page's language (Babel's symbols, in the labels)
+  // -> the canonical text the calculator and the URL use: "0,9" or "0.9" -> "0.9",
+  // "1.000.000.000" (it) or "1 000 000 000" (fr) -> "1000000000". Anything else stays as
+  // typed, and the calculator refuses it in one line.
+  function escaped(text) {
+    return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  }
+
+  function canonical(name, text) {
+    var typed = text.trim();
+    if (INTEGERS.indexOf(name) >= 0) {
+      var group = labels.group_symbol;
+      var flat = typed.replace(/[ \u00a0\u202f]/g, group);
+      if (new RegExp("^[0-9]{1,3}(" + escaped(group) + "[0-9]{3})+$").test(flat)) return flat.split(group).join("");
+      return typed;
+    }
+    if (DECIMALS.indexOf(name) >= 0 && /^[0-9]*[.,][0-9]+$/.test(typed)) return typed.replace(",", ".");
+    return typed;
+  }
+
+  // The canonical text (a link's value) as the page writes it: "0.9" -> "0,9", 1000000000 grouped.
+  function localised(name, text) {
+    if (DECIMALS.indexOf(name) >= 0 && /^[0-9]*\.[0-9]+$/.test(text)) return text.replace(".", labels.decimal_symbol);
+    if (name === "tokens" && /^[0-9]{1,15}$/.test(text)) return formats.whole.format(Number(text));
+    return text;
+  }
+
+  // The reader's pasted config.json, kept in this tab across the language switch (never sent).
+  function keptConfig(text) {
+    try {
+      if (text === undefined) return window.sessionStorage.getItem(KEPT_CONFIG) || "";
+      window.sessionStorage.setItem(KEPT_CONFIG, text);
+    } catch (error) {
+      return "";  // storage refused (private mode): the config stays in the page only
+    }
+    return text;
   }
 
   function fieldName(field) {
@@ -144,7 +184,7 @@
     function isReference() {
       if (controls.model.value === CUSTOM) return false;
       var reference = defaults();
-      return JOB_INPUTS.every(function (name) { return !relevant(name) || controls[name].value.trim() === reference[name]; });
+      return JOB_INPUTS.every(function (name) { return !relevant(name) || canonical(name, controls[name].value) === reference[name]; });
     }
 
     // Offer only the choices the JSON holds a result for (reference jobs), each refusal with
@@ -295,7 +335,12 @@
           none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
         }));
       }
-      if (found.run) notes.push(rankingText(found.run), labels.run_source);  // the sources, as `python -m vram time` names them
+      if (found.run) notes.push(rankingText(found.run), labels.run_source);
+      if (job && controls.model.value === CUSTOM) {  // what vram read from the pasted config.json, to check
+        notes.unshift(fill(labels.config_read, {
+          family: found.model_type, layers: formats.whole.format(found.layers), params: formats.whole.format(found.params)
+        }));
+      }  // the sources, as `python -m vram time` names them
       return notes.join(" ");
     }
 
@@ -364,7 +409,7 @@
     // What the reader typed: a whole number as a number, anything else as typed (the
     // calculator refuses it with the field's limits, in one line).
     function value(name) {
-      var text = controls[name].value.trim();
+      var text = canonical(name, controls[name].value);
       if (INTEGERS.indexOf(name) >= 0) return /^[0-9]{1,15}$/.test(text) ? Number(text) : text;
       if (name === "gpu_memory_utilization") return /^[0-9]{0,3}(\.[0-9]{1,6})?$/.test(text) && text !== "" && text !== "." ? Number(text) : text;
       if (name === "attention") return text === "" ? null : text;
@@ -439,7 +484,7 @@
       }
       var request = job();
       var message = { job: request };
-      if (controls.model.value === CUSTOM) message.configText = configBox.value;
+      if (controls.model.value === CUSTOM) message.configText = keptConfig(configBox.value);
       else message.model = controls.model.value;
       form.setAttribute("data-state", "computing");
       out.status.textContent = labels.computing;
@@ -480,9 +525,10 @@
           var known = Array.prototype.some.call(controls[name].options, function (option) { return option.value === value; });
           if (known) controls[name].value = value;
         } else {
-          controls[name].value = value;
+          controls[name].value = localised(name, value);
         }
       });
+      if (controls.model.value === CUSTOM && !configBox.value.trim()) configBox.value = keptConfig();
     }
 
     function saveChoice() {
@@ -493,7 +539,8 @@
       else query.set("method", controls.method.value);  // the method names the framework, on one card too
       var reference = defaults();
       JOB_INPUTS.forEach(function (name) {
-        if (relevant(name) && controls[name].value.trim() !== reference[name]) query.set(name, controls[name].value.trim());
+        var typed = canonical(name, controls[name].value);
+        if (relevant(name) && typed !== reference[name]) query.set(name, typed);
       });
       history.replaceState(history.state, "", "?" + query.toString() + location.hash);
     }

@@ -251,7 +251,8 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "activations_lora": ("model", "seq", "micro_batch", "attention", "none", "full", "reserve"),
     "not_computed": (), "load_error": (),
     "summary_none_serving": ("need_text",), "margin_serving": ("margin", "free", "count", "context"),
-    "own_model": (), "config": (), "config_hint": (), "config_file": (),
+    "own_model": (), "config": (), "config_hint": (), "config_file": (), "config_kept": (),
+    "config_read": ("family", "layers", "params"),
     "offload": (), "offload_none": (), "offload_optimizer": (), "offload_optimizer_params": (),
     "seq_len": (), "micro_batch": (), "recompute": (), "recompute_none": (), "recompute_selective": (),
     "recompute_full": (), "attention": (), "attention_default": (), "rank": (), "targets": (),
@@ -269,7 +270,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "col_run": (), "run_cell": ("step", "bound", "run", "cost"), "run_cost": ("cost", "price"), "span": ("low", "high"),
     "bound_compute": (), "bound_communication": (), "bound_offload": (),
     "ranked_cost": ("tokens", "order"), "run_source": ("mfu",), "ranked_time": ("tokens", "order"),
-    "tokens": (), "price": (), "price_gpu": (), "error_price": ("field",),
+    "tokens": (), "price": (), "price_gpu": (), "error_price": ("field", "example", "minimum", "maximum"),
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
 NOTEBOOK_LABEL_FIELDS: dict[str, tuple[str, ...]] = {

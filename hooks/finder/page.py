@@ -15,9 +15,10 @@ import functools
 import html
 from typing import Any
 
-from babel.numbers import format_percent
+from babel.numbers import format_decimal, format_percent, get_decimal_symbol, get_group_symbol
 
 import vram
+from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
 from vram.fit import mib_to_bytes
 from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
 from vram.units import bytes_to_gb, bytes_to_gib
@@ -45,6 +46,14 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     labels["unit_gb"] = unit_label("gb", lang)
     labels["unit_gib"] = unit_label("gib", lang)
     labels["run_source"] = run_source_text(catalogue, lang)
+    # The reader types numbers as the page writes them: the locale's symbols (Babel), which
+    # finder.js accepts beside the canonical point and the URL keeps canonical.
+    labels["decimal_symbol"] = get_decimal_symbol(lang)
+    labels["group_symbol"] = get_group_symbol(lang)
+    example = max(m["price_eur_per_hour_from"] for m in catalogue.machines.values())  # the guide's own price
+    labels["error_price"] = labels["error_price"].format(
+        field="{field}", example=format_decimal(example, format="#,##0.00", locale=lang),
+        minimum=format_decimal(CENT, format="#,##0.00", locale=lang), maximum=format_number(MAX_PRICE_EUR_PER_HOUR, lang, 0))
     return labels
 
 
@@ -85,7 +94,7 @@ def _text(name: str, label: str, value: Any, numeric: bool = True, mode: str = "
 
 def _config_field(catalogue: Catalogue, lang: str) -> str:
     """The reader's own config.json: pasted, dropped on the box or chosen as a file."""
-    hint = html.escape(_label(catalogue, "config_hint", lang))
+    hint = html.escape(_label(catalogue, "config_hint", lang) + " " + _label(catalogue, "config_kept", lang))
     return (f'<label for="finder-config">{html.escape(_label(catalogue, "config", lang))}</label>\n'
             f'<textarea id="finder-config" name="config" rows="6" spellcheck="false" autocomplete="off" '
             f'aria-describedby="finder-config-hint"></textarea>'
@@ -145,8 +154,8 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         ("serving", _select("kv_dtype", label("kv_dtype"), [(v, v) for v in KV_DTYPES], settings["serving"]["kv_dtype"])),
         ("serving", _text("concurrent", label("concurrent"), settings["serving"]["concurrent"])),
         ("serving", _text("gpu_memory_utilization", label("gpu_memory_utilization"),
-                          settings["serving"]["gpu_memory_utilization"], numeric=False, mode="decimal")),
-        ("training", _text("tokens", label("tokens"), JOB_FIELDS["tokens"])),
+                          format_decimal(settings["serving"]["gpu_memory_utilization"], locale=lang), numeric=False, mode="decimal")),
+        ("training", _text("tokens", label("tokens"), format_number(JOB_FIELDS["tokens"], lang, 0))),
         ("training", _text("price", label("price"), "", numeric=False, mode="decimal")),
         ("training", _select("price_gpu", label("price_gpu"), [(k, g["name"]) for k, g in catalogue.gpus], catalogue.gpus[0][0])),
     ]

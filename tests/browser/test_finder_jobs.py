@@ -353,3 +353,59 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
     line = plain(page.text_content("#finder-error"))
     assert line.startswith(plain("Votre prix horaire" if lang == "fr" else "Il tuo prezzo orario")), line
     assert not page.errors
+
+
+GROUPED = {"it": "2.000.000.000", "fr": "2\u202f000\u202f000\u202f000"}  # as the page writes numbers (Babel)
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_numbers_typed_as_the_page_writes_them(pages, lang):
+    """A decimal comma (0,8; 4,50) and grouped digits (2.000.000.000) are the numbers the
+    command line reads as 0.8, 4.50 and 2000000000; the link keeps the canonical form."""
+    page = pages[lang]
+    use_form(page, model="gpt-oss-20b", task="serve-mxfp4", cards=1, context=8192, gpu_memory_utilization="0,8")
+    assert page_answer(page) == cli_for("gpt-oss-20b", ["--kind=serving", "--cards=1", "--context=8192", "--weights=mxfp4",
+                                                        "--concurrent=1", "--kv-dtype=bf16", "--gpu-memory-utilization=0.8"])
+    assert "gpu_memory_utilization=0.8" in page.url
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=GROUPED[lang],
+             price="4,50", price_gpu="a6000")
+    assert page_answer(page) == cli_for("llama-3.1-8b", [
+        "--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw", "--seq-len=2048",
+        "--micro-batch=1", "--recompute=none", "--offload=none", "--tokens=2000000000", "--price=a6000=4.50"])
+    assert "tokens=2000000000" in page.url and "price=4.50" in page.url
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", price="tanto", price_gpu="a6000")
+    assert "31,20" in plain(page.text_content("#finder-error"))  # the example as the reader writes it, not 31.20
+    assert not page.errors
+
+
+def switch_language(page, lang: str) -> None:
+    """Follow the page's language switcher (lang-switch.js carries the query) and wait for the answer."""
+    href = page.eval_on_selector(f'a.md-select__link[hreflang="{lang}"]', "a => a.href")
+    page.goto(href, wait_until="networkidle")
+    page.wait_for_selector('#finder-form[data-ready="true"][data-state="ready"]', timeout=120_000)
+
+
+def test_a_pasted_config_says_what_was_read_and_survives_the_language_switch(pages):
+    page = pages["it"]
+    text = UNSHIPPED.read_text()
+    page.select_option("#finder-model", "custom")
+    page.fill("#finder-config", text)
+    use_form(page, task="full-adamw", cards=2, method="fsdp2-reshard", seq_len=4096)
+    expected = cli_for(None, ["--kind=training", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--seq-len=4096"],
+                       UNSHIPPED)
+    raw = json.loads(text)
+    params = 9_241_705_984  # google/gemma-2-9b's published count (tests/vram/test_models.py), not vram's
+    grouped = {"it": f"{params:,}".replace(",", "."), "fr": f"{params:,}".replace(",", " ")}
+    read = {"it": f"Letto dal config.json: model_type {raw['model_type']}, {raw['num_hidden_layers']} layer, "
+                  f"{grouped['it']} parametri.",
+            "fr": f"Lu dans le config.json : model_type {raw['model_type']}, {raw['num_hidden_layers']} couches, "
+                  f"{grouped['fr']} paramètres."}
+    assert page_answer(page) == expected
+    assert read["it"] in plain(page.text_content("#finder-note"))
+    for lang in ("fr", "it"):  # both ways: the job in the link, the config.json in this tab's sessionStorage
+        switch_language(page, lang)
+        assert page.input_value("#finder-model") == "custom" and page.input_value("#finder-config") == text
+        assert page_answer(page) == expected, lang
+        assert read[lang] in plain(page.text_content("#finder-note"))
+    assert "/fr/" not in page.url
+    assert not page.errors
