@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import pytest
 from bs4 import BeautifulSoup
 
@@ -59,8 +60,14 @@ def normalised(result: dict) -> dict:
             for k, v in result.items()}
 
 
+@functools.cache
+def reference_results() -> dict:
+    """finder_data's precomputed answers (what the built page's JSON holds), computed once."""
+    return finder_data()["results"]
+
+
 def computed(model: str, task: str, cards: str, option: str | None = None) -> bool:
-    by_cards = finder_data()["results"][model][task]
+    by_cards = reference_results()[model][task]
     return cards in by_cards and (option is None or option in by_cards[cards])
 
 
@@ -130,7 +137,7 @@ def test_controls_follow_the_task(page, site_server):
 
 
 TRAINING_FIELDS = ["model", "task", "cards", "method", "offload", "seq_len", "micro_batch", "recompute", "attention",
-                   "tokens", "price", "price_gpu"]  # the default task (full fine-tuning) asks for these only
+                   "tokens", "price_"]  # the default task (full fine-tuning) asks for these only (prices: one per card)
 
 
 def test_first_paint_shows_only_the_tasks_fields(page, site_server):
@@ -139,12 +146,17 @@ def test_first_paint_shows_only_the_tasks_fields(page, site_server):
     page.goto(site_server.url(PATHS["fr"]), wait_until="networkidle")
     assert page.get_attribute("#finder-form", "data-ready") is None  # nothing loaded: the first paint
     visible = page.evaluate("""() => [...document.querySelectorAll('#finder-form .finder-field')]
-        .filter(f => f.offsetParent !== null).map(f => f.querySelector('select, input, textarea').id.slice(7))""")
+        .filter(f => f.offsetParent !== null).map(f => f.querySelector('select, input, textarea').id.slice(7).replace(/^price_.*/, 'price_'))""")
     assert visible == TRAINING_FIELDS
+    prices = "inputs => inputs.filter(i => i.offsetParent !== null).map(i => i.name)"
+    first_prices = page.eval_on_selector_all(".finder-price input", prices)
     page.focus("#finder-model")  # the script's own rule afterwards: the same fields
     page.wait_for_selector('#finder-form[data-ready="true"]')
     assert page.evaluate("""() => [...document.querySelectorAll('#finder-form .finder-field')]
-        .filter(f => f.offsetParent !== null).map(f => f.querySelector('select, input, textarea').id.slice(7))""") == TRAINING_FIELDS
+        .filter(f => f.offsetParent !== null).map(f => f.querySelector('select, input, textarea').id.slice(7).replace(/^price_.*/, 'price_'))""") == TRAINING_FIELDS
+    # a price field only for the machines that fit, before the script runs as after
+    assert first_prices == page.eval_on_selector_all(".finder-price input", prices)
+    assert first_prices == ["price_" + fit["gpu"] for fit in finder_data()["results"]["llama-3.1-8b"]["full-adamw"]["1"]["ddp"]["fits"]]
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
