@@ -373,12 +373,12 @@
           none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
         }));
       }
-      if (found.run) notes.push(rankingText(found.run), labels.run_source);
+      if (found.run) notes.push(rankingText(found.run), labels.run_source);  // the sources, as `python -m vram time` names them
       if (job && controls.model.value === CUSTOM) {  // what vram read from the pasted config.json, to check
         notes.unshift(fill(labels.config_read, {
           family: found.model_type, layers: formats.whole.format(found.layers), params: formats.whole.format(found.params)
         }));
-      }  // the sources, as `python -m vram time` names them
+      }
       return notes.join(" ");
     }
 

@@ -468,9 +468,9 @@ def test_numbers_typed_as_the_page_writes_them(pages, lang):
 
 def switch_language(page, lang: str) -> None:
     """Follow the page's language switcher (lang-switch.js carries the query) and wait for the answer."""
-    href = page.eval_on_selector(f'a.md-select__link[hreflang="{lang}"]', "a => a.href")
-    page.goto(href, wait_until="networkidle")
-    page.wait_for_selector('#finder-form[data-ready="true"][data-state="ready"]', timeout=120_000)
+    with page.expect_navigation(wait_until="networkidle"):
+        page.eval_on_selector(f'a.md-select__link[hreflang="{lang}"]', "a => a.click()")  # the reader's click
+    page.wait_for_selector('#finder-form[data-ready="true"][data-state="ready"]', timeout=60_000)
 
 
 def test_a_pasted_config_says_what_was_read_and_survives_the_language_switch(pages):
