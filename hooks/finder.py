@@ -322,6 +322,9 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
                   "usable_gb": bytes_to_gb(card_capacity_bytes(catalogue, g)), "speed": catalogue.speeds[k]}
                  for k, g in catalogue.gpus],
         "run_tokens": JOB_FIELDS["tokens"],
+        # the RAM of the catalogue's machines where a source gives it (gpus.yaml host_ram_gb)
+        "host_ram_gb": {f"{m['gpu']}@{m['count']}": m["host_ram_gb"] for m in catalogue.machines.values()
+                        if m["host_ram_gb"] != "not published"},
         "results": results,
     }
 
@@ -441,6 +444,7 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         ("serving", _text("concurrent", label("concurrent"), settings["serving"]["concurrent"])),
         ("serving", _text("gpu_memory_utilization", label("gpu_memory_utilization"),
                           settings["serving"]["gpu_memory_utilization"], numeric=False, mode="decimal")),
+        ("training", _text("host_ram_gb", label("host_ram_gb"), "")),
         ("training", _text("tokens", label("tokens"), JOB_FIELDS["tokens"])),
         ("training", _text("price", label("price"), "", numeric=False, mode="decimal")),
         ("training", _select("price_gpu", label("price_gpu"), [(k, g["name"]) for k, g in catalogue.gpus], catalogue.gpus[0][0])),

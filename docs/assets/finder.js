@@ -35,8 +35,8 @@
   var CHOICE = ["model", "task", "cards", "method", "context"];
   // The task names the optimizer (training) or the weights' format (serving); these are the rest.
   var JOB_INPUTS = ["offload", "seq_len", "micro_batch", "recompute", "attention", "rank", "targets",
-    "kv_dtype", "concurrent", "gpu_memory_utilization", "tokens", "price", "price_gpu"];
-  var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent", "tokens"];
+    "kv_dtype", "concurrent", "gpu_memory_utilization", "tokens", "price", "price_gpu", "host_ram_gb"];
+  var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent", "tokens", "host_ram_gb"];
   var controls = {};
   CHOICE.concat(JOB_INPUTS).forEach(function (name) { controls[name] = document.getElementById("finder-" + name); });
   var configBox = document.getElementById("finder-config");
@@ -132,7 +132,7 @@
         recompute: "none", attention: "", rank: String(data.lora.rank), targets: "all-linear",
         kv_dtype: data.serving.kv_dtype,
         concurrent: String(data.serving.concurrent), gpu_memory_utilization: String(data.serving.gpu_memory_utilization),
-        tokens: String(data.run_tokens), price: "", price_gpu: data.gpus[0].key
+        tokens: String(data.run_tokens), price: "", price_gpu: data.gpus[0].key, host_ram_gb: ""
       };
     }
 
@@ -228,6 +228,7 @@
           cell.appendChild(document.createTextNode(" "));
           cell.appendChild(element("strong", fit.recompute ? labels.tight_recompute : labels.tight, { "class": "finder-tight" }));
         }
+        if (fit.host_ram) cell.appendChild(ramVerdict(fit.host_ram));
         var machine = data.machines[fit.gpu + "@" + cards];  // the guide's price of that machine, if any
         var price = machine
           ? fill(labels.price_cell, { count: cards, gpu: gpu.name, price: formats.eur.format(machine.price_eur_per_hour_from) })
@@ -235,6 +236,20 @@
         row.appendChild(element("td", price));
         if (fit.time) row.appendChild(element("td", runText(fit.time)));
       });
+      return node;
+    }
+
+    // Whether the machine's RAM holds the offload (answer_job's verdict); greyed, with the
+    // reason, where the machine's RAM is not known.
+    function ramVerdict(ram) {
+      var node = element("span", null, { "class": "finder-ram" });
+      node.appendChild(document.createTextNode(" "));
+      if (ram.holds === null) {
+        node.appendChild(element("span", labels.ram_unknown, { "class": "finder-unknown", title: labels.ram_unknown_why }));
+      } else {
+        node.appendChild(element(ram.holds ? "span" : "strong",
+          fill(ram.holds ? labels.ram_holds : labels.ram_short, { ram: gb(ram.machine_gb) })));
+      }
       return node;
     }
 
@@ -285,6 +300,9 @@
           asked: gb(act.gb), full: gb(act.full_gb), reserve: reserve
         }));
         if (found.host_gb) notes.push(fill(labels.host_ram, { host: gb(found.host_gb) }));
+        if (found.fits.some(function (fit) { return fit.host_ram && fit.host_ram.holds === null; })) {
+          notes.push(labels.ram_unknown_why);
+        }
         if (found.notes && found.notes.length && kind() === "lora") notes.push(labels.qlora_storage);
       } else {
         var model = models[controls.model.value];
@@ -366,6 +384,19 @@
       return text;
     }
 
+    // The RAM of each machine of this many cards: the catalogue's where the data give it,
+    // else the one the reader typed (vram says whether it holds the offload).
+    function hostRam(cards) {
+      var machines = {};
+      var typed = value("host_ram_gb");
+      data.gpus.forEach(function (g) {
+        var known = (data.host_ram_gb || {})[g.key + "@" + cards];
+        if (known !== undefined) machines[g.key] = known;
+        else if (typed !== "") machines[g.key] = typed;
+      });
+      return machines;
+    }
+
     function job() {
       var current = kind();
       var task = tasks[controls.task.value];
@@ -395,6 +426,7 @@
             if (machine) found.prices[g.key] = String(machine.price_eur_per_hour_from);
           });
           if (value("price") !== "") found.prices[value("price_gpu")] = value("price");
+          found.host_ram_gb = hostRam(found.cards);
         }
         if (current === "lora") found.base_dtype = task.base_dtype;
       }
