@@ -307,8 +307,9 @@ def test_greyed_out_choices_say_why(pages):
     page = pages["it"]
     labels = FINDER["labels"]
     use_form(page, model="llama-3.1-8b", task="full-bf16", cards=1, method="paper")
-    title = page.eval_on_selector('#finder-method option[value="ddp"]', "o => o.disabled && o.title")
-    assert title == labels["refused_optimizer"]["it"]  # all-bf16: only the paper's accounting has it
+    title = page.eval_on_selector('#finder-method option[value="fsdp2-reshard"]', "o => o.disabled && o.title")
+    assert title == labels["refused_optimizer"]["it"]  # all-bf16: DDP and the paper's accounting have it
+    assert page.eval_on_selector('#finder-method option[value="ddp"]', "o => !o.disabled")
     title = page.eval_on_selector('#finder-task option[value="serve-mxfp4"]', "o => o.disabled && o.title")
     assert title == labels["refused_weights"]["it"]  # MXFP4: gpt-oss's checkpoints only
     use_form(page, model="qwen2.5-7b", task="serve-bf16", cards=1, context=8192)
