@@ -76,6 +76,8 @@ def random_job(rng: random.Random, config_path, kind: str) -> dict:
     if kind == "training":
         job.update(optimizer=rng.choice(TRAINING_OPTIMIZERS + ("adamw", "adam8bit")),
                    offload=rng.choice(OFFLOAD + ("none",) * 4))
+        if job["offload"] != "none":  # the machine's RAM for one card's machine: holds the offload or not
+            job["host_ram_gb"] = {rng.choice(CARDS)["key"]: rng.choice([64, 128, 512, 2048])}
     else:
         job.update(rank=rng.choice([1, 8, 16, 64]), targets=rng.choice(["all-linear", "q_proj,v_proj"]),
                    base_dtype=rng.choice(["bf16", "nf4"]))
@@ -88,6 +90,8 @@ def argv(job: dict, config_path) -> list[str]:
     for key, value in job.items():
         if key == "gpus":
             args += [f"--gpu={card['key']}={card['memory_mib']}" for card in value]
+        elif key == "host_ram_gb":
+            args += [f"--host-ram={card}={ram}" for card, ram in value.items()]
         elif value is not None:
             args.append(f"--{key.replace('_', '-')}={value}")
     return args
@@ -182,7 +186,7 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
 REFERENCE = {"offload": "none", "seq_len": FINDER["settings"]["activations"]["seq_length"],
              "micro_batch": FINDER["settings"]["activations"]["micro_batch"], "recompute": "none", "attention": "",
              "rank": FINDER["settings"]["lora"]["rank"], "targets": "all-linear", **FINDER["settings"]["serving"],
-             "tokens": 10**9, "price": "", "price_gpu": min(CARDS, key=lambda c: c["memory_mib"])["key"]}
+             "tokens": 10**9, "price": "", "price_gpu": min(CARDS, key=lambda c: c["memory_mib"])["key"], "host_ram_gb": ""}
 
 
 def use_form(page, **values) -> None:
@@ -341,4 +345,34 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", price="1e9", price_gpu="a6000")
     line = plain(page.text_content("#finder-error"))
     assert line.startswith(plain("Votre prix horaire" if lang == "fr" else "Il tuo prezzo orario")), line
+    assert not page.errors
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_machines_ram_verdict_is_the_command_lines(pages, lang):
+    """With an offload, each card says whether its machine's RAM holds the host bytes: greyed,
+    with the reason, where the data give no RAM (gpus.yaml publishes none); the RAM the reader
+    typed otherwise, the verdict the command line's, the RAM kept in the link."""
+    page, labels = pages[lang], FINDER["labels"]
+    job = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 4, "method": "zero3", "offload": "optimizer"}
+    flags = ["--kind=training", "--cards=4", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw",
+             "--seq-len=2048", "--micro-batch=1", "--recompute=none", "--offload=optimizer"]
+    use_form(page, **job)
+    assert page_answer(page) == cli_for("llama-3.1-8b", flags)
+    unknown = page.eval_on_selector_all("#finder-table .finder-unknown", "nodes => nodes.map(n => [n.textContent, n.title])")
+    assert unknown and {(plain(text), plain(title)) for text, title in unknown} == {
+        (plain(labels["ram_unknown"][lang]), plain(labels["ram_unknown_why"][lang]))}
+    assert plain(labels["ram_unknown_why"][lang]) in plain(page.text_content("#finder-note"))
+    for ram, verdict in ((256, "ram_holds"), (100, "ram_short")):  # the offload pins 128.5 GB per machine
+        use_form(page, **job, host_ram_gb=ram)
+        assert page_answer(page) == cli_for("llama-3.1-8b", flags + [f"--host-ram={c['key']}={ram}" for c in CARDS])
+        cells = page.eval_on_selector_all("#finder-table tbody td:nth-child(3)", "cells => cells.map(c => c.textContent)")
+        said = plain(labels[verdict][lang].format(ram=f"{ram}\u00a0{'Go' if lang == 'fr' else 'GB'}"))
+        assert cells and all(said in plain(cell) for cell in cells), cells
+        assert page.query_selector("#finder-table .finder-unknown") is None
+        assert f"host_ram_gb={ram}" in page.url
+    use_form(page, **job, host_ram_gb="-5")
+    line = plain(page.text_content("#finder-error"))
+    assert line == plain(labels["error_integer"][lang].format(field=labels["host_ram_gb"][lang], minimum=1,
+                                                               maximum="1.000.000" if lang == "it" else "1\u202f000\u202f000")), line
     assert not page.errors
