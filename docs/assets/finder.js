@@ -36,7 +36,7 @@
   // The task names the optimizer (training) or the weights' format (serving); these are the rest.
   var JOB_INPUTS = ["offload", "seq_len", "micro_batch", "recompute", "attention", "rank", "targets",
     "kv_dtype", "concurrent", "gpu_memory_utilization", "tokens", "price", "price_gpu", "host_ram_gb"];
-  var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent", "tokens", "host_ram_gb"];
+  var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent", "tokens", "host_ram_gb", "context"];
   var controls = {};
   CHOICE.concat(JOB_INPUTS).forEach(function (name) { controls[name] = document.getElementById("finder-" + name); });
   var configBox = document.getElementById("finder-config");
@@ -136,6 +136,14 @@
       };
     }
 
+    // Serving: the context typed is one the reference answers hold (finder.yaml's contexts,
+    // within the model's maximum, on cards vLLM can split the model over).
+    function precomputedContext() {
+      var byCards = ((data.results[controls.model.value] || {})[controls.task.value] || {})[controls.cards.value] || {};
+      var typed = controls.context.value.trim();
+      return /^[1-9][0-9]*$/.test(typed) && Object.prototype.hasOwnProperty.call(byCards, typed);
+    }
+
     function relevant(name) {
       var field = controls[name].closest("[data-kinds]");
       return !field || field.getAttribute("data-kinds").split(" ").indexOf(kind()) >= 0;
@@ -143,6 +151,7 @@
 
     function isReference() {
       if (controls.model.value === CUSTOM) return false;
+      if (kind() === "serving" && !precomputedContext()) return false;
       var reference = defaults();
       return JOB_INPUTS.every(function (name) { return !relevant(name) || controls[name].value.trim() === reference[name]; });
     }
@@ -162,7 +171,7 @@
     }
 
     function clearOffers() {
-      ["task", "cards", "method", "context"].forEach(function (name) {
+      ["task", "cards", "method"].forEach(function (name) {
         Array.prototype.forEach.call(controls[name].options, function (option) { option.disabled = false; option.title = ""; });
       });
     }
@@ -187,12 +196,7 @@
       var byTask = (data.results[controls.model.value] || {})[controls.task.value] || {};
       offer(controls.cards, byTask, function () { return refusal(current); });
       var byCards = byTask[controls.cards.value] || {};
-      if (current === "serving") {
-        var maxContext = models[controls.model.value].max_context;
-        offer(controls.context, byCards, function (option) {
-          return maxContext !== null && Number(option.value) > maxContext ? labels.too_long : labels.refused_cards;
-        }, true);
-      } else {
+      if (current !== "serving") {
         offer(controls.method, byCards, function () { return refusal(current); });
       }
     }
@@ -200,7 +204,7 @@
     function choiceText(serving) {
       var parts = [selectedText(controls.model), selectedText(controls.task),
         controls.cards.value === "1" ? labels.cards_one : fill(labels.cards_many, { cards: controls.cards.value })];
-      if (serving) parts.push(selectedText(controls.context));
+      if (serving) parts.push(fill(labels.context_option, { tokens: formats.whole.format(Number(controls.context.value)) }));
       else parts.push(selectedText(controls.method));
       return fill(labels.caption, { choice: parts.join(", ") });
     }
@@ -407,7 +411,7 @@
       };
       var names;
       if (current === "serving") {
-        found.context = Number(controls.context.value);
+        found.context = value("context");
         found.weights = task.weight_dtype;
         names = ["kv_dtype", "concurrent", "gpu_memory_utilization"];
       } else {
@@ -439,7 +443,7 @@
       var ticket = shown;
       updateControls();
       if (isReference()) {
-        var option = kind() === "serving" ? controls.context.value : controls.method.value;
+        var option = kind() === "serving" ? controls.context.value.trim() : controls.method.value;
         var byCards = ((data.results[controls.model.value] || {})[controls.task.value] || {})[controls.cards.value] || {};
         var found = byCards[option];
         clearError();
@@ -497,7 +501,8 @@
       var query = new URLSearchParams(location.search);
       CHOICE.forEach(function (name) {
         var value = query.get(name);
-        var known = Array.prototype.some.call(controls[name].options, function (option) { return option.value === value; });
+        var known = controls[name].tagName !== "SELECT"  // the context: any length, checked by the calculator
+          || Array.prototype.some.call(controls[name].options, function (option) { return option.value === value; });
         if (value !== null && known) controls[name].value = value;
       });
       JOB_INPUTS.forEach(function (name) {
@@ -516,7 +521,7 @@
       var query = new URLSearchParams(location.search);
       CHOICE.concat(JOB_INPUTS).forEach(function (name) { query.delete(name); });
       ["model", "task", "cards"].forEach(function (name) { query.set(name, controls[name].value); });
-      if (kind() === "serving") query.set("context", controls.context.value);
+      if (kind() === "serving") query.set("context", controls.context.value.trim());
       else query.set("method", controls.method.value);  // the method names the framework, on one card too
       var reference = defaults();
       JOB_INPUTS.forEach(function (name) {
