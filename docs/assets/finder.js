@@ -92,6 +92,10 @@
       worker = new Worker(workerURL, { type: "module" });
       worker.onmessage = function (event) {
         var reply = event.data;
+        if (reply.boot) {  // how long the worker took to start, by phase (bench/finder.py reads it)
+          form.bootTimes = reply.boot;
+          return;
+        }
         var done = pending[reply.id];
         delete pending[reply.id];
         if (done) done(reply);
@@ -112,6 +116,15 @@
 
   // The page's calculator, for checks that send it many jobs (tests/browser/test_finder_jobs.py).
   form.ask = ask;
+
+  // Pyodide takes seconds to start: the worker starts as soon as the reader enters a field
+  // whose change leaves the precomputed answers (a job input, the config.json box), so it
+  // boots while they type; choosing among the precomputed answers never starts it.
+  form.addEventListener("focusin", function (event) {
+    var target = event.target;
+    if (target === configBox || target === configFile
+        || JOB_INPUTS.some(function (name) { return controls[name] === target; })) calculator();
+  });
 
   function start(data) {
     var models = byKey(data.models);
