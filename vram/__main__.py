@@ -174,6 +174,8 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
     elif activation:
         activation = 0  # the optimizer step holds the most, and the activations are gone by then
     stage_name = STAGE_NAMES[args.framework][args.zero_stage]
+    if args.framework == "fsdp2" and args.optimizer == "adamw-bf16":  # a bf16 model: no autocast
+        stage_name = "DDP (all in bf16)"
     data: dict = {
         "framework": args.framework,
         "stage_name": stage_name,

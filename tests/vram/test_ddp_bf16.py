@@ -87,3 +87,12 @@ def test_the_finder_job_offers_it_under_ddp_only(shared_configs):
         with pytest.raises(vram.JobError) as refused:
             answer_job(job | {"zero_stage": stage})
         assert (refused.value.field, refused.value.code) == ("optimizer", "not_offered")
+
+
+def test_the_command_line_estimates_it(cli, shared_configs):
+    proc = cli("estimate", "--config", str(shared_configs / "llama-3.1-8b.json"), "--framework", "fsdp2",
+               "--optimizer", "adamw-bf16", "--world-size", "2", "--zero-stage", "0", "--json")
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert found["stage_name"] == "DDP (all in bf16)"  # no autocast: the model itself is bf16
+    assert found["per_gpu_bytes"] == 12 * found["params"]  # 2 + 2 + 4, foreach's 2 and the buckets' 2 at the step
