@@ -12,6 +12,7 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from transformers import AutoConfig, AutoModelForCausalLM
 
 if "LOCAL_RANK" not in os.environ:
     sys.exit("Start it with torchrun: torchrun --nproc_per_node=4 train_fsdp2.py")
@@ -19,6 +20,9 @@ if "LOCAL_RANK" not in os.environ:
 parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=3)
 parser.add_argument("--out", default="checkpoints")
+parser.add_argument("--model", default="Qwen/Qwen3-0.6B")
+# un modello minuscolo dalla config, senza download
+parser.add_argument("--tiny", action="store_true")
 args = parser.parse_args()
 
 local_rank = int(os.environ["LOCAL_RANK"])
@@ -29,33 +33,22 @@ if acc:
 dist.init_process_group(dist.get_default_backend_for_device(device))
 rank = dist.get_rank()
 
-
-class TinyLM(torch.nn.Module):
-    # un piccolo modello linguistico: embedding, blocchi transformer, testa
-    def __init__(self, vocab=256, dim=64, layers=4):
-        super().__init__()
-        self.embed = torch.nn.Embedding(vocab, dim)
-        layer = torch.nn.TransformerEncoderLayer
-        self.blocks = torch.nn.ModuleList(
-            layer(dim, 4, 4 * dim, dropout=0.0, batch_first=True) for _ in range(layers)
-        )
-        self.head = torch.nn.Linear(dim, vocab)
-
-    def forward(self, tokens):
-        mask = torch.nn.Transformer.generate_square_subsequent_mask(tokens.shape[1])
-        x = self.embed(tokens)
-        for block in self.blocks:
-            x = block(x, src_mask=mask.to(x.device), is_causal=True)
-        return self.head(x).float()  # logit in fp32 per la loss
-
-
 torch.manual_seed(0)  # stessi dati e stessi pesi iniziali su ogni rank
-tokens = torch.randint(0, 256, (256, 33))  # dati sintetici: mettici i tuoi
+if args.tiny:
+    config = AutoConfig.for_model(
+        "qwen3", vocab_size=256, hidden_size=64, intermediate_size=128,
+        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, tie_word_embeddings=True)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+else:  # pesi in fp32: i calcoli in bf16 li fa MixedPrecisionPolicy
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+model.to(device)
+# dati sintetici: mettici i tuoi
+tokens = torch.randint(0, model.config.vocab_size, (256, 33))
 data = TensorDataset(tokens[:, :-1], tokens[:, 1:])
 sampler = DistributedSampler(data, shuffle=True)
 loader = DataLoader(data, batch_size=16, sampler=sampler)
 
-model = TinyLM().to(device)
 # pesi in bf16 per i calcoli, media dei gradienti in fp32
 mp_policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
 # più macchine: HSDP, pezzi divisi dentro una macchina e copiati tra le macchine
@@ -66,9 +59,9 @@ if nodes > 1:
     # dimensione 0: tra le macchine (copie); dimensione 1: dentro una (pezzi)
     names = ("node", "gpu")
     mesh = init_device_mesh(device.type, (nodes, per_node), mesh_dim_names=names)
-# ogni blocco è un’unità di FSDP2 (con Hugging Face: model.model.layers)
-for block in model.blocks:
-    fully_shard(block, mesh=mesh, mp_policy=mp_policy)
+# ogni blocco transformer (decoder layer) è un’unità di FSDP2
+for layer in model.model.layers:
+    fully_shard(layer, mesh=mesh, mp_policy=mp_policy)
 fully_shard(model, mesh=mesh, mp_policy=mp_policy)  # e la radice: embedding e testa
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
@@ -87,6 +80,8 @@ def save_checkpoint(path):
     model_state, optim_state = get_state_dict(model, optimizer)
     dcp.save(model_state, checkpoint_id=path / "model")
     dcp.save(optim_state, checkpoint_id=path / "optim")
+    if rank == 0:  # config.json: per dcp_to_hf.py, che ricostruisce il modello
+        model.config.save_pretrained(path)
 
 
 # riprende dall’ultimo checkpoint completo (DCP scrive .metadata per ultimo)
@@ -103,7 +98,8 @@ if done:
 for epoch in range(start, args.epochs):
     sampler.set_epoch(epoch)  # un ordine diverso a ogni epoca
     for step, (inputs, targets) in enumerate(loader):
-        logits = model(inputs.to(device)).flatten(0, 1)
+        logits = model(inputs.to(device)).logits.float()  # logit in fp32 per la loss
+        logits = logits.flatten(0, 1)
         loss = torch.nn.functional.cross_entropy(logits, targets.to(device).flatten())
         loss.backward()
         optimizer.step()

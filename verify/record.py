@@ -32,7 +32,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SNIPPET = "nccl_check.py"
 # Every block the GPU job extracts from the built pages and hashes into the record's ``blocks``.
 BLOCKS = (
-    SNIPPET, "train.py", "train_fsdp2.py", "train_hf.py", "zero_to_hf.py", "accelerate_fsdp2.yaml",
+    SNIPPET, "train.py", "train_fsdp2.py", "train_hf.py", "zero_to_hf.py", "dcp_to_hf.py", "accelerate_fsdp2.yaml",
     "ds_zero2.json", "ds_zero2_offload.json", "ds_zero3.json", "ds_zero3_offload.json",
 )
 DEFAULT_RECORD = Path("verification") / "nccl_check.json"

@@ -4,12 +4,14 @@ on every visible GPU with its peak-memory line. Both also pass on a single GPU."
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 import torch
 from torch.distributed.checkpoint import FileSystemReader
 
+from tests.snippets.hf_checks import check_dcp_to_hf
 from tests.snippets.launch import INJECT_FAULT, torchrun
 from vram import model_states_per_gpu
 
@@ -39,26 +41,31 @@ def test_a_nccl_timeout_is_the_watchdogs_abort_not_the_scripts_except(extracted)
 
 
 def test_fsdp2_script_on_every_gpu_reports_its_peak_and_resumes(extracted, tmp_path):
-    """train_fsdp2.py trains on every GPU, prints each rank's peak after the first step, and
-    resumes. The peak holds at least the model states the calculator gives for FSDP2 /
+    """train_fsdp2.py (--tiny: the GPU runner downloads nothing) trains on every GPU, prints
+    each rank's peak after the first step, resumes, and its last checkpoint becomes a folder
+    from_pretrained loads through dcp_to_hf.py. The peak holds at least the model states the calculator gives for FSDP2 /
     ZeRO-3 with fp32 weights and AdamW (16 bytes per parameter, divided by the ranks),
     with the parameters counted from the DCP checkpoint the run wrote."""
     n = gpus()
-    first = torchrun(extracted / "train_fsdp2.py", "--out", tmp_path / "ckpt", "--epochs", "1", nproc=n,
+    first = torchrun(extracted / "train_fsdp2.py", "--tiny", "--out", tmp_path / "ckpt", "--epochs", "1", nproc=n,
                      env={"NCCL_CHECK_ALLOW_CPU": ""}, timeout=600, cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-4000:]
     peaks = dict(re.findall(r"^rank (\d+): peak ([\d.]+) GB allocated$", first.stdout, re.M))
     assert sorted(map(int, peaks)) == list(range(n))
     metadata = FileSystemReader(tmp_path / "ckpt" / "epoch-1" / "model").read_metadata().state_dict_metadata
-    params = sum(tensor.size.numel() for tensor in metadata.values())
+    tied = json.loads((tmp_path / "ckpt" / "epoch-1" / "config.json").read_text(encoding="utf-8"))["tie_word_embeddings"]
+    # a tied head is saved under both names, once in memory
+    params = sum(tensor.size.numel() for key, tensor in metadata.items() if not (tied and key == "lm_head.weight"))
     states_gb = model_states_per_gpu(params, n, 3, "adamw-fp32").total_bytes / 1e9
     for rank, peak in peaks.items():
         assert float(peak) >= round(states_gb, 3), (rank, peak, states_gb)
 
-    resumed = torchrun(extracted / "train_fsdp2.py", "--out", tmp_path / "ckpt", "--epochs", "2", nproc=n,
+    resumed = torchrun(extracted / "train_fsdp2.py", "--tiny", "--out", tmp_path / "ckpt", "--epochs", "2", nproc=n,
                        env={"NCCL_CHECK_ALLOW_CPU": ""}, timeout=600, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     assert "resumed from" in resumed.stdout and re.findall(r"^epoch (\d+):", resumed.stdout, re.M) == ["1"]
+    # the DCP checkpoint the GPUs wrote, through the guide's dcp_to_hf.py (the CPU rehearsal's checks)
+    check_dcp_to_hf(extracted, tmp_path / "ckpt" / "epoch-2", tmp_path / "hf")
 
 
 PROBE_SEGMENTS = (

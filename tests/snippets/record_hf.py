@@ -12,6 +12,7 @@ is wrapped to write ``RECORD_DIR/rank<N>.json`` after training with
 - ``zero``: DeepSpeed's stage; per parameter, ``ds_numel`` (the whole) and the elements of
   this rank's partition ``ds_tensor`` (ZeRO-3); the model's parameter count and the elements
   of this rank's fp32 optimizer partition (ZeRO-1/2, ``single_partition_of_fp32_groups``);
+  ``base_optimizer``, the class of the optimizer ZeRO wraps (``DeepSpeedCPUAdam`` under offload);
 - ``trainable``: names of the parameters that require a gradient (LoRA: only adapters);
 - ``losses``: the losses the Trainer logged (``logging_steps``), averaged over ranks.
 
@@ -94,14 +95,18 @@ def record(trainer) -> dict:
                        "params": {name: {"ds_numel": param.ds_numel, "partition": param.ds_tensor.numel()}
                                   for name, param in params.items() if hasattr(param, "ds_tensor")},
                        "model_params": sum(param.numel() for param in params.values()),
-                       "fp32_partition": sum(t.numel() for t in getattr(wrapped.optimizer, "single_partition_of_fp32_groups", []))}
+                       "fp32_partition": sum(t.numel() for t in getattr(wrapped.optimizer, "single_partition_of_fp32_groups", [])),
+                       # the optimizer ZeRO wraps: DeepSpeedCPUAdam under offload
+                       "base_optimizer": type(getattr(wrapped.optimizer, "optimizer", None)).__name__}
     return out
 
 
 def main() -> None:
     record_dir, script = Path(sys.argv[1]), sys.argv[2]
     sys.argv = sys.argv[2:]
-    if wants_sharding():
+    import torch
+
+    if wants_sharding() and not torch.cuda.is_available():  # on GPUs accelerate dispatches by itself
         dispatch_as_on_gpus()
     import transformers
 

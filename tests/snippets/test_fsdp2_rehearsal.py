@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import os
 import re
-import runpy
 import shlex
 import subprocess
 import sys
-import warnings
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,6 +26,7 @@ from torch.distributed.checkpoint import FileSystemReader
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from tests.conftest import REPO_ROOT
+from tests.snippets.hf_checks import check_dcp_to_hf
 from tests.snippets.launch import FORK_RANKS, torchrun
 from tests.snippets.launch import run as harness_run
 
@@ -42,12 +40,12 @@ def runs(extracted, tmp_path_factory):
     root = tmp_path_factory.mktemp("fsdp2")
     script = extracted / "train_fsdp2.py"
     with ThreadPoolExecutor(2) as pool:
-        whole = pool.submit(torchrun, script, "--out", root / "a", "--epochs", "2", cwd=root)
+        whole = pool.submit(torchrun, script, "--tiny", "--out", root / "a", "--epochs", "2", cwd=root)
         # the interrupted run: the same 2 gloo ranks, forked after one import (cheaper)
-        first = pool.submit(harness_run, [sys.executable, str(FORK_RANKS), "2", str(script), "--out", str(root / "b"),
-                                          "--epochs", "1"], cwd=root)
+        first = pool.submit(harness_run, [sys.executable, str(FORK_RANKS), "2", str(script), "--tiny", "--out",
+                                          str(root / "b"), "--epochs", "1"], cwd=root)
         whole, first = whole.result(), first.result()
-    resumed = torchrun(script, "--out", root / "b", "--epochs", "2", cwd=root)
+    resumed = torchrun(script, "--tiny", "--out", root / "b", "--epochs", "2", cwd=root)
     for run in (whole, first, resumed):
         assert run.returncode == 0, run.stderr[-3000:]
     return {"root": root, "whole": whole, "first": first, "resumed": resumed}
@@ -76,7 +74,8 @@ def test_resumed_run_ends_with_the_weights_of_an_uninterrupted_run(runs, tmp_pat
     assert_same(state(a / "epoch-2" / "optim", tmp_path), state(b / "epoch-2" / "optim", tmp_path), "optim")
     after_one = state(b / "epoch-1" / "model", tmp_path)
     after_two = state(b / "epoch-2" / "model", tmp_path)
-    assert not torch.equal(after_one["embed.weight"], after_two["embed.weight"]), "the second epoch changed nothing"
+    assert not torch.equal(after_one["model.embed_tokens.weight"], after_two["model.embed_tokens.weight"]), \
+        "the second epoch changed nothing"
 
 
 def test_the_resumed_run_starts_from_the_checkpoint(runs):
@@ -89,10 +88,17 @@ def test_the_resumed_run_starts_from_the_checkpoint(runs):
 def test_every_block_and_the_root_are_sharded_and_kept_in_fp32(runs):
     """fully_shard splits every parameter along dim 0 across the 2 ranks: each tensor of
     the DCP checkpoint is stored as two chunks. MixedPrecisionPolicy computes in bf16 but
-    the sharded parameters (what the optimizer updates) stay fp32."""
+    the sharded parameters (what the optimizer updates) stay fp32. The names are the Hugging
+    Face model's own (its state_dict: the 4 decoder layers of --tiny, embedding, norm, head)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
     metadata = FileSystemReader(runs["root"] / "a" / "epoch-2" / "model").read_metadata().state_dict_metadata
-    blocks = {key.split(".")[1] for key in metadata if key.startswith("blocks.")}
-    assert blocks == {"0", "1", "2", "3"} and {"embed.weight", "head.weight"} <= metadata.keys()
+    config = AutoConfig.from_pretrained(runs["root"] / "a" / "epoch-2")
+    with torch.device("meta"):
+        names = set(AutoModelForCausalLM.from_config(config).state_dict())
+    assert set(metadata) == names
+    blocks = {key.split(".")[2] for key in metadata if key.startswith("model.layers.")}
+    assert blocks == {"0", "1", "2", "3"} and {"model.embed_tokens.weight", "lm_head.weight"} <= metadata.keys()
     for key, tensor in metadata.items():
         assert tensor.properties.dtype == torch.float32, key
         assert [chunk.offsets[0] for chunk in tensor.chunks] == [0, tensor.size[0] // 2], key
@@ -104,29 +110,11 @@ def to_hf_line(command: str) -> list[str]:
     return shlex.split(line)
 
 
-@contextmanager
-def argv(args: list[str]):
-    saved = sys.argv
-    sys.argv = args
-    try:
-        yield
-    finally:
-        sys.argv = saved
-
-
-def test_the_guides_conversions_give_the_trained_weights(runs, tmp_path):
-    """The two lines of to_hf.sh that read a DCP checkpoint, run on B's last one with the
-    tools' own entry points: torch's format_utils CLI and ``accelerate merge-weights``."""
+def test_the_guides_merge_weights_line_gives_the_trained_weights(runs, tmp_path):
+    """The line of to_hf.sh for Accelerate's sharded checkpoints, run with its own entry
+    point on B's last DCP checkpoint: the same tensors as torch's dcp_to_torch_save."""
     checkpoint = runs["root"] / "b" / "epoch-2" / "model"
     expected = state(checkpoint, tmp_path)
-
-    args = to_hf_line("python -m torch.distributed.checkpoint.format_utils")
-    assert args[3:5] == ["dcp_to_torch", "checkpoints/epoch-3/model"]
-    with argv(["format_utils", "dcp_to_torch", str(checkpoint), str(tmp_path / args[5])]), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module was imported above, as a library
-        runpy.run_module("torch.distributed.checkpoint.format_utils", run_name="__main__")
-    assert_same(torch.load(tmp_path / args[5], weights_only=False), expected, "dcp_to_torch")
-
     from accelerate.commands.merge import merge_command, merge_command_parser
 
     args = to_hf_line("accelerate merge-weights")
@@ -134,6 +122,12 @@ def test_the_guides_conversions_give_the_trained_weights(runs, tmp_path):
     parsed.checkpoint_directory, parsed.output_path = str(checkpoint), str(tmp_path / parsed.output_path)
     merge_command(parsed)
     assert_same(load_file(Path(parsed.output_path) / "model.safetensors"), expected, "merge-weights")
+
+
+def test_dcp_to_hf_gives_a_folder_from_pretrained_loads_with_the_trained_logits(runs, extracted, tmp_path):
+    """The guide's DCP -> Hugging Face line on B's last checkpoint of 2 gloo ranks
+    (hf_checks.check_dcp_to_hf)."""
+    check_dcp_to_hf(extracted, runs["root"] / "b" / "epoch-2", tmp_path)
 
 
 def test_started_with_plain_python_it_says_how_to_launch(extracted):

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 RUNS = {  # block -> arguments (one short epoch: the same code path as the guide's)
     "nccl_check.py": [],
     "train.py": ["--epochs", "1", "--out", "out"],
-    "train_fsdp2.py": ["--epochs", "1", "--out", "out"],
+    "train_fsdp2.py": ["--tiny", "--epochs", "1", "--out", "out"],
 }
 TIMINGS_RE = re.compile(r"[\d.]+ (all-reduce/s|GB/s)")
 

@@ -10,7 +10,7 @@ import pytest
 
 from verify.extract import collect
 
-SCRIPTS = ("nccl_check.py", "train.py", "train_fsdp2.py", "train_hf.py", "zero_to_hf.py")
+SCRIPTS = ("nccl_check.py", "train.py", "train_fsdp2.py", "train_hf.py", "zero_to_hf.py", "dcp_to_hf.py")
 MAX_COLUMNS = 88
 
 

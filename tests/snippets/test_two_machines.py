@@ -49,7 +49,7 @@ def machine_command(port: int, record, script, out) -> list[str]:
             word = f"--rdzv-endpoint=127.0.0.1:{port}"
         args.append(word)
     return [sys.executable, "-m", "torch.distributed.run", *args, str(RECORD_MESH), str(record), str(script),
-            "--out", str(out), "--epochs", "1"]
+            "--tiny", "--out", str(out), "--epochs", "1"]
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def machines(extracted, tmp_path_factory):
     commands = [machine_command(port, root / "hsdp-record", script, root / "hsdp") for _ in range(2)]
     with ThreadPoolExecutor(3) as pool:
         nodes = [pool.submit(run, command, None, 300, root) for command in commands]
-        one = pool.submit(torchrun, RECORD_MESH, root / "fsdp-record", script, "--out", root / "fsdp", "--epochs", "1",
+        one = pool.submit(torchrun, RECORD_MESH, root / "fsdp-record", script, "--tiny", "--out", root / "fsdp", "--epochs", "1",
                           nproc=4, cwd=root)
         nodes, one = [node.result() for node in nodes], one.result()
     for launched in (*nodes, one):
