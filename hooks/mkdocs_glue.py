@@ -1,12 +1,13 @@
-"""MkDocs hook file: the thin glue between MkDocs and the render layer.
+"""MkDocs hook file: the thin glue between MkDocs and the rooms of ``hooks/``.
 
 One function per MkDocs event, in the order MkDocs calls them; each calls plain functions
-of ``hooks/`` (and ``vram``, ``verify``). ``reported`` is the one error boundary: every
-exception of the render layer or the data becomes one ``PluginError`` naming the file, so
-``mkdocs build --strict`` prints one line and publishes nothing (``--verbose`` adds the
-traceback of an exception that is not a RenderError: a bug, not bad input).
-Serving: ``hooks/serve.py``; publishing: ``hooks/publish_gate.py``; notebooks:
-``hooks/notebook_pages.py``.
+of the rooms (``render/``, ``finder/``, ``data/``, ``checks/``, ``notebooks/``,
+``workarounds/``; the map is ``hooks/__init__.py``) and of ``vram`` and ``verify``.
+``reported`` is the one error boundary: every exception of the rooms or the data becomes
+one ``PluginError`` naming the file, so ``mkdocs build --strict`` prints one line and
+publishes nothing (``--verbose`` adds the traceback of an exception that is not a
+RenderError: a bug, not bad input). Serving: ``hooks/serve.py``; publishing:
+``hooks/checks/publish_gate.py``; notebooks: ``hooks/notebooks/pages.py``.
 """
 
 from __future__ import annotations
@@ -31,37 +32,38 @@ from mkdocs.plugins import event_priority  # noqa: E402
 from mkdocs.structure.files import File  # noqa: E402
 from mkdocs.utils import get_relative_url  # noqa: E402
 
-from hooks.comments import check_catalogue_used, translate_comments  # noqa: E402
-from hooks.conventions import check_page_conventions  # noqa: E402
-from hooks.data import check_data_files  # noqa: E402
-from hooks.errors import RenderError  # noqa: E402
-from hooks.external import (  # noqa: E402
-    check_no_external_loads, check_stylesheet, check_stylesheet_files, origin, strip_inert_mathjax, strip_inert_mermaid)
-from hooks.finder import JSON_URI, finder_json, model_config_files  # noqa: E402
-from hooks.pyodide_assets import BUNDLE_URI, pyodide_files, vram_bundle  # noqa: E402
-from hooks.interface import interface_strings, translate_interface  # noqa: E402
-from hooks.languages import DEFAULT_LANGUAGE  # noqa: E402
-from hooks.language_outputs import (  # noqa: E402
-    alternate_homes_for_404, rebase_config, write_language_404, write_search_indexes)
-from hooks.notebook_html import notebook_content, translate_copy_buttons  # noqa: E402
-from hooks.notebook_pages import make_notebooks_pages, use_executed_notebooks  # noqa: E402
-from hooks.notebook_styles import checked_stylesheets, drop_list_repr_style, stylesheet_files  # noqa: E402
-from hooks.notebook_weight import own_stylesheet, plots_as_files  # noqa: E402
-from hooks.page_checks import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
-from hooks.page_content import (  # noqa: E402
+from hooks.cache import TEMPLATE_CACHE  # noqa: E402
+from hooks.checks.active_content import (  # noqa: E402
     check_article_content, check_code_shows_what_runs, check_notebook_cells, check_page_content)
-from hooks.parity import check_language_parity  # noqa: E402
-from hooks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
-from hooks.render import render_markdown  # noqa: E402
-from hooks.same_code import TitledBlocks  # noqa: E402
+from hooks.checks.conventions import check_page_conventions  # noqa: E402
+from hooks.checks.external_loads import (  # noqa: E402
+    check_no_external_loads, check_stylesheet, check_stylesheet_files, origin, strip_inert_mathjax, strip_inert_mermaid)
+from hooks.checks.language_parity import check_language_parity  # noqa: E402
+from hooks.checks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
+from hooks.checks.same_code import TitledBlocks  # noqa: E402
+from hooks.checks.snippet_includes import check_plain_files, check_snippets, own_content  # noqa: E402
+from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
+from hooks.data.load import check_data_files  # noqa: E402
+from hooks.errors import RenderError  # noqa: E402
+from hooks.finder.compute import JSON_URI, finder_json, model_config_files  # noqa: E402
+from hooks.finder.pyodide_assets import BUNDLE_URI, pyodide_files, vram_bundle  # noqa: E402
+from hooks.notebooks.html import notebook_content, translate_copy_buttons  # noqa: E402
+from hooks.notebooks.pages import use_executed_notebooks  # noqa: E402
+from hooks.notebooks.styles import checked_stylesheets, drop_list_repr_style, stylesheet_files  # noqa: E402
+from hooks.notebooks.translated import check_notebook_language  # noqa: E402
+from hooks.notebooks.weight import own_stylesheet, plots_as_files  # noqa: E402
+from hooks.render.comments import check_catalogue_used, translate_comments  # noqa: E402
+from hooks.render.inline_code import keep_code_words  # noqa: E402
+from hooks.render.interface import interface_strings, translate_interface  # noqa: E402
+from hooks.render.links_out import link_definitions  # noqa: E402
+from hooks.render.markdown import render_markdown  # noqa: E402
+from hooks.render.typography import rules as typography_rules, typeset_html  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors, serving, set_serving  # noqa: E402
-from hooks.snippet_check import check_plain_files, check_snippets, own_content  # noqa: E402
-from hooks.template_cache import TEMPLATE_CACHE  # noqa: E402
-from hooks.typography import rules as typography_rules, typeset_html  # noqa: E402
+from hooks.workarounds.i18n_outputs import (  # noqa: E402
+    alternate_homes_for_404, rebase_config, write_language_404, write_search_indexes)
+from hooks.workarounds.ipynb_pages import make_notebooks_pages  # noqa: E402
+from verify.languages import DEFAULT_LANGUAGE  # noqa: E402
 from verify.theme_scripts import policy as content_security_policy  # noqa: E402
-from hooks.inline_code import keep_code_words  # noqa: E402
-from hooks.links_out import link_definitions  # noqa: E402
-from hooks.notebook_languages import check_notebook_language  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.guide")
 make_notebooks_pages()
@@ -142,7 +144,7 @@ def on_pre_build(config, **kwargs):
         check_language_parity(Path(config.docs_dir))
         check_page_conventions(Path(config.docs_dir))
         check_data_files()
-        interface_strings()  # hooks/interface.yaml and hooks/typography.yaml, before any page uses them
+        interface_strings()  # hooks/render/interface.yaml and hooks/render/typography.yaml, before any page uses them
         typography_rules()
         check_nav_translations(config.nav, nav_translations(config))
     _build["blocks"].start(build_language(config))
@@ -169,7 +171,7 @@ def on_files(files, config, **kwargs):
             if files.get_file_from_path(uri) is None:
                 files.append(File.generated(config, uri, abs_src_path=str(path)))
     with reported(""):
-        checked_stylesheets(origin(config.site_url))  # notebook pages link the rules they use (hooks/notebook_weight.py)
+        checked_stylesheets(origin(config.site_url))  # notebook pages link the rules they use (hooks/notebooks/weight.py)
     with reported(""):
         return use_executed_notebooks(files, config, build_language(config), publication=_build["verified"] is not None)
 

@@ -42,8 +42,9 @@ from pathlib import Path
 
 from mkdocs.utils import DuplicateFilter
 
-from .data import relative, tree_stamp
-from .errors import RenderError
+from hooks.cache import tree_stamp
+from hooks.data.load import relative
+from hooks.errors import RenderError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CODE_FOLDERS = tuple(REPO_ROOT / name for name in ("hooks", "vram", "verify"))

@@ -65,8 +65,8 @@ FILE_TYPES: tuple[tuple[str, str], ...] = (
     ("assets/javascripts/*.js.map", "Material's source maps"),
     ("assets/stylesheets/*.css.map", "Material's source maps"),
     ("assets/images/*.png", "Material's favicon"),
-    ("assets/notebook/plots/*.png", "a notebook's plot, its executed output (hooks/notebook_weight.py)"),
-    ("assets/finder.json", "the finder's data (hooks/finder.py)"),
+    ("assets/notebook/plots/*.png", "a notebook's plot, its executed output (hooks/notebooks/weight.py)"),
+    ("assets/finder.json", "the finder's data (hooks/finder/compute.py)"),
     ("search/search_index.json", "the default language's search index"),
     ("*/search/search_index.json", "another language's search index"),
     ("sitemap.xml", "the sitemap"),
@@ -105,7 +105,7 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
     "button": frozenset({"type", "disabled", "name", "value"}),
     "clipboard-copy": frozenset({"for", ","}),  # "," : a typo of mkdocs-jupyter's template, inert
     "div": frozenset({"data-jp-theme-light", "data-jp-theme-name", "data-mime-type", "data-type", "data-kinds",
-                      "data-tabs", "data-snippet-sha256"}),  # the last: the verification note (hooks/verification.py)
+                      "data-tabs", "data-snippet-sha256"}),  # the last: the verification note (hooks/render/verification_note.py)
     "details": frozenset({"open"}),
     "fieldset": frozenset({"disabled", "name"}),
     "form": frozenset({"name", "data-json"}),

@@ -15,7 +15,7 @@ lines once comments are removed. A name is the title of exactly one block per la
 language's text, which for an LF snippet with one trailing newline is byte-identical to
 ``snippets/<name>``, so ``sha256`` of the extracted file equals
 ``verify.record.snippet_sha256`` of the snippet the pages include. The render layer applies
-the same checks in every build (``hooks/same_code.py``).
+the same checks in every build (``hooks/checks/same_code.py``).
 
 CLI: ``python -m verify.extract SITE_DIR OUT_DIR [--block NAME ...]``; exit 2 with one line
 naming the block on any problem.

@@ -4,12 +4,14 @@ Both the render layer (``hooks/``) and the verification pipeline (``verify/``) r
 from here, so ``verify/`` never imports ``hooks/`` and adding a language is one edit of
 ``mkdocs.yml``. ``LANGUAGES`` lists the locales in the order of ``mkdocs.yml``, the
 default one first; ``DEFAULT_LANGUAGE`` is the one marked ``default: true`` (the site's
-root, and the language the snippets' comments are written in).
+root, and the language the snippets' comments are written in); ``check_languages`` is the
+one check that a per-language text has exactly these languages.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -43,3 +45,16 @@ def site_languages(path: Path = MKDOCS_YML) -> tuple[tuple[str, ...], str]:
 
 
 LANGUAGES, DEFAULT_LANGUAGE = site_languages()
+
+
+def check_languages(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` (language -> text) if it has exactly the site's languages; raises ValueError
+    naming the missing ones, or the first key that is not a language of the site. The one
+    check that every language is present (the data schemas and ``hooks.data.load.text`` call it)."""
+    missing = [lang for lang in LANGUAGES if lang not in value]
+    if missing:
+        raise ValueError(f"missing translation for {', '.join(missing)}")
+    unknown = [key for key in value if key not in LANGUAGES]
+    if unknown:
+        raise ValueError(f"{unknown[0]!r} is not a language of the site ({', '.join(LANGUAGES)}, mkdocs.yml)")
+    return value

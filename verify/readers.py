@@ -1,7 +1,7 @@
 """How the tool that runs a block reads it: "the same code" is decided by that tool, not by
 a highlighter.
 
-Pygments marks the comments that ``hooks/comments.py`` translates, and Pygments is not the
+Pygments marks the comments that ``hooks/render/comments.py`` translates, and Pygments is not the
 tool that runs the code: it reads ``x=#y; echo $x`` as an assignment followed by a comment,
 bash as an assignment of ``#y`` followed by ``echo``. So two versions of a block (the
 default language's and a translation) are the same code when the tool's own reader gives

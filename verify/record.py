@@ -1,7 +1,7 @@
 """The verification record: what ran on a GPU, where, and what it measured.
 
 ``python -m verify.gpu_check`` writes it (``verification/nccl_check.json``); the publish
-build (``GUIDE_PUBLISH=1``, ``hooks/publish_gate.py``) refuses to build unless it passes
+build (``GUIDE_PUBLISH=1``, ``hooks/checks/publish_gate.py``) refuses to build unless it passes
 ``check_record``: its schema (``verify.record_schema``), then the hash below.
 
 What is hashed: ``snippet_sha256`` is the SHA-256 of the bytes of

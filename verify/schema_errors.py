@@ -1,5 +1,5 @@
 """The one way a pydantic validation error becomes a line of the build log, for the render
-layer's data files (``hooks.data.validate``) and the GPU record (``verify.record``)."""
+layer's data files (``hooks.data.load.validate``) and the GPU record (``verify.record``)."""
 
 from __future__ import annotations
 

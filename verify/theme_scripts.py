@@ -34,7 +34,7 @@ INLINE_SCRIPT_RE = re.compile(r"<script>(.*?)</script>", re.S)
 # worker-src: the calculator runs as WebAssembly (Pyodide) in a Web Worker of the site; data:
 # images: the notebook's plots and Material's icons in its stylesheet. Inline styles: the
 # notebook template's Pygments styles (nbconvert writes them); page content may hold none
-# (hooks/page_content.py, verify.artifact).
+# (hooks/checks/active_content.py, verify.artifact).
 POLICY = (
     ("default-src", ["'self'"]),
     ("script-src", ["'self'", "'wasm-unsafe-eval'"]),  # + the theme's hashes

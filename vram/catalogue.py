@@ -1,7 +1,7 @@
 """The cards, links and priced machines the time model needs, as plain values.
 
 Read from the data the guide publishes (``snippets/data/gpus.yaml`` and
-``interconnects.yaml``, validated by ``hooks/schemas.py`` when the site builds), passed in as
+``interconnects.yaml``, validated by ``hooks/data/schemas.py`` when the site builds), passed in as
 mappings: ``cards_from_data`` and ``machines_from_data`` are pure standard library, so the
 finder in the browser gives them the same data the build and the CLI give. ``load_catalogue``
 reads the YAML files (PyYAML, imported only there) for the command line.
@@ -108,7 +108,7 @@ def load_catalogue(data_dir: str | Path | None = None) -> tuple[dict[str, Card],
     """Cards and priced machines from ``data_dir`` (default: this repository's snippets/data).
 
     Raises ValueError in one line for a missing or unreadable file (PyYAML reads it; the
-    full schema is checked by the site's build, ``hooks/schemas.py``).
+    full schema is checked by the site's build, ``hooks/data/schemas.py``).
     """
     import yaml  # the command line only: the calculator itself is standard library
 

@@ -1,7 +1,7 @@
 """One reader's job, answered: bytes per card, what takes them, and which cards hold it.
 
 ``answer_job(job)`` is the one place where "find the GPU" does arithmetic. The site's
-precomputed answers (``hooks/finder.py``), the command line (``python -m vram job``) and
+precomputed answers (``hooks/finder/compute.py``), the command line (``python -m vram job``) and
 the browser (this package run by Pyodide in a Web Worker, ``docs/assets/finder-worker.js``)
 all call it, so the three give the same bytes for the same job.
 

@@ -2,7 +2,7 @@
  *
  * Every number comes from the guide's calculator (vram/), never from this script:
  * - the reference jobs (finder.yaml's defaults for each model, task, card count and method
- *   or context) are precomputed at build time by hooks/finder.py into assets/finder.json,
+ *   or context) are precomputed at build time by hooks/finder/compute.py into assets/finder.json,
  *   fetched only when the reader starts using the form (the default answer is in the page);
  * - any other job (sequence length, micro-batch, optimizer, offload, serving weights,
  *   concurrency, the reader's own config.json…) goes to assets/finder-worker.js, where
@@ -137,7 +137,7 @@
       return tasks[controls.task.value].kind;
     }
 
-    // The reference job of the chosen task: finder.yaml's settings, as hooks/finder.py's job().
+    // The reference job of the chosen task: finder.yaml's settings, as hooks/finder/compute.py's job().
     function defaults() {
       return {
         offload: "none",
@@ -339,7 +339,7 @@
       var context = job ? job.context : Number(controls.context.value);
       var fits = found.fits;
       out.wrap.textContent = "";
-      // What the figure per card holds, then the verdict (as hooks/finder.py's summary_text).
+      // What the figure per card holds, then the verdict (as hooks/finder/page.py's summary_text).
       var needText = fill(serving ? labels.need_serving : labels.need_training, {
         need: gb(found.per_gpu_gb), reserve: reserveText()
       });

@@ -16,8 +16,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 import vram
-from hooks.finder import finder_data
-from hooks.render import render_markdown
+from hooks.finder.compute import finder_data
+from hooks.render.markdown import render_markdown
 from tests.conftest import REPO_ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -27,7 +27,7 @@ import sys
 
 import pytest
 
-from hooks.data import load_yaml
+from hooks.data.load import load_yaml
 from tests.browser.conftest import recorded
 from tests.browser.test_finder import PATHS, plain
 from tests.conftest import REPO_ROOT
@@ -327,7 +327,8 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
     """Issue 21: time per step, run and cost beside the memory verdict, for the tokens and the
     price the reader typed (kept in the link): the calculator's JSON is the command line's, and
     each figure in the page is the render layer's (Babel) formatting of that JSON."""
-    from hooks.finder import load_catalogue, ranking_text, run_text
+    from hooks.finder.compute import load_catalogue
+    from hooks.finder.page import ranking_text, run_text
     page = pages[lang]
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000,
              price="4", price_gpu="a6000")

@@ -1,4 +1,4 @@
-"""mkdocs-jupyter's converter is imported only when a notebook is converted (hooks/deferred_imports.py)."""
+"""mkdocs-jupyter's converter is imported only when a notebook is converted (hooks/workarounds/deferred_imports.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from hooks.deferred_imports import DeferredModule, defer_import
-from hooks.languages import LANGUAGES
-from hooks.notebooks import executed_notebooks, machine_store
+from hooks.workarounds.deferred_imports import DeferredModule, defer_import
+from verify.languages import LANGUAGES
+from hooks.notebooks.execute import executed_notebooks, machine_store
 from tests.conftest import REPO_ROOT
 
 MODULE = '''

@@ -74,14 +74,14 @@ def test_make_serve_follows_the_contributor(repo_copy, tmp_path):
         assert _server_process(server) == first, "a page edit restarted the server"
 
         logged = len(log())
-        render = repo_copy / "hooks" / "render.py"
+        render = repo_copy / "hooks" / "render" / "markdown.py"
         code = render.read_text(encoding="utf-8")
         assert "    if lang not in LANGUAGES:\n" in code
         render.write_text(code.replace("    if lang not in LANGUAGES:\n", "    1 // 0\n    if lang not in LANGUAGES:\n", 1),
                           encoding="utf-8")
         assert _wait(lambda: "(traceback above)" in log()), log()[-3000:]
         after = log()[logged:]
-        assert "Traceback (most recent call last)" in after and 'hooks/render.py", line' in after, after[-3000:]
+        assert "Traceback (most recent call last)" in after and 'hooks/render/markdown.py", line' in after, after[-3000:]
         assert "ZeroDivisionError: integer division or modulo by zero (traceback above)" in after
         assert _server_process(server) not in (None, first), "a .py edit did not restart the server"
     finally:
@@ -116,7 +116,7 @@ text = french.read_text()
 french.unlink()
 report = {"first": rebuild(0), "again": rebuild(1)}
 french.write_text(text)
-Path("hooks/render.py").write_text(Path("hooks/render.py").read_text() + "\n# an edit\n")
+Path("hooks/render/markdown.py").write_text(Path("hooks/render/markdown.py").read_text() + "\n# an edit\n")
 report["code_edited"] = rebuild(2)
 print(json.dumps(report))
 '''
@@ -133,4 +133,4 @@ def test_serve_process_repeats_errors_and_refuses_stale_code(repo_copy):
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR ")]
     missing = "docs/memory-formulas.fr.md: missing; every page needs every language"
     assert [missing in line for line in errors[:2]] == [True, True], errors
-    assert len(errors) == 3 and "hooks/render.py: changed after this process imported the code; restart" in errors[2], errors
+    assert len(errors) == 3 and "hooks/render/markdown.py: changed after this process imported the code; restart" in errors[2], errors

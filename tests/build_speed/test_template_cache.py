@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jinja2
 
-from hooks.template_cache import InMemoryBytecodeCache
+from hooks.cache import InMemoryBytecodeCache
 
 
 def _environment(source: str, cache: InMemoryBytecodeCache, compiled: list[str]) -> jinja2.Environment:

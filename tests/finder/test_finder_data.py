@@ -15,8 +15,8 @@ import pytest
 
 import vram
 from vram.mxfp4 import mxfp4_weights_bytes_per_gpu
-from hooks.data import load_yaml
-from hooks.finder import finder_data, finder_json
+from hooks.data.load import load_yaml
+from hooks.finder.compute import finder_data, finder_json
 from tests.conftest import REPO_ROOT
 
 MODELS_DIR = REPO_ROOT / "snippets" / "data" / "models"

@@ -16,8 +16,8 @@ import re
 import pytest
 import torch
 
-from hooks.finder import finder_data
-from hooks.render import render_markdown
+from hooks.finder.compute import finder_data
+from hooks.render.markdown import render_markdown
 from tests.conftest import REPO_ROOT
 
 SPACES = str.maketrans({"\u00a0": " ", "\u202f": " "})

@@ -10,7 +10,7 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
-from hooks.render import render_markdown
+from hooks.render.markdown import render_markdown
 
 CHOICE = "{{ finder_table model=llama-3.1-70b task=full-adamw cards=8 method=zero3 }}"
 

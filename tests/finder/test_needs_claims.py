@@ -2,7 +2,7 @@
 the finder answers for the same choice, so a reader who checks a cell in the finder finds
 the same cards.
 
-Each claim is read off the finder's data (``hooks.finder.finder_data``: the calculator,
+Each claim is read off the finder's data (``hooks.finder.compute.finder_data``: the calculator,
 whose figures are tested against PEFT, transformers and DeepSpeed in tests/vram, on the
 cards as nvidia-smi reports them less the stated reserve). The card lists typed here are
 the table's words, not recomputed. The 13-70B row's figures are also read from the rendered
@@ -17,8 +17,8 @@ import re
 import pytest
 
 import vram
-from hooks.finder import finder_data
-from hooks.render import render_markdown
+from hooks.finder.compute import finder_data
+from hooks.render.markdown import render_markdown
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ def test_8b_row_all_bf16_names_both_accountings(data):
 
 
 def _config(key: str) -> vram.ModelConfig:
-    from hooks.data import DATA_DIR, load_yaml
+    from hooks.data.load import DATA_DIR, load_yaml
 
     return vram.load_model_config(DATA_DIR / "models" / load_yaml("models")["models"][key]["config"])
 

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-import hooks.data
+import hooks.data.load
 from tests.conftest import REPO_ROOT
 
 
@@ -15,5 +15,5 @@ def data_dir(tmp_path, monkeypatch):
     """A copy of snippets/data that a test may break; the render layer reads it."""
     dest = tmp_path / "data"
     shutil.copytree(REPO_ROOT / "snippets" / "data", dest)
-    monkeypatch.setattr(hooks.data, "DATA_DIR", dest)
+    monkeypatch.setattr(hooks.data.load, "DATA_DIR", dest)
     return dest

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hooks.errors import RenderError
-from hooks.render import render_markdown
+from hooks.render.markdown import render_markdown
 
 
 @pytest.mark.parametrize("markdown,message", [

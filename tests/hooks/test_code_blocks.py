@@ -5,7 +5,7 @@ from __future__ import annotations
 import markdown
 import pytest
 
-from hooks.code_blocks import code_blocks, titled_block
+from hooks.render.code_blocks import code_blocks, titled_block
 from hooks.errors import RenderError
 
 SOURCE = '''Testo.

@@ -6,7 +6,7 @@ import markdown
 import pytest
 from bs4 import BeautifulSoup
 
-from hooks.comments import translate_comments
+from hooks.render.comments import translate_comments
 from hooks.errors import RenderError
 
 HTML = (
@@ -52,7 +52,7 @@ def test_comment_without_translation_names_its_snippet_and_prints_the_entry_to_p
 
 
 def test_an_entry_no_page_uses_is_refused_with_its_line(tmp_path):
-    from hooks.comments import check_catalogue_used
+    from hooks.render.comments import check_catalogue_used
 
     catalogue = tmp_path / "comments.yaml"
     catalogue.write_text("# comments\n- it: usato\n  fr: utilisé\n- it: orfano\n  fr: orphelin\n", encoding="utf-8")
@@ -67,7 +67,7 @@ def test_an_entry_no_page_uses_is_refused_with_its_line(tmp_path):
 
 def test_catalogue_covers_the_snippets():
     """The real catalogue translates every comment of every snippet the pages show."""
-    from hooks.comments import load_catalogue
+    from hooks.render.comments import load_catalogue
 
     catalogue = load_catalogue("fr")
     assert catalogue["PyTorch puro, Hugging Face Trainer"] == "PyTorch standard, Hugging Face Trainer"

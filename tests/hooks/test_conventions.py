@@ -1,4 +1,4 @@
-"""The conventions between a page's languages (hooks/conventions.py): code blocks are includes
+"""The conventions between a page's languages (hooks/checks/conventions.py): code blocks are includes
 of snippets/ (or marked inline examples), the same in every language, in the same order; the
 same heading anchors. Each refusal names the file and the line."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hooks.conventions import check_page_conventions
+from hooks.checks.conventions import check_page_conventions
 from hooks.errors import RenderError
 
 PAGE = """---

@@ -11,10 +11,10 @@ import html5lib
 import pytest
 
 from hooks.errors import RenderError
-from hooks.external import check_no_external_loads, strip_inert_mathjax
-from hooks.finder import finder_form
-from hooks.script_json import script_json
-from hooks.typography import typeset_html
+from hooks.checks.external_loads import check_no_external_loads, strip_inert_mathjax
+from hooks.finder.page import finder_form
+from hooks.render.script_json import script_json
+from hooks.render.typography import typeset_html
 
 SITE = "https://vramfarm.github.io"
 NAMESPACE = {"h": "http://www.w3.org/1999/xhtml"}

@@ -1,4 +1,4 @@
-"""hooks/interface.yaml: every listed English attribute value in the page's language, and a
+"""hooks/render/interface.yaml: every listed English attribute value in the page's language, and a
 file missing a language (or naming one the site lacks) refused in one line naming the file
 and the key. Expected texts are typed here from the file's purpose (toc's permalink title)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hooks.errors import RenderError
-from hooks.interface import STRINGS_FILE, interface_strings, translate_interface
+from hooks.render.interface import STRINGS_FILE, interface_strings, translate_interface
 
 PERMALINK = '<a class="headerlink" href="#x" title="Permanent link">&para;</a>'
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from hooks.data import validate
+from hooks.data.load import validate
 from hooks.errors import RenderError
 from tests.conftest import REPO_ROOT
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hooks.render import render_markdown
+from hooks.render.markdown import render_markdown
 
 
 def rendered(text: str, lang: str) -> str:

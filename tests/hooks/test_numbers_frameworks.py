@@ -1,4 +1,4 @@
-"""The framework placeholders of hooks/numbers.py against independent values.
+"""The framework placeholders of hooks/render/numbers.py against independent values.
 
 Oracles: DeepSpeed 0.19's estimator functions (imported), the multipliers DeepSpeed's source
 comment and shared/cases/oracles.md state (typed here), and the ZeRO paper's table.
@@ -11,7 +11,7 @@ import logging
 import pytest
 
 from hooks.errors import RenderError
-from hooks.render import render_markdown
+from hooks.render.markdown import render_markdown
 
 GB = 10**9
 

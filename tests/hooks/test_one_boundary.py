@@ -10,7 +10,7 @@ import pytest
 import yaml
 from mkdocs.exceptions import PluginError
 
-import hooks.language_outputs
+import hooks.workarounds.i18n_outputs
 from hooks.errors import RenderError
 from tests.conftest import REPO_ROOT
 from tests.hooks.test_glue_language import load_glue
@@ -24,13 +24,13 @@ def test_mkdocs_loads_one_hook_file():
 
 def test_an_error_writing_a_language_404_page_is_one_line(tmp_path, monkeypatch):
     def refuse(html, lang):
-        raise RenderError("hooks/typography.yaml: languages.fr: a rule is not a valid pattern")
+        raise RenderError("hooks/render/typography.yaml: languages.fr: a rule is not a valid pattern")
 
-    monkeypatch.setattr(hooks.language_outputs, "typeset_html", refuse)
+    monkeypatch.setattr(hooks.workarounds.i18n_outputs, "typeset_html", refuse)
     glue = load_glue()
     config = SimpleNamespace(plugins={"i18n": SimpleNamespace(current_language="fr")}, theme={"language": "fr"},
                              site_dir=str(tmp_path))
     assert glue.on_post_template("<html></html>", "main.html", config) == "<html></html>"
     with pytest.raises(PluginError) as raised:
         glue.on_post_template("<html></html>", "404.html", config)
-    assert str(raised.value) == "fr/404.html: hooks/typography.yaml: languages.fr: a rule is not a valid pattern"
+    assert str(raised.value) == "fr/404.html: hooks/render/typography.yaml: languages.fr: a rule is not a valid pattern"

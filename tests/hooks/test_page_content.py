@@ -1,4 +1,4 @@
-"""Page content carries no script, style or event handler (hooks/page_content.py).
+"""Page content carries no script, style or event handler (hooks/checks/active_content.py).
 
 What the browser would do with each refused piece is the HTML standard's (WHATWG HTML:
 event handler content attributes, the base element, javascript: URLs with ASCII tab and
@@ -15,7 +15,7 @@ import markdown
 import pytest
 
 from hooks.errors import RenderError
-from hooks.page_content import check_notebook_cells, check_page_content
+from hooks.checks.active_content import check_notebook_cells, check_page_content
 from tests.conftest import REPO_ROOT
 
 EXTENSIONS = ["attr_list", "md_in_html", "pymdownx.highlight", "pymdownx.superfences"]
@@ -108,7 +108,7 @@ def test_code_a_reader_cannot_read_as_it_runs_is_refused(tmp_path):
     """Trojan Source (CVE-2021-42574): the bidirectional overrides make the line show as a
     comparison followed by a comment; Python runs a comparison with a longer string. Python
     itself is the oracle that the code runs otherwise than it reads."""
-    from hooks.page_content import check_code_shows_what_runs
+    from hooks.checks.active_content import check_code_shows_what_runs
 
     script = tmp_path / "trojan.py"
     script.write_text(TROJAN, encoding="utf-8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hooks.errors import RenderError
-from hooks.parity import check_language_parity
+from hooks.checks.language_parity import check_language_parity
 
 
 def write(docs, *names):

@@ -1,4 +1,4 @@
-"""The files that run the calculator in the finder's browser (hooks/pyodide_assets.py).
+"""The files that run the calculator in the finder's browser (hooks/finder/pyodide_assets.py).
 
 - the vram archive carries every ``vram/*.py`` and every finder model's config.json exactly
   (each member's bytes are the file's), and the same checkout gives the same archive;
@@ -16,8 +16,8 @@ import zipfile
 import pytest
 
 from hooks.errors import RenderError
-from hooks.finder import model_config_files
-from hooks.pyodide_assets import PYODIDE_DIR, PYODIDE_FILES, pyodide_files, vram_bundle
+from hooks.finder.compute import model_config_files
+from hooks.finder.pyodide_assets import PYODIDE_DIR, PYODIDE_FILES, pyodide_files, vram_bundle
 from tests.conftest import REPO_ROOT
 
 

@@ -1,6 +1,6 @@
 """Issue 19, hole 1: a data island respelled, then rewritten into a module script after the
 page checks. Closed three ways, each tested here with the attacker's change as input:
-``hooks/interface.yaml`` translates only reader-facing attributes (``TRANSLATABLE_ATTRIBUTES``);
+``hooks/render/interface.yaml`` translates only reader-facing attributes (``TRANSLATABLE_ATTRIBUTES``);
 an inline ``<script>`` is data only with exactly ``type="application/json"`` and content
 that is JSON (what the HTML standard runs as a "data block" is any type that is not a
 JavaScript MIME type, so the spelling is ours to fix); and the page checks run again on
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from hooks.errors import RenderError
-from hooks.interface import STRINGS_FILE, interface_strings
-from hooks.page_content import check_article_content, check_page_content
+from hooks.render.interface import STRINGS_FILE, interface_strings
+from hooks.checks.active_content import check_article_content, check_page_content
 
 ISLAND = '<script type="{kind}">{body}</script>'
 ATTACK_ENTRY = "  - attribute: type\n    en: Application/JSON\n    it: module\n    fr: module\n"

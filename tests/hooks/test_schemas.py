@@ -9,11 +9,11 @@ import re
 import pytest
 import yaml
 
-from hooks.data import check_data_files, load_yaml
+from hooks.data.load import check_data_files, load_yaml
 from hooks.errors import RenderError
-from hooks.page_checks import check_front_matter, check_nav_translations, check_notebook_links
-from hooks.render import render_markdown
-from hooks.snippet_check import check_snippets
+from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links
+from hooks.render.markdown import render_markdown
+from hooks.checks.snippet_includes import check_snippets
 from tests.conftest import REPO_ROOT
 
 
@@ -97,7 +97,7 @@ def test_a_card_without_its_memory_or_with_141_gb_is_refused(data_dir):
 
 def test_a_data_file_without_a_schema_is_refused(data_dir):
     (data_dir / "prices.yaml").write_text("a: 1\n", encoding="utf-8")
-    assert re.search(r"prices\.yaml: no schema for this file; add one to hooks/schemas\.py", refused(data_dir))
+    assert re.search(r"prices\.yaml: no schema for this file; add one to hooks/data/schemas\.py", refused(data_dir))
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
@@ -154,7 +154,7 @@ def test_every_nav_entry_needs_its_translation():
 
 def test_the_site_nav_is_translated():
     """mkdocs.yml itself: every nav entry has its French title."""
-    from hooks.languages import DEFAULT_LANGUAGE
+    from verify.languages import DEFAULT_LANGUAGE
     from verify.languages import _ConfigLoader
 
     config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_ConfigLoader)  # noqa: S506

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from hooks.errors import RenderError
-from hooks.snippet_check import check_snippets
+from hooks.checks.snippet_includes import check_snippets
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_a_path_that_climbs_out_is_refused(snippets):
 
 def checked(paths, root):
     """What the build does with the files it reads: keep the repository's own, refuse a link among them."""
-    from hooks.snippet_check import check_plain_files, own_content
+    from hooks.checks.snippet_includes import check_plain_files, own_content
 
     check_plain_files(own_content(paths, root, [root / "docs", root / "snippets", root / "overrides"]), root)
 
@@ -101,7 +101,7 @@ def test_a_linked_content_folder_is_refused_and_a_linked_environment_is_not(tmp_
 
 
 def test_a_content_folder_outside_the_checkout_is_refused(tmp_path):
-    from hooks.snippet_check import own_content
+    from hooks.checks.snippet_includes import own_content
 
     with pytest.raises(RenderError, match=r"/etc: a content folder outside the repository"):
         own_content([], tmp_path, [tmp_path / "docs", "/etc"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from hooks.render import render_markdown
+from hooks.render.markdown import render_markdown
 from tests.hooks.markdown_tables import parse_tables
 
 SHARDING = "{{ table name=sharding params=8e9 world_sizes=4,8 }}"

@@ -1,4 +1,4 @@
-"""Time and cost placeholders (hooks/timing.py) and the guide's claims that rest on them.
+"""Time and cost placeholders (hooks/render/timing.py) and the guide's claims that rest on them.
 
 Expected texts are typed: the guide's billing (per minute, 15-minute minimum, 8 x H100 at
 31.20 EUR/h: 0.52 EUR a minute, 7.80 EUR for a 10-minute trial), the locale's number forms
@@ -12,7 +12,7 @@ import re
 import pytest
 
 from hooks.errors import RenderError
-from hooks.render import render_markdown
+from hooks.render.markdown import render_markdown
 from tests.conftest import REPO_ROOT
 from vram import billing, timing
 from vram.catalogue import load_catalogue

@@ -1,4 +1,4 @@
-"""French typography by the render layer (hooks/typography.py + hooks/typography.yaml).
+"""French typography by the render layer (hooks/render/typography.py + hooks/render/typography.yaml).
 
 Expected strings are typed here as a French typesetter writes them (U+00A0 before the
 colon, U+202F before ; ! ? and inside « », U+202F between digit groups, U+00A0 between a
@@ -12,7 +12,7 @@ import pytest
 from selectolax.lexbor import LexborHTMLParser
 
 from hooks.errors import RenderError
-from hooks.typography import rules, typeset_html, typeset_text
+from hooks.render.typography import rules, typeset_html, typeset_text
 
 NBSP, NNBSP = "\u00a0", "\u202f"
 
@@ -145,9 +145,9 @@ def test_a_broken_rule_set_names_the_file_and_key(tmp_path):
 ])
 def test_a_search_text_without_markup_gets_the_pages_typography(lang, text, expected):
     """The search index's plain texts take a short path (no HTML parse); expected spaces typed
-    from hooks/typography.yaml's rules (fr: no-break space before ':' and units, thin one
+    from hooks/render/typography.yaml's rules (fr: no-break space before ':' and units, thin one
     before ';' '?' and inside « », between thousands; it: only number and unit)."""
-    from hooks.typography import typeset_search_index
+    from hooks.render.typography import typeset_search_index
 
     index = {"config": {}, "docs": [{"location": "", "title": text, "text": text}]}
     assert typeset_search_index(index, lang)["docs"][0] == {"location": "", "title": expected, "text": expected}

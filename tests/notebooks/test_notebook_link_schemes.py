@@ -11,8 +11,8 @@ import markdown
 import pytest
 
 from hooks.errors import RenderError
-from hooks.page_checks import check_notebook_links
-from hooks.page_content import check_notebook_cells
+from hooks.checks.unchecked_by_mkdocs import check_notebook_links
+from hooks.checks.active_content import check_notebook_cells
 
 SITE = {"memory-notebook/", "index.html", ""}
 

@@ -10,7 +10,7 @@
   Markdown page does not execute any notebook again.
 
 The copies of the repository reuse this checkout's executed notebooks through the
-machine store (hooks/notebooks.py), as their inputs are the same.
+machine store (hooks/notebooks/execute.py), as their inputs are the same.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import yaml
 from bs4 import BeautifulSoup
 from nbformat.v4 import new_code_cell
 
-from hooks.finder import finder_json
+from hooks.finder.compute import finder_json
 from tests.conftest import REPO_ROOT, build_site
 
 pytestmark = pytest.mark.slow
@@ -71,7 +71,7 @@ def test_no_notebook_file_is_published(built_site):
 
 def test_code_is_the_same_on_both_notebook_pages(built_site):
     """The code cells read the same to Python in both languages (each notebook carries its
-    language's comments: hooks/notebook_languages.py), and what the copy buttons copy is,
+    language's comments: hooks/notebooks/translated.py), and what the copy buttons copy is,
     byte for byte, the source of that language's notebook, which the build executed."""
     pages = {lang: soup(built_site / PAGES[lang]) for lang in PAGES}
     code = {lang: [pre.get_text() for pre in page.select(".jp-CodeCell .jp-InputArea pre")] for lang, page in pages.items()}

@@ -1,5 +1,5 @@
 """mkdocs-jupyter's stylesheets are files of the site, linked by the notebook pages instead of
-copied into each (hooks/notebook_styles.py). The reference is the installed mkdocs-jupyter
+copied into each (hooks/notebooks/styles.py). The reference is the installed mkdocs-jupyter
 package's own files, read here independently of the code under test."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from urllib.parse import urljoin
 import pytest
 
 from hooks.errors import RenderError
-from hooks.external import check_stylesheet
-from hooks.notebook_styles import link_stylesheets
+from hooks.checks.external_loads import check_stylesheet
+from hooks.notebooks.styles import link_stylesheets
 
 PACKAGE = resources.files("mkdocs_jupyter").joinpath("templates", "mkdocs_html", "assets")
 NOTEBOOK_PAGES = ("memory-notebook/index.html", "fr/memory-notebook/index.html")
@@ -75,7 +75,7 @@ def test_the_mermaid_loader_of_nbconverts_template_is_removed():
     import nbconvert
     from jupyter_core.paths import jupyter_path
 
-    from hooks.external import strip_inert_mermaid
+    from hooks.checks.external_loads import strip_inert_mermaid
 
     folders = [p for p in jupyter_path("nbconvert", "templates", "lab")]
     assert nbconvert.__version__

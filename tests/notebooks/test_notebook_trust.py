@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
-import hooks.notebooks as notebooks
+import hooks.notebooks.execute as notebooks
 from hooks.errors import RenderError
-from hooks.notebook_pages import use_executed_notebooks
-from hooks.page_content import check_notebook_cells
+from hooks.notebooks.pages import use_executed_notebooks
+from hooks.checks.active_content import check_notebook_cells
 
 
 def notebook(*cells: dict) -> dict:

@@ -1,4 +1,4 @@
-"""A notebook page's weight (hooks/notebook_weight.py): plots as PNG files with their alt
+"""A notebook page's weight (hooks/notebooks/weight.py): plots as PNG files with their alt
 text, lazy below the first; a stylesheet pruned to the rules the page's elements match.
 Expected values are typed here (a PNG's size from its header, which rules a page uses)."""
 
@@ -14,7 +14,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from hooks.errors import RenderError
-from hooks.notebook_weight import own_stylesheet, plots_as_files, used_rules
+from hooks.notebooks.weight import own_stylesheet, plots_as_files, used_rules
 
 from tests.conftest import REPO_ROOT  # noqa: F401  (the repository on sys.path)
 
@@ -98,8 +98,8 @@ def test_the_page_links_one_pruned_stylesheet_and_a_changed_copy_stays_inline():
 
 def test_notebook_code_cells_are_focusable():
     """A cell's long line scrolls sideways: the keyboard must reach it (axe's scrollable-region-focusable)."""
-    from hooks.code_blocks import notebook_cells
-    from hooks.notebook_html import focusable_cells
+    from hooks.render.code_blocks import notebook_cells
+    from hooks.notebooks.html import focusable_cells
 
     cell = '<div class="highlight-ipynb hl-python"><pre><span class="n">x</span>\n</pre></div>'
     out = focusable_cells(cell)
@@ -110,7 +110,7 @@ def test_notebook_code_cells_are_focusable():
 def test_a_kept_stylesheet_is_reused_only_if_it_holds_package_rules_only(tmp_path, monkeypatch):
     """The pruned stylesheet kept in .cache can only leave rules out: a file there that adds a
     rule (body { display: none }) is ignored and the rules are computed again."""
-    import hooks.notebook_weight as weight
+    import hooks.notebooks.weight as weight
 
     monkeypatch.setattr(weight, "CACHE_DIR", tmp_path)
     css = ".jp-CodeCell { color: red }\n@media print { .jp-CodeCell { color: black } }\n.jp-Panel { color: blue }\n"

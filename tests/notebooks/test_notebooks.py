@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from hooks.notebooks import (NotebookError, cache_key, executed_notebook, executed_notebooks, machine_store,
+from hooks.notebooks.execute import (NotebookError, cache_key, executed_notebook, executed_notebooks, machine_store,
                              notebook_language)
 from tests.conftest import REPO_ROOT
 
@@ -50,7 +50,7 @@ def test_committed_notebooks_hold_no_outputs():
 def test_headings_keep_the_same_anchors():
     """Translated headings carry explicit ids so both pages have the same anchors: the
     title as HTML, the sections as Markdown headings with ``{ #id }`` (so the table of
-    contents lists them; hooks/notebook_html.py gives them their id)."""
+    contents lists them; hooks/notebooks/html.py gives them their id)."""
     import re
 
     sources = {lang: "\n".join(c.source for c in nb.cells if c.cell_type == "markdown") for lang, nb in notebooks().items()}
@@ -168,7 +168,7 @@ def test_a_notebook_needs_a_language_suffix(tmp_path):
 def test_code_comments_are_italian_with_a_french_translation():
     """The code cells, the same in both languages, carry Italian comments, as the snippets
     do: every comment (the hidden set-up cell's too) is an Italian entry of
-    snippets/comments.yaml, whose French the French page shows (hooks/comments.py). No
+    snippets/comments.yaml, whose French the French page shows (hooks/render/comments.py). No
     docstrings: a docstring is code to Python, so no page could translate it."""
     import ast
     import io
@@ -210,7 +210,7 @@ def test_french_notebook_comments_are_the_catalogue_translations():
 
 def test_a_french_notebook_that_differs_is_refused(tmp_path):
     from hooks.errors import RenderError
-    from hooks.notebook_languages import check_translated_notebook, translated_source
+    from hooks.notebooks.translated import check_translated_notebook, translated_source
 
     catalogue = {"un solo processo": "un seul processus"}
     original = write(tmp_path / "nb.it.ipynb", new_code_cell("x = 1  # un solo processo\n"))

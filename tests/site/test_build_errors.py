@@ -8,7 +8,7 @@ import re
 import pytest
 import yaml
 
-from hooks.languages import LANGUAGES
+from verify.languages import LANGUAGES
 from tests.conftest import build_site
 
 pytestmark = pytest.mark.slow
@@ -121,10 +121,10 @@ CASES = {
     "notebook template loading a CDN script": (lambda r: edit(r, "mkdocs.yml", "      include_source: false\n",
                                                               "      include_source: false\n      include_requirejs: true\n"),
                                                r"docs/memory-notebook\.(it|fr)\.ipynb: loads a script from 'https://cdnjs\.cloudflare\.com/"),
-    "typography rule with an unknown space": (lambda r: edit(r, "hooks/typography.yaml", "    thousands: nnbsp", "    thousands: thin"),
-                                               r"^ERROR +- +hooks/typography\.yaml: languages\.fr\.thousands: Input should be 'nbsp' or 'nnbsp'"),
-    "interface string without French": (lambda r: edit(r, "hooks/interface.yaml", "    fr: Lien permanent\n", ""),
-                                        r"^ERROR +- +hooks/interface\.yaml: attributes\[1\]: missing translation for fr"),
+    "typography rule with an unknown space": (lambda r: edit(r, "hooks/render/typography.yaml", "    thousands: nnbsp", "    thousands: thin"),
+                                               r"^ERROR +- +hooks/render/typography\.yaml: languages\.fr\.thousands: Input should be 'nbsp' or 'nnbsp'"),
+    "interface string without French": (lambda r: edit(r, "hooks/render/interface.yaml", "    fr: Lien permanent\n", ""),
+                                        r"^ERROR +- +hooks/render/interface\.yaml: attributes\[1\]: missing translation for fr"),
     "site stylesheet importing from another origin": (lambda r: (r / "docs/assets/guide.css").write_text(
         "@import url(https://fonts.example.net/a.css);\n" + (r / "docs/assets/guide.css").read_text(encoding="utf-8"),
         encoding="utf-8"), r"^ERROR +- +docs/assets/guide\.css: loads 'https://fonts\.example\.net/a\.css'"),

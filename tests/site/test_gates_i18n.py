@@ -19,7 +19,7 @@ import material
 import pytest
 from bs4 import BeautifulSoup, Doctype
 
-from hooks.language_outputs import rebase_config, split_search_index
+from hooks.workarounds.i18n_outputs import rebase_config, split_search_index
 from tests.site.test_gates_common import (
     DEFAULT_SITE_URL, LANGUAGES, SUBPATH_SITE_URL, html_files, page_language, page_url, parsed, resolve, subpath_site,
 )

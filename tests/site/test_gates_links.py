@@ -189,7 +189,7 @@ def test_the_rental_catalogue_and_api_are_linked_from_the_settings(built_site, r
 ])
 def test_a_bad_rental_link_setting_is_one_line_naming_the_key(links, message):
     from hooks.errors import RenderError
-    from hooks.links_out import link_definitions
+    from hooks.render.links_out import link_definitions
 
     with pytest.raises(RenderError, match=re.escape(message)):
         link_definitions({"rental_links": links})

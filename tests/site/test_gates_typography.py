@@ -13,7 +13,7 @@ Read with BeautifulSoup (not the selectolax engine that writes it), over the who
   ``title``) are read as text of their element's language, with the same rules.
 - Code is left alone: no no-break space in any ``pre``/``code``.
 - Sources: no hand-typed no-break space next to French punctuation (the render layer
-  adds them from hooks/typography.yaml).
+  adds them from hooks/render/typography.yaml).
 """
 
 from __future__ import annotations

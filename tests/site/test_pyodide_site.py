@@ -3,8 +3,8 @@ package has them (assets/pyodide/, nothing else there) and the vram bundle of th
 
 from __future__ import annotations
 
-from hooks.finder import model_config_files
-from hooks.pyodide_assets import PYODIDE_DIR, PYODIDE_FILES, pyodide_files, vram_bundle
+from hooks.finder.compute import model_config_files
+from hooks.finder.pyodide_assets import PYODIDE_DIR, PYODIDE_FILES, pyodide_files, vram_bundle
 
 
 def test_the_site_ships_pyodide_and_the_bundle_unchanged(built_site):

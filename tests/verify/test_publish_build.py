@@ -11,7 +11,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from hooks.errors import RenderError
-from hooks.publish_gate import check_site_url
+from hooks.checks.publish_gate import check_site_url
 from tests.conftest import build_site
 from verify.artifact import check_site
 from tests.verify.records import changed, current_sha256, fixture_record, run_date, write_record
@@ -124,7 +124,7 @@ def test_every_block_the_record_hashed_is_checked_on_the_page(built_site):
     import hashlib
     import re
 
-    from hooks.publish_gate import Verified, check_verified_block
+    from hooks.checks.publish_gate import Verified, check_verified_block
     from tests.conftest import REPO_ROOT
 
     record = fixture_record()

@@ -14,11 +14,11 @@ import sys
 import markdown
 import pytest
 
-import hooks.comments
-from hooks.comments import load_catalogue
-from hooks.schemas import safe_comment
+import hooks.render.comments
+from hooks.render.comments import load_catalogue
+from hooks.data.schemas import safe_comment
 from hooks.errors import RenderError
-from hooks.same_code import TitledBlocks
+from hooks.checks.same_code import TitledBlocks
 from verify.extract import ExtractError, compare_code, python_ast
 
 ITALIAN = '''# prova.py: avvialo con  python prova.py
@@ -90,7 +90,7 @@ def test_ordinary_french_typography_is_accepted():
 def test_catalogue_with_the_attack_is_refused_when_loaded(tmp_path, monkeypatch):
     (tmp_path / "comments.yaml").write_text(
         f'- it: "prova.py: avvialo con  python prova.py"\n  fr: "{COOKIE}"\n', encoding="utf-8")
-    monkeypatch.setattr(hooks.comments, "SNIPPETS_DIR", tmp_path)
+    monkeypatch.setattr(hooks.render.comments, "SNIPPETS_DIR", tmp_path)
     for lang in ("it", "fr"):  # refused whichever language is being built
         with pytest.raises(RenderError, match=r"snippets/comments\.yaml: entry 1: fr: matches Python's coding-cookie rule "
                                               r"\('coding: raw_unicode_escape'\): .* \(the comment 'prova\.py: avvialo con  python prova\.py'\)"):

@@ -1,6 +1,6 @@
 """The typography pass never changes a byte of code: shown over the real build.
 
-The site is built once with ``hooks.typography.typeset_html`` and ``typeset_search_index``
+The site is built once with ``hooks.render.typography.typeset_html`` and ``typeset_search_index``
 wrapped: every page they receive (both languages, the notebook pages, the 404 pages) and
 every search-index entry is compared before and after. What must not change: the text of
 ``code``, ``pre``, ``kbd``, ``samp``, ``textarea``, ``script`` and ``style`` elements (the
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 PROBE = r"""
 import json, sys
 from selectolax.lexbor import LexborHTMLParser
-import hooks.typography as typography
+import hooks.render.typography as typography
 
 PROTECTED = "code, pre, kbd, samp, textarea, script, style, .clipboard-copy-txt"
 CODE_TAGS = {"code", "pre", "kbd", "samp", "textarea", "script", "style"}
@@ -91,7 +91,7 @@ def test_typography_changes_no_code_no_attribute_and_no_copied_text(tmp_path):
     assert seen["violations"] == []
     langs = {lang for lang, _ in seen["pages"]}
     assert langs == {"it", "fr"} and len(seen["pages"]) >= 10 and seen["index_entries"] > 20
-    from hooks.typography import typeset_text
+    from hooks.render.typography import typeset_text
 
     # the test can fail: the code it watched holds text French typography would change
     assert any(typeset_text(code, "fr") != code for code in seen["code"])

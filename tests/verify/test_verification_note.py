@@ -1,11 +1,11 @@
-"""The note's render functions (hooks/verification.py), without MkDocs."""
+"""The note's render functions (hooks/render/verification_note.py), without MkDocs."""
 
 from __future__ import annotations
 
 import pytest
 
 from hooks.errors import RenderError
-from hooks.verification import insert_after_block, render_note
+from hooks.render.verification_note import insert_after_block, render_note
 from verify.extract import titled_code
 from tests.verify.records import fixture_record, one_gpu_record, run_date
 

@@ -17,7 +17,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict
 
 import vram
-from hooks.render import render_markdown
+from hooks.render.markdown import render_markdown
 
 
 def test_dcp_writes_4_plus_8_bytes_per_parameter(tmp_path):

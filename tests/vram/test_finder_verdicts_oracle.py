@@ -23,7 +23,7 @@ issue's named cases, the test derives what one card needs without vram's memory 
 
 A card fits when max(step, backward + activations) <= its usable bytes ("none" without
 recomputation, "full" only with it); a card that holds the step but not the activations is
-"short". The finder's answer (``hooks.finder.result``) must agree card by card.
+"short". The finder's answer (``hooks.finder.compute.result``) must agree card by card.
 """
 
 from __future__ import annotations
@@ -125,13 +125,13 @@ def oracle_verdicts(model_key: str, cards: int, method: str) -> tuple[int, dict[
 
 @pytest.fixture(scope="module")
 def catalogue():
-    from hooks import finder
+    from hooks.finder import compute as finder
     return finder.load_catalogue()
 
 
 def finder_answer(catalogue, model_key: str, cards: int, method: str) -> tuple[float, dict[str, str], set[str]]:
-    """What the finder shows for one choice (the one place this test reads hooks/finder.py)."""
-    from hooks import finder
+    """What the finder shows for one choice (the one place this test reads hooks/finder/compute.py)."""
+    from hooks.finder import compute as finder
     found = finder.result(catalogue, model_key, TASK, cards, method)
     return found["per_gpu_gb"], {f["gpu"]: f["recompute"] for f in found["fits"]}, {s["gpu"] for s in found["short"]}
 
@@ -197,7 +197,7 @@ def test_the_issues_broken_fits_do_not_fit_by_the_oracle(model_key, cards, metho
 #
 # A card fits when states + activations <= its usable bytes ("none" without recomputation,
 # "full" only with it); a card that holds the states but not the activations is "short". The
-# finder's answer (``hooks.finder.result``) must agree card by card.
+# finder's answer (``hooks.finder.compute.result``) must agree card by card.
 
 LORA_TASKS = ("lora", "qlora")
 LORA_METHODS = ("ddp", "zero1", "zero2", "zero3")
@@ -306,7 +306,7 @@ def test_the_lora_sample_covers_both_tasks_every_method_and_every_verdict():
 
 @pytest.mark.parametrize("model_key, task, cards, method", _lora_cases())
 def test_finder_lora_verdicts_equal_the_oracle_backed_totals(catalogue, model_key, task, cards, method):
-    from hooks import finder
+    from hooks.finder import compute as finder
 
     per_gpu, fits, short = lora_oracle_verdicts(model_key, task, cards, method)
     found = finder.result(catalogue, model_key, task, cards, method)

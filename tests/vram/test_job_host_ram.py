@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-from hooks.data import load_yaml
+from hooks.data.load import load_yaml
 from tests.conftest import REPO_ROOT
 from vram.job import JobError, answer_job, answer_json
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from hooks.render import render_markdown
+from hooks.render.markdown import render_markdown
 from vram.loading import load_host_ram
 
 LLAMA_31_8B_PARAMS = 8_030_261_248

@@ -1,0 +1,100 @@
+"""The publish gate: a publication build (``GUIDE_PUBLISH=1``, ``make publish``) shows only
+code that ran on a GPU.
+
+``open_gate`` (at the start of the build) refuses to build unless the verification record
+(default ``verification/nccl_check.json``, or ``GUIDE_VERIFICATION_RECORD``) is a passing
+GPU run of the exact ``snippets/nccl_check.py`` the pages include (``verify.record``), and
+unless ``site_url`` is the published address rather than the local default (canonical
+links and the sitemap would point at 127.0.0.1). ``insert_note`` (on every built page)
+puts the note under the page's ``nccl_check.py`` block (where, when and what it measured,
+or, in a development build, "not verified in this build"), and ``check_verified_block``
+checks, on the page as published, that the block is that code, and that every other block
+the record hashed (its ``blocks``: training scripts, configs) is the code the GPU job ran.
+``GUIDE_ALLOW_FIXTURE_RECORD=1`` (tests only) accepts a record marked as a fixture, which
+the page then labels as test data.
+
+Pure: no MkDocs import; raises RenderError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from verify.extract import ExtractError, blocks_in_html, compare_code, titled_code
+from verify.record import DEFAULT_RECORD, SNIPPET, RecordError, check_record, load_record, snippet_sha256
+
+from hooks.errors import RenderError
+from verify.languages import DEFAULT_LANGUAGE
+from hooks.render.verification_note import insert_after_block, render_note
+
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0", ""}
+
+
+@dataclass(frozen=True)
+class Verified:
+    """The record a publication build shows, and the text of the snippet it verified."""
+
+    record: dict
+    snippet: str
+
+
+def check_site_url(site_url: str | None) -> None:
+    """Raise RenderError unless ``site_url`` is a public https address (not the local default)."""
+    parts = urlsplit(site_url or "")
+    if parts.scheme != "https" or (parts.hostname or "") in LOCAL_HOSTS:
+        raise RenderError(f"publish build refused: mkdocs.yml: site_url is {site_url!r}, not the published address; "
+                          "set SITE_URL to it (https://…), or canonical links and the sitemap point there")
+
+
+def open_gate(root: Path, snippets_dir: Path, site_url: str | None, environ: Mapping[str, str]) -> Verified | None:
+    """None for a development build; for ``GUIDE_PUBLISH=1`` the checked record. Raises RenderError."""
+    if environ.get("GUIDE_PUBLISH") != "1":
+        return None
+    check_site_url(site_url)
+    record_path = root / environ.get("GUIDE_VERIFICATION_RECORD", str(DEFAULT_RECORD))
+    try:
+        snippet = (snippets_dir / SNIPPET).read_bytes()
+        record = check_record(load_record(record_path), snippet_sha256(snippet), str(record_path),
+                              allow_fixture=environ.get("GUIDE_ALLOW_FIXTURE_RECORD") == "1")
+    except (OSError, RecordError) as exc:
+        raise RenderError(f"publish build refused: {exc}") from None
+    return Verified(record, snippet.decode("utf-8"))
+
+
+def check_verified_block(html: str, lang: str, verified: Verified | None) -> None:
+    """In a publication build, every block of the page that the GPU job ran must be the code
+    the record hashed. The ``nccl_check.py`` block: the snippet's bytes in the default
+    language, the same Python (bytes, encoding, AST) in the others. Every block named in the
+    record's ``blocks`` (the training scripts, the configs): in the default language, code
+    whose SHA-256 is the recorded one; in the others the build's same-code check
+    (``hooks/checks/same_code.py``) holds each block to the default language's. Raises RenderError
+    naming the block."""
+    if verified is None:
+        return
+    if lang == DEFAULT_LANGUAGE:
+        for block in blocks_in_html(html, lang, ""):
+            recorded = verified.record["blocks"].get(block.name)
+            if recorded is not None and snippet_sha256(block.code.encode("utf-8")) != recorded:
+                raise RenderError(f"publish build refused: the {block.name} block ({lang}) is not the code the GPU record "
+                                  f"ran (sha256 {recorded[:12]}…); rerun `make gpu-check`")
+    if (code := titled_code(html, SNIPPET)) is None:
+        return
+    if lang == DEFAULT_LANGUAGE:
+        same = snippet_sha256(code.encode("utf-8")) == verified.record["snippet_sha256"]
+    else:
+        try:
+            compare_code(SNIPPET, (verified.snippet, "the verified snippet"), (code, f"this page ({lang})"))
+            same = True
+        except ExtractError:
+            same = False
+    if not same:
+        raise RenderError(f"publish build refused: the {SNIPPET} block ({lang}) is not the code the record verified")
+
+
+def insert_note(html: str, lang: str, verified: Verified | None) -> str:
+    """``html`` with the note under its ``nccl_check.py`` block (unchanged without one): the
+    record's run, or "not verified in this build". Raises RenderError."""
+    return insert_after_block(html, SNIPPET, render_note(verified.record if verified else None, lang))

@@ -1,0 +1,74 @@
+"""Identical code in every language, checked in every build (not only the publish build).
+
+A titled code block (```` ```python title="nccl_check.py" ````) is a snippet readers copy
+and ``verify.extract`` runs. Over one build, ``TitledBlocks`` sees every built page of every
+language (static-i18n builds the default language first, then each other one) and refuses:
+
+- a second block with the same title in one language (one snippet, shown once);
+- a block whose code Python would read differently from the default language's block of
+  that title (``verify.extract.compare_code``: UTF-8 by ``tokenize.detect_encoding``, same
+  AST parsed from the bytes), or that does not parse;
+- a title present in one language and not in another (the same code under another title);
+- a title (an element of class ``filename``) outside a code block: written in a page's raw
+  HTML above another block, it would label that block with a snippet's name.
+
+Only the code blocks of a page are parsed (``hooks/render/code_blocks.py``). Raises RenderError.
+"""
+
+from __future__ import annotations
+
+from selectolax.lexbor import LexborHTMLParser
+
+from verify.extract import Block, ExtractError, blocks_in_html, check_runnable, compare, duplicate_message
+
+from hooks.render.code_blocks import code_blocks
+from hooks.errors import RenderError
+from verify.languages import DEFAULT_LANGUAGE
+
+
+class TitledBlocks:
+    """The titled blocks of one build: language -> title -> Block (``page`` is the source file)."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[str, dict[str, Block]] = {}
+
+    def start(self, lang: str) -> None:
+        """A language pass begins; the default language's pass begins a new build."""
+        if lang == DEFAULT_LANGUAGE:
+            self.blocks.clear()
+        self.blocks[lang] = {}
+
+    def add_page(self, html: str, lang: str, page: str) -> None:
+        """Check and remember the titled blocks of one built page. Raises RenderError."""
+        if "filename" not in html:
+            return
+        spans = "".join(html[start:end] for start, end in code_blocks(html))
+        titles = len(LexborHTMLParser(html).css(".filename"))
+        if titles != len(LexborHTMLParser(spans).css("div.highlight > span.filename")):
+            raise RenderError("a snippet title (class=\"filename\") outside a code block: only a fenced block's "
+                              "title=\"…\" names a snippet")
+        seen = self.blocks.setdefault(lang, {})
+        reference = self.blocks.get(DEFAULT_LANGUAGE, {})
+        try:
+            for block in blocks_in_html(spans, lang, page):
+                if block.name in seen:
+                    raise ExtractError(duplicate_message(block.name, lang, seen[block.name].page, page))
+                check_runnable(block)
+                if lang != DEFAULT_LANGUAGE:
+                    if block.name not in reference:
+                        raise ExtractError(f"block {block.name!r} ({lang}) has no {DEFAULT_LANGUAGE} block with this title: "
+                                           "the same code keeps the same title in every language")
+                    compare(block.name, reference[block.name], block)
+                seen[block.name] = block
+        except ExtractError as exc:
+            raise RenderError(str(exc)) from None
+
+    def finish(self, lang: str) -> None:
+        """A language pass ended: it must have shown every block of the default language. Raises RenderError."""
+        if lang == DEFAULT_LANGUAGE:
+            return
+        missing = sorted(set(self.blocks.get(DEFAULT_LANGUAGE, {})) - set(self.blocks.get(lang, {})))
+        if missing:
+            first = self.blocks[DEFAULT_LANGUAGE][missing[0]]
+            raise RenderError(f"block {missing[0]!r} ({first.page}) has no {lang} block with this title: "
+                              "the same code keeps the same title in every language")

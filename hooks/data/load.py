@@ -1,0 +1,118 @@
+"""Load the YAML data of ``snippets/data`` (and ``snippets/comments.yaml``), checked by schema.
+
+``load_yaml`` parses with PyYAML's safe loader (libyaml when available), refusing a key
+written twice in one mapping, and validates the result against the file's schema
+(``hooks/data/schemas.py``); any problem is one RenderError naming the file and the key. A
+parsed file is reused only while its modification time and size are unchanged
+(``hooks.cache.Memo``), so ``mkdocs serve`` shows an edited data file on the next rebuild.
+Parsed data is shared: callers treat it as read-only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hooks.cache import Memo, file_stamp
+from hooks.errors import RenderError
+from verify.languages import check_languages
+from verify.schema_errors import one_line
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SNIPPETS_DIR = REPO_ROOT / "snippets"
+DATA_DIR = SNIPPETS_DIR / "data"
+_parsed = Memo()  # path -> its data, while the file is unchanged
+
+
+class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML has it
+    """PyYAML's safe loader, refusing a mapping that names a key twice (PyYAML keeps the last one)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """Parse ``text`` (refusing duplicate keys). Raises RenderError naming ``where`` and the line."""
+    try:
+        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark else ""
+        raise RenderError(f"{where}: invalid YAML{line}: {getattr(exc, 'problem', None) or exc}") from None
+
+
+def validate(data: Any, name: str, where: str, text: str) -> Any:
+    """``data``, parsed from ``text``, if it matches the schema of ``name`` (hooks/data/schemas.py).
+    Raises RenderError."""
+    from pydantic import ValidationError
+
+    from hooks.data.schemas import SCHEMAS
+
+    schema = SCHEMAS.get(name)
+    if schema is None:
+        raise RenderError(f"{where}: no schema for this file; add one to hooks/data/schemas.py (SCHEMAS)")
+    try:
+        schema.model_validate(data)
+    except ValidationError as exc:
+        raise RenderError(f"{where}: {one_line(exc)}") from None
+    return data
+
+
+def load_yaml(name: str, data_dir: Path | None = None) -> Any:
+    """Parse ``<data_dir>/<name>.yaml`` and validate it against its schema. Raises RenderError naming the file."""
+    data_dir = data_dir or DATA_DIR
+    path = data_dir / f"{name}.yaml"
+    where = f"snippets/{path.name}" if name == "comments" else f"snippets/data/{path.name}"  # as the build sees it
+    if not path.is_file():
+        raise RenderError(f"{where}: data file not found")
+
+    def parse() -> Any:
+        text = path.read_text(encoding="utf-8")
+        return validate(parse_yaml(text, where), name, where, text)
+
+    return _parsed.get(path, file_stamp(path), parse)
+
+
+def check_data_files(data_dir: Path | None = None) -> None:
+    """Validate every YAML file of ``snippets/data`` and ``snippets/comments.yaml``. Raises RenderError."""
+    data_dir = data_dir or DATA_DIR
+    for path in sorted(data_dir.glob("*.y*ml")):
+        if path.suffix == ".yml":
+            raise RenderError(f"snippets/data/{path.name}: name data files .yaml")
+        load_yaml(path.stem, data_dir)
+    load_yaml("comments", SNIPPETS_DIR)
+
+
+def text(value: Any, lang: str, where: str) -> str:
+    """The ``lang`` text of a per-language field ``{it: ..., fr: ...}``.
+
+    A field missing any language of ``LANGUAGES`` is an error even when the other
+    language is being built, so a half-translated file never publishes.
+    """
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, dict):
+        raise RenderError(f"{where}: expected text or a mapping of languages, got {value!r}")
+    try:
+        check_languages(value)
+    except ValueError as exc:
+        raise RenderError(f"{where}: {exc}") from None
+    return str(value[lang])

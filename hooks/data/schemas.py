@@ -1,0 +1,517 @@
+"""Schemas of the data files (pydantic 2): one model per YAML file of ``snippets/data/``
+and ``snippets/comments.yaml``, registered in ``SCHEMAS`` by file name.
+
+``hooks.data.load.load_yaml`` validates every file it reads against its schema, and every build
+validates every YAML file of ``snippets/data/`` first (``check_data_files``): a file without
+a schema is an error too. A refusal is one line naming the file and the key
+(``snippets/data/gpus.yaml: gpus.h200.memory_gb: Input should be a valid number (got '141 GB')``;
+list items count from 1). Validation is strict: a number is an int or a float, never a
+string or a bool; a text is a string; unknown keys are refused (a typo is not ignored).
+
+Texts shown to readers are ``Text``: a mapping with exactly the site's languages
+(``mkdocs.yml``), each a non-empty string. A text the code fills with ``str.format`` (or
+``finder.js``'s ``fill``) declares the fields the code passes, ``Text("choice")``, or, for
+the tables of labels, ``FINDER_LABEL_FIELDS`` / ``NOTEBOOK_LABEL_FIELDS``: any other field
+(``{nope}``) or a lone brace is refused; ``{{`` and ``}}`` are literal braces.
+
+Adding a key or a file: add the field to its model below (or a new model to ``SCHEMAS``),
+with its type (``Text(...)`` for reader-facing text); that is the only place to edit.
+"""
+
+import re
+import string
+import unicodedata
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, StringConstraints, model_validator
+
+from verify.record import LINK_CLASSES
+
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
+
+
+class Data(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
+Name = Annotated[str, StringConstraints(min_length=1)]
+Count = Annotated[int, Field(ge=1)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+ZeroStage = Annotated[int, Field(ge=0, le=3)]
+
+
+# ---------------------------------------------------------------- texts in every language
+def format_fields(template: str) -> set[str]:
+    """The fields ``str.format`` would fill in ``template``; raises ValueError for a lone brace."""
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+
+
+
+def check_text(value: dict[str, str], fields: Iterable[str] = (), required: bool = False) -> dict[str, str]:
+    """``value`` if it has exactly the site's languages and uses only ``fields`` (with
+    ``required``, every one of them, in each language); raises ValueError."""
+    check_languages(value)
+    allowed = set(fields)
+    for lang, text in value.items():
+        try:
+            used = format_fields(text)
+        except ValueError as exc:
+            raise ValueError(f"{lang}: {exc} (write {{{{ and }}}} for literal braces)") from None
+        extra = sorted(used - allowed)
+        if extra:
+            may = f"may use only {', '.join('{' + f + '}' for f in sorted(allowed))}" if allowed else "takes no {fields}"
+            raise ValueError(f"{lang}: unknown field {{{extra[0]}}}: this text {may}")
+        missing = sorted(allowed - used) if required else []
+        if missing:
+            raise ValueError(f"{lang}: lacks {{{missing[0]}}}: this text states the record, every one of "
+                             f"{', '.join('{' + f + '}' for f in sorted(allowed))}")
+    return value
+
+
+def Text(*fields: str) -> Any:  # noqa: N802 (a type factory, used like a type)
+    """A reader-facing text in every language; a template that may use only ``fields``."""
+    return Annotated[dict[str, Name], AfterValidator(lambda value: check_text(value, fields))]
+
+
+def RequiredText(*fields: str) -> Any:  # noqa: N802
+    """A ``Text`` that must use every one of ``fields`` in every language: a text that states
+    a record (the verification note) cannot print a fixed claim instead of the record's values."""
+    return Annotated[dict[str, Name], AfterValidator(lambda value: check_text(value, fields, required=True))]
+
+
+def Texts(fields_by_key: dict[str, tuple[str, ...]]) -> Any:  # noqa: N802
+    """A table of texts whose keys are among ``fields_by_key``, each using only its fields (a
+    text the code looks up and the file lacks is the code's one-line error)."""
+
+    def check(table: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        for key, value in table.items():
+            if key not in fields_by_key:
+                raise ValueError(f"unknown text {key!r}: add it, with the fields the code passes, to hooks/data/schemas.py")
+            try:
+                check_text(value, fields_by_key[key])
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+        return table
+
+    return Annotated[dict[str, Annotated[dict[str, Name], AfterValidator(check_languages)]], AfterValidator(check)]
+
+
+# ---------------------------------------------------------------- snippets/data/gpus.yaml
+class Card(Data):
+    name: Name
+    memory_mib: Count  # nvidia-smi's memory.total (MiB = 2^20 bytes)
+    source: Name  # a public nvidia-smi output showing it
+    bf16_dense_tflops: Positive  # vendor datasheet: BF16 tensor, FP32 accumulate, without sparsity (vram.timing)
+    memory_bandwidth_gb_per_s: Positive  # vendor datasheet (10^9 bytes/s)
+    datasheet: Name  # the vendor document of both figures
+    peer_link: Key  # interconnects.yaml: a row's key, or a without_p2p key (no peer-to-peer)
+    host_link: Key  # interconnects.yaml: the row of the card's PCIe link to host memory (offload)
+
+
+def _host_ram_gb(value: Any) -> Any:
+    if value == "not published" or (type(value) is int and value >= 1):
+        return value
+    raise ValueError(f"must be whole GB (an integer, the catalogue's figure) or 'not published', got {value!r}")
+
+
+class Machine(Data):
+    gpu: Key
+    count: Count
+    price_eur_per_hour_from: Positive
+    # the machine's system RAM (whole GB, the rental catalogue's row), or "not published" (vram.job host_ram_gb)
+    host_ram_gb: Annotated[Any, AfterValidator(_host_ram_gb)]
+    host_ram_source: Name  # where the figure comes from, or why there is none
+
+    @model_validator(mode="after")
+    def _unpublished_ram_says_so(self) -> Self:
+        if self.host_ram_gb == "not published" and not self.host_ram_source.startswith("not published"):
+            raise ValueError("host_ram_source: must start with 'not published' when host_ram_gb is 'not published'")
+        return self
+
+
+class GpusFile(Data):
+    reserve_mib: Annotated[int, Field(ge=0)]  # CUDA context and NCCL buffers, taken from every card (vram.fit)
+    gpus: Annotated[dict[Key, Card], Field(min_length=1)]
+    machines: dict[Key, Machine]
+
+    @model_validator(mode="after")
+    def _machines_use_catalogue_cards(self) -> Self:
+        for key, machine in self.machines.items():
+            if machine.gpu not in self.gpus:
+                raise ValueError(f"machines.{key}.gpu: {machine.gpu!r} is not a card of gpus")
+        return self
+
+    @model_validator(mode="after")
+    def _reserve_below_every_card(self) -> Self:
+        for key, card in self.gpus.items():
+            if self.reserve_mib >= card.memory_mib:
+                raise ValueError(f"reserve_mib {self.reserve_mib} leaves nothing of gpus.{key} ({card.memory_mib} MiB)")
+        return self
+
+
+# ---------------------------------------------------------------- snippets/data/interconnects.yaml
+class Interconnect(Data):
+    link: Text()
+    key: Key  # how gpus.yaml (peer_link, host_link) and vram.timing name the row
+    class_: Literal["pcie", "nvlink"] = Field(alias="class")
+    bandwidth_gb_per_s: Annotated[list[Positive], Field(min_length=2, max_length=2)]  # [low, high]
+    per_direction: bool = False
+    approximate: bool = False
+    where: Text()
+
+    @model_validator(mode="after")
+    def _low_then_high(self) -> Self:
+        low, high = self.bandwidth_gb_per_s
+        if low > high:
+            raise ValueError(f"bandwidth_gb_per_s: [low, high], got [{low:g}, {high:g}]")
+        return self
+
+
+class HostPath(Data):
+    """The path between two cards without peer-to-peer: through host memory over ``over``."""
+
+    key: Key
+    over: Key  # the PCIe row it crosses
+    bandwidth_gb_per_s: Annotated[list[Positive], Field(min_length=2, max_length=2)]  # [low, high] per direction
+    source: Name  # where each end comes from
+
+
+class InterconnectsFile(Data):
+    columns: Texts({"link": (), "speed": (), "where": ()})
+    qualifiers: Texts({"per_direction": (), "approximate": ("value",)})
+    rows: Annotated[list[Interconnect], Field(min_length=1)]
+    without_p2p: list[HostPath] = []
+
+    @model_validator(mode="after")
+    def _keys_once_and_paths_over_rows(self) -> Self:
+        keys = [row.key for row in self.rows] + [path.key for path in self.without_p2p]
+        for key in keys:
+            if keys.count(key) > 1:
+                raise ValueError(f"key {key!r} is used twice")
+        for path in self.without_p2p:
+            (over,) = [row for row in self.rows if row.key == path.over] or [None]
+            if over is None:
+                raise ValueError(f"without_p2p.{path.key}.over: {path.over!r} is not the key of a row")
+            low, high = path.bandwidth_gb_per_s
+            if not low <= high <= over.bandwidth_gb_per_s[0]:
+                raise ValueError(f"without_p2p.{path.key}.bandwidth_gb_per_s: [low, high] with high at most "
+                                 f"{path.over}'s low end, {over.bandwidth_gb_per_s[0]:g} (never faster than peer-to-peer)")
+        return self
+
+
+# ---------------------------------------------------------------- snippets/data/sharding.yaml, needs.yaml, units.yaml
+class ShardingRow(Data):
+    zero_stage: ZeroStage
+    method: Text()
+    holds: Text()
+
+
+class ShardingFile(Data):
+    columns: Texts({"method": (), "holds": (), "per_gpu": ("world_size",)})
+    rows: Annotated[list[ShardingRow], Field(min_length=1)]
+
+
+class NeedsRow(Data):
+    job: Text()
+    one_card: Text()  # may hold number placeholders: {{ gpu_memory gpu=h100 }} (literal braces to format)
+    several_cards: Text()
+
+
+class NeedsFile(Data):
+    columns: Texts({"job": (), "one_card": (), "several_cards": ()})
+    rows: Annotated[list[NeedsRow], Field(min_length=1)]
+
+
+class UnitsFile(Data):
+    labels: Annotated[dict[Key, Text()], Field(min_length=1)]
+    range: Text("low", "high")
+
+
+# ---------------------------------------------------------------- snippets/data/timing.yaml
+class TimingFile(Data):
+    """Words of the time and cost figures (hooks/render/timing.py)."""
+
+    bounds: Texts({"compute": (), "communication": (), "offload": (), "memory_bandwidth": ()})
+    columns: Texts({"machine": (), "price": (), "step": (), "bound": (), "run": (), "cost": ()})
+    machine: Text("count", "gpu")
+
+
+# ---------------------------------------------------------------- snippets/data/models.yaml
+class ModelEntry(Data):
+    name: Name
+    config: Annotated[str, StringConstraints(pattern=r"^[\w.-]+\.json$")]  # a file of snippets/data/models/
+    source: Name  # the Hugging Face model the config.json belongs to
+    copy_: Name | None = Field(None, alias="copy")  # the public file it was copied from, where not the model repository
+
+
+class ModelsFile(Data):
+    models: Annotated[dict[Key, ModelEntry], Field(min_length=1)]
+
+
+# ---------------------------------------------------------------- snippets/data/finder.yaml
+# The fields hooks/finder/compute.py and docs/assets/finder.js pass to each label.
+FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
+    "legend": (), "model": (), "task": (), "cards": (), "method": (), "context": (),
+    "context_option": ("tokens",), "method_hint": (), "tensor_parallel": (),
+    "caption": ("choice",), "cards_one": (), "cards_many": ("cards",),
+    "col_card": (), "col_memory": (), "col_margin": (), "col_price": (), "tight": (), "tight_recompute": (),
+    "margin_cell": ("margin", "free"), "price_cell": ("count", "gpu", "price"), "no_price": (),
+    "need_training": ("need", "reserve"), "need_serving": ("need", "reserve"),
+    "summary_many": ("need_text", "count", "gpu", "margin"), "summary_one": ("need_text", "count", "gpu", "margin"),
+    "summary_none": ("need_text",), "summary_recompute": (), "summary_short": ("cards",), "short_card": ("gpu", "margin"),
+    "why": ("parts",), "part_size": ("part", "size"), "part_separator": (),
+    "activations_training": ("model", "seq", "micro_batch", "attention", "none", "full", "reserve"),
+    "activations_lora": ("model", "seq", "micro_batch", "attention", "none", "full", "reserve"),
+    "not_computed": (), "load_error": (),
+    "summary_none_serving": ("need_text",), "margin_serving": ("margin", "free", "count", "context"),
+    "own_model": (), "config": (), "config_hint": (), "config_file": (),
+    "offload": (), "offload_none": (), "offload_optimizer": (), "offload_optimizer_params": (),
+    "seq_len": (), "micro_batch": (), "recompute": (), "recompute_none": (), "recompute_selective": (),
+    "recompute_full": (), "attention": (), "attention_default": (), "rank": (), "targets": (),
+    "kv_dtype": (), "concurrent": (), "gpu_memory_utilization": (), "computing": (),
+    "activations_job": ("seq", "micro_batch", "attention", "recompute", "asked", "full", "reserve"),
+    "serving_job": ("concurrent", "context", "kv_dtype", "kv", "share", "reserve"),
+    "host_ram": ("host",), "qlora_storage": (),
+    "error_integer": ("field", "minimum", "maximum"), "error_fraction": ("field", "minimum", "maximum"),
+    "error_choice": ("field",), "error_too_long": ("field", "maximum"), "error_config_json": ("field",),
+    "error_config_family": ("field", "key"), "error_config_key": ("field", "key"),
+    "error_config_value": ("field", "key"), "error_not_offered": ("field",),
+    "refused_framework": (), "refused_cards": (), "refused_optimizer": (), "refused_offload": (),
+    "refused_weights": (), "refused_targets": (),
+    "col_run": (), "run_cell": ("step", "bound", "run", "cost"), "run_cost": ("cost", "price"), "span": ("low", "high"),
+    "bound_compute": (), "bound_communication": (), "bound_offload": (),
+    "ranked_cost": ("tokens", "order"), "ranked_time": ("tokens", "order"),
+    "tokens": (), "price": (), "price_gpu": (), "error_price": ("field",),
+    "host_ram_gb": (), "ram_holds": ("ram",), "ram_short": ("ram",), "ram_unknown": (), "ram_unknown_why": (),
+}
+# The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
+NOTEBOOK_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
+    "cards_axis": (), "per_card_axis": ("unit",),
+    "sharding_alt": ("model", "ddp", "zero1", "zero2", "zero3", "cards"), "sharding_caption": ("model",),
+    "values": ("unit",), "cards_column": (), "measured": (),
+    "evidence_axis": ("unit",), "evidence_alt": ("measured", "predicted"), "evidence_caption": ("params",),
+    "bytes": (), "bytes_measured": (), "bytes_predicted": (), "mb": (), "part_column": (),
+}
+
+
+class FinderDefault(Data):
+    model: Key
+    task: Key
+    cards: Count
+    method: Key
+    context: Count
+
+
+class FinderServing(Data):
+    kv_dtype: Literal["bf16", "fp8"]  # vram.job.KV_DTYPES
+    concurrent: Count
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)]
+
+
+class FinderSettings(Data):
+    default: FinderDefault
+    cards: Annotated[list[Count], Field(min_length=1)]
+    contexts: Annotated[list[Count], Field(min_length=1)]
+    lora: dict[Literal["rank"], Count]
+    activations: dict[Literal["seq_length", "micro_batch"], Count]
+    serving: FinderServing
+    tight_free_fraction: Annotated[float, Field(ge=0, lt=1)]
+    decimals: Annotated[int, Field(ge=0, le=3)]
+    optimizer_impl: Literal["foreach", "fused", "forloop"]  # vram.optimizer_step.OPTIMIZER_IMPLS
+
+
+class Task(Data):
+    kind: Literal["training", "lora", "serving"]
+    label: Text("rank")
+    optimizer: Name | None = None  # training
+    base_dtype: Name | None = None  # lora
+    weight_dtype: Name | None = None  # serving
+
+    @model_validator(mode="after")
+    def _what_the_kind_needs(self) -> Self:
+        needs = {"training": "optimizer", "lora": "base_dtype", "serving": "weight_dtype"}[self.kind]
+        if getattr(self, needs) is None:
+            raise ValueError(f"a {self.kind} task needs {needs!r}")
+        return self
+
+
+class Method(Data):
+    framework: Literal["zero-paper", "deepspeed", "fsdp2"]  # vram.frameworks.FRAMEWORKS
+    zero_stage: ZeroStage
+    label: Text()
+
+
+class FinderFile(Data):
+    settings: FinderSettings
+    tasks: Annotated[dict[Key, Task], Field(min_length=1)]
+    methods: Annotated[dict[Key, Method], Field(min_length=1)]
+    parts: Annotated[dict[Key, Text()], Field(min_length=1)]
+    labels: Texts(FINDER_LABEL_FIELDS)
+    notebook: Texts(NOTEBOOK_LABEL_FIELDS)
+
+    @model_validator(mode="after")
+    def _default_is_a_choice(self) -> Self:
+        default = self.settings.default
+        for field, known in (("task", self.tasks), ("method", self.methods)):
+            if getattr(default, field) not in known:
+                raise ValueError(f"settings.default.{field}: {getattr(default, field)!r} is not one of {', '.join(known)}")
+        if default.cards not in self.settings.cards:
+            raise ValueError(f"settings.default.cards: {default.cards} is not one of settings.cards")
+        return self
+
+
+# ---------------------------------------------------------------- snippets/data/verification.yaml
+class VerificationFile(Data):
+    title: Text()
+    unverified: Text()
+    verified: RequiredText("gpus", "links", "when", "rate", "size", "algbw", "busbw", "torch", "cuda", "nccl")
+    verified_one_gpu: RequiredText("model", "when", "rate", "size", "torch", "cuda", "nccl")
+    gpus: RequiredText("count", "model")
+    when: RequiredText("date", "time")
+    links: RequiredText("classes")
+    and_: Text() = Field(alias="and")
+    link_classes: Texts({name: () for name in LINK_CLASSES})
+    fixture: Text()
+
+
+# ---------------------------------------------------------------- snippets/comments.yaml
+CODING_COOKIE_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263, as tokenize applies it
+FORBIDDEN_CATEGORIES = {"Cc": "a control character", "Cf": "a format character", "Zl": "a line separator",
+                        "Zp": "a paragraph separator", "Cs": "a surrogate"}
+CHARACTER_NAMES = {"\n": "a newline", "\r": "a carriage return", "\f": "a form feed", "\t": "a tab"}
+
+
+def safe_comment(text: str) -> str:
+    """``text`` if it can only ever be the text of one comment line; raises ValueError naming
+    the character (newline, carriage return, backslash, control or format character) or the
+    coding cookie (PEP 263) that could change what Python runs."""
+    for char in text:
+        if char == "\\":
+            raise ValueError("contains a backslash, which could start an escape if Python decoded the file otherwise")
+        kind = CHARACTER_NAMES.get(char) or FORBIDDEN_CATEGORIES.get(unicodedata.category(char))
+        if kind:
+            raise ValueError(f"contains {kind} (U+{ord(char):04X}); a comment is one line of plain text")
+    cookie = CODING_COOKIE_RE.match(f"# {text}")
+    if cookie:
+        shown = cookie.group(0)[cookie.group(0).rfind("coding", 0, cookie.start(1)):]
+        raise ValueError(f"matches Python's coding-cookie rule ({shown!r}): "
+                         "on line 1 or 2 it would make Python decode the file otherwise")
+    return text
+
+
+def _comment(value: dict[str, str]) -> dict[str, str]:
+    check_text(value)
+    for lang in LANGUAGES:
+        if lang != DEFAULT_LANGUAGE:
+            try:
+                safe_comment(value[lang])
+            except ValueError as exc:
+                raise ValueError(f"{lang}: {exc} (the comment {value[DEFAULT_LANGUAGE]!r})") from None
+    return value
+
+
+Comment = Annotated[dict[str, Name], AfterValidator(_comment)]
+
+
+class CommentsFile(RootModel[list[Comment]]):
+    model_config = ConfigDict(strict=True, frozen=True)
+
+    @model_validator(mode="after")
+    def _each_comment_once(self) -> Self:
+        seen: set[str] = set()
+        for entry in self.root:
+            if entry[DEFAULT_LANGUAGE] in seen:
+                raise ValueError(f"the comment {entry[DEFAULT_LANGUAGE]!r} is listed twice")
+            seen.add(entry[DEFAULT_LANGUAGE])
+        return self
+
+
+# ---------------------------------------------------------------- front matter of docs/*.md
+# The theme writes these values into the page as they are, unescaped (``<title>{{ page.title }}``,
+# ``<meta name="description" content="...">``): "</title><script>" in a title was a script in
+# the page's head. Plain text: no <, >, " and no control character.
+Plain = Annotated[str, StringConstraints(min_length=1, pattern=r'^[^<>"\x00-\x1f\x7f]+$')]
+
+
+class FrontMatter(Data):
+    """The keys a page may set (MkDocs and Material's documented ones)."""
+
+    title: Plain | None = None
+    description: Plain | None = None
+    hide: list[Literal["navigation", "toc", "footer", "path", "tags", "feedback"]] | None = None
+    search: dict[Literal["exclude", "boost"], bool | float] | None = None
+    icon: Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]+(?:/[a-z0-9-]+)*$")] | None = None  # material/…
+    subtitle: Plain | None = None
+    status: Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]+$")] | None = None
+    template: Annotated[str, StringConstraints(pattern=r"^[\w-]+(?:/[\w-]+)*\.html$")] | None = None
+
+
+Space = Literal["nbsp", "nnbsp"]
+
+
+class TypographyLanguage(Data):
+    """One language's rules of hooks/render/typography.yaml: the space before or after a sign, between
+    the groups of a number, between a number and its unit."""
+
+    space_before: dict[str, Space] = {}
+    space_after: dict[str, Space] = {}
+    thousands: Space | None = None
+    units: Space | None = None
+
+
+class TypographyFile(Data):
+    """hooks/render/typography.yaml (hooks/render/typography.py)."""
+
+    skip: list[Name]
+    attributes: list[Name] = []
+    json_islands: list[Name] = []
+    units: list[Name]
+    languages: dict[str, TypographyLanguage]
+
+
+# The attributes hooks/render/interface.yaml may translate: text a reader sees or hears, never one
+# that changes what an element is or does (``type``, ``href``, ``class``, ``id``, ``on…``: a
+# ``type`` rewrite after the page checks turned a JSON data island into a module script).
+# Add a name here only for such a text (README, "Verified publishing": the allow-lists).
+TRANSLATABLE_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt")
+
+
+class InterfaceString(BaseModel):
+    """An attribute value an extension writes in English, with its text in every language."""
+
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
+    attribute: Literal[TRANSLATABLE_ATTRIBUTES]
+    en: Name
+
+    @model_validator(mode="after")
+    def _every_language(self) -> Self:
+        texts = check_languages(self.model_extra or {})
+        not_text = [lang for lang in LANGUAGES if not isinstance(texts[lang], str) or not texts[lang].strip()]
+        if not_text:
+            raise ValueError(f"{', '.join(not_text)}: the translation must be a non-empty string (got {texts[not_text[0]]!r})")
+        return self
+
+
+class InterfaceFile(Data):
+    """hooks/render/interface.yaml (hooks/render/interface.py)."""
+
+    attributes: list[InterfaceString]
+
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "gpus": GpusFile,
+    "interconnects": InterconnectsFile,
+    "sharding": ShardingFile,
+    "needs": NeedsFile,
+    "units": UnitsFile,
+    "timing": TimingFile,
+    "models": ModelsFile,
+    "finder": FinderFile,
+    "verification": VerificationFile,
+    "comments": CommentsFile,
+    "front matter": FrontMatter,  # of every page (hooks/checks/unchecked_by_mkdocs.py)
+    "interface": InterfaceFile,  # hooks/render/interface.yaml
+    "typography": TypographyFile,  # hooks/render/typography.yaml
+}

@@ -1,0 +1,333 @@
+""""Find the GPU your model fits in": the reference answers computed by ``vram`` at build time.
+
+``finder_data()`` answers, for every model of ``snippets/data/models.yaml`` (parameters
+counted by ``vram.count_params`` from the shipped ``config.json``), every task, card count
+and method (training) or context length (serving) of ``snippets/data/finder.yaml``, the
+reference job (``job``: finder.yaml's sequence length and micro-batch, one sequence served
+under vLLM's default ``gpu_memory_utilization``) with ``vram.answer_job``, the finder's one
+calculator: the bytes one card needs, what takes them, and which cards of
+``snippets/data/gpus.yaml`` fit (smallest first, with the margin and, only where the guide
+gives one, the machine price). The verdicts are ``vram.job``'s: for training and LoRA,
+backward with the activations at their peak and the optimizer step must both hold
+(``vram.fit.training_verdict``), "tight" when only with full recomputation. Choices the calculator
+refuses (``NOT_OFFERED``) are left out, and the page greys them out with the reason.
+The result is locale-independent, sizes already in GB: MkDocs writes it once as
+``assets/finder.json``; the page's JavaScript only selects, filters and formats it, and
+sends any other job to the same ``vram`` code running under Pyodide in a Web Worker
+(``hooks/finder/pyodide_assets.py``, ``docs/assets/finder-worker.js``).
+
+The page's parts in the reader's language (the form, the static answer, the finder's
+numbers in the prose) are rendered from these answers by ``hooks/finder/page.py``.
+
+Pure: no MkDocs import; data files are read on every call (``mkdocs serve`` shows edits).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import vram
+from vram.catalogue import card_speed, cards_from_data
+from vram.fit import mib_to_bytes, usable_bytes
+from vram.job import JOB_FIELDS, JobError
+from vram.units import bytes_to_gb, bytes_to_gib
+
+from hooks.cache import Memo, tree_stamp
+from hooks.data import load as data_module
+from hooks.data.load import load_yaml, relative, text
+from hooks.errors import RenderError
+from hooks.render.numbers import calculator_errors
+from verify.languages import LANGUAGES
+
+JSON_URI = "assets/finder.json"
+KINDS = ("training", "lora", "serving")
+FINDER_YAML = "snippets/data/finder.yaml"
+MODELS_YAML = "snippets/data/models.yaml"
+
+
+@dataclass(frozen=True)
+class Model:
+    key: str
+    name: str
+    config: vram.ModelConfig
+    params: vram.ParamCount
+    max_context: int | None
+    shape: vram.ModelShape  # the sizes the frameworks need (largest module, layer, root)
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """finder.yaml, models.yaml (with parsed configs) and gpus.yaml, checked."""
+
+    settings: dict[str, Any]
+    tasks: dict[str, dict[str, Any]]
+    methods: dict[str, dict[str, Any]]
+    models: dict[str, Model]
+    gpus: list[tuple[str, dict[str, Any]]]  # smallest memory first, catalogue order on ties
+    machines: dict[str, dict[str, Any]]
+    labels: dict[str, Any]
+    parts: dict[str, Any]
+    reserve_mib: int  # gpus.yaml: CUDA context and NCCL buffers, taken from every card
+    speeds: dict[str, dict[str, Any]] = field(default_factory=dict)  # vram.catalogue.card_speed per card
+
+
+def _mapping(value: Any, where: str) -> dict:
+    if not isinstance(value, dict) or not value:
+        raise RenderError(f"{where}: expected a non-empty mapping")
+    return value
+
+
+def _load_models(data_dir: Path) -> dict[str, Model]:
+    models = {}
+    for key, entry in _mapping((load_yaml("models", data_dir) or {}).get("models"), f"{MODELS_YAML}: models").items():
+        where = f"{MODELS_YAML}: models.{key}"
+        if not isinstance(entry, dict) or not entry.get("name") or not entry.get("config"):
+            raise RenderError(f"{where}: needs 'name' and 'config' (a file of snippets/data/models/)")
+        path = data_dir / "models" / entry["config"]
+        if not path.is_file():
+            raise RenderError(f"{where}: config file {relative(path)} not found")
+        try:
+            config = vram.load_model_config(path)
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise RenderError(f"{where}: {exc}") from None
+        max_context = raw.get("max_position_embeddings")
+        try:
+            shape = vram.model_shape(config)
+        except ValueError as exc:
+            raise RenderError(f"{where}: {exc}") from None
+        models[key] = Model(key, str(entry["name"]), config, vram.count_params(config),
+                            max_context if isinstance(max_context, int) else None, shape)
+    return models
+
+
+def model_config_files(data_dir: Path | None = None) -> dict[str, Path]:
+    """Model key -> its config.json, as models.yaml names them (the worker's bundle ships them)."""
+    folder = data_dir or data_module.DATA_DIR
+    return {key: folder / "models" / entry["config"]
+            for key, entry in (load_yaml("models", folder) or {}).get("models", {}).items()}
+
+
+def _check_translations(finder: dict) -> None:
+    """Every text of finder.yaml has every language, whichever language is being built."""
+    for section in ("labels", "parts", "notebook"):
+        for key, value in _mapping(finder.get(section), f"{FINDER_YAML}: {section}").items():
+            text(value, LANGUAGES[0], f"{FINDER_YAML}: {section}.{key}")
+    for section in ("tasks", "methods"):
+        for key, entry in finder[section].items():
+            text(entry.get("label") if isinstance(entry, dict) else None, LANGUAGES[0], f"{FINDER_YAML}: {section}.{key}.label")
+
+
+_catalogue_memo = Memo()  # data folder -> its Catalogue, while nothing there changes
+
+
+def load_catalogue(data_dir: Path | None = None) -> Catalogue:
+    """Read and check the finder's data, once while no file under ``data_dir`` changes
+    (every finder placeholder of both languages reads it; callers treat it as read-only).
+    Raises RenderError naming the file and key."""
+    folder = data_dir or data_module.DATA_DIR
+    return _catalogue_memo.get(folder, tree_stamp(folder), lambda: _read_catalogue(folder))
+
+
+def _speeds(gpus_yaml: dict, data_dir: Path) -> dict[str, dict[str, Any]]:
+    with calculator_errors():
+        cards = cards_from_data(gpus_yaml, _mapping(load_yaml("interconnects", data_dir), "snippets/data/interconnects.yaml"))
+    return {key: card_speed(card) for key, card in cards.items()}
+
+
+def _read_catalogue(data_dir: Path) -> Catalogue:
+    finder = _mapping(load_yaml("finder", data_dir), FINDER_YAML)
+    settings = _mapping(finder.get("settings"), f"{FINDER_YAML}: settings")
+    tasks = _mapping(finder.get("tasks"), f"{FINDER_YAML}: tasks")
+    for key, task in tasks.items():
+        if not isinstance(task, dict) or task.get("kind") not in KINDS:
+            raise RenderError(f"{FINDER_YAML}: tasks.{key}: 'kind' must be one of {', '.join(KINDS)}")
+    methods = _mapping(finder.get("methods"), f"{FINDER_YAML}: methods")
+    gpus_yaml = _mapping(load_yaml("gpus", data_dir), "snippets/data/gpus.yaml")
+    gpus = sorted(_mapping(gpus_yaml.get("gpus"), "snippets/data/gpus.yaml: gpus").items(),
+                  key=lambda item: item[1]["memory_mib"])
+    _check_translations(finder)
+    catalogue = Catalogue(settings, tasks, methods, _load_models(data_dir), gpus,
+                          gpus_yaml.get("machines") or {}, _mapping(finder.get("labels"), f"{FINDER_YAML}: labels"),
+                          _mapping(finder.get("parts"), f"{FINDER_YAML}: parts"), gpus_yaml["reserve_mib"],
+                          _speeds(gpus_yaml, data_dir))
+    default = settings.get("default", {})
+    for field, known in (("model", catalogue.models), ("task", tasks), ("method", methods)):
+        if default.get(field) not in known:
+            raise RenderError(f"{FINDER_YAML}: settings.default.{field}={default.get(field)!r} is not one of {', '.join(known)}")
+    return catalogue
+
+
+def options(catalogue: Catalogue, task_key: str) -> list[str]:
+    """The second choice of a task: method keys (training, LoRA) or context lengths (serving)."""
+    if catalogue.tasks[task_key]["kind"] == "serving":
+        return [str(n) for n in catalogue.settings["contexts"]]
+    return list(catalogue.methods)
+
+
+# --- what one card needs: vram.job.answer_job, the finder's one calculator ------------------
+
+def job(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> dict[str, Any]:
+    """The ``vram.job`` job of one choice with finder.yaml's defaults (the page's worker builds
+    the same from the reader's inputs): the method's framework and stage, the reference
+    micro-batch of ``settings.activations`` (training, LoRA), one sequence of ``option``
+    tokens under ``settings.serving`` (serving), and the catalogue's cards."""
+    task, settings = catalogue.tasks[task_key], catalogue.settings
+    found: dict[str, Any] = {"kind": task["kind"], "config": catalogue.models[model_key].config, "cards": cards,
+                             "gpus": [{"key": k, "memory_mib": g["memory_mib"], "speed": catalogue.speeds[k]}
+                                      for k, g in catalogue.gpus],
+                             "reserve_mib": catalogue.reserve_mib, "tight_free_fraction": settings["tight_free_fraction"]}
+    if task["kind"] == "serving":
+        found.update(weights=task["weight_dtype"], context=int(option), **settings["serving"])
+        return found
+    method = catalogue.methods[option]
+    found.update(framework=method["framework"], zero_stage=method["zero_stage"],
+                 seq_len=settings["activations"]["seq_length"], micro_batch=settings["activations"]["micro_batch"],
+                 recompute="none")
+    if task["kind"] == "training":
+        found.update(optimizer=task["optimizer"], optimizer_impl=settings["optimizer_impl"],
+                     prices={m["gpu"]: str(m["price_eur_per_hour_from"]) for m in catalogue.machines.values()
+                             if m["count"] == cards})
+    else:
+        found.update(rank=settings["lora"]["rank"], base_dtype=task["base_dtype"])
+    return found
+
+
+CUSTOM_MODEL = "custom"  # the model select's value for the reader's own config.json
+NOT_OFFERED = ("not_offered", "too_long")  # a choice the page greys out, with the reason
+
+
+def answer(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> dict[str, Any] | None:
+    """``vram.answer_job`` of ``job(...)``, or None where the choice is not offered (LoRA
+    under FSDP2 or the paper's accounting, a context beyond the model's maximum, heads vLLM
+    cannot split over that many cards). Raises RenderError for any other fault."""
+    try:
+        return vram.answer_job(job(catalogue, model_key, task_key, cards, option))
+    except JobError as exc:
+        if exc.code in NOT_OFFERED:
+            return None
+        raise RenderError(f"{model_key} {task_key} on {cards} cards with {option}: {exc}") from None
+
+
+def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
+    """What a process can use of one card: nvidia-smi's memory less the reserve (vram.fit.usable_bytes)."""
+    with calculator_errors():
+        return usable_bytes(gpu["memory_mib"], catalogue.reserve_mib)
+
+
+def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict[str, Any]:
+    """An answer as the page shows it: per card and parts in GB, each fitting card with its
+    margin, whether it is tight (training and LoRA: only with full recomputation;
+    serving: little free), the sequences it holds (serving) and, where the guide gives one,
+    the machine price. No arithmetic: every figure is ``answer_job``'s."""
+    machines = {(m["gpu"], m["count"]): (k, m["price_eur_per_hour_from"]) for k, m in catalogue.machines.items()}
+    fits = []
+    for fit in found["fits"]:
+        shown = {key: fit[key] for key in ("gpu", "margin_gb", "free_fraction", "tight", "recompute", "max_concurrent", "time")
+                 if key in fit}
+        if (fit["gpu"], cards) in machines:
+            shown["machine"], shown["price_eur_per_hour_from"] = machines[(fit["gpu"], cards)]
+        fits.append(shown)
+    result = {"per_gpu_gb": found["per_gpu_gb"], "parts": [[k, gb] for k, _, gb in found["parts"]],
+              "fits": fits, "short": [{"gpu": f["gpu"], "margin_gb": f["margin_gb"]} for f in found["short"]]}
+    if found["host_bytes"]:
+        result["host_gb"] = found["host_gb"]
+    if "run" in found:
+        result["run"] = found["run"]
+    if "kv_per_sequence_gb" in found:
+        result["kv_per_sequence_gb"] = found["kv_per_sequence_gb"]
+    return result
+
+
+def result(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> dict[str, Any] | None:
+    """One choice as the page shows it (``page_result`` of ``answer``), or None where not offered."""
+    found = answer(catalogue, model_key, task_key, cards, option)
+    return None if found is None else page_result(catalogue, found, cards)
+
+
+def activation_bytes(catalogue: Catalogue, model: Model) -> dict[str, int]:
+    """Bytes of the activations of one reference micro-batch (``settings.activations``:
+    tokens and micro-batch) at their peak, the loss's backward included
+    (``ActivationMemory.peak_bytes``), by ``vram.activation_memory`` with the attention
+    transformers runs the model with
+    (``vram.default_attention``): ``{"none": …, "full": …}``, without recomputation and with
+    full recomputation (every decoder layer checkpointed). Raises RenderError for a family
+    the calculator does not model."""
+    ref, cfg = catalogue.settings["activations"], model.config
+    with calculator_errors():
+        attention = vram.default_attention(cfg)
+        return {mode: vram.activation_memory(cfg, ref["seq_length"], ref["micro_batch"], attention, mode).peak_bytes
+                for mode in ("none", "full")}
+
+
+def activation_reference(catalogue: Catalogue, model: Model) -> dict[str, Any]:
+    """``activation_bytes`` in GB (``"none"``, ``"full"``) and the attention (``"attention"``:
+    sdpa, or eager where transformers refuses sdpa), as the page's note shows them."""
+    found: dict[str, Any] = {mode: bytes_to_gb(n) for mode, n in activation_bytes(catalogue, model).items()}
+    with calculator_errors():
+        found["attention"] = vram.default_attention(model.config)
+    return found
+
+
+def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
+    """Everything the finder page shows, for every choice: plain JSON types, sizes in GB (10**9 bytes)."""
+    catalogue = load_catalogue(data_dir)
+    settings = catalogue.settings
+    results: dict[str, Any] = {}
+    for model_key in catalogue.models:
+        for task_key in catalogue.tasks:
+            for cards in settings["cards"]:
+                for option in options(catalogue, task_key):
+                    found = result(catalogue, model_key, task_key, cards, option)
+                    if found is not None:
+                        results.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[option] = found
+    return {
+        "schema": 1,
+        "default": settings["default"],
+        "cards": settings["cards"],
+        "contexts": settings["contexts"],
+        "activations": settings["activations"],
+        "models": [{"key": m.key, "name": m.name, "params": m.params.total, "active_params": m.params.active,
+                    "max_context": m.max_context, "activation_gb": activation_reference(catalogue, m)}
+                   for m in catalogue.models.values()],
+        "tasks": [{key: value for key, value in t.items() if key != "label"} | {"key": k} for k, t in catalogue.tasks.items()],
+        "lora": settings["lora"],
+        "serving": settings["serving"],
+        "tight_free_fraction": settings["tight_free_fraction"],
+        "methods": [{"key": k, "framework": m["framework"], "zero_stage": m["zero_stage"]}
+                    for k, m in catalogue.methods.items()],
+        "machines": {f"{m['gpu']}@{m['count']}": {"key": k, "price_eur_per_hour_from": m["price_eur_per_hour_from"]}
+                     for k, m in catalogue.machines.items()},
+        "reserve_mib": catalogue.reserve_mib,
+        "reserve_gib": bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)),
+        "gpus": [{"key": k, "name": g["name"], "memory_mib": g["memory_mib"],
+                  "memory_gb": bytes_to_gb(mib_to_bytes(g["memory_mib"])),
+                  "usable_gb": bytes_to_gb(card_capacity_bytes(catalogue, g)), "speed": catalogue.speeds[k]}
+                 for k, g in catalogue.gpus],
+        "run_tokens": JOB_FIELDS["tokens"],
+        # the RAM of the catalogue's machines where a source gives it (gpus.yaml host_ram_gb)
+        "host_ram_gb": {f"{m['gpu']}@{m['count']}": m["host_ram_gb"] for m in catalogue.machines.values()
+                        if m["host_ram_gb"] != "not published"},
+        "results": results,
+    }
+
+
+_json_memo = Memo()  # data folder -> finder.json's text, while nothing there changes
+
+
+def finder_json(data_dir: Path | None = None) -> str:
+    """``finder_data`` as compact, stable JSON (the content of ``assets/finder.json``).
+
+    Computed once while no file under ``data_dir`` changes (both languages read the same
+    file; ``mkdocs serve`` recomputes it after a data edit, and after a code edit the
+    module itself is reloaded). Raises RenderError.
+    """
+    folder = data_dir or data_module.DATA_DIR
+    return _json_memo.get(folder, tree_stamp(folder), lambda: json.dumps(
+        finder_data(folder), sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+
+# --- the page's parts, in the reader's language ---------------------------------------------

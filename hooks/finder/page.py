@@ -1,0 +1,329 @@
+"""The finder's page, in the reader's language: the form, the static answer and the
+finder's numbers in the prose, rendered from ``hooks/finder/compute.py``'s answers.
+
+Two placeholders render the page's parts: ``{{ finder_form assets=../assets }}`` (the
+labelled controls, every input that decides a fit, hidden until the script runs) and
+``{{ finder_table }}`` (the static result of the default choice, or of ``model= task= cards=
+method= context=``: what a reader without JavaScript sees). Two more give the prose the
+finder's own numbers: ``{{ finder_setting name= }}`` and ``{{ finder_activations model=
+recompute= }}``. Raises RenderError. Pure: no MkDocs import.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+from typing import Any
+
+from babel.numbers import format_percent
+
+import vram
+from vram.fit import mib_to_bytes
+from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
+from vram.units import bytes_to_gb, bytes_to_gib
+
+from hooks.data.load import text
+from hooks.errors import RenderError
+from hooks.render.locale_format import format_eur, format_number, format_quantity, unit_label
+from hooks.render.placeholders import Args
+from hooks.render.script_json import script_json
+
+from hooks.finder.compute import (
+    CUSTOM_MODEL, FINDER_YAML, MODELS_YAML, Catalogue, activation_reference, load_catalogue, options, result)
+
+
+def _label(catalogue: Catalogue, key: str, lang: str, **fields: Any) -> str:
+    value = text(catalogue.labels.get(key), lang, f"{FINDER_YAML}: labels.{key}")
+    return value.format(**fields) if fields else value
+
+
+def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
+    """Every label the script needs, in ``lang`` (templates keep their ``{fields}``)."""
+    labels = {key: text(value, lang, f"{FINDER_YAML}: labels.{key}") for key, value in catalogue.labels.items()}
+    labels.update({f"part_{key}": text(value, lang, f"{FINDER_YAML}: parts.{key}") for key, value in catalogue.parts.items()})
+    labels["unit_gb"] = unit_label("gb", lang)
+    labels["unit_gib"] = unit_label("gib", lang)
+    return labels
+
+
+def _task_label(catalogue: Catalogue, key: str, lang: str) -> str:
+    label = text(catalogue.tasks[key].get("label"), lang, f"{FINDER_YAML}: tasks.{key}.label")
+    return label.format(rank=catalogue.settings["lora"]["rank"])
+
+
+def _method_label(catalogue: Catalogue, key: str, lang: str) -> str:
+    return text(catalogue.methods[key].get("label"), lang, f"{FINDER_YAML}: methods.{key}.label")
+
+
+def _context_label(catalogue: Catalogue, tokens: int, lang: str) -> str:
+    return _label(catalogue, "context_option", lang, tokens=format_number(tokens, lang, 0))
+
+
+def _select(name: str, label: str, choices: list[tuple[str, str]], selected: str, extra: str = "") -> str:
+    # "\n" between elements: search indexes the page's text, and without whitespace the
+    # options and cells run together ("Mistral 7B v0.1Qwen2.5 7B": "Qwen2.5" found nothing).
+    opts = "\n".join(f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(t)}</option>'
+                     for v, t in choices)
+    return (f'<label for="finder-{name}">{html.escape(label)}</label>\n'
+            f'<select id="finder-{name}" name="{name}"{extra}>{opts}</select>')
+
+
+def _text(name: str, label: str, value: Any, numeric: bool = True, mode: str = "numeric", extra: str = "") -> str:
+    mode_attr = f' inputmode="{mode}"' if numeric or mode != "numeric" else ""
+    return (f'<label for="finder-{name}">{html.escape(label)}</label>\n'
+            f'<input type="text" id="finder-{name}" name="{name}" value="{html.escape(str(value))}"{mode_attr} '
+            f'autocomplete="off" spellcheck="false"{extra}>')
+
+
+def _context_field(catalogue: Catalogue, lang: str) -> str:
+    """Serving: the context length, any whole number of tokens (the calculator refuses one
+    beyond the model's maximum in one line); the precomputed lengths offered as suggestions."""
+    suggestions = "\n".join(f'<option value="{n}">{html.escape(_context_label(catalogue, n, lang))}</option>'
+                            for n in catalogue.settings["contexts"])
+    return (_text("context", _label(catalogue, "context", lang), catalogue.settings["default"]["context"],
+                  extra=' list="finder-contexts" aria-describedby="finder-context-hint"')
+            + f'<datalist id="finder-contexts">{suggestions}</datalist>')
+
+
+def _config_field(catalogue: Catalogue, lang: str) -> str:
+    """The reader's own config.json: pasted, dropped on the box or chosen as a file."""
+    hint = html.escape(_label(catalogue, "config_hint", lang))
+    return (f'<label for="finder-config">{html.escape(_label(catalogue, "config", lang))}</label>\n'
+            f'<textarea id="finder-config" name="config" rows="6" spellcheck="false" autocomplete="off" '
+            f'aria-describedby="finder-config-hint"></textarea>'
+            f'<p class="finder-hint" id="finder-config-hint">{hint}</p>'
+            f'<label for="finder-config-file">{html.escape(_label(catalogue, "config_file", lang))}</label>\n'
+            f'<input type="file" id="finder-config-file" accept=".json,application/json">')
+
+
+def finder_form(raw: dict[str, str], lang: str) -> str:
+    """``{{ finder_form assets=../assets }}``: the controls, the labels and the script.
+
+    ``assets`` is the site's assets folder relative to the page (it: ``../assets``, fr:
+    ``../../assets``). The form stays hidden until the script has loaded the JSON.
+    """
+    args = Args(raw, {"assets"})
+    assets = html.escape(args.str("assets").rstrip("/"))
+    catalogue = load_catalogue()
+    d = catalogue.settings["default"]
+    fields = [
+        _select("model", _label(catalogue, "model", lang), [(k, m.name) for k, m in catalogue.models.items()]
+                + [(CUSTOM_MODEL, _label(catalogue, "own_model", lang))], d["model"]),
+        _select("task", _label(catalogue, "task", lang), [(k, _task_label(catalogue, k, lang)) for k in catalogue.tasks], d["task"]),
+        _select("cards", _label(catalogue, "cards", lang), [(str(n), str(n)) for n in catalogue.settings["cards"]], str(d["cards"])),
+        _select("method", _label(catalogue, "method", lang), [(k, _method_label(catalogue, k, lang)) for k in catalogue.methods],
+                d["method"], ' aria-describedby="finder-method-hint"')
+        + f'<p class="finder-hint" id="finder-method-hint">{html.escape(_label(catalogue, "method_hint", lang))}</p>',
+        _context_field(catalogue, lang)
+        + f'<p class="finder-hint" id="finder-context-hint">{html.escape(_label(catalogue, "tensor_parallel", lang))}</p>',
+    ]
+    kinds = ["", "", "", "training lora", "serving"]
+    fields.insert(1, _config_field(catalogue, lang))
+    kinds.insert(1, "custom")
+    settings = catalogue.settings
+    label = functools.partial(_label, catalogue, lang=lang)
+    more = [  # every other input that decides a fit (the task names the optimizer or the weights' format)
+        ("training", _select("offload", label("offload"), [(v, label(f"offload_{v.replace('+', '_')}")) for v in OFFLOAD], "none")),
+        ("training lora", _text("seq_len", label("seq_len"), settings["activations"]["seq_length"])),
+        ("training lora", _text("micro_batch", label("micro_batch"), settings["activations"]["micro_batch"])),
+        ("training lora", _select("recompute", label("recompute"), [(v, label(f"recompute_{v}")) for v in vram.RECOMPUTE], "none")),
+        ("training lora", _select("attention", label("attention"), [("", label("attention_default"))] + [(v, v) for v in vram.ATTENTION], "")),
+        ("lora", _text("rank", label("rank"), settings["lora"]["rank"])),
+        ("lora", _text("targets", label("targets"), vram.ALL_LINEAR, numeric=False)),
+        ("serving", _select("kv_dtype", label("kv_dtype"), [(v, v) for v in KV_DTYPES], settings["serving"]["kv_dtype"])),
+        ("serving", _text("concurrent", label("concurrent"), settings["serving"]["concurrent"])),
+        ("serving", _text("gpu_memory_utilization", label("gpu_memory_utilization"),
+                          settings["serving"]["gpu_memory_utilization"], numeric=False, mode="decimal")),
+        ("training", _text("host_ram_gb", label("host_ram_gb"), "")),
+        ("training", _text("tokens", label("tokens"), JOB_FIELDS["tokens"])),
+        ("training", _text("price", label("price"), "", numeric=False, mode="decimal")),
+        ("training", _select("price_gpu", label("price_gpu"), [(k, g["name"]) for k, g in catalogue.gpus], catalogue.gpus[0][0])),
+    ]
+    fields += [field for _, field in more]
+    kinds += [kind for kind, _ in more]
+    body = "\n".join(f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}>{f}</div>'
+                   for f, k in zip(fields, kinds))
+    body += f'\n<p class="finder-error" id="finder-error" role="alert" hidden></p>'
+    labels = script_json(page_labels(catalogue, lang))
+    return (f'<div class="finder" id="finder"><link rel="stylesheet" href="{assets}/finder.css">'
+            f'<form class="finder-form" id="finder-form" data-json="{assets}/finder.json" hidden>'
+            f'<fieldset><legend>{html.escape(_label(catalogue, "legend", lang))}</legend>\n{body}</fieldset></form>'
+            f'<script type="application/json" id="finder-labels">{labels}</script>'
+            f'<script src="{assets}/finder.js" defer></script></div>')
+
+
+def _gb(gb: float, catalogue: Catalogue, lang: str) -> str:
+    return format_quantity(gb, "gb", lang, catalogue.settings["decimals"])
+
+
+def choice_text(catalogue: Catalogue, lang: str, model: str, task: str, cards: int, option: str) -> str:
+    """"Llama 3.1 8B, Fine-tuning completo, AdamW, una scheda, DDP (…)" — the table's caption;
+    training and LoRA name the method, hence the framework, whatever the number of cards."""
+    parts = [catalogue.models[model].name, _task_label(catalogue, task, lang),
+             _label(catalogue, "cards_one", lang) if cards == 1 else _label(catalogue, "cards_many", lang, cards=cards)]
+    if catalogue.tasks[task]["kind"] == "serving":
+        parts.append(_context_label(catalogue, int(option), lang))
+    else:
+        parts.append(_method_label(catalogue, option, lang))
+    return _label(catalogue, "caption", lang, choice=", ".join(parts))
+
+
+def finder_table(raw: dict[str, str], lang: str) -> str:
+    """``{{ finder_table }}``: the result of one choice (default: finder.yaml's), as static HTML."""
+    args = Args(raw, {"model", "task", "cards", "method", "context"})
+    catalogue = load_catalogue()
+    d = catalogue.settings["default"]
+    model, task = args.str("model", d["model"]), args.str("task", d["task"])
+    if model not in catalogue.models:
+        raise RenderError(f"unknown model {model!r} in {MODELS_YAML} (known: {', '.join(catalogue.models)})")
+    if task not in catalogue.tasks:
+        raise RenderError(f"unknown task {task!r} in {FINDER_YAML} (known: {', '.join(catalogue.tasks)})")
+    cards = args.int("cards", default=d["cards"], minimum=1)
+    if cards not in catalogue.settings["cards"]:
+        raise RenderError(f"cards={cards} is not one of {catalogue.settings['cards']}")
+    serving = catalogue.tasks[task]["kind"] == "serving"
+    option = args.str("context", str(d["context"])) if serving else args.str("method", d["method"])
+    if option not in options(catalogue, task):
+        raise RenderError(f"{'context' if serving else 'method'}={option} is not one of {', '.join(options(catalogue, task))}")
+    found = result(catalogue, model, task, cards, option)
+    if found is None:
+        raise RenderError(f"{model} {task} on {cards} cards with {option}: not computed")
+    return render_result(catalogue, lang, found, model, task, cards, option)
+
+
+def summary_text(catalogue: Catalogue, lang: str, found: dict[str, Any], serving: bool) -> str:
+    """The status line: what the figure per card holds, the reserve and (training, LoRA) the
+    activations beside it, the card models that fit, whether the first needs full
+    recomputation, and the cards whose margin is below the activations."""
+    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    reserve = format_quantity(bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"])
+    need = _label(catalogue, "need_serving" if serving else "need_training", lang,
+                  need=_gb(found["per_gpu_gb"], catalogue, lang), reserve=reserve)
+    fits = found["fits"]
+    if not fits:
+        summary = _label(catalogue, "summary_none_serving" if serving else "summary_none", lang, need_text=need)
+    else:
+        summary = _label(catalogue, "summary_one" if len(fits) == 1 else "summary_many", lang, need_text=need,
+                         count=len(fits), gpu=names[fits[0]["gpu"]], margin=_gb(fits[0]["margin_gb"], catalogue, lang))
+        if fits[0].get("recompute") == "full":
+            summary += " " + _label(catalogue, "summary_recompute", lang)
+    if found["short"]:
+        short = ", ".join(_label(catalogue, "short_card", lang, gpu=names[fit["gpu"]], margin=_gb(fit["margin_gb"], catalogue, lang))
+                          for fit in found["short"])
+        summary += " " + _label(catalogue, "summary_short", lang, cards=short)
+    return summary
+
+
+def note_text(catalogue: Catalogue, lang: str, model: str, task: str, option: str, found: dict[str, Any]) -> str:
+    """The note under the table: the reserve, and the activations (training, LoRA) or the KV
+    cache and vLLM's share of the card (serving) the margin is compared with or left in."""
+    reserve = format_quantity(bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"])
+    kind = catalogue.tasks[task]["kind"]
+    if kind == "serving":
+        serving = catalogue.settings["serving"]
+        return _label(catalogue, "serving_job", lang, concurrent=format_number(serving["concurrent"], lang, 0),
+                      context=format_number(int(option), lang, 0), kv_dtype=serving["kv_dtype"],
+                      kv=_gb(found["kv_per_sequence_gb"], catalogue, lang),
+                      share=format_percent(serving["gpu_memory_utilization"], locale=lang), reserve=reserve)
+    ref, settings = activation_reference(catalogue, catalogue.models[model]), catalogue.settings["activations"]
+    return _label(catalogue, f"activations_{kind}", lang, model=catalogue.models[model].name,
+                  seq=format_number(settings["seq_length"], lang, 0), micro_batch=format_number(settings["micro_batch"], lang, 0),
+                  attention=ref["attention"], none=_gb(ref["none"], catalogue, lang),
+                  full=_gb(ref["full"], catalogue, lang), reserve=reserve)
+
+
+def _span(catalogue: Catalogue, lang: str, low: str, high: str) -> str:
+    return low if low == high else _label(catalogue, "span", lang, low=low, high=high)
+
+
+def run_text(catalogue: Catalogue, lang: str, time: dict[str, Any]) -> str:
+    """A fitting card's run (``answer_job``'s ``time``): seconds per step and what bounds it,
+    hours for the whole run and, with a price, its cost; ranges as [low, high]."""
+    step = _span(catalogue, lang, *(format_number(s, lang, 2) for s in time["step_s"]))
+    run = _span(catalogue, lang, *(format_number(s / 3600, lang, 1) for s in time["run_s"]))
+    cost = ""
+    if time["cost_eur"] is not None:
+        cost = _label(catalogue, "run_cost", lang, cost=_span(catalogue, lang, *(format_eur(float(c), lang) for c in time["cost_eur"])),
+                      price=format_eur(float(time["price_eur_per_hour"]), lang))
+    return _label(catalogue, "run_cell", lang, step=step, bound=_label(catalogue, f"bound_{time['bound']}", lang), run=run, cost=cost)
+
+
+def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any]) -> str:
+    """The machines that fit, ranked for the run (``answer_job``'s ``run``), saying by what."""
+    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    return _label(catalogue, f"ranked_{run['ranked_by']}", lang, tokens=format_number(run["tokens"], lang, 0),
+                  order=", ".join(names[key] for key in run["order"]))
+
+
+def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model: str, task: str, cards: int, option: str) -> str:
+    """The results block; ``finder.js`` builds the same structure from the JSON."""
+    esc = html.escape
+    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    fits = found["fits"]
+    summary = summary_text(catalogue, lang, found, catalogue.tasks[task]["kind"] == "serving")
+    columns = ("col_card", "col_memory", "col_margin", "col_price") + (("col_run",) if "run" in found else ())
+    head = "\n".join(f'<th scope="col">{esc(_label(catalogue, c, lang))}</th>' for c in columns)
+    rows = []
+    for fit in fits:
+        if "max_concurrent" in fit:  # serving: how many sequences of this length the card holds
+            margin = _label(catalogue, "margin_serving", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
+                            free=format_percent(fit["free_fraction"], locale=lang),
+                            count=format_number(fit["max_concurrent"], lang, 0), context=format_number(int(option), lang, 0))
+        else:
+            margin = _label(catalogue, "margin_cell", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
+                            free=format_percent(fit["free_fraction"], locale=lang))
+        if fit["tight"]:
+            tight = "tight_recompute" if "recompute" in fit else "tight"
+            margin += f' <strong class="finder-tight">{esc(_label(catalogue, tight, lang))}</strong>'
+        price = (_label(catalogue, "price_cell", lang, count=cards, gpu=names[fit["gpu"]], price=format_eur(fit["price_eur_per_hour_from"], lang))
+                 if "machine" in fit else _label(catalogue, "no_price", lang))
+        memory = _gb(bytes_to_gb(mib_to_bytes(dict(catalogue.gpus)[fit["gpu"]]["memory_mib"])), catalogue, lang)
+        run = f'\n<td>{esc(run_text(catalogue, lang, fit["time"]))}</td>' if "time" in fit else ""
+        rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>\n<td>{esc(memory)}</td>\n<td>{margin}</td>\n<td>{esc(price)}</td>{run}</tr>')
+    parts = _label(catalogue, "part_separator", lang).join(_label(catalogue, "part_size", lang, part=text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}"),
+                             size=_gb(v, catalogue, lang)) for k, v in found["parts"])
+    note = note_text(catalogue, lang, model, task, option, found)
+    if "run" in found:
+        note += " " + ranking_text(catalogue, lang, found["run"])
+    table = (f'<table id="finder-table">'
+             f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
+             f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""
+    return (f'<div class="finder-results" id="finder-results">'
+            f'<p class="finder-summary" id="finder-status" role="status" aria-live="polite">{esc(summary)}</p>'
+            f'<div class="finder-table-wrap" id="finder-table-wrap">{table}</div>'
+            f'<p class="finder-why" id="finder-why">{esc(_label(catalogue, "why", lang, parts=parts))}</p>'
+            f'<p class="finder-note" id="finder-note">{esc(note)}</p></div>')
+
+
+SETTINGS = ("seq_length", "micro_batch", "tight_free_fraction")
+
+
+def finder_setting(raw: dict[str, str], lang: str) -> str:
+    """``{{ finder_setting name=seq_length }}`` -> ``2.048``: a setting of finder.yaml the
+    page's prose names (``seq_length`` and ``micro_batch`` of the reference activations, as
+    numbers; ``tight_free_fraction``, serving's threshold, as a percentage)."""
+    name = Args(raw, {"name"}).str("name")
+    if name not in SETTINGS:
+        raise RenderError(f"name={name} is not one of {', '.join(SETTINGS)}")
+    settings = load_catalogue().settings
+    if name == "tight_free_fraction":
+        return format_percent(settings[name], locale=lang)
+    return format_number(settings["activations"][name], lang, 0)
+
+
+def finder_activations(raw: dict[str, str], lang: str) -> str:
+    """``{{ finder_activations model=llama-3.1-8b recompute=full }}`` -> ``2,6 GB``: the
+    reference activations the finder compares the margin with (``activation_reference``,
+    ``recompute=none|full``), with the finder's decimals."""
+    args = Args(raw, {"model", "recompute"})
+    catalogue = load_catalogue()
+    model, recompute = args.str("model"), args.str("recompute")
+    if model not in catalogue.models:
+        raise RenderError(f"unknown model {model!r} in {MODELS_YAML} (known: {', '.join(catalogue.models)})")
+    if recompute not in ("none", "full"):
+        raise RenderError(f"recompute={recompute} is not none or full")
+    return _gb(activation_reference(catalogue, catalogue.models[model])[recompute], catalogue, lang)
+
+
+FINDER = {"finder_form": finder_form, "finder_table": finder_table, "finder_setting": finder_setting,
+          "finder_activations": finder_activations}
