@@ -30,6 +30,7 @@ import pytest
 
 from hooks.data.load import load_yaml
 from tests.browser.conftest import recorded
+from tests.browser.test_content_security_policy import LISTEN as CSP_LISTEN
 from tests.browser.test_finder import PATHS, plain
 from tests.conftest import REPO_ROOT
 from vram.__main__ import main as vram_main
@@ -132,6 +133,7 @@ def pages(chromium, site_server):
     opened, contexts = {}, []
     for lang, path in PATHS.items():
         context = chromium.new_context()
+        context.add_init_script(CSP_LISTEN)  # the policy's violations, as the page reports them
         contexts.append(context)
         page = context.new_page()
         page.errors = []
@@ -184,6 +186,9 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
     assert {url.rsplit("/", 1)[1] for url in urls if "/assets/pyodide/" in url} >= {"pyodide.asm.wasm", "python_stdlib.zip"}
     assert [url for url in urls if url.endswith("/assets/vram.zip")]
     assert not [url for url in urls if not url.startswith(origin + "/")]
+    # and under the pages' Content-Security-Policy (tests/browser/test_content_security_policy.py)
+    assert pages["it"].locator('meta[http-equiv="Content-Security-Policy"]').count() == 1
+    assert pages["it"].evaluate("window.__violations") == []
     # The in-process main() is the command line: a few in a real subprocess give the same text.
     for key, path, job in drawn[:SUBPROCESS_SAMPLE]:
         proc = subprocess.run([sys.executable, "-m", "vram", *argv(job, path)], cwd=REPO_ROOT, capture_output=True,
