@@ -141,7 +141,7 @@ def test_controls_follow_the_task(page, site_server):
 
 
 TRAINING_FIELDS = ["model", "task", "cards", "method", "offload", "seq_len", "micro_batch", "recompute", "attention",
-                   "tokens", "price_"]  # the default task (full fine-tuning) asks for these only (prices: one per card)
+                   "host_ram_gb", "tokens", "price_"]  # the default task (full fine-tuning) asks for these only (prices: one per card)
 
 
 def test_first_paint_shows_only_the_tasks_fields(page, site_server):
