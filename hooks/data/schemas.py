@@ -110,10 +110,25 @@ class Card(Data):
     host_link: Key  # interconnects.yaml: the row of the card's PCIe link to host memory (offload)
 
 
+def _host_ram_gb(value: Any) -> Any:
+    if value == "not published" or (type(value) is int and value >= 1):
+        return value
+    raise ValueError(f"must be whole GB (an integer, the catalogue's figure) or 'not published', got {value!r}")
+
+
 class Machine(Data):
     gpu: Key
     count: Count
     price_eur_per_hour_from: Positive
+    # the machine's system RAM (whole GB, the rental catalogue's row), or "not published" (vram.job host_ram_gb)
+    host_ram_gb: Annotated[Any, AfterValidator(_host_ram_gb)]
+    host_ram_source: Name  # where the figure comes from, or why there is none
+
+    @model_validator(mode="after")
+    def _unpublished_ram_says_so(self) -> Self:
+        if self.host_ram_gb == "not published" and not self.host_ram_source.startswith("not published"):
+            raise ValueError("host_ram_source: must start with 'not published' when host_ram_gb is 'not published'")
+        return self
 
 
 class GpusFile(Data):
@@ -241,7 +256,7 @@ class ModelsFile(Data):
 # The fields hooks/finder/compute.py and docs/assets/finder.js pass to each label.
 FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "legend": (), "model": (), "task": (), "cards": (), "method": (), "context": (),
-    "context_option": ("tokens",), "method_hint": (), "tensor_parallel": (), "too_long": (),
+    "context_option": ("tokens",), "method_hint": (), "tensor_parallel": (),
     "caption": ("choice",), "cards_one": (), "cards_many": ("cards",),
     "col_card": (), "col_memory": (), "col_margin": (), "col_price": (), "tight": (), "tight_recompute": (),
     "margin_cell": ("margin", "free"), "price_cell": ("count", "gpu", "price"), "no_price": (),
@@ -253,7 +268,8 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "activations_lora": ("model", "seq", "micro_batch", "attention", "none", "full", "reserve"),
     "not_computed": (), "load_error": (),
     "summary_none_serving": ("need_text",), "margin_serving": ("margin", "free", "count", "context"),
-    "own_model": (), "config": (), "config_hint": (), "config_file": (),
+    "own_model": (), "config": (), "config_hint": (), "config_file": (), "config_kept": (),
+    "config_read": ("family", "layers", "params"),
     "offload": (), "offload_none": (), "offload_optimizer": (), "offload_optimizer_params": (),
     "seq_len": (), "micro_batch": (), "recompute": (), "recompute_none": (), "recompute_selective": (),
     "recompute_full": (), "attention": (), "attention_default": (), "rank": (), "targets": (),
@@ -262,17 +278,19 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "serving_job": ("concurrent", "context", "kv_dtype", "kv", "share", "reserve"),
     "host_ram": ("host",), "qlora_storage": (),
     "error_integer": ("field", "minimum", "maximum"), "error_fraction": ("field", "minimum", "maximum"),
-    "error_choice": ("field",), "error_too_long": ("field", "maximum"), "error_config_json": ("field",),
-    "error_config_family": ("field", "key"), "error_config_key": ("field", "key"),
+    "error_choice": ("field",), "error_too_long": ("field", "maximum"), "error_config_json": ("field", "line", "column"),
+    "error_config_duplicate": ("field", "key"), "error_config_object": ("field", "got"), "error_config_unreadable": ("field",),
+    "error_config_family": ("field", "key", "choices"), "error_config_key": ("field", "key"),
     "error_config_value": ("field", "key"), "error_not_offered": ("field",),
     "refused_framework": (), "refused_cards": (), "refused_optimizer": (), "refused_offload": (),
     "refused_weights": (), "refused_targets": (),
     "col_run": (), "run_cell": ("step", "bound", "run", "cost"), "run_cost": ("cost", "price"), "span": ("low", "high"),
     "bound_compute": (), "bound_communication": (), "bound_offload": (),
-    "ranked_cost": ("tokens", "order"), "ranked_time": ("tokens", "order"),
-    "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field",),
+    "ranked_cost": ("tokens", "order"), "run_source": ("mfu",), "ranked_time": ("tokens", "order"),
+    "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field", "example", "minimum", "maximum"),
     "col_decode": (),
     "decode_cell": ("per_sequence", "total"), "decode_one": ("per_sequence",),
+    "host_ram_gb": (), "ram_holds": ("ram",), "ram_short": ("ram",), "ram_unknown": (), "ram_unknown_why": (),
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
 NOTEBOOK_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
