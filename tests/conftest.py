@@ -34,6 +34,26 @@ def build_site(dest: Path, *extra: str, env: dict[str, str] | None = None, confi
     return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.fixture(scope="module")
+def forked_build_site():
+    """``build_site`` with the same command, working directory and environment, run by a
+    process that imported MkDocs' stack once (tests/site/mkdocs_zygote.py): for a module that
+    builds many times. Each build still imports the project's code from its own folder."""
+    from tests.site.mkdocs_zygote import ZygoteBuilder
+
+    builder = ZygoteBuilder(build_command(Path("unused"))[2])
+    count = 0
+
+    def build(dest: Path, *extra: str, env: dict[str, str] | None = None, config: Path | None = None):
+        nonlocal count
+        count += 1
+        cmd, cwd, full_env = build_command(dest, *extra, env=env, config=config)
+        return builder.run(cmd, full_env, cwd, logs=dest.parent / f"mkdocs-logs-{count}")
+
+    yield build
+    builder.close()
+
+
 @pytest.fixture(scope="session")
 def shared_cases() -> Path:
     assert CASES.is_dir(), f"the handed cases are missing: {CASES}"

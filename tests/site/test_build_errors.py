@@ -4,14 +4,11 @@ problem, never a traceback (../shared/cases/bad-inputs.md; site.md cases 1 and 5
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 
 from verify.languages import LANGUAGES
-from tests.conftest import build_command
-from tests.site.mkdocs_zygote import ZygoteBuilder
 
 pytestmark = pytest.mark.slow
 
@@ -139,25 +136,12 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def build_site():
-    """``tests.conftest.build_site``'s command, run by a process that imported MkDocs' stack
-    once (``tests/site/mkdocs_zygote.py``): each build still imports the broken copy's own code."""
-    builder = ZygoteBuilder(build_command(Path("unused"))[2])
-
-    def build(dest: Path, config: Path):
-        cmd, cwd, env = build_command(dest, config=config)
-        return builder.run(cmd, env, cwd, logs=dest.parent / "logs")
-
-    yield build
-    builder.close()
-
-
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_input_fails_the_build(case, repo_copy, tmp_path, build_site):
+def test_bad_input_fails_the_build(case, repo_copy, tmp_path, forked_build_site):
     break_it, message = CASES[case]
     break_it(repo_copy)
-    result = build_site(tmp_path / "out", config=repo_copy / "mkdocs.yml")
+    # tests.conftest.build_site, forked from a process that imported MkDocs' stack once
+    result = forked_build_site(tmp_path / "out", config=repo_copy / "mkdocs.yml")
     assert result.returncode != 0, f"{case}: the build passed"
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     records = re.split(r"\n(?=(?:ERROR|WARNING|INFO|DEBUG) )", result.stderr)  # a message may go on for lines

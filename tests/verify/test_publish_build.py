@@ -12,7 +12,6 @@ from bs4 import BeautifulSoup
 
 from hooks.errors import RenderError
 from hooks.checks.publish_gate import check_site_url
-from tests.conftest import build_site
 from verify.artifact import check_site
 from tests.verify.records import changed, current_sha256, fixture_record, run_date, write_record
 
@@ -42,37 +41,37 @@ def test_development_build_says_not_verified_in_both_languages(built_site):
     assert fr[0].get_text().startswith("Non vérifié dans cette version")
 
 
-def test_no_record_is_refused(repo_copy, tmp_path):
-    error = refused(build_site(tmp_path / "out", env=PUBLISH, config=repo_copy / "mkdocs.yml"))
+def test_no_record_is_refused(repo_copy, tmp_path, forked_build_site):
+    error = refused(forked_build_site(tmp_path / "out", env=PUBLISH, config=repo_copy / "mkdocs.yml"))
     assert "publish build refused" in error and "verification/nccl_check.json: no verification record" in error
 
 
-def test_stale_record_is_refused(repo_copy, tmp_path):
+def test_stale_record_is_refused(repo_copy, tmp_path, forked_build_site):
     write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
     with open(repo_copy / "snippets" / "nccl_check.py", "a") as snippet:  # the snippet changed after the GPU run
         snippet.write("print('changed')\n")
-    error = refused(build_site(tmp_path / "out", env=PUBLISH, config=repo_copy / "mkdocs.yml"))
+    error = refused(forked_build_site(tmp_path / "out", env=PUBLISH, config=repo_copy / "mkdocs.yml"))
     assert f"sha256 {current_sha256(repo_copy)[:12]}" in error and "stale" in error
 
 
-def test_failed_or_skipped_run_is_refused(repo_copy, tmp_path):
+def test_failed_or_skipped_run_is_refused(repo_copy, tmp_path, forked_build_site):
     path = write_record(tmp_path / "failed.json", fixture_record(repo_copy, status="fail", failures=["pytest -m gpu: 1 skipped"]))
-    error = refused(build_site(tmp_path / "out", env={**PUBLISH, "GUIDE_VERIFICATION_RECORD": str(path)}, config=repo_copy / "mkdocs.yml"))
+    error = refused(forked_build_site(tmp_path / "out", env={**PUBLISH, "GUIDE_VERIFICATION_RECORD": str(path)}, config=repo_copy / "mkdocs.yml"))
     assert "records a 'fail' run" in error and "1 skipped" in error
 
 
-def test_a_malformed_record_is_one_line_naming_it(repo_copy, tmp_path):
+def test_a_malformed_record_is_one_line_naming_it(repo_copy, tmp_path, forked_build_site):
     """integrity.md: ``allreduce_per_s: "fast"`` used to end in a Babel traceback."""
     path = write_record(tmp_path / "fast.json", changed(fixture_record(repo_copy), "measured.allreduce_per_s", "fast"))
-    error = refused(build_site(tmp_path / "out", env={**PUBLISH, "GUIDE_VERIFICATION_RECORD": str(path)}, config=repo_copy / "mkdocs.yml"))
+    error = refused(forked_build_site(tmp_path / "out", env={**PUBLISH, "GUIDE_VERIFICATION_RECORD": str(path)}, config=repo_copy / "mkdocs.yml"))
     assert error.endswith(f"publish build refused: {path}: measured.allreduce_per_s: Input should be a valid number (got 'fast')"), error
 
 
-def test_a_local_site_url_is_refused_naming_the_setting(repo_copy, tmp_path):
+def test_a_local_site_url_is_refused_naming_the_setting(repo_copy, tmp_path, forked_build_site):
     """integrity.md, Publishing: SITE_URL unset leaves canonical links and the sitemap at 127.0.0.1."""
     write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
     env = {key: value for key, value in PUBLISH.items() if key != "SITE_URL"}
-    error = refused(build_site(tmp_path / "out", env=env, config=repo_copy / "mkdocs.yml"))
+    error = refused(forked_build_site(tmp_path / "out", env=env, config=repo_copy / "mkdocs.yml"))
     assert "publish build refused: mkdocs.yml: site_url is 'http://127.0.0.1:8000/', not the published address; set SITE_URL" in error
 
 
@@ -84,16 +83,16 @@ def test_only_a_public_https_site_url_publishes(site_url):
     check_site_url("https://vramfarm.github.io/guide/")
 
 
-def test_fixture_is_refused_without_the_test_switch(repo_copy, tmp_path):
+def test_fixture_is_refused_without_the_test_switch(repo_copy, tmp_path, forked_build_site):
     write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
-    error = refused(build_site(tmp_path / "out", env={"GUIDE_PUBLISH": "1", "SITE_URL": PUBLISH["SITE_URL"]}, config=repo_copy / "mkdocs.yml"))
+    error = refused(forked_build_site(tmp_path / "out", env={"GUIDE_PUBLISH": "1", "SITE_URL": PUBLISH["SITE_URL"]}, config=repo_copy / "mkdocs.yml"))
     assert "is a test fixture, not a GPU run" in error
 
 
-def test_good_record_is_shown_under_the_check_in_both_languages(repo_copy, tmp_path):
+def test_good_record_is_shown_under_the_check_in_both_languages(repo_copy, tmp_path, forked_build_site):
     write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
     site = tmp_path / "out"
-    result = build_site(site, env=PUBLISH, config=repo_copy / "mkdocs.yml")
+    result = forked_build_site(site, env=PUBLISH, config=repo_copy / "mkdocs.yml")
     assert result.returncode == 0, result.stderr[-3000:]
     sha = current_sha256(repo_copy)
     expected = {
@@ -139,11 +138,11 @@ def test_every_block_the_record_hashed_is_checked_on_the_page(built_site):
             check_verified_block(pages["it"], "it", Verified({**record, "blocks": older}, verified.snippet))
 
 
-def test_a_training_script_edited_after_the_record_fails_the_publish_build(repo_copy, tmp_path):
+def test_a_training_script_edited_after_the_record_fails_the_publish_build(repo_copy, tmp_path, forked_build_site):
     write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
     script = repo_copy / "snippets" / "train.py"
     script.write_text(script.read_text(encoding="utf-8").replace("lr=1e-3", "lr=1e-2"), encoding="utf-8")
-    result = build_site(tmp_path / "out", env=PUBLISH, config=repo_copy / "mkdocs.yml")
+    result = forked_build_site(tmp_path / "out", env=PUBLISH, config=repo_copy / "mkdocs.yml")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     # a page's error: MkDocs says which page ("Error building page"), then our one line
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR") and "Error building page" not in line]
