@@ -450,16 +450,17 @@ def lora_fsdp2_memory(
       block's bf16 adapter gradients (2a) and the previous block's fp32 reduce-scatter input
       (4a); the root has no gradients, hence no reduce-scatter of its own;
     - zero_stage 2: the whole model's bf16 unsharded weights (2(Pb + A)) from forward to each
-      block's backward, and at most, the larger of the last block's all-gather buffer that
-      forward keeps for overlap (``comm_ctx.all_gather_state``: 2(B + a), the fullest moment as
-      measured) and a block's reduce-scatter (its weights resharded, -2(B + a), its gradients
-      in its fp32 input, 6a);
+      block's backward, and the larger of the last block's all-gather buffer that forward keeps
+      for overlap (``comm_ctx.all_gather_state``: 2(B + a)) and a block's reduce-scatter (its
+      weights resharded, -2(B + a), its bf16 gradients in its fp32 input, 6a: the larger when
+      a > 2B, at very high ranks);
     - the step: the states and the AdamW temporaries over the local adapters (foreach 4A/N,
       forloop 8 B per element of the largest local adapter tensor, fused 0); the gathered
       weights are resharded by then.
 
-    Oracle: real ``fully_shard`` on 2 gloo ranks on CPU with PEFT on a small Llama
-    (tests/vram/test_lora_fsdp2.py, tests/vram/lora_fsdp2_worker.py): every byte above.
+    Oracle: real ``fully_shard`` on 2 gloo ranks on CPU with PEFT on a small Llama, at both
+    stages and both moments of stage 2 (tests/vram/test_lora_fsdp2.py, lora_fsdp2_worker.py):
+    every byte above but AdamW's 0-dim ``step`` tensors (4 B per adapter tensor).
     Not modelled (raised): fewer than ``LORA_FSDP2_MIN_LAYERS`` decoder layers, LoRA on fused
     expert parameters (PEFT's ``target_parameters``: mixtral, qwen3_moe), a 4-bit (QLoRA) base.
     Returns ``LoraFsdp2Memory`` in bytes. Raises ValueError (ConfigError) for a bad config,
@@ -488,7 +489,7 @@ def lora_fsdp2_memory(
     shape = model_shape(config)
     base, root, block = shape.params, shape.root_params, shape.decoder_layer_params
     adapter_states = fsdp2_model_states_per_rank(shapes, n, 0, "adamw-fp32")
-    local_adapters = adapter_states.optimizer_bytes // 8  # AdamW: 8 B per local element
+    local_adapters = sum(_rank0_chunk(s, n) for s in shapes)  # rank 0's rows are all its own
     if zero_stage == 3:
         working = 2 * root + 4 * (block + per_layer) + 2 * per_layer + 4 * per_layer
     else:

@@ -1,9 +1,10 @@
 """LoRA (bf16 base) under FSDP2 on 2 gloo ranks on CPU, against ``vram.lora_fsdp2_memory``.
 
 ``lora_fsdp2_worker.py`` builds fsdp2_worker's small Llama in bf16, adds PEFT 0.21's LoRA
-(rank 8, all-linear, fp32 adapters), applies ``fully_shard`` per decoder layer and on the root
+(all-linear, fp32 adapters), applies ``fully_shard`` per decoder layer and on the root
 with ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` (``reshard_after_forward``
-True with the foreach AdamW, False with the fused one) and runs one step; each rank reports
+True with the foreach AdamW at rank 8, False with the fused one at rank 8 and with the foreach
+one at rank 160, where a block's adapters outweigh twice its base) and runs one step; each rank reports
 the shards it holds, FSDP2's own buffers at their peak (sampled as tests/vram/fsdp2_worker.py
 does) and the allocator's live bytes during ``optimizer.step()``. One forked run of 2 ranks
 for both configurations (tests/snippets/fork_ranks.py). The expected bytes are the measured
@@ -27,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 FORK_RANKS = HERE.parent / "snippets" / "fork_ranks.py"
 WORKER = HERE / "lora_fsdp2_worker.py"
 WORLD_SIZE = 2
-STAGES = {"reshard_foreach": (3, "foreach"), "keep_fused": (2, "fused")}
+STAGES = {"reshard_foreach": (3, "foreach"), "keep_fused": (2, "fused"), "keep_wide_rank": (2, "foreach")}
 
 pytestmark = pytest.mark.slow
 
@@ -44,13 +45,15 @@ def reports(tmp_path_factory) -> list[dict]:
 
 def _calc(report: dict, scenario: str) -> vram.LoraFsdp2Memory:
     stage, impl = STAGES[scenario]
-    return vram.lora_fsdp2_memory(report["config"], report["lora_rank"], WORLD_SIZE, stage, optimizer_impl=impl)
+    data = report[scenario]
+    assert data["impl"] == impl
+    return vram.lora_fsdp2_memory(report["config"], data["lora_rank"], WORLD_SIZE, stage, optimizer_impl=impl)
 
 
 @pytest.mark.parametrize("scenario", STAGES)
 def test_sizes_and_dtypes_are_peft_s(reports, scenario):
     data, config = reports[0][scenario], reports[0]["config"]
-    assert data["sizes"]["adapters"] == vram.lora_adapter_params(config, reports[0]["lora_rank"])
+    assert data["sizes"]["adapters"] == vram.lora_adapter_params(config, data["lora_rank"])
     assert data["sizes"]["base"] == vram.count_params(vram.model_config_from_dict(config)).total
     assert data["dtypes"] == {"base": ["torch.bfloat16"], "adapters": ["torch.float32"]}
     assert data["frozen_gradients"] == 0
@@ -89,6 +92,13 @@ def test_what_the_lora_peaks_are_made_of(reports):
         assert report["keep_fused"]["peak_parts"] == {
             "params": 2 * everything + 2 * block, "grads": 0, "reduce_scatter": 0, "in_flight": 0}
         assert report["keep_fused"]["unsharded_after_forward_bytes"] == 2 * everything
+        # adapters over twice the base of a block: its reduce-scatter holds the most (the block
+        # resharded, its bf16 gradients copied into its fp32 input), as for a full model
+        s = report["keep_wide_rank"]["sizes"]
+        block, a, everything = s["block_base"] + s["block_adapters"], s["block_adapters"], s["base"] + s["adapters"]
+        assert a > 2 * s["block_base"]
+        assert report["keep_wide_rank"]["peak_parts"] == {
+            "params": 2 * everything - 2 * block, "grads": 0, "reduce_scatter": 0, "in_flight": 2 * a + 4 * a}
 
 
 @pytest.mark.parametrize("scenario", STAGES)
@@ -99,19 +109,20 @@ def test_the_step_allocates_the_states_and_the_temporary(reports, scenario):
     other scalars, measured the same with one parameter alone."""
     for report in reports:
         data, calc = report[scenario], _calc(report, scenario)
-        tensors = 3 * 7 * 2  # 3 layers x 7 projections x (lora_A, lora_B)
+        tensors = data["adapter_tensors"]
+        assert tensors == 3 * 7 * 2  # 3 layers x 7 projections x (lora_A, lora_B)
         grown = data["step_peak_bytes"] - data["before_step_bytes"]
         assert grown - calc.adapter_optimizer_bytes - calc.step_working_bytes in range(4 * tensors, 4 * tensors + 17)
     fused, foreach = _calc(reports[0], "keep_fused"), _calc(reports[0], "reshard_foreach")
-    assert (fused.step_working_bytes, foreach.step_working_bytes) == (0, foreach.adapter_weights_bytes)
+    assert (fused.step_working_bytes, foreach.step_working_bytes) == (0, foreach.adapter_weights_bytes)  # 0, 4A/N
 
 
-def _job(config: dict, stage: int, **extra) -> dict:
+def _job(config: dict, stage: int, **extra) -> dict:  # rank 8, as the worker's first two runs
     return {"kind": "lora", "config": config, "cards": WORLD_SIZE, "framework": "fsdp2", "zero_stage": stage,
             "rank": 8, **extra}
 
 
-@pytest.mark.parametrize("scenario", STAGES)
+@pytest.mark.parametrize("scenario", ["reshard_foreach", "keep_fused"])
 def test_the_job_offers_it(reports, scenario):
     """The finder, the CLI and the browser answer LoRA under FSDP2 from lora_fsdp2_memory."""
     stage, impl = STAGES[scenario]
