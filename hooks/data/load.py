@@ -2,10 +2,14 @@
 
 ``load_yaml`` parses with PyYAML's safe loader (libyaml when available), refusing a key
 written twice in one mapping, and validates the result against the file's schema
-(``hooks/data/schemas.py``); any problem is one RenderError naming the file and the key. A
-parsed file is reused only while its modification time and size are unchanged
-(``hooks.cache.Memo``), so ``mkdocs serve`` shows an edited data file on the next rebuild.
-Parsed data is shared: callers treat it as read-only.
+(``hooks/data/schemas.py``); any problem is one RenderError naming the file and the key.
+``load_model`` returns the validated pydantic model itself (frozen): what the schema
+guarantees (keys present, types, kinds, every language) needs no check after it, so callers
+read attributes and check nothing twice. ``load_yaml`` returns the same file's parsed,
+validated mapping, for callers not yet reading the model. A parsed file is reused only while
+its modification time and size are unchanged (``hooks.cache.Memo``), so ``mkdocs serve``
+shows an edited data file on the next rebuild. Parsed data is shared: callers treat it as
+read-only.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ def parse_yaml(text: str, where: str) -> Any:
 
 
 def validate(data: Any, name: str, where: str, text: str) -> Any:
-    """``data``, parsed from ``text``, if it matches the schema of ``name`` (hooks/data/schemas.py).
+    """The model of ``data`` (parsed from ``text``) by the schema of ``name`` (hooks/data/schemas.py).
     Raises RenderError."""
     from pydantic import ValidationError
 
@@ -70,14 +74,13 @@ def validate(data: Any, name: str, where: str, text: str) -> Any:
     if schema is None:
         raise RenderError(f"{where}: no schema for this file; add one to hooks/data/schemas.py (SCHEMAS)")
     try:
-        schema.model_validate(data)
+        return schema.model_validate(data)
     except ValidationError as exc:
         raise RenderError(f"{where}: {one_line(exc)}") from None
-    return data
 
 
-def load_yaml(name: str, data_dir: Path | None = None) -> Any:
-    """Parse ``<data_dir>/<name>.yaml`` and validate it against its schema. Raises RenderError naming the file."""
+def _load(name: str, data_dir: Path | None) -> tuple[Any, Any]:
+    """``(parsed mapping, validated model)`` of ``<data_dir>/<name>.yaml``. Raises RenderError naming the file."""
     data_dir = data_dir or DATA_DIR
     path = data_dir / f"{name}.yaml"
     where = f"snippets/{path.name}" if name == "comments" else f"snippets/data/{path.name}"  # as the build sees it
@@ -86,9 +89,22 @@ def load_yaml(name: str, data_dir: Path | None = None) -> Any:
 
     def parse() -> Any:
         text = path.read_text(encoding="utf-8")
-        return validate(parse_yaml(text, where), name, where, text)
+        data = parse_yaml(text, where)
+        return data, validate(data, name, where, text)
 
     return _parsed.get(path, file_stamp(path), parse)
+
+
+def load_model(name: str, data_dir: Path | None = None) -> Any:
+    """The validated model (``hooks.data.schemas.SCHEMAS[name]``) of ``<data_dir>/<name>.yaml``.
+    Raises RenderError naming the file and the key."""
+    return _load(name, data_dir)[1]
+
+
+def load_yaml(name: str, data_dir: Path | None = None) -> Any:
+    """The parsed mapping of ``<data_dir>/<name>.yaml``, once its schema accepted it (prefer
+    ``load_model``). Raises RenderError naming the file and the key."""
+    return _load(name, data_dir)[0]
 
 
 def check_data_files(data_dir: Path | None = None) -> None:
