@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from babel.numbers import format_currency, format_decimal
 
-from hooks.data.load import load_yaml, text
+from hooks.data.load import load_model
 from hooks.errors import RenderError
 
 NBSP = "\u00a0"
@@ -23,10 +23,10 @@ def format_number(value: float, lang: str, decimals: int = 2) -> str:
 
 def unit_label(unit: str, lang: str) -> str:
     """The label of ``unit`` (``gb``, ``gib``, ``gb_per_s`` ...) in ``lang``."""
-    units = load_yaml("units")
-    if unit not in units.get("labels", {}):
+    labels = load_model("units").labels  # each in every language: hooks.data.schemas.UnitsFile
+    if unit not in labels:
         raise RenderError(f"snippets/data/units.yaml: unknown unit {unit!r}")
-    return text(units["labels"][unit], lang, f"snippets/data/units.yaml: labels.{unit}")
+    return labels[unit][lang]
 
 
 def format_quantity(value: float, unit: str, lang: str, decimals: int = 2) -> str:
@@ -38,8 +38,7 @@ def format_range(low: float, high: float, unit: str, lang: str, decimals: int = 
     """``35–50 GB`` (it) / ``35 à 50 Go`` (fr); a single value when low == high."""
     if low == high:
         return format_quantity(low, unit, lang, decimals)
-    units = load_yaml("units")
-    pattern = text(units["range"], lang, "snippets/data/units.yaml: range")
+    pattern = load_model("units").range[lang]
     span = pattern.format(low=format_number(low, lang, decimals), high=format_number(high, lang, decimals))
     return f"{span}{NBSP}{unit_label(unit, lang)}"
 
