@@ -58,9 +58,18 @@ def parse_yaml(text: str, where: str) -> Any:
     try:
         return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" (line {mark.line + 1})" if mark else ""
-        raise RenderError(f"{where}: invalid YAML{line}: {getattr(exc, 'problem', None) or exc}") from None
+        raise RenderError(f"{where}: invalid YAML{yaml_problem(exc)}") from None
+
+
+def yaml_problem(exc: Exception) -> str:
+    """`` (line N): problem``, and where the construct it was inside began when that is another
+    line (PyYAML's ``context_mark``: an unclosed quote is found at the end of the file, and
+    starts at the line to fix)."""
+    mark, context, context_mark = (getattr(exc, name, None) for name in ("problem_mark", "context", "context_mark"))
+    line = f" (line {mark.line + 1})" if mark else ""
+    started = (f"; {context} that starts at line {context_mark.line + 1}"
+               if context and context_mark and (mark is None or context_mark.line != mark.line) else "")
+    return f"{line}: {getattr(exc, 'problem', None) or exc}{started}"
 
 
 def validate(data: Any, name: str, where: str, text: str) -> Any:
