@@ -122,8 +122,17 @@ def check_data_files(data_dir: Path | None = None) -> None:
     for path in sorted(data_dir.glob("*.y*ml")):
         if path.suffix == ".yml":
             raise RenderError(f"snippets/data/{path.name}: name data files .yaml")
-        load_yaml(path.stem, data_dir)
-    load_yaml("comments", SNIPPETS_DIR)
+        load_model(path.stem, data_dir)
+    load_model("comments", SNIPPETS_DIR)
+
+
+def label(texts: dict[str, dict[str, str]], key: str, lang: str, where: str) -> str:
+    """The ``lang`` text of ``key`` in a validated table of texts (``Texts`` of
+    hooks/data/schemas.py: its keys are known and each text has every language, but a key the
+    code asks for may be left out). Raises RenderError naming ``where`` and the key."""
+    if key not in texts:
+        raise RenderError(f"{where}.{key}: missing (add it in every language)")
+    return texts[key][lang]
 
 
 def text(value: Any, lang: str, where: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import vram
 from vram.units import bytes_to_gb
 
-from hooks.data.load import load_model
+from hooks.data.load import label, load_model
 from hooks.errors import RenderError
 from hooks.render.locale_format import format_quantity, format_range
 from hooks.render.markdown_table import markdown_table
@@ -21,16 +21,8 @@ from hooks.render.placeholders import Args
 from hooks.render.timing import run_cost_table
 
 
-def _label(texts: dict[str, dict[str, str]], key: str, lang: str, where: str) -> str:
-    """The ``lang`` text of ``key`` in a table of texts (``Texts`` of hooks/data/schemas.py: its
-    keys are known and each text is in every language, but a key may be left out)."""
-    if key not in texts:
-        raise RenderError(f"{where}.{key}: missing (add it in every language)")
-    return texts[key][lang]
-
-
 def _columns(data, lang: str, where: str, keys: list[str]) -> list[str]:
-    return [_label(data.columns, key, lang, f"{where}: columns") for key in keys]
+    return [label(data.columns, key, lang, f"{where}: columns") for key in keys]
 
 
 def needs_table(raw: dict[str, str], lang: str) -> str:
@@ -51,7 +43,7 @@ def sharding_table(raw: dict[str, str], lang: str) -> str:
     data = load_model("sharding")
     params, world_sizes = args.params(), args.ints("world_sizes", minimum=1)
     optimizer = args.str("optimizer", "adamw")
-    per_gpu = _label(data.columns, "per_gpu", lang, f"{where}: columns")
+    per_gpu = label(data.columns, "per_gpu", lang, f"{where}: columns")
     header = _columns(data, lang, where, ["method", "holds"]) + [per_gpu.format(world_size=n) for n in world_sizes]
     body = []
     for row in data.rows:
@@ -75,7 +67,7 @@ def frameworks_table(raw: dict[str, str], lang: str) -> str:
     world_sizes, optimizer = args.ints("world_sizes", minimum=1), args.str("optimizer", "adamw")
     with calculator_errors():
         shape = vram.model_shape(model_config(args.str("model")))
-    per_gpu = _label(sharding.columns, "per_gpu", lang, f"{where}: columns")
+    per_gpu = label(sharding.columns, "per_gpu", lang, f"{where}: columns")
     header = _columns(sharding, lang, where, ["method"]) + [per_gpu.format(world_size=n) for n in world_sizes]
     body = []
     for method in methods.values():
@@ -100,9 +92,9 @@ def interconnects_table(raw: dict[str, str], lang: str) -> str:
         low, high = row.bandwidth_gb_per_s
         speed = format_range(low, high, "gb_per_s", lang, 0)
         if row.approximate:
-            speed = _label(data.qualifiers, "approximate", lang, f"{where}: qualifiers").format(value=speed)
+            speed = label(data.qualifiers, "approximate", lang, f"{where}: qualifiers").format(value=speed)
         if row.per_direction:
-            speed = f"{speed} {_label(data.qualifiers, 'per_direction', lang, f'{where}: qualifiers')}"
+            speed = f"{speed} {label(data.qualifiers, 'per_direction', lang, f'{where}: qualifiers')}"
         body.append([row.link[lang], speed, row.where[lang]])
     return markdown_table(_columns(data, lang, where, ["link", "speed", "where"]), body)
 

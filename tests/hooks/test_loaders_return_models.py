@@ -41,3 +41,22 @@ def test_the_catalogue_checks_nothing_the_schema_left_out(data_dir, monkeypatch)
     catalogue = load_catalogue(data_dir)
     assert catalogue.tasks["full-adamw"]["kind"] == "pretraining"
     assert catalogue.labels["legend"] == {"it": "La tua scelta"}
+
+
+class LooseRow(schemas.ShardingRow):
+    method: dict[str, str]  # any languages
+
+
+class LooseSharding(schemas.ShardingFile):
+    rows: list[LooseRow]
+
+
+def test_the_tables_check_nothing_the_schema_left_out(data_dir, monkeypatch):
+    """Before: tables.py asked every text for every language again (``text``), after the schema."""
+    from hooks.render.tables import sharding_table
+
+    monkeypatch.setitem(schemas.SCHEMAS, "sharding", LooseSharding)
+    text = (data_dir / "sharding.yaml").read_text(encoding="utf-8")
+    first = next(line for line in text.splitlines() if line.startswith("    method: {it: DDP"))
+    edit(data_dir / "sharding.yaml", first, first[:first.index(", fr:")] + "}")
+    assert "| DDP" in sharding_table({"name": "sharding", "params": "8e9", "world_sizes": "2"}, "it")
