@@ -12,7 +12,14 @@ joined by Babel's ``format_list``, "a, b e c" / "a, b et c"):
   for), in the file's order: "4 × RTX 4090 e 8 × H100"; ``prices=yes``: each with its hourly
   price, "4 × RTX 4090 da 2,36 €/h e 8 × H100 da 31,20 €/h".
 
-A card is named by its ``short_name`` (its ``name`` when it has none).
+- ``{{ first_fit model=… task=… [cards=1] [method=ddp] }}``: the smallest card of the
+  catalogue that holds the job, as the finder answers it (``hooks/finder/compute.py``:
+  training and LoRA with the reference activations, at worst with full recomputation);
+- ``{{ largest_short model=… task=… [cards=1] [method=ddp] }}``: the largest card that holds
+  the job's model states but not its activations (the finder's "short" cards).
+
+A card is named by its ``short_name`` (its ``name`` when it has none). A sentence whose fact
+no longer holds (no card fits, none is short) is a build error, never a wrong page.
 """
 
 from __future__ import annotations
@@ -54,7 +61,45 @@ def priced_machines(raw: dict[str, str], lang: str) -> str:
     return format_list(shown, locale=lang)
 
 
+def _finder_answer(raw: dict[str, str]) -> dict:
+    from hooks.finder.compute import load_catalogue, result
+
+    args = Args(raw, {"model", "task", "cards", "method"})
+    model, task, cards, method = args.str("model"), args.str("task"), args.int("cards", 1, minimum=1), args.str("method", "ddp")
+    catalogue = load_catalogue()
+    for name, value, known in (("model", model, catalogue.models), ("task", task, catalogue.tasks),
+                               ("method", method, catalogue.methods)):
+        if value not in known:
+            raise RenderError(f"unknown {name} {value!r} (known: {', '.join(known)})")
+    if catalogue.tasks[task]["kind"] == "serving":
+        raise RenderError(f"task {task!r} is a serving task: first_fit and largest_short answer training and LoRA")
+    found = result(catalogue, model, task, cards, method)
+    if found is None:
+        raise RenderError(f"{model} {task} on {cards} cards with {method}: not offered by the finder")
+    return found
+
+
+def first_fit(raw: dict[str, str], lang: str) -> str:
+    """``{{ first_fit model= task= }}``: the smallest card that holds the job (the finder's first fit)."""
+    found = _finder_answer(raw)
+    if not found["fits"]:
+        raise RenderError("no card of the catalogue holds this job: rewrite the sentence")
+    return _prose_name(load_model("gpus").gpus[found["fits"][0]["gpu"]])
+
+
+def largest_short(raw: dict[str, str], lang: str) -> str:
+    """``{{ largest_short model= task= }}``: the largest card that holds the model states but not the activations."""
+    found = _finder_answer(raw)
+    if not found["short"]:
+        raise RenderError("no card of the catalogue holds this job's model states without its activations: "
+                          "rewrite the sentence")
+    gpus = load_model("gpus").gpus
+    return _prose_name(gpus[max(found["short"], key=lambda short: gpus[short["gpu"]].memory_mib)["gpu"]])
+
+
 CATALOGUE_PROSE: dict[str, Callable[[dict[str, str], str], str]] = {
     "largest_cards": largest_cards,
     "priced_machines": priced_machines,
+    "first_fit": first_fit,
+    "largest_short": largest_short,
 }

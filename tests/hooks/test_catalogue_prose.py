@@ -60,3 +60,15 @@ def test_the_prices_of_the_machines_come_with_them(data_dir):
     assert shown("{{ priced_machines prices=yes }}", "it") == "4 × RTX 4090 da 2,36 €/h e 8 × H100 da 31,20 €/h"
     edit(data_dir / "gpus.yaml", "price_eur_per_hour_from: 2.36", "price_eur_per_hour_from: 2.5")
     assert shown("{{ priced_machines prices=yes }}", "fr") == "4 × RTX 4090 à partir de 2,50 €/h et 8 × H100 à partir de 31,20 €/h"
+
+
+def test_the_cards_the_needs_table_recommends_follow_the_catalogue(data_dir):
+    """"una B200 per LoRA su un 70B in bf16 (una H200 ne contiene i pesi…)": the finder's answers,
+    so a card between the two becomes the one the table names."""
+    cell = "{{ first_fit model=llama-3.1-70b task=lora }} / {{ largest_short model=llama-3.1-70b task=lora }}"
+    assert shown(cell, "it") == "B200 / H200"
+    # 165,000 MiB = 173.0 GB: Llama 3.1 70B's LoRA states, 144.4 GB, and its activations under full
+    # recomputation fit (the B200 keeps 45.7 GB of margin)
+    edit(data_dir / "gpus.yaml", "gpus:\n", "gpus:\n" + NEW_CARD.replace("294912", "165000").replace("X300", "X170"))
+    assert shown(cell, "it") == "X170 / H200"
+    assert "X170" in shown("{{ table name=needs }}", "fr")
