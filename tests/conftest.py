@@ -34,13 +34,36 @@ def shared_cases() -> Path:
     return CASES
 
 
+def run_root(tmp_path_factory) -> Path:
+    """The folder this run's workers share: under pytest-xdist each worker's base temp folder
+    is ``<run root>/<worker id>``, so a session fixture (run once per worker) can leave there
+    what the other worker reuses; without xdist, the session's base temp folder."""
+    basetemp = tmp_path_factory.getbasetemp()
+    return basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+
+
+def shared_build(tmp_path_factory, name: str, env: dict[str, str] | None = None) -> Path:
+    """``mkdocs build --strict`` of this checkout into ``<run root>/name``, once per run
+    (whichever worker asks first builds it under a file lock; the other waits and reads it).
+    The tests that read it must not modify it (copy it first)."""
+    from filelock import FileLock
+
+    root = run_root(tmp_path_factory)
+    dest, done = root / name, root / f"{name}.built"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(dest, ignore_errors=True)
+            result = build_site(dest, env=env)
+            assert result.returncode == 0, f"strict build ({env or 'default'}) failed:\n{result.stderr[-4000:]}"
+            done.touch()
+    return dest
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> Path:
-    """The whole site, both languages, built once with ``mkdocs build --strict``."""
-    dest = tmp_path_factory.mktemp("built") / "site"
-    result = build_site(dest)
-    assert result.returncode == 0, f"strict build failed:\n{result.stderr[-4000:]}"
-    return dest
+    """The whole site, both languages, built once per run with ``mkdocs build --strict``
+    (shared by the xdist workers; read it, never modify it)."""
+    return shared_build(tmp_path_factory, "built-site")
 
 
 @pytest.fixture

@@ -366,6 +366,9 @@ def _cmd_job(args: argparse.Namespace) -> None:
             cost = f", {t['cost_eur'][0]}-{t['cost_eur'][1]} EUR at {t['price_eur_per_hour']} EUR/h" if t["cost_eur"] else ""
             lines.append(f"  {fit['gpu']}: step {t['step_s'][0]:.3g}-{t['step_s'][1]:.3g} s ({t['bound']}-bound), "
                          f"run {t['run_s'][0] / 3600:.3g}-{t['run_s'][1] / 3600:.3g} h{cost}")
+    lines += [f"decoding on {fit['gpu']}: at most {fit['decode']['tokens_per_s_per_sequence_at_most']:,} tokens/s per "
+              f"sequence, {fit['decode']['tokens_per_s_at_most']:,} in all (memory-bandwidth roofline, an upper bound)"
+              for fit in answer["fits"] if "decode" in fit]
     lines += [f"note: {note}" for note in answer["notes"]]
     _emit(args, answer, lines)
 
@@ -456,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--gpu", type=_card, action="append", help="a card KEY=MEMORY_MIB (repeat; nvidia-smi's total)")
     j.add_argument("--reserve-mib", type=_integer_text("reserve_mib"), help="CUDA context and NCCL per card (default 2048)")
     j.add_argument("--tight-free-fraction", type=_decimal_text("tight_free_fraction"), help="serving: under it is tight")
-    j.add_argument("--tokens", type=_integer_text("tokens"), help="training: tokens to train (dataset x epochs; default 10^9)")
+    j.add_argument("--tokens", type=_integer_text("tokens"), help="training, LoRA: tokens to train (dataset x epochs; default 10^9)")
     j.add_argument("--price", type=_machine_price, action="append",
                    help="KEY=EUR_PER_HOUR: the price of --cards cards KEY (repeat); ranks the run by cost when every fitting card has one")
     j.set_defaults(func=_cmd_job)

@@ -35,6 +35,13 @@ def ring_allreduce_bytes_per_gpu(payload_bytes: int, world_size: int) -> float:
     return allreduce_busbw_factor(world_size) * payload_bytes
 
 
+def allgather_bytes_per_gpu(payload_bytes: int, world_size: int) -> float:
+    """Bytes one rank sends in an all-gather of ``payload_bytes`` in all: (n-1)/n * S
+    (nccl-tests doc/PERFORMANCE.md, all-gather busbw = algbw * (n-1)/n)."""
+    check_world_size(world_size)
+    return (world_size - 1) / world_size * payload_bytes
+
+
 def bytes_per_gpu_per_step(
     params: int,
     world_size: int,

@@ -25,7 +25,9 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   or the reader's). Each fitting card gets its time per step and run (``vram.timing``), its
   cost (``vram.billing``: per minute, 15 minutes at least) and what bounds the step; the
   machines are ranked by ``vram.ranking.rank_runs`` (by cost when every one has a price, else
-  by time). LoRA and serving have no time here: their FLOPs are not ``vram.timing``'s.
+  by time). LoRA and QLoRA the same, from ``vram.timing.lora_step``'s FLOPs (frozen weights
+  without weight gradients). Serving: each fitting card's decoding bound
+  (``vram.timing.decode_bound``, memory bandwidth: an upper bound), not for MXFP4 weights.
 
 Verdict per card (``fits``/``short``, smallest card first). Training and LoRA: a card's
 usable bytes are ``vram.fit.usable_bytes`` (memory less the reserve); its margin is what
@@ -66,6 +68,7 @@ from .serving import check_tensor_parallel, serving_memory_per_gpu
 from .billing import parse_price
 from .catalogue import Bandwidth, Card
 from .ranking import rank_runs, run_options
+from .timing import decode_bound, shown_duration
 from .units import bytes_to_gb
 
 KINDS = ("training", "lora", "serving")
@@ -333,6 +336,27 @@ def _speed_card(entry: dict) -> Card | None:
                        f"peer_gb_per_s, peer_to_peer and host_gb_per_s ({exc})") from None
 
 
+def _decode_bounds(job: dict, config: ModelConfig, fit_list: list[dict]) -> None:
+    """Serving: each fitting card with a ``speed`` gets ``decode``, the roofline bound of
+    ``vram.timing.decode_bound`` for ``concurrent`` sequences of ``context`` tokens over
+    ``cards`` tensor-parallel GPUs: ``bytes_per_step`` read per GPU, and at most
+    ``tokens_per_s_per_sequence_at_most`` and ``tokens_per_s_at_most`` (all sequences), whole
+    tokens/s rounded up (still an upper bound). Not for MXFP4 weights (the bytes a token reads
+    of a mixed MXFP4/bf16 checkpoint are not modelled)."""
+    if job["weights"] == MXFP4:
+        return
+    cards = {c["key"]: c for c in job["gpus"]}
+    for fit in fit_list:
+        card = _speed_card(cards[fit["gpu"]])
+        if card is None:
+            continue
+        bound = decode_bound(config, card.memory_bandwidth_gb_per_s, job["context"], job["concurrent"], job["cards"],
+                             job["weights"], job["kv_dtype"])
+        fit["decode"] = {"bytes_per_step": bound.bytes_per_step,
+                         "tokens_per_s_per_sequence_at_most": math.ceil(bound.tokens_per_second_per_sequence),
+                         "tokens_per_s_at_most": math.ceil(bound.tokens_per_second)}
+
+
 def _money(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -358,15 +382,22 @@ def _run_times(job: dict, config: ModelConfig, fit_list: list[dict]) -> dict[str
     if not fit_list or any(card is None for card in speeds.values()):
         return None
     options = []
+    lora = None
+    if job["kind"] == "lora":  # the targets as _lora read them
+        targets = job["targets"]
+        if targets != ALL_LINEAR:
+            targets = tuple(t.strip() for t in targets.split(",") if t.strip())
+        lora = {"rank": job["rank"], "target_modules": targets, "base_dtype": job["base_dtype"]}
     for fit in fit_list:
         key = fit["gpu"]
         price = {key: parsed[key]} if key in parsed else {}
         option, = run_options(config, tokens, {key: (speeds[key], job["cards"])}, price, job["zero_stage"],
-                              job["seq_len"], job["micro_batch"], fit["recompute"], job["offload"] != "none")
+                              job["seq_len"], job["micro_batch"], fit["recompute"], job["offload"] != "none", lora)
         step = option.step
         fit["time"] = {"step_s": step.step.as_list(), "compute_s": step.compute.as_list(),
                        "communication_s": step.communication.as_list(), "offload_s": step.offload.as_list(),
                        "bound": step.bound, "run_s": option.run_s.as_list(),
+                       "run_shown": [shown_duration(option.run_s.low, False), shown_duration(option.run_s.high, True)],
                        "price_eur_per_hour": _money(option.price_eur_per_hour),
                        "cost_eur": None if option.cost_eur is None else [str(c) for c in option.cost_eur]}
         options.append(option)
@@ -385,10 +416,12 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` (serving), ``fits`` and
     ``short`` (per card: ``gpu``, ``capacity_bytes``, ``margin_bytes``/``margin_gb``,
     ``free_fraction``, ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``. Training
-    on cards given with their ``speed``: each fit's ``time`` (``step_s``, ``compute_s``,
-    ``communication_s``, ``offload_s``, ``run_s`` [low, high] seconds, ``bound``,
+    and LoRA on cards given with their ``speed``: each fit's ``time`` (``step_s``, ``compute_s``,
+    ``communication_s``, ``offload_s``, ``run_s`` [low, high] seconds, ``run_shown`` (its ends
+    as ``vram.timing.shown_duration`` writes them), ``bound``,
     ``price_eur_per_hour`` and ``cost_eur`` [low, high] as decimal strings or None) and
     ``run`` (``tokens``, ``ranked_by`` "cost" or "time", ``order`` of the fitting cards).
+    Serving: each fit's ``decode`` (``_decode_bounds``: tokens/s at most).
     Raises JobError (one line, naming the field).
     """
     job = normalised(job)
@@ -416,13 +449,14 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     }
     if activations is not None:
         answer["activations"] = activations
-        if kind == "training":
+        if kind in ("training", "lora"):
             run = _run_times(job, config, fit_list)
             if run is not None:
                 answer["run"] = run
     else:
         answer["kv_per_sequence_bytes"] = kv_one
         answer["kv_per_sequence_gb"] = bytes_to_gb(kv_one)
+        _decode_bounds(job, config, fit_list)
     return answer
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Mapping
+from typing import Any, Mapping
 
 from .billing import parse_price, run_cost_eur
 from .catalogue import Card
 from .models import ModelConfig
-from .timing import Span, StepTime, run_seconds, training_step
+from .timing import Span, StepTime, lora_step, run_seconds, training_step
 
 
 @dataclass(frozen=True)
@@ -43,13 +43,19 @@ def run_options(
     micro_batch: int = 1,
     recompute: str = "none",
     offload_optimizer: bool = False,
+    lora: Mapping[str, Any] | None = None,
 ) -> list[RunOption]:
     """The run of ``tokens`` tokens on each machine of ``machines`` (key -> (card, count)), priced
-    from ``prices`` (key -> EUR per hour; a machine without one has no cost). Raises ValueError
-    for bad input, naming the machine of a bad price."""
+    from ``prices`` (key -> EUR per hour; a machine without one has no cost): a full training
+    (``vram.timing.training_step``), or with ``lora`` (``rank``, ``target_modules``,
+    ``base_dtype``) a LoRA/QLoRA one (``vram.timing.lora_step``). Raises ValueError for bad
+    input, naming the machine of a bad price."""
     options = []
     for key, (card, count) in machines.items():
-        step = training_step(config, card, count, zero_stage, seq_len, micro_batch, recompute, offload_optimizer)
+        if lora is None:
+            step = training_step(config, card, count, zero_stage, seq_len, micro_batch, recompute, offload_optimizer)
+        else:
+            step = lora_step(config, card, count, zero_stage, seq_len, micro_batch, recompute, **lora)
         run = run_seconds(tokens, step)
         price = parse_price(prices[key], f"price of {key}") if key in prices else None
         cost = (run_cost_eur(run.low, price), run_cost_eur(run.high, price)) if price is not None else None

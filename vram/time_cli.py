@@ -11,6 +11,8 @@ price of a machine of ``--gpus`` x ``--gpu``) ``price_eur_per_hour``, ``price_so
 ("reader" or the machine's key), ``billed_minutes`` and ``cost_eur`` as [low, high].
 ``--rank`` ranks the guide's priced machines (plus ``--gpus`` x ``--gpu``) for the run:
 ``ranked_by`` ("cost" when every machine has a price, else "time") and ``machines``, best first.
+``--task lora`` times a LoRA run (``--lora-rank``, ``--targets``, ``--base-dtype`` nf4 = QLoRA;
+``vram.timing.lora_step``), with ``flops_per_token`` [low, high] and ``flops_source``.
 ``--task serve`` prints the decoding bound instead (``vram.timing.decode_bound``):
 ``bytes_per_step``, ``tokens_per_s_per_sequence_at_most``, ``tokens_per_s_at_most``.
 """
@@ -27,7 +29,9 @@ from .models import count_params, load_model_config
 from .sharding import check_world_size
 from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from .ranking import rank_runs, run_options
-from .timing import MFU, MFU_SOURCE, decode_bound, run_seconds, training_step
+from .lora import ALL_LINEAR, BASE_DTYPES
+from .timing import (LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, shown_duration,
+                     training_step)
 from .units import parse_count
 
 MAX_TOKENS = 10**15  # 65 x the 15 trillion tokens Llama 3 was trained on: above it, a typo
@@ -52,11 +56,9 @@ def _span(values) -> str:
     return f"{low:,.3g}-{high:,.3g}"
 
 
-def _duration(seconds: float) -> str:
-    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
-        if seconds >= 2 * size:
-            return f"{seconds / size:,.1f} {unit}"
-    return f"{seconds:,.2f} s"
+def _duration(seconds: float, up: bool = False) -> str:
+    """A run's end as the finder writes it (``shown_duration``: "3 days 2 h", "4.3 h")."""
+    return " ".join(f"{value:,g} {unit}" for unit, value in shown_duration(seconds, up))
 
 
 def _cmd_decode(args: argparse.Namespace, config, card, emit: Callable) -> None:
@@ -89,6 +91,21 @@ def _machine_price(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _lora(args: argparse.Namespace) -> dict | None:
+    """``--task lora``'s adapters for ``vram.timing.lora_step``; None for a full training."""
+    if args.task != "lora":
+        if (args.lora_rank, args.targets, args.base_dtype) != (None, None, None):
+            raise ValueError("time: --lora-rank, --targets and --base-dtype go with --task lora")
+        return None
+    if args.offload_optimizer:
+        raise ValueError("time --task lora: --offload-optimizer is for a full training")
+    targets = args.targets or ALL_LINEAR
+    if targets != ALL_LINEAR:
+        targets = tuple(t.strip() for t in targets.split(",") if t.strip())
+    return {"rank": 16 if args.lora_rank is None else args.lora_rank, "target_modules": targets,
+            "base_dtype": args.base_dtype or "bf16"}
+
+
 def _cmd_rank(args: argparse.Namespace, config, cards, machines, emit: Callable) -> None:
     if args.zero_stage is None or args.tokens is None:
         raise ValueError("time --rank needs --zero-stage and --tokens (the run to rank the machines for)")
@@ -104,7 +121,7 @@ def _cmd_rank(args: argparse.Namespace, config, cards, machines, emit: Callable)
             raise ValueError(f"--price {key}=...: {key!r} is not a machine of the ranking ({', '.join(chosen)})")
         prices[key] = price
     by, ranked = rank_runs(run_options(config, args.tokens, chosen, prices, args.zero_stage, args.seq_len,
-                                       args.micro_batch, args.recompute, args.offload_optimizer))
+                                       args.micro_batch, args.recompute, args.offload_optimizer, _lora(args)))
     data = {"ranked_by": by, "tokens": args.tokens, "zero_stage": args.zero_stage, "machines": [
         {"machine": o.key, "gpu": o.card.key, "count": o.count, "run_s": o.run_s.as_list(), "bound": o.step.bound,
          "price_eur_per_hour": None if o.price_eur_per_hour is None else str(o.price_eur_per_hour),
@@ -113,7 +130,7 @@ def _cmd_rank(args: argparse.Namespace, config, cards, machines, emit: Callable)
     lines = [f"machines for {args.tokens:,} tokens, ZeRO-{args.zero_stage}, ranked by {why}:"]
     for i, o in enumerate(ranked, 1):
         cost = f", {o.cost_eur[0]}-{o.cost_eur[1]} EUR at {o.price_eur_per_hour:.2f} EUR/h" if o.cost_eur else ""
-        lines.append(f"  {i}. {o.count} x {o.card.name}: {_duration(o.run_s.low)} to {_duration(o.run_s.high)}"
+        lines.append(f"  {i}. {o.count} x {o.card.name}: {_duration(o.run_s.low)} to {_duration(o.run_s.high, True)}"
                      f"{cost} (bound: {o.step.bound})")
     lines.append("memory is not checked here: python -m vram estimate says whether the job fits each card")
     emit(args, data, lines)
@@ -143,8 +160,12 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
         return _cmd_decode(args, config, card, emit)
     if args.zero_stage is None:
         raise ValueError("time: --zero-stage is required for training (0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3)")
-    step = training_step(config, card, args.gpus, args.zero_stage, args.seq_len, args.micro_batch,
-                         args.recompute, args.offload_optimizer)
+    lora = _lora(args)
+    if lora is None:
+        step = training_step(config, card, args.gpus, args.zero_stage, args.seq_len, args.micro_batch,
+                             args.recompute, args.offload_optimizer)
+    else:
+        step = lora_step(config, card, args.gpus, args.zero_stage, args.seq_len, args.micro_batch, args.recompute, **lora)
     data: dict = {
         "gpu": args.gpu, "gpus": args.gpus, "zero_stage": args.zero_stage, "seq_len": args.seq_len,
         "micro_batch": args.micro_batch, "recompute": args.recompute, "offload_optimizer": args.offload_optimizer,
@@ -155,10 +176,17 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
         "offload_s": step.offload.as_list(), "step_s": step.step.as_list(), "bound": step.bound,
         "tokens_per_s": step.tokens_per_second.as_list(),
     }
+    if lora is not None:
+        data.update({"task": "lora", "lora_rank": lora["rank"], "base_dtype": lora["base_dtype"],
+                     "targets": lora["target_modules"] if isinstance(lora["target_modules"], str) else ",".join(lora["target_modules"]),
+                     "flops_per_token": [step.flops_per_token, step.flops_per_token_high], "flops_source": LORA_FLOPS_SOURCE})
     lines = [
         f"{args.gpus} x {card.name}, ZeRO-{args.zero_stage}, {args.micro_batch} x {args.seq_len:,} tokens per GPU per step "
         f"(recompute {args.recompute}{', optimizer offload' if args.offload_optimizer else ''}):",
-        f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f} GFLOP (6 x matmul params + attention, torchtitan's count)",
+        f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f} GFLOP (6 x matmul params + attention, torchtitan's count)"
+        if lora is None else
+        f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f}-{step.flops_per_token_high / 1e9:,.1f} GFLOP "
+        f"(LoRA rank {lora['rank']}, base {lora['base_dtype']}: frozen weights without weight gradients)",
         f"  compute           {_span(data['compute_s'])} s at {card.bf16_dense_tflops:g} TFLOPS bf16 dense x MFU "
         f"{MFU[0]:.0%}-{MFU[1]:.0%}",
         f"  communication     {_span(data['communication_s'])} s over {card.peer.key} "
@@ -174,7 +202,7 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
         run = run_seconds(args.tokens, step)
         data["tokens"] = args.tokens
         data["run_s"] = run.as_list()
-        lines.append(f"run of {args.tokens:,} tokens: {_duration(run.low)} to {_duration(run.high)}")
+        lines.append(f"run of {args.tokens:,} tokens: {_duration(run.low)} to {_duration(run.high, True)}")
         price, source = args.price_eur_per_hour, "reader"
         if price is None:
             guide = [m for m in machines.values() if m.gpu == args.gpu and m.count == args.gpus]
@@ -191,6 +219,9 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
                          f"{data['cost_eur'][0]}-{data['cost_eur'][1]} EUR")
     elif args.price_eur_per_hour is not None:
         raise ValueError("time: --price-eur-per-hour needs --tokens (the run's length)")
+    if lora is not None:
+        lines.append(f"source of the LoRA FLOPs range: {LORA_FLOPS_SOURCE}"
+                     + ("; QLoRA's dequantisation is not counted" if lora["base_dtype"] == "nf4" else ""))
     lines.append(f"source of the MFU range: {MFU_SOURCE}")
     emit(args, data, lines)
 
@@ -208,8 +239,11 @@ def add_time_command(sub, whole: Callable, emit: Callable) -> argparse.ArgumentP
                    help="rank the guide's priced machines (and --gpus x --gpu) by the run's cost, or time without prices")
     t.add_argument("--price", type=_machine_price, action="append", metavar="MACHINE=EUR",
                    help="with --rank: a machine's price per hour (4x-rtx-4090=2.36), repeatable")
-    t.add_argument("--task", choices=("train", "serve"), default="train",
-                   help="train (default) or serve: the decoding bound, --gpus = tensor parallel")
+    t.add_argument("--task", choices=("train", "lora", "serve"), default="train",
+                   help="train (default), lora (LoRA/QLoRA) or serve: the decoding bound, --gpus = tensor parallel")
+    t.add_argument("--lora-rank", type=whole("lora_rank", 1, 2**16), help="lora: the adapters' rank (16)")
+    t.add_argument("--targets", help="lora: all-linear (default) or comma-separated nn.Linear names")
+    t.add_argument("--base-dtype", choices=BASE_DTYPES, help="lora: the frozen base (bf16; nf4 = QLoRA)")
     t.add_argument("--zero-stage", type=whole("zero_stage", 0, 3),
                    help="0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3 / FSDP2 full shard")
     t.add_argument("--seq-len", type=whole("seq_len", 1, MAX_SEQ_LEN), default=2048, help="tokens per sequence (2048)")

@@ -36,6 +36,23 @@ Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inpu
   Adam step is not counted: the offload time is what the link alone costs.
 - **Overlap**: the step is at least the longest of compute, communication and offload
   (perfect overlap) and at most their sum (none).
+- **LoRA and QLoRA** (``lora_flops_per_token``, ``lora_step``): the frozen weights get no
+  gradient. A weight's backward costs twice its forward, half for the input's gradient and
+  half for the weight's (Narayanan et al. 2021, arXiv:2104.04473, appendix: "the backward
+  pass requires double the number of FLOPs since we need to calculate the gradients with
+  respect to both input and weight tensors"), so a frozen weight costs 4 FLOPs per parameter
+  and token instead of 6: the low end, ``LORA_FLOPS_PER_FROZEN_PARAM[0]``. The high end is the
+  one measurement published: Hu et al. 2021 (LoRA, arXiv:2106.09685, section 4.2, "Practical
+  benefits") saw training 25 % faster than full fine-tuning on GPT-3 175B, 6 / 1.25 = 4.8
+  FLOPs' worth per frozen parameter (an oracle for that model only: elsewhere the range says
+  no more than that). Adapters are trained (6 per parameter) and attention's 12 stays (it has
+  no weights: its backward is the inputs' gradients). Full recomputation adds one forward
+  (2 per parameter, 4 of attention's 12), Narayanan et al.'s count. QLoRA's dequantisation
+  of the 4-bit weights is not counted: for ``base_dtype`` nf4 the time is a lower estimate.
+  Communication: the adapters' gradients as in full training, plus at ZeRO-3 the two
+  all-gathers of the frozen base (its bytes as stored: bf16, or the 4-bit data and bf16 rest;
+  QLoRA's quantisation constants, about 0.127 bit per weight, stay on every GPU but are counted
+  as gathered: a slight over-estimate of the traffic).
 - **Serving** (``decode_bound``): a decoding step reads every weight a token goes through and
   the KV cache of every sequence once from memory, so tokens/s <= memory bandwidth / bytes
   read (the roofline limit, Williams et al. 2009): an upper bound, never a forecast.
@@ -45,12 +62,15 @@ Units in names: ``_s`` seconds, ``_tflops`` 10^12 FLOP/s, ``_gb_per_s`` 10^9 byt
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from collections.abc import Iterable
 from fractions import Fraction
 
 from .catalogue import Bandwidth, Card
-from .communication import bytes_per_gpu_per_step
+from .communication import allgather_bytes_per_gpu, bytes_per_gpu_per_step
+from .lora import ALL_LINEAR, lora_adapter_params, lora_memory_per_gpu
 from .models import SLIDING, ModelConfig, as_model_config, count_params
 from .serving import serving_memory_per_gpu
 from .sharding import check_world_size, check_zero_stage
@@ -63,6 +83,10 @@ MFU_SOURCE = ("torchtitan benchmarks/llama3_h100_202412_torchtitan.md: Llama 3.1
 # Measured points the MFU range comes from: (tokens/s per GPU, sequence length, peak TFLOPS
 # torchtitan divided by). Tests reproduce the range from them.
 TORCHTITAN_H100 = {"fsdp": 5_762, "fsdp_compile": 6_667, "seq_len": 8_192, "peak_tflops": 989}
+LORA_FLOPS_PER_FROZEN_PARAM = (Fraction(4), Fraction(6) / Fraction(5, 4))  # [Narayanan 2021, Hu 2021's 1.25x]
+LORA_FLOPS_SOURCE = ("4 FLOPs per frozen parameter and token (no weight gradients: Narayanan et al. 2021, "
+                     "arXiv:2104.04473, appendix) to 4.8 (Hu et al. 2021, arXiv:2106.09685, section 4.2: "
+                     "LoRA trained 25 % faster than full fine-tuning on GPT-3 175B)")
 RECOMPUTE_FACTOR = {"none": Fraction(1), "selective": Fraction(1), "full": Fraction(4, 3)}
 BOUNDS = ("compute", "communication", "offload")
 GB = 10**9
@@ -107,6 +131,7 @@ class StepTime:
     offload: Span
     step: Span
     bound: str
+    flops_per_token_high: int | None = None  # LoRA: the range's high end (``flops_per_token`` the low)
 
     @property
     def tokens_per_second(self) -> Span:
@@ -119,14 +144,36 @@ def flops_per_token(config: ModelConfig, seq_len: int) -> int:
     """Training FLOPs per token (forward and backward), torchtitan's convention (module
     docstring): 6 x matmul parameters + 12 x sum over layers of heads x head_dim x span,
     span = seq_len (a sliding layer: min(seq_len, window)). Raises ValueError for seq_len < 1."""
+    matmul_params, attention = _matmul_and_attention(config, seq_len)
+    return 6 * matmul_params + 12 * attention
+
+
+@functools.lru_cache(maxsize=1024)  # a pure function of a frozen config, asked once per card by the finder
+def _matmul_and_attention(config: ModelConfig, seq_len: int) -> tuple[int, int]:
+    """(parameters a token multiplies, sum over layers of heads x head_dim x span): the two
+    terms of ``flops_per_token`` before their factors."""
     config = as_model_config(config)
     check_int(seq_len, "seq_len", 1)
     lookup_params = 0 if config.tie_word_embeddings else config.vocab_size * config.hidden_size
     matmul_params = count_params(config).active - lookup_params
     window = config.sliding_window
     spans = (min(seq_len, window) if kind == SLIDING and window else seq_len for kind in config.layer_types)
-    attention = 12 * config.num_attention_heads * config.head_dim * sum(spans)
-    return 6 * matmul_params + attention
+    return matmul_params, config.num_attention_heads * config.head_dim * sum(spans)
+
+
+def lora_flops_per_token(config: ModelConfig, seq_len: int, adapter_params: int, recompute: str = "none") -> tuple[int, int]:
+    """LoRA/QLoRA FLOPs per token, [low, high] (module docstring): frozen matmul parameters x
+    ``LORA_FLOPS_PER_FROZEN_PARAM`` (4 to 4.8, rounded up) + 6 x ``adapter_params`` + 12 x
+    attention; full recomputation adds one forward (2 x all parameters + 4 x attention).
+    Raises ValueError for seq_len < 1, adapter_params < 0 or an unknown recompute."""
+    lookup(RECOMPUTE_FACTOR, recompute, "recompute")
+    check_int(adapter_params, "adapter_params", 0)
+    matmul_params, attention = _matmul_and_attention(config, seq_len)
+    rest = 6 * adapter_params + 12 * attention
+    if recompute == "full":
+        rest += 2 * (matmul_params + adapter_params) + 4 * attention
+    low, high = (math.ceil(factor * matmul_params) + rest for factor in LORA_FLOPS_PER_FROZEN_PARAM)
+    return low, high
 
 
 def compute_seconds(flops: int | float, bf16_dense_tflops: float, recompute: str = "none") -> Span:
@@ -185,11 +232,58 @@ def training_step(
     params = count_params(config).total  # every expert's weights and gradients travel
     communication = communication_seconds(params, world_size, zero_stage, card.peer)
     offload = offload_seconds(params, world_size, card.host) if offload_optimizer else ZERO
+    return _step(world_size, tokens, per_token, compute, communication, offload)
+
+
+def _step(world_size: int, tokens: int, per_token: int, compute: Span, communication: Span, offload: Span,
+          per_token_high: int | None = None) -> StepTime:
     parts = {"compute": compute, "communication": communication, "offload": offload}
     # fsum: correctly rounded, so every Python gives the same bits (3.12's sum() compensates, 3.11's does not)
     step = Span(max(p.low for p in parts.values()), math.fsum(p.high for p in parts.values()))
     bound = max(BOUNDS, key=lambda name: parts[name].middle)
-    return StepTime(world_size, tokens, per_token, compute, communication, offload, step, bound)
+    return StepTime(world_size, tokens, per_token, compute, communication, offload, step, bound, per_token_high)
+
+
+@functools.lru_cache(maxsize=256)
+def _lora_sizes(config: ModelConfig, rank: int, target_modules: str | tuple[str, ...], base_dtype: str) -> tuple[int, int]:
+    """(trainable adapter parameters, bytes of the whole frozen base as stored)."""
+    adapters = lora_adapter_params(config, rank, target_modules)
+    return adapters, lora_memory_per_gpu(config, rank, 1, 0, target_modules, base_dtype).base_weights_bytes
+
+
+def lora_step(
+    config: ModelConfig,
+    card: Card,
+    world_size: int,
+    zero_stage: int,
+    seq_len: int = 2048,
+    micro_batch: int = 1,
+    recompute: str = "none",
+    rank: int = 16,
+    target_modules: str | Iterable[str] = ALL_LINEAR,
+    base_dtype: str = "bf16",
+) -> StepTime:
+    """Time of one LoRA (``base_dtype`` nf4: QLoRA) step of ``micro_batch`` x ``seq_len`` tokens
+    per GPU on ``world_size`` cards under ZeRO ``zero_stage`` (module docstring: FLOPs from
+    ``lora_flops_per_token``, the adapters' gradients exchanged as in full training, and at
+    stage 3 the frozen base all-gathered twice). Memory is not checked here
+    (``vram.lora_memory_per_gpu``). Returns ``StepTime``, seconds, with
+    ``flops_per_token_high``. Raises ValueError for a bad config, rank, target or argument."""
+    config = as_model_config(config)
+    check_int(micro_batch, "micro_batch", 1)
+    check_world_size(world_size)
+    check_zero_stage(zero_stage)
+    targets = target_modules if isinstance(target_modules, str) else tuple(target_modules)
+    adapters, base = _lora_sizes(config, rank, targets, base_dtype)
+    low, high = lora_flops_per_token(config, seq_len, adapters, recompute)
+    tokens = micro_batch * seq_len
+    fast, slow = compute_seconds(low * tokens, card.bf16_dense_tflops), compute_seconds(high * tokens, card.bf16_dense_tflops)
+    communication = communication_seconds(adapters, world_size, zero_stage, card.peer)
+    if zero_stage == 3 and world_size > 1:
+        gathers = 2 * allgather_bytes_per_gpu(base, world_size)  # in forward and again in backward
+        communication = Span(communication.low + gathers / (card.peer.high_gb_per_s * GB),
+                             communication.high + gathers / (card.peer.low_gb_per_s * GB))
+    return _step(world_size, tokens, low, Span(fast.low, slow.high), communication, ZERO, high)
 
 
 def run_seconds(tokens: int, step: StepTime) -> Span:
@@ -198,6 +292,31 @@ def run_seconds(tokens: int, step: StepTime) -> Span:
     check_int(tokens, "tokens", 1)
     rate = step.tokens_per_second
     return Span(tokens / rate.high, tokens / rate.low)
+
+
+DURATION_UNITS_S = {"days": 86_400, "h": 3_600, "min": 60, "s": 1}
+
+
+def shown_duration(seconds: float, up: bool) -> list[list]:
+    """How a run's length is written: ``[[unit, number], ...]`` (units of ``DURATION_UNITS_S``),
+    rounded down (``up`` False: a range's low end) or up, so a range never claims more than the
+    model. Under a minute whole seconds; under an hour whole minutes; under two days hours to
+    a tenth; from two days on whole days and whole hours (``[["days", 3], ["h", 5]]``, no
+    hours when none). Exact arithmetic (``Fraction``), so every Python gives the same numbers.
+    Raises ValueError for a negative or non-finite ``seconds``."""
+    if not 0 <= seconds < math.inf:
+        raise ValueError(f"seconds must be finite and >= 0, got {seconds!r}")
+    exact = Fraction(seconds)
+    whole = math.ceil if up else math.floor
+    units = DURATION_UNITS_S
+    if seconds >= 2 * units["days"]:
+        days, hours = divmod(whole(exact / units["h"]), 24)
+        return [["days", days]] + ([["h", hours]] if hours else [])
+    if seconds >= units["h"]:
+        return [["h", whole(exact / units["h"] * 10) / 10]]
+    if seconds >= units["min"]:
+        return [["min", whole(exact / units["min"])]]
+    return [["s", whole(exact)]]
 
 
 def speedup(one: StepTime, many: StepTime) -> Span:
@@ -214,6 +333,17 @@ def speedup(one: StepTime, many: StepTime) -> Span:
     low = n * c.low / (c.low + m.high + o.high)
     high = n * c.high / max(c.high, m.low, o.low)
     return Span(low, high)
+
+
+@functools.lru_cache(maxsize=1024)  # the same for every card: asked once per card by the finder
+def _decode_bytes_per_step(config: ModelConfig, context_length: int, batch: int, tensor_parallel: int,
+                           weight_dtype: str, kv_dtype: str) -> int:
+    """Bytes each GPU reads per decoding step (``decode_bound``)."""
+    memory = serving_memory_per_gpu(config, weight_dtype, context_length, batch, kv_dtype, tensor_parallel)
+    counts = count_params(config)
+    lookup_params = 0 if config.tie_word_embeddings else config.vocab_size * config.hidden_size
+    read_share = Fraction(counts.active - lookup_params, counts.total)
+    return math.ceil(memory.weights_bytes * read_share) + memory.kv_cache_bytes
 
 
 @dataclass(frozen=True)
@@ -247,11 +377,6 @@ def decode_bound(
     config = as_model_config(config)
     if not 0 < memory_bandwidth_gb_per_s < math.inf:
         raise ValueError(f"memory_bandwidth_gb_per_s must be positive, got {memory_bandwidth_gb_per_s!r}")
-    memory = serving_memory_per_gpu(config, weight_dtype, context_length, batch, kv_dtype, tensor_parallel)
-    counts = count_params(config)
-    lookup_params = 0 if config.tie_word_embeddings else config.vocab_size * config.hidden_size
-    read_share = Fraction(counts.active - lookup_params, counts.total)
-    weights_read = math.ceil(memory.weights_bytes * read_share)
-    step_bytes = weights_read + memory.kv_cache_bytes
+    step_bytes = _decode_bytes_per_step(config, context_length, batch, tensor_parallel, weight_dtype, kv_dtype)
     steps_per_s = memory_bandwidth_gb_per_s * GB / step_bytes
     return DecodeBound(batch, step_bytes, steps_per_s, steps_per_s * batch)

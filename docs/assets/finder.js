@@ -35,7 +35,12 @@
   var CHOICE = ["model", "task", "cards", "method", "context"];
   // The task names the optimizer (training) or the weights' format (serving); these are the rest.
   var JOB_INPUTS = ["offload", "seq_len", "micro_batch", "recompute", "attention", "rank", "targets",
-    "kv_dtype", "concurrent", "gpu_memory_utilization", "tokens", "price", "price_gpu"];
+    "kv_dtype", "concurrent", "gpu_memory_utilization", "tokens"];
+  // The reader's price per hour of the machine of each card (price_KEY, hooks/finder.py's _prices_field).
+  var PRICES = Array.prototype.map.call(form.querySelectorAll('input[id^="finder-price_"]'), function (input) {
+    return input.name;
+  });
+  JOB_INPUTS = JOB_INPUTS.concat(PRICES);
   var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent", "tokens"];
   var controls = {};
   CHOICE.concat(JOB_INPUTS).forEach(function (name) { controls[name] = document.getElementById("finder-" + name); });
@@ -126,14 +131,16 @@
 
     // The reference job of the chosen task: finder.yaml's settings, as hooks/finder/compute.py's job().
     function defaults() {
-      return {
+      var reference = {
         offload: "none",
         seq_len: String(data.activations.seq_length), micro_batch: String(data.activations.micro_batch),
         recompute: "none", attention: "", rank: String(data.lora.rank), targets: "all-linear",
         kv_dtype: data.serving.kv_dtype,
         concurrent: String(data.serving.concurrent), gpu_memory_utilization: String(data.serving.gpu_memory_utilization),
-        tokens: String(data.run_tokens), price: "", price_gpu: data.gpus[0].key
+        tokens: String(data.run_tokens)
       };
+      PRICES.forEach(function (name) { reference[name] = ""; });
+      return reference;
     }
 
     function relevant(name) {
@@ -209,7 +216,9 @@
       var node = element("table", null, { id: "finder-table" });
       node.appendChild(element("caption", choiceText(serving)));
       var head = element("tr");
-      ["col_card", "col_memory", "col_margin", "col_price"].concat(found.run ? ["col_run"] : []).forEach(function (key) {
+      var decoding = found.fits.some(function (fit) { return fit.decode; });
+      ["col_card", "col_memory", "col_margin", "col_price"].concat(found.run ? ["col_run"] : [])
+        .concat(decoding ? ["col_decode"] : []).forEach(function (key) {
         head.appendChild(element("th", labels[key], { scope: "col" }));
       });
       node.appendChild(element("thead")).appendChild(head);
@@ -234,6 +243,7 @@
           : labels.no_price;
         row.appendChild(element("td", price));
         if (fit.time) row.appendChild(element("td", runText(fit.time)));
+        if (decoding) row.appendChild(element("td", fit.decode ? decodeText(fit.decode) : ""));
       });
       return node;
     }
@@ -243,15 +253,43 @@
       return low === high ? low : fill(labels.span, { low: low, high: high });
     }
 
+    // A number and its unit, joined by typography.yaml's space before a unit (labels.unit_space).
+    function withUnit(number, unit) {
+      return number + labels.unit_space + labels["unit_" + unit];
+    }
+
+    // One end of a run as vram.timing.shown_duration rounded it (hooks/locale_format.py's format_duration_parts).
+    function durationText(parts) {
+      var shown = parts.map(function (part) { return withUnit(formats.gb.format(part[1]), part[0]); });
+      return shown.length === 1 ? shown[0] : fill(labels.days_hours, { days: shown[0], hours: shown[1] });
+    }
+
+    // A run's [low, high] (hooks/locale_format.py's format_duration_range).
+    function durationSpan(low, high) {
+      if (low.length === 1 && high.length === 1 && low[0][0] === high[0][0]) {
+        return withUnit(span(formats.gb.format(low[0][1]), formats.gb.format(high[0][1])), low[0][0]);
+      }
+      var lowText = durationText(low), highText = durationText(high);
+      return lowText === highText ? lowText : fill(labels.range_words, { low: lowText, high: highText });
+    }
+
+    // A card's decoding bound (answer_job's decode, hooks/finder.py's decode_text).
+    function decodeText(decode) {
+      var perSequence = withUnit(formats.whole.format(decode.tokens_per_s_per_sequence_at_most), "tokens_per_s");
+      var total = withUnit(formats.whole.format(decode.tokens_per_s_at_most), "tokens_per_s");
+      if (perSequence === total) return fill(labels.decode_one, { per_sequence: perSequence });
+      return fill(labels.decode_cell, { per_sequence: perSequence, total: total });
+    }
+
     function runText(time) {
       var cost = time.cost_eur === null ? "" : fill(labels.run_cost, {
         cost: span(formats.eur.format(Number(time.cost_eur[0])), formats.eur.format(Number(time.cost_eur[1]))),
         price: formats.eur.format(Number(time.price_eur_per_hour))
       });
       return fill(labels.run_cell, {
-        step: span(formats.decimal.format(time.step_s[0]), formats.decimal.format(time.step_s[1])),
+        step: withUnit(span(formats.decimal.format(time.step_s[0]), formats.decimal.format(time.step_s[1])), "s"),
         bound: labels["bound_" + time.bound],
-        run: span(formats.gb.format(time.run_s[0] / 3600), formats.gb.format(time.run_s[1] / 3600)),
+        run: durationSpan(time.run_shown[0], time.run_shown[1]),
         cost: cost
       });
     }
@@ -332,6 +370,16 @@
         }).join(labels.part_separator)
       });
       out.note.textContent = noteText(found, serving, context, job);
+      offerPrices(fits);
+    }
+
+    // A price field for each machine that fits (the others are kept, hidden, with what was typed).
+    function offerPrices(fits) {
+      var fitting = fits.map(function (fit) { return "price_" + fit.gpu; });
+      PRICES.forEach(function (name) {
+        controls[name].closest(".finder-price").hidden = fitting.indexOf(name) < 0;
+      });
+      form.querySelector(".finder-prices").hidden = fitting.length === 0;
     }
 
     function showError(error) {
@@ -339,12 +387,17 @@
       var template = labels["error_" + error.code] || labels.error_choice;
       var line = fill(template, {
         field: fieldName(error.field === "config" && controls.model.value !== CUSTOM ? "model"
-          : error.field === "prices" ? "price" : error.field),
+          : error.field === "prices" ? "price_" + limits.key : error.field),
         minimum: typeof limits.minimum === "number" ? formats.decimal.format(limits.minimum) : "",
         maximum: typeof limits.maximum === "number" ? formats.decimal.format(limits.maximum) : "",
         key: limits.key || ""
       });
       if (error.code === "not_offered" && labels["refused_" + error.field]) line += " " + labels["refused_" + error.field];
+      var price = error.field === "prices" ? controls["price_" + limits.key] : null;
+      if (price) {  // the field named is shown, even for a machine that does not fit, so it can be mended
+        price.closest(".finder-price").hidden = false;
+        form.querySelector(".finder-prices").hidden = false;
+      }
       errorLine.textContent = line;
       errorLine.hidden = false;
       out.results.hidden = true;
@@ -385,17 +438,16 @@
         found.zero_stage = method.zero_stage;
         names = ["seq_len", "micro_batch", "recompute", "attention"];
         names = names.concat(current === "training" ? ["offload"] : ["rank", "targets"]);
-        if (current === "training") {
-          found.optimizer = task.optimizer;
-          found.tokens = value("tokens");
-          // the guide's price of each machine of this many cards, and the reader's for one card
-          found.prices = {};
-          data.gpus.forEach(function (g) {
-            var machine = data.machines[g.key + "@" + found.cards];
-            if (machine) found.prices[g.key] = String(machine.price_eur_per_hour_from);
-          });
-          if (value("price") !== "") found.prices[value("price_gpu")] = value("price");
-        }
+        if (current === "training") found.optimizer = task.optimizer;
+        found.tokens = value("tokens");
+        // the guide's price of each machine of this many cards, or the reader's for it
+        found.prices = {};
+        data.gpus.forEach(function (g) {
+          var machine = data.machines[g.key + "@" + found.cards];
+          var typed = value("price_" + g.key);
+          if (typed !== "") found.prices[g.key] = typed;
+          else if (machine) found.prices[g.key] = String(machine.price_eur_per_hour_from);
+        });
         if (current === "lora") found.base_dtype = task.base_dtype;
       }
       names.forEach(function (name) { found[name] = value(name); });

@@ -213,6 +213,8 @@ class NeedsFile(Data):
 class UnitsFile(Data):
     labels: Annotated[dict[Key, Text()], Field(min_length=1)]
     range: Text("low", "high")
+    range_words: Text("low", "high")  # a range whose ends carry their own units
+    days_hours: Text("days", "hours")
 
 
 # ---------------------------------------------------------------- snippets/data/timing.yaml
@@ -278,7 +280,9 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "col_run": (), "run_cell": ("step", "bound", "run", "cost"), "run_cost": ("cost", "price"), "span": ("low", "high"),
     "bound_compute": (), "bound_communication": (), "bound_offload": (),
     "ranked_cost": ("tokens", "order"), "ranked_time": ("tokens", "order"),
-    "tokens": (), "price": (), "price_gpu": (), "error_price": ("field",),
+    "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field",),
+    "col_decode": (),
+    "decode_cell": ("per_sequence", "total"), "decode_one": ("per_sequence",),
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
 NOTEBOOK_LABEL_FIELDS: dict[str, tuple[str, ...]] = {

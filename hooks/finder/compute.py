@@ -160,11 +160,11 @@ def job(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option:
                  seq_len=settings["activations"]["seq_length"], micro_batch=settings["activations"]["micro_batch"],
                  recompute="none")
     if task["kind"] == "training":
-        found.update(optimizer=task["optimizer"], optimizer_impl=settings["optimizer_impl"],
-                     prices={m["gpu"]: str(m["price_eur_per_hour_from"]) for m in catalogue.machines.values()
-                             if m["count"] == cards})
+        found.update(optimizer=task["optimizer"], optimizer_impl=settings["optimizer_impl"])
     else:
         found.update(rank=settings["lora"]["rank"], base_dtype=task["base_dtype"])
+    found["prices"] = {m["gpu"]: str(m["price_eur_per_hour_from"]) for m in catalogue.machines.values()
+                       if m["count"] == cards}  # the guide's, for the run's cost (training and LoRA)
     return found
 
 
@@ -190,6 +190,9 @@ def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
         return usable_bytes(gpu["memory_mib"], catalogue.reserve_mib)
 
 
+TIME_SHOWN = ("step_s", "bound", "run_shown", "price_eur_per_hour", "cost_eur")
+
+
 def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict[str, Any]:
     """An answer as the page shows it: per card and parts in GB, each fitting card with its
     margin, whether it is tight (training and LoRA: only with full recomputation;
@@ -198,8 +201,11 @@ def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict
     machines = {(m["gpu"], m["count"]): (k, m["price_eur_per_hour_from"]) for k, m in catalogue.machines.items()}
     fits = []
     for fit in found["fits"]:
-        shown = {key: fit[key] for key in ("gpu", "margin_gb", "free_fraction", "tight", "recompute", "max_concurrent", "time")
+        shown = {key: fit[key] for key in ("gpu", "margin_gb", "free_fraction", "tight", "recompute", "max_concurrent", "time",
+                                           "decode")
                  if key in fit}
+        if "time" in shown:  # what run_text shows (finder.json stays small: 11 cards x every choice)
+            shown["time"] = {key: fit["time"][key] for key in TIME_SHOWN}
         if (fit["gpu"], cards) in machines:
             shown["machine"], shown["price_eur_per_hour_from"] = machines[(fit["gpu"], cards)]
         fits.append(shown)

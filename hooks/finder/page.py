@@ -2,7 +2,9 @@
 finder's numbers in the prose, rendered from ``hooks/finder/compute.py``'s answers.
 
 Two placeholders render the page's parts: ``{{ finder_form assets=../assets }}`` (the
-labelled controls, every input that decides a fit, hidden until the script runs) and
+labelled controls, every input that decides a fit, and for training and LoRA the run: tokens
+to train and the reader's price per hour of each card's machine, ``price_KEY``; hidden until
+the script runs) and
 ``{{ finder_table }}`` (the static result of the default choice, or of ``model= task= cards=
 method= context=``: what a reader without JavaScript sees). Two more give the prose the
 finder's own numbers: ``{{ finder_setting name= }}`` and ``{{ finder_activations model=
@@ -22,11 +24,12 @@ from vram.fit import mib_to_bytes
 from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
 from vram.units import bytes_to_gb, bytes_to_gib
 
-from hooks.data.load import text
+from hooks.data.load import load_yaml, text
 from hooks.errors import RenderError
-from hooks.render.locale_format import format_eur, format_number, format_quantity, unit_label
+from hooks.render.locale_format import format_duration_range, format_eur, format_number, format_quantity, unit_label
 from hooks.render.placeholders import Args
 from hooks.render.script_json import script_json
+from hooks.render.typography import unit_space
 
 from hooks.finder.compute import (
     CUSTOM_MODEL, FINDER_YAML, MODELS_YAML, Catalogue, activation_reference, load_catalogue, options, result)
@@ -43,6 +46,11 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     labels.update({f"part_{key}": text(value, lang, f"{FINDER_YAML}: parts.{key}") for key, value in catalogue.parts.items()})
     labels["unit_gb"] = unit_label("gb", lang)
     labels["unit_gib"] = unit_label("gib", lang)
+    labels.update({f"unit_{unit}": unit_label(unit, lang) for unit in ("s", "min", "h", "days", "tokens_per_s")})
+    labels["unit_space"] = unit_space(lang)  # typography.yaml's space before a unit
+    units = load_yaml("units")
+    labels["range_words"] = text(units["range_words"], lang, "snippets/data/units.yaml: range_words")
+    labels["days_hours"] = text(units["days_hours"], lang, "snippets/data/units.yaml: days_hours")
     return labels
 
 
@@ -86,6 +94,17 @@ def _config_field(catalogue: Catalogue, lang: str) -> str:
             f'<input type="file" id="finder-config-file" accept=".json,application/json">')
 
 
+def _prices_field(catalogue: Catalogue, lang: str) -> str:
+    """The reader's price per hour of the machine of each card (``price_KEY``, empty: the
+    guide's price where it gives one), kept in the link; the run is ranked by its cost when
+    every fitting machine has one."""
+    inputs = "\n".join(f'<div class="finder-price">'
+                       f'{_text(f"price_{key}", _label(catalogue, "price_card", lang, gpu=g["name"]), "", numeric=False, mode="decimal")}'
+                       f'</div>' for key, g in catalogue.gpus)
+    return (f'<fieldset class="finder-prices"><legend>{html.escape(_label(catalogue, "prices", lang))}</legend>\n'
+            f'{inputs}</fieldset>')
+
+
 def finder_form(raw: dict[str, str], lang: str) -> str:
     """``{{ finder_form assets=../assets }}``: the controls, the labels and the script.
 
@@ -126,9 +145,8 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         ("serving", _text("concurrent", label("concurrent"), settings["serving"]["concurrent"])),
         ("serving", _text("gpu_memory_utilization", label("gpu_memory_utilization"),
                           settings["serving"]["gpu_memory_utilization"], numeric=False, mode="decimal")),
-        ("training", _text("tokens", label("tokens"), JOB_FIELDS["tokens"])),
-        ("training", _text("price", label("price"), "", numeric=False, mode="decimal")),
-        ("training", _select("price_gpu", label("price_gpu"), [(k, g["name"]) for k, g in catalogue.gpus], catalogue.gpus[0][0])),
+        ("training lora", _text("tokens", label("tokens"), JOB_FIELDS["tokens"])),
+        ("training lora", _prices_field(catalogue, lang)),
     ]
     fields += [field for _, field in more]
     kinds += [kind for kind, _ in more]
@@ -227,11 +245,33 @@ def _span(catalogue: Catalogue, lang: str, low: str, high: str) -> str:
     return low if low == high else _label(catalogue, "span", lang, low=low, high=high)
 
 
+def _with_unit(number: str, unit: str, lang: str) -> str:
+    """``number`` and the label of ``unit`` (units.yaml) joined by the typography rule set's
+    space before a unit (typography.yaml: a no-break space)."""
+    return f"{number}{unit_space(lang)}{unit_label(unit, lang)}"
+
+
+def duration_span(catalogue: Catalogue, lang: str, low: list[list], high: list[list]) -> str:
+    """A run's [low, high] (``answer_job``'s ``run_shown``), as the guide writes durations
+    (``locale_format.format_duration_range``) with the rule set's space before a unit."""
+    return format_duration_range(low, high, lang, unit_space(lang))
+
+
+def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
+    """A fitting card's decoding bound (``answer_job``'s ``decode``): tokens/s at most, per
+    sequence and in all (one figure when they are the same: one sequence)."""
+    per_sequence, total = (_with_unit(format_number(decode[key], lang, 0), "tokens_per_s", lang)
+                           for key in ("tokens_per_s_per_sequence_at_most", "tokens_per_s_at_most"))
+    if per_sequence == total:
+        return _label(catalogue, "decode_one", lang, per_sequence=per_sequence)
+    return _label(catalogue, "decode_cell", lang, per_sequence=per_sequence, total=total)
+
+
 def run_text(catalogue: Catalogue, lang: str, time: dict[str, Any]) -> str:
     """A fitting card's run (``answer_job``'s ``time``): seconds per step and what bounds it,
-    hours for the whole run and, with a price, its cost; ranges as [low, high]."""
-    step = _span(catalogue, lang, *(format_number(s, lang, 2) for s in time["step_s"]))
-    run = _span(catalogue, lang, *(format_number(s / 3600, lang, 1) for s in time["run_s"]))
+    the whole run (``duration_span``) and, with a price, its cost; ranges as [low, high]."""
+    step = _with_unit(_span(catalogue, lang, *(format_number(s, lang, 2) for s in time["step_s"])), "s", lang)
+    run = duration_span(catalogue, lang, *time["run_shown"])
     cost = ""
     if time["cost_eur"] is not None:
         cost = _label(catalogue, "run_cost", lang, cost=_span(catalogue, lang, *(format_eur(float(c), lang) for c in time["cost_eur"])),
@@ -253,6 +293,8 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
     fits = found["fits"]
     summary = summary_text(catalogue, lang, found, catalogue.tasks[task]["kind"] == "serving")
     columns = ("col_card", "col_memory", "col_margin", "col_price") + (("col_run",) if "run" in found else ())
+    decoding = any("decode" in fit for fit in fits)
+    columns += ("col_decode",) if decoding else ()
     head = "\n".join(f'<th scope="col">{esc(_label(catalogue, c, lang))}</th>' for c in columns)
     rows = []
     for fit in fits:
@@ -270,6 +312,8 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
                  if "machine" in fit else _label(catalogue, "no_price", lang))
         memory = _gb(bytes_to_gb(mib_to_bytes(dict(catalogue.gpus)[fit["gpu"]]["memory_mib"])), catalogue, lang)
         run = f'\n<td>{esc(run_text(catalogue, lang, fit["time"]))}</td>' if "time" in fit else ""
+        if decoding:
+            run += f'\n<td>{esc(decode_text(catalogue, lang, fit["decode"]) if "decode" in fit else "")}</td>'
         rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>\n<td>{esc(memory)}</td>\n<td>{margin}</td>\n<td>{esc(price)}</td>{run}</tr>')
     parts = _label(catalogue, "part_separator", lang).join(_label(catalogue, "part_size", lang, part=text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}"),
                              size=_gb(v, catalogue, lang)) for k, v in found["parts"])

@@ -43,6 +43,31 @@ def format_range(low: float, high: float, unit: str, lang: str, decimals: int = 
     return f"{span}{NBSP}{unit_label(unit, lang)}"
 
 
+def format_duration_parts(parts: list[list], lang: str, space: str = NBSP) -> str:
+    """One duration as ``vram.timing.shown_duration`` rounds it (``[[unit, number], ...]``):
+    ``4,3 h``, ``45 min``, ``3 giorni e 5 h`` / ``3 jours et 5 h`` (units.yaml's ``days_hours``),
+    each number and unit joined by ``space``."""
+    shown = [f"{format_number(value, lang, 1)}{space}{unit_label(unit, lang)}" for unit, value in parts]
+    if len(shown) == 1:
+        return shown[0]
+    return load_model("units").days_hours[lang].format(days=shown[0], hours=shown[1])
+
+
+def format_duration_range(low: list[list], high: list[list], lang: str, space: str = NBSP) -> str:
+    """A duration's [low, high] as ``shown_duration`` rounds each end: one unit after the range
+    when both ends are one number of the same unit (``4,3–6,2 h``), else each end whole
+    (units.yaml's ``range_words``: ``da 6 giorni a 8 giorni e 10 h``); one end when both read alike."""
+    units = load_model("units")  # every text in every language: hooks.data.schemas.UnitsFile
+    if len(low) == len(high) == 1 and low[0][0] == high[0][0]:
+        numbers = format_number(low[0][1], lang, 1), format_number(high[0][1], lang, 1)
+        span = numbers[0] if numbers[0] == numbers[1] else units.range[lang].format(low=numbers[0], high=numbers[1])
+        return f"{span}{space}{unit_label(low[0][0], lang)}"
+    low_text, high_text = format_duration_parts(low, lang, space), format_duration_parts(high, lang, space)
+    if low_text == high_text:
+        return low_text
+    return units.range_words[lang].format(low=low_text, high=high_text)
+
+
 def format_eur(amount: float, lang: str) -> str:
     """A price in euros, ``2,36 €`` in both locales."""
     return format_currency(amount, "EUR", locale=lang)

@@ -11,6 +11,7 @@ gpus.yaml), ``gpus=``, ``zero_stage=``, and optionally ``seq_len=`` (2048), ``mi
 - ``{{ run_bound JOB }}`` -> the part that bounds the step, in words (timing.yaml)
 - ``{{ speedup JOB }}`` -> ``1,7–2``: ``gpus`` cards against one, same micro-batch
 - ``{{ comm_time params=8e9 world_size=4 zero_stage=3 link=nvlink-h100 }}`` -> seconds per step
+- ``{{ lora_flops }}`` -> ``4–4,8`` FLOPs per frozen parameter of a LoRA step (``part=speedup``: ``25%``)
 - ``{{ mfu }}`` -> ``33–39 %``; ``{{ per_minute machine=8x-h100 }}`` -> ``0,52 €``;
   ``{{ billed_cost machine=8x-h100 minutes=10 }}`` -> ``7,80 €``
 - ``{{ decode_bound model= gpu= gpus= context= batch= }}`` -> at most ``196 token/s`` per sequence
@@ -35,7 +36,8 @@ import vram.units
 from hooks.data.load import label, load_model, load_yaml
 from hooks.errors import RenderError
 from hooks.render.markdown_table import markdown_table
-from hooks.render.locale_format import format_eur, format_number, format_quantity, format_range, unit_label
+from hooks.render.locale_format import (format_duration_range, format_eur, format_number, format_quantity, format_range,
+                                        unit_label)
 from hooks.render.numbers import calculator_errors, model_config
 from hooks.render.placeholders import Args
 
@@ -93,7 +95,12 @@ def _duration_unit(seconds: float) -> tuple[str, int]:
 def format_duration(span: vram.timing.Span, lang: str) -> str:
     """Seconds as seconds, minutes, hours or days (the largest unit each end has twice); one
     unit after the range when both ends share it (``4,3–6,2 h``), else each end with its own
-    (``8,8 h–3,1 giorni``)."""
+    (``8,8 h–3,1 giorni``). Several days (the high end at least two): days and hours, as the
+    finder writes them (``vram.timing.shown_duration``, ``format_duration_range``:
+    ``da 2 giorni e 14 h a 5 giorni e 5 h``)."""
+    if span.high >= 2 * 86_400:
+        return format_duration_range(vram.timing.shown_duration(span.low, up=False),
+                                     vram.timing.shown_duration(span.high, up=True), lang)
     unit, size = _duration_unit(span.high)
     low_unit, low_size = _duration_unit(span.low)
     if low_unit == unit or span.low == 0:
@@ -209,6 +216,20 @@ def mfu(raw: dict[str, str], lang: str) -> str:
     return pattern.format(low=format_number(low * 100, lang, 0), high=format_percent(high, locale=lang))
 
 
+def lora_flops(raw: dict[str, str], lang: str) -> str:
+    """``4–4,8`` (it), ``4 à 4,8`` (fr): FLOPs per frozen parameter and token of a LoRA step
+    (``vram.timing.LORA_FLOPS_PER_FROZEN_PARAM``); ``part=speedup``: the measured speed-up the
+    high end comes from (Hu et al. 2021), ``25%`` / ``25 %``, as 6 / high - 1."""
+    args = Args(raw, {"part"})
+    part = args.str("part", "range")
+    if part not in ("range", "speedup"):
+        raise RenderError(f"part={part} is not range or speedup")
+    low, high = vram.timing.LORA_FLOPS_PER_FROZEN_PARAM
+    if part == "speedup":
+        return format_percent(float(6 / high - 1), locale=lang)
+    return _plain_range(float(low), float(high), lang, 1)
+
+
 def _machine(raw: dict[str, str], extra: set[str]) -> tuple[Args, vram.catalogue.Machine]:
     args = Args(raw, {"machine"} | extra)
     _, machines = catalogue()
@@ -291,6 +312,7 @@ TIMING: dict[str, Callable[[dict[str, str], str], str]] = {
     "speedup": speedup,
     "comm_time": comm_time,
     "mfu": mfu,
+    "lora_flops": lora_flops,
     "per_minute": per_minute,
     "billed_cost": billed_cost,
     "decode_bound": decode_bound,

@@ -106,6 +106,14 @@ def _apply(text: str, compiled: Compiled) -> str:
     return text
 
 
+def unit_space(lang: str) -> str:
+    """The space the rule set puts between a number and its unit in ``lang`` (``units``: a
+    no-break space), for text built after typesetting (the finder's answers, static and in
+    the browser); an ordinary space in a language without that rule."""
+    compiled = rules()[1].get(_primary(lang))
+    return compiled.unit_space if compiled is not None and compiled.unit_space else " "
+
+
 def typeset_text(text: str, lang: str) -> str:
     """``text`` with ``lang``'s typography (unchanged for a language without rules)."""
     compiled = rules()[1].get(_primary(lang))

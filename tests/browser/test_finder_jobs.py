@@ -22,6 +22,7 @@ import contextlib
 import io
 import json
 import random
+import re
 import subprocess
 import sys
 
@@ -29,6 +30,7 @@ import pytest
 
 from hooks.data.load import load_yaml
 from tests.browser.conftest import recorded
+from tests.browser.test_content_security_policy import LISTEN as CSP_LISTEN
 from tests.browser.test_finder import PATHS, plain
 from tests.conftest import REPO_ROOT
 from vram.__main__ import main as vram_main
@@ -79,6 +81,11 @@ def random_job(rng: random.Random, config_path, kind: str) -> dict:
     else:
         job.update(rank=rng.choice([1, 8, 16, 64]), targets=rng.choice(["all-linear", "q_proj,v_proj"]),
                    base_dtype=rng.choice(["bf16", "nf4"]))
+    # the run (issue 21): tokens to train and a price per hour for some machines, a few refused
+    job["tokens"] = rng.choice([10**6, 10**9, rng.randint(1, 10**13)])
+    job["prices"] = {card["key"]: f"{rng.randint(1, 4000) / 100:.2f}" for card in rng.sample(CARDS, rng.randint(0, 4))}
+    if job["prices"] and rng.random() < 0.1:
+        job["prices"][next(iter(job["prices"]))] = rng.choice(["abc", "-1", "0", "1e9", "31,20"])
     return job
 
 
@@ -88,6 +95,8 @@ def argv(job: dict, config_path) -> list[str]:
     for key, value in job.items():
         if key == "gpus":
             args += [f"--gpu={card['key']}={card['memory_mib']}" for card in value]
+        elif key == "prices":
+            args += [f"--price={card}={price}" for card, price in value.items()]
         elif value is not None:
             args.append(f"--{key.replace('_', '-')}={value}")
     return args
@@ -120,6 +129,7 @@ def pages(chromium, site_server):
     opened, contexts = {}, []
     for lang, path in PATHS.items():
         context = chromium.new_context()
+        context.add_init_script(CSP_LISTEN)  # the policy's violations, as the page reports them
         contexts.append(context)
         page = context.new_page()
         page.errors = []
@@ -172,6 +182,9 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
     assert {url.rsplit("/", 1)[1] for url in urls if "/assets/pyodide/" in url} >= {"pyodide.asm.wasm", "python_stdlib.zip"}
     assert [url for url in urls if url.endswith("/assets/vram.zip")]
     assert not [url for url in urls if not url.startswith(origin + "/")]
+    # and under the pages' Content-Security-Policy (tests/browser/test_content_security_policy.py)
+    assert pages["it"].locator('meta[http-equiv="Content-Security-Policy"]').count() == 1
+    assert pages["it"].evaluate("window.__violations") == []
     # The in-process main() is the command line: a few in a real subprocess give the same text.
     for key, path, job in drawn[:SUBPROCESS_SAMPLE]:
         proc = subprocess.run([sys.executable, "-m", "vram", *argv(job, path)], cwd=REPO_ROOT, capture_output=True,
@@ -182,7 +195,7 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
 REFERENCE = {"offload": "none", "seq_len": FINDER["settings"]["activations"]["seq_length"],
              "micro_batch": FINDER["settings"]["activations"]["micro_batch"], "recompute": "none", "attention": "",
              "rank": FINDER["settings"]["lora"]["rank"], "targets": "all-linear", **FINDER["settings"]["serving"],
-             "tokens": 10**9, "price": "", "price_gpu": min(CARDS, key=lambda c: c["memory_mib"])["key"]}
+             "tokens": 10**9, **{f"price_{card['key']}": "" for card in CARDS}}
 
 
 def use_form(page, **values) -> None:
@@ -229,7 +242,7 @@ FORM_JOBS = [  # (form values, the same job for the command line)
 def cli_for(model: str | None, flags: list[str], config=None) -> str:
     path = config or MODEL_FILES[model]
     gpus = [f"--gpu={card['key']}={card['memory_mib']}" for card in CARDS]
-    if "--kind=training" in flags:  # the page prices a training run with the guide's machines of that many cards
+    if "--kind=serving" not in flags:  # the page prices a training run with the guide's machines of that many cards
         cards = int(next(f for f in flags if f.startswith("--cards=")).split("=")[1])
         gpus += [f"--price={m['gpu']}={m['price_eur_per_hour_from']}" for m in load_yaml("gpus")["machines"].values()
                  if m["count"] == cards and not any(f.startswith(f"--price={m['gpu']}=") for f in flags)]
@@ -317,16 +330,20 @@ def test_greyed_out_choices_say_why(pages):
     assert not page.errors
 
 
+UNIT_AFTER_SPACE = re.compile(r"\d[ \t\n]+(?:s|min|h|giorni|jours|tokens?/s)(?![^\W\d_])")
+
+
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
     """Issue 21: time per step, run and cost beside the memory verdict, for the tokens and the
     price the reader typed (kept in the link): the calculator's JSON is the command line's, and
-    each figure in the page is the render layer's (Babel) formatting of that JSON."""
+    each figure in the page is the render layer's (Babel) formatting of that JSON, a number and
+    its unit joined by the rule set's no-break space, as in the static page."""
     from hooks.finder.compute import load_catalogue
     from hooks.finder.page import ranking_text, run_text
     page = pages[lang]
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000,
-             price="4", price_gpu="a6000")
+             price_a6000="4")
     expected = cli_for("llama-3.1-8b", ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3",
                                         "--optimizer=adamw", "--seq-len=2048", "--micro-batch=1", "--recompute=none",
                                         "--offload=none", "--tokens=2000000000", "--price=a6000=4"])
@@ -336,9 +353,83 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
     assert a6000["price_eur_per_hour"] == "4" and a6000["cost_eur"] is not None
     rows = page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.lastElementChild.textContent)")
     assert [plain(r) for r in rows] == [plain(run_text(catalogue, lang, f["time"])) for f in answer["fits"]]
+    for row in rows:  # the dynamic cells keep the no-break space before s, h, days
+        assert not UNIT_AFTER_SPACE.search(row) and "\u00a0s" in row, row
     assert plain(ranking_text(catalogue, lang, answer["run"])) in plain(page.text_content("#finder-note"))
-    assert "tokens=2000000000" in page.url and "price=4" in page.url and "price_gpu=a6000" in page.url
-    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", price="1e9", price_gpu="a6000")
-    line = plain(page.text_content("#finder-error"))
-    assert line.startswith(plain("Votre prix horaire" if lang == "fr" else "Il tuo prezzo orario")), line
+    assert "tokens=2000000000" in page.url and "price_a6000=4" in page.url
+    assert not page.errors
+
+
+RANKED = {"it": "dalla macchina più economica", "fr": "de la machine la moins chère à la plus chère"}
+OTHER_PRICES = {"price_a6000": "1.50", "price_a100-80gb": "12", "price_rtx-pro-6000": "14", "price_h200": "36",
+                "price_b200": "60"}  # with the guide's 31.20 for 8 x H100: every machine that fits has a price
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_typed_prices_rank_the_machines_by_the_runs_cost(pages, lang):
+    """Issue 21's "done when": typed prices make the ranking by cost possible, and a smaller card
+    made more expensive for the run moves down; the page says which ranking it uses."""
+    from hooks.finder.compute import load_catalogue
+    from hooks.finder.page import ranking_text
+    page, catalogue = pages[lang], load_catalogue()
+    flags = ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw",
+             "--seq-len=2048", "--micro-batch=1", "--recompute=none", "--offload=none", "--tokens=2000000000"]
+    orders = {}
+    for price in ("1", "40"):  # the RTX 5090 machine, the smallest card that fits, cheap then dear
+        use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000,
+                 **OTHER_PRICES, **{"price_rtx-5090": price})
+        typed = [f"--price={name[6:]}={value}" for name, value in {**OTHER_PRICES, "price_rtx-5090": price}.items()]
+        answer = json.loads(page_answer(page))
+        assert page_answer(page) == cli_for("llama-3.1-8b", flags + typed)
+        assert answer["run"]["ranked_by"] == "cost"
+        note = plain(page.text_content("#finder-note"))
+        assert plain(ranking_text(catalogue, lang, answer["run"])) in note and RANKED[lang] in note
+        assert f"price_rtx-5090={price}" in page.url
+        orders[price] = answer["run"]["order"]
+    assert orders["1"][0] == "rtx-5090" and orders["40"][-1] == "rtx-5090"  # the ranking changed
+    shown = page.eval_on_selector_all(".finder-price:not([hidden]) input", "inputs => inputs.map(i => i.name)")
+    assert sorted(shown) == sorted(f"price_{gpu}" for gpu in orders["40"])  # a field for each machine that fits
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000)
+    assert json.loads(page_answer(page))["run"]["ranked_by"] == "time"  # prices missing: by time, and said so
+    assert not page.errors
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_a_bad_price_is_one_line_naming_the_machine(pages, lang):
+    page, labels = pages[lang], FINDER["labels"]
+    field = labels["price_card"][lang].format(gpu="RTX 5090 32GB")
+    expected = plain(labels["error_price"][lang].format(field=field))
+    for bad in ("abc", "-1", "0", "1e9", "1000000000"):
+        use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", **{"price_rtx-5090": bad})
+        assert plain(page.text_content("#finder-error")) == expected, bad
+        assert page.is_visible("#finder-error") and page.is_hidden("#finder-results")
+        code = cli_for("llama-3.1-8b", ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3",
+                                        f"--price=rtx-5090={bad}"])
+        assert code.startswith("vram: error: prices: prices.rtx-5090") and "\n" not in code, code  # the CLI: exit 2
+    # a bad price on a machine that does not fit is still named, and its field shown to mend it
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=1, method="ddp", **{"price_rtx-3090": "abc"})
+    assert plain(page.text_content("#finder-error")).startswith(plain(labels["price_card"][lang].format(gpu="RTX 3090 24GB")))
+    assert page.is_visible("#finder-price_rtx-3090")
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3")
+    assert page.is_hidden("#finder-error") and page.is_visible("#finder-table")
+    assert page.is_hidden("#finder-price_rtx-3090")  # 24 GB does not hold it: no price asked
+    assert not page.errors
+
+
+def test_lora_and_serving_show_their_time_in_the_page(pages):
+    """LoRA runs are timed and priced like full ones; serving shows each card's decoding bound."""
+    from hooks.finder.compute import load_catalogue
+    from hooks.finder.page import decode_text, run_text
+    from hooks.render.typography import typeset_text  # what the static page gets after rendering
+    page, catalogue = pages["fr"], load_catalogue()
+    use_form(page, model="llama-3.1-8b", task="qlora", cards=1, method="ddp", tokens=10**8)
+    answer = json.loads(page_answer(page))
+    rows = page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.lastElementChild.textContent)")
+    assert rows == [typeset_text(run_text(catalogue, "fr", f["time"]), "fr") for f in answer["fits"]]
+    use_form(page, model="llama-3.1-8b", task="serve-bf16", cards=2, context=8192, concurrent=4)
+    answer = json.loads(page_answer(page))
+    assert answer == json.loads(cli_for("llama-3.1-8b", ["--kind=serving", "--cards=2", "--context=8192", "--weights=bf16",
+                                                        "--concurrent=4", "--kv-dtype=bf16", "--gpu-memory-utilization=0.9"]))
+    rows = page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.lastElementChild.textContent)")
+    assert rows == [typeset_text(decode_text(catalogue, "fr", f["decode"]), "fr") for f in answer["fits"]]
     assert not page.errors

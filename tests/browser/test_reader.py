@@ -196,17 +196,35 @@ def test_phone_finder_table_and_caption_fit(chromium, site_server, lang):
         context.close()
 
 
-@pytest.mark.parametrize("size", [(390, 844), (1280, 800)])
-def test_no_code_under_a_copy_button(chromium, site_server, size):
-    context = chromium.new_context(viewport={"width": size[0], "height": size[1]})
-    try:
-        page = context.new_page()
-        for path in ("", "fr/", "fr/memory-notebook/"):
-            page.goto(site_server.url(path), wait_until="networkidle")
-            assert page.locator("article .md-code__nav, article .zeroclipboard-container").count(), path
-            assert page.evaluate(CODE_UNDER_BUTTON_JS) == [], (path, size)
-    finally:
-        context.close()
+SIZES = [(390, 844), (1280, 800)]
+UNDER_BUTTON_PAGES = ("", "fr/", "fr/memory-notebook/")
+LINES_PAGES = ("", "fr/", "memory-notebook/", "fr/memory-notebook/")
+
+
+@pytest.fixture(scope="module")
+def code_layout(chromium, site_server):
+    """{(size, path): (copy buttons, words under a copy button, wrapped lines)}: each page
+    loaded once per size for the two code-layout tests below (both only read the layout)."""
+    measured = {}
+    for size in SIZES:
+        context = chromium.new_context(viewport={"width": size[0], "height": size[1]})
+        try:
+            page = context.new_page()
+            for path in dict.fromkeys(UNDER_BUTTON_PAGES + LINES_PAGES):
+                page.goto(site_server.url(path), wait_until="networkidle")
+                measured[(size, path)] = (page.locator("article .md-code__nav, article .zeroclipboard-container").count(),
+                                          page.evaluate(CODE_UNDER_BUTTON_JS), page.evaluate(WRAPPED_LINES_JS))
+        finally:
+            context.close()
+    return measured
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_no_code_under_a_copy_button(code_layout, size):
+    for path in UNDER_BUTTON_PAGES:
+        buttons, under, _ = code_layout[(size, path)]
+        assert buttons, path
+        assert under == [], (path, size)
 
 
 # A wrapped line of code loses its indentation (the rest of "if acc:" starts at column 0)
@@ -227,18 +245,12 @@ WRAPPED_LINES_JS = r"""() => {
 }"""
 
 
-@pytest.mark.parametrize("size", [(390, 844), (1280, 800)])
-def test_code_keeps_its_lines(chromium, site_server, size):
+@pytest.mark.parametrize("size", SIZES)
+def test_code_keeps_its_lines(code_layout, size):
     """On a phone and on a desktop (where a wrapped f-string of nccl_check.py read like
     broken Python), both languages."""
-    context = chromium.new_context(viewport={"width": size[0], "height": size[1]})
-    try:
-        page = context.new_page()
-        for path in ("", "fr/", "memory-notebook/", "fr/memory-notebook/"):
-            page.goto(site_server.url(path), wait_until="networkidle")
-            assert page.evaluate(WRAPPED_LINES_JS) == [], (path, size)
-    finally:
-        context.close()
+    for path in LINES_PAGES:
+        assert code_layout[(size, path)][2] == [], (path, size)
 
 
 # -------------------------------------------------------------------------- 404 pages

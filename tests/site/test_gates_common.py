@@ -14,7 +14,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from bs4 import BeautifulSoup
 
-from tests.conftest import build_site
+from tests.conftest import shared_build
 
 LANGUAGES = ("it", "fr")  # default first; the others live under /<lang>/
 DEFAULT_SITE_URL = "http://127.0.0.1:8000/"  # mkdocs.yml's default for SITE_URL
@@ -80,12 +80,6 @@ def ids(page: Path) -> set[str]:
 
 
 def subpath_site(tmp_path_factory) -> Path:
-    """The site built with ``SITE_URL`` = a project site under ``/REPO/``, once per session
-    (shared by tests/site and tests/browser through the session's base temp folder)."""
-    dest = tmp_path_factory.getbasetemp() / "site-subpath"
-    done = dest / ".built"
-    if not done.exists():
-        result = build_site(dest, env={"SITE_URL": SUBPATH_SITE_URL})
-        assert result.returncode == 0, f"strict build with SITE_URL={SUBPATH_SITE_URL} failed:\n{result.stderr[-4000:]}"
-        done.touch()
-    return dest
+    """The site built with ``SITE_URL`` = a project site under ``/REPO/``, once per run
+    (shared by tests/site and tests/browser, and by the xdist workers; read it, never modify it)."""
+    return shared_build(tmp_path_factory, "site-subpath", env={"SITE_URL": SUBPATH_SITE_URL})

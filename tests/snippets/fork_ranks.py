@@ -6,8 +6,19 @@ environment torchrun gives a worker (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_S
 MASTER_ADDR, MASTER_PORT) and runs the unmodified script with runpy. Exits with the
 first non-zero exit status of a child. For world sizes where N torchrun workers would
 cost more than the test is worth (32 ranks on 2 cores).
+
+``--preload=MODULE,...`` before the other arguments imports those modules too before forking
+(``transformers`` and the model code a script builds: each rank would import them again).
+
+Usage: python fork_ranks.py --jobs JOBS_JSON. Several such runs after the same one import:
+JOBS_JSON is a list of ``{"world": N, "script": ..., "args": [...], "cwd": ..., "stdout": path,
+"stderr": path}``; each job is a child forked from the importing process (its own working
+folder, its output in those two files) that forks the job's N ranks as above, two jobs at a
+time. Exits 0 once every job has ended; each job's exit status is written to
+``JOBS_JSON.status.json`` (a list, in the jobs' order).
 """
 
+import json
 import os
 import runpy
 import socket
@@ -40,7 +51,47 @@ def run_rank(rank: int, world: int, port: int, script: str, args: list[str]) -> 
 
 
 def main() -> int:
-    world, script, args = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    if sys.argv[1].startswith("--preload="):
+        import importlib
+
+        for module in sys.argv.pop(1).removeprefix("--preload=").split(","):
+            importlib.import_module(module)
+    if sys.argv[1] == "--jobs":
+        return run_jobs(sys.argv[2])
+    return run_world(int(sys.argv[1]), sys.argv[2], sys.argv[3:])
+
+
+def run_jobs(jobs_path: str, parallel: int = 2) -> int:
+    with open(jobs_path, encoding="utf-8") as f:
+        jobs = json.load(f)
+    statuses: list[int | None] = [None] * len(jobs)
+    running: dict[int, int] = {}  # pid -> job index
+    pending = list(range(len(jobs)))
+    while pending or running:
+        while pending and len(running) < parallel:
+            index = pending.pop(0)
+            job = jobs[index]
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    os.chdir(job["cwd"])
+                    for fd, name in ((1, "stdout"), (2, "stderr")):
+                        out = os.open(job[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                        os.dup2(out, fd)
+                        os.close(out)
+                    code = run_world(int(job["world"]), job["script"], list(job["args"]))
+                finally:
+                    os._exit(code)
+            running[pid] = index
+        pid, wait_status = os.wait()
+        statuses[running.pop(pid)] = os.waitstatus_to_exitcode(wait_status)
+    with open(jobs_path + ".status.json", "w", encoding="utf-8") as f:
+        json.dump(statuses, f)
+    return 0
+
+
+def run_world(world: int, script: str, args: list[str]) -> int:
     port = free_port()
     children = []
     for rank in range(world):

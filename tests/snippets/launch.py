@@ -49,6 +49,31 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = HANG
     return Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
 
 
+# What train_fsdp2.py builds (transformers' Qwen3 under --tiny): imported once before the ranks fork
+PRELOAD_HF = "--preload=transformers,transformers.models.auto.modeling_auto,transformers.models.qwen3.modeling_qwen3"
+
+
+def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeout: float = HANG_LIMIT_S,
+              preload: str | None = None) -> list[Run]:
+    """Run each ``(cwd, world_size, script, args)`` as ``fork_ranks.py`` does (its ranks forked,
+    torchrun's environment, the rehearsal environment), all after ONE import of torch, two at a
+    time; their output is kept in ``folder``; ``preload``: fork_ranks.py's ``--preload=...`` (e.g.
+    ``PRELOAD_HF``). Returns one Run per job, in order (``seconds``: the whole batch's)."""
+    import json
+
+    specs = [{"world": world, "script": str(script), "args": [str(a) for a in args], "cwd": str(cwd),
+              "stdout": str(folder / f"job{i}.stdout"), "stderr": str(folder / f"job{i}.stderr")}
+             for i, (cwd, world, script, args) in enumerate(jobs)]
+    jobs_path = folder / "jobs.json"
+    jobs_path.write_text(json.dumps(specs), encoding="utf-8")
+    driver = run([sys.executable, str(FORK_RANKS), *([preload] if preload else []), "--jobs", str(jobs_path)],
+                 timeout=timeout, cwd=folder)
+    assert driver.returncode == 0, driver.stderr[-3000:]
+    statuses = json.loads(Path(f"{jobs_path}.status.json").read_text(encoding="utf-8"))
+    read = lambda path: Path(path).read_text(encoding="utf-8", errors="replace")  # noqa: E731
+    return [Run(status, read(spec["stdout"]), read(spec["stderr"]), driver.seconds) for spec, status in zip(specs, statuses)]
+
+
 def torchrun(*args: str | Path, env: dict[str, str] | None = None, timeout: float = HANG_LIMIT_S, cwd: Path | None = None,
              wrap: list[str] | None = None, **launch) -> Run:
     """Run ``torchrun ARGS`` (optionally prefixed by ``wrap``)."""

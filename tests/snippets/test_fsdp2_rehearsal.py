@@ -3,10 +3,11 @@
 torch.distributed.checkpoint (DCP), and the DCP checkpoint turned back into one file by
 the commands the guide shows (snippets/checkpoints/to_hf.sh).
 
-Three runs of the published script on 2 ranks: A (torchrun) trains 2 epochs without a
-stop; B trains 1 epoch (a run interrupted right after its checkpoint; its ranks forked
-after one import of torch, tests/snippets/fork_ranks.py), then torchrun with the same
-command and ``--epochs 2`` must resume from that checkpoint and end exactly where A ended.
+Three runs of the published script on 2 ranks: A trains 2 epochs without a stop; B trains
+1 epoch (a run interrupted right after its checkpoint); A and B on ranks forked after one
+import of torch (tests/snippets/fork_ranks.py: torchrun's environment, real gloo ranks), then
+torchrun with the same command and ``--epochs 2`` must resume from B's checkpoint and end
+exactly where A ended.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import re
 import shlex
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -27,8 +27,7 @@ from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from tests.conftest import REPO_ROOT
 from tests.snippets.hf_checks import check_dcp_to_hf
-from tests.snippets.launch import FORK_RANKS, torchrun
-from tests.snippets.launch import run as harness_run
+from tests.snippets.launch import HERE, PRELOAD_HF, fork_jobs, torchrun
 
 pytestmark = pytest.mark.slow
 
@@ -39,16 +38,17 @@ TO_HF = REPO_ROOT / "snippets" / "checkpoints" / "to_hf.sh"
 def runs(extracted, tmp_path_factory):
     root = tmp_path_factory.mktemp("fsdp2")
     script = extracted / "train_fsdp2.py"
-    with ThreadPoolExecutor(2) as pool:
-        whole = pool.submit(torchrun, script, "--tiny", "--out", root / "a", "--epochs", "2", cwd=root)
-        # the interrupted run: the same 2 gloo ranks, forked after one import (cheaper)
-        first = pool.submit(harness_run, [sys.executable, str(FORK_RANKS), "2", str(script), "--tiny", "--out",
-                                          str(root / "b"), "--epochs", "1"], cwd=root)
-        whole, first = whole.result(), first.result()
+    # A and the interrupted B: 2 gloo ranks each, forked after one import of torch (cheaper)
+    # (and, in the same batch, the guide's mistake of saving under ``if rank == 0``)
+    whole, first, rank0_only = fork_jobs([(root, 2, script, ["--tiny", "--out", root / "a", "--epochs", "2"]),
+                                          (root, 2, script, ["--tiny", "--out", root / "b", "--epochs", "1"]),
+                                          (root, 2, HERE / "save_on_rank0_only.py", [root / "ckpt"])], root,
+                                         preload=PRELOAD_HF)
+    # B resumed with the reader's launcher and the same command
     resumed = torchrun(script, "--tiny", "--out", root / "b", "--epochs", "2", cwd=root)
     for run in (whole, first, resumed):
         assert run.returncode == 0, run.stderr[-3000:]
-    return {"root": root, "whole": whole, "first": first, "resumed": resumed}
+    return {"root": root, "whole": whole, "first": first, "resumed": resumed, "rank0_only": rank0_only}
 
 
 def state(folder: Path, tmp_path: Path) -> dict:
@@ -138,14 +138,10 @@ def test_started_with_plain_python_it_says_how_to_launch(extracted):
     assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 train_fsdp2.py"]
 
 
-def test_saving_a_sharded_model_under_if_rank_0_hangs_until_the_timeout(tmp_path):
+def test_saving_a_sharded_model_under_if_rank_0_hangs_until_the_timeout(runs):
     """The guide: dcp.save is collective; under ``if rank == 0`` rank 0 waits for the others
     until the process-group timeout (2 real gloo ranks, forked after one import)."""
-    from tests.snippets.launch import FORK_RANKS, HERE
-    from tests.snippets.launch import run as harness_run
-
-    run = harness_run([sys.executable, str(FORK_RANKS), "2", str(HERE / "save_on_rank0_only.py"), str(tmp_path / "ckpt")],
-                      timeout=120)
+    run = runs["rank0_only"]
     assert run.returncode == 3, run.stdout + run.stderr[-2000:]
     assert re.search(r"^rank 0: dcp\.save timed out after [3-9] s$", run.stdout, re.M), run.stdout
-    assert not (tmp_path / "ckpt" / ".metadata").exists()
+    assert not (runs["root"] / "ckpt" / ".metadata").exists()

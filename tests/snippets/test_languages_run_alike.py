@@ -9,15 +9,12 @@ the weights it saves must be the same in both languages. Only the NCCL check's t
 from __future__ import annotations
 
 import re
-import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
-from tests.snippets.launch import FORK_RANKS
-from tests.snippets.launch import run as harness_run
+from tests.snippets.launch import PRELOAD_HF, fork_jobs
 from verify.extract import extract
 from verify.languages import LANGUAGES
 
@@ -33,18 +30,20 @@ TIMINGS_RE = re.compile(r"[\d.]+ (all-reduce/s|GB/s)")
 
 @pytest.fixture(scope="module")
 def runs(built_site, tmp_path_factory):
-    """{(lang, block): (run, its folder)} for every runnable block in every language."""
+    """{(lang, block): (run, its folder)} for every runnable block in every language: each the
+    unmodified script on 2 forked gloo ranks (``fork_ranks.py``), all after one import of torch."""
+    root = tmp_path_factory.mktemp("languages")
     jobs = {}
     for lang in LANGUAGES:
-        folder = tmp_path_factory.mktemp(f"extracted-{lang}")
+        folder = root / f"extracted-{lang}"
+        folder.mkdir()
         extract(built_site, folder, tuple(RUNS), lang=lang)
         for name, args in RUNS.items():
             work = folder / name.removesuffix(".py")
             work.mkdir()
-            jobs[(lang, name)] = (work, [sys.executable, str(FORK_RANKS), "2", str(folder / name), *args])
-    with ThreadPoolExecutor(2) as pool:
-        futures = {key: pool.submit(harness_run, cmd, cwd=work, timeout=300) for key, (work, cmd) in jobs.items()}
-        return {key: (future.result(), jobs[key][0]) for key, future in futures.items()}
+            jobs[(lang, name)] = (work, 2, folder / name, args)
+    done = fork_jobs(list(jobs.values()), root, preload=PRELOAD_HF)
+    return {key: (run, job[0]) for (key, job), run in zip(jobs.items(), done)}
 
 
 def test_the_languages_extract_different_text(runs):

@@ -2,7 +2,8 @@
 
 Every test runs the published script unmodified under ``torch.distributed.run`` with two
 ranks (the checks that fail before the process group exists run as one worker with
-LOCAL_RANK=0, without the launcher). What is simulated, and how:
+LOCAL_RANK=0, without the launcher; the wrong sum and the 32 ranks, on ranks forked after one
+import of torch with torchrun's environment, tests/snippets/fork_ranks.py). What is simulated, and how:
 - case 8 (a small /dev/shm): ``NCCL_CHECK_MIN_SHM_MB`` raised above the free space of the
   real /dev/shm (always), and, where this user may create a mount namespace, a real 64 MB
   tmpfs mounted on /dev/shm for the run only;
@@ -104,7 +105,9 @@ def test_a_rank_that_never_joins_becomes_an_error_naming_the_collective(extracte
 
 
 def test_a_wrong_sum_fails_loudly_on_every_rank(extracted):
-    run = torchrun(INJECT_FAULT, "corrupt", extracted / "nccl_check.py")
+    # 2 gloo ranks forked after one import of torch (fork_ranks.py, torchrun's environment):
+    # the check is the script's, not the launcher's
+    run = harness_run([sys.executable, str(FORK_RANKS), "2", str(INJECT_FAULT), "corrupt", str(extracted / "nccl_check.py")])
     assert run.returncode != 0
     assert "rank 0: all_reduce returned a WRONG sum (expected 3 everywhere)" in run.stderr
     assert "rank 1: all_reduce returned a WRONG sum" in run.stderr

@@ -24,7 +24,7 @@ import torch
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from tests.conftest import REPO_ROOT
-from tests.snippets.launch import HERE, free_port, run, torchrun
+from tests.snippets.launch import FORK_RANKS, HERE, PRELOAD_HF, free_port, run
 
 pytestmark = pytest.mark.slow
 
@@ -60,8 +60,10 @@ def machines(extracted, tmp_path_factory):
     commands = [machine_command(port, root / "hsdp-record", script, root / "hsdp") for _ in range(2)]
     with ThreadPoolExecutor(3) as pool:
         nodes = [pool.submit(run, command, None, 300, root) for command in commands]
-        one = pool.submit(torchrun, RECORD_MESH, root / "fsdp-record", script, "--tiny", "--out", root / "fsdp", "--epochs", "1",
-                          nproc=4, cwd=root)
+        # the reference: the 4 ranks on one machine, forked after one import of torch (fork_ranks.py:
+        # torchrun's environment for each; 4 torchrun workers would import torch 4 times)
+        one = pool.submit(run, [sys.executable, str(FORK_RANKS), PRELOAD_HF, "4", str(RECORD_MESH), str(root / "fsdp-record"),
+                                str(script), "--tiny", "--out", str(root / "fsdp"), "--epochs", "1"], None, 300, root)
         nodes, one = [node.result() for node in nodes], one.result()
     for launched in (*nodes, one):
         assert launched.returncode == 0, launched.stderr[-3000:]

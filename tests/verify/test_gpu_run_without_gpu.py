@@ -28,13 +28,23 @@ def test_gpu_check_writes_a_failed_record_and_exits_non_zero(tmp_path):
         check_record(record, "0" * 64, str(record_path))
 
 
-def test_gpu_tests_fail_when_a_gpu_is_required(tmp_path):
+def _pytest_gpu(capsys) -> tuple[int, str]:
+    """``pytest tests/gpu`` in this process (its modules and torch already imported: a second
+    interpreter would import them again), with the environment the caller set; (exit status, output)."""
+    capsys.readouterr()
+    code = pytest.main(["tests/gpu", "-q", "-s", "-p", "no:cacheprovider", "-o", "addopts=", f"--rootdir={REPO_ROOT}"])
+    return int(code), capsys.readouterr().out
+
+
+def test_gpu_tests_fail_when_a_gpu_is_required(monkeypatch, capsys):
     """REQUIRE_GPU=1 turns every skipped gpu test into a failure (make gpu-check relies on it)."""
-    cmd = [sys.executable, "-m", "pytest", "tests/gpu", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
-    base_env = {k: v for k, v in os.environ.items() if k not in ("REQUIRE_GPU", "PYTEST_ADDOPTS")}
-    required = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, env={**base_env, "REQUIRE_GPU": "1"}, timeout=300)
-    assert required.returncode != 0
-    assert "REQUIRE_GPU=1 but this test needs a gpu" in required.stdout
-    assert " passed" not in required.stdout.splitlines()[-1]
-    relaxed = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, env=base_env, timeout=300)
-    assert relaxed.returncode == 0 and "skipped" in relaxed.stdout.splitlines()[-1]
+    monkeypatch.chdir(REPO_ROOT)
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    monkeypatch.setenv("REQUIRE_GPU", "1")
+    code, out = _pytest_gpu(capsys)
+    assert code != 0
+    assert "REQUIRE_GPU=1 but this test needs a gpu" in out
+    assert " passed" not in out.splitlines()[-1]
+    monkeypatch.delenv("REQUIRE_GPU")
+    code, out = _pytest_gpu(capsys)
+    assert code == 0 and "skipped" in out.splitlines()[-1]

@@ -2,7 +2,7 @@
 
 DeepSpeed's estimators cover stages 2 and 3 (test_deepspeed_estimators.py); stages 0 and 1
 are derived from the same buffers (vram/deepspeed_zero.py). ``deepspeed_worker.py`` runs
-``deepspeed.initialize`` with bf16 and AdamW at stages 0, 1 and 2 under torchrun and
+``deepspeed.initialize`` with bf16 and AdamW at stages 0, 1 and 2 on 2 gloo ranks (torchrun's environment) and
 reports the bytes of each buffer a rank really holds (see its docstring): here each one
 equals the calculator's term of the same name. P = 8,192, N = 2: nothing is padded.
 
@@ -23,6 +23,7 @@ import pytest
 
 from vram.deepspeed_zero import deepspeed_memory
 
+FORK_RANKS = Path(__file__).resolve().parent.parent / "snippets" / "fork_ranks.py"
 WORKER = Path(__file__).resolve().parent / "deepspeed_worker.py"
 WORLD_SIZE = 2
 
@@ -33,8 +34,9 @@ pytestmark = pytest.mark.slow
 def stages(tmp_path_factory) -> list[dict[int, dict]]:
     out = tmp_path_factory.mktemp("deepspeed")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={WORLD_SIZE}",
-           str(WORKER), str(out)]
+    # the ranks forked after one import of torch, with torchrun's environment (the launcher is
+    # not what this measures; tests/snippets/fork_ranks.py)
+    cmd = [sys.executable, str(FORK_RANKS), str(WORLD_SIZE), str(WORKER), str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     reports = [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]

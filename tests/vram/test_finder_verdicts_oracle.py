@@ -104,8 +104,9 @@ def oracle_bytes(model_key: str, cards: int, method: str) -> tuple[int, int]:
     return max(step, backward), backward
 
 
-def oracle_verdicts(model_key: str, cards: int, method: str) -> tuple[int, dict[str, str], set[str]]:
-    per_gpu, backward = oracle_bytes(model_key, cards, method)
+def verdicts(model_key: str, per_gpu: int, backward: int) -> tuple[int, dict[str, str], set[str]]:
+    """Per card of gpus.yaml: the recomputation it needs ("none", "full"), or short; what
+    the card holds at backward is ``backward`` plus the reference activations."""
     ref = FINDER["settings"]["activations"]
     cfg = vram.model_config_from_dict(_config(model_key))
     activations = {mode: vram.activation_memory(cfg, ref["seq_length"], ref["micro_batch"],
@@ -121,6 +122,10 @@ def oracle_verdicts(model_key: str, cards: int, method: str) -> tuple[int, dict[
         else:
             short.add(key)
     return per_gpu, fits, short
+
+
+def oracle_verdicts(model_key: str, cards: int, method: str) -> tuple[int, dict[str, str], set[str]]:
+    return verdicts(model_key, *oracle_bytes(model_key, cards, method))
 
 
 @pytest.fixture(scope="module")
@@ -277,21 +282,7 @@ def lora_oracle_bytes(model_key: str, task: str, cards: int, method: str) -> int
 
 def lora_oracle_verdicts(model_key: str, task: str, cards: int, method: str) -> tuple[int, dict[str, str], set[str]]:
     per_gpu = lora_oracle_bytes(model_key, task, cards, method)
-    ref = FINDER["settings"]["activations"]
-    cfg = vram.model_config_from_dict(_config(model_key))
-    activations = {mode: vram.activation_memory(cfg, ref["seq_length"], ref["micro_batch"],
-                                                vram.default_attention(cfg), mode).peak_bytes for mode in ("none", "full")}
-    fits, short = {}, set()
-    for key, gpu in GPUS["gpus"].items():
-        usable = (gpu["memory_mib"] - GPUS["reserve_mib"]) * 2**20
-        if per_gpu > usable:
-            continue
-        modes = [m for m in ("none", "full") if per_gpu + activations[m] <= usable]
-        if modes:
-            fits[key] = modes[0]
-        else:
-            short.add(key)
-    return per_gpu, fits, short
+    return verdicts(model_key, per_gpu, per_gpu)  # LoRA: the states are what backward holds
 
 
 def test_the_lora_sample_covers_both_tasks_every_method_and_every_verdict():
