@@ -30,9 +30,34 @@ TIMED_CHANGE = """async (values) => {
 LATER = [{"seq_len": str(n)} for n in (1024, 3000, 8192, 16384, 6000)]
 
 
+def typed_first_answer_s(browser, url: str) -> float:
+    """A reader in a fresh context who enters the sequence length (the worker starts on that
+    focus) and types 4096 at 4 keys per second: seconds from the last key to the answer."""
+    import time
+
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(url, wait_until="networkidle")
+        page.focus("#finder-model")
+        page.wait_for_selector('#finder-form[data-ready="true"]', timeout=60_000)
+        page.click("#finder-seq_len")
+        page.fill("#finder-seq_len", "")
+        page.keyboard.type("4096", delay=250)
+        start = time.perf_counter()
+        page.wait_for_function("""() => document.getElementById('finder-form').getAttribute('data-state') === 'ready'
+            && document.getElementById('finder-results').hasAttribute('data-answer')""", timeout=120_000, polling=20)
+        return time.perf_counter() - start
+    finally:
+        context.close()
+
+
 def finder_timings(site, page_path: str = "gpu-finder/") -> dict:
-    """``first_s``: the first job that is not precomputed, from a cold start; ``later_ms``:
-    the median of ``LATER`` jobs after it (each a new sequence length)."""
+    """``first_s``: the first job that is not precomputed, from a cold start (the change made
+    at once, so the worker starts with it); ``boot_ms``: the worker's phases in that start
+    (Pyodide loaded, vram.zip unpacked, vram.job imported; ms since the worker started);
+    ``later_ms``: the median of ``LATER`` jobs after it (each a new sequence length);
+    ``typed_s``: a reader typing the length (``typed_first_answer_s``)."""
     from playwright.sync_api import sync_playwright
 
     with serve_site(site, "/") as server, sync_playwright() as playwright:
@@ -44,8 +69,11 @@ def finder_timings(site, page_path: str = "gpu-finder/") -> dict:
             page.focus("#finder-model")
             page.wait_for_selector('#finder-form[data-ready="true"]', timeout=60_000)
             first = page.evaluate(TIMED_CHANGE, {"seq_len": "4096"}) / 1000
+            boot = page.evaluate("document.getElementById('finder-form').bootTimes")
             later = [page.evaluate(TIMED_CHANGE, values) for values in LATER]
             context.close()
+            typed = typed_first_answer_s(browser, server.url(page_path))
         finally:
             browser.close()
-    return {"finder_first_s": first, "finder_later_ms": statistics.median(later), "finder_later_all": later}
+    return {"finder_first_s": first, "finder_boot_ms": boot, "finder_typed_s": typed,
+            "finder_later_ms": statistics.median(later), "finder_later_all": later}

@@ -174,6 +174,8 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
     elif activation:
         activation = 0  # the optimizer step holds the most, and the activations are gone by then
     stage_name = STAGE_NAMES[args.framework][args.zero_stage]
+    if args.framework == "fsdp2" and args.optimizer == "adamw-bf16":  # a bf16 model: no autocast
+        stage_name = "DDP (all in bf16)"
     data: dict = {
         "framework": args.framework,
         "stage_name": stage_name,
@@ -323,6 +325,15 @@ def _machine_price(text: str) -> tuple[str, str]:
     return key.strip(), price.strip()  # answer_job checks the price and names it
 
 
+def _machine_ram(text: str) -> tuple[str, int | str]:
+    key, sep, ram = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"--host-ram must be KEY=GB (the RAM of the machine of --cards such cards), "
+                                         f"got {quote_text(text)}")
+    ram = ram.strip()
+    return key.strip(), int(ram) if ram.isascii() and ram.isdigit() and len(ram) <= 20 else ram  # answer_job checks it
+
+
 def job_from_args(args: argparse.Namespace) -> dict:
     """The job ``answer_job`` reads, from ``python -m vram job`` flags (unset ones left to its defaults)."""
     job = {name: getattr(args, name) for name in JOB_FLAGS if getattr(args, name) is not None}
@@ -334,7 +345,18 @@ def job_from_args(args: argparse.Namespace) -> dict:
                    for card in args.gpu or []]
     if args.price:
         job["prices"] = dict(args.price)
+    if args.host_ram:
+        job["host_ram_gb"] = dict(args.host_ram)
     return job
+
+
+def _ram_verdict(fit: dict) -> str:
+    ram = fit.get("host_ram")
+    if ram is None:
+        return ""
+    if ram["holds"] is None:
+        return "; its machine's RAM: not given (--host-ram KEY=GB)"
+    return f"; its machine's {ram['machine_gb']:,} GB of RAM {'hold' if ram['holds'] else 'do not hold'} the offload"
 
 
 def _cmd_job(args: argparse.Namespace) -> None:
@@ -355,7 +377,8 @@ def _cmd_job(args: argparse.Namespace) -> None:
         lines.append(f"host RAM per machine for offload: {_size(answer['host_bytes'])}")
     for fit in answer["fits"]:
         extra = (f", recompute {fit['recompute']}" if "recompute" in fit else f", {fit['max_concurrent']} sequences at most")
-        lines.append(f"fits {fit['gpu']}: margin {_size(fit['margin_bytes'])}{extra}{' (tight)' if fit['tight'] else ''}")
+        lines.append(f"fits {fit['gpu']}: margin {_size(fit['margin_bytes'])}{extra}{' (tight)' if fit['tight'] else ''}"
+                     f"{_ram_verdict(fit)}")
     lines += [f"short {fit['gpu']}: margin {_size(fit['margin_bytes'])} holds the states, not the activations"
               for fit in answer["short"]]
     if "run" in answer:
@@ -462,6 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--tokens", type=_integer_text("tokens"), help="training, LoRA: tokens to train (dataset x epochs; default 10^9)")
     j.add_argument("--price", type=_machine_price, action="append",
                    help="KEY=EUR_PER_HOUR: the price of --cards cards KEY (repeat); ranks the run by cost when every fitting card has one")
+    j.add_argument("--host-ram", type=_machine_ram, action="append",
+                   help="KEY=GB: the RAM of the machine of --cards cards KEY (repeat); with --offload, whether it holds it")
     j.set_defaults(func=_cmd_job)
 
     for command in (p, e, s, lo, j):

@@ -5,7 +5,8 @@
   of optimizer states to host RAM. Reproduces the paper and the guide's first table.
 - ``deepspeed``: DeepSpeed 0.19's estimators (``vram.deepspeed_zero``).
 - ``fsdp2``: PyTorch 2.13 ``fully_shard`` with a bf16 ``MixedPrecisionPolicy``, or DDP
-  under AMP at stage 0 (``vram.fsdp2.fsdp2_memory``).
+  under AMP at stage 0, or DDP all in bf16 with ``optimizer="adamw-bf16"`` (a model loaded in
+  bf16, no fp32 master, as transformers 5's Trainer runs it) (``vram.fsdp2.fsdp2_memory``).
 
 ``framework_memory`` returns ``vram.breakdown.FrameworkMemory`` for each; the CLI and the
 site read the same object.

@@ -132,7 +132,9 @@ def fsdp2_memory(
     layer and ``fully_shard(model)`` on the root, 2 = the same with False, 0 = DDP under
     PyTorch AMP (``torch.autocast`` bf16 on fp32 weights); 1 has no FSDP2 equivalent and is
     refused. optimizer: one of ``vram.states.MASTER_COPY_OPTIMIZERS`` (its state tensors
-    follow the fp32 parameters); offload: ``CPUOffloadPolicy`` (stages 2 and 3: sharded
+    follow the fp32 parameters), or at zero_stage 0 only ``"adamw-bf16"``: DDP on a model
+    loaded in bf16 with no fp32 master, as transformers 5's Trainer runs it (``_ddp_all_bf16``:
+    2 + 2 + 4 B per parameter, bf16 buckets and step temporaries); offload: ``CPUOffloadPolicy`` (stages 2 and 3: sharded
     weights, gradients and optimizer states in host RAM, the step on the CPU);
     gpus_per_machine: GPUs sharing one host (default: all N); moment: ``None`` (the moment
     that holds the most) or one of ``MOMENTS`` to count that one (``block`` and ``root``:
@@ -184,6 +186,11 @@ def fsdp2_memory(
             "FSDP2 has no ZeRO-1: fully_shard shards gradients and optimizer states together; "
             "use zero_stage 2 (reshard_after_forward=False) or 0 (DDP)"
         )
+    if optimizer == ALL_BF16:
+        if zero_stage or offload:
+            raise ValueError("optimizer adamw-bf16 (all in bf16, no fp32 master) is modelled under DDP only "
+                             "(zero_stage 0, no offload); FSDP2 with a bf16 MixedPrecisionPolicy keeps fp32 shards")
+        return _ddp_all_bf16(shape, n, gradient_as_bucket_view, moment, optimizer_impl)
     states = state_bytes_per_param(optimizer)
     gpus = n if gpus_per_machine is None else check_int(gpus_per_machine, "gpus_per_machine", 1)
     if n % gpus:
@@ -246,6 +253,43 @@ def fsdp2_memory(
     return _with_step(memory, backward, step, optimizer_impl, moment is None)
 
 
+ALL_BF16 = "adamw-bf16"
+ALL_BF16_BUCKET_NOTE = (
+    "DDP's gradient buckets: with gradient_as_bucket_view=False (the default) the all-reduce "
+    "buckets hold a second bf16 copy of the gradients; gradient_as_bucket_view=True makes the "
+    "gradients views into the buckets and saves it."
+)
+ALL_BF16_NOTE = (
+    "All in bf16, as transformers 5's Trainer runs a model loaded in bf16 (Accelerate's DDP, "
+    "no fp32 master): bf16 weights, gradients and AdamW moments, 2 + 2 + 4 B per parameter; "
+    "updates smaller than bf16's precision are lost. The Trainer's default optimizer "
+    "adamw_torch_fused is optimizer_impl fused."
+)
+
+
+def _ddp_all_bf16(shape: ModelShape, n: int, gradient_as_bucket_view: bool, moment: str | None,
+                  optimizer_impl: str) -> FrameworkMemory:
+    """DDP on a bf16 model with ``torch.optim.AdamW`` (its moments follow the bf16 parameters,
+    ``torch/optim/adamw.py``: ``zeros_like(param)``): 2P weights + 2P gradients + 4P moments,
+    DDP's bf16 buckets (2P on more than one GPU, unless ``gradient_as_bucket_view``) from
+    backward through the step, and the step's bf16 temporaries (``vram.optimizer_step``). No
+    autocast copies: the weights already are bf16. Measured with the fake process group and
+    the profiler's live bytes (tests/vram/test_ddp_bf16.py)."""
+    p = shape.params
+    terms = [
+        Term("weights", "bf16_weights", BF16 * p, ((BF16, "P"),), "bf16 parameters"),
+        Term("gradients", "bf16_gradients", BF16 * p, ((BF16, "P"),), "bf16 gradients"),
+        Term("optimizer", "optimizer_states", 2 * BF16 * p, ((2 * BF16, "P"),), "AdamW's two moments, in bf16"),
+    ]
+    buckets = [Term("working", "ddp_buckets", BF16 * p, ((BF16, "P"),),
+                    "DDP all-reduce buckets (gradient_as_bucket_view=False)")] \
+        if n > 1 and not gradient_as_bucket_view else []
+    notes = (ALL_BF16_NOTE,) + ((ALL_BF16_BUCKET_NOTE,) if n > 1 else ())
+    step = _step_terms(shape, 1, ALL_BF16, optimizer_impl, "P") + buckets
+    return _with_step(FrameworkMemory(FRAMEWORK, p, n, 0, tuple(terms), notes), buckets, step, optimizer_impl,
+                      moment is None, force=moment == "step")
+
+
 def rank0_shard_params(shape: ModelShape, world_size: int) -> int:
     """Elements of every parameter that rank 0 holds under ``fully_shard``: the sum of
     ceil(dim0 / N) x (the other dimensions) over ``shape.param_shapes`` (``_fsdp_param.py``,
@@ -271,14 +315,15 @@ def _step_terms(shape: ModelShape, n: int, optimizer: str, impl: str, symbol: st
     terms = []
     if per_param:
         local = rank0_shard_params(shape, n)
+        dtype = "bf16" if optimizer == ALL_BF16 else "fp32"
         terms.append(Term("working", "optimizer_step_temporary", per_param * local, ((per_param, symbol),),
-                          f"fp32 temporary of the {impl} AdamW step (torch._foreach_sqrt of exp_avg_sq)"))
+                          f"{dtype} temporary of the {impl} AdamW step (torch._foreach_sqrt of exp_avg_sq)"))
     if per_largest:
         largest = largest_local_tensor(shape, n)
         if largest is None:
             raise ValueError("the for-loop AdamW step works on the largest parameter tensor: give the model's config")
         terms.append(Term("working", "optimizer_step_temporary", per_largest * largest, ((per_largest, "T"),),
-                          f"two fp32 temporaries of the largest parameter tensor in the {impl} AdamW step"))
+                          f"two {'bf16' if optimizer == ALL_BF16 else 'fp32'} temporaries of the largest parameter tensor in the {impl} AdamW step"))
     return terms
 
 

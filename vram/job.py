@@ -28,6 +28,13 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   by time). LoRA and QLoRA the same, from ``vram.timing.lora_step``'s FLOPs (frozen weights
   without weight gradients). Serving: each fitting card's decoding bound
   (``vram.timing.decode_bound``, memory bandwidth: an upper bound), not for MXFP4 weights.
+- offload (training): ``host_ram_gb`` (card key -> the system RAM of the machine of ``cards``
+  such cards, whole GB as the rental catalogue writes it, taken as 10**9 bytes: if the
+  catalogue means GiB the machine has more, never less). Each card then says whether that
+  RAM holds the host bytes the offload pins (``host_bytes``: DeepSpeed's estimators at
+  ``additional_buffer_factor=1``, tests/vram/test_deepspeed_estimators.py; FSDP2's
+  ``CPUOffloadPolicy`` shards): ``host_ram`` ``{"machine_gb", "holds"}``, both None when the
+  machine's RAM is not given (the page greys the verdict out and says why).
 
 Verdict per card (``fits``/``short``, smallest card first). Training and LoRA: a card's
 usable bytes are ``vram.fit.usable_bytes`` (memory less the reserve); its margin is what
@@ -88,8 +95,9 @@ JOB_FIELDS: dict[str, Any] = {
     "rank": 16, "targets": ALL_LINEAR, "base_dtype": "bf16",
     "weights": "bf16", "kv_dtype": "bf16", "context": 8192, "concurrent": 1, "gpu_memory_utilization": 0.9,
     "gpus": [], "reserve_mib": 2048, "tight_free_fraction": 0.1,
-    "tokens": 10**9, "prices": {},
+    "tokens": 10**9, "prices": {}, "host_ram_gb": {},
 }
+MAX_HOST_RAM_GB = 10**6  # 1 PB: beyond any machine
 MAX_TOKENS = 10**15
 
 
@@ -405,6 +413,28 @@ def _run_times(job: dict, config: ModelConfig, fit_list: list[dict]) -> dict[str
     return {"tokens": tokens, "ranked_by": by, "order": [o.key for o in ranked]}
 
 
+def _machines_ram(job: dict) -> dict[str, int]:
+    """``host_ram_gb`` checked: card key -> whole GB from 1 to ``MAX_HOST_RAM_GB``."""
+    machines = job["host_ram_gb"]
+    if not isinstance(machines, dict):
+        raise JobError("host_ram_gb", "choice", "must map a card's key to its machine's RAM in GB")
+    for key, ram in machines.items():
+        if isinstance(ram, bool) or not isinstance(ram, int) or not 1 <= ram <= MAX_HOST_RAM_GB:
+            raise JobError("host_ram_gb", "integer", f"{str(key)[:40]}: must be whole GB from 1 to "
+                           f"{MAX_HOST_RAM_GB:,}, got {ram!r}", minimum=1, maximum=MAX_HOST_RAM_GB)
+    return machines
+
+
+def _host_ram(job: dict, host: int, fit_list: list[dict], short: list[dict]) -> None:
+    """Training with offload: write into every card's fit whether the RAM of its machine
+    (``host_ram_gb``: card key -> whole GB) holds the ``host`` bytes the offload pins, or
+    None for both when the machine's RAM is not given."""
+    machines = _machines_ram(job)
+    for fit in fit_list + short:
+        ram = machines.get(fit["gpu"])
+        fit["host_ram"] = {"machine_gb": ram, "holds": None if ram is None else host <= ram * 10**9}
+
+
 def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     """Answer one job (module docstring): a JSON-able dict.
 
@@ -421,6 +451,8 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     as ``vram.timing.shown_duration`` writes them), ``bound``,
     ``price_eur_per_hour`` and ``cost_eur`` [low, high] as decimal strings or None) and
     ``run`` (``tokens``, ``ranked_by`` "cost" or "time", ``order`` of the fitting cards).
+    Training with offload: each card's ``host_ram`` (``machine_gb``, ``holds``: True, False
+    or None where ``host_ram_gb`` does not give its machine's RAM).
     Serving: each fit's ``decode`` (``_decode_bounds``: tokens/s at most).
     Raises JobError (one line, naming the field).
     """
@@ -428,6 +460,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     kind = _choice(job, "kind", KINDS)
     config = read_config(job["config"])
     _integer(job, "cards", 1, MAX_CARDS)
+    _machines_ram(job)
     activations, host, notes, kv_one, backward = None, 0, [], 0, None
     if kind == "serving":
         parts, kv_one = _serving(job, config)
@@ -437,6 +470,8 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     need = sum(parts.values())
     fit_list, short = _card_fits(job, kind, need, need if backward is None else backward, activations, kv_one,
                                  parts.get("weights", 0))
+    if host:
+        _host_ram(job, host, fit_list, short)
     ordered = sorted(((k, v) for k, v in parts.items() if v), key=lambda kv: (-kv[1], PART_ORDER.index(kv[0])))
     count = _cached_params(config)
     answer: dict[str, Any] = {

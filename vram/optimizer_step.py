@@ -18,7 +18,10 @@ Oracle: the fake process group (one process plays rank 0 of N; FSDP2's and DDP's
 real, collectives are no-ops) and the live bytes of the profiler's allocator events during
 ``optimizer.step()`` (tests/vram/test_optimizer_step.py): 20 B per local parameter at the
 step under FSDP2 with ``foreach`` (4 + 4 + 8 of the model states, 4 of the temporary), 16
-with ``fused``. SGD with momentum and no weight decay (``_multi_tensor_sgd``) updates in place
+with ``fused``. All in bf16 (a bf16 model, ``torch.optim.AdamW`` on it: moments in bf16, no
+fp32 copy), the same temporaries in bf16: 2 B per local parameter (``foreach``), 4 B per
+element of the largest (``forloop``), measured the same way (tests/vram/test_ddp_bf16.py).
+SGD with momentum and no weight decay (``_multi_tensor_sgd``) updates in place
 in every implementation; bitsandbytes' 8-bit Adam runs its own kernel, in place: 0 for both.
 """
 
@@ -33,6 +36,7 @@ TRAINER_IMPL = "fused"  # transformers' TrainingArguments default optim "adamw_t
 # optimizer -> impl -> (bytes per local parameter, bytes per element of the largest local tensor)
 _TEMPORARY = {
     "adamw": {"foreach": (4, 0), "forloop": (0, 8), "fused": (0, 0)},
+    "adamw-bf16": {"foreach": (2, 0), "forloop": (0, 4), "fused": (0, 0)},  # moments in bf16: the same tensors, 2 B
 }
 
 

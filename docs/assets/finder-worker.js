@@ -10,11 +10,18 @@ import { loadPyodide } from "./pyodide/pyodide.mjs";
 const base = new URL("./", import.meta.url);
 
 const ready = (async function () {
+  const boot = {};  // milliseconds since the worker started, at the end of each phase
+  const calculatorZip = fetch(new URL("vram.zip", base));  // fetched while Pyodide starts
+  calculatorZip.catch(function () {});  // a failure is reported below, once awaited
   const pyodide = await loadPyodide({ indexURL: new URL("pyodide/", base).href });
-  const response = await fetch(new URL("vram.zip", base));
+  boot.pyodide_ms = performance.now();
+  const response = await calculatorZip;
   if (!response.ok) throw new Error(response.status + " " + response.statusText);
   pyodide.unpackArchive(await response.arrayBuffer(), "zip", { extractDir: "/home/pyodide/calculator" });
+  boot.unpack_ms = performance.now();
   pyodide.runPython("import sys\nsys.path.insert(0, '/home/pyodide/calculator')\nimport vram.job");
+  boot.import_ms = performance.now();
+  self.postMessage({ boot: boot });
   const configs = {};
   pyodide.FS.readdir("/home/pyodide/calculator/configs").forEach(function (name) {
     if (name.endsWith(".json")) {

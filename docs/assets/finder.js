@@ -35,13 +35,13 @@
   var CHOICE = ["model", "task", "cards", "method", "context"];
   // The task names the optimizer (training) or the weights' format (serving); these are the rest.
   var JOB_INPUTS = ["offload", "seq_len", "micro_batch", "recompute", "attention", "rank", "targets",
-    "kv_dtype", "concurrent", "gpu_memory_utilization", "tokens"];
+    "kv_dtype", "concurrent", "gpu_memory_utilization", "tokens", "host_ram_gb"];
   // The reader's price per hour of the machine of each card (price_KEY, hooks/finder.py's _prices_field).
   var PRICES = Array.prototype.map.call(form.querySelectorAll('input[id^="finder-price_"]'), function (input) {
     return input.name;
   });
   JOB_INPUTS = JOB_INPUTS.concat(PRICES);
-  var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent", "tokens"];
+  var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent", "tokens", "host_ram_gb", "context"];
   var controls = {};
   CHOICE.concat(JOB_INPUTS).forEach(function (name) { controls[name] = document.getElementById("finder-" + name); });
   var configBox = document.getElementById("finder-config");
@@ -97,6 +97,10 @@
       worker = new Worker(workerURL, { type: "module" });
       worker.onmessage = function (event) {
         var reply = event.data;
+        if (reply.boot) {  // how long the worker took to start, by phase (bench/finder.py reads it)
+          form.bootTimes = reply.boot;
+          return;
+        }
         var done = pending[reply.id];
         delete pending[reply.id];
         if (done) done(reply);
@@ -118,6 +122,15 @@
   // The page's calculator, for checks that send it many jobs (tests/browser/test_finder_jobs.py).
   form.ask = ask;
 
+  // Pyodide takes seconds to start: the worker starts as soon as the reader enters a field
+  // whose change leaves the precomputed answers (a job input, the config.json box), so it
+  // boots while they type; choosing among the precomputed answers never starts it.
+  form.addEventListener("focusin", function (event) {
+    var target = event.target;
+    if (target === configBox || target === configFile
+        || JOB_INPUTS.some(function (name) { return controls[name] === target; })) calculator();
+  });
+
   function start(data) {
     var models = byKey(data.models);
     var tasks = byKey(data.tasks);
@@ -137,10 +150,18 @@
         recompute: "none", attention: "", rank: String(data.lora.rank), targets: "all-linear",
         kv_dtype: data.serving.kv_dtype,
         concurrent: String(data.serving.concurrent), gpu_memory_utilization: String(data.serving.gpu_memory_utilization),
-        tokens: String(data.run_tokens)
+        tokens: String(data.run_tokens), host_ram_gb: ""
       };
       PRICES.forEach(function (name) { reference[name] = ""; });
       return reference;
+    }
+
+    // Serving: the context typed is one the reference answers hold (finder.yaml's contexts,
+    // within the model's maximum, on cards vLLM can split the model over).
+    function precomputedContext() {
+      var byCards = ((data.results[controls.model.value] || {})[controls.task.value] || {})[controls.cards.value] || {};
+      var typed = controls.context.value.trim();
+      return /^[1-9][0-9]*$/.test(typed) && Object.prototype.hasOwnProperty.call(byCards, typed);
     }
 
     function relevant(name) {
@@ -150,6 +171,7 @@
 
     function isReference() {
       if (controls.model.value === CUSTOM) return false;
+      if (kind() === "serving" && !precomputedContext()) return false;
       var reference = defaults();
       return JOB_INPUTS.every(function (name) { return !relevant(name) || controls[name].value.trim() === reference[name]; });
     }
@@ -169,7 +191,7 @@
     }
 
     function clearOffers() {
-      ["task", "cards", "method", "context"].forEach(function (name) {
+      ["task", "cards", "method"].forEach(function (name) {
         Array.prototype.forEach.call(controls[name].options, function (option) { option.disabled = false; option.title = ""; });
       });
     }
@@ -194,12 +216,7 @@
       var byTask = (data.results[controls.model.value] || {})[controls.task.value] || {};
       offer(controls.cards, byTask, function () { return refusal(current); });
       var byCards = byTask[controls.cards.value] || {};
-      if (current === "serving") {
-        var maxContext = models[controls.model.value].max_context;
-        offer(controls.context, byCards, function (option) {
-          return maxContext !== null && Number(option.value) > maxContext ? labels.too_long : labels.refused_cards;
-        }, true);
-      } else {
+      if (current !== "serving") {
         offer(controls.method, byCards, function () { return refusal(current); });
       }
     }
@@ -207,7 +224,7 @@
     function choiceText(serving) {
       var parts = [selectedText(controls.model), selectedText(controls.task),
         controls.cards.value === "1" ? labels.cards_one : fill(labels.cards_many, { cards: controls.cards.value })];
-      if (serving) parts.push(selectedText(controls.context));
+      if (serving) parts.push(fill(labels.context_option, { tokens: formats.whole.format(Number(controls.context.value)) }));
       else parts.push(selectedText(controls.method));
       return fill(labels.caption, { choice: parts.join(", ") });
     }
@@ -237,6 +254,7 @@
           cell.appendChild(document.createTextNode(" "));
           cell.appendChild(element("strong", fit.recompute ? labels.tight_recompute : labels.tight, { "class": "finder-tight" }));
         }
+        if (fit.host_ram) cell.appendChild(ramVerdict(fit.host_ram));
         var machine = data.machines[fit.gpu + "@" + cards];  // the guide's price of that machine, if any
         var price = machine
           ? fill(labels.price_cell, { count: cards, gpu: gpu.name, price: formats.eur.format(machine.price_eur_per_hour_from) })
@@ -245,6 +263,20 @@
         if (fit.time) row.appendChild(element("td", runText(fit.time)));
         if (decoding) row.appendChild(element("td", fit.decode ? decodeText(fit.decode) : ""));
       });
+      return node;
+    }
+
+    // Whether the machine's RAM holds the offload (answer_job's verdict); greyed, with the
+    // reason, where the machine's RAM is not known.
+    function ramVerdict(ram) {
+      var node = element("span", null, { "class": "finder-ram" });
+      node.appendChild(document.createTextNode(" "));
+      if (ram.holds === null) {
+        node.appendChild(element("span", labels.ram_unknown, { "class": "finder-unknown", title: labels.ram_unknown_why }));
+      } else {
+        node.appendChild(element(ram.holds ? "span" : "strong",
+          fill(ram.holds ? labels.ram_holds : labels.ram_short, { ram: gb(ram.machine_gb) })));
+      }
       return node;
     }
 
@@ -323,6 +355,9 @@
           asked: gb(act.gb), full: gb(act.full_gb), reserve: reserve
         }));
         if (found.host_gb) notes.push(fill(labels.host_ram, { host: gb(found.host_gb) }));
+        if (found.fits.some(function (fit) { return fit.host_ram && fit.host_ram.holds === null; })) {
+          notes.push(labels.ram_unknown_why);
+        }
         if (found.notes && found.notes.length && kind() === "lora") notes.push(labels.qlora_storage);
       } else {
         var model = models[controls.model.value];
@@ -419,6 +454,19 @@
       return text;
     }
 
+    // The RAM of each machine of this many cards: the catalogue's where the data give it,
+    // else the one the reader typed (vram says whether it holds the offload).
+    function hostRam(cards) {
+      var machines = {};
+      var typed = value("host_ram_gb");
+      data.gpus.forEach(function (g) {
+        var known = (data.host_ram_gb || {})[g.key + "@" + cards];
+        if (known !== undefined) machines[g.key] = known;
+        else if (typed !== "") machines[g.key] = typed;
+      });
+      return machines;
+    }
+
     function job() {
       var current = kind();
       var task = tasks[controls.task.value];
@@ -429,7 +477,7 @@
       };
       var names;
       if (current === "serving") {
-        found.context = Number(controls.context.value);
+        found.context = value("context");
         found.weights = task.weight_dtype;
         names = ["kv_dtype", "concurrent", "gpu_memory_utilization"];
       } else {
@@ -438,7 +486,10 @@
         found.zero_stage = method.zero_stage;
         names = ["seq_len", "micro_batch", "recompute", "attention"];
         names = names.concat(current === "training" ? ["offload"] : ["rank", "targets"]);
-        if (current === "training") found.optimizer = task.optimizer;
+        if (current === "training") {
+          found.optimizer = task.optimizer;
+          found.host_ram_gb = hostRam(found.cards);
+        }
         found.tokens = value("tokens");
         // the guide's price of each machine of this many cards, or the reader's for it
         found.prices = {};
@@ -459,7 +510,7 @@
       var ticket = shown;
       updateControls();
       if (isReference()) {
-        var option = kind() === "serving" ? controls.context.value : controls.method.value;
+        var option = kind() === "serving" ? controls.context.value.trim() : controls.method.value;
         var byCards = ((data.results[controls.model.value] || {})[controls.task.value] || {})[controls.cards.value] || {};
         var found = byCards[option];
         clearError();
@@ -517,7 +568,8 @@
       var query = new URLSearchParams(location.search);
       CHOICE.forEach(function (name) {
         var value = query.get(name);
-        var known = Array.prototype.some.call(controls[name].options, function (option) { return option.value === value; });
+        var known = controls[name].tagName !== "SELECT"  // the context: any length, checked by the calculator
+          || Array.prototype.some.call(controls[name].options, function (option) { return option.value === value; });
         if (value !== null && known) controls[name].value = value;
       });
       JOB_INPUTS.forEach(function (name) {
@@ -536,7 +588,7 @@
       var query = new URLSearchParams(location.search);
       CHOICE.concat(JOB_INPUTS).forEach(function (name) { query.delete(name); });
       ["model", "task", "cards"].forEach(function (name) { query.set(name, controls[name].value); });
-      if (kind() === "serving") query.set("context", controls.context.value);
+      if (kind() === "serving") query.set("context", controls.context.value.trim());
       else query.set("method", controls.method.value);  // the method names the framework, on one card too
       var reference = defaults();
       JOB_INPUTS.forEach(function (name) {

@@ -111,10 +111,25 @@ class Card(Data):
     host_link: Key  # interconnects.yaml: the row of the card's PCIe link to host memory (offload)
 
 
+def _host_ram_gb(value: Any) -> Any:
+    if value == "not published" or (type(value) is int and value >= 1):
+        return value
+    raise ValueError(f"must be whole GB (an integer, the catalogue's figure) or 'not published', got {value!r}")
+
+
 class Machine(Data):
     gpu: Key
     count: Count
     price_eur_per_hour_from: Positive
+    # the machine's system RAM (whole GB, the rental catalogue's row), or "not published" (vram.job host_ram_gb)
+    host_ram_gb: Annotated[Any, AfterValidator(_host_ram_gb)]
+    host_ram_source: Name  # where the figure comes from, or why there is none
+
+    @model_validator(mode="after")
+    def _unpublished_ram_says_so(self) -> Self:
+        if self.host_ram_gb == "not published" and not self.host_ram_source.startswith("not published"):
+            raise ValueError("host_ram_source: must start with 'not published' when host_ram_gb is 'not published'")
+        return self
 
 
 class GpusFile(Data):
@@ -251,7 +266,7 @@ class ModelsFile(Data):
 # The fields hooks/finder/compute.py and docs/assets/finder.js pass to each label.
 FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "legend": (), "model": (), "task": (), "cards": (), "method": (), "context": (),
-    "context_option": ("tokens",), "method_hint": (), "tensor_parallel": (), "too_long": (),
+    "context_option": ("tokens",), "method_hint": (), "tensor_parallel": (),
     "caption": ("choice",), "cards_one": (), "cards_many": ("cards",),
     "col_card": (), "col_memory": (), "col_margin": (), "col_price": (), "tight": (), "tight_recompute": (),
     "margin_cell": ("margin", "free"), "price_cell": ("count", "gpu", "price"), "no_price": (),
@@ -283,6 +298,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field",),
     "col_decode": (),
     "decode_cell": ("per_sequence", "total"), "decode_one": ("per_sequence",),
+    "host_ram_gb": (), "ram_holds": ("ram",), "ram_short": ("ram",), "ram_unknown": (), "ram_unknown_why": (),
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
 NOTEBOOK_LABEL_FIELDS: dict[str, tuple[str, ...]] = {

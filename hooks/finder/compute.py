@@ -286,6 +286,9 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
                   "usable_gb": bytes_to_gb(card_capacity_bytes(catalogue, g)), "speed": catalogue.speeds[k]}
                  for k, g in catalogue.gpus],
         "run_tokens": JOB_FIELDS["tokens"],
+        # the RAM of the catalogue's machines where a source gives it (gpus.yaml host_ram_gb)
+        "host_ram_gb": {f"{m['gpu']}@{m['count']}": m["host_ram_gb"] for m in catalogue.machines.values()
+                        if m["host_ram_gb"] != "not published"},
         "results": results,
     }
 

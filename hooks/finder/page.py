@@ -76,11 +76,21 @@ def _select(name: str, label: str, choices: list[tuple[str, str]], selected: str
             f'<select id="finder-{name}" name="{name}"{extra}>{opts}</select>')
 
 
-def _text(name: str, label: str, value: Any, numeric: bool = True, mode: str = "numeric") -> str:
+def _text(name: str, label: str, value: Any, numeric: bool = True, mode: str = "numeric", extra: str = "") -> str:
     mode_attr = f' inputmode="{mode}"' if numeric or mode != "numeric" else ""
     return (f'<label for="finder-{name}">{html.escape(label)}</label>\n'
             f'<input type="text" id="finder-{name}" name="{name}" value="{html.escape(str(value))}"{mode_attr} '
-            f'autocomplete="off" spellcheck="false">')
+            f'autocomplete="off" spellcheck="false"{extra}>')
+
+
+def _context_field(catalogue: Catalogue, lang: str) -> str:
+    """Serving: the context length, any whole number of tokens (the calculator refuses one
+    beyond the model's maximum in one line); the precomputed lengths offered as suggestions."""
+    suggestions = "\n".join(f'<option value="{n}">{html.escape(_context_label(catalogue, n, lang))}</option>'
+                            for n in catalogue.settings["contexts"])
+    return (_text("context", _label(catalogue, "context", lang), catalogue.settings["default"]["context"],
+                  extra=' list="finder-contexts" aria-describedby="finder-context-hint"')
+            + f'<datalist id="finder-contexts">{suggestions}</datalist>')
 
 
 def _config_field(catalogue: Catalogue, lang: str) -> str:
@@ -123,9 +133,7 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         _select("method", _label(catalogue, "method", lang), [(k, _method_label(catalogue, k, lang)) for k in catalogue.methods],
                 d["method"], ' aria-describedby="finder-method-hint"')
         + f'<p class="finder-hint" id="finder-method-hint">{html.escape(_label(catalogue, "method_hint", lang))}</p>',
-        _select("context", _label(catalogue, "context", lang),
-                [(str(n), _context_label(catalogue, n, lang)) for n in catalogue.settings["contexts"]], str(d["context"]),
-                ' aria-describedby="finder-context-hint"')
+        _context_field(catalogue, lang)
         + f'<p class="finder-hint" id="finder-context-hint">{html.escape(_label(catalogue, "tensor_parallel", lang))}</p>',
     ]
     kinds = ["", "", "", "training lora", "serving"]
@@ -145,6 +153,7 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         ("serving", _text("concurrent", label("concurrent"), settings["serving"]["concurrent"])),
         ("serving", _text("gpu_memory_utilization", label("gpu_memory_utilization"),
                           settings["serving"]["gpu_memory_utilization"], numeric=False, mode="decimal")),
+        ("training", _text("host_ram_gb", label("host_ram_gb"), "")),
         ("training lora", _text("tokens", label("tokens"), JOB_FIELDS["tokens"])),
         ("training lora", _prices_field(catalogue, lang)),
     ]

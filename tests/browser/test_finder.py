@@ -11,9 +11,12 @@
 from __future__ import annotations
 
 import functools
+import json
+
 import pytest
 from bs4 import BeautifulSoup
 
+import vram
 from hooks.finder.compute import finder_data
 from hooks.render.markdown import render_markdown
 from tests.conftest import REPO_ROOT
@@ -80,7 +83,11 @@ def open_finder(page, site_server, lang: str):
 
 def choose(page, **choice):
     for name, value in choice.items():
-        page.select_option(f"#finder-{name}", str(value))
+        if name == "context":  # serving: a free field, any length up to the model's maximum
+            page.fill("#finder-context", str(value))
+            page.dispatch_event("#finder-context", "change")
+        else:
+            page.select_option(f"#finder-{name}", str(value))
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
@@ -124,10 +131,7 @@ def test_controls_follow_the_task(page, site_server):
     assert page.is_enabled("#finder-method") and page.is_visible("#finder-method")
     choose(page, task="serve-bf16")
     assert page.is_hidden("#finder-method") and page.is_visible("#finder-context")
-    choose(page, context=131072)
-    choose(page, model="mistral-7b")  # trained up to 32768 tokens
-    assert page.eval_on_selector('#finder-context option[value="131072"]', "o => o.disabled")
-    assert page.input_value("#finder-context") == "32768"  # the longest it was trained for
+    choose(page, context=32768, model="mistral-7b")  # trained up to 32768 tokens
     disabled = page.eval_on_selector_all("#finder-cards option", "os => os.filter(o => o.disabled).map(o => o.value)")
     assert disabled == [value for value in ("2", "4", "8") if not computed("mistral-7b", "serve-bf16", value)]
     choose(page, task="lora", cards=2)  # only what the JSON holds a result for is offered
@@ -194,3 +198,31 @@ def test_phone_width_and_screenshots(chromium, site_server, lang):
         finally:
             context.close()
     assert (ARTIFACTS / f"finder-{lang}-desktop.png").stat().st_size > 10_000
+
+
+def type_context(page, tokens: str) -> None:
+    """Type a serving context and wait for its answer (the calculator's, or its one line)."""
+    page.evaluate("document.getElementById('finder-form').removeAttribute('data-state')")
+    choose(page, context=tokens)
+    page.wait_for_selector('#finder-form[data-state="ready"]', timeout=120_000)
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_serving_context_is_any_length_up_to_the_models_maximum(page, site_server, lang):
+    """Any whole number of tokens: the calculator's answer for it (not a preset), one line in
+    the page's language beyond the model's maximum, the length kept in the link."""
+    open_finder(page, site_server, lang)
+    choose(page, model="mistral-7b", task="serve-bf16", cards=1)
+    type_context(page, "12345")
+    assert page.is_hidden("#finder-error") and page.is_visible("#finder-table") and "context=12345" in page.url
+    answer = json.loads(page.get_attribute("#finder-results", "data-answer"))
+    config = vram.model_config_from_dict(json.loads((REPO_ROOT / "snippets" / "data" / "models" / "mistral-7b-v0.1.json").read_text()))
+    assert answer["kv_per_sequence_bytes"] == vram.serving_memory_per_gpu(config, "bf16", context_length=12345).kv_cache_bytes
+    assert ("12 345 tokens" if lang == "fr" else "12.345 token") in plain(page.text_content("#finder-table caption"))
+    type_context(page, "32769")
+    expected = ("Longueur du contexte : au-delà du maximum du modèle, 32 768 tokens." if lang == "fr"
+                else "Lunghezza del contesto: oltre il massimo del modello, 32.768 token.")
+    assert plain(page.text_content("#finder-error")) == plain(expected) and page.is_hidden("#finder-results")
+    assert "context=32769" in page.url
+    type_context(page, "32768")  # a preset within the maximum: the precomputed answer, at once
+    assert page.is_hidden("#finder-error") and page.get_attribute("#finder-results", "data-answer") is None

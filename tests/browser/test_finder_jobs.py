@@ -78,6 +78,8 @@ def random_job(rng: random.Random, config_path, kind: str) -> dict:
     if kind == "training":
         job.update(optimizer=rng.choice(TRAINING_OPTIMIZERS + ("adamw", "adam8bit")),
                    offload=rng.choice(OFFLOAD + ("none",) * 4))
+        if job["offload"] != "none":  # the machine's RAM for one card's machine: holds the offload or not
+            job["host_ram_gb"] = {rng.choice(CARDS)["key"]: rng.choice([64, 128, 512, 2048])}
     else:
         job.update(rank=rng.choice([1, 8, 16, 64]), targets=rng.choice(["all-linear", "q_proj,v_proj"]),
                    base_dtype=rng.choice(["bf16", "nf4"]))
@@ -97,6 +99,8 @@ def argv(job: dict, config_path) -> list[str]:
             args += [f"--gpu={card['key']}={card['memory_mib']}" for card in value]
         elif key == "prices":
             args += [f"--price={card}={price}" for card, price in value.items()]
+        elif key == "host_ram_gb":
+            args += [f"--host-ram={card}={ram}" for card, ram in value.items()]
         elif value is not None:
             args.append(f"--{key.replace('_', '-')}={value}")
     return args
@@ -195,7 +199,7 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
 REFERENCE = {"offload": "none", "seq_len": FINDER["settings"]["activations"]["seq_length"],
              "micro_batch": FINDER["settings"]["activations"]["micro_batch"], "recompute": "none", "attention": "",
              "rank": FINDER["settings"]["lora"]["rank"], "targets": "all-linear", **FINDER["settings"]["serving"],
-             "tokens": 10**9, **{f"price_{card['key']}": "" for card in CARDS}}
+             "tokens": 10**9, **{f"price_{card['key']}": "" for card in CARDS}, "host_ram_gb": ""}
 
 
 def use_form(page, **values) -> None:
@@ -320,8 +324,9 @@ def test_greyed_out_choices_say_why(pages):
     page = pages["it"]
     labels = FINDER["labels"]
     use_form(page, model="llama-3.1-8b", task="full-bf16", cards=1, method="paper")
-    title = page.eval_on_selector('#finder-method option[value="ddp"]', "o => o.disabled && o.title")
-    assert title == labels["refused_optimizer"]["it"]  # all-bf16: only the paper's accounting has it
+    title = page.eval_on_selector('#finder-method option[value="fsdp2-reshard"]', "o => o.disabled && o.title")
+    assert title == labels["refused_optimizer"]["it"]  # all-bf16: DDP and the paper's accounting have it
+    assert page.eval_on_selector('#finder-method option[value="ddp"]', "o => !o.disabled")
     title = page.eval_on_selector('#finder-task option[value="serve-mxfp4"]', "o => o.disabled && o.title")
     assert title == labels["refused_weights"]["it"]  # MXFP4: gpt-oss's checkpoints only
     use_form(page, model="qwen2.5-7b", task="serve-bf16", cards=1, context=8192)
@@ -432,4 +437,34 @@ def test_lora_and_serving_show_their_time_in_the_page(pages):
                                                         "--concurrent=4", "--kv-dtype=bf16", "--gpu-memory-utilization=0.9"]))
     rows = page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.lastElementChild.textContent)")
     assert rows == [typeset_text(decode_text(catalogue, "fr", f["decode"]), "fr") for f in answer["fits"]]
+    assert not page.errors
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_machines_ram_verdict_is_the_command_lines(pages, lang):
+    """With an offload, each card says whether its machine's RAM holds the host bytes: greyed,
+    with the reason, where the data give no RAM (gpus.yaml publishes none); the RAM the reader
+    typed otherwise, the verdict the command line's, the RAM kept in the link."""
+    page, labels = pages[lang], FINDER["labels"]
+    job = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 4, "method": "zero3", "offload": "optimizer"}
+    flags = ["--kind=training", "--cards=4", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw",
+             "--seq-len=2048", "--micro-batch=1", "--recompute=none", "--offload=optimizer"]
+    use_form(page, **job)
+    assert page_answer(page) == cli_for("llama-3.1-8b", flags)
+    unknown = page.eval_on_selector_all("#finder-table .finder-unknown", "nodes => nodes.map(n => [n.textContent, n.title])")
+    assert unknown and {(plain(text), plain(title)) for text, title in unknown} == {
+        (plain(labels["ram_unknown"][lang]), plain(labels["ram_unknown_why"][lang]))}
+    assert plain(labels["ram_unknown_why"][lang]) in plain(page.text_content("#finder-note"))
+    for ram, verdict in ((256, "ram_holds"), (100, "ram_short")):  # the offload pins 128.5 GB per machine
+        use_form(page, **job, host_ram_gb=ram)
+        assert page_answer(page) == cli_for("llama-3.1-8b", flags + [f"--host-ram={c['key']}={ram}" for c in CARDS])
+        cells = page.eval_on_selector_all("#finder-table tbody td:nth-child(3)", "cells => cells.map(c => c.textContent)")
+        said = plain(labels[verdict][lang].format(ram=f"{ram}\u00a0{'Go' if lang == 'fr' else 'GB'}"))
+        assert cells and all(said in plain(cell) for cell in cells), cells
+        assert page.query_selector("#finder-table .finder-unknown") is None
+        assert f"host_ram_gb={ram}" in page.url
+    use_form(page, **job, host_ram_gb="-5")
+    line = plain(page.text_content("#finder-error"))
+    assert line == plain(labels["error_integer"][lang].format(field=labels["host_ram_gb"][lang], minimum=1,
+                                                               maximum="1.000.000" if lang == "it" else "1\u202f000\u202f000")), line
     assert not page.errors

@@ -59,6 +59,15 @@ DATA_CASES = {  # file, old text, new text, the line (regex)
                                         r"gpus\.yaml: gpus\.rtx-4090\.bf16_dense_tflops: Field required"),
     "machine of no card": ("gpus.yaml", "gpu: rtx-4090, count: 4", "gpu: rtx-4091, count: 4",
                            r"gpus\.yaml: machines\.4x-rtx-4090\.gpu: 'rtx-4091' is not a card of gpus"),
+    "machine RAM with its unit": ("gpus.yaml", "count: 8, price_eur_per_hour_from: 31.20, host_ram_gb: not published",
+                                  "count: 8, price_eur_per_hour_from: 31.20, host_ram_gb: 2 TB",
+                                  r"gpus\.yaml: machines\.8x-h100\.host_ram_gb: "),
+    "machine RAM left out": ("gpus.yaml", "count: 8, price_eur_per_hour_from: 31.20, host_ram_gb: not published,",
+                             "count: 8, price_eur_per_hour_from: 31.20,",
+                             r"gpus\.yaml: machines\.8x-h100\.host_ram_gb: Field required"),
+    "unpublished RAM that does not say so": ("gpus.yaml", 'host_ram_source: "not published: the guide says the catalogue row shows the RAM, without a figure"}\n  8x',
+                                             'host_ram_source: "the catalogue"}\n  8x',
+                                             r"gpus\.yaml: machines\.4x-rtx-4090: .*host_ram_source: must start with 'not published'"),
 }
 
 
