@@ -51,7 +51,8 @@ def test_adding_a_card_changes_the_largest_cards(data_dir, lang, before, after):
 
 def test_adding_a_machine_changes_the_priced_machines(data_dir):
     assert shown("{{ priced_machines }}", "it") == "4 × RTX 4090 e 8 × H100"
-    edit(data_dir / "gpus.yaml", "machines:\n", "machines:\n  2x-h200: {gpu: h200, count: 2, price_eur_per_hour_from: 7.5}\n")
+    edit(data_dir / "gpus.yaml", "machines:\n", "machines:\n  2x-h200: {gpu: h200, count: 2, price_eur_per_hour_from: 7.5, host_ram_gb: 512, "
+         "host_ram_source: a test machine}\n")
     assert shown("{{ priced_machines }}", "it") == "2 × H200, 4 × RTX 4090 e 8 × H100"
     assert shown("{{ priced_machines }}", "fr") == "2 × H200, 4 × RTX 4090 et 8 × H100"
 
