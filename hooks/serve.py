@@ -109,9 +109,11 @@ def watchmedo_command(serve_args: Sequence[str]) -> list[str]:
             "--kill-after=10", "--", sys.executable, "-m", "hooks.serve", "--server", *serve_args]
 
 
-def wait_for_edit(paths: Sequence[Path] = WATCHED) -> str:
+def wait_for_edit(paths: Sequence[Path] = WATCHED, on_watching=lambda: None) -> str:
     """Block until a file under ``paths`` (folders, recursively, or files) is written, added,
-    removed or moved; return its path once the editor's save has settled."""
+    removed or moved; return its path once the editor's save has settled. ``on_watching`` runs
+    once the watcher is up (a message saying so, printed earlier, would let an edit made at
+    once go unseen)."""
     from watchdog.observers import Observer
 
     edited: list[str] = []
@@ -132,6 +134,7 @@ def wait_for_edit(paths: Sequence[Path] = WATCHED) -> str:
     for folder in {path.parent for path in files}:
         observer.schedule(_Only(handler, files), str(folder), recursive=False)
     observer.start()
+    on_watching()
     try:
         done.wait()
         threading.Event().wait(SETTLE_S)
@@ -239,11 +242,11 @@ def serve_or_wait(serve_args: Sequence[str]) -> int:
             return 2
         if shown:
             print(shown, file=sys.stderr, flush=True)
-    folders = ", ".join(f"{path.name}/" if path.is_dir() else path.name for path in WATCHED)
-    print(f"hooks.serve: the server could not start; waiting for an edit of {folders} "
-          "(or of the code, which restarts it)", file=sys.stderr, flush=True)
+    folders = ", ".join(f"{relative(path)}/" if path.is_dir() else relative(path) for path in WATCHED)
     try:
-        edited = wait_for_edit()
+        edited = wait_for_edit(on_watching=lambda: print(
+            f"hooks.serve: the server could not start; waiting for an edit of {folders} "
+            "(or of the code, which restarts it)", file=sys.stderr, flush=True))
     except KeyboardInterrupt:
         return 0
     print(f"hooks.serve: {relative(Path(edited))} changed: starting mkdocs serve again", file=sys.stderr, flush=True)
