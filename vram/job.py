@@ -68,7 +68,7 @@ from .breakdown import model_shape
 from .fit import fits, free_fraction, mib_to_bytes, training_verdict, usable_bytes
 from .frameworks import FRAMEWORKS, framework_memory
 from .lora import ALL_LINEAR, BASE_DTYPES, lora_memory_per_gpu
-from .models import _REQUIRED, SUPPORTED_MODEL_TYPES, _DuplicateKey, _refuse_duplicate_keys, ConfigError, ModelConfig, count_params, model_config_from_dict
+from .models import _REQUIRED, SUPPORTED_MODEL_TYPES, _DuplicateKey, _refuse_duplicate_keys, _short, ConfigError, ModelConfig, count_params, model_config_from_dict
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
 from .serving import check_tensor_parallel, serving_memory_per_gpu
@@ -103,7 +103,9 @@ MAX_TOKENS = 10**15
 
 class JobError(ValueError):
     """Bad job input: ``field`` (the job key), ``code`` ("integer", "choice", "fraction", "price",
-    "too_long", "not_offered", "config_json", "config_family", "config_key", "config_value")
+    "too_long", "not_offered", "config_json" (with ``line`` and ``column``), "config_duplicate"
+    (``key``), "config_object" (``got``: the JSON type), "config_unreadable", "config_family" (``key``
+    and the supported ``choices``), "config_key", "config_value")
     and ``limits`` (what was allowed: minimum/maximum or the choices)."""
 
     def __init__(self, field: str, code: str, message: str, **limits: Any) -> None:
@@ -151,15 +153,20 @@ def read_config(raw: Any) -> ModelConfig:
         try:
             raw = json.loads(raw, object_pairs_hook=_refuse_duplicate_keys)
         except _DuplicateKey as exc:
-            raise JobError("config", "config_json", f"key {exc.args[0]!r} appears twice") from None
-        except (ValueError, RecursionError) as exc:
-            raise JobError("config", "config_json", f"not valid JSON ({exc})") from None
+            raise JobError("config", "config_duplicate", f"key {_short(exc.args[0])} appears twice (JSON readers keep "
+                           "one of them silently); keep one", key=str(exc.args[0])[:40]) from None
+        except json.JSONDecodeError as exc:
+            raise JobError("config", "config_json", f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+                           "pass the model's config.json", line=exc.lineno, column=exc.colno) from None
+        except (ValueError, RecursionError) as exc:  # a 5,000-digit integer, nesting too deep
+            raise JobError("config", "config_unreadable", "too many digits or nested too deeply to be a config.json") from None
     if not isinstance(raw, dict):
-        raise JobError("config", "config_json", "must be a JSON object (a model's config.json)")
+        raise JobError("config", "config_object", f"expected a JSON object, got {type(raw).__name__}",
+                       got=type(raw).__name__)
     model_type = raw.get("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
-        raise JobError("config", "config_family", f"model_type {model_type!r} is not one the calculator models; "
-                       f"known: {', '.join(SUPPORTED_MODEL_TYPES)}", key=str(model_type)[:40],
+        raise JobError("config", "config_family", f"unsupported model_type {_short(model_type)}; "
+                       f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}", key=str(model_type)[:40],
                        choices=list(SUPPORTED_MODEL_TYPES))
     inner = raw.get("text_config") if model_type == "gemma3" and isinstance(raw.get("text_config"), dict) else raw
     missing = sorted(_REQUIRED - set(inner)) if model_type != "gemma3" else []
@@ -438,7 +445,8 @@ def _host_ram(job: dict, host: int, fit_list: list[dict], short: list[dict]) -> 
 def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     """Answer one job (module docstring): a JSON-able dict.
 
-    Keys: ``kind``, ``cards``, ``params``/``active_params`` (of the whole model),
+    Keys: ``kind``, ``cards``, ``params``/``active_params`` (of the whole model), ``model_type``
+    and ``layers`` (what was read from the config.json),
     ``per_gpu_bytes``/``per_gpu_gb`` (model states and framework buffers, or weights and
     KV cache, on one card), ``parts`` (``[[part, bytes, gb]]``, largest first),
     ``host_bytes``/``host_gb`` (host RAM per machine for offload), ``activations``
@@ -476,6 +484,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     count = _cached_params(config)
     answer: dict[str, Any] = {
         "kind": kind, "cards": job["cards"], "params": count.total, "active_params": count.active,
+        "model_type": config.model_type, "layers": config.num_hidden_layers,
         "max_context": config.max_position_embeddings,
         "per_gpu_bytes": need, "per_gpu_gb": bytes_to_gb(need), "backward_bytes": need if backward is None else backward,
         "parts": [[k, v, bytes_to_gb(v)] for k, v in ordered],

@@ -42,6 +42,8 @@
   });
   JOB_INPUTS = JOB_INPUTS.concat(PRICES);
   var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent", "tokens", "host_ram_gb", "context"];
+  var DECIMALS = ["gpu_memory_utilization"].concat(PRICES);
+  var KEPT_CONFIG = "gpu-finder:config.json";  // sessionStorage: this tab only, both languages (same origin)
   var controls = {};
   CHOICE.concat(JOB_INPUTS).forEach(function (name) { controls[name] = document.getElementById("finder-" + name); });
   var configBox = document.getElementById("finder-config");
@@ -80,6 +82,44 @@
     if (text !== undefined && text !== null) node.textContent = text;
     Object.keys(attributes || {}).forEach(function (name) { node.setAttribute(name, attributes[name]); });
     return node;
+  }
+
+  // A number as the reader types it in the page's language (Babel's symbols, in the labels)
+  // -> the canonical text the calculator and the URL use: "0,9" or "0.9" -> "0.9",
+  // "1.000.000.000" (it) or "1 000 000 000" (fr) -> "1000000000". Anything else stays as
+  // typed, and the calculator refuses it in one line.
+  function escaped(text) {
+    return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  }
+
+  function canonical(name, text) {
+    var typed = text.trim();
+    if (INTEGERS.indexOf(name) >= 0) {
+      var group = labels.group_symbol;
+      var flat = typed.replace(/[ \u00a0\u202f]/g, group);
+      if (new RegExp("^[0-9]{1,3}(" + escaped(group) + "[0-9]{3})+$").test(flat)) return flat.split(group).join("");
+      return typed;
+    }
+    if (DECIMALS.indexOf(name) >= 0 && /^[0-9]*[.,][0-9]+$/.test(typed)) return typed.replace(",", ".");
+    return typed;
+  }
+
+  // The canonical text (a link's value) as the page writes it: "0.9" -> "0,9", 1000000000 grouped.
+  function localised(name, text) {
+    if (DECIMALS.indexOf(name) >= 0 && /^[0-9]*\.[0-9]+$/.test(text)) return text.replace(".", labels.decimal_symbol);
+    if (name === "tokens" && /^[0-9]{1,15}$/.test(text)) return formats.whole.format(Number(text));
+    return text;
+  }
+
+  // The reader's pasted config.json, kept in this tab across the language switch (never sent).
+  function keptConfig(text) {
+    try {
+      if (text === undefined) return window.sessionStorage.getItem(KEPT_CONFIG) || "";
+      window.sessionStorage.setItem(KEPT_CONFIG, text);
+    } catch (error) {
+      return "";  // storage refused (private mode): the config stays in the page only
+    }
+    return text;
   }
 
   function fieldName(field) {
@@ -160,7 +200,7 @@
     // within the model's maximum, on cards vLLM can split the model over).
     function precomputedContext() {
       var byCards = ((data.results[controls.model.value] || {})[controls.task.value] || {})[controls.cards.value] || {};
-      var typed = controls.context.value.trim();
+      var typed = canonical("context", controls.context.value);
       return /^[1-9][0-9]*$/.test(typed) && Object.prototype.hasOwnProperty.call(byCards, typed);
     }
 
@@ -173,7 +213,7 @@
       if (controls.model.value === CUSTOM) return false;
       if (kind() === "serving" && !precomputedContext()) return false;
       var reference = defaults();
-      return JOB_INPUTS.every(function (name) { return !relevant(name) || controls[name].value.trim() === reference[name]; });
+      return JOB_INPUTS.every(function (name) { return !relevant(name) || canonical(name, controls[name].value) === reference[name]; });
     }
 
     // Offer only the choices the JSON holds a result for (reference jobs), each refusal with
@@ -224,7 +264,7 @@
     function choiceText(serving) {
       var parts = [selectedText(controls.model), selectedText(controls.task),
         controls.cards.value === "1" ? labels.cards_one : fill(labels.cards_many, { cards: controls.cards.value })];
-      if (serving) parts.push(fill(labels.context_option, { tokens: formats.whole.format(Number(controls.context.value)) }));
+      if (serving) parts.push(fill(labels.context_option, { tokens: formats.whole.format(Number(canonical("context", controls.context.value))) }));
       else parts.push(selectedText(controls.method));
       return fill(labels.caption, { choice: parts.join(", ") });
     }
@@ -368,13 +408,18 @@
           none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
         }));
       }
-      if (found.run) notes.push(rankingText(found.run));
+      if (found.run) notes.push(rankingText(found.run), labels.run_source);  // the sources, as `python -m vram time` names them
+      if (job && controls.model.value === CUSTOM) {  // what vram read from the pasted config.json, to check
+        notes.unshift(fill(labels.config_read, {
+          family: found.model_type, layers: formats.whole.format(found.layers), params: formats.whole.format(found.params)
+        }));
+      }
       return notes.join(" ");
     }
 
     function show(found, job) {
       var serving = kind() === "serving";
-      var context = job ? job.context : Number(controls.context.value);
+      var context = job ? job.context : Number(canonical("context", controls.context.value));
       var fits = found.fits;
       out.wrap.textContent = "";
       // What the figure per card holds, then the verdict (as hooks/finder/page.py's summary_text).
@@ -425,7 +470,12 @@
           : error.field === "prices" ? "price_" + limits.key : error.field),
         minimum: typeof limits.minimum === "number" ? formats.decimal.format(limits.minimum) : "",
         maximum: typeof limits.maximum === "number" ? formats.decimal.format(limits.maximum) : "",
-        key: limits.key || ""
+        key: limits.key || "",
+        // vram's own fields of a config.json error (vram.job.read_config), as the command line says them
+        line: typeof limits.line === "number" ? formats.whole.format(limits.line) : "",
+        column: typeof limits.column === "number" ? formats.whole.format(limits.column) : "",
+        got: limits.got || "",
+        choices: Array.isArray(limits.choices) ? limits.choices.join(", ") : ""
       });
       if (error.code === "not_offered" && labels["refused_" + error.field]) line += " " + labels["refused_" + error.field];
       var price = error.field === "prices" ? controls["price_" + limits.key] : null;
@@ -447,7 +497,7 @@
     // What the reader typed: a whole number as a number, anything else as typed (the
     // calculator refuses it with the field's limits, in one line).
     function value(name) {
-      var text = controls[name].value.trim();
+      var text = canonical(name, controls[name].value);
       if (INTEGERS.indexOf(name) >= 0) return /^[0-9]{1,15}$/.test(text) ? Number(text) : text;
       if (name === "gpu_memory_utilization") return /^[0-9]{0,3}(\.[0-9]{1,6})?$/.test(text) && text !== "" && text !== "." ? Number(text) : text;
       if (name === "attention") return text === "" ? null : text;
@@ -510,7 +560,7 @@
       var ticket = shown;
       updateControls();
       if (isReference()) {
-        var option = kind() === "serving" ? controls.context.value.trim() : controls.method.value;
+        var option = kind() === "serving" ? canonical("context", controls.context.value) : controls.method.value;
         var byCards = ((data.results[controls.model.value] || {})[controls.task.value] || {})[controls.cards.value] || {};
         var found = byCards[option];
         clearError();
@@ -537,7 +587,7 @@
       }
       var request = job();
       var message = { job: request };
-      if (controls.model.value === CUSTOM) message.configText = configBox.value;
+      if (controls.model.value === CUSTOM) message.configText = keptConfig(configBox.value);
       else message.model = controls.model.value;
       form.setAttribute("data-state", "computing");
       out.status.textContent = labels.computing;
@@ -579,20 +629,22 @@
           var known = Array.prototype.some.call(controls[name].options, function (option) { return option.value === value; });
           if (known) controls[name].value = value;
         } else {
-          controls[name].value = value;
+          controls[name].value = localised(name, value);
         }
       });
+      if (controls.model.value === CUSTOM && !configBox.value.trim()) configBox.value = keptConfig();
     }
 
     function saveChoice() {
       var query = new URLSearchParams(location.search);
       CHOICE.concat(JOB_INPUTS).forEach(function (name) { query.delete(name); });
       ["model", "task", "cards"].forEach(function (name) { query.set(name, controls[name].value); });
-      if (kind() === "serving") query.set("context", controls.context.value.trim());
+      if (kind() === "serving") query.set("context", canonical("context", controls.context.value));
       else query.set("method", controls.method.value);  // the method names the framework, on one card too
       var reference = defaults();
       JOB_INPUTS.forEach(function (name) {
-        if (relevant(name) && controls[name].value.trim() !== reference[name]) query.set(name, controls[name].value.trim());
+        var typed = canonical(name, controls[name].value);
+        if (relevant(name) && typed !== reference[name]) query.set(name, typed);
       });
       history.replaceState(history.state, "", "?" + query.toString() + location.hash);
     }

@@ -17,9 +17,10 @@ import functools
 import html
 from typing import Any
 
-from babel.numbers import format_percent
+from babel.numbers import format_decimal, format_percent, get_decimal_symbol, get_group_symbol
 
 import vram
+from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
 from vram.fit import mib_to_bytes
 from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
 from vram.units import bytes_to_gb, bytes_to_gib
@@ -29,6 +30,7 @@ from hooks.errors import RenderError
 from hooks.render.locale_format import format_duration_range, format_eur, format_number, format_quantity, unit_label
 from hooks.render.placeholders import Args
 from hooks.render.script_json import script_json
+from hooks.render.timing import mfu
 from hooks.render.typography import unit_space
 
 from hooks.finder.compute import (
@@ -46,12 +48,27 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     labels.update({f"part_{key}": text(value, lang, f"{FINDER_YAML}: parts.{key}") for key, value in catalogue.parts.items()})
     labels["unit_gb"] = unit_label("gb", lang)
     labels["unit_gib"] = unit_label("gib", lang)
+    labels["run_source"] = run_source_text(catalogue, lang)
+    # The reader types numbers as the page writes them: the locale's symbols (Babel), which
+    # finder.js accepts beside the canonical point and the URL keeps canonical.
+    labels["decimal_symbol"] = get_decimal_symbol(lang)
+    labels["group_symbol"] = get_group_symbol(lang)
+    example = max(m["price_eur_per_hour_from"] for m in catalogue.machines.values())  # the guide's own price
+    labels["error_price"] = labels["error_price"].format(
+        field="{field}", example=format_decimal(example, format="#,##0.00", locale=lang),
+        minimum=format_decimal(CENT, format="#,##0.00", locale=lang), maximum=format_number(MAX_PRICE_EUR_PER_HOUR, lang, 0))
     labels.update({f"unit_{unit}": unit_label(unit, lang) for unit in ("s", "min", "h", "days", "tokens_per_s")})
     labels["unit_space"] = unit_space(lang)  # typography.yaml's space before a unit
     units = load_yaml("units")
     labels["range_words"] = text(units["range_words"], lang, "snippets/data/units.yaml: range_words")
     labels["days_hours"] = text(units["days_hours"], lang, "snippets/data/units.yaml: days_hours")
     return labels
+
+
+def run_source_text(catalogue: Catalogue, lang: str) -> str:
+    """Where the run's time and cost come from (the datasheets' peaks x torchtitan's MFU range,
+    ``vram.timing.MFU``), as ``python -m vram time`` names it; shown under a table with a run."""
+    return _label(catalogue, "run_source", lang, mfu=mfu({}, lang))
 
 
 def _task_label(catalogue: Catalogue, key: str, lang: str) -> str:
@@ -95,7 +112,7 @@ def _context_field(catalogue: Catalogue, lang: str) -> str:
 
 def _config_field(catalogue: Catalogue, lang: str) -> str:
     """The reader's own config.json: pasted, dropped on the box or chosen as a file."""
-    hint = html.escape(_label(catalogue, "config_hint", lang))
+    hint = html.escape(_label(catalogue, "config_hint", lang) + " " + _label(catalogue, "config_kept", lang))
     return (f'<label for="finder-config">{html.escape(_label(catalogue, "config", lang))}</label>\n'
             f'<textarea id="finder-config" name="config" rows="6" spellcheck="false" autocomplete="off" '
             f'aria-describedby="finder-config-hint"></textarea>'
@@ -104,11 +121,28 @@ def _config_field(catalogue: Catalogue, lang: str) -> str:
             f'<input type="file" id="finder-config-file" accept=".json,application/json">')
 
 
+def _hidden_at_first(catalogue: Catalogue, kinds: str) -> bool:
+    """Whether a field of ``kinds`` ("training lora", "custom", "" for every task) is hidden
+    before the script runs: only the default task's fields show from the first paint
+    (finder.js's updateControls keeps the same rule afterwards)."""
+    default = catalogue.settings["default"]
+    if not kinds:
+        return False
+    if kinds == "custom":
+        return default["model"] != CUSTOM_MODEL
+    return catalogue.tasks[default["task"]]["kind"] not in kinds.split()
+
+
 def _prices_field(catalogue: Catalogue, lang: str) -> str:
     """The reader's price per hour of the machine of each card (``price_KEY``, empty: the
     guide's price where it gives one), kept in the link; the run is ranked by its cost when
-    every fitting machine has one."""
-    inputs = "\n".join(f'<div class="finder-price">'
+    every fitting machine has one. From the first paint, only the cards that fit the default
+    choice show theirs (finder.js's rule afterwards)."""
+    d = catalogue.settings["default"]
+    serving = catalogue.tasks[d["task"]]["kind"] == "serving"
+    found = result(catalogue, d["model"], d["task"], d["cards"], str(d["context"]) if serving else d["method"])
+    fitting = {fit["gpu"] for fit in found["fits"]} if found else set()
+    inputs = "\n".join(f'<div class="finder-price"{"" if key in fitting else " hidden"}>'
                        f'{_text(f"price_{key}", _label(catalogue, "price_card", lang, gpu=g["name"]), "", numeric=False, mode="decimal")}'
                        f'</div>' for key, g in catalogue.gpus)
     return (f'<fieldset class="finder-prices"><legend>{html.escape(_label(catalogue, "prices", lang))}</legend>\n'
@@ -152,15 +186,16 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         ("serving", _select("kv_dtype", label("kv_dtype"), [(v, v) for v in KV_DTYPES], settings["serving"]["kv_dtype"])),
         ("serving", _text("concurrent", label("concurrent"), settings["serving"]["concurrent"])),
         ("serving", _text("gpu_memory_utilization", label("gpu_memory_utilization"),
-                          settings["serving"]["gpu_memory_utilization"], numeric=False, mode="decimal")),
+                          format_decimal(settings["serving"]["gpu_memory_utilization"], locale=lang), numeric=False, mode="decimal")),
         ("training", _text("host_ram_gb", label("host_ram_gb"), "")),
-        ("training lora", _text("tokens", label("tokens"), JOB_FIELDS["tokens"])),
+        ("training lora", _text("tokens", label("tokens"), format_number(JOB_FIELDS["tokens"], lang, 0))),
         ("training lora", _prices_field(catalogue, lang)),
     ]
     fields += [field for _, field in more]
     kinds += [kind for kind, _ in more]
-    body = "\n".join(f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}>{f}</div>'
-                   for f, k in zip(fields, kinds))
+    body = "\n".join(f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}'
+                     f'{" hidden" if _hidden_at_first(catalogue, k) else ""}>{f}</div>'
+                     for f, k in zip(fields, kinds))
     body += f'\n<p class="finder-error" id="finder-error" role="alert" hidden></p>'
     labels = script_json(page_labels(catalogue, lang))
     return (f'<div class="finder" id="finder"><link rel="stylesheet" href="{assets}/finder.css">'
@@ -328,7 +363,7 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
                              size=_gb(v, catalogue, lang)) for k, v in found["parts"])
     note = note_text(catalogue, lang, model, task, option, found)
     if "run" in found:
-        note += " " + ranking_text(catalogue, lang, found["run"])
+        note += " " + ranking_text(catalogue, lang, found["run"]) + " " + run_source_text(catalogue, lang)
     table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""

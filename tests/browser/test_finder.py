@@ -140,6 +140,29 @@ def test_controls_follow_the_task(page, site_server):
     assert not normalised(shown(page))["status"].startswith("Questa combinazione")
 
 
+TRAINING_FIELDS = ["model", "task", "cards", "method", "offload", "seq_len", "micro_batch", "recompute", "attention",
+                   "host_ram_gb", "tokens", "price_"]  # the default task (full fine-tuning) asks for these only (prices: one per card)
+
+
+def test_first_paint_shows_only_the_tasks_fields(page, site_server):
+    """Before any click or focus (the reference answers not loaded yet), the form already
+    hides LoRA's rank, the KV cache format, vLLM's share and the context of serving."""
+    page.goto(site_server.url(PATHS["fr"]), wait_until="networkidle")
+    assert page.get_attribute("#finder-form", "data-ready") is None  # nothing loaded: the first paint
+    visible = page.evaluate("""() => [...document.querySelectorAll('#finder-form .finder-field')]
+        .filter(f => f.offsetParent !== null).map(f => f.querySelector('select, input, textarea').id.slice(7).replace(/^price_.*/, 'price_'))""")
+    assert visible == TRAINING_FIELDS
+    prices = "inputs => inputs.filter(i => i.offsetParent !== null).map(i => i.name)"
+    first_prices = page.eval_on_selector_all(".finder-price input", prices)
+    page.focus("#finder-model")  # the script's own rule afterwards: the same fields
+    page.wait_for_selector('#finder-form[data-ready="true"]')
+    assert page.evaluate("""() => [...document.querySelectorAll('#finder-form .finder-field')]
+        .filter(f => f.offsetParent !== null).map(f => f.querySelector('select, input, textarea').id.slice(7).replace(/^price_.*/, 'price_'))""") == TRAINING_FIELDS
+    # a price field only for the machines that fit, before the script runs as after
+    assert first_prices == page.eval_on_selector_all(".finder-price input", prices)
+    assert first_prices == ["price_" + fit["gpu"] for fit in finder_data()["results"]["llama-3.1-8b"]["full-adamw"]["1"]["ddp"]["fits"]]
+
+
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_keyboard_alone_drives_the_finder(page, site_server, lang):
     open_finder(page, site_server, lang)

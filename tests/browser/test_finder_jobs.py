@@ -35,6 +35,7 @@ from tests.browser.test_finder import PATHS, plain
 from tests.conftest import REPO_ROOT
 from vram.__main__ import main as vram_main
 from vram.catalogue import card_speed, load_catalogue as load_speeds
+from vram.models import SUPPORTED_MODEL_TYPES
 from vram.job import KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -286,12 +287,22 @@ def test_a_pasted_config_of_an_unshipped_family(pages):
     assert not page.errors
 
 
+FAMILIES = ", ".join(SUPPORTED_MODEL_TYPES)  # what `python -m vram` lists as supported
 BAD = [  # (field values, what the line must say in it, in fr)
-    ({"model": "custom", "config": "{ pas du json"}, "config.json del modello: non è un JSON valido.",
-     "config.json du modèle : ce n’est pas un JSON valide."),
+    ({"model": "custom", "config": "{ pas du json"}, "config.json del modello: non è un JSON valido (riga 1, colonna 3).",
+     "config.json du modèle : ce n’est pas un JSON valide (ligne 1, colonne 3)."),
+    # the command line's facts (vram.job.read_config's fields), not a generic "not JSON"
+    ({"model": "custom", "config": "[1, 2]"},
+     "config.json del modello: serve un oggetto JSON (tra parentesi graffe), non un valore di tipo list.",
+     "config.json du modèle : il faut un objet JSON (entre accolades), pas une valeur de type list."),
+    ({"model": "custom", "config": '{"model_type": "llama", "model_type": "qwen2"}'},
+     "config.json del modello: la chiave model_type compare due volte (un lettore JSON ne terrebbe una sola senza "
+     "dirlo): lasciane una.",
+     "config.json du modèle : la clé model_type apparaît deux fois (un lecteur JSON n’en garderait qu’une sans le "
+     "dire) : n’en gardez qu’une."),
     ({"model": "custom", "config": '{"model_type": "falcon", "hidden_size": 4544}'},
-     "config.json del modello: il model_type «falcon» non è tra quelli che il calcolatore conosce.",
-     "config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît."),
+     f"config.json del modello: il model_type «falcon» non è tra quelli che il calcolatore conosce ({FAMILIES}).",
+     f"config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît ({FAMILIES})."),
     ({"seq_len": "131073"}, "Lunghezza delle sequenze (token): oltre il massimo del modello, 131.072 token.",
      "Longueur des séquences (tokens) : au-delà du maximum du modèle, 131 072 tokens."),
     ({"micro_batch": "-2"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
@@ -403,7 +414,9 @@ def test_typed_prices_rank_the_machines_by_the_runs_cost(pages, lang):
 def test_a_bad_price_is_one_line_naming_the_machine(pages, lang):
     page, labels = pages[lang], FINDER["labels"]
     field = labels["price_card"][lang].format(gpu="RTX 5090 32GB")
-    expected = plain(labels["error_price"][lang].format(field=field))
+    # the example, the cent and the 10,000 EUR/h bound as the page writes numbers (Babel)
+    expected = plain(labels["error_price"][lang].format(field=field, example="31,20", minimum="0,01",
+                                                         maximum="10.000" if lang == "it" else "10 000"))
     for bad in ("abc", "-1", "0", "1e9", "1000000000"):
         use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", **{"price_rtx-5090": bad})
         assert plain(page.text_content("#finder-error")) == expected, bad
@@ -467,4 +480,60 @@ def test_the_machines_ram_verdict_is_the_command_lines(pages, lang):
     line = plain(page.text_content("#finder-error"))
     assert line == plain(labels["error_integer"][lang].format(field=labels["host_ram_gb"][lang], minimum=1,
                                                                maximum="1.000.000" if lang == "it" else "1\u202f000\u202f000")), line
+    assert not page.errors
+
+
+GROUPED = {"it": "2.000.000.000", "fr": "2\u202f000\u202f000\u202f000"}  # as the page writes numbers (Babel)
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_numbers_typed_as_the_page_writes_them(pages, lang):
+    """A decimal comma (0,8; 4,50) and grouped digits (2.000.000.000) are the numbers the
+    command line reads as 0.8, 4.50 and 2000000000; the link keeps the canonical form."""
+    page = pages[lang]
+    use_form(page, model="gpt-oss-20b", task="serve-mxfp4", cards=1, context=8192, gpu_memory_utilization="0,8")
+    assert page_answer(page) == cli_for("gpt-oss-20b", ["--kind=serving", "--cards=1", "--context=8192", "--weights=mxfp4",
+                                                        "--concurrent=1", "--kv-dtype=bf16", "--gpu-memory-utilization=0.8"])
+    assert "gpu_memory_utilization=0.8" in page.url
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=GROUPED[lang],
+             price_a6000="4,50")
+    assert page_answer(page) == cli_for("llama-3.1-8b", [
+        "--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw", "--seq-len=2048",
+        "--micro-batch=1", "--recompute=none", "--offload=none", "--tokens=2000000000", "--price=a6000=4.50"])
+    assert "tokens=2000000000" in page.url and "price_a6000=4.50" in page.url
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", price_a6000="tanto")
+    assert "31,20" in plain(page.text_content("#finder-error"))  # the example as the reader writes it, not 31.20
+    assert not page.errors
+
+
+def switch_language(page, lang: str) -> None:
+    """Follow the page's language switcher (lang-switch.js carries the query) and wait for the answer."""
+    with page.expect_navigation(wait_until="networkidle"):
+        page.eval_on_selector(f'a.md-select__link[hreflang="{lang}"]', "a => a.click()")  # the reader's click
+    page.wait_for_selector('#finder-form[data-ready="true"][data-state="ready"]', timeout=60_000)
+
+
+def test_a_pasted_config_says_what_was_read_and_survives_the_language_switch(pages):
+    page = pages["it"]
+    text = UNSHIPPED.read_text()
+    page.select_option("#finder-model", "custom")
+    page.fill("#finder-config", text)
+    use_form(page, task="full-adamw", cards=2, method="fsdp2-reshard", seq_len=4096)
+    expected = cli_for(None, ["--kind=training", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--seq-len=4096"],
+                       UNSHIPPED)
+    raw = json.loads(text)
+    params = 9_241_705_984  # google/gemma-2-9b's published count (tests/vram/test_models.py), not vram's
+    grouped = {"it": f"{params:,}".replace(",", "."), "fr": f"{params:,}".replace(",", " ")}
+    read = {"it": f"Letto dal config.json: model_type {raw['model_type']}, {raw['num_hidden_layers']} layer, "
+                  f"{grouped['it']} parametri.",
+            "fr": f"Lu dans le config.json : model_type {raw['model_type']}, {raw['num_hidden_layers']} couches, "
+                  f"{grouped['fr']} paramètres."}
+    assert page_answer(page) == expected
+    assert read["it"] in plain(page.text_content("#finder-note"))
+    for lang in ("fr", "it"):  # both ways: the job in the link, the config.json in this tab's sessionStorage
+        switch_language(page, lang)
+        assert page.input_value("#finder-model") == "custom" and page.input_value("#finder-config") == text
+        assert page_answer(page) == expected, lang
+        assert read[lang] in plain(page.text_content("#finder-note"))
+    assert "/fr/" not in page.url
     assert not page.errors

@@ -96,3 +96,24 @@ def test_each_peft_adapter_keeps_its_own_copy_of_its_input(lora_layer, autocast,
     assert len(copies) == 2 and len({t.untyped_storage().data_ptr() for t in copies}) == 2
     assert all(t.untyped_storage().data_ptr() != x.untyped_storage().data_ptr() for t in copies)
     assert {t.dtype for t in copies} == {copy_dtype}
+
+
+@pytest.mark.parametrize("lang, heading, no_measurement", [
+    ("it", "- **Tempo e costo.**", "Nessuna nostra misura su GPU conferma ancora questi tempi."),
+    ("fr", "- **Durée et coût.**", "Aucune de nos mesures sur GPU ne confirme encore ces durées."),
+])
+def test_the_time_column_names_its_sources(lang, heading, no_measurement):
+    """The reading list explains the time/cost column with the sources ``python -m vram time``
+    prints (vram.timing.MFU_SOURCE: torchtitan's file and range; the datasheets' peaks in
+    gpus.yaml), and the note under a table with a run says the same, from the same data."""
+    from vram.timing import MFU, MFU_SOURCE, TORCHTITAN_H100
+    page = (REPO_ROOT / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
+    (bullet,) = [line for line in page.splitlines() if line.startswith(heading)]
+    shown = " ".join(render_markdown(bullet, lang).translate(SPACES).split())
+    low, high = (round(v * 100) for v in MFU)
+    assert f"{low}–{high}" in shown or f"{low} à {high} %" in shown, shown
+    assert MFU_SOURCE.split(":")[0].split()[-1] in shown  # benchmarks/llama3_h100_202412_torchtitan.md
+    assert f"{TORCHTITAN_H100['fsdp']:,}".replace(",", "." if lang == "it" else " ") in shown
+    assert "gpus.yaml" in shown and "python -m vram time" in shown and no_measurement in shown
+    table = " ".join(render_markdown("{{ finder_table }}", lang).translate(SPACES).split())
+    assert "torchtitan" in table and (f"{low}–{high}" in table or f"{low} à {high} %" in table)

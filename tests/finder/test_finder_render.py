@@ -204,3 +204,22 @@ def test_headings_and_tight_label_say_what_the_cells_show(lang, memory_heading, 
     assert not any("nvidia-smi" in heading for heading in headings)
     _, rows = table_of(html)
     assert any(plain(row[2]).endswith(tight) for row in rows), rows
+
+
+@pytest.mark.parametrize("lang, tokens, share, kept", [
+    ("it", "1.000.000.000", "0,9", "resta solo in questa scheda del browser"),
+    ("fr", f"1{NNBSP}000{NNBSP}000{NNBSP}000", "0,9", "reste seulement dans cet onglet du navigateur"),
+])
+def test_form_defaults_are_written_as_the_page_writes_numbers(lang, tokens, share, kept):
+    """The token count grouped and vLLM's share with a decimal comma, as in the result and the
+    prose (Babel), the hint saying where a pasted config.json is kept, and only the default
+    task's fields (full fine-tuning) shown before the script runs."""
+    soup = BeautifulSoup(render_markdown("{{ finder_form assets=../assets }}", lang), "html.parser")
+    assert soup.select_one("#finder-tokens")["value"] == tokens
+    assert soup.select_one("#finder-gpu_memory_utilization")["value"] == share
+    assert kept in soup.select_one("#finder-config-hint").get_text()
+    labels = json.loads(soup.select_one("script#finder-labels").string)
+    assert "31,20" in labels["error_price"] and "31.20" not in labels["error_price"]
+    hidden = {f.select_one("select, input, textarea")["id"] for f in soup.select(".finder-field[hidden]")}
+    assert hidden == {"finder-config", "finder-context", "finder-rank", "finder-targets", "finder-kv_dtype",
+                      "finder-concurrent", "finder-gpu_memory_utilization"}

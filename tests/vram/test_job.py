@@ -188,3 +188,21 @@ def test_the_command_line_prints_the_same_run(cli, configs):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == answer_json(json.dumps(job))
     assert json.loads(proc.stdout)["run"]["tokens"] == 2 * 10**9
+
+
+@pytest.mark.parametrize("text, code, limits", [
+    ("[1, 2]", "config_object", {"got": "list"}),
+    ('{"model_type": "llama", "model_type": "qwen2"}', "config_duplicate", {"key": "model_type"}),
+    ('{"model_type": "llama",\n  "hidden_size": }', "config_json", {"line": 2, "column": 18}),
+    ('{"model_type": "falcon"}', "config_family", {"key": "falcon", "choices": list(vram.SUPPORTED_MODEL_TYPES)}),
+])
+def test_config_errors_say_what_the_command_line_says(tmp_path, text, code, limits):
+    """The page's one line comes from these fields: the same facts as the CLI's message
+    (``load_model_config`` on the same text saved as a file), not a generic "not JSON"."""
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    with pytest.raises(ValueError) as cli:
+        vram.load_model_config(path)
+    found = json.loads(answer_json(json.dumps({"kind": "training", "config": text, "gpus": CARDS})))["error"]
+    assert (found["field"], found["code"], found["limits"]) == ("config", code, limits)
+    assert found["message"] == "config: " + str(cli.value).removeprefix(f"{path}: ")
