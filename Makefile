@@ -22,9 +22,10 @@ $(TEST_STAMP): $(STAMP) requirements-test.txt constraints.txt
 	DS_BUILD_OPS=0 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install --quiet -r requirements-test.txt -c constraints.txt
 	touch $@
 
-## serve: build both languages and serve them with live reload at http://127.0.0.1:8000/
+## serve: build both languages and serve them with live reload at http://127.0.0.1:$(PORT)/ (PORT=8000; `make serve PORT=8001` when 8000 is taken)
+PORT ?= 8000
 serve: $(STAMP) node_modules/.package-lock.json
-	$(PY) -m hooks.serve --livereload
+	$(PY) -m hooks.serve --livereload --dev-addr=127.0.0.1:$(PORT)
 
 ## site: strict build of both languages into site/
 site: $(STAMP) node_modules/.package-lock.json

@@ -16,9 +16,10 @@ Rooms (subpackages). Only ``workarounds/`` imports MkDocs (beside the hook file 
 imports, directly or through others, a module that imports it:
 
 - ``data/``: the data files of ``snippets/data`` and ``snippets/comments.yaml``: loading
-  (``load.py``) and their schemas (``schemas.py``, pydantic).
+  (``load.py``: ``load_model`` returns the validated pydantic model, so nothing after it
+  checks a file's shape again) and their schemas (``schemas.py``, pydantic).
 - ``render/``: the page transform, ``render_markdown(markdown, lang) -> markdown``
-  (placeholders, tables, numbers, time and cost, locale formatting) and the HTML rewrites of a
+  (placeholders, tables, numbers, time and cost, catalogue facts in prose, locale formatting) and the HTML rewrites of a
   built page (comment translation, typography, interface strings, inline code, the
   verification note, the rental links).
 - ``finder/``: "find the GPU": the answers ``vram`` computes (``compute.py``), the page that

@@ -9,7 +9,8 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
 
 - ``kind``: "training" (``vram.framework_memory`` under ``framework``/``zero_stage``, with
   ``optimizer``, its ``optimizer_impl`` (foreach, fused, forloop) and ``offload``), "lora" (``vram.lora_memory_per_gpu``: DDP or DeepSpeed
-  ZeRO-1/2/3, ``rank``, ``targets``, ``base_dtype`` "nf4" = QLoRA) or "serving"
+  ZeRO-1/2/3, ``rank``, ``targets``, ``base_dtype`` "nf4" = QLoRA; FSDP2 at zero_stage 2 or 3 with a
+  bf16 base: ``vram.lora_fsdp2_memory``, with ``optimizer_impl``) or "serving"
   (``vram.serving_memory_per_gpu``, tensor parallel over ``cards``; ``weights``,
   ``kv_dtype``, ``context``, ``concurrent`` sequences, ``gpu_memory_utilization``);
 - ``config``: the model's parsed ``config.json`` (read by ``vram.model_config_from_dict``);
@@ -67,7 +68,7 @@ from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE, act
 from .breakdown import model_shape
 from .fit import fits, free_fraction, mib_to_bytes, training_verdict, usable_bytes
 from .frameworks import FRAMEWORKS, framework_memory
-from .lora import ALL_LINEAR, BASE_DTYPES, lora_memory_per_gpu
+from .lora import ALL_LINEAR, BASE_DTYPES, lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
 from .models import _REQUIRED, SUPPORTED_MODEL_TYPES, _DuplicateKey, _refuse_duplicate_keys, _short, ConfigError, ModelConfig, count_params, model_config_from_dict
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
@@ -225,9 +226,9 @@ def _training(job: dict, config: ModelConfig) -> tuple[dict[str, int], int, list
 def _lora(job: dict, config: ModelConfig) -> tuple[dict[str, int], int, list[str], int]:
     framework = _choice(job, "framework", FRAMEWORKS)
     stage = _integer(job, "zero_stage", 0, 3)
-    if framework == "zero-paper" or (framework == "fsdp2" and stage > 0):
-        raise JobError("framework", "not_offered", "LoRA is modelled under DDP and DeepSpeed ZeRO-1/2/3 "
-                       "(vram.lora shards adapters like model states); FSDP2's working set for LoRA is not")
+    if framework == "zero-paper":
+        raise JobError("framework", "not_offered", "LoRA is modelled under DDP, DeepSpeed ZeRO-1/2/3 and FSDP2 "
+                       "(vram.lora), not in the ZeRO paper's accounting")
     rank = _integer(job, "rank", 1, MAX_RANK)
     base = _choice(job, "base_dtype", BASE_DTYPES)
     targets = job["targets"]
@@ -235,6 +236,8 @@ def _lora(job: dict, config: ModelConfig) -> tuple[dict[str, int], int, list[str
         if not isinstance(targets, str) or not targets.strip():
             raise JobError("targets", "choice", "must be all-linear or comma-separated nn.Linear names")
         targets = tuple(t.strip() for t in targets.split(",") if t.strip())
+    if framework == "fsdp2" and stage > 0:
+        return _lora_fsdp2(job, config, stage, rank, base, targets)
     try:
         memory = lora_memory_per_gpu(config, rank, job["cards"], stage, targets, base)
     except ValueError as exc:
@@ -245,6 +248,37 @@ def _lora(job: dict, config: ModelConfig) -> tuple[dict[str, int], int, list[str
         notes.append("QLoRA under ZeRO-3 or FSDP needs BitsAndBytesConfig(bnb_4bit_quant_storage=torch.bfloat16), "
                      "the compute dtype, so the 4-bit data can be sharded")
     return {"base": memory.base_weights_bytes, "adapters": adapters}, 0, notes, memory.total_bytes
+
+
+LORA_FSDP2_NOTE = (
+    "LoRA under FSDP2 (vram.lora_fsdp2_memory): the bf16 base and the fp32 adapters sharded, FSDP2 "
+    "gathering {what}; the frozen weights have no gradients, so only the adapters are reduce-scattered."
+)
+
+
+def _lora_fsdp2(job: dict, config: ModelConfig, stage: int, rank: int, base: str,
+                targets: Any) -> tuple[dict[str, int], int, list[str], int]:
+    """LoRA under FSDP2 (``vram.lora_fsdp2_memory``): base shards, adapter states, and FSDP2's
+    buffers at the fullest moment of backward or the optimizer step as ``working``."""
+    if base != "bf16":
+        raise JobError("framework", "not_offered", "QLoRA (and a base other than bf16) under FSDP2 is not "
+                       "modelled: its 4-bit base is bitsandbytes', which needs CUDA to be measured; use "
+                       "DeepSpeed ZeRO-3 or DDP")
+    implementation = _choice(job, "optimizer_impl", OPTIMIZER_IMPLS)
+    try:
+        lora_adapter_params(config, rank, targets)
+    except ValueError as exc:
+        raise JobError("targets", "not_offered", str(exc)) from None
+    try:
+        memory = lora_fsdp2_memory(config, rank, job["cards"], stage, targets, implementation)
+    except ValueError as exc:  # what FSDP2 is not modelled for (module docstring of vram.lora)
+        raise JobError("framework", "not_offered", str(exc)) from None
+    adapters = memory.adapter_weights_bytes + memory.adapter_gradients_bytes + memory.adapter_optimizer_bytes
+    what = ("one decoder layer at a time (and the next one, prefetched)" if stage == 3
+            else "every layer from forward to its backward (reshard_after_forward=False)")
+    parts = {"base": memory.base_weights_bytes, "adapters": adapters,
+             "working": memory.per_gpu_bytes - memory.states_bytes}
+    return parts, 0, [LORA_FSDP2_NOTE.format(what=what)], memory.backward_bytes
 
 
 def _tokens(job: dict, field: str, config: ModelConfig) -> int:

@@ -61,9 +61,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .breakdown import model_shape
 from .dtypes import NF4, nf4_bytes, tensor_bytes
+from .fsdp2 import fsdp2_model_states_per_rank, rank0_shard_params
 from .models import ModelConfig, as_model_config, count_params, layer_modules
 from .sharding import check_world_size, check_zero_stage, model_states_per_gpu
+from .optimizer_step import step_temporary_coefficients
 from .states import BytesPerParam, as_bytes_per_param
 from .units import ceil_div
 from .validate import check_int, check_params
@@ -377,3 +380,132 @@ def lora_memory_per_gpu(
         adapter_gradients_bytes=states.gradients_bytes,
         adapter_optimizer_bytes=states.optimizer_bytes,
     )
+
+
+# --- LoRA (bf16 base) under FSDP2 -----------------------------------------------------------
+
+LORA_FSDP2_MIN_LAYERS = 3  # the moments below were measured on 3 decoder layers
+
+
+@dataclass(frozen=True)
+class LoraFsdp2Memory:
+    """Bytes on rank 0 of ``world_size`` when PEFT's LoRA trains under FSDP2 (``lora_fsdp2_memory``).
+
+    ``adapter_params`` is the model's total of trainable parameters; every ``*_bytes`` field
+    is what rank 0 holds: the persistent shards, FSDP2's buffers at the moment of forward or
+    backward that holds the most (``backward_working_bytes``, the activations add to it) and
+    what the optimizer step allocates (``step_working_bytes``).
+    """
+
+    base_weights_bytes: int
+    adapter_params: int
+    adapter_weights_bytes: int
+    adapter_gradients_bytes: int
+    adapter_optimizer_bytes: int
+    backward_working_bytes: int
+    step_working_bytes: int
+
+    @property
+    def states_bytes(self) -> int:
+        """Base shards plus the adapters' weight, gradient and optimizer shards (bytes)."""
+        return (self.base_weights_bytes + self.adapter_weights_bytes + self.adapter_gradients_bytes
+                + self.adapter_optimizer_bytes)
+
+    @property
+    def backward_bytes(self) -> int:
+        """States plus FSDP2's buffers at the fullest moment of forward/backward (bytes)."""
+        return self.states_bytes + self.backward_working_bytes
+
+    @property
+    def per_gpu_bytes(self) -> int:
+        """The larger of ``backward_bytes`` and the optimizer step (states plus its temporaries)."""
+        return max(self.backward_bytes, self.states_bytes + self.step_working_bytes)
+
+
+def lora_fsdp2_memory(
+    config: ModelLike,
+    rank: int,
+    world_size: int,
+    zero_stage: int,
+    target_modules: str | Iterable[str] = ALL_LINEAR,
+    optimizer_impl: str = "foreach",
+) -> LoraFsdp2Memory:
+    """LoRA bytes on rank 0 of ``world_size`` GPUs under PyTorch 2.13 FSDP2, bf16 base.
+
+    The run modelled: the model loaded in bf16, PEFT 0.21's LoRA (``rank``, ``target_modules``
+    as in ``lora_adapter_params``; adapters in fp32, PEFT's ``autocast_adapter_dtype=True``),
+    ``fully_shard`` on every decoder layer with ``reshard_after_forward`` True (``zero_stage``
+    3) or False (2) and on the root, ``MixedPrecisionPolicy(param_dtype=bf16,
+    reduce_dtype=fp32)`` as snippets/train_fsdp2.py builds it, ``torch.optim.AdamW`` over the
+    adapters only in ``optimizer_impl`` (``vram.optimizer_step``). Shards follow FSDP2's dim-0
+    rule (``vram.fsdp2``): Pb/N the base elements rank 0 holds, A/N its adapter elements.
+    In elements: Pb the frozen base, A the adapters, R the root (embedding, final norm, lm_head:
+    frozen, never adapted), B one decoder layer's base and a its adapters (the largest).
+
+    - persistent: bf16 base shards 2Pb/N; adapters fp32 4A/N, fp32 gradient shards 4A/N,
+      AdamW 8A/N;
+    - backward, zero_stage 3: the moment ``vram.fsdp2.working_moments`` calls a decoder
+      layer's, with frozen weights that have no gradients: the root gathered (2R), this block
+      and the prefetched one gathered (4(B + a): the adapters cast to bf16 with them), this
+      block's bf16 adapter gradients (2a) and the previous block's fp32 reduce-scatter input
+      (4a); the root has no gradients, hence no reduce-scatter of its own;
+    - zero_stage 2: the whole model's bf16 unsharded weights (2(Pb + A)) from forward to each
+      block's backward, and the larger of the last block's all-gather buffer that forward keeps
+      for overlap (``comm_ctx.all_gather_state``: 2(B + a)) and a block's reduce-scatter (its
+      weights resharded, -2(B + a), its bf16 gradients in its fp32 input, 6a: the larger when
+      a > 2B, at very high ranks);
+    - the step: the states and the AdamW temporaries over the local adapters (foreach 4A/N,
+      forloop 8 B per element of the largest local adapter tensor, fused 0); the gathered
+      weights are resharded by then.
+
+    Oracle: real ``fully_shard`` on 2 gloo ranks on CPU with PEFT on a small Llama, at both
+    stages and both moments of stage 2 (tests/vram/test_lora_fsdp2.py, lora_fsdp2_worker.py):
+    every byte above but AdamW's 0-dim ``step`` tensors (4 B per adapter tensor).
+    Not modelled (raised): fewer than ``LORA_FSDP2_MIN_LAYERS`` decoder layers, LoRA on fused
+    expert parameters (PEFT's ``target_parameters``: mixtral, qwen3_moe), a 4-bit (QLoRA) base.
+    Returns ``LoraFsdp2Memory`` in bytes. Raises ValueError (ConfigError) for a bad config,
+    rank, target, world_size, implementation or a zero_stage other than 2 or 3.
+    """
+    config = as_model_config(config)
+    n = check_world_size(world_size)
+    if zero_stage not in (2, 3):
+        raise ValueError(f"LoRA under FSDP2 is modelled at zero_stage 2 (reshard_after_forward=False) and 3 "
+                         f"(True), got {zero_stage!r} (FSDP2 has no ZeRO-1; 0 is DDP: lora_memory_per_gpu)")
+    per_coefficient, per_largest = step_temporary_coefficients("adamw", optimizer_impl)
+    check_int(rank, "rank", 1)
+    if config.num_hidden_layers < LORA_FSDP2_MIN_LAYERS:
+        raise ValueError(f"LoRA under FSDP2 is measured from {LORA_FSDP2_MIN_LAYERS} decoder layers on, "
+                         f"{config.model_type} has {config.num_hidden_layers}")
+    adapters = lora_adapter_params(config, rank, target_modules)
+    shapes, per_layer = [], 0
+    for index in range(config.num_hidden_layers):
+        targets = lora_targets(config, index, target_modules)
+        if any(t.experts > 1 or t.rank_factor > 1 or t.name.endswith(".weight") for t in targets):
+            raise ValueError("LoRA on fused expert parameters (PEFT's target_parameters) under FSDP2 is not "
+                             "modelled; target the attention projections only")
+        per_layer = max(per_layer, sum(t.params(rank) for t in targets))
+        for t in targets:
+            shapes += [(rank, t.in_features), (t.out_features, rank)]  # lora_A, lora_B
+    shape = model_shape(config)
+    base, root, block = shape.params, shape.root_params, shape.decoder_layer_params
+    adapter_states = fsdp2_model_states_per_rank(shapes, n, 0, "adamw-fp32")
+    local_adapters = sum(_rank0_chunk(s, n) for s in shapes)  # rank 0's rows are all its own
+    if zero_stage == 3:
+        working = 2 * root + 4 * (block + per_layer) + 2 * per_layer + 4 * per_layer
+    else:
+        working = 2 * (base + adapters) + max(2 * (block + per_layer), -2 * (block + per_layer) + 6 * per_layer)
+    largest = max((_rank0_chunk(s, n) for s in shapes), default=0)
+    return LoraFsdp2Memory(
+        base_weights_bytes=tensor_bytes(rank0_shard_params(shape, n), "bf16"),
+        adapter_params=adapters,
+        adapter_weights_bytes=adapter_states.weights_bytes,
+        adapter_gradients_bytes=adapter_states.gradients_bytes,
+        adapter_optimizer_bytes=adapter_states.optimizer_bytes,
+        backward_working_bytes=working,
+        step_working_bytes=per_coefficient * local_adapters + per_largest * largest,
+    )
+
+
+def _rank0_chunk(shape: tuple[int, int], world_size: int) -> int:
+    """Elements of rank 0's chunk of a 2-D parameter: ceil(dim0 / N) rows x dim1."""
+    return ceil_div(shape[0], world_size) * shape[1]

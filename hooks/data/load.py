@@ -2,10 +2,14 @@
 
 ``load_yaml`` parses with PyYAML's safe loader (libyaml when available), refusing a key
 written twice in one mapping, and validates the result against the file's schema
-(``hooks/data/schemas.py``); any problem is one RenderError naming the file and the key. A
-parsed file is reused only while its modification time and size are unchanged
-(``hooks.cache.Memo``), so ``mkdocs serve`` shows an edited data file on the next rebuild.
-Parsed data is shared: callers treat it as read-only.
+(``hooks/data/schemas.py``); any problem is one RenderError naming the file and the key.
+``load_model`` returns the validated pydantic model itself (frozen): what the schema
+guarantees (keys present, types, kinds, every language) needs no check after it, so callers
+read attributes and check nothing twice. ``load_yaml`` returns the same file's parsed,
+validated mapping, for callers not yet reading the model. A parsed file is reused only while
+its modification time and size are unchanged (``hooks.cache.Memo``), so ``mkdocs serve``
+shows an edited data file on the next rebuild. Parsed data is shared: callers treat it as
+read-only.
 """
 
 from __future__ import annotations
@@ -54,13 +58,22 @@ def parse_yaml(text: str, where: str) -> Any:
     try:
         return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" (line {mark.line + 1})" if mark else ""
-        raise RenderError(f"{where}: invalid YAML{line}: {getattr(exc, 'problem', None) or exc}") from None
+        raise RenderError(f"{where}: invalid YAML{yaml_problem(exc)}") from None
+
+
+def yaml_problem(exc: Exception) -> str:
+    """`` (line N): problem``, and where the construct it was inside began when that is another
+    line (PyYAML's ``context_mark``: an unclosed quote is found at the end of the file, and
+    starts at the line to fix)."""
+    mark, context, context_mark = (getattr(exc, name, None) for name in ("problem_mark", "context", "context_mark"))
+    line = f" (line {mark.line + 1})" if mark else ""
+    started = (f"; {context} that starts at line {context_mark.line + 1}"
+               if context and context_mark and (mark is None or context_mark.line != mark.line) else "")
+    return f"{line}: {getattr(exc, 'problem', None) or exc}{started}"
 
 
 def validate(data: Any, name: str, where: str, text: str) -> Any:
-    """``data``, parsed from ``text``, if it matches the schema of ``name`` (hooks/data/schemas.py).
+    """The model of ``data`` (parsed from ``text``) by the schema of ``name`` (hooks/data/schemas.py).
     Raises RenderError."""
     from pydantic import ValidationError
 
@@ -70,14 +83,13 @@ def validate(data: Any, name: str, where: str, text: str) -> Any:
     if schema is None:
         raise RenderError(f"{where}: no schema for this file; add one to hooks/data/schemas.py (SCHEMAS)")
     try:
-        schema.model_validate(data)
+        return schema.model_validate(data)
     except ValidationError as exc:
         raise RenderError(f"{where}: {one_line(exc)}") from None
-    return data
 
 
-def load_yaml(name: str, data_dir: Path | None = None) -> Any:
-    """Parse ``<data_dir>/<name>.yaml`` and validate it against its schema. Raises RenderError naming the file."""
+def _load(name: str, data_dir: Path | None) -> tuple[Any, Any]:
+    """``(parsed mapping, validated model)`` of ``<data_dir>/<name>.yaml``. Raises RenderError naming the file."""
     data_dir = data_dir or DATA_DIR
     path = data_dir / f"{name}.yaml"
     where = f"snippets/{path.name}" if name == "comments" else f"snippets/data/{path.name}"  # as the build sees it
@@ -86,9 +98,22 @@ def load_yaml(name: str, data_dir: Path | None = None) -> Any:
 
     def parse() -> Any:
         text = path.read_text(encoding="utf-8")
-        return validate(parse_yaml(text, where), name, where, text)
+        data = parse_yaml(text, where)
+        return data, validate(data, name, where, text)
 
     return _parsed.get(path, file_stamp(path), parse)
+
+
+def load_model(name: str, data_dir: Path | None = None) -> Any:
+    """The validated model (``hooks.data.schemas.SCHEMAS[name]``) of ``<data_dir>/<name>.yaml``.
+    Raises RenderError naming the file and the key."""
+    return _load(name, data_dir)[1]
+
+
+def load_yaml(name: str, data_dir: Path | None = None) -> Any:
+    """The parsed mapping of ``<data_dir>/<name>.yaml``, once its schema accepted it (prefer
+    ``load_model``). Raises RenderError naming the file and the key."""
+    return _load(name, data_dir)[0]
 
 
 def check_data_files(data_dir: Path | None = None) -> None:
@@ -97,8 +122,17 @@ def check_data_files(data_dir: Path | None = None) -> None:
     for path in sorted(data_dir.glob("*.y*ml")):
         if path.suffix == ".yml":
             raise RenderError(f"snippets/data/{path.name}: name data files .yaml")
-        load_yaml(path.stem, data_dir)
-    load_yaml("comments", SNIPPETS_DIR)
+        load_model(path.stem, data_dir)
+    load_model("comments", SNIPPETS_DIR)
+
+
+def label(texts: dict[str, dict[str, str]], key: str, lang: str, where: str) -> str:
+    """The ``lang`` text of ``key`` in a validated table of texts (``Texts`` of
+    hooks/data/schemas.py: its keys are known and each text has every language, but a key the
+    code asks for may be left out). Raises RenderError naming ``where`` and the key."""
+    if key not in texts:
+        raise RenderError(f"{where}.{key}: missing (add it in every language)")
+    return texts[key][lang]
 
 
 def text(value: Any, lang: str, where: str) -> str:

@@ -101,6 +101,7 @@ def Texts(fields_by_key: dict[str, tuple[str, ...]]) -> Any:  # noqa: N802
 # ---------------------------------------------------------------- snippets/data/gpus.yaml
 class Card(Data):
     name: Name
+    short_name: Name | None = None  # the name the prose uses ("H200" for "H200 141GB"); name when absent
     memory_mib: Count  # nvidia-smi's memory.total (MiB = 2^20 bytes)
     source: Name  # a public nvidia-smi output showing it
     bf16_dense_tflops: Positive  # vendor datasheet: BF16 tensor, FP32 accumulate, without sparsity (vram.timing)
@@ -238,6 +239,15 @@ class TimingFile(Data):
     bounds: Texts({"compute": (), "communication": (), "offload": (), "memory_bandwidth": ()})
     columns: Texts({"machine": (), "price": (), "step": (), "bound": (), "run": (), "cost": ()})
     machine: Text("count", "gpu")
+
+
+# ---------------------------------------------------------------- snippets/data/prose.yaml
+class ProseFile(Data):
+    """Words of the sentences that state facts of the catalogue (hooks/render/catalogue_prose.py)."""
+
+    card_memory: Text("card", "memory")  # one card of a list: "la B200 con 192,3 GB"
+    machine: Text("count", "card")  # one priced machine: "4 × RTX 4090"
+    machine_price: Text("machine", "price")  # with its price: "4 × RTX 4090 da 2,36 €/h"
 
 
 # ---------------------------------------------------------------- snippets/data/models.yaml
@@ -513,6 +523,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "needs": NeedsFile,
     "units": UnitsFile,
     "timing": TimingFile,
+    "prose": ProseFile,
     "models": ModelsFile,
     "finder": FinderFile,
     "verification": VerificationFile,

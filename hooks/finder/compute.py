@@ -37,13 +37,11 @@ from vram.units import bytes_to_gb, bytes_to_gib
 
 from hooks.cache import Memo, tree_stamp
 from hooks.data import load as data_module
-from hooks.data.load import load_yaml, relative, text
+from hooks.data.load import load_model, load_yaml, relative
 from hooks.errors import RenderError
 from hooks.render.numbers import calculator_errors
-from verify.languages import LANGUAGES
 
 JSON_URI = "assets/finder.json"
-KINDS = ("training", "lora", "serving")
 FINDER_YAML = "snippets/data/finder.yaml"
 MODELS_YAML = "snippets/data/models.yaml"
 
@@ -74,32 +72,22 @@ class Catalogue:
     speeds: dict[str, dict[str, Any]] = field(default_factory=dict)  # vram.catalogue.card_speed per card
 
 
-def _mapping(value: Any, where: str) -> dict:
-    if not isinstance(value, dict) or not value:
-        raise RenderError(f"{where}: expected a non-empty mapping")
-    return value
-
-
 def _load_models(data_dir: Path) -> dict[str, Model]:
+    """models.yaml's models with their parsed configs (names and config file names: the schema's)."""
     models = {}
-    for key, entry in _mapping((load_yaml("models", data_dir) or {}).get("models"), f"{MODELS_YAML}: models").items():
+    for key, entry in load_model("models", data_dir).models.items():
         where = f"{MODELS_YAML}: models.{key}"
-        if not isinstance(entry, dict) or not entry.get("name") or not entry.get("config"):
-            raise RenderError(f"{where}: needs 'name' and 'config' (a file of snippets/data/models/)")
-        path = data_dir / "models" / entry["config"]
+        path = data_dir / "models" / entry.config
         if not path.is_file():
             raise RenderError(f"{where}: config file {relative(path)} not found")
         try:
             config = vram.load_model_config(path)
             raw = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise RenderError(f"{where}: {exc}") from None
-        max_context = raw.get("max_position_embeddings")
-        try:
             shape = vram.model_shape(config)
         except ValueError as exc:
             raise RenderError(f"{where}: {exc}") from None
-        models[key] = Model(key, str(entry["name"]), config, vram.count_params(config),
+        max_context = raw.get("max_position_embeddings")
+        models[key] = Model(key, entry.name, config, vram.count_params(config),
                             max_context if isinstance(max_context, int) else None, shape)
     return models
 
@@ -107,18 +95,7 @@ def _load_models(data_dir: Path) -> dict[str, Model]:
 def model_config_files(data_dir: Path | None = None) -> dict[str, Path]:
     """Model key -> its config.json, as models.yaml names them (the worker's bundle ships them)."""
     folder = data_dir or data_module.DATA_DIR
-    return {key: folder / "models" / entry["config"]
-            for key, entry in (load_yaml("models", folder) or {}).get("models", {}).items()}
-
-
-def _check_translations(finder: dict) -> None:
-    """Every text of finder.yaml has every language, whichever language is being built."""
-    for section in ("labels", "parts", "notebook"):
-        for key, value in _mapping(finder.get(section), f"{FINDER_YAML}: {section}").items():
-            text(value, LANGUAGES[0], f"{FINDER_YAML}: {section}.{key}")
-    for section in ("tasks", "methods"):
-        for key, entry in finder[section].items():
-            text(entry.get("label") if isinstance(entry, dict) else None, LANGUAGES[0], f"{FINDER_YAML}: {section}.{key}.label")
+    return {key: folder / "models" / entry.config for key, entry in load_model("models", folder).models.items()}
 
 
 _catalogue_memo = Memo()  # data folder -> its Catalogue, while nothing there changes
@@ -132,33 +109,28 @@ def load_catalogue(data_dir: Path | None = None) -> Catalogue:
     return _catalogue_memo.get(folder, tree_stamp(folder), lambda: _read_catalogue(folder))
 
 
-def _speeds(gpus_yaml: dict, data_dir: Path) -> dict[str, dict[str, Any]]:
+def _speeds(data_dir: Path) -> dict[str, dict[str, Any]]:
     with calculator_errors():
-        cards = cards_from_data(gpus_yaml, _mapping(load_yaml("interconnects", data_dir), "snippets/data/interconnects.yaml"))
+        cards = cards_from_data(load_yaml("gpus", data_dir), load_yaml("interconnects", data_dir))
     return {key: card_speed(card) for key, card in cards.items()}
 
 
 def _read_catalogue(data_dir: Path) -> Catalogue:
-    finder = _mapping(load_yaml("finder", data_dir), FINDER_YAML)
-    settings = _mapping(finder.get("settings"), f"{FINDER_YAML}: settings")
-    tasks = _mapping(finder.get("tasks"), f"{FINDER_YAML}: tasks")
-    for key, task in tasks.items():
-        if not isinstance(task, dict) or task.get("kind") not in KINDS:
-            raise RenderError(f"{FINDER_YAML}: tasks.{key}: 'kind' must be one of {', '.join(KINDS)}")
-    methods = _mapping(finder.get("methods"), f"{FINDER_YAML}: methods")
-    gpus_yaml = _mapping(load_yaml("gpus", data_dir), "snippets/data/gpus.yaml")
-    gpus = sorted(_mapping(gpus_yaml.get("gpus"), "snippets/data/gpus.yaml: gpus").items(),
-                  key=lambda item: item[1]["memory_mib"])
-    _check_translations(finder)
-    catalogue = Catalogue(settings, tasks, methods, _load_models(data_dir), gpus,
-                          gpus_yaml.get("machines") or {}, _mapping(finder.get("labels"), f"{FINDER_YAML}: labels"),
-                          _mapping(finder.get("parts"), f"{FINDER_YAML}: parts"), gpus_yaml["reserve_mib"],
-                          _speeds(gpus_yaml, data_dir))
-    default = settings.get("default", {})
-    for field, known in (("model", catalogue.models), ("task", tasks), ("method", methods)):
-        if default.get(field) not in known:
-            raise RenderError(f"{FINDER_YAML}: settings.default.{field}={default.get(field)!r} is not one of {', '.join(known)}")
-    return catalogue
+    """The catalogue of finder.yaml, models.yaml and gpus.yaml. Their schemas
+    (``hooks/data/schemas.py``: keys, kinds, every language, the defaults among the choices)
+    are the only checks of each file; this adds what no one file can say (the default model
+    is a model of models.yaml) and what the files name (config files, model families). The
+    catalogue's mappings are the files' own, as the schema accepted them (``load_yaml``: the
+    numbers as written, as ``vram`` reads them in the CLI and the browser)."""
+    finder, gpus = load_model("finder", data_dir), load_model("gpus", data_dir)
+    models = _load_models(data_dir)
+    if finder.settings.default.model not in models:
+        raise RenderError(f"{FINDER_YAML}: settings.default.model={finder.settings.default.model!r} "
+                          f"is not one of {', '.join(models)}")
+    plain, gpus_plain = load_yaml("finder", data_dir), load_yaml("gpus", data_dir)
+    return Catalogue(plain["settings"], plain["tasks"], plain["methods"], models,
+                     sorted(gpus_plain["gpus"].items(), key=lambda item: item[1]["memory_mib"]),
+                     gpus_plain["machines"], plain["labels"], plain["parts"], gpus.reserve_mib, _speeds(data_dir))
 
 
 def options(catalogue: Catalogue, task_key: str) -> list[str]:
@@ -201,8 +173,8 @@ NOT_OFFERED = ("not_offered", "too_long")  # a choice the page greys out, with t
 
 
 def answer(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> dict[str, Any] | None:
-    """``vram.answer_job`` of ``job(...)``, or None where the choice is not offered (LoRA
-    under FSDP2 or the paper's accounting, a context beyond the model's maximum, heads vLLM
+    """``vram.answer_job`` of ``job(...)``, or None where the choice is not offered (QLoRA
+    under FSDP2, LoRA in the paper's accounting, a context beyond the model's maximum, heads vLLM
     cannot split over that many cards). Raises RenderError for any other fault."""
     try:
         return vram.answer_job(job(catalogue, model_key, task_key, cards, option))

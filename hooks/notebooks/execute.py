@@ -44,6 +44,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import platform
 import shutil
@@ -59,6 +60,7 @@ CACHE_SUBDIR = Path(".cache") / "notebooks"
 DEPENDENCIES = (("vram", "**/*.py"), ("snippets/data", "**/*"))
 TOOLS = ("torch", "matplotlib", "babel", "pyyaml", "ipykernel", "nbclient", "nbformat")
 TIMEOUT_S = 300
+build_log = logging.getLogger("mkdocs.hooks.guide.notebooks")  # the build's log (MkDocs prints this logger's INFO)
 
 
 class NotebookError(RenderError):
@@ -264,6 +266,29 @@ def _recorded_copy(src: Path, folder: Path, repo_root: Path, lang: str, kernel_n
     return None
 
 
+def why_run(src: Path, cache_dir: Path, repo_root: Path) -> str:
+    """Why ``src`` runs again, as the build's log says it: the files its newest executed copy
+    recorded reading (``NAME.KEY.reads.json``) that were modified after that copy was written,
+    else the notebook itself, else what no file says (a new tool version, a removed copy)."""
+    records = sorted(cache_dir.glob(f"{src.stem}.*.reads.json"), key=lambda p: p.stat().st_mtime) if cache_dir.is_dir() else []
+    if not records:
+        return "no executed copy yet"
+    newest = records[-1]
+    since = newest.stat().st_mtime
+    try:
+        reads = json.loads(newest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        reads = []
+    changed = sorted(rel for rel in reads if isinstance(rel, str) and not rel.endswith("/")
+                     and (not (repo_root / rel).is_file() or (repo_root / rel).stat().st_mtime > since))
+    if changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        return f"it reads {changed[0]}, which changed{more}"
+    if src.stat().st_mtime > since:
+        return "the notebook changed"
+    return "its executed copy no longer matches (a tool version or a listed folder changed)"
+
+
 def executed_notebook(src: Path, repo_root: Path, lang: str, kernel_name: str, cache_dir: Path | None = None,
                       timeout_s: int = TIMEOUT_S, store: Path | None = None) -> tuple[Path, bool]:
     """(path of the executed copy of ``src``, True if it was executed now, False if cached).
@@ -285,6 +310,7 @@ def executed_notebook(src: Path, repo_root: Path, lang: str, kernel_name: str, c
         _copy_into(stored[0], found[0])
         _copy_into(stored[1], found[1])
     if found is None:
+        build_log.info(f"executing {_display_name(src, repo_root)} ({lang}): {why_run(src, cache_dir, repo_root)}")
         running = cache_dir / f"{src.stem}.running-{os.getpid()}-{threading.get_ident()}.ipynb"
         execute(src, running, repo_root, lang, kernel_name, timeout_s)
         ran = True

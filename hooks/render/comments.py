@@ -41,7 +41,7 @@ from selectolax.lexbor import LexborHTMLParser
 from verify.readers import ReadError, language_of, read_ahead, read_as
 
 from hooks.render.code_blocks import code_blocks
-from hooks.data.load import SNIPPETS_DIR, load_yaml
+from hooks.data.load import SNIPPETS_DIR, load_model
 from hooks.errors import RenderError
 from verify.languages import DEFAULT_LANGUAGE
 
@@ -56,7 +56,7 @@ CATALOGUE = "snippets/comments.yaml"
 def load_catalogue(lang: str) -> dict[str, str]:
     """Italian comment text -> its ``lang`` translation. Raises RenderError (the schema of
     ``snippets/comments.yaml``, ``hooks.data.schemas.CommentsFile``, checks every translation)."""
-    return {entry[DEFAULT_LANGUAGE]: entry[lang] for entry in load_yaml("comments", data_dir=SNIPPETS_DIR)}
+    return {entry[DEFAULT_LANGUAGE]: entry[lang] for entry in load_model("comments", data_dir=SNIPPETS_DIR).root}
 
 
 def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = None, used: set[str] | None = None) -> str:

@@ -29,7 +29,7 @@ def interface_strings(path: Path = STRINGS_FILE) -> list[dict[str, Any]]:
     def parse() -> list[dict[str, Any]]:
         where = relative(path)
         text = path.read_text(encoding="utf-8")
-        return validate(parse_yaml(text, where), "interface", where, text)["attributes"]
+        return [entry.model_dump() for entry in validate(parse_yaml(text, where), "interface", where, text).attributes]
 
     return _loaded.get(str(path), file_stamp(path), parse)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from babel.numbers import format_currency, format_decimal
 
-from hooks.data.load import load_yaml, text
+from hooks.data.load import load_model
 from hooks.errors import RenderError
 
 NBSP = "\u00a0"
@@ -23,10 +23,10 @@ def format_number(value: float, lang: str, decimals: int = 2) -> str:
 
 def unit_label(unit: str, lang: str) -> str:
     """The label of ``unit`` (``gb``, ``gib``, ``gb_per_s`` ...) in ``lang``."""
-    units = load_yaml("units")
-    if unit not in units.get("labels", {}):
+    labels = load_model("units").labels  # each in every language: hooks.data.schemas.UnitsFile
+    if unit not in labels:
         raise RenderError(f"snippets/data/units.yaml: unknown unit {unit!r}")
-    return text(units["labels"][unit], lang, f"snippets/data/units.yaml: labels.{unit}")
+    return labels[unit][lang]
 
 
 def format_quantity(value: float, unit: str, lang: str, decimals: int = 2) -> str:
@@ -38,8 +38,7 @@ def format_range(low: float, high: float, unit: str, lang: str, decimals: int = 
     """``35–50 GB`` (it) / ``35 à 50 Go`` (fr); a single value when low == high."""
     if low == high:
         return format_quantity(low, unit, lang, decimals)
-    units = load_yaml("units")
-    pattern = text(units["range"], lang, "snippets/data/units.yaml: range")
+    pattern = load_model("units").range[lang]
     span = pattern.format(low=format_number(low, lang, decimals), high=format_number(high, lang, decimals))
     return f"{span}{NBSP}{unit_label(unit, lang)}"
 
@@ -51,24 +50,22 @@ def format_duration_parts(parts: list[list], lang: str, space: str = NBSP) -> st
     shown = [f"{format_number(value, lang, 1)}{space}{unit_label(unit, lang)}" for unit, value in parts]
     if len(shown) == 1:
         return shown[0]
-    return text(load_yaml("units")["days_hours"], lang, "snippets/data/units.yaml: days_hours").format(
-        days=shown[0], hours=shown[1])
+    return load_model("units").days_hours[lang].format(days=shown[0], hours=shown[1])
 
 
 def format_duration_range(low: list[list], high: list[list], lang: str, space: str = NBSP) -> str:
     """A duration's [low, high] as ``shown_duration`` rounds each end: one unit after the range
     when both ends are one number of the same unit (``4,3–6,2 h``), else each end whole
     (units.yaml's ``range_words``: ``da 6 giorni a 8 giorni e 10 h``); one end when both read alike."""
-    units = load_yaml("units")
+    units = load_model("units")  # every text in every language: hooks.data.schemas.UnitsFile
     if len(low) == len(high) == 1 and low[0][0] == high[0][0]:
         numbers = format_number(low[0][1], lang, 1), format_number(high[0][1], lang, 1)
-        span = numbers[0] if numbers[0] == numbers[1] else text(units["range"], lang, "snippets/data/units.yaml: range").format(
-            low=numbers[0], high=numbers[1])
+        span = numbers[0] if numbers[0] == numbers[1] else units.range[lang].format(low=numbers[0], high=numbers[1])
         return f"{span}{space}{unit_label(low[0][0], lang)}"
     low_text, high_text = format_duration_parts(low, lang, space), format_duration_parts(high, lang, space)
     if low_text == high_text:
         return low_text
-    return text(units["range_words"], lang, "snippets/data/units.yaml: range_words").format(low=low_text, high=high_text)
+    return units.range_words[lang].format(low=low_text, high=high_text)
 
 
 def format_eur(amount: float, lang: str) -> str:

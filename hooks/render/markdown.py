@@ -6,6 +6,7 @@ Tables first (their cells may hold number placeholders), then numbers.
 from __future__ import annotations
 
 from hooks.errors import RenderError
+from hooks.render.catalogue_prose import CATALOGUE_PROSE
 from hooks.finder.page import FINDER
 from verify.languages import LANGUAGES
 from hooks.render.numbers import NUMBERS
@@ -13,7 +14,7 @@ from hooks.render.placeholders import expand
 from hooks.render.tables import table
 from hooks.render.timing import TIMING
 
-RENDERERS = {"table": table, **NUMBERS, **FINDER, **TIMING}
+RENDERERS = {"table": table, **NUMBERS, **FINDER, **TIMING, **CATALOGUE_PROSE}
 
 
 def render_markdown(markdown: str, lang: str) -> str:

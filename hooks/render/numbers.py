@@ -18,7 +18,7 @@ import vram.loading
 from vram.units import bytes_to_gb
 
 from hooks.cache import Memo, file_stamp
-from hooks.data.load import load_yaml
+from hooks.data.load import load_model, load_yaml
 from hooks.errors import RenderError
 from hooks.render.locale_format import format_eur, format_number, format_quantity, format_range
 from hooks.render.placeholders import Args
@@ -139,10 +139,10 @@ def model_config(key: str) -> vram.ModelConfig:
     """The config of a model of ``snippets/data/models.yaml`` (its key), parsed by vram."""
     from hooks.data.load import DATA_DIR
 
-    models = load_yaml("models")["models"]
+    models = load_model("models").models
     if key not in models:
         raise RenderError(f"unknown model {key!r} in snippets/data/models.yaml (known: {', '.join(models)})")
-    path = DATA_DIR / "models" / models[key]["config"]
+    path = DATA_DIR / "models" / models[key].config
 
     def parse() -> vram.ModelConfig:
         with calculator_errors():
@@ -219,7 +219,7 @@ def framework_formula(raw: dict[str, str], lang: str) -> str:
     """
     allowed = {"framework", "model", "world_size", "zero_stage", "optimizer", "offload", "part", "moment"}
     Args(raw, allowed)
-    raw = {"model": next(iter(load_yaml("models")["models"])), "world_size": "2", **raw}
+    raw = {"model": next(iter(load_model("models").models)), "world_size": "2", **raw}
     args = Args(raw, allowed)
     part = args.str("part", "gpu")
     if part not in FORMULA_PARTS:
@@ -290,7 +290,7 @@ def gpu_memory(raw: dict[str, str], lang: str) -> str:
     if usable not in ("yes", "no"):
         raise RenderError(f"usable={usable} is not yes or no")
     with calculator_errors():
-        n_bytes = (vram.fit.usable_bytes(card["memory_mib"], load_yaml("gpus")["reserve_mib"]) if usable == "yes"
+        n_bytes = (vram.fit.usable_bytes(card["memory_mib"], load_model("gpus").reserve_mib) if usable == "yes"
                    else vram.fit.mib_to_bytes(card["memory_mib"]))
     unit_bytes, decimals = GPU_MEMORY_UNITS[unit]
     return format_quantity(n_bytes / unit_bytes, unit, lang, decimals)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import vram
 from vram.units import bytes_to_gb
 
-from hooks.data.load import load_yaml, text
+from hooks.data.load import label, load_model
 from hooks.errors import RenderError
 from hooks.render.locale_format import format_quantity, format_range
 from hooks.render.markdown_table import markdown_table
@@ -21,43 +21,36 @@ from hooks.render.placeholders import Args
 from hooks.render.timing import run_cost_table
 
 
-def _columns(data: dict, lang: str, where: str, keys: list[str]) -> list[str]:
-    return [text(data["columns"][key], lang, f"{where}: columns.{key}") for key in keys]
-
-
-def _rows(data: dict, where: str) -> list[dict]:
-    return data["rows"]  # a non-empty list: every table's schema in hooks/data/schemas.py says so
+def _columns(data, lang: str, where: str, keys: list[str]) -> list[str]:
+    return [label(data.columns, key, lang, f"{where}: columns") for key in keys]
 
 
 def needs_table(raw: dict[str, str], lang: str) -> str:
-    """"Do you need more than one card": three columns of translated text."""
+    """"Do you need more than one card": three columns of translated text (``NeedsFile``)."""
     Args(raw, {"name"})
     where = "snippets/data/needs.yaml"
-    data = load_yaml("needs")
+    data = load_model("needs")
     keys = ["job", "one_card", "several_cards"]
-    body = [
-        [text(row.get(key), lang, f"{where}: row {i} '{key}'") for key in keys]
-        for i, row in enumerate(_rows(data, where), start=1)
-    ]
+    body = [[getattr(row, key)[lang] for key in keys] for row in data.rows]
     # A class for its phone layout (guide.css): md_in_html renders the table inside the div.
     return f'<div class="needs-table" markdown>\n\n{markdown_table(_columns(data, lang, where, keys), body)}\n\n</div>'
 
 
 def sharding_table(raw: dict[str, str], lang: str) -> str:
-    """Per-GPU model states of DDP / ZeRO-1/2/3 for ``params`` on each of ``world_sizes``."""
+    """Per-GPU model states of DDP / ZeRO-1/2/3 for ``params`` on each of ``world_sizes`` (``ShardingFile``)."""
     args = Args(raw, {"name", "params", "world_sizes", "optimizer"})
     where = "snippets/data/sharding.yaml"
-    data = load_yaml("sharding")
+    data = load_model("sharding")
     params, world_sizes = args.params(), args.ints("world_sizes", minimum=1)
     optimizer = args.str("optimizer", "adamw")
-    per_gpu_title = lambda n: text(data["columns"]["per_gpu"], lang, f"{where}: columns.per_gpu").format(world_size=n)  # noqa: E731
-    header = _columns(data, lang, where, ["method", "holds"]) + [per_gpu_title(n) for n in world_sizes]
+    per_gpu = label(data.columns, "per_gpu", lang, f"{where}: columns")
+    header = _columns(data, lang, where, ["method", "holds"]) + [per_gpu.format(world_size=n) for n in world_sizes]
     body = []
-    for i, row in enumerate(_rows(data, where), start=1):
-        cells = [text(row.get(key), lang, f"{where}: row {i} '{key}'") for key in ("method", "holds")]
+    for row in data.rows:
+        cells = [row.method[lang], row.holds[lang]]
         with calculator_errors():
             for n in world_sizes:
-                states = vram.model_states_per_gpu(params, n, row.get("zero_stage"), optimizer)
+                states = vram.model_states_per_gpu(params, n, row.zero_stage, optimizer)
                 cells.append(format_quantity(bytes_to_gb(states.total_bytes), "gb", lang, 1))
         body.append(cells)
     return markdown_table(header, body)
@@ -70,45 +63,39 @@ def frameworks_table(raw: dict[str, str], lang: str) -> str:
     Method labels come from ``snippets/data/finder.yaml``, column titles from sharding.yaml."""
     args = Args(raw, {"name", "model", "world_sizes", "optimizer"})
     where = "snippets/data/sharding.yaml"
-    columns = load_yaml("sharding")["columns"]
-    methods = load_yaml("finder")["methods"]
+    sharding, methods = load_model("sharding"), load_model("finder").methods
     world_sizes, optimizer = args.ints("world_sizes", minimum=1), args.str("optimizer", "adamw")
     with calculator_errors():
         shape = vram.model_shape(model_config(args.str("model")))
-    per_gpu = text(columns["per_gpu"], lang, f"{where}: columns.per_gpu")
-    header = [text(columns["method"], lang, f"{where}: columns.method")] + [per_gpu.format(world_size=n) for n in world_sizes]
+    per_gpu = label(sharding.columns, "per_gpu", lang, f"{where}: columns")
+    header = _columns(sharding, lang, where, ["method"]) + [per_gpu.format(world_size=n) for n in world_sizes]
     body = []
-    for key, method in methods.items():
-        if method["framework"] == "zero-paper":
+    for method in methods.values():
+        if method.framework == "zero-paper":
             continue  # the sharding table shows the paper's accounting
-        cells = [text(method["label"], lang, f"snippets/data/finder.yaml: methods.{key}.label")]
+        cells = [method.label[lang]]
         with calculator_errors():
             for n in world_sizes:
-                memory = vram.framework_memory(method["framework"], shape, n, method["zero_stage"], optimizer)
+                memory = vram.framework_memory(method.framework, shape, n, method.zero_stage, optimizer)
                 cells.append(format_quantity(bytes_to_gb(memory.per_gpu_bytes), "gb", lang, 1))
         body.append(cells)
     return markdown_table(header, body)
 
 
 def interconnects_table(raw: dict[str, str], lang: str) -> str:
-    """Links between cards: name, approximate bandwidth (GB/s), where they are found."""
+    """Links between cards: name, approximate bandwidth (GB/s), where they are found (``InterconnectsFile``)."""
     Args(raw, {"name"})
     where = "snippets/data/interconnects.yaml"
-    data = load_yaml("interconnects")
-    qualifiers = data.get("qualifiers", {})
+    data = load_model("interconnects")
     body = []
-    for i, row in enumerate(_rows(data, where), start=1):
-        low, high = row["bandwidth_gb_per_s"]
+    for row in data.rows:
+        low, high = row.bandwidth_gb_per_s
         speed = format_range(low, high, "gb_per_s", lang, 0)
-        if row.get("approximate"):
-            speed = text(qualifiers["approximate"], lang, f"{where}: qualifiers.approximate").format(value=speed)
-        if row.get("per_direction"):
-            speed = f"{speed} {text(qualifiers['per_direction'], lang, f'{where}: qualifiers.per_direction')}"
-        body.append([
-            text(row.get("link"), lang, f"{where}: row {i} 'link'"),
-            speed,
-            text(row.get("where"), lang, f"{where}: row {i} 'where'"),
-        ])
+        if row.approximate:
+            speed = label(data.qualifiers, "approximate", lang, f"{where}: qualifiers").format(value=speed)
+        if row.per_direction:
+            speed = f"{speed} {label(data.qualifiers, 'per_direction', lang, f'{where}: qualifiers')}"
+        body.append([row.link[lang], speed, row.where[lang]])
     return markdown_table(_columns(data, lang, where, ["link", "speed", "where"]), body)
 
 

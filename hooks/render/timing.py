@@ -33,7 +33,7 @@ import vram.catalogue
 import vram.timing
 import vram.units
 
-from hooks.data.load import load_yaml, text
+from hooks.data.load import label, load_model, load_yaml
 from hooks.errors import RenderError
 from hooks.render.markdown_table import markdown_table
 from hooks.render.locale_format import (format_duration_range, format_eur, format_number, format_quantity, format_range,
@@ -107,7 +107,7 @@ def format_duration(span: vram.timing.Span, lang: str) -> str:
         return format_span(span.low / size, span.high / size, unit, lang)
     low = math.floor(span.low / low_size * 10**_decimals(span.low / low_size)) / 10**_decimals(span.low / low_size)
     high = math.ceil(span.high / size * 10**_decimals(span.high / size)) / 10**_decimals(span.high / size)
-    pattern = text(load_yaml("units")["range"], lang, "snippets/data/units.yaml: range")
+    pattern = load_model("units").range[lang]
     return pattern.format(low=format_quantity(low, low_unit, lang, _decimals(span.low / low_size)),
                           high=format_quantity(high, unit, lang, _decimals(span.high / size)))
 
@@ -152,7 +152,7 @@ def format_cost(low: Decimal, high: Decimal, lang: str) -> str:
         decimals = 2
     if low == high:
         return format_eur(low, lang)
-    pattern = text(load_yaml("units")["range"], lang, "snippets/data/units.yaml: range")
+    pattern = load_model("units").range[lang]
     digits = "#,##0" + ("." + "0" * decimals if decimals else "")
     span = pattern.format(low=format_decimal(low, format=digits, locale=lang), high=format_decimal(high, format=digits, locale=lang))
     return f"{span}\u00a0{unit_label('eur', lang)}"
@@ -167,7 +167,7 @@ def run_cost(raw: dict[str, str], lang: str) -> str:
 
 
 def bound_word(bound: str, lang: str) -> str:
-    return text(load_yaml("timing")["bounds"][bound], lang, f"snippets/data/timing.yaml: bounds.{bound}")
+    return label(load_model("timing").bounds, bound, lang, "snippets/data/timing.yaml: bounds")
 
 
 def run_bound(raw: dict[str, str], lang: str) -> str:
@@ -186,7 +186,7 @@ def _plain_range(low: float, high: float, lang: str, decimals: int) -> str:
     """A range of plain numbers (no unit), the page's range pattern."""
     if low == high:
         return format_number(low, lang, decimals)
-    pattern = text(load_yaml("units")["range"], lang, "snippets/data/units.yaml: range")
+    pattern = load_model("units").range[lang]
     return pattern.format(low=format_number(low, lang, decimals), high=format_number(high, lang, decimals))
 
 
@@ -212,7 +212,7 @@ def mfu(raw: dict[str, str], lang: str) -> str:
     if part == "tokens_per_gpu":
         return format_number(vram.timing.TORCHTITAN_H100["fsdp"], lang, 0)
     low, high = vram.timing.MFU
-    pattern = text(load_yaml("units")["range"], lang, "snippets/data/units.yaml: range")
+    pattern = load_model("units").range[lang]
     return pattern.format(low=format_number(low * 100, lang, 0), high=format_percent(high, locale=lang))
 
 
@@ -256,9 +256,9 @@ def run_cost_table(raw: dict[str, str], lang: str) -> str:
     """``{{ table name=run_cost model=... tokens=... zero_stage=... }}``: for every machine the
     guide prices, the step time, what bounds it, the run's time and cost."""
     args = Args(raw, JOB - {"gpu", "gpus"} | {"name", "tokens"})
-    data = load_yaml("timing")
-    where = "snippets/data/timing.yaml"
-    header = [text(data["columns"][c], lang, f"{where}: columns.{c}") for c in ("machine", "price", "step", "bound", "run", "cost")]
+    data = load_model("timing")
+    header = [label(data.columns, c, lang, "snippets/data/timing.yaml: columns")
+              for c in ("machine", "price", "step", "bound", "run", "cost")]
     cards, machines = catalogue()
     body = []
     for machine in machines.values():
@@ -266,7 +266,7 @@ def run_cost_table(raw: dict[str, str], lang: str) -> str:
         with calculator_errors():
             run = vram.timing.run_seconds(tokens(args), step)
         body.append([
-            text(data["machine"], lang, f"{where}: machine").format(count=machine.count, gpu=cards[machine.gpu].name),
+            data.machine[lang].format(count=machine.count, gpu=cards[machine.gpu].name),
             format_eur(machine.price_eur_per_hour, lang),
             format_duration(step.step, lang),
             bound_word(step.bound, lang),

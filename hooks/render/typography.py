@@ -24,7 +24,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -32,6 +32,9 @@ from hooks.cache import Memo, file_stamp
 from hooks.data.load import parse_yaml, relative, validate
 from hooks.errors import RenderError
 from hooks.render.script_json import script_json
+
+if TYPE_CHECKING:  # pydantic loads only when a file is validated (deferred imports)
+    from hooks.data.schemas import TypographyFile, TypographyLanguage
 
 RULES_FILE = Path(__file__).with_name("typography.yaml")
 SPACES = {"nbsp": "\u00a0", "nnbsp": "\u202f"}
@@ -51,12 +54,12 @@ class Compiled:
     quick: re.Pattern[str]  # matches a page only if some rule may apply to it
 
 
-def _compile(lang: dict[str, Any], units: list[str]) -> Compiled:
+def _compile(lang: TypographyLanguage, units: list[str]) -> Compiled:
     """``lang``: one language's rules, as ``TypographyLanguage`` of hooks/data/schemas.py validates them."""
     subs: list[tuple[re.Pattern[str], object]] = []
-    before = {sign: SPACES[space] for sign, space in lang.get("space_before", {}).items()}
-    after = {sign: SPACES[space] for sign, space in lang.get("space_after", {}).items()}
-    thousands, unit_space = lang.get("thousands"), lang.get("units")
+    before = {sign: SPACES[space] for sign, space in lang.space_before.items()}
+    after = {sign: SPACES[space] for sign, space in lang.space_after.items()}
+    thousands, unit_space = lang.thousands, lang.units
     for sign, space in before.items():
         subs.append((re.compile(WHITESPACE + f"(?={re.escape(sign)})"), space))
     for sign, space in after.items():
@@ -81,16 +84,16 @@ def _compile(lang: dict[str, Any], units: list[str]) -> Compiled:
 _loaded = Memo()  # path -> (rule set, compiled rules), while the file is unchanged
 
 
-def rules(path: Path = RULES_FILE) -> tuple[dict[str, Any], dict[str, Compiled]]:
+def rules(path: Path = RULES_FILE) -> tuple[TypographyFile, dict[str, Compiled]]:
     """The rule set (validated by ``TypographyFile`` of hooks/data/schemas.py) and each language's
     compiled rules, read again when the file changes. Raises RenderError naming the file and key."""
 
-    def parse() -> tuple[dict[str, Any], dict[str, Compiled]]:
+    def parse() -> tuple[TypographyFile, dict[str, Compiled]]:
         where = relative(path)
         text = path.read_text(encoding="utf-8")
         rule_set = validate(parse_yaml(text, where), "typography", where, text)
         try:
-            return rule_set, {code: _compile(lang, rule_set["units"]) for code, lang in rule_set["languages"].items()}
+            return rule_set, {code: _compile(lang, rule_set.units) for code, lang in rule_set.languages.items()}
         except re.error as exc:
             raise RenderError(f"{where}: a rule is not a valid pattern ({exc})") from None
 
@@ -201,12 +204,12 @@ def _language_of(node, page_lang: str, skip: set[str]) -> str | None:
     return found or _primary(page_lang)
 
 
-def _typeset_attributes(tree, page_lang: str, rule_set: dict, compiled_of: dict[str, Compiled]) -> bool:
-    """Typeset the spoken attributes (``rule_set["attributes"]``) in place; True if any changed."""
-    names = rule_set.get("attributes", [])
+def _typeset_attributes(tree, page_lang: str, rule_set: TypographyFile, compiled_of: dict[str, Compiled]) -> bool:
+    """Typeset the spoken attributes (``rule_set.attributes``) in place; True if any changed."""
+    names = rule_set.attributes
     if not names:
         return False
-    skip, changed = set(rule_set["skip"]), False
+    skip, changed = set(rule_set.skip), False
     for node in tree.css(", ".join(f"[{name}]" for name in names)):
         lang = _language_of(node, page_lang, skip)
         if lang not in compiled_of:
@@ -229,7 +232,7 @@ def typeset_html(html: str, lang: str) -> str:
     changed = False
     for island in tree.css('script[type="application/json"][id]'):
         compiled = compiled_of.get(_primary(lang))
-        if island.attributes.get("id") not in rule_set.get("json_islands", []) or compiled is None or island.first_child is None:
+        if island.attributes.get("id") not in rule_set.json_islands or compiled is None or island.first_child is None:
             continue
         try:
             data = json.loads(island.text())
@@ -240,7 +243,7 @@ def typeset_html(html: str, lang: str) -> str:
             island.first_child.replace_with(script_json(typeset))
             changed = True
     changed = _typeset_attributes(tree, lang, rule_set, compiled_of) or changed
-    runs = _text_runs(tree.root, _primary(lang), set(rule_set["skip"]))
+    runs = _text_runs(tree.root, _primary(lang), set(rule_set.skip))
     texts = [BREAK if run is BREAK else [run[1], run[0].text_content or ""] for run in runs]
     for entry in texts:
         if entry is not BREAK and entry[0] in compiled_of:

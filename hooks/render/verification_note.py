@@ -17,22 +17,23 @@ import html as html_lib
 from babel.dates import format_date, format_time
 
 from hooks.render.code_blocks import titled_block
-from hooks.data.load import load_yaml, text
+from hooks.data.load import load_model
 from hooks.errors import RenderError
 from hooks.render.locale_format import format_number, format_quantity
 
 DATA = "snippets/data/verification.yaml"
 
 
-def _texts() -> dict:
-    return load_yaml("verification")  # every key, in every language: hooks.data.schemas.VerificationFile
+def _texts():
+    return load_model("verification")  # hooks.data.schemas.VerificationFile: every key, in every language
 
 
-def _t(data: dict, key: str, lang: str) -> str:
-    return text(data[key], lang, f"{DATA}: {key}")
+def _t(data, key: str, lang: str) -> str:
+    """The ``lang`` text of ``key`` (``and`` is the model's ``and_``): the schema guarantees both."""
+    return getattr(data, "and_" if key == "and" else key)[lang]
 
 
-def _when(utc: str, data: dict, lang: str) -> str:
+def _when(utc: str, data, lang: str) -> str:
     try:
         moment = datetime.datetime.strptime(utc, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
     except ValueError:
@@ -41,14 +42,14 @@ def _when(utc: str, data: dict, lang: str) -> str:
                                          time=format_time(moment, "HH:mm", tzinfo=datetime.timezone.utc, locale=lang))
 
 
-def _links(classes: list[str], data: dict, lang: str) -> str:
+def _links(classes: list[str], data, lang: str) -> str:
     if not classes:
         return ""
-    names = data.get("link_classes", {})
+    names = data.link_classes
     unknown = [c for c in classes if c not in names]
     if unknown:
         raise RenderError(f"{DATA}: link_classes lacks {', '.join(unknown)}")
-    labels = [text(names[c], lang, f"{DATA}: link_classes.{c}") for c in classes]
+    labels = [names[c][lang] for c in classes]
     return _t(data, "links", lang).format(classes=_t(data, "and", lang).join(labels))
 
 

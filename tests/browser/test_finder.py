@@ -136,7 +136,12 @@ def test_controls_follow_the_task(page, site_server):
     assert disabled == [value for value in ("2", "4", "8") if not computed("mistral-7b", "serve-bf16", value)]
     choose(page, task="lora", cards=2)  # only what the JSON holds a result for is offered
     offered = page.eval_on_selector_all("#finder-method option", "os => os.filter(o => !o.disabled).map(o => o.value)")
-    assert offered == [m for m in ("ddp", "zero1", "zero2", "zero3") if computed("mistral-7b", "lora", "2", m)]
+    assert offered == [m for m in ("ddp", "zero1", "zero2", "zero3", "fsdp2-keep", "fsdp2-reshard")
+                       if computed("mistral-7b", "lora", "2", m)]
+    assert offered[-2:] == ["fsdp2-keep", "fsdp2-reshard"]  # LoRA (bf16 base) under FSDP2 is offered
+    choose(page, task="qlora")  # QLoRA under FSDP2 is not, and says why
+    title = page.eval_on_selector('#finder-method option[value="fsdp2-reshard"]', "o => o.disabled && o.title")
+    assert "QLoRA" in title and "FSDP2" in title
     assert not normalised(shown(page))["status"].startswith("Questa combinazione")
 
 

@@ -49,7 +49,8 @@ def test_make_serve_follows_the_contributor(repo_copy, tmp_path):
     first build failed comes back on the fix of a page (not only on a ``.py`` edit: it waited
     for the code, and the port stayed refused); a page edit rebuilds without a restart; a
     ``.py`` edit restarts it, and a bug in a hook prints its traceback in the server's log
-    (one line asked for ``mkdocs build --verbose``, which a server cannot run)."""
+    (one line asked for ``mkdocs build --verbose``, which a server cannot run); a hook module
+    that does not import prints its file, line and traceback, and its fix brings the server back."""
     french = repo_copy / "docs" / "memory-formulas.fr.md"
     text = french.read_text(encoding="utf-8")
     french.unlink()
@@ -84,6 +85,21 @@ def test_make_serve_follows_the_contributor(repo_copy, tmp_path):
         assert "Traceback (most recent call last)" in after and 'hooks/render/markdown.py", line' in after, after[-3000:]
         assert "ZeroDivisionError: integer division or modulo by zero (traceback above)" in after
         assert _server_process(server) not in (None, first), "a .py edit did not restart the server"
+
+        # A hook module that does not import: its file, line and traceback, then the fix brings it back
+        # (before: "INFO - Shutting down..." and "the server could not start", no file, no line).
+        logged = len(log())
+        typography = repo_copy / "hooks" / "render" / "typography.py"
+        rules = typography.read_text(encoding="utf-8")
+        typography.write_text(rules + "\ndef broken(:\n", encoding="utf-8")
+        assert _wait(lambda: "waiting for an edit" in log()[logged:]), log()[-3000:]
+        after = log()[logged:]
+        line = rules.count("\n") + 2
+        assert f'hooks/render/typography.py", line {line}' in after and "def broken(:" in after, after[-3000:]
+        assert f"hooks.serve: hooks/render/typography.py:{line}: SyntaxError" in after, after[-3000:]
+        render.write_text(code, encoding="utf-8")
+        typography.write_text(rules, encoding="utf-8")
+        assert _wait(lambda: "Una frase nuova." in (_served(port) or "")), log()[-3000:]
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(60)

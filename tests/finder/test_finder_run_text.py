@@ -30,7 +30,7 @@ def cells(choice: dict, lang: str, column: int) -> list[str]:
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_run_cells_join_numbers_and_time_units_with_the_rule_sets_space(lang):
-    space = {"nbsp": "\u00a0", "nnbsp": "\u202f"}[rules()[0]["languages"][lang]["units"]]
+    space = {"nbsp": "\u00a0", "nnbsp": "\u202f"}[rules()[0].languages[lang].units]
     texts = cells(QLORA_ONE_CARD, lang, 4) + cells(FULL_8_CARDS, lang, 4) + cells(SERVE, lang, 4)
     assert texts
     for text in texts:

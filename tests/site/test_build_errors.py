@@ -76,7 +76,7 @@ CASES = {
     "nested include": (nested_missing, r"docs/index\.it\.md: broken snippet include: .*checks/nope\.sh"),
     "unknown table": (lambda r: edit(r, "docs/index.fr.md", "name=interconnects", "name=links"),
                       r"docs/index\.fr\.md:\d+: placeholder .*unknown table 'links'"),
-    "unknown model key": (lambda r: edit(r, "docs/index.it.md", "gpu=b200", "gpu=b300"),
+    "unknown model key": (lambda r: edit(r, "docs/index.it.md", "gpu=h100 unit=mib", "gpu=b300 unit=mib"),
                           r"docs/index\.it\.md:\d+: placeholder .*unknown gpu 'b300'"),
     "zero GPUs": (lambda r: edit(r, "docs/index.fr.md", "world_size=4 zero_stage=3 step=5", "world_size=0 zero_stage=3 step=5"),
                   r"docs/index\.fr\.md:\d+: placeholder .*world_size must be an integer >= 1"),

@@ -1,0 +1,138 @@
+"""Run as N gloo ranks (torchrun's environment; tests/snippets/fork_ranks.py): LoRA under FSDP2.
+
+Usage: fork_ranks.py --preload=transformers,peft 2 lora_fsdp2_worker.py OUT_DIR
+Each rank writes OUT_DIR/rank{N}.json with one run per ``SCENARIOS`` entry
+(``reshard_after_forward`` of every decoder layer, AdamW implementation).
+
+The model: fsdp2_worker's small transformers Llama (3 layers, every dim 0 even) loaded in bf16,
+PEFT 0.21's LoRA (rank 8, "all-linear": adapters in fp32 as PEFT makes them,
+``autocast_adapter_dtype=True``), ``fully_shard`` on each decoder layer (``reshard_after_forward``
+as asked) and on the root (default), ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)``
+as snippets/train_fsdp2.py builds it, ``torch.optim.AdamW`` over the adapters only. Measured,
+per rank, from the tensors and from FSDP2's own buffers (fsdp2_worker's ``_fsdp_buffers``,
+sampled inside every op of forward and backward and inside every reduce-scatter), and the
+profiler's allocator events around ``optimizer.step()`` (step_worker's ``_live_bytes``):
+
+- sizes (elements): base and adapter parameters of the model, of one block, of the root;
+- base_weights_bytes / adapter_weights_bytes: storages of the sharded parameters;
+- gradients_bytes, optimizer_bytes: as fsdp2_worker (adapters only have gradients);
+- unsharded_after_forward_bytes, peak_fsdp_buffers_bytes, peak_parts: as fsdp2_worker;
+- before_step_bytes / step_peak_bytes: live bytes when the step starts and at most during it.
+Nothing here reads ``vram``: it measures.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.autograd.profiler import record_function
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.fsdp._fully_shard import _fsdp_collectives
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fsdp2_worker import LLAMA, _fsdp_buffers, _groups, _local, _nbytes, _storage, llama  # noqa: E402
+from step_worker import IMPLS, _live_bytes  # noqa: E402
+
+# name: (reshard_after_forward, AdamW implementation, LoRA rank); rank 160 makes a block's
+# adapters (297k) more than twice its base (123k): then a block's reduce-scatter holds the most.
+SCENARIOS = {"reshard_foreach": (True, "foreach", 8), "keep_fused": (False, "fused", 8),
+             "keep_wide_rank": (False, "foreach", 160)}
+
+
+def run(reshard: bool, impl: str, rank: int) -> dict:
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(llama().to(torch.bfloat16), LoraConfig(r=rank, target_modules="all-linear"))
+    layers = model.base_model.model.model.layers
+
+    def numel(module, trainable):
+        return sum(p.numel() for p in module.parameters() if p.requires_grad == trainable)
+
+    sizes = {"base": numel(model, False), "adapters": numel(model, True),
+             "block_base": numel(layers[0], False), "block_adapters": numel(layers[0], True),
+             "layers": len(layers)}
+    sizes["root"] = sizes["base"] - len(layers) * sizes["block_base"]
+    dtypes = {"base": sorted({str(p.dtype) for p in model.parameters() if not p.requires_grad}),
+              "adapters": sorted({str(p.dtype) for p in model.parameters() if p.requires_grad})}
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for layer in layers:
+        fully_shard(layer, reshard_after_forward=reshard, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=1e-3, **IMPLS[impl])
+    groups = _groups(model)
+    peak = {"total": 0}
+
+    def sample(in_flight: int = 0) -> None:
+        now = _fsdp_buffers(groups)
+        total = sum(now.values()) + in_flight
+        if total > peak["total"]:
+            peak.update(now, total=total, in_flight=in_flight)
+
+    def hook(tensor):
+        sample()
+        return tensor
+
+    copy_in = _fsdp_collectives.foreach_reduce_scatter_copy_in
+
+    def copy_in_and_sample(unsharded_grads, reduce_scatter_input, world_size):
+        copy_in(unsharded_grads, reduce_scatter_input, world_size)
+        sample(_storage(reduce_scatter_input) + sum(_storage(g) for g in unsharded_grads))
+
+    tokens = torch.randint(0, LLAMA["vocab_size"], (2, 8))
+    _fsdp_collectives.foreach_reduce_scatter_copy_in = copy_in_and_sample
+    try:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
+            with torch.autograd.graph.saved_tensors_hooks(hook, hook):
+                loss = model(input_ids=tokens, labels=tokens).loss
+                after_forward = _fsdp_buffers(groups)["params"]
+                loss.backward()
+            del loss
+            with record_function("optimizer_step"):
+                optimizer.step()
+    finally:
+        _fsdp_collectives.foreach_reduce_scatter_copy_in = copy_in
+    before, step_peak = _live_bytes(prof, "optimizer_step")
+    grads = {}
+    for p in trainable:
+        storage = _local(p.grad).untyped_storage()
+        grads[storage.data_ptr()] = storage.nbytes()
+    largest = max(_local(p).numel() for p in trainable)
+    return {
+        "adapter_tensors": len(trainable), "sizes": sizes, "dtypes": dtypes, "largest_local_adapter": largest,
+        "base_weights_bytes": sum(_local(p).untyped_storage().nbytes() for p in model.parameters()
+                                  if not p.requires_grad),
+        "adapter_weights_bytes": sum(_local(p).untyped_storage().nbytes() for p in trainable),
+        "gradients_bytes": sum(grads.values()),
+        "frozen_gradients": sum(p.grad is not None for p in model.parameters() if not p.requires_grad),
+        "optimizer_bytes": sum(_nbytes(_local(v)) for state in optimizer.state.values() for k, v in state.items()
+                               if k != "step" and torch.is_tensor(v)),
+        "unsharded_after_forward_bytes": after_forward,
+        "peak_fsdp_buffers_bytes": peak["total"],
+        "peak_parts": {k: v for k, v in peak.items() if k != "total"},
+        "before_step_bytes": before, "step_peak_bytes": step_peak,
+    }
+
+
+def main() -> None:
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    out_dir = Path(sys.argv[1])
+    dist.init_process_group("gloo")
+    report = {"rank": dist.get_rank(), "world_size": dist.get_world_size(), "config": LLAMA}
+    for name, (reshard, impl, rank) in SCENARIOS.items():
+        report[name] = {"lora_rank": rank, "impl": impl, **run(reshard, impl, rank)}
+    (out_dir / f"rank{dist.get_rank()}.json").write_text(json.dumps(report))
+    gc.collect()  # see fsdp2_worker.main
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
