@@ -58,8 +58,12 @@ OURS_OR_NOTEBOOKS = {"mkdocs-jupyter", "guide-deferred-imports"}
 
 
 def plain_config(config: dict) -> dict:
-    """``mkdocs.yml`` data without ``hooks``, the jupyter plugin and ours, notebook nav entries, strict mode."""
+    """``mkdocs.yml`` data without ``hooks``, the jupyter plugin and ours, notebook nav entries,
+    strict mode and our theme overrides (their templates call what the hooks define, such as
+    the Content-Security-Policy of every page)."""
     plain = {k: v for k, v in config.items() if k not in {"hooks", "watch"}}
+    if isinstance(config.get("theme"), dict):
+        plain["theme"] = {k: v for k, v in config["theme"].items() if k != "custom_dir"}
     plain["strict"] = False
     plain["plugins"] = [p for p in config.get("plugins", [])
                         if not OURS_OR_NOTEBOOKS.intersection([p] if isinstance(p, str) else list(p))]
@@ -69,11 +73,11 @@ def plain_config(config: dict) -> dict:
 
 
 def make_plain_copy(repo: Path, dest: Path) -> Path:
-    """Copy docs/ (no notebooks), snippets/ and overrides/ to ``dest`` with a plain
-    mkdocs.yml; returns that mkdocs.yml."""
+    """Copy docs/ (no notebooks) and snippets/ to ``dest`` with a plain mkdocs.yml; returns
+    that mkdocs.yml."""
     config = yaml.load((repo / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_Loader)
     plain = plain_config(config)
-    for folder in ("docs", "snippets", "overrides"):
+    for folder in ("docs", "snippets"):
         if (repo / folder).is_dir():
             shutil.copytree(repo / folder, dest / folder, ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
     path = dest / "mkdocs.yml"
