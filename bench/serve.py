@@ -45,6 +45,8 @@ def rebuild_seconds(repo: Path, workdir: Path, page: str = "memory-formulas", ed
     """Seconds from saving ``docs/<page>.it.md`` to the served page showing the change, per edit."""
     copy = workdir / "serve-copy"
     shutil.copytree(repo, copy, ignore=COPY_IGNORE)
+    if (repo / "node_modules").is_dir():  # Pyodide's files, which the build copies into the site
+        (copy / "node_modules").symlink_to(repo / "node_modules", target_is_directory=True)
     port = _free_port()
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": f"http://127.0.0.1:{port}/"}
     log = (workdir / "serve.log").open("w")
