@@ -249,6 +249,26 @@ VIOLATIONS_LISTENER = """window.__violations = [];
 document.addEventListener('securitypolicyviolation',
   e => window.__violations.push(e.effectiveDirective + ' ' + (e.blockedURI || '')));"""
 
+
+def guarded_context(chromium, origin: str):
+    """A 1280x800 browser context that records the page's policy violations
+    (``VIOLATIONS_LISTENER``) and aborts every request to another origin than ``origin``,
+    returning (context, the list those requests' URLs are appended to)."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    context.add_init_script(VIOLATIONS_LISTENER)
+    outside: list[str] = []
+
+    def guard(route):
+        if urlsplit(route.request.url)[:2] == urlsplit(origin)[:2]:
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    return context, outside
+
+
 # Text alternatives of images, <svg role=img>, <canvas> and role=img elements, as the
 # accessibility tree names them (alt, aria-label, aria-labelledby, <title>).
 ALTERNATIVES_JS = """() => {
@@ -288,18 +308,7 @@ def load_every_page(chromium, server: SiteServer) -> dict:
     violations, or None without node_modules/axe-core) and ``alternatives`` (its images' text
     alternatives, ``ALTERNATIVES_JS``). axe runs after the rest was read, evaluated through
     the DevTools protocol, which the policy does not govern (an inline script would be blocked)."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 800})
-    context.add_init_script(VIOLATIONS_LISTENER)
-    outside: list[str] = []
-
-    def guard(route):
-        if urlsplit(route.request.url)[:2] == urlsplit(server.origin)[:2]:
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", guard)
+    context, outside = guarded_context(chromium, server.origin)
     page = context.new_page()
     axe = AXE.read_text(encoding="utf-8") if AXE.exists() else None
     pages = {}

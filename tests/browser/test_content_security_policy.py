@@ -9,11 +9,9 @@ a stylesheet) do not run or load. Violations are read from the browser's own
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 import pytest
 
-from tests.browser.conftest import VIOLATIONS_LISTENER, site_pages
+from tests.browser.conftest import VIOLATIONS_LISTENER, guarded_context, site_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -24,19 +22,8 @@ OUTSIDE = "https://evil.example"
 @pytest.fixture
 def guarded(chromium, site_server):
     """A page recording policy violations and every request that left the site (aborted)."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    context, outside = guarded_context(chromium, site_server.origin)
     context.grant_permissions(["clipboard-read", "clipboard-write"])
-    context.add_init_script(LISTEN)
-    outside: list[str] = []
-
-    def guard(route):
-        if urlsplit(route.request.url)[:2] == urlsplit(site_server.origin)[:2]:
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", guard)
     page = context.new_page()
     page.outside = outside
     yield page
