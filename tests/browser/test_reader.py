@@ -28,6 +28,7 @@ from bs4 import BeautifulSoup
 
 from tests.browser.conftest import site_pages
 from tests.browser.test_finder import choose, normalised, open_finder, python_result, shown
+from tests.browser.test_layout import SPLIT_WORDS_JS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -283,21 +284,8 @@ def test_a_deep_missing_page_shows_a_working_404(page, site_server, missing, lan
 
 
 # A word of the finder's "tight" label split across two lines ("CHECKPOINTI" / "NG") on a
-# phone: every word of it stays on one line.
-SPLIT_WORDS_JS = r"""() => {
-  const split = [];
-  for (const label of document.querySelectorAll('#finder-table .finder-tight')) {
-    const node = label.firstChild;
-    for (const word of node.textContent.matchAll(/\S+/g)) {
-      const range = document.createRange();
-      range.setStart(node, word.index);
-      range.setEnd(node, word.index + word[0].length);
-      const tops = new Set([...range.getClientRects()].filter(r => r.width).map(r => Math.round(r.top)));
-      if (tops.size > 1) split.push(word[0]);
-    }
-  }
-  return split;
-}"""
+# phone: every word of it stays on one line (test_layout's SPLIT_WORDS_JS).
+TIGHT_LABELS = "#finder-table .finder-tight"
 TIGHT = {"model": "qwen3-32b", "task": "lora", "cards": 4, "method": "ddp"}  # a card that fits only with recomputation
 
 
@@ -309,7 +297,7 @@ def test_phone_finder_labels_keep_their_words_whole(chromium, site_server, lang)
         open_finder(page, site_server, lang)
         choose(page, **TIGHT)
         assert page.locator("#finder-table .finder-tight").count(), "no tight card for this choice: update TIGHT"
-        assert page.evaluate(SPLIT_WORDS_JS) == []
+        assert page.evaluate(SPLIT_WORDS_JS, TIGHT_LABELS) == []
     finally:
         context.close()
 
