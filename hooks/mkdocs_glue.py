@@ -162,18 +162,31 @@ def on_files(files, config, **kwargs):
         check_plain_files(own, root)
         check_stylesheet_files(own, root, origin(config.site_url))
     with reported(JSON_URI):
-        if files.get_file_from_path(JSON_URI) is None:
+        if not_generated(files, JSON_URI):
             files.append(File.generated(config, JSON_URI, content=finder_json()))
     with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
-        if files.get_file_from_path(BUNDLE_URI) is None:
+        if not_generated(files, BUNDLE_URI):
             files.append(File.generated(config, BUNDLE_URI, content=vram_bundle(model_config_files())))
         for uri, path in pyodide_files().items():
-            if files.get_file_from_path(uri) is None:
+            if not_generated(files, uri):
                 files.append(File.generated(config, uri, abs_src_path=str(path)))
     with reported(""):
         checked_stylesheets(origin(config.site_url))  # notebook pages link the rules they use (hooks/notebooks/weight.py)
     with reported(""):
         return use_executed_notebooks(files, config, build_language(config), publication=_build["verified"] is not None)
+
+
+def not_generated(files, uri: str) -> bool:
+    """Whether ``uri`` is still to be generated; raises RenderError when a file of ``docs/`` or of
+    the theme (``overrides/``) is there: the build writes the finder's data, the calculator's
+    sources and Pyodide's files itself, and a copy would replace what the reader's browser runs."""
+    found = files.get_file_from_path(uri)
+    if found is not None and found.generated_by is None:
+        where = Path(found.abs_src_path or found.src_uri)
+        where = where.relative_to(REPO_ROOT) if where.is_relative_to(REPO_ROOT) else where
+        raise RenderError(f"{where}: the build writes {uri} itself (from vram/, snippets/data/ and "
+                          "node_modules/pyodide); remove this file")
+    return found is None
 
 
 def on_page_read_source(page, config, **kwargs):

@@ -1,7 +1,7 @@
 """The check of the site as it will be uploaded: the last step before publishing, in a
 process of its own, after the build and every process it started have ended.
 
-``python -m verify.artifact SITE_DIR [--manifest FILE] [--tar FILE] [--snippets DIR]`` reads
+``python -m verify.artifact SITE_DIR [--manifest FILE] [--tar FILE] [--snippets DIR] [--calculator DIR]`` reads
 every file of ``SITE_DIR`` once and refuses the site (exit 2, one line naming the file)
 unless, by allow-list:
 
@@ -16,6 +16,11 @@ unless, by allow-list:
   tags of ``TAGS``, the attributes of ``ATTRIBUTES`` (and ``data-md-``/``aria-`` ones), the URL
   schemes of ``URL_SCHEMES``, ids that are unique on the page and not ``__code_…`` (the id
   Material's copy button looks for);
+- the code the finder's worker runs is the reviewed code (``check_calculator``): every file
+  under ``assets/pyodide/`` is the pinned npm package's (``PYODIDE_SHA256``) and
+  ``assets/vram.zip`` holds exactly the checkout's ``vram/*.py`` and the finder models'
+  ``config.json``, byte for byte (a file the theme's ``overrides/assets/`` or ``docs/assets/``
+  put there instead is refused);
 - every titled code block (``title="nccl_check.py"``) shows and copies what the extraction
   reads: its code holds only Pygments' ``<span class>`` markup (nothing ``hidden``, no ids),
   so the text a browser shows and the copy button copies is ``code.text()``; in the
@@ -26,8 +31,8 @@ Then it writes ``--manifest`` (JSON: every file's path, size and SHA-256) and ``
 files as read and hashed, the archive GitHub Pages deploys): the upload is what was checked,
 whatever a process left over from the build writes into ``SITE_DIR`` afterwards.
 
-Allow-lists: ``FILE_TYPES``, ``TAGS``, ``ATTRIBUTES``, ``URL_SCHEMES``, ``STYLE_PROPERTIES``
-here; the policy and theme scripts in ``verify/theme_scripts.py``. A contributor who needs a
+Allow-lists: ``FILE_TYPES``, ``TAGS``, ``ATTRIBUTES``, ``URL_SCHEMES``, ``STYLE_PROPERTIES``,
+``PYODIDE_SHA256`` here; the policy and theme scripts in ``verify/theme_scripts.py``. A contributor who needs a
 new tag, attribute or file type adds it to the table here, with the reason (README,
 "Verified publishing").
 """
@@ -42,12 +47,14 @@ import json
 import re
 import sys
 import tarfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from posixpath import normpath
 from urllib.parse import urlsplit
 
 import nh3
+import yaml
 from selectolax.lexbor import LexborHTMLParser
 
 from verify.extract import ExtractError, blocks_in_html, compare_code
@@ -71,15 +78,14 @@ FILE_TYPES: tuple[tuple[str, str], ...] = (
     ("*/search/search_index.json", "another language's search index"),
     ("sitemap.xml", "the sitemap"),
     ("sitemap.xml.gz", "the sitemap, compressed"),
-    # the calculator in the reader's browser (issue 20): Pyodide's runtime, self-hosted
-    ("assets/pyodide/*.wasm", "Pyodide's runtime"),
-    ("assets/pyodide/*.mjs", "Pyodide's loader"),
-    ("assets/pyodide/*.js", "Pyodide's loader"),
-    ("assets/pyodide/*.zip", "Pyodide's standard library"),
-    ("assets/pyodide/*.json", "Pyodide's lock file"),
-    ("assets/pyodide/*.whl", "a package Pyodide loads"),
-    ("assets/*vram*.zip", "the calculator's package for Pyodide"),
-    ("assets/*vram*.whl", "the calculator's package for Pyodide"),
+    # the calculator in the reader's browser (issue 20): Pyodide's runtime, self-hosted, and the
+    # calculator's own sources; their bytes are checked too (check_calculator)
+    ("assets/pyodide/pyodide.mjs", "Pyodide's loader (PYODIDE_SHA256)"),
+    ("assets/pyodide/pyodide.asm.mjs", "Pyodide's runtime (PYODIDE_SHA256)"),
+    ("assets/pyodide/pyodide.asm.wasm", "Pyodide's runtime (PYODIDE_SHA256)"),
+    ("assets/pyodide/python_stdlib.zip", "Pyodide's standard library (PYODIDE_SHA256)"),
+    ("assets/pyodide/pyodide-lock.json", "Pyodide's lock file (PYODIDE_SHA256)"),
+    ("assets/vram.zip", "the calculator's sources for Pyodide (CALCULATOR_BUNDLE)"),
 )
 
 # The elements our Markdown extensions, Material's templates and the notebooks' template
@@ -135,6 +141,23 @@ RESERVED_ID_RE = re.compile(r"__code_")  # Material's copy button copies the fir
 # What Pygments' stylesheets (the notebook cells' highlighting) set, and nothing that hides.
 STYLE_PROPERTIES = frozenset({"color", "background", "background-color", "font-weight", "font-style", "text-decoration", "border",
                               "line-height", "padding-left", "padding-right"})
+# The files the finder's worker runs (hooks/finder/pyodide_assets.py): the npm package
+# pyodide@314.0.7 (package-lock.json) as `npm ci` installs it, by SHA-256 of each file; a new
+# version updates these (tests/verify/test_artifact_calculator.py compares them with
+# node_modules/pyodide). A file of the site under assets/pyodide/ is one of them, byte for byte.
+PYODIDE_DIR = "assets/pyodide/"
+PYODIDE_SHA256 = {
+    "pyodide.mjs": "6f1d60f7bf529beb300f0f47983c921d3982363640ba20af0e38efdddbc66109",
+    "pyodide.asm.mjs": "f7cdc8ece80678ceb712f8e65ebe6d3a83203a180c399865f49612a051693635",
+    "pyodide.asm.wasm": "cc36e3cab04fdfc9a63ff13eb52eae2b911bf46c025cc7b281f394bd3de1d5e6",
+    "python_stdlib.zip": "fa1957e5777068fc4f7437f96d860ae2fbe9c19732ba06c84e004ec16dd7dd7a",
+    "pyodide-lock.json": "5dc2fc119108bc148c7457dc86e7675b5c87e1cafd420b9c34c1eaef7b36c010",
+}
+# The calculator's archive the worker unpacks and imports: exactly vram/<name>.py for every
+# vram/*.py of the checkout and configs/<model>.json for every model of
+# snippets/data/models.yaml, each member the bytes of that file, and nothing else.
+CALCULATOR_BUNDLE = "assets/vram.zip"
+CALCULATOR_DIR = Path(__file__).resolve().parent.parent / "vram"
 HTML_ATTRIBUTES = frozenset({"class", "lang"})  # <html>
 BODY_ATTRIBUTES = frozenset({"dir", "data-md-color-scheme", "data-md-color-primary", "data-md-color-accent"})
 
@@ -404,6 +427,49 @@ def check_titled_blocks(pages: dict[str, str], snippets_dir: Path) -> None:
                     raise ArtifactError(str(exc)) from None
 
 
+# ------------------------------------------------------------------ calculator
+def calculator_members(calculator_dir: Path, snippets_dir: Path) -> dict[str, bytes]:
+    """What ``CALCULATOR_BUNDLE`` must hold: member name -> the bytes of the checkout's file."""
+    members = {f"vram/{path.name}": path.read_bytes() for path in sorted(calculator_dir.glob("*.py"))}
+    models_dir = (snippets_dir / "data" / "models").resolve()
+    models = yaml.safe_load((snippets_dir / "data" / "models.yaml").read_text(encoding="utf-8"))["models"]
+    for key, entry in models.items():
+        path = (models_dir / entry["config"]).resolve()
+        if path.parent != models_dir:
+            raise ArtifactError(f"snippets/data/models.yaml: models.{key}.config is not a file of snippets/data/models/")
+        members[f"configs/{key}.json"] = path.read_bytes()
+    return members
+
+
+def check_calculator(files: dict[str, bytes], calculator_dir: Path, snippets_dir: Path) -> None:
+    """The code the finder's worker runs is the reviewed code: every file under
+    ``assets/pyodide/`` is the npm package's (``PYODIDE_SHA256``), and ``CALCULATOR_BUNDLE``
+    is a zip of exactly ``calculator_members`` (no other member, none twice, each byte for
+    byte). Raises ArtifactError naming the file."""
+    for path, data in files.items():
+        if path.startswith(PYODIDE_DIR):
+            name = path[len(PYODIDE_DIR):]
+            if PYODIDE_SHA256.get(name) != hashlib.sha256(data).hexdigest():
+                raise ArtifactError(f"{path}: not the file of the npm package pyodide that package-lock.json pins "
+                                    "(verify/artifact.py, PYODIDE_SHA256)")
+    if CALCULATOR_BUNDLE not in files:
+        return
+    expected = calculator_members(calculator_dir, snippets_dir)
+    try:
+        with zipfile.ZipFile(io.BytesIO(files[CALCULATOR_BUNDLE])) as archive:
+            names = [info.filename for info in archive.infolist()]
+            if len(names) != len(set(names)) or set(names) != set(expected):
+                extra = sorted(set(names) - set(expected)) or sorted({n for n in names if names.count(n) > 1})
+                raise ArtifactError(f"{CALCULATOR_BUNDLE}: holds {extra[0] if extra else 'not every file'!r}; the calculator's "
+                                    f"archive is vram/*.py and the models' config.json, each once (missing: "
+                                    f"{', '.join(sorted(set(expected) - set(names))) or 'none'})")
+            for name in names:
+                if archive.read(name) != expected[name]:
+                    raise ArtifactError(f"{CALCULATOR_BUNDLE}: {name} is not the checkout's file byte for byte")
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+        raise ArtifactError(f"{CALCULATOR_BUNDLE}: not a readable zip ({exc})") from None
+
+
 # --------------------------------------------------------------------- artifact
 def site_home_of(files: dict[str, bytes]) -> str:
     """The site's address (``https://owner.github.io/REPO/``): the shortest URL of the sitemap, its home page."""
@@ -411,10 +477,11 @@ def site_home_of(files: dict[str, bytes]) -> str:
     return min(re.findall(r"<loc>([^<]+)</loc>", sitemap), key=len, default="/")
 
 
-def check_site(site_dir: Path, snippets_dir: Path) -> list[SiteFile]:
+def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCULATOR_DIR) -> list[SiteFile]:
     """Every file of ``site_dir``, read once and checked. Raises ArtifactError."""
     files = read_site(site_dir)
     by_path = {f.path: f.data for f in files}
+    check_calculator(by_path, calculator_dir, snippets_dir)
     home = site_home_of(by_path)
     site_path = urlsplit(home).path or "/"
     pages = {}
@@ -454,11 +521,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verify.artifact", description=__doc__.splitlines()[0])
     parser.add_argument("site_dir", type=Path)
     parser.add_argument("--snippets", type=Path, default=Path("snippets"))
+    parser.add_argument("--calculator", type=Path, default=CALCULATOR_DIR, help="the vram/ sources assets/vram.zip must hold")
     parser.add_argument("--manifest", type=Path, help="write every file's path, size and SHA-256 here (JSON)")
     parser.add_argument("--tar", type=Path, help="write the checked files here, as the Pages artifact")
     args = parser.parse_args(argv)
     try:
-        files = check_site(args.site_dir, args.snippets)
+        files = check_site(args.site_dir, args.snippets, args.calculator)
     except ArtifactError as exc:
         print(f"verify.artifact: error: {exc}", file=sys.stderr)
         return 2
