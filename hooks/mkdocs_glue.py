@@ -42,6 +42,7 @@ from hooks.checks.language_parity import check_language_parity  # noqa: E402
 from hooks.checks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
 from hooks.checks.same_code import TitledBlocks  # noqa: E402
 from hooks.checks.snippet_includes import check_plain_files, check_snippets, own_content  # noqa: E402
+from hooks.checks.theme_files import check_theme_files_kept  # noqa: E402
 from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
 from hooks.data.load import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
@@ -160,6 +161,9 @@ def on_files(files, config, **kwargs):
                            *(path for folder in folders for path in Path(folder).rglob("*"))], root,
                           [config.docs_dir, *folders])
         check_plain_files(own, root)
+        if config.theme.custom_dir:  # overrides/ adds to the theme, never replaces its files
+            theme_dirs = [Path(folder) for folder in config.theme.dirs if folder != config.theme.custom_dir]
+            check_theme_files_kept(Path(config.theme.custom_dir), theme_dirs, root)
         check_stylesheet_files(own, root, origin(config.site_url))
     with reported(JSON_URI):
         if not_generated(files, JSON_URI):

@@ -21,6 +21,8 @@ unless, by allow-list:
   ``assets/vram.zip`` holds exactly the checkout's ``vram/*.py`` and the finder models'
   ``config.json``, byte for byte (a file the theme's ``overrides/assets/`` or ``docs/assets/``
   put there instead is refused);
+- the theme's own files (``assets/`` paths of mkdocs-material's ``templates/``) are the
+  installed theme's bytes (``check_theme_files``): ``overrides/assets/`` adds, never replaces;
 - every titled code block (``title="nccl_check.py"``) shows and copies what the extraction
   reads: its code holds only Pygments' ``<span class>`` markup (nothing ``hidden``, no ids),
   so the text a browser shows and the copy button copies is ``code.text()``; in the
@@ -49,6 +51,7 @@ import sys
 import tarfile
 import zipfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path, PurePosixPath
 from posixpath import normpath
 from urllib.parse import urlsplit
@@ -470,6 +473,21 @@ def check_calculator(files: dict[str, bytes], calculator_dir: Path, snippets_dir
         raise ArtifactError(f"{CALCULATOR_BUNDLE}: not a readable zip ({exc})") from None
 
 
+# ----------------------------------------------------------------------- theme
+def check_theme_files(files: dict[str, bytes]) -> None:
+    """The theme's own files are the installed theme's: a file under ``assets/`` whose path is
+    a file of mkdocs-material's ``templates/`` (its JavaScript bundle, search worker, lunr,
+    stylesheets, favicon) holds that file's bytes. ``overrides/assets/`` adds files, never
+    replaces one (``overrides/assets/javascripts/bundle.*.min.js`` would run on every page).
+    Raises ArtifactError naming the file."""
+    theme = Path(str(resources.files("material") / "templates"))
+    for path, data in files.items():
+        installed = theme / path
+        if path.startswith("assets/") and installed.is_file() and installed.read_bytes() != data:
+            raise ArtifactError(f"{path}: not the file of the installed mkdocs-material; the theme's own files are "
+                                "published as the theme ships them (overrides/ adds files, never replaces one)")
+
+
 # --------------------------------------------------------------------- artifact
 def site_home_of(files: dict[str, bytes]) -> str:
     """The site's address (``https://owner.github.io/REPO/``): the shortest URL of the sitemap, its home page."""
@@ -482,6 +500,7 @@ def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCUL
     files = read_site(site_dir)
     by_path = {f.path: f.data for f in files}
     check_calculator(by_path, calculator_dir, snippets_dir)
+    check_theme_files(by_path)
     home = site_home_of(by_path)
     site_path = urlsplit(home).path or "/"
     pages = {}
