@@ -161,9 +161,9 @@ def on_files(files, config, **kwargs):
                            *(path for folder in folders for path in Path(folder).rglob("*"))], root,
                           [config.docs_dir, *folders])
         check_plain_files(own, root)
-        if config.theme.custom_dir:  # overrides/ adds to the theme, never replaces its files
-            theme_dirs = [Path(folder) for folder in config.theme.dirs if folder != config.theme.custom_dir]
-            check_theme_files_kept(Path(config.theme.custom_dir), theme_dirs, root)
+        # docs/ and overrides/ add to the theme, never replace its files
+        theme_dirs = [Path(folder) for folder in config.theme.dirs if folder != config.theme.custom_dir]
+        check_theme_files_kept([Path(config.docs_dir), *map(Path, folders[1:])], theme_dirs, root)
         check_stylesheet_files(own, root, origin(config.site_url))
     with reported(JSON_URI):
         if not_generated(files, JSON_URI):

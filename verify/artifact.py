@@ -485,7 +485,7 @@ def check_theme_files(files: dict[str, bytes]) -> None:
         installed = theme / path
         if path.startswith("assets/") and installed.is_file() and installed.read_bytes() != data:
             raise ArtifactError(f"{path}: not the file of the installed mkdocs-material; the theme's own files are "
-                                "published as the theme ships them (overrides/ adds files, never replaces one)")
+                                "published as the theme ships them (docs/ and overrides/ add files, never replace one)")
 
 
 # --------------------------------------------------------------------- artifact
