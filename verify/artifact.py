@@ -23,6 +23,9 @@ unless, by allow-list:
   put there instead is refused);
 - the theme's own files (``assets/`` paths of mkdocs-material's ``templates/``) are the
   installed theme's bytes (``check_theme_files``): ``overrides/assets/`` adds, never replaces;
+- every code block of a Markdown page is an include (``check_code_blocks_are_snippets``): its
+  text is a file of ``snippets/`` or a section of one (default language), or the same code to
+  its tool as the default language's block at the same place, with only Pygments' markup;
 - every titled code block (``title="nccl_check.py"``) shows and copies what the extraction
   reads: its code holds only Pygments' ``<span class>`` markup (nothing ``hidden``, no ids),
   so the text a browser shows and the copy button copies is ``code.text()``; in the
@@ -161,6 +164,7 @@ PYODIDE_SHA256 = {
 # snippets/data/models.yaml, each member the bytes of that file, and nothing else.
 CALCULATOR_BUNDLE = "assets/vram.zip"
 CALCULATOR_DIR = Path(__file__).resolve().parent.parent / "vram"
+DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"  # which pages are notebooks (notebook_pages)
 HTML_ATTRIBUTES = frozenset({"class", "lang"})  # <html>
 BODY_ATTRIBUTES = frozenset({"dir", "data-md-color-scheme", "data-md-color-primary", "data-md-color-accent"})
 
@@ -430,6 +434,68 @@ def check_titled_blocks(pages: dict[str, str], snippets_dir: Path) -> None:
                     raise ArtifactError(str(exc)) from None
 
 
+def notebook_pages(docs_dir: Path) -> set[str]:
+    """The site paths of the notebook pages (``docs/NAME.LANG.ipynb`` -> ``[LANG/]NAME/index.html``):
+    their code cells are checked against the executed notebook in the build, not as includes."""
+    pages = set()
+    for path in docs_dir.glob("*.ipynb"):
+        name, _, lang = path.stem.rpartition(".")
+        pages.add(f"{name}/index.html" if lang == DEFAULT_LANGUAGE else f"{lang}/{name}/index.html")
+    return pages
+
+
+def _fence_language(pre) -> str:
+    classes = (pre.parent.attributes.get("class") or "").split() if pre.parent is not None else []
+    return next((c.removeprefix("language-") for c in classes if c.startswith("language-")), "")
+
+
+def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, docs_dir: Path) -> None:
+    """Every code block of a Markdown page is an include of ``snippets/``, as its Markdown must
+    write it (``hooks/checks/conventions.py`` reads the fences; a block written as raw HTML is no
+    fence): each ``<pre>`` holds only Pygments' ``<code>`` and ``<span class>`` markup, and its
+    text is a file of ``snippets/`` (or one section of it) byte for byte in the default language;
+    in every other language the page has as many blocks, each the same code to its tool as the
+    default language's block at the same place. Notebook pages (``notebook_pages``) are left to
+    the notebook checks. Raises ArtifactError naming the page and the block."""
+    sources = [path.read_text(encoding="utf-8") for path in sorted(snippets_dir.rglob("*"))
+               if path.is_file() and "data" not in path.relative_to(snippets_dir).parts]
+    notebooks = notebook_pages(docs_dir)
+    shown: dict[str, list[tuple[str, str]]] = {}
+    for page, text in sorted(pages.items()):
+        if page in notebooks:
+            continue
+        tree = LexborHTMLParser(text)
+        blocks = []
+        for number, pre in enumerate(tree.css("pre"), start=1):
+            for index, node in enumerate(pre.traverse()):
+                if index and not (node.tag == "code" and not node.attributes or node.tag == "span" and set(node.attributes) <= {"class"}):
+                    raise ArtifactError(f"{page}: code block {number} holds <{node.tag} {' '.join(node.attributes)}>: a code block "
+                                        "is Pygments' <code> and <span class> markup only, shown and copied as written")
+            code = pre.css_first("code")
+            blocks.append((_fence_language(pre), (code if code is not None else pre).text()))
+        shown[page] = blocks
+    for page, blocks in shown.items():
+        first = page.split("/")[0]
+        lang = first if first in LANGUAGES and first != DEFAULT_LANGUAGE else DEFAULT_LANGUAGE
+        if lang == DEFAULT_LANGUAGE:
+            for number, (_, code) in enumerate(blocks, start=1):
+                if not any(is_part_of(code, source) for source in sources):
+                    line = (code.strip().splitlines() or [""])[0][:60]
+                    raise ArtifactError(f"{page}: code block {number} ({line!r}) is not a file of snippets/ nor a section of "
+                                        "one: every code block is an include (--8<--), written once and rehearsed")
+            continue
+        reference_page = page[len(first) + 1:]
+        reference = shown.get(reference_page, [])
+        if len(reference) != len(blocks) or [fence for fence, _ in reference] != [fence for fence, _ in blocks]:
+            raise ArtifactError(f"{page}: {len(blocks)} code blocks, {reference_page} has {len(reference)}: every language "
+                                "shows the same blocks in the same order")
+        for number, ((fence, code), (_, reference_code)) in enumerate(zip(blocks, reference), start=1):
+            try:
+                compare_code(fence or "text", (reference_code, f"{reference_page}, block {number}"), (code, f"{page}, block {number}"))
+            except ExtractError as exc:
+                raise ArtifactError(str(exc)) from None
+
+
 # ------------------------------------------------------------------ calculator
 def calculator_members(calculator_dir: Path, snippets_dir: Path) -> dict[str, bytes]:
     """What ``CALCULATOR_BUNDLE`` must hold: member name -> the bytes of the checkout's file."""
@@ -495,7 +561,7 @@ def site_home_of(files: dict[str, bytes]) -> str:
     return min(re.findall(r"<loc>([^<]+)</loc>", sitemap), key=len, default="/")
 
 
-def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCULATOR_DIR) -> list[SiteFile]:
+def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCULATOR_DIR, docs_dir: Path = DOCS_DIR) -> list[SiteFile]:
     """Every file of ``site_dir``, read once and checked. Raises ArtifactError."""
     files = read_site(site_dir)
     by_path = {f.path: f.data for f in files}
@@ -514,6 +580,7 @@ def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCUL
     if not pages:
         raise ArtifactError(f"{site_dir}: no page")
     check_titled_blocks(pages, snippets_dir)
+    check_code_blocks_are_snippets(pages, snippets_dir, docs_dir)
     return files
 
 
