@@ -26,6 +26,10 @@ unless, by allow-list:
 - every code block of a Markdown page is an include (``check_code_blocks_are_snippets``): its
   text is a file of ``snippets/`` or a section of one (default language), or the same code to
   its tool as the default language's block at the same place, with only Pygments' markup;
+- every file copied from ``docs/`` or ``overrides/`` is the checkout's, every script and
+  stylesheet has a source (``check_static_files``), and each search index holds only the
+  markup Material's search keeps (``check_search_indexes``): the site as uploaded, whatever a
+  process left running by the build rewrote;
 - every titled code block (``title="nccl_check.py"``) shows and copies what the extraction
   reads: its code holds only Pygments' ``<span class>`` markup (nothing ``hidden``, no ids),
   so the text a browser shows and the copy button copies is ``code.text()``; in the
@@ -164,7 +168,8 @@ PYODIDE_SHA256 = {
 # snippets/data/models.yaml, each member the bytes of that file, and nothing else.
 CALCULATOR_BUNDLE = "assets/vram.zip"
 CALCULATOR_DIR = Path(__file__).resolve().parent.parent / "vram"
-DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"  # which pages are notebooks (notebook_pages)
+DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"  # which pages are notebooks (notebook_pages); static files
+OVERRIDES_DIR = Path(__file__).resolve().parent.parent / "overrides"  # the theme's custom folder (mkdocs.yml: custom_dir)
 HTML_ATTRIBUTES = frozenset({"class", "lang"})  # <html>
 BODY_ATTRIBUTES = frozenset({"dir", "data-md-color-scheme", "data-md-color-primary", "data-md-color-accent"})
 
@@ -573,6 +578,64 @@ def check_theme_files(files: dict[str, bytes]) -> None:
                                 "published as the theme ships them (docs/ and overrides/ add files, never replace one)")
 
 
+# ------------------------------------------------------------- static sources
+# What Material's search keeps of a page's markup in its index (its plugin's parser: "keep");
+# its search results insert an entry's title and text as HTML.
+SEARCH_INDEX_TAGS = frozenset({"p", "code", "pre", "li", "ol", "ul", "sub", "sup"})
+NOTEBOOK_STYLESHEET_RE = re.compile(r"assets/notebook/page\.([0-9a-f]{16})\.css")  # hooks/notebooks/weight.py names it by its SHA-256
+
+
+def check_static_files(files: dict[str, bytes], docs_dir: Path, custom_dir: Path) -> None:
+    """Every file the build copies from the checkout is the checkout's: a site file whose path is
+    a file of ``docs_dir`` or ``custom_dir`` (``overrides/``; pages and templates aside) holds its
+    bytes. Every script (``.js``) and stylesheet (``.css``) of the site has such a source: the
+    checkout, the installed theme (``check_theme_files``), or, for the notebook page's stylesheet,
+    the SHA-256 its name states. A file rewritten after the build (a process a notebook cell left
+    running) is refused, naming it."""
+    theme = Path(str(resources.files("material") / "templates"))
+    for path, data in files.items():
+        sources = [(base.name, base / path) for base in (docs_dir, custom_dir)
+                   if (base / path).is_file() and (base / path).suffix not in (".md", ".ipynb", ".html")]
+        for folder, source in sources:
+            if source.read_bytes() != data:
+                raise ArtifactError(f"{path}: not the checkout's {folder}/{path} byte for byte (rewritten after the build?)")
+        if path.endswith((".js", ".css")) and not sources and not path.startswith(PYODIDE_DIR):
+            named = NOTEBOOK_STYLESHEET_RE.fullmatch(path)
+            if named and hashlib.sha256(data).hexdigest()[:16] == named.group(1):
+                continue
+            if not (path.startswith("assets/") and (theme / path).is_file()):
+                raise ArtifactError(f"{path}: a script or stylesheet that is no file of docs/, overrides/ or the installed theme "
+                                    "(nor the notebook page's stylesheet named by its SHA-256)")
+
+
+def check_search_indexes(files: dict[str, bytes]) -> None:
+    """Each search index is Material's: JSON whose entries' ``title`` and ``text`` hold only the
+    markup Material's search keeps (``SEARCH_INDEX_TAGS``, no attribute: its results insert them
+    as HTML) and whose ``location`` is a relative address in the site."""
+    for path, data in files.items():
+        if not (path == "search/search_index.json" or fnmatch.fnmatchcase(path, "*/search/search_index.json")):
+            continue
+        try:
+            docs = json.loads(data.decode("utf-8"))["docs"]
+            entries = [(doc["location"], doc["title"], doc["text"]) for doc in docs]
+        except (ValueError, KeyError, TypeError):
+            raise ArtifactError(f"{path}: not a search index of Material (JSON with docs of location, title and text)") from None
+        for location, *texts in entries:
+            parts = urlsplit(location) if isinstance(location, str) else None
+            if parts is None or parts.scheme or parts.netloc or location.startswith(("/", "\\")):
+                raise ArtifactError(f"{path}: location {str(location)[:80]!r} is not a relative address in the site")
+            for text in texts:
+                if not isinstance(text, str):
+                    raise ArtifactError(f"{path}: an entry's title or text is not a string")
+                if "<" not in text:
+                    continue
+                body = LexborHTMLParser(f"<!DOCTYPE html><html><head></head><body>{text}</body></html>").body
+                for node in (body.traverse() if body is not None else []):
+                    if node.tag != "body" and (node.tag not in SEARCH_INDEX_TAGS or node.attributes):
+                        raise ArtifactError(f"{path}: an entry ({location!r}) holds <{node.tag} {' '.join(node.attributes)}>: "
+                                            "a search index holds the markup Material's search keeps and nothing else")
+
+
 # --------------------------------------------------------------------- artifact
 def site_home_of(files: dict[str, bytes]) -> str:
     """The site's address (``https://owner.github.io/REPO/``): the shortest URL of the sitemap, its home page."""
@@ -580,12 +643,15 @@ def site_home_of(files: dict[str, bytes]) -> str:
     return min(re.findall(r"<loc>([^<]+)</loc>", sitemap), key=len, default="/")
 
 
-def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCULATOR_DIR, docs_dir: Path = DOCS_DIR) -> list[SiteFile]:
+def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCULATOR_DIR, docs_dir: Path = DOCS_DIR,
+               overrides_dir: Path = OVERRIDES_DIR) -> list[SiteFile]:
     """Every file of ``site_dir``, read once and checked. Raises ArtifactError."""
     files = read_site(site_dir)
     by_path = {f.path: f.data for f in files}
     check_calculator(by_path, calculator_dir, snippets_dir)
     check_theme_files(by_path)
+    check_static_files(by_path, docs_dir, overrides_dir)
+    check_search_indexes(by_path)
     home = site_home_of(by_path)
     site_path = urlsplit(home).path or "/"
     pages = {}
