@@ -608,6 +608,50 @@ def check_static_files(files: dict[str, bytes], docs_dir: Path, custom_dir: Path
                                     "(nor the notebook page's stylesheet named by its SHA-256)")
 
 
+def _stylesheet_rules(rules, found: set[str] | None = None) -> set[str]:
+    """Every rule of a parsed stylesheet as tinycss2 serializes it: qualified rules (at the top
+    or inside ``@media``/``@supports``), those blocks' preludes, other at-rules whole."""
+    import tinycss2
+
+    found = set() if found is None else found
+    for rule in rules:
+        if rule.type == "qualified-rule":
+            found.add(rule.serialize())
+        elif rule.type == "at-rule" and rule.lower_at_keyword in {"media", "supports"} and rule.content is not None:
+            found.add(f"@{rule.at_keyword} {tinycss2.serialize(rule.prelude).strip()}")
+            _stylesheet_rules(tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True), found)
+        else:  # another at-rule, or a parse error (never a rule of the package: refused)
+            found.add(rule.serialize() if rule.type == "at-rule" else f"\0{rule.type}")
+    return found
+
+
+def check_notebook_stylesheets(files: dict[str, bytes]) -> None:
+    """The notebook page's stylesheet (``assets/notebook/page.<sha>.css``, the JupyterLab rules
+    the page uses, ``hooks/notebooks/weight.py``) holds only rules of the installed
+    mkdocs-jupyter's stylesheets: its name states its hash, not its origin, so a page and a
+    stylesheet rewritten together (a rule that hides a comment's ``#`` in a cell, or adds text
+    with ``content:``) would pass without this. Raises ArtifactError naming the file."""
+    import tinycss2
+
+    sheets = [path for path in files if NOTEBOOK_STYLESHEET_RE.fullmatch(path)]
+    if not sheets:
+        return
+    folder = resources.files("mkdocs_jupyter").joinpath("templates", "mkdocs_html", "assets")
+    allowed: set[str] = set()
+    for entry in folder.iterdir():
+        if entry.name.endswith(".css"):
+            _stylesheet_rules(tinycss2.parse_stylesheet(entry.read_text(encoding="utf-8"), skip_comments=True, skip_whitespace=True),
+                              allowed)
+    for path in sheets:
+        try:
+            text = files[path].decode("utf-8")
+        except UnicodeDecodeError:
+            raise ArtifactError(f"{path}: not UTF-8") from None
+        used = _stylesheet_rules(tinycss2.parse_stylesheet(text, skip_comments=True, skip_whitespace=True))
+        if extra := sorted(used - allowed):
+            raise ArtifactError(f"{path}: {extra[0][:80]!r} is not a rule of the installed mkdocs-jupyter's stylesheets")
+
+
 def check_search_indexes(files: dict[str, bytes]) -> None:
     """Each search index is Material's: JSON whose entries' ``title`` and ``text`` hold only the
     markup Material's search keeps (``SEARCH_INDEX_TAGS``, no attribute: its results insert them
@@ -652,6 +696,7 @@ def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCUL
     check_theme_files(by_path)
     check_static_files(by_path, docs_dir, overrides_dir)
     check_search_indexes(by_path)
+    check_notebook_stylesheets(by_path)
     home = site_home_of(by_path)
     site_path = urlsplit(home).path or "/"
     pages = {}

