@@ -64,6 +64,7 @@ import json
 import math
 from typing import Any, Mapping
 
+from .accounting import job_accounting
 from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE, activation_memory, default_attention
 from .breakdown import model_shape
 from .fit import fits, free_fraction, mib_to_bytes, training_verdict, usable_bytes
@@ -488,6 +489,8 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` (serving), ``fits`` and
     ``short`` (per card: ``gpu``, ``capacity_bytes``, ``margin_bytes``/``margin_gb``,
     ``free_fraction``, ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``. Training
+    and LoRA: ``accounting``, the name of the formula the bytes come from
+    (``vram.accounting.ACCOUNTINGS``: what it assumes, e.g. "ddp-amp" or "ddp-bf16"). Training
     and LoRA on cards given with their ``speed``: each fit's ``time`` (``step_s``, ``compute_s``,
     ``communication_s``, ``offload_s``, ``run_s`` [low, high] seconds, ``run_shown`` (its ends
     as ``vram.timing.shown_duration`` writes them), ``bound``,
@@ -526,6 +529,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
         "fits": fit_list, "short": short, "notes": notes,
     }
     if activations is not None:
+        answer["accounting"] = job_accounting(job)  # what the bytes assume (vram.accounting.ACCOUNTINGS)
         answer["activations"] = activations
         if kind in ("training", "lora"):
             run = _run_times(job, config, fit_list)

@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, StringConstraints, model_validator
 
 from verify.record import LINK_CLASSES
+from vram.accounting import ACCOUNTINGS
 
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 
@@ -363,6 +364,8 @@ class FinderFile(Data):
     settings: FinderSettings
     tasks: Annotated[dict[Key, Task], Field(min_length=1)]
     methods: Annotated[dict[Key, Method], Field(min_length=1)]
+    # vram.accounting.ACCOUNTINGS's names: the method's label beside the tasks computed with it
+    accountings: Annotated[dict[Literal[tuple(ACCOUNTINGS)], Text()], Field(min_length=1)]
     parts: Annotated[dict[Key, Text()], Field(min_length=1)]
     labels: Texts(FINDER_LABEL_FIELDS)
     notebook: Texts(NOTEBOOK_LABEL_FIELDS)
