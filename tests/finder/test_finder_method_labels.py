@@ -32,6 +32,7 @@ from hooks.finder.page import choice_text, finder_form, page_labels
 from vram.job import JobError
 
 from tests.finder.test_finder_render import plain, render_markdown
+from tests.hooks.conftest import data_dir  # noqa: F401  (a copy of snippets/data)
 
 LANGS = ("it", "fr")
 MODELS = ("llama-3.1-8b", "qwen3-30b-a3b")  # a dense model and a mixture of experts
@@ -136,3 +137,16 @@ def test_the_script_gets_every_label_a_task_can_show(lang):
     for key, text in options.items():
         name = task_accountings(catalogue, default).get(key)
         assert text == (catalogue.accountings[name][lang] if name else labels[f"method_{key}"])
+
+
+def test_a_computed_method_without_its_label_is_one_line(data_dir):  # noqa: F811 (the fixture)
+    """finder.yaml lacking the label of an accounting a task reaches: the build stops, naming the key."""
+    from hooks.errors import RenderError
+    from tests.hooks.test_schemas import edit
+
+    path = data_dir / "finder.yaml"
+    line = next(line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("  ddp-bf16:"))
+    edit(path, line + "\n", "")
+    with pytest.raises(RenderError, match=r"finder\.yaml.*accountings\.ddp-bf16: missing, the label of methods\.ddp "
+                                          r"beside tasks\.full-bf16"):
+        load_catalogue(data_dir)
