@@ -49,6 +49,13 @@ ACCOUNTINGS: dict[str, str] = {
                        "adapters sharded, with FSDP2's buffers (vram.lora.lora_fsdp2_memory, zero_stage 2)",
     "lora-fsdp2-reshard": "LoRA under FSDP2 fully_shard(reshard_after_forward=True): the bf16 base and the fp32 "
                           "adapters sharded, with FSDP2's buffers (vram.lora.lora_fsdp2_memory, zero_stage 3)",
+    "qlora-fsdp2-keep": "QLoRA under FSDP2 fully_shard(reshard_after_forward=False) with "
+                        "bnb_4bit_quant_storage=torch.bfloat16: the packed 4-bit base and the fp32 adapters sharded, "
+                        "the quantisation constants whole, with FSDP2's buffers (vram.lora.lora_fsdp2_memory, nf4)",
+    "qlora-fsdp2-reshard": "QLoRA under FSDP2 fully_shard(reshard_after_forward=True) with "
+                           "bnb_4bit_quant_storage=torch.bfloat16: the packed 4-bit base and the fp32 adapters "
+                           "sharded, the quantisation constants whole, with FSDP2's buffers "
+                           "(vram.lora.lora_fsdp2_memory, nf4)",
 }
 
 ALL_BF16 = "adamw-bf16"  # vram.fsdp2.ALL_BF16: the optimizer that keeps no fp32 master copy
@@ -61,7 +68,7 @@ def accounting(kind: str, framework: str, zero_stage: int, optimizer: str = "ada
     (``kind`` "training": ``framework``, ``zero_stage``, ``optimizer``) or LoRA job ("lora":
     ``framework``, ``zero_stage``, ``base_dtype``), or None where the calculator has none and
     refuses the job (LoRA in the ZeRO paper's accounting, at an FSDP2 stage other than 2 or 3,
-    or with a base other than bf16 under FSDP2; all-bf16 training outside DDP and the paper's
+    or with a base other than bf16 and nf4 under FSDP2; all-bf16 training outside DDP and the paper's
     accounting; serving, which has one accounting). Never raises for a str or int input: the
     job's own checks name bad values."""
     if kind == "training":
@@ -79,9 +86,10 @@ def accounting(kind: str, framework: str, zero_stage: int, optimizer: str = "ada
         if framework == "zero-paper":
             return None
         if framework == "fsdp2" and zero_stage != 0:
-            if base_dtype != "bf16":
+            if base_dtype not in ("bf16", NF4):
                 return None
-            return {2: "lora-fsdp2-keep", 3: "lora-fsdp2-reshard"}.get(zero_stage)
+            prefix = "qlora" if base_dtype == NF4 else "lora"
+            return {2: f"{prefix}-fsdp2-keep", 3: f"{prefix}-fsdp2-reshard"}.get(zero_stage)
         if framework in ("fsdp2", "deepspeed"):
             if zero_stage == 3 and base_dtype == NF4:
                 return "qlora-zero3"

@@ -411,7 +411,9 @@
         if (found.fits.some(function (fit) { return fit.host_ram && fit.host_ram.holds === null; })) {
           notes.push(labels.ram_unknown_why);
         }
-        if (found.notes && found.notes.length && kind() === "lora") notes.push(labels.qlora_storage);
+        if ((found.notes || []).some(function (note) { return note.indexOf("bnb_4bit_quant_storage") >= 0; })) {
+          notes.push(labels.qlora_storage);  // vram.job's QLORA_STORAGE_NOTE: QLoRA split under ZeRO-3 or FSDP2
+        }
       } else {
         var model = models[controls.model.value];
         notes.push(fill(labels["activations_" + kind()], {
