@@ -190,9 +190,10 @@ NOT_OFFERED = ("not_offered", "too_long")  # a choice the page greys out, with t
 
 
 def answer(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> dict[str, Any] | None:
-    """``vram.answer_job`` of ``job(...)``, or None where the choice is not offered (QLoRA
-    under FSDP2, LoRA in the paper's accounting, a context beyond the model's maximum, heads vLLM
-    cannot split over that many cards). Raises RenderError for any other fault."""
+    """``vram.answer_job`` of ``job(...)``, or None where the choice is not offered (LoRA in
+    the paper's accounting or on fused experts under FSDP2, all-bf16 training outside DDP, a
+    context beyond the model's maximum, heads vLLM cannot split over that many cards). Raises
+    RenderError for any other fault."""
     try:
         return vram.answer_job(job(catalogue, model_key, task_key, cards, option))
     except JobError as exc:
