@@ -150,3 +150,36 @@ def test_a_computed_method_without_its_label_is_one_line(data_dir):  # noqa: F81
     with pytest.raises(RenderError, match=r"finder\.yaml.*accountings\.ddp-bf16: missing, the label of methods\.ddp "
                                           r"beside tasks\.full-bf16"):
         load_catalogue(data_dir)
+
+
+@pytest.mark.parametrize("task", ["full-adamw", "full-adam8bit", "full-bf16"])
+def test_offload_keeps_the_method_s_accounting(task):
+    """Offload is its own field (host RAM beside the card): with it, the answer's accounting is the
+    method's, so the label checked above still names what the bytes assume."""
+    catalogue = load_catalogue()
+    names = task_accountings(catalogue, task)
+    offered = 0
+    for method in catalogue.methods:
+        for offload in vram.job.OFFLOAD:
+            found = _answer(catalogue, "llama-3.1-8b", task, CARDS, method) if offload == "none" else None
+            if offload != "none":
+                try:
+                    found = vram.answer_job({**job(catalogue, "llama-3.1-8b", task, CARDS, method), "offload": offload})
+                except JobError as exc:
+                    assert exc.code == "not_offered"
+            if found is not None:
+                offered += 1
+                assert found["accounting"] == names[method], (method, offload)
+                assert (found["host_bytes"] > 0) == (offload != "none")
+    assert offered >= (7 if task != "full-bf16" else 2)
+
+
+def test_serving_names_no_method():
+    """Serving has one accounting (weights and KV cache): no method select, no accounting in the answer."""
+    catalogue = load_catalogue()
+    for task, spec in catalogue.tasks.items():
+        if spec["kind"] == "serving" and task != "serve-mxfp4":
+            found = vram.answer_job(job(catalogue, "llama-3.1-8b", task, 1, "8192"))
+            assert "accounting" not in found and task_accountings(catalogue, task) == {}
+    form = BeautifulSoup(finder_form({"assets": "../assets"}, "it"), "html.parser")
+    assert form.select_one("#finder-method").find_parent(attrs={"data-kinds": True})["data-kinds"] == "training lora"
