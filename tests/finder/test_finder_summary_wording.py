@@ -19,9 +19,9 @@ CHOICE = "{{ finder_table model=llama-3.1-70b task=full-adamw cards=8 method=zer
 # without it the layers alone keep 49 sbh x 80 layers = 65.8 GB (oracles.md, h = 8,192).
 @pytest.mark.parametrize("lang, one_model", [
     ("it", r"Basta un solo modello di scheda del catalogo, la B200, con [\d,]+ GB di margine\. "
-           r"Su questa scheda le attivazioni di riferimento ci stanno solo con il gradient checkpointing\.$"),
+           r"Su questa scheda le attivazioni ci stanno solo con il gradient checkpointing\.$"),
     ("fr", r"Un seul modèle de carte du catalogue suffit, la B200, avec [\d,]+ Go de marge\. "
-           r"Sur cette carte, les activations de référence ne tiennent qu’avec le gradient checkpointing\.$"),
+           r"Sur cette carte, les activations ne tiennent qu’avec le gradient checkpointing\.$"),
 ])
 def test_eight_cards_of_one_model(lang, one_model):
     soup = BeautifulSoup(render_markdown(CHOICE, lang), "html.parser")
