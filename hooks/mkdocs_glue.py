@@ -45,7 +45,7 @@ from hooks.checks.snippet_includes import check_plain_files, check_snippets, own
 from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
 from hooks.data.load import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
-from hooks.finder.compute import JSON_URI, finder_json, model_config_files  # noqa: E402
+from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_json, model_config_files  # noqa: E402
 from hooks.finder.pyodide_assets import BUNDLE_URI, pyodide_files, vram_bundle  # noqa: E402
 from hooks.notebooks.html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebooks.pages import use_executed_notebooks  # noqa: E402
@@ -163,7 +163,8 @@ def on_files(files, config, **kwargs):
         check_stylesheet_files(own, root, origin(config.site_url))
     with reported(JSON_URI):
         if files.get_file_from_path(JSON_URI) is None:
-            files.append(File.generated(config, JSON_URI, content=finder_json()))
+            publication = _build["verified"] is not None  # uses nothing of .cache/ (PUBLISHING.md)
+            files.append(File.generated(config, JSON_URI, content=finder_json(store=None if publication else FINDER_STORE)))
     with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
         if files.get_file_from_path(BUNDLE_URI) is None:
             files.append(File.generated(config, BUNDLE_URI, content=vram_bundle(model_config_files())))
