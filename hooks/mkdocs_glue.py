@@ -163,8 +163,7 @@ def on_files(files, config, **kwargs):
         check_stylesheet_files(own, root, origin(config.site_url))
     with reported(JSON_URI):
         if files.get_file_from_path(JSON_URI) is None:
-            publication = _build["verified"] is not None  # uses nothing of .cache/ (PUBLISHING.md)
-            files.append(File.generated(config, JSON_URI, content=finder_json(store=None if publication else FINDER_STORE)))
+            files.append(File.generated(config, JSON_URI, content=finder_json(store=unless_publication(FINDER_STORE))))
     with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
         if files.get_file_from_path(BUNDLE_URI) is None:
             files.append(File.generated(config, BUNDLE_URI, content=vram_bundle(model_config_files())))
@@ -175,6 +174,12 @@ def on_files(files, config, **kwargs):
         checked_stylesheets(origin(config.site_url))  # notebook pages link the rules they use (hooks/notebooks/weight.py)
     with reported(""):
         return use_executed_notebooks(files, config, build_language(config), publication=_build["verified"] is not None)
+
+
+def unless_publication(store: Path) -> Path | None:
+    """``store`` (a folder of ``.cache/``) for a development build; None for a publication
+    build, which uses nothing of ``.cache/`` (anyone who writes the checkout writes there: PUBLISHING.md)."""
+    return None if _build["verified"] is not None else store
 
 
 def on_page_read_source(page, config, **kwargs):
