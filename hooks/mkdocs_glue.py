@@ -51,7 +51,7 @@ from hooks.notebooks.html import notebook_content, translate_copy_buttons  # noq
 from hooks.notebooks.pages import use_executed_notebooks  # noqa: E402
 from hooks.notebooks.styles import checked_stylesheets, drop_list_repr_style, stylesheet_files  # noqa: E402
 from hooks.notebooks.translated import check_notebook_language  # noqa: E402
-from hooks.notebooks.weight import own_stylesheet, plots_as_files  # noqa: E402
+from hooks.notebooks.weight import CACHE_DIR as NOTEBOOK_CSS_CACHE, own_stylesheet, plots_as_files  # noqa: E402
 from hooks.render.comments import check_catalogue_used, translate_comments  # noqa: E402
 from hooks.render.inline_code import keep_code_words  # noqa: E402
 from hooks.render.interface import interface_strings, translate_interface  # noqa: E402
@@ -205,7 +205,8 @@ def on_page_content(html, page, config, files, **kwargs):
             relative = functools.partial(_relative_url, page_url=page.url)
             html = plots_as_files(drop_list_repr_style(html), functools.partial(write_site_file, config.site_dir), relative)
             html = own_stylesheet(html, stylesheet_files(), functools.partial(write_site_file, config.site_dir), relative,
-                                  functools.partial(check_stylesheet, site_origin=origin(config.site_url)))
+                                  functools.partial(check_stylesheet, site_origin=origin(config.site_url)),
+                                  cache_dir=unless_publication(NOTEBOOK_CSS_CACHE))
         else:
             check_page_content(html)
             html = keep_code_words(html)
