@@ -43,11 +43,17 @@ def checked_stylesheets(site_origin: str = "") -> dict[str, str]:
     ``site_origin`` (``hooks.checks.external_loads.check_stylesheet``). Raises RenderError naming the file."""
     files = stylesheet_files()
     for uri, css in files.items():
+        if (css, site_origin) in _passed:
+            continue  # the other language's pass of this process: the same text, checked
         try:
             check_stylesheet(css, site_origin)
         except RenderError as exc:
             raise RenderError(f"{uri} (mkdocs-jupyter's): {exc}") from None
+        _passed.add((css, site_origin))
     return files
+
+
+_passed: set[tuple[str, str]] = set()  # (stylesheet text, site origin) that check_stylesheet passed in this process
 
 
 def inline_form(css: str) -> str:
