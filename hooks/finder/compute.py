@@ -357,8 +357,11 @@ def inputs_digest(data_dir: Path) -> str:
 
 def _stored_or_computed(data_dir: Path, store: Path | None) -> str:
     stored = store / f"{inputs_digest(data_dir)}.json" if store is not None else None
-    if stored is not None and stored.is_file():
-        return stored.read_text(encoding="utf-8")
+    if stored is not None:
+        try:
+            return stored.read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # not computed yet (or pruned by a concurrent build): computed below
     content = json.dumps(finder_data(data_dir), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if stored is not None:
         try:

@@ -184,8 +184,10 @@ def _cached_rules(css_texts: list[str], html: str, cache_dir: Path | None = None
         data = text.encode("utf-8", "surrogatepass")
         digest.update(len(data).to_bytes(8, "big") + data)
     cached = cache_dir / f"{digest.hexdigest()}.css"
-    if cached.is_file():
+    try:
         return cached.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # computed below
     out = "".join(used_rules(css, html) for css in css_texts)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
