@@ -101,8 +101,6 @@ def rules(path: Path = RULES_FILE) -> tuple[TypographyFile, dict[str, Compiled]]
 
 
 def _apply(text: str, compiled: Compiled) -> str:
-    if not compiled.quick.search(text):
-        return text  # no rule's pattern occurs: each substitution would leave it as it is
     for pattern, replacement in compiled.subs:
         text = pattern.sub(replacement, text)
     return text
