@@ -43,7 +43,7 @@ def test_static_table_of_the_papers_accounting(lang, unit, summary, h200_margin,
     got_summary, rows = table_of(html)
     assert got_summary == summary
     assert rows[0][:4] == ["H200 141GB", f"150,8 {unit}", h200_margin, price]  # then the run (issue 21)
-    assert len(rows[0]) == 5 and ("per passo" if lang == "it" else "par pas") in rows[0][4]
+    assert len(rows[0]) == 5 and ("per step" if lang == "it" else "par étape") in rows[0][4]
     assert [row[0] for row in rows] == ["H200 141GB", "B200"]
     soup = BeautifulSoup(html, "html.parser")
     assert soup.select_one("#finder-status")["aria-live"] == "polite"
