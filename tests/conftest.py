@@ -103,6 +103,29 @@ def repo_copy(tmp_path) -> Path:
     return dest
 
 
+# The build's caches under .cache/ (hooks/cache.py): each entry is named after the SHA-256 of
+# the inputs it was made from (executed notebooks, mkdocs-jupyter's HTML, the pruned notebook
+# stylesheets, finder.json), so a copy reuses an entry only where its own inputs are the same
+BUILD_CACHES = ("notebooks", "mkdocs-jupyter", "notebook-css", "finder")
+
+
+def copy_build_caches(copy: Path, names: tuple[str, ...] = BUILD_CACHES) -> None:
+    """Copy the checkout's build caches ``names`` (``BUILD_CACHES``) into ``copy``'s ``.cache``."""
+    for name in names:
+        if (REPO_ROOT / ".cache" / name).is_dir():
+            shutil.copytree(REPO_ROOT / ".cache" / name, copy / ".cache" / name)
+
+
+@pytest.fixture
+def warm_repo_copy(repo_copy, built_site) -> Path:
+    """``repo_copy`` with the checkout's build caches, as the ``built_site`` build left them:
+    a copy is built as a clone that was built once before would be (what it changes misses
+    the caches and is computed again), without converting the unchanged notebooks and
+    recomputing the finder's answers per copy. A publication build reads none of them."""
+    copy_build_caches(repo_copy)
+    return repo_copy
+
+
 def _cuda_available() -> bool:
     try:
         import torch

@@ -51,6 +51,20 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = HANG
 
 # What train_fsdp2.py builds (transformers' Qwen3 under --tiny): imported once before the ranks fork
 PRELOAD_HF = "--preload=transformers,transformers.models.auto.modeling_auto,transformers.models.qwen3.modeling_qwen3"
+SCRIPT_ZYGOTE = HERE / "script_zygote.py"
+# What the published scripts and the recording wrappers import (nccl_check.py, train.py,
+# train_fsdp2.py --tiny: transformers' Qwen3): once, in the session's zygote (tests/snippets/conftest.py)
+WORKER_IMPORTS = ["torch", "torch.distributed", "torch.distributed.checkpoint", "torch.distributed.checkpoint.state_dict",
+                  "torch.distributed.device_mesh", "torch.distributed.fsdp", "torch.distributed.tensor", "torch.optim.optimizer",
+                  "torch.utils.data", "torch.nn.parallel", "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
+                  *PRELOAD_HF.removeprefix("--preload=").split(",")]
+
+
+def zygote_worker(zygote: dict[str, str] | None, script: str | Path) -> list[str]:
+    """What a launcher runs as a worker of ``script``: ``script_zygote.py worker SCRIPT`` (the
+    script forked from the session's zygote, tests/snippets/conftest.py) when ``zygote`` (its
+    environment: ``{"SCRIPT_ZYGOTE": socket}``) is given, else the script itself."""
+    return [str(SCRIPT_ZYGOTE), "worker", str(script)] if zygote else [str(script)]
 
 
 def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeout: float = HANG_LIMIT_S,
@@ -75,16 +89,23 @@ def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeo
 
 
 def torchrun(*args: str | Path, env: dict[str, str] | None = None, timeout: float = HANG_LIMIT_S, cwd: Path | None = None,
-             wrap: list[str] | None = None, **launch) -> Run:
-    """Run ``torchrun ARGS`` (optionally prefixed by ``wrap``)."""
-    return run((wrap or []) + torchrun_cmd(*args, **launch), env, timeout, cwd)
+             wrap: list[str] | None = None, zygote: dict[str, str] | None = None, **launch) -> Run:
+    """Run ``torchrun ARGS`` (optionally prefixed by ``wrap``). With ``zygote`` (the session's,
+    tests/snippets/conftest.py) each worker torchrun starts is ``script_zygote.py worker ARGS``:
+    the script runs forked from a process that imported torch once (the launcher, its
+    rendezvous, the workers' environment, their signals and exit statuses stay torchrun's)."""
+    script, *rest = args
+    return run((wrap or []) + torchrun_cmd(*zygote_worker(zygote, script), *rest, **launch),
+               {**(env or {}), **(zygote or {})}, timeout, cwd)
 
 
 def single_process(script: Path, env: dict[str, str] | None = None, wrap: list[str] | None = None,
-                   args: list[str | Path] | None = None) -> Run:
+                   args: list[str | Path] | None = None, zygote: dict[str, str] | None = None) -> Run:
     """Run ``script ARGS`` as torchrun's first worker would (LOCAL_RANK=0), without the
     launcher: for the checks that fail before the process group exists, or a one-rank run
     (give RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in ``env``), where the launcher's
-    start-up would only add seconds."""
-    cmd = [sys.executable, str(script), *map(str, args or [])]
-    return run((wrap or []) + cmd, {"LOCAL_RANK": "0", **(env or {})})
+    start-up would only add seconds. With ``zygote``, forked from the session's zygote (a
+    ``wrap`` that changes the process's namespaces would not reach the forked script)."""
+    assert not (wrap and zygote), "the forked script would run outside the wrapper"
+    cmd = [sys.executable, *zygote_worker(zygote, script), *map(str, args or [])]
+    return run((wrap or []) + cmd, {"LOCAL_RANK": "0", **(env or {}), **(zygote or {})})

@@ -16,7 +16,6 @@ printed loss within ``LOSS_TOL``. Two machines that never met would each see a w
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import sys
@@ -27,17 +26,11 @@ import torch
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from tests.conftest import REPO_ROOT
-from tests.snippets.launch import CPU_REHEARSAL, FORK_RANKS, HERE, PRELOAD_HF, free_port, run
-from tests.snippets.script_zygote import serving
+from tests.snippets.launch import FORK_RANKS, HERE, PRELOAD_HF, SCRIPT_ZYGOTE, free_port, run
 
 pytestmark = pytest.mark.slow
 
 RECORD_MESH = HERE / "record_mesh.py"
-SCRIPT_ZYGOTE = HERE / "script_zygote.py"
-# What each worker imports (record_mesh.py, train_fsdp2.py --tiny: transformers' Qwen3): once, in the zygote
-WORKER_IMPORTS = ["torch", "torch.distributed", "torch.distributed.checkpoint", "torch.distributed.checkpoint.state_dict",
-                  "torch.distributed.device_mesh", "torch.distributed.fsdp", "torch.distributed.tensor", "torch.optim.optimizer",
-                  "torch.utils.data", *PRELOAD_HF.removeprefix("--preload=").split(",")]
 LINE = REPO_ROOT / "snippets" / "launch" / "two_machines.sh"
 # measured: the largest difference is about 1e-9; one AdamW step (lr 1e-3) moves a weight by
 # up to 1e-3, so two runs that trained on other samples would differ far beyond these
@@ -65,12 +58,13 @@ def machine_command(port: int, record, script, out) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def machines(extracted, tmp_path_factory):
+def machines(extracted, tmp_path_factory, zygote):
     root = tmp_path_factory.mktemp("two-machines")
     script = extracted / "train_fsdp2.py"
     port = free_port()
     commands = [machine_command(port, root / "hsdp-record", script, root / "hsdp") for _ in range(2)]
-    with serving(WORKER_IMPORTS, {**os.environ, **CPU_REHEARSAL}, root) as zygote, ThreadPoolExecutor(3) as pool:
+    # each worker forked from the session's zygote (tests/snippets/conftest.py: torch and transformers imported once)
+    with ThreadPoolExecutor(3) as pool:
         nodes = [pool.submit(run, command, zygote, 300, root) for command in commands]
         # the reference: the 4 ranks on one machine, forked after one import of torch (fork_ranks.py:
         # torchrun's environment for each; 4 torchrun workers would import torch 4 times)
