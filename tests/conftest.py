@@ -126,6 +126,19 @@ def warm_repo_copy(repo_copy, built_site) -> Path:
     return repo_copy
 
 
+@pytest.fixture(scope="session")
+def zygote(tmp_path_factory):
+    """``{"SCRIPT_ZYGOTE": socket}`` of one script_zygote.py serving for the session, after one
+    import of ``tests.snippets.launch.WORKER_IMPORTS`` with the rehearsal environment (what torch
+    reads when it is imported, OMP_NUM_THREADS=1 included): give it to ``launch.torchrun``,
+    ``single_process``, ``fork_ranks_cmd`` or ``fork_jobs``, which fork the scripts from it."""
+    from tests.snippets.launch import CPU_REHEARSAL, WORKER_IMPORTS
+    from tests.snippets.script_zygote import serving
+
+    with serving(WORKER_IMPORTS, {**os.environ, **CPU_REHEARSAL}, tmp_path_factory.mktemp("zygote")) as env:
+        yield env
+
+
 def _cuda_available() -> bool:
     try:
         import torch

@@ -67,12 +67,20 @@ def zygote_worker(zygote: dict[str, str] | None, script: str | Path) -> list[str
     return [str(SCRIPT_ZYGOTE), "worker", str(script)] if zygote else [str(script)]
 
 
+def fork_ranks_cmd(*args: str | Path, zygote: dict[str, str] | None = None) -> list[str]:
+    """``python fork_ranks.py ARGS``; with ``zygote`` (the session's, whose environment the
+    command must run with), fork_ranks.py itself forked from it: its one import of torch is
+    the zygote's, and the ranks are forked from that child as fork_ranks.py forks them."""
+    return [sys.executable, *zygote_worker(zygote, FORK_RANKS), *map(str, args)]
+
+
 def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeout: float = HANG_LIMIT_S,
-              preload: str | None = None) -> list[Run]:
+              preload: str | None = None, zygote: dict[str, str] | None = None) -> list[Run]:
     """Run each ``(cwd, world_size, script, args)`` as ``fork_ranks.py`` does (its ranks forked,
     torchrun's environment, the rehearsal environment), all after ONE import of torch, two at a
     time; their output is kept in ``folder``; ``preload``: fork_ranks.py's ``--preload=...`` (e.g.
-    ``PRELOAD_HF``). Returns one Run per job, in order (``seconds``: the whole batch's)."""
+    ``PRELOAD_HF``); ``zygote``: fork_ranks.py forked from the session's zygote (``fork_ranks_cmd``).
+    Returns one Run per job, in order (``seconds``: the whole batch's)."""
     import json
 
     specs = [{"world": world, "script": str(script), "args": [str(a) for a in args], "cwd": str(cwd),
@@ -80,7 +88,7 @@ def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeo
              for i, (cwd, world, script, args) in enumerate(jobs)]
     jobs_path = folder / "jobs.json"
     jobs_path.write_text(json.dumps(specs), encoding="utf-8")
-    driver = run([sys.executable, str(FORK_RANKS), *([preload] if preload else []), "--jobs", str(jobs_path)],
+    driver = run(fork_ranks_cmd(*([preload] if preload else []), "--jobs", jobs_path, zygote=zygote), zygote,
                  timeout=timeout, cwd=folder)
     assert driver.returncode == 0, driver.stderr[-3000:]
     statuses = json.loads(Path(f"{jobs_path}.status.json").read_text(encoding="utf-8"))

@@ -43,7 +43,7 @@ def runs(extracted, tmp_path_factory, zygote):
     whole, first, rank0_only = fork_jobs([(root, 2, script, ["--tiny", "--out", root / "a", "--epochs", "2"]),
                                           (root, 2, script, ["--tiny", "--out", root / "b", "--epochs", "1"]),
                                           (root, 2, HERE / "save_on_rank0_only.py", [root / "ckpt"])], root,
-                                         preload=PRELOAD_HF)
+                                         preload=PRELOAD_HF, zygote=zygote)
     # B resumed with the reader's launcher and the same command (its workers forked from the
     # session's zygote, which imported torch and transformers once)
     resumed = torchrun(script, "--tiny", "--out", root / "b", "--epochs", "2", cwd=root, zygote=zygote)

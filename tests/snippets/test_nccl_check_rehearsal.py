@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.snippets.launch import CPU_REHEARSAL, FORK_RANKS, INJECT_FAULT, free_port, single_process, torchrun
+from tests.snippets.launch import CPU_REHEARSAL, INJECT_FAULT, fork_ranks_cmd, free_port, single_process, torchrun
 from tests.snippets.launch import run as harness_run
 from verify.nccl_output import parse_rank_lines
 
@@ -109,10 +109,10 @@ def test_a_rank_that_never_joins_becomes_an_error_naming_the_collective(extracte
     assert no_rank_line(run.stdout)
 
 
-def test_a_wrong_sum_fails_loudly_on_every_rank(extracted):
+def test_a_wrong_sum_fails_loudly_on_every_rank(extracted, zygote):
     # 2 gloo ranks forked after one import of torch (fork_ranks.py, torchrun's environment):
     # the check is the script's, not the launcher's
-    run = harness_run([sys.executable, str(FORK_RANKS), "2", str(INJECT_FAULT), "corrupt", str(extracted / "nccl_check.py")])
+    run = harness_run(fork_ranks_cmd("2", INJECT_FAULT, "corrupt", extracted / "nccl_check.py", zygote=zygote), zygote)
     assert run.returncode != 0
     assert "rank 0: all_reduce returned a WRONG sum (expected 3 everywhere)" in run.stderr
     assert "rank 1: all_reduce returned a WRONG sum" in run.stderr
@@ -169,12 +169,11 @@ def test_one_rank_claims_no_bus_bandwidth(extracted, zygote):
     assert (line.world, line.checked_sum, line.busbw_gb_per_s) == (1, 1, None)
 
 
-def test_32_ranks_sum_exactly(extracted):
+def test_32_ranks_sum_exactly(extracted, zygote):
     """../shared/cases/integrity.md, Runtime: 32 gloo ranks, NCCL_CHECK_MIB=1, pass. The sum
     1 + ... + 32 = 528 is beyond bf16's exact integers (256); 32 processes forked after one
     import of torch (fork_ranks.py) instead of 32 torchrun workers."""
-    run = harness_run([sys.executable, str(FORK_RANKS), "32", str(extracted / "nccl_check.py")],
-                      env={"NCCL_CHECK_MIB": "1"})
+    run = harness_run(fork_ranks_cmd("32", extracted / "nccl_check.py", zygote=zygote), env={"NCCL_CHECK_MIB": "1", **zygote})
     assert run.returncode == 0, run.stderr[-3000:]
     lines = parse_rank_lines(run.stdout)
     assert len(lines) == 32 and {line.checked_sum for line in lines} == {32 * 33 // 2}

@@ -26,7 +26,7 @@ import torch
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from tests.conftest import REPO_ROOT
-from tests.snippets.launch import FORK_RANKS, HERE, PRELOAD_HF, SCRIPT_ZYGOTE, free_port, run
+from tests.snippets.launch import HERE, PRELOAD_HF, SCRIPT_ZYGOTE, fork_ranks_cmd, free_port, run
 
 pytestmark = pytest.mark.slow
 
@@ -68,8 +68,8 @@ def machines(extracted, tmp_path_factory, zygote):
         nodes = [pool.submit(run, command, zygote, 300, root) for command in commands]
         # the reference: the 4 ranks on one machine, forked after one import of torch (fork_ranks.py:
         # torchrun's environment for each; 4 torchrun workers would import torch 4 times)
-        one = pool.submit(run, [sys.executable, str(FORK_RANKS), PRELOAD_HF, "4", str(RECORD_MESH), str(root / "fsdp-record"),
-                                str(script), "--tiny", "--out", str(root / "fsdp"), "--epochs", "1"], None, 300, root)
+        one = pool.submit(run, fork_ranks_cmd(PRELOAD_HF, "4", RECORD_MESH, root / "fsdp-record", script, "--tiny", "--out",
+                                              root / "fsdp", "--epochs", "1", zygote=zygote), zygote, 300, root)
         nodes, one = [node.result() for node in nodes], one.result()
     for launched in (*nodes, one):
         assert launched.returncode == 0, launched.stderr[-3000:]
