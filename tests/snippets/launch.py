@@ -36,7 +36,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def torchrun_cmd(*args: str | Path, nproc: int = 2, nnodes: int = 1, node_rank: int = 0, port: int | None = None) -> list[str]:
+def torchrun_cmd(*args: str | Path, nproc: int = 2, nnodes: int = 1, node_rank: int = 0, port: int | None = None,
+                 zygote: dict[str, str] | None = None) -> list[str]:
+    """``python -m torch.distributed.run`` with these options and ``args``; with ``zygote`` (the
+    session's) the agent is forked from it (``script_zygote.py worker -m torch.distributed.run``:
+    torchrun's own code, run as ``-m`` runs it, after the zygote's import of torch) and each
+    worker it starts runs ``args`` forked from it too (``script_zygote.py worker ARGS``)."""
+    if zygote:
+        return [sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "torch.distributed.run",
+                *torchrun_cmd(*zygote_worker(zygote, args[0]), *args[1:], nproc=nproc, nnodes=nnodes, node_rank=node_rank,
+                              port=port)[3:]]
     return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--nnodes={nnodes}",
             f"--node_rank={node_rank}", "--master_addr=127.0.0.1", f"--master_port={port or free_port()}", *map(str, args)]
 
@@ -99,12 +108,10 @@ def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeo
 def torchrun(*args: str | Path, env: dict[str, str] | None = None, timeout: float = HANG_LIMIT_S, cwd: Path | None = None,
              wrap: list[str] | None = None, zygote: dict[str, str] | None = None, **launch) -> Run:
     """Run ``torchrun ARGS`` (optionally prefixed by ``wrap``). With ``zygote`` (the session's,
-    tests/snippets/conftest.py) each worker torchrun starts is ``script_zygote.py worker ARGS``:
-    the script runs forked from a process that imported torch once (the launcher, its
-    rendezvous, the workers' environment, their signals and exit statuses stay torchrun's)."""
-    script, *rest = args
-    return run((wrap or []) + torchrun_cmd(*zygote_worker(zygote, script), *rest, **launch),
-               {**(env or {}), **(zygote or {})}, timeout, cwd)
+    tests/conftest.py) the agent and each worker it starts are forked from a process that
+    imported torch once (``torchrun_cmd``): the launcher's code, its rendezvous, the workers'
+    environment, their signals and exit statuses stay torchrun's."""
+    return run((wrap or []) + torchrun_cmd(*args, zygote=zygote, **launch), {**(env or {}), **(zygote or {})}, timeout, cwd)
 
 
 def single_process(script: Path, env: dict[str, str] | None = None, wrap: list[str] | None = None,

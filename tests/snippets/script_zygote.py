@@ -11,7 +11,9 @@ connection that sends ``{"quit": true}`` ends the zygote once every child has ex
 ``python script_zygote.py worker SCRIPT [ARGS...]`` with ``SCRIPT_ZYGOTE`` (the socket) in the
 environment: what a launcher starts as each worker in place of ``python SCRIPT ARGS``
 (torchrun's agents still start one process per rank with the environment they give it, and
-still rendezvous, watch and stop their workers). Imports only the standard library; sends
+still rendezvous, watch and stop their workers). ``worker -m MODULE [ARGS...]`` runs a module
+as ``python -m MODULE ARGS`` would (the working folder first on ``sys.path``): torchrun's
+agent itself, ``-m torch.distributed.run``, forked after the zygote's import of torch. Imports only the standard library; sends
 this process's argv, environment, working directory and streams (and how its interpreter
 buffers them: the child's print() writes as this process's would); passes on SIGTERM and
 SIGINT to the child; exits with the child's status, or, when the child ended by the signal it
@@ -78,12 +80,16 @@ def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
-    sys.argv = request["argv"]
-    sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+    module = request["argv"][1] if request["argv"][0] == "-m" else None
+    sys.argv = request["argv"][1:] if module else request["argv"]  # runpy puts the module's file first, as -m does
+    sys.path[0] = request["cwd"] if module else os.path.dirname(os.path.abspath(sys.argv[0]))
     conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
     code = 0
     try:
-        runpy.run_path(sys.argv[0], run_name="__main__")
+        if module:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(sys.argv[0], run_name="__main__")
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, (int, type(None))):
@@ -142,7 +148,8 @@ def serve(path: str, modules: list[str]) -> None:
 def worker(argv: list[str]) -> int:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(os.environ["SCRIPT_ZYGOTE"])
-    request = {"argv": [os.path.abspath(argv[0]), *argv[1:]], "env": dict(os.environ), "cwd": os.getcwd(),
+    argv = argv if argv[0] == "-m" else [os.path.abspath(argv[0]), *argv[1:]]
+    request = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd(),
                "streams": {"stdout": stream_settings(sys.stdout), "stderr": stream_settings(sys.stderr)}}
     conn.sendmsg([json.dumps(request).encode() + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, FDS)])
     replies = conn.makefile("r", encoding="utf-8")

@@ -65,3 +65,17 @@ def test_a_sigterm_ends_the_worker_as_it_ends_python(bare_zygote, tmp_path):
         process.send_signal(signal.SIGTERM)
         statuses.append(process.wait(timeout=120))
     assert statuses == [-signal.SIGTERM, -signal.SIGTERM]
+
+
+def test_a_module_runs_as_python_dash_m_runs_it(bare_zygote, tmp_path):
+    """``worker -m MODULE`` (how the rehearsals fork torchrun's agent): the module found from
+    the working folder, run as ``__main__`` with its file as ``sys.argv[0]``, as ``python -m``."""
+    env, zygote = bare_zygote
+    (tmp_path / "probe_module.py").write_text(
+        "import os, sys\nprint(__name__, sys.argv, sys.path[0] in ('', os.getcwd()), flush=True)\nsys.exit(sys.argv[1])\n",
+        encoding="utf-8")
+    plain, forked = (subprocess.run([sys.executable, *prefix, "-m", "probe_module", "stop", "here"], capture_output=True,
+                                    text=True, env={**env, **zygote}, cwd=tmp_path, timeout=120)
+                     for prefix in ([], [str(SCRIPT_ZYGOTE), "worker"]))
+    assert (forked.returncode, forked.stdout, forked.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    assert plain.stdout == f"__main__ {[str(tmp_path / 'probe_module.py'), 'stop', 'here']} True\n" and plain.returncode == 1

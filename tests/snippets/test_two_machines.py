@@ -1,8 +1,8 @@
 """Two machines (docs #two-machines): the guide's line, snippets/launch/two_machines.sh, run as
 two "machines" of 2 ranks each on 127.0.0.1 (two torchrun agents meeting at one c10d
-rendezvous), on the published train_fsdp2.py. Each worker the agents start is
-``script_zygote.py worker``: its rank runs forked from one process that imported torch and
-transformers once (the launch, rendezvous and the ranks' environment stay torchrun's).
+rendezvous), on the published train_fsdp2.py. The agents and each worker they start are
+forked from one process that imported torch and transformers once (``script_zygote.py
+worker``; the launch, rendezvous and the ranks' environment stay torchrun's).
 
 What distribution means is asserted: 4 ranks in one world; HSDP, every parameter a DTensor
 on a 2 x 2 mesh, replicated across the machines and sharded (dim 0) within one, half of it
@@ -38,10 +38,11 @@ ATOL, LOSS_TOL = 1e-6, 1e-4
 
 
 def machine_command(port: int, record, script, out) -> list[str]:
-    """The guide's line for 2 ranks per machine on this host: the endpoint is 127.0.0.1. Each
-    worker torchrun starts is ``script_zygote.py worker``: the rank runs forked from a process
-    that imported torch and transformers once (the agents, their rendezvous and the workers'
-    environment are torchrun's own)."""
+    """The guide's line for 2 ranks per machine on this host: the endpoint is 127.0.0.1. The
+    agent (``torch.distributed.run``, run as ``-m`` runs it) and each worker it starts
+    (``script_zygote.py worker``) are forked from the session's zygote, which imported torch
+    and transformers once (the agents' code, their rendezvous and the workers' environment
+    are torchrun's own)."""
     (words,) = [shlex.split(line, comments=True) for line in LINE.read_text(encoding="utf-8").replace("\\\n", " ").splitlines()
                 if line.startswith("torchrun")]
     assert "--nnodes=2" in words and "--rdzv-backend=c10d" in words and words[-1] == "train_fsdp2.py"
@@ -53,8 +54,8 @@ def machine_command(port: int, record, script, out) -> list[str]:
             assert word == "--rdzv-endpoint=$MASTER_IP:29500"
             word = f"--rdzv-endpoint=127.0.0.1:{port}"
         args.append(word)
-    return [sys.executable, "-m", "torch.distributed.run", *args, str(SCRIPT_ZYGOTE), "worker", str(RECORD_MESH), str(record), str(script),
-            "--tiny", "--out", str(out), "--epochs", "1"]
+    return [sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "torch.distributed.run", *args, str(SCRIPT_ZYGOTE), "worker",
+            str(RECORD_MESH), str(record), str(script), "--tiny", "--out", str(out), "--epochs", "1"]
 
 
 @pytest.fixture(scope="module")
