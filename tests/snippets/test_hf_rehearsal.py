@@ -53,13 +53,15 @@ HF_IMPORTS = ["torch", "torch.distributed", "torch.distributed.fsdp", "transform
 
 @pytest.fixture(scope="module")
 def launches(extracted, tmp_path_factory) -> tuple[Launches, dict[str, int]]:
-    """Every line on 2 processes and each reference on 1, from one launcher process; every
-    worker forked from one zygote."""
+    """Every line on 2 processes and each reference on 1, from one launcher process; it and
+    every worker forked from one zygote."""
     launches = Launches(extracted, tmp_path_factory.mktemp("hf"), worker=(SCRIPT_ZYGOTE, "worker", RECORD_HF))
     launches.jobs(guide_lines(), PROCESSES)
     env = {"HF_HOME": str(launches.root / "hf-home"), "TOKENIZERS_PARALLELISM": "false"}
     with serving(HF_IMPORTS, {**os.environ, **CPU_REHEARSAL, **env}, launches.root) as zygote:
-        done = run([sys.executable, str(LAUNCH_HF), str(launches.root / "jobs.json")], {**env, **zygote}, 1200, launches.root)
+        # the launcher process (accelerate's CLI, torchrun's agent) forked from the zygote too
+        done = run([sys.executable, str(SCRIPT_ZYGOTE), "worker", str(LAUNCH_HF), str(launches.root / "jobs.json")],
+                   {**env, **zygote}, 1200, launches.root)
     assert done.returncode == 0, done.stderr[-3000:]
     return launches, json.loads(done.stdout.splitlines()[-1])
 
