@@ -116,13 +116,34 @@ def copy_build_caches(copy: Path, names: tuple[str, ...] = BUILD_CACHES) -> None
             shutil.copytree(REPO_ROOT / ".cache" / name, copy / ".cache" / name)
 
 
+@pytest.fixture(scope="session")
+def compiled_code(tmp_path_factory) -> Path:
+    """The checkout's own code (hooks/, vram/, verify/) compiled once, as ``__pycache__/*.pyc``
+    files in a folder of the same layout, for copies of the sources: each build of a copy
+    would compile it again. Python uses such a file only while its source has the size and
+    modification time it records (a copy keeps both: ``shutil.copytree``; an edit changes
+    them), and names the copy's own file in tracebacks."""
+    import importlib.util
+    import py_compile
+
+    out = tmp_path_factory.mktemp("compiled")
+    for folder in ("hooks", "vram", "verify"):
+        for source in (REPO_ROOT / folder).rglob("*.py"):
+            if "__pycache__" not in source.parts:
+                cached = importlib.util.cache_from_source(str(out / source.relative_to(REPO_ROOT)))
+                py_compile.compile(str(source), cfile=cached, doraise=True)
+    return out
+
+
 @pytest.fixture
-def warm_repo_copy(repo_copy, built_site) -> Path:
-    """``repo_copy`` with the checkout's build caches, as the ``built_site`` build left them:
-    a copy is built as a clone that was built once before would be (what it changes misses
-    the caches and is computed again), without converting the unchanged notebooks and
-    recomputing the finder's answers per copy. A publication build reads none of them."""
+def warm_repo_copy(repo_copy, built_site, compiled_code) -> Path:
+    """``repo_copy`` with the checkout's build caches, as the ``built_site`` build left them,
+    and its code compiled: a copy is built as a clone that was built once before would be
+    (what it changes misses the caches and is computed again), without converting the
+    unchanged notebooks, recomputing the finder's answers and compiling the code per copy. A
+    publication build reads none of the caches."""
     copy_build_caches(repo_copy)
+    shutil.copytree(compiled_code, repo_copy, dirs_exist_ok=True)
     return repo_copy
 
 
