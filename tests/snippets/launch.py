@@ -62,7 +62,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = HANG
 PRELOAD_HF = "--preload=transformers,transformers.models.auto.modeling_auto,transformers.models.qwen3.modeling_qwen3"
 SCRIPT_ZYGOTE = HERE / "script_zygote.py"
 # What the published scripts and the recording wrappers import (nccl_check.py, train.py,
-# train_fsdp2.py --tiny: transformers' Qwen3): once, in the session's zygote (tests/snippets/conftest.py)
+# train_fsdp2.py --tiny: transformers' Qwen3): once, in the session's zygote (``zygote`` in tests/conftest.py)
 WORKER_IMPORTS = ["torch", "torch.distributed", "torch.distributed.checkpoint", "torch.distributed.checkpoint.state_dict",
                   "torch.distributed.device_mesh", "torch.distributed.fsdp", "torch.distributed.tensor", "torch.optim.optimizer",
                   "torch.utils.data", "torch.nn.parallel", "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
@@ -71,7 +71,7 @@ WORKER_IMPORTS = ["torch", "torch.distributed", "torch.distributed.checkpoint", 
 
 def zygote_worker(zygote: dict[str, str] | None, script: str | Path) -> list[str]:
     """What a launcher runs as a worker of ``script``: ``script_zygote.py worker SCRIPT`` (the
-    script forked from the session's zygote, tests/snippets/conftest.py) when ``zygote`` (its
+    script forked from the session's zygote, ``zygote`` in tests/conftest.py) when ``zygote`` (its
     environment: ``{"SCRIPT_ZYGOTE": socket}``) is given, else the script itself."""
     return [str(SCRIPT_ZYGOTE), "worker", str(script)] if zygote else [str(script)]
 

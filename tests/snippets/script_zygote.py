@@ -13,17 +13,17 @@ environment: what a launcher starts as each worker in place of ``python SCRIPT A
 (torchrun's agents still start one process per rank with the environment they give it, and
 still rendezvous, watch and stop their workers). ``worker -m MODULE [ARGS...]`` runs a module
 as ``python -m MODULE ARGS`` would (the working folder first on ``sys.path``): torchrun's
-agent itself, ``-m torch.distributed.run``, forked after the zygote's import of torch. Imports only the standard library; sends
-this process's argv, environment, working directory and streams (and how its interpreter
-buffers them: the child's print() writes as this process's would); passes on SIGTERM and
-SIGINT to the child; exits with the child's status, or, when the child ended by the signal it
-was passed, by that signal (as a worker that ran the script itself would: torchrun reports
-exitcode -15); 1 if the zygote went away.
+agent itself, ``-m torch.distributed.run``, forked after the zygote's import of torch.
+Imports only the standard library; sends this process's argv, environment, working directory
+and streams (and how its interpreter buffers them: the child's print() writes as this
+process's would); passes on SIGTERM and SIGINT to the child; exits with the child's status,
+or, when the child ended by the signal it was passed, by that signal (as a worker that ran
+the script itself would: torchrun reports exitcode -15); 1 if the zygote went away.
 
 Used by the Hugging Face rehearsal (its own zygote: accelerate, DeepSpeed, PEFT) and by the
-session's zygote of the other rehearsals (tests/snippets/conftest.py). Forking is safe:
-nothing has run a tensor operation or started a thread before the fork (checked). Children are reaped with ``waitpid``, so their CPU time counts in the test
-session's children's usage.
+session's zygote of the other rehearsals (``zygote`` in tests/conftest.py). Forking is safe:
+nothing has run a tensor operation or started a thread before the fork (checked). Children
+are reaped with ``waitpid``, so their CPU time counts in the test session's children's usage.
 """
 
 import array
