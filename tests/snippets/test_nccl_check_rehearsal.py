@@ -3,11 +3,11 @@
 Every test runs the published script unmodified under ``torch.distributed.run`` with two
 ranks (the checks that fail before the process group exists run as one worker with
 LOCAL_RANK=0, without the launcher; the wrong sum and the 32 ranks, on ranks forked after one
-import of torch with torchrun's environment, tests/snippets/fork_ranks.py). Each worker is
-forked from the session's zygote, which imported torch once (tests/snippets/conftest.py,
-script_zygote.py: the launcher, the environment, signals and exit statuses stay torchrun's),
-except under ``unshare`` (the mount namespace must be the script's) and the plain ``python``
-start, which are real processes. What is simulated, and how:
+import of torch with torchrun's environment, tests/snippets/fork_ranks.py). The launcher,
+each worker and fork_ranks.py are forked from the session's zygote, which imported torch
+once (``zygote`` in tests/conftest.py, script_zygote.py: torchrun's code, the environment,
+signals and exit statuses stay torchrun's), except under ``unshare`` (the mount namespace
+must be the script's) and the plain ``python`` start, which are real processes. What is simulated, and how:
 - case 8 (a small /dev/shm): ``NCCL_CHECK_MIN_SHM_MB`` raised above the free space of the
   real /dev/shm (always), and, where this user may create a mount namespace, a real 64 MB
   tmpfs mounted on /dev/shm for the run only;

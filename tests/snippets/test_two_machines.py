@@ -64,7 +64,7 @@ def machines(extracted, tmp_path_factory, zygote):
     script = extracted / "train_fsdp2.py"
     port = free_port()
     commands = [machine_command(port, root / "hsdp-record", script, root / "hsdp") for _ in range(2)]
-    # each worker forked from the session's zygote (tests/snippets/conftest.py: torch and transformers imported once)
+    # agents and workers forked from the session's zygote (tests/conftest.py: torch and transformers imported once)
     with ThreadPoolExecutor(3) as pool:
         nodes = [pool.submit(run, command, zygote, 300, root) for command in commands]
         # the reference: the 4 ranks on one machine, forked after one import of torch (fork_ranks.py:
