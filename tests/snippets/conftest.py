@@ -15,4 +15,3 @@ def extracted(built_site, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("extracted")
     extract(built_site, out)
     return out
-
