@@ -103,6 +103,63 @@ def repo_copy(tmp_path) -> Path:
     return dest
 
 
+# The build's caches under .cache/ (hooks/cache.py): each entry is named after the SHA-256 of
+# the inputs it was made from (executed notebooks, mkdocs-jupyter's HTML, the pruned notebook
+# stylesheets, finder.json), so a copy reuses an entry only where its own inputs are the same
+BUILD_CACHES = ("notebooks", "mkdocs-jupyter", "notebook-css", "finder")
+
+
+def copy_build_caches(copy: Path, names: tuple[str, ...] = BUILD_CACHES) -> None:
+    """Copy the checkout's build caches ``names`` (``BUILD_CACHES``) into ``copy``'s ``.cache``."""
+    for name in names:
+        if (REPO_ROOT / ".cache" / name).is_dir():
+            shutil.copytree(REPO_ROOT / ".cache" / name, copy / ".cache" / name)
+
+
+@pytest.fixture(scope="session")
+def compiled_code(tmp_path_factory) -> Path:
+    """The checkout's own code (hooks/, vram/, verify/) compiled once, as ``__pycache__/*.pyc``
+    files in a folder of the same layout, for copies of the sources: each build of a copy
+    would compile it again. Python uses such a file only while its source has the size and
+    modification time it records (a copy keeps both: ``shutil.copytree``; an edit changes
+    them), and names the copy's own file in tracebacks."""
+    import importlib.util
+    import py_compile
+
+    out = tmp_path_factory.mktemp("compiled")
+    for folder in ("hooks", "vram", "verify"):
+        for source in (REPO_ROOT / folder).rglob("*.py"):
+            if "__pycache__" not in source.parts:
+                cached = importlib.util.cache_from_source(str(out / source.relative_to(REPO_ROOT)))
+                py_compile.compile(str(source), cfile=cached, doraise=True)
+    return out
+
+
+@pytest.fixture
+def warm_repo_copy(repo_copy, built_site, compiled_code) -> Path:
+    """``repo_copy`` with the checkout's build caches, as the ``built_site`` build left them,
+    and its code compiled: a copy is built as a clone that was built once before would be
+    (what it changes misses the caches and is computed again), without converting the
+    unchanged notebooks, recomputing the finder's answers and compiling the code per copy. A
+    publication build reads none of the caches."""
+    copy_build_caches(repo_copy)
+    shutil.copytree(compiled_code, repo_copy, dirs_exist_ok=True)
+    return repo_copy
+
+
+@pytest.fixture(scope="session")
+def zygote(tmp_path_factory):
+    """``{"SCRIPT_ZYGOTE": socket}`` of one script_zygote.py serving for the session, after one
+    import of ``tests.snippets.launch.WORKER_IMPORTS`` with the rehearsal environment (what torch
+    reads when it is imported, OMP_NUM_THREADS=1 included): give it to ``launch.torchrun``,
+    ``single_process``, ``fork_ranks_cmd`` or ``fork_jobs``, which fork the scripts from it."""
+    from tests.snippets.launch import CPU_REHEARSAL, WORKER_IMPORTS
+    from tests.snippets.script_zygote import serving
+
+    with serving(WORKER_IMPORTS, {**os.environ, **CPU_REHEARSAL}, tmp_path_factory.mktemp("zygote")) as env:
+        yield env
+
+
 def _cuda_available() -> bool:
     try:
         import torch

@@ -44,13 +44,15 @@ def _server_process(server: subprocess.Popen) -> int | None:
     return children[0].pid if children else None
 
 
-def test_make_serve_follows_the_contributor(repo_copy, tmp_path):
+def test_make_serve_follows_the_contributor(warm_repo_copy, tmp_path):
     """``make serve``'s command on a copy of the sources, through four edits: a server whose
     first build failed comes back on the fix of a page (not only on a ``.py`` edit: it waited
     for the code, and the port stayed refused); a page edit rebuilds without a restart; a
     ``.py`` edit restarts it, and a bug in a hook prints its traceback in the server's log
     (one line asked for ``mkdocs build --verbose``, which a server cannot run); a hook module
-    that does not import prints its file, line and traceback, and its fix brings the server back."""
+    that does not import prints its file, line and traceback, and its fix brings the server back.
+    The copy holds the checkout's build caches, as a contributor's checkout built before does."""
+    repo_copy = warm_repo_copy
     french = repo_copy / "docs" / "memory-formulas.fr.md"
     text = french.read_text(encoding="utf-8")
     french.unlink()

@@ -250,10 +250,12 @@ def _serve(repo: Path, out: Path, script: Path) -> list:
     return json.loads(result.stdout.splitlines()[-1])
 
 
-def test_serve_rebuild_shows_data_and_markdown_edits_runs_no_notebook_and_restarts_for_code(built_site, repo_copy, tmp_path):
+def test_serve_rebuild_shows_data_and_markdown_edits_runs_no_notebook_and_restarts_for_code(warm_repo_copy, tmp_path):
+    """On a copy holding the checkout's build caches (its executed notebooks, their HTML):
+    as a contributor's checkout that was built before starts ``mkdocs serve``."""
     script = tmp_path / "serve_twice.py"
     script.write_text(SERVE, encoding="utf-8")
-    first, after_markdown, after_data, after_code = _serve(repo_copy, tmp_path / "site", script)
+    first, after_markdown, after_data, after_code = _serve(warm_repo_copy, tmp_path / "site", script)
     # A Markdown edit shows, and no notebook runs again.
     assert "Una frase nuova." in after_markdown["index"] and "Una frase nuova." not in first["index"]
     assert after_markdown["executed"] == first["executed"] and after_markdown["mtimes"] == first["mtimes"]

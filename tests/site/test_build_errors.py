@@ -137,11 +137,12 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_input_fails_the_build(case, repo_copy, tmp_path, forked_build_site):
+def test_bad_input_fails_the_build(case, warm_repo_copy, tmp_path, forked_build_site):
     break_it, message = CASES[case]
-    break_it(repo_copy)
-    # tests.conftest.build_site, forked from a process that imported MkDocs' stack once
-    result = forked_build_site(tmp_path / "out", config=repo_copy / "mkdocs.yml")
+    break_it(warm_repo_copy)
+    # tests.conftest.build_site, forked from a process that imported MkDocs' stack once, on a
+    # copy that holds the checkout's build caches (what the case breaks is computed again)
+    result = forked_build_site(tmp_path / "out", config=warm_repo_copy / "mkdocs.yml")
     assert result.returncode != 0, f"{case}: the build passed"
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     records = re.split(r"\n(?=(?:ERROR|WARNING|INFO|DEBUG) )", result.stderr)  # a message may go on for lines

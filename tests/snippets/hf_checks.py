@@ -88,17 +88,17 @@ def offload_lines() -> dict[str, list[str]]:
 
 class Launches:
     """Builds the jobs of the guide's lines for the extracted files and reads their records.
-    ``worker`` is the worker command's script: record_hf.py, or on CPU forked_worker.py
-    (record_hf.py forked from the zygote)."""
+    ``worker`` is the worker command before its arguments: record_hf.py, or on CPU
+    ``script_zygote.py worker record_hf.py`` (record_hf.py forked from a zygote)."""
 
-    def __init__(self, extracted: Path, root: Path, worker: Path = RECORD_HF):
-        self.extracted, self.root, self.worker_script = extracted, root, worker
+    def __init__(self, extracted: Path, root: Path, worker: tuple[str | Path, ...] = (RECORD_HF,)):
+        self.extracted, self.root, self.worker_command = extracted, root, [str(word) for word in worker]
 
     def rebased(self, args: list[str]) -> list[str]:
         return [str(self.extracted / arg) if (self.extracted / arg).is_file() else arg for arg in args]
 
     def worker(self, name: str, script_args: list[str], micro_batch: int) -> list[str]:
-        return [str(self.worker_script), str(self.root / name / "record"), str(self.extracted / "train_hf.py"),
+        return [*self.worker_command, str(self.root / name / "record"), str(self.extracted / "train_hf.py"),
                 *self.rebased(script_args), *TINY, "--per_device_train_batch_size", str(micro_batch),
                 "--output_dir", str(self.root / name / "out")]
 

@@ -36,7 +36,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def torchrun_cmd(*args: str | Path, nproc: int = 2, nnodes: int = 1, node_rank: int = 0, port: int | None = None) -> list[str]:
+def torchrun_cmd(*args: str | Path, nproc: int = 2, nnodes: int = 1, node_rank: int = 0, port: int | None = None,
+                 zygote: dict[str, str] | None = None) -> list[str]:
+    """``python -m torch.distributed.run`` with these options and ``args``; with ``zygote`` (the
+    session's) the agent is forked from it (``script_zygote.py worker -m torch.distributed.run``:
+    torchrun's own code, run as ``-m`` runs it, after the zygote's import of torch) and each
+    worker it starts runs ``args`` forked from it too (``script_zygote.py worker ARGS``)."""
+    if zygote:
+        return [sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "torch.distributed.run",
+                *torchrun_cmd(*zygote_worker(zygote, args[0]), *args[1:], nproc=nproc, nnodes=nnodes, node_rank=node_rank,
+                              port=port)[3:]]
     return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--nnodes={nnodes}",
             f"--node_rank={node_rank}", "--master_addr=127.0.0.1", f"--master_port={port or free_port()}", *map(str, args)]
 
@@ -51,14 +60,36 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = HANG
 
 # What train_fsdp2.py builds (transformers' Qwen3 under --tiny): imported once before the ranks fork
 PRELOAD_HF = "--preload=transformers,transformers.models.auto.modeling_auto,transformers.models.qwen3.modeling_qwen3"
+SCRIPT_ZYGOTE = HERE / "script_zygote.py"
+# What the published scripts and the recording wrappers import (nccl_check.py, train.py,
+# train_fsdp2.py --tiny: transformers' Qwen3): once, in the session's zygote (``zygote`` in tests/conftest.py)
+WORKER_IMPORTS = ["torch", "torch.distributed", "torch.distributed.checkpoint", "torch.distributed.checkpoint.state_dict",
+                  "torch.distributed.device_mesh", "torch.distributed.fsdp", "torch.distributed.tensor", "torch.optim.optimizer",
+                  "torch.utils.data", "torch.nn.parallel", "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
+                  *PRELOAD_HF.removeprefix("--preload=").split(",")]
+
+
+def zygote_worker(zygote: dict[str, str] | None, script: str | Path) -> list[str]:
+    """What a launcher runs as a worker of ``script``: ``script_zygote.py worker SCRIPT`` (the
+    script forked from the session's zygote, ``zygote`` in tests/conftest.py) when ``zygote`` (its
+    environment: ``{"SCRIPT_ZYGOTE": socket}``) is given, else the script itself."""
+    return [str(SCRIPT_ZYGOTE), "worker", str(script)] if zygote else [str(script)]
+
+
+def fork_ranks_cmd(*args: str | Path, zygote: dict[str, str] | None = None) -> list[str]:
+    """``python fork_ranks.py ARGS``; with ``zygote`` (the session's, whose environment the
+    command must run with), fork_ranks.py itself forked from it: its one import of torch is
+    the zygote's, and the ranks are forked from that child as fork_ranks.py forks them."""
+    return [sys.executable, *zygote_worker(zygote, FORK_RANKS), *map(str, args)]
 
 
 def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeout: float = HANG_LIMIT_S,
-              preload: str | None = None) -> list[Run]:
+              preload: str | None = None, zygote: dict[str, str] | None = None) -> list[Run]:
     """Run each ``(cwd, world_size, script, args)`` as ``fork_ranks.py`` does (its ranks forked,
     torchrun's environment, the rehearsal environment), all after ONE import of torch, two at a
     time; their output is kept in ``folder``; ``preload``: fork_ranks.py's ``--preload=...`` (e.g.
-    ``PRELOAD_HF``). Returns one Run per job, in order (``seconds``: the whole batch's)."""
+    ``PRELOAD_HF``); ``zygote``: fork_ranks.py forked from the session's zygote (``fork_ranks_cmd``).
+    Returns one Run per job, in order (``seconds``: the whole batch's)."""
     import json
 
     specs = [{"world": world, "script": str(script), "args": [str(a) for a in args], "cwd": str(cwd),
@@ -66,7 +97,7 @@ def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeo
              for i, (cwd, world, script, args) in enumerate(jobs)]
     jobs_path = folder / "jobs.json"
     jobs_path.write_text(json.dumps(specs), encoding="utf-8")
-    driver = run([sys.executable, str(FORK_RANKS), *([preload] if preload else []), "--jobs", str(jobs_path)],
+    driver = run(fork_ranks_cmd(*([preload] if preload else []), "--jobs", jobs_path, zygote=zygote), zygote,
                  timeout=timeout, cwd=folder)
     assert driver.returncode == 0, driver.stderr[-3000:]
     statuses = json.loads(Path(f"{jobs_path}.status.json").read_text(encoding="utf-8"))
@@ -75,16 +106,21 @@ def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeo
 
 
 def torchrun(*args: str | Path, env: dict[str, str] | None = None, timeout: float = HANG_LIMIT_S, cwd: Path | None = None,
-             wrap: list[str] | None = None, **launch) -> Run:
-    """Run ``torchrun ARGS`` (optionally prefixed by ``wrap``)."""
-    return run((wrap or []) + torchrun_cmd(*args, **launch), env, timeout, cwd)
+             wrap: list[str] | None = None, zygote: dict[str, str] | None = None, **launch) -> Run:
+    """Run ``torchrun ARGS`` (optionally prefixed by ``wrap``). With ``zygote`` (the session's,
+    tests/conftest.py) the agent and each worker it starts are forked from a process that
+    imported torch once (``torchrun_cmd``): the launcher's code, its rendezvous, the workers'
+    environment, their signals and exit statuses stay torchrun's."""
+    return run((wrap or []) + torchrun_cmd(*args, zygote=zygote, **launch), {**(env or {}), **(zygote or {})}, timeout, cwd)
 
 
 def single_process(script: Path, env: dict[str, str] | None = None, wrap: list[str] | None = None,
-                   args: list[str | Path] | None = None) -> Run:
+                   args: list[str | Path] | None = None, zygote: dict[str, str] | None = None) -> Run:
     """Run ``script ARGS`` as torchrun's first worker would (LOCAL_RANK=0), without the
     launcher: for the checks that fail before the process group exists, or a one-rank run
     (give RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in ``env``), where the launcher's
-    start-up would only add seconds."""
-    cmd = [sys.executable, str(script), *map(str, args or [])]
-    return run((wrap or []) + cmd, {"LOCAL_RANK": "0", **(env or {})})
+    start-up would only add seconds. With ``zygote``, forked from the session's zygote (a
+    ``wrap`` that changes the process's namespaces would not reach the forked script)."""
+    assert not (wrap and zygote), "the forked script would run outside the wrapper"
+    cmd = [sys.executable, *zygote_worker(zygote, script), *map(str, args or [])]
+    return run((wrap or []) + cmd, {"LOCAL_RANK": "0", **(env or {}), **(zygote or {})})

@@ -11,14 +11,19 @@ connection that sends ``{"quit": true}`` ends the zygote once every child has ex
 ``python script_zygote.py worker SCRIPT [ARGS...]`` with ``SCRIPT_ZYGOTE`` (the socket) in the
 environment: what a launcher starts as each worker in place of ``python SCRIPT ARGS``
 (torchrun's agents still start one process per rank with the environment they give it, and
-still rendezvous, watch and stop their workers). Imports only the standard library; sends
-this process's argv, environment, working directory and streams; passes on SIGTERM and SIGINT
-to the child; exits with the child's status (1 if the zygote went away).
+still rendezvous, watch and stop their workers). ``worker -m MODULE [ARGS...]`` runs a module
+as ``python -m MODULE ARGS`` would (the working folder first on ``sys.path``): torchrun's
+agent itself, ``-m torch.distributed.run``, forked after the zygote's import of torch.
+Imports only the standard library; sends this process's argv, environment, working directory
+and streams (and how its interpreter buffers them: the child's print() writes as this
+process's would); passes on SIGTERM and SIGINT to the child; exits with the child's status,
+or, when the child ended by the signal it was passed, by that signal (as a worker that ran
+the script itself would: torchrun reports exitcode -15); 1 if the zygote went away.
 
-The generic form of zygote.py / forked_worker.py (the Hugging Face rehearsal's). Forking is
-safe for the same reason: nothing has run a tensor operation or started a thread before the
-fork (checked). Children are reaped with ``waitpid``, so their CPU time counts in the test
-session's children's usage.
+Used by the Hugging Face rehearsal (its own zygote: accelerate, DeepSpeed, PEFT) and by the
+session's zygote of the other rehearsals (``zygote`` in tests/conftest.py). Forking is safe:
+nothing has run a tensor operation or started a thread before the fork (checked). Children
+are reaped with ``waitpid``, so their CPU time counts in the test session's children's usage.
 """
 
 import array
@@ -47,23 +52,44 @@ def receive(conn: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(data), fds
 
 
+def stream_settings(stream) -> dict:
+    """How the interpreter set up ``stream`` (``python -u`` or PYTHONUNBUFFERED: written through)."""
+    return {"write_through": stream.write_through, "line_buffering": stream.line_buffering,
+            "encoding": stream.encoding, "errors": stream.errors}
+
+
+def python_stream(fd: int, settings: dict):
+    """A text stream on ``fd`` set up as the worker's interpreter set up its own (``stream_settings``):
+    a script's output is written, buffered and interleaved as it would have been there."""
+    import io
+
+    raw = io.FileIO(fd, "w", closefd=False)
+    through = settings.get("write_through", False)
+    return io.TextIOWrapper(raw if through else io.BufferedWriter(raw), encoding=settings.get("encoding", "utf-8"),
+                            errors=settings.get("errors", "strict"), line_buffering=settings.get("line_buffering", fd == 2),
+                            write_through=through)
+
+
 def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
     import runpy
 
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
-    sys.stdout = open(1, "w", closefd=False, buffering=1)
-    sys.stderr = open(2, "w", closefd=False, buffering=1)
+    sys.stdout, sys.stderr = (python_stream(fd, request.get("streams", {}).get(name, {})) for fd, name in ((1, "stdout"), (2, "stderr")))
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
-    sys.argv = request["argv"]
-    sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+    module = request["argv"][1] if request["argv"][0] == "-m" else None
+    sys.argv = request["argv"][1:] if module else request["argv"]  # runpy puts the module's file first, as -m does
+    sys.path[0] = request["cwd"] if module else os.path.dirname(os.path.abspath(sys.argv[0]))
     conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
     code = 0
     try:
-        runpy.run_path(sys.argv[0], run_name="__main__")
+        if module:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(sys.argv[0], run_name="__main__")
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, (int, type(None))):
@@ -122,12 +148,17 @@ def serve(path: str, modules: list[str]) -> None:
 def worker(argv: list[str]) -> int:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(os.environ["SCRIPT_ZYGOTE"])
-    request = {"argv": [os.path.abspath(argv[0]), *argv[1:]], "env": dict(os.environ), "cwd": os.getcwd()}
+    argv = argv if argv[0] == "-m" else [os.path.abspath(argv[0]), *argv[1:]]
+    request = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd(),
+               "streams": {"stdout": stream_settings(sys.stdout), "stderr": stream_settings(sys.stderr)}}
     conn.sendmsg([json.dumps(request).encode() + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, FDS)])
     replies = conn.makefile("r", encoding="utf-8")
     child = json.loads(replies.readline())["pid"]
 
+    forwarded = []
+
     def forward(signum, _frame):
+        forwarded.append(signum)
         try:
             os.kill(child, signum)
         except ProcessLookupError:
@@ -136,7 +167,12 @@ def worker(argv: list[str]) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, forward)
     line = replies.readline()
-    return json.loads(line)["exit"] if line else 1
+    if line:
+        return json.loads(line)["exit"]
+    if forwarded:  # the child ended by the signal passed on, without a status: end as it did
+        signal.signal(forwarded[0], signal.SIG_DFL)
+        os.kill(os.getpid(), forwarded[0])
+    return 1
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ TO_HF = REPO_ROOT / "snippets" / "checkpoints" / "to_hf.sh"
 
 
 @pytest.fixture(scope="module")
-def runs(extracted, tmp_path_factory):
+def runs(extracted, tmp_path_factory, zygote):
     root = tmp_path_factory.mktemp("fsdp2")
     script = extracted / "train_fsdp2.py"
     # A and the interrupted B: 2 gloo ranks each, forked after one import of torch (cheaper)
@@ -43,9 +43,10 @@ def runs(extracted, tmp_path_factory):
     whole, first, rank0_only = fork_jobs([(root, 2, script, ["--tiny", "--out", root / "a", "--epochs", "2"]),
                                           (root, 2, script, ["--tiny", "--out", root / "b", "--epochs", "1"]),
                                           (root, 2, HERE / "save_on_rank0_only.py", [root / "ckpt"])], root,
-                                         preload=PRELOAD_HF)
-    # B resumed with the reader's launcher and the same command
-    resumed = torchrun(script, "--tiny", "--out", root / "b", "--epochs", "2", cwd=root)
+                                         preload=PRELOAD_HF, zygote=zygote)
+    # B resumed with the reader's launcher and the same command (its workers forked from the
+    # session's zygote, which imported torch and transformers once)
+    resumed = torchrun(script, "--tiny", "--out", root / "b", "--epochs", "2", cwd=root, zygote=zygote)
     for run in (whole, first, resumed):
         assert run.returncode == 0, run.stderr[-3000:]
     return {"root": root, "whole": whole, "first": first, "resumed": resumed, "rank0_only": rank0_only}

@@ -14,10 +14,11 @@ one process and twice the micro-batch: the same samples per step) within ``TOLER
 (the checks and constants are tests/snippets/hf_checks.py, shared with the GPU job's
 tests/gpu/test_hf_on_gpu.py).
 
-Cost: each worker (``forked_worker.py``, standard library only) is forked from one zygote
-(``zygote.py``) that imported torch, transformers, accelerate, DeepSpeed and PEFT once, so
-18 workers do not pay about 6 CPU-seconds of imports each; the launchers still start one
-worker process per rank with their own environment.
+Cost: each worker the launchers start (``script_zygote.py worker record_hf.py ...``,
+standard library only) is forked from one zygote (``script_zygote.py serve``) that imported
+torch, transformers, accelerate, DeepSpeed and PEFT once, so 18 workers do not pay about 6
+CPU-seconds of imports each; the launchers still start one worker process per rank with their
+own environment.
 
 Two copies that each train alone (the fallback a launch on CPU gives without a process group)
 see world size 1 and fail. On CPU accelerate itself turns FSDP and DeepSpeed into DDP
@@ -28,63 +29,41 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.snippets.hf_checks import (CHECKPOINTS, LAUNCH_HF, SNIPPETS, STEPS, Launches, check_distribution, check_lora,
-                                      check_loss, check_world_size, check_zero_to_fp32_safe_serialization,
+from tests.snippets.hf_checks import (CHECKPOINTS, LAUNCH_HF, RECORD_HF, SNIPPETS, STEPS, Launches, check_distribution,
+                                      check_lora, check_loss, check_world_size, check_zero_to_fp32_safe_serialization,
                                       check_zero_to_hf, guide_lines, offload_lines)
-from tests.snippets.launch import CPU_REHEARSAL, HANG_LIMIT_S, run
+from tests.snippets.launch import CPU_REHEARSAL, PRELOAD_HF, SCRIPT_ZYGOTE, run
+from tests.snippets.script_zygote import serving
 
 pytestmark = pytest.mark.slow
 
-FORKED_WORKER = Path(__file__).with_name("forked_worker.py")  # record_hf.py, forked from the zygote
-ZYGOTE = Path(__file__).with_name("zygote.py")
 PROCESSES = 2
 LINES = list(guide_lines())
+# What record_hf.py and train_hf.py import (the Trainer, accelerate's launch and state,
+# DeepSpeed, PEFT, --tiny's Qwen3): once, in the zygote every worker is forked from
+HF_IMPORTS = ["torch", "torch.distributed", "torch.distributed.fsdp", "transformers", "transformers.trainer",
+              *PRELOAD_HF.removeprefix("--preload=").split(",")[1:], "accelerate", "accelerate.commands.launch",
+              "deepspeed", "deepspeed.comm.torch", "peft"]
 
 
 @pytest.fixture(scope="module")
 def launches(extracted, tmp_path_factory) -> tuple[Launches, dict[str, int]]:
-    """Every line on 2 processes and each reference on 1, from one launcher process; every
-    worker forked from one zygote."""
-    launches = Launches(extracted, tmp_path_factory.mktemp("hf"), worker=FORKED_WORKER)
+    """Every line on 2 processes and each reference on 1, from one launcher process; it and
+    every worker forked from one zygote."""
+    launches = Launches(extracted, tmp_path_factory.mktemp("hf"), worker=(SCRIPT_ZYGOTE, "worker", RECORD_HF))
     launches.jobs(guide_lines(), PROCESSES)
-    # a short path: a Unix socket's name holds at most 107 bytes, a deep --basetemp may not fit
-    with tempfile.TemporaryDirectory(prefix="hfz") as sockets:
-        env = {"HF_HOME": str(launches.root / "hf-home"), "TOKENIZERS_PARALLELISM": "false",
-               "HF_ZYGOTE": str(Path(sockets) / "zygote.sock")}
-        with zygote(env, launches.root):
-            done = run([sys.executable, str(LAUNCH_HF), str(launches.root / "jobs.json")], env, 1200, launches.root)
+    env = {"HF_HOME": str(launches.root / "hf-home"), "TOKENIZERS_PARALLELISM": "false"}
+    with serving(HF_IMPORTS, {**os.environ, **CPU_REHEARSAL, **env}, launches.root) as zygote:
+        # the launcher process (accelerate's CLI, torchrun's agent) forked from the zygote too
+        done = run([sys.executable, str(SCRIPT_ZYGOTE), "worker", str(LAUNCH_HF), str(launches.root / "jobs.json")],
+                   {**env, **zygote}, 1200, launches.root)
     assert done.returncode == 0, done.stderr[-3000:]
     return launches, json.loads(done.stdout.splitlines()[-1])
-
-
-@contextmanager
-def zygote(env: dict, cwd: Path):
-    """zygote.py serving env["HF_ZYGOTE"] while the block runs; then told to quit once its
-    children have exited, and waited for (their CPU time counts in this session's)."""
-    server = subprocess.Popen([sys.executable, str(ZYGOTE), env["HF_ZYGOTE"]], cwd=cwd, stdout=subprocess.PIPE,
-                              text=True, env={**os.environ, **CPU_REHEARSAL, **env})
-    try:
-        for line in server.stdout:  # DeepSpeed's import logs its accelerator on stdout first
-            if line == "ready\n":
-                break
-        assert server.poll() is None, "the zygote did not start"
-        yield
-    finally:
-        if server.poll() is None:
-            with socket.socket(socket.AF_UNIX) as conn:
-                conn.connect(env["HF_ZYGOTE"])
-                conn.sendall(b'{"quit": true}\n')
-            server.stdout.read()
-        server.wait(timeout=HANG_LIMIT_S)
 
 
 @pytest.fixture(params=LINES)

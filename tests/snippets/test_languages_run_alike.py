@@ -29,9 +29,10 @@ TIMINGS_RE = re.compile(r"[\d.]+ (all-reduce/s|GB/s)")
 
 
 @pytest.fixture(scope="module")
-def runs(built_site, tmp_path_factory):
+def runs(built_site, tmp_path_factory, zygote):
     """{(lang, block): (run, its folder)} for every runnable block in every language: each the
-    unmodified script on 2 forked gloo ranks (``fork_ranks.py``), all after one import of torch."""
+    unmodified script on 2 forked gloo ranks (``fork_ranks.py``), all after one import of torch
+    (the session's zygote's)."""
     root = tmp_path_factory.mktemp("languages")
     jobs = {}
     for lang in LANGUAGES:
@@ -42,7 +43,7 @@ def runs(built_site, tmp_path_factory):
             work = folder / name.removesuffix(".py")
             work.mkdir()
             jobs[(lang, name)] = (work, 2, folder / name, args)
-    done = fork_jobs(list(jobs.values()), root, preload=PRELOAD_HF)
+    done = fork_jobs(list(jobs.values()), root, preload=PRELOAD_HF, zygote=zygote)
     return {key: (run, job[0]) for (key, job), run in zip(jobs.items(), done)}
 
 

@@ -3,7 +3,11 @@
 Every test runs the published script unmodified under ``torch.distributed.run`` with two
 ranks (the checks that fail before the process group exists run as one worker with
 LOCAL_RANK=0, without the launcher; the wrong sum and the 32 ranks, on ranks forked after one
-import of torch with torchrun's environment, tests/snippets/fork_ranks.py). What is simulated, and how:
+import of torch with torchrun's environment, tests/snippets/fork_ranks.py). The launcher,
+each worker and fork_ranks.py are forked from the session's zygote, which imported torch
+once (``zygote`` in tests/conftest.py, script_zygote.py: torchrun's code, the environment,
+signals and exit statuses stay torchrun's), except under ``unshare`` (the mount namespace
+must be the script's) and the plain ``python`` start, which are real processes. What is simulated, and how:
 - case 8 (a small /dev/shm): ``NCCL_CHECK_MIN_SHM_MB`` raised above the free space of the
   real /dev/shm (always), and, where this user may create a mount namespace, a real 64 MB
   tmpfs mounted on /dev/shm for the run only;
@@ -28,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.snippets.launch import CPU_REHEARSAL, FORK_RANKS, INJECT_FAULT, free_port, single_process, torchrun
+from tests.snippets.launch import CPU_REHEARSAL, INJECT_FAULT, fork_ranks_cmd, free_port, single_process, torchrun
 from tests.snippets.launch import run as harness_run
 from verify.nccl_output import parse_rank_lines
 
@@ -41,8 +45,8 @@ def no_rank_line(stdout: str) -> bool:
     return "correct" not in stdout
 
 
-def test_rehearsal_passes_with_one_intact_line_per_rank(extracted):
-    run = torchrun(extracted / "nccl_check.py")
+def test_rehearsal_passes_with_one_intact_line_per_rank(extracted, zygote):
+    run = torchrun(extracted / "nccl_check.py", zygote=zygote)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = parse_rank_lines(run.stdout)  # raises on an interleaved or missing line
     assert [(line.rank, line.local_rank, line.device) for line in lines] == [(0, 0, "cpu"), (1, 1, "cpu")]
@@ -56,16 +60,16 @@ def test_rehearsal_passes_with_one_intact_line_per_rank(extracted):
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU: the check would run on it")
-def test_without_a_gpu_it_refuses_unless_the_cpu_rehearsal_is_asked_for(extracted):
-    run = single_process(extracted / "nccl_check.py", env={"NCCL_CHECK_ALLOW_CPU": ""})
+def test_without_a_gpu_it_refuses_unless_the_cpu_rehearsal_is_asked_for(extracted, zygote):
+    run = single_process(extracted / "nccl_check.py", env={"NCCL_CHECK_ALLOW_CPU": ""}, zygote=zygote)
     assert run.returncode != 0
     assert "PyTorch sees no GPU" in run.stderr and "NCCL_CHECK_ALLOW_CPU=1" in run.stderr
     assert no_rank_line(run.stdout)
 
 
-def test_small_dev_shm_fails_fast_naming_it_and_the_fix(extracted):
+def test_small_dev_shm_fails_fast_naming_it_and_the_fix(extracted, zygote):
     free_mb = shutil.disk_usage("/dev/shm").free // 10**6
-    run = single_process(extracted / "nccl_check.py", env={"NCCL_CHECK_MIN_SHM_MB": str(free_mb + 10**6)})
+    run = single_process(extracted / "nccl_check.py", env={"NCCL_CHECK_MIN_SHM_MB": str(free_mb + 10**6)}, zygote=zygote)
     assert run.returncode != 0
     assert "/dev/shm" in run.stderr and "--shm-size" in run.stderr and "NCCL_SHM_DISABLE=1" in run.stderr
     assert no_rank_line(run.stdout)
@@ -88,13 +92,14 @@ def test_real_64mb_dev_shm_fails_fast(extracted):
     assert no_rank_line(run.stdout)
 
 
-def test_a_rank_that_never_joins_becomes_an_error_naming_the_collective(extracted):
+def test_a_rank_that_never_joins_becomes_an_error_naming_the_collective(extracted, zygote):
     """Rank 1 sleeps an hour instead of joining, and gloo's default timeout is 30 minutes: the
     run ends within the harness's limit only if the script's timeout fired. The proof is
     counted, not timed: gloo's own message names the 3,000 ms it waited, and rank 1 was still
     asleep (ended by the launcher's SIGTERM) when rank 0 gave up."""
     timeout_s = 3
-    run = torchrun(INJECT_FAULT, "absent", extracted / "nccl_check.py", env={"NCCL_CHECK_TIMEOUT": str(timeout_s)})
+    run = torchrun(INJECT_FAULT, "absent", extracted / "nccl_check.py", env={"NCCL_CHECK_TIMEOUT": str(timeout_s)},
+                   zygote=zygote)
     assert run.returncode == 1  # torchrun's own exit status when a worker failed (ChildFailedError)
     assert "ChildFailedError" in run.stderr
     assert f"rank 0: all_reduce failed or did not finish within {timeout_s} s" in run.stderr
@@ -104,21 +109,22 @@ def test_a_rank_that_never_joins_becomes_an_error_naming_the_collective(extracte
     assert no_rank_line(run.stdout)
 
 
-def test_a_wrong_sum_fails_loudly_on_every_rank(extracted):
+def test_a_wrong_sum_fails_loudly_on_every_rank(extracted, zygote):
     # 2 gloo ranks forked after one import of torch (fork_ranks.py, torchrun's environment):
     # the check is the script's, not the launcher's
-    run = harness_run([sys.executable, str(FORK_RANKS), "2", str(INJECT_FAULT), "corrupt", str(extracted / "nccl_check.py")])
+    run = harness_run(fork_ranks_cmd("2", INJECT_FAULT, "corrupt", extracted / "nccl_check.py", zygote=zygote), zygote)
     assert run.returncode != 0
     assert "rank 0: all_reduce returned a WRONG sum (expected 3 everywhere)" in run.stderr
     assert "rank 1: all_reduce returned a WRONG sum" in run.stderr
     assert no_rank_line(run.stdout)
 
 
-def test_two_nodes_with_one_device_each_use_local_rank(extracted):
+def test_two_nodes_with_one_device_each_use_local_rank(extracted, zygote):
     """Case 10: ranks 0 and 1 on two 'nodes' (two launchers here) both have LOCAL_RANK 0."""
     port = free_port()
     with ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda node: torchrun(extracted / "nccl_check.py", nproc=1, nnodes=2, node_rank=node, port=port),
+        runs = list(pool.map(lambda node: torchrun(extracted / "nccl_check.py", nproc=1, nnodes=2, node_rank=node, port=port,
+                                                             zygote=zygote),
                              (0, 1)))
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:] + runs[1].stderr[-2000:]
     lines = parse_rank_lines(runs[0].stdout + runs[1].stdout)
@@ -154,31 +160,30 @@ def test_started_with_plain_python_it_says_how_to_launch(extracted):
     assert proc.stdout == ""
 
 
-def test_one_rank_claims_no_bus_bandwidth(extracted):
+def test_one_rank_claims_no_bus_bandwidth(extracted, zygote):
     """A one-GPU machine: the check runs, and its line gives no busbw (nothing crossed a link)."""
     env = {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
-    run = single_process(extracted / "nccl_check.py", env=env)
+    run = single_process(extracted / "nccl_check.py", env=env, zygote=zygote)
     assert run.returncode == 0, run.stderr[-2000:]
     (line,) = parse_rank_lines(run.stdout)
     assert (line.world, line.checked_sum, line.busbw_gb_per_s) == (1, 1, None)
 
 
-def test_32_ranks_sum_exactly(extracted):
+def test_32_ranks_sum_exactly(extracted, zygote):
     """../shared/cases/integrity.md, Runtime: 32 gloo ranks, NCCL_CHECK_MIB=1, pass. The sum
     1 + ... + 32 = 528 is beyond bf16's exact integers (256); 32 processes forked after one
     import of torch (fork_ranks.py) instead of 32 torchrun workers."""
-    run = harness_run([sys.executable, str(FORK_RANKS), "32", str(extracted / "nccl_check.py")],
-                      env={"NCCL_CHECK_MIB": "1"})
+    run = harness_run(fork_ranks_cmd("32", extracted / "nccl_check.py", zygote=zygote), env={"NCCL_CHECK_MIB": "1", **zygote})
     assert run.returncode == 0, run.stderr[-3000:]
     lines = parse_rank_lines(run.stdout)
     assert len(lines) == 32 and {line.checked_sum for line in lines} == {32 * 33 // 2}
 
 
-def test_past_the_exact_limit_it_refuses_with_one_line(extracted):
+def test_past_the_exact_limit_it_refuses_with_one_line(extracted, zygote):
     """float32 holds every integer up to 2**24 exactly: 5792 ranks sum to 16,776,528, 5793
     to 16,782,321. The world size is faked (rank 0's ``get_world_size``) on one real rank."""
     env = {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
-    run = single_process(INJECT_FAULT, env=env, args=["world=5793", extracted / "nccl_check.py"])
+    run = single_process(INJECT_FAULT, env=env, args=["world=5793", extracted / "nccl_check.py"], zygote=zygote)
     assert run.returncode != 0
     assert run.stderr.strip().splitlines()[-1] == "rank 0: 5793 ranks are more than this check can sum exactly"
     assert no_rank_line(run.stdout)

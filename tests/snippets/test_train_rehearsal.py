@@ -29,10 +29,10 @@ BATCH = 64  # its batch size per rank
 ACCUMULATION = 4  # its default --accumulation-steps
 
 
-def test_ranks_see_disjoint_samples_and_end_with_identical_weights(extracted, tmp_path):
+def test_ranks_see_disjoint_samples_and_end_with_identical_weights(extracted, tmp_path, zygote):
     record_dir, checkpoints = tmp_path / "record", tmp_path / "checkpoints"
     run = torchrun(RECORD_TRAINING, record_dir, extracted / "train.py", "--out", checkpoints, "--epochs", str(EPOCHS),
-                   cwd=tmp_path)
+                   cwd=tmp_path, zygote=zygote)  # each worker forked from the session's zygote
     assert run.returncode == 0, run.stderr[-3000:]
     ranks = [json.loads((record_dir / f"rank{r}.json").read_text()) for r in (0, 1)]
 
@@ -77,7 +77,7 @@ def test_started_with_plain_python_it_says_how_to_launch(extracted):
 RECORD_GRADS = Path(__file__).with_name("record_grads.py")
 
 
-def test_last_shorter_group_weighs_every_micro_batch_the_same(extracted, tmp_path):
+def test_last_shorter_group_weighs_every_micro_batch_the_same(extracted, tmp_path, zygote):
     """One rank, one epoch: 4096 / 64 = 64 micro-batches, accumulation 5, so 12 groups of 5
     and a last group of 4. The gradient each optimizer step applies must be the gradient of
     the mean loss over all the samples of its group, computed here in one large batch on the
@@ -86,7 +86,7 @@ def test_last_shorter_group_weighs_every_micro_batch_the_same(extracted, tmp_pat
     out = tmp_path / "grads.pt"
     env = {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
     done = single_process(RECORD_GRADS, env=env, args=[out, extracted / "train.py", "--epochs", "1",
-                                                       "--accumulation-steps", "5", "--out", tmp_path / "ck"])
+                                                       "--accumulation-steps", "5", "--out", tmp_path / "ck"], zygote=zygote)
     assert done.returncode == 0, done.stderr[-3000:]
     record = torch.load(out, weights_only=False)
     steps = record["steps"]

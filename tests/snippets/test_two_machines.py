@@ -1,8 +1,8 @@
 """Two machines (docs #two-machines): the guide's line, snippets/launch/two_machines.sh, run as
 two "machines" of 2 ranks each on 127.0.0.1 (two torchrun agents meeting at one c10d
-rendezvous), on the published train_fsdp2.py. Each worker the agents start is
-``script_zygote.py worker``: its rank runs forked from one process that imported torch and
-transformers once (the launch, rendezvous and the ranks' environment stay torchrun's).
+rendezvous), on the published train_fsdp2.py. The agents and each worker they start are
+forked from one process that imported torch and transformers once (``script_zygote.py
+worker``; the launch, rendezvous and the ranks' environment stay torchrun's).
 
 What distribution means is asserted: 4 ranks in one world; HSDP, every parameter a DTensor
 on a 2 x 2 mesh, replicated across the machines and sharded (dim 0) within one, half of it
@@ -16,7 +16,6 @@ printed loss within ``LOSS_TOL``. Two machines that never met would each see a w
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import sys
@@ -27,17 +26,11 @@ import torch
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from tests.conftest import REPO_ROOT
-from tests.snippets.launch import CPU_REHEARSAL, FORK_RANKS, HERE, PRELOAD_HF, free_port, run
-from tests.snippets.script_zygote import serving
+from tests.snippets.launch import HERE, PRELOAD_HF, SCRIPT_ZYGOTE, fork_ranks_cmd, free_port, run
 
 pytestmark = pytest.mark.slow
 
 RECORD_MESH = HERE / "record_mesh.py"
-SCRIPT_ZYGOTE = HERE / "script_zygote.py"
-# What each worker imports (record_mesh.py, train_fsdp2.py --tiny: transformers' Qwen3): once, in the zygote
-WORKER_IMPORTS = ["torch", "torch.distributed", "torch.distributed.checkpoint", "torch.distributed.checkpoint.state_dict",
-                  "torch.distributed.device_mesh", "torch.distributed.fsdp", "torch.distributed.tensor", "torch.optim.optimizer",
-                  "torch.utils.data", *PRELOAD_HF.removeprefix("--preload=").split(",")]
 LINE = REPO_ROOT / "snippets" / "launch" / "two_machines.sh"
 # measured: the largest difference is about 1e-9; one AdamW step (lr 1e-3) moves a weight by
 # up to 1e-3, so two runs that trained on other samples would differ far beyond these
@@ -45,10 +38,11 @@ ATOL, LOSS_TOL = 1e-6, 1e-4
 
 
 def machine_command(port: int, record, script, out) -> list[str]:
-    """The guide's line for 2 ranks per machine on this host: the endpoint is 127.0.0.1. Each
-    worker torchrun starts is ``script_zygote.py worker``: the rank runs forked from a process
-    that imported torch and transformers once (the agents, their rendezvous and the workers'
-    environment are torchrun's own)."""
+    """The guide's line for 2 ranks per machine on this host: the endpoint is 127.0.0.1. The
+    agent (``torch.distributed.run``, run as ``-m`` runs it) and each worker it starts
+    (``script_zygote.py worker``) are forked from the session's zygote, which imported torch
+    and transformers once (the agents' code, their rendezvous and the workers' environment
+    are torchrun's own)."""
     (words,) = [shlex.split(line, comments=True) for line in LINE.read_text(encoding="utf-8").replace("\\\n", " ").splitlines()
                 if line.startswith("torchrun")]
     assert "--nnodes=2" in words and "--rdzv-backend=c10d" in words and words[-1] == "train_fsdp2.py"
@@ -60,22 +54,23 @@ def machine_command(port: int, record, script, out) -> list[str]:
             assert word == "--rdzv-endpoint=$MASTER_IP:29500"
             word = f"--rdzv-endpoint=127.0.0.1:{port}"
         args.append(word)
-    return [sys.executable, "-m", "torch.distributed.run", *args, str(SCRIPT_ZYGOTE), "worker", str(RECORD_MESH), str(record), str(script),
-            "--tiny", "--out", str(out), "--epochs", "1"]
+    return [sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "torch.distributed.run", *args, str(SCRIPT_ZYGOTE), "worker",
+            str(RECORD_MESH), str(record), str(script), "--tiny", "--out", str(out), "--epochs", "1"]
 
 
 @pytest.fixture(scope="module")
-def machines(extracted, tmp_path_factory):
+def machines(extracted, tmp_path_factory, zygote):
     root = tmp_path_factory.mktemp("two-machines")
     script = extracted / "train_fsdp2.py"
     port = free_port()
     commands = [machine_command(port, root / "hsdp-record", script, root / "hsdp") for _ in range(2)]
-    with serving(WORKER_IMPORTS, {**os.environ, **CPU_REHEARSAL}, root) as zygote, ThreadPoolExecutor(3) as pool:
+    # agents and workers forked from the session's zygote (tests/conftest.py: torch and transformers imported once)
+    with ThreadPoolExecutor(3) as pool:
         nodes = [pool.submit(run, command, zygote, 300, root) for command in commands]
         # the reference: the 4 ranks on one machine, forked after one import of torch (fork_ranks.py:
         # torchrun's environment for each; 4 torchrun workers would import torch 4 times)
-        one = pool.submit(run, [sys.executable, str(FORK_RANKS), PRELOAD_HF, "4", str(RECORD_MESH), str(root / "fsdp-record"),
-                                str(script), "--tiny", "--out", str(root / "fsdp"), "--epochs", "1"], None, 300, root)
+        one = pool.submit(run, fork_ranks_cmd(PRELOAD_HF, "4", RECORD_MESH, root / "fsdp-record", script, "--tiny", "--out",
+                                              root / "fsdp", "--epochs", "1", zygote=zygote), zygote, 300, root)
         nodes, one = [node.result() for node in nodes], one.result()
     for launched in (*nodes, one):
         assert launched.returncode == 0, launched.stderr[-3000:]

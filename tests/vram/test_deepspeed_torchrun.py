@@ -16,14 +16,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.snippets.launch import fork_ranks_cmd
 from vram.deepspeed_zero import deepspeed_memory
 
-FORK_RANKS = Path(__file__).resolve().parent.parent / "snippets" / "fork_ranks.py"
 WORKER = Path(__file__).resolve().parent / "deepspeed_worker.py"
 WORLD_SIZE = 2
 
@@ -31,12 +30,13 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def stages(tmp_path_factory) -> list[dict[int, dict]]:
+def stages(tmp_path_factory, zygote) -> list[dict[int, dict]]:
     out = tmp_path_factory.mktemp("deepspeed")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
     # the ranks forked after one import of torch, with torchrun's environment (the launcher is
-    # not what this measures; tests/snippets/fork_ranks.py)
-    cmd = [sys.executable, str(FORK_RANKS), str(WORLD_SIZE), str(WORKER), str(out)]
+    # not what this measures; tests/snippets/fork_ranks.py), fork_ranks.py itself forked from the
+    # session's zygote (tests/conftest.py), which imported torch once
+    cmd = fork_ranks_cmd(WORLD_SIZE, WORKER, out, zygote=zygote)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     reports = [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]

@@ -35,14 +35,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import vram
+from tests.snippets.launch import fork_ranks_cmd
 
-FORK_RANKS = Path(__file__).resolve().parent.parent / "snippets" / "fork_ranks.py"
 WORKER = Path(__file__).resolve().parent / "fsdp2_worker.py"
 WORLD_SIZE = 2
 
@@ -50,12 +49,13 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> list[dict]:
+def reports(tmp_path_factory, zygote) -> list[dict]:
     out = tmp_path_factory.mktemp("fsdp2")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
     # the ranks forked after one import of torch, with torchrun's environment (the launcher is
-    # not what this measures; tests/snippets/fork_ranks.py)
-    cmd = [sys.executable, str(FORK_RANKS), str(WORLD_SIZE), str(WORKER), str(out)]
+    # not what this measures; tests/snippets/fork_ranks.py), fork_ranks.py itself forked from the
+    # session's zygote (tests/conftest.py), which imported torch once
+    cmd = fork_ranks_cmd(WORLD_SIZE, WORKER, out, zygote=zygote)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
