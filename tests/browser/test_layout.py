@@ -94,18 +94,15 @@ METHOD_LABELS_JS = r"""() => {
 
 
 @pytest.fixture
-def sized(chromium):
-    contexts = []
+def sized(page):
+    """``sized(size)``: the worker's reused page (tests/browser/conftest.py) at that viewport."""
 
     def open_page(size: str):
         width, height = SIZES[size]
-        context = chromium.new_context(viewport={"width": width, "height": height})
-        contexts.append(context)
-        return context.new_page()
+        page.set_viewport_size({"width": width, "height": height})
+        return page
 
-    yield open_page
-    for context in contexts:
-        context.close()
+    return open_page
 
 
 @pytest.mark.parametrize("size", SIZES)
