@@ -75,8 +75,14 @@ def computed(model: str, task: str, cards: str, option: str | None = None) -> bo
 
 
 def open_finder(page, site_server, lang: str):
-    """Open the finder and start using it (its reference answers load on the first focus)."""
-    page.goto(site_server.url(PATHS[lang]), wait_until="networkidle")
+    """Open the finder and start using it (its reference answers load on the first focus; the
+    page's scripts have run at "load", and the wait is for the finder's own ``data-ready``)."""
+    page.goto(site_server.url(PATHS[lang]), wait_until="load")
+    start_finder(page)
+
+
+def start_finder(page):
+    """Start using the finder open in ``page`` (focus its first control, wait for its answers)."""
     page.focus("#finder-model")
     page.wait_for_selector('#finder-form[data-ready="true"]', state="visible", timeout=10_000)
 
