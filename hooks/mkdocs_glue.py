@@ -42,6 +42,7 @@ from hooks.checks.language_parity import check_language_parity  # noqa: E402
 from hooks.checks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
 from hooks.checks.same_code import TitledBlocks  # noqa: E402
 from hooks.checks.snippet_includes import check_plain_files, check_snippets, own_content  # noqa: E402
+from hooks.checks.theme_files import check_theme_files_kept  # noqa: E402
 from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
 from hooks.data.load import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
@@ -160,20 +161,36 @@ def on_files(files, config, **kwargs):
                            *(path for folder in folders for path in Path(folder).rglob("*"))], root,
                           [config.docs_dir, *folders])
         check_plain_files(own, root)
+        # docs/ and overrides/ add to the theme, never replace its files
+        theme_dirs = [Path(folder) for folder in config.theme.dirs if folder != config.theme.custom_dir]
+        check_theme_files_kept([Path(config.docs_dir), *map(Path, folders[1:])], theme_dirs, root)
         check_stylesheet_files(own, root, origin(config.site_url))
     with reported(JSON_URI):
-        if files.get_file_from_path(JSON_URI) is None:
+        if not_generated(files, JSON_URI):
             files.append(File.generated(config, JSON_URI, content=finder_json()))
     with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
-        if files.get_file_from_path(BUNDLE_URI) is None:
+        if not_generated(files, BUNDLE_URI):
             files.append(File.generated(config, BUNDLE_URI, content=vram_bundle(model_config_files())))
         for uri, path in pyodide_files().items():
-            if files.get_file_from_path(uri) is None:
+            if not_generated(files, uri):
                 files.append(File.generated(config, uri, abs_src_path=str(path)))
     with reported(""):
         checked_stylesheets(origin(config.site_url))  # notebook pages link the rules they use (hooks/notebooks/weight.py)
     with reported(""):
         return use_executed_notebooks(files, config, build_language(config), publication=_build["verified"] is not None)
+
+
+def not_generated(files, uri: str) -> bool:
+    """Whether ``uri`` is still to be generated; raises RenderError when a file of ``docs/`` or of
+    the theme (``overrides/``) is there: the build writes the finder's data, the calculator's
+    sources and Pyodide's files itself, and a copy would replace what the reader's browser runs."""
+    found = files.get_file_from_path(uri)
+    if found is not None and found.generated_by is None:
+        where = Path(found.abs_src_path or found.src_uri)
+        where = where.relative_to(REPO_ROOT) if where.is_relative_to(REPO_ROOT) else where
+        raise RenderError(f"{where}: the build writes {uri} itself (from vram/, snippets/data/ and "
+                          "node_modules/pyodide); remove this file")
+    return found is None
 
 
 def on_page_read_source(page, config, **kwargs):

@@ -126,11 +126,18 @@ def _hunspell_available() -> bool:
         (dictionaries / f"{name}.dic").exists() for name in ("it_IT", "fr_FR"))
 
 
+def _bitsandbytes_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("bitsandbytes") is not None
+
+
 def pytest_runtest_setup(item):
     for marker, available, flag in (
         ("gpu", _cuda_available, "REQUIRE_GPU"),
         ("browser", _browser_available, "REQUIRE_BROWSER"),
         ("spelling", _hunspell_available, "REQUIRE_SPELLING"),
+        ("bitsandbytes", _bitsandbytes_available, "REQUIRE_BITSANDBYTES"),
     ):
         if item.get_closest_marker(marker) is None or available():
             continue

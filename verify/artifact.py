@@ -1,7 +1,7 @@
 """The check of the site as it will be uploaded: the last step before publishing, in a
 process of its own, after the build and every process it started have ended.
 
-``python -m verify.artifact SITE_DIR [--manifest FILE] [--tar FILE] [--snippets DIR]`` reads
+``python -m verify.artifact SITE_DIR [--manifest FILE] [--tar FILE] [--snippets DIR] [--calculator DIR]`` reads
 every file of ``SITE_DIR`` once and refuses the site (exit 2, one line naming the file)
 unless, by allow-list:
 
@@ -16,6 +16,20 @@ unless, by allow-list:
   tags of ``TAGS``, the attributes of ``ATTRIBUTES`` (and ``data-md-``/``aria-`` ones), the URL
   schemes of ``URL_SCHEMES``, ids that are unique on the page and not ``__code_…`` (the id
   Material's copy button looks for);
+- the code the finder's worker runs is the reviewed code (``check_calculator``): every file
+  under ``assets/pyodide/`` is the pinned npm package's (``PYODIDE_SHA256``) and
+  ``assets/vram.zip`` holds exactly the checkout's ``vram/*.py`` and the finder models'
+  ``config.json``, byte for byte (a file the theme's ``overrides/assets/`` or ``docs/assets/``
+  put there instead is refused);
+- the theme's own files (``assets/`` paths of mkdocs-material's ``templates/``) are the
+  installed theme's bytes (``check_theme_files``): ``overrides/assets/`` adds, never replaces;
+- every code block of a Markdown page is an include (``check_code_blocks_are_snippets``): its
+  text is a file of ``snippets/`` or a section of one (default language), or the same code to
+  its tool as the default language's block at the same place, with only Pygments' markup;
+- every file copied from ``docs/`` or ``overrides/`` is the checkout's, every script and
+  stylesheet has a source (``check_static_files``), and each search index holds only the
+  markup Material's search keeps (``check_search_indexes``): the site as uploaded, whatever a
+  process left running by the build rewrote;
 - every titled code block (``title="nccl_check.py"``) shows and copies what the extraction
   reads: its code holds only Pygments' ``<span class>`` markup (nothing ``hidden``, no ids),
   so the text a browser shows and the copy button copies is ``code.text()``; in the
@@ -26,8 +40,8 @@ Then it writes ``--manifest`` (JSON: every file's path, size and SHA-256) and ``
 files as read and hashed, the archive GitHub Pages deploys): the upload is what was checked,
 whatever a process left over from the build writes into ``SITE_DIR`` afterwards.
 
-Allow-lists: ``FILE_TYPES``, ``TAGS``, ``ATTRIBUTES``, ``URL_SCHEMES``, ``STYLE_PROPERTIES``
-here; the policy and theme scripts in ``verify/theme_scripts.py``. A contributor who needs a
+Allow-lists: ``FILE_TYPES``, ``TAGS``, ``ATTRIBUTES``, ``URL_SCHEMES``, ``STYLE_PROPERTIES``,
+``PYODIDE_SHA256`` here; the policy and theme scripts in ``verify/theme_scripts.py``. A contributor who needs a
 new tag, attribute or file type adds it to the table here, with the reason (README,
 "Verified publishing").
 """
@@ -42,12 +56,15 @@ import json
 import re
 import sys
 import tarfile
+import zipfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path, PurePosixPath
 from posixpath import normpath
 from urllib.parse import urlsplit
 
 import nh3
+import yaml
 from selectolax.lexbor import LexborHTMLParser
 
 from verify.extract import ExtractError, blocks_in_html, compare_code
@@ -71,15 +88,14 @@ FILE_TYPES: tuple[tuple[str, str], ...] = (
     ("*/search/search_index.json", "another language's search index"),
     ("sitemap.xml", "the sitemap"),
     ("sitemap.xml.gz", "the sitemap, compressed"),
-    # the calculator in the reader's browser (issue 20): Pyodide's runtime, self-hosted
-    ("assets/pyodide/*.wasm", "Pyodide's runtime"),
-    ("assets/pyodide/*.mjs", "Pyodide's loader"),
-    ("assets/pyodide/*.js", "Pyodide's loader"),
-    ("assets/pyodide/*.zip", "Pyodide's standard library"),
-    ("assets/pyodide/*.json", "Pyodide's lock file"),
-    ("assets/pyodide/*.whl", "a package Pyodide loads"),
-    ("assets/*vram*.zip", "the calculator's package for Pyodide"),
-    ("assets/*vram*.whl", "the calculator's package for Pyodide"),
+    # the calculator in the reader's browser (issue 20): Pyodide's runtime, self-hosted, and the
+    # calculator's own sources; their bytes are checked too (check_calculator)
+    ("assets/pyodide/pyodide.mjs", "Pyodide's loader (PYODIDE_SHA256)"),
+    ("assets/pyodide/pyodide.asm.mjs", "Pyodide's runtime (PYODIDE_SHA256)"),
+    ("assets/pyodide/pyodide.asm.wasm", "Pyodide's runtime (PYODIDE_SHA256)"),
+    ("assets/pyodide/python_stdlib.zip", "Pyodide's standard library (PYODIDE_SHA256)"),
+    ("assets/pyodide/pyodide-lock.json", "Pyodide's lock file (PYODIDE_SHA256)"),
+    ("assets/vram.zip", "the calculator's sources for Pyodide (CALCULATOR_BUNDLE)"),
 )
 
 # The elements our Markdown extensions, Material's templates and the notebooks' template
@@ -135,6 +151,25 @@ RESERVED_ID_RE = re.compile(r"__code_")  # Material's copy button copies the fir
 # What Pygments' stylesheets (the notebook cells' highlighting) set, and nothing that hides.
 STYLE_PROPERTIES = frozenset({"color", "background", "background-color", "font-weight", "font-style", "text-decoration", "border",
                               "line-height", "padding-left", "padding-right"})
+# The files the finder's worker runs (hooks/finder/pyodide_assets.py): the npm package
+# pyodide@314.0.7 (package-lock.json) as `npm ci` installs it, by SHA-256 of each file; a new
+# version updates these (tests/verify/test_artifact_calculator.py compares them with
+# node_modules/pyodide). A file of the site under assets/pyodide/ is one of them, byte for byte.
+PYODIDE_DIR = "assets/pyodide/"
+PYODIDE_SHA256 = {
+    "pyodide.mjs": "6f1d60f7bf529beb300f0f47983c921d3982363640ba20af0e38efdddbc66109",
+    "pyodide.asm.mjs": "f7cdc8ece80678ceb712f8e65ebe6d3a83203a180c399865f49612a051693635",
+    "pyodide.asm.wasm": "cc36e3cab04fdfc9a63ff13eb52eae2b911bf46c025cc7b281f394bd3de1d5e6",
+    "python_stdlib.zip": "fa1957e5777068fc4f7437f96d860ae2fbe9c19732ba06c84e004ec16dd7dd7a",
+    "pyodide-lock.json": "5dc2fc119108bc148c7457dc86e7675b5c87e1cafd420b9c34c1eaef7b36c010",
+}
+# The calculator's archive the worker unpacks and imports: exactly vram/<name>.py for every
+# vram/*.py of the checkout and configs/<model>.json for every model of
+# snippets/data/models.yaml, each member the bytes of that file, and nothing else.
+CALCULATOR_BUNDLE = "assets/vram.zip"
+CALCULATOR_DIR = Path(__file__).resolve().parent.parent / "vram"
+DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"  # which pages are notebooks (notebook_pages); static files
+OVERRIDES_DIR = Path(__file__).resolve().parent.parent / "overrides"  # the theme's custom folder (mkdocs.yml: custom_dir)
 HTML_ATTRIBUTES = frozenset({"class", "lang"})  # <html>
 BODY_ATTRIBUTES = frozenset({"dir", "data-md-color-scheme", "data-md-color-primary", "data-md-color-accent"})
 
@@ -404,6 +439,247 @@ def check_titled_blocks(pages: dict[str, str], snippets_dir: Path) -> None:
                     raise ArtifactError(str(exc)) from None
 
 
+def notebook_pages(docs_dir: Path) -> dict[str, Path]:
+    """The site path of each notebook page (``docs/NAME.LANG.ipynb`` -> ``[LANG/]NAME/index.html``)
+    -> its notebook: its code blocks are its code cells, not includes."""
+    pages = {}
+    for path in sorted(docs_dir.glob("*.ipynb")):
+        name, _, lang = path.stem.rpartition(".")
+        pages[f"{name}/index.html" if lang == DEFAULT_LANGUAGE else f"{lang}/{name}/index.html"] = path
+    return pages
+
+
+def _check_notebook_blocks(page: str, blocks: list[str], notebook: Path) -> None:
+    """A notebook page's code blocks are code cells of its notebook, in the notebook's order (a
+    cell the page leaves out, the set-up cell, is skipped): a fence or ``<pre>`` in a Markdown
+    cell is no cell, never ran and is refused, and so is a text output (none yet: reading
+    them needs the executed notebook)."""
+    cells = [("".join(cell.get("source", [])) if isinstance(cell.get("source"), list) else cell.get("source", "")) + "\n"
+             for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []) if cell.get("cell_type") == "code"]
+    position = 0
+    for number, code in enumerate(blocks, start=1):
+        while position < len(cells) and cells[position] != code:
+            position += 1
+        if position == len(cells):
+            line = (code.strip().splitlines() or [""])[0][:60]
+            raise ArtifactError(f"{page}: code block {number} ({line!r}) is not a code cell of {notebook.name} (in its order): "
+                                "a notebook page shows its code cells, and only those")
+        position += 1
+
+
+def _fence_language(pre) -> str:
+    classes = (pre.parent.attributes.get("class") or "").split() if pre.parent is not None else []
+    return next((c.removeprefix("language-") for c in classes if c.startswith("language-")), "")
+
+
+def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, docs_dir: Path) -> None:
+    """Every code block of a Markdown page is an include of ``snippets/``, as its Markdown must
+    write it (``hooks/checks/conventions.py`` reads the fences; a block written as raw HTML is no
+    fence): each ``<pre>`` holds only Pygments' ``<code>`` and ``<span class>`` markup, and its
+    text is a file of ``snippets/`` (or one section of it) byte for byte in the default language;
+    in every other language the page has as many blocks, each the same code to its tool as the
+    default language's block at the same place. On a notebook page (``notebook_pages``) the
+    blocks are code cells of its notebook instead. Raises ArtifactError naming the page and the block."""
+    sources = [path.read_text(encoding="utf-8") for path in sorted(snippets_dir.rglob("*"))
+               if path.is_file() and "data" not in path.relative_to(snippets_dir).parts]
+    notebooks = notebook_pages(docs_dir)
+    shown: dict[str, list[tuple[str, str]]] = {}
+    for page, text in sorted(pages.items()):
+        tree = LexborHTMLParser(text)
+        blocks = []
+        for number, pre in enumerate(tree.css("pre"), start=1):
+            for index, node in enumerate(pre.traverse()):
+                if index and not (node.tag == "code" and not node.attributes or node.tag == "span" and set(node.attributes) <= {"class"}):
+                    raise ArtifactError(f"{page}: code block {number} holds <{node.tag} {' '.join(node.attributes)}>: a code block "
+                                        "is Pygments' <code> and <span class> markup only, shown and copied as written")
+            code = pre.css_first("code")
+            blocks.append((_fence_language(pre), (code if code is not None else pre).text()))
+        if page in notebooks:
+            _check_notebook_blocks(page, [code for _, code in blocks], notebooks[page])
+            continue
+        shown[page] = blocks
+    for page, blocks in shown.items():
+        first = page.split("/")[0]
+        lang = first if first in LANGUAGES and first != DEFAULT_LANGUAGE else DEFAULT_LANGUAGE
+        if lang == DEFAULT_LANGUAGE:
+            for number, (_, code) in enumerate(blocks, start=1):
+                if not any(is_part_of(code, source) for source in sources):
+                    line = (code.strip().splitlines() or [""])[0][:60]
+                    raise ArtifactError(f"{page}: code block {number} ({line!r}) is not a file of snippets/ nor a section of "
+                                        "one: every code block is an include (--8<--), written once and rehearsed")
+            continue
+        reference_page = page[len(first) + 1:]
+        reference = shown.get(reference_page, [])
+        if len(reference) != len(blocks) or [fence for fence, _ in reference] != [fence for fence, _ in blocks]:
+            raise ArtifactError(f"{page}: {len(blocks)} code blocks, {reference_page} has {len(reference)}: every language "
+                                "shows the same blocks in the same order")
+        for number, ((fence, code), (_, reference_code)) in enumerate(zip(blocks, reference), start=1):
+            try:
+                compare_code(fence or "text", (reference_code, f"{reference_page}, block {number}"), (code, f"{page}, block {number}"))
+            except ExtractError as exc:
+                raise ArtifactError(str(exc)) from None
+
+
+# ------------------------------------------------------------------ calculator
+def calculator_members(calculator_dir: Path, snippets_dir: Path) -> dict[str, bytes]:
+    """What ``CALCULATOR_BUNDLE`` must hold: member name -> the bytes of the checkout's file."""
+    members = {f"vram/{path.name}": path.read_bytes() for path in sorted(calculator_dir.glob("*.py"))}
+    models_dir = (snippets_dir / "data" / "models").resolve()
+    models = yaml.safe_load((snippets_dir / "data" / "models.yaml").read_text(encoding="utf-8"))["models"]
+    for key, entry in models.items():
+        path = (models_dir / entry["config"]).resolve()
+        if path.parent != models_dir:
+            raise ArtifactError(f"snippets/data/models.yaml: models.{key}.config is not a file of snippets/data/models/")
+        members[f"configs/{key}.json"] = path.read_bytes()
+    return members
+
+
+def check_calculator(files: dict[str, bytes], calculator_dir: Path, snippets_dir: Path) -> None:
+    """The code the finder's worker runs is the reviewed code: every file under
+    ``assets/pyodide/`` is the npm package's (``PYODIDE_SHA256``), and ``CALCULATOR_BUNDLE``
+    is a zip of exactly ``calculator_members`` (no other member, none twice, each byte for
+    byte). Raises ArtifactError naming the file."""
+    for path, data in files.items():
+        if path.startswith(PYODIDE_DIR):
+            name = path[len(PYODIDE_DIR):]
+            if PYODIDE_SHA256.get(name) != hashlib.sha256(data).hexdigest():
+                raise ArtifactError(f"{path}: not the file of the npm package pyodide that package-lock.json pins "
+                                    "(verify/artifact.py, PYODIDE_SHA256)")
+    if CALCULATOR_BUNDLE not in files:
+        return
+    expected = calculator_members(calculator_dir, snippets_dir)
+    try:
+        with zipfile.ZipFile(io.BytesIO(files[CALCULATOR_BUNDLE])) as archive:
+            names = [info.filename for info in archive.infolist()]
+            if len(names) != len(set(names)) or set(names) != set(expected):
+                extra = sorted(set(names) - set(expected)) or sorted({n for n in names if names.count(n) > 1})
+                raise ArtifactError(f"{CALCULATOR_BUNDLE}: holds {extra[0] if extra else 'not every file'!r}; the calculator's "
+                                    f"archive is vram/*.py and the models' config.json, each once (missing: "
+                                    f"{', '.join(sorted(set(expected) - set(names))) or 'none'})")
+            for name in names:
+                if archive.read(name) != expected[name]:
+                    raise ArtifactError(f"{CALCULATOR_BUNDLE}: {name} is not the checkout's file byte for byte")
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+        raise ArtifactError(f"{CALCULATOR_BUNDLE}: not a readable zip ({exc})") from None
+
+
+# ----------------------------------------------------------------------- theme
+def check_theme_files(files: dict[str, bytes]) -> None:
+    """The theme's own files are the installed theme's: a file under ``assets/`` whose path is
+    a file of mkdocs-material's ``templates/`` (its JavaScript bundle, search worker, lunr,
+    stylesheets, favicon) holds that file's bytes. ``overrides/assets/`` adds files, never
+    replaces one (``overrides/assets/javascripts/bundle.*.min.js`` would run on every page).
+    Raises ArtifactError naming the file."""
+    theme = Path(str(resources.files("material") / "templates"))
+    for path, data in files.items():
+        installed = theme / path
+        if path.startswith("assets/") and installed.is_file() and installed.read_bytes() != data:
+            raise ArtifactError(f"{path}: not the file of the installed mkdocs-material; the theme's own files are "
+                                "published as the theme ships them (docs/ and overrides/ add files, never replace one)")
+
+
+# ------------------------------------------------------------- static sources
+# What Material's search keeps of a page's markup in its index (its plugin's parser: "keep");
+# its search results insert an entry's title and text as HTML.
+SEARCH_INDEX_TAGS = frozenset({"p", "code", "pre", "li", "ol", "ul", "sub", "sup"})
+NOTEBOOK_STYLESHEET_RE = re.compile(r"assets/notebook/page\.([0-9a-f]{16})\.css")  # hooks/notebooks/weight.py names it by its SHA-256
+
+
+def check_static_files(files: dict[str, bytes], docs_dir: Path, custom_dir: Path) -> None:
+    """Every file the build copies from the checkout is the checkout's: a site file whose path is
+    a file of ``docs_dir`` or ``custom_dir`` (``overrides/``; pages and templates aside) holds its
+    bytes. Every script (``.js``) and stylesheet (``.css``) of the site has such a source: the
+    checkout, the installed theme (``check_theme_files``), or, for the notebook page's stylesheet,
+    the SHA-256 its name states. A file rewritten after the build (a process a notebook cell left
+    running) is refused, naming it."""
+    theme = Path(str(resources.files("material") / "templates"))
+    for path, data in files.items():
+        sources = [(base.name, base / path) for base in (docs_dir, custom_dir)
+                   if (base / path).is_file() and (base / path).suffix not in (".md", ".ipynb", ".html")]
+        for folder, source in sources:
+            if source.read_bytes() != data:
+                raise ArtifactError(f"{path}: not the checkout's {folder}/{path} byte for byte (rewritten after the build?)")
+        if path.endswith((".js", ".css")) and not sources and not path.startswith(PYODIDE_DIR):
+            named = NOTEBOOK_STYLESHEET_RE.fullmatch(path)
+            if named and hashlib.sha256(data).hexdigest()[:16] == named.group(1):
+                continue
+            if not (path.startswith("assets/") and (theme / path).is_file()):
+                raise ArtifactError(f"{path}: a script or stylesheet that is no file of docs/, overrides/ or the installed theme "
+                                    "(nor the notebook page's stylesheet named by its SHA-256)")
+
+
+def _stylesheet_rules(rules, found: set[str] | None = None) -> set[str]:
+    """Every rule of a parsed stylesheet as tinycss2 serializes it: qualified rules (at the top
+    or inside ``@media``/``@supports``), those blocks' preludes, other at-rules whole."""
+    import tinycss2
+
+    found = set() if found is None else found
+    for rule in rules:
+        if rule.type == "qualified-rule":
+            found.add(rule.serialize())
+        elif rule.type == "at-rule" and rule.lower_at_keyword in {"media", "supports"} and rule.content is not None:
+            found.add(f"@{rule.at_keyword} {tinycss2.serialize(rule.prelude).strip()}")
+            _stylesheet_rules(tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True), found)
+        else:  # another at-rule, or a parse error (never a rule of the package: refused)
+            found.add(rule.serialize() if rule.type == "at-rule" else f"\0{rule.type}")
+    return found
+
+
+def check_notebook_stylesheets(files: dict[str, bytes]) -> None:
+    """The notebook page's stylesheet (``assets/notebook/page.<sha>.css``, the JupyterLab rules
+    the page uses, ``hooks/notebooks/weight.py``) holds only rules of the installed
+    mkdocs-jupyter's stylesheets: its name states its hash, not its origin, so a page and a
+    stylesheet rewritten together (a rule that hides a comment's ``#`` in a cell, or adds text
+    with ``content:``) would pass without this. Raises ArtifactError naming the file."""
+    import tinycss2
+
+    sheets = [path for path in files if NOTEBOOK_STYLESHEET_RE.fullmatch(path)]
+    if not sheets:
+        return
+    folder = resources.files("mkdocs_jupyter").joinpath("templates", "mkdocs_html", "assets")
+    allowed: set[str] = set()
+    for entry in folder.iterdir():
+        if entry.name.endswith(".css"):
+            _stylesheet_rules(tinycss2.parse_stylesheet(entry.read_text(encoding="utf-8"), skip_comments=True, skip_whitespace=True),
+                              allowed)
+    for path in sheets:
+        try:
+            text = files[path].decode("utf-8")
+        except UnicodeDecodeError:
+            raise ArtifactError(f"{path}: not UTF-8") from None
+        used = _stylesheet_rules(tinycss2.parse_stylesheet(text, skip_comments=True, skip_whitespace=True))
+        if extra := sorted(used - allowed):
+            raise ArtifactError(f"{path}: {extra[0][:80]!r} is not a rule of the installed mkdocs-jupyter's stylesheets")
+
+
+def check_search_indexes(files: dict[str, bytes]) -> None:
+    """Each search index is Material's: JSON whose entries' ``title`` and ``text`` hold only the
+    markup Material's search keeps (``SEARCH_INDEX_TAGS``, no attribute: its results insert them
+    as HTML) and whose ``location`` is a relative address in the site."""
+    for path, data in files.items():
+        if not (path == "search/search_index.json" or fnmatch.fnmatchcase(path, "*/search/search_index.json")):
+            continue
+        try:
+            docs = json.loads(data.decode("utf-8"))["docs"]
+            entries = [(doc["location"], doc["title"], doc["text"]) for doc in docs]
+        except (ValueError, KeyError, TypeError):
+            raise ArtifactError(f"{path}: not a search index of Material (JSON with docs of location, title and text)") from None
+        for location, *texts in entries:
+            parts = urlsplit(location) if isinstance(location, str) else None
+            if parts is None or parts.scheme or parts.netloc or location.startswith(("/", "\\")):
+                raise ArtifactError(f"{path}: location {str(location)[:80]!r} is not a relative address in the site")
+            for text in texts:
+                if not isinstance(text, str):
+                    raise ArtifactError(f"{path}: an entry's title or text is not a string")
+                if "<" not in text:
+                    continue
+                body = LexborHTMLParser(f"<!DOCTYPE html><html><head></head><body>{text}</body></html>").body
+                for node in (body.traverse() if body is not None else []):
+                    if node.tag != "body" and (node.tag not in SEARCH_INDEX_TAGS or node.attributes):
+                        raise ArtifactError(f"{path}: an entry ({location!r}) holds <{node.tag} {' '.join(node.attributes)}>: "
+                                            "a search index holds the markup Material's search keeps and nothing else")
+
+
 # --------------------------------------------------------------------- artifact
 def site_home_of(files: dict[str, bytes]) -> str:
     """The site's address (``https://owner.github.io/REPO/``): the shortest URL of the sitemap, its home page."""
@@ -411,10 +687,16 @@ def site_home_of(files: dict[str, bytes]) -> str:
     return min(re.findall(r"<loc>([^<]+)</loc>", sitemap), key=len, default="/")
 
 
-def check_site(site_dir: Path, snippets_dir: Path) -> list[SiteFile]:
+def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCULATOR_DIR, docs_dir: Path = DOCS_DIR,
+               overrides_dir: Path = OVERRIDES_DIR) -> list[SiteFile]:
     """Every file of ``site_dir``, read once and checked. Raises ArtifactError."""
     files = read_site(site_dir)
     by_path = {f.path: f.data for f in files}
+    check_calculator(by_path, calculator_dir, snippets_dir)
+    check_theme_files(by_path)
+    check_static_files(by_path, docs_dir, overrides_dir)
+    check_search_indexes(by_path)
+    check_notebook_stylesheets(by_path)
     home = site_home_of(by_path)
     site_path = urlsplit(home).path or "/"
     pages = {}
@@ -428,6 +710,7 @@ def check_site(site_dir: Path, snippets_dir: Path) -> list[SiteFile]:
     if not pages:
         raise ArtifactError(f"{site_dir}: no page")
     check_titled_blocks(pages, snippets_dir)
+    check_code_blocks_are_snippets(pages, snippets_dir, docs_dir)
     return files
 
 
@@ -454,11 +737,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verify.artifact", description=__doc__.splitlines()[0])
     parser.add_argument("site_dir", type=Path)
     parser.add_argument("--snippets", type=Path, default=Path("snippets"))
+    parser.add_argument("--calculator", type=Path, default=CALCULATOR_DIR, help="the vram/ sources assets/vram.zip must hold")
     parser.add_argument("--manifest", type=Path, help="write every file's path, size and SHA-256 here (JSON)")
     parser.add_argument("--tar", type=Path, help="write the checked files here, as the Pages artifact")
     args = parser.parse_args(argv)
     try:
-        files = check_site(args.site_dir, args.snippets)
+        files = check_site(args.site_dir, args.snippets, args.calculator)
     except ArtifactError as exc:
         print(f"verify.artifact: error: {exc}", file=sys.stderr)
         return 2

@@ -10,7 +10,8 @@ results as ``breakdown.FrameworkMemory``), ``training`` (per GPU, optimizer offl
 Hugging Face config.json), ``dtypes`` (bf16/fp8/int4/NF4 bytes), ``lora``,
 ``serving`` (weights and KV cache, tensor parallel), ``mxfp4`` (gpt-oss's MXFP4 experts),
 ``fit`` (does it fit a card), ``optimizer_step`` (what torch.optim.AdamW's step allocates,
-by implementation), ``job`` (one finder job answered: the finder's calculator).
+by implementation), ``job`` (one finder job answered: the finder's calculator),
+``accounting`` (the name of the formula behind a job's answer: what it assumes).
 """
 
 from .activations import (

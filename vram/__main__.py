@@ -22,6 +22,7 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
+from .accounting import ACCOUNTINGS
 from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE, ActivationMemory, activation_memory
 from .breakdown import PARTS, SYMBOLS, ModelShape, model_shape
 from .catalogue import card_speed, load_catalogue
@@ -367,6 +368,8 @@ def _cmd_job(args: argparse.Namespace) -> None:
     lines = [f"params: {answer['params']:,}; {answer['kind']} on {answer['cards']} card(s) "
              "(GB = 10^9 bytes, GiB = 2^30 bytes):",
              *_rows([(part, size) for part, size, _ in answer["parts"]] + [("total", answer["per_gpu_bytes"])])]
+    if "accounting" in answer:  # what the bytes assume, by name (vram.accounting)
+        lines.append(f"accounting: {answer['accounting']}: {ACCOUNTINGS[answer['accounting']]}")
     if "activations" in answer:
         act = answer["activations"]
         lines.append(f"activations ({act['attention']}, recompute {act['recompute']}, {act['micro_batch']} x "

@@ -10,7 +10,7 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
 - ``kind``: "training" (``vram.framework_memory`` under ``framework``/``zero_stage``, with
   ``optimizer``, its ``optimizer_impl`` (foreach, fused, forloop) and ``offload``), "lora" (``vram.lora_memory_per_gpu``: DDP or DeepSpeed
   ZeRO-1/2/3, ``rank``, ``targets``, ``base_dtype`` "nf4" = QLoRA; FSDP2 at zero_stage 2 or 3 with a
-  bf16 base: ``vram.lora_fsdp2_memory``, with ``optimizer_impl``) or "serving"
+  bf16 or nf4 base: ``vram.lora_fsdp2_memory``, with ``optimizer_impl``) or "serving"
   (``vram.serving_memory_per_gpu``, tensor parallel over ``cards``; ``weights``,
   ``kv_dtype``, ``context``, ``concurrent`` sequences, ``gpu_memory_utilization``);
 - ``config``: the model's parsed ``config.json`` (read by ``vram.model_config_from_dict``);
@@ -64,6 +64,7 @@ import json
 import math
 from typing import Any, Mapping
 
+from .accounting import job_accounting
 from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE, activation_memory, default_attention
 from .breakdown import model_shape
 from .fit import fits, free_fraction, mib_to_bytes, training_verdict, usable_bytes
@@ -245,13 +246,14 @@ def _lora(job: dict, config: ModelConfig) -> tuple[dict[str, int], int, list[str
     adapters = memory.adapter_weights_bytes + memory.adapter_gradients_bytes + memory.adapter_optimizer_bytes
     notes = []
     if base == "nf4" and stage == 3 and job["cards"] > 1:
-        notes.append("QLoRA under ZeRO-3 or FSDP needs BitsAndBytesConfig(bnb_4bit_quant_storage=torch.bfloat16), "
-                     "the compute dtype, so the 4-bit data can be sharded")
+        notes.append(QLORA_STORAGE_NOTE)
     return {"base": memory.base_weights_bytes, "adapters": adapters}, 0, notes, memory.total_bytes
 
 
+QLORA_STORAGE_NOTE = ("QLoRA under ZeRO-3 or FSDP needs BitsAndBytesConfig(bnb_4bit_quant_storage=torch.bfloat16), "
+                      "the compute dtype, so the 4-bit data can be sharded")
 LORA_FSDP2_NOTE = (
-    "LoRA under FSDP2 (vram.lora_fsdp2_memory): the bf16 base and the fp32 adapters sharded, FSDP2 "
+    "LoRA under FSDP2 (vram.lora_fsdp2_memory): the {base} base and the fp32 adapters sharded, FSDP2 "
     "gathering {what}; the frozen weights have no gradients, so only the adapters are reduce-scattered."
 )
 
@@ -260,17 +262,16 @@ def _lora_fsdp2(job: dict, config: ModelConfig, stage: int, rank: int, base: str
                 targets: Any) -> tuple[dict[str, int], int, list[str], int]:
     """LoRA under FSDP2 (``vram.lora_fsdp2_memory``): base shards, adapter states, and FSDP2's
     buffers at the fullest moment of backward or the optimizer step as ``working``."""
-    if base != "bf16":
-        raise JobError("framework", "not_offered", "QLoRA (and a base other than bf16) under FSDP2 is not "
-                       "modelled: its 4-bit base is bitsandbytes', which needs CUDA to be measured; use "
-                       "DeepSpeed ZeRO-3 or DDP")
+    if base not in ("bf16", "nf4"):
+        raise JobError("framework", "not_offered", f"LoRA under FSDP2 is modelled with a bf16 or nf4 (QLoRA) base, "
+                       f"not {base}; use DeepSpeed ZeRO-3 or DDP")
     implementation = _choice(job, "optimizer_impl", OPTIMIZER_IMPLS)
     try:
         lora_adapter_params(config, rank, targets)
     except ValueError as exc:
         raise JobError("targets", "not_offered", str(exc)) from None
     try:
-        memory = lora_fsdp2_memory(config, rank, job["cards"], stage, targets, implementation)
+        memory = lora_fsdp2_memory(config, rank, job["cards"], stage, targets, implementation, base)
     except ValueError as exc:  # what FSDP2 is not modelled for (module docstring of vram.lora)
         raise JobError("framework", "not_offered", str(exc)) from None
     adapters = memory.adapter_weights_bytes + memory.adapter_gradients_bytes + memory.adapter_optimizer_bytes
@@ -278,7 +279,9 @@ def _lora_fsdp2(job: dict, config: ModelConfig, stage: int, rank: int, base: str
             else "every layer from forward to its backward (reshard_after_forward=False)")
     parts = {"base": memory.base_weights_bytes, "adapters": adapters,
              "working": memory.per_gpu_bytes - memory.states_bytes}
-    return parts, 0, [LORA_FSDP2_NOTE.format(what=what)], memory.backward_bytes
+    shown = "4-bit NF4 (its quantisation constants whole on every GPU)" if base == "nf4" else "bf16"
+    notes = [LORA_FSDP2_NOTE.format(what=what, base=shown)] + ([QLORA_STORAGE_NOTE] if base == "nf4" else [])
+    return parts, 0, notes, memory.backward_bytes
 
 
 def _tokens(job: dict, field: str, config: ModelConfig) -> int:
@@ -488,6 +491,8 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` (serving), ``fits`` and
     ``short`` (per card: ``gpu``, ``capacity_bytes``, ``margin_bytes``/``margin_gb``,
     ``free_fraction``, ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``. Training
+    and LoRA: ``accounting``, the name of the formula the bytes come from
+    (``vram.accounting.ACCOUNTINGS``: what it assumes, e.g. "ddp-amp" or "ddp-bf16"). Training
     and LoRA on cards given with their ``speed``: each fit's ``time`` (``step_s``, ``compute_s``,
     ``communication_s``, ``offload_s``, ``run_s`` [low, high] seconds, ``run_shown`` (its ends
     as ``vram.timing.shown_duration`` writes them), ``bound``,
@@ -526,6 +531,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
         "fits": fit_list, "short": short, "notes": notes,
     }
     if activations is not None:
+        answer["accounting"] = job_accounting(job)  # what the bytes assume (vram.accounting.ACCOUNTINGS)
         answer["activations"] = activations
         if kind in ("training", "lora"):
             run = _run_times(job, config, fit_list)

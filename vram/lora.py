@@ -61,7 +61,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .breakdown import model_shape
+from dataclasses import replace
+
+from .breakdown import ModelShape, model_shape
 from .dtypes import NF4, nf4_bytes, tensor_bytes
 from .fsdp2 import fsdp2_model_states_per_rank, rank0_shard_params
 from .models import ModelConfig, as_model_config, count_params, layer_modules
@@ -276,6 +278,53 @@ def qlora_base_bytes(config: ModelLike) -> int:
     return sum(_qlora_base_parts(as_model_config(config)))
 
 
+def nf4_packed_bf16_rows(n_elements: int) -> int:
+    """Rows of the (rows, 1) bf16 tensor bitsandbytes 0.50.2 stores ``n_elements`` of NF4 data in
+    with ``quant_storage=torch.bfloat16``: the ceil(n/2) packed bytes viewed as 2-byte elements
+    (``backends/default/ops.py``, ``quantize_4bit``: ``packed.view(quant_storage).unsqueeze(1)``)."""
+    return ceil_div(ceil_div(n_elements, 2), 2)
+
+
+def qlora_fsdp2_shape(config: ModelLike) -> ModelShape:
+    """The parameters FSDP2 shards for a QLoRA base loaded with
+    ``bnb_4bit_quant_storage=torch.bfloat16``: ``model_shape(config)`` with every quantised
+    weight (``qlora_quantized_params``: each decoder ``nn.Linear``'s) replaced by its packed NF4
+    data, ``nf4_packed_bf16_rows`` x 1 bf16 elements, so that ``params``,
+    ``decoder_layer_params`` (the largest layer) and ``param_shapes`` count bf16 elements as
+    FSDP2 all-gathers and shards them; ``root_params`` stays (embeddings, final norm and
+    ``lm_head`` are not quantised). The quantisation constants are not parameters and are not
+    in it. Raises ValueError (ConfigError) for a bad config."""
+    config = as_model_config(config)
+    shape = model_shape(config)
+    shapes = dict(shape.param_shapes or ())
+    per_layer = 0
+    for index in range(config.num_hidden_layers):
+        layer = 0
+        for module in layer_modules(config, index):
+            for name, dims in module.shapes:
+                numel = 1
+                for d in dims:
+                    numel *= d
+                if module.kind == "linear" and name == "weight":
+                    shapes[dims] -= 1
+                    packed = (nf4_packed_bf16_rows(numel), 1)
+                    shapes[packed] = shapes.get(packed, 0) + 1
+                    numel = packed[0]
+                layer += numel
+        per_layer = max(per_layer, layer)
+    kept = tuple((dims, count) for dims, count in shapes.items() if count)
+    params = sum(count * _numel(dims) for dims, count in kept)
+    return replace(shape, params=params, decoder_layer_params=per_layer, param_shapes=kept,
+                   largest_layer_params=None, linear_params=None)
+
+
+def _numel(dims: tuple[int, ...]) -> int:
+    numel = 1
+    for d in dims:
+        numel *= d
+    return numel
+
+
 def _adapter_memory(base_weights_bytes: int, adapter_params: int, optimizer: str | BytesPerParam) -> LoraMemory:
     bpp = as_bytes_per_param(optimizer)
     return LoraMemory(
@@ -429,8 +478,9 @@ def lora_fsdp2_memory(
     zero_stage: int,
     target_modules: str | Iterable[str] = ALL_LINEAR,
     optimizer_impl: str = "foreach",
+    base_dtype: str = "bf16",
 ) -> LoraFsdp2Memory:
-    """LoRA bytes on rank 0 of ``world_size`` GPUs under PyTorch 2.13 FSDP2, bf16 base.
+    """LoRA bytes on rank 0 of ``world_size`` GPUs under PyTorch 2.13 FSDP2, bf16 or NF4 (QLoRA) base.
 
     The run modelled: the model loaded in bf16, PEFT 0.21's LoRA (``rank``, ``target_modules``
     as in ``lora_adapter_params``; adapters in fp32, PEFT's ``autocast_adapter_dtype=True``),
@@ -461,13 +511,31 @@ def lora_fsdp2_memory(
     Oracle: real ``fully_shard`` on 2 gloo ranks on CPU with PEFT on a small Llama, at both
     stages and both moments of stage 2 (tests/vram/test_lora_fsdp2.py, lora_fsdp2_worker.py):
     every byte above but AdamW's 0-dim ``step`` tensors (4 B per adapter tensor).
+
+    QLoRA (``base_dtype`` "nf4"): the base loaded by transformers + bitsandbytes 0.50.2 with
+    ``BitsAndBytesConfig(bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+    bnb_4bit_quant_storage=torch.bfloat16)``, the storage FSDP needs to shard 4-bit weights at
+    all (bitsandbytes docs, "FSDP-QLoRA"; PR #970): each quantised weight is then a bf16
+    parameter of shape (``nf4_packed_bf16_rows``, 1) that FSDP2 shards, gathers and frees like
+    any other, so every formula above holds with Pb, B and the shards counted on
+    ``qlora_fsdp2_shape(config)`` (2 B per packed element: half a byte per weight). The
+    quantisation constants (``QuantState``: absmax, the nested absmax and the tables,
+    ``_qlora_base_parts``) are not parameters: FSDP2 leaves them whole on every rank, in
+    ``base_weights_bytes`` beside the shards. Oracle: the same run on 2 gloo ranks with
+    bitsandbytes' ``Linear4bit`` quantised on the CPU (tests/vram/test_qlora_fsdp2.py,
+    qlora_fsdp2_worker.py). Not counted: the bf16 weight bitsandbytes dequantises for one matmul
+    at a time in forward and backward (2 B per element of that weight, freed after it).
+
     Not modelled (raised): fewer than ``LORA_FSDP2_MIN_LAYERS`` decoder layers, LoRA on fused
-    expert parameters (PEFT's ``target_parameters``: mixtral, qwen3_moe), a 4-bit (QLoRA) base.
+    expert parameters (PEFT's ``target_parameters``: mixtral, qwen3_moe), a base other than
+    bf16 and nf4.
     Returns ``LoraFsdp2Memory`` in bytes. Raises ValueError (ConfigError) for a bad config,
     rank, target, world_size, implementation or a zero_stage other than 2 or 3.
     """
     config = as_model_config(config)
     n = check_world_size(world_size)
+    if _check_base_dtype(base_dtype) not in ("bf16", NF4):
+        raise ValueError(f"LoRA under FSDP2 is modelled with a bf16 or nf4 (QLoRA) base, got {base_dtype!r}")
     if zero_stage not in (2, 3):
         raise ValueError(f"LoRA under FSDP2 is modelled at zero_stage 2 (reshard_after_forward=False) and 3 "
                          f"(True), got {zero_stage!r} (FSDP2 has no ZeRO-1; 0 is DDP: lora_memory_per_gpu)")
@@ -486,7 +554,8 @@ def lora_fsdp2_memory(
         per_layer = max(per_layer, sum(t.params(rank) for t in targets))
         for t in targets:
             shapes += [(rank, t.in_features), (t.out_features, rank)]  # lora_A, lora_B
-    shape = model_shape(config)
+    shape = qlora_fsdp2_shape(config) if base_dtype == NF4 else model_shape(config)
+    constants = _qlora_base_parts(config)[1] if base_dtype == NF4 else 0  # whole on every rank
     base, root, block = shape.params, shape.root_params, shape.decoder_layer_params
     adapter_states = fsdp2_model_states_per_rank(shapes, n, 0, "adamw-fp32")
     local_adapters = sum(_rank0_chunk(s, n) for s in shapes)  # rank 0's rows are all its own
@@ -496,7 +565,7 @@ def lora_fsdp2_memory(
         working = 2 * (base + adapters) + max(2 * (block + per_layer), -2 * (block + per_layer) + 6 * per_layer)
     largest = max((_rank0_chunk(s, n) for s in shapes), default=0)
     return LoraFsdp2Memory(
-        base_weights_bytes=tensor_bytes(rank0_shard_params(shape, n), "bf16"),
+        base_weights_bytes=tensor_bytes(rank0_shard_params(shape, n), "bf16") + constants,
         adapter_params=adapters,
         adapter_weights_bytes=adapter_states.weights_bytes,
         adapter_gradients_bytes=adapter_states.gradients_bytes,

@@ -252,6 +252,7 @@
         field.hidden = wanted.indexOf("custom") >= 0 ? !custom : wanted.indexOf(current) < 0;
       });
       document.getElementById("finder-context-hint").hidden = controls.cards.value === "1";
+      methodLabels();
       if (custom) return clearOffers();
       var byTask = (data.results[controls.model.value] || {})[controls.task.value] || {};
       offer(controls.cards, byTask, function () { return refusal(current); });
@@ -261,17 +262,29 @@
       }
     }
 
-    function choiceText(serving) {
+    // Each method named as the calculator computes the chosen task under it (finder.json's
+    // tasks[].accounting, vram.accounting's names; their labels from finder.yaml's accountings),
+    // the method's own name where the task refuses it.
+    function methodLabels() {
+      var computed = tasks[controls.task.value].accounting || {};
+      Array.prototype.forEach.call(controls.method.options, function (option) {
+        var name = computed[option.value];
+        option.textContent = name ? labels["accounting_" + name] : labels["method_" + option.value];
+      });
+    }
+
+    function choiceText(found, serving) {
       var parts = [selectedText(controls.model), selectedText(controls.task),
         controls.cards.value === "1" ? labels.cards_one : fill(labels.cards_many, { cards: controls.cards.value })];
       if (serving) parts.push(fill(labels.context_option, { tokens: formats.whole.format(Number(canonical("context", controls.context.value))) }));
-      else parts.push(selectedText(controls.method));
+      // the calculator's answer names what it computed (answer_job's accounting); a reference answer, the task's
+      else parts.push(found.accounting ? labels["accounting_" + found.accounting] : selectedText(controls.method));
       return fill(labels.caption, { choice: parts.join(", ") });
     }
 
     function table(found, cards, serving, context) {
       var node = element("table", null, { id: "finder-table" });
-      node.appendChild(element("caption", choiceText(serving)));
+      node.appendChild(element("caption", choiceText(found, serving)));
       var head = element("tr");
       var decoding = found.fits.some(function (fit) { return fit.decode; });
       ["col_card", "col_memory", "col_margin", "col_price"].concat(found.run ? ["col_run"] : [])
@@ -398,7 +411,9 @@
         if (found.fits.some(function (fit) { return fit.host_ram && fit.host_ram.holds === null; })) {
           notes.push(labels.ram_unknown_why);
         }
-        if (found.notes && found.notes.length && kind() === "lora") notes.push(labels.qlora_storage);
+        if ((found.notes || []).some(function (note) { return note.indexOf("bnb_4bit_quant_storage") >= 0; })) {
+          notes.push(labels.qlora_storage);  // vram.job's QLORA_STORAGE_NOTE: QLoRA split under ZeRO-3 or FSDP2
+        }
       } else {
         var model = models[controls.model.value];
         notes.push(fill(labels["activations_" + kind()], {

@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, StringConstraints, model_validator
 
 from verify.record import LINK_CLASSES
+from vram.accounting import ACCOUNTINGS, accounting
 
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 
@@ -363,6 +364,8 @@ class FinderFile(Data):
     settings: FinderSettings
     tasks: Annotated[dict[Key, Task], Field(min_length=1)]
     methods: Annotated[dict[Key, Method], Field(min_length=1)]
+    # vram.accounting.ACCOUNTINGS's names: the method's label beside the tasks computed with it
+    accountings: Annotated[dict[Literal[tuple(ACCOUNTINGS)], Text()], Field(min_length=1)]
     parts: Annotated[dict[Key, Text()], Field(min_length=1)]
     labels: Texts(FINDER_LABEL_FIELDS)
     notebook: Texts(NOTEBOOK_LABEL_FIELDS)
@@ -375,6 +378,17 @@ class FinderFile(Data):
                 raise ValueError(f"settings.default.{field}: {getattr(default, field)!r} is not one of {', '.join(known)}")
         if default.cards not in self.settings.cards:
             raise ValueError(f"settings.default.cards: {default.cards} is not one of settings.cards")
+        return self
+
+    @model_validator(mode="after")
+    def _every_computed_method_has_its_label(self) -> Self:
+        for task_key, task in self.tasks.items():
+            for method_key, method in self.methods.items():
+                name = accounting(task.kind, method.framework, method.zero_stage, task.optimizer or "adamw",
+                                  task.base_dtype or "bf16")
+                if name is not None and name not in self.accountings:
+                    raise ValueError(f"accountings.{name}: missing, the label of methods.{method_key} beside "
+                                     f"tasks.{task_key} ({ACCOUNTINGS[name]})")
         return self
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import vram
 from vram.catalogue import card_speed, cards_from_data
 from vram.fit import mib_to_bytes, usable_bytes
+from vram.accounting import job_accounting
 from vram.job import JOB_FIELDS, JobError
 from vram.units import bytes_to_gb, bytes_to_gib
 
@@ -70,6 +71,7 @@ class Catalogue:
     parts: dict[str, Any]
     reserve_mib: int  # gpus.yaml: CUDA context and NCCL buffers, taken from every card
     speeds: dict[str, dict[str, Any]] = field(default_factory=dict)  # vram.catalogue.card_speed per card
+    accountings: dict[str, Any] = field(default_factory=dict)  # vram.accounting name -> the method's label
 
 
 def _load_models(data_dir: Path) -> dict[str, Model]:
@@ -128,9 +130,24 @@ def _read_catalogue(data_dir: Path) -> Catalogue:
         raise RenderError(f"{FINDER_YAML}: settings.default.model={finder.settings.default.model!r} "
                           f"is not one of {', '.join(models)}")
     plain, gpus_plain = load_yaml("finder", data_dir), load_yaml("gpus", data_dir)
-    return Catalogue(plain["settings"], plain["tasks"], plain["methods"], models,
-                     sorted(gpus_plain["gpus"].items(), key=lambda item: item[1]["memory_mib"]),
-                     gpus_plain["machines"], plain["labels"], plain["parts"], gpus.reserve_mib, _speeds(data_dir))
+    catalogue = Catalogue(plain["settings"], plain["tasks"], plain["methods"], models,
+                          sorted(gpus_plain["gpus"].items(), key=lambda item: item[1]["memory_mib"]),
+                          gpus_plain["machines"], plain["labels"], plain["parts"], gpus.reserve_mib, _speeds(data_dir),
+                          plain["accountings"])
+    return catalogue
+
+
+def task_accountings(catalogue: Catalogue, task_key: str) -> dict[str, str]:
+    """Method key -> the name of the formula the calculator runs for ``task_key`` under that
+    method (``vram.accounting.job_accounting`` of the task's ``job``, as ``answer_job`` names
+    it: it does not depend on the model or the cards); methods it refuses are left out, and
+    serving tasks have none."""
+    if catalogue.tasks[task_key]["kind"] == "serving":
+        return {}
+    model = next(iter(catalogue.models))
+    found = {key: job_accounting(job(catalogue, model, task_key, catalogue.settings["cards"][0], key))
+             for key in catalogue.methods}
+    return {key: name for key, name in found.items() if name is not None}
 
 
 def options(catalogue: Catalogue, task_key: str) -> list[str]:
@@ -173,9 +190,10 @@ NOT_OFFERED = ("not_offered", "too_long")  # a choice the page greys out, with t
 
 
 def answer(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> dict[str, Any] | None:
-    """``vram.answer_job`` of ``job(...)``, or None where the choice is not offered (QLoRA
-    under FSDP2, LoRA in the paper's accounting, a context beyond the model's maximum, heads vLLM
-    cannot split over that many cards). Raises RenderError for any other fault."""
+    """``vram.answer_job`` of ``job(...)``, or None where the choice is not offered (LoRA in
+    the paper's accounting or on fused experts under FSDP2, all-bf16 training outside DDP, a
+    context beyond the model's maximum, heads vLLM cannot split over that many cards). Raises
+    RenderError for any other fault."""
     try:
         return vram.answer_job(job(catalogue, model_key, task_key, cards, option))
     except JobError as exc:
@@ -271,7 +289,8 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
         "models": [{"key": m.key, "name": m.name, "params": m.params.total, "active_params": m.params.active,
                     "max_context": m.max_context, "activation_gb": activation_reference(catalogue, m)}
                    for m in catalogue.models.values()],
-        "tasks": [{key: value for key, value in t.items() if key != "label"} | {"key": k} for k, t in catalogue.tasks.items()],
+        "tasks": [{key: value for key, value in t.items() if key != "label"}
+                  | {"key": k, "accounting": task_accountings(catalogue, k)} for k, t in catalogue.tasks.items()],
         "lora": settings["lora"],
         "serving": settings["serving"],
         "tight_free_fraction": settings["tight_free_fraction"],

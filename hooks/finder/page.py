@@ -34,7 +34,8 @@ from hooks.render.timing import mfu
 from hooks.render.typography import unit_space
 
 from hooks.finder.compute import (
-    CUSTOM_MODEL, FINDER_YAML, MODELS_YAML, Catalogue, activation_reference, load_catalogue, options, result)
+    CUSTOM_MODEL, FINDER_YAML, MODELS_YAML, Catalogue, activation_reference, load_catalogue, options, result,
+    task_accountings)
 
 
 def _label(catalogue: Catalogue, key: str, lang: str, **fields: Any) -> str:
@@ -46,6 +47,10 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     """Every label the script needs, in ``lang`` (templates keep their ``{fields}``)."""
     labels = {key: text(value, lang, f"{FINDER_YAML}: labels.{key}") for key, value in catalogue.labels.items()}
     labels.update({f"part_{key}": text(value, lang, f"{FINDER_YAML}: parts.{key}") for key, value in catalogue.parts.items()})
+    # the method as each task computes it (finder.json's tasks[].accounting), else the method's own name
+    labels.update({f"accounting_{key}": text(value, lang, f"{FINDER_YAML}: accountings.{key}")
+                   for key, value in catalogue.accountings.items()})
+    labels.update({f"method_{key}": _method_label(catalogue, key, lang) for key in catalogue.methods})
     labels["unit_gb"] = unit_label("gb", lang)
     labels["unit_gib"] = unit_label("gib", lang)
     labels["run_source"] = run_source_text(catalogue, lang)
@@ -76,7 +81,13 @@ def _task_label(catalogue: Catalogue, key: str, lang: str) -> str:
     return label.format(rank=catalogue.settings["lora"]["rank"])
 
 
-def _method_label(catalogue: Catalogue, key: str, lang: str) -> str:
+def _method_label(catalogue: Catalogue, key: str, lang: str, task: str | None = None) -> str:
+    """The method ``key`` as the calculator computes ``task`` under it (``accountings``: DDP under
+    AMP or all in bf16, LoRA without the framework's buffers…), or the method's own name where
+    the task refuses it or none is given."""
+    name = task_accountings(catalogue, task).get(key) if task is not None else None
+    if name is not None:
+        return text(catalogue.accountings[name], lang, f"{FINDER_YAML}: accountings.{name}")
     return text(catalogue.methods[key].get("label"), lang, f"{FINDER_YAML}: methods.{key}.label")
 
 
@@ -164,7 +175,7 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
                 + [(CUSTOM_MODEL, _label(catalogue, "own_model", lang))], d["model"]),
         _select("task", _label(catalogue, "task", lang), [(k, _task_label(catalogue, k, lang)) for k in catalogue.tasks], d["task"]),
         _select("cards", _label(catalogue, "cards", lang), [(str(n), str(n)) for n in catalogue.settings["cards"]], str(d["cards"])),
-        _select("method", _label(catalogue, "method", lang), [(k, _method_label(catalogue, k, lang)) for k in catalogue.methods],
+        _select("method", _label(catalogue, "method", lang), [(k, _method_label(catalogue, k, lang, d["task"])) for k in catalogue.methods],
                 d["method"], ' aria-describedby="finder-method-hint"')
         + f'<p class="finder-hint" id="finder-method-hint">{html.escape(_label(catalogue, "method_hint", lang))}</p>',
         _context_field(catalogue, lang)
@@ -210,14 +221,15 @@ def _gb(gb: float, catalogue: Catalogue, lang: str) -> str:
 
 
 def choice_text(catalogue: Catalogue, lang: str, model: str, task: str, cards: int, option: str) -> str:
-    """"Llama 3.1 8B, Fine-tuning completo, AdamW, una scheda, DDP (…)" — the table's caption;
-    training and LoRA name the method, hence the framework, whatever the number of cards."""
+    """"Llama 3.1 8B, Fine-tuning completo, AdamW, una scheda, DDP, PyTorch AMP (…)" — the table's
+    caption; training and LoRA name the method, hence the framework, whatever the number of
+    cards, as the calculator computed this task under it (``_method_label``)."""
     parts = [catalogue.models[model].name, _task_label(catalogue, task, lang),
              _label(catalogue, "cards_one", lang) if cards == 1 else _label(catalogue, "cards_many", lang, cards=cards)]
     if catalogue.tasks[task]["kind"] == "serving":
         parts.append(_context_label(catalogue, int(option), lang))
     else:
-        parts.append(_method_label(catalogue, option, lang))
+        parts.append(_method_label(catalogue, option, lang, task))
     return _label(catalogue, "caption", lang, choice=", ".join(parts))
 
 

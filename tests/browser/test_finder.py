@@ -145,9 +145,12 @@ def test_controls_follow_the_task(page, site_server):
     assert offered == [m for m in ("ddp", "zero1", "zero2", "zero3", "fsdp2-keep", "fsdp2-reshard")
                        if computed("mistral-7b", "lora", "2", m)]
     assert offered[-2:] == ["fsdp2-keep", "fsdp2-reshard"]  # LoRA (bf16 base) under FSDP2 is offered
-    choose(page, task="qlora")  # QLoRA under FSDP2 is not, and says why
+    choose(page, task="qlora")  # QLoRA under FSDP2 too (bnb_4bit_quant_storage=torch.bfloat16)
+    offered = page.eval_on_selector_all("#finder-method option", "os => os.filter(o => !o.disabled).map(o => o.value)")
+    assert offered[-2:] == ["fsdp2-keep", "fsdp2-reshard"]
+    choose(page, model="mixtral-8x7b")  # not LoRA on fused experts under FSDP2, and it says why
     title = page.eval_on_selector('#finder-method option[value="fsdp2-reshard"]', "o => o.disabled && o.title")
-    assert "QLoRA" in title and "FSDP2" in title
+    assert "MoE" in title and "FSDP2" in title
     assert not normalised(shown(page))["status"].startswith("Questa combinazione")
 
 

@@ -59,7 +59,7 @@ def catalogue() -> tuple[dict, list[dict], dict]:
 
 MODEL_FILES, CARDS, FINDER = catalogue()
 METHODS = [(m["framework"], m["zero_stage"]) for m in FINDER["methods"].values()]
-LORA_METHODS = [(f, stage) for f, stage in METHODS if f != "zero-paper"]  # DDP, ZeRO-1/2/3, FSDP2 (not QLoRA)
+LORA_METHODS = [(f, stage) for f, stage in METHODS if f != "zero-paper"]  # DDP, ZeRO-1/2/3, FSDP2
 
 
 def random_job(rng: random.Random, config_path, kind: str) -> dict:
@@ -88,8 +88,8 @@ def random_job(rng: random.Random, config_path, kind: str) -> dict:
                    base_dtype=rng.choice(["bf16", "nf4"]))
         if framework == "fsdp2" and stage:  # LoRA under FSDP2 counts the AdamW step's temporaries
             job["optimizer_impl"] = rng.choice(OPTIMIZER_IMPLS)
-            job["base_dtype"] = "bf16"  # QLoRA under FSDP2 is refused (tests/vram/test_lora_fsdp2.py), and so
-            if json.loads(config_path.read_text())["model_type"] in ("mixtral", "qwen3_moe"):  # are fused experts
+            # LoRA and QLoRA (tests/vram/test_qlora_fsdp2.py); fused experts are refused
+            if json.loads(config_path.read_text())["model_type"] in ("mixtral", "qwen3_moe"):
                 job["targets"] = "q_proj,v_proj"
     # the run (issue 21): tokens to train and a price per hour for some machines, a few refused
     job["tokens"] = rng.choice([10**6, 10**9, rng.randint(1, 10**13)])

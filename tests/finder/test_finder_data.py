@@ -57,12 +57,10 @@ def expected_requirement(config, task: dict, cards: int, option: str, rank: int)
             memory.backward_bytes
     if task["kind"] == "lora":
         framework, stage = METHODS[option]
-        if framework == "fsdp2" and stage:  # LoRA (bf16 base) under FSDP2; QLoRA and expert targets refused
+        if framework == "fsdp2" and stage:  # LoRA and QLoRA under FSDP2; expert targets refused
             try:
-                fsdp2 = vram.lora_fsdp2_memory(config, rank, cards, stage, "all-linear", "foreach")
+                fsdp2 = vram.lora_fsdp2_memory(config, rank, cards, stage, "all-linear", "foreach", task["base_dtype"])
             except ValueError:
-                return None
-            if task["base_dtype"] != "bf16":
                 return None
             states = fsdp2.states_bytes - fsdp2.base_weights_bytes
             return fsdp2.per_gpu_bytes, {"base": fsdp2.base_weights_bytes, "adapters": states,
@@ -320,11 +318,11 @@ EXPERT_LORA = {"mixtral-8x7b", "qwen3-30b-a3b"}
 
 
 def test_lora_and_qlora_offer_every_method_on_every_card_count(data):
-    """DDP and ZeRO-1/2/3 for both; FSDP2 for LoRA with a bf16 base (vram.lora_fsdp2_memory),
-    not for QLoRA (its bitsandbytes base is not measured on CPU) nor on fused experts."""
+    """DDP and ZeRO-1/2/3 for both; FSDP2 for both (vram.lora_fsdp2_memory: a bf16 base, or QLoRA's
+    NF4 base stored in bf16, measured on CPU with bitsandbytes), not on fused experts."""
     for model in data["results"]:
         for task in ("lora", "qlora"):
-            fsdp2 = {"fsdp2-keep", "fsdp2-reshard"} if task == "lora" and model not in EXPERT_LORA else set()
+            fsdp2 = {"fsdp2-keep", "fsdp2-reshard"} if model not in EXPERT_LORA else set()
             for cards in ("1", "2", "4", "8"):
                 assert set(data["results"][model][task][cards]) == set(STAGES) | fsdp2, (model, task, cards)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import runpy
-import shlex
 import sys
 import warnings
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.snippets.launch import free_port, torchrun_cmd
+from tests.snippets.shell_words import command_lines
 
 SNIPPETS = REPO_ROOT / "snippets"
 HERE = Path(__file__).resolve().parent
@@ -49,8 +49,9 @@ OFFLOAD = {"ZERO2_OFFLOAD": "ds_zero2_offload.json", "ZERO3_OFFLOAD": "ds_zero3_
 
 
 def shell_commands(path: Path) -> list[list[str]]:
-    text = path.read_text(encoding="utf-8").replace("\\\n", " ")
-    return [words for words in (shlex.split(line, comments=True) for line in text.splitlines()) if words]
+    """The words of each command line of ``path``, as bash reads them (plain words only:
+    tests/snippets/shell_words.py refuses a line bash could read otherwise)."""
+    return command_lines(path)
 
 
 def the_line(path: Path, *needles: str) -> list[str]:

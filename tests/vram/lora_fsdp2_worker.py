@@ -46,10 +46,12 @@ SCENARIOS = {"reshard_foreach": (True, "foreach", 8), "keep_fused": (False, "fus
              "keep_wide_rank": (False, "foreach", 160)}
 
 
-def run(reshard: bool, impl: str, rank: int) -> dict:
+def run(reshard: bool, impl: str, rank: int, base=None) -> dict:
+    """One step as the module docstring says; ``base``: a function building the model PEFT adapts
+    (default: the small Llama in bf16; qlora_fsdp2_worker.py passes its 4-bit one)."""
     from peft import LoraConfig, get_peft_model
 
-    model = get_peft_model(llama().to(torch.bfloat16), LoraConfig(r=rank, target_modules="all-linear"))
+    model = get_peft_model(base() if base else llama().to(torch.bfloat16), LoraConfig(r=rank, target_modules="all-linear"))
     layers = model.base_model.model.model.layers
 
     def numel(module, trainable):

@@ -1,0 +1,116 @@
+"""The code the finder's worker runs in the reader's browser is the reviewed code.
+
+The attack: a pull request commits ``overrides/assets/vram.zip`` (or a file of
+``assets/pyodide/``), a binary nobody reviews, holding a ``vram/job.py`` of its own. The theme's
+folder is part of every build's files in every language pass, so the build kept that file
+instead of generating the archive from ``vram/``, the strict build passed, and the check of the
+site as uploaded accepted any bytes at ``assets/*vram*.zip`` and ``assets/pyodide/*``: the
+published finder ran the planted calculator. Now the build refuses a file of ``docs/`` or the
+theme at a path it generates (one line naming the file), and the artifact check refuses any
+archive that is not exactly the checkout's ``vram/*.py`` and the models' ``config.json`` (the
+oracle: the files themselves, read here), and any Pyodide file that is not the npm package's
+(the oracle: ``node_modules/pyodide``, installed by ``npm ci`` from package-lock.json).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import warnings
+import zipfile
+
+import pytest
+
+from hooks.finder.compute import model_config_files
+from hooks.finder.pyodide_assets import BUNDLE_URI, PYODIDE_DIR, PYODIDE_FILES, PYODIDE_URI, vram_bundle
+from tests.conftest import REPO_ROOT, build_site
+from verify.artifact import CALCULATOR_BUNDLE, PYODIDE_SHA256, ArtifactError, check_calculator
+
+SNIPPETS, VRAM = REPO_ROOT / "snippets", REPO_ROOT / "vram"
+
+
+def genuine() -> dict[str, bytes]:
+    files = {f"{PYODIDE_URI}/{name}": (PYODIDE_DIR / name).read_bytes() for name in PYODIDE_FILES}
+    files[BUNDLE_URI] = vram_bundle(model_config_files())
+    return files
+
+
+def rezipped(bundle: bytes, change=lambda name, data: data, extra: dict[str, bytes] | None = None) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(bundle)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            target.writestr(info, change(info.filename, source.read(info)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # zipfile warns about a duplicate name: the attack
+            for name, data in (extra or {}).items():
+                target.writestr(name, data)
+    return out.getvalue()
+
+
+def refused(files: dict[str, bytes], *match: str) -> None:
+    with pytest.raises(ArtifactError) as caught:
+        check_calculator(files, VRAM, SNIPPETS)
+    assert "\n" not in str(caught.value)
+    for part in match:
+        assert part in str(caught.value)
+
+
+def test_the_pins_are_the_files_of_the_npm_package_the_build_copies():
+    assert PYODIDE_URI == "assets/pyodide" and BUNDLE_URI == CALCULATOR_BUNDLE
+    assert set(PYODIDE_SHA256) == set(PYODIDE_FILES)
+    for name in PYODIDE_FILES:
+        assert hashlib.sha256((PYODIDE_DIR / name).read_bytes()).hexdigest() == PYODIDE_SHA256[name], (
+            f"node_modules/pyodide/{name} changed (package-lock.json): update verify/artifact.py, PYODIDE_SHA256")
+
+
+def test_the_archive_the_build_makes_and_the_npm_files_pass():
+    check_calculator(genuine(), VRAM, SNIPPETS)
+
+
+ADDED = "\n\ndef answer_json(text):\n    return '{\"error\": {\"code\": \"planted\"}}'\n"
+ATTACKS = {
+    "a calculator of its own": (lambda b: rezipped(b, lambda n, d: d + ADDED.encode() if n == "vram/job.py" else d), "vram/job.py"),
+    "a module that shadows the standard library": (lambda b: rezipped(b, extra={"json.py": b"raise SystemExit"}), "json.py"),
+    "a config the page does not name": (lambda b: rezipped(b, lambda n, d: d.replace(b'"num_hidden_layers": 16', b'"num_hidden_layers": 1')
+                                                           if n == "configs/llama-3.2-1b.json" else d), "configs/llama-3.2-1b.json"),
+    "a member twice (the last one wins when unpacked)": (lambda b: rezipped(b, extra={"vram/job.py": ADDED.encode()}), "vram/job.py"),
+    "a member left out": (lambda b: _without(b, "vram/fit.py"), "vram/fit.py"),
+    "not a zip": (lambda b: b"\0", "not a readable zip"),
+}
+
+
+def _without(bundle: bytes, name: str) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(bundle)) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            if info.filename != name:
+                target.writestr(info, source.read(info))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS), ids=list(ATTACKS))
+def test_an_archive_that_is_not_the_checkouts_calculator_is_refused(attack):
+    make, named = ATTACKS[attack]
+    files = genuine()
+    files[BUNDLE_URI] = make(files[BUNDLE_URI])
+    refused(files, BUNDLE_URI, named)
+
+
+@pytest.mark.parametrize("name", ["pyodide.asm.wasm", "python_stdlib.zip", "pyodide.mjs", "pyodide.asm.js"])
+def test_a_pyodide_file_that_is_not_the_npm_packages_is_refused(name):
+    files = genuine()
+    files[f"{PYODIDE_URI}/{name}"] = files.get(f"{PYODIDE_URI}/{name}", b"") + b"\n"
+    refused(files, f"{PYODIDE_URI}/{name}", "PYODIDE_SHA256")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("planted", ["overrides/assets/vram.zip", "docs/assets/finder.json"])
+def test_the_build_refuses_a_file_at_a_path_it_writes_itself(planted, repo_copy, tmp_path):
+    """The attack as a pull request writes it: the strict build stops with one line naming the file."""
+    (repo_copy / planted).parent.mkdir(parents=True, exist_ok=True)
+    (repo_copy / planted).write_bytes(b"\0")
+    result = build_site(tmp_path / "site", config=repo_copy / "mkdocs.yml")
+    assert result.returncode != 0
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1 and f"{planted}: the build writes" in errors[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr

