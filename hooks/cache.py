@@ -18,8 +18,10 @@ keeps what it would otherwise compute again.
   edited template (``overrides/``) is compiled again.
 
 What stays beside its user, because only that module knows its key: the pruned notebook
-stylesheets (``hooks/notebooks/weight.py``, ``.cache/notebook-css``) and mkdocs-jupyter's
-HTML cache folders (``hooks/notebooks/pages.py``). Pure: no MkDocs import.
+stylesheets (``hooks/notebooks/weight.py``, ``.cache/notebook-css``), ``assets/finder.json``
+(``hooks/finder/compute.py``, ``.cache/finder``), both named by the SHA-256 of every input and
+read by development builds only, and mkdocs-jupyter's HTML cache folders
+(``hooks/notebooks/pages.py``). Pure: no MkDocs import.
 """
 
 from __future__ import annotations

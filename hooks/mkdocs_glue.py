@@ -46,13 +46,13 @@ from hooks.checks.theme_files import check_theme_files_kept  # noqa: E402
 from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
 from hooks.data.load import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
-from hooks.finder.compute import JSON_URI, finder_json, model_config_files  # noqa: E402
+from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_json, model_config_files  # noqa: E402
 from hooks.finder.pyodide_assets import BUNDLE_URI, pyodide_files, vram_bundle  # noqa: E402
 from hooks.notebooks.html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebooks.pages import use_executed_notebooks  # noqa: E402
 from hooks.notebooks.styles import checked_stylesheets, drop_list_repr_style, stylesheet_files  # noqa: E402
 from hooks.notebooks.translated import check_notebook_language  # noqa: E402
-from hooks.notebooks.weight import own_stylesheet, plots_as_files  # noqa: E402
+from hooks.notebooks.weight import CACHE_DIR as NOTEBOOK_CSS_CACHE, own_stylesheet, plots_as_files  # noqa: E402
 from hooks.render.comments import check_catalogue_used, translate_comments  # noqa: E402
 from hooks.render.inline_code import keep_code_words  # noqa: E402
 from hooks.render.interface import interface_strings, translate_interface  # noqa: E402
@@ -167,7 +167,7 @@ def on_files(files, config, **kwargs):
         check_stylesheet_files(own, root, origin(config.site_url))
     with reported(JSON_URI):
         if not_generated(files, JSON_URI):
-            files.append(File.generated(config, JSON_URI, content=finder_json()))
+            files.append(File.generated(config, JSON_URI, content=finder_json(store=unless_publication(FINDER_STORE))))
     with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
         if not_generated(files, BUNDLE_URI):
             files.append(File.generated(config, BUNDLE_URI, content=vram_bundle(model_config_files())))
@@ -178,6 +178,12 @@ def on_files(files, config, **kwargs):
         checked_stylesheets(origin(config.site_url))  # notebook pages link the rules they use (hooks/notebooks/weight.py)
     with reported(""):
         return use_executed_notebooks(files, config, build_language(config), publication=_build["verified"] is not None)
+
+
+def unless_publication(store: Path) -> Path | None:
+    """``store`` (a folder of ``.cache/``) for a development build; None for a publication
+    build, which uses nothing of ``.cache/`` (anyone who writes the checkout writes there: PUBLISHING.md)."""
+    return None if _build["verified"] is not None else store
 
 
 def not_generated(files, uri: str) -> bool:
@@ -216,7 +222,8 @@ def on_page_content(html, page, config, files, **kwargs):
             relative = functools.partial(_relative_url, page_url=page.url)
             html = plots_as_files(drop_list_repr_style(html), functools.partial(write_site_file, config.site_dir), relative)
             html = own_stylesheet(html, stylesheet_files(), functools.partial(write_site_file, config.site_dir), relative,
-                                  functools.partial(check_stylesheet, site_origin=origin(config.site_url)))
+                                  functools.partial(check_stylesheet, site_origin=origin(config.site_url)),
+                                  cache_dir=unless_publication(NOTEBOOK_CSS_CACHE))
         else:
             check_page_content(html)
             html = keep_code_words(html)

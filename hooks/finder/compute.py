@@ -19,13 +19,19 @@ sends any other job to the same ``vram`` code running under Pyodide in a Web Wor
 The page's parts in the reader's language (the form, the static answer, the finder's
 numbers in the prose) are rendered from these answers by ``hooks/finder/page.py``.
 
-Pure: no MkDocs import; data files are read on every call (``mkdocs serve`` shows edits).
+Pure: no MkDocs import; data files are read again after every edit (``mkdocs serve`` shows
+them); ``finder_json`` can keep its text in ``.cache/finder`` (``STORE_DIR``).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+import os
+import sys
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +42,12 @@ from vram.accounting import job_accounting
 from vram.job import JOB_FIELDS, JobError
 from vram.units import bytes_to_gb, bytes_to_gib
 
-from hooks.cache import Memo, tree_stamp
+from hooks.cache import Memo, hash_files, tree_stamp
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml, relative
 from hooks.errors import RenderError
 from hooks.render.numbers import calculator_errors
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
 
 JSON_URI = "assets/finder.json"
 FINDER_YAML = "snippets/data/finder.yaml"
@@ -312,19 +319,80 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
     }
 
 
-_json_memo = Memo()  # data folder -> finder.json's text, while nothing there changes
+_json_memo = Memo()  # (data folder, store) -> finder.json's text, while nothing there changes
+STORE_DIR = data_module.REPO_ROOT / ".cache" / "finder"  # finder.json under the SHA-256 of its inputs
+CODE_DIRS = ("hooks", "vram", "verify")  # the checkout's own code: every .py the computation can import
+# Every installed distribution computing finder.json imports (tests/finder/test_finder_store.py
+# checks the list against what a computation really imports), and Python itself.
+LIBRARIES = ("pydantic", "pydantic-core", "PyYAML", "Babel", "annotated-types", "typing_extensions",
+             "typing-inspection", "Jinja2", "MarkupSafe")
+STORE_KEEP = 4  # entries kept in the store: the newest, for switching between branches or edits
 
 
-def finder_json(data_dir: Path | None = None) -> str:
+def finder_json(data_dir: Path | None = None, store: Path | None = None) -> str:
     """``finder_data`` as compact, stable JSON (the content of ``assets/finder.json``).
 
     Computed once while no file under ``data_dir`` changes (both languages read the same
     file; ``mkdocs serve`` recomputes it after a data edit, and after a code edit the
-    module itself is reloaded). Raises RenderError.
+    module itself is reloaded). With a ``store`` folder (a development build passes
+    ``STORE_DIR``; a publication build none, since anyone who writes the checkout can write
+    there), the text is also kept there under ``inputs_digest``, the SHA-256 of every input
+    of the computation, and an unchanged checkout reads it instead of computing it again.
+    Raises RenderError.
     """
     folder = data_dir or data_module.DATA_DIR
-    return _json_memo.get(folder, tree_stamp(folder), lambda: json.dumps(
-        finder_data(folder), sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    return _json_memo.get((folder, store), tree_stamp(folder), lambda: _stored_or_computed(folder, store))
+
+
+@functools.cache  # a process does not see its packages change
+def library_versions() -> tuple[str, ...]:
+    """``python=3.11.7 (main, ...)``, ``pydantic=2.14.3``...: what computing finder.json runs on."""
+    versions = [f"python={sys.version}"]
+    for name in LIBRARIES:
+        try:
+            versions.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{name}=absent")
+    return tuple(versions)
+
+
+def inputs_digest(data_dir: Path) -> str:
+    """SHA-256 (hex) of everything ``finder_data(data_dir)`` is computed from: every file under
+    ``data_dir`` (the data files and the models' ``config.json``, by relative path and bytes),
+    every ``.py`` of ``CODE_DIRS`` (the calculator, the render layer and its schemas, the
+    languages), the site's languages (``verify.languages``, read from ``mkdocs.yml``), and the
+    versions of Python and of ``LIBRARIES``."""
+    digest = hashlib.sha256(b"finder.json\0")
+    for part in (*library_versions(), f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}"):
+        digest.update(part.encode() + b"\0")
+    digest.update(b"data\0")
+    hash_files(digest, data_dir.rglob("*"), data_dir)
+    digest.update(b"code\0")
+    root = data_module.REPO_ROOT
+    hash_files(digest, [path for folder in CODE_DIRS for path in (root / folder).rglob("*.py")
+                        if "__pycache__" not in path.parts], root)
+    return digest.hexdigest()
+
+
+def _stored_or_computed(data_dir: Path, store: Path | None) -> str:
+    stored = store / f"{inputs_digest(data_dir)}.json" if store is not None else None
+    if stored is not None:
+        try:
+            return stored.read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # not computed yet (or pruned by a concurrent build): computed below
+    content = json.dumps(finder_data(data_dir), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if stored is not None:
+        try:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            temporary = stored.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(content, encoding="utf-8")
+            temporary.replace(stored)
+            for old in sorted(store.glob("*.json"), key=lambda path: path.stat().st_mtime_ns, reverse=True)[STORE_KEEP:]:
+                old.unlink(missing_ok=True)
+        except OSError:
+            pass  # a read-only checkout computes it every time
+    return content
 
 
 # --- the page's parts, in the reader's language ---------------------------------------------

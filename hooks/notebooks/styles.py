@@ -43,11 +43,17 @@ def checked_stylesheets(site_origin: str = "") -> dict[str, str]:
     ``site_origin`` (``hooks.checks.external_loads.check_stylesheet``). Raises RenderError naming the file."""
     files = stylesheet_files()
     for uri, css in files.items():
+        if (css, site_origin) in _passed:
+            continue  # the other language's pass of this process: the same text, checked
         try:
             check_stylesheet(css, site_origin)
         except RenderError as exc:
             raise RenderError(f"{uri} (mkdocs-jupyter's): {exc}") from None
+        _passed.add((css, site_origin))
     return files
+
+
+_passed: set[tuple[str, str]] = set()  # (stylesheet text, site origin) that check_stylesheet passed in this process
 
 
 def inline_form(css: str) -> str:
@@ -70,8 +76,20 @@ def link_stylesheets(html: str, files: dict[str, str], href) -> str:
 # with literal "\n" escapes that no rule matches. A style whose whole text is such a repr is
 # dropped (verify.artifact refuses backslashes in a <style>: CSS escapes can spell anything).
 LIST_REPR_STYLE_RE = re.compile(r"\s*<style>\s*\[(?:'(?:[^'\\]|\\.)*'(?:,\s*)?)*\]\s*</style>")
+# The same element from its literal start, which the regular expression engine finds by a fast
+# scan (``\s*`` first makes it try every position of a 1 MB page): the whitespace before it is
+# added back by drop_list_repr_style.
+_LIST_REPR_STYLE_TAIL_RE = re.compile(LIST_REPR_STYLE_RE.pattern.removeprefix(r"\s*"))
 
 
 def drop_list_repr_style(html: str) -> str:
-    """``html`` without mkdocs-jupyter's ``<style>`` holding a Python list's repr."""
-    return LIST_REPR_STYLE_RE.sub("", html)
+    """``html`` without mkdocs-jupyter's ``<style>`` holding a Python list's repr, and the
+    whitespace before it: ``LIST_REPR_STYLE_RE.sub("", html)``, found from ``<style>``."""
+    kept, end = [], 0
+    for match in _LIST_REPR_STYLE_TAIL_RE.finditer(html):
+        start = match.start()
+        while start > end and html[start - 1].isspace():  # what \s* takes (str.isspace: the same class)
+            start -= 1
+        kept.append(html[end:start])
+        end = match.end()
+    return "".join(kept) + html[end:] if kept else html

@@ -24,8 +24,10 @@ import binascii
 import functools
 import hashlib
 import html as html_lib
+import os
 import re
 import struct
+import sys
 from pathlib import Path
 
 from hooks.errors import RenderError
@@ -160,81 +162,50 @@ STYLES_FOLDER = "assets/notebook"
 CACHE_DIR = Path(__file__).resolve().parents[2] / ".cache" / "notebook-css"
 
 
-@functools.lru_cache(maxsize=8)
-def _package_rules(css: str) -> frozenset[str]:
-    """Every rule of ``css`` as ``_kept`` writes it: qualified rules (top level or inside a
-    block), ``@media``/``@supports`` preludes, other at-rules whole."""
-    import tinycss2
-
-    found: set[str] = set()
-
-    def walk(rules) -> None:
-        for rule in rules:
-            if rule.type == "qualified-rule":
-                found.add(rule.serialize())
-            elif rule.type == "at-rule" and rule.lower_at_keyword in {"media", "supports"} and rule.content is not None:
-                found.add(f"@{rule.at_keyword} {tinycss2.serialize(rule.prelude).strip()}")
-                walk(tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True))
-            elif rule.type == "at-rule":
-                found.add(rule.serialize())
-
-    walk(_parsed(css))
-    return frozenset(found)
+LIBRARIES = ("tinycss2", "webencodings", "soupsieve", "beautifulsoup4")  # what used_rules parses and matches with
 
 
-def _only_package_rules(text: str, css_texts: list[str]) -> bool:
-    """Whether every rule of ``text`` is a rule of the package's stylesheets (a kept file
-    can only leave rules out, never add one)."""
-    import tinycss2
+@functools.cache  # a process does not see its packages change
+def _tool_versions() -> bytes:
+    from importlib import metadata
 
-    allowed = frozenset().union(*(_package_rules(css) for css in css_texts))
-
-    def ok(rules) -> bool:
-        for rule in rules:
-            if rule.type == "qualified-rule":
-                if rule.serialize() not in allowed:
-                    return False
-            elif rule.type == "at-rule" and rule.lower_at_keyword in {"media", "supports"} and rule.content is not None:
-                if f"@{rule.at_keyword} {tinycss2.serialize(rule.prelude).strip()}" not in allowed or not ok(
-                        tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True)):
-                    return False
-            elif rule.type == "at-rule" and rule.serialize() not in allowed:
-                return False
-            elif rule.type == "error":
-                return False
-        return True
-
-    return ok(tinycss2.parse_stylesheet(text, skip_comments=True, skip_whitespace=True))
+    return "\0".join([f"python={sys.version}", *(f"{name}={metadata.version(name)}" for name in LIBRARIES)]).encode()
 
 
-def _cached_rules(css_texts: list[str], html: str) -> str:
-    """``used_rules`` of each stylesheet, joined; kept in ``.cache/notebook-css`` under the
-    SHA-256 of its inputs and of this module, and reused only if every rule it holds is a
-    rule of the package's stylesheets (a file written there can only drop rules)."""
-    digest = hashlib.sha256(b"notebook-css\0" + Path(__file__).read_bytes())
+def _cached_rules(css_texts: list[str], html: str, cache_dir: Path | None = None) -> str:
+    """``used_rules`` of each stylesheet, joined. With ``cache_dir`` (a development build passes
+    ``CACHE_DIR``; a publication build none, since anyone who writes the checkout writes
+    there), kept there under the SHA-256 of every input: this module, Python and the
+    versions of ``LIBRARIES``, each stylesheet and the page."""
+    if cache_dir is None:
+        return "".join(used_rules(css, html) for css in css_texts)
+    digest = hashlib.sha256(b"notebook-css\0" + Path(__file__).read_bytes() + b"\0" + _tool_versions())
     for text in (*css_texts, html):
         data = text.encode("utf-8", "surrogatepass")
         digest.update(len(data).to_bytes(8, "big") + data)
-    cached = CACHE_DIR / f"{digest.hexdigest()}.css"
-    if cached.is_file():
-        text = cached.read_text(encoding="utf-8")
-        if _only_package_rules(text, css_texts):
-            return text
+    cached = cache_dir / f"{digest.hexdigest()}.css"
+    try:
+        return cached.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # computed below
     out = "".join(used_rules(css, html) for css in css_texts)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_text(out, encoding="utf-8")
+        temporary = cached.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(out, encoding="utf-8")
+        temporary.replace(cached)
     except OSError:
         pass
     return out
 
 
-def own_stylesheet(html: str, files: dict[str, str], write, href, check) -> str:
+def own_stylesheet(html: str, files: dict[str, str], write, href, check, cache_dir: Path | None = None) -> str:
     """``html`` with the exact inline copies of ``files``' stylesheets (uri -> text, as
     nbconvert's ``include_css`` writes them) replaced by one ``<link>`` to a stylesheet of
     the rules the page uses (``assets/notebook/page.<sha>.css``, written with
     ``write(uri, data)``, checked with ``check(css)``). A style that differs in one byte
-    from a package file stays inline. ``href(uri)``: the URL the page links to."""
+    from a package file stays inline. ``href(uri)``: the URL the page links to; ``cache_dir``:
+    see ``_cached_rules``."""
     from hooks.notebooks.styles import inline_form
 
     found = sorted((html.index(inline_form(css)), inline_form(css), css) for css in files.values() if inline_form(css) in html)
@@ -243,7 +214,7 @@ def own_stylesheet(html: str, files: dict[str, str], write, href, check) -> str:
     first = found[0][0]
     for _, inline, _ in found:
         html = html.replace(inline, "\0" if html.index(inline) == first else "", 1)
-    css = _cached_rules([css for _, _, css in found], html.replace("\0", ""))
+    css = _cached_rules([css for _, _, css in found], html.replace("\0", ""), cache_dir)
     check(css)
     data = css.encode("utf-8")
     uri = f"{STYLES_FOLDER}/page.{hashlib.sha256(data).hexdigest()[:16]}.css"

@@ -107,19 +107,23 @@ def test_notebook_code_cells_are_focusable():
     assert list(notebook_cells(out)) == [(0, len(out))]
 
 
-def test_a_kept_stylesheet_is_reused_only_if_it_holds_package_rules_only(tmp_path, monkeypatch):
-    """The pruned stylesheet kept in .cache can only leave rules out: a file there that adds a
-    rule (body { display: none }) is ignored and the rules are computed again."""
+def test_a_kept_stylesheet_is_reused_under_its_digest_and_never_by_a_publication_build(tmp_path, monkeypatch):
+    """The pruned stylesheet is kept in .cache under the SHA-256 of its inputs: a development
+    build reads it back; a publication build (no cache folder) computes the rules, so a file
+    there that adds a rule (body { display: none }) never reaches a published page."""
     import hooks.notebooks.weight as weight
 
-    monkeypatch.setattr(weight, "CACHE_DIR", tmp_path)
     css = ".jp-CodeCell { color: red }\n@media print { .jp-CodeCell { color: black } }\n.jp-Panel { color: blue }\n"
     page = '<div class="jp-CodeCell">x</div>'
-    first = weight._cached_rules([css], page)
+    first = weight._cached_rules([css], page, tmp_path)
     (kept,) = list(tmp_path.glob("*.css"))
     assert kept.read_text() == first and "jp-Panel" not in first and "@media print" in first
-    kept.write_text(first + "body { display: none }\n")
-    assert weight._cached_rules([css], page) == first  # the forged file: ignored, rewritten
-    assert kept.read_text() == first
-    kept.write_text(".jp-CodeCell { color: red }\n")  # a subset: reused
-    assert weight._cached_rules([css], page) == ".jp-CodeCell { color: red }\n"
+    assert weight._cached_rules([css], page, None) == first  # computed: the same rules
+    kept.write_text(first + "body { display: none }\n")  # what anyone who writes the checkout can do
+    assert weight._cached_rules([css], page, tmp_path) == first + "body { display: none }\n"  # read back
+    assert weight._cached_rules([css], page, None) == first  # a publication build: computed
+    assert weight._cached_rules([css], page + "<p>y</p>", tmp_path) == first  # another page: another key
+    assert len(list(tmp_path.glob("*.css"))) == 2
+    monkeypatch.setattr(weight, "_tool_versions", lambda: b"python=3.11.7\0tinycss2=0.0")
+    weight._cached_rules([css], page, tmp_path)
+    assert len(list(tmp_path.glob("*.css"))) == 3, "a library's version is part of the key"
