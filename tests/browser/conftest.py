@@ -11,7 +11,9 @@ What the tests here get (all generic; other browser tests may use them):
 - ``serve_site(root, prefix="/")``: a context manager for any other folder or prefix.
 - ``chromium`` (session): one Playwright ``Browser`` (Debian's /usr/bin/chromium,
   headless, no network of its own) for the whole session; tests open a context each.
-- ``page`` (function): a fresh context and page from ``chromium``, closed afterwards.
+- ``page`` (function): the worker's one reused page (``reused_page``: its cache and scripts
+  stay warm), reset before and after each test (``reset_page``: about:blank, 1280x720, no
+  routes, storage and cookies cleared); ``page.set_viewport_size`` for another width.
 - ``recorded(page)``: start recording every request of ``page`` (URL, resource type,
   status, failure); read ``recorder.requests`` after navigating.
 - ``site_pages(root)``: every HTML page of a built site as a URL path relative to its
@@ -175,15 +177,42 @@ def chromium(browser_type_launch_args):
             browser.close()
 
 
-@pytest.fixture
-def page(chromium):
-    """A fresh browser context and page; closed after the test."""
-    context = chromium.new_context()
+DEFAULT_VIEWPORT = {"width": 1280, "height": 720}  # Playwright's default for a new context
+
+
+@pytest.fixture(scope="session")
+def reused_page(chromium):
+    """One page, in one context, for the worker's whole session: its renderer, HTTP cache and
+    compiled scripts stay warm from test to test (a fresh context per test cost more than the
+    test's own work). Take it through ``page``, or reset it with ``reset_page`` after use."""
+    context = chromium.new_context(viewport=DEFAULT_VIEWPORT)
     page = context.new_page()
+    yield page
+    context.close()
+
+
+def reset_page(page, viewport: dict = DEFAULT_VIEWPORT) -> None:
+    """Leave ``page`` as a new one would be: no routes of its own, the site's storage (the
+    finder's pasted config.json, Material's settings) and cookies cleared, at ``viewport``, on
+    about:blank (the next ``goto`` is a full load even to the same URL and fragment)."""
+    page.unroute_all(behavior="ignoreErrors")
+    if page.url.startswith("http"):
+        with contextlib.suppress(Exception):  # a page that is still navigating: about:blank below
+            page.evaluate("() => { sessionStorage.clear(); localStorage.clear(); }")
+    page.context.clear_cookies()
+    page.goto("about:blank")
+    page.set_viewport_size(viewport)
+
+
+@pytest.fixture
+def page(reused_page):
+    """The worker's reused page (``reused_page``), reset before and after the test: on
+    about:blank at 1280x720, no routes, no storage. A test that adds a listener removes it."""
+    reset_page(reused_page)
     try:
-        yield page
+        yield reused_page
     finally:
-        context.close()
+        reset_page(reused_page)
 
 
 @dataclass
@@ -250,11 +279,14 @@ document.addEventListener('securitypolicyviolation',
   e => window.__violations.push(e.effectiveDirective + ' ' + (e.blockedURI || '')));"""
 
 
+GUARDED_VIEWPORT = {"width": 1280, "height": 800}
+
+
 def guarded_context(chromium, origin: str):
     """A 1280x800 browser context that records the page's policy violations
     (``VIOLATIONS_LISTENER``) and aborts every request to another origin than ``origin``,
     returning (context, the list those requests' URLs are appended to)."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    context = chromium.new_context(viewport=GUARDED_VIEWPORT)
     context.add_init_script(VIOLATIONS_LISTENER)
     outside: list[str] = []
 

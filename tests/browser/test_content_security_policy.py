@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import VIOLATIONS_LISTENER, guarded_context, site_pages
+from tests.browser.conftest import GUARDED_VIEWPORT, VIOLATIONS_LISTENER, guarded_context, reset_page, site_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -19,15 +19,25 @@ LISTEN = VIOLATIONS_LISTENER
 OUTSIDE = "https://evil.example"
 
 
-@pytest.fixture
-def guarded(chromium, site_server):
-    """A page recording policy violations and every request that left the site (aborted)."""
+@pytest.fixture(scope="module")
+def guarded_page(chromium, site_server):
+    """One page for the module, recording policy violations and every request that left the
+    site (aborted, appended to ``page.outside``)."""
     context, outside = guarded_context(chromium, site_server.origin)
     context.grant_permissions(["clipboard-read", "clipboard-write"])
     page = context.new_page()
     page.outside = outside
     yield page
     context.close()
+
+
+@pytest.fixture
+def guarded(guarded_page):
+    """``guarded_page`` as a new page would be: no planted route, nothing recorded yet, on about:blank."""
+    reset_page(guarded_page, GUARDED_VIEWPORT)
+    guarded_page.outside.clear()
+    yield guarded_page
+    reset_page(guarded_page, GUARDED_VIEWPORT)
 
 
 def violations(page) -> list[str]:

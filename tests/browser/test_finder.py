@@ -75,8 +75,14 @@ def computed(model: str, task: str, cards: str, option: str | None = None) -> bo
 
 
 def open_finder(page, site_server, lang: str):
-    """Open the finder and start using it (its reference answers load on the first focus)."""
-    page.goto(site_server.url(PATHS[lang]), wait_until="networkidle")
+    """Open the finder and start using it (its reference answers load on the first focus; the
+    page's scripts have run at "load", and the wait is for the finder's own ``data-ready``)."""
+    page.goto(site_server.url(PATHS[lang]), wait_until="load")
+    start_finder(page)
+
+
+def start_finder(page):
+    """Start using the finder open in ``page`` (focus its first control, wait for its answers)."""
     page.focus("#finder-model")
     page.wait_for_selector('#finder-form[data-ready="true"]', state="visible", timeout=10_000)
 
@@ -197,37 +203,37 @@ def test_keyboard_alone_drives_the_finder(page, site_server, lang):
     assert page.get_attribute("#finder-status", "role") == "status"
 
 
-@pytest.mark.parametrize("lang", ["it", "fr"])
-def test_without_javascript_the_default_result_is_shown(chromium, site_server, lang):
+@pytest.fixture(scope="module")
+def without_javascript(chromium):
+    """One page with JavaScript off, for both languages."""
     context = chromium.new_context(java_script_enabled=False)
-    try:
-        page = context.new_page()
-        page.goto(site_server.url(PATHS[lang]), wait_until="load")
-        assert page.is_hidden("#finder-form")
-        assert page.is_visible("#finder-table")
-        assert normalised(shown(page)) == python_result(lang)
-    finally:
-        context.close()
+    yield context.new_page()
+    context.close()
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
-def test_phone_width_and_screenshots(chromium, site_server, lang):
+def test_without_javascript_the_default_result_is_shown(without_javascript, site_server, lang):
+    page = without_javascript
+    page.goto(site_server.url(PATHS[lang]), wait_until="load")
+    assert page.is_hidden("#finder-form")
+    assert page.is_visible("#finder-table")
+    assert normalised(shown(page)) == python_result(lang)
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_phone_width_and_screenshots(page, site_server, lang):
     ARTIFACTS.mkdir(exist_ok=True)
     for name, viewport in (("desktop", {"width": 1280, "height": 900}), ("phone", {"width": 375, "height": 812})):
-        context = chromium.new_context(viewport=viewport)
-        try:
-            page = context.new_page()
-            open_finder(page, site_server, lang)
-            choose(page, model="llama-3.1-8b", task="full-adamw", cards=4, method="zero2")
-            overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-            assert overflow <= 0, f"{name}: the page is {overflow}px wider than the screen"
-            for control in ("model", "task", "cards", "method"):
-                box = page.locator(f"#finder-{control}").bounding_box()
-                assert box and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], (name, control)
-            page.locator("#finder").scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / f"finder-{lang}-{name}.png"), full_page=True)
-        finally:
-            context.close()
+        page.set_viewport_size(viewport)
+        open_finder(page, site_server, lang)
+        choose(page, model="llama-3.1-8b", task="full-adamw", cards=4, method="zero2")
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{name}: the page is {overflow}px wider than the screen"
+        for control in ("model", "task", "cards", "method"):
+            box = page.locator(f"#finder-{control}").bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], (name, control)
+        page.locator("#finder").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"finder-{lang}-{name}.png"), full_page=True)
     assert (ARTIFACTS / f"finder-{lang}-desktop.png").stat().st_size > 10_000
 
 

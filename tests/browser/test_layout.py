@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_finder import open_finder
+from tests.browser.conftest import reset_page
+from tests.browser.test_finder import start_finder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -93,55 +94,79 @@ METHOD_LABELS_JS = r"""() => {
 }"""
 
 
-@pytest.fixture
-def sized(chromium):
-    contexts = []
+PAGES = ("", "memory-formulas/", "gpu-finder/")
+TABLES_PAGE, FINDER_PAGE = "", "gpu-finder/"
 
-    def open_page(size: str):
+
+@pytest.fixture(scope="module")
+def layout(reused_page, site_server):
+    """``layout(lang, size, path)``: what the tests below read of that page at that size, the
+    page loaded once for the module on the worker's reused page (every check only reads the
+    layout; the finder's are read once it is in use, as ``open_finder`` leaves it)."""
+    page, cache = reused_page, {}
+
+    def measure(lang: str, size: str, path: str) -> dict:
+        if (lang, size, path) in cache:
+            return cache[(lang, size, path)]
         width, height = SIZES[size]
-        context = chromium.new_context(viewport={"width": width, "height": height})
-        contexts.append(context)
-        return context.new_page()
+        reset_page(page, {"width": width, "height": height})
+        page.goto(site_server.url(ROOTS[lang] + path), wait_until="networkidle")
+        found = {"inline_code": page.locator("article code:not(pre code)").count(),
+                 "broken_after_hyphen": page.evaluate(BREAK_AFTER_HYPHEN_JS)}
+        if path == TABLES_PAGE and size == "phone":
+            page.wait_for_selector("article .md-typeset__scrollwrap table", state="attached")  # Material's script wraps them
+            found["tables"] = page.evaluate(WIDE_TABLES_JS)
+            found["split_in_table_code"] = page.evaluate(SPLIT_WORDS_JS, "article table code")
+            found["needs_rows"] = page.eval_on_selector_all(
+                ".needs-table tbody tr", "rows => rows.map(r => [r.textContent.trim().slice(0, 30), r.getBoundingClientRect().height])")
+            found["split_in_needs"] = page.evaluate(SPLIT_WORDS_JS, ".needs-table th, .needs-table td")
+        if path == FINDER_PAGE:
+            start_finder(page)
+            if size == "phone":
+                found["finder_headings"] = page.locator("#finder-table thead th").count()
+                found["split_in_finder"] = page.evaluate(SPLIT_WORDS_JS, "#finder-table thead th, #finder-table td")
+                found["overflowing_cells"] = page.evaluate(OVERFLOWING_CELLS_JS)
+                found["finder_rows"] = page.eval_on_selector_all("#finder-table tbody tr",
+                                                                 "rows => rows.map(r => r.getBoundingClientRect().height)")
+                found["cut_attention_labels"] = page.evaluate(METHOD_LABELS_JS.replace("finder-method", "finder-attention"))
+            else:
+                found["method_options"] = page.locator("#finder-method option").count()
+                found["cut_method_labels"] = page.evaluate(METHOD_LABELS_JS)
+        cache[(lang, size, path)] = found
+        return found
 
-    yield open_page
-    for context in contexts:
-        context.close()
+    yield measure
+    reset_page(page)
 
 
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("lang", ROOTS)
-def test_inline_code_never_breaks_after_a_hyphen(sized, site_server, lang, size):
-    page = sized(size)
-    for path in ("", "memory-formulas/", "gpu-finder/"):
-        page.goto(site_server.url(ROOTS[lang] + path), wait_until="networkidle")
-        assert page.locator("article code:not(pre code)").count(), path
-        assert page.evaluate(BREAK_AFTER_HYPHEN_JS) == [], (path, size)
+def test_inline_code_never_breaks_after_a_hyphen(layout, lang, size):
+    for path in PAGES:
+        found = layout(lang, size, path)
+        assert found["inline_code"], path
+        assert found["broken_after_hyphen"] == [], (path, size)
 
 
 @pytest.mark.parametrize("lang", ROOTS)
-def test_phone_tables_scroll_in_their_frame_with_a_cue(sized, site_server, lang):
-    page = sized("phone")
-    page.goto(site_server.url(ROOTS[lang]), wait_until="networkidle")
-    page.wait_for_selector("article .md-typeset__scrollwrap table", state="attached")  # Material's script wraps them
-    tables = page.evaluate(WIDE_TABLES_JS)
-    wide = [t for t in tables if t["wider"]]
+def test_phone_tables_scroll_in_their_frame_with_a_cue(layout, lang):
+    found = layout(lang, "phone", TABLES_PAGE)
+    wide = [t for t in found["tables"] if t["wider"]]
     assert wide, "no table wider than a phone: the sharding tables were (update the test)"
     for table in wide:
         assert table["frameRight"] <= 390, table
         assert table["scrolls"] and table["cue"], table
         assert table["tableBackground"] in ("rgba(0, 0, 0, 0)", "transparent"), table  # the cue shows through
-    assert page.evaluate(SPLIT_WORDS_JS, "article table code") == []  # SHARD_GRA / D_OP
+    assert found["split_in_table_code"] == []  # SHARD_GRA / D_OP
 
 
 @pytest.mark.parametrize("lang", ROOTS)
-def test_phone_needs_rows_fit_a_screen(sized, site_server, lang):
-    page = sized("phone")
-    page.goto(site_server.url(ROOTS[lang]), wait_until="networkidle")
-    heights = page.eval_on_selector_all(".needs-table tbody tr",
-                                        "rows => rows.map(r => [r.textContent.trim().slice(0, 30), r.getBoundingClientRect().height])")
+def test_phone_needs_rows_fit_a_screen(layout, lang):
+    found = layout(lang, "phone", TABLES_PAGE)
+    heights = found["needs_rows"]
     assert len(heights) >= 5
     assert [(row, h) for row, h in heights if h > 844] == []
-    assert page.evaluate(SPLIT_WORDS_JS, ".needs-table th, .needs-table td") == []
+    assert found["split_in_needs"] == []
 
 
 # Cells whose text runs past their own box (into the next heading: "indiquéet").
@@ -150,23 +175,21 @@ OVERFLOWING_CELLS_JS = r"""() => [...document.querySelectorAll('#finder-table th
 
 
 @pytest.mark.parametrize("lang", ROOTS)
-def test_phone_finder_headings_break_between_words(sized, site_server, lang):
+def test_phone_finder_headings_break_between_words(layout, lang):
     """The five-column table (training: time and cost beside the price): no heading runs into
     the next, no word splits in a heading or a cell, each row at most a third of the screen,
     and every select (Attention included) shows its labels whole."""
-    page = sized("phone")
-    open_finder(page, site_server, lang)
-    assert page.locator("#finder-table thead th").count() == 5  # the default choice is a training run
-    assert page.evaluate(SPLIT_WORDS_JS, "#finder-table thead th, #finder-table td") == []
-    assert page.evaluate(OVERFLOWING_CELLS_JS) == []
-    heights = page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.getBoundingClientRect().height)")
+    found = layout(lang, "phone", FINDER_PAGE)
+    assert found["finder_headings"] == 5  # the default choice is a training run
+    assert found["split_in_finder"] == []
+    assert found["overflowing_cells"] == []
+    heights = found["finder_rows"]
     assert heights and max(heights) <= SIZES["phone"][1] / 3, heights
-    assert page.evaluate(METHOD_LABELS_JS.replace("finder-method", "finder-attention")) == []  # was cut off
+    assert found["cut_attention_labels"] == []  # was cut off
 
 
 @pytest.mark.parametrize("lang", ROOTS)
-def test_desktop_method_menu_shows_every_label(sized, site_server, lang):
-    page = sized("desktop")
-    open_finder(page, site_server, lang)
-    assert page.locator("#finder-method option").count() >= 5
-    assert page.evaluate(METHOD_LABELS_JS) == []
+def test_desktop_method_menu_shows_every_label(layout, lang):
+    found = layout(lang, "desktop", FINDER_PAGE)
+    assert found["method_options"] >= 5
+    assert found["cut_method_labels"] == []

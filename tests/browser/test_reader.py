@@ -17,6 +17,7 @@ and from the render layer (the finder's result), never from the page's own scrip
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 import urllib.error
@@ -26,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
-from tests.browser.conftest import site_pages
+from tests.browser.conftest import reset_page, site_pages
 from tests.browser.test_finder import choose, normalised, open_finder, python_result, shown
 from tests.browser.test_layout import SPLIT_WORDS_JS
 
@@ -39,16 +40,21 @@ WORD_SPLIT = re.compile(r"[^\w.]+|\.(?!\d)")  # words as a reader sees them: l�
 # ------------------------------------------------------------------------------ search
 def pages_with_word(site, lang: str, word: str) -> set[str]:
     """Pages of ``lang`` (URL paths) whose prose holds ``word`` as a word (accents and case ignored)."""
-    found = set()
+    return {path for path, words in prose_words(site).items()
+            if not path.endswith("404.html") and path.startswith("fr/") == (lang == "fr") and fold(word.lower()) in words}
+
+
+@functools.cache
+def prose_words(site) -> dict[str, set[str]]:
+    """{page: the words of its article's prose, folded}, each built page read once."""
+    found = {}
     for path in site_pages(site):
-        if path.endswith("404.html") or (path.startswith("fr/") != (lang == "fr")):
+        if path.endswith("404.html"):
             continue
         article = BeautifulSoup((site / path / "index.html").read_text(encoding="utf-8"), "html.parser").select_one("article")
         for el in article.select("pre, code, script, style, .clipboard-copy-txt"):
             el.decompose()
-        words = {fold(w.lower()) for w in WORD_SPLIT.split(article.get_text(" "))}
-        if fold(word.lower()) in words:
-            found.add(path)
+        found[path] = {fold(w.lower()) for w in WORD_SPLIT.split(article.get_text(" "))}
     return found
 
 
@@ -56,21 +62,22 @@ def fold(text: str) -> str:
     return "".join(ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch))
 
 
+DESKTOP = {"width": 1280, "height": 800}
 META = "document.querySelector('.md-search-result__meta').textContent.trim()"
 PLACEHOLDER = "JSON.parse(document.getElementById('__config').textContent).translations['search.result.placeholder']"
 
 
 @pytest.fixture(scope="module")
-def searcher(chromium, site_server):
-    """``search(lang, query)`` -> the pages (URL paths under the site root) Material lists."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    opened = {}
+def searcher(reused_page, site_server):
+    """``search(lang, query)`` -> the pages (URL paths under the site root) Material lists
+    (on the worker's reused page, kept on the language's home page between searches)."""
+    page = reused_page
 
     def search(lang: str, query: str) -> set[str]:
-        if opened.get("lang") != lang:
+        if urlsplit(page.url).path != urlsplit(site_server.url(ROOTS[lang])).path or page.viewport_size != DESKTOP:
+            reset_page(page)
+            page.set_viewport_size(DESKTOP)
             page.goto(site_server.url(ROOTS[lang]), wait_until="networkidle")
-            opened["lang"] = lang
         page.click("input.md-search__input")
         page.keyboard.press("Control+A")
         page.keyboard.press("Backspace")  # Material reads the query on keyup: type as a reader does
@@ -83,7 +90,7 @@ def searcher(chromium, site_server):
         return {urlsplit(h).path[len(urlsplit(prefix).path):] for h in hrefs}
 
     yield search
-    context.close()
+    reset_page(page)
 
 
 @pytest.mark.parametrize(("lang", "word"), [("it", "ottimizzatore"), ("fr", "inférence"), ("fr", "entraînement")])
@@ -157,6 +164,7 @@ def test_a_link_with_a_bad_choice_falls_back_to_the_default(page, site_server):
 
 
 # ----------------------------------------------------------------------- phone layout
+PHONE = {"width": 390, "height": 844}
 PRICED = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero1"}  # 8 × H100: a guide price
 
 CODE_UNDER_BUTTON_JS = r"""() => {
@@ -182,26 +190,22 @@ CODE_UNDER_BUTTON_JS = r"""() => {
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
-def test_phone_finder_table_and_caption_fit(chromium, site_server, lang):
+def test_phone_finder_table_and_caption_fit(page, site_server, lang):
     """On a phone the caption and the table's frame stay on the screen and the page never
     scrolls sideways; a table wider than the frame (five columns with time and cost) scrolls
     inside it and shows the guide's scroll cue, as every wide table does (test_layout.py)."""
-    context = chromium.new_context(viewport={"width": 390, "height": 844})
-    try:
-        page = context.new_page()
-        open_finder(page, site_server, lang)
-        choose(page, **PRICED)
-        for selector in ("#finder-table-wrap", "#finder-table caption"):
-            box = page.locator(selector).first.bounding_box()
-            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (selector, box)
-        assert page.evaluate("document.documentElement.scrollWidth") <= 390, "the page scrolls sideways"
-        frame = page.eval_on_selector("#finder-table-wrap", """e => ({
-            wider: e.scrollWidth > e.clientWidth,
-            scrolls: ['auto', 'scroll'].includes(getComputedStyle(e).overflowX),
-            cue: getComputedStyle(e).backgroundImage.includes('gradient')})""")
-        assert not frame["wider"] or (frame["scrolls"] and frame["cue"]), frame
-    finally:
-        context.close()
+    page.set_viewport_size(PHONE)
+    open_finder(page, site_server, lang)
+    choose(page, **PRICED)
+    for selector in ("#finder-table-wrap", "#finder-table caption"):
+        box = page.locator(selector).first.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (selector, box)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390, "the page scrolls sideways"
+    frame = page.eval_on_selector("#finder-table-wrap", """e => ({
+        wider: e.scrollWidth > e.clientWidth,
+        scrolls: ['auto', 'scroll'].includes(getComputedStyle(e).overflowX),
+        cue: getComputedStyle(e).backgroundImage.includes('gradient')})""")
+    assert not frame["wider"] or (frame["scrolls"] and frame["cue"]), frame
 
 
 SIZES = [(390, 844), (1280, 800)]
@@ -210,20 +214,20 @@ LINES_PAGES = ("", "fr/", "memory-notebook/", "fr/memory-notebook/")
 
 
 @pytest.fixture(scope="module")
-def code_layout(chromium, site_server):
+def code_layout(reused_page, site_server):
     """{(size, path): (copy buttons, words under a copy button, wrapped lines)}: each page
     loaded once per size for the two code-layout tests below (both only read the layout)."""
-    measured = {}
-    for size in SIZES:
-        context = chromium.new_context(viewport={"width": size[0], "height": size[1]})
-        try:
-            page = context.new_page()
+    measured, page = {}, reused_page
+    try:
+        for size in SIZES:
+            reset_page(page)
+            page.set_viewport_size({"width": size[0], "height": size[1]})
             for path in dict.fromkeys(UNDER_BUTTON_PAGES + LINES_PAGES):
                 page.goto(site_server.url(path), wait_until="networkidle")
                 measured[(size, path)] = (page.locator("article .md-code__nav, article .zeroclipboard-container").count(),
                                           page.evaluate(CODE_UNDER_BUTTON_JS), page.evaluate(WRAPPED_LINES_JS))
-        finally:
-            context.close()
+    finally:
+        reset_page(page)
     return measured
 
 
@@ -267,9 +271,13 @@ def test_a_deep_missing_page_shows_a_working_404(page, site_server, missing, lan
     """GitHub Pages answers any depth with the root 404.html: its links must not be
     relative to where it is served, and must stay under /REPO/."""
     failed = []
-    page.on("requestfinished", lambda r: r.response() and r.response().status >= 400 and not r.url.endswith(missing)
-            and failed.append(r.url))
+
+    def record(r):
+        return r.response() and r.response().status >= 400 and not r.url.endswith(missing) and failed.append(r.url)
+
+    page.on("requestfinished", record)
     page.goto(site_server.url(missing), wait_until="networkidle")
+    page.remove_listener("requestfinished", record)  # the page is reused by the next test
     assert page.eval_on_selector("html", "e => e.lang") == lang
     links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
     internal = {link.split("#")[0] for link in links if link.startswith(site_server.origin)}
@@ -290,16 +298,12 @@ TIGHT = {"model": "qwen3-32b", "task": "lora", "cards": 4, "method": "ddp"}  # a
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
-def test_phone_finder_labels_keep_their_words_whole(chromium, site_server, lang):
-    context = chromium.new_context(viewport={"width": 390, "height": 844})
-    try:
-        page = context.new_page()
-        open_finder(page, site_server, lang)
-        choose(page, **TIGHT)
-        assert page.locator("#finder-table .finder-tight").count(), "no tight card for this choice: update TIGHT"
-        assert page.evaluate(SPLIT_WORDS_JS, TIGHT_LABELS) == []
-    finally:
-        context.close()
+def test_phone_finder_labels_keep_their_words_whole(page, site_server, lang):
+    page.set_viewport_size(PHONE)
+    open_finder(page, site_server, lang)
+    choose(page, **TIGHT)
+    assert page.locator("#finder-table .finder-tight").count(), "no tight card for this choice: update TIGHT"
+    assert page.evaluate(SPLIT_WORDS_JS, TIGHT_LABELS) == []
 
 
 @pytest.mark.parametrize("path", ["memory-notebook/", "fr/memory-notebook/"])
