@@ -553,6 +553,7 @@
         names = names.concat(current === "training" ? ["offload"] : ["rank", "targets"]);
         if (current === "training") {
           found.optimizer = task.optimizer;
+          found.optimizer_impl = task.optimizer_impl;
           found.host_ram_gb = hostRam(found.cards);
         }
         found.tokens = value("tokens");

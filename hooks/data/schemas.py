@@ -343,6 +343,7 @@ class Task(Data):
     kind: Literal["training", "lora", "serving"]
     label: Text("rank")
     optimizer: Name | None = None  # training
+    optimizer_impl: Literal["foreach", "fused", "forloop"] | None = None  # training: else settings.optimizer_impl
     base_dtype: Name | None = None  # lora
     weight_dtype: Name | None = None  # serving
 

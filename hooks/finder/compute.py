@@ -184,12 +184,18 @@ def job(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option:
                  seq_len=settings["activations"]["seq_length"], micro_batch=settings["activations"]["micro_batch"],
                  recompute="none")
     if task["kind"] == "training":
-        found.update(optimizer=task["optimizer"], optimizer_impl=settings["optimizer_impl"])
+        found.update(optimizer=task["optimizer"], optimizer_impl=optimizer_impl(catalogue, task_key))
     else:
         found.update(rank=settings["lora"]["rank"], base_dtype=task["base_dtype"])
     found["prices"] = {m["gpu"]: str(m["price_eur_per_hour_from"]) for m in catalogue.machines.values()
                        if m["count"] == cards}  # the guide's, for the run's cost (training and LoRA)
     return found
+
+
+def optimizer_impl(catalogue: Catalogue, task_key: str) -> str:
+    """The AdamW implementation a training task's step is counted with: the task's own (the
+    all-bf16 task: the Trainer's adamw_torch_fused), else ``settings.optimizer_impl``."""
+    return catalogue.tasks[task_key].get("optimizer_impl") or catalogue.settings["optimizer_impl"]
 
 
 CUSTOM_MODEL = "custom"  # the model select's value for the reader's own config.json
@@ -297,7 +303,9 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
                     "max_context": m.max_context, "activation_gb": activation_reference(catalogue, m)}
                    for m in catalogue.models.values()],
         "tasks": [{key: value for key, value in t.items() if key != "label"}
-                  | {"key": k, "accounting": task_accountings(catalogue, k)} for k, t in catalogue.tasks.items()],
+                  | {"key": k, "accounting": task_accountings(catalogue, k)}
+                  | ({"optimizer_impl": optimizer_impl(catalogue, k)} if t["kind"] == "training" else {})
+                  for k, t in catalogue.tasks.items()],
         "lora": settings["lora"],
         "serving": settings["serving"],
         "tight_free_fraction": settings["tight_free_fraction"],

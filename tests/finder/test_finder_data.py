@@ -44,12 +44,12 @@ def fitting(data, model, task, cards, option) -> list[str]:
 def expected_requirement(config, task: dict, cards: int, option: str, rank: int):
     """(bytes per card, {part: bytes}, bytes at backward) straight from vram, or None where
     not computed. Training: torch.optim.AdamW's foreach step, as the guide's scripts run it
-    (the page says so)."""
+    (the page says so), or the task's own implementation (the all-bf16 task: the Trainer's fused)."""
     if task["kind"] == "training":
         framework, stage = METHODS[option]
         try:
             memory = vram.framework_memory(framework, vram.model_shape(config), cards, stage, task["optimizer"],
-                                           optimizer_impl="foreach")
+                                           optimizer_impl=task.get("optimizer_impl") or "foreach")
         except ValueError:
             return None  # all-bf16 AdamW: DeepSpeed and FSDP2 keep fp32 master weights, only the paper's accounting has it
         return memory.per_gpu_bytes, {"weights": memory.weights_bytes, "gradients": memory.gradients_bytes,
