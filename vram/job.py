@@ -81,6 +81,7 @@ from .timing import decode_bound, shown_duration
 from .units import bytes_to_gb
 
 KINDS = ("training", "lora", "serving")
+MULTIMODAL_GEMMA3 = "gemma3"  # vram.models: its vision tower is not modelled, its text_config is
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 TRAINING_OPTIMIZERS = ("adamw", "adamw-bf16", "adam8bit")
 SERVING_WEIGHTS = ("bf16", "fp8", "int4", MXFP4)
@@ -107,7 +108,8 @@ class JobError(ValueError):
     """Bad job input: ``field`` (the job key), ``code`` ("integer", "choice", "fraction", "price",
     "too_long", "not_offered", "config_json" (with ``line`` and ``column``), "config_duplicate"
     (``key``), "config_object" (``got``: the JSON type), "config_unreadable", "config_family" (``key``
-    and the supported ``choices``), "config_key", "config_value")
+    and the supported ``choices``), "config_multimodal" (``key``: a multimodal gemma3, whose
+    ``text_config`` saved alone, model_type gemma3_text, is read), "config_key", "config_value")
     and ``limits`` (what was allowed: minimum/maximum or the choices)."""
 
     def __init__(self, field: str, code: str, message: str, **limits: Any) -> None:
@@ -166,18 +168,22 @@ def read_config(raw: Any) -> ModelConfig:
         raise JobError("config", "config_object", f"expected a JSON object, got {type(raw).__name__}",
                        got=type(raw).__name__)
     model_type = raw.get("model_type")
+    if model_type == MULTIMODAL_GEMMA3:  # vram.models refuses it and says what to pass instead
+        try:
+            model_config_from_dict(raw, "config.json")
+        except ConfigError as exc:
+            raise JobError("config", "config_multimodal", str(exc).removeprefix("config.json: "), key=model_type) from None
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise JobError("config", "config_family", f"unsupported model_type {_short(model_type)}; "
                        f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}", key=str(model_type)[:40],
                        choices=list(SUPPORTED_MODEL_TYPES))
-    inner = raw.get("text_config") if model_type == "gemma3" and isinstance(raw.get("text_config"), dict) else raw
-    missing = sorted(_REQUIRED - set(inner)) if model_type != "gemma3" else []
+    missing = sorted(_REQUIRED - set(raw))
     if missing:
         raise JobError("config", "config_key", f"key {missing[0]!r} is missing", key=missing[0])
     try:
         return model_config_from_dict(raw, "config.json")
     except ConfigError as exc:
-        key = next((k for k in sorted(inner, key=len, reverse=True) if isinstance(k, str) and k in str(exc)), "")
+        key = next((k for k in sorted(raw, key=len, reverse=True) if isinstance(k, str) and k in str(exc)), "")
         raise JobError("config", "config_value", str(exc), key=key) from None
 
 

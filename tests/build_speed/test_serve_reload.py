@@ -87,6 +87,9 @@ def test_make_serve_follows_the_contributor(warm_repo_copy, tmp_path):
         assert "Traceback (most recent call last)" in after and 'hooks/render/markdown.py", line' in after, after[-3000:]
         assert "ZeroDivisionError: integer division or modulo by zero (traceback above)" in after
         assert _server_process(server) not in (None, first), "a .py edit did not restart the server"
+        # that first build failed too: the server says so, then waits (read it before the next edit,
+        # or its line, printed late, would be taken for the next edit's)
+        assert _wait(lambda: "waiting for an edit" in log()[logged:]), log()[-3000:]
 
         # A hook module that does not import: its file, line and traceback, then the fix brings it back
         # (before: "INFO - Shutting down..." and "the server could not start", no file, no line).

@@ -195,6 +195,9 @@ def test_the_command_line_prints_the_same_run(cli, configs):
     ('{"model_type": "llama", "model_type": "qwen2"}', "config_duplicate", {"key": "model_type"}),
     ('{"model_type": "llama",\n  "hidden_size": }', "config_json", {"line": 2, "column": 18}),
     ('{"model_type": "falcon"}', "config_family", {"key": "falcon", "choices": list(vram.SUPPORTED_MODEL_TYPES)}),
+    # a multimodal Gemma 3: the CLI says to save its text_config alone; the page must say that too
+    ('{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}', "config_multimodal", {"key": "gemma3"}),
+    ('{"model_type": "gemma3"}', "config_multimodal", {"key": "gemma3"}),
 ])
 def test_config_errors_say_what_the_command_line_says(tmp_path, text, code, limits):
     """The page's one line comes from these fields: the same facts as the CLI's message
