@@ -96,3 +96,18 @@ class InMemoryBytecodeCache(jinja2.BytecodeCache):
 
 
 TEMPLATE_CACHE = InMemoryBytecodeCache()  # one per process: every build and language pass reuses it
+
+
+def package_versions(names: Iterable[str]) -> tuple[str, ...]:
+    """``python=<sys.version>`` then ``name=version`` of each of ``names`` (``name=absent`` when not
+    installed): the libraries a cached result depends on, for its cache key."""
+    import sys
+    from importlib import metadata
+
+    versions = [f"python={sys.version}"]
+    for name in names:
+        try:
+            versions.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{name}=absent")
+    return tuple(versions)

@@ -29,9 +29,7 @@ import functools
 import hashlib
 import json
 import os
-import sys
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +40,7 @@ from vram.accounting import job_accounting
 from vram.job import JOB_FIELDS, JobError
 from vram.units import bytes_to_gb, bytes_to_gib
 
-from hooks.cache import Memo, hash_files, tree_stamp
+from hooks.cache import Memo, hash_files, package_versions, tree_stamp
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml, relative
 from hooks.errors import RenderError
@@ -355,13 +353,7 @@ def finder_json(data_dir: Path | None = None, store: Path | None = None) -> str:
 @functools.cache  # a process does not see its packages change
 def library_versions() -> tuple[str, ...]:
     """``python=3.11.7 (main, ...)``, ``pydantic=2.14.3``...: what computing finder.json runs on."""
-    versions = [f"python={sys.version}"]
-    for name in LIBRARIES:
-        try:
-            versions.append(f"{name}={metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            versions.append(f"{name}=absent")
-    return tuple(versions)
+    return package_versions(LIBRARIES)
 
 
 def inputs_digest(data_dir: Path) -> str:

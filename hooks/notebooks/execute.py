@@ -46,14 +46,12 @@ import hashlib
 import json
 import logging
 import os
-import platform
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from importlib import metadata
 from pathlib import Path
 
-from hooks.cache import file_stamp, hash_files
+from hooks.cache import file_stamp, hash_files, package_versions
 from hooks.errors import RenderError
 
 CACHE_SUBDIR = Path(".cache") / "notebooks"
@@ -78,14 +76,8 @@ def dependency_files(repo_root: Path) -> list[Path]:
 
 @functools.cache  # a process does not see its packages change (importlib.metadata: ~1 ms a package)
 def tool_versions() -> tuple[str, ...]:
-    """``python=3.11.7``, ``torch=2.13.0``...: what the notebooks' code runs on."""
-    versions = [f"python={platform.python_version()}"]
-    for name in TOOLS:
-        try:
-            versions.append(f"{name}={metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            versions.append(f"{name}=absent")
-    return tuple(versions)
+    """``python=3.11.7 (main, ...)``, ``torch=2.13.0``...: what the notebooks' code runs on."""
+    return package_versions(TOOLS)
 
 
 def cache_key(src: Path, repo_root: Path, lang: str, kernel_name: str, reads: list[str] | None = None) -> str:

@@ -27,9 +27,9 @@ import html as html_lib
 import os
 import re
 import struct
-import sys
 from pathlib import Path
 
+from hooks.cache import package_versions
 from hooks.errors import RenderError
 
 PLOTS_FOLDER = "assets/notebook/plots"
@@ -167,9 +167,7 @@ LIBRARIES = ("tinycss2", "webencodings", "soupsieve", "beautifulsoup4")  # what 
 
 @functools.cache  # a process does not see its packages change
 def _tool_versions() -> bytes:
-    from importlib import metadata
-
-    return "\0".join([f"python={sys.version}", *(f"{name}={metadata.version(name)}" for name in LIBRARIES)]).encode()
+    return "\0".join(package_versions(LIBRARIES)).encode()
 
 
 def _cached_rules(css_texts: list[str], html: str, cache_dir: Path | None = None) -> str:

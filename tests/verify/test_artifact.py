@@ -17,7 +17,8 @@ import tarfile
 import pytest
 
 from tests.conftest import REPO_ROOT
-from verify.artifact import ArtifactError, check_site, is_part_of
+from verify.artifact import is_part_of
+from tests.verify.artifact_refusal import refused
 
 NCCL = '<span class="filename">nccl_check.py</span><pre><span></span><code>'
 FIRST_LINE = '<span class="c1"># nccl_check.py: avvialo con  torchrun --nproc_per_node=4 nccl_check.py</span>'
@@ -37,14 +38,6 @@ def plant(site, page, old, new):
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
-def refused(site, *match):
-    with pytest.raises(ArtifactError) as caught:
-        check_site(site, REPO_ROOT / "snippets")
-    message = str(caught.value)
-    assert "\n" not in message
-    for part in match:
-        assert part in message, message
-    return message
 
 
 def test_the_built_site_passes_and_the_manifest_and_archive_are_what_was_checked(site, tmp_path):

@@ -18,7 +18,8 @@ import shutil
 import pytest
 
 from tests.conftest import REPO_ROOT
-from verify.artifact import ArtifactError, check_site, notebook_pages
+from verify.artifact import notebook_pages
+from tests.verify.artifact_refusal import refused
 
 ACCELERATE_END = 'bf16<span class="w"> </span>train_hf.py\n</code></pre></div>'
 RAW = ('\n<div class="language-bash highlight"><pre><span></span><code>accelerate launch <span class="code-word">--num_processes</span> 4 '
@@ -51,14 +52,6 @@ def plant(site, page: str, new: str, old: str = ACCELERATE_END) -> None:
     path.write_text(text.replace(old, old + new, 1), encoding="utf-8")
 
 
-def refused(site, *match: str) -> str:
-    with pytest.raises(ArtifactError) as caught:
-        check_site(site, REPO_ROOT / "snippets")
-    message = str(caught.value)
-    assert "\n" not in message
-    for part in match:
-        assert part in message, message
-    return message
 
 
 def test_a_code_block_written_as_raw_html_in_both_languages_is_refused(site):

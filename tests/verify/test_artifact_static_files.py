@@ -18,8 +18,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import REPO_ROOT
-from verify.artifact import ArtifactError, check_site
+from tests.verify.artifact_refusal import refused
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +41,6 @@ def site(copied):
             path.write_bytes(data)
 
 
-def refused(site, *match: str) -> None:
-    with pytest.raises(ArtifactError) as caught:
-        check_site(site, REPO_ROOT / "snippets")
-    assert "\n" not in str(caught.value)
-    for part in match:
-        assert part in str(caught.value), str(caught.value)
 
 
 @pytest.mark.parametrize("name, added", [
