@@ -71,7 +71,10 @@ def python_stream(fd: int, settings: dict):
 
 
 def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
+    import builtins
+    import io
     import runpy
+    import types
 
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
@@ -85,11 +88,21 @@ def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
     sys.path[0] = request["cwd"] if module else os.path.dirname(os.path.abspath(sys.argv[0]))
     conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
     code = 0
+    # The script runs in a fresh __main__ module kept in sys.modules until os._exit, as in
+    # `python script.py` / `python -m`: runpy.run_path's temporary module would free the script's
+    # objects on return, and a DDP model's process group freed that way can deadlock (its gloo
+    # threads wait for the GIL the freeing thread holds; a real interpreter never frees them so).
+    main = types.ModuleType("__main__")
+    sys.modules["__main__"] = main
     try:
         if module:
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
+            runpy._run_module_as_main(module, alter_argv=True)  # what `python -m` runs (argv[0]: its file)
         else:
-            runpy.run_path(sys.argv[0], run_name="__main__")
+            with io.open_code(sys.argv[0]) as source:
+                code_object = compile(source.read(), sys.argv[0], "exec")
+            main.__dict__.update(__file__=sys.argv[0], __cached__=None, __spec__=None, __loader__=None,
+                                 __builtins__=builtins)
+            exec(code_object, main.__dict__)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, (int, type(None))):
