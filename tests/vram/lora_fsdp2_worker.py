@@ -123,14 +123,18 @@ def run(reshard: bool, impl: str, rank: int, base=None) -> dict:
     }
 
 
-def main() -> None:
+def main(base=None, measured: dict | None = None, scenarios: dict | None = None) -> None:
+    """Every scenario (``SCENARIOS`` unless given) on ``base`` (``run``'s; None: the bf16 Llama),
+    each report with what ``base`` put in ``measured`` while building it."""
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     out_dir = Path(sys.argv[1])
     dist.init_process_group("gloo")
     report = {"rank": dist.get_rank(), "world_size": dist.get_world_size(), "config": LLAMA}
-    for name, (reshard, impl, rank) in SCENARIOS.items():
-        report[name] = {"lora_rank": rank, "impl": impl, **run(reshard, impl, rank)}
+    measured = {} if measured is None else measured
+    for name, (reshard, impl, rank) in (scenarios or SCENARIOS).items():
+        measured.clear()
+        report[name] = {"lora_rank": rank, "impl": impl, **run(reshard, impl, rank, base), **measured}
     (out_dir / f"rank{dist.get_rank()}.json").write_text(json.dumps(report))
     gc.collect()  # see fsdp2_worker.main
     dist.destroy_process_group()

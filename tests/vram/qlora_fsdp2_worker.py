@@ -19,12 +19,8 @@ Nothing here reads ``vram``: it measures.
 
 from __future__ import annotations
 
-import gc
-import json
 import os
 import sys
-import warnings
-from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -32,7 +28,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fsdp2_worker import LLAMA, llama  # noqa: E402
-from lora_fsdp2_worker import run  # noqa: E402
+from lora_fsdp2_worker import main  # noqa: E402
 
 SCENARIOS = {"reshard_foreach": (True, "foreach", 8), "keep_foreach": (False, "foreach", 8)}
 MEASURED: dict = {}
@@ -75,19 +71,5 @@ def quantised_llama() -> nn.Module:
     return model
 
 
-def main() -> None:
-    warnings.filterwarnings("ignore")
-    torch.set_num_threads(1)
-    out_dir = Path(sys.argv[1])
-    dist.init_process_group("gloo")
-    report = {"rank": dist.get_rank(), "world_size": dist.get_world_size(), "config": LLAMA}
-    for name, (reshard, impl, rank) in SCENARIOS.items():
-        MEASURED.clear()
-        report[name] = {"lora_rank": rank, "impl": impl, **run(reshard, impl, rank, quantised_llama), **MEASURED}
-    (out_dir / f"rank{dist.get_rank()}.json").write_text(json.dumps(report))
-    gc.collect()  # see fsdp2_worker.main
-    dist.destroy_process_group()
-
-
 if __name__ == "__main__":
-    main()
+    main(quantised_llama, MEASURED, SCENARIOS)
