@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import gc
 import json
+from contextlib import contextmanager
 import sys
 import warnings
 from pathlib import Path
@@ -161,21 +162,11 @@ def _fsdp_buffers(groups: list) -> dict[str, int]:
     return {"params": params, "grads": grads, "reduce_scatter": reduce_scatter}
 
 
-def run_llama(layer_reshard: bool, root_reshard: bool | None, **overrides) -> dict:
-    config = {**LLAMA, **overrides}
-    model = llama(config)
-    numel = lambda module: sum(p.numel() for p in module.parameters())  # noqa: E731
-    sizes = {"params": numel(model), "block": numel(model.model.layers[0]),
-             "output": numel(model.lm_head) + numel(model.model.norm)}
-    sizes["root"] = sizes["params"] - len(model.model.layers) * sizes["block"]
-    mp_policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    for layer in model.model.layers:
-        fully_shard(layer, reshard_after_forward=layer_reshard, mp_policy=mp_policy)
-    fully_shard(model, reshard_after_forward=root_reshard, mp_policy=mp_policy)
-    params = list(model.parameters())
-    optimizer = torch.optim.AdamW(params, lr=1e-3)
-    groups = _groups(model)
-    peak = {"total": 0}
+@contextmanager
+def fsdp_buffer_peak(groups: list, peak: dict):
+    """While inside, FSDP2's buffers of ``groups`` (``_fsdp_buffers``) are sampled at every tensor
+    autograd saves and right after each reduce-scatter's copy-in; ``peak`` keeps the largest
+    total, its parts and the bytes in flight."""
 
     def sample(in_flight: int = 0) -> None:
         now = _fsdp_buffers(groups)
@@ -194,15 +185,34 @@ def run_llama(layer_reshard: bool, root_reshard: bool | None, **overrides) -> di
         # the gradients were taken off their parameters: only this list holds them now
         sample(_storage(reduce_scatter_input) + sum(_storage(g) for g in unsharded_grads))
 
-    tokens = torch.randint(0, config["vocab_size"], (2, 8))
     _fsdp_collectives.foreach_reduce_scatter_copy_in = copy_in_and_sample
     try:
         with torch.autograd.graph.saved_tensors_hooks(hook, hook):
-            loss = model(input_ids=tokens, labels=tokens).loss
-            after_forward = _fsdp_buffers(groups)["params"]
-            loss.backward()
+            yield
     finally:
         _fsdp_collectives.foreach_reduce_scatter_copy_in = copy_in
+
+
+def run_llama(layer_reshard: bool, root_reshard: bool | None, **overrides) -> dict:
+    config = {**LLAMA, **overrides}
+    model = llama(config)
+    numel = lambda module: sum(p.numel() for p in module.parameters())  # noqa: E731
+    sizes = {"params": numel(model), "block": numel(model.model.layers[0]),
+             "output": numel(model.lm_head) + numel(model.model.norm)}
+    sizes["root"] = sizes["params"] - len(model.model.layers) * sizes["block"]
+    mp_policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for layer in model.model.layers:
+        fully_shard(layer, reshard_after_forward=layer_reshard, mp_policy=mp_policy)
+    fully_shard(model, reshard_after_forward=root_reshard, mp_policy=mp_policy)
+    params = list(model.parameters())
+    optimizer = torch.optim.AdamW(params, lr=1e-3)
+    groups = _groups(model)
+    peak = {"total": 0}
+    tokens = torch.randint(0, config["vocab_size"], (2, 8))
+    with fsdp_buffer_peak(groups, peak):
+        loss = model(input_ids=tokens, labels=tokens).loss
+        after_forward = _fsdp_buffers(groups)["params"]
+        loss.backward()
     optimizer.step()
     grad_storages = {}
     for p in params:

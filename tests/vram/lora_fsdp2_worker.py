@@ -34,10 +34,9 @@ import torch
 import torch.distributed as dist
 from torch.autograd.profiler import record_function
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-from torch.distributed.fsdp._fully_shard import _fsdp_collectives
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fsdp2_worker import LLAMA, _fsdp_buffers, _groups, _local, _nbytes, _storage, llama  # noqa: E402
+from fsdp2_worker import LLAMA, _fsdp_buffers, _groups, _local, _nbytes, fsdp_buffer_peak, llama  # noqa: E402
 from step_worker import IMPLS, _live_bytes  # noqa: E402
 
 # name: (reshard_after_forward, AdamW implementation, LoRA rank); rank 160 makes a block's
@@ -71,36 +70,15 @@ def run(reshard: bool, impl: str, rank: int, base=None) -> dict:
     optimizer = torch.optim.AdamW(trainable, lr=1e-3, **IMPLS[impl])
     groups = _groups(model)
     peak = {"total": 0}
-
-    def sample(in_flight: int = 0) -> None:
-        now = _fsdp_buffers(groups)
-        total = sum(now.values()) + in_flight
-        if total > peak["total"]:
-            peak.update(now, total=total, in_flight=in_flight)
-
-    def hook(tensor):
-        sample()
-        return tensor
-
-    copy_in = _fsdp_collectives.foreach_reduce_scatter_copy_in
-
-    def copy_in_and_sample(unsharded_grads, reduce_scatter_input, world_size):
-        copy_in(unsharded_grads, reduce_scatter_input, world_size)
-        sample(_storage(reduce_scatter_input) + sum(_storage(g) for g in unsharded_grads))
-
     tokens = torch.randint(0, LLAMA["vocab_size"], (2, 8))
-    _fsdp_collectives.foreach_reduce_scatter_copy_in = copy_in_and_sample
-    try:
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
-            with torch.autograd.graph.saved_tensors_hooks(hook, hook):
-                loss = model(input_ids=tokens, labels=tokens).loss
-                after_forward = _fsdp_buffers(groups)["params"]
-                loss.backward()
-            del loss
-            with record_function("optimizer_step"):
-                optimizer.step()
-    finally:
-        _fsdp_collectives.foreach_reduce_scatter_copy_in = copy_in
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
+        with fsdp_buffer_peak(groups, peak):
+            loss = model(input_ids=tokens, labels=tokens).loss
+            after_forward = _fsdp_buffers(groups)["params"]
+            loss.backward()
+        del loss
+        with record_function("optimizer_step"):
+            optimizer.step()
     before, step_peak = _live_bytes(prof, "optimizer_step")
     grads = {}
     for p in trainable:
