@@ -329,8 +329,8 @@ AXE_RUN_JS = """async () => (await axe.run(document, {resultTypes: ['violations'
                             nodes: v.nodes.slice(0, 5).map(n => n.target.join(' '))}))"""
 
 
-def load_every_page(chromium, server: SiteServer) -> dict:
-    """Load every page of ``server`` once, in one desktop-width page under the site's own
+def load_every_page(chromium, server: SiteServer, lanes: int = 2) -> dict:
+    """Load every page of ``server`` once, each in a desktop-width page under the site's own
     Content-Security-Policy, and return ``{"origin": server.origin, "pages": {path: {...}}}``
     where each page has ``requests`` ([url, resource type, status, failure] of every request
     of its load), ``links`` (every ``a[href]`` of the rendered DOM, absolute), ``outside``
@@ -339,21 +339,37 @@ def load_every_page(chromium, server: SiteServer) -> dict:
     (the browser's ``securitypolicyviolation`` events while loading), ``axe`` (axe-core's
     violations, or None without node_modules/axe-core) and ``alternatives`` (its images' text
     alternatives, ``ALTERNATIVES_JS``). axe runs after the rest was read, evaluated through
-    the DevTools protocol, which the policy does not govern (an inline script would be blocked)."""
-    context, outside = guarded_context(chromium, server.origin)
-    page = context.new_page()
+    the DevTools protocol, which the policy does not govern (an inline script would be blocked).
+
+    ``lanes`` pages, each in its own ``guarded_context``, take the pages in turn: one loads
+    its next page while the others are read and audited (what each records is its own)."""
     axe = AXE.read_text(encoding="utf-8") if AXE.exists() else None
-    pages = {}
-    for path in site_pages(server.root):
-        outside.clear()
-        recorder = recorded(page)
-        page.goto(server.url(path), wait_until="networkidle")
+    todo = site_pages(server.root)
+    pages: dict[str, dict] = {}
+    opened = []
+    for _ in range(min(lanes, len(todo)) or 1):
+        context, outside = guarded_context(chromium, server.origin)
+        opened.append({"context": context, "outside": outside, "page": context.new_page(), "path": None})
+    queue = list(todo)
+
+    def start(lane: dict) -> None:
+        """Begin loading the next page in ``lane`` (returns once its response arrived)."""
+        lane["path"] = queue.pop(0) if queue else None
+        if lane["path"] is not None:
+            lane["outside"].clear()
+            lane["recorder"] = recorded(lane["page"])
+            lane["page"].goto(server.url(lane["path"]), wait_until="commit")
+
+    def finish(lane: dict) -> None:
+        """Wait for ``lane``'s page to load (no request for 500 ms) and read it."""
+        page, recorder = lane["page"], lane["recorder"]
+        page.wait_for_load_state("networkidle")
         links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
         recorder.detach()
         loaded = {
             "requests": [[r.url, r.resource_type, r.status, r.failure] for r in recorder.requests],
             "links": links,
-            "outside": list(outside),
+            "outside": list(lane["outside"]),
             "csp_meta": page.locator('meta[http-equiv="Content-Security-Policy"]').count(),
             "csp_violations": page.evaluate("window.__violations"),
         }
@@ -361,9 +377,18 @@ def load_every_page(chromium, server: SiteServer) -> dict:
             page.evaluate(axe)
         loaded["axe"] = page.evaluate(AXE_RUN_JS) if axe is not None else None
         loaded["alternatives"] = page.evaluate(ALTERNATIVES_JS)
-        pages[path] = loaded
-    context.close()
-    return {"origin": server.origin, "pages": pages}
+        pages[lane["path"]] = loaded
+
+    for lane in opened:
+        start(lane)
+    while any(lane["path"] is not None for lane in opened):
+        for lane in opened:
+            if lane["path"] is not None:
+                finish(lane)
+                start(lane)
+    for lane in opened:
+        lane["context"].close()
+    return {"origin": server.origin, "pages": {path: pages[path] for path in todo}}
 
 
 @pytest.fixture(scope="session")
