@@ -277,9 +277,14 @@ def recorded(page) -> Recorder:
         pending[request] = entry
         recorder.requests.append(entry)
 
+    def on_response(response):  # the status as it arrives (requestfinished follows it)
+        entry = pending.get(response.request)
+        if entry:
+            entry.status = response.status
+
     def on_finished(request):
         entry = pending.pop(request, None)
-        response = request.response() if entry else None
+        response = request.response() if entry and entry.status is None else None
         if entry and response is not None:
             entry.status = response.status
 
@@ -288,7 +293,8 @@ def recorded(page) -> Recorder:
         if entry:
             entry.failure = request.failure or "failed"
 
-    handlers = {"request": on_request, "requestfinished": on_finished, "requestfailed": on_failed}
+    handlers = {"request": on_request, "response": on_response, "requestfinished": on_finished,
+                "requestfailed": on_failed}
     for event, handler in handlers.items():
         page.on(event, handler)
 

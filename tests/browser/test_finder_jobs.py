@@ -169,6 +169,8 @@ def pages(chromium, site_server):
         page.focus("#finder-model")
         page.wait_for_selector('#finder-form[data-ready="true"]', state="visible", timeout=30_000)
         opened[lang] = page
+    for page in opened.values():  # a job's field in use boots the page's calculator: both boot at once
+        page.focus("#finder-seq_len")
     yield opened
     for context in contexts:
         context.close()
