@@ -120,7 +120,7 @@ def test_search_finder_copy_and_language_switch_work_under_the_policy(guarded, s
     # the language switch
     page.hover(".md-header__option .md-select")
     page.click('a.md-select__link[hreflang="it"]')
-    page.wait_for_function("document.documentElement.lang === 'it'")
+    page.wait_for_function("document.documentElement !== null && document.documentElement.lang === 'it'")  # null while the next page starts
     # the finder computes in the page
     page.goto(site_server.url("gpu-finder/"), wait_until="networkidle")
     page.focus("#finder-model")  # its reference answers load when the form is used
