@@ -124,6 +124,7 @@ def _primary(lang: str | None) -> str:
     return (lang or "").split("-")[0].lower()
 
 
+_TRAILING_SPACE, _LEADING_SPACE = re.compile(WHITESPACE + r"\Z"), re.compile(r"\A" + WHITESPACE)
 BREAK = None  # between two texts that are not one run (a block boundary, a skipped element)
 
 
@@ -172,10 +173,10 @@ def _join_runs(texts: list, compiled_of: dict[str, Compiled]) -> None:
             continue
         compiled = compiled_of[prev[0]]
         head = cur[1][:1]
-        if head in compiled.before and (stripped := re.sub(WHITESPACE + r"\Z", "", prev[1])) != prev[1]:
+        if head in compiled.before and (stripped := _TRAILING_SPACE.sub("", prev[1])) != prev[1]:
             prev[1] = stripped + compiled.before[head]
         tail = prev[1][-1:]
-        if tail in compiled.after and (stripped := re.sub(r"\A" + WHITESPACE, "", cur[1])) != cur[1]:
+        if tail in compiled.after and (stripped := _LEADING_SPACE.sub("", cur[1])) != cur[1]:
             cur[1] = compiled.after[tail] + stripped
         if compiled.unit_start and tail.isdigit() and (unit := compiled.unit_start.match(cur[1])):
             cur[1] = compiled.unit_space + cur[1][unit.end():]
