@@ -70,6 +70,9 @@ class Memo:
     def clear(self) -> None:
         self._entries.clear()
 
+    def __len__(self) -> int:
+        return len(self._entries)
+
 
 def hash_files(digest: hashlib._Hash, files: Iterable[Path], root: Path) -> None:
     """Update ``digest`` with each file's path relative to ``root`` (POSIX) and its bytes, in

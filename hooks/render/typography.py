@@ -223,10 +223,25 @@ def _typeset_attributes(tree, page_lang: str, rule_set: TypographyFile, compiled
     return changed
 
 
+_typeset: dict[tuple[str, str], tuple[dict, str | None]] = {}  # (lang, html) -> (the rules, the page typeset; None: unchanged)
+KEEP = 256  # pages and fragments kept: a `mkdocs serve` rebuild typesets only what changed
+
+
 def typeset_html(html: str, lang: str) -> str:
     """A whole page with the typography of ``lang`` (and of any ``lang=`` inside it). Returns ``html`` itself when no rule applies. Raises RenderError for a
-    broken rule set, or a JSON island that is not JSON."""
+    broken rule set, or a JSON island that is not JSON. The result of the same ``html`` and
+    ``lang`` under the same rules (the rule file unchanged) is kept for the process."""
     rule_set, compiled_of = rules()
+    kept = _typeset.get((lang, html))
+    if kept is None or kept[0] is not compiled_of:
+        if len(_typeset) >= KEEP:
+            _typeset.clear()
+        out = _typeset_page(html, lang, rule_set, compiled_of)
+        kept = _typeset[(lang, html)] = (compiled_of, None if out is html else out)
+    return html if kept[1] is None else kept[1]
+
+
+def _typeset_page(html: str, lang: str, rule_set: TypographyFile, compiled_of: dict[str, Compiled]) -> str:
     if not any(c.quick.search(html) for c in compiled_of.values()):
         return html
     tree = LexborHTMLParser(html)
