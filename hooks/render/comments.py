@@ -30,7 +30,6 @@ data); a block of a language no reader knows gets no translated comments.
 from __future__ import annotations
 
 import functools
-
 import re
 from dataclasses import dataclass
 from pathlib import Path
