@@ -60,8 +60,12 @@ def _compile(lang: TypographyLanguage, units: list[str]) -> Compiled:
     before = {sign: SPACES[space] for sign, space in lang.space_before.items()}
     after = {sign: SPACES[space] for sign, space in lang.space_after.items()}
     thousands, unit_space = lang.thousands, lang.units
-    for sign, space in before.items():
-        subs.append((re.compile(WHITESPACE + f"(?={re.escape(sign)})"), space))
+    if before and all(len(sign) == 1 for sign in before):  # one pass for every sign: the space before each
+        signs_class = "".join(re.escape(sign) for sign in before)  # run of spaces is followed by one sign only
+        subs.append((re.compile(WHITESPACE + f"(?=[{signs_class}])"), lambda m, before=before: before[m.string[m.end()]]))
+    else:
+        for sign, space in before.items():
+            subs.append((re.compile(WHITESPACE + f"(?={re.escape(sign)})"), space))
     for sign, space in after.items():
         subs.append((re.compile(f"(?<={re.escape(sign)})" + WHITESPACE), space))
     if thousands:
