@@ -2,8 +2,8 @@
 
 Tables first (their cells may hold number placeholders), then numbers. What the
 placeholders render is a function of the page's Markdown, the language and the files it
-reads (``snippets/``: the data files and the models' configs; the render layer's rule files,
-``hooks/**/*.yaml``), so a page whose Markdown and those files are unchanged since the last
+reads (``snippets/data/``: the data files and the models' configs; the render layer's rule
+files, ``hooks/render/*.yaml``), so a page whose Markdown and those files are unchanged since the last
 rebuild of a ``mkdocs serve`` process is not rendered again (``hooks.cache.Memo``, stamped by
 their modification times and sizes); a code edit restarts the server (``hooks/serve.py``).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hooks.cache import Memo, tree_stamp
+from hooks.cache import Memo, file_stamp, tree_stamp
 from hooks.errors import RenderError
 from hooks.render.catalogue_prose import CATALOGUE_PROSE
 from hooks.finder.page import FINDER
@@ -23,7 +23,7 @@ from hooks.render.tables import table
 from hooks.render.timing import TIMING
 
 RENDERERS = {"table": table, **NUMBERS, **FINDER, **TIMING, **CATALOGUE_PROSE}
-HOOKS_DIR = Path(__file__).resolve().parents[1]
+RENDER_DIR = Path(__file__).resolve().parent
 _rendered = Memo()  # (markdown, lang) -> the rendered Markdown, while what it read is unchanged
 KEEP = 64  # rendered pages kept (each language of each page, and the versions an edit replaced)
 
@@ -42,11 +42,11 @@ def render_markdown(markdown: str, lang: str) -> str:
 
 
 def inputs_stamp() -> tuple:
-    """The stamp of every file a renderer may read: ``snippets/`` and the data folder the
-    loaders read now (``hooks.data.load``'s; a test may point it elsewhere), ``hooks/**/*.yaml``."""
+    """The stamp of every file a renderer may read: the data folder the loaders read now
+    (``hooks.data.load.DATA_DIR``; a test may point it elsewhere) and ``hooks/render/*.yaml``."""
     from hooks.data import load
 
-    return tree_stamp(load.SNIPPETS_DIR, load.DATA_DIR), tree_stamp(HOOKS_DIR, pattern="*.yaml")
+    return tree_stamp(load.DATA_DIR), tuple(file_stamp(path) for path in sorted(RENDER_DIR.glob("*.yaml")))
 
 
 def _render(markdown: str, lang: str) -> str:
