@@ -5,7 +5,8 @@ Every build (every language pass of mkdocs-static-i18n) collects the theme's sta
 loader's ``list_templates`` (``os.walk``) and then drops, name by name, each path with a
 component that starts with a dot (patterns ``.*`` and ``*/.*``). Material 9's
 ``templates/.icons`` holds about 14,000 SVG files, all dropped that way: about 0.1 CPU-s a pass,
-0.2 a build, for nothing. MkDocs has no setting that excludes theme files (``exclude_docs``
+0.2 a build, for nothing (the cost reported upstream as squidfunk/mkdocs-material#1598, closed
+without a change: "5k icons, which are bundled with the theme as part of the build"). MkDocs has no setting that excludes theme files (``exclude_docs``
 covers ``docs/`` only) and Material none that leaves its icons out.
 
 ``use_pruned_theme_walk(theme)`` (called from the hooks' ``on_config``, which runs before each
