@@ -28,6 +28,7 @@ are reaped with ``waitpid``, so their CPU time counts in the test session's chil
 
 import array
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -132,6 +133,9 @@ def serve(path: str, modules: list[str]) -> None:
     for module in modules:
         importlib.import_module(module)
     assert threading.active_count() == 1, threading.enumerate()
+    # what the imports made lives as long as the zygote: out of the collector's reach (the
+    # children's collections then skip those objects instead of visiting and copying their pages)
+    gc.freeze()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(16)
