@@ -160,6 +160,17 @@ def zygote(tmp_path_factory):
         yield env
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """torch in a test process computes on one thread: ``make test`` runs two workers on two
+    cores, where a second OpenMP thread per worker only waits for a core, spinning (measured on
+    tests/vram/test_activations_oracle.py: 17 CPU-seconds with two threads, 7 with one). Only
+    once a test module has imported torch; the processes tests start keep their own setting."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
 def _cuda_available() -> bool:
     try:
         import torch
