@@ -62,11 +62,14 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = HANG
 PRELOAD_HF = "--preload=transformers,transformers.models.auto.modeling_auto,transformers.models.qwen3.modeling_qwen3"
 SCRIPT_ZYGOTE = HERE / "script_zygote.py"
 # What the published scripts and the recording wrappers import (nccl_check.py, train.py,
-# train_fsdp2.py --tiny: transformers' Qwen3): once, in the session's zygote (``zygote`` in tests/conftest.py)
+# train_fsdp2.py --tiny: transformers' Qwen3; train_hf.py and record_hf.py: the Trainer,
+# accelerate's launch and state, DeepSpeed, PEFT; the vram workers: PEFT): once, in the
+# session's zygote (``zygote`` in tests/conftest.py)
 WORKER_IMPORTS = ["torch", "torch.distributed", "torch.distributed.checkpoint", "torch.distributed.checkpoint.state_dict",
                   "torch.distributed.device_mesh", "torch.distributed.fsdp", "torch.distributed.tensor", "torch.optim.optimizer",
                   "torch.utils.data", "torch.nn.parallel", "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
-                  *PRELOAD_HF.removeprefix("--preload=").split(",")]
+                  *PRELOAD_HF.removeprefix("--preload=").split(","), "transformers.trainer", "accelerate",
+                  "accelerate.commands.launch", "deepspeed", "deepspeed.comm.torch", "peft"]
 
 
 def zygote_worker(zygote: dict[str, str] | None, script: str | Path) -> list[str]:

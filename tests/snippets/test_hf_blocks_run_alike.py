@@ -66,7 +66,8 @@ def runs(built_site, tmp_path_factory, zygote):
     jobs.append((root / "dcp", 1, first / "train_fsdp2.py", ["--tiny", "--epochs", "1", "--out", "out"]))
     for cwd, *_ in jobs:
         cwd.mkdir()
-    # fork_ranks.py forked from the session's zygote (tests/conftest.py: torch and transformers imported once)
+    # fork_ranks.py forked from the session's zygote (tests/conftest.py: torch, transformers,
+    # DeepSpeed and accelerate imported once)
     done = fork_jobs(jobs, root, preload=PRELOAD_HF + ",deepspeed,accelerate", zygote=zygote)
     for (cwd, *_), run in zip(jobs, done):
         assert run.returncode == 0, f"{cwd.name}: {run.stderr[-3000:]}"
