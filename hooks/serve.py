@@ -167,10 +167,9 @@ def dev_address(serve_args: Sequence[str], config_file: Path = REPO_ROOT / "mkdo
         elif arg.startswith("-a") and len(arg) > 2:
             value = arg[2:]
     if value is None and config_file.is_file():
-        from verify.languages import _ConfigLoader  # mkdocs.yml's tags (!ENV) read as nothing
-        import yaml
+        from verify.languages import read_mkdocs_yml  # mkdocs.yml's tags (!ENV) read as nothing
 
-        value = (yaml.load(config_file.read_text(encoding="utf-8"), Loader=_ConfigLoader) or {}).get("dev_addr")  # noqa: S506
+        value = read_mkdocs_yml(config_file).get("dev_addr")
     host, _, port = (value or "").rpartition(":")
     return (host or DEFAULT_ADDRESS[0], int(port)) if port.isdigit() else DEFAULT_ADDRESS
 

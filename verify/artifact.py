@@ -625,14 +625,29 @@ def _stylesheet_rules(rules, found: set[str] | None = None) -> set[str]:
     return found
 
 
+_PARSED_RULES: dict[str, frozenset[str]] = {}  # SHA-256 of a stylesheet's text -> its rules
+
+
+def _rules_of(text: str) -> frozenset[str]:
+    """``_stylesheet_rules`` of the stylesheet ``text``, parsed once per process for each
+    content: kept under the SHA-256 of the text, so a file that changes is parsed again. (A
+    process may check many sites, the tests do: the installed mkdocs-jupyter's stylesheets,
+    about 0.5 s to parse, are the same every time.)"""
+    import tinycss2
+
+    key = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if key not in _PARSED_RULES:
+        parsed = tinycss2.parse_stylesheet(text, skip_comments=True, skip_whitespace=True)
+        _PARSED_RULES[key] = frozenset(_stylesheet_rules(parsed))
+    return _PARSED_RULES[key]
+
+
 def check_notebook_stylesheets(files: dict[str, bytes]) -> None:
     """The notebook page's stylesheet (``assets/notebook/page.<sha>.css``, the JupyterLab rules
     the page uses, ``hooks/notebooks/weight.py``) holds only rules of the installed
     mkdocs-jupyter's stylesheets: its name states its hash, not its origin, so a page and a
     stylesheet rewritten together (a rule that hides a comment's ``#`` in a cell, or adds text
     with ``content:``) would pass without this. Raises ArtifactError naming the file."""
-    import tinycss2
-
     sheets = [path for path in files if NOTEBOOK_STYLESHEET_RE.fullmatch(path)]
     if not sheets:
         return
@@ -640,15 +655,13 @@ def check_notebook_stylesheets(files: dict[str, bytes]) -> None:
     allowed: set[str] = set()
     for entry in folder.iterdir():
         if entry.name.endswith(".css"):
-            _stylesheet_rules(tinycss2.parse_stylesheet(entry.read_text(encoding="utf-8"), skip_comments=True, skip_whitespace=True),
-                              allowed)
+            allowed |= _rules_of(entry.read_text(encoding="utf-8"))
     for path in sheets:
         try:
             text = files[path].decode("utf-8")
         except UnicodeDecodeError:
             raise ArtifactError(f"{path}: not UTF-8") from None
-        used = _stylesheet_rules(tinycss2.parse_stylesheet(text, skip_comments=True, skip_whitespace=True))
-        if extra := sorted(used - allowed):
+        if extra := sorted(_rules_of(text) - allowed):
             raise ArtifactError(f"{path}: {extra[0][:80]!r} is not a rule of the installed mkdocs-jupyter's stylesheets")
 
 
@@ -687,6 +700,12 @@ def site_home_of(files: dict[str, bytes]) -> str:
     return min(re.findall(r"<loc>([^<]+)</loc>", sitemap), key=len, default="/")
 
 
+# The pages that passed ``check_page`` in this process: (page, SHA-256 of its bytes, SHA-256 of the
+# site's file list, site path, home). A process that checks many sites (the tests) checks each
+# page once per content; a page that fails is never remembered.
+_PASSED_PAGES: set[tuple[str, str, str, str, str]] = set()
+
+
 def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCULATOR_DIR, docs_dir: Path = DOCS_DIR,
                overrides_dir: Path = OVERRIDES_DIR) -> list[SiteFile]:
     """Every file of ``site_dir``, read once and checked. Raises ArtifactError."""
@@ -699,6 +718,7 @@ def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCUL
     check_notebook_stylesheets(by_path)
     home = site_home_of(by_path)
     site_path = urlsplit(home).path or "/"
+    site_files = hashlib.sha256("\0".join(sorted(by_path)).encode("utf-8")).hexdigest()
     pages = {}
     for f in files:
         if f.path.endswith(".html"):
@@ -706,7 +726,10 @@ def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCUL
                 pages[f.path] = f.data.decode("utf-8")
             except UnicodeDecodeError:
                 raise ArtifactError(f"{f.path}: not UTF-8") from None
-            check_page(f.path, pages[f.path], set(by_path), site_path, home)
+            passed = (f.path, f.sha256, site_files, site_path, home)  # every input of check_page
+            if passed not in _PASSED_PAGES:
+                check_page(f.path, pages[f.path], set(by_path), site_path, home)
+                _PASSED_PAGES.add(passed)
     if not pages:
         raise ArtifactError(f"{site_dir}: no page")
     check_titled_blocks(pages, snippets_dir)

@@ -26,14 +26,20 @@ class _ConfigLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml w
 _ConfigLoader.add_multi_constructor("", lambda loader, suffix, node: None)
 
 
+def read_mkdocs_yml(path: Path = MKDOCS_YML) -> dict[str, Any]:
+    """``path`` (mkdocs.yml) as a dict, read with a safe loader: a value with a tag MkDocs
+    resolves itself (``!ENV``, ``!relative``, ``!!python/name:``) reads as None, and nothing in
+    the file is executed. Raises OSError when it cannot be read, yaml.YAMLError when it is not YAML."""
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_ConfigLoader) or {}  # noqa: S506 (a SafeLoader)
+
+
 def site_languages(path: Path = MKDOCS_YML) -> tuple[tuple[str, ...], str]:
     """(every locale, default first; the default locale) of the i18n plugin in ``path``.
 
     Raises ValueError naming ``path`` when the plugin, its languages or exactly one
     default language are missing.
     """
-    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_ConfigLoader)  # noqa: S506 (a SafeLoader)
-    plugins = (config or {}).get("plugins") or []
+    plugins = read_mkdocs_yml(path).get("plugins") or []
     i18n = next((entry["i18n"] for entry in plugins if isinstance(entry, dict) and "i18n" in entry), None)
     entries = (i18n or {}).get("languages") or []
     locales = [entry.get("locale") for entry in entries if isinstance(entry, dict)]

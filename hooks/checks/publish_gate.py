@@ -3,13 +3,15 @@ code that ran on a GPU.
 
 ``open_gate`` (at the start of the build) refuses to build unless the verification record
 (default ``verification/nccl_check.json``, or ``GUIDE_VERIFICATION_RECORD``) is a passing
-GPU run of the exact ``snippets/nccl_check.py`` the pages include (``verify.record``), and
-unless ``site_url`` is the published address rather than the local default (canonical
-links and the sitemap would point at 127.0.0.1). ``insert_note`` (on every built page)
-puts the note under the page's ``nccl_check.py`` block (where, when and what it measured,
-or, in a development build, "not verified in this build"), and ``check_verified_block``
-checks, on the page as published, that the block is that code, and that every other block
-the record hashed (its ``blocks``: training scripts, configs) is the code the GPU job ran.
+GPU run of the exact ``snippets/nccl_check.py`` the pages include (``verify.record``), unless
+every other block the record hashed can still be its snippet file (``check_recorded_blocks``,
+before the notebooks run), and unless ``site_url`` is the published address rather than the
+local default (canonical links and the sitemap would point at 127.0.0.1). ``insert_note``
+(on every built page) puts the note under the page's ``nccl_check.py`` block (where, when
+and what it measured, or, in a development build, "not verified in this build"), and
+``check_verified_block`` checks, on the page as published, that the block is that code, and
+that every other block the record hashed (its ``blocks``: training scripts, configs) is the
+code the GPU job ran.
 ``GUIDE_ALLOW_FIXTURE_RECORD=1`` (tests only) accepts a record marked as a fixture, which
 the page then labels as test data.
 
@@ -18,6 +20,7 @@ Pure: no MkDocs import; raises RenderError.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +64,49 @@ def open_gate(root: Path, snippets_dir: Path, site_url: str | None, environ: Map
                               allow_fixture=environ.get("GUIDE_ALLOW_FIXTURE_RECORD") == "1")
     except (OSError, RecordError) as exc:
         raise RenderError(f"publish build refused: {exc}") from None
+    check_recorded_blocks(record, snippets_dir, root)
     return Verified(record, snippet.decode("utf-8"))
+
+
+def can_show(data: bytes, digest: str) -> bool:
+    """Whether a block that shows the snippet file ``data`` can have the SHA-256 ``digest``: the
+    file's bytes, or one section of it (a contiguous run of its lines, pymdownx.snippets' section
+    markers left out, joined by newlines, with or without the last one), as
+    ``verify.artifact.is_part_of`` accepts a block."""
+    if snippet_sha256(data) == digest:
+        return True
+    from verify.artifact import SECTION_MARKER_RE  # only for a file that changed since the run
+
+    lines = [line.encode("utf-8") for line in data.decode("utf-8", "replace").splitlines() if not SECTION_MARKER_RE.match(line)]
+    for start in range(len(lines)):
+        run = hashlib.sha256()
+        for end in range(start, len(lines)):
+            if end > start:
+                run.update(b"\n")
+            run.update(lines[end])
+            ended = run.copy()
+            ended.update(b"\n")
+            if digest in (run.hexdigest(), ended.hexdigest()):
+                return True
+    return False
+
+
+def check_recorded_blocks(record: dict, snippets_dir: Path, root: Path) -> None:
+    """Before anything is built (a publication build executes every notebook first): each block
+    the record hashed (its ``blocks``) can still be the code the GPU job ran, that is the one
+    file of ``snippets/`` named by the block's title (``verify.artifact``: a titled block shows
+    that file or a section of it) ``can_show`` the recorded digest. A block whose file was edited
+    after the GPU run refuses the build here, naming the file; ``check_verified_block`` still
+    checks every block on the pages as published. Raises RenderError."""
+    for title, recorded in sorted(record["blocks"].items()):
+        files = [path for path in snippets_dir.rglob(title)
+                 if path.is_file() and "data" not in path.relative_to(snippets_dir).parts]
+        if len(files) != 1:
+            continue  # no such file or several: the pages' checks name the block
+        if not can_show(files[0].read_bytes(), recorded):
+            where = files[0].relative_to(root) if files[0].is_relative_to(root) else files[0]
+            raise RenderError(f"publish build refused: {where.as_posix()}: the {title} block is not the code the GPU record "
+                              f"ran (sha256 {recorded[:12]}…), neither this file nor a section of it; rerun `make gpu-check`")
 
 
 def check_verified_block(html: str, lang: str, verified: Verified | None) -> None:

@@ -361,6 +361,7 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
         else:
             margin = _label(catalogue, "margin_cell", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
                             free=format_percent(fit["free_fraction"], locale=lang))
+        margin = esc(margin)
         if fit["tight"]:
             tight = "tight_recompute" if "recompute" in fit else "tight"
             margin += f' <strong class="finder-tight">{esc(_label(catalogue, tight, lang))}</strong>'

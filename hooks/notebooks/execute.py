@@ -83,7 +83,8 @@ def tool_versions() -> tuple[str, ...]:
 def cache_key(src: Path, repo_root: Path, lang: str, kernel_name: str, reads: list[str] | None = None) -> str:
     """SHA-256 of the notebook, language, kernel, tool versions and what it reads: ``reads``
     (paths relative to ``repo_root`` as a run recorded them; a folder ends in ``/`` and counts
-    by its names), or every dependency file when None."""
+    by its names, ``__pycache__`` aside: bytecode is no input, its source is a read), or every
+    dependency file when None."""
     digest = hashlib.sha256()
     for part in (f"lang={lang}", f"kernel={kernel_name}", *tool_versions()):
         digest.update(part.encode() + b"\0")
@@ -96,7 +97,7 @@ def cache_key(src: Path, repo_root: Path, lang: str, kernel_name: str, reads: li
     for rel in sorted(set(reads)):
         path = repo_root / rel
         if rel.endswith("/"):
-            names = sorted(p.name for p in path.iterdir()) if path.is_dir() else ["<missing>"]
+            names = sorted(p.name for p in path.iterdir() if p.name != "__pycache__") if path.is_dir() else ["<missing>"]
             digest.update(f"{rel}\0{'/'.join(names)}\0".encode())
         elif path.is_file():
             files.append(path)

@@ -16,12 +16,11 @@ import sys
 import time
 
 import pytest
-import yaml
 from mkdocs.exceptions import Abort
 
 from hooks.notebooks import execute as notebooks
 from hooks.serve import REPO_ROOT, WATCHED, address_in_use, dev_address, start_failure
-from verify.languages import MKDOCS_YML, _ConfigLoader
+from verify.languages import MKDOCS_YML, read_mkdocs_yml
 
 
 @pytest.fixture
@@ -86,7 +85,7 @@ def test_the_render_layer_rule_files_are_watched():
     """Before: an edit of hooks/render/typography.yaml or interface.yaml did not rebuild."""
     rule_files = sorted((REPO_ROOT / "hooks").rglob("*.yaml"))
     assert {path.name for path in rule_files} >= {"typography.yaml", "interface.yaml"}
-    watch = yaml.load(MKDOCS_YML.read_text(encoding="utf-8"), Loader=_ConfigLoader)["watch"]  # noqa: S506
+    watch = read_mkdocs_yml(MKDOCS_YML)["watch"]
     for path in rule_files:
         assert any(path == REPO_ROOT / item or (REPO_ROOT / item) in path.parents for item in watch), path
         assert path in WATCHED, path  # and a server whose start failed comes back on their edit

@@ -223,3 +223,23 @@ def test_form_defaults_are_written_as_the_page_writes_numbers(lang, tokens, shar
     hidden = {f.select_one("select, input, textarea")["id"] for f in soup.select(".finder-field[hidden]")}
     assert hidden == {"finder-config", "finder-context", "finder-rank", "finder-targets", "finder-kv_dtype",
                       "finder-concurrent", "finder-gpu_memory_utilization"}
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_a_label_with_markup_is_shown_as_text_in_every_cell(lang, monkeypatch):
+    """finder.js writes every label with ``textContent``; the static table must show the same
+    text, so a label that contains markup is escaped, never parsed (the margin cell was not)."""
+    import dataclasses
+
+    from hooks.finder import page
+
+    catalogue = page.load_catalogue()
+    markup = "<img src=x onerror=alert(1)>"
+    labels = {key: ({**value, lang: markup + value[lang]} if isinstance(value, dict) and lang in value else value)
+              for key, value in catalogue.labels.items()}
+    monkeypatch.setattr(page, "load_catalogue", lambda: dataclasses.replace(catalogue, labels=labels))
+    html = page.finder_table({}, lang)
+    soup = BeautifulSoup(html, "html.parser")
+    assert soup.find("img") is None, html
+    margins = [row.select("td")[1].get_text() for row in soup.select("tbody tr")]
+    assert margins and all(margin.startswith(markup) for margin in margins), margins

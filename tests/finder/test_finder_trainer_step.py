@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 
-from transformers import TrainingArguments
-
 from hooks.finder.compute import answer, finder_json, load_catalogue
 
 BF16_TRAINING_BYTES_PER_PARAM = 2 + 2 + 2 + 2  # weights, gradients, exp_avg, exp_avg_sq (all bf16)
 
 
 def trainer_default_impl(tmp_path) -> str:
+    from transformers import TrainingArguments  # about 4 s of imports: paid by the test, not by every worker's collection
+
     optim = TrainingArguments(output_dir=str(tmp_path)).optim
     name = getattr(optim, "value", optim)
     assert name == "adamw_torch_fused", name  # the day this changes, the finder's task must follow

@@ -7,18 +7,17 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-import yaml
 from mkdocs.exceptions import PluginError
 
 import hooks.workarounds.i18n_outputs
 from hooks.errors import RenderError
 from tests.conftest import REPO_ROOT
 from tests.hooks.test_glue_language import load_glue
-from verify.languages import _ConfigLoader
+from verify.languages import read_mkdocs_yml
 
 
 def test_mkdocs_loads_one_hook_file():
-    config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_ConfigLoader)  # noqa: S506
+    config = read_mkdocs_yml(REPO_ROOT / "mkdocs.yml")
     assert config["hooks"] == ["hooks/mkdocs_glue.py"]
 
 

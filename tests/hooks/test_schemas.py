@@ -154,10 +154,9 @@ def test_every_nav_entry_needs_its_translation():
 
 def test_the_site_nav_is_translated():
     """mkdocs.yml itself: every nav entry has its French title."""
-    from verify.languages import DEFAULT_LANGUAGE
-    from verify.languages import _ConfigLoader
+    from verify.languages import DEFAULT_LANGUAGE, read_mkdocs_yml
 
-    config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_ConfigLoader)  # noqa: S506
+    config = read_mkdocs_yml(REPO_ROOT / "mkdocs.yml")
     i18n = next(p["i18n"] for p in config["plugins"] if isinstance(p, dict) and "i18n" in p)
     check_nav_translations(config["nav"], {lang["locale"]: lang.get("nav_translations")
                                            for lang in i18n["languages"] if lang["locale"] != DEFAULT_LANGUAGE})

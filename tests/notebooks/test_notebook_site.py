@@ -179,16 +179,19 @@ def test_finder_page_without_javascript_shows_the_default_result(built_site, lan
     assert page.select_one("form#finder-form").has_attr("hidden")
 
 
-def test_a_failing_cell_fails_the_build_naming_the_notebook(built_site, repo_copy, tmp_path):
+def test_a_failing_cell_fails_the_build_naming_the_notebook(warm_repo_copy, tmp_path):
+    """On a copy holding the checkout's build caches (the Italian notebook is not run again);
+    the cell that raises comes first (code cell 1), before the set-up cell's imports."""
+    repo_copy = warm_repo_copy
     path = repo_copy / "docs" / "memory-notebook.fr.ipynb"
     nb = nbformat.read(path, as_version=4)
-    nb.cells.insert(2, new_code_cell("raise RuntimeError('tensors and calculator disagree')"))
+    nb.cells.insert(1, new_code_cell("raise RuntimeError('tensors and calculator disagree')"))
     nbformat.write(nb, path)
     result = build_site(tmp_path / "out", config=repo_copy / "mkdocs.yml")
     assert result.returncode != 0
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
-    assert any("docs/memory-notebook.fr.ipynb: code cell 2" in line and "RuntimeError: tensors and calculator disagree" in line
+    assert any("docs/memory-notebook.fr.ipynb: code cell 1 " in line and "RuntimeError: tensors and calculator disagree" in line
                for line in errors), result.stderr[-3000:]
     assert not (tmp_path / "out" / "fr" / "memory-notebook" / "index.html").exists()
 

@@ -105,6 +105,22 @@ def test_cache_key_follows_the_notebook_and_what_it_reads(tiny_repo):
     assert cache_key(nb, tiny_repo, "it", "python3") != calculator_key
 
 
+def test_bytecode_is_no_input_of_the_key(tiny_repo):
+    """A folder the notebook listed counts by its names, not by its ``__pycache__`` (Python
+    writes it on import; a copy of the sources with its code compiled is the same input)."""
+    import importlib.util
+    import py_compile
+
+    nb = tiny_repo / "docs" / "nb.it.ipynb"
+    reads = ["vram/", "vram/core.py"]
+    key = cache_key(nb, tiny_repo, "it", "python3", reads)
+    source = tiny_repo / "vram" / "core.py"
+    py_compile.compile(str(source), cfile=importlib.util.cache_from_source(str(source)), doraise=True)
+    assert (tiny_repo / "vram" / "__pycache__").is_dir() and cache_key(nb, tiny_repo, "it", "python3", reads) == key
+    (tiny_repo / "vram" / "extra.py").write_text("")  # a new module in the folder it listed: another key
+    assert cache_key(nb, tiny_repo, "it", "python3", reads) != key
+
+
 def outputs(path: Path) -> str:
     nb = nbformat.read(path, as_version=4)
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)

@@ -38,13 +38,14 @@ def page_language(site: Path, page: Path) -> str:
 
 
 @lru_cache(maxsize=256)
-def _parse(path: str, mtime_ns: int) -> BeautifulSoup:
-    return BeautifulSoup(Path(path).read_text(encoding="utf-8"), "html.parser")
+def _parse(text: str) -> BeautifulSoup:
+    return BeautifulSoup(text, "html.parser")
 
 
 def parsed(page: Path) -> BeautifulSoup:
-    """The page parsed once (cached by path and modification time); do not modify it."""
-    return _parse(str(page), page.stat().st_mtime_ns)
+    """The page parsed once per content (a copy of a site reuses the parse of every page it did
+    not change; an edited page is parsed again); do not modify it."""
+    return _parse(page.read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,11 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def linked_clone(repo_copy):
-    """The sources with ``.venv`` linking to the environment these tests run in; its interpreter."""
+def linked_clone(warm_repo_copy):
+    """The sources with ``.venv`` linking to the environment these tests run in; its interpreter.
+    The copy holds the checkout's build caches, as a clone built before does (the link is read
+    all the same: the theme's files are copied from it on every build)."""
+    repo_copy = warm_repo_copy
     assert sys.prefix != sys.base_prefix, "the tests run in a virtual environment (make test: .venv)"
     os.symlink(sys.prefix, repo_copy / ".venv")
     python = repo_copy / ".venv" / "bin" / "python"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -18,17 +17,10 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from verify.artifact import is_part_of
-from tests.verify.artifact_refusal import refused
+from tests.verify.artifact_refusal import copied, refused, site  # noqa: F401 (copied, site: fixtures)
 
 NCCL = '<span class="filename">nccl_check.py</span><pre><span></span><code>'
 FIRST_LINE = '<span class="c1"># nccl_check.py: avvialo con  torchrun --nproc_per_node=4 nccl_check.py</span>'
-
-
-@pytest.fixture
-def site(built_site, tmp_path):
-    copy = tmp_path / "site"
-    shutil.copytree(built_site, copy, symlinks=True)
-    return copy
 
 
 def plant(site, page, old, new):
@@ -158,3 +150,58 @@ def test_a_block_may_show_one_section_of_its_snippet_and_nothing_else():
     assert is_part_of(snippet, snippet) and is_part_of("x = 1\ny = 2\n", snippet)
     for shown in ("x = 1\nprint(x)\n", "y = 2\nx = 1\n", "x = 1  # changed\ny = 2\n", "", "x = 1\ny = 3\n"):
         assert not is_part_of(shown, snippet), shown
+
+
+def test_a_process_checks_each_page_once_per_content(site, monkeypatch):
+    """The check keeps, for the life of the process, the pages that passed, under their bytes
+    and the site's file list: a second check of the same site checks no page again; a page
+    changed since is checked again (and refused), and a refused page is checked again the next time."""
+    import verify.artifact as artifact
+
+    checked = []
+    check_page = artifact.check_page
+    monkeypatch.setattr(artifact, "check_page", lambda page, *args: (checked.append(page), check_page(page, *args))[1])
+    monkeypatch.setattr(artifact, "_PASSED_PAGES", set())
+    artifact.check_site(site, REPO_ROOT / "snippets")
+    pages = sorted(path.relative_to(site).as_posix() for path in site.rglob("*.html"))
+    assert sorted(checked) == pages
+    artifact.check_site(site, REPO_ROOT / "snippets")
+    assert sorted(checked) == pages, "a page that passed was checked again"
+    plant(site, "fr/index.html", "<footer", '<iframe src="https://evil.example/"></iframe><footer')
+    for _ in range(2):
+        refused(site, "fr/index.html", "nh3")
+    assert checked[len(pages):] == ["fr/index.html", "fr/index.html"]
+    plant(site, "fr/index.html", '<iframe src="https://evil.example/"></iframe><footer', "<footer")
+    # another file list (a page's links may name the new file): every page is checked again
+    (site / "assets" / "notebook" / "plots" / "another.png").write_bytes(b"\x89PNG\r\n")
+    checked.clear()
+    artifact.check_site(site, REPO_ROOT / "snippets")
+    assert sorted(checked) == pages
+
+
+def test_a_stylesheet_is_parsed_once_per_content(tmp_path, monkeypatch):
+    """The installed mkdocs-jupyter's stylesheets are parsed once per process for each text (by
+    its SHA-256), so an edited installed stylesheet is read and parsed again: the rule it no
+    longer has is refused."""
+    import tinycss2
+
+    import verify.artifact as artifact
+
+    installed = tmp_path / "mkdocs_jupyter"
+    folder = installed / "templates" / "mkdocs_html" / "assets"
+    folder.mkdir(parents=True)
+    (folder / "jupyter.css").write_text(".jp-Cell { color: red }\n.jp-Other { color: blue }\n", encoding="utf-8")
+    (folder / "notes.txt").write_text(".jp-Cell { display: none }\n", encoding="utf-8")  # not a stylesheet
+    monkeypatch.setattr(artifact.resources, "files", lambda package: installed if package == "mkdocs_jupyter" else None)
+    parsed = []
+    parse = tinycss2.parse_stylesheet
+    monkeypatch.setattr(tinycss2, "parse_stylesheet", lambda text, **kw: (parsed.append(text), parse(text, **kw))[1])
+    monkeypatch.setattr(artifact, "_PARSED_RULES", {})
+    files = {"assets/notebook/page.0123456789abcdef.css": b".jp-Cell { color: red }\n"}
+    artifact.check_notebook_stylesheets(files)
+    artifact.check_notebook_stylesheets(files)
+    assert len(parsed) == 2  # the installed stylesheet and the page's, once each
+    (folder / "jupyter.css").write_text(".jp-Other { color: blue }\n", encoding="utf-8")
+    with pytest.raises(artifact.ArtifactError, match=r"page\.0123456789abcdef\.css: '\.jp-Cell"):
+        artifact.check_notebook_stylesheets(files)
+    assert len(parsed) == 3
