@@ -151,13 +151,27 @@ def warm_repo_copy(repo_copy, built_site, compiled_code) -> Path:
 def zygote(tmp_path_factory):
     """``{"SCRIPT_ZYGOTE": socket}`` of one script_zygote.py serving for the session, after one
     import of ``tests.snippets.launch.WORKER_IMPORTS`` with the rehearsal environment (what torch
-    reads when it is imported, OMP_NUM_THREADS=1 included): give it to ``launch.torchrun``,
-    ``single_process``, ``fork_ranks_cmd`` or ``fork_jobs``, which fork the scripts from it."""
+    reads when it is imported, OMP_NUM_THREADS=1 included) and an empty HF_HOME (accelerate
+    reads the path of its default config under it when imported: none of this machine's):
+    give it to ``launch.torchrun``, ``single_process``, ``fork_ranks_cmd`` or ``fork_jobs``, which
+    fork the scripts from it."""
     from tests.snippets.launch import CPU_REHEARSAL, WORKER_IMPORTS
     from tests.snippets.script_zygote import serving
 
-    with serving(WORKER_IMPORTS, {**os.environ, **CPU_REHEARSAL}, tmp_path_factory.mktemp("zygote")) as env:
+    folder = tmp_path_factory.mktemp("zygote")
+    with serving(WORKER_IMPORTS, {**os.environ, **CPU_REHEARSAL, "HF_HOME": str(folder / "hf-home")}, folder) as env:
         yield env
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """torch in a test process computes on one thread: ``make test`` runs two workers on two
+    cores, where a second OpenMP thread per worker only waits for a core, spinning (measured on
+    tests/vram/test_activations_oracle.py: 17 CPU-seconds with two threads, 7 with one). Only
+    once a test module has imported torch; the processes tests start keep their own setting."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
 
 
 def _cuda_available() -> bool:

@@ -3,8 +3,9 @@
 Usage: python fork_ranks.py N SCRIPT [ARGS...]. One process imports torch once, then forks N
 children (copy-on-write: no N-fold import cost or memory); each child gets the
 environment torchrun gives a worker (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT) and runs the unmodified script with runpy. Exits with the
-first non-zero exit status of a child. For world sizes where N torchrun workers would
+MASTER_ADDR, MASTER_PORT) and runs the unmodified script as ``python SCRIPT`` would (in a
+``__main__`` module kept until the rank exits). Exits with the first non-zero exit status of
+a child. For world sizes where N torchrun workers would
 cost more than the test is worth (32 ranks on 2 cores).
 
 ``--preload=MODULE,...`` before the other arguments imports those modules too before forking
@@ -18,11 +19,14 @@ time. Exits 0 once every job has ended; each job's exit status is written to
 ``JOBS_JSON.status.json`` (a list, in the jobs' order).
 """
 
+import builtins
+import gc
+import io
 import json
 import os
-import runpy
 import socket
 import sys
+import types
 
 import torch  # noqa: F401  (imported once, before forking)
 import torch.distributed  # noqa: F401
@@ -40,8 +44,17 @@ def run_rank(rank: int, world: int, port: int, script: str, args: list[str]) -> 
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     sys.argv = [script, *args]
+    # The script runs in a fresh __main__ module kept in sys.modules until the rank's os._exit,
+    # as in `python script.py` (script_zygote.py does the same): runpy.run_path's temporary
+    # module would free the script's objects on return, and a DDP model's gloo process group
+    # freed that way can deadlock (its threads wait for the GIL the freeing thread holds).
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=script, __cached__=None, __spec__=None, __loader__=None, __builtins__=builtins)
+    sys.modules["__main__"] = main
     try:
-        runpy.run_path(script, run_name="__main__")
+        with io.open_code(script) as source:
+            code = compile(source.read(), script, "exec")
+        exec(code, main.__dict__)
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or 0
@@ -56,6 +69,9 @@ def main() -> int:
 
         for module in sys.argv.pop(1).removeprefix("--preload=").split(","):
             importlib.import_module(module)
+    # what the imports made lives as long as this process: out of the collector's reach (the
+    # ranks' collections then skip those objects instead of visiting and copying their pages)
+    gc.freeze()
     if sys.argv[1] == "--jobs":
         return run_jobs(sys.argv[2])
     return run_world(int(sys.argv[1]), sys.argv[2], sys.argv[3:])

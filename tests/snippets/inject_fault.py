@@ -45,4 +45,6 @@ elif int(os.environ["RANK"]) == 1:
         dist.all_reduce = lambda tensor, *args, **kwargs: real_all_reduce(tensor.add_(1), *args, **kwargs)
     else:
         sys.exit(f"inject_fault.py: unknown fault {fault!r} (absent, corrupt, world=N, stall)")
-runpy.run_path(script, run_name="__main__")
+# the script's globals kept until the process ends, as python keeps them (freed on return, a DDP
+# model's gloo process group can deadlock in its destructor: tests/snippets/test_script_zygote.py)
+SCRIPT_GLOBALS = runpy.run_path(script, run_name="__main__")

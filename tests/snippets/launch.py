@@ -62,11 +62,14 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = HANG
 PRELOAD_HF = "--preload=transformers,transformers.models.auto.modeling_auto,transformers.models.qwen3.modeling_qwen3"
 SCRIPT_ZYGOTE = HERE / "script_zygote.py"
 # What the published scripts and the recording wrappers import (nccl_check.py, train.py,
-# train_fsdp2.py --tiny: transformers' Qwen3): once, in the session's zygote (``zygote`` in tests/conftest.py)
+# train_fsdp2.py --tiny: transformers' Qwen3; train_hf.py and record_hf.py: the Trainer,
+# accelerate's launch and state, DeepSpeed, PEFT; the vram workers: PEFT): once, in the
+# session's zygote (``zygote`` in tests/conftest.py)
 WORKER_IMPORTS = ["torch", "torch.distributed", "torch.distributed.checkpoint", "torch.distributed.checkpoint.state_dict",
                   "torch.distributed.device_mesh", "torch.distributed.fsdp", "torch.distributed.tensor", "torch.optim.optimizer",
                   "torch.utils.data", "torch.nn.parallel", "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
-                  *PRELOAD_HF.removeprefix("--preload=").split(",")]
+                  *PRELOAD_HF.removeprefix("--preload=").split(","), "transformers.trainer", "accelerate",
+                  "accelerate.commands.launch", "deepspeed", "deepspeed.comm.torch", "peft"]
 
 
 def zygote_worker(zygote: dict[str, str] | None, script: str | Path) -> list[str]:
@@ -84,11 +87,12 @@ def fork_ranks_cmd(*args: str | Path, zygote: dict[str, str] | None = None) -> l
 
 
 def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeout: float = HANG_LIMIT_S,
-              preload: str | None = None, zygote: dict[str, str] | None = None) -> list[Run]:
+              preload: str | None = None, zygote: dict[str, str] | None = None, env: dict[str, str] | None = None) -> list[Run]:
     """Run each ``(cwd, world_size, script, args)`` as ``fork_ranks.py`` does (its ranks forked,
     torchrun's environment, the rehearsal environment), all after ONE import of torch, two at a
     time; their output is kept in ``folder``; ``preload``: fork_ranks.py's ``--preload=...`` (e.g.
-    ``PRELOAD_HF``); ``zygote``: fork_ranks.py forked from the session's zygote (``fork_ranks_cmd``).
+    ``PRELOAD_HF``); ``zygote``: fork_ranks.py forked from the session's zygote (``fork_ranks_cmd``);
+    ``env``: added to the rehearsal environment of every job.
     Returns one Run per job, in order (``seconds``: the whole batch's)."""
     import json
 
@@ -97,8 +101,8 @@ def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeo
              for i, (cwd, world, script, args) in enumerate(jobs)]
     jobs_path = folder / "jobs.json"
     jobs_path.write_text(json.dumps(specs), encoding="utf-8")
-    driver = run(fork_ranks_cmd(*([preload] if preload else []), "--jobs", jobs_path, zygote=zygote), zygote,
-                 timeout=timeout, cwd=folder)
+    driver = run(fork_ranks_cmd(*([preload] if preload else []), "--jobs", jobs_path, zygote=zygote),
+                 {**(env or {}), **(zygote or {})}, timeout=timeout, cwd=folder)
     assert driver.returncode == 0, driver.stderr[-3000:]
     statuses = json.loads(Path(f"{jobs_path}.status.json").read_text(encoding="utf-8"))
     read = lambda path: Path(path).read_text(encoding="utf-8", errors="replace")  # noqa: E731

@@ -16,6 +16,9 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.utils.data import DataLoader
 
 
+KEPT: list[dict] = []  # the scripts' globals (main)
+
+
 def main() -> None:
     out, script = sys.argv[1], sys.argv[2]
     sys.argv = sys.argv[2:]
@@ -36,7 +39,10 @@ def main() -> None:
 
     DataLoader.__iter__ = recording_iter
     register_optimizer_step_pre_hook(before_step)
+    # the script's globals kept until the process ends, as python keeps them (freed on return, a DDP
+    # model's gloo process group can deadlock in its destructor: tests/snippets/test_script_zygote.py)
     namespace = runpy.run_path(script, run_name="__main__")
+    KEPT.append(namespace)
     torch.save({"steps": steps, "module": namespace["model"].module}, out)
 
 

@@ -37,6 +37,9 @@ import sys
 from pathlib import Path
 
 
+KEPT: list[dict] = []  # the scripts' globals (main)
+
+
 def wants_sharding() -> bool:
     return "--deepspeed" in sys.argv or any(
         os.environ.get(key, "").lower() == "true" for key in ("ACCELERATE_USE_FSDP", "ACCELERATE_USE_DEEPSPEED"))
@@ -124,7 +127,9 @@ def main() -> None:
         return result
 
     transformers.Trainer.train = recording_train
-    runpy.run_path(script, run_name="__main__")
+    # the script's globals kept until the process ends, as python keeps them (freed on return, a DDP
+    # model's gloo process group can deadlock in its destructor: tests/snippets/test_script_zygote.py)
+    KEPT.append(runpy.run_path(script, run_name="__main__"))
 
 
 if __name__ == "__main__":

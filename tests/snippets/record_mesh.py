@@ -18,6 +18,9 @@ from torch.distributed.tensor import DTensor
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 
+KEPT: list[dict] = []  # the scripts' globals (main)
+
+
 def main() -> None:
     record_dir, script = Path(sys.argv[1]), sys.argv[2]
     sys.argv = sys.argv[2:]
@@ -37,7 +40,9 @@ def main() -> None:
         written.append(True)
 
     register_optimizer_step_post_hook(after_step)
-    runpy.run_path(script, run_name="__main__")
+    # the script's globals kept until the process ends, as python keeps them (freed on return, a DDP
+    # model's gloo process group can deadlock in its destructor: tests/snippets/test_script_zygote.py)
+    KEPT.append(runpy.run_path(script, run_name="__main__"))
 
 
 if __name__ == "__main__":

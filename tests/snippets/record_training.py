@@ -24,6 +24,9 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import DistributedSampler
 
 
+KEPT: list[dict] = []  # the scripts' globals (main)
+
+
 def weights_sha256(state_dict) -> str:
     digest = hashlib.sha256()
     for name, tensor in state_dict.items():
@@ -60,7 +63,10 @@ def main() -> None:
 
     DistributedDataParallel.__init__ = init_with_hook
     register_optimizer_step_post_hook(lambda *_: counts.__setitem__("optimizer_steps", counts["optimizer_steps"] + 1))
+    # the script's globals kept until the process ends, as python keeps them (freed on return, a DDP
+    # model's gloo process group can deadlock in its destructor: tests/snippets/test_script_zygote.py)
     namespace = runpy.run_path(script, run_name="__main__")
+    KEPT.append(namespace)
     model = namespace["model"]
     state = model.module.state_dict() if hasattr(model, "module") else model.state_dict()
     record_dir.mkdir(parents=True, exist_ok=True)

@@ -20,14 +20,18 @@ process's would); passes on SIGTERM and SIGINT to the child; exits with the chil
 or, when the child ended by the signal it was passed, by that signal (as a worker that ran
 the script itself would: torchrun reports exitcode -15); 1 if the zygote went away.
 
-Used by the Hugging Face rehearsal (its own zygote: accelerate, DeepSpeed, PEFT) and by the
-session's zygote of the other rehearsals (``zygote`` in tests/conftest.py). Forking is safe:
-nothing has run a tensor operation or started a thread before the fork (checked). Children
-are reaped with ``waitpid``, so their CPU time counts in the test session's children's usage.
+Used by the session's zygote of the rehearsals and workers (``zygote`` in tests/conftest.py:
+torch, transformers, accelerate, DeepSpeed, PEFT) and by the one of ``python -m vram``
+(``vram_zygote`` in tests/vram/conftest.py). Forking is safe: nothing has run a tensor
+operation or started a thread before the fork (checked). After the imports the zygote's
+objects are frozen (``gc.freeze``): a child's collections skip them, and their pages stay
+shared. Children are reaped with ``waitpid``, so their CPU time counts in the test session's
+children's usage.
 """
 
 import array
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -132,6 +136,9 @@ def serve(path: str, modules: list[str]) -> None:
     for module in modules:
         importlib.import_module(module)
     assert threading.active_count() == 1, threading.enumerate()
+    # what the imports made lives as long as the zygote: out of the collector's reach (the
+    # children's collections then skip those objects instead of visiting and copying their pages)
+    gc.freeze()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(16)

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.snippets.launch import zygote_worker
 
 SNIPPETS = REPO_ROOT / "snippets"
 DEEPSPEED = {"ds_zero2.json": (2, False, False), "ds_zero2_offload.json": (2, True, False),
@@ -168,12 +169,15 @@ AUTOS_HIDDEN_SIZE = 64  # the worker's small model
 
 
 @pytest.fixture(scope="module")
-def filled(configs, tmp_path_factory) -> dict[str, dict]:
+def filled(configs, tmp_path_factory, zygote) -> dict[str, dict]:
     """Each DeepSpeed config as accelerate's ``prepare`` and the Trainer hand it to DeepSpeed."""
     out = tmp_path_factory.mktemp("autos") / "filled.json"
     worker = Path(__file__).with_name("deepspeed_autos.py")
-    done = subprocess.run([sys.executable, str(worker), str(out), str(AUTOS_HIDDEN_SIZE), *(str(configs / n) for n in DEEPSPEED)],
-                          env={**os.environ, "MASTER_PORT": str(free_port())}, capture_output=True, text=True, timeout=300)
+    # forked from the session's zygote (tests/conftest.py: torch and transformers imported once)
+    done = subprocess.run([sys.executable, *zygote_worker(zygote, worker), str(out), str(AUTOS_HIDDEN_SIZE),
+                           *(str(configs / n) for n in DEEPSPEED)],
+                          env={**os.environ, "MASTER_PORT": str(free_port()), **zygote}, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return {Path(path).name: by_filler for path, by_filler in json.loads(out.read_text(encoding="utf-8")).items()}
 

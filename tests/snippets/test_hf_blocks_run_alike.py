@@ -51,7 +51,7 @@ def tensors(folder: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def runs(built_site, tmp_path_factory):
+def runs(built_site, tmp_path_factory, zygote):
     root = tmp_path_factory.mktemp("hf-languages")
     folders = {}
     for lang in LANGUAGES:
@@ -66,7 +66,9 @@ def runs(built_site, tmp_path_factory):
     jobs.append((root / "dcp", 1, first / "train_fsdp2.py", ["--tiny", "--epochs", "1", "--out", "out"]))
     for cwd, *_ in jobs:
         cwd.mkdir()
-    done = fork_jobs(jobs, root, preload=PRELOAD_HF + ",deepspeed,accelerate")
+    # fork_ranks.py forked from the session's zygote (tests/conftest.py: torch, transformers,
+    # DeepSpeed and accelerate imported once)
+    done = fork_jobs(jobs, root, preload=PRELOAD_HF + ",deepspeed,accelerate", zygote=zygote)
     for (cwd, *_), run in zip(jobs, done):
         assert run.returncode == 0, f"{cwd.name}: {run.stderr[-3000:]}"
     converted = {}

@@ -15,10 +15,10 @@ one process and twice the micro-batch: the same samples per step) within ``TOLER
 tests/gpu/test_hf_on_gpu.py).
 
 Cost: each worker the launchers start (``script_zygote.py worker record_hf.py ...``,
-standard library only) is forked from one zygote (``script_zygote.py serve``) that imported
-torch, transformers, accelerate, DeepSpeed and PEFT once, so 18 workers do not pay about 6
-CPU-seconds of imports each; the launchers still start one worker process per rank with their
-own environment.
+standard library only) is forked from the session's zygote (``zygote`` in tests/conftest.py,
+``script_zygote.py serve``), which imported torch, transformers, accelerate, DeepSpeed and PEFT
+once, so 18 workers do not pay about 6 CPU-seconds of imports each; the launchers still start
+one worker process per rank with their own environment.
 
 Two copies that each train alone (the fallback a launch on CPU gives without a process group)
 see world size 1 and fail. On CPU accelerate itself turns FSDP and DeepSpeed into DDP
@@ -28,7 +28,6 @@ see world size 1 and fail. On CPU accelerate itself turns FSDP and DeepSpeed int
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -37,31 +36,25 @@ import pytest
 from tests.snippets.hf_checks import (CHECKPOINTS, LAUNCH_HF, RECORD_HF, SNIPPETS, STEPS, Launches, check_distribution,
                                       check_lora, check_loss, check_world_size, check_zero_to_fp32_safe_serialization,
                                       check_zero_to_hf, guide_lines, offload_lines)
-from tests.snippets.launch import CPU_REHEARSAL, PRELOAD_HF, SCRIPT_ZYGOTE, run
-from tests.snippets.script_zygote import serving
+from tests.snippets.launch import SCRIPT_ZYGOTE, run
 
 pytestmark = pytest.mark.slow
 
 PROCESSES = 2
 LINES = list(guide_lines())
-# What record_hf.py and train_hf.py import (the Trainer, accelerate's launch and state,
-# DeepSpeed, PEFT, --tiny's Qwen3): once, in the zygote every worker is forked from
-HF_IMPORTS = ["torch", "torch.distributed", "torch.distributed.fsdp", "transformers", "transformers.trainer",
-              *PRELOAD_HF.removeprefix("--preload=").split(",")[1:], "accelerate", "accelerate.commands.launch",
-              "deepspeed", "deepspeed.comm.torch", "peft"]
 
 
 @pytest.fixture(scope="module")
-def launches(extracted, tmp_path_factory) -> tuple[Launches, dict[str, int]]:
+def launches(extracted, tmp_path_factory, zygote) -> tuple[Launches, dict[str, int]]:
     """Every line on 2 processes and each reference on 1, from one launcher process; it and
-    every worker forked from one zygote."""
+    every worker forked from the session's zygote (what record_hf.py and train_hf.py import:
+    ``launch.WORKER_IMPORTS``)."""
     launches = Launches(extracted, tmp_path_factory.mktemp("hf"), worker=(SCRIPT_ZYGOTE, "worker", RECORD_HF))
     launches.jobs(guide_lines(), PROCESSES)
     env = {"HF_HOME": str(launches.root / "hf-home"), "TOKENIZERS_PARALLELISM": "false"}
-    with serving(HF_IMPORTS, {**os.environ, **CPU_REHEARSAL, **env}, launches.root) as zygote:
-        # the launcher process (accelerate's CLI, torchrun's agent) forked from the zygote too
-        done = run([sys.executable, str(SCRIPT_ZYGOTE), "worker", str(LAUNCH_HF), str(launches.root / "jobs.json")],
-                   {**env, **zygote}, 1200, launches.root)
+    # the launcher process (accelerate's CLI, torchrun's agent) forked from the zygote too
+    done = run([sys.executable, str(SCRIPT_ZYGOTE), "worker", str(LAUNCH_HF), str(launches.root / "jobs.json")],
+               {**env, **zygote}, 1200, launches.root)
     assert done.returncode == 0, done.stderr[-3000:]
     return launches, json.loads(done.stdout.splitlines()[-1])
 

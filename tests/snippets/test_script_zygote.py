@@ -79,3 +79,31 @@ def test_a_module_runs_as_python_dash_m_runs_it(bare_zygote, tmp_path):
                      for prefix in ([], [str(SCRIPT_ZYGOTE), "worker"]))
     assert (forked.returncode, forked.stdout, forked.stderr) == (plain.returncode, plain.stdout, plain.stderr)
     assert plain.stdout == f"__main__ {[str(tmp_path / 'probe_module.py'), 'stop', 'here']} True\n" and plain.returncode == 1
+
+
+
+# No function or class of its own (as train.py): nothing ties the script's globals into a
+# cycle, so a module freed on return frees ``held`` at once, and its finalizer writes. Under
+# ``python`` the finalizer never runs (atexit=False: finalizers are shut down at exit first).
+HELD = '''import argparse, os, sys, weakref
+held = argparse.Namespace()
+weakref.finalize(held, os.write, 1, b"freed while the process ran on\\n").atexit = False
+print(__name__, sys.modules["__main__"].__dict__.get("held") is held, flush=True)
+'''
+
+
+def test_a_scripts_objects_live_until_the_process_ends(zygote, tmp_path):
+    """As under ``python SCRIPT``, the script's module stays ``sys.modules["__main__"]`` and its
+    objects are never freed while the process runs on: not in a worker forked from the zygote,
+    not in a rank of fork_ranks.py (runpy.run_path's temporary module freed them on return, and
+    freeing a DDP model's gloo process group so hung a rank of test_languages_run_alike)."""
+    from tests.snippets.launch import fork_ranks_cmd, zygote_worker
+
+    script = tmp_path / "held.py"
+    script.write_text(HELD, encoding="utf-8")
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert (plain.returncode, plain.stdout) == (0, "__main__ True\n")
+    for cmd, ranks in (([sys.executable, *zygote_worker(zygote, script)], 1), (fork_ranks_cmd("2", script, zygote=zygote), 2)):
+        run = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **zygote}, cwd=tmp_path, timeout=120)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert run.stdout == plain.stdout * ranks, cmd

@@ -11,15 +11,17 @@ import pytest
 import torch
 
 from tests.conftest import REPO_ROOT
+from tests.snippets.launch import SCRIPT_ZYGOTE
 from verify.record import RecordError, check_record
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 
 
-def test_gpu_check_writes_a_failed_record_and_exits_non_zero(tmp_path):
+def test_gpu_check_writes_a_failed_record_and_exits_non_zero(tmp_path, zygote):
     record_path = tmp_path / "nccl_check.json"
-    proc = subprocess.run([sys.executable, "-m", "verify.gpu_check", "--record", str(record_path)],
-                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    # ``python -m verify.gpu_check``, forked from the session's zygote (tests/conftest.py: torch imported once)
+    proc = subprocess.run([sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "verify.gpu_check", "--record", str(record_path)],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, env={**os.environ, **zygote})
     assert proc.returncode == 1
     record = json.loads(record_path.read_text())
     assert record["status"] == "fail" and record["fixture"] is False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,28 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.fixture(scope="session")
+def vram_zygote(tmp_path_factory):
+    """``{"SCRIPT_ZYGOTE": socket}`` of a script_zygote.py that imported this checkout's ``vram``
+    (and the modules its command line, vram/__main__.py, imports) once, serving for the session
+    (tests/snippets/script_zygote.py)."""
+    from tests.snippets.script_zygote import serving
+
+    modules = ["vram", *(f"vram.{path.stem}" for path in sorted((REPO_ROOT / "vram").glob("*.py")) if not path.stem.startswith("__"))]
+    path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))  # this checkout's vram first
+    with serving(modules, {**os.environ, "PYTHONPATH": path}, tmp_path_factory.mktemp("vram-zygote")) as env:
+        yield env
+
+
 @pytest.fixture
-def cli():
-    return run_cli
+def cli(vram_zygote):
+    """``run_cli``, each ``python -m vram ARGS`` forked from ``vram_zygote`` (``script_zygote.py
+    worker -m vram ARGS``: the module run as ``-m`` runs it, its argv, environment, working
+    folder, streams and exit status the process's own) instead of importing ``vram`` again."""
+    from tests.snippets.launch import SCRIPT_ZYGOTE
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "vram", *args], cwd=REPO_ROOT,
+                              env={**os.environ, **vram_zygote}, capture_output=True, text=True, timeout=60)
+
+    return run

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from tests.vram.conftest import run_cli
+
 GB = 10**9
 
 
@@ -252,8 +254,9 @@ def test_bad_input_exits_2_with_one_line_and_no_traceback(capsys, bad_configs, a
 
 
 @pytest.mark.parametrize("argv, needle", [BAD[0], BAD[9], BAD[16], BAD[18]])
-def test_bad_input_in_a_real_process(cli, bad_configs, argv, needle):
-    proc = cli(*(a.format(**bad_configs) for a in argv))
+def test_bad_input_in_a_real_process(bad_configs, argv, needle):
+    """A fresh ``python -m vram`` (not forked from ``vram_zygote``): what its imports print counts too."""
+    proc = run_cli(*(a.format(**bad_configs) for a in argv))
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [proc.stderr.strip()] and needle.format(**bad_configs) in proc.stderr

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import vram
+from tests.snippets.launch import zygote_worker
 from vram.job import answer_job
 
 WORKER = Path(__file__).resolve().parent / "ddp_bf16_worker.py"
@@ -30,10 +31,11 @@ SCENARIOS = {"bf16_ddp1_foreach": (1, "foreach"), "bf16_ddp1_fused": (1, "fused"
 
 
 @pytest.fixture(scope="module")
-def report() -> dict:
+def report(zygote) -> dict:
     out = Path(os.environ.get("TMPDIR", "/tmp")) / f"ddp-bf16-worker-{os.getpid()}.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, str(WORKER), str(out)], capture_output=True, text=True,
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
+    # forked from the session's zygote (tests/conftest.py), which imported torch once
+    proc = subprocess.run([sys.executable, *zygote_worker(zygote, WORKER), str(out)], capture_output=True, text=True,
                           timeout=600, env=env, cwd=WORKER.parent)
     assert proc.returncode == 0, proc.stderr[-4000:]
     try:

@@ -15,35 +15,32 @@ import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import vram
+from tests.snippets.launch import fork_ranks_cmd
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "fsdp2_experts_worker.py"
-FORK_RANKS = HERE.parent / "snippets" / "fork_ranks.py"
 WORLD_SIZE = 3
 EXPERTS = 4
 MIXTRAL = {"model_type": "mixtral", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
            "num_local_experts": EXPERTS, "num_experts_per_tok": 2, "tie_word_embeddings": False}
-# fork_ranks.py imports torch before forking; import transformers' Mixtral there too.
-LAUNCH = ("import runpy, sys\n"
-          "from transformers import MixtralConfig, MixtralForCausalLM\n"
-          "sys.argv = ['fork_ranks.py', *sys.argv[1:]]\n"
-          f"runpy.run_path({str(FORK_RANKS)!r}, run_name='__main__')\n")
+# fork_ranks.py imports torch before forking (the session zygote's import); transformers' Mixtral there too
+PRELOAD_MIXTRAL = "--preload=transformers,transformers.models.mixtral.modeling_mixtral"
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> list[dict]:
+def reports(tmp_path_factory, zygote) -> list[dict]:
     out = tmp_path_factory.mktemp("fsdp2_experts")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-c", LAUNCH, str(WORLD_SIZE), str(WORKER), str(out), json.dumps(MIXTRAL)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
+    # fork_ranks.py forked from the session's zygote (tests/conftest.py), which imported torch once
+    cmd = fork_ranks_cmd(PRELOAD_MIXTRAL, WORLD_SIZE, WORKER, out, json.dumps(MIXTRAL), zygote=zygote)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]

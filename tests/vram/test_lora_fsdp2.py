@@ -16,16 +16,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import vram
+from tests.snippets.launch import fork_ranks_cmd
 from vram.job import JobError, answer_job
 
 HERE = Path(__file__).resolve().parent
-FORK_RANKS = HERE.parent / "snippets" / "fork_ranks.py"
 WORKER = HERE / "lora_fsdp2_worker.py"
 WORLD_SIZE = 2
 STAGES = {"reshard_foreach": (3, "foreach"), "keep_fused": (2, "fused"), "keep_wide_rank": (2, "foreach")}
@@ -34,10 +33,12 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> list[dict]:
+def reports(tmp_path_factory, zygote) -> list[dict]:
     out = tmp_path_factory.mktemp("lora-fsdp2")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, str(FORK_RANKS), "--preload=transformers,peft", str(WORLD_SIZE), str(WORKER), str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
+    # fork_ranks.py forked from the session's zygote (tests/conftest.py: torch and transformers
+    # imported once); it imports PEFT, then forks the ranks
+    cmd = fork_ranks_cmd("--preload=transformers,peft", WORLD_SIZE, WORKER, out, zygote=zygote)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]

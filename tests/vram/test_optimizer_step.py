@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import vram
+from tests.snippets.launch import zygote_worker
 from vram.fsdp2 import fsdp2_memory
 
 WORKER = Path(__file__).resolve().parent / "step_worker.py"
@@ -44,10 +45,11 @@ SCENARIOS = {
 
 
 @pytest.fixture(scope="module")
-def report() -> dict:
+def report(zygote) -> dict:
     out = Path(os.environ.get("TMPDIR", "/tmp")) / f"step-worker-{os.getpid()}.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, str(WORKER), str(out)], capture_output=True, text=True,
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
+    # forked from the session's zygote (tests/conftest.py), which imported torch once
+    proc = subprocess.run([sys.executable, *zygote_worker(zygote, WORKER), str(out)], capture_output=True, text=True,
                           timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     try:

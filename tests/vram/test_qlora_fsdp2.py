@@ -18,17 +18,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import vram
+from tests.snippets.launch import fork_ranks_cmd
 from vram.job import answer_job
 from vram.lora import NF4_TABLE_BYTES, nf4_packed_bf16_rows, qlora_fsdp2_shape
 
 HERE = Path(__file__).resolve().parent
-FORK_RANKS = HERE.parent / "snippets" / "fork_ranks.py"
 WORKER = HERE / "qlora_fsdp2_worker.py"
 WORLD_SIZE = 2
 STAGES = {"reshard_foreach": 3, "keep_foreach": 2}
@@ -37,11 +36,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.bitsandbytes]
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> list[dict]:
+def reports(tmp_path_factory, zygote) -> list[dict]:
     out = tmp_path_factory.mktemp("qlora-fsdp2")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, str(FORK_RANKS), "--preload=transformers,peft,bitsandbytes", str(WORLD_SIZE), str(WORKER),
-           str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
+    # fork_ranks.py forked from the session's zygote (tests/conftest.py: torch and transformers
+    # imported once); it imports PEFT and bitsandbytes, then forks the ranks
+    cmd = fork_ranks_cmd("--preload=transformers,peft,bitsandbytes", WORLD_SIZE, WORKER, out, zygote=zygote)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
