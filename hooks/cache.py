@@ -15,7 +15,11 @@ keeps what it would otherwise compute again.
   language, and again on every ``mkdocs serve`` rebuild. Jinja's bytecode cache (a
   documented extension point, ``jinja2.BytecodeCache``) lets the next environment reuse the
   compiled code: Jinja checks each entry against a checksum of the template's source, so an
-  edited template (``overrides/``) is compiled again.
+  edited template (``overrides/``) is compiled again. A development build also keeps the
+  compiled code in ``.cache/templates`` (``TemplateCache.use_folder``), each entry named by the
+  SHA-256 of what the code was compiled from (the template's name, file and source, Jinja's
+  and Python's versions, and every setting of the environment the compiler reads), so the next
+  build process compiles nothing that did not change; a publication build reads none of it.
 
 What stays beside its user, because only that module knows its key: the pruned notebook
 stylesheets (``hooks/notebooks/weight.py``, ``.cache/notebook-css``), ``assets/finder.json``
@@ -27,6 +31,7 @@ read by development builds only, and mkdocs-jupyter's HTML cache folders
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
@@ -65,6 +70,9 @@ class Memo:
     def clear(self) -> None:
         self._entries.clear()
 
+    def __len__(self) -> int:
+        return len(self._entries)
+
 
 def hash_files(digest: hashlib._Hash, files: Iterable[Path], root: Path) -> None:
     """Update ``digest`` with each file's path relative to ``root`` (POSIX) and its bytes, in
@@ -95,7 +103,98 @@ class InMemoryBytecodeCache(jinja2.BytecodeCache):
         return len(self._store)
 
 
-TEMPLATE_CACHE = InMemoryBytecodeCache()  # one per process: every build and language pass reuses it
+class TemplateCache(InMemoryBytecodeCache):
+    """Compiled templates in memory and, once ``use_folder`` names one, in a folder of files.
+
+    An entry's key is the SHA-256 of everything the compiled code depends on (``compiled_from``),
+    so an entry is never replaced by different code: concurrent builds can share the folder (a
+    file is written under a temporary name, then renamed), and a changed template, Jinja,
+    Python or environment setting reads another entry. Jinja still checks each entry's source
+    checksum and its own format version when it loads one, and compiles again on any mismatch."""
+
+    KEEP = 400  # files kept in the folder (about 60 per theme version): the newest
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder: Path | None = None
+
+    def use_folder(self, folder: Path | None) -> None:
+        """Keep compiled templates in ``folder`` too (None: in memory only, as a publication build does)."""
+        self.folder = folder
+
+    def get_bucket(self, environment, name, filename, source):  # noqa: ANN001 (jinja2.BytecodeCache's signature)
+        key = compiled_from(environment, name, filename, source)
+        bucket = jinja2.bccache.Bucket(environment, key, self.get_source_checksum(source))
+        self.load_bytecode(bucket)
+        return bucket
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        if bucket.key not in self._store and self.folder is not None:
+            try:
+                self._store[bucket.key] = (self.folder / f"{bucket.key}.jinja").read_bytes()
+            except OSError:
+                pass  # not compiled yet (or pruned by a concurrent build)
+        try:
+            super().load_bytecode(bucket)
+        except Exception:  # noqa: BLE001 (a damaged entry, which Jinja reads with pickle and marshal: compiled again)
+            self._store.pop(bucket.key, None)
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        if len(self._store) >= 2 * self.KEEP:  # a long `mkdocs serve` session editing templates
+            self._store.clear()
+        super().dump_bytecode(bucket)
+        if self.folder is None:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            path = self.folder / f"{bucket.key}.jinja"
+            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_bytes(self._store[bucket.key])
+            temporary.replace(path)
+            entries = list(self.folder.glob("*.jinja"))
+            if len(entries) > self.KEEP:
+                for old in sorted(entries, key=lambda entry: entry.stat().st_mtime_ns)[:len(entries) - self.KEEP]:
+                    old.unlink(missing_ok=True)
+        except OSError:
+            pass  # a read-only checkout compiles them every time
+
+
+def environment_settings(environment: jinja2.Environment) -> bytes:
+    """What Jinja's compiler reads from ``environment`` besides the template: the syntax, the
+    extensions and policies, whether it is async or finalizes, and how each filter and test is
+    called (a filter that takes the context is compiled into a call that passes it)."""
+    from jinja2.utils import _PassArg
+
+    syntax = tuple(getattr(environment, name) for name in (
+        "block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
+        "comment_start_string", "comment_end_string", "line_statement_prefix", "line_comment_prefix",
+        "trim_blocks", "lstrip_blocks", "newline_sequence", "keep_trailing_newline", "optimized", "is_async"))
+    policies = sorted((key, value) for key, value in environment.policies.items()
+                      if isinstance(value, (str, int, float, bool, type(None))))
+    calls = [sorted((name, str(_PassArg.from_obj(function))) for name, function in table.items())
+             for table in (environment.filters, environment.tests)]
+    finalize = environment.finalize and (getattr(environment.finalize, "__qualname__", "?"), str(_PassArg.from_obj(environment.finalize)))
+    described = (syntax, sorted(environment.extensions), policies, calls, finalize,
+                 f"{environment.code_generator_class.__module__}.{environment.code_generator_class.__qualname__}")
+    return repr(described).encode()
+
+
+def compiled_from(environment: jinja2.Environment, name: str, filename: str | None, source: str) -> str:
+    """The cache key of a template's compiled code: the SHA-256 (hex) of Jinja's and Python's
+    versions, the environment's settings (``environment_settings``), the template's name and
+    file (the code names it in tracebacks), whether it autoescapes, and its source."""
+    import sys
+
+    autoescape = environment.autoescape(name) if callable(environment.autoescape) else environment.autoescape
+    digest = hashlib.sha256(b"jinja template\0")
+    for part in (f"jinja2={jinja2.__version__}", sys.version, repr((name, filename, bool(autoescape)))):
+        digest.update(part.encode() + b"\0")
+    digest.update(environment_settings(environment) + b"\0" + source.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+TEMPLATE_CACHE = TemplateCache()  # one per process: every build and language pass reuses it
 
 
 def package_versions(names: Iterable[str]) -> tuple[str, ...]:

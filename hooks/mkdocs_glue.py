@@ -64,9 +64,10 @@ from hooks.workarounds.i18n_outputs import (  # noqa: E402
     alternate_homes_for_404, rebase_config, write_language_404, write_search_indexes)
 from hooks.workarounds.ipynb_pages import make_notebooks_pages  # noqa: E402
 from verify.languages import DEFAULT_LANGUAGE  # noqa: E402
-from verify.theme_scripts import policy as content_security_policy  # noqa: E402
+from verify.theme_scripts import policy as content_security_policy, use_bytecode_cache as use_theme_scripts_cache  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.guide")
+TEMPLATE_STORE = REPO_ROOT / ".cache" / "templates"  # hooks/cache.py: TemplateCache
 make_notebooks_pages()
 # the publish gate's record; every language's titled blocks; the comments a language pass translated
 _build: dict = {"verified": None, "blocks": TitledBlocks(), "comments": set()}
@@ -243,7 +244,9 @@ def write_site_file(site_dir: str, uri: str, data: bytes) -> None:
 
 
 def on_env(env, config, files, **kwargs):
+    TEMPLATE_CACHE.use_folder(unless_publication(TEMPLATE_STORE))  # compiled templates, kept by content
     env.bytecode_cache = TEMPLATE_CACHE
+    use_theme_scripts_cache(TEMPLATE_CACHE)  # the theme's inline scripts, rendered for the pages' policy
     env.globals["guide_csp"] = lambda base_url: content_security_policy(base_url, serving())  # overrides/main.html
     return env
 

@@ -60,6 +60,12 @@ def _material_env() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("material") / "templates")))
 
 
+def use_bytecode_cache(cache: jinja2.BytecodeCache | None) -> None:
+    """Load the theme's script templates through ``cache`` (a build passes its compiled templates:
+    hooks/cache.py); the scripts rendered, and so their hashes, are the same."""
+    _material_env().bytecode_cache = cache
+
+
 @functools.cache
 def _jupyter_scripts() -> tuple[str, ...]:
     folder = resources.files("mkdocs_jupyter").joinpath(*JUPYTER_TEMPLATE)

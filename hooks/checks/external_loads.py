@@ -37,7 +37,9 @@ SOURCES = {"img": ("src", "srcset"), "source": ("src", "srcset"), "iframe": ("sr
            "input": ("src",), "image": ("href", "xlink:href"), "use": ("href", "xlink:href"),
            "feimage": ("href", "xlink:href"), "script": ("href", "xlink:href"),  # SVG's
            "body": ("background",), "table": ("background",), "td": ("background",), "th": ("background",)}
-CSS_URL_RE = re.compile(r"""url\(\s*['"]?([^'")\s]+)|(?:@import|image-set\()\s*['"]([^'"]+)""", re.I)
+# (?=[uU@iI]): the first letters of the three forms, so the engine skips other positions at
+# once (twice as fast on mkdocs-jupyter's 580 KB stylesheet; under re.I it folds as they do)
+CSS_URL_RE = re.compile(r"""(?=[uU@iI])(?:url\(\s*['"]?([^'")\s]+)|(?:@import|image-set\()\s*['"]([^'"]+))""", re.I)
 UNSAFE_IN_SCRIPT_RE = re.compile(r"<!--|<script|</script", re.I)
 MATHJAX_RE = re.compile(r"<!-- Load mathjax -->\s*<script src=\"\">\s*</script>\s*"
                         r"(?:<!-- MathJax configuration -->\s*<script type=\"text/x-mathjax-config\">.*?</script>)?", re.S)

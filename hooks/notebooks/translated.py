@@ -11,6 +11,7 @@ such a cell; a notebook editor keeps both files).
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import json
 import tokenize
@@ -21,8 +22,19 @@ from hooks.errors import RenderError
 
 def comments(source: str) -> list[tuple[tuple[int, int], str]]:
     """((line, column), text without '#' and surrounding spaces) of each comment of ``source``."""
-    return [(token.start, token.string.removeprefix("#").strip())
-            for token in tokenize.generate_tokens(io.StringIO(source).readline) if token.type == tokenize.COMMENT]
+    return list(_comments(source))
+
+
+@functools.lru_cache(maxsize=256)  # the same cells come back in every build of a `mkdocs serve` process
+def _comments(source: str) -> tuple[tuple[tuple[int, int], str], ...]:
+    return tuple((token.start, token.string.removeprefix("#").strip())
+                 for token in tokenize.generate_tokens(io.StringIO(source).readline) if token.type == tokenize.COMMENT)
+
+
+@functools.lru_cache(maxsize=256)
+def _ast_of(source: str) -> str:
+    """``ast.dump`` of the UTF-8 bytes of ``source``; raises SyntaxError (which is not kept)."""
+    return ast.dump(ast.parse(source.encode("utf-8")))
 
 
 def translated_source(source: str, catalogue: dict[str, str]) -> str:
@@ -62,7 +74,7 @@ def check_translated_notebook(notebook: Path, original: Path, catalogue: dict[st
             raise RenderError(f"{where}: its tags differ from {original.name}'s")
         source, original_source = _source(cell), _source(other)
         try:
-            same = ast.dump(ast.parse(source.encode("utf-8"))) == ast.dump(ast.parse(original_source.encode("utf-8")))
+            same = _ast_of(source) == _ast_of(original_source)
         except SyntaxError as exc:
             raise RenderError(f"{where}: not Python ({exc.msg}, line {exc.lineno})") from None
         if not same:

@@ -29,6 +29,7 @@ data); a block of a language no reader knows gets no translated comments.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,7 +147,6 @@ def missing_translation(body: str, lang: str) -> str:
 def notebook_comments(docs_dir: Path) -> set[str]:
     """The comments of every code cell of the notebooks in ``docs_dir``, those a page does not
     show included (a set-up cell removed by its tag is read in the repository)."""
-    import io
     import json
     import tokenize
 
@@ -157,12 +157,21 @@ def notebook_comments(docs_dir: Path) -> set[str]:
                 continue
             source = "".join(cell.get("source", []))
             try:
-                tokens = [token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
-                          if token.type == tokenize.COMMENT]
+                tokens = _comment_tokens(source)
             except (tokenize.TokenError, SyntaxError):
                 continue  # the notebook checks name a cell that does not parse
             found |= {match.group("body") for match in map(MARKER_RE.match, tokens) if match}
     return found
+
+
+@functools.lru_cache(maxsize=256)  # the same cells come back in every build of a `mkdocs serve` process
+def _comment_tokens(source: str) -> tuple[str, ...]:
+    """The comment tokens of Python ``source``; raises tokenize.TokenError or SyntaxError (not kept)."""
+    import io
+    import tokenize
+
+    return tuple(token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                 if token.type == tokenize.COMMENT)
 
 
 def check_catalogue_used(used: set[str], lang: str, docs_dir: Path, path: Path = SNIPPETS_DIR / "comments.yaml") -> None:

@@ -7,6 +7,9 @@ fr ``Go``), joined to the number with a no-break space.
 
 from __future__ import annotations
 
+import functools
+
+from babel import Locale
 from babel.numbers import format_currency, format_decimal
 
 from hooks.data.load import load_model
@@ -15,10 +18,15 @@ from hooks.errors import RenderError
 NBSP = "\u00a0"
 
 
+@functools.cache  # Babel parses a locale's name and loads its data again for every call given a name
+def _locale(lang: str) -> Locale:
+    return Locale.parse(lang)
+
+
 def format_number(value: float, lang: str, decimals: int = 2) -> str:
     """``value`` with at most ``decimals`` decimals, in ``lang``'s format."""
     pattern = "#,##0" + ("." + "#" * decimals if decimals > 0 else "")
-    return format_decimal(value, format=pattern, locale=lang)
+    return format_decimal(value, format=pattern, locale=_locale(lang))
 
 
 def unit_label(unit: str, lang: str) -> str:
@@ -70,4 +78,4 @@ def format_duration_range(low: list[list], high: list[list], lang: str, space: s
 
 def format_eur(amount: float, lang: str) -> str:
     """A price in euros, ``2,36 €`` in both locales."""
-    return format_currency(amount, "EUR", locale=lang)
+    return format_currency(amount, "EUR", locale=_locale(lang))

@@ -60,8 +60,12 @@ def _compile(lang: TypographyLanguage, units: list[str]) -> Compiled:
     before = {sign: SPACES[space] for sign, space in lang.space_before.items()}
     after = {sign: SPACES[space] for sign, space in lang.space_after.items()}
     thousands, unit_space = lang.thousands, lang.units
-    for sign, space in before.items():
-        subs.append((re.compile(WHITESPACE + f"(?={re.escape(sign)})"), space))
+    if before and all(len(sign) == 1 for sign in before):  # one pass for every sign: the space before each
+        signs_class = "".join(re.escape(sign) for sign in before)  # run of spaces is followed by one sign only
+        subs.append((re.compile(WHITESPACE + f"(?=[{signs_class}])"), lambda m, before=before: before[m.string[m.end()]]))
+    else:
+        for sign, space in before.items():
+            subs.append((re.compile(WHITESPACE + f"(?={re.escape(sign)})"), space))
     for sign, space in after.items():
         subs.append((re.compile(f"(?<={re.escape(sign)})" + WHITESPACE), space))
     if thousands:
@@ -124,6 +128,7 @@ def _primary(lang: str | None) -> str:
     return (lang or "").split("-")[0].lower()
 
 
+_TRAILING_SPACE, _LEADING_SPACE = re.compile(WHITESPACE + r"\Z"), re.compile(r"\A" + WHITESPACE)
 BREAK = None  # between two texts that are not one run (a block boundary, a skipped element)
 
 
@@ -172,10 +177,10 @@ def _join_runs(texts: list, compiled_of: dict[str, Compiled]) -> None:
             continue
         compiled = compiled_of[prev[0]]
         head = cur[1][:1]
-        if head in compiled.before and (stripped := re.sub(WHITESPACE + r"\Z", "", prev[1])) != prev[1]:
+        if head in compiled.before and (stripped := _TRAILING_SPACE.sub("", prev[1])) != prev[1]:
             prev[1] = stripped + compiled.before[head]
         tail = prev[1][-1:]
-        if tail in compiled.after and (stripped := re.sub(r"\A" + WHITESPACE, "", cur[1])) != cur[1]:
+        if tail in compiled.after and (stripped := _LEADING_SPACE.sub("", cur[1])) != cur[1]:
             cur[1] = compiled.after[tail] + stripped
         if compiled.unit_start and tail.isdigit() and (unit := compiled.unit_start.match(cur[1])):
             cur[1] = compiled.unit_space + cur[1][unit.end():]
@@ -222,10 +227,25 @@ def _typeset_attributes(tree, page_lang: str, rule_set: TypographyFile, compiled
     return changed
 
 
+_typeset: dict[tuple[str, str], tuple[dict, str | None]] = {}  # (lang, html) -> (the rules, the page typeset; None: unchanged)
+KEEP = 256  # pages and fragments kept: a `mkdocs serve` rebuild typesets only what changed
+
+
 def typeset_html(html: str, lang: str) -> str:
     """A whole page with the typography of ``lang`` (and of any ``lang=`` inside it). Returns ``html`` itself when no rule applies. Raises RenderError for a
-    broken rule set, or a JSON island that is not JSON."""
+    broken rule set, or a JSON island that is not JSON. The result of the same ``html`` and
+    ``lang`` under the same rules (the rule file unchanged) is kept for the process."""
     rule_set, compiled_of = rules()
+    kept = _typeset.get((lang, html))
+    if kept is None or kept[0] is not compiled_of:
+        if len(_typeset) >= KEEP:
+            _typeset.clear()
+        out = _typeset_page(html, lang, rule_set, compiled_of)
+        kept = _typeset[(lang, html)] = (compiled_of, None if out is html else out)
+    return html if kept[1] is None else kept[1]
+
+
+def _typeset_page(html: str, lang: str, rule_set: TypographyFile, compiled_of: dict[str, Compiled]) -> str:
     if not any(c.quick.search(html) for c in compiled_of.values()):
         return html
     tree = LexborHTMLParser(html)
