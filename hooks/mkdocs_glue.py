@@ -63,6 +63,7 @@ from hooks.serve import check_code_unchanged, forget_logged_errors, serving, set
 from hooks.workarounds.i18n_outputs import (  # noqa: E402
     alternate_homes_for_404, rebase_config, write_language_404, write_search_indexes)
 from hooks.workarounds.ipynb_pages import make_notebooks_pages  # noqa: E402
+from hooks.workarounds.theme_walk import use_pruned_theme_walk  # noqa: E402
 from verify.languages import DEFAULT_LANGUAGE  # noqa: E402
 from verify.theme_scripts import policy as content_security_policy, use_bytecode_cache as use_theme_scripts_cache  # noqa: E402
 
@@ -131,6 +132,7 @@ def on_config(config, **kwargs):
         if not language_pass(config):
             check_code_unchanged()
         _build["verified"] = open_gate(Path(config.config_file_path).parent, snippets_dir(config), config.site_url, os.environ)
+    use_pruned_theme_walk(config.theme)  # the theme's file list skips Material's .icons (hooks/workarounds/theme_walk.py)
     return config
 
 

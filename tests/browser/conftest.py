@@ -14,6 +14,8 @@ What the tests here get (all generic; other browser tests may use them):
 - ``page`` (function): the worker's one reused page (``reused_page``: its cache and scripts
   stay warm), reset before and after each test (``reset_page``: about:blank, 1280x720, no
   routes, storage and cookies cleared); ``page.set_viewport_size`` for another width.
+- ``measured_in_turn(pages, jobs, measure)``: many URLs loaded and measured by two (or more)
+  pages in turn, one loading while another is measured.
 - ``recorded(page)``: start recording every request of ``page`` (URL, resource type,
   status, failure); read ``recorder.requests`` after navigating.
 - ``site_pages(root)``: every HTML page of a built site as a URL path relative to its
@@ -215,6 +217,33 @@ def page(reused_page):
         reset_page(reused_page)
 
 
+def measured_in_turn(pages: list, jobs: list[tuple], measure) -> dict:
+    """``{key: measure(page, key)}`` for each ``(key, url, viewport)`` of ``jobs``, each URL loaded
+    once at that viewport (``wait_until="networkidle"``) by one of ``pages`` (open, each in a
+    context of its own or not), which take the jobs in turn: one loads its next URL while another
+    is measured. After each measure the page's storage is cleared (a page reset, as ``reset_page``)."""
+    queue, results, loading = list(jobs), {}, {}
+
+    def start(index: int) -> None:
+        if queue:
+            key, url, viewport = queue.pop(0)
+            pages[index].set_viewport_size(viewport)
+            pages[index].goto(url, wait_until="commit")
+            loading[index] = key
+
+    for index in range(len(pages)):
+        start(index)
+    while loading:
+        for index in range(len(pages)):
+            if index in loading:
+                page, key = pages[index], loading.pop(index)
+                page.wait_for_load_state("networkidle")
+                results[key] = measure(page, key)
+                page.evaluate("() => { sessionStorage.clear(); localStorage.clear(); }")
+                start(index)
+    return results
+
+
 @dataclass
 class Request:
     url: str
@@ -227,6 +256,7 @@ class Request:
 class Recorder:
     requests: list[Request] = field(default_factory=list)
     detach: object = None  # call to stop recording
+    unanswered: object = None  # call: how many recorded requests have neither finished nor failed yet
 
     def failed(self) -> list[Request]:
         """Requests without a successful answer (4xx/5xx, or none at all)."""
@@ -247,9 +277,14 @@ def recorded(page) -> Recorder:
         pending[request] = entry
         recorder.requests.append(entry)
 
+    def on_response(response):  # the status as it arrives (requestfinished follows it)
+        entry = pending.get(response.request)
+        if entry:
+            entry.status = response.status
+
     def on_finished(request):
         entry = pending.pop(request, None)
-        response = request.response() if entry else None
+        response = request.response() if entry and entry.status is None else None
         if entry and response is not None:
             entry.status = response.status
 
@@ -258,7 +293,8 @@ def recorded(page) -> Recorder:
         if entry:
             entry.failure = request.failure or "failed"
 
-    handlers = {"request": on_request, "requestfinished": on_finished, "requestfailed": on_failed}
+    handlers = {"request": on_request, "response": on_response, "requestfinished": on_finished,
+                "requestfailed": on_failed}
     for event, handler in handlers.items():
         page.on(event, handler)
 
@@ -267,7 +303,18 @@ def recorded(page) -> Recorder:
             page.remove_listener(event, handler)
 
     recorder.detach = detach
+    recorder.unanswered = lambda: len(pending)
     return recorder
+
+
+def settle(page, recorder: Recorder, limit_ms: int = 10_000) -> None:
+    """Let ``page`` deliver the outcome of every request ``recorder`` saw start (a worker's
+    request can report its end after the page's network went idle), for at most ``limit_ms``:
+    one still unanswered then is read as a request without an answer."""
+    for _ in range(limit_ms // 50):
+        if not recorder.unanswered():
+            return
+        page.wait_for_timeout(50)
 
 
 # -------------------------------------------------------------- every page, once
@@ -329,8 +376,8 @@ AXE_RUN_JS = """async () => (await axe.run(document, {resultTypes: ['violations'
                             nodes: v.nodes.slice(0, 5).map(n => n.target.join(' '))}))"""
 
 
-def load_every_page(chromium, server: SiteServer) -> dict:
-    """Load every page of ``server`` once, in one desktop-width page under the site's own
+def load_every_page(chromium, server: SiteServer, lanes: int = 2, take=None, done=None) -> dict:
+    """Load every page of ``server`` once, each in a desktop-width page under the site's own
     Content-Security-Policy, and return ``{"origin": server.origin, "pages": {path: {...}}}``
     where each page has ``requests`` ([url, resource type, status, failure] of every request
     of its load), ``links`` (every ``a[href]`` of the rendered DOM, absolute), ``outside``
@@ -339,21 +386,43 @@ def load_every_page(chromium, server: SiteServer) -> dict:
     (the browser's ``securitypolicyviolation`` events while loading), ``axe`` (axe-core's
     violations, or None without node_modules/axe-core) and ``alternatives`` (its images' text
     alternatives, ``ALTERNATIVES_JS``). axe runs after the rest was read, evaluated through
-    the DevTools protocol, which the policy does not govern (an inline script would be blocked)."""
-    context, outside = guarded_context(chromium, server.origin)
-    page = context.new_page()
+    the DevTools protocol, which the policy does not govern (an inline script would be blocked).
+
+    ``lanes`` pages, each in its own ``guarded_context``, take the pages in turn: one loads
+    its next page while the others are read and audited (what each records is its own).
+    ``take(path)``, when given, says whether to load ``path`` (False: another loads it; it is
+    then left out of the result), and ``done(path, loaded)`` receives each page once read."""
     axe = AXE.read_text(encoding="utf-8") if AXE.exists() else None
-    pages = {}
-    for path in site_pages(server.root):
-        outside.clear()
-        recorder = recorded(page)
-        page.goto(server.url(path), wait_until="networkidle")
+    todo = site_pages(server.root)
+    pages: dict[str, dict] = {}
+    opened = []
+    for _ in range(min(lanes, len(todo)) or 1):
+        context, outside = guarded_context(chromium, server.origin)
+        opened.append({"context": context, "outside": outside, "page": context.new_page(), "path": None})
+    queue = list(todo)
+
+    def start(lane: dict) -> None:
+        """Begin loading the next page to take in ``lane`` (returns once its response arrived)."""
+        lane["path"] = None
+        while queue and lane["path"] is None:
+            path = queue.pop(0)
+            lane["path"] = path if take is None or take(path) else None
+        if lane["path"] is not None:
+            lane["outside"].clear()
+            lane["recorder"] = recorded(lane["page"])
+            lane["page"].goto(server.url(lane["path"]), wait_until="commit")
+
+    def finish(lane: dict) -> None:
+        """Wait for ``lane``'s page to load (no request for 500 ms) and read it."""
+        page, recorder = lane["page"], lane["recorder"]
+        page.wait_for_load_state("networkidle")
         links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
+        settle(page, recorder)
         recorder.detach()
         loaded = {
             "requests": [[r.url, r.resource_type, r.status, r.failure] for r in recorder.requests],
             "links": links,
-            "outside": list(outside),
+            "outside": list(lane["outside"]),
             "csp_meta": page.locator('meta[http-equiv="Content-Security-Policy"]').count(),
             "csp_violations": page.evaluate("window.__violations"),
         }
@@ -361,29 +430,77 @@ def load_every_page(chromium, server: SiteServer) -> dict:
             page.evaluate(axe)
         loaded["axe"] = page.evaluate(AXE_RUN_JS) if axe is not None else None
         loaded["alternatives"] = page.evaluate(ALTERNATIVES_JS)
-        pages[path] = loaded
-    context.close()
-    return {"origin": server.origin, "pages": pages}
+        pages[lane["path"]] = loaded
+        if done is not None:
+            done(lane["path"], loaded)
+
+    try:
+        for lane in opened:
+            start(lane)
+        while any(lane["path"] is not None for lane in opened):
+            for lane in opened:
+                if lane["path"] is not None:
+                    finish(lane)
+                    start(lane)
+    finally:
+        for lane in opened:
+            lane["context"].close()
+    return {"origin": server.origin, "pages": {path: pages[path] for path in todo if path in pages}}
 
 
 @pytest.fixture(scope="session")
 def every_page(chromium, site_server, tmp_path_factory) -> dict:
-    """``load_every_page`` of ``site_server``, once per run: whichever xdist worker asks first
-    loads the pages under a file lock, the other reads what it wrote. URLs of the loading
-    worker's server are given as this worker's (both serve the same built site)."""
-    from filelock import FileLock
+    """``load_every_page`` of ``site_server``, once per run, shared by the xdist workers page by
+    page: a worker loads each page nobody has loaded or is loading (its file lock taken without
+    waiting), then waits for the other's lock on each page it left and reads what was written
+    (loading it itself if nothing was). URLs of the loading worker's server are given as this
+    worker's (both serve the same built site)."""
+    from filelock import FileLock, Timeout
 
-    root = run_root(tmp_path_factory)
-    saved = root / "every-page.json"
-    with FileLock(str(root / "every-page.lock")):
-        if not saved.exists():
-            saved.write_text(json.dumps(load_every_page(chromium, site_server)), encoding="utf-8")
-    loaded = json.loads(saved.read_text(encoding="utf-8"))
+    folder = run_root(tmp_path_factory) / "every-page"
+    folder.mkdir(exist_ok=True)
+    paths = site_pages(site_server.root)
+    saved = {path: folder / f"{index}.json" for index, path in enumerate(paths)}
+    locks = {path: FileLock(str(folder / f"{index}.lock")) for index, path in enumerate(paths)}
+    held: set[str] = set()
 
-    def here(url: str) -> str:
-        return site_server.origin + url[len(loaded["origin"]):] if url.startswith(loaded["origin"] + "/") else url
+    def take(path: str, wait: bool = False) -> bool:
+        try:
+            locks[path].acquire(timeout=-1 if wait else 0)
+        except Timeout:
+            return False  # another worker is loading it
+        if saved[path].exists():
+            locks[path].release()
+            return False
+        held.add(path)
+        return True
 
-    for page in loaded["pages"].values():
-        page["requests"] = [Request(here(url), kind, status, failure) for url, kind, status, failure in page["requests"]]
-        page["links"] = [here(url) for url in page["links"]]
-    return loaded["pages"]
+    def done(path: str, loaded: dict) -> None:
+        partial = saved[path].with_suffix(".partial")
+        partial.write_text(json.dumps({"origin": site_server.origin, "load": loaded}), encoding="utf-8")
+        partial.replace(saved[path])
+        held.discard(path)
+        locks[path].release()
+
+    try:
+        load_every_page(chromium, site_server, take=take, done=done)  # what nobody else is loading
+        if not all(file.exists() for file in saved.values()):
+            # what another worker took: wait for it, page by page, in one lane (a worker that waits
+            # holds no lock then, so two workers never wait for each other), loading what it left
+            load_every_page(chromium, site_server, lanes=1, take=functools.partial(take, wait=True), done=done)
+    finally:
+        for path in held:
+            locks[path].release()
+
+    pages = {}
+    for path in paths:
+        written = json.loads(saved[path].read_text(encoding="utf-8"))
+        origin, load = written["origin"], written["load"]
+
+        def here(url: str, origin=origin) -> str:
+            return site_server.origin + url[len(origin):] if url.startswith(origin + "/") else url
+
+        load["requests"] = [Request(here(url), kind, status, failure) for url, kind, status, failure in load["requests"]]
+        load["links"] = [here(url) for url in load["links"]]
+        pages[path] = load
+    return pages

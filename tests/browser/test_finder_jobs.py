@@ -11,9 +11,12 @@
   an 8B trained all in bf16 fits one H100 at 2,048 tokens;
 - bad input (a config.json that is not JSON, an unknown model_type, a sequence beyond the
   model's maximum, a negative or huge number): one line in the page's language naming the
-  field, no answer shown, no console error, and the page still answers afterwards.
+  field, no answer shown, no console error, and the page still answers afterwards;
+- a serving context of any length up to the model's maximum: the calculator's answer, one line
+  beyond it, the length kept in the link.
 
-One page per language and its worker, for the whole module: Pyodide starts twice.
+One page per language and its worker, for the whole module: Pyodide starts twice, and twice
+more for the language switch (each new page starts its own).
 """
 
 from __future__ import annotations
@@ -29,10 +32,11 @@ from unittest import mock
 
 import pytest
 
+import vram
 from hooks.data.load import load_yaml
 from tests.browser.conftest import recorded
 from tests.browser.test_content_security_policy import LISTEN as CSP_LISTEN
-from tests.browser.test_finder import PATHS, plain
+from tests.browser.test_finder import PATHS, choose, plain
 from tests.conftest import REPO_ROOT
 from vram.__main__ import main as vram_main
 from vram.catalogue import card_speed, load_catalogue as load_speeds
@@ -165,6 +169,8 @@ def pages(chromium, site_server):
         page.focus("#finder-model")
         page.wait_for_selector('#finder-form[data-ready="true"]', state="visible", timeout=30_000)
         opened[lang] = page
+    for page in opened.values():  # a job's field in use boots the page's calculator: both boot at once
+        page.focus("#finder-seq_len")
     yield opened
     for context in contexts:
         context.close()
@@ -297,6 +303,37 @@ def test_the_form_answers_the_issue_jobs_as_the_command_line(pages, lang):
     assert "task=full-bf16" in page.url and "recompute=selective" in page.url
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=1, method="ddp", seq_len=2048, recompute="none")
     assert page.get_attribute("#finder-results", "data-answer") is None  # the reference job: precomputed
+    assert not page.errors
+
+
+def type_context(page, tokens: str) -> None:
+    """Type a serving context and wait for its answer (the calculator's, or its one line)."""
+    page.evaluate("document.getElementById('finder-form').removeAttribute('data-state')")
+    choose(page, context=tokens)
+    page.wait_for_selector('#finder-form[data-state="ready"]', timeout=120_000)
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_serving_context_is_any_length_up_to_the_models_maximum(pages, lang):
+    """Any whole number of tokens: the calculator's answer for it (not a preset), one line in
+    the page's language beyond the model's maximum, the length kept in the link (on the
+    module's page of that language: its calculator started once for all these tests)."""
+    page = pages[lang]
+    use_form(page, model="mistral-7b", task="serve-bf16", cards=1)  # every other input back to the reference job
+    choose(page, model="mistral-7b", task="serve-bf16", cards=1)
+    type_context(page, "12345")
+    assert page.is_hidden("#finder-error") and page.is_visible("#finder-table") and "context=12345" in page.url
+    answer = json.loads(page.get_attribute("#finder-results", "data-answer"))
+    config = vram.model_config_from_dict(json.loads((REPO_ROOT / "snippets" / "data" / "models" / "mistral-7b-v0.1.json").read_text()))
+    assert answer["kv_per_sequence_bytes"] == vram.serving_memory_per_gpu(config, "bf16", context_length=12345).kv_cache_bytes
+    assert ("12 345 tokens" if lang == "fr" else "12.345 token") in plain(page.text_content("#finder-table caption"))
+    type_context(page, "32769")
+    expected = ("Longueur du contexte : au-delà du maximum du modèle, 32 768 tokens." if lang == "fr"
+                else "Lunghezza del contesto: oltre il massimo del modello, 32.768 token.")
+    assert plain(page.text_content("#finder-error")) == plain(expected) and page.is_hidden("#finder-results")
+    assert "context=32769" in page.url
+    type_context(page, "32768")  # a preset within the maximum: the precomputed answer, at once
+    assert page.is_hidden("#finder-error") and page.get_attribute("#finder-results", "data-answer") is None
     assert not page.errors
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import reset_page
+from tests.browser.conftest import measured_in_turn, reset_page
 from tests.browser.test_finder import start_finder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -100,17 +100,13 @@ TABLES_PAGE, FINDER_PAGE = "", "gpu-finder/"
 
 @pytest.fixture(scope="module")
 def layout(reused_page, site_server):
-    """``layout(lang, size, path)``: what the tests below read of that page at that size, the
-    page loaded once for the module on the worker's reused page (every check only reads the
-    layout; the finder's are read once it is in use, as ``open_finder`` leaves it)."""
-    page, cache = reused_page, {}
+    """``layout(lang, size, path)``: what the tests below read of that page at that size, every
+    page of ``PAGES`` loaded once per language and size for the module, by the worker's reused
+    page and a second page of its context in turn (``measured_in_turn``; every check only
+    reads the layout; the finder's are read once it is in use, as ``open_finder`` leaves it)."""
 
-    def measure(lang: str, size: str, path: str) -> dict:
-        if (lang, size, path) in cache:
-            return cache[(lang, size, path)]
-        width, height = SIZES[size]
-        reset_page(page, {"width": width, "height": height})
-        page.goto(site_server.url(ROOTS[lang] + path), wait_until="networkidle")
+    def measure(page, key) -> dict:
+        _, size, path = key
         found = {"inline_code": page.locator("article code:not(pre code)").count(),
                  "broken_after_hyphen": page.evaluate(BREAK_AFTER_HYPHEN_JS)}
         if path == TABLES_PAGE and size == "phone":
@@ -132,11 +128,18 @@ def layout(reused_page, site_server):
             else:
                 found["method_options"] = page.locator("#finder-method option").count()
                 found["cut_method_labels"] = page.evaluate(METHOD_LABELS_JS)
-        cache[(lang, size, path)] = found
         return found
 
-    yield measure
-    reset_page(page)
+    jobs = [((lang, size, path), site_server.url(ROOTS[lang] + path), {"width": width, "height": height})
+            for lang in ROOTS for size, (width, height) in SIZES.items() for path in PAGES]
+    reset_page(reused_page)
+    second = reused_page.context.new_page()
+    try:
+        measured = measured_in_turn([reused_page, second], jobs, measure)
+    finally:
+        second.close()
+        reset_page(reused_page)
+    yield lambda lang, size, path: measured[(lang, size, path)]
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
-from tests.browser.conftest import reset_page, site_pages
+from tests.browser.conftest import measured_in_turn, reset_page, site_pages
 from tests.browser.test_finder import choose, normalised, open_finder, python_result, shown
 from tests.browser.test_layout import SPLIT_WORDS_JS
 
@@ -216,19 +216,21 @@ LINES_PAGES = ("", "fr/", "memory-notebook/", "fr/memory-notebook/")
 @pytest.fixture(scope="module")
 def code_layout(reused_page, site_server):
     """{(size, path): (copy buttons, words under a copy button, wrapped lines)}: each page
-    loaded once per size for the two code-layout tests below (both only read the layout)."""
-    measured, page = {}, reused_page
+    loaded once per size for the two code-layout tests below (both only read the layout), by
+    the worker's reused page and a second page of its context in turn (``measured_in_turn``)."""
+    def measure(page, key):
+        return (page.locator("article .md-code__nav, article .zeroclipboard-container").count(),
+                page.evaluate(CODE_UNDER_BUTTON_JS), page.evaluate(WRAPPED_LINES_JS))
+
+    jobs = [((size, path), site_server.url(path), {"width": size[0], "height": size[1]})
+            for size in SIZES for path in dict.fromkeys(UNDER_BUTTON_PAGES + LINES_PAGES)]
+    reset_page(reused_page)
+    second = reused_page.context.new_page()
     try:
-        for size in SIZES:
-            reset_page(page)
-            page.set_viewport_size({"width": size[0], "height": size[1]})
-            for path in dict.fromkeys(UNDER_BUTTON_PAGES + LINES_PAGES):
-                page.goto(site_server.url(path), wait_until="networkidle")
-                measured[(size, path)] = (page.locator("article .md-code__nav, article .zeroclipboard-container").count(),
-                                          page.evaluate(CODE_UNDER_BUTTON_JS), page.evaluate(WRAPPED_LINES_JS))
+        return measured_in_turn([reused_page, second], jobs, measure)
     finally:
-        reset_page(page)
-    return measured
+        second.close()
+        reset_page(reused_page)
 
 
 @pytest.mark.parametrize("size", SIZES)

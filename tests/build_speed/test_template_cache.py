@@ -8,7 +8,14 @@ from hooks.cache import InMemoryBytecodeCache, TemplateCache
 
 
 def _environment(source: str, cache: InMemoryBytecodeCache, compiled: list[str]) -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.DictLoader({"page.html": source}), bytecode_cache=cache)
+    return _folder_environment({"page.html": source}, cache, compiled)
+
+
+def _folder_environment(templates: dict[str, str], cache: InMemoryBytecodeCache, compiled: list[str],
+                        filters: dict | None = None) -> jinja2.Environment:
+    """An environment of ``templates`` using ``cache``, appending each name it compiles to ``compiled``."""
+    env = jinja2.Environment(loader=jinja2.DictLoader(templates), bytecode_cache=cache)
+    env.filters.update(filters or {})
     original = env.compile
 
     def counting_compile(source, name=None, filename=None, raw=False, defer_init=False):
@@ -36,20 +43,6 @@ def test_edited_template_is_compiled_again():
 
 
 # --- the development build's folder of compiled templates (.cache/templates) ------------------
-def _folder_environment(templates: dict[str, str], cache: TemplateCache, compiled: list[str],
-                        filters: dict | None = None) -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.DictLoader(templates), bytecode_cache=cache)
-    env.filters.update(filters or {})
-    original = env.compile
-
-    def counting_compile(source, name=None, filename=None, raw=False, defer_init=False):
-        compiled.append(name)
-        return original(source, name, filename, raw, defer_init)
-
-    env.compile = counting_compile
-    return env
-
-
 def test_the_next_process_reads_compiled_templates_from_the_folder(tmp_path):
     templates = {"base.html": "<main>{% block body %}{% endblock %}</main>",
                  "page.html": "{% extends 'base.html' %}{% block body %}{{ title | upper }}{% endblock %}"}
