@@ -16,7 +16,9 @@ import pytest
 import vram
 from vram.mxfp4 import mxfp4_weights_bytes_per_gpu
 from hooks.data.load import load_yaml
-from hooks.finder.compute import finder_data, finder_json
+import hooks.finder.compute as compute
+from hooks.cache import Memo
+from hooks.finder.compute import finder_json
 from tests.conftest import REPO_ROOT
 
 MODELS_DIR = REPO_ROOT / "snippets" / "data" / "models"
@@ -27,8 +29,26 @@ STAGES = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
 
 
 @pytest.fixture(scope="module")
-def data() -> dict:
-    return finder_data()
+def computed() -> tuple[dict, str]:
+    """``finder_data()`` and ``finder_json()``'s text, computed once: the data is what
+    ``finder_json`` got from its own (only) call of ``finder_data``, recorded on the way."""
+    calls, real = [], compute.finder_data
+
+    def recording(*args, **kwargs):
+        calls.append(real(*args, **kwargs))
+        return calls[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compute, "finder_data", recording)
+        patch.setattr(compute, "_json_memo", Memo())  # computed here, not taken from an earlier call
+        text = finder_json()
+    assert len(calls) == 1, "finder_json computes finder_data once"
+    return calls[0], text
+
+
+@pytest.fixture(scope="module")
+def data(computed) -> dict:
+    return computed[0]
 
 
 def result(data, model, task, cards, option):
@@ -147,8 +167,9 @@ def test_every_combination_is_what_the_calculator_says(data):
     assert checked >= 300 and skipped < checked
 
 
-def test_the_json_file_is_the_data(data):
-    assert json.loads(finder_json()) == data
+def test_the_json_file_is_the_data(computed):
+    data, text = computed
+    assert json.loads(text) == data
 
 
 # --- independent anchors: ../shared/cases/memory.md ----------------------------------------

@@ -5,6 +5,7 @@ package's own files, read here independently of the code under test."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from importlib import resources
 from urllib.parse import urljoin
 
@@ -18,13 +19,19 @@ PACKAGE = resources.files("mkdocs_jupyter").joinpath("templates", "mkdocs_html",
 NOTEBOOK_PAGES = ("memory-notebook/index.html", "fr/memory-notebook/index.html")
 
 
+@lru_cache(maxsize=8)
+def _rules(css: str) -> tuple[str, ...]:
+    """The selectors of ``css``'s rules, read with tinycss2 (once per content: both pages read the package's)."""
+    import tinycss2
+
+    return tuple(tinycss2.serialize(r.prelude).strip() for r in tinycss2.parse_stylesheet(css, True, True) if r.type == "qualified-rule")
+
+
 @pytest.mark.parametrize("page", NOTEBOOK_PAGES)
 def test_notebook_pages_link_only_the_rules_they_use(built_site, page):
     """JupyterLab's stylesheet is not inlined (584 KB a page) nor linked whole (575 KB): the
     page links one stylesheet of the package's rules it uses, each rule byte for byte a rule
     of the package's files (read here with tinycss2), and among them those of its cells."""
-    import tinycss2
-
     html = (built_site / page).read_text(encoding="utf-8")
     index_css = PACKAGE.joinpath("index.css").read_text(encoding="utf-8")
     assert index_css[:2000] not in html  # not inlined any more
@@ -32,11 +39,8 @@ def test_notebook_pages_link_only_the_rules_they_use(built_site, page):
     assert len(links) == 1 and re.fullmatch(r"page\.[0-9a-f]{16}\.css", links[0].rsplit("/", 1)[1]), links
     served = (built_site / urljoin(page, links[0])).read_text(encoding="utf-8")
 
-    def rules(css):
-        return [tinycss2.serialize(r.prelude).strip() for r in tinycss2.parse_stylesheet(css, True, True) if r.type == "qualified-rule"]
-
-    package = set(rules(index_css)) | set(rules(PACKAGE.joinpath("theme-light.css").read_text(encoding="utf-8")))
-    kept = rules(served)
+    package = set(_rules(index_css)) | set(_rules(PACKAGE.joinpath("theme-light.css").read_text(encoding="utf-8")))
+    kept = list(_rules(served))
     assert kept and set(kept) <= package
     assert len(served) < len(index_css) / 10
     assert any(".jp-CodeCell" in selector for selector in kept)

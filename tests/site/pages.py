@@ -21,7 +21,10 @@ def italian_pages(site: Path) -> list[Path]:
 
 
 def soup(path: Path) -> BeautifulSoup:
-    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+    """The page parsed once per content (tests/site/test_gates_common.py ``parsed``): read it, never modify it."""
+    from tests.site.test_gates_common import parsed
+
+    return parsed(path)
 
 
 def source_page(rel_html: Path) -> str | None:

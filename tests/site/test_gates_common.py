@@ -74,10 +74,16 @@ def resolve(site: Path, page: Path, href: str, site_url: str = DEFAULT_SITE_URL)
     return Target(absolute, True, True, candidate if candidate.is_file() else None, unquote(parts.fragment))
 
 
+@lru_cache(maxsize=256)
+def _ids(text: str) -> frozenset[str]:
+    soup = _parse(text)
+    return frozenset({el["id"] for el in soup.find_all(id=True)} | {a["name"] for a in soup.find_all("a", attrs={"name": True})})
+
+
 def ids(page: Path) -> set[str]:
-    """Fragment targets of a page: every ``id``, and ``name`` of ``<a>``."""
-    soup = parsed(page)
-    return {el["id"] for el in soup.find_all(id=True)} | {a["name"] for a in soup.find_all("a", attrs={"name": True})}
+    """Fragment targets of a page: every ``id``, and ``name`` of ``<a>`` (found once per content:
+    a link gate asks once per link)."""
+    return set(_ids(page.read_text(encoding="utf-8")))
 
 
 def subpath_site(tmp_path_factory) -> Path:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from functools import lru_cache
 from pathlib import Path
 
 import material
@@ -231,8 +232,14 @@ def material_strings(lang: str) -> dict[str, str]:
 
 def interface_texts(page) -> list[str]:
     """What a page says around its article, and its attributes' texts everywhere (the
-    headings' permalinks, buttons), without passages marked with another language."""
-    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    headings' permalinks, buttons), without passages marked with another language (read
+    once per content: the English and the spelling gates read every page)."""
+    return list(_interface_texts(page.read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=64)
+def _interface_texts(html: str) -> tuple[str, ...]:
+    soup = BeautifulSoup(html, "html.parser")
     lang = soup.html["lang"]
     for el in soup.select("[lang]"):
         if el is not soup.html and not el["lang"].startswith(lang):
@@ -243,7 +250,7 @@ def interface_texts(page) -> list[str]:
     for el in soup.select("script, style, article, svg"):
         el.decompose()
     texts += [" ".join(s.split()) for s in soup.find_all(string=True) if s.strip() and not isinstance(s, Doctype)]
-    return texts
+    return tuple(texts)
 
 
 @pytest.mark.slow

@@ -20,9 +20,11 @@ French, "Una istanza" in Italian) never publishes.
 
 from __future__ import annotations
 
+import copy
 import re
 import shutil
 import subprocess
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -52,8 +54,10 @@ HUNSPELL = shutil.which("hunspell")
 needs_hunspell = pytest.mark.spelling  # skipped without hunspell; a failure under REQUIRE_SPELLING=1 (tests/conftest.py)
 
 
+@lru_cache(maxsize=64)
 def prose(html: str, lang: str) -> str:
-    """The text a reader reads on the page, without code and other-language passages."""
+    """The text a reader reads on the page, without code and other-language passages (found
+    once per content: the spelling and the glossary gates read every page)."""
     soup = BeautifulSoup(html, "html.parser")
     parts = [soup.title.get_text(" ") if soup.title else ""]
     description = soup.find("meta", attrs={"name": "description"})
@@ -163,6 +167,11 @@ def test_tokens():
 # ------------------------------------------------------------------------- glossary
 def glossary(lang: str) -> dict[str, list[str]]:
     """``{preferred term: [forbidden variants]}`` of ``tests/spelling/glossary.<lang>.yaml``."""
+    return copy.deepcopy(_glossary(lang))
+
+
+@lru_cache(maxsize=None)
+def _glossary(lang: str):  # read once per process: term_drift reads it for every page
     return yaml.safe_load((WORD_LISTS / f"glossary.{lang}.yaml").read_text(encoding="utf-8"))
 
 

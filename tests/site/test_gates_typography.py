@@ -19,12 +19,13 @@ Read with BeautifulSoup (not the selectolax engine that writes it), over the who
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import pytest
 from bs4 import BeautifulSoup, Comment, NavigableString
 
 from tests.conftest import REPO_ROOT
-from tests.site.test_gates_common import html_files, page_language
+from tests.site.test_gates_common import html_files, page_language, parsed
 
 pytestmark = pytest.mark.slow
 
@@ -39,9 +40,10 @@ SPOKEN = ("alt", "aria-label", "title")  # attributes read aloud or shown as a t
 UNITS = r"(?:%|€|Go/s|Go|Gio|Mo|Mio|To|GB/s|GB|GiB|MB|MiB|TB|octets|byte|bit|bits)(?![^\W\d_])"
 
 
+@lru_cache(maxsize=64)
 def text_of(page_html: str, lang: str) -> str:
     """The text of a page in ``lang``: code as CODE, other-language passages and block
-    boundaries as BREAK."""
+    boundaries as BREAK (read once per content)."""
     soup = BeautifulSoup(page_html, "html.parser")
     out: list[str] = []
 
@@ -141,8 +143,7 @@ def test_the_gate_sees_each_fault():
 
 def test_code_holds_no_no_break_space(built_site):
     for page in html_files(built_site):
-        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
-        for code in soup.select("pre, code, kbd, div.clipboard-copy-txt"):
+        for code in parsed(page).select("pre, code, kbd, div.clipboard-copy-txt"):
             assert NBSP not in code.get_text() and NNBSP not in code.get_text(), (page, code.get_text()[:80])
 
 

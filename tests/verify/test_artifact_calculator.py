@@ -23,7 +23,7 @@ import pytest
 
 from hooks.finder.compute import model_config_files
 from hooks.finder.pyodide_assets import BUNDLE_URI, PYODIDE_DIR, PYODIDE_FILES, PYODIDE_URI, vram_bundle
-from tests.conftest import REPO_ROOT, build_site
+from tests.conftest import REPO_ROOT
 from verify.artifact import CALCULATOR_BUNDLE, PYODIDE_SHA256, ArtifactError, check_calculator
 
 SNIPPETS, VRAM = REPO_ROOT / "snippets", REPO_ROOT / "vram"
@@ -105,11 +105,14 @@ def test_a_pyodide_file_that_is_not_the_npm_packages_is_refused(name):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("planted", ["overrides/assets/vram.zip", "docs/assets/finder.json"])
-def test_the_build_refuses_a_file_at_a_path_it_writes_itself(planted, repo_copy, tmp_path):
-    """The attack as a pull request writes it: the strict build stops with one line naming the file."""
+def test_the_build_refuses_a_file_at_a_path_it_writes_itself(planted, warm_repo_copy, tmp_path, forked_build_site):
+    """The attack as a pull request writes it: the strict build stops with one line naming the file.
+    (A copy built once before: finder.json, generated before the calculator's archive, is read
+    from its store rather than computed again.)"""
+    repo_copy = warm_repo_copy
     (repo_copy / planted).parent.mkdir(parents=True, exist_ok=True)
     (repo_copy / planted).write_bytes(b"\0")
-    result = build_site(tmp_path / "site", config=repo_copy / "mkdocs.yml")
+    result = forked_build_site(tmp_path / "site", config=repo_copy / "mkdocs.yml")
     assert result.returncode != 0
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
     assert len(errors) == 1 and f"{planted}: the build writes" in errors[0], result.stderr[-2000:]
