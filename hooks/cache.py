@@ -25,13 +25,17 @@ What stays beside its user, because only that module knows its key: the pruned n
 stylesheets (``hooks/notebooks/weight.py``, ``.cache/notebook-css``), ``assets/finder.json``
 (``hooks/finder/compute.py``, ``.cache/finder``), both named by the SHA-256 of every input and
 read by development builds only, and mkdocs-jupyter's HTML cache folders
-(``hooks/notebooks/pages.py``). Pure: no MkDocs import.
+(``hooks/notebooks/pages.py``). ``committed_caches`` names what of ``.cache/`` git tracks: a
+development build refuses to read a cache that a commit (a pull request) could have written,
+since its entries are taken as the build's own work (compiled template code is executed).
+Pure: no MkDocs import.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
@@ -192,6 +196,17 @@ def compiled_from(environment: jinja2.Environment, name: str, filename: str | No
         digest.update(part.encode() + b"\0")
     digest.update(environment_settings(environment) + b"\0" + source.encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
+
+
+def committed_caches(root: Path, caches: str = ".cache") -> list[str]:
+    """The files under ``root/caches`` that the git repository of ``root`` tracks, as git names
+    them ([] when ``root`` is not a git checkout or git is missing: nothing there came from a commit)."""
+    try:
+        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", caches],
+                                capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [name for name in listed.stdout.decode("utf-8", "replace").split("\0") if name] if listed.returncode == 0 else []
 
 
 TEMPLATE_CACHE = TemplateCache()  # one per process: every build and language pass reuses it

@@ -32,7 +32,7 @@ from mkdocs.plugins import event_priority  # noqa: E402
 from mkdocs.structure.files import File  # noqa: E402
 from mkdocs.utils import get_relative_url  # noqa: E402
 
-from hooks.cache import TEMPLATE_CACHE  # noqa: E402
+from hooks.cache import TEMPLATE_CACHE, committed_caches  # noqa: E402
 from hooks.checks.active_content import (  # noqa: E402
     check_article_content, check_code_shows_what_runs, check_notebook_cells, check_page_content)
 from hooks.checks.conventions import check_page_conventions  # noqa: E402
@@ -132,6 +132,9 @@ def on_config(config, **kwargs):
         if not language_pass(config):
             check_code_unchanged()
         _build["verified"] = open_gate(Path(config.config_file_path).parent, snippets_dir(config), config.site_url, os.environ)
+        if _build["verified"] is None and not language_pass(config) and (committed := committed_caches(REPO_ROOT)):
+            raise RenderError(f"{committed[0]}: a build cache is committed to the repository, and a development build "
+                              "would take it as its own work; remove it (git rm -r --cached .cache)")
     use_pruned_theme_walk(config.theme)  # the theme's file list skips Material's .icons (hooks/workarounds/theme_walk.py)
     return config
 
