@@ -400,12 +400,23 @@ def _check_code_blocks(page: str, tree) -> None:
 SECTION_MARKER_RE = re.compile(r"^\s*\S*\s*-{1,2}8<-{1,2}\s*\[(?:start|end):[\w-]+\]\s*$")  # pymdownx.snippets
 
 
+def snippet_files(snippets_dir: Path, title: str) -> list[Path]:
+    """The files of ``snippets_dir`` a block titled ``title`` can show (``snippets/**/<title>``,
+    not the data folder): a titled block is checked against the one file found."""
+    return [path for path in snippets_dir.rglob(title) if path.is_file() and "data" not in path.relative_to(snippets_dir).parts]
+
+
+def section_lines(snippet: str) -> list[str]:
+    """The lines of ``snippet`` a section of it may show: all but pymdownx.snippets' section markers."""
+    return [line for line in snippet.splitlines() if not SECTION_MARKER_RE.match(line)]
+
+
 def is_part_of(code: str, snippet: str) -> bool:
     """Whether ``code`` is ``snippet`` byte for byte, or the lines of one section of it (a
     contiguous run of its lines, pymdownx.snippets' section markers left out)."""
     if code == snippet:
         return True
-    lines = [line for line in snippet.splitlines() if not SECTION_MARKER_RE.match(line)]
+    lines = section_lines(snippet)
     shown = code.splitlines()
     return bool(shown) and any(lines[i:i + len(shown)] == shown for i in range(len(lines) - len(shown) + 1))
 
@@ -421,7 +432,7 @@ def check_titled_blocks(pages: dict[str, str], snippets_dir: Path) -> None:
         for block in blocks_in_html(text, lang, page):
             found.setdefault(block.name, {})[f"{lang} {page}"] = (lang, block.code)
     for name, shown in sorted(found.items()):
-        matches = [path for path in snippets_dir.rglob(name) if path.is_file() and "data" not in path.relative_to(snippets_dir).parts]
+        matches = snippet_files(snippets_dir, name)
         if len(matches) != 1:
             raise ArtifactError(f"block {name!r}: {len(matches)} files named so under {snippets_dir}: a block's title is "
                                 "the name of the one snippet file it shows")

@@ -75,9 +75,9 @@ def can_show(data: bytes, digest: str) -> bool:
     ``verify.artifact.is_part_of`` accepts a block."""
     if snippet_sha256(data) == digest:
         return True
-    from verify.artifact import SECTION_MARKER_RE  # only for a file that changed since the run
+    from verify.artifact import section_lines  # only for a file that changed since the run
 
-    lines = [line.encode("utf-8") for line in data.decode("utf-8", "replace").splitlines() if not SECTION_MARKER_RE.match(line)]
+    lines = [line.encode("utf-8") for line in section_lines(data.decode("utf-8", "replace"))]
     for start in range(len(lines)):
         run = hashlib.sha256()
         for end in range(start, len(lines)):
@@ -98,9 +98,10 @@ def check_recorded_blocks(record: dict, snippets_dir: Path, root: Path) -> None:
     that file or a section of it) ``can_show`` the recorded digest. A block whose file was edited
     after the GPU run refuses the build here, naming the file; ``check_verified_block`` still
     checks every block on the pages as published. Raises RenderError."""
+    from verify.artifact import snippet_files  # verify.artifact's imports: publication builds only
+
     for title, recorded in sorted(record["blocks"].items()):
-        files = [path for path in snippets_dir.rglob(title)
-                 if path.is_file() and "data" not in path.relative_to(snippets_dir).parts]
+        files = snippet_files(snippets_dir, title)
         if len(files) != 1:
             continue  # no such file or several: the pages' checks name the block
         if not can_show(files[0].read_bytes(), recorded):
