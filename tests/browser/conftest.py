@@ -307,9 +307,9 @@ def recorded(page) -> Recorder:
     return recorder
 
 
-def settle(page, recorder: Recorder, limit_ms: int = 10_000) -> None:
+def settle(page, recorder: Recorder, limit_ms: int = 120_000) -> None:
     """Let ``page`` deliver the outcome of every request ``recorder`` saw start (a worker's
-    request can report its end after the page's network went idle), for at most ``limit_ms``:
+    request can report its end after the page's network went idle), for at most ``limit_ms`` (a bound no healthy run reaches, even on a loaded machine; it waits only while a request is unanswered):
     one still unanswered then is read as a request without an answer."""
     for _ in range(limit_ms // 50):
         if not recorder.unanswered():
