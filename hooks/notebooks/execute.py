@@ -58,6 +58,7 @@ CACHE_SUBDIR = Path(".cache") / "notebooks"
 DEPENDENCIES = (("vram", "**/*.py"), ("snippets/data", "**/*"))
 TOOLS = ("torch", "matplotlib", "babel", "pyyaml", "ipykernel", "nbclient", "nbformat")
 TIMEOUT_S = 300
+INSTALLED = frozenset({"site-packages", "dist-packages"})  # where installed packages live, in any environment
 build_log = logging.getLogger("mkdocs.hooks.guide.notebooks")  # the build's log (MkDocs prints this logger's INFO)
 
 
@@ -134,7 +135,9 @@ del _guide_record_reads
 
 def recorded_reads(log: Path, repo_root: Path) -> list[str]:
     """The checkout's files and folders a run read (from its log), relative to ``repo_root``:
-    a module's cached bytecode counts as its source; caches and the repository metadata don't."""
+    a module's cached bytecode counts as its source; caches, the repository metadata and
+    installed packages don't (a virtual environment inside the checkout is no content of it:
+    the packages count by their versions, ``TOOLS``, wherever the environment lives)."""
     import importlib.util
 
     root, found = repo_root.resolve(), set()
@@ -150,7 +153,8 @@ def recorded_reads(log: Path, repo_root: Path) -> list[str]:
             rel = path.resolve().relative_to(root)
         except ValueError:
             continue
-        if not rel.parts or rel.parts[0] in {".cache", ".git"} or "__pycache__" in rel.parts:
+        if (not rel.parts or rel.parts[0] in {".cache", ".git"} or "__pycache__" in rel.parts
+                or INSTALLED.intersection(rel.parts)):
             continue
         found.add(rel.as_posix() + ("/" if folder else ""))
     return sorted(found)

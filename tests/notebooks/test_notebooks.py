@@ -282,3 +282,22 @@ def test_shown_code_lines_fit_88_columns(lang):
     """The cells a page shows (not the hidden set-up cell), comments in their language included."""
     cells = [c for c in notebooks()[lang].cells if c.cell_type == "code" and "setup" not in c.metadata.get("tags", [])]
     assert [line for c in cells for line in c.source.splitlines() if len(line) > 88] == []
+
+
+def test_installed_packages_in_the_checkout_are_no_read(tiny_repo):
+    """A virtual environment inside the checkout is no content of it: the files the kernel
+    reads there are not recorded (thousands of them, hashed on every build), the packages
+    count by their versions (``TOOLS``) as they do for an environment elsewhere."""
+    installed = tiny_repo / ".venv" / "lib" / "python3.11" / "site-packages"
+    installed.mkdir(parents=True)
+    (installed / "somepkg.py").write_text("VALUE = 1\n")
+    src = write(tiny_repo / "docs" / "env.it.ipynb",
+                new_code_cell(f"import sys\nsys.path.insert(0, {str(installed)!r})\nimport somepkg, vram.core\n"
+                              "print(somepkg.VALUE, vram.core.BYTES)"))
+    cache = tiny_repo / ".cache" / "notebooks"
+    executed, ran = executed_notebook(src, tiny_repo, "it", "python3", cache_dir=cache)
+    assert ran and outputs(executed) == "1 16\n"
+    reads = json.loads(next(cache.glob("env.it.*.reads.json")).read_text())
+    assert "vram/core.py" in reads and not [r for r in reads if "site-packages" in r]
+    (installed / "somepkg.py").write_text("VALUE = 2\n")
+    assert not executed_notebook(src, tiny_repo, "it", "python3", cache_dir=cache)[1]
