@@ -33,7 +33,7 @@ from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 
 
 class Data(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, defer_build=True)
 
 
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
