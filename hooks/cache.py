@@ -164,6 +164,9 @@ class TemplateCache(InMemoryBytecodeCache):
             pass  # a read-only checkout compiles them every time
 
 
+_calls: dict[tuple, list] = {}  # the filters and tests of an environment -> how each is called
+
+
 def environment_settings(environment: jinja2.Environment) -> bytes:
     """What Jinja's compiler reads from ``environment`` besides the template: the syntax, the
     extensions and policies, whether it is async or finalizes, and how each filter and test is
@@ -176,8 +179,18 @@ def environment_settings(environment: jinja2.Environment) -> bytes:
         "trim_blocks", "lstrip_blocks", "newline_sequence", "keep_trailing_newline", "optimized", "is_async"))
     policies = sorted((key, value) for key, value in environment.policies.items()
                       if isinstance(value, (str, int, float, bool, type(None))))
-    calls = [sorted((name, str(_PassArg.from_obj(function))) for name, function in table.items())
-             for table in (environment.filters, environment.tests)]
+    tables = (tuple(environment.filters.items()), tuple(environment.tests.items()))
+    try:
+        calls = _calls.get(tables)
+    except TypeError:  # an unhashable filter object: described every time
+        calls, tables = None, None
+    if calls is None:  # the same functions for every template of a build: described once
+        calls = [sorted((name, str(_PassArg.from_obj(function))) for name, function in table)
+                 for table in (environment.filters.items(), environment.tests.items())]
+        if tables is not None:
+            if len(_calls) >= 16:
+                _calls.clear()
+            _calls[tables] = calls
     finalize = environment.finalize and (getattr(environment.finalize, "__qualname__", "?"), str(_PassArg.from_obj(environment.finalize)))
     described = (syntax, sorted(environment.extensions), policies, calls, finalize,
                  f"{environment.code_generator_class.__module__}.{environment.code_generator_class.__qualname__}")

@@ -104,6 +104,16 @@ def rules(path: Path = RULES_FILE) -> tuple[TypographyFile, dict[str, Compiled]]
     return _loaded.get(str(path), file_stamp(path), parse)
 
 
+_SPACE_RE = re.compile(WHITESPACE)
+
+
+def _may_change(text: str) -> bool:
+    """Whether a rule may change ``text`` alone: every rule replaces whitespace beside a sign,
+    a digit or a unit, so a text without whitespace, or with nothing else, stays as it is
+    (most text nodes of a page: the spaces between tags)."""
+    return bool(_SPACE_RE.search(text)) and not text.isspace()
+
+
 def _apply(text: str, compiled: Compiled) -> str:
     for pattern, replacement in compiled.subs:
         text = pattern.sub(replacement, text)
@@ -266,7 +276,7 @@ def _typeset_page(html: str, lang: str, rule_set: TypographyFile, compiled_of: d
     runs = _text_runs(tree.root, _primary(lang), set(rule_set.skip))
     texts = [BREAK if run is BREAK else [run[1], run[0].text_content or ""] for run in runs]
     for entry in texts:
-        if entry is not BREAK and entry[0] in compiled_of:
+        if entry is not BREAK and entry[0] in compiled_of and _may_change(entry[1]):
             entry[1] = _apply(entry[1], compiled_of[entry[0]])
     _join_runs(texts, compiled_of)
     for run, entry in zip(runs, texts):
