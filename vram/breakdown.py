@@ -218,7 +218,10 @@ def _model_shape(config) -> ModelShape:
     untied_input = 0 if config.tie_word_embeddings else config.vocab_size * config.hidden_size
     shapes: dict[tuple[int, ...], int] = {}
     modules = [(m, 1) for m in models.root_modules(config) if not m.tied]
-    modules += [(m, 1) for index in range(config.num_hidden_layers) for m in models.layer_modules(config, index)]
+    # A layer's modules differ only by its kind (experts or a dense MLP): each kind once, counted
+    first_of_kind = {moe: index for index, moe in reversed(list(enumerate(config.moe_layers)))}
+    for moe, index in sorted(first_of_kind.items(), key=lambda kind: kind[1]):
+        modules += [(m, config.moe_layers.count(moe)) for m in models.layer_modules(config, index)]
     for module, count in modules:
         for _, shape in module.shapes:
             shapes[shape] = shapes.get(shape, 0) + count
