@@ -33,11 +33,13 @@ Pure: no MkDocs import.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import subprocess
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 import jinja2
@@ -52,8 +54,18 @@ def file_stamp(path: Path) -> tuple[int, int]:
 def tree_stamp(*folders: Path, pattern: str = "*") -> tuple:
     """(path, mtime_ns, size) of every file matching ``pattern`` under ``folders``: equal
     stamps mean nothing there was edited, added or removed."""
-    return tuple(sorted((str(path), *file_stamp(path)) for folder in folders
-                        for path in folder.rglob(pattern) if path.is_file()))
+    found = []
+    for folder in folders:  # os.walk: Path.rglob's walk and a Path per file cost ~5x more, on every page
+        for parent, _, names in os.walk(folder):
+            for name in fnmatch.filter(names, pattern):
+                path = os.path.join(parent, name)
+                try:
+                    stat = os.stat(path)
+                except OSError:  # a broken link, or removed meanwhile: not a file
+                    continue
+                if S_ISREG(stat.st_mode):
+                    found.append((path, stat.st_mtime_ns, stat.st_size))
+    return tuple(sorted(found))
 
 
 class Memo:
