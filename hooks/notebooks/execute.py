@@ -58,7 +58,6 @@ CACHE_SUBDIR = Path(".cache") / "notebooks"
 DEPENDENCIES = (("vram", "**/*.py"), ("snippets/data", "**/*"))
 TOOLS = ("torch", "matplotlib", "babel", "pyyaml", "ipykernel", "nbclient", "nbformat")
 TIMEOUT_S = 300
-INSTALLED = frozenset({"site-packages", "dist-packages"})  # where installed packages live, in any environment
 build_log = logging.getLogger("mkdocs.hooks.guide.notebooks")  # the build's log (MkDocs prints this logger's INFO)
 
 
@@ -133,6 +132,23 @@ del _guide_record_reads
 """
 
 
+def environment_folders(root: Path) -> list[Path]:
+    """The folders of this Python environment (its prefixes and site-packages) that lie inside
+    ``root`` (resolved), relative to it: a virtual environment in the checkout. The kernel runs
+    this environment's interpreter (the ``python3`` kernel is the build's own unless a user
+    installed another under that name; its packages would then lie outside the checkout)."""
+    import site
+    import sys
+
+    candidates = {sys.prefix, sys.exec_prefix, sys.base_prefix, *site.getsitepackages(), site.getusersitepackages()}
+    folders = []
+    for candidate in candidates:
+        folder = Path(candidate).resolve()
+        if folder != root and folder.is_relative_to(root):
+            folders.append(folder.relative_to(root))
+    return folders
+
+
 def recorded_reads(log: Path, repo_root: Path) -> list[str]:
     """The checkout's files and folders a run read (from its log), relative to ``repo_root``:
     a module's cached bytecode counts as its source; caches, the repository metadata and
@@ -141,6 +157,7 @@ def recorded_reads(log: Path, repo_root: Path) -> list[str]:
     import importlib.util
 
     root, found = repo_root.resolve(), set()
+    installed = environment_folders(root)
     for line in log.read_text(encoding="utf-8").splitlines() if log.is_file() else []:
         folder = line.endswith("/")
         path = Path(line.rstrip("/"))
@@ -154,7 +171,7 @@ def recorded_reads(log: Path, repo_root: Path) -> list[str]:
         except ValueError:
             continue
         if (not rel.parts or rel.parts[0] in {".cache", ".git"} or "__pycache__" in rel.parts
-                or INSTALLED.intersection(rel.parts)):
+                or any(rel.is_relative_to(folder) for folder in installed)):
             continue
         found.add(rel.as_posix() + ("/" if folder else ""))
     return sorted(found)

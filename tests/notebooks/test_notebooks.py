@@ -284,20 +284,30 @@ def test_shown_code_lines_fit_88_columns(lang):
     assert [line for c in cells for line in c.source.splitlines() if len(line) > 88] == []
 
 
-def test_installed_packages_in_the_checkout_are_no_read(tiny_repo):
+def test_installed_packages_in_the_checkout_are_no_read(tiny_repo, monkeypatch):
     """A virtual environment inside the checkout is no content of it: the files the kernel
-    reads there are not recorded (thousands of them, hashed on every build), the packages
-    count by their versions (``TOOLS``) as they do for an environment elsewhere."""
+    reads from this environment's folders are not recorded (thousands of them, hashed on every
+    build), the packages count by their versions (``TOOLS``) as they do for an environment
+    elsewhere. A folder that only bears the name (``snippets/site-packages/``) is content."""
+    import site
+
     installed = tiny_repo / ".venv" / "lib" / "python3.11" / "site-packages"
     installed.mkdir(parents=True)
     (installed / "somepkg.py").write_text("VALUE = 1\n")
+    lookalike = tiny_repo / "snippets" / "site-packages"
+    lookalike.mkdir()
+    (lookalike / "data.txt").write_text("3\n")
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(installed)])  # this build's environment
     src = write(tiny_repo / "docs" / "env.it.ipynb",
                 new_code_cell(f"import sys\nsys.path.insert(0, {str(installed)!r})\nimport somepkg, vram.core\n"
-                              "print(somepkg.VALUE, vram.core.BYTES)"))
+                              "print(somepkg.VALUE, vram.core.BYTES, open('snippets/site-packages/data.txt').read().strip())"))
     cache = tiny_repo / ".cache" / "notebooks"
     executed, ran = executed_notebook(src, tiny_repo, "it", "python3", cache_dir=cache)
-    assert ran and outputs(executed) == "1 16\n"
+    assert ran and outputs(executed) == "1 16 3\n"
     reads = json.loads(next(cache.glob("env.it.*.reads.json")).read_text())
-    assert "vram/core.py" in reads and not [r for r in reads if "site-packages" in r]
+    assert "vram/core.py" in reads and "snippets/site-packages/data.txt" in reads
+    assert not [r for r in reads if r.startswith(".venv/")]
     (installed / "somepkg.py").write_text("VALUE = 2\n")
     assert not executed_notebook(src, tiny_repo, "it", "python3", cache_dir=cache)[1]
+    (lookalike / "data.txt").write_text("4\n")
+    assert executed_notebook(src, tiny_repo, "it", "python3", cache_dir=cache)[1]
