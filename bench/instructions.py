@@ -10,8 +10,9 @@ from 1.33x to 1.45x), so a timed ratio near its budget passes or fails by chance
 the machine's neighbours do: the same binary, inputs and environment give the same count,
 which is why rustc's performance suite ranks changes by instructions
 (https://github.com/rust-lang/rustc-perf, "instructions:u" is its default metric). It
-misses what instructions do not show (waiting on a disk, a larger memory footprint), so
-both figures are printed; the budget applies to this one.
+counts user-space instructions only: it misses the kernel's work (system calls, page faults)
+and what instructions do not show (waiting on a disk, a larger memory footprint), so both
+figures are printed; the budget applies to this one.
 
 Needs ``valgrind`` (Debian's package); without it the measure is skipped and the timed
 ratio carries the budget.
@@ -55,12 +56,19 @@ def _counted(cmd: list[str], cwd: Path, env: dict[str, str], out: Path) -> subpr
 def instruction_ratio(repo: Path, plain_config: Path, env: dict[str, str], timeout_s: float = 1800) -> dict:
     """``{"full_ir", "plain_ir", "ir_ratio"}`` of one strict build of ``repo`` and one plain
     build of ``plain_config``, run side by side (one process each; the count does not depend on
-    it), or ``{}`` without valgrind. The notebook cache must be warm (a timed build ran first).
-    Raises SystemExit naming a build that failed."""
+    it), or ``{}`` without valgrind. Each is built once without valgrind first, with ``env``,
+    so that neither count includes what a warm checkout does not do again (executing the
+    notebooks, compiling the checkout's bytecode). Raises SystemExit naming a build that failed."""
     if shutil.which("valgrind") is None:
         return {}
     with tempfile.TemporaryDirectory(prefix="bench-ir-") as tmp:
         work = Path(tmp)
+        for cmd, cwd in (([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(work / "warm-full")], repo),
+                         ([sys.executable, "-m", "mkdocs", "build", "-f", str(plain_config), "-d", str(work / "warm-plain")],
+                          plain_config.parent)):
+            warm = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s)
+            if warm.returncode != 0:
+                raise SystemExit(f"build failed ({' '.join(cmd)}):\n{warm.stderr[-3000:]}")
         builds = {
             "full": _counted([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(work / "site-full")],
                              repo, env, work / "full"),

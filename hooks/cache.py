@@ -52,8 +52,11 @@ def file_stamp(path: Path) -> tuple[int, int]:
 
 
 def tree_stamp(*folders: Path, pattern: str = "*") -> tuple:
-    """(path, mtime_ns, size) of every file matching ``pattern`` under ``folders``: equal
-    stamps mean nothing there was edited, added or removed."""
+    """(path, mtime_ns, size) of every file whose name matches ``pattern`` (``*``, ``*.py``: a
+    name, not a path) under ``folders``: equal stamps mean nothing there was edited, added or
+    removed. Raises ValueError for a pattern with a ``/``."""
+    if "/" in pattern:
+        raise ValueError(f"tree_stamp matches file names, not paths: {pattern!r}")
     found = []
     for folder in folders:  # os.walk: Path.rglob's walk and a Path per file cost ~5x more, on every page
         for parent, _, names in os.walk(folder):
@@ -176,7 +179,7 @@ class TemplateCache(InMemoryBytecodeCache):
             pass  # a read-only checkout compiles them every time
 
 
-_calls: dict[tuple, list] = {}  # the filters and tests of an environment -> how each is called
+_calls: dict[tuple, tuple[list, list]] = {}  # filters and tests (name, id, mark) -> (how each is called, the functions)
 
 
 def environment_settings(environment: jinja2.Environment) -> bytes:
@@ -191,18 +194,19 @@ def environment_settings(environment: jinja2.Environment) -> bytes:
         "trim_blocks", "lstrip_blocks", "newline_sequence", "keep_trailing_newline", "optimized", "is_async"))
     policies = sorted((key, value) for key, value in environment.policies.items()
                       if isinstance(value, (str, int, float, bool, type(None))))
-    tables = (tuple(environment.filters.items()), tuple(environment.tests.items()))
-    try:
-        calls = _calls.get(tables)
-    except TypeError:  # an unhashable filter object: described every time
-        calls, tables = None, None
-    if calls is None:  # the same functions for every template of a build: described once
-        calls = [sorted((name, str(_PassArg.from_obj(function))) for name, function in table)
-                 for table in (environment.filters.items(), environment.tests.items())]
-        if tables is not None:
-            if len(_calls) >= 16:
-                _calls.clear()
-            _calls[tables] = calls
+    # Jinja compiles a filter's call by its jinja_pass_arg (_PassArg.from_obj): the same functions
+    # with the same marks describe alike, so each table is described once per build, not per template
+    key = tuple((name, id(function), getattr(function, "jinja_pass_arg", None))
+                for table in (environment.filters, environment.tests) for name, function in table.items())
+    known = _calls.get(key)
+    if known is None:
+        calls = [sorted((name, str(_PassArg.from_obj(function))) for name, function in table.items())
+                 for table in (environment.filters, environment.tests)]
+        if len(_calls) >= 16:
+            _calls.clear()
+        # the functions are kept with their description: an id is not reused while its object lives
+        known = _calls[key] = (calls, [*environment.filters.values(), *environment.tests.values()])
+    calls = known[0]
     finalize = environment.finalize and (getattr(environment.finalize, "__qualname__", "?"), str(_PassArg.from_obj(environment.finalize)))
     described = (syntax, sorted(environment.extensions), policies, calls, finalize,
                  f"{environment.code_generator_class.__module__}.{environment.code_generator_class.__qualname__}")

@@ -249,6 +249,9 @@ class ModelConfig:
             object.__setattr__(self, "layer_types", (FULL,) * layers)
         if self.num_local_experts and not self.moe_intermediate_size:
             object.__setattr__(self, "moe_intermediate_size", self.intermediate_size)
+        for name in ("moe_layers", "layer_types"):
+            if len(getattr(self, name)) != layers:
+                raise ValueError(f"{name}: one entry per layer ({layers}), got {len(getattr(self, name))}")
 
     @property
     def is_moe(self) -> bool:

@@ -481,14 +481,17 @@ class FrontMatter(Data):
 
 
 Space = Literal["nbsp", "nnbsp"]
+# A sign a space goes before or after: visible characters (a rule replaces the whitespace beside
+# it, so whitespace as the sign would make a rule of a space beside a space)
+Sign = Annotated[str, StringConstraints(pattern=r"^\S+$")]
 
 
 class TypographyLanguage(Data):
     """One language's rules of hooks/render/typography.yaml: the space before or after a sign, between
     the groups of a number, between a number and its unit."""
 
-    space_before: dict[str, Space] = {}
-    space_after: dict[str, Space] = {}
+    space_before: dict[Sign, Space] = {}
+    space_after: dict[Sign, Space] = {}
     thousands: Space | None = None
     units: Space | None = None
 

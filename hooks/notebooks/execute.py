@@ -152,8 +152,9 @@ def environment_folders(root: Path) -> list[Path]:
 def recorded_reads(log: Path, repo_root: Path) -> list[str]:
     """The checkout's files and folders a run read (from its log), relative to ``repo_root``:
     a module's cached bytecode counts as its source; caches, the repository metadata and
-    installed packages don't (a virtual environment inside the checkout is no content of it:
-    the packages count by their versions, ``TOOLS``, wherever the environment lives)."""
+    this environment's folders don't (``environment_folders``: a virtual environment inside the
+    checkout is no content of it; the packages of ``TOOLS`` count by their versions, wherever
+    the environment lives)."""
     import importlib.util
 
     root, found = repo_root.resolve(), set()

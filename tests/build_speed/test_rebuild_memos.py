@@ -75,3 +75,16 @@ def test_an_unchanged_page_is_not_typeset_again_and_an_edited_rule_file_is(tmp_p
 
     rules_file.write_text(rules_file.read_text(encoding="utf-8").replace('":": nbsp', '":": nnbsp'), encoding="utf-8")
     assert "Prix\u202f:" in typography.typeset_html(page, "fr") and len(typeset) == 3
+
+
+def test_tree_stamp_matches_names_not_paths(tmp_path):
+    """``tree_stamp``'s pattern is a file name (``*.py``) at any depth; a path pattern would
+    silently match nothing, so it is refused."""
+    from hooks.cache import tree_stamp
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.txt").write_text("b\n")
+    assert [entry[0] for entry in tree_stamp(tmp_path, pattern="*.py")] == [str(tmp_path / "sub" / "a.py")]
+    with pytest.raises(ValueError, match="file names"):
+        tree_stamp(tmp_path, pattern="sub/*.py")

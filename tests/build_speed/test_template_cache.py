@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jinja2
 
-from hooks.cache import InMemoryBytecodeCache, TemplateCache
+from hooks.cache import InMemoryBytecodeCache, TemplateCache, environment_settings
 
 
 def _environment(source: str, cache: InMemoryBytecodeCache, compiled: list[str]) -> jinja2.Environment:
@@ -74,6 +74,24 @@ def test_an_entry_is_keyed_by_how_the_environment_calls_a_filter(tmp_path):
         assert _folder_environment(templates, cache, compiled, filters).get_template("page.html").render(title="guida", mark="?") == expected
         assert compiled == ["page.html"]
     assert len(list(tmp_path.glob("*.jinja"))) == 2
+
+
+def test_a_filter_marked_after_a_build_is_described_again():
+    """The description of an environment's filters is kept for the next template (one per build,
+    not one per template), keyed by each filter's identity and how Jinja calls it: marking the
+    same function ``pass_context`` afterwards (it sets an attribute on the function) is another key."""
+    def shout(value):
+        return value + "!"
+
+    environment = jinja2.Environment()
+    environment.filters["shout"] = shout
+    before = environment_settings(environment)
+    assert environment_settings(environment) == before
+    jinja2.pass_context(shout)
+    assert environment_settings(environment) != before
+    marked = environment_settings(environment)
+    environment.filters["shout"] = lambda value: value  # another, unmarked function under the same name
+    assert environment_settings(environment) == before != marked
 
 
 def test_a_corrupt_entry_is_compiled_again(tmp_path):

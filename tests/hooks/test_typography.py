@@ -9,6 +9,7 @@ never produced by the code under test.
 from __future__ import annotations
 
 import pytest
+import yaml
 from selectolax.lexbor import LexborHTMLParser
 
 from hooks.errors import RenderError
@@ -131,6 +132,18 @@ def test_a_broken_rule_set_names_the_file_and_key(tmp_path):
     bad = tmp_path / "typography.yaml"
     bad.write_text("skip: [code]\nunits: []\nlanguages:\n  fr:\n    space_before: {':': wide}\n", encoding="utf-8")
     with pytest.raises(RenderError, match=r"typography\.yaml: languages\.fr\.space_before\.:: "):
+        rules(bad)
+
+
+@pytest.mark.parametrize("sign", ["\u2009", "", " :", "\u00a0"])
+def test_a_sign_is_visible_characters(tmp_path, sign):
+    """A rule puts a space beside a sign by replacing the whitespace there; a sign that is or
+    holds whitespace would make a rule of spaces beside spaces (and the typesetter skips text
+    nodes without anything but whitespace)."""
+    bad = tmp_path / "typography.yaml"
+    bad.write_text(yaml.safe_dump({"skip": ["code"], "units": [], "languages": {"fr": {"space_before": {sign: "nbsp"}}}},
+                                  allow_unicode=True), encoding="utf-8")
+    with pytest.raises(RenderError, match=r"typography\.yaml: languages\.fr\.space_before"):
         rules(bad)
 
 

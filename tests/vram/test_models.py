@@ -125,3 +125,15 @@ def test_heads_not_dividing_hidden_are_refused_as_llamaconfig_does(tmp_path, sha
 def test_a_json_list_is_not_a_config(tmp_path):
     with pytest.raises(ConfigError, match="JSON object"):
         vram.load_model_config(_write(tmp_path, "[1, 2]"))
+
+
+def test_a_config_built_by_hand_has_one_entry_per_layer(local_configs):
+    """``moe_layers`` and ``layer_types`` say what each layer is: a ``ModelConfig`` built or
+    replaced by hand with another count is refused (the shapes count each kind of layer by them)."""
+    import dataclasses
+
+    config = vram.models.load_model_config(local_configs / "llama-2-7b.json")
+    with pytest.raises(ValueError, match="moe_layers: one entry per layer"):
+        dataclasses.replace(config, num_hidden_layers=config.num_hidden_layers + 1)
+    with pytest.raises(ValueError, match="layer_types: one entry per layer"):
+        dataclasses.replace(config, layer_types=config.layer_types[:-1])
