@@ -5,11 +5,11 @@ build's children (bash reading shell blocks, git) included.
 
 Why a second measure of the same ratio: on a shared 2-core machine the time of one build
 swings by a fifth from run to run while nothing else runs (2026-12-02, an idle machine,
-about 1 % CPU steal: single pairs of builds from 1.04x to 1.62x, medians of 10 to 15 pairs
-from 1.33x to 1.45x), so a timed ratio near its budget passes or fails by chance. An instruction count does not depend on what
-the machine's neighbours do: the same binary, inputs and environment give the same count,
-which is why rustc's performance suite ranks changes by instructions
-(https://github.com/rust-lang/rustc-perf, "instructions:u" is its default metric). It
+about 1 % CPU steal: single pairs of builds from 1.04x to 1.76x, medians of 6 to 15 pairs
+from 1.29x to 1.45x), so a timed ratio near its budget passes or fails by chance. An
+instruction count does not depend on what the machine's neighbours do: the same binary,
+inputs and environment give the same count, which is why rustc's weekly performance triage
+reads instructions (``instructions:u``, the triage logs of https://github.com/rust-lang/rustc-perf). It
 counts user-space instructions only: it misses the kernel's work (system calls, page faults)
 and what instructions do not show (waiting on a disk, a larger memory footprint), so both
 figures are printed; the budget applies to this one.
