@@ -12,23 +12,16 @@ from __future__ import annotations
 
 import ast
 import functools
-import io
 import json
-import tokenize
 from pathlib import Path
 
 from hooks.errors import RenderError
+from hooks.render.comments import python_comments
 
 
 def comments(source: str) -> list[tuple[tuple[int, int], str]]:
     """((line, column), text without '#' and surrounding spaces) of each comment of ``source``."""
-    return list(_comments(source))
-
-
-@functools.lru_cache(maxsize=256)  # the same cells come back in every build of a `mkdocs serve` process
-def _comments(source: str) -> tuple[tuple[tuple[int, int], str], ...]:
-    return tuple((token.start, token.string.removeprefix("#").strip())
-                 for token in tokenize.generate_tokens(io.StringIO(source).readline) if token.type == tokenize.COMMENT)
+    return [(start, token.removeprefix("#").strip()) for start, token in python_comments(source)]
 
 
 @functools.lru_cache(maxsize=256)

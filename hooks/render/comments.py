@@ -157,7 +157,7 @@ def notebook_comments(docs_dir: Path) -> set[str]:
                 continue
             source = "".join(cell.get("source", []))
             try:
-                tokens = _comment_tokens(source)
+                tokens = [token for _, token in python_comments(source)]
             except (tokenize.TokenError, SyntaxError):
                 continue  # the notebook checks name a cell that does not parse
             found |= {match.group("body") for match in map(MARKER_RE.match, tokens) if match}
@@ -165,12 +165,13 @@ def notebook_comments(docs_dir: Path) -> set[str]:
 
 
 @functools.lru_cache(maxsize=256)  # the same cells come back in every build of a `mkdocs serve` process
-def _comment_tokens(source: str) -> tuple[str, ...]:
-    """The comment tokens of Python ``source``; raises tokenize.TokenError or SyntaxError (not kept)."""
+def python_comments(source: str) -> tuple[tuple[tuple[int, int], str], ...]:
+    """((line, column), token) of each comment of Python ``source``, as ``tokenize`` reads it
+    (the token with its ``#``). Raises tokenize.TokenError or SyntaxError (not kept)."""
     import io
     import tokenize
 
-    return tuple(token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
+    return tuple((token.start, token.string) for token in tokenize.generate_tokens(io.StringIO(source).readline)
                  if token.type == tokenize.COMMENT)
 
 
