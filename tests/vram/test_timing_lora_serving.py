@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from vram import timing
-from vram.__main__ import main
+from vram.cli import main
 from vram.catalogue import card_speed, load_catalogue
 from vram.job import answer_job
 from vram.models import load_model_config

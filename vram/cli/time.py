@@ -1,9 +1,5 @@
 """``python -m vram time``: time per step, per run and its cost (``vram.timing``, ``vram.billing``).
 
-Kept apart from ``vram/__main__.py``, which only registers it (``add_time_command``): the
-helpers it needs (``whole`` for integer arguments, ``emit`` for text or ``--json``) are
-passed in, so this module never imports the entry point.
-
 ``--json`` prints one object: ``flops_per_token``, ``compute_s``, ``communication_s``,
 ``offload_s``, ``step_s``, ``tokens_per_s`` (the whole machine) as [low, high], ``bound``,
 and with ``--tokens`` ``run_s``; with a price (``--price-eur-per-hour``, or the guide's
@@ -20,19 +16,20 @@ price of a machine of ``--gpus`` x ``--gpu``) ``price_eur_per_hour``, ``price_so
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from typing import Any
 
-from .activations import MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
-from .billing import MINIMUM_MINUTES, billed_minutes, parse_price, run_cost_eur
-from .catalogue import load_catalogue
-from .models import count_params, load_model_config
-from .sharding import check_world_size
-from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
-from .ranking import rank_runs, run_options
-from .lora import ALL_LINEAR, BASE_DTYPES
-from .timing import (LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, shown_duration,
+from ..activations import MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
+from ..billing import MINIMUM_MINUTES, billed_minutes, parse_price, run_cost_eur
+from ..catalogue import load_catalogue
+from ..models import count_params, load_model_config
+from ..sharding import check_world_size
+from ..dtypes import DTYPE_BITS, WEIGHT_DTYPES
+from ..ranking import rank_runs, run_options
+from ..lora import ALL_LINEAR, BASE_DTYPES
+from ..timing import (LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, shown_duration,
                      training_step)
-from .units import parse_count
+from ..units import parse_count
+from .common import emit, whole
 
 MAX_TOKENS = 10**15  # 65 x the 15 trillion tokens Llama 3 was trained on: above it, a typo
 
@@ -61,7 +58,7 @@ def _duration(seconds: float, up: bool = False) -> str:
     return " ".join(f"{value:,g} {unit}" for unit, value in shown_duration(seconds, up))
 
 
-def _cmd_decode(args: argparse.Namespace, config, card, emit: Callable) -> None:
+def _cmd_decode(args: argparse.Namespace, config, card) -> None:
     bound = decode_bound(config, card.memory_bandwidth_gb_per_s, args.context, args.batch, args.gpus,
                          args.weight_dtype, args.kv_dtype)
     data = {
@@ -106,7 +103,7 @@ def _lora(args: argparse.Namespace) -> dict | None:
             "base_dtype": args.base_dtype or "bf16"}
 
 
-def _cmd_rank(args: argparse.Namespace, config, cards, machines, emit: Callable) -> None:
+def _cmd_rank(args: argparse.Namespace, config, cards, machines) -> None:
     if args.zero_stage is None or args.tokens is None:
         raise ValueError("time --rank needs --zero-stage and --tokens (the run to rank the machines for)")
     chosen = {key: (cards[m.gpu], m.count) for key, m in machines.items()}
@@ -136,7 +133,7 @@ def _cmd_rank(args: argparse.Namespace, config, cards, machines, emit: Callable)
     emit(args, data, lines)
 
 
-def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
+def _cmd_time(args: argparse.Namespace) -> None:
     config = load_model_config(args.config)
     cards, machines = load_catalogue()
     if args.gpu is not None and args.gpu not in cards:
@@ -144,7 +141,7 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
     if (args.gpu is None) != (args.gpus is None):
         raise ValueError("time: --gpu and --gpus go together (the machine: --gpus cards of --gpu)")
     if args.rank:
-        return _cmd_rank(args, config, cards, machines, emit)
+        return _cmd_rank(args, config, cards, machines)
     if args.price:
         raise ValueError("time: --price MACHINE=EUR goes with --rank; use --price-eur-per-hour for --gpu")
     if args.gpu is None:
@@ -157,7 +154,7 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
         if given or args.context is None:
             raise ValueError(f"time --task serve: {given[0]} is for training" if given
                              else "time --task serve needs --context (tokens per sequence)")
-        return _cmd_decode(args, config, card, emit)
+        return _cmd_decode(args, config, card)
     if args.zero_stage is None:
         raise ValueError("time: --zero-stage is required for training (0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3)")
     lora = _lora(args)
@@ -226,11 +223,8 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
     emit(args, data, lines)
 
 
-def add_time_command(sub, whole: Callable, emit: Callable) -> argparse.ArgumentParser:
-    """Register ``time`` on the subparsers ``sub`` (and name it in their ``{...}`` list);
-    ``whole(name, lo, hi)`` parses integers."""
-    if sub.metavar and sub.metavar.endswith("}"):
-        sub.metavar = sub.metavar[:-1] + ",time}"
+def add_time_command(sub: Any) -> argparse.ArgumentParser:
+    """Register ``time`` on the subparsers ``sub``."""
     t = sub.add_parser("time", help="time per step, per run and its cost (estimates as ranges)")
     t.add_argument("--config", required=True, help="path to config.json")
     t.add_argument("--gpu", help="a card of snippets/data/gpus.yaml: h100, rtx-4090, ...")
@@ -259,5 +253,5 @@ def add_time_command(sub, whole: Callable, emit: Callable) -> argparse.ArgumentP
     t.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES, help="serve: weights (bf16)")
     t.add_argument("--kv-dtype", default="bf16", choices=tuple(DTYPE_BITS), help="serve: KV cache (bf16)")
     t.add_argument("--json", action="store_true", help="print one JSON object")
-    t.set_defaults(func=lambda args: _cmd_time(args, emit))
+    t.set_defaults(func=_cmd_time)
     return t
