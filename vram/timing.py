@@ -97,7 +97,8 @@ from fractions import Fraction
 from .catalogue import Bandwidth, Card
 from .communication import allgather_bytes_per_gpu, bytes_per_gpu_per_step
 from .frameworks import OFFLOAD
-from .lora import ALL_LINEAR, lora_adapter_params, lora_memory_per_gpu
+from .dtypes import NF4
+from .lora import ALL_LINEAR, _qlora_base_parts, lora_adapter_params, lora_memory_per_gpu
 from .models import SLIDING, ModelConfig, as_model_config, count_params
 from .serving import serving_memory_per_gpu
 from .sharding import check_world_size, check_zero_stage
@@ -265,10 +266,12 @@ def host_traffic(framework: str, zero_stage: int, world_size: int, trained_param
                  frozen_bytes: int = 0) -> HostTraffic:
     """What one of ``world_size`` GPUs moves over its host link with the optimizer offloaded
     (module docstring, "Offload"): ``trained_params`` parameters with gradients and optimizer
-    states; ``frozen_bytes`` of frozen weights as stored (LoRA's base), which only an offload of
+    states; ``frozen_bytes`` of frozen parameters as stored (LoRA's base), which only an offload of
     the parameters moves. ``framework`` "fsdp2" is ``CPUOffloadPolicy`` (parameters always
-    offloaded: ``offload_params`` must be True; fp32 shards, one all-gather per micro-batch at
-    zero_stage 2, two at 3); "deepspeed" and "zero-paper" are ``offload_optimizer`` (bf16
+    offloaded: ``offload_params`` must be True; the frozen shards as stored, the trained ones in
+    fp32, copied for each all-gather, one per micro-batch at zero_stage 2, two at 3: the root
+    module, which FSDP2 keeps gathered from forward to the end of backward, is counted twice too,
+    an upper bound by one root shard, tests/vram/test_qlora_fsdp2.py); "deepspeed" and "zero-paper" are ``offload_optimizer`` (bf16
     gradient partitions to the host on every micro-batch from ZeRO-2 on, at the step at ZeRO-1;
     bf16 parameter partitions back after the step) and, at ZeRO-3, ``offload_param`` (bf16
     partitions to the GPU for both all-gathers of every micro-batch, nothing back after the
@@ -371,10 +374,14 @@ def _step(world_size: int, tokens: int, per_token: int, compute: Span, communica
 
 
 @functools.lru_cache(maxsize=256)
-def _lora_sizes(config: ModelConfig, rank: int, target_modules: str | tuple[str, ...], base_dtype: str) -> tuple[int, int]:
-    """(trainable adapter parameters, bytes of the whole frozen base as stored)."""
+def _lora_sizes(config: ModelConfig, rank: int, target_modules: str | tuple[str, ...],
+                base_dtype: str) -> tuple[int, int, int]:
+    """(trainable adapter parameters, bytes of the whole frozen base as stored, those of its
+    parameters: QLoRA's quantisation constants are not parameters, never sharded or offloaded)."""
     adapters = lora_adapter_params(config, rank, target_modules)
-    return adapters, lora_memory_per_gpu(config, rank, 1, 0, target_modules, base_dtype).base_weights_bytes
+    stored = lora_memory_per_gpu(config, rank, 1, 0, target_modules, base_dtype).base_weights_bytes
+    constants = _qlora_base_parts(config)[1] if base_dtype == NF4 else 0
+    return adapters, stored, stored - constants
 
 
 def lora_step(
@@ -408,7 +415,7 @@ def lora_step(
     check_world_size(world_size)
     check_zero_stage(zero_stage)
     targets = target_modules if isinstance(target_modules, str) else tuple(target_modules)
-    adapters, base = _lora_sizes(config, rank, targets, base_dtype)
+    adapters, base, parameters = _lora_sizes(config, rank, targets, base_dtype)
     low, high = lora_flops_per_token(config, seq_len, adapters, recompute)
     tokens = micro_batch * seq_len
     fast, slow = compute_seconds(low * tokens, card.bf16_dense_tflops), compute_seconds(high * tokens, card.bf16_dense_tflops)
@@ -419,7 +426,7 @@ def lora_step(
                              communication.high + gathers / (card.peer.low_gb_per_s * GB))
     lookup({o: o for o in OFFLOAD}, offload, "offload")
     traffic = NO_TRAFFIC if offload == "none" else \
-        host_traffic(framework, zero_stage, world_size, adapters, offload == "optimizer+params", base)
+        host_traffic(framework, zero_stage, world_size, adapters, offload == "optimizer+params", parameters)
     return _step(world_size, tokens, low, Span(fast.low, slow.high), communication, traffic, card.host,
                  micro_share(framework, zero_stage), grad_accum, high)
 
