@@ -70,7 +70,8 @@ from .breakdown import model_shape
 from .fit import fits, free_fraction, mib_to_bytes, training_verdict, usable_bytes
 from .frameworks import FRAMEWORKS, framework_memory
 from .lora import ALL_LINEAR, BASE_DTYPES, lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
-from .models import _REQUIRED, SUPPORTED_MODEL_TYPES, _DuplicateKey, _refuse_duplicate_keys, _short, ConfigError, ModelConfig, count_params, model_config_from_dict
+from .families import is_registered, model_types
+from .models import _REQUIRED, _DuplicateKey, _refuse_duplicate_keys, _short, ConfigError, ModelConfig, count_params, model_config_from_dict, shown_model_type
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
 from .serving import check_tensor_parallel, serving_memory_per_gpu
@@ -173,10 +174,12 @@ def read_config(raw: Any) -> ModelConfig:
             model_config_from_dict(raw, "config.json")
         except ConfigError as exc:
             raise JobError("config", "config_multimodal", str(exc).removeprefix("config.json: "), key=model_type) from None
-    if model_type not in SUPPORTED_MODEL_TYPES:
-        raise JobError("config", "config_family", f"unsupported model_type {_short(model_type)}; "
-                       f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}", key=str(model_type)[:40],
-                       choices=list(SUPPORTED_MODEL_TYPES))
+    if not is_registered(model_type):
+        shown = shown_model_type(model_type)
+        raise JobError("config", "config_family", f"unsupported model_type {shown}; "
+                       f"supported: {', '.join(model_types())}",
+                       key=shown if isinstance(model_type, str) and not model_type.isascii() else str(model_type)[:40],
+                       choices=list(model_types()))
     missing = sorted(_REQUIRED - set(raw))
     if missing:
         raise JobError("config", "config_key", f"key {missing[0]!r} is missing", key=missing[0])

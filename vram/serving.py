@@ -206,7 +206,7 @@ def check_tensor_parallel(config: ModelLike, tensor_parallel: int) -> int:
     if not all(config.moe_layers):
         widths.append(("intermediate_size", config.intermediate_size))
     if config.is_moe:
-        key = "moe_intermediate_size" if config.model_type == "qwen3_moe" else "intermediate_size"
+        key = config.family.experts.width
         widths.append((key, config.moe_intermediate_size))
     for key, width in widths:
         if width % tp:
