@@ -214,7 +214,7 @@ def _mlp(x: _Shape, config: ModelConfig, fam: Family, layer: int) -> int:
         # act(gate) keeps gate; act(gate) * up keeps both; down_proj keeps the product. ReLU keeps
         # its output, the tensor the product keeps too, so gate is not kept, unless gate and up
         # are halves of one fused output (phi3's gate_up_proj), which up keeps whole anyway.
-        kept = 3 if config.hidden_act in OUTPUT_KEEPING_ACTIVATIONS and not config.fused_projections else 4
+        kept = 3 if config.hidden_act in OUTPUT_KEEPING_ACTIVATIONS and not config.fused else 4
         return kept * w * t * config.intermediate_size
     inter = config.moe_intermediate_size or config.intermediate_size
     experts, k = config.num_local_experts, config.num_experts_per_tok
@@ -230,6 +230,8 @@ def _mlp(x: _Shape, config: ModelConfig, fam: Family, layer: int) -> int:
     per_pair += 4 * w * inter  # gate_up output (2I), act output, down input
     per_pair += FP32 if spec.routing_fp32 else w  # routing weight kept by proj_out * weight
     router = FP32 * t * experts  # softmax(router_logits) in fp32
+    if config.shared_expert_size:  # qwen2_moe: the shared MLP, its sigmoid gate and their product
+        router += 4 * w * t * config.shared_expert_size + w * t + w * t * h
     if config.norm_topk_prob:  # the top-k renormalised in place (mixtral; qwen3_moe's norm_topk_prob)
         router += FP32 * t  # their sum
         per_pair += FP32  # their fp32 values
@@ -243,8 +245,16 @@ def _layer(x: _Shape, fam: Family, config: ModelConfig, index: int, attention: s
     total = config.norms_per_layer * _norm(t, h, w, fam.norm)
     total += w * t * h  # q/k/v projections' input (the input norm's output), kept once
     total += w * t * h  # the MLP's input (the pre-MLP norm's output): gate/up or router
-    if config.qk_norm:
+    if config.qk_norm == "head":  # one norm per head: t*n and t*kv rows of head_dim
         total += _norm(t * n, d, w, fam.norm) + _norm(t * kv, d, w, fam.norm)
+    elif config.qk_norm == "whole":  # olmo2/olmo3: t rows of the whole projection
+        total += _norm(t, n * d, w, fam.norm) + _norm(t, kv * d, w, fam.norm)
+    elif config.qk_norm == "olmoe":  # OLMoE: t rows of hidden and of (hidden // heads) * kv
+        total += _norm(t, h, w, fam.norm) + _norm(t, h // n * kv, w, fam.norm)
+    if fam.query_scale:  # ministral3: q * scale(positions), the (1, s) scale cast to the dtype, kept
+        total += w * x.s
+    if config.rotary_dim:  # glm4: cos and sin cut to the rotary width and interleaved, per layer
+        total += 2 * w * x.s * config.rotary_dim
     core = _attention_core(x, config, fam, attention, masked, cache, selective and attention == "eager")
     return _Core(total + core.kept + _mlp(x, config, fam, index), core.again)
 

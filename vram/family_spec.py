@@ -73,7 +73,8 @@ class Family:
     (None: computed by the class's ``__post_init__``); ``nullable`` keys typed ``X | None``
     (a null elsewhere is refused as transformers does); ``head_dim`` "field" (a dataclass
     field) or "attribute" (no field: the modeling file's ``getattr(config, "head_dim",
-    hidden // heads)``); ``checks_hidden_heads`` (``validate_architecture``: hidden % heads);
+    hidden // heads)``) or "required" (a field whose default, None, the modeling file cannot
+    use: ministral); ``checks_hidden_heads`` (``validate_architecture``: hidden % heads);
     ``activation_key``; ``layer_rule`` (``LAYER_RULES``: how ``layer_types`` is filled).
 
     Modules (``modeling``, the file ``AutoModelForCausalLM`` builds from): biases
@@ -86,7 +87,11 @@ class Family:
 
     Activations (``vram.activations``): ``norm`` (``NORMS``); ``no_sdpa``, why transformers
     refuses sdpa for the family ("" : it runs sdpa, its default attention, else "eager");
-    ``output_copy`` (the rotary ends in ``torch.cat``, so o_proj's input is a copy).
+    ``output_copy`` (the rotary ends in ``torch.cat``, so o_proj's input is a copy);
+    ``query_scale`` (ministral3: q times a position-dependent scale, kept per layer). A
+    ``partial_rotary``: the default ``partial_rotary_factor`` of a family whose cos/sin are
+    cut to the rotary width and copied in every layer (glm4: 0.5; 0.0 for the others; the
+    config's own factor wins, ``ModelConfig.rotary_dim``).
 
     LoRA: ``peft_targets``, PEFT 0.21's default ``target_modules`` for the family (empty:
     PEFT asks for targets).
@@ -118,6 +123,8 @@ class Family:
     norm: str = "llama"
     no_sdpa: str = ""
     output_copy: bool = False
+    query_scale: bool = False
+    partial_rotary: float = 0.0
     peft_targets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

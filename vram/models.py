@@ -102,7 +102,9 @@ class ModelConfig:
     gemma3_text's ``use_bidirectional_attention`` (every attention layer gets a mask tensor).
     ``fused``: the family's fused projections ("qkv_gate_up": phi3, "gate_up": glm4);
     ``qk_norm``: its q/k norms (``vram.families.QK_NORMS``, "" for none);
-    ``shared_expert_size``: width of the shared expert beside the routed ones (0: none).
+    ``shared_expert_size``: width of the shared expert beside the routed ones (0: none);
+    ``rotary_dim``: glm4's rotated width per head, int(head_dim x partial_rotary_factor) (0:
+    the family copies no cos/sin per layer).
     Everything else about the family's structure is its registry entry (``family``).
     """
 
@@ -124,6 +126,7 @@ class ModelConfig:
     moe_intermediate_size: int = 0  # width of one expert (mixtral, gpt_oss: intermediate_size)
     moe_layers: tuple[bool, ...] = ()
     shared_expert_size: int = 0
+    rotary_dim: int = 0
     norm_topk_prob: bool = False
     bidirectional_attention: bool = False
     fused: str = ""
@@ -330,6 +333,9 @@ def _head_dim(r: _Reader, hidden: int, heads: int) -> int:
         if value is None:
             raise r.fail(f"key 'head_dim' is null, which {r.modeling_file} cannot use; give a value or leave it out")
         return r.size("head_dim", value)
+    if family.head_dim == "required" and r.raw.get("head_dim") is None:
+        raise r.fail(f"key 'head_dim' is missing or null, which {r.modeling_file} cannot build "
+                     f"({family.config_class} leaves it None); copy it from the model's config.json")
     value = r.get("head_dim")
     if value is None:  # llama, mistral, mixtral: __post_init__ sets hidden // heads
         return hidden // heads
@@ -354,9 +360,17 @@ def _layer_types(r: _Reader, layers: int, window: int | None) -> tuple[str, ...]
     if rule == "gemma3":
         pattern = r.size("sliding_window_pattern")
         return tuple(SLIDING if (i + 1) % pattern else FULL for i in range(layers))
+    if rule == "every_4th_full":  # olmo3: "sliding" if (i + 1) % 4 != 0 else "full"
+        return tuple(SLIDING if (i + 1) % 4 else FULL for i in range(layers))
     if rule == "qwen":
         first = r.size("max_window_layers", minimum=0)
         return tuple(SLIDING if window is not None and i >= first else FULL for i in range(layers))
+    if rule == "qwen2_moe":  # Qwen2MoeConfig: odd layers below max_window_layers
+        last = r.size("max_window_layers", minimum=0)
+        return tuple(SLIDING if window is not None and (i + 1) % 2 and i < last else FULL for i in range(layers))
+    if rule == "smollm3":  # SmolLM3Config: the no-RoPE layers slide when use_sliding_window
+        rope = _rope_layers(r, layers)
+        return tuple(SLIDING if window is not None and not rope[i] else FULL for i in range(layers))
     # llama, mistral, mixtral, phi3, qwen3_moe: no layer_types field; DynamicCache makes every
     # layer sliding when the config has a sliding_window (cache_utils.get_layer_types_and_kwargs).
     return ((SLIDING if window is not None else FULL),) * layers
@@ -365,14 +379,14 @@ def _layer_types(r: _Reader, layers: int, window: int | None) -> tuple[str, ...]
 def _window(r: _Reader) -> int | None:
     family = r.family
     window = r.get("sliding_window") if family.layer_rule != "none" else r.raw.get("sliding_window")
-    if family.layer_rule in ("qwen", "qwen_moe") and not r.flag("use_sliding_window"):
+    if family.layer_rule in ("qwen", "qwen_moe", "qwen2_moe", "smollm3") and not r.flag("use_sliding_window"):
         if window is not None:  # unused, but its type is checked, as the config class does
             r.size("sliding_window", window, minimum=0)
         return None  # Qwen2/Qwen3(Moe)Config: sliding_window = sliding_window if use_sliding_window else None
     if window is not None:
         window = r.size("sliding_window", window)
     if window is None:
-        if family.layer_rule in ("every_2nd_full", "gemma3"):
+        if family.layer_rule in ("every_2nd_full", "gemma3", "every_4th_full"):
             # the config class accepts it, but the model builds a sliding-window mask in every forward
             raise r.fail(f"key 'sliding_window' is null, which {r.modeling_file} cannot run (it builds a "
                          f"sliding-window mask in every forward); give the window or leave the key out "
@@ -381,6 +395,17 @@ def _window(r: _Reader) -> int | None:
     if family.layer_rule == "gemma3" and _bidirectional(r):
         window = window // 2 + 1  # Gemma3TextConfig.__post_init__
     return window
+
+
+def _rope_layers(r: _Reader, layers: int) -> tuple[bool, ...]:
+    """Which layers apply RoPE (smollm3's ``no_rope_layers``: 1 = RoPE, despite the name)."""
+    given = r.get("no_rope_layers")
+    if given is None:  # SmolLM3Config: every no_rope_layer_interval-th layer skips RoPE
+        interval = r.size("no_rope_layer_interval")
+        return tuple(bool((i + 1) % interval) for i in range(layers))
+    if not isinstance(given, list) or len(given) < layers or any(v not in (0, 1) or isinstance(v, bool) for v in given):
+        raise r.fail(f"key 'no_rope_layers' must list {layers} entries (num_hidden_layers), each 0 or 1")
+    return tuple(bool(v) for v in given[:layers])
 
 
 def _bidirectional(r: _Reader) -> bool:
@@ -419,6 +444,20 @@ def _norm_topk(r: _Reader) -> bool:
     if spec is None:
         return False
     return spec.norm_topk == "always" or (spec.norm_topk == "key" and r.flag("norm_topk_prob"))
+
+
+def _rotary_dim(r: _Reader, head_dim: int) -> int:
+    """glm4: int(head_dim x partial_rotary_factor), the factor from ``rope_parameters`` or the
+    top level (Glm4Config moves it there; default 0.5). 0 for families without that copy."""
+    default = r.family.partial_rotary
+    if not default:
+        return 0
+    rope = r.raw.get("rope_parameters")
+    factor = rope.get("partial_rotary_factor") if isinstance(rope, Mapping) else None
+    factor = r.raw.get("partial_rotary_factor", default) if factor is None else factor
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+        raise r.fail(f"key 'partial_rotary_factor' must be a number above 0 and at most 1, got {_short(factor)}")
+    return int(head_dim * factor)
 
 
 def _shared_expert_size(r: _Reader) -> int:
@@ -527,6 +566,7 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         moe_intermediate_size=width,
         moe_layers=moe,
         shared_expert_size=_shared_expert_size(r) if experts else 0,
+        rotary_dim=_rotary_dim(r, head_dim),
         norm_topk_prob=_norm_topk(r),
         bidirectional_attention=family.layer_rule == "gemma3" and _bidirectional(r),
         fused=family.fused,

@@ -43,8 +43,9 @@ on each of tp GPUs:
 - vocab-parallel: the embedding and ``lm_head`` rows (vocab/tp, rounded up; vLLM's
   padding of the vocabulary to a multiple of 64 rows is not counted);
 - gpt_oss's attention sinks: heads/tp per GPU (vLLM ``gpt_oss.py``: one per local head);
-- replicated: the RMSNorm weights (q_norm/k_norm included) and the MoE router
-  (a ``ReplicatedLinear``; gpt_oss's router an ``nn.Linear`` with its bias).
+- replicated: the RMSNorm weights (q_norm/k_norm included), the MoE router
+  (a ``ReplicatedLinear``; gpt_oss's router an ``nn.Linear`` with its bias) and qwen2_moe's
+  one-output ``shared_expert_gate``; its ``shared_expert`` splits like a dense MLP.
 
 vLLM refuses (and so does ``check_tensor_parallel``) a tp that does not divide the query
 heads or an MLP/expert width, or where neither tp nor kv_heads divides the other.
@@ -208,6 +209,8 @@ def check_tensor_parallel(config: ModelLike, tensor_parallel: int) -> int:
     if config.is_moe:
         key = config.family.experts.width
         widths.append((key, config.moe_intermediate_size))
+        if config.shared_expert_size:
+            widths.append(("shared_expert_intermediate_size", config.shared_expert_size))
     for key, width in widths:
         if width % tp:
             raise ValueError(f"tensor_parallel {tp} must divide {key} {width} ({config.source})")
@@ -226,7 +229,7 @@ def kv_heads_per_gpu(config: ModelLike, tensor_parallel: int = 1) -> int:
 def _share(config: ModelConfig, module: Module, name: str, shape: tuple[int, ...], tp: int) -> int:
     """Elements of one parameter that one of tp GPUs holds (layout of the module docstring)."""
     whole = prod(shape)
-    if module.kind in ("norm", "router"):
+    if module.kind in ("norm", "router") or module.name == "shared_expert_gate":  # replicated
         return whole
     hd = config.head_dim
     kv_rows = kv_heads_per_gpu(config, tp) * hd

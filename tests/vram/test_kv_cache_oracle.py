@@ -31,7 +31,18 @@ FAMILIES = {
     "gemma3_text": {"head_dim": 8, "sliding_window": WINDOW, "sliding_window_pattern": 2},
     "phi3": {"sliding_window": WINDOW},
     "gpt_oss": {"num_local_experts": 2, "num_experts_per_tok": 1, "head_dim": 8, "sliding_window": WINDOW},
+    "granite": {"embedding_multiplier": 2.0, "residual_multiplier": 0.5},
+    "smollm3": {"use_sliding_window": True, "sliding_window": WINDOW, "no_rope_layer_interval": 2},
+    "ministral": {"head_dim": 8, "sliding_window": WINDOW},
+    "ministral3": {"head_dim": 8, "sliding_window": WINDOW},
+    "olmo2": {},
+    "olmo3": {"sliding_window": WINDOW},
+    "glm4": {"head_dim": 8},
+    "qwen2_moe": {"use_sliding_window": True, "sliding_window": WINDOW, "max_window_layers": 4, "num_experts": 2,
+                  "num_experts_per_tok": 1, "moe_intermediate_size": 8, "shared_expert_intermediate_size": 8},
+    "olmoe": {"num_experts": 2, "num_experts_per_tok": 1},
 }
+NO_WINDOW = ("llama", "qwen3_moe", "granite", "olmo2", "glm4", "olmoe")  # no sliding layer in these configs
 BATCH, PREFILL = 2, 9  # longer than the window
 
 
@@ -84,7 +95,7 @@ def test_sliding_layers_show_w_minus_1_tokens_and_keep_the_prefill_until_the_fir
 def test_every_family_with_a_window_has_sliding_layers():
     kinds = {family: vram.model_config_from_dict({**BASE, **extra, "model_type": family}).layer_types
              for family, extra in FAMILIES.items()}
-    assert all("sliding_attention" in kinds[f] for f in FAMILIES if f not in ("llama", "qwen3_moe"))
+    assert all(("sliding_attention" in kinds[f]) == (f not in NO_WINDOW) for f in FAMILIES)
     assert kinds["gemma2"] == ("sliding_attention", "full_attention") * 2  # Gemma2Config: every second layer full
     assert kinds["qwen2"] == ("full_attention",) * 2 + ("sliding_attention",) * 2  # past max_window_layers
 
