@@ -29,7 +29,7 @@ from .catalogue import card_speed, load_catalogue
 from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from .frameworks import FRAMEWORKS, STAGE_NAMES, framework_memory
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
-from .serving import SERVERS
+from .serving import MAX_BATCHED_TOKENS, SERVERS, VLLM_MAX_NUM_BATCHED_TOKENS
 from .job import JOB_FIELDS, KINDS, KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, answer_job, dumps
 from .lora import ALL_LINEAR, BASE_DTYPES, lora_memory_for_config
 from .models import ModelConfig, count_params, load_model_config
@@ -50,8 +50,9 @@ SYMBOL_NAMES = {
 }
 
 
-SERVER_NAMES = {"vllm": "KV cache as vLLM holds it (sliding windows capped)",
-                "transformers": "KV cache of transformers' DynamicCache right after the prefill (no window cap)"}
+SERVER_NAMES = {"vllm": "KV cache as vLLM reserves it (sliding windows plus a prefill chunk)",
+                "transformers": "KV cache as transformers' DynamicCache holds it right after the prefill",
+                "transformers-decoding": "KV cache as transformers' DynamicCache holds it while generating"}
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -236,10 +237,11 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> None:
     mem = serving_memory(load_model_config(args.config), args.weight_dtype, args.context, args.batch, args.kv_dtype,
-                         server=args.server)
+                         server=args.server, max_num_batched_tokens=args.max_num_batched_tokens)
     data = {
         "params": mem.params,
         "server": args.server,
+        "max_num_batched_tokens": args.max_num_batched_tokens,
         "weight_dtype": args.weight_dtype,
         "kv_dtype": args.kv_dtype,
         "context_length": args.context,
@@ -316,7 +318,7 @@ def _card(text: str) -> dict:
 
 JOB_FLAGS = ("kind", "cards", "framework", "zero_stage", "optimizer", "optimizer_impl", "offload", "seq_len", "micro_batch", "recompute",
              "attention", "rank", "targets", "base_dtype", "weights", "kv_dtype", "context", "concurrent",
-             "gpu_memory_utilization", "reserve_mib", "tight_free_fraction", "tokens")
+             "gpu_memory_utilization", "max_num_batched_tokens", "reserve_mib", "tight_free_fraction", "tokens")
 
 
 def _machine_price(text: str) -> tuple[str, str]:
@@ -446,8 +448,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES)
     s.add_argument("--kv-dtype", default="bf16", choices=tuple(DTYPE_BITS))
     s.add_argument("--server", default="vllm", choices=SERVERS,
-                   help="whose KV cache: vllm (default: sliding-window layers hold their window) or transformers "
-                        "(DynamicCache: every layer holds the whole prompt right after the prefill)")
+                   help="whose KV cache: vllm (default: what its KV-cache manager reserves, sliding-window layers "
+                        "their window plus a prefill chunk), transformers (DynamicCache: every layer holds the whole "
+                        "prompt right after the prefill) or transformers-decoding (the same cache while generating)")
+    s.add_argument("--max-num-batched-tokens", type=_whole("max_num_batched_tokens", 1, MAX_BATCHED_TOKENS),
+                   default=VLLM_MAX_NUM_BATCHED_TOKENS,
+                   help=f"vllm: its prefill chunk (default {VLLM_MAX_NUM_BATCHED_TOKENS:,}, vLLM's; `vllm serve` on "
+                        "cards of 70 GiB or more but A100s takes 8192)")
     s.set_defaults(func=_cmd_serve)
 
     lo = sub.add_parser("lora", help="LoRA / QLoRA memory on one GPU")
@@ -482,6 +489,8 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--concurrent", type=_integer_text("concurrent"), help="serving: sequences at once")
     j.add_argument("--gpu-memory-utilization", type=_decimal_text("gpu_memory_utilization"),
                    help="serving: vLLM's share of each card (default 0.9)")
+    j.add_argument("--max-num-batched-tokens", type=_integer_text("max_num_batched_tokens"),
+                   help=f"serving: vLLM's prefill chunk (default {VLLM_MAX_NUM_BATCHED_TOKENS:,})")
     j.add_argument("--gpu", type=_card, action="append", help="a card KEY=MEMORY_MIB (repeat; nvidia-smi's total)")
     j.add_argument("--reserve-mib", type=_integer_text("reserve_mib"), help="CUDA context and NCCL per card (default 2048)")
     j.add_argument("--tight-free-fraction", type=_decimal_text("tight_free_fraction"), help="serving: under it is tight")

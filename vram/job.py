@@ -12,7 +12,9 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   ZeRO-1/2/3, ``rank``, ``targets``, ``base_dtype`` "nf4" = QLoRA; FSDP2 at zero_stage 2 or 3 with a
   bf16 or nf4 base: ``vram.lora_fsdp2_memory``, with ``optimizer_impl``) or "serving"
   (``vram.serving_memory_per_gpu``, tensor parallel over ``cards``; ``weights``,
-  ``kv_dtype``, ``context``, ``concurrent`` sequences, ``gpu_memory_utilization``);
+  ``kv_dtype``, ``context``, ``concurrent`` sequences, ``gpu_memory_utilization``, and
+  ``max_num_batched_tokens``, vLLM's prefill chunk, which sets what its sliding-window layers
+  reserve: ``vram.serving.kv_cache_tokens``);
 - ``config``: the model's parsed ``config.json`` (read by ``vram.model_config_from_dict``);
 - ``cards``: data-parallel GPUs (training, LoRA) or the tensor-parallel size (serving);
 - training and LoRA: ``seq_len`` tokens, ``micro_batch`` sequences, ``recompute`` and
@@ -74,7 +76,7 @@ from .families import is_registered, model_types
 from .models import _REQUIRED, _DuplicateKey, _refuse_duplicate_keys, _short, ConfigError, ModelConfig, count_params, model_config_from_dict, shown_model_type
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
-from .serving import check_tensor_parallel, serving_memory_per_gpu
+from .serving import MAX_BATCHED_TOKENS, VLLM_MAX_NUM_BATCHED_TOKENS, check_tensor_parallel, serving_memory_per_gpu
 from .billing import parse_price
 from .catalogue import Bandwidth, Card
 from .ranking import rank_runs, run_options
@@ -98,6 +100,7 @@ JOB_FIELDS: dict[str, Any] = {
     "seq_len": 2048, "micro_batch": 1, "recompute": "none", "attention": None,
     "rank": 16, "targets": ALL_LINEAR, "base_dtype": "bf16",
     "weights": "bf16", "kv_dtype": "bf16", "context": 8192, "concurrent": 1, "gpu_memory_utilization": 0.9,
+    "max_num_batched_tokens": VLLM_MAX_NUM_BATCHED_TOKENS,
     "gpus": [], "reserve_mib": 2048, "tight_free_fraction": 0.1,
     "tokens": 10**9, "prices": {}, "host_ram_gb": {},
 }
@@ -329,6 +332,7 @@ def _serving(job: dict, config: ModelConfig) -> tuple[dict[str, int], int]:
     kv_dtype = _choice(job, "kv_dtype", KV_DTYPES)
     context = _tokens(job, "context", config)
     concurrent = _integer(job, "concurrent", 1, MAX_MICRO_BATCH)
+    chunk = _integer(job, "max_num_batched_tokens", 1, MAX_BATCHED_TOKENS)
     if weights == MXFP4 and not ships_mxfp4(config):
         raise JobError("weights", "not_offered", f"only {config.model_type} checkpoints that ship MXFP4 experts "
                        "(gpt_oss) are served in MXFP4")
@@ -337,8 +341,8 @@ def _serving(job: dict, config: ModelConfig) -> tuple[dict[str, int], int]:
     except ValueError as exc:
         raise _not_offered("cards", exc) from None
     memory = serving_memory_per_gpu(config, "bf16" if weights == MXFP4 else weights, context, concurrent,
-                                    kv_dtype, job["cards"])
-    one = serving_memory_per_gpu(config, "bf16", context, 1, kv_dtype, job["cards"]).kv_cache_bytes
+                                    kv_dtype, job["cards"], chunk)
+    one = serving_memory_per_gpu(config, "bf16", context, 1, kv_dtype, job["cards"], chunk).kv_cache_bytes
     weight_bytes = mxfp4_weights_bytes_per_gpu(config, job["cards"]) if weights == MXFP4 else memory.weights_bytes
     return {"weights": weight_bytes, "kv_cache": memory.kv_cache_bytes}, one
 
@@ -497,7 +501,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     KV cache, on one card), ``parts`` (``[[part, bytes, gb]]``, largest first),
     ``host_bytes``/``host_gb`` (host RAM per machine for offload), ``activations``
     (training, LoRA: ``seq_len``, ``micro_batch``, ``attention``, ``recompute``, ``bytes``
-    and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` (serving), ``fits`` and
+    and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` and ``max_num_batched_tokens`` (serving), ``fits`` and
     ``short`` (per card: ``gpu``, ``capacity_bytes``, ``margin_bytes``/``margin_gb``,
     ``free_fraction``, ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``. Training
     and LoRA: ``accounting``, the name of the formula the bytes come from
@@ -547,6 +551,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
             if run is not None:
                 answer["run"] = run
     else:
+        answer["max_num_batched_tokens"] = job["max_num_batched_tokens"]  # the prefill chunk vLLM is assumed to run
         answer["kv_per_sequence_bytes"] = kv_one
         answer["kv_per_sequence_gb"] = bytes_to_gb(kv_one)
         _decode_bounds(job, config, fit_list)

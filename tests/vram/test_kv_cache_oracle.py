@@ -78,7 +78,7 @@ def run(request):
 
 def test_cache_storage_while_generating_equals_the_calculator(run):
     cfg, _, (storage, _), _ = run
-    assert vram.kv_cache_bytes(cfg, PREFILL + 1, BATCH, "bf16") == storage
+    assert vram.kv_cache_bytes(cfg, PREFILL + 1, BATCH, "bf16", server="transformers-decoding") == storage
 
 
 def test_sliding_layers_show_w_minus_1_tokens_and_keep_the_prefill_until_the_first_step(run):
@@ -124,15 +124,15 @@ def test_edge_lengths_while_decoding_token_by_token(family, window):
                 out = model(torch.randint(1, 64, (BATCH, 1)), past_key_values=out.past_key_values, use_cache=True)
             measured[tokens] = _storage_and_view_bytes(out.past_key_values)[0]
     config = {**cfg, "model_type": family}
-    assert {t: vram.kv_cache_bytes(config, t, BATCH, "bf16") for t in measured} == measured
+    assert {t: vram.kv_cache_bytes(config, t, BATCH, "bf16", server="transformers-decoding") for t in measured} == measured
 
 
 def test_transformers_right_after_the_prefill_is_the_server_option(run):
     """DynamicCache after a real prefill longer than the window: every layer holds the whole
-    prefill, which ``server="transformers"`` counts; vLLM's figure (the default) caps the
-    sliding layers."""
+    prefill, which ``server="transformers"`` counts; while it generates, the sliding layers
+    hold their window."""
     cfg, (prefill_storage, _), _, kinds = run
     assert vram.kv_cache_bytes(cfg, PREFILL, BATCH, "bf16", server="transformers") == prefill_storage
     if any(kinds):
-        assert vram.kv_cache_bytes(cfg, PREFILL, BATCH, "bf16") < prefill_storage
+        assert vram.kv_cache_bytes(cfg, PREFILL, BATCH, "bf16", server="transformers-decoding") < prefill_storage
     assert vram.serving_memory(cfg, "bf16", PREFILL, BATCH, server="transformers").kv_cache_bytes == prefill_storage
