@@ -17,7 +17,16 @@ from .family_entries import BUILTIN_FAMILIES
 from .family_spec import CHUNKED, FULL, LAYER_RULES, NORMS, QK_NORMS, REQUIRED_KEYS, SLIDING, Experts, Family
 
 __all__ = ["CHUNKED", "FULL", "LAYER_RULES", "NORMS", "QK_NORMS", "REQUIRED_KEYS", "SLIDING", "Experts", "Family",
-           "get_family", "is_registered", "model_types", "register_family", "unregister_family"]
+           "MULTIMODAL_WRAPPERS", "get_family", "is_registered", "model_types", "register_family", "unregister_family"]
+
+# Multimodal wrappers (transformers' *ForConditionalGeneration: a vision tower and a projector
+# beside the language model, which are not modelled): model_type -> (the class transformers
+# builds, the model_type of the text_config its config class defaults to).
+MULTIMODAL_WRAPPERS = {
+    "gemma3": ("Gemma3ForConditionalGeneration", "gemma3_text"),
+    "mistral3": ("Mistral3ForConditionalGeneration", "mistral"),
+    "llama4": ("Llama4ForConditionalGeneration", "llama4_text"),
+}
 
 _REGISTRY: dict[str, Family] = {}
 

@@ -72,7 +72,7 @@ from .breakdown import model_shape
 from .fit import fits, free_fraction, mib_to_bytes, training_verdict, usable_bytes
 from .frameworks import FRAMEWORKS, framework_memory
 from .lora import ALL_LINEAR, BASE_DTYPES, lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
-from .families import is_registered, model_types
+from .families import MULTIMODAL_WRAPPERS, is_registered, model_types
 from .models import _REQUIRED, _DuplicateKey, _refuse_duplicate_keys, _short, ConfigError, ModelConfig, count_params, model_config_from_dict, shown_model_type
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
@@ -84,7 +84,6 @@ from .timing import decode_bound, shown_duration
 from .units import bytes_to_gb
 
 KINDS = ("training", "lora", "serving")
-MULTIMODAL_GEMMA3 = "gemma3"  # vram.models: its vision tower is not modelled, its text_config is
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 TRAINING_OPTIMIZERS = ("adamw", "adamw-bf16", "adam8bit")
 SERVING_WEIGHTS = ("bf16", "fp8", "int4", MXFP4)
@@ -112,8 +111,8 @@ class JobError(ValueError):
     """Bad job input: ``field`` (the job key), ``code`` ("integer", "choice", "fraction", "price",
     "too_long", "not_offered", "config_json" (with ``line`` and ``column``), "config_duplicate"
     (``key``), "config_object" (``got``: the JSON type), "config_unreadable", "config_family" (``key``
-    and the supported ``choices``), "config_multimodal" (``key``: a multimodal gemma3, whose
-    ``text_config`` saved alone, model_type gemma3_text, is read), "config_key", "config_value")
+    and the supported ``choices``), "config_multimodal" (``key``: a multimodal wrapper such as gemma3,
+    ``got``: the model_type of its ``text_config``, which saved alone is read where the registry has it), "config_key", "config_value")
     and ``limits`` (what was allowed: minimum/maximum or the choices)."""
 
     def __init__(self, field: str, code: str, message: str, **limits: Any) -> None:
@@ -172,11 +171,14 @@ def read_config(raw: Any) -> ModelConfig:
         raise JobError("config", "config_object", f"expected a JSON object, got {type(raw).__name__}",
                        got=type(raw).__name__)
     model_type = raw.get("model_type")
-    if model_type == MULTIMODAL_GEMMA3:  # vram.models refuses it and says what to pass instead
+    if isinstance(model_type, str) and model_type in MULTIMODAL_WRAPPERS:  # vram.models refuses it, saying how
+        text = raw.get("text_config")
+        text_type = text.get("model_type") if isinstance(text, dict) else None
         try:
             model_config_from_dict(raw, "config.json")
         except ConfigError as exc:
-            raise JobError("config", "config_multimodal", str(exc).removeprefix("config.json: "), key=model_type) from None
+            raise JobError("config", "config_multimodal", str(exc).removeprefix("config.json: "), key=model_type,
+                           got=str(text_type or MULTIMODAL_WRAPPERS[model_type][1])[:40]) from None
     if not is_registered(model_type):
         shown = shown_model_type(model_type)
         raise JobError("config", "config_family", f"unsupported model_type {shown}; "

@@ -63,7 +63,7 @@ from math import prod
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .families import CHUNKED, FULL, REQUIRED_KEYS, SLIDING, Family, get_family, is_registered, model_types
+from .families import CHUNKED, FULL, MULTIMODAL_WRAPPERS, REQUIRED_KEYS, SLIDING, Family, get_family, is_registered, model_types
 from .units import MAX_PARAMS
 
 # Larger than any dimension of a published model by far (largest vocabularies: 262,208;
@@ -517,6 +517,15 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
             f"alone (Gemma3ForCausalLM), save its text_config as a file of its own, model_type gemma3_text, "
             f"with the sizes it leaves to Gemma3TextConfig's defaults written out (vocab_size 262208 among them)"
         )
+    if isinstance(model_type, str) and model_type in MULTIMODAL_WRAPPERS:
+        built, default_text = MULTIMODAL_WRAPPERS[model_type]
+        text = raw.get("text_config")
+        text_type = text.get("model_type", default_text) if isinstance(text, Mapping) else default_text
+        how = (f"save its text_config as a file of its own, model_type {text_type}, with the sizes it leaves to "
+               f"its config class's defaults written out" if is_registered(text_type) else
+               f"its language model's family, {text_type}, is not in the registry either")
+        raise ConfigError(f"{source}: a multimodal {model_type} config ({built}: a vision tower and a projector "
+                          f"beside the language model) is not counted; to count the language model alone, {how}")
     if not is_registered(model_type):
         raise ConfigError(f"{source}: unsupported model_type {shown_model_type(model_type)}; "
                           f"supported: {', '.join(model_types())}")

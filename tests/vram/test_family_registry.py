@@ -145,3 +145,27 @@ def test_a_registered_llama_shaped_family_is_counted_like_the_model_it_describes
 def test_one_entry_per_model_type():
     with pytest.raises(ValueError, match="registered already"):
         register_family(Family("llama", "LlamaConfig", "modeling_llama.py", get_family("llama").defaults))
+
+
+def test_the_readmes_list_of_families_is_the_registrys():
+    from tests.conftest import REPO_ROOT
+    import re
+
+    text = " ".join((REPO_ROOT / "README.md").read_text(encoding="utf-8").split())
+    listed = re.search(r"in `vram/family_entries.py`: ([a-z0-9_, ]+);", text).group(1)
+    assert [name.strip() for name in listed.split(",")] == list(FAMILIES)
+
+
+@pytest.mark.parametrize("wrapper, text_type", [("mistral3", "mistral"), ("llama4", "llama4_text")])
+def test_a_multimodal_wrapper_is_refused_saying_how_to_count_its_language_model(wrapper, text_type):
+    # transformers builds these as *ForConditionalGeneration (a vision tower beside the language
+    # model); their config classes default the text_config to these model_types
+    assert _config_class(wrapper)().text_config.model_type == text_type
+    with pytest.raises(vram.ConfigError) as refused:
+        vram.model_config_from_dict({"model_type": wrapper}, f"{wrapper}.json")
+    message = str(refused.value)
+    assert message.startswith(f"{wrapper}.json: a multimodal {wrapper} config") and "\n" not in message
+    if vram.families.is_registered(text_type):
+        assert f"model_type {text_type}" in message
+    else:
+        assert f"{text_type}, is not in the registry" in message

@@ -196,8 +196,17 @@ def test_the_command_line_prints_the_same_run(cli, configs):
     ('{"model_type": "llama",\n  "hidden_size": }', "config_json", {"line": 2, "column": 18}),
     ('{"model_type": "falcon"}', "config_family", {"key": "falcon", "choices": list(vram.SUPPORTED_MODEL_TYPES)}),
     # a multimodal Gemma 3: the CLI says to save its text_config alone; the page must say that too
-    ('{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}', "config_multimodal", {"key": "gemma3"}),
-    ('{"model_type": "gemma3"}', "config_multimodal", {"key": "gemma3"}),
+    ('{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}', "config_multimodal",
+     {"key": "gemma3", "got": "gemma3_text"}),
+    ('{"model_type": "gemma3"}', "config_multimodal", {"key": "gemma3", "got": "gemma3_text"}),
+    # Mistral3Config's text_config defaults to mistral, Llama4Config's to llama4_text (transformers 5.23)
+    ('{"model_type": "mistral3"}', "config_multimodal", {"key": "mistral3", "got": "mistral"}),
+    ('{"model_type": "llama4", "text_config": {"model_type": "llama4_text"}}', "config_multimodal",
+     {"key": "llama4", "got": "llama4_text"}),
+    # a look-alike: the Cyrillic а (U+0430) in "llаma", shown with its code point on the page too
+    ('{"model_type": "ll\u0430ma"}', "config_family",
+     {"key": "'llаma' (not plain ASCII: 'а' is U+0430 CYRILLIC SMALL LETTER A)",
+      "choices": list(vram.SUPPORTED_MODEL_TYPES)}),
 ])
 def test_config_errors_say_what_the_command_line_says(tmp_path, text, code, limits):
     """The page's one line comes from these fields: the same facts as the CLI's message
