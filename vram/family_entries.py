@@ -9,6 +9,8 @@ entry against those sources (tests/vram/test_family_registry.py and the oracle t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .family_spec import Experts, Family
 
 _GEMMA_NORMS = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
@@ -17,6 +19,16 @@ _QV = ("q_proj", "v_proj")
 # PEFT 0.21 converts these transformers-4 names for model_types whose conversion pattern is
 # qwen2_moe (transformers.conversion_mapping: qwen3_moe, olmoe, glm4_moe, deepseek_v3)
 _QWEN2_MOE_V4 = {"gate": "router", "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj", "down_proj": "down_proj"}
+
+# olmo2: no input norm; norms after attention and MLP; q/k norms over the whole projection
+_OLMO2 = Family(
+    "olmo2", "Olmo2Config", "modeling_olmo2.py",
+    dict(vocab_size=50304, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+         num_attention_heads=32, num_key_value_heads=None, hidden_act="silu", tie_word_embeddings=False,
+         attention_bias=False, max_position_embeddings=2048),
+    nullable=frozenset({"num_key_value_heads"}), head_dim="attribute", layer_rule="none",
+    qkv_bias="attention_bias", o_bias="attention_bias",
+    layer_norms=("post_attention_layernorm", "post_feedforward_layernorm"), qk_norm="whole", norm="gpt_oss")
 
 BUILTIN_FAMILIES: tuple[Family, ...] = (
     Family(
@@ -72,8 +84,7 @@ BUILTIN_FAMILIES: tuple[Family, ...] = (
         o_bias="attention_bias", qk_norm="head", layer_rule="qwen_moe",
         experts=Experts(key="num_experts", alias="num_local_experts", width="moe_intermediate_size",
                         dense_rule="qwen", min_experts=0, norm_topk="key",
-                        peft_v4_names={"gate": "router", "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj",
-                                       "down_proj": "down_proj"})),
+                        peft_v4_names=_QWEN2_MOE_V4)),
 
     Family(
         "gemma2", "Gemma2Config", "modeling_gemma2.py",
@@ -149,25 +160,11 @@ BUILTIN_FAMILIES: tuple[Family, ...] = (
              tie_word_embeddings=False, sliding_window=None, max_position_embeddings=262144),
         query_scale=True),
 
-    # olmo2: no input norm; norms after attention and MLP; q/k norms over the whole projection
-    Family(
-        "olmo2", "Olmo2Config", "modeling_olmo2.py",
-        dict(vocab_size=50304, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
-             num_attention_heads=32, num_key_value_heads=None, hidden_act="silu", tie_word_embeddings=False,
-             attention_bias=False, max_position_embeddings=2048),
-        nullable=frozenset({"num_key_value_heads"}), head_dim="attribute", layer_rule="none",
-        qkv_bias="attention_bias", o_bias="attention_bias",
-        layer_norms=("post_attention_layernorm", "post_feedforward_layernorm"), qk_norm="whole", norm="gpt_oss"),
+    _OLMO2,
 
     # olmo3: olmo2 with sliding windows on three layers of four
-    Family(
-        "olmo3", "Olmo3Config", "modeling_olmo3.py",
-        dict(vocab_size=50304, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
-             num_attention_heads=32, num_key_value_heads=None, hidden_act="silu", tie_word_embeddings=False,
-             attention_bias=False, max_position_embeddings=2048, sliding_window=4096),
-        nullable=frozenset({"num_key_value_heads"}), head_dim="attribute", layer_rule="every_4th_full",
-        qkv_bias="attention_bias", o_bias="attention_bias",
-        layer_norms=("post_attention_layernorm", "post_feedforward_layernorm"), qk_norm="whole", norm="gpt_oss"),
+    replace(_OLMO2, model_type="olmo3", config_class="Olmo3Config", modeling="modeling_olmo3.py",
+            defaults={**_OLMO2.defaults, "sliding_window": 4096}, layer_rule="every_4th_full"),
 
     # glm4: q/k/v biases (o none), fused gate_up_proj, four norms, partial rotary ending in torch.cat
     Family(

@@ -1,10 +1,12 @@
 """Parameter counts and module shapes from a Hugging Face ``config.json``, as ``transformers`` builds them.
 
-Families (``SUPPORTED_MODEL_TYPES``): llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma2,
-gemma3_text, phi3, gpt_oss. For each, the config class of ``transformers`` 5.23
-(``transformers/models/<family>/configuration_<family>.py``) gives the default of every key a
-config leaves out, and the modeling file (``modeling_<family>.py``) gives the modules
-``AutoModelForCausalLM.from_config`` builds. The counts here equal
+Families: every ``model_type`` of the registry (``vram.families``; the built-in ones are
+``SUPPORTED_MODEL_TYPES``). For each, its entry holds what the config class of
+``transformers`` 5.23 (``transformers/models/<family>/configuration_<family>.py``) gives as the
+default of every key a config leaves out, and what the modeling file (``modeling_<family>.py``)
+builds: this module turns that into the modules ``AutoModelForCausalLM.from_config`` builds
+(besides the llama-shaped layout below: olmo2/olmo3's and OLMoE's q/k norms, glm4's fused
+``gate_up_proj`` and four norms, qwen2_moe's gated shared expert). The counts here equal
 ``sum(p.numel() for p in set(model.parameters()))`` of that model, to the parameter
 (tests/vram/test_models_oracle.py builds every config on the meta device).
 
