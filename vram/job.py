@@ -395,7 +395,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     KV cache, on one card), ``parts`` (``[[part, bytes, gb]]``, largest first),
     ``host_bytes``/``host_gb`` (host RAM per machine for offload), ``activations``
     (training, LoRA: ``seq_len``, ``micro_batch``, ``attention``, ``recompute``, ``bytes``
-    and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` (serving), ``fits`` and
+    and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` and ``max_num_batched_tokens`` (serving), ``fits`` and
     ``short`` (per card: ``gpu``, ``capacity_bytes``, ``margin_bytes``/``margin_gb``,
     ``free_fraction``, ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``. Training
     and LoRA: ``accounting``, the name of the formula the bytes come from
@@ -443,7 +443,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
         if run is not None:
             answer["run"] = run
     else:
-        answer["max_num_batched_tokens"] = job.max_num_batched_tokens  # the prefill chunk vLLM is assumed to run
+        answer["max_num_batched_tokens"] = checked.max_num_batched_tokens  # the prefill chunk vLLM is assumed to run
         answer["kv_per_sequence_bytes"] = kv_one
         answer["kv_per_sequence_gb"] = bytes_to_gb(kv_one)
         _decode_bounds(checked, fit_list)
