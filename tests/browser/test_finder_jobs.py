@@ -395,6 +395,9 @@ BAD = [  # (field values, what the line must say in it, in fr)
      "Micro-lot par carte : il faut un nombre entier de 1 à 65 536."),
     ({"micro_batch": "99999999999999999999"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
      "Micro-lot par carte : il faut un nombre entier de 1 à 65 536."),
+    ({"grad_accum": "0"}, "Accumulazione del gradiente (micro-batch per step dell’ottimizzatore): serve un numero "
+     "intero da 1 a 65.536.", "Accumulation de gradient (micro-lots par étape de l’optimiseur) : il faut un nombre "
+     "entier de 1 à 65 536."),
 ]
 
 
