@@ -10,15 +10,13 @@ per micro-batch are measured in tests/vram/test_fsdp2_torchrun.py
 
 from __future__ import annotations
 
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.vram.test_timing_lora_serving import run_cli  # python -m vram in this process
 from vram.catalogue import card_speed, load_catalogue
-from vram.cli import main
 from vram.job import JobError, answer_job, answer_json
 
 QWEN_05B = REPO_ROOT / "tests" / "vram" / "configs" / "qwen2.5-0.5b.json"
@@ -27,20 +25,10 @@ SPEED = {"bf16_dense_tflops": 100.0, "memory_bandwidth_gb_per_s": 1000.0, "peer_
          "peer_to_peer": True, "host_gb_per_s": [5.0, 10.0]}
 
 
-def run_cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
-
-
 def _job(**fields) -> dict:
     return {"kind": "training", "config": QWEN_05B.read_text(encoding="utf-8"), "cards": 4, "framework": "fsdp2",
-            "zero_stage": 3, "seq_len": 1024, "micro_batch": 2, "gpus": [{"key": "h100", "memory_mib": 81559,
-                                                                         "speed": SPEED}], **fields}
+            "zero_stage": 3, "seq_len": 1024, "micro_batch": 2, "reserve_mib": 2048,
+            "gpus": [{"key": "h100", "memory_mib": 81559, "speed": SPEED}], **fields}
 
 
 @pytest.mark.parametrize("kind", ["training", "lora"])

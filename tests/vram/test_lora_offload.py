@@ -35,6 +35,7 @@ LLAMA_2_7B = json.loads((CONFIGS / "llama-2-7b.json").read_text(encoding="utf-8"
 QWEN_05B = json.loads((CONFIGS / "qwen2.5-0.5b.json").read_text(encoding="utf-8"))  # tied embeddings
 LLAMA_2_70B = CONFIGS / "llama-2-70b.json"
 CARDS = [{"key": "rtx-4090", "memory_mib": 24564}]  # nvidia-smi's total of a 24 GB RTX 4090 (gpus.yaml's source)
+RESERVE_MIB = 2048  # CUDA context and NCCL buffers per card, as the finder's catalogue takes them
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +70,7 @@ def test_deepspeed_zero3_offload_is_the_estimators(zero3, config, base_dtype, of
 def test_the_job_reports_the_host_bytes_and_checks_the_machines_ram(zero3):
     """The verdict flips exactly at the host bytes, given in whole GB, as for a full training's offload."""
     job = {"kind": "lora", "config": LLAMA_2_7B, "cards": 4, "framework": "deepspeed", "zero_stage": 3,
-           "offload": "optimizer+params", "base_dtype": "bf16", "gpus": CARDS}
+           "offload": "optimizer+params", "base_dtype": "bf16", "gpus": CARDS, "reserve_mib": RESERVE_MIB}
     answer = answer_job(job)
     memory = vram.lora_offload_memory(LLAMA_2_7B, 16, 4, "deepspeed", 3, True)
     assert answer["host_bytes"] == memory.host_bytes and answer["per_gpu_bytes"] == memory.per_gpu_bytes
@@ -88,7 +89,7 @@ def test_the_job_reports_the_host_bytes_and_checks_the_machines_ram(zero3):
 ])
 def test_an_offload_not_modelled_is_refused_in_one_line(framework, stage, offload):
     job = {"kind": "lora", "config": LLAMA_2_7B, "cards": 2, "framework": framework, "zero_stage": stage,
-           "offload": offload, "gpus": CARDS}
+           "offload": offload, "gpus": CARDS, "reserve_mib": RESERVE_MIB}
     with pytest.raises(JobError) as refused:
         answer_job(job)
     assert (refused.value.field, refused.value.code) == ("offload", "not_offered")
@@ -107,7 +108,7 @@ def test_a_lora_offload_is_never_ignored():
     for framework, stage, offload in (("fsdp2", 3, "optimizer+params"), ("fsdp2", 2, "optimizer+params"),
                                       ("deepspeed", 3, "optimizer"), ("deepspeed", 3, "optimizer+params")):
         job = {"kind": "lora", "config": LLAMA_2_7B, "cards": 2, "framework": framework, "zero_stage": stage,
-               "base_dtype": "nf4", "gpus": CARDS}
+               "base_dtype": "nf4", "gpus": CARDS, "reserve_mib": RESERVE_MIB}
         kept, offloaded = answer_job(job), answer_job({**job, "offload": offload})
         assert offloaded["host_bytes"] > 0 == kept["host_bytes"], (framework, stage, offload)
         assert states_on_gpu(offloaded) < states_on_gpu(kept), (framework, stage, offload)
@@ -126,7 +127,7 @@ def test_answer_ais_recipe_fits_two_24_gb_cards():
     offload it does not hold."""
     job = {"kind": "lora", "config": LLAMA_2_70B.read_text(encoding="utf-8"), "cards": 2, "framework": "fsdp2",
            "zero_stage": 3, "base_dtype": "nf4", "rank": 64, "seq_len": 2048, "micro_batch": 2, "recompute": "full",
-           "offload": "optimizer+params", "gpus": CARDS, "host_ram_gb": {"rtx-4090": 55}}
+           "offload": "optimizer+params", "gpus": CARDS, "reserve_mib": RESERVE_MIB, "host_ram_gb": {"rtx-4090": 55}}
     answer = answer_job(job)
     assert [fit["gpu"] for fit in answer["fits"]] == ["rtx-4090"]
     assert answer["fits"][0]["host_ram"] == {"machine_gb": 55, "holds": True}
