@@ -264,7 +264,7 @@ def test_the_pages_archive_is_made_by_the_check_on_a_fresh_machine(workflow):
     assert check["needs"] == "publish"
     steps = check["steps"]
     runs = [step["run"] for step in steps if "run" in step]
-    assert runs == ["python -m pip install --quiet --no-deps -r verify/requirements-artifact.txt",
+    assert runs == ["python -m pip install --quiet --no-deps --require-hashes -r verify/requirements-artifact.txt",
                     "python -m verify.artifact site --manifest site-manifest.json --tar artifact.tar"]
     download = next(step for step in steps if step.get("uses", "").startswith("actions/download-artifact@"))
     assert download["with"] == {"name": "site-build", "path": "site"}
@@ -273,10 +273,14 @@ def test_the_pages_archive_is_made_by_the_check_on_a_fresh_machine(workflow):
     handed = next(step for step in workflow["jobs"]["publish"]["steps"] if step.get("uses", "").startswith("actions/upload-artifact@"))
     assert handed["with"]["name"] == "site-build" and handed["with"]["path"] == "site"
     pins = dict(line.split("==") for line in (REPO_ROOT / "constraints.txt").read_text().splitlines() if "==" in line)
-    for line in (REPO_ROOT / "verify" / "requirements-artifact.txt").read_text().splitlines():
+    requirements = (REPO_ROOT / "verify" / "requirements-artifact.txt").read_text().replace("\\\n", " ")
+    for line in requirements.splitlines():
         if line and not line.startswith("#"):
-            name, version = line.split("==")
+            words = line.split("#")[0].split()
+            name, version = words[0].split("==")
             assert pins.get(name) == version, line
+            # issue 33: every file installed there is the one hashed (pip refuses any other)
+            assert [word for word in words[1:] if word.startswith("--hash=sha256:")] == words[1:] and words[1:], line
 
 
 def test_actionlint_knows_the_gpu_label():
