@@ -66,7 +66,7 @@ from hooks.workarounds.i18n_outputs import (  # noqa: E402
 from hooks.workarounds.ipynb_pages import make_notebooks_pages  # noqa: E402
 from hooks.workarounds.theme_walk import use_pruned_theme_walk  # noqa: E402
 from verify.languages import DEFAULT_LANGUAGE  # noqa: E402
-from verify.theme_scripts import policy as content_security_policy, use_bytecode_cache as use_theme_scripts_cache  # noqa: E402
+from verify.theme_scripts import hosts_finder, policy as content_security_policy, use_bytecode_cache as use_theme_scripts_cache  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.guide")
 TEMPLATE_STORE = REPO_ROOT / ".cache" / "templates"  # hooks/cache.py: TemplateCache
@@ -265,7 +265,9 @@ def on_env(env, config, files, **kwargs):
     TEMPLATE_CACHE.use_folder(unless_publication(TEMPLATE_STORE))  # compiled templates, kept by content
     env.bytecode_cache = TEMPLATE_CACHE
     use_theme_scripts_cache(TEMPLATE_CACHE)  # the theme's inline scripts, rendered for the pages' policy
-    env.globals["guide_csp"] = lambda base_url: content_security_policy(base_url, serving())  # overrides/main.html
+    # overrides/main.html; the finder's page adds what its worker needs (verify/theme_scripts.py)
+    env.globals["guide_csp"] = lambda base_url, page=None: content_security_policy(
+        base_url, serving(), finder=hosts_finder(str(getattr(page, "content", "") or "")))
     return env
 
 

@@ -70,6 +70,7 @@ from .breakdown import model_shape
 from .fit import fits, free_fraction, mib_to_bytes, training_verdict, usable_bytes
 from .frameworks import FRAMEWORKS, framework_memory
 from .lora import ALL_LINEAR, BASE_DTYPES, lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
+from .json_nesting import MAX_JSON_DEPTH, too_deep
 from .models import _REQUIRED, SUPPORTED_MODEL_TYPES, _DuplicateKey, _refuse_duplicate_keys, _short, ConfigError, ModelConfig, count_params, model_config_from_dict
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
@@ -107,7 +108,8 @@ MAX_TOKENS = 10**15
 class JobError(ValueError):
     """Bad job input: ``field`` (the job key), ``code`` ("integer", "choice", "fraction", "price",
     "too_long", "not_offered", "config_json" (with ``line`` and ``column``), "config_duplicate"
-    (``key``), "config_object" (``got``: the JSON type), "config_unreadable", "config_family" (``key``
+    (``key``), "config_object" (``got``: the JSON type), "config_unreadable", "config_depth" (``maximum``:
+    ``vram.json_nesting.MAX_JSON_DEPTH``), "config_family" (``key``
     and the supported ``choices``), "config_multimodal" (``key``: a multimodal gemma3, whose
     ``text_config`` saved alone, model_type gemma3_text, is read), "config_key", "config_value")
     and ``limits`` (what was allowed: minimum/maximum or the choices)."""
@@ -154,6 +156,9 @@ def read_config(raw: Any) -> ModelConfig:
     if isinstance(raw, ModelConfig):
         return raw
     if isinstance(raw, str):
+        if too_deep(raw):  # before json.loads, whose recursion crashed the browser's Pyodide
+            raise JobError("config", "config_depth", f"nested deeper than {MAX_JSON_DEPTH} levels, which no config.json is",
+                           maximum=MAX_JSON_DEPTH)
         try:
             raw = json.loads(raw, object_pairs_hook=_refuse_duplicate_keys)
         except _DuplicateKey as exc:
