@@ -216,15 +216,15 @@ def test_a_config_nested_past_the_bound_is_refused_before_it_is_parsed(monkeypat
     the bound (vram.json_nesting.MAX_JSON_DEPTH) is checked first, and json.loads never sees it."""
     import json
 
-    import vram.job
+    import vram.job_input
     from vram.json_nesting import MAX_JSON_DEPTH, nesting_depth
 
     parsed, loads = [], json.loads
-    monkeypatch.setattr(vram.job.json, "loads", lambda text, **kw: parsed.append(text) or loads(text, **kw))
+    monkeypatch.setattr(vram.job_input.json, "loads", lambda text, **kw: parsed.append(text) or loads(text, **kw))
     for depth in (MAX_JSON_DEPTH + 1, 50_000):
         text = '{"a":' * depth + "1" + "}" * depth
         with pytest.raises(JobError) as info:
-            vram.job.read_config(text)
+            vram.job_input.read_config(text)
         assert info.value.as_dict()["code"] == "config_depth" and info.value.limits == {"maximum": MAX_JSON_DEPTH}
         assert str(info.value) == "config: nested deeper than 32 levels, which no config.json is"
     assert parsed == []
