@@ -213,7 +213,7 @@ def convert(extracted: Path, checkpoint: Path, out: Path, *options: str) -> None
     script = extracted / "zero_to_hf.py"
     with argv([str(script), str(checkpoint), str(out), *options]), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        run_as_main(str(script), sys.argv[1:])
+        run_as_main(str(script), sys.argv[1:], watch=False)
 
 
 def check_zero_to_hf(extracted: Path, folder: Path, tied: bool, tmp_path: Path) -> None:
@@ -228,8 +228,13 @@ def check_zero_to_hf(extracted: Path, folder: Path, tied: bool, tmp_path: Path) 
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
 
+    # the reader's checkpoint may hold the tokenizer (a Trainer given one saves it): the script copies it
+    tokenizer = folder / "tokenizer_config.json"
+    tokenizer.write_text('{"model_max_length": 32}', encoding="utf-8")
     convert(extracted, folder, tmp_path / "bf16")
     convert(extracted, folder, tmp_path / "fp32", "--dtype", "fp32")
+    for dtype in ("bf16", "fp32"):
+        assert (tmp_path / dtype / tokenizer.name).read_bytes() == tokenizer.read_bytes()
     tokens = torch.arange(32).unsqueeze(0)
     trainer_saved = AutoModelForCausalLM.from_pretrained(folder)  # the Trainer's own folder
     master = get_fp32_state_dict_from_zero_checkpoint(str(folder))
@@ -296,7 +301,7 @@ def check_dcp_to_hf(extracted: Path, folder: Path, tmp_path: Path) -> None:
         out = tmp_path / dtype
         with argv([str(extracted / "dcp_to_hf.py"), str(folder), str(out), *options]), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            run_as_main(str(extracted / "dcp_to_hf.py"), sys.argv[1:])
+            run_as_main(str(extracted / "dcp_to_hf.py"), sys.argv[1:], watch=False)
         assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
         model, info = AutoModelForCausalLM.from_pretrained(out, output_loading_info=True)
         assert {key: list(value) for key, value in info.items()} == {
