@@ -35,7 +35,8 @@ from .lora import ALL_LINEAR, BASE_DTYPES, lora_memory_for_config
 from .models import ModelConfig, count_params, load_model_config
 from .serving import serving_memory
 from .states import OPTIMIZERS
-from .time_cli import add_time_command
+from .calibration import load_measured_data
+from .time_cli import _tokens, add_time_command, backing_line
 from .units import quote_text, bytes_to_gb, bytes_to_gib, parse_params
 
 EXIT_BAD_INPUT = 2
@@ -344,6 +345,7 @@ def job_from_args(args: argparse.Namespace) -> dict:
     cards, _ = load_catalogue()  # the cited speeds of the guide's cards: time and cost of a training run
     job["gpus"] = [card | {"speed": card_speed(cards[card["key"]])} if card["key"] in cards else card
                    for card in args.gpu or []]
+    job["calibration"] = load_measured_data().calibration.as_job()  # the published runs behind each time
     if args.price:
         job["prices"] = dict(args.price)
     if args.host_ram:
@@ -391,7 +393,8 @@ def _cmd_job(args: argparse.Namespace) -> None:
             t = fit["time"]
             cost = f", {t['cost_eur'][0]}-{t['cost_eur'][1]} EUR at {t['price_eur_per_hour']} EUR/h" if t["cost_eur"] else ""
             lines.append(f"  {fit['gpu']}: step {t['step_s'][0]:.3g}-{t['step_s'][1]:.3g} s ({t['bound']}-bound), "
-                         f"run {t['run_s'][0] / 3600:.3g}-{t['run_s'][1] / 3600:.3g} h{cost}")
+                         f"run {t['run_s'][0] / 3600:.3g}-{t['run_s'][1] / 3600:.3g} h{cost}; {backing_line(t['backing'])}")
+        lines += [f"warning: {warning}" for warning in run["warnings"]]
     lines += [f"decoding on {fit['gpu']}: at most {fit['decode']['tokens_per_s_per_sequence_at_most']:,} tokens/s per "
               f"sequence, {fit['decode']['tokens_per_s_at_most']:,} in all (memory-bandwidth roofline, an upper bound)"
               for fit in answer["fits"] if "decode" in fit]
@@ -485,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--gpu", type=_card, action="append", help="a card KEY=MEMORY_MIB (repeat; nvidia-smi's total)")
     j.add_argument("--reserve-mib", type=_integer_text("reserve_mib"), help="CUDA context and NCCL per card (default 2048)")
     j.add_argument("--tight-free-fraction", type=_decimal_text("tight_free_fraction"), help="serving: under it is tight")
-    j.add_argument("--tokens", type=_integer_text("tokens"), help="training, LoRA: tokens to train (dataset x epochs; default 10^9)")
+    j.add_argument("--tokens", type=_tokens, help="training, LoRA: tokens to train (dataset x epochs; default 10^9)")
     j.add_argument("--price", type=_machine_price, action="append",
                    help="KEY=EUR_PER_HOUR: the price of --cards cards KEY (repeat); ranks the run by cost when every fitting card has one")
     j.add_argument("--host-ram", type=_machine_ram, action="append",

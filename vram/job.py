@@ -29,6 +29,9 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   by time). LoRA and QLoRA the same, from ``vram.timing.lora_step``'s FLOPs (frozen weights
   without weight gradients). Serving: each fitting card's decoding bound
   (``vram.timing.decode_bound``, memory bandwidth: an upper bound), not for MXFP4 weights.
+- ``calibration``: ``vram.calibration.Calibration.as_job()`` of the published measurements
+  (``measurements.yaml``); with it each time says which runs back it (``backing``) and is
+  computed at its class's range; without it, at torchtitan's ``MFU`` and with no backing.
 - offload (training): ``host_ram_gb`` (card key -> the system RAM of the machine of ``cards``
   such cards, whole GB as the rental catalogue writes it, taken as 10**9 bytes: if the
   catalogue means GiB the machine has more, never less). Each card then says whether that
@@ -77,6 +80,8 @@ from .serving import check_tensor_parallel, serving_memory_per_gpu
 from .billing import parse_price
 from .catalogue import Bandwidth, Card
 from .ranking import rank_runs, run_options
+from .calibration import Calibration, calibration_from_job, job_class, serving_class
+from .measurements import is_moe
 from .timing import decode_bound, shown_duration
 from .units import bytes_to_gb
 
@@ -98,7 +103,7 @@ JOB_FIELDS: dict[str, Any] = {
     "rank": 16, "targets": ALL_LINEAR, "base_dtype": "bf16",
     "weights": "bf16", "kv_dtype": "bf16", "context": 8192, "concurrent": 1, "gpu_memory_utilization": 0.9,
     "gpus": [], "reserve_mib": 2048, "tight_free_fraction": 0.1,
-    "tokens": 10**9, "prices": {}, "host_ram_gb": {},
+    "tokens": 10**9, "prices": {}, "host_ram_gb": {}, "calibration": None,
 }
 MAX_HOST_RAM_GB = 10**6  # 1 PB: beyond any machine
 MAX_TOKENS = 10**15
@@ -403,6 +408,7 @@ def _decode_bounds(job: dict, config: ModelConfig, fit_list: list[dict]) -> None
     of a mixed MXFP4/bf16 checkpoint are not modelled)."""
     if job["weights"] == MXFP4:
         return
+    calibration = _calibration(job)
     cards = {c["key"]: c for c in job["gpus"]}
     for fit in fit_list:
         card = _speed_card(cards[fit["gpu"]])
@@ -413,6 +419,26 @@ def _decode_bounds(job: dict, config: ModelConfig, fit_list: list[dict]) -> None
         fit["decode"] = {"bytes_per_step": bound.bytes_per_step,
                          "tokens_per_s_per_sequence_at_most": math.ceil(bound.tokens_per_second_per_sequence),
                          "tokens_per_s_at_most": math.ceil(bound.tokens_per_second)}
+        backing = None if calibration is None else \
+            calibration.backing(fit["gpu"], serving_class("", job["weights"], job["concurrent"])[1:])
+        if backing is not None:  # the published decoding runs' share of the roofline: a realistic range
+            low, high = backing.range.utilisation
+            fit["decode"]["backing"] = backing.as_dict()
+            fit["decode"]["tokens_per_s_per_sequence"] = [math.floor(bound.tokens_per_second_per_sequence * low),
+                                                          math.ceil(bound.tokens_per_second_per_sequence * high)]
+            fit["decode"]["tokens_per_s"] = [math.floor(bound.tokens_per_second * low),
+                                             math.ceil(bound.tokens_per_second * high)]
+
+
+def _calibration(job: dict) -> Calibration | None:
+    """The job's ``calibration`` (None: none handed in). Raises JobError for a malformed one."""
+    raw = job["calibration"]
+    if raw is None:
+        return None
+    try:
+        return calibration_from_job(raw)
+    except ValueError as exc:
+        raise JobError("calibration", "choice", str(exc)) from None
 
 
 def _money(value: Any) -> str | None:
@@ -441,26 +467,46 @@ def _run_times(job: dict, config: ModelConfig, fit_list: list[dict]) -> dict[str
         return None
     options = []
     lora = None
+    task = "full"
     if job["kind"] == "lora":  # the targets as _lora read them
         targets = job["targets"]
         if targets != ALL_LINEAR:
             targets = tuple(t.strip() for t in targets.split(",") if t.strip())
         lora = {"rank": job["rank"], "target_modules": targets, "base_dtype": job["base_dtype"]}
+        task = "qlora" if job["base_dtype"] == "nf4" else "lora"
+    calibration = _calibration(job)
+    klass = job_class("", is_moe(config), task, job["kind"] == "training" and job["offload"] != "none")[1:]
     for fit in fit_list:
         key = fit["gpu"]
         price = {key: parsed[key]} if key in parsed else {}
+        backing = None if calibration is None else calibration.backing(key, klass)
+        share = {key: backing.range.utilisation} if backing is not None else None
         option, = run_options(config, tokens, {key: (speeds[key], job["cards"])}, price, job["zero_stage"],
-                              job["seq_len"], job["micro_batch"], fit["recompute"], job["offload"] != "none", lora)
+                              job["seq_len"], job["micro_batch"], fit["recompute"], job["offload"] != "none", lora,
+                              share)
         step = option.step
         fit["time"] = {"step_s": step.step.as_list(), "compute_s": step.compute.as_list(),
                        "communication_s": step.communication.as_list(), "offload_s": step.offload.as_list(),
                        "bound": step.bound, "run_s": option.run_s.as_list(),
                        "run_shown": [shown_duration(option.run_s.low, False), shown_duration(option.run_s.high, True)],
                        "price_eur_per_hour": _money(option.price_eur_per_hour),
-                       "cost_eur": None if option.cost_eur is None else [str(c) for c in option.cost_eur]}
+                       "cost_eur": None if option.cost_eur is None else [str(c) for c in option.cost_eur],
+                       "backing": None if backing is None else backing.as_dict()}
         options.append(option)
     by, ranked = rank_runs(options)
-    return {"tokens": tokens, "ranked_by": by, "order": [o.key for o in ranked]}
+    warnings = []
+    if is_moe(config):
+        warnings.append("expert_parallel")
+    if min(o.run_s.low for o in options) > SEVERAL_MACHINES_S:
+        warnings.append("several_machines")
+    return {"tokens": tokens, "ranked_by": by, "order": [o.key for o in ranked], "warnings": warnings}
+
+
+# What the published runs did that the guide's FSDP/ZeRO model on one machine does not describe
+# (``run["warnings"]``): every mixture-of-experts run of measurements.yaml split its experts
+# over the GPUs (expert parallelism), and runs longer than a month on one machine are, in
+# every published training of that size, spread over several machines.
+SEVERAL_MACHINES_S = 30 * 86_400
 
 
 def _machines_ram(job: dict) -> dict[str, int]:

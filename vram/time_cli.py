@@ -33,6 +33,8 @@ from .lora import ALL_LINEAR, BASE_DTYPES
 from .timing import (LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, shown_duration,
                      training_step)
 from .units import parse_count
+from .calibration import job_class, load_measured_data
+from .measurements import is_moe
 
 MAX_TOKENS = 10**15  # 65 x the 15 trillion tokens Llama 3 was trained on: above it, a typo
 
@@ -106,6 +108,25 @@ def _lora(args: argparse.Namespace) -> dict | None:
             "base_dtype": args.base_dtype or "bf16"}
 
 
+def _backing(args: argparse.Namespace, config, gpu: str):
+    """The published runs behind a time on ``gpu`` (``vram.calibration``: measurements.yaml)."""
+    task = "full" if args.task != "lora" else "qlora" if args.base_dtype == "nf4" else "lora"
+    return load_measured_data().calibration.backing(gpu, job_class("", is_moe(config), task, args.offload_optimizer)[1:])
+
+
+def backing_line(backing: dict | None) -> str:
+    """A time's backing (``vram.calibration.Backing.as_dict``) in words: "A100: 6 published runs
+    (vectorlm-2024)", or that none backs this card or this kind of job."""
+    if backing is None:
+        return "no published measurement backs this time: torchtitan's MFU range"
+    runs = f"{backing['runs']} published run{'s' if backing['runs'] != 1 else ''} ({', '.join(backing['sources'])})"
+    if not backing["exact"]:
+        return f"no published measurement on this card for this kind of job: widened to {runs} of other classes"
+    if not backing["on_card"]:
+        return f"no published measurement on this card; {backing['family']}: {runs}"
+    return f"{backing['family']}: {runs}"
+
+
 def _cmd_rank(args: argparse.Namespace, config, cards, machines, emit: Callable) -> None:
     if args.zero_stage is None or args.tokens is None:
         raise ValueError("time --rank needs --zero-stage and --tokens (the run to rank the machines for)")
@@ -120,18 +141,22 @@ def _cmd_rank(args: argparse.Namespace, config, cards, machines, emit: Callable)
         if key not in chosen:
             raise ValueError(f"--price {key}=...: {key!r} is not a machine of the ranking ({', '.join(chosen)})")
         prices[key] = price
+    found = {key: _backing(args, config, card.key) for key, (card, _) in chosen.items()}
+    shares = {key: b.range.utilisation for key, b in found.items() if b is not None}
+    backings = {key: None if b is None else b.as_dict() for key, b in found.items()}
     by, ranked = rank_runs(run_options(config, args.tokens, chosen, prices, args.zero_stage, args.seq_len,
-                                       args.micro_batch, args.recompute, args.offload_optimizer, _lora(args)))
+                                       args.micro_batch, args.recompute, args.offload_optimizer, _lora(args), shares))
     data = {"ranked_by": by, "tokens": args.tokens, "zero_stage": args.zero_stage, "machines": [
         {"machine": o.key, "gpu": o.card.key, "count": o.count, "run_s": o.run_s.as_list(), "bound": o.step.bound,
          "price_eur_per_hour": None if o.price_eur_per_hour is None else str(o.price_eur_per_hour),
-         "cost_eur": None if o.cost_eur is None else [str(c) for c in o.cost_eur]} for o in ranked]}
+         "cost_eur": None if o.cost_eur is None else [str(c) for c in o.cost_eur],
+         "backing": backings[o.key]} for o in ranked]}
     why = "cost of the run (every machine has a price)" if by == "cost" else "time (a machine has no price)"
     lines = [f"machines for {args.tokens:,} tokens, ZeRO-{args.zero_stage}, ranked by {why}:"]
     for i, o in enumerate(ranked, 1):
         cost = f", {o.cost_eur[0]}-{o.cost_eur[1]} EUR at {o.price_eur_per_hour:.2f} EUR/h" if o.cost_eur else ""
         lines.append(f"  {i}. {o.count} x {o.card.name}: {_duration(o.run_s.low)} to {_duration(o.run_s.high, True)}"
-                     f"{cost} (bound: {o.step.bound})")
+                     f"{cost} (bound: {o.step.bound}; {backing_line(backings[o.key])})")
     lines.append("memory is not checked here: python -m vram estimate says whether the job fits each card")
     emit(args, data, lines)
 
@@ -161,21 +186,26 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
     if args.zero_stage is None:
         raise ValueError("time: --zero-stage is required for training (0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3)")
     lora = _lora(args)
+    backing = _backing(args, config, args.gpu)
+    share = MFU if backing is None else backing.range.utilisation
     if lora is None:
         step = training_step(config, card, args.gpus, args.zero_stage, args.seq_len, args.micro_batch,
-                             args.recompute, args.offload_optimizer)
+                             args.recompute, args.offload_optimizer, utilisation=share)
     else:
-        step = lora_step(config, card, args.gpus, args.zero_stage, args.seq_len, args.micro_batch, args.recompute, **lora)
+        step = lora_step(config, card, args.gpus, args.zero_stage, args.seq_len, args.micro_batch, args.recompute, **lora,
+                         utilisation=share)
     data: dict = {
         "gpu": args.gpu, "gpus": args.gpus, "zero_stage": args.zero_stage, "seq_len": args.seq_len,
         "micro_batch": args.micro_batch, "recompute": args.recompute, "offload_optimizer": args.offload_optimizer,
         "params": count_params(config).total, "flops_per_token": step.flops_per_token,
-        "bf16_dense_tflops": card.bf16_dense_tflops, "mfu": list(MFU), "mfu_source": MFU_SOURCE,
+        "bf16_dense_tflops": card.bf16_dense_tflops, "mfu": list(share),
+        "backing": None if backing is None else backing.as_dict(),
         "peer_link": card.peer.key, "busbw_gb_per_s": [card.peer.low_gb_per_s, card.peer.high_gb_per_s],
         "compute_s": step.compute.as_list(), "communication_s": step.communication.as_list(),
         "offload_s": step.offload.as_list(), "step_s": step.step.as_list(), "bound": step.bound,
         "tokens_per_s": step.tokens_per_second.as_list(),
     }
+    data["mfu_source"] = MFU_SOURCE if backing is None else backing_line(data["backing"])
     if lora is not None:
         data.update({"task": "lora", "lora_rank": lora["rank"], "base_dtype": lora["base_dtype"],
                      "targets": lora["target_modules"] if isinstance(lora["target_modules"], str) else ",".join(lora["target_modules"]),
@@ -188,7 +218,7 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
         f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f}-{step.flops_per_token_high / 1e9:,.1f} GFLOP "
         f"(LoRA rank {lora['rank']}, base {lora['base_dtype']}: frozen weights without weight gradients)",
         f"  compute           {_span(data['compute_s'])} s at {card.bf16_dense_tflops:g} TFLOPS bf16 dense x MFU "
-        f"{MFU[0]:.0%}-{MFU[1]:.0%}",
+        f"{share[0]:.0%}-{share[1]:.0%}",
         f"  communication     {_span(data['communication_s'])} s over {card.peer.key} "
         f"({card.peer.low_gb_per_s:g}-{card.peer.high_gb_per_s:g} GB/s busbw per direction)",
     ]
@@ -222,7 +252,7 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
     if lora is not None:
         lines.append(f"source of the LoRA FLOPs range: {LORA_FLOPS_SOURCE}"
                      + ("; QLoRA's dequantisation is not counted" if lora["base_dtype"] == "nf4" else ""))
-    lines.append(f"source of the MFU range: {MFU_SOURCE}")
+    lines.append(f"source of the MFU range: {data['mfu_source']}")
     emit(args, data, lines)
 
 

@@ -43,6 +43,7 @@ from vram.units import bytes_to_gb, bytes_to_gib
 from hooks.cache import Memo, hash_files, package_versions, tree_stamp
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml, relative
+from hooks.data.measurements import measured_data
 from hooks.errors import RenderError
 from hooks.render.numbers import calculator_errors
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
@@ -77,6 +78,7 @@ class Catalogue:
     reserve_mib: int  # gpus.yaml: CUDA context and NCCL buffers, taken from every card
     speeds: dict[str, dict[str, Any]] = field(default_factory=dict)  # vram.catalogue.card_speed per card
     accountings: dict[str, Any] = field(default_factory=dict)  # vram.accounting name -> the method's label
+    calibration: dict[str, Any] | None = None  # vram.calibration.Calibration.as_job() of measurements.yaml
 
 
 def _load_models(data_dir: Path) -> dict[str, Model]:
@@ -138,7 +140,7 @@ def _read_catalogue(data_dir: Path) -> Catalogue:
     catalogue = Catalogue(plain["settings"], plain["tasks"], plain["methods"], models,
                           sorted(gpus_plain["gpus"].items(), key=lambda item: item[1]["memory_mib"]),
                           gpus_plain["machines"], plain["labels"], plain["parts"], gpus.reserve_mib, _speeds(data_dir),
-                          plain["accountings"])
+                          plain["accountings"], measured_data(data_dir).calibration.as_job())
     return catalogue
 
 
@@ -173,7 +175,8 @@ def job(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option:
     found: dict[str, Any] = {"kind": task["kind"], "config": catalogue.models[model_key].config, "cards": cards,
                              "gpus": [{"key": k, "memory_mib": g["memory_mib"], "speed": catalogue.speeds[k]}
                                       for k, g in catalogue.gpus],
-                             "reserve_mib": catalogue.reserve_mib, "tight_free_fraction": settings["tight_free_fraction"]}
+                             "reserve_mib": catalogue.reserve_mib, "tight_free_fraction": settings["tight_free_fraction"],
+                             "calibration": catalogue.calibration}
     if task["kind"] == "serving":
         found.update(weights=task["weight_dtype"], context=int(option), **settings["serving"])
         return found
@@ -220,6 +223,12 @@ def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
 
 
 TIME_SHOWN = ("step_s", "bound", "run_shown", "price_eur_per_hour", "cost_eur")
+BACKING_SHOWN = ("family", "runs", "on_card", "exact")  # which published runs back a time (vram.calibration.Backing)
+
+
+def backing_shown(backing: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the page says of a time's backing: the family's name, its runs, those on the card."""
+    return None if backing is None else {key: backing[key] for key in BACKING_SHOWN}
 
 
 def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict[str, Any]:
@@ -234,7 +243,9 @@ def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict
                                            "decode")
                  if key in fit}
         if "time" in shown:  # what run_text shows (finder.json stays small: 11 cards x every choice)
-            shown["time"] = {key: fit["time"][key] for key in TIME_SHOWN}
+            shown["time"] = {key: fit["time"][key] for key in TIME_SHOWN} | {"backing": backing_shown(fit["time"]["backing"])}
+        if "decode" in shown and "backing" in shown["decode"]:
+            shown["decode"] = shown["decode"] | {"backing": backing_shown(shown["decode"]["backing"])}
         if (fit["gpu"], cards) in machines:
             shown["machine"], shown["price_eur_per_hour_from"] = machines[(fit["gpu"], cards)]
         fits.append(shown)
@@ -318,6 +329,7 @@ def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
                   "usable_gb": bytes_to_gb(card_capacity_bytes(catalogue, g)), "speed": catalogue.speeds[k]}
                  for k, g in catalogue.gpus],
         "run_tokens": JOB_FIELDS["tokens"],
+        "calibration": catalogue.calibration,  # the published runs' shares: the worker's jobs carry them
         # the RAM of the catalogue's machines where a source gives it (gpus.yaml host_ram_gb)
         "host_ram_gb": {f"{m['gpu']}@{m['count']}": m["host_ram_gb"] for m in catalogue.machines.values()
                         if m["host_ram_gb"] != "not published"},

@@ -7,6 +7,7 @@ Expected texts are typed: the guide's billing (per minute, 15-minute minimum, 8 
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -15,6 +16,7 @@ from hooks.errors import RenderError
 from hooks.render.markdown import render_markdown
 from tests.conftest import REPO_ROOT
 from vram import billing, timing
+from vram.calibration import load_measured_data
 from vram.catalogue import load_catalogue
 from vram.models import load_model_config
 
@@ -37,10 +39,17 @@ def test_mfu_is_the_published_range():
 
 def test_durations_change_unit_and_round_outwards():
     job = "model=llama-3.1-8b gpu=h100 gpus=8 zero_stage=3 micro_batch=2 tokens=1e9"
-    assert render_markdown(f"{{{{ run_time {job} }}}}", "it") == f"4,3–6,2{NBSP}h"
+    cards, _ = load_catalogue()
+    # the page's time is the calculator's at the calibrated range of H100s' full training (vram.calibration)
+    share = load_measured_data().calibration.backing("h100", ("dense", "full", "none")).range.utilisation
+    run = timing.run_seconds(10**9, timing.training_step(load_model_config(REPO_ROOT / "snippets" / "data" / "models" /
+                                                                           "llama-3.1-8b.json"), cards["h100"], 8, 3,
+                                                        micro_batch=2, utilisation=share))
+    low, high = math.floor(run.low / 360) / 10, math.ceil(run.high / 360) / 10  # hours, rounded outwards
+    assert render_markdown(f"{{{{ run_time {job} }}}}", "it") == f"{low:.1f}–{high:.1f}{NBSP}h".replace(".", ",")
     a6000 = "model=llama-3.1-8b gpu=a6000 gpus=4 zero_stage=3 recompute=full tokens=1e9"
-    # several days: days and hours, each end rounded outwards (vram.timing.shown_duration)
-    assert re.fullmatch(rf"de \d+{NBSP}jours et \d+{NBSP}h à \d+{NBSP}jours et \d+{NBSP}h",
+    # several days: days and hours, each end rounded outwards (vram.timing.shown_duration); under two days, hours
+    assert re.fullmatch(rf"de ([\d,]+{NBSP}h|\d+{NBSP}jours et \d+{NBSP}h) à \d+{NBSP}jours et \d+{NBSP}h",
                         render_markdown(f"{{{{ run_time {a6000} }}}}", "fr"))
     mixed = render_markdown("{{ run_time model=llama-3.2-1b gpu=rtx-4090 gpus=4 zero_stage=3 tokens=1e9 }}", "it")
     assert re.fullmatch(rf"da [\d,]+{NBSP}h a \d+{NBSP}giorni( e \d+{NBSP}h)?", mixed), mixed
