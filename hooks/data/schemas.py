@@ -234,12 +234,23 @@ class UnitsFile(Data):
 
 
 # ---------------------------------------------------------------- snippets/data/timing.yaml
+class CalibrationTexts(Data):
+    """Words of the formulas page's validation section (hooks/render/calibration.py)."""
+
+    columns: Texts({"family": (), "kind": (), "task": (), "share": (), "runs": (), "sources": ()})
+    words: Texts({"dense": (), "moe": (), "serving": (), "full": (), "lora": (), "qlora": (), "offload": (),
+                  "bits": ("bits",), "single": (), "batched": (), "widened": ("spread",),
+                  "met": (), "missed": ()})
+    plot: Texts({"measured": (), "predicted": (), "same": (), "scale": (), "alt": ("runs", "coverage", "width")})
+
+
 class TimingFile(Data):
-    """Words of the time and cost figures (hooks/render/timing.py)."""
+    """Words of the time and cost figures (hooks/render/timing.py, hooks/render/calibration.py)."""
 
     bounds: Texts({"compute": (), "communication": (), "offload": (), "memory_bandwidth": ()})
     columns: Texts({"machine": (), "price": (), "step": (), "bound": (), "run": (), "cost": ()})
     machine: Text("count", "gpu")
+    calibration: CalibrationTexts
 
 
 # ---------------------------------------------------------------- snippets/data/prose.yaml
