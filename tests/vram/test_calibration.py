@@ -223,7 +223,7 @@ def test_the_serving_answer_adds_the_published_share_of_the_roofline(measured):
 
 
 def test_cli_job_accepts_tokens_as_time_does(tmp_path):
-    from vram.__main__ import main
+    from vram.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
