@@ -108,7 +108,8 @@ def test_cli_time_settles_the_recomputation_as_the_finder(llama8b, cards):
     gpus = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "gpus.yaml").read_text(encoding="utf-8"))
     job = {"kind": "lora", "config": llama8b, "cards": 1, "framework": "deepspeed", "zero_stage": 0,
            "reserve_mib": gpus["reserve_mib"], "gpus": [{"key": "rtx-4090", "memory_mib": gpus["gpus"]["rtx-4090"]["memory_mib"],
-                                                         "speed": card_speed(cards["rtx-4090"])}]}
+                                                         "speed": card_speed(cards["rtx-4090"])}],
+           "calibration": load_measured_data().calibration.as_job()}  # the published runs, as the CLI reads them
     fit, = answer_job(job)["fits"]
     assert fit["recompute"] == "full" and fit["tight"]  # the case: only full recomputation fits
     code, out, err = run_cli("time", "--task", "lora", "--config", str(LLAMA_8B), "--gpu", "rtx-4090", "--gpus", "1",
