@@ -274,16 +274,15 @@ class Calibration:
 
     def backing(self, gpu: str, key_without_family: tuple[str, str, str]) -> "Backing | None":
         """The range behind a job on ``gpu`` of class (family of ``gpu``, *key_without_family*),
-        with the runs on that card itself; None for a card in no family or no run of that kind."""
-        family = self.families.get(gpu)
-        if family is None:
-            return None
+        with the runs on that card itself; None when no run of that kind exists. A card in no
+        family (one just added to the catalogue) reads the classes of every family."""
+        family = self.families.get(gpu, "")
         found = class_range(self.points, (family, *key_without_family))
         if found is None:
             return None
         on_card = sum(1 for p in self.points if p.gpu == gpu and p.arch == found.key[1] and
                       all(u == ANY or u == v for u, v in zip(found.used, p.class_key)))
-        return Backing(found, self.names[family], on_card)
+        return Backing(found, self.names.get(family, gpu), on_card)
 
     def as_job(self) -> dict[str, Any]:
         """The calibration as ``vram.job``'s ``calibration`` field (plain JSON values)."""
@@ -351,9 +350,6 @@ def measured_data(data: Mapping[str, Any], catalogue_cards: Mapping[str, Card], 
         for card in entry["cards"]:
             if card not in cards:
                 raise ValueError(f"families.{family}.cards: {card!r} is not a card of gpus.yaml or of cards")
-    for card in catalogue_cards:
-        if card not in families:
-            raise ValueError(f"families: the catalogue's card {card!r} is in no family")
     links = {row["key"] for row in interconnects["rows"]} | {p["key"] for p in interconnects.get("without_p2p", [])}
     measurements = {m.key: m for m in measurements_from_data(data)}
     points = []
