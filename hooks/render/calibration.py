@@ -122,10 +122,10 @@ def source_link(url: str) -> str:
 
 
 def calibration_sources(raw: dict[str, str], lang: str) -> str:
-    """``{{ calibration_sources }}``: a list of the sources (key: link)."""
+    """``{{ calibration_sources }}``: a list of the sources (the link, then the key the table names)."""
     Args(raw, set())
     sources = load_yaml("measurements")["sources"]
-    return "\n".join(f"- `{key}`: {source_link(entry['url'])}" for key, entry in sources.items())
+    return "\n".join(f"- {source_link(entry['url'])} (`{key}`)" for key, entry in sources.items())
 
 
 def calibration_plot(raw: dict[str, str], lang: str) -> str:
