@@ -10,15 +10,14 @@ Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inpu
   attention (2 matmuls forward, 4 backward, 2 FLOPs per multiply-add; causal masking not
   subtracted; a sliding-window layer attends to at most its window). Llama 3.1 8B at 8,192
   tokens: 6 x 7,504,924,672 + 12 x 32 x 32 x 128 x 8,192 = 57.9 GFLOP per token.
-- **Compute time**: FLOPs / (dense BF16 peak x MFU). Peaks: vendors' datasheets, per card
-  in ``gpus.yaml``. MFU (model FLOPs utilisation) is the published range ``MFU``, torchtitan
-  ``benchmarks/llama3_h100_202412_torchtitan.md``: Llama 3.1 8B, FSDP2, 8 x H100, local batch
-  2, sequence 8,192, selective activation checkpointing: 5,762 tokens/s per GPU ("33% to 39%
-  MFU", with and without torch.compile: 6,667 tokens/s with it). It was measured on H100s
-  with the FLOPs convention above; for any other card, model or batch it is an assumption
-  that the same share of the peak is reached, and the range says no more than that. The
-  H100s measured were 96 GB HBM2e cards at 500 W, slower than an H100 SXM, and torchtitan
-  divided by the SXM peak (its footnote 2): on a 700 W H100 SXM the range is cautious.
+- **Compute time**: FLOPs / (dense BF16 peak x utilisation). Peaks: vendors' datasheets, per card
+  in ``gpus.yaml``. The utilisation is a range handed in (``utilisation``): the calibrated range
+  of the job's class, read from published measurements (``vram.calibration``,
+  ``snippets/data/measurements.yaml``), which the site, the finder and the command line pass. A
+  direct call without one uses ``MFU``, torchtitan ``benchmarks/llama3_h100_202412_torchtitan.md``:
+  Llama 3.1 8B, FSDP2, 8 x H100, local batch 2, sequence 8,192, selective activation
+  checkpointing, 5,762 tokens/s per GPU ("33% to 39% MFU", with and without torch.compile:
+  6,667 tokens/s with it), one of those measurements.
   Full recomputation runs the forward twice: x 4/3 (Narayanan et al. 2021, arXiv:2104.04473,
   whose FLOPs count adds one more forward pass for activation recomputation: 4 passes' worth
   instead of 3). Selective recomputation is what the
@@ -35,7 +34,10 @@ Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inpu
   directions at once at the link's high end to one after the other at its low end. The CPU's
   Adam step is not counted: the offload time is what the link alone costs.
 - **Overlap**: the step is at least the longest of compute, communication and offload
-  (perfect overlap) and at most their sum (none).
+  (perfect overlap) and at most their sum (none). Without peer-to-peer (GeForce: NCCL copies
+  through host memory) it is at least compute + communication: Answer.AI's dual-3090 runs
+  (``measurements.yaml``) lost more under FSDP than under DDP than the gathered bytes take at
+  the path's fastest.
 - **LoRA and QLoRA** (``lora_flops_per_token``, ``lora_step``): the frozen weights get no
   gradient. A weight's backward costs twice its forward, half for the input's gradient and
   half for the weight's (Narayanan et al. 2021, arXiv:2104.04473, appendix: "the backward
