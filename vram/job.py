@@ -396,7 +396,8 @@ def _run_times(job: Job, fit_list: list[dict[str, Any]], runs: dict[str, RunSett
         warnings.append("expert_parallel")
     if min(o.run_s.low for o in options) > SEVERAL_MACHINES_S:
         warnings.append("several_machines")
-    return {"tokens": job.tokens, "ranked_by": by, "order": [o.key for o in ranked], "warnings": warnings}
+    found = {"tokens": job.tokens, "ranked_by": by, "order": [o.key for o in ranked]}
+    return found | ({"warnings": warnings} if warnings else {})
 
 
 # What the published runs did that the guide's FSDP/ZeRO model on one machine does not describe

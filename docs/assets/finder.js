@@ -374,6 +374,7 @@
 
     // Which published runs back a time (answer_job's backing; page.py's backing_text).
     function backingText(backing) {
+      if (typeof backing === "number") backing = data.backings[backing];  // finder.json names each once
       if (!backing) return "";
       var runs = formats.whole.format(backing.runs);
       if (!backing.exact) return fill(labels.backing_none, { runs: runs });

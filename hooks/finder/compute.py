@@ -237,6 +237,28 @@ TIME_SHOWN = ("step_s", "bound", "run_shown", "price_eur_per_hour", "cost_eur")
 BACKING_SHOWN = ("family", "runs", "on_card", "exact")  # which published runs back a time (vram.calibration.Backing)
 
 
+def intern_backings(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Replace every ``backing`` of ``results`` (finder.json's answers) by its index in the list
+    returned: a few distinct backings repeated over thousands of cells (finder.js resolves them)."""
+    found: list[dict[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "backing" and isinstance(value, dict):
+                    if value not in found:
+                        found.append(value)
+                    node[key] = found.index(value)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(results)
+    return found
+
+
 def backing_shown(backing: dict[str, Any] | None) -> dict[str, Any] | None:
     """What the page says of a time's backing: the family's name, its runs, those on the card."""
     return None if backing is None else {key: backing[key] for key in BACKING_SHOWN}
@@ -255,8 +277,9 @@ def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict
                  if key in fit}
         if "time" in shown:  # what run_text shows (finder.json stays small: 11 cards x every choice)
             shown["time"] = {key: fit["time"][key] for key in TIME_SHOWN} | {"backing": backing_shown(fit["time"]["backing"])}
-        if "decode" in shown and "backing" in shown["decode"]:
-            shown["decode"] = shown["decode"] | {"backing": backing_shown(shown["decode"]["backing"])}
+        if "decode" in shown and "backing" in shown["decode"]:  # what decode_text shows: per sequence
+            shown["decode"] = {key: value for key, value in shown["decode"].items() if key != "tokens_per_s"} \
+                | {"backing": backing_shown(shown["decode"]["backing"])}
         if (fit["gpu"], cards) in machines:
             shown["machine"], shown["price_eur_per_hour_from"] = machines[(fit["gpu"], cards)]
         fits.append(shown)
@@ -314,6 +337,7 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
                     found = result(catalogue, model_key, task_key, cards, option)
                     if found is not None:
                         results.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[option] = found
+    backings = intern_backings(results)
     return {
         "schema": 1,
         "default": settings["default"],
@@ -342,6 +366,7 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
                  for k, g in catalogue.gpus],
         "run_tokens": JOB_FIELDS["tokens"],
         "calibration": catalogue.calibration,  # the published runs' shares: the worker's jobs carry them
+        "backings": backings,  # each distinct backing once; results name them by index
         # the RAM of the catalogue's machines where a source gives it (gpus.yaml host_ram_gb)
         "host_ram_gb": {f"{m['gpu']}@{m['count']}": m["host_ram_gb"] for m in catalogue.machines.values()
                         if m["host_ram_gb"] != "not published"},

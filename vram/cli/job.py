@@ -108,7 +108,7 @@ def _cmd_job(args: argparse.Namespace) -> None:
             cost = f", {t['cost_eur'][0]}-{t['cost_eur'][1]} EUR at {t['price_eur_per_hour']} EUR/h" if t["cost_eur"] else ""
             lines.append(f"  {fit['gpu']}: step {t['step_s'][0]:.3g}-{t['step_s'][1]:.3g} s ({t['bound']}-bound), "
                          f"run {t['run_s'][0] / 3600:.3g}-{t['run_s'][1] / 3600:.3g} h{cost}; {backing_line(t['backing'])}")
-        lines += [f"warning: {warning}" for warning in run["warnings"]]
+        lines += [f"warning: {warning}" for warning in run.get("warnings", [])]
     lines += [f"decoding on {fit['gpu']}: at most {fit['decode']['tokens_per_s_per_sequence_at_most']:,} tokens/s per "
               f"sequence, {fit['decode']['tokens_per_s_at_most']:,} in all (memory-bandwidth roofline, an upper bound)"
               for fit in answer["fits"] if "decode" in fit]
