@@ -12,7 +12,9 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   ZeRO-1/2/3, ``rank``, ``targets``, ``base_dtype`` "nf4" = QLoRA; FSDP2 at zero_stage 2 or 3 with a
   bf16 or nf4 base: ``vram.lora_fsdp2_memory``, with ``optimizer_impl``) or "serving"
   (``vram.serving_memory_per_gpu``, tensor parallel over ``cards``; ``weights``,
-  ``kv_dtype``, ``context``, ``concurrent`` sequences, ``gpu_memory_utilization``);
+  ``kv_dtype``, ``context``, ``concurrent`` sequences, ``gpu_memory_utilization``, and
+  ``max_num_batched_tokens``, vLLM's prefill chunk, which sets what its sliding-window layers
+  reserve: ``vram.serving.kv_cache_tokens``; the answer says which it assumed);
 - ``config``: the model's parsed ``config.json`` (read by ``vram.model_config_from_dict``);
 - ``cards``: data-parallel GPUs (training, LoRA) or the tensor-parallel size (serving);
 - training and LoRA: ``seq_len`` tokens, ``micro_batch`` sequences, ``recompute`` and
@@ -80,7 +82,7 @@ from .breakdown import model_shape
 from .fit import fits, free_fraction, mib_to_bytes, training_verdict, usable_bytes
 from .frameworks import framework_memory
 from .job_input import (JOB_FIELDS, KINDS, KV_DTYPES, MAX_CARDS, MAX_HOST_RAM_GB, MAX_MIB, MAX_RANK, MAX_TOKENS,
-                        MULTIMODAL_GEMMA3, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, GpuEntry, Job, JobError,
+                        OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, GpuEntry, Job, JobError,
                         check_job, normalised, read_config)
 from .lora import lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
 from .models import ModelConfig, count_params
@@ -94,7 +96,7 @@ from .units import bytes_to_gb
 
 __all__ = [  # vram.job_input's names, importable from here as before the split
     "JOB_FIELDS", "KINDS", "KV_DTYPES", "MAX_CARDS", "MAX_HOST_RAM_GB", "MAX_MIB", "MAX_RANK", "MAX_TOKENS",
-    "MULTIMODAL_GEMMA3", "OFFLOAD", "SERVING_WEIGHTS", "TRAINING_OPTIMIZERS", "Job", "JobError", "check_job",
+    "OFFLOAD", "SERVING_WEIGHTS", "TRAINING_OPTIMIZERS", "Job", "JobError", "check_job",
     "normalised", "read_config",
     # this module's own
     "Need", "RunSetting", "answer_job", "asked_run", "answer_json", "dumps", "settle_run", "settled_runs", "training_need",
@@ -232,8 +234,9 @@ def _serving(job: Job) -> tuple[dict[str, int], int]:
     except ValueError as exc:
         raise _not_offered("cards", exc) from None
     memory = serving_memory_per_gpu(job.config, "bf16" if job.weights == MXFP4 else job.weights, job.context,
-                                    job.concurrent, job.kv_dtype, job.cards)
-    one = serving_memory_per_gpu(job.config, "bf16", job.context, 1, job.kv_dtype, job.cards).kv_cache_bytes
+                                    job.concurrent, job.kv_dtype, job.cards, job.max_num_batched_tokens)
+    one = serving_memory_per_gpu(job.config, "bf16", job.context, 1, job.kv_dtype, job.cards,
+                                 job.max_num_batched_tokens).kv_cache_bytes
     weight_bytes = mxfp4_weights_bytes_per_gpu(job.config, job.cards) if job.weights == MXFP4 else memory.weights_bytes
     return {"weights": weight_bytes, "kv_cache": memory.kv_cache_bytes}, one
 
@@ -425,7 +428,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     KV cache, on one card), ``parts`` (``[[part, bytes, gb]]``, largest first),
     ``host_bytes``/``host_gb`` (host RAM per machine for offload), ``activations``
     (training, LoRA: ``seq_len``, ``micro_batch``, ``attention``, ``recompute``, ``bytes``
-    and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` (serving), ``fits`` and
+    and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` and ``max_num_batched_tokens`` (serving), ``fits`` and
     ``short`` (per card: ``gpu``, ``capacity_bytes``, ``margin_bytes``/``margin_gb``,
     ``free_fraction``, ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``. Training
     and LoRA: ``accounting``, the name of the formula the bytes come from
@@ -473,6 +476,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
         if run is not None:
             answer["run"] = run
     else:
+        answer["max_num_batched_tokens"] = checked.max_num_batched_tokens  # the prefill chunk vLLM is assumed to run
         answer["kv_per_sequence_bytes"] = kv_one
         answer["kv_per_sequence_gb"] = bytes_to_gb(kv_one)
         _decode_bounds(checked, fit_list)

@@ -434,7 +434,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "error_choice": ("field",), "error_too_long": ("field", "maximum"), "error_config_json": ("field", "line", "column"),
     "error_config_duplicate": ("field", "key"), "error_config_object": ("field", "got"), "error_config_unreadable": ("field",),
     "error_config_family": ("field", "key", "choices"), "error_config_key": ("field", "key"),
-    "error_config_multimodal": ("field", "key"),
+    "error_config_multimodal": ("field", "key", "got"),
     "error_config_value": ("field", "key"), "error_not_offered": ("field",),
     "refused_framework": (), "refused_cards": (), "refused_optimizer": (), "refused_offload": (),
     "refused_weights": (), "refused_targets": (),

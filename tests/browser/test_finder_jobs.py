@@ -372,12 +372,12 @@ BAD = [  # (field values, what the line must say in it, in fr)
     ({"model": "custom", "config": '{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}'},
      "config.json del modello: «gemma3» è il modello multimodale, con la parte che legge le immagini, che il "
      "calcolatore non conta; per il solo modello di testo incolla il suo text_config come config.json a sé, con "
-     "model_type «gemma3_text» e, scritte per esteso, le dimensioni che lascia ai valori predefiniti di "
-     "Gemma3TextConfig (vocab_size compresa).",
+     "model_type «gemma3_text» e, scritte per esteso, le dimensioni che lascia ai valori predefiniti della sua "
+     "classe di configurazione (vocab_size compresa), se il calcolatore conosce quella famiglia.",
      "config.json du modèle : « gemma3 » est le modèle multimodal, avec la partie qui lit les images, que le "
      "calculateur ne compte pas ; pour le seul modèle de texte, collez son text_config comme un config.json à part, "
      "avec le model_type « gemma3_text » et, écrites en entier, les tailles qu’il laisse aux valeurs par défaut de "
-     "Gemma3TextConfig (vocab_size comprise)."),
+     "sa classe de configuration (vocab_size comprise), si le calculateur connaît cette famille."),
     ({"seq_len": "131073"}, "Lunghezza delle sequenze (token): oltre il massimo del modello, 131.072 token.",
      "Longueur des séquences (tokens) : au-delà du maximum du modèle, 131 072 tokens."),
     ({"micro_batch": "-2"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",

@@ -16,6 +16,7 @@ from ..job import JOB_FIELDS, KINDS, KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINI
 from ..lora import BASE_DTYPES
 from ..models import load_model_config
 from ..optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
+from ..serving import VLLM_MAX_NUM_BATCHED_TOKENS
 from ..units import quote_text
 from ..calibration import load_measured_data
 from .common import decimal_text, emit, integer_text, size_rows, size_text
@@ -31,7 +32,7 @@ def _card(text: str) -> dict:
 
 JOB_FLAGS = ("kind", "cards", "framework", "zero_stage", "optimizer", "optimizer_impl", "offload", "seq_len", "micro_batch", "recompute",
              "attention", "rank", "targets", "base_dtype", "weights", "kv_dtype", "context", "concurrent",
-             "gpu_memory_utilization", "reserve_mib", "tight_free_fraction", "tokens")
+             "gpu_memory_utilization", "max_num_batched_tokens", "reserve_mib", "tight_free_fraction", "tokens")
 
 
 def _machine_price(text: str) -> tuple[str, str]:
@@ -142,6 +143,8 @@ def add_job_command(sub: Any) -> argparse.ArgumentParser:
     j.add_argument("--gpu-memory-utilization", type=decimal_text("gpu_memory_utilization"),
                    help="serving: vLLM's share of each card (default 0.9)")
     j.add_argument("--gpu", type=_card, action="append", help="a card KEY=MEMORY_MIB (repeat; nvidia-smi's total)")
+    j.add_argument("--max-num-batched-tokens", type=integer_text("max_num_batched_tokens"),
+                   help=f"serving: vLLM's prefill chunk (default {VLLM_MAX_NUM_BATCHED_TOKENS:,})")
     j.add_argument("--reserve-mib", type=integer_text("reserve_mib"), help="CUDA context and NCCL per card (default 2048)")
     j.add_argument("--tight-free-fraction", type=decimal_text("tight_free_fraction"), help="serving: under it is tight")
     j.add_argument("--tokens", type=_tokens, help="training, LoRA: tokens to train (dataset x epochs; default 10^9)")
