@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
 from .billing import parse_price
+from .calibration import Calibration, calibration_from_job
 from .catalogue import Bandwidth, Card
 from .frameworks import FRAMEWORKS
 from .lora import ALL_LINEAR, BASE_DTYPES
@@ -48,7 +49,7 @@ JOB_FIELDS: dict[str, Any] = {
     "weights": "bf16", "kv_dtype": "bf16", "context": 8192, "concurrent": 1, "gpu_memory_utilization": 0.9,
     "max_num_batched_tokens": VLLM_MAX_NUM_BATCHED_TOKENS,
     "gpus": [], "reserve_mib": 2048, "tight_free_fraction": 0.1,
-    "tokens": 10**9, "prices": {}, "host_ram_gb": {},
+    "tokens": 10**9, "prices": {}, "host_ram_gb": {}, "calibration": None,
 }
 
 
@@ -111,6 +112,7 @@ class Job:
     max_num_batched_tokens: int = JOB_FIELDS["max_num_batched_tokens"]
     tokens: int = JOB_FIELDS["tokens"]
     prices: dict[str, Decimal] = field(default_factory=dict)
+    calibration: Calibration | None = None  # the published runs behind each time (vram.calibration)
 
     def lora_adapters(self) -> dict[str, Any] | None:
         """LoRA's adapters as ``vram.timing.lora_step`` takes them (``rank``, ``target_modules``,
@@ -319,4 +321,16 @@ def check_job(job: Mapping[str, Any]) -> Job:
     if kind != "serving":
         fields.update(tokens=integer(given, "tokens", 1, MAX_TOKENS), prices=prices(given))
     return Job(kind=kind, config=config, cards=cards, gpus=gpus, reserve_mib=reserve, tight_free_fraction=tight,
-               host_ram_gb=machines_ram, **fields)
+               host_ram_gb=machines_ram, calibration=calibration(given), **fields)
+
+
+def calibration(job: Mapping[str, Any]) -> Calibration | None:
+    """``job["calibration"]`` (``vram.calibration.Calibration.as_job()``) read back; None when
+    none is handed in. Raises JobError for a malformed one."""
+    raw = job["calibration"]
+    if raw is None:
+        return None
+    try:
+        return calibration_from_job(raw)
+    except ValueError as exc:
+        raise JobError("calibration", "choice", str(exc)) from None

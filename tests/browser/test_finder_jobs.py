@@ -38,6 +38,7 @@ from tests.browser.conftest import recorded
 from tests.browser.test_content_security_policy import LISTEN as CSP_LISTEN
 from tests.browser.test_finder import PATHS, choose, plain
 from tests.conftest import REPO_ROOT
+from vram.calibration import load_measured_data
 from vram.cli import main as vram_main
 from vram.catalogue import card_speed, load_catalogue as load_speeds
 from vram.models import SUPPORTED_MODEL_TYPES
@@ -197,7 +198,10 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
     by_lang = {"it": drawn}  # the worker has no language; the form tests below run in both
     answered = lora_fsdp2 = 0
     for lang, jobs in by_lang.items():
-        messages = [{"id": i, "job": job, **({"model": key} if key else {"configText": path.read_text()})}
+        # the published runs behind each time, as the page's own jobs and the command line carry them
+        calibration = load_measured_data().calibration.as_job()
+        messages = [{"id": i, "job": job | {"calibration": calibration},
+                     **({"model": key} if key else {"configText": path.read_text()})}
                     for i, (key, path, job) in enumerate(jobs)]
         replies = pages[lang].evaluate(PAGE_WORKER_JS, messages)
         with catalogue_read_once():

@@ -179,9 +179,11 @@ def test_bad_run_input_names_the_field(configs, change, field):
 def test_the_command_line_prints_the_same_run(cli, configs):
     from vram.catalogue import card_speed
     cards = _speeds()
+    from vram.calibration import load_measured_data
     job = {"kind": "training", "config": configs("llama-3.1-8b"), "cards": 8, "framework": "deepspeed",
            "zero_stage": 3, "tokens": 2 * 10**9, "prices": {"h100": "31.20"},
-           "gpus": [c | {"speed": card_speed(cards[c["key"]])} for c in CARDS]}
+           "gpus": [c | {"speed": card_speed(cards[c["key"]])} for c in CARDS],
+           "calibration": load_measured_data().calibration.as_job()}  # the published runs the CLI hands in
     proc = cli("job", "--config", str(MODELS / "llama-3.1-8b.json"), "--cards", "8", "--framework", "deepspeed",
                "--zero-stage", "3", "--tokens", "2000000000", "--price", "h100=31.20",
                *[f"--gpu={c['key']}={c['memory_mib']}" for c in CARDS], "--json")
