@@ -47,6 +47,7 @@ from hooks.checks.theme_files import check_theme_files_kept  # noqa: E402
 from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
 from hooks.data.load import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
+from hooks.render.calibration_plot import STORE_DIR as PLOT_STORE, plot_png, plot_uri  # noqa: E402
 from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_json, model_config_files  # noqa: E402
 from hooks.finder.pyodide_assets import BUNDLE_URI, pyodide_files, vram_bundle  # noqa: E402
 from hooks.notebooks.html import notebook_content, translate_copy_buttons  # noqa: E402
@@ -187,6 +188,11 @@ def on_files(files, config, **kwargs):
     with reported(JSON_URI):
         if not_generated(files, JSON_URI):
             files.append(File.generated(config, JSON_URI, content=finder_json(store=unless_publication(FINDER_STORE))))
+    with reported(plot_uri(build_language(config))):  # the formulas page's plot of the published runs
+        uri = plot_uri(build_language(config))
+        if not_generated(files, uri):
+            files.append(File.generated(config, uri, content=plot_png(build_language(config),
+                                                                       store=unless_publication(PLOT_STORE))))
     with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
         if not_generated(files, BUNDLE_URI):
             files.append(File.generated(config, BUNDLE_URI, content=vram_bundle(model_config_files())))

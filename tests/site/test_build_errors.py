@@ -105,6 +105,8 @@ CASES = {
     "heading anchor set twice": (duplicated_anchor, r"^ERROR +- +docs/memory-formulas\.it\.md:\d+: heading anchor '#[\w-]+' is set "
                                                     r"twice on this page \(first at line \d+\)"),
     "image over the size limit": (huge_image, r"^ERROR +- +docs/assets/photo\.png: 12\.0 MB, over the 1 MB limit for an image"),
+    "implausible measurement": (lambda r: edit(r, "snippets/data/measurements.yaml", "    excluded: \"implies 107 %", "    note: \"implies 107 %"),
+                                r"snippets/data/measurements\.yaml: measurements\.torchtune-8b-full-a6000\.tokens_per_s: implies 107%"),
     "missing snippet": (lambda r: edit_pages(r, "index", TOPOLOGY, '--8<-- "checks/nope.sh"'),
                         r"docs/index\.it\.md:\d+: broken snippet include: Snippet at path 'checks/nope\.sh' could not be found"),
     "missing section": (lambda r: edit_pages(r, "index", TOPOLOGY, '--8<-- "checks/topology.sh:gone"'),
