@@ -380,7 +380,8 @@ def _cmd_job(args: argparse.Namespace) -> None:
         lines.append(f"host RAM per machine for offload: {_size(answer['host_bytes'])}")
     for fit in answer["fits"]:
         extra = (f", recompute {fit['recompute']}" if "recompute" in fit else f", {fit['max_concurrent']} sequences at most")
-        lines.append(f"fits {fit['gpu']}: margin {_size(fit['margin_bytes'])}{extra}{' (tight)' if fit['tight'] else ''}"
+        lines.append(f"fits {fit['gpu']}: margin {_size(fit['margin_bytes'])}{extra}, {fit['free_fraction']:.0%} free at the "
+                     f"peak{' (tight)' if fit['tight'] else ''}"
                      f"{_ram_verdict(fit)}")
     lines += [f"short {fit['gpu']}: margin {_size(fit['margin_bytes'])} holds the states, not the activations"
               for fit in answer["short"]]
@@ -484,7 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="serving: vLLM's share of each card (default 0.9)")
     j.add_argument("--gpu", type=_card, action="append", help="a card KEY=MEMORY_MIB (repeat; nvidia-smi's total)")
     j.add_argument("--reserve-mib", type=_integer_text("reserve_mib"), help="CUDA context and NCCL per card (default 2048)")
-    j.add_argument("--tight-free-fraction", type=_decimal_text("tight_free_fraction"), help="serving: under it is tight")
+    j.add_argument("--tight-free-fraction", type=_decimal_text("tight_free_fraction"), help="a fit leaving less than this share of the card free at the job's peak is tight "
+                   "(every kind; default vram.fit.TIGHT_FREE_FRACTION, 0.1)")
     j.add_argument("--tokens", type=_integer_text("tokens"), help="training, LoRA: tokens to train (dataset x epochs; default 10^9)")
     j.add_argument("--price", type=_machine_price, action="append",
                    help="KEY=EUR_PER_HOUR: the price of --cards cards KEY (repeat); ranks the run by cost when every fitting card has one")

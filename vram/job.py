@@ -20,7 +20,7 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   (``vram.activation_memory``; for LoRA the full fine-tuning figure, a lower bound);
 - the catalogue: ``gpus`` (``[{"key", "memory_mib"}]``, nvidia-smi's totals, and optionally
   ``speed``: ``vram.catalogue.card_speed``, the cited peaks and links), ``reserve_mib`` (CUDA
-  context and NCCL buffers) and ``tight_free_fraction``;
+  context and NCCL buffers) and ``tight_free_fraction`` (``vram.fit.TIGHT_FREE_FRACTION``);
 - the run (training on cards with a ``speed``): ``tokens`` to train (dataset x epochs) and
   ``prices`` (card key -> EUR per hour of the machine of ``cards`` such cards, the guide's
   or the reader's). Each fitting card gets its time per step and run (``vram.timing``), its
@@ -43,14 +43,18 @@ the model states and the framework's buffers leave; it fits when backward (the f
 ``backward_bytes``) holds the activations of this job at their peak (``peak_bytes``, the
 loss's backward included) with the recomputation asked, and the optimizer step
 (``per_gpu_bytes``, no activations by then) holds too (``vram.fit.training_verdict``); if
-that holds only with full recomputation it still fits, "tight", with ``recompute: "full"``;
+that holds only with full recomputation it still fits, with ``recompute: "full"``;
 a card that holds the states but not even the fully recomputed activations is ``short``. Serving: vLLM takes
 ``gpu_memory_utilization`` of the card's memory (``vllm/worker/gpu_worker.py``:
 ``requested_memory = total_memory * gpu_memory_utilization``) and the CUDA context and
 NCCL buffers come out of that share, so the capacity is floor(util x memory) less the
 reserve; a card fits when it holds the weights and the KV cache of ``concurrent``
-sequences of ``context`` tokens, "tight" under ``tight_free_fraction`` free; each card
-also says how many such sequences its capacity holds (``max_concurrent``).
+sequences of ``context`` tokens; each card also says how many such sequences its capacity
+holds (``max_concurrent``). Every kind: ``peak_bytes`` is the most the job holds on the card
+(training and LoRA: ``vram.fit.peak_bytes`` with the activations of the recomputation the
+card runs with; serving: weights and KV cache), ``free_fraction`` what that leaves of the
+capacity, and ``tight`` the one rule of ``vram.fit.is_tight`` (under
+``tight_free_fraction``, ``vram.fit.TIGHT_FREE_FRACTION`` by default, left free at the peak).
 
 Bad input raises ``JobError`` (a ValueError) whose ``field`` names the job key, ``code``
 the kind of fault and ``limits`` what was allowed: one line, for the CLI and the page.
@@ -67,7 +71,7 @@ from typing import Any, Mapping
 from .accounting import job_accounting
 from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE, activation_memory, default_attention
 from .breakdown import model_shape
-from .fit import fits, free_fraction, mib_to_bytes, training_verdict, usable_bytes
+from .fit import TIGHT_FREE_FRACTION, fits, free_fraction, is_tight, mib_to_bytes, peak_bytes, training_verdict, usable_bytes
 from .frameworks import FRAMEWORKS, framework_memory
 from .lora import ALL_LINEAR, BASE_DTYPES, lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
 from .models import _REQUIRED, SUPPORTED_MODEL_TYPES, _DuplicateKey, _refuse_duplicate_keys, _short, ConfigError, ModelConfig, count_params, model_config_from_dict
@@ -97,7 +101,7 @@ JOB_FIELDS: dict[str, Any] = {
     "seq_len": 2048, "micro_batch": 1, "recompute": "none", "attention": None,
     "rank": 16, "targets": ALL_LINEAR, "base_dtype": "bf16",
     "weights": "bf16", "kv_dtype": "bf16", "context": 8192, "concurrent": 1, "gpu_memory_utilization": 0.9,
-    "gpus": [], "reserve_mib": 2048, "tight_free_fraction": 0.1,
+    "gpus": [], "reserve_mib": 2048, "tight_free_fraction": TIGHT_FREE_FRACTION,
     "tokens": 10**9, "prices": {}, "host_ram_gb": {},
 }
 MAX_HOST_RAM_GB = 10**6  # 1 PB: beyond any machine
@@ -362,17 +366,19 @@ def _card_fits(job: dict, kind: str, need: int, backward: int, activations: dict
         margin = capacity - need
         fit: dict[str, Any] = {"gpu": card["key"], "capacity_bytes": capacity, "margin_bytes": margin,
                                "margin_gb": bytes_to_gb(margin)}
+        peak = need
         if activations is not None:  # backward with these activations, and the step, must both hold
             verdict = training_verdict(need, backward, activations["bytes"], activations["full_bytes"], capacity)
             if verdict is None:
                 short.append(fit)
                 continue
             fit["recompute"] = activations["recompute"] if verdict == "none" else "full"
-            fit["tight"] = fit["recompute"] != activations["recompute"]
+            peak = peak_bytes(need, backward, activations["bytes" if verdict == "none" else "full_bytes"])
         else:
-            fit["tight"] = not fits(need, capacity, min_free_fraction=tight_fraction)
             fit["max_concurrent"] = (capacity - weights) // kv_one if kv_one else None
-        fit["free_fraction"] = free_fraction(need, capacity)
+        fit["peak_bytes"] = peak
+        fit["tight"] = is_tight(peak, capacity, tight_fraction)  # the one rule (vram.fit.is_tight)
+        fit["free_fraction"] = free_fraction(peak, capacity)
         fit_list.append(fit)
     return fit_list, short
 
@@ -460,7 +466,8 @@ def _run_times(job: dict, config: ModelConfig, fit_list: list[dict]) -> dict[str
                        "cost_eur": None if option.cost_eur is None else [str(c) for c in option.cost_eur]}
         options.append(option)
     by, ranked = rank_runs(options)
-    return {"tokens": tokens, "ranked_by": by, "order": [o.key for o in ranked]}
+    return {"tokens": tokens, "ranked_by": by, "order": [o.key for o in ranked],
+            "unpriced": [o.key for o in options if o.price_eur_per_hour is None]}
 
 
 def _machines_ram(job: dict) -> dict[str, int]:
@@ -495,15 +502,16 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     ``host_bytes``/``host_gb`` (host RAM per machine for offload), ``activations``
     (training, LoRA: ``seq_len``, ``micro_batch``, ``attention``, ``recompute``, ``bytes``
     and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` (serving), ``fits`` and
-    ``short`` (per card: ``gpu``, ``capacity_bytes``, ``margin_bytes``/``margin_gb``,
-    ``free_fraction``, ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``. Training
+    ``short`` (per card: ``gpu``, ``capacity_bytes``, ``margin_bytes``/``margin_gb``; a fit also
+    ``peak_bytes``, ``free_fraction`` (at the peak), ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``. Training
     and LoRA: ``accounting``, the name of the formula the bytes come from
     (``vram.accounting.ACCOUNTINGS``: what it assumes, e.g. "ddp-amp" or "ddp-bf16"). Training
     and LoRA on cards given with their ``speed``: each fit's ``time`` (``step_s``, ``compute_s``,
     ``communication_s``, ``offload_s``, ``run_s`` [low, high] seconds, ``run_shown`` (its ends
     as ``vram.timing.shown_duration`` writes them), ``bound``,
     ``price_eur_per_hour`` and ``cost_eur`` [low, high] as decimal strings or None) and
-    ``run`` (``tokens``, ``ranked_by`` "cost" or "time", ``order`` of the fitting cards).
+    ``run`` (``tokens``, ``ranked_by`` "cost" or "time", ``order`` of the fitting cards,
+    ``unpriced``: those without a price, smallest first, why the order is by time).
     Training with offload: each card's ``host_ram`` (``machine_gb``, ``holds``: True, False
     or None where ``host_ram_gb`` does not give its machine's RAM).
     Serving: each fit's ``decode`` (``_decode_bounds``: tokens/s at most).
