@@ -84,8 +84,8 @@ def instruction_ratio(repo: Path, plain_config: Path, env: dict[str, str], timeo
 
 
 if __name__ == "__main__":  # python -m bench.instructions: the two counts alone (about 2 minutes)
+    from bench.common import ENV, REPO
     from bench.plain import make_plain_copy
-    from bench.run import ENV, REPO
 
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         found = instruction_ratio(REPO, make_plain_copy(REPO, Path(tmp) / "plain-src"), ENV)

@@ -35,18 +35,15 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+if str(Path(__file__).resolve().parent.parent) not in sys.path:  # python bench/run.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import ENV, REPO  # noqa: E402
+from bench.instructions import instruction_ratio  # noqa: E402
 from bench.plain import make_plain_copy  # noqa: E402
 
 BUDGET = {"build_ratio": 1.3, "rebuild_s": 2.0, "page_kb": 300, "requests": 15, "suite_s": 300,
           "finder_first_s": 5.0, "finder_later_ms": 200, "notebook_kb": 200}
-# Python's bytecode cache on, as on a maintainer's machine: the plain build's modules (all
-# installed packages) have theirs from pip, and with PYTHONDONTWRITEBYTECODE set (some
-# sandboxes do) only this checkout's modules would be compiled again on every build.
-ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"} | {"NO_MKDOCS_2_WARNING": "1"}
 
 
 def timed(cmd: list[str], cwd: Path, timeout: float = 1800) -> tuple[float, subprocess.CompletedProcess]:
@@ -72,8 +69,6 @@ def bench_build(work: Path, repeat: int, instructions: bool = True) -> dict:
     """Full and plain builds in turns, so that a slower spell of the machine weighs on both:
     the ratio is the median of the ratios of each full build to the plain build after it.
     With ``instructions``, the two builds counted under callgrind too (bench/instructions.py)."""
-    from bench.instructions import instruction_ratio
-
     plain_config = make_plain_copy(REPO, work / "plain-src")
     build_times(None, work / "full", 1, strict=True)  # warm-up: fills the notebook cache
     build_times(plain_config, work / "plain", 1, strict=False)

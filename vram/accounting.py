@@ -7,12 +7,14 @@ base and fp32 adapters, without the framework's buffers). ``ACCOUNTINGS`` maps e
 to one line saying what it counts and which function counts it. Serving has one accounting
 (weights and KV cache, ``vram.serving``) and no name here.
 
-Pure: standard library only (the browser's Pyodide runs it too).
+Pure: standard library and ``vram`` only (the browser's Pyodide runs it too).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
+
+from .job_input import JOB_FIELDS
 
 ACCOUNTINGS: dict[str, str] = {
     "ddp-amp": "DDP under PyTorch AMP: fp32 weights, gradients and optimizer states whole on every GPU, the bf16 "
@@ -99,7 +101,7 @@ def accounting(kind: str, framework: str, zero_stage: int, optimizer: str = "ada
 
 def job_accounting(job: Mapping[str, Any]) -> str | None:
     """``accounting`` of a ``vram.job`` job (a mapping with its ``kind``, ``framework``,
-    ``zero_stage``, ``optimizer`` and ``base_dtype``; missing keys take ``vram.job``'s
-    defaults)."""
-    return accounting(job.get("kind", "training"), job.get("framework", "fsdp2"), job.get("zero_stage", 0),
-                      job.get("optimizer", "adamw"), job.get("base_dtype", "bf16"))
+    ``zero_stage``, ``optimizer`` and ``base_dtype``; missing keys take the defaults of
+    ``vram.job_input.JOB_FIELDS``)."""
+    given = {**JOB_FIELDS, **job}
+    return accounting(given["kind"], given["framework"], given["zero_stage"], given["optimizer"], given["base_dtype"])

@@ -104,8 +104,27 @@ def machines_from_data(gpus: Mapping[str, Any]) -> dict[str, Machine]:
             for key, m in gpus["machines"].items()}
 
 
+@dataclass(frozen=True)
+class GuideCatalogue:
+    """The catalogue as the command line reads it: the cards' speeds, the priced machines, each
+    card's memory as nvidia-smi reports it (``memory_mib``, MiB = 2^20 bytes) and the reserve
+    taken from every card (``reserve_mib``: the CUDA context and NCCL buffers, ``vram.fit``)."""
+
+    cards: dict[str, Card]
+    machines: dict[str, Machine]
+    memory_mib: dict[str, int]
+    reserve_mib: int
+
+
 def load_catalogue(data_dir: str | Path | None = None) -> tuple[dict[str, Card], dict[str, Machine]]:
-    """Cards and priced machines from ``data_dir`` (default: this repository's snippets/data).
+    """Cards and priced machines from ``data_dir`` (default: this repository's snippets/data):
+    ``read_catalogue``'s ``cards`` and ``machines``. Raises ValueError as it does."""
+    catalogue = read_catalogue(data_dir)
+    return catalogue.cards, catalogue.machines
+
+
+def read_catalogue(data_dir: str | Path | None = None) -> GuideCatalogue:
+    """The ``GuideCatalogue`` of ``data_dir`` (default: this repository's snippets/data).
 
     Raises ValueError in one line for a missing or unreadable file (PyYAML reads it; the
     full schema is checked by the site's build, ``hooks/data/schemas.py``).
@@ -121,6 +140,8 @@ def load_catalogue(data_dir: str | Path | None = None) -> tuple[dict[str, Card],
         except (OSError, yaml.YAMLError) as exc:
             raise ValueError(f"cannot read the catalogue {path}: {' '.join(str(exc).split())}") from None
     try:
-        return cards_from_data(data["gpus"], data["interconnects"]), machines_from_data(data["gpus"])
+        gpus = data["gpus"]
+        return GuideCatalogue(cards_from_data(gpus, data["interconnects"]), machines_from_data(gpus),
+                              {key: card["memory_mib"] for key, card in gpus["gpus"].items()}, gpus["reserve_mib"])
     except (KeyError, TypeError) as exc:
         raise ValueError(f"the catalogue in {folder} lacks {exc}") from None

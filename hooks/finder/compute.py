@@ -20,8 +20,11 @@ sends any other job to the same ``vram`` code running under Pyodide in a Web Wor
 The page's parts in the reader's language (the form, the static answer, the finder's
 numbers in the prose) are rendered from these answers by ``hooks/finder/page.py``.
 
-Pure: no MkDocs import; data files are read again after every edit (``mkdocs serve`` shows
-them); ``finder_json`` can keep its text in ``.cache/finder`` (``STORE_DIR``).
+The data folder is read in one place, ``load_catalogue`` (each file once, validated by its
+schema, while no file under the folder changes): what it returns, a ``Catalogue``, is handed
+down to every other function. Pure: no MkDocs import; data files are read again after every
+edit (``mkdocs serve`` shows them); ``finder_json`` can keep its text in ``.cache/finder``
+(``STORE_DIR``).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ class Model:
 
 @dataclass(frozen=True)
 class Catalogue:
-    """finder.yaml, models.yaml (with parsed configs) and gpus.yaml, checked."""
+    """finder.yaml, models.yaml (with parsed configs) and gpus.yaml, checked (``load_catalogue``)."""
 
     settings: dict[str, Any]
     tasks: dict[str, dict[str, Any]]
@@ -79,14 +82,20 @@ class Catalogue:
     reserve_mib: int  # gpus.yaml: CUDA context and NCCL buffers, taken from every card
     speeds: dict[str, dict[str, Any]] = field(default_factory=dict)  # vram.catalogue.card_speed per card
     accountings: dict[str, Any] = field(default_factory=dict)  # vram.accounting name -> the method's label
+    config_files: dict[str, Path] = field(default_factory=dict)  # model key -> its config.json (models.yaml)
 
 
-def _load_models(data_dir: Path) -> dict[str, Model]:
-    """models.yaml's models with their parsed configs (names and config file names: the schema's)."""
-    models = {}
-    for key, entry in load_model("models", data_dir).models.items():
+def _config_files(models: Any, data_dir: Path) -> dict[str, Path]:
+    """Model key -> its config.json, as the validated models.yaml (``models``) names them."""
+    return {key: data_dir / "models" / entry.config for key, entry in models.models.items()}
+
+
+def _load_models(models: Any, config_files: dict[str, Path]) -> dict[str, Model]:
+    """models.yaml's models (the validated file, ``models``) with their parsed configs."""
+    found = {}
+    for key, entry in models.models.items():
         where = f"{MODELS_YAML}: models.{key}"
-        path = data_dir / "models" / entry.config
+        path = config_files[key]
         if not path.is_file():
             raise RenderError(f"{where}: config file {relative(path)} not found")
         try:
@@ -96,15 +105,14 @@ def _load_models(data_dir: Path) -> dict[str, Model]:
         except ValueError as exc:
             raise RenderError(f"{where}: {exc}") from None
         max_context = raw.get("max_position_embeddings")
-        models[key] = Model(key, entry.name, config, vram.count_params(config),
-                            max_context if isinstance(max_context, int) else None, shape)
-    return models
+        found[key] = Model(key, entry.name, config, vram.count_params(config),
+                           max_context if isinstance(max_context, int) else None, shape)
+    return found
 
 
 def model_config_files(data_dir: Path | None = None) -> dict[str, Path]:
     """Model key -> its config.json, as models.yaml names them (the worker's bundle ships them)."""
-    folder = data_dir or data_module.DATA_DIR
-    return {key: folder / "models" / entry.config for key, entry in load_model("models", folder).models.items()}
+    return dict(load_catalogue(data_dir).config_files)
 
 
 _catalogue_memo = Memo()  # data folder -> its Catalogue, while nothing there changes
@@ -118,30 +126,32 @@ def load_catalogue(data_dir: Path | None = None) -> Catalogue:
     return _catalogue_memo.get(folder, tree_stamp(folder), lambda: _read_catalogue(folder))
 
 
-def _speeds(data_dir: Path) -> dict[str, dict[str, Any]]:
+def _speeds(gpus: dict[str, Any], interconnects: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Card key -> ``vram.catalogue.card_speed`` of gpus.yaml's card with its links resolved."""
     with calculator_errors():
-        cards = cards_from_data(load_yaml("gpus", data_dir), load_yaml("interconnects", data_dir))
+        cards = cards_from_data(gpus, interconnects)
     return {key: card_speed(card) for key, card in cards.items()}
 
 
 def _read_catalogue(data_dir: Path) -> Catalogue:
-    """The catalogue of finder.yaml, models.yaml and gpus.yaml. Their schemas
-    (``hooks/data/schemas.py``: keys, kinds, every language, the defaults among the choices)
-    are the only checks of each file; this adds what no one file can say (the default model
-    is a model of models.yaml) and what the files name (config files, model families). The
-    catalogue's mappings are the files' own, as the schema accepted them (``load_yaml``: the
-    numbers as written, as ``vram`` reads them in the CLI and the browser)."""
-    finder, gpus = load_model("finder", data_dir), load_model("gpus", data_dir)
-    models = _load_models(data_dir)
+    """The catalogue of finder.yaml, models.yaml and gpus.yaml (and interconnects.yaml for the
+    cards' links), each read once. Their schemas (``hooks/data/schemas.py``: keys, kinds, every
+    language, the defaults among the choices) are the only checks of each file; this adds
+    what no one file can say (the default model is a model of models.yaml) and what the files
+    name (config files, model families). The catalogue's mappings are the files' own, as the
+    schema accepted them (``load_yaml``: the numbers as written, as ``vram`` reads them in the
+    CLI and the browser)."""
+    finder, gpus, models_file = (load_model(name, data_dir) for name in ("finder", "gpus", "models"))
+    config_files = _config_files(models_file, data_dir)
+    models = _load_models(models_file, config_files)
     if finder.settings.default.model not in models:
         raise RenderError(f"{FINDER_YAML}: settings.default.model={finder.settings.default.model!r} "
                           f"is not one of {', '.join(models)}")
     plain, gpus_plain = load_yaml("finder", data_dir), load_yaml("gpus", data_dir)
-    catalogue = Catalogue(plain["settings"], plain["tasks"], plain["methods"], models,
-                          sorted(gpus_plain["gpus"].items(), key=lambda item: item[1]["memory_mib"]),
-                          gpus_plain["machines"], plain["labels"], plain["parts"], gpus.reserve_mib, _speeds(data_dir),
-                          plain["accountings"])
-    return catalogue
+    return Catalogue(plain["settings"], plain["tasks"], plain["methods"], models,
+                     sorted(gpus_plain["gpus"].items(), key=lambda item: item[1]["memory_mib"]),
+                     gpus_plain["machines"], plain["labels"], plain["parts"], gpus.reserve_mib,
+                     _speeds(gpus_plain, load_yaml("interconnects", data_dir)), plain["accountings"], config_files)
 
 
 def task_accountings(catalogue: Catalogue, task_key: str) -> dict[str, str]:
@@ -313,9 +323,10 @@ def activation_reference(catalogue: Catalogue, model: Model) -> dict[str, Any]:
     return found
 
 
-def finder_data(data_dir: Path | None = None) -> dict[str, Any]:
-    """Everything the finder page shows, for every choice: plain JSON types, sizes in GB (10**9 bytes)."""
-    catalogue = load_catalogue(data_dir)
+def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
+    """Everything the finder page shows, for every choice (of ``catalogue``, default: the
+    checkout's, ``load_catalogue()``): plain JSON types, sizes in GB (10**9 bytes)."""
+    catalogue = catalogue or load_catalogue()
     settings = catalogue.settings
     results: dict[str, Any] = {}
     offered: dict[str, Any] = {}
@@ -421,7 +432,7 @@ def library_versions() -> tuple[str, ...]:
 
 
 def inputs_digest(data_dir: Path) -> str:
-    """SHA-256 (hex) of everything ``finder_data(data_dir)`` is computed from: every file under
+    """SHA-256 (hex) of everything ``finder_data(load_catalogue(data_dir))`` is computed from: every file under
     ``data_dir`` (the data files and the models' ``config.json``, by relative path and bytes),
     every ``.py`` of ``CODE_DIRS`` (the calculator, the render layer and its schemas, the
     languages), the site's languages (``verify.languages``, read from ``mkdocs.yml``), and the
@@ -445,7 +456,7 @@ def _stored_or_computed(data_dir: Path, store: Path | None) -> str:
             return stored.read_text(encoding="utf-8")
         except (FileNotFoundError, NotADirectoryError):
             pass  # not computed yet (or pruned by a concurrent build): computed below
-    content = _dumps(finder_data(data_dir))
+    content = _dumps(finder_data(load_catalogue(data_dir)))
     if stored is not None:
         try:
             stored.parent.mkdir(parents=True, exist_ok=True)

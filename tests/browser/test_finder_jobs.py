@@ -3,7 +3,7 @@
 - 312 jobs drawn at random (seeded; every model of the finder and a pasted config.json of a
   family it does not ship, every task kind): the page's own Web Worker
   (Pyodide running vram from the site's assets) answers each with the same JSON text as
-  CPython's ``python -m vram job ... --json`` (``vram.__main__.main`` with the same argv; a
+  CPython's ``python -m vram job ... --json`` (``vram.cli.main`` with the same argv; a
   few of them also in a real subprocess), or the same one-line error;
 - the same through the form, in both languages, including the issue's jobs: Llama 3.1 8B
   at 4,096 tokens refuses 8 x RTX 4090 under ZeRO-3; gpt-oss-20b in its MXFP4 weights
@@ -38,7 +38,7 @@ from tests.browser.conftest import recorded
 from tests.browser.test_content_security_policy import LISTEN as CSP_LISTEN
 from tests.browser.test_finder import PATHS, choose, plain
 from tests.conftest import REPO_ROOT
-from vram.__main__ import main as vram_main
+from vram.cli import main as vram_main
 from vram.catalogue import card_speed, load_catalogue as load_speeds
 from vram.models import SUPPORTED_MODEL_TYPES
 from vram.job import KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS
@@ -135,7 +135,7 @@ def catalogue_read_once():
     gpus.yaml and interconnects.yaml, most of a run's time) answers every job with what it
     read the first time, as each run reads the same files (the real read and the rest of
     ``python -m vram``: SUBPROCESS_SAMPLE runs in a subprocess, same text)."""
-    import vram.__main__ as cli
+    import vram.cli.job as cli
 
     once = load_speeds()
     with mock.patch.object(cli, "load_catalogue", lambda: (dict(once[0]), dict(once[1]))):

@@ -42,11 +42,12 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="session")
 def vram_zygote(tmp_path_factory):
     """``{"SCRIPT_ZYGOTE": socket}`` of a script_zygote.py that imported this checkout's ``vram``
-    (and the modules its command line, vram/__main__.py, imports) once, serving for the session
+    (and its command line, vram/cli/) once, serving for the session
     (tests/snippets/script_zygote.py)."""
     from tests.snippets.script_zygote import serving
 
-    modules = ["vram", *(f"vram.{path.stem}" for path in sorted((REPO_ROOT / "vram").glob("*.py")) if not path.stem.startswith("__"))]
+    modules = ["vram", "vram.cli", *(".".join(path.relative_to(REPO_ROOT).with_suffix("").parts)
+                                     for path in sorted((REPO_ROOT / "vram").rglob("*.py")) if not path.stem.startswith("__"))]
     path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))  # this checkout's vram first
     with serving(modules, {**os.environ, "PYTHONPATH": path}, tmp_path_factory.mktemp("vram-zygote")) as env:
         yield env

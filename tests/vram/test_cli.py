@@ -240,7 +240,7 @@ BAD = [
 @pytest.mark.parametrize("argv, needle", BAD)
 def test_bad_input_exits_2_with_one_line_and_no_traceback(capsys, bad_configs, argv, needle):
     """In process (fast): any exception other than the exit would fail the test itself."""
-    from vram.__main__ import main
+    from vram.cli import main
 
     with pytest.raises(SystemExit) as exit_info:
         main([a.format(**bad_configs) for a in argv])
@@ -314,7 +314,7 @@ def test_a_closed_pipe_ends_quietly(shared_configs, json_flag):
 
 
 def test_main_in_process_returns_0(capsys, shared_configs):
-    from vram.__main__ import main
+    from vram.cli import main
 
     assert main(["params", str(shared_configs / "llama-3.1-8b.json")]) == 0
     assert "8,030,261,248" in capsys.readouterr().out

@@ -27,7 +27,7 @@ import yaml
 
 from tests.conftest import REPO_ROOT
 from vram import billing, timing
-from vram.__main__ import main
+from vram.cli import main
 from vram.catalogue import Bandwidth, cards_from_data, load_catalogue
 from vram.models import load_model_config
 

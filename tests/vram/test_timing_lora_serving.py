@@ -20,10 +20,11 @@ import math
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
+import yaml
 
 from tests.conftest import REPO_ROOT
 from vram import timing
-from vram.__main__ import main
+from vram.cli import main
 from vram.catalogue import card_speed, load_catalogue
 from vram.job import answer_job
 from vram.models import load_model_config
@@ -94,6 +95,25 @@ def test_cli_time_lora_gives_the_finders_figures(llama8b, cards):
     time = answer["fits"][0]["time"]
     assert time["run_s"] == data["run_s"] and time["step_s"] == data["step_s"]
     assert time["run_shown"][0][0][0] == "days"  # QLoRA of an 8B on one RTX 4090: days
+
+
+def test_cli_time_settles_the_recomputation_as_the_finder(llama8b, cards):
+    """LoRA of Llama 3.1 8B (bf16 base) on one RTX 4090: the states fit the card, the activations
+    of 2,048 tokens only fully recomputed, so the finder times that run with full recomputation
+    (one more forward per step: test_full_recomputation_adds_one_forward_to_a_lora_step).
+    ``python -m vram time`` must time the same run, not the one its ``--recompute`` default asks."""
+    gpus = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "gpus.yaml").read_text(encoding="utf-8"))
+    job = {"kind": "lora", "config": llama8b, "cards": 1, "framework": "deepspeed", "zero_stage": 0,
+           "reserve_mib": gpus["reserve_mib"], "gpus": [{"key": "rtx-4090", "memory_mib": gpus["gpus"]["rtx-4090"]["memory_mib"],
+                                                         "speed": card_speed(cards["rtx-4090"])}]}
+    fit, = answer_job(job)["fits"]
+    assert fit["recompute"] == "full" and fit["tight"]  # the case: only full recomputation fits
+    code, out, err = run_cli("time", "--task", "lora", "--config", str(LLAMA_8B), "--gpu", "rtx-4090", "--gpus", "1",
+                             "--zero-stage", "0", "--tokens", "1e9", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["step_s"], data["run_s"]) == (fit["time"]["step_s"], fit["time"]["run_s"])
+    assert data["recompute"] == "full" and data["fits"] is True
 
 
 @pytest.mark.parametrize("argv, field", [

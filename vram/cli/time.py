@@ -1,9 +1,5 @@
 """``python -m vram time``: time per step, per run and its cost (``vram.timing``, ``vram.billing``).
 
-Kept apart from ``vram/__main__.py``, which only registers it (``add_time_command``): the
-helpers it needs (``whole`` for integer arguments, ``emit`` for text or ``--json``) are
-passed in, so this module never imports the entry point.
-
 ``--json`` prints one object: ``flops_per_token``, ``compute_s``, ``communication_s``,
 ``offload_s``, ``step_s``, ``tokens_per_s`` (the whole machine) as [low, high], ``bound``,
 and with ``--tokens`` ``run_s``; with a price (``--price-eur-per-hour``, or the guide's
@@ -20,19 +16,22 @@ price of a machine of ``--gpus`` x ``--gpu``) ``price_eur_per_hour``, ``price_so
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from typing import Any
 
-from .activations import MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
-from .billing import MINIMUM_MINUTES, billed_minutes, parse_price, run_cost_eur
-from .catalogue import load_catalogue
-from .models import count_params, load_model_config
-from .sharding import check_world_size
-from .dtypes import DTYPE_BITS, WEIGHT_DTYPES
-from .ranking import rank_runs, run_options
-from .lora import ALL_LINEAR, BASE_DTYPES
-from .timing import (LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, shown_duration,
+from ..activations import MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
+from ..billing import MINIMUM_MINUTES, billed_minutes, parse_price, run_cost_eur
+from ..catalogue import Card, GuideCatalogue, read_catalogue
+from ..frameworks import FRAMEWORKS
+from ..job import RunSetting, asked_run, check_job, settled_runs
+from ..models import ModelConfig, count_params, load_model_config
+from ..sharding import check_world_size
+from ..dtypes import DTYPE_BITS, WEIGHT_DTYPES
+from ..ranking import rank_runs, run_options
+from ..lora import ALL_LINEAR, BASE_DTYPES
+from ..timing import (LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, shown_duration,
                      training_step)
-from .units import parse_count
+from ..units import parse_count
+from .common import emit, whole
 
 MAX_TOKENS = 10**15  # 65 x the 15 trillion tokens Llama 3 was trained on: above it, a typo
 
@@ -61,7 +60,7 @@ def _duration(seconds: float, up: bool = False) -> str:
     return " ".join(f"{value:,g} {unit}" for unit, value in shown_duration(seconds, up))
 
 
-def _cmd_decode(args: argparse.Namespace, config, card, emit: Callable) -> None:
+def _cmd_decode(args: argparse.Namespace, config, card) -> None:
     bound = decode_bound(config, card.memory_bandwidth_gb_per_s, args.context, args.batch, args.gpus,
                          args.weight_dtype, args.kv_dtype)
     data = {
@@ -91,26 +90,58 @@ def _machine_price(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _lora(args: argparse.Namespace) -> dict | None:
-    """``--task lora``'s adapters for ``vram.timing.lora_step``; None for a full training."""
+def _check_lora(args: argparse.Namespace) -> None:
+    """LoRA's flags go with ``--task lora``, optimizer offload with a full training."""
     if args.task != "lora":
         if (args.lora_rank, args.targets, args.base_dtype) != (None, None, None):
             raise ValueError("time: --lora-rank, --targets and --base-dtype go with --task lora")
-        return None
-    if args.offload_optimizer:
+    elif args.offload_optimizer:
         raise ValueError("time --task lora: --offload-optimizer is for a full training")
-    targets = args.targets or ALL_LINEAR
-    if targets != ALL_LINEAR:
-        targets = tuple(t.strip() for t in targets.split(",") if t.strip())
-    return {"rank": 16 if args.lora_rank is None else args.lora_rank, "target_modules": targets,
-            "base_dtype": args.base_dtype or "bf16"}
 
 
-def _cmd_rank(args: argparse.Namespace, config, cards, machines, emit: Callable) -> None:
+def _job(args: argparse.Namespace, config: ModelConfig, catalogue: GuideCatalogue, gpu: str, count: int) -> dict[str, Any]:
+    """The ``vram.job`` job of these flags on ``count`` cards ``gpu`` (their memory and the
+    reserve from the catalogue): what the finder answers for the same run."""
+    job: dict[str, Any] = {
+        "kind": "lora" if args.task == "lora" else "training", "config": config, "cards": count,
+        "framework": args.framework, "zero_stage": args.zero_stage, "seq_len": args.seq_len,
+        "micro_batch": args.micro_batch, "recompute": args.recompute,
+        "gpus": [{"key": gpu, "memory_mib": catalogue.memory_mib[gpu]}], "reserve_mib": catalogue.reserve_mib,
+    }
+    if args.task == "lora":
+        job.update(rank=16 if args.lora_rank is None else args.lora_rank, targets=args.targets or ALL_LINEAR,
+                   base_dtype=args.base_dtype or "bf16")
+    else:
+        job["offload"] = "optimizer" if args.offload_optimizer else "none"
+    return job
+
+
+def _settled(args: argparse.Namespace, config: ModelConfig, catalogue: GuideCatalogue, gpu: str,
+             count: int) -> tuple[RunSetting, bool]:
+    """The run these flags make on ``count`` cards ``gpu``, settled as the finder settles it
+    (``vram.job.settled_runs``: full recomputation where only it lets the activations fit),
+    and whether the job fits; a job that does not fit is timed as asked."""
+    job = _job(args, config, catalogue, gpu, count)
+    settled = settled_runs(job)[gpu]
+    return (settled, True) if settled is not None else (asked_run(check_job(job)), False)
+
+
+def _memory_line(card: Card, count: int, run: RunSetting, fits: bool, args: argparse.Namespace) -> str:
+    if not fits:
+        return (f"memory: the job does not fit {count} x {card.name} even with full recomputation "
+                f"({args.framework}; python -m vram job says what takes the memory); timed as asked")
+    if run.recompute != args.recompute:
+        return (f"memory: the activations fit {count} x {card.name} only with full recomputation ({args.framework}): "
+                "timed with it, as the finder does")
+    return f"memory: the job fits {count} x {card.name} ({args.framework})"
+
+
+def _cmd_rank(args: argparse.Namespace, config: ModelConfig, catalogue: GuideCatalogue) -> None:
     if args.zero_stage is None or args.tokens is None:
         raise ValueError("time --rank needs --zero-stage and --tokens (the run to rank the machines for)")
+    cards, machines = catalogue.cards, catalogue.machines
     chosen = {key: (cards[m.gpu], m.count) for key, m in machines.items()}
-    prices = {key: m.price_eur_per_hour for key, m in machines.items()}
+    prices: dict[str, Any] = {key: m.price_eur_per_hour for key, m in machines.items()}
     if args.gpu is not None:
         key = f"{args.gpus}x-{args.gpu}"
         chosen[key] = (cards[args.gpu], args.gpus)
@@ -120,31 +151,43 @@ def _cmd_rank(args: argparse.Namespace, config, cards, machines, emit: Callable)
         if key not in chosen:
             raise ValueError(f"--price {key}=...: {key!r} is not a machine of the ranking ({', '.join(chosen)})")
         prices[key] = price
-    by, ranked = rank_runs(run_options(config, args.tokens, chosen, prices, args.zero_stage, args.seq_len,
-                                       args.micro_batch, args.recompute, args.offload_optimizer, _lora(args)))
-    data = {"ranked_by": by, "tokens": args.tokens, "zero_stage": args.zero_stage, "machines": [
+    options, memory = [], {}
+    for key, (card, count) in chosen.items():
+        run, fits = _settled(args, config, catalogue, card.key, count)
+        memory[key] = {"fits": fits, "recompute": run.recompute}
+        options += run_options(config, args.tokens, {key: (card, count)}, {key: prices[key]} if key in prices else {},
+                               args.zero_stage, **run.timing())
+    by, ranked = rank_runs(options)
+    data = {"ranked_by": by, "tokens": args.tokens, "zero_stage": args.zero_stage, "framework": args.framework,
+            "machines": [
         {"machine": o.key, "gpu": o.card.key, "count": o.count, "run_s": o.run_s.as_list(), "bound": o.step.bound,
          "price_eur_per_hour": None if o.price_eur_per_hour is None else str(o.price_eur_per_hour),
-         "cost_eur": None if o.cost_eur is None else [str(c) for c in o.cost_eur]} for o in ranked]}
+         "cost_eur": None if o.cost_eur is None else [str(c) for c in o.cost_eur], **memory[o.key]} for o in ranked]}
     why = "cost of the run (every machine has a price)" if by == "cost" else "time (a machine has no price)"
     lines = [f"machines for {args.tokens:,} tokens, ZeRO-{args.zero_stage}, ranked by {why}:"]
     for i, o in enumerate(ranked, 1):
         cost = f", {o.cost_eur[0]}-{o.cost_eur[1]} EUR at {o.price_eur_per_hour:.2f} EUR/h" if o.cost_eur else ""
+        held = memory[o.key]
+        fit = ("" if held["fits"] and held["recompute"] == args.recompute else
+               ", recompute full (only so do the activations fit)" if held["fits"] else ", does not fit: timed as asked")
         lines.append(f"  {i}. {o.count} x {o.card.name}: {_duration(o.run_s.low)} to {_duration(o.run_s.high, True)}"
-                     f"{cost} (bound: {o.step.bound})")
-    lines.append("memory is not checked here: python -m vram estimate says whether the job fits each card")
+                     f"{cost} (bound: {o.step.bound}{fit})")
+    lines.append(f"memory checked as python -m vram job checks it ({args.framework}; full recomputation where only it "
+                 "fits, as the finder)")
     emit(args, data, lines)
 
 
-def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
+def _cmd_time(args: argparse.Namespace) -> None:
     config = load_model_config(args.config)
-    cards, machines = load_catalogue()
+    catalogue = read_catalogue()
+    cards, machines = catalogue.cards, catalogue.machines
+    _check_lora(args)
     if args.gpu is not None and args.gpu not in cards:
         raise ValueError(f"unknown gpu {args.gpu!r}; known: {', '.join(cards)}")
     if (args.gpu is None) != (args.gpus is None):
         raise ValueError("time: --gpu and --gpus go together (the machine: --gpus cards of --gpu)")
     if args.rank:
-        return _cmd_rank(args, config, cards, machines, emit)
+        return _cmd_rank(args, config, catalogue)
     if args.price:
         raise ValueError("time: --price MACHINE=EUR goes with --rank; use --price-eur-per-hour for --gpu")
     if args.gpu is None:
@@ -157,18 +200,20 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
         if given or args.context is None:
             raise ValueError(f"time --task serve: {given[0]} is for training" if given
                              else "time --task serve needs --context (tokens per sequence)")
-        return _cmd_decode(args, config, card, emit)
+        return _cmd_decode(args, config, card)
     if args.zero_stage is None:
         raise ValueError("time: --zero-stage is required for training (0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3)")
-    lora = _lora(args)
+    run, fits = _settled(args, config, catalogue, args.gpu, args.gpus)
+    lora = run.lora
     if lora is None:
-        step = training_step(config, card, args.gpus, args.zero_stage, args.seq_len, args.micro_batch,
-                             args.recompute, args.offload_optimizer)
+        step = training_step(config, card, args.gpus, args.zero_stage, run.seq_len, run.micro_batch, run.recompute,
+                             run.offload_optimizer)
     else:
-        step = lora_step(config, card, args.gpus, args.zero_stage, args.seq_len, args.micro_batch, args.recompute, **lora)
-    data: dict = {
-        "gpu": args.gpu, "gpus": args.gpus, "zero_stage": args.zero_stage, "seq_len": args.seq_len,
-        "micro_batch": args.micro_batch, "recompute": args.recompute, "offload_optimizer": args.offload_optimizer,
+        step = lora_step(config, card, args.gpus, args.zero_stage, run.seq_len, run.micro_batch, run.recompute, **lora)
+    data: dict[str, Any] = {
+        "gpu": args.gpu, "gpus": args.gpus, "zero_stage": args.zero_stage, "seq_len": run.seq_len,
+        "micro_batch": run.micro_batch, "recompute": run.recompute, "offload_optimizer": run.offload_optimizer,
+        "framework": args.framework, "fits": fits,
         "params": count_params(config).total, "flops_per_token": step.flops_per_token,
         "bf16_dense_tflops": card.bf16_dense_tflops, "mfu": list(MFU), "mfu_source": MFU_SOURCE,
         "peer_link": card.peer.key, "busbw_gb_per_s": [card.peer.low_gb_per_s, card.peer.high_gb_per_s],
@@ -182,7 +227,8 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
                      "flops_per_token": [step.flops_per_token, step.flops_per_token_high], "flops_source": LORA_FLOPS_SOURCE})
     lines = [
         f"{args.gpus} x {card.name}, ZeRO-{args.zero_stage}, {args.micro_batch} x {args.seq_len:,} tokens per GPU per step "
-        f"(recompute {args.recompute}{', optimizer offload' if args.offload_optimizer else ''}):",
+        f"(recompute {run.recompute}{', optimizer offload' if run.offload_optimizer else ''}):",
+        _memory_line(card, args.gpus, run, fits, args),
         f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f} GFLOP (6 x matmul params + attention, torchtitan's count)"
         if lora is None else
         f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f}-{step.flops_per_token_high / 1e9:,.1f} GFLOP "
@@ -226,11 +272,8 @@ def _cmd_time(args: argparse.Namespace, emit: Callable) -> None:
     emit(args, data, lines)
 
 
-def add_time_command(sub, whole: Callable, emit: Callable) -> argparse.ArgumentParser:
-    """Register ``time`` on the subparsers ``sub`` (and name it in their ``{...}`` list);
-    ``whole(name, lo, hi)`` parses integers."""
-    if sub.metavar and sub.metavar.endswith("}"):
-        sub.metavar = sub.metavar[:-1] + ",time}"
+def add_time_command(sub: Any) -> argparse.ArgumentParser:
+    """Register ``time`` on the subparsers ``sub``."""
     t = sub.add_parser("time", help="time per step, per run and its cost (estimates as ranges)")
     t.add_argument("--config", required=True, help="path to config.json")
     t.add_argument("--gpu", help="a card of snippets/data/gpus.yaml: h100, rtx-4090, ...")
@@ -244,6 +287,9 @@ def add_time_command(sub, whole: Callable, emit: Callable) -> argparse.ArgumentP
     t.add_argument("--lora-rank", type=whole("lora_rank", 1, 2**16), help="lora: the adapters' rank (16)")
     t.add_argument("--targets", help="lora: all-linear (default) or comma-separated nn.Linear names")
     t.add_argument("--base-dtype", choices=BASE_DTYPES, help="lora: the frozen base (bf16; nf4 = QLoRA)")
+    t.add_argument("--framework", choices=FRAMEWORKS, default="deepspeed",
+                   help="whose buffers the memory check counts, as python -m vram job: deepspeed (default: every "
+                        "stage, with optimizer offload), fsdp2 (0 = DDP, 2, 3) or zero-paper")
     t.add_argument("--zero-stage", type=whole("zero_stage", 0, 3),
                    help="0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3 / FSDP2 full shard")
     t.add_argument("--seq-len", type=whole("seq_len", 1, MAX_SEQ_LEN), default=2048, help="tokens per sequence (2048)")
@@ -259,5 +305,5 @@ def add_time_command(sub, whole: Callable, emit: Callable) -> argparse.ArgumentP
     t.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES, help="serve: weights (bf16)")
     t.add_argument("--kv-dtype", default="bf16", choices=tuple(DTYPE_BITS), help="serve: KV cache (bf16)")
     t.add_argument("--json", action="store_true", help="print one JSON object")
-    t.set_defaults(func=lambda args: _cmd_time(args, emit))
+    t.set_defaults(func=_cmd_time)
     return t
