@@ -24,12 +24,13 @@ from .fit import TIGHT_FREE_FRACTION
 from .frameworks import FRAMEWORKS
 from .lora import ALL_LINEAR, BASE_DTYPES
 from .models import (_REQUIRED, SUPPORTED_MODEL_TYPES, ConfigError, ModelConfig, _DuplicateKey,
-                     _refuse_duplicate_keys, _short, model_config_from_dict)
+                     _refuse_duplicate_keys, _short, family_defaults, model_config_from_dict)
 from .mxfp4 import MXFP4
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
 
 KINDS = ("training", "lora", "serving")
 MULTIMODAL_GEMMA3 = "gemma3"  # vram.models: its vision tower is not modelled, its text_config is
+TEXT_GEMMA3 = "gemma3_text"
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 TRAINING_OPTIMIZERS = ("adamw", "adamw-bf16", "adam8bit")
 SERVING_WEIGHTS = ("bf16", "fp8", "int4", MXFP4)
@@ -56,7 +57,8 @@ class JobError(ValueError):
     "too_long", "not_offered", "config_json" (with ``line`` and ``column``), "config_duplicate"
     (``key``), "config_object" (``got``: the JSON type), "config_unreadable", "config_family" (``key``
     and the supported ``choices``), "config_multimodal" (``key``: a multimodal gemma3, whose
-    ``text_config`` saved alone, model_type gemma3_text, is read), "config_key", "config_value")
+    ``text_config`` saved alone, model_type gemma3_text, is read; ``add``: what to add to it,
+    ``text_config_additions``), "config_key", "config_value")
     and ``limits`` (what was allowed: minimum/maximum or the choices)."""
 
     def __init__(self, field: str, code: str, message: str, **limits: Any) -> None:
@@ -161,6 +163,19 @@ def tokens(job: Mapping[str, Any], key: str, config: ModelConfig) -> int:
     return integer(job, key, 1, MAX_SEQ_LEN)
 
 
+def text_config_additions(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a multimodal gemma3's ``text_config``, saved as a config.json of its own, must add
+    to be read: ``model_type`` gemma3_text and each size key it leaves to Gemma3TextConfig's
+    defaults (usually ``vocab_size``, 262208), with that default (``vram.models.family_defaults``);
+    None without a ``text_config`` object."""
+    text = raw.get("text_config")
+    if not isinstance(text, Mapping):
+        return None
+    defaults = family_defaults(TEXT_GEMMA3)
+    return ({} if text.get("model_type") == TEXT_GEMMA3 else {"model_type": TEXT_GEMMA3}) | {
+        key: defaults[key] for key in sorted(_REQUIRED) if key not in text}
+
+
 def read_config(raw: Any) -> ModelConfig:
     """A ``config.json`` (text or parsed) -> ``ModelConfig``, with errors on the ``config``
     field: not JSON, unknown ``model_type``, missing size key, or a value the reader refuses."""
@@ -185,7 +200,9 @@ def read_config(raw: Any) -> ModelConfig:
         try:
             model_config_from_dict(raw, "config.json")
         except ConfigError as exc:
-            raise JobError("config", "config_multimodal", str(exc).removeprefix("config.json: "), key=model_type) from None
+            add = text_config_additions(raw)
+            raise JobError("config", "config_multimodal", str(exc).removeprefix("config.json: "), key=model_type,
+                           **({"add": add} if add else {})) from None
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise JobError("config", "config_family", f"unsupported model_type {_short(model_type)}; "
                        f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}", key=str(model_type)[:40],

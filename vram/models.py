@@ -189,6 +189,12 @@ _FAMILIES: dict[str, _Family] = {
         layer_rule="every_2nd_full"),
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(_FAMILIES))
+
+
+def family_defaults(model_type: str) -> Mapping[str, Any]:
+    """The defaults of ``model_type``'s config class (transformers 5.23) for the keys read here,
+    e.g. Gemma3TextConfig's ``vocab_size`` 262208. Raises KeyError for an unsupported family."""
+    return _FAMILIES[model_type].defaults
 _MODELING = {key: f"modeling_{'gemma3' if key == 'gemma3_text' else key}.py" for key in _FAMILIES}
 
 

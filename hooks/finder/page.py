@@ -21,7 +21,7 @@ from babel.numbers import format_decimal, format_percent, get_decimal_symbol, ge
 
 import vram
 from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
-from vram.fit import mib_to_bytes
+from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes
 from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
 from vram.units import bytes_to_gb, bytes_to_gib
 
@@ -393,13 +393,14 @@ SETTINGS = ("seq_length", "micro_batch", "tight_free_fraction")
 def finder_setting(raw: dict[str, str], lang: str) -> str:
     """``{{ finder_setting name=seq_length }}`` -> ``2.048``: a setting of finder.yaml the
     page's prose names (``seq_length`` and ``micro_batch`` of the reference activations, as
-    numbers; ``tight_free_fraction``, serving's threshold, as a percentage)."""
+    numbers) and ``tight_free_fraction``, ``vram.fit.TIGHT_FREE_FRACTION`` (what a fit leaves
+    free at its peak under which it is tight), as a percentage."""
     name = Args(raw, {"name"}).str("name")
     if name not in SETTINGS:
         raise RenderError(f"name={name} is not one of {', '.join(SETTINGS)}")
     settings = load_catalogue().settings
-    if name == "tight_free_fraction":
-        return format_percent(settings[name], locale=lang)
+    if name == "tight_free_fraction":  # vram's one rule for "tight" (vram.fit.is_tight)
+        return format_percent(TIGHT_FREE_FRACTION, locale=lang)
     return format_number(settings["activations"][name], lang, 0)
 
 

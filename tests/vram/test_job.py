@@ -223,7 +223,9 @@ def test_the_command_line_prints_the_same_run(cli, configs):
     ('{"model_type": "llama",\n  "hidden_size": }', "config_json", {"line": 2, "column": 18}),
     ('{"model_type": "falcon"}', "config_family", {"key": "falcon", "choices": list(vram.SUPPORTED_MODEL_TYPES)}),
     # a multimodal Gemma 3: the CLI says to save its text_config alone; the page must say that too
-    ('{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}', "config_multimodal", {"key": "gemma3"}),
+    ('{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}', "config_multimodal",
+     {"key": "gemma3", "add": {"vocab_size": 262208, "hidden_size": 2304,
+                               "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8}}),
     ('{"model_type": "gemma3"}', "config_multimodal", {"key": "gemma3"}),
 ])
 def test_config_errors_say_what_the_command_line_says(tmp_path, text, code, limits):
@@ -236,3 +238,19 @@ def test_config_errors_say_what_the_command_line_says(tmp_path, text, code, limi
     found = json.loads(answer_json(json.dumps({"kind": "training", "config": text, "gpus": CARDS})))["error"]
     assert (found["field"], found["code"], found["limits"]) == ("config", code, limits)
     assert found["message"] == "config: " + str(cli.value).removeprefix(f"{path}: ")
+
+
+def test_a_multimodal_gemma3_refusal_gives_the_values_to_add():
+    """The refusal names what the text_config, saved alone, must add: model_type gemma3_text
+    and each size key it leaves to Gemma3TextConfig's defaults, with transformers' own default
+    (the oracle: the config class itself); with them added, the file is read."""
+    import transformers
+
+    text = {"hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8,
+            "num_key_value_heads": 4, "head_dim": 256}  # google/gemma-3-4b-it's text_config leaves vocab_size out
+    found = json.loads(answer_json(json.dumps({"config": json.dumps({"model_type": "gemma3", "text_config": text})})))
+    assert found["error"]["code"] == "config_multimodal"
+    add = found["error"]["limits"]["add"]
+    assert add == {"model_type": "gemma3_text", "vocab_size": transformers.Gemma3TextConfig().vocab_size}
+    assert add["vocab_size"] == 262_208
+    assert vram.model_config_from_dict({**text, **add}).vocab_size == 262_208
