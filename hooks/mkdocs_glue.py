@@ -216,7 +216,8 @@ def on_page_read_source(page, config, **kwargs):
 def on_page_markdown(markdown, page, config, files, **kwargs):
     with reported(page_file(page), page.file.content_string):
         check_front_matter(page.file.content_string)
-        rendered = render_markdown(markdown, build_language(config)) + "\n" + link_definitions(config.extra)
+        rendered = render_markdown(markdown, build_language(config))
+        rendered += "\n" + link_definitions(config.extra, rendered)
         check_snippets(rendered, config.mdx_configs.get("pymdownx.snippets", {}))  # includes in data text too
         return rendered
 
