@@ -39,8 +39,8 @@ def test_a_tight_cards_time_counts_full_recomputation(task):
 
 
 @pytest.mark.parametrize("lang, sentence", [
-    ("it", "Per una scheda segnata come stretta il tempo conta il gradient checkpointing su ogni layer"),
-    ("fr", "Pour une carte marquée « serré », la durée compte le gradient checkpointing sur chaque couche"),
+    ("it", "Per una scheda a cui serve il gradient checkpointing, il tempo conta il ricalcolo su ogni layer"),
+    ("fr", "Pour une carte à laquelle le gradient checkpointing est nécessaire, la durée compte le recalcul sur chaque couche"),
 ])
 def test_the_page_says_so(lang, sentence):
     from tests.conftest import REPO_ROOT
