@@ -46,6 +46,7 @@ from hooks.checks.theme_files import check_theme_files_kept  # noqa: E402
 from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
 from hooks.data.load import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
+from hooks.render.calibration_plot import STORE_DIR as PLOT_STORE, plot_png, plot_uri  # noqa: E402
 from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_assets, model_config_files  # noqa: E402
 from hooks.finder.pyodide_assets import BUNDLE_URI, LOCK_URI, STDLIB_URI, lock_file, pyodide_files, stdlib_bundle, vram_bundle  # noqa: E402
 from hooks.notebooks.html import notebook_content, translate_copy_buttons  # noqa: E402
@@ -175,6 +176,11 @@ def on_files(files, config, **kwargs):
         for uri, content in finder_assets(store=unless_publication(FINDER_STORE)).items():
             if not_generated(files, uri):
                 files.append(File.generated(config, uri, content=content))
+    with reported(plot_uri(build_language(config))):  # the formulas page's plot of the published runs
+        uri = plot_uri(build_language(config))
+        if not_generated(files, uri):
+            files.append(File.generated(config, uri, content=plot_png(build_language(config),
+                                                                       store=unless_publication(PLOT_STORE))))
     with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
         for uri, make in ((BUNDLE_URI, lambda: vram_bundle(model_config_files())), (STDLIB_URI, stdlib_bundle),
                           (LOCK_URI, lock_file)):

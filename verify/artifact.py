@@ -87,6 +87,7 @@ FILE_TYPES: tuple[tuple[str, str], ...] = (
     ("assets/notebook/plots/*.png", "a notebook's plot, its executed output (hooks/notebooks/weight.py)"),
     ("assets/finder.json", "the finder's data (hooks/finder/compute.py)"),
     ("assets/finder-results.json", "the finder's reference answers (hooks/finder/compute.py)"),
+    ("assets/calibration/plot-*.png", "the formulas page's plot of the published runs (hooks/render/calibration_plot.py)"),
     ("search/search_index.json", "the default language's search index"),
     ("*/search/search_index.json", "another language's search index"),
     ("sitemap.xml", "the sitemap"),

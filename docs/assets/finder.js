@@ -455,8 +455,23 @@
     function decodeText(decode) {
       var perSequence = withUnit(formats.whole.format(decode.tokens_per_s_per_sequence_at_most), "tokens_per_s");
       var total = withUnit(formats.whole.format(decode.tokens_per_s_at_most), "tokens_per_s");
-      if (perSequence === total) return fill(labels.decode_one, { per_sequence: perSequence });
-      return fill(labels.decode_cell, { per_sequence: perSequence, total: total });
+      var shown = perSequence === total ? fill(labels.decode_one, { per_sequence: perSequence })
+        : fill(labels.decode_cell, { per_sequence: perSequence, total: total });
+      if (decode.tokens_per_s_per_sequence) {  // the published decoding runs' share of the bound (page.py's decode_text)
+        var realistic = withUnit(span(formats.whole.format(decode.tokens_per_s_per_sequence[0]),
+          formats.whole.format(decode.tokens_per_s_per_sequence[1])), "tokens_per_s");
+        shown += "; " + fill(labels.decode_realistic, { range: realistic }) + " (" + backingText(decode.backing) + ")";
+      }
+      return shown;
+    }
+
+    // Which published runs back a time (answer_job's backing; page.py's backing_text).
+    function backingText(backing) {
+      if (typeof backing === "number") backing = data.backings[backing];  // finder.json names each once
+      if (!backing) return "";
+      var runs = formats.whole.format(backing.runs);
+      if (!backing.exact) return fill(labels.backing_none, { runs: runs });
+      return fill(backing.on_card ? labels.backing_runs : labels.backing_other, { family: backing.family, runs: runs });
     }
 
     function runText(time) {
@@ -464,12 +479,14 @@
         cost: span(formats.eur.format(Number(time.cost_eur[0])), formats.eur.format(Number(time.cost_eur[1]))),
         price: formats.eur.format(Number(time.price_eur_per_hour))
       });
-      return fill(labels.run_cell, {
+      var shown = fill(labels.run_cell, {
         step: withUnit(span(formats.decimal.format(time.step_s[0]), formats.decimal.format(time.step_s[1])), "s"),
         bound: labels["bound_" + time.bound],
         run: durationSpan(time.run_shown[0], time.run_shown[1]),
         cost: cost
       });
+      var backing = backingText(time.backing);
+      return backing ? shown + " (" + backing + ")" : shown;
     }
 
     function rankingText(run, cards) {
@@ -517,7 +534,10 @@
           none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
         }));
       }
-      if (found.run) notes.push(labels.run_source);  // the sources, as `python -m vram time` names them
+      if (found.run) {
+        notes.push(labels.run_source);  // the sources, as `python -m vram time` names them
+        (found.run.warnings || []).forEach(function (warning) { notes.push(labels["warn_" + warning]); });
+      }
       if (job && controls.model.value === CUSTOM) {  // what vram read from the pasted config.json, to check
         notes.unshift(fill(labels.config_read, {
           family: found.model_type, layers: formats.whole.format(found.layers), params: formats.whole.format(found.params)
@@ -640,7 +660,8 @@
       var found = {
         kind: current, cards: Number(controls.cards.value),
         gpus: data.gpus.map(function (g) { return { key: g.key, memory_mib: g.memory_mib, speed: g.speed }; }),
-        reserve_mib: data.reserve_mib, tight_free_fraction: data.tight_free_fraction
+        reserve_mib: data.reserve_mib, tight_free_fraction: data.tight_free_fraction,
+        calibration: data.calibration  // the published runs behind every time (vram.calibration)
       };
       var names;
       if (current === "serving") {

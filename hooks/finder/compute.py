@@ -47,6 +47,7 @@ from vram.units import bytes_to_gb, bytes_to_gib
 from hooks.cache import Memo, hash_files, package_versions, tree_stamp
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml, relative
+from hooks.data.measurements import measured_data
 from hooks.errors import RenderError
 from hooks.render.numbers import calculator_errors
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
@@ -83,6 +84,7 @@ class Catalogue:
     speeds: dict[str, dict[str, Any]] = field(default_factory=dict)  # vram.catalogue.card_speed per card
     accountings: dict[str, Any] = field(default_factory=dict)  # vram.accounting name -> the method's label
     config_files: dict[str, Path] = field(default_factory=dict)  # model key -> its config.json (models.yaml)
+    calibration: dict[str, Any] | None = None  # vram.calibration.Calibration.as_job() of measurements.yaml
 
 
 def _config_files(models: Any, data_dir: Path) -> dict[str, Path]:
@@ -151,7 +153,8 @@ def _read_catalogue(data_dir: Path) -> Catalogue:
     return Catalogue(plain["settings"], plain["tasks"], plain["methods"], models,
                      sorted(gpus_plain["gpus"].items(), key=lambda item: item[1]["memory_mib"]),
                      gpus_plain["machines"], plain["labels"], plain["parts"], gpus.reserve_mib,
-                     _speeds(gpus_plain, load_yaml("interconnects", data_dir)), plain["accountings"], config_files)
+                     _speeds(gpus_plain, load_yaml("interconnects", data_dir)), plain["accountings"], config_files,
+                     measured_data(data_dir).calibration.as_job())
 
 
 def task_accountings(catalogue: Catalogue, task_key: str) -> dict[str, str]:
@@ -185,7 +188,7 @@ def job(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option:
     found: dict[str, Any] = {"kind": task["kind"], "config": catalogue.models[model_key].config, "cards": cards,
                              "gpus": [{"key": k, "memory_mib": g["memory_mib"], "speed": catalogue.speeds[k]}
                                       for k, g in catalogue.gpus],
-                             "reserve_mib": catalogue.reserve_mib}
+                             "reserve_mib": catalogue.reserve_mib, "calibration": catalogue.calibration}
     if task["kind"] == "serving":
         found.update(weights=task["weight_dtype"], context=int(option), **settings["serving"])
         return found
@@ -264,6 +267,34 @@ def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
 
 
 TIME_SHOWN = ("step_s", "bound", "run_shown", "price_eur_per_hour", "cost_eur")
+BACKING_SHOWN = ("family", "runs", "on_card", "exact")  # which published runs back a time (vram.calibration.Backing)
+
+
+def intern_backings(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Replace every ``backing`` of ``results`` (finder.json's answers) by its index in the list
+    returned: a few distinct backings repeated over thousands of cells (finder.js resolves them)."""
+    found: list[dict[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "backing" and isinstance(value, dict):
+                    if value not in found:
+                        found.append(value)
+                    node[key] = found.index(value)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(results)
+    return found
+
+
+def backing_shown(backing: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the page says of a time's backing: the family's name, its runs, those on the card."""
+    return None if backing is None else {key: backing[key] for key in BACKING_SHOWN}
 
 
 def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict[str, Any]:
@@ -278,7 +309,10 @@ def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict
                                            "decode")
                  if key in fit}
         if "time" in shown:  # what run_text shows (finder.json stays small: 11 cards x every choice)
-            shown["time"] = {key: fit["time"][key] for key in TIME_SHOWN}
+            shown["time"] = {key: fit["time"][key] for key in TIME_SHOWN} | {"backing": backing_shown(fit["time"]["backing"])}
+        if "decode" in shown and "backing" in shown["decode"]:  # what decode_text shows: per sequence
+            shown["decode"] = {key: value for key, value in shown["decode"].items() if key != "tokens_per_s"} \
+                | {"backing": backing_shown(shown["decode"]["backing"])}
         if (fit["gpu"], cards) in machines:
             shown["machine"], shown["price_eur_per_hour_from"] = machines[(fit["gpu"], cards)]
         fits.append(shown)
@@ -342,6 +376,7 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
                         offered.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), []).append(option)
                     else:
                         refused.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[option] = reason
+    backings = intern_backings(results)
     return {
         "schema": 1,
         "default": settings["default"],
@@ -369,6 +404,8 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
                   "usable_gb": bytes_to_gb(card_capacity_bytes(catalogue, g)), "speed": catalogue.speeds[k]}
                  for k, g in catalogue.gpus],
         "run_tokens": JOB_FIELDS["tokens"],
+        "calibration": catalogue.calibration,  # the published runs' shares: the worker's jobs carry them
+        "backings": backings,  # each distinct backing once; results name them by index
         # the RAM of the catalogue's machines where a source gives it (gpus.yaml host_ram_gb)
         "host_ram_gb": {f"{m['gpu']}@{m['count']}": m["host_ram_gb"] for m in catalogue.machines.values()
                         if m["host_ram_gb"] != "not published"},

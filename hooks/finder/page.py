@@ -30,7 +30,7 @@ from hooks.errors import RenderError
 from hooks.render.locale_format import format_duration_range, format_eur, format_number, format_quantity, unit_label
 from hooks.render.placeholders import Args
 from hooks.render.script_json import script_json
-from hooks.render.timing import mfu
+from hooks.data.measurements import validation
 from hooks.render.typography import unit_space
 
 from hooks.finder.compute import (
@@ -71,9 +71,23 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
 
 
 def run_source_text(catalogue: Catalogue, lang: str) -> str:
-    """Where the run's time and cost come from (the datasheets' peaks x torchtitan's MFU range,
-    ``vram.timing.MFU``), as ``python -m vram time`` names it; shown under a table with a run."""
-    return _label(catalogue, "run_source", lang, mfu=mfu({}, lang))
+    """Where the run's time and cost come from (the datasheets' peaks x the utilisation of the
+    published runs of the job's class, ``vram.calibration``) and how often the range held the
+    measurement on sources it had not seen (the training coverage); under a table with a run."""
+    _, figures = validation()
+    return _label(catalogue, "run_source", lang, coverage=format_percent(figures["training"].coverage, locale=lang))
+
+
+def backing_text(catalogue: Catalogue, lang: str, backing: dict[str, Any] | None) -> str:
+    """Which published runs back a time (``answer_job``'s ``backing``): on this card's family,
+    none on this card, or none of this class (a widened range); empty without a calibration."""
+    if backing is None:
+        return ""
+    runs = format_number(backing["runs"], lang, 0)
+    if not backing["exact"]:
+        return _label(catalogue, "backing_none", lang, runs=runs)
+    key = "backing_runs" if backing["on_card"] else "backing_other"
+    return _label(catalogue, key, lang, family=backing["family"], runs=runs)
 
 
 def _task_label(catalogue: Catalogue, key: str, lang: str) -> str:
@@ -328,8 +342,15 @@ def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
     per_sequence, total = (_with_unit(format_number(decode[key], lang, 0), "tokens_per_s", lang)
                            for key in ("tokens_per_s_per_sequence_at_most", "tokens_per_s_at_most"))
     if per_sequence == total:
-        return _label(catalogue, "decode_one", lang, per_sequence=per_sequence)
-    return _label(catalogue, "decode_cell", lang, per_sequence=per_sequence, total=total)
+        shown = _label(catalogue, "decode_one", lang, per_sequence=per_sequence)
+    else:
+        shown = _label(catalogue, "decode_cell", lang, per_sequence=per_sequence, total=total)
+    if "tokens_per_s_per_sequence" in decode:  # the published decoding runs' share of that bound
+        low, high = (format_number(n, lang, 0) for n in decode["tokens_per_s_per_sequence"])
+        realistic = _label(catalogue, "decode_realistic", lang,
+                           range=_with_unit(_span(catalogue, lang, low, high), "tokens_per_s", lang))
+        shown += "; " + realistic + " (" + backing_text(catalogue, lang, decode["backing"]) + ")"
+    return shown
 
 
 def run_text(catalogue: Catalogue, lang: str, time: dict[str, Any]) -> str:
@@ -341,7 +362,10 @@ def run_text(catalogue: Catalogue, lang: str, time: dict[str, Any]) -> str:
     if time["cost_eur"] is not None:
         cost = _label(catalogue, "run_cost", lang, cost=_span(catalogue, lang, *(format_eur(float(c), lang) for c in time["cost_eur"])),
                       price=format_eur(float(time["price_eur_per_hour"]), lang))
-    return _label(catalogue, "run_cell", lang, step=step, bound=_label(catalogue, f"bound_{time['bound']}", lang), run=run, cost=cost)
+    shown = _label(catalogue, "run_cell", lang, step=step, bound=_label(catalogue, f"bound_{time['bound']}", lang), run=run,
+                   cost=cost)
+    backing = backing_text(catalogue, lang, time.get("backing"))
+    return f"{shown} ({backing})" if backing else shown
 
 
 def machine_names(catalogue: Catalogue, cards: int, keys: list[str]) -> str:
@@ -417,6 +441,7 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
     if "run" in found:
         note += " " + run_source_text(catalogue, lang)
         order = ranking_text(catalogue, lang, found["run"], cards)
+        note += "".join(" " + _label(catalogue, f"warn_{w}", lang) for w in found["run"].get("warnings", []))
     table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""

@@ -38,6 +38,7 @@ from tests.browser.conftest import recorded
 from tests.browser.test_content_security_policy import LISTEN as CSP_LISTEN
 from tests.browser.test_finder import PATHS, choose, plain
 from tests.conftest import REPO_ROOT
+from vram.calibration import load_measured_data
 from vram.cli import main as vram_main
 from vram.catalogue import card_speed, load_catalogue as load_speeds
 from vram.models import SUPPORTED_MODEL_TYPES
@@ -197,7 +198,10 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
     by_lang = {"it": drawn}  # the worker has no language; the form tests below run in both
     answered = lora_fsdp2 = 0
     for lang, jobs in by_lang.items():
-        messages = [{"id": i, "job": job, **({"model": key} if key else {"configText": path.read_text()})}
+        # the published runs behind each time, as the page's own jobs and the command line carry them
+        calibration = load_measured_data().calibration.as_job()
+        messages = [{"id": i, "job": job | {"calibration": calibration},
+                     **({"model": key} if key else {"configText": path.read_text()})}
                     for i, (key, path, job) in enumerate(jobs)]
         replies = pages[lang].evaluate(PAGE_WORKER_JS, messages)
         with catalogue_read_once():
@@ -368,12 +372,12 @@ BAD = [  # (field values, what the line must say in it, in fr)
     ({"model": "custom", "config": '{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}'},
      "config.json del modello: «gemma3» è il modello multimodale, con la parte che legge le immagini, che il "
      "calcolatore non conta; per il solo modello di testo incolla il suo text_config come config.json a sé, con "
-     "model_type «gemma3_text» e, scritte per esteso, le dimensioni che lascia ai valori predefiniti di "
-     "Gemma3TextConfig (vocab_size compresa).",
+     "model_type «gemma3_text» e, scritte per esteso, le dimensioni che lascia ai valori predefiniti della sua "
+     "classe di configurazione (vocab_size compresa), se il calcolatore conosce quella famiglia.",
      "config.json du modèle : « gemma3 » est le modèle multimodal, avec la partie qui lit les images, que le "
      "calculateur ne compte pas ; pour le seul modèle de texte, collez son text_config comme un config.json à part, "
      "avec le model_type « gemma3_text » et, écrites en entier, les tailles qu’il laisse aux valeurs par défaut de "
-     "Gemma3TextConfig (vocab_size comprise)."),
+     "sa classe de configuration (vocab_size comprise), si le calculateur connaît cette famille."),
     ({"seq_len": "131073"}, "Lunghezza delle sequenze (token): oltre il massimo del modello, 131.072 token.",
      "Longueur des séquences (tokens) : au-delà du maximum du modèle, 131 072 tokens."),
     ({"micro_batch": "-2"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",

@@ -69,6 +69,8 @@ def mermaid_diagram(root):
 
 
 CASES = {
+    "implausible measurement": (lambda r: edit(r, "snippets/data/measurements.yaml", "    excluded: \"implies 107 %", "    note: \"implies 107 %"),
+                                r"snippets/data/measurements\.yaml: measurements\.torchtune-8b-full-a6000\.tokens_per_s: implies 107%"),
     "missing snippet": (lambda r: edit_pages(r, "index", TOPOLOGY, '--8<-- "checks/nope.sh"'),
                         r"docs/index\.it\.md:\d+: broken snippet include: Snippet at path 'checks/nope\.sh' could not be found"),
     "missing section": (lambda r: edit_pages(r, "index", TOPOLOGY, '--8<-- "checks/topology.sh:gone"'),

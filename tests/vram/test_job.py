@@ -206,9 +206,11 @@ def test_bad_run_input_names_the_field(configs, change, field):
 def test_the_command_line_prints_the_same_run(cli, configs):
     from vram.catalogue import card_speed
     cards = _speeds()
+    from vram.calibration import load_measured_data
     job = {"kind": "training", "config": configs("llama-3.1-8b"), "cards": 8, "framework": "deepspeed",
            "zero_stage": 3, "tokens": 2 * 10**9, "prices": {"h100": "31.20"},
-           "gpus": [c | {"speed": card_speed(cards[c["key"]])} for c in CARDS]}
+           "gpus": [c | {"speed": card_speed(cards[c["key"]])} for c in CARDS],
+           "calibration": load_measured_data().calibration.as_job()}  # the published runs the CLI hands in
     proc = cli("job", "--config", str(MODELS / "llama-3.1-8b.json"), "--cards", "8", "--framework", "deepspeed",
                "--zero-stage", "3", "--tokens", "2000000000", "--price", "h100=31.20",
                *[f"--gpu={c['key']}={c['memory_mib']}" for c in CARDS], "--json")
@@ -224,9 +226,18 @@ def test_the_command_line_prints_the_same_run(cli, configs):
     ('{"model_type": "falcon"}', "config_family", {"key": "falcon", "choices": list(vram.SUPPORTED_MODEL_TYPES)}),
     # a multimodal Gemma 3: the CLI says to save its text_config alone; the page must say that too
     ('{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}', "config_multimodal",
-     {"key": "gemma3", "add": {"vocab_size": 262208, "hidden_size": 2304,
-                               "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8}}),
-    ('{"model_type": "gemma3"}', "config_multimodal", {"key": "gemma3"}),
+     {"key": "gemma3", "got": "gemma3_text", "add": {"vocab_size": 262208, "hidden_size": 2304,
+                                                     "intermediate_size": 9216, "num_hidden_layers": 26,
+                                                     "num_attention_heads": 8}}),
+    ('{"model_type": "gemma3"}', "config_multimodal", {"key": "gemma3", "got": "gemma3_text"}),
+    # Mistral3Config's text_config defaults to mistral, Llama4Config's to llama4_text (transformers 5.23)
+    ('{"model_type": "mistral3"}', "config_multimodal", {"key": "mistral3", "got": "mistral"}),
+    ('{"model_type": "llama4", "text_config": {"model_type": "llama4_text"}}', "config_multimodal",
+     {"key": "llama4", "got": "llama4_text"}),
+    # a look-alike: the Cyrillic а (U+0430) in "llаma", shown with its code point on the page too
+    ('{"model_type": "ll\u0430ma"}', "config_family",
+     {"key": "'llаma' (not plain ASCII: 'а' is U+0430 CYRILLIC SMALL LETTER A)",
+      "choices": list(vram.SUPPORTED_MODEL_TYPES)}),
 ])
 def test_config_errors_say_what_the_command_line_says(tmp_path, text, code, limits):
     """The page's one line comes from these fields: the same facts as the CLI's message
@@ -254,3 +265,28 @@ def test_a_multimodal_gemma3_refusal_gives_the_values_to_add():
     assert add == {"model_type": "gemma3_text", "vocab_size": transformers.Gemma3TextConfig().vocab_size}
     assert add["vocab_size"] == 262_208
     assert vram.model_config_from_dict({**text, **add}).vocab_size == 262_208
+
+
+# gpt-oss-20b: 12 full and 12 sliding (128-token) layers, 2 KiB of KV per token and layer in bf16.
+# vLLM's SlidingWindowSpec (vllm/v1/kv_cache_interface.py at 001cabc1be16a59a70d720ed61a13b678c060a18)
+# reserves cdiv(min(W - 1 + max_num_batched_tokens, T), 16) + 1 blocks of 16 tokens per sliding layer.
+GPT_OSS_KV_8K = {2048: 2048 * (12 * 8192 + 12 * 2192), 8192: 2048 * (12 * 8192 + 12 * 8208)}
+
+
+def test_serving_says_which_prefill_chunk_it_assumes_and_the_reader_can_change_it(configs):
+    job = {"kind": "serving", "config": configs("gpt-oss-20b"), "context": 8192, "concurrent": 16, "gpus": CARDS}
+    default = answer_job(job)
+    assert default["max_num_batched_tokens"] == 2048  # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS
+    assert dict((part[0], part[1]) for part in default["parts"])["kv_cache"] == 16 * GPT_OSS_KV_8K[2048]
+    assert default["kv_per_sequence_bytes"] == GPT_OSS_KV_8K[2048]
+    h100 = answer_job({**job, "max_num_batched_tokens": 8192})  # `vllm serve` on an H100
+    assert h100["max_num_batched_tokens"] == 8192 and h100["kv_per_sequence_bytes"] == GPT_OSS_KV_8K[8192]
+
+
+@pytest.mark.parametrize("chunk", [0, 2**24 + 1, 1.5, "2048", True, None])
+def test_a_bad_prefill_chunk_is_refused_naming_the_field(configs, chunk):
+    job = {"kind": "serving", "config": configs("gpt-oss-20b"), "gpus": CARDS, "max_num_batched_tokens": chunk}
+    with pytest.raises(JobError) as info:
+        answer_job(job)
+    assert (info.value.field, info.value.code) == ("max_num_batched_tokens", "integer")
+    assert info.value.limits == {"minimum": 1, "maximum": 2**24}
