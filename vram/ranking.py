@@ -44,6 +44,7 @@ def run_options(
     recompute: str = "none",
     offload: str = "none",
     lora: Mapping[str, Any] | None = None,
+    utilisation: Mapping[str, tuple[float, float]] | None = None,
     *,
     grad_accum: int = 1,
     framework: str = "deepspeed",
@@ -53,16 +54,19 @@ def run_options(
     (``vram.timing.training_step``), or with ``lora`` (``rank``, ``target_modules``,
     ``base_dtype``) a LoRA/QLoRA one (``vram.timing.lora_step``), under ``framework`` with
     ``offload`` (``vram.frameworks.OFFLOAD``) and ``grad_accum`` micro-batches per optimizer
-    step. Raises ValueError for bad input, naming the machine of a bad price."""
+    step, each machine at its class's calibrated ``utilisation`` (key -> [low, high],
+    ``vram.calibration``; a machine without one: torchtitan's ``MFU``). Raises ValueError for bad
+    input, naming the machine of a bad price."""
     options = []
     for key, (card, count) in machines.items():
+        share = (utilisation or {}).get(key)
         if lora is None:
             step = training_step(config, card, count, zero_stage, seq_len, micro_batch, recompute, offload != "none",
-                                 offload_params=offload == "optimizer+params", grad_accum=grad_accum,
-                                 framework=framework)
+                                 **({"utilisation": share} if share else {}), offload_params=offload == "optimizer+params",
+                                 grad_accum=grad_accum, framework=framework)
         else:
-            step = lora_step(config, card, count, zero_stage, seq_len, micro_batch, recompute, **lora, offload=offload,
-                             grad_accum=grad_accum, framework=framework)
+            step = lora_step(config, card, count, zero_stage, seq_len, micro_batch, recompute, **lora, utilisation=share,
+                             offload=offload, grad_accum=grad_accum, framework=framework)
         run = run_seconds(tokens, step)
         price = parse_price(prices[key], f"price of {key}") if key in prices else None
         cost = (run_cost_eur(run.low, price), run_cost_eur(run.high, price)) if price is not None else None

@@ -84,7 +84,8 @@ def test_vram_time_times_the_finders_run(flags, job):
     (``settle_run``), the same optimizer step and run, the same global batch."""
     h100 = load_catalogue()[0]["h100"]
     answer = answer_job({**_job(grad_accum=4, tokens=10**9, seq_len=2048, micro_batch=1), **job,
-                         "reserve_mib": 2048, "gpus": [{"key": "h100", "memory_mib": 81559, "speed": card_speed(h100)}]})
+                         "reserve_mib": 2048, "gpus": [{"key": "h100", "memory_mib": 81559, "speed": card_speed(h100)}],
+                         "calibration": load_measured_data().calibration.as_job()})  # the published runs, as the CLI
     code, out, err = run_cli("time", "--config", str(QWEN_05B), "--gpu", "h100", "--gpus", "4", "--grad-accum", "4",
                              "--tokens", "1e9", "--json", *flags)
     assert code == 0, err
