@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.vram.test_timing_lora_serving import run_cli  # python -m vram in this process
+from vram.calibration import load_measured_data
 from vram.catalogue import card_speed, load_catalogue
 from vram.job import JobError, answer_job, answer_json
 
