@@ -48,8 +48,8 @@ from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_trans
 from hooks.data.load import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.render.calibration_plot import STORE_DIR as PLOT_STORE, plot_png, plot_uri  # noqa: E402
-from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_json, model_config_files  # noqa: E402
-from hooks.finder.pyodide_assets import BUNDLE_URI, pyodide_files, vram_bundle  # noqa: E402
+from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_assets, model_config_files  # noqa: E402
+from hooks.finder.pyodide_assets import BUNDLE_URI, LOCK_URI, STDLIB_URI, lock_file, pyodide_files, stdlib_bundle, vram_bundle  # noqa: E402
 from hooks.notebooks.html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebooks.pages import use_executed_notebooks  # noqa: E402
 from hooks.notebooks.styles import checked_stylesheets, drop_list_repr_style, stylesheet_files  # noqa: E402
@@ -186,16 +186,19 @@ def on_files(files, config, **kwargs):
         check_theme_files_kept([Path(config.docs_dir), *map(Path, folders[1:])], theme_dirs, root)
         check_stylesheet_files(own, root, origin(config.site_url))
     with reported(JSON_URI):
-        if not_generated(files, JSON_URI):
-            files.append(File.generated(config, JSON_URI, content=finder_json(store=unless_publication(FINDER_STORE))))
+        for uri, content in finder_assets(store=unless_publication(FINDER_STORE)).items():
+            if not_generated(files, uri):
+                files.append(File.generated(config, uri, content=content))
     with reported(plot_uri(build_language(config))):  # the formulas page's plot of the published runs
         uri = plot_uri(build_language(config))
         if not_generated(files, uri):
             files.append(File.generated(config, uri, content=plot_png(build_language(config),
                                                                        store=unless_publication(PLOT_STORE))))
     with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
-        if not_generated(files, BUNDLE_URI):
-            files.append(File.generated(config, BUNDLE_URI, content=vram_bundle(model_config_files())))
+        for uri, make in ((BUNDLE_URI, lambda: vram_bundle(model_config_files())), (STDLIB_URI, stdlib_bundle),
+                          (LOCK_URI, lock_file)):
+            if not_generated(files, uri):
+                files.append(File.generated(config, uri, content=make()))
         for uri, path in pyodide_files().items():
             if not_generated(files, uri):
                 files.append(File.generated(config, uri, abs_src_path=str(path)))
@@ -232,7 +235,8 @@ def on_page_read_source(page, config, **kwargs):
 def on_page_markdown(markdown, page, config, files, **kwargs):
     with reported(page_file(page), page.file.content_string):
         check_front_matter(page.file.content_string)
-        rendered = render_markdown(markdown, build_language(config)) + "\n" + link_definitions(config.extra)
+        rendered = render_markdown(markdown, build_language(config))
+        rendered += "\n" + link_definitions(config.extra, rendered)
         check_snippets(rendered, config.mdx_configs.get("pymdownx.snippets", {}))  # includes in data text too
         return rendered
 
