@@ -239,7 +239,7 @@ class CalibrationTexts(Data):
 
     columns: Texts({"family": (), "kind": (), "task": (), "share": (), "runs": (), "sources": ()})
     words: Texts({"dense": (), "moe": (), "serving": (), "full": (), "lora": (), "qlora": (), "offload": (),
-                  "bits": ("bits",), "single": (), "batched": (), "widened": ("spread",),
+                  "bits": ("bits",), "single": (), "batched": (),
                   "met": (), "missed": ()})
     plot: Texts({"measured": (), "predicted": (), "same": (), "scale": (), "alt": ("runs", "coverage", "width")})
 

@@ -19,8 +19,9 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from vram import timing
-from vram.calibration import (COVERAGE_TARGET, WIDTH_TARGET, Check, class_range, class_table, coverage,
-                              load_measured_data, median_width, meets_targets, validation_figures)
+from vram.calibration import (COMPUTE_BOUND, COVERAGE_TARGET, FIRST_RULE, RULE, WIDTH_TARGET, Check, Point,
+                              class_range, class_table, coverage, dispersion, leave_one_source_out, load_measured_data,
+                              median_width, meets_targets, source_centre, validation_figures)
 from vram.catalogue import Bandwidth, Card
 from vram.job import answer_job
 from vram.measurements import IMPLAUSIBLE_SHARE, is_moe
@@ -106,8 +107,7 @@ def test_implausible_entries_stay_excluded_with_their_reason(measured):
 
 def test_moe_runs_all_split_their_experts_and_a_moe_job_says_so(measured):
     moe = [m for m in measured.measurements.values() if is_moe(measured.configs[m.model]) and m.task != "serving"]
-    assert moe and all(m.expert_parallel > 1 or m.model == "gpt-oss-20b" for m in moe)
-    assert any(m.expert_parallel > 1 for m in moe)
+    assert moe and all(m.expert_parallel > 1 for m in moe)
 
 
 def test_fsdp_without_peer_to_peer_was_slower_than_ddp_by_more_than_the_gathers(measured):
@@ -122,13 +122,54 @@ def test_fsdp_without_peer_to_peer_was_slower_than_ddp_by_more_than_the_gathers(
 
 # ------------------------------------------------------------------ the calibration
 def test_each_class_range_holds_its_own_runs(measured):
+    """R1 (the site): the sources' median of medians x/÷ the dispersion, widened to hold the
+    class's own runs, capped at the fastest run; R0: exactly the lowest and highest share when
+    several sources."""
     points = measured.calibration.points
+    fastest = {kind: max(p.share for p in points if (p.arch == "serving") == kind) for kind in (False, True)}
     for found in class_table(points):
-        own = [p.share for p in points if p.class_key == found.key]
+        own = [p for p in points if p.class_key == found.key]
+        shares = [p.share for p in own]
         assert found.exact and found.runs == len(own)
-        assert found.low <= min(own) and max(own) <= found.high
-        if len(found.sources) > 1:  # several sources: exactly their lowest and highest share
-            assert (found.low, found.high) == (min(own), max(own))
+        assert found.low <= min(shares) and max(shares) <= found.high
+        serving = found.key[1] == "serving"
+        centre, factor = source_centre(own), dispersion(points, serving)
+        assert found.low == pytest.approx(min(centre / factor, *shares))
+        assert found.high == pytest.approx(min(fastest[serving], max(centre * factor, *shares)))
+    for found in class_table(points, FIRST_RULE):
+        shares = [p.share for p in points if p.class_key == found.key]
+        if len(found.sources) > 1:
+            assert (found.low, found.high) == (min(shares), max(shares))
+
+
+def _point(key, source, share, family="a100", task="full"):
+    return Point(key, source, "a100-80gb", family, "dense", task, "none", share)
+
+
+def test_the_dispersion_is_the_80th_percentile_of_each_run_against_the_other_sources():
+    """By hand: class (a100, dense, full): source a at 0.5 and 0.6, b at 0.4, c at 0.8. Without a,
+    the centre is median(0.4, 0.8) = 0.6: ratios 1.2 and 1.0; without b, median(0.55, 0.8) =
+    0.675: 1.6875; without c, median(0.55, 0.4) = 0.475: 1.6842. Nearest rank 80 % of four
+    ratios is the 4th: 1.6875. The class's centre: median(0.55, 0.4, 0.8) = 0.55."""
+    points = (_point("a1", "a", 0.5), _point("a2", "a", 0.6), _point("b1", "b", 0.4), _point("c1", "c", 0.8))
+    assert dispersion(points, serving=False) == pytest.approx(0.675 / 0.4)
+    assert source_centre(points) == pytest.approx(0.55)
+    found = class_range(points, ("a100", "dense", "full", "none"))
+    assert found.low == pytest.approx(0.55 / (0.675 / 0.4))
+    assert found.high == pytest.approx(0.8)  # the fastest run caps 0.55 x 1.6875
+    assert dispersion(points[:2], serving=False) == 1.0  # one source: nothing to compare
+
+
+def test_a_held_out_source_never_shapes_its_own_prediction(measured):
+    """Nested leave-one-source-out: the dispersion and the centres are read from the other
+    sources only, so doubling every share of the source being predicted changes none of its
+    predicted ranges."""
+    held = "vectorlm-2024"
+    before = {c.key: c.predicted for c in measured.checks() if c.source == held}
+    doubled = [p if p.source != held else Point(*p.as_list()[:7], min(1.0, p.share * 2)) for p in measured.points]
+    after = leave_one_source_out(doubled, measured.measurements, measured.cards, measured.configs,
+                                 measured.link_shares, RULE)
+    assert before and before == {c.key: c.predicted for c in after if c.source == held}
 
 
 def test_a_class_without_runs_widens_and_says_so(measured):
@@ -139,10 +180,14 @@ def test_a_class_without_runs_widens_and_says_so(measured):
     assert b200.range.high - b200.range.low > h100.range.high - h100.range.low
 
 
-def test_scale_checks_and_excluded_runs_are_not_calibrated_on(measured):
+def test_scale_checks_excluded_and_link_bound_runs_are_not_calibrated_on(measured):
     keys = {p.key for p in measured.calibration.points}
     for m in measured.measurements.values():
-        assert (m.key in keys) == (not m.scale_check and not m.excluded), m.key
+        link_bound = measured.link_shares.get(m.key, 0.0) > COMPUTE_BOUND
+        assert (m.key in keys) == (not m.scale_check and not m.excluded and not link_bound), m.key
+    # Answer.AI's batch-1 FSDP LoRA on two 3090 without peer-to-peer, 512 tokens: the bf16 weights
+    # gathered twice per step over the host path take most of the step the source measured
+    assert measured.link_shares["answerai-7b-lora-fsdp-b1-512-2x3090"] > 0.5
 
 
 # ------------------------------------------------------------------ validation
@@ -155,9 +200,10 @@ def test_the_validation_figures_stay_above_a_floor(checks, measured):
     stable and fails if the calibration gets worse than this dataset allows."""
     figures = validation_figures(checks, measured.measurements)
     training = figures["training"]
-    assert training.runs >= 30
-    assert training.coverage >= 0.5 and training.median_width <= 2.0
-    assert figures["scale"].coverage >= 0.5
+    assert training.runs >= 45
+    assert training.coverage >= 0.65 and training.median_width <= 2.0
+    assert figures["serving"].coverage >= 0.7
+    assert figures["scale"].coverage >= 0.6
 
 
 def test_a_trivially_wide_range_fails_the_width_target(checks):
