@@ -35,6 +35,24 @@ from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 class Data(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, defer_build=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _keys_are_names(cls, data: Any) -> Any:
+        """A key that is not a string, named after the key before it: in a flow mapping
+        (``{gpu: h100, price_eur_per_hour_from: 31,20}``) a decimal comma ends the value, and
+        YAML reads ``31`` and a key ``20``."""
+        if not isinstance(data, dict):
+            return data
+        previous = None
+        for key, value in data.items():
+            if not isinstance(key, str):
+                if previous is not None and value is None and type(key) is int and type(data[previous]) in (int, float):
+                    raise ValueError(f"{previous}: a number written with a decimal comma ({data[previous]},…): in {{…}} the "
+                                     f"comma ends the value, and YAML read {data[previous]} and a key {key}; write a decimal point")
+                raise ValueError(f"a key that is not a name ({key!r}) after {previous!r}")
+            previous = key
+        return data
+
 
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 Name = Annotated[str, StringConstraints(min_length=1)]
@@ -411,8 +429,9 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "legend": (), "model": (), "task": (), "cards": (), "method": (), "context": (),
     "context_option": ("tokens",), "method_hint": (), "tensor_parallel": (),
     "caption": ("choice",), "cards_one": (), "cards_many": ("cards",),
-    "col_card": (), "col_memory": (), "col_margin": (), "col_price": (), "tight": (), "tight_recompute": (),
-    "margin_cell": ("margin", "free"), "price_cell": ("count", "gpu", "price"), "no_price": (),
+    "col_card": (), "col_memory": (), "col_margin": (), "col_price": (), "tight": (), "recompute_needed": (),
+    "margin_cell": ("margin", "free"), "price_guide": ("price",), "price_yours": ("price",),
+    "no_price": (),
     "need_training": ("need", "reserve"), "need_serving": ("need", "reserve"),
     "summary_many": ("need_text", "count", "gpu", "margin"), "summary_one": ("need_text", "count", "gpu", "margin"),
     "summary_none": ("need_text",), "summary_recompute": (), "summary_short": ("cards",), "short_card": ("gpu", "margin"),
@@ -433,14 +452,16 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "error_integer": ("field", "minimum", "maximum"), "error_fraction": ("field", "minimum", "maximum"),
     "error_choice": ("field",), "error_too_long": ("field", "maximum"), "error_config_json": ("field", "line", "column"),
     "error_config_duplicate": ("field", "key"), "error_config_object": ("field", "got"), "error_config_unreadable": ("field",),
+    "error_config_depth": ("field", "maximum"),
     "error_config_family": ("field", "key", "choices"), "error_config_key": ("field", "key"),
-    "error_config_multimodal": ("field", "key", "got"),
+    "error_config_multimodal": ("field", "key", "got", "add"), "error_config_no_text": ("field", "key", "got"),
     "error_config_value": ("field", "key"), "error_not_offered": ("field",),
     "refused_framework": (), "refused_cards": (), "refused_optimizer": (), "refused_offload": (),
-    "refused_weights": (), "refused_targets": (),
+    "refused_weights": (), "refused_targets": (), "refused_lora_paper": (), "refused_lora_fsdp2_experts": (),
+    "refused_too_long": (), "unavailable_one": ("choices", "reason"), "unavailable_many": ("choices", "reason"),
     "col_run": (), "run_cell": ("step", "bound", "run", "cost"), "run_cost": ("cost", "price"), "span": ("low", "high"),
     "bound_compute": (), "bound_communication": (), "bound_offload": (),
-    "ranked_cost": ("tokens", "order"), "run_source": ("coverage",), "ranked_time": ("tokens", "order"),
+    "ranked_cost": ("tokens", "order"), "run_source": ("coverage",), "ranked_time": ("tokens", "order", "unpriced"),
     "backing_runs": ("family", "runs"), "backing_other": ("family", "runs"), "backing_none": ("runs",),
     "decode_realistic": ("range",), "warn_expert_parallel": (), "warn_several_machines": (),
     "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field", "example", "minimum", "maximum"),
@@ -479,7 +500,6 @@ class FinderSettings(Data):
     lora: dict[Literal["rank"], Count]
     activations: dict[Literal["seq_length", "micro_batch"], Count]
     serving: FinderServing
-    tight_free_fraction: Annotated[float, Field(ge=0, lt=1)]
     decimals: Annotated[int, Field(ge=0, le=3)]
     optimizer_impl: Literal["foreach", "fused", "forloop"]  # vram.optimizer_step.OPTIMIZER_IMPLS
 

@@ -60,11 +60,16 @@ def test_the_pages_example_holds(lang, example):
     ("it", "una sequenza da 2.048 token con micro-batch 1"),
     ("fr", "une séquence de 2 048 tokens avec un micro-lot de 1"),
 ])
-def test_the_page_names_the_reference_and_the_serving_threshold(lang, reference):
+def test_the_page_names_the_reference_and_the_tight_rule(lang, reference):
     paragraph = margin_paragraph(lang)
     assert reference in paragraph
-    assert ("meno del 10% di quella quota libera" if lang == "it" else "moins de 10 % de cette part reste libre") in paragraph
     assert "gpu_memory_utilization" in paragraph  # serving: the margin is inside vLLM's share
+    # one rule for "tight", every kind of job: under a tenth of the card free at the job's peak
+    page = (REPO_ROOT / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
+    (bullet,) = [line for line in page.splitlines() if line.startswith(("- **Stretto.**", "- **Serré.**"))]
+    rule = render_markdown(bullet, lang).translate(SPACES)
+    assert ("le resta libero meno del 10% della memoria che il lavoro può usare" if lang == "it"
+            else "il lui reste moins de 10 % de la mémoire que le travail peut utiliser") in rule
 
 
 @pytest.fixture(scope="module")

@@ -97,7 +97,8 @@ def _cmd_job(args: argparse.Namespace) -> None:
         lines.append(f"host RAM per machine for offload: {size_text(answer['host_bytes'])}")
     for fit in answer["fits"]:
         extra = (f", recompute {fit['recompute']}" if "recompute" in fit else f", {fit['max_concurrent']} sequences at most")
-        lines.append(f"fits {fit['gpu']}: margin {size_text(fit['margin_bytes'])}{extra}{' (tight)' if fit['tight'] else ''}"
+        lines.append(f"fits {fit['gpu']}: margin {size_text(fit['margin_bytes'])}{extra}, {fit['free_fraction']:.0%} free at "
+                     f"the peak{' (tight)' if fit['tight'] else ''}"
                      f"{_ram_verdict(fit)}")
     lines += [f"short {fit['gpu']}: margin {size_text(fit['margin_bytes'])} holds the states, not the activations"
               for fit in answer["short"]]
@@ -146,7 +147,8 @@ def add_job_command(sub: Any) -> argparse.ArgumentParser:
     j.add_argument("--max-num-batched-tokens", type=integer_text("max_num_batched_tokens"),
                    help=f"serving: vLLM's prefill chunk (default {VLLM_MAX_NUM_BATCHED_TOKENS:,})")
     j.add_argument("--reserve-mib", type=integer_text("reserve_mib"), help="CUDA context and NCCL per card (default 2048)")
-    j.add_argument("--tight-free-fraction", type=decimal_text("tight_free_fraction"), help="serving: under it is tight")
+    j.add_argument("--tight-free-fraction", type=decimal_text("tight_free_fraction"), help="a fit leaving less than this share of the card free at the job's peak is tight "
+                   "(every kind; default vram.fit.TIGHT_FREE_FRACTION, 0.1)")
     j.add_argument("--tokens", type=_tokens, help="training, LoRA: tokens to train (dataset x epochs; default 10^9)")
     j.add_argument("--price", type=_machine_price, action="append",
                    help="KEY=EUR_PER_HOUR: the price of --cards cards KEY (repeat); ranks the run by cost when every fitting card has one")
