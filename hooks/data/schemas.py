@@ -463,7 +463,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "bound_compute": (), "bound_communication": (), "bound_offload": (),
     "ranked_cost": ("tokens", "order"), "run_source": ("coverage",), "ranked_time": ("tokens", "order", "unpriced"),
     "backing_runs": ("family", "runs"), "backing_other": ("family", "runs"), "backing_none": ("runs",),
-    "decode_realistic": ("range",), "warn_expert_parallel": (), "warn_several_machines": (),
+    "decode_realistic": ("range",), "warn_expert_parallel": (), "warn_several_machines": (), "warn_communication_bound": (),
     "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field", "example", "minimum", "maximum"),
     "col_decode": (),
     "decode_cell": ("per_sequence", "total"), "decode_one": ("per_sequence",),
