@@ -259,7 +259,9 @@ class CalibrationTexts(Data):
     words: Texts({"dense": (), "moe": (), "serving": (), "full": (), "lora": (), "qlora": (), "offload": (),
                   "bits": ("bits",), "single": (), "batched": (),
                   "met": (), "missed": ()})
-    plot: Texts({"measured": (), "predicted": (), "same": (), "scale": (), "alt": ("runs", "coverage", "width")})
+    plot: Texts({"measured": (), "predicted": (), "same": (), "scale": (), "serving": (),
+                 "alt": ("runs", "coverage", "width"), "points": ("runs",), "col_run": (), "col_card": (),
+                 "col_measured": (), "col_predicted": (), "col_inside": (), "inside": (), "outside": ()})
 
 
 class TimingFile(Data):

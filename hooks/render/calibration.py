@@ -135,17 +135,36 @@ def calibration_sources(raw: dict[str, str], lang: str) -> str:
 
 def calibration_plot(raw: dict[str, str], lang: str) -> str:
     """``{{ calibration_plot }}``: the plot as a Markdown image with its text alternative
-    (the runs, the training coverage and the median width, in ``lang``)."""
+    (the runs, the training coverage and the median width, in ``lang``), then every point in
+    words: a table in a collapsed ``<details>`` (run, card, what was measured, the range
+    predicted without its source, whether it lies inside), the text a reader without the image
+    reads."""
     from hooks.render.calibration_plot import plot_uri
 
     Args(raw, set())
-    _, figures = validation()
+    checks, figures = validation()
     training = figures["training"]
     runs = sum(f.runs for f in figures.values())
-    alt = label(_texts().plot, "alt", lang, "snippets/data/timing.yaml: calibration.plot").format(
+    plot = _texts().plot
+    where = "snippets/data/timing.yaml: calibration.plot"
+    alt = label(plot, "alt", lang, where).format(
         runs=format_number(runs, lang, 0), coverage=percent(training.coverage, lang),
         width=times(training.median_width, lang))
-    return f"![{alt}]({plot_uri(lang)})"
+    measured = measured_data()
+    header = [label(plot, key, lang, where) for key in ("col_run", "col_card", "col_measured", "col_predicted", "col_inside")]
+    units = load_model("units").range[lang]
+    rows = []
+    for check in checks:
+        low, high = check.predicted.low, check.predicted.high
+        decimals = 0 if low >= 100 else 1
+        predicted = units.format(low=format_number(math.floor(low * 10**decimals) / 10**decimals, lang, decimals),
+                                 high=format_number(math.ceil(high * 10**decimals) / 10**decimals, lang, decimals))
+        rows.append([f"`{check.key}`", measured.cards[check.gpu].name, format_number(check.measured, lang, 1),
+                     predicted, label(plot, "inside" if check.covered else "outside", lang, where)])
+    table = markdown_table(header, rows)
+    summary = label(plot, "points", lang, where).format(runs=format_number(len(checks), lang, 0))
+    return (f"![{alt}]({plot_uri(lang)})\n\n<details class=\"calibration-points\" markdown=\"1\">\n"
+            f"<summary>{summary}</summary>\n\n{table}\n\n</details>")
 
 
 CALIBRATION = {
