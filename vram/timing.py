@@ -242,7 +242,7 @@ def communication_seconds(params: int, world_size: int, zero_stage: int, link: B
 def offload_seconds(params: int, world_size: int, host: Bandwidth) -> Span:
     """Seconds of the optimizer offload's PCIe traffic per step and GPU (ZeRO-Offload): 2P/N
     bytes of fp16 gradients to the host and 2P/N of fp16 parameters back, both directions at
-    once at the link's high end, one after the other at its low end. CPU time not counted."""
+    once at the link's high end, one after the other at its low end. The CPU's step: ``cpu_optimizer_seconds``."""
     check_world_size(world_size)
     share = 2 * params / world_size
     return Span(share / (host.high_gb_per_s * GB), 2 * share / (host.low_gb_per_s * GB))
