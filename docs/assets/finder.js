@@ -566,6 +566,7 @@
         notes.push(labels.run_source);  // the sources, as `python -m vram time` names them
         (found.run.warnings || []).forEach(function (warning) { notes.push(labels["warn_" + warning]); });
       }
+      (found.warnings || []).forEach(function (warning) { notes.push(labels["warn_" + warning]); });  // no card fits
       if (job && controls.model.value === CUSTOM) {  // what vram read from the pasted config.json, to check
         notes.unshift(fill(labels.config_read, {
           family: found.model_type, layers: formats.whole.format(found.layers), params: formats.whole.format(found.params)

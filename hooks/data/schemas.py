@@ -258,9 +258,11 @@ class CalibrationTexts(Data):
 
     columns: Texts({"family": (), "kind": (), "task": (), "share": (), "runs": (), "sources": ()})
     words: Texts({"dense": (), "moe": (), "serving": (), "full": (), "lora": (), "qlora": (), "offload": (),
-                  "bits": ("bits",), "single": (), "batched": (), "widened": ("spread",),
+                  "bits": ("bits",), "single": (), "batched": (),
                   "met": (), "missed": ()})
-    plot: Texts({"measured": (), "predicted": (), "same": (), "scale": (), "alt": ("runs", "coverage", "width")})
+    plot: Texts({"measured": (), "predicted": (), "same": (), "scale": (), "serving": (),
+                 "alt": ("runs", "coverage", "width"), "points": ("runs",), "col_run": (), "col_card": (),
+                 "col_measured": (), "col_predicted": (), "col_inside": (), "inside": (), "outside": ()})
 
 
 class TimingFile(Data):
@@ -466,7 +468,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "bound_compute": (), "bound_communication": (), "bound_offload": (),
     "ranked_cost": ("tokens", "order"), "run_source": ("coverage",), "ranked_time": ("tokens", "order", "unpriced"),
     "backing_runs": ("family", "runs"), "backing_other": ("family", "runs"), "backing_none": ("runs",),
-    "decode_realistic": ("range",), "warn_expert_parallel": (), "warn_several_machines": (),
+    "decode_realistic": ("range",), "warn_expert_parallel": (), "warn_several_machines": (), "warn_communication_bound": (),
     "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field", "example", "minimum", "maximum"),
     "col_decode": (),
     "decode_cell": ("per_sequence", "total"), "decode_one": ("per_sequence",),

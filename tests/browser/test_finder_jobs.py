@@ -232,7 +232,13 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
     # Pyodide and the calculator came from the site itself (the worker's requests are the page's)
     origin = "/".join(pages["it"].url.split("/")[:3])
     urls = [request.url for request in pages["it"].requests.requests]
-    assert {url.rsplit("/", 1)[1] for url in urls if "/assets/pyodide/" in url} >= {"pyodide.asm.wasm", "python_stdlib.zip"}
+    assert {url.rsplit("/", 1)[1] for url in urls if "/assets/pyodide/" in url} >= {"pyodide.asm.wasm", "pyodide.mjs"}
+    # the standard library trimmed to what the worker imports, the lock file without packages
+    # (hooks/finder/pyodide_assets.py): every job above ran on them; the package's whole
+    # library (2.5 MB compressed) and lock file (120 KB) are not fetched
+    assert [url for url in urls if url.endswith("/assets/pyodide-stdlib.zip")]
+    assert [url for url in urls if url.endswith("/assets/pyodide-lock.json")]
+    assert not [url for url in urls if url.endswith(("/python_stdlib.zip", "/pyodide/pyodide-lock.json"))]
     assert [url for url in urls if url.endswith("/assets/vram.zip")]
     assert not [url for url in urls if not url.startswith(origin + "/")]
     # and under the pages' Content-Security-Policy (tests/browser/test_content_security_policy.py)
@@ -276,6 +282,20 @@ def table_cards(page) -> list[str]:
     return page.eval_on_selector_all("#finder-table tbody th", "cells => cells.map(c => c.textContent)")
 
 
+def in_run_order(answer: dict) -> list[dict]:
+    """The fitting cards of a training or LoRA answer in the order the calculator ranked their
+    runs (run.order: by cost when every machine has a price, else by time): the rows' order."""
+    by_gpu = {fit["gpu"]: fit for fit in answer["fits"]}
+    return [by_gpu[key] for key in answer["run"]["order"]]
+
+
+def names(keys) -> list[str]:
+    from hooks.data.load import load_yaml
+
+    gpus = load_yaml("gpus")["gpus"]
+    return [gpus[key]["name"] for key in keys]
+
+
 FORM_JOBS = [  # (form values, the same job for the command line)
     ({"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero3", "seq_len": 4096},
      ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw", "--seq-len=4096",
@@ -316,8 +336,10 @@ def test_the_form_answers_the_issue_jobs_as_the_command_line(pages, lang):
     use_form(page, **dict(FORM_JOBS[1][0]))  # gpt-oss-20b, MXFP4, 16 x 8,192 tokens: a 32 GB card
     assert "RTX 5090 32GB" in table_cards(page)
     assert ("jusqu’à" if lang == "fr" else "fino a") in page.text_content("#finder-table tbody tr td:nth-child(3)")
-    use_form(page, **dict(FORM_JOBS[2][0]))  # all bf16 on one card
-    assert table_cards(page) == ["H100 80GB", "A100 80GB", "RTX PRO 6000 96GB", "H200 141GB", "B200"]
+    use_form(page, **dict(FORM_JOBS[2][0]))  # all bf16 on one card: no machine of one card has a price
+    answer = json.loads(page_answer(page))
+    assert sorted(table_cards(page)) == sorted(["H100 80GB", "A100 80GB", "RTX PRO 6000 96GB", "H200 141GB", "B200"])
+    assert answer["run"]["ranked_by"] == "time" and table_cards(page) == names(answer["run"]["order"])
     # the link keeps every input that differs from the reference job
     assert "task=full-bf16" in page.url and "recompute=selective" in page.url
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=1, method="ddp", seq_len=2048, recompute="none")
@@ -347,8 +369,8 @@ def test_the_serving_context_is_any_length_up_to_the_models_maximum(pages, lang)
     assert answer["kv_per_sequence_bytes"] == vram.serving_memory_per_gpu(config, "bf16", context_length=12345).kv_cache_bytes
     assert ("12 345 tokens" if lang == "fr" else "12.345 token") in plain(page.text_content("#finder-table caption"))
     type_context(page, "32769")
-    expected = ("Longueur du contexte : au-delà du maximum du modèle, 32 768 tokens." if lang == "fr"
-                else "Lunghezza del contesto: oltre il massimo del modello, 32.768 token.")
+    expected = ("Longueur du contexte : dépasse le maximum du modèle, 32 768 tokens." if lang == "fr"
+                else "Lunghezza del contesto: supera il massimo del modello, 32.768 token.")
     assert plain(page.text_content("#finder-error")) == plain(expected) and page.is_hidden("#finder-results")
     assert "context=32769" in page.url
     type_context(page, "32768")  # a preset within the maximum: the precomputed answer, at once
@@ -376,29 +398,31 @@ BAD = [  # (field values, what the line must say in it, in fr)
      "config.json del modello: serve un oggetto JSON (tra parentesi graffe), non un valore di tipo list.",
      "config.json du modèle : il faut un objet JSON (entre accolades), pas une valeur de type list."),
     ({"model": "custom", "config": '{"model_type": "llama", "model_type": "qwen2"}'},
-     "config.json del modello: la chiave model_type compare due volte (un lettore JSON ne terrebbe una sola senza "
-     "dirlo): lasciane una.",
-     "config.json du modèle : la clé model_type apparaît deux fois (un lecteur JSON n’en garderait qu’une sans le "
-     "dire) : n’en gardez qu’une."),
+     "config.json del modello: la chiave model_type compare due volte (un parser JSON ne terrebbe una sola senza "
+     "avvisare): lasciane una.",
+     "config.json du modèle : la clé model_type apparaît deux fois (un analyseur JSON n’en garderait qu’une sans "
+     "prévenir) : n’en gardez qu’une."),
     ({"model": "custom", "config": '{"model_type": "falcon", "hidden_size": 4544}'},
      f"config.json del modello: il model_type «falcon» non è tra quelli che il calcolatore conosce ({FAMILIES}).",
      f"config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît ({FAMILIES})."),
-    # a multimodal Gemma 3 (its vision tower is not counted): what the command line tells, not "unknown family"
-    ({"model": "custom", "config": '{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}'},
+    # a multimodal Gemma 3 (its vision tower is not counted): what the command line tells, not "unknown family",
+    # and the values to add, Gemma3TextConfig's defaults (tests/vram/test_job.py: transformers' own)
+    ({"model": "custom", "config": '{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560, '
+                                   '"intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8}}'},
      "config.json del modello: «gemma3» è il modello multimodale, con la parte che legge le immagini, che il "
-     "calcolatore non conta; per il solo modello di testo incolla il suo text_config come config.json a sé, con "
-     "model_type «gemma3_text» e, scritte per esteso, le dimensioni che lascia ai valori predefiniti della sua "
-     "classe di configurazione (vocab_size compresa), se il calcolatore conosce quella famiglia.",
+     "calcolatore non conta. Per il solo modello di testo incolla il suo text_config come config.json a sé, "
+     "aggiungendo \"vocab_size\": 262208 (i valori predefiniti della configurazione di «gemma3_text» che il file "
+     "lascia sottintesi).",
      "config.json du modèle : « gemma3 » est le modèle multimodal, avec la partie qui lit les images, que le "
-     "calculateur ne compte pas ; pour le seul modèle de texte, collez son text_config comme un config.json à part, "
-     "avec le model_type « gemma3_text » et, écrites en entier, les tailles qu’il laisse aux valeurs par défaut de "
-     "sa classe de configuration (vocab_size comprise), si le calculateur connaît cette famille."),
+     "calculateur ne compte pas. Pour le seul modèle de texte, collez son text_config comme un config.json à part, "
+     "en y ajoutant \"vocab_size\": 262208 (les valeurs par défaut de la configuration de « gemma3_text » que le "
+     "fichier laisse sous-entendues)."),
     # issue 33: 50,000 levels crashed Pyodide inside json.loads ("the calculator did not load"); refused before it
     ({"model": "custom", "config": '{"a":' * 50_000 + "1" + "}" * 50_000},
      "config.json del modello: più di 32 livelli di annidamento, che nessun config.json raggiunge.",
      "config.json du modèle : plus de 32 niveaux d’imbrication, ce qu’aucun config.json n’atteint."),
-    ({"seq_len": "131073"}, "Lunghezza delle sequenze (token): oltre il massimo del modello, 131.072 token.",
-     "Longueur des séquences (tokens) : au-delà du maximum du modèle, 131 072 tokens."),
+    ({"seq_len": "131073"}, "Lunghezza delle sequenze (token): supera il massimo del modello, 131.072 token.",
+     "Longueur des séquences (tokens) : dépasse le maximum du modèle, 131 072 tokens."),
     ({"micro_batch": "-2"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
      "Micro-lot par carte : il faut un nombre entier de 1 à 65 536."),
     ({"micro_batch": "99999999999999999999"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
@@ -428,18 +452,35 @@ def test_bad_input_is_one_line_in_the_page_language(pages, lang):
     assert not page.errors
 
 
-def test_greyed_out_choices_say_why(pages):
-    page = pages["it"]
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_greyed_out_choices_say_why_in_visible_text(pages, lang):
+    """Issue 35: a touch screen shows no tooltip. Under each choice, a visible line names the
+    options the calculator refuses for the others, and why (finder.json's refused reasons)."""
+    page = pages[lang]
     labels = FINDER["labels"]
+
+    def said(name: str) -> str:
+        assert page.is_visible(f"#finder-{name}-refused"), name
+        return plain(page.text_content(f"#finder-{name}-refused"))
+
+    def disabled(name: str) -> list[str]:
+        return page.eval_on_selector_all(f"#finder-{name} option", "os => os.filter(o => o.disabled).map(o => o.text)")
+
     use_form(page, model="llama-3.1-8b", task="full-bf16", cards=1, method="paper")
-    title = page.eval_on_selector('#finder-method option[value="fsdp2-reshard"]', "o => o.disabled && o.title")
-    assert title == labels["refused_optimizer"]["it"]  # all-bf16: DDP and the paper's accounting have it
+    refused = disabled("method")  # all-bf16: DDP and the paper's accounting have it
+    assert refused and all(plain(option) in said("method") for option in refused)
+    assert plain(labels["refused_optimizer"][lang]) in said("method")
     assert page.eval_on_selector('#finder-method option[value="ddp"]', "o => !o.disabled")
-    title = page.eval_on_selector('#finder-task option[value="serve-mxfp4"]', "o => o.disabled && o.title")
-    assert title == labels["refused_weights"]["it"]  # MXFP4: gpt-oss's checkpoints only
+    assert disabled("task") and plain(labels["refused_weights"][lang]) in said("task")  # MXFP4: gpt-oss only
     use_form(page, model="qwen2.5-7b", task="serve-bf16", cards=1, context=8192)
-    title = page.eval_on_selector('#finder-cards option[value="8"]', "o => o.disabled && o.title")
-    assert title == labels["refused_cards"]["it"]  # 28 heads do not split over 8 cards
+    assert "8" in disabled("cards") and plain(labels["refused_cards"][lang]) in said("cards")  # 28 heads, 8 cards
+    assert page.is_hidden("#finder-method-refused")  # serving: no method
+    use_form(page, model="phi-4", task="serve-bf16", cards=1, context=8192)  # Phi-4 serving on 4 and 8 cards
+    assert {"4", "8"} <= set(disabled("cards")) and plain(labels["refused_cards"][lang]) in said("cards")
+    use_form(page, model="mixtral-8x7b", task="lora", cards=2, method="ddp")  # FSDP2 for MoE LoRA
+    assert plain(labels["refused_lora_fsdp2_experts"][lang]) in said("method")
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=1, method="ddp")
+    assert page.is_hidden("#finder-method-refused")  # every method offered: nothing to say
     assert not page.errors
 
 
@@ -465,15 +506,21 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
     a6000 = next(f for f in answer["fits"] if f["gpu"] == "a6000")["time"]
     assert a6000["price_eur_per_hour"] == "4" and a6000["cost_eur"] is not None
     rows = page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.lastElementChild.textContent)")
-    assert [plain(r) for r in rows] == [plain(run_text(catalogue, lang, f["time"])) for f in answer["fits"]]
+    assert [plain(r) for r in rows] == [plain(run_text(catalogue, lang, f["time"])) for f in in_run_order(answer)]
     for row in rows:  # the dynamic cells keep the no-break space before s, h, days
         assert not UNIT_AFTER_SPACE.search(row) and "\u00a0s" in row, row
-    assert plain(ranking_text(catalogue, lang, answer["run"])) in plain(page.text_content("#finder-note"))
+    assert plain(ranking_text(catalogue, lang, answer["run"], 8)) == plain(page.text_content("#finder-order"))
+    # the price typed for the A6000's machine is shown as the reader's, the guide's as the guide's
+    prices = dict(zip(table_cards(page), page.eval_on_selector_all(
+        "#finder-table tbody tr", "rows => rows.map(r => r.children[3].textContent)")))
+    assert plain(prices["RTX A6000 48GB"]) == ("4,00 €/h (votre prix)" if lang == "fr" else "4,00 €/h (il tuo prezzo)")
+    assert plain(prices["H100 80GB"]) == ("à partir de 31,20 €/h (prix du guide)" if lang == "fr"
+                                          else "da 31,20 €/h (prezzo della guida)")
     assert "tokens=2000000000" in page.url and "price_a6000=4" in page.url
     assert not page.errors
 
 
-RANKED = {"it": "dalla macchina più economica", "fr": "de la machine la moins chère à la plus chère"}
+RANKED = {"it": "in ordine di costo, dalla macchina più economica", "fr": "par coût, de la machine la moins chère à la plus chère"}
 OTHER_PRICES = {"price_a6000": "1.50", "price_a100-80gb": "12", "price_rtx-pro-6000": "14", "price_h200": "36",
                 "price_b200": "60"}  # with the guide's 31.20 for 8 x H100: every machine that fits has a price
 
@@ -495,8 +542,11 @@ def test_typed_prices_rank_the_machines_by_the_runs_cost(pages, lang):
         answer = json.loads(page_answer(page))
         assert page_answer(page) == cli_for("llama-3.1-8b", flags + typed)
         assert answer["run"]["ranked_by"] == "cost"
-        note = plain(page.text_content("#finder-note"))
-        assert plain(ranking_text(catalogue, lang, answer["run"])) in note and RANKED[lang] in note
+        order = plain(page.text_content("#finder-order"))
+        assert plain(ranking_text(catalogue, lang, answer["run"], 8)) == order and RANKED[lang] in order
+        assert table_cards(page) == names(answer["run"]["order"])  # the rows in the run's cost order
+        costs = [sum(float(c) for c in fit["time"]["cost_eur"]) for fit in in_run_order(answer)]
+        assert costs == sorted(costs)  # cheapest first
         assert f"price_rtx-5090={price}" in page.url
         orders[price] = answer["run"]["order"]
     assert orders["1"][0] == "rtx-5090" and orders["40"][-1] == "rtx-5090"  # the ranking changed
@@ -540,7 +590,7 @@ def test_lora_and_serving_show_their_time_in_the_page(pages):
     use_form(page, model="llama-3.1-8b", task="qlora", cards=1, method="ddp", tokens=10**8)
     answer = json.loads(page_answer(page))
     rows = page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.lastElementChild.textContent)")
-    assert rows == [typeset_text(run_text(catalogue, "fr", f["time"]), "fr") for f in answer["fits"]]
+    assert rows == [typeset_text(run_text(catalogue, "fr", f["time"]), "fr") for f in in_run_order(answer)]
     use_form(page, model="llama-3.1-8b", task="serve-bf16", cards=2, context=8192, concurrent=4)
     answer = json.loads(page_answer(page))
     assert answer == json.loads(cli_for("llama-3.1-8b", ["--kind=serving", "--cards=2", "--context=8192", "--weights=bf16",
