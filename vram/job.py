@@ -94,7 +94,7 @@ from .job_input import (JOB_FIELDS, KINDS, KV_DTYPES, MAX_CARDS, MAX_GRAD_ACCUM,
                         MAX_TOKENS, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, GpuEntry, Job, JobError,
                         check_job, normalised, read_config)
 from .lora import lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
-from .lora_offload import lora_offload_memory
+from .lora_offload import OffloadNotModelled, lora_offload_memory
 from .models import ModelConfig, count_params
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
 from .calibration import job_class, serving_class
@@ -208,9 +208,10 @@ def _lora_offload(job: Job) -> tuple[dict[str, int], int, list[str], int]:
     try:
         memory = lora_offload_memory(job.config, job.rank, job.cards, job.framework, job.zero_stage,
                                      job.offload == "optimizer+params", job.targets, job.base_dtype)
-    except ValueError as exc:  # a framework, stage or base not modelled with offload (vram.lora_offload)
-        field = "framework" if "base" in str(exc) or "fused expert" in str(exc) else "offload"
-        raise JobError(field, "not_offered", str(exc)) from None
+    except OffloadNotModelled as exc:  # an offload this framework and stage do not offer (vram.lora_offload)
+        raise JobError("offload", "not_offered", str(exc)) from None
+    except ValueError as exc:  # a base, depth or target the LoRA model does not cover
+        raise JobError("framework", "not_offered", str(exc)) from None
     parts = {"base": memory.base_weights_bytes, "adapters": memory.adapter_weights_bytes,
              "working": memory.working_bytes}
     notes = list(memory.notes) + ([QLORA_STORAGE_NOTE] if job.base_dtype == "nf4" else [])

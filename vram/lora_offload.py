@@ -74,6 +74,10 @@ DEEPSPEED_NOTE = ("DeepSpeed ZeRO-3 with offload_optimizer{params}: the adapters
                   "gradients in host memory{where}; DeepSpeedCPUAdam steps on the CPU (vram.lora_offload)")
 
 
+class OffloadNotModelled(ValueError):
+    """An offload the framework does not offer for LoRA, or that is not modelled here."""
+
+
 @dataclass(frozen=True)
 class LoraOffloadMemory:
     """Bytes of a LoRA/QLoRA job with host memory (``lora_offload_memory``): on one GPU the
@@ -115,8 +119,9 @@ def lora_offload_memory(
     "deepspeed" at zero_stage 3 (``offload_optimizer``, and ``offload_param`` when
     ``offload_params``). ``gpus_per_machine``: GPUs sharing one host's RAM (default all).
 
-    Returns ``LoraOffloadMemory`` in bytes. Raises ValueError (ConfigError) for a bad config,
-    rank, target or world size, or a combination not modelled (each says which)."""
+    Returns ``LoraOffloadMemory`` in bytes. Raises ``OffloadNotModelled`` (a ValueError) for an
+    offload the framework and stage do not offer here, ValueError (ConfigError) for a bad config,
+    rank, target, world size or base, or what ``lora_fsdp2_memory`` does not model."""
     config = as_model_config(config)
     n = check_world_size(world_size)
     gpus = n if gpus_per_machine is None else check_int(gpus_per_machine, "gpus_per_machine", 1)
@@ -124,17 +129,17 @@ def lora_offload_memory(
         raise ValueError(f"gpus_per_machine {gpus} must divide world_size {n}")
     if framework == "fsdp2":
         if zero_stage not in (2, 3):
-            raise ValueError("CPUOffloadPolicy is an FSDP2 option: it needs zero_stage 2 or 3, not DDP")
+            raise OffloadNotModelled("CPUOffloadPolicy is an FSDP2 option: it needs zero_stage 2 or 3, not DDP")
         if not offload_params:
-            raise ValueError("FSDP2 offloads with CPUOffloadPolicy: parameters, gradients and optimizer states "
-                             "together; offload optimizer+params")
+            raise OffloadNotModelled("FSDP2 offloads with CPUOffloadPolicy: parameters, gradients and optimizer "
+                                     "states together; offload optimizer+params")
         return _fsdp2(config, rank, n, zero_stage, target_modules, base_dtype, gpus)
     if framework == "deepspeed":
         if zero_stage != 3:
-            raise ValueError("LoRA with offload is modelled under DeepSpeed ZeRO-3 (offload_optimizer, offload_param) "
-                             "and FSDP2 (CPUOffloadPolicy)")
+            raise OffloadNotModelled("LoRA with offload is modelled under DeepSpeed ZeRO-3 (offload_optimizer, "
+                                     "offload_param) and FSDP2 (CPUOffloadPolicy)")
         return _deepspeed(config, rank, n, offload_params, target_modules, base_dtype, gpus)
-    raise ValueError(f"LoRA with offload is modelled under {' and '.join(OFFLOAD_FRAMEWORKS)}, not {framework!r}")
+    raise OffloadNotModelled(f"LoRA with offload is modelled under {' and '.join(OFFLOAD_FRAMEWORKS)}, not {framework!r}")
 
 
 def _constants(config, base_dtype: str) -> int:
