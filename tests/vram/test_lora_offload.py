@@ -33,7 +33,8 @@ from vram.lora import qlora_fsdp2_shape
 CONFIGS = Path(__file__).resolve().parent / "configs"
 LLAMA_2_7B = json.loads((CONFIGS / "llama-2-7b.json").read_text(encoding="utf-8"))
 QWEN_05B = json.loads((CONFIGS / "qwen2.5-0.5b.json").read_text(encoding="utf-8"))  # tied embeddings
-LLAMA_2_70B = CONFIGS / "llama-2-70b.json"
+# measurements.yaml's copy (its source named there): the model of Answer.AI's recipe
+LLAMA_2_70B = CONFIGS.parents[2] / "snippets" / "data" / "models" / "llama-2-70b.json"
 CARDS = [{"key": "rtx-4090", "memory_mib": 24564}]  # nvidia-smi's total of a 24 GB RTX 4090 (gpus.yaml's source)
 RESERVE_MIB = 2048  # CUDA context and NCCL buffers per card, as the finder's catalogue takes them
 
