@@ -19,9 +19,11 @@ CPU over CPU tensors. So what ``vram.lora.lora_fsdp2_memory`` counts splits in t
 - GPU: FSDP2's buffers at the fullest moment of backward, as without offload, plus the
   all-gather inputs of the largest FSDP2 group copied from the host (2 B per element of its
   rank-0 shard, bf16 after ``param_dtype``; at the prefetch's copy-in, before this block's
-  adapter gradients exist: an upper bound by at most their 2a), and QLoRA's quantisation
-  constants, which are not parameters: bitsandbytes keeps them with the module, on the GPU
-  that dequantises. No optimizer step on the GPU.
+  adapter gradients exist: an upper bound by at most their 2a; without offload FSDP2 copies the
+  same shard into one flat buffer, ``_get_param_all_gather_inputs``' foreach copy, which
+  ``vram.lora.lora_fsdp2_memory`` does not count yet), and QLoRA's quantisation constants, which
+  are not parameters: bitsandbytes keeps them with the module, on the GPU that dequantises. No
+  optimizer step on the GPU.
 
 Oracle: real ``fully_shard`` with ``CPUOffloadPolicy(pin_memory=False)`` on 2 gloo ranks, QLoRA
 on a small Llama (tests/vram/test_qlora_fsdp2.py, scenario ``reshard_offload``): the host
