@@ -158,7 +158,7 @@ def test_controls_follow_the_task(page, site_server):
     assert not normalised(shown(page))["status"].startswith("Questa combinazione")
 
 
-TRAINING_FIELDS = ["model", "task", "cards", "method", "offload", "seq_len", "micro_batch", "recompute", "attention",
+TRAINING_FIELDS = ["model", "task", "cards", "method", "offload", "seq_len", "micro_batch", "grad_accum", "recompute", "attention",
                    "host_ram_gb", "tokens", "price_"]  # the default task (full fine-tuning) asks for these only (prices: one per card)
 
 

@@ -44,6 +44,7 @@ from vram.catalogue import card_speed, load_catalogue as load_speeds
 from vram.models import SUPPORTED_MODEL_TYPES
 from vram.job import KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS
 from vram.optimizer_step import OPTIMIZER_IMPLS
+from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -78,10 +79,13 @@ def random_job(rng: random.Random, config_path, kind: str) -> dict:
         weights = rng.choice(SERVING_WEIGHTS if shipped or rng.random() < 0.2 else ("bf16", "fp8", "int4"))
         job.update(weights=weights, kv_dtype=rng.choice(KV_DTYPES), context=tokens,
                    concurrent=rng.randint(1, 64), gpu_memory_utilization=rng.choice([0.5, 0.8, 0.9, 0.95, 1.0]))
+        if rng.random() < 0.3:  # vLLM's prefill chunk (what its sliding-window layers reserve)
+            job["max_num_batched_tokens"] = rng.choice([256, 2048, 8192, 8192, 0] if rng.random() < 0.2 else [256, 8192])
         return job
     offered = METHODS if kind == "training" or rng.random() < 0.2 else LORA_METHODS  # a few refusals kept
     framework, stage = rng.choice(offered)
     job.update(framework=framework, zero_stage=stage, seq_len=tokens, micro_batch=rng.randint(1, 4),
+               grad_accum=rng.choice([1, 1, 2, 16, 0] if rng.random() < 0.1 else [1, 1, 2, 16]),
                recompute=rng.choice(["none", "selective", "full"]), attention=rng.choice([None, None, "sdpa", "eager"]))
     if kind == "training":
         job.update(optimizer=rng.choice(TRAINING_OPTIMIZERS + ("adamw", "adam8bit")),
@@ -90,7 +94,14 @@ def random_job(rng: random.Random, config_path, kind: str) -> dict:
             job["host_ram_gb"] = {rng.choice(CARDS)["key"]: rng.choice([64, 128, 512, 2048])}
     else:
         job.update(rank=rng.choice([1, 8, 16, 64]), targets=rng.choice(["all-linear", "q_proj,v_proj"]),
-                   base_dtype=rng.choice(["bf16", "nf4"]))
+                   base_dtype=rng.choice(["bf16", "nf4"]), offload="none")
+        offloads = {("fsdp2", 2): ("optimizer+params",), ("fsdp2", 3): ("optimizer+params",),
+                    ("deepspeed", 3): ("optimizer", "optimizer+params")}.get((framework, stage))
+        if rng.random() < (0.3 if offloads else 0.05):  # with host memory where modelled (vram.lora_offload), else refused
+            offloads = offloads or ("optimizer",)
+            job["offload"] = rng.choice(offloads)
+        if job["offload"] != "none":  # LoRA with host memory (vram.lora_offload): its machine's RAM too
+            job["host_ram_gb"] = {rng.choice(CARDS)["key"]: rng.choice([32, 64, 128])}
         if framework == "fsdp2" and stage:  # LoRA under FSDP2 counts the AdamW step's temporaries
             job["optimizer_impl"] = rng.choice(OPTIMIZER_IMPLS)
             # LoRA and QLoRA (tests/vram/test_qlora_fsdp2.py); fused experts are refused
@@ -196,7 +207,7 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
         drawn.append((key, path, random_job(rng, path, kind)))
     assert {(key, job["kind"]) for key, _, job in drawn} == {(key, kind) for key, _ in models for kind in kinds}
     by_lang = {"it": drawn}  # the worker has no language; the form tests below run in both
-    answered = lora_fsdp2 = 0
+    answered = lora_fsdp2 = lora_offload = accumulated = 0
     for lang, jobs in by_lang.items():
         # the published runs behind each time, as the page's own jobs and the command line carry them
         calibration = load_measured_data().calibration.as_job()
@@ -212,8 +223,11 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
             answered += "error" not in json.loads(reply["text"])
             lora_fsdp2 += (job["kind"], job.get("framework"), job.get("zero_stage", 0) > 0) == ("lora", "fsdp2", True) \
                 and "error" not in json.loads(reply["text"])
+            lora_offload += job["kind"] == "lora" and job.get("offload") != "none" and "error" not in json.loads(reply["text"])
+            accumulated += job.get("grad_accum", 1) > 1 and "error" not in json.loads(reply["text"])
     assert answered >= JOBS * 2 // 3  # most drawn jobs are answered, not refused
     assert lora_fsdp2 >= 5  # LoRA under FSDP2 (vram.lora_fsdp2_memory) is among them
+    assert lora_offload >= 3 and accumulated >= 20  # LoRA with host memory, accumulated micro-batches
     assert not pages["it"].errors
     # Pyodide and the calculator came from the site itself (the worker's requests are the page's)
     origin = "/".join(pages["it"].url.split("/")[:3])
@@ -238,7 +252,8 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
 
 
 REFERENCE = {"offload": "none", "seq_len": FINDER["settings"]["activations"]["seq_length"],
-             "micro_batch": FINDER["settings"]["activations"]["micro_batch"], "recompute": "none", "attention": "",
+             "micro_batch": FINDER["settings"]["activations"]["micro_batch"], "grad_accum": 1,
+             "max_num_batched_tokens": VLLM_MAX_NUM_BATCHED_TOKENS, "recompute": "none", "attention": "",
              "rank": FINDER["settings"]["lora"]["rank"], "targets": "all-linear", **FINDER["settings"]["serving"],
              "tokens": 10**9, **{f"price_{card['key']}": "" for card in CARDS}, "host_ram_gb": ""}
 
@@ -412,6 +427,9 @@ BAD = [  # (field values, what the line must say in it, in fr)
      "Micro-lot par carte : il faut un nombre entier de 1 à 65 536."),
     ({"micro_batch": "99999999999999999999"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
      "Micro-lot par carte : il faut un nombre entier de 1 à 65 536."),
+    ({"grad_accum": "0"}, "Accumulazione del gradiente (micro-batch per step dell’ottimizzatore): serve un numero "
+     "intero da 1 a 65.536.", "Accumulation de gradient (micro-lots par étape de l’optimiseur) : il faut un nombre "
+     "entier de 1 à 65 536."),
 ]
 
 
@@ -666,6 +684,93 @@ def test_a_pasted_config_says_what_was_read_and_survives_the_language_switch(pag
         assert read[lang] in plain(page.text_content("#finder-note"))
     assert "/fr/" not in page.url
     assert not page.errors
+
+
+# Answer.AI's FSDP-QLoRA recipe (AnswerDotAI/fsdp_qlora, README.md at 02fe695): a 70B in 4 bit on
+# two 24 GB cards, FSDP with CPU offload and gradient checkpointing, batch 2 of 2,048 tokens; here
+# with 4 micro-batches accumulated per optimizer step.
+QLORA_70B_OFFLOAD = (
+    {"model": "llama-3.1-70b", "task": "qlora", "cards": 2, "method": "fsdp2-reshard", "offload": "optimizer+params",
+     "recompute": "full", "micro_batch": 2, "grad_accum": 4},
+    ["--kind=lora", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--base-dtype=nf4", "--seq-len=2048",
+     "--micro-batch=2", "--grad-accum=4", "--recompute=full", "--offload=optimizer+params"])
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_a_70b_fsdp_qlora_with_offload_on_two_rtx_4090(pages, lang):
+    """The form's answer is the command line's, byte for byte: the 4-bit base, the adapters and
+    their optimizer in host memory (FSDP2's CPUOffloadPolicy), so two RTX 4090 hold it; the
+    caption names that accounting, each card says its machine's RAM is not known (none
+    published), the note gives the global batch of 2 x 4 x 2 sequences and the host bytes; the
+    link keeps the offload and the accumulation."""
+    page, labels = pages[lang], FINDER["labels"]
+    values, flags = QLORA_70B_OFFLOAD
+    use_form(page, **values)
+    answer = page_answer(page)
+    assert answer == cli_for("llama-3.1-70b", flags)
+    found = json.loads(answer)
+    assert "rtx-4090" in [fit["gpu"] for fit in found["fits"]]
+    assert "RTX 4090 24GB" in table_cards(page)
+    assert found["accounting"] == "qlora-fsdp2-reshard-offload"
+    assert plain(FINDER["accountings"]["qlora-fsdp2-reshard-offload"][lang]) in plain(page.text_content("#finder-table caption"))
+    note = plain(page.text_content("#finder-note"))
+    batch = found["batch"]
+    assert (batch["global_batch"], batch["tokens_per_step"]) == (16, 16 * 2048)
+    said = labels["batch"][lang].split("{global_batch}")[0]
+    assert plain(said) in note and plain(labels["host_ram"][lang].split("{host}")[0]) in note
+    assert page.query_selector("#finder-table .finder-unknown") is not None  # the machine's RAM: not published
+    assert "offload=optimizer%2Bparams" in page.url and "grad_accum=4" in page.url
+    use_form(page, **{**values, "method": "zero2"})  # DeepSpeed ZeRO-2: LoRA's offload not modelled
+    line = plain(page.text_content("#finder-error"))
+    assert line.startswith(plain(labels["error_not_offered"][lang].format(field=labels["offload"][lang])))
+    assert plain(labels["refused_offload"][lang]) in line
+    assert not page.errors
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_serving_verdict_names_its_prefill_chunk_and_the_reader_sets_it(pages, lang):
+    """gpt-oss-20b (sliding-window layers): the note names vLLM's default chunk, and one the reader
+    types changes the KV cache as the command line says; the link keeps it; 0 is one line."""
+    page, labels = pages[lang], FINDER["labels"]
+    job = {"model": "gpt-oss-20b", "task": "serve-mxfp4", "cards": 1, "context": 8192, "concurrent": 16}
+    flags = ["--kind=serving", "--cards=1", "--context=8192", "--weights=mxfp4", "--concurrent=16", "--kv-dtype=bf16",
+             "--gpu-memory-utilization=0.9"]
+    use_form(page, **job)
+    default = json.loads(page_answer(page))
+    assert default["max_num_batched_tokens"] == VLLM_MAX_NUM_BATCHED_TOKENS
+    grouped = {"it": "2.048", "fr": "2\u202f048"}[lang]
+    assert f"max_num_batched_tokens, {'qui' if lang == 'it' else 'ici'} {grouped} token" in page.text_content("#finder-note")
+    use_form(page, **job, max_num_batched_tokens=8192)
+    assert page_answer(page) == cli_for("gpt-oss-20b", flags + ["--max-num-batched-tokens=8192"])
+    assert json.loads(page_answer(page))["kv_per_sequence_bytes"] > default["kv_per_sequence_bytes"]
+    assert "max_num_batched_tokens=8192" in page.url
+    use_form(page, **job, max_num_batched_tokens=0)
+    line = plain(page.text_content("#finder-error"))
+    assert line.startswith(plain(labels["max_num_batched_tokens"][lang])), line
+    assert not page.errors
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_pre_training_shows_the_global_batch_and_the_steps_for_a_token_budget(pages, lang):
+    """Pre-training is the training job (finder.yaml's answers_of): its reference answer is the
+    precomputed one, shown with the task's name; with a token budget and accumulation the page
+    asks the calculator, and its answer is the command line's, steps and run included."""
+    page, labels = pages[lang], FINDER["labels"]
+    use_form(page, model="llama-3.2-1b", task="pretrain", cards=8, method="fsdp2-reshard")
+    assert page_answer(page) is None  # the reference job: full fine-tuning's precomputed answer
+    assert plain(FINDER["tasks"]["pretrain"]["label"][lang]) in plain(page.text_content("#finder-table caption"))
+    use_form(page, model="llama-3.2-1b", task="pretrain", cards=8, method="fsdp2-reshard", grad_accum=32,
+             tokens=20 * 10**9)
+    flags = ["--kind=training", "--cards=8", "--framework=fsdp2", "--zero-stage=3", "--optimizer=adamw",
+             "--seq-len=2048", "--micro-batch=1", "--grad-accum=32", "--recompute=none", "--offload=none",
+             "--tokens=20000000000"]
+    answer = page_answer(page)
+    assert answer == cli_for("llama-3.2-1b", flags)
+    batch = json.loads(answer)["batch"]
+    assert (batch["global_batch"], batch["tokens_per_step"], batch["optimizer_steps"]) == (256, 524_288, 38_147)
+    steps = {"it": "38.147", "fr": "38\u202f147"}[lang]
+    assert steps in page.text_content("#finder-note")
+    assert "task=pretrain" in page.url and "grad_accum=32" in page.url
 
 
 WORKER_FETCHES_JS = """async (urls) => {
