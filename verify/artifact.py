@@ -71,7 +71,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from verify.extract import ExtractError, blocks_in_html, compare_code
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
-from verify.theme_scripts import policy, script_hash, theme_hashes
+from verify.theme_scripts import hosts_finder, policy, script_hash, theme_hashes
 
 # ------------------------------------------------------------------ allow-lists
 # Every file the site may hold: (pattern of its path under the site, fnmatch: * crosses
@@ -293,7 +293,7 @@ def _check_policy(page: str, tree, bases: tuple[str, ...]) -> None:
     metas = tree.css("meta[http-equiv]")
     head = tree.head
     first = next((child for child in head.iter() if child.tag not in ("-text", "-comment")), None) if head else None
-    expected = {policy(base) for base in bases}
+    expected = {policy(base, finder=hosts_finder(str(tree.html))) for base in bases}
     if (len(metas) != 1 or first is None or first.tag != "meta" or first.attributes.get("http-equiv") != "Content-Security-Policy"
             or first.attributes.get("content") not in expected or set(first.attributes) != {"http-equiv", "content"}):
         raise ArtifactError(f"{page}: <head> does not open with the site's Content-Security-Policy "

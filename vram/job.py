@@ -33,7 +33,7 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   (``vram.timing.decode_bound``, memory bandwidth: an upper bound), not for MXFP4 weights.
 - ``calibration``: ``vram.calibration.Calibration.as_job()`` of the published measurements
   (``measurements.yaml``); with it each time says which runs back it (``backing``) and is
-  computed at its class's range, a MoE or month-long run warns (``run["warnings"]``), and a
+  computed at its class's range, a MoE or communication-bound run warns (``run["warnings"]``), and a
   decoding bound gets the share the published runs reached of it; without it, torchtitan's ``MFU``.
 - offload (training): ``host_ram_gb`` (card key -> the system RAM of the machine of ``cards``
   such cards, whole GB as the rental catalogue writes it, taken as 10**9 bytes: if the
@@ -404,18 +404,40 @@ def _run_times(job: Job, fit_list: list[dict[str, Any]], runs: dict[str, RunSett
     warnings = []
     if is_moe(job.config):
         warnings.append("expert_parallel")
-    if min(o.run_s.low for o in options) > SEVERAL_MACHINES_S:
-        warnings.append("several_machines")
+    if any(o.step.communication.low > o.step.compute.high for o in options):
+        warnings.append("communication_bound")
     found = {"tokens": job.tokens, "ranked_by": by, "order": [o.key for o in ranked],
              "unpriced": [o.key for o in options if o.price_eur_per_hour is None]}
     return found | ({"warnings": warnings} if warnings else {})
 
 
-# What the published runs did that the guide's FSDP/ZeRO model on one machine does not describe
-# (``run["warnings"]``): every mixture-of-experts run of measurements.yaml split its experts
-# over the GPUs (expert parallelism), and runs longer than a month on one machine are, in
-# every published training of that size, spread over several machines.
-SEVERAL_MACHINES_S = 30 * 86_400
+# What the published runs did that the guide's FSDP/ZeRO model on one machine does not describe,
+# said beside the answer, each on a rule the answer itself shows:
+# - "expert_parallel" (``run["warnings"]``): a mixture of experts; every MoE training run of
+#   measurements.yaml split its experts over the GPUs.
+# - "communication_bound" (``run["warnings"]``): on a fitting card the collectives at the link's
+#   fastest outlast the compute at its slowest (the calibrated range): FSDP/ZeRO alone waits on
+#   the link. The published runs of such models add tensor parallelism inside the machine
+#   (torchtitan benchmarks/llama3_h100_202412_torchtitan.md: Llama 3.1 70B on FSDP 32 x TP 8,
+#   405B on FSDP x TP 8 x PP 8; docs/performance.md at 9515a14: 405B "OOM for 1D parallelism
+#   (FSDP2), so we only tested 2D"; NeMo AutoModel's Llama 3 70B LoRA: TP 2 inside 8 H100).
+# - "several_machines" (``answer["warnings"]``): no card of the job holds it on one machine of
+#   ``MACHINE_GPUS_MAX`` cards even with everything sharded (ZeRO-3), full recomputation and
+#   one sequence per micro-batch: it needs several machines, or tensor / pipeline parallelism.
+MACHINE_GPUS_MAX = 8  # the largest machine the guide describes: an HGX baseboard of 8 GPUs (interconnects.yaml)
+
+
+def _needs_several_machines(job: Job) -> bool:
+    """Training or LoRA: whether no card of ``job`` holds it on one machine of
+    ``MACHINE_GPUS_MAX`` cards under ZeRO-3 with full recomputation and a micro-batch of one
+    (``settle_run`` on each card; a probe the framework does not offer says nothing: False)."""
+    probe = replace(job, cards=MACHINE_GPUS_MAX, zero_stage=3, micro_batch=1, recompute="full")
+    try:
+        need = training_need(probe)
+    except JobError:
+        return False
+    return all(not fits(need.per_gpu_bytes, _capacity(probe, gpu)) or settle_run(probe, need, _capacity(probe, gpu)) is None
+               for gpu in job.gpus)
 
 
 def _host_ram(job: Job, host: int, fit_list: list[dict[str, Any]], short: list[dict[str, Any]]) -> None:
@@ -450,7 +472,9 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     ``unpriced``: those without a price, the reason the order is by time).
     Training with offload: each card's ``host_ram`` (``machine_gb``, ``holds``: True, False
     or None where ``host_ram_gb`` does not give its machine's RAM).
-    Serving: each fit's ``decode`` (``_decode_bounds``: tokens/s at most).
+    Serving: each fit's ``decode`` (``_decode_bounds``: tokens/s at most). Training and LoRA that
+    no card holds: ``warnings`` ["several_machines"] when not even one machine of
+    ``MACHINE_GPUS_MAX`` such cards holds it under ZeRO-3, full recomputation and micro-batch 1.
     Raises JobError (one line, naming the field).
     """
     checked = check_job(job)
@@ -485,6 +509,8 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
         run = _run_times(checked, fit_list, runs)
         if run is not None:
             answer["run"] = run
+        if not fit_list and _needs_several_machines(checked):
+            answer["warnings"] = ["several_machines"]
     else:
         answer["max_num_batched_tokens"] = checked.max_num_batched_tokens  # the prefill chunk vLLM is assumed to run
         answer["kv_per_sequence_bytes"] = kv_one

@@ -23,6 +23,7 @@ from .calibration import Calibration, calibration_from_job
 from .catalogue import Bandwidth, Card
 from .fit import TIGHT_FREE_FRACTION
 from .frameworks import FRAMEWORKS
+from .json_nesting import MAX_JSON_DEPTH, too_deep
 from .lora import ALL_LINEAR, BASE_DTYPES
 from .families import MULTIMODAL_WRAPPERS, get_family, is_registered, model_types
 from .models import (_REQUIRED, ConfigError, ModelConfig, _DuplicateKey, _refuse_duplicate_keys, _short,
@@ -57,7 +58,8 @@ JOB_FIELDS: dict[str, Any] = {
 class JobError(ValueError):
     """Bad job input: ``field`` (the job key), ``code`` ("integer", "choice", "fraction", "price",
     "too_long", "not_offered", "config_json" (with ``line`` and ``column``), "config_duplicate"
-    (``key``), "config_object" (``got``: the JSON type), "config_unreadable", "config_family" (``key``
+    (``key``), "config_object" (``got``: the JSON type), "config_unreadable", "config_depth" (``maximum``:
+    ``vram.json_nesting.MAX_JSON_DEPTH``), "config_family" (``key``
     and the supported ``choices``), "config_multimodal" (``key``: a multimodal wrapper such as gemma3,
     ``got``: the model_type of its ``text_config``, which saved alone is read where the registry has it;
     ``add``: what that file must add, ``text_config_additions``), "config_key", "config_value")
@@ -191,6 +193,9 @@ def read_config(raw: Any) -> ModelConfig:
     if isinstance(raw, ModelConfig):
         return raw
     if isinstance(raw, str):
+        if too_deep(raw):  # before json.loads, whose recursion crashed the browser's Pyodide
+            raise JobError("config", "config_depth", f"nested deeper than {MAX_JSON_DEPTH} levels, which no config.json is",
+                           maximum=MAX_JSON_DEPTH)
         try:
             raw = json.loads(raw, object_pairs_hook=_refuse_duplicate_keys)
         except _DuplicateKey as exc:

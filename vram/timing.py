@@ -31,13 +31,32 @@ Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inpu
 - **Offload** (optimizer in host RAM, ZeRO-Offload, Ren et al. 2021, arXiv:2101.06840, its data flow):
   each GPU sends its fp16 gradient partition (2P/N bytes) to the host and receives its
   updated fp16 parameter partition (2P/N) over its own PCIe link (``host_link``): from both
-  directions at once at the link's high end to one after the other at its low end. The CPU's
-  Adam step is not counted: the offload time is what the link alone costs.
+  directions at once at the link's high end to one after the other at its low end.
+- **The CPU's optimizer step** under offload (``cpu_optimizer_seconds``): Adam on the host
+  reads and writes every byte of its state once per step, so it lasts at least those bytes
+  over the host's memory bandwidth. DeepSpeed's CPU Adam (``csrc/includes/cpu_adam.h``,
+  ``Step_AVX``, deepspeedai/DeepSpeed at 14e1981) loads the fp32 gradient, first and second
+  moment and parameter of each element and stores the parameter and both moments: 16 + 12 =
+  ``ADAM_HOST_BYTES_PER_PARAM`` = 28 bytes per parameter (PyTorch's fused AdamW on the CPU,
+  FSDP2's ``CPUOffloadPolicy``, touches the same four fp32 tensors). Every rank of a machine
+  updates its shard at once from the same memory, so the machine's whole parameter count
+  goes through one host's bandwidth, ``HOST_MEMORY_GB_PER_S``: from two channels of DDR4-3200
+  (a desktop board, 2 x 25.6 GB/s, JEDEC JESD79-4's 3,200 MT/s x 8 bytes) to two sockets of
+  eight channels of DDR5-4800 (16 x 38.4 GB/s: the two Xeon Platinum 8480C, fourth-generation
+  Xeon Scalable with eight channels each, and DDR5-4800 DIMMs of NVIDIA's 8 x H200 SXM system,
+  mlcommons/inference_results_v4.1 closed/NVIDIA/systems/H200-SXM-141GBx8_TRT_MaxQ.json):
+  51.2 to 614.4 GB/s, peaks a CPU approaches but does not pass, so the step is never shorter
+  than the range's low end. The step runs after the last gradient reaches the host and before
+  the updated weights leave it (ZeRO-Offload's delayed parameter update, which would hide it,
+  is off by default): it adds to the step, never overlaps. Checked against torchtune's
+  Llama 3.1 70B full fine-tune with CPU offload on 8 A100 (``measurements.yaml``).
 - **Overlap**: the step is at least the longest of compute, communication and offload
   (perfect overlap) and at most their sum (none). Without peer-to-peer (GeForce: NCCL copies
-  through host memory) it is at least compute + communication: Answer.AI's dual-3090 runs
-  (``measurements.yaml``) lost more under FSDP than under DDP than the gathered bytes take at
-  the path's fastest.
+  through host memory, its SHM transport) it is at least compute + communication: Answer.AI's
+  dual-3090 and dual-4090 runs (``measurements.yaml``) lost, under FSDP against DDP, about what
+  the gathered bytes take over the host path (3.7 s per step on the 3090s, whose old board
+  gives the path's low end; 0.52 s on the 4090s at full x16, the path's high end), while
+  their compute (10 s and 5 s) would have hidden all of it had the two overlapped.
 - **LoRA and QLoRA** (``lora_flops_per_token``, ``lora_step``): the frozen weights get no
   gradient. A weight's backward costs twice its forward, half for the input's gradient and
   half for the weight's (Narayanan et al. 2021, arXiv:2104.04473, appendix: "the backward
@@ -91,6 +110,13 @@ LORA_FLOPS_SOURCE = ("4 FLOPs per frozen parameter and token (no weight gradient
                      "LoRA trained 25 % faster than full fine-tuning on GPT-3 175B)")
 RECOMPUTE_FACTOR = {"none": Fraction(1), "selective": Fraction(1), "full": Fraction(4, 3)}
 BOUNDS = ("compute", "communication", "offload")
+ADAM_HOST_BYTES_PER_PARAM = 28  # fp32 gradient, moments, parameter read (16); parameter, moments written (12)
+HOST_MEMORY_GB_PER_S = (51.2, 614.4)  # a machine's host memory bandwidth: 2 x DDR4-3200 to 2 sockets x 8 x DDR5-4800
+CPU_ADAM_SOURCE = ("28 bytes per parameter: DeepSpeed's CPU Adam (deepspeedai/DeepSpeed csrc/includes/cpu_adam.h at "
+                   "14e1981, Step_AVX: four fp32 loads, three stores); host memory 51.2 GB/s (two channels of "
+                   "DDR4-3200, 25.6 GB/s each, JEDEC JESD79-4) to 614.4 GB/s (two sockets of eight channels of "
+                   "DDR5-4800, 38.4 GB/s each: the two Intel Xeon Platinum 8480C and DDR5-4800 DIMMs of NVIDIA's "
+                   "8 x H200 SXM system, MLCommons inference v4.1)")
 GB = 10**9
 TERA = 10**12
 
@@ -216,10 +242,23 @@ def communication_seconds(params: int, world_size: int, zero_stage: int, link: B
 def offload_seconds(params: int, world_size: int, host: Bandwidth) -> Span:
     """Seconds of the optimizer offload's PCIe traffic per step and GPU (ZeRO-Offload): 2P/N
     bytes of fp16 gradients to the host and 2P/N of fp16 parameters back, both directions at
-    once at the link's high end, one after the other at its low end. CPU time not counted."""
+    once at the link's high end, one after the other at its low end. The CPU's step: ``cpu_optimizer_seconds``."""
     check_world_size(world_size)
     share = 2 * params / world_size
     return Span(share / (host.high_gb_per_s * GB), 2 * share / (host.low_gb_per_s * GB))
+
+
+def cpu_optimizer_seconds(params: int, host_memory_gb_per_s: tuple[float, float] = HOST_MEMORY_GB_PER_S) -> Span:
+    """Seconds of Adam's step on the host of one machine whose GPUs train ``params`` parameters
+    with the optimizer offloaded (module docstring): ``ADAM_HOST_BYTES_PER_PARAM`` x ``params``
+    over the host memory bandwidth [low, high] GB/s, from its high end (the shortest step) to
+    its low end. Raises ValueError for a negative count or a non-positive bandwidth."""
+    check_int(params, "params", 0)
+    low, high = host_memory_gb_per_s
+    if not 0 < low <= high:
+        raise ValueError(f"a host memory bandwidth is a range 0 < low <= high GB/s, got [{low!r}, {high!r}]")
+    work = ADAM_HOST_BYTES_PER_PARAM * params
+    return Span(work / (high * GB), work / (low * GB))
 
 
 def training_step(
@@ -248,20 +287,25 @@ def training_step(
     params = count_params(config).total  # every expert's weights and gradients travel
     communication = communication_seconds(params, world_size, zero_stage, card.peer)
     offload = offload_seconds(params, world_size, card.host) if offload_optimizer else ZERO
-    return _step(world_size, tokens, per_token, compute, communication, offload, overlap=card.peer.peer_to_peer)
+    cpu = cpu_optimizer_seconds(params) if offload_optimizer else ZERO
+    return _step(world_size, tokens, per_token, compute, communication, offload, overlap=card.peer.peer_to_peer,
+                 serial=cpu)
 
 
 def _step(world_size: int, tokens: int, per_token: int, compute: Span, communication: Span, offload: Span,
-          per_token_high: int | None = None, overlap: bool = True) -> StepTime:
-    parts = {"compute": compute, "communication": communication, "offload": offload}
+          per_token_high: int | None = None, overlap: bool = True, serial: Span = ZERO) -> StepTime:
+    """``serial``: what neither overlaps nor is overlapped (the CPU's optimizer step), added to
+    both ends of the step and counted in ``offload``."""
     # fsum: correctly rounded, so every Python gives the same bits (3.12's sum() compensates, 3.11's does not)
-    high = math.fsum(p.high for p in parts.values())
+    high = math.fsum([compute.high, communication.high, offload.high, serial.high])
     # Without peer-to-peer the collectives are copies through host memory (NCCL's SHM transport):
-    # Answer.AI's dual-3090 runs (measurements.yaml) were slower under FSDP than under DDP by more
-    # than the bytes gathered at the path's fastest, so no overlap is assumed there.
-    low = max(p.low for p in parts.values()) if overlap else \
+    # Answer.AI's dual-3090 and dual-4090 runs (measurements.yaml) lost under FSDP against DDP about
+    # the gathered bytes' time, which their compute would have hidden: no overlap is assumed there.
+    low = max(compute.low, communication.low, offload.low) if overlap else \
         max(compute.low + communication.low, offload.low)
-    step = Span(low, high)
+    offload = Span(offload.low + serial.low, math.fsum([offload.high, serial.high]))
+    parts = {"compute": compute, "communication": communication, "offload": offload}
+    step = Span(low + serial.low, high)
     bound = max(BOUNDS, key=lambda name: parts[name].middle)
     return StepTime(world_size, tokens, per_token, compute, communication, offload, step, bound, per_token_high)
 

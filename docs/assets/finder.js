@@ -115,14 +115,17 @@
   }
 
   // The reader's pasted config.json, kept in this tab across the language switch (never sent).
+  // keptConfig(text) keeps it and returns it; keptConfig() returns the one kept, or "".
   function keptConfig(text) {
     try {
       if (text === undefined) return window.sessionStorage.getItem(KEPT_CONFIG) || "";
       window.sessionStorage.setItem(KEPT_CONFIG, text);
     } catch (error) {
-      return "";  // storage refused (private mode): the config stays in the page only
+      // storage refused (site data blocked, or over quota): the config stays in the page only,
+      // and an older one kept in the tab does not come back in its place
+      try { window.sessionStorage.removeItem(KEPT_CONFIG); } catch (ignored) { /* no storage at all */ }
     }
-    return text;
+    return text === undefined ? "" : text;
   }
 
   function fieldName(field) {
@@ -135,9 +138,13 @@
   var pending = {};
   var asked = 0;
 
+  // The worker starts from a blob: wrapper that imports finder-worker.js: a worker started
+  // from the script's own URL would take the policy of that file's HTTP response (none on
+  // GitHub Pages), one from a blob: takes this page's Content-Security-Policy.
   function calculator() {
     if (!worker) {
-      worker = new Worker(workerURL, { type: "module" });
+      var wrapper = new Blob(["import " + JSON.stringify(workerURL.href) + ";\n"], { type: "text/javascript" });
+      worker = new Worker(URL.createObjectURL(wrapper), { type: "module" });
       worker.onmessage = function (event) {
         var reply = event.data;
         if (reply.boot) {  // how long the worker took to start, by phase (bench/finder.py reads it)
@@ -538,6 +545,7 @@
         notes.push(labels.run_source);  // the sources, as `python -m vram time` names them
         (found.run.warnings || []).forEach(function (warning) { notes.push(labels["warn_" + warning]); });
       }
+      (found.warnings || []).forEach(function (warning) { notes.push(labels["warn_" + warning]); });  // no card fits
       if (job && controls.model.value === CUSTOM) {  // what vram read from the pasted config.json, to check
         notes.unshift(fill(labels.config_read, {
           family: found.model_type, layers: formats.whole.format(found.layers), params: formats.whole.format(found.params)

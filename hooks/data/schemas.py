@@ -35,6 +35,24 @@ from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 class Data(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, defer_build=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _keys_are_names(cls, data: Any) -> Any:
+        """A key that is not a string, named after the key before it: in a flow mapping
+        (``{gpu: h100, price_eur_per_hour_from: 31,20}``) a decimal comma ends the value, and
+        YAML reads ``31`` and a key ``20``."""
+        if not isinstance(data, dict):
+            return data
+        previous = None
+        for key, value in data.items():
+            if not isinstance(key, str):
+                if previous is not None and value is None and type(key) is int and type(data[previous]) in (int, float):
+                    raise ValueError(f"{previous}: a number written with a decimal comma ({data[previous]},…): in {{…}} the "
+                                     f"comma ends the value, and YAML read {data[previous]} and a key {key}; write a decimal point")
+                raise ValueError(f"a key that is not a name ({key!r}) after {previous!r}")
+            previous = key
+        return data
+
 
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 Name = Annotated[str, StringConstraints(min_length=1)]
@@ -239,9 +257,11 @@ class CalibrationTexts(Data):
 
     columns: Texts({"family": (), "kind": (), "task": (), "share": (), "runs": (), "sources": ()})
     words: Texts({"dense": (), "moe": (), "serving": (), "full": (), "lora": (), "qlora": (), "offload": (),
-                  "bits": ("bits",), "single": (), "batched": (), "widened": ("spread",),
+                  "bits": ("bits",), "single": (), "batched": (),
                   "met": (), "missed": ()})
-    plot: Texts({"measured": (), "predicted": (), "same": (), "scale": (), "alt": ("runs", "coverage", "width")})
+    plot: Texts({"measured": (), "predicted": (), "same": (), "scale": (), "serving": (),
+                 "alt": ("runs", "coverage", "width"), "points": ("runs",), "col_run": (), "col_card": (),
+                 "col_measured": (), "col_predicted": (), "col_inside": (), "inside": (), "outside": ()})
 
 
 class TimingFile(Data):
@@ -434,6 +454,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "error_integer": ("field", "minimum", "maximum"), "error_fraction": ("field", "minimum", "maximum"),
     "error_choice": ("field",), "error_too_long": ("field", "maximum"), "error_config_json": ("field", "line", "column"),
     "error_config_duplicate": ("field", "key"), "error_config_object": ("field", "got"), "error_config_unreadable": ("field",),
+    "error_config_depth": ("field", "maximum"),
     "error_config_family": ("field", "key", "choices"), "error_config_key": ("field", "key"),
     "error_config_multimodal": ("field", "key", "got", "add"), "error_config_no_text": ("field", "key", "got"),
     "error_config_value": ("field", "key"), "error_not_offered": ("field",),
@@ -444,7 +465,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "bound_compute": (), "bound_communication": (), "bound_offload": (),
     "ranked_cost": ("tokens", "order"), "run_source": ("coverage",), "ranked_time": ("tokens", "order", "unpriced"),
     "backing_runs": ("family", "runs"), "backing_other": ("family", "runs"), "backing_none": ("runs",),
-    "decode_realistic": ("range",), "warn_expert_parallel": (), "warn_several_machines": (),
+    "decode_realistic": ("range",), "warn_expert_parallel": (), "warn_several_machines": (), "warn_communication_bound": (),
     "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field", "example", "minimum", "maximum"),
     "col_decode": (),
     "decode_cell": ("per_sequence", "total"), "decode_one": ("per_sequence",),

@@ -443,6 +443,7 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
         note += " " + run_source_text(catalogue, lang)
         order = ranking_text(catalogue, lang, found["run"], cards)
         note += "".join(" " + _label(catalogue, f"warn_{w}", lang) for w in found["run"].get("warnings", []))
+    note += "".join(" " + _label(catalogue, f"warn_{w}", lang) for w in found.get("warnings", []))  # no card fits
     table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""

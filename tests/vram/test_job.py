@@ -251,6 +251,39 @@ def test_config_errors_say_what_the_command_line_says(tmp_path, text, code, limi
     assert found["message"] == "config: " + str(cli.value).removeprefix(f"{path}: ")
 
 
+def test_a_config_nested_past_the_bound_is_refused_before_it_is_parsed(monkeypatch):
+    """Issue 33: a config.json nested 50,000 deep crashed the finder's Pyodide inside json.loads;
+    the bound (vram.json_nesting.MAX_JSON_DEPTH) is checked first, and json.loads never sees it."""
+    import json
+
+    import vram.job_input
+    from vram.json_nesting import MAX_JSON_DEPTH, nesting_depth
+
+    parsed, loads = [], json.loads
+    monkeypatch.setattr(vram.job_input.json, "loads", lambda text, **kw: parsed.append(text) or loads(text, **kw))
+    for depth in (MAX_JSON_DEPTH + 1, 50_000):
+        text = '{"a":' * depth + "1" + "}" * depth
+        with pytest.raises(JobError) as info:
+            vram.job_input.read_config(text)
+        assert info.value.as_dict()["code"] == "config_depth" and info.value.limits == {"maximum": MAX_JSON_DEPTH}
+        assert str(info.value) == "config: nested deeper than 32 levels, which no config.json is"
+    assert parsed == []
+    # brackets inside strings are text, not nesting; the count is json's own for real configs
+    assert nesting_depth('{"a": "[[[{{{\\"", "b": [1, {"c": []}]}') == 4 == _depth({"b": [1, {"c": []}]})
+    for path in (REPO_ROOT / "snippets" / "data" / "models").glob("*.json"):
+        raw = json.loads(path.read_text())
+        assert nesting_depth(path.read_text()) == _depth(raw) <= MAX_JSON_DEPTH, path.name
+
+
+def _depth(value) -> int:
+    """json's own nesting of a parsed value (the oracle for the text scan)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
 def test_a_multimodal_gemma3_refusal_gives_the_values_to_add():
     """The refusal names what the text_config, saved alone, must add: model_type gemma3_text
     and each size key it leaves to Gemma3TextConfig's defaults, with transformers' own default

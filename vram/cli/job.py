@@ -114,6 +114,7 @@ def _cmd_job(args: argparse.Namespace) -> None:
     lines += [f"decoding on {fit['gpu']}: at most {fit['decode']['tokens_per_s_per_sequence_at_most']:,} tokens/s per "
               f"sequence, {fit['decode']['tokens_per_s_at_most']:,} in all (memory-bandwidth roofline, an upper bound)"
               for fit in answer["fits"] if "decode" in fit]
+    lines += [f"warning: {warning}" for warning in answer.get("warnings", [])]
     lines += [f"note: {note}" for note in answer["notes"]]
     emit(args, answer, lines)
 

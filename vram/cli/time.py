@@ -28,7 +28,7 @@ from ..sharding import check_world_size
 from ..dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from ..ranking import rank_runs, run_options
 from ..lora import ALL_LINEAR, BASE_DTYPES
-from ..timing import (LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, shown_duration,
+from ..timing import (CPU_ADAM_SOURCE, LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, shown_duration,
                      training_step)
 from ..units import parse_count
 from ..calibration import job_class, load_measured_data
@@ -268,11 +268,16 @@ def _cmd_time(args: argparse.Namespace) -> None:
         f"({card.peer.low_gb_per_s:g}-{card.peer.high_gb_per_s:g} GB/s busbw per direction)",
     ]
     if args.offload_optimizer:
-        lines.append(f"  offload           {_span(data['offload_s'])} s over {card.host.key} (CPU time not counted)")
+        lines.append(f"  offload           {_span(data['offload_s'])} s over {card.host.key} and the host's Adam step "
+                     f"({CPU_ADAM_SOURCE})")
     lines += [
         f"  step              {_span(data['step_s'])} s (longest part, perfect overlap, to their sum); bound: {step.bound}",
         f"  tokens/s          {_span(data['tokens_per_s'])} for the machine",
     ]
+    if step.communication.low > step.compute.high:  # vram.job: "communication_bound"
+        data["warnings"] = ["communication_bound"]
+        lines.append("warning: communication_bound: the collectives at the link's fastest outlast the compute at its "
+                     "slowest; published runs of such models add tensor parallelism inside the machine")
     if args.tokens is not None:
         run = run_seconds(args.tokens, step)
         data["tokens"] = args.tokens
