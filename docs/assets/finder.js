@@ -519,7 +519,7 @@
       return fill(labels["ranked_" + run.ranked_by], {
         tokens: formats.whole.format(run.tokens),
         order: run.order.map(function (key) { return gpus[key].name; }).join(", "),
-        unpriced: (run.unpriced || []).map(function (key) { return cards + " × " + gpus[key].name; }).join(", ")
+        unpriced: (run.unpriced || []).map(function (key) { return cards + NBSP + "×" + NBSP + gpus[key].name; }).join(", ")
       });
     }
 

@@ -395,9 +395,10 @@ def batch_text(catalogue: Catalogue, lang: str, batch: dict[str, Any], tokens: i
 
 
 def machine_names(catalogue: Catalogue, cards: int, keys: list[str]) -> str:
-    """``2 × H100 80GB, 2 × RTX 4090 24GB``: the machines of ``cards`` such cards, as the price column names them."""
+    """``2 × H100 80GB, 2 × RTX 4090 24GB``: the machines of ``cards`` such cards, each held on one
+    line (no-break spaces around the ×, as finder.js writes them)."""
     names = dict((k, g["name"]) for k, g in catalogue.gpus)
-    return ", ".join(f"{cards} × {names[key]}" for key in keys)
+    return ", ".join(f"{cards}\u00a0×\u00a0{names[key]}" for key in keys)
 
 
 def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any], cards: int) -> str:
