@@ -74,11 +74,17 @@ class ActivationMemory:
     - ``loss_backward_bytes``: what the loss's backward adds while everything above is still
       kept: ``nll_loss``'s backward writes an fp32 vocabulary x tokens gradient, and
       ``log_softmax``'s backward a second one from it, before either is freed: 8*V*t.
-    - ``peak_bytes``: the most the activations hold during the step: the larger of
-      ``total_bytes`` (a recomputation under way) and what is kept when the loss's backward
+    - ``attention_backward_bytes``: under eager attention, what the activations hold while
+      the backward of one layer's attention core runs, at the layer where that is the most
+      (0 under sdpa): the layers below it whole, what that layer still keeps (its MLP, the
+      norms after its attention and its core's output are freed by then), the core's
+      working set (the s*s gradients of its softmax, ``activation_memory``), the returned
+      logits, token ids and labels.
+    - ``peak_bytes``: the most the activations hold during the step: the largest of
+      ``total_bytes`` (a recomputation under way), what is kept when the loss's backward
       runs (``total_bytes - recomputed_bytes``, no recomputation yet) plus
-      ``loss_backward_bytes``. Oracle: the profiler's allocator events during a real
-      backward (tests/vram/test_loss_backward.py).
+      ``loss_backward_bytes``, and ``attention_backward_bytes``. Oracle: the profiler's
+      allocator events during a real backward (tests/vram/test_loss_backward.py).
     """
 
     per_layer_bytes: int
@@ -92,12 +98,14 @@ class ActivationMemory:
     recompute: str
     dtype: str
     loss_backward_bytes: int = 0
+    attention_backward_bytes: int = 0
 
     @property
     def peak_bytes(self) -> int:
         """Bytes at the activations' peak: ``max(total_bytes, total_bytes - recomputed_bytes
-        + loss_backward_bytes)`` (see the class docstring)."""
-        return max(self.total_bytes, self.total_bytes - self.recomputed_bytes + self.loss_backward_bytes)
+        + loss_backward_bytes, attention_backward_bytes)`` (see the class docstring)."""
+        return max(self.total_bytes, self.total_bytes - self.recomputed_bytes + self.loss_backward_bytes,
+                   self.attention_backward_bytes)
 
 
 def activation_bytes_per_layer(
@@ -172,6 +180,9 @@ class _Shape:
 class _Core:
     kept: int  # bytes the attention core keeps until backward
     again: int  # bytes one recomputation of the core keeps (selective recomputation)
+    out: int = 0  # of ``kept``: the core's output, o_proj's input (freed by o_proj's backward)
+    working: int = 0  # what the core's backward allocates beyond ``kept`` at its most (eager)
+    freed: int = 0  # of a layer's bytes: what its backward frees before the core's backward
 
 
 def _attention_core(x: _Shape, config: ModelConfig, fam: Family, attention: str, masked: bool,
@@ -200,12 +211,20 @@ def _attention_core(x: _Shape, config: ModelConfig, fam: Family, attention: str,
     probs = b * n * s * s
     if config.attention_sinks:  # gpt_oss: softmax in the dtype over s + 1 columns, after a max
         square = w * b * n * s * (s + 1) + INT64 * b * n * s
+        # backward: the gradient of the probabilities over s + 1 columns and softmax's
+        # gradient of its input, while the probabilities are still kept
+        working = 2 * w * b * n * s * (s + 1)
     else:  # fp32 softmax, its cast to the dtype, softcapping's tanh
         square = FP32 * probs + (w * probs if w != FP32 else 0)
         square += w * probs if config.attn_logit_softcapping is not None else 0
+        # backward: the cast's fp32 gradient and softmax's fp32 gradient of its input, while the
+        # fp32 probabilities are kept; the cast to the dtype is freed by then (the second matmul's
+        # backward ran); in fp32 there is no cast
+        working = 2 * FP32 * probs - (w * probs if w != FP32 else 0)
+    working += w * t * n * d  # the second matmul's backward: the gradient of V at n heads
     if selective:  # eager_attention_forward under checkpoint keeps its inputs q, k, v and output
-        return _Core(q + 2 * at_kv + out, square + (2 * at_n if copies else 0))
-    return _Core(q + k_rep + v_rep + out + square, 0)
+        return _Core(q + 2 * at_kv + out, square + (2 * at_n if copies else 0), out, working)
+    return _Core(q + k_rep + v_rep + out + square, 0, out, working)
 
 
 def _mlp(x: _Shape, config: ModelConfig, fam: Family, layer: int) -> int:
@@ -256,7 +275,12 @@ def _layer(x: _Shape, fam: Family, config: ModelConfig, index: int, attention: s
     if config.rotary_dim:  # glm4: cos and sin cut to the rotary width and interleaved, per layer
         total += 2 * w * x.s * config.rotary_dim
     core = _attention_core(x, config, fam, attention, masked, cache, selective and attention == "eager")
-    return _Core(total + core.kept + _mlp(x, config, fam, index), core.again)
+    mlp = _mlp(x, config, fam, index)
+    # backward reaches the attention core after the norms that follow the attention, the MLP
+    # with its input, and o_proj (which frees the core's output)
+    after = config.norms_per_layer - ("input_layernorm" in fam.layer_norms)
+    freed = after * _norm(t, h, w, fam.norm) + w * t * h + mlp + core.out
+    return _Core(total + core.kept + mlp, core.again, core.out, core.working, freed)
 
 
 def _layer_is_masked(config: ModelConfig, layer: int, seq_len: int, padded: bool) -> bool:
@@ -357,6 +381,20 @@ def activation_memory(
       output, and per head the s*s tensors: fp32 softmax (4*b*n*s*s), its cast to the dtype
       (w*b*n*s*s; none in fp32), gemma2's softcapping ``tanh`` (w*b*n*s*s); gpt_oss instead
       a softmax in the dtype over s + 1 columns (the sink) and the int64 indices of its max.
+    - eager's backward (``attention_backward_bytes``): one layer's core at a time runs the
+      backward of its softmax, whose s*s tensors come on top of what is kept: the cast's fp32
+      gradient (4*b*n*s*s) and softmax's fp32 gradient of its input (4*b*n*s*s) while the
+      fp32 probabilities are kept, less the probabilities' cast to the dtype, freed by then
+      (w*b*n*s*s; none in fp32): 6 B per element of b*n*s*s in bf16, 8 in fp32; gpt_oss two
+      gradients of its probabilities over s + 1 columns (2*w*b*n*s*(s + 1)); and the gradient
+      of V the second matmul's backward writes (w*t*n*d). By then the layer's MLP, its input,
+      the norms after the attention and the core's output (o_proj's backward ran) are freed;
+      the layers below keep everything (with ``full``: their checkpoints, the masks and the
+      layer being re-run; with ``selective``: the core re-run, ``recomputed_bytes``); outside
+      the layers the returned logits, the token ids and labels, and the gradient of the
+      hidden states (w*t*h) remain. The moment is taken at the layer where it holds the most.
+      Oracle: the profiler's allocator events of a real backward, within 2 %
+      (tests/vram/test_attention_backward.py).
     - ``recompute="selective"``: Korthikanti's selective recomputation, here
       ``eager_attention_forward`` under ``torch.utils.checkpoint``: it keeps q, k and v at
       kv heads and its output; while the backward recomputes one core, its s*s tensors and
@@ -419,21 +457,36 @@ def activation_memory(
     if recompute == "full":
         # checkpointing turns transformers' KV cache off, in the recomputation too
         per_layer = w * x.t * x.h  # the layer's input hidden states, kept by the checkpoint
-        recomputed = max(layer.kept for layer in layers(cache=False))
-        layers_bytes = per_layer * config.num_hidden_layers + recomputed + _checkpointed_masks(config, attention, s, b, w, padded)
+        replayed = layers(cache=False)
+        recomputed = max(layer.kept for layer in replayed)
+        masks = _checkpointed_masks(config, attention, s, b, w, padded)
+        layers_bytes = per_layer * config.num_hidden_layers + recomputed + masks
+        # layer i re-run: the checkpoints of layers 0..i and the masks, its own saves
+        core_moment = max(per_layer * (i + 1) + masks + layer.kept - layer.freed + layer.working
+                          for i, layer in enumerate(replayed))
     else:
         kept = layers(cache=True)
         per_layer = max(layer.kept for layer in kept)
         recomputed = max(layer.again for layer in kept)
         layers_bytes = sum(layer.kept for layer in kept) + recomputed
+        # layer i's core: layers 0..i-1 whole, what layer i keeps then (and, selective, its core re-run)
+        below = [sum(layer.kept for layer in kept[:i]) for i in range(len(kept))]
+        core_moment = max(below[i] + layer.kept - layer.freed + layer.again + layer.working
+                          for i, layer in enumerate(kept))
     # final norm, lm_head's input, token ids and shifted labels, nll_loss's fp32 total weight;
     # ForCausalLMLoss pads the labels by one and slices [..., 1:]: with b = 1 that slice is
     # contiguous, so .contiguous() keeps a view of the padded b * (s + 1) labels
     labels = INT64 * (s + 1) if b == 1 else INT64 * x.t
-    head = _norm(x.t, x.h, w, fam.norm) + w * x.t * x.h + INT64 * x.t + labels + FP32
-    logits = (w + FP32) * x.vocab * x.t
+    final_norm_and_lm_head_input = _norm(x.t, x.h, w, fam.norm) + w * x.t * x.h
+    head = final_norm_and_lm_head_input + INT64 * x.t + labels + FP32
+    returned_logits = w * x.vocab * x.t
+    logits = returned_logits + FP32 * x.vocab * x.t
     if config.final_logit_softcapping is not None:
         logits += w * x.vocab * x.t  # tanh(logits / cap), kept by tanh
+    # an eager core's backward: the layers, the gradient of the residual stream, the logits the
+    # model returned, the token ids and labels
+    attention_backward = (core_moment + w * x.t * x.h + head - final_norm_and_lm_head_input + returned_logits
+                          if attention == "eager" else 0)
     return ActivationMemory(
         per_layer_bytes=per_layer,
         recomputed_bytes=recomputed,
@@ -446,4 +499,5 @@ def activation_memory(
         recompute=recompute,
         dtype=dtype,
         loss_backward_bytes=2 * FP32 * x.vocab * x.t,
+        attention_backward_bytes=attention_backward,
     )
