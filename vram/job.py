@@ -22,7 +22,7 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   (``vram.activation_memory``; for LoRA the full fine-tuning figure, a lower bound);
 - the catalogue: ``gpus`` (``[{"key", "memory_mib"}]``, nvidia-smi's totals, and optionally
   ``speed``: ``vram.catalogue.card_speed``, the cited peaks and links), ``reserve_mib`` (CUDA
-  context and NCCL buffers) and ``tight_free_fraction``;
+  context and NCCL buffers) and ``tight_free_fraction`` (``vram.fit.TIGHT_FREE_FRACTION``);
 - the run (training on cards with a ``speed``): ``tokens`` to train (dataset x epochs) and
   ``prices`` (card key -> EUR per hour of the machine of ``cards`` such cards, the guide's
   or the reader's). Each fitting card gets its time per step and run (``vram.timing``), its
@@ -31,6 +31,10 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   by time). LoRA and QLoRA the same, from ``vram.timing.lora_step``'s FLOPs (frozen weights
   without weight gradients). Serving: each fitting card's decoding bound
   (``vram.timing.decode_bound``, memory bandwidth: an upper bound), not for MXFP4 weights.
+- ``calibration``: ``vram.calibration.Calibration.as_job()`` of the published measurements
+  (``measurements.yaml``); with it each time says which runs back it (``backing``) and is
+  computed at its class's range, a MoE or month-long run warns (``run["warnings"]``), and a
+  decoding bound gets the share the published runs reached of it; without it, torchtitan's ``MFU``.
 - offload (training): ``host_ram_gb`` (card key -> the system RAM of the machine of ``cards``
   such cards, whole GB as the rental catalogue writes it, taken as 10**9 bytes: if the
   catalogue means GiB the machine has more, never less). Each card then says whether that
@@ -45,14 +49,18 @@ the model states and the framework's buffers leave; it fits when backward (the f
 ``backward_bytes``) holds the activations of this job at their peak (``peak_bytes``, the
 loss's backward included) with the recomputation asked, and the optimizer step
 (``per_gpu_bytes``, no activations by then) holds too (``vram.fit.training_verdict``); if
-that holds only with full recomputation it still fits, "tight", with ``recompute: "full"``;
+that holds only with full recomputation it still fits, with ``recompute: "full"``;
 a card that holds the states but not even the fully recomputed activations is ``short``. Serving: vLLM takes
 ``gpu_memory_utilization`` of the card's memory (``vllm/worker/gpu_worker.py``:
 ``requested_memory = total_memory * gpu_memory_utilization``) and the CUDA context and
 NCCL buffers come out of that share, so the capacity is floor(util x memory) less the
 reserve; a card fits when it holds the weights and the KV cache of ``concurrent``
-sequences of ``context`` tokens, "tight" under ``tight_free_fraction`` free; each card
-also says how many such sequences its capacity holds (``max_concurrent``).
+sequences of ``context`` tokens; each card also says how many such sequences its capacity
+holds (``max_concurrent``). Every kind: a fit's ``peak_bytes`` is the most the job holds on
+the card (training and LoRA: ``vram.fit.peak_bytes`` with the activations of the
+recomputation the card runs with; serving: weights and KV cache), ``free_fraction`` what
+that leaves of the capacity, and ``tight`` the one rule of ``vram.fit.is_tight`` (less than
+``tight_free_fraction``, ``vram.fit.TIGHT_FREE_FRACTION`` unless the job says, left free at the peak).
 
 The input is checked apart, by ``vram.job_input.check_job`` (every key read, range-checked
 and typed before any arithmetic); bad input raises ``JobError`` (a ValueError) whose
@@ -75,7 +83,7 @@ from typing import Any, Mapping
 from .accounting import accounting
 from .activations import activation_memory, default_attention
 from .breakdown import model_shape
-from .fit import fits, free_fraction, mib_to_bytes, training_verdict, usable_bytes
+from .fit import fits, free_fraction, is_tight, mib_to_bytes, peak_bytes, training_verdict, usable_bytes
 from .frameworks import framework_memory
 from .job_input import (JOB_FIELDS, KINDS, KV_DTYPES, MAX_CARDS, MAX_HOST_RAM_GB, MAX_MIB, MAX_RANK, MAX_TOKENS,
                         OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, GpuEntry, Job, JobError,
@@ -83,6 +91,8 @@ from .job_input import (JOB_FIELDS, KINDS, KV_DTYPES, MAX_CARDS, MAX_HOST_RAM_GB
 from .lora import lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
 from .models import ModelConfig, count_params
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
+from .calibration import job_class, serving_class
+from .measurements import is_moe
 from .ranking import rank_runs, run_options
 from .serving import check_tensor_parallel, serving_memory_per_gpu
 from .timing import decode_bound, shown_duration
@@ -315,12 +325,15 @@ def _card_fits(job: Job, need_bytes: int, need: Need | None, kv_one: int,
                 short.append(fit)
                 continue
             fit["recompute"] = run.recompute
-            fit["tight"] = run.recompute != job.recompute
             runs[gpu.key] = run
+            activations = need.activations["bytes" if run.recompute == job.recompute else "full_bytes"]
+            peak = peak_bytes(need_bytes, need.backward_bytes, activations)
         else:
-            fit["tight"] = not fits(need_bytes, capacity, min_free_fraction=job.tight_free_fraction)
             fit["max_concurrent"] = (capacity - weights) // kv_one if kv_one else None
-        fit["free_fraction"] = free_fraction(need_bytes, capacity)
+            peak = need_bytes
+        fit["peak_bytes"] = peak
+        fit["tight"] = is_tight(peak, capacity, job.tight_free_fraction)  # the one rule (vram.fit.is_tight)
+        fit["free_fraction"] = free_fraction(peak, capacity)
         fit_list.append(fit)
     return fit_list, short, runs
 
@@ -344,6 +357,15 @@ def _decode_bounds(job: Job, fit_list: list[dict[str, Any]]) -> None:
         fit["decode"] = {"bytes_per_step": bound.bytes_per_step,
                          "tokens_per_s_per_sequence_at_most": math.ceil(bound.tokens_per_second_per_sequence),
                          "tokens_per_s_at_most": math.ceil(bound.tokens_per_second)}
+        backing = None if job.calibration is None else \
+            job.calibration.backing(fit["gpu"], serving_class("", job.weights, job.concurrent)[1:])
+        if backing is not None:  # the published decoding runs' share of the roofline: a realistic range
+            low, high = backing.range.utilisation
+            fit["decode"]["backing"] = backing.as_dict()
+            fit["decode"]["tokens_per_s_per_sequence"] = [math.floor(bound.tokens_per_second_per_sequence * low),
+                                                          math.ceil(bound.tokens_per_second_per_sequence * high)]
+            fit["decode"]["tokens_per_s"] = [math.floor(bound.tokens_per_second * low),
+                                             math.ceil(bound.tokens_per_second * high)]
 
 
 def _money(value: Any) -> str | None:
@@ -360,21 +382,40 @@ def _run_times(job: Job, fit_list: list[dict[str, Any]], runs: dict[str, RunSett
     if not fit_list or any(speeds[fit["gpu"]] is None for fit in fit_list):
         return None
     options = []
+    task = "full" if job.kind == "training" else "qlora" if job.base_dtype == "nf4" else "lora"
+    klass = job_class("", is_moe(job.config), task, job.kind == "training" and job.offload != "none")[1:]
     for fit in fit_list:
         key = fit["gpu"]
         price = {key: job.prices[key]} if key in job.prices else {}
+        backing = None if job.calibration is None else job.calibration.backing(key, klass)
+        share = None if backing is None else {key: backing.range.utilisation}
         option, = run_options(job.config, job.tokens, {key: (speeds[key], job.cards)}, price, job.zero_stage,
-                              **runs[key].timing())
+                              **runs[key].timing(), utilisation=share)
         step = option.step
         fit["time"] = {"step_s": step.step.as_list(), "compute_s": step.compute.as_list(),
                        "communication_s": step.communication.as_list(), "offload_s": step.offload.as_list(),
                        "bound": step.bound, "run_s": option.run_s.as_list(),
                        "run_shown": [shown_duration(option.run_s.low, False), shown_duration(option.run_s.high, True)],
                        "price_eur_per_hour": _money(option.price_eur_per_hour),
-                       "cost_eur": None if option.cost_eur is None else [str(c) for c in option.cost_eur]}
+                       "cost_eur": None if option.cost_eur is None else [str(c) for c in option.cost_eur],
+                       "backing": None if backing is None else backing.as_dict()}
         options.append(option)
     by, ranked = rank_runs(options)
-    return {"tokens": job.tokens, "ranked_by": by, "order": [o.key for o in ranked]}
+    warnings = []
+    if is_moe(job.config):
+        warnings.append("expert_parallel")
+    if min(o.run_s.low for o in options) > SEVERAL_MACHINES_S:
+        warnings.append("several_machines")
+    found = {"tokens": job.tokens, "ranked_by": by, "order": [o.key for o in ranked],
+             "unpriced": [o.key for o in options if o.price_eur_per_hour is None]}
+    return found | ({"warnings": warnings} if warnings else {})
+
+
+# What the published runs did that the guide's FSDP/ZeRO model on one machine does not describe
+# (``run["warnings"]``): every mixture-of-experts run of measurements.yaml split its experts
+# over the GPUs (expert parallelism), and runs longer than a month on one machine are, in
+# every published training of that size, spread over several machines.
+SEVERAL_MACHINES_S = 30 * 86_400
 
 
 def _host_ram(job: Job, host: int, fit_list: list[dict[str, Any]], short: list[dict[str, Any]]) -> None:
@@ -397,14 +438,16 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     (training, LoRA: ``seq_len``, ``micro_batch``, ``attention``, ``recompute``, ``bytes``
     and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` and ``max_num_batched_tokens`` (serving), ``fits`` and
     ``short`` (per card: ``gpu``, ``capacity_bytes``, ``margin_bytes``/``margin_gb``,
-    ``free_fraction``, ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``. Training
+    and, for a fit, ``peak_bytes``, ``free_fraction`` at the peak, ``tight``, ``recompute`` or
+    ``max_concurrent``) and ``notes``. Training
     and LoRA: ``accounting``, the name of the formula the bytes come from
     (``vram.accounting.ACCOUNTINGS``: what it assumes, e.g. "ddp-amp" or "ddp-bf16"). Training
     and LoRA on cards given with their ``speed``: each fit's ``time`` (``step_s``, ``compute_s``,
     ``communication_s``, ``offload_s``, ``run_s`` [low, high] seconds, ``run_shown`` (its ends
     as ``vram.timing.shown_duration`` writes them), ``bound``,
     ``price_eur_per_hour`` and ``cost_eur`` [low, high] as decimal strings or None) and
-    ``run`` (``tokens``, ``ranked_by`` "cost" or "time", ``order`` of the fitting cards).
+    ``run`` (``tokens``, ``ranked_by`` "cost" or "time", ``order`` of the fitting cards,
+    ``unpriced``: those without a price, the reason the order is by time).
     Training with offload: each card's ``host_ram`` (``machine_gb``, ``holds``: True, False
     or None where ``host_ram_gb`` does not give its machine's RAM).
     Serving: each fit's ``decode`` (``_decode_bounds``: tokens/s at most).

@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .families import CHUNKED, FULL, MULTIMODAL_WRAPPERS, REQUIRED_KEYS, SLIDING, Family, get_family, is_registered, model_types
+from .json_nesting import MAX_JSON_DEPTH, too_deep
 from .units import MAX_PARAMS
 
 # Larger than any dimension of a published model by far (largest vocabularies: 262,208;
@@ -603,8 +604,8 @@ def load_model_config(path: str | Path) -> ModelConfig:
 
     Raises ConfigError (one line naming the file) when the path is not a regular file (a
     FIFO, a device), the file cannot be read, is larger than ``MAX_CONFIG_BYTES`` (1 MiB),
-    is not UTF-8 or not JSON (including integers over Python's 4,300-digit limit and
-    nesting too deep to parse), writes a key twice in one object (``json`` would keep the
+    is not UTF-8 or not JSON (including integers over Python's 4,300-digit limit), nests
+    deeper than ``vram.json_nesting.MAX_JSON_DEPTH`` (checked before parsing), writes a key twice in one object (``json`` would keep the
     last silently), or fails ``model_config_from_dict``.
     """
     source = str(path)
@@ -621,6 +622,9 @@ def load_model_config(path: str | Path) -> ModelConfig:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{source}: not a UTF-8 text file; pass the model's config.json") from None
+    if too_deep(text):  # before json.loads, which recurses once per level
+        raise ConfigError(f"{source}: nested deeper than {MAX_JSON_DEPTH} levels, which no config.json is; "
+                          "pass the model's config.json")
     try:
         raw = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
     except _DuplicateKey as exc:
