@@ -65,7 +65,7 @@ from dataclasses import replace
 
 from .breakdown import ModelShape, model_shape
 from .dtypes import NF4, nf4_bytes, tensor_bytes
-from .fsdp2 import fsdp2_model_states_per_rank, rank0_shard_params
+from .fsdp2 import fsdp2_model_states_per_rank, gathered_sizes, rank0_shard_params
 from .families import get_family, model_types
 from .models import ModelConfig, as_model_config, count_params, layer_modules
 from .sharding import check_world_size, check_zero_stage, model_states_per_gpu
@@ -309,7 +309,7 @@ def qlora_fsdp2_shape(config: ModelLike) -> ModelShape:
     kept = tuple((dims, count) for dims, count in shapes.items() if count)
     params = sum(count * _numel(dims) for dims, count in kept)
     return replace(shape, params=params, decoder_layer_params=per_layer, param_shapes=kept,
-                   largest_layer_params=None, linear_params=None)
+                   largest_layer_params=None, linear_params=None, layer_shapes=None)
 
 
 def _numel(dims: tuple[int, ...]) -> int:
@@ -550,9 +550,10 @@ def lora_fsdp2_memory(
             shapes += [(rank, t.in_features), (t.out_features, rank)]  # lora_A, lora_B
     shape = qlora_fsdp2_shape(config) if base_dtype == NF4 else model_shape(config)
     constants = _qlora_base_parts(config)[1] if base_dtype == NF4 else 0  # whole on every rank
-    base, root, block = shape.params, shape.root_params, shape.decoder_layer_params
     adapter_states = fsdp2_model_states_per_rank(shapes, n, 0, "adamw-fp32")
     local_adapters = sum(_rank0_chunk(s, n) for s in shapes)  # rank 0's rows are all its own
+    # the base as FSDP2 gathers it: each parameter padded to N x ceil(dim0 / N) rows (vram.fsdp2.gathered_sizes)
+    base, root, block = gathered_sizes(shape, n)
     if zero_stage == 3:
         working = 2 * root + 4 * (block + per_layer) + 2 * per_layer + 4 * per_layer
     else:
