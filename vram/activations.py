@@ -248,9 +248,13 @@ def _mlp(x: _Shape, config: ModelConfig, fam: Family, layer: int) -> int:
         return FP32 * experts + pairs * per_pair  # + grouped_mm's int32 offsets
     per_pair += 4 * w * inter  # gate_up output (2I), act output, down input
     per_pair += FP32 if spec.routing_fp32 else w  # routing weight kept by proj_out * weight
-    router = FP32 * t * experts  # softmax(router_logits) in fp32
-    if config.shared_expert_size:  # qwen2_moe: the shared MLP, its sigmoid gate and their product
-        router += 4 * w * t * config.shared_expert_size + w * t + w * t * h
+    router = FP32 * t * experts  # softmax(router_logits) in fp32 (sigmoid_group: the sigmoid scores)
+    if spec.router == "sigmoid_group":  # F.linear on fp32 copies of the input and of the router weight
+        router += FP32 * t * h + FP32 * experts * h
+    if config.shared_expert_size:  # the shared MLP; qwen2_moe: its sigmoid gate and their product too
+        router += 4 * w * t * config.shared_expert_size
+        if spec.shared == "qwen2_moe":
+            router += w * t + w * t * h
     if config.norm_topk_prob:  # the top-k renormalised in place (mixtral; qwen3_moe's norm_topk_prob)
         router += FP32 * t  # their sum
         per_pair += FP32  # their fp32 values

@@ -190,6 +190,22 @@ BUILTIN_FAMILIES: tuple[Family, ...] = (
         experts=Experts(key="num_experts", alias="", width="moe_intermediate_size", dense_rule="qwen",
                         min_experts=0, norm_topk="key", shared="qwen2_moe")),
 
+    # glm4_moe (GLM-4.5, 4.5-Air): llama attention with q/k/v biases and optional per-head q/k norms,
+    # partial rotary ending in torch.cat; dense first layers, then sigmoid group-limited routing over
+    # fused experts beside an ungated shared expert
+    Family(
+        "glm4_moe", "Glm4MoeConfig", "modeling_glm4_moe.py",
+        dict(vocab_size=151552, hidden_size=4096, intermediate_size=10944, num_hidden_layers=46,
+             num_attention_heads=96, num_key_value_heads=8, hidden_act="silu", tie_word_embeddings=False,
+             attention_bias=False, max_position_embeddings=131072, moe_intermediate_size=1408,
+             num_experts_per_tok=8, n_shared_experts=1, n_routed_experts=128, n_group=1, topk_group=1,
+             first_k_dense_replace=1, norm_topk_prob=True, use_qk_norm=False),
+        head_dim="attribute", layer_rule="none", qkv_bias="attention_bias", qk_norm="head",
+        qk_norm_key="use_qk_norm", output_copy=True,
+        experts=Experts(key="n_routed_experts", alias="num_local_experts", width="moe_intermediate_size",
+                        dense_rule="first_k", min_experts=1, norm_topk="key", router="sigmoid_group",
+                        routing_fp32=True, shared="deepseek", peft_v4_names=_QWEN2_MOE_V4)),
+
     # olmoe: mixtral-like experts, q/k norms of hidden and (hidden // heads) * kv_heads
     Family(
         "olmoe", "OlmoeConfig", "modeling_olmoe.py",

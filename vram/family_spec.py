@@ -36,17 +36,22 @@ class Experts:
     - ``key``: the config class's own field for E, ``alias`` its ``attribute_map`` name
       (with both keys in a file, the alias is set after the fields and wins);
     - ``width``: the key of one expert's width I ("intermediate_size" or "moe_intermediate_size");
-    - ``dense_rule``: which layers keep a dense MLP: "none" (every layer is MoE) or "qwen"
-      (``mlp_only_layers`` and ``decoder_sparse_step``);
+    - ``dense_rule``: which layers keep a dense MLP: "none" (every layer is MoE), "qwen"
+      (``mlp_only_layers`` and ``decoder_sparse_step``) or "first_k" (the first
+      ``first_k_dense_replace`` layers: glm4_moe, deepseek_v3);
     - ``router_bias``: the router holds a bias of E (gpt_oss); ``min_experts``: 0 where the
       class accepts no experts (qwen3_moe: every layer dense);
     - ``norm_topk``: the router renormalises the top-k weights "always" (mixtral), by the
       ``norm_topk_prob`` key ("key") or "never";
     - ``router``: how the activations of routing are kept (``vram.activations``):
-      "softmax_topk" or "topk_softmax" (gpt_oss); ``routing_fp32``: the routing weights stay
-      fp32 (mixtral) or are cast to the model's dtype;
-    - ``shared``: a shared expert beside the routed ones: "" or "qwen2_moe" (``shared_expert``
-      MLP of ``shared_expert_intermediate_size`` and a one-output ``shared_expert_gate``);
+      "softmax_topk", "topk_softmax" (gpt_oss) or "sigmoid_group" (glm4_moe, deepseek_v3: fp32
+      sigmoid scores, the top-k chosen within the ``topk_group`` best of ``n_group`` groups,
+      scaled by ``routed_scaling_factor``); ``routing_fp32``: the routing weights stay fp32
+      (mixtral) or are cast to the model's dtype;
+    - ``shared``: a shared expert beside the routed ones: "" , "qwen2_moe" (``shared_expert``
+      MLP of ``shared_expert_intermediate_size`` and a one-output ``shared_expert_gate``) or
+      "deepseek" (``shared_experts``, one MLP of ``moe_intermediate_size`` x
+      ``n_shared_experts``, ungated);
     - ``peft_v4_names``: PEFT 0.21's conversion of transformers-4 expert names
       (``_MOE_TARGET_MODULE_MAPPING``): v4 name -> "router", "gate_up_proj" or "down_proj".
     """

@@ -432,6 +432,14 @@ def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...
     width = r.size(spec.width)
     if spec.dense_rule == "none":
         return experts, top_k, width, (True,) * layers
+    if spec.router == "sigmoid_group":
+        _check_groups(r, experts, top_k)
+    if spec.dense_rule == "first_k":  # Glm4Moe/DeepseekV3DecoderLayer: experts from first_k_dense_replace on
+        first = r.size("first_k_dense_replace", minimum=0)
+        if first > layers:
+            raise r.fail(f"key 'first_k_dense_replace' ({first}) is larger than num_hidden_layers ({layers}): "
+                         f"it counts the dense layers before the first mixture of experts")
+        return experts, top_k, width, tuple(i >= first for i in range(layers))
     step = r.size("decoder_sparse_step")
     listed = r.get("mlp_only_layers") or []
     if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in listed):
@@ -440,6 +448,25 @@ def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...
     # Qwen3MoeDecoderLayer: experts unless the layer is in mlp_only_layers or off the sparse step.
     moe = tuple(i not in dense and experts > 0 and (i + 1) % step == 0 for i in range(layers))
     return experts, top_k, width, moe
+
+
+def _check_groups(r: _Reader, experts: int, top_k: int) -> None:
+    """The group-limited routing of glm4_moe and deepseek_v3 (``*TopkRouter.forward``): scores
+    viewed as ``n_group`` groups of E / n_group experts, the best two of each summed, the
+    ``topk_group`` best groups kept, the top-k chosen among their experts."""
+    groups = r.size("n_group")
+    if experts % groups:
+        raise r.fail(f"key 'n_group' ({groups}) does not divide the {experts} routed experts "
+                     f"(the router views them as n_group equal groups)")
+    if experts // groups < 2:
+        raise r.fail(f"key 'n_group' ({groups}) leaves fewer than 2 experts per group "
+                     f"(the router sums the best two of each group)")
+    kept = r.size("topk_group")
+    if kept > groups:
+        raise r.fail(f"key 'topk_group' ({kept}) is more than n_group ({groups})")
+    if top_k > kept * (experts // groups):
+        raise r.fail(f"num_experts_per_tok {top_k} is more than the {kept * (experts // groups)} experts "
+                     f"of the topk_group best groups")
 
 
 def _norm_topk(r: _Reader) -> bool:
@@ -468,6 +495,8 @@ def _shared_expert_size(r: _Reader) -> int:
     shared = r.family.experts.shared
     if shared == "qwen2_moe":
         return r.size("shared_expert_intermediate_size")
+    if shared == "deepseek":  # one MLP of moe_intermediate_size x n_shared_experts
+        return r.size("moe_intermediate_size") * r.size("n_shared_experts")
     return 0
 
 
@@ -746,6 +775,8 @@ def _mlp_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
     if spec.shared == "qwen2_moe":  # Qwen2MoeSparseMoeBlock: shared_expert and its one-output gate
         modules += _dense_mlp(config, "mlp.shared_expert", config.shared_expert_size)
         modules.append(_linear("mlp.shared_expert_gate", h, 1, False))
+    elif spec.shared == "deepseek":  # Glm4MoeMoE, DeepseekV3MoE: shared_experts, ungated
+        modules += _dense_mlp(config, "mlp.shared_experts", config.shared_expert_size)
     return tuple(modules)
 
 

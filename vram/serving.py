@@ -256,7 +256,9 @@ def check_tensor_parallel(config: ModelLike, tensor_parallel: int) -> int:
         key = config.family.experts.width
         widths.append((key, config.moe_intermediate_size))
         if config.shared_expert_size:
-            widths.append(("shared_expert_intermediate_size", config.shared_expert_size))
+            shared = ("shared_expert_intermediate_size" if config.family.experts.shared == "qwen2_moe"
+                      else "moe_intermediate_size x n_shared_experts")
+            widths.append((shared, config.shared_expert_size))
     for key, width in widths:
         if width % tp:
             raise ValueError(f"tensor_parallel {tp} must divide {key} {width} ({config.source})")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 _KV_DEFAULT = {"llama": None, "phi3": None, "mistral": 8, "mixtral": 8, "qwen2": 32, "qwen3": 32,
                "qwen3_moe": 4, "gemma2": 4, "gemma3_text": 4, "gpt_oss": 8, "granite": None, "smollm3": 4,
                "ministral": 8, "ministral3": 8, "olmo2": None, "olmo3": None, "glm4": 2, "qwen2_moe": 16,
-               "olmoe": None}
+               "olmoe": None, "glm4_moe": 8}
 FAMILIES = tuple(sorted(_KV_DEFAULT))
 _KV_NULL_OK = {"llama", "phi3", "qwen2", "qwen3", "granite", "smollm3", "olmo2", "olmo3", "olmoe"}
 _HEAD_DIM_NULL_OK = {"llama", "mistral", "mixtral"}
@@ -57,7 +57,7 @@ def config(draw, family: str) -> dict:
     if draw(st.booleans()):
         cfg["tie_word_embeddings"] = draw(st.booleans())
     if family in ("llama", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gpt_oss", "granite", "smollm3", "olmo2",
-                  "olmo3", "glm4", "olmoe") and draw(st.booleans()):
+                  "olmo3", "glm4", "olmoe", "glm4_moe") and draw(st.booleans()):
         cfg["attention_bias"] = draw(st.booleans())
     if family == "qwen2_moe" and draw(st.booleans()):
         cfg["qkv_bias"] = draw(st.booleans())
@@ -95,6 +95,18 @@ def config(draw, family: str) -> dict:
         cfg["num_experts_per_tok"] = draw(st.integers(1, experts))
     if family == "qwen2_moe":
         cfg["shared_expert_intermediate_size"] = draw(st.integers(1, 6)) * 2
+    if family in ("glm4_moe",):  # group-limited routing, dense first layers, a shared expert
+        experts = draw(st.sampled_from([2, 4, 6]))
+        groups = draw(st.sampled_from([g for g in (1, 2, 3) if experts % g == 0 and experts // g >= 2]))
+        kept = draw(st.integers(1, groups))
+        cfg[draw(st.sampled_from(["n_routed_experts", "num_local_experts"]))] = experts
+        cfg.update(n_group=groups, topk_group=kept, num_experts_per_tok=draw(st.integers(1, kept * experts // groups)),
+                   moe_intermediate_size=draw(st.integers(1, 6)) * 2, n_shared_experts=draw(st.integers(1, 2)),
+                   first_k_dense_replace=draw(st.integers(0, layers)))
+        if draw(st.booleans()):
+            cfg["norm_topk_prob"] = draw(st.booleans())
+    if family == "glm4_moe" and draw(st.booleans()):
+        cfg["use_qk_norm"] = draw(st.booleans())
     if family in ("qwen3_moe", "qwen2_moe"):
         cfg["moe_intermediate_size"] = draw(st.integers(1, 6)) * 2
         cfg["decoder_sparse_step"] = draw(st.integers(1, 2))

@@ -106,10 +106,16 @@ CONFIGS.update({
     "qwen2_moe": {"model_type": "qwen2_moe", **_FOUR, "num_experts": 4, "num_experts_per_tok": 2,
                   "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48, "decoder_sparse_step": 2},
     "olmoe": {"model_type": "olmoe", **_FOUR, "num_experts": 4, "num_experts_per_tok": 2},
+    # a dense first layer, then sigmoid group-limited routing (fp32 router) beside an ungated shared
+    # expert; per-head q/k norms; the rotary ends in torch.cat
+    "glm4_moe": {"model_type": "glm4_moe", **_FOUR, "n_routed_experts": 4, "num_experts_per_tok": 2,
+                 "moe_intermediate_size": 32, "first_k_dense_replace": 1, "n_group": 2, "topk_group": 1,
+                 "use_qk_norm": True},
     # q/k/v biases, o none (no real-layer case had qwen2 before the registry's check)
     "qwen2": {"model_type": "qwen2", **_FOUR},
 })
-NEW_FAMILIES = ("qwen2", "granite", "smollm3", "ministral", "ministral3", "olmo2", "olmo3", "glm4", "qwen2_moe", "olmoe")
+NEW_FAMILIES = ("qwen2", "granite", "smollm3", "ministral", "ministral3", "olmo2", "olmo3", "glm4", "qwen2_moe", "olmoe",
+                "glm4_moe")
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
 
@@ -287,6 +293,7 @@ OTHER_SHAPES = [
     ("glm4", "sdpa", 16, 2, False, True),
     ("qwen2_moe", "sdpa", 16, 1, False, True),
     ("olmo3", "eager", 16, 2, False, True),
+    ("glm4_moe", "sdpa", 16, 1, False, True),
 ]
 
 

@@ -41,8 +41,9 @@ FAMILIES = {
     "qwen2_moe": {"use_sliding_window": True, "sliding_window": WINDOW, "max_window_layers": 4, "num_experts": 2,
                   "num_experts_per_tok": 1, "moe_intermediate_size": 8, "shared_expert_intermediate_size": 8},
     "olmoe": {"num_experts": 2, "num_experts_per_tok": 1},
+    "glm4_moe": {"n_routed_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 8, "use_qk_norm": True},
 }
-NO_WINDOW = ("llama", "qwen3_moe", "granite", "olmo2", "glm4", "olmoe")  # no sliding layer in these configs
+NO_WINDOW = ("llama", "qwen3_moe", "granite", "olmo2", "glm4", "olmoe", "glm4_moe")  # no sliding layer in these configs
 BATCH, PREFILL = 2, 9  # longer than the window
 
 
