@@ -185,6 +185,45 @@ class _Core:
     freed: int = 0  # of a layer's bytes: what its backward frees before the core's backward
 
 
+def _eager_square(x: _Shape, config: ModelConfig) -> tuple[int, int]:
+    """Eager attention's s*s tensors: what the core keeps, and what its softmax's backward
+    allocates beyond that at its most (``activation_memory``: eager's backward)."""
+    t, w, n, b, s = x.t, x.w, x.n, x.b, x.s
+    probs = b * n * s * s
+    if config.attention_sinks:  # gpt_oss: softmax in the dtype over s + 1 columns, after a max
+        square = w * b * n * s * (s + 1) + INT64 * b * n * s
+        # backward: the gradient of the probabilities over s + 1 columns and softmax's
+        # gradient of its input, while the probabilities are still kept
+        return square, 2 * w * b * n * s * (s + 1)
+    # fp32 softmax, its cast to the dtype, softcapping's tanh
+    square = FP32 * probs + (w * probs if w != FP32 else 0)
+    square += w * probs if config.attn_logit_softcapping is not None else 0
+    # backward: the cast's fp32 gradient and softmax's fp32 gradient of its input, while the
+    # fp32 probabilities are kept; the cast to the dtype is freed by then (the second matmul's
+    # backward ran); in fp32 there is no cast
+    return square, 2 * FP32 * probs - (w * probs if w != FP32 else 0)
+
+
+def _mla_core(x: _Shape, config: ModelConfig, attention: str, masked: bool, selective: bool) -> _Core:
+    """deepseek_v3's attention core: queries and keys of qk = nope + rope per head (the
+    query a ``torch.cat``, the key a new tensor both parts are copied into), values a view
+    of ``kv_b_proj``'s output (n x (nope + v) per token), every head its own key and value."""
+    t, w, n, qk, v, b, s = x.t, x.w, x.n, x.d, config.v_head_dim, x.b, x.s
+    q = k = w * t * n * qk
+    kv_b = w * t * n * (qk - config.qk_rope_head_dim + v)  # kv_b_proj's output, whose view V is
+    out = w * t * n * v  # o_proj's input
+    if attention == "sdpa":  # the fused kernel keeps q, k, V's storage, its output and the fp32
+        # log-sum-exp; its output is (b, n, s, v): o_proj keeps the contiguous copy besides
+        sdpa_out = w * t * n * v if s > 1 and n > 1 else 0
+        return _Core(q + k + kv_b + out + sdpa_out + FP32 * t * n + (w * b * s * s if masked else 0), 0, out)
+    square, working = _eager_square(x, config)
+    working += w * t * n * v  # the gradient of V
+    v_copy = w * t * n * v  # eager's matmul copies the strided V
+    if selective:  # under checkpoint the core keeps its inputs (V as kv_b_proj's output) and output
+        return _Core(q + k + kv_b + out, square + v_copy, out, working)
+    return _Core(q + k + v_copy + out + square, 0, out, working)
+
+
 def _attention_core(x: _Shape, config: ModelConfig, fam: Family, attention: str, masked: bool,
                     cache: bool, selective: bool) -> _Core:
     t, w, n, kv, d, b, s = x.t, x.w, x.n, x.kv, x.d, x.b, x.s
@@ -208,19 +247,7 @@ def _attention_core(x: _Shape, config: ModelConfig, fam: Family, attention: str,
         if masked or d > 256:
             return _Core(q + k_rep + v_rep + out + lse + (w * b * s * s if masked else 0), 0)
         return _Core(q + at_kv + v_sdpa + out + lse, 0)
-    probs = b * n * s * s
-    if config.attention_sinks:  # gpt_oss: softmax in the dtype over s + 1 columns, after a max
-        square = w * b * n * s * (s + 1) + INT64 * b * n * s
-        # backward: the gradient of the probabilities over s + 1 columns and softmax's
-        # gradient of its input, while the probabilities are still kept
-        working = 2 * w * b * n * s * (s + 1)
-    else:  # fp32 softmax, its cast to the dtype, softcapping's tanh
-        square = FP32 * probs + (w * probs if w != FP32 else 0)
-        square += w * probs if config.attn_logit_softcapping is not None else 0
-        # backward: the cast's fp32 gradient and softmax's fp32 gradient of its input, while the
-        # fp32 probabilities are kept; the cast to the dtype is freed by then (the second matmul's
-        # backward ran); in fp32 there is no cast
-        working = 2 * FP32 * probs - (w * probs if w != FP32 else 0)
+    square, working = _eager_square(x, config)
     working += w * t * n * d  # the second matmul's backward: the gradient of V at n heads
     if selective:  # eager_attention_forward under checkpoint keeps its inputs q, k, v and output
         return _Core(q + 2 * at_kv + out, square + (2 * at_n if copies else 0), out, working)
@@ -278,7 +305,13 @@ def _layer(x: _Shape, fam: Family, config: ModelConfig, index: int, attention: s
         total += w * x.s
     if config.rotary_dim:  # glm4: cos and sin cut to the rotary width and interleaved, per layer
         total += 2 * w * x.s * config.rotary_dim
-    core = _attention_core(x, config, fam, attention, masked, cache, selective and attention == "eager")
+    if config.is_mla:  # the latent's RMSNorm and its output (kv_b_proj's input); the query's, with a rank
+        total += _norm(t, config.kv_lora_rank, w, fam.norm) + w * t * config.kv_lora_rank
+        if config.q_lora_rank:
+            total += _norm(t, config.q_lora_rank, w, fam.norm) + w * t * config.q_lora_rank
+        core = _mla_core(x, config, attention, masked, selective and attention == "eager")
+    else:
+        core = _attention_core(x, config, fam, attention, masked, cache, selective and attention == "eager")
     mlp = _mlp(x, config, fam, index)
     # backward reaches the attention core after the norms that follow the attention, the MLP
     # with its input, and o_proj (which frees the core's output)
@@ -367,7 +400,10 @@ def activation_memory(
       weight (fp32 for mixtral, w otherwise); the router's fp32 softmax over E experts
       (4*t*E; gpt_oss: a softmax over the k chosen logits, w per pair, and an int64 bias
       index per pair), the in-place top-k renormalisation of mixtral and of qwen3_moe with
-      ``norm_topk_prob`` (4*t + 4 per pair), the int32 offsets (4*E). Layers listed as dense (qwen3_moe ``mlp_only_layers``) count 4*w*t*I.
+      ``norm_topk_prob`` (4*t + 4 per pair), the int32 offsets (4*E); glm4_moe's and deepseek_v3's
+      sigmoid router (``sigmoid_group``) runs ``F.linear`` on fp32 copies of its input and of its
+      weight (4*t*h + 4*E*h) and keeps the fp32 sigmoid (4*t*E); a shared expert keeps what a
+      dense MLP of its width keeps (qwen2_moe's also its sigmoid gate and their product). Layers listed as dense (qwen3_moe ``mlp_only_layers``) count 4*w*t*I.
     - ``sdpa`` (``sdpa_attention_forward``, flash or memory-efficient kernel): q after
       rotary (w*t*n*d), k and v at kv heads (w*t*kv*d each: ``enable_gqa``), the output
       (w*t*n*d, one storage with o_proj's input; phi3, whose rotary ends in ``torch.cat``,
@@ -399,6 +435,14 @@ def activation_memory(
       hidden states (w*t*h) remain. The moment is taken at the layer where it holds the most.
       Oracle: the profiler's allocator events of a real backward, within 2 %
       (tests/vram/test_attention_backward.py).
+    - deepseek_v3's latent attention: the query's and the latent's RMSNorms and their outputs
+      (``q_b_proj``'s and ``kv_b_proj``'s inputs, w*t*rank each), q and k of n heads of
+      qk = nope + rope (w*t*n*qk each); under sdpa the fused kernel keeps V as a view of
+      ``kv_b_proj``'s output (w*t*n*(nope + v)), its output and o_proj's copy (w*t*n*v each) and
+      the log-sum-exp (CUDA's memory-efficient kernel takes unequal qk and v widths,
+      ``sdp_utils.cpp``, ``check_head_dim_size_mem_efficient``; CPU's falls back to the math
+      path, so the oracle runs equal widths under sdpa); under eager the matmul's copy of the
+      strided V (w*t*n*v), the output and the s*s terms above.
     - ``recompute="selective"``: Korthikanti's selective recomputation, here
       ``eager_attention_forward`` under ``torch.utils.checkpoint``: it keeps q, k and v at
       kv heads and its output; while the backward recomputes one core, its s*s tensors and

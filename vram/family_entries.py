@@ -206,6 +206,23 @@ BUILTIN_FAMILIES: tuple[Family, ...] = (
                         dense_rule="first_k", min_experts=1, norm_topk="key", router="sigmoid_group",
                         routing_fp32=True, shared="deepseek", peft_v4_names=_QWEN2_MOE_V4)),
 
+    # deepseek_v3: multi-head latent attention (a low-rank query, keys and values from one cached
+    # latent and a rotary key shared by the heads), glm4_moe's experts, router and shared expert
+    Family(
+        "deepseek_v3", "DeepseekV3Config", "modeling_deepseek_v3.py",
+        dict(vocab_size=129280, hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
+             num_hidden_layers=61, num_attention_heads=128, num_key_value_heads=128, n_shared_experts=1,
+             n_routed_experts=256, kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64, v_head_dim=128,
+             qk_nope_head_dim=128, n_group=8, topk_group=4, num_experts_per_tok=8, first_k_dense_replace=3,
+             norm_topk_prob=True, hidden_act="silu", max_position_embeddings=4096, tie_word_embeddings=False,
+             attention_bias=False),
+        nullable=frozenset({"num_key_value_heads", "q_lora_rank", "v_head_dim", "n_group", "topk_group",
+                            "num_experts_per_tok", "first_k_dense_replace", "norm_topk_prob"}),
+        head_dim="mla", attention="mla", layer_rule="none", qkv_bias="attention_bias", o_bias="attention_bias",
+        experts=Experts(key="n_routed_experts", alias="num_local_experts", width="moe_intermediate_size",
+                        dense_rule="first_k", min_experts=1, norm_topk="key", router="sigmoid_group",
+                        routing_fp32=True, shared="deepseek", peft_v4_names=_QWEN2_MOE_V4)),
+
     # olmoe: mixtral-like experts, q/k norms of hidden and (hidden // heads) * kv_heads
     Family(
         "olmoe", "OlmoeConfig", "modeling_olmoe.py",

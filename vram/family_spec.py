@@ -79,10 +79,16 @@ class Family:
     (a null elsewhere is refused as transformers does); ``head_dim`` "field" (a dataclass
     field) or "attribute" (no field: the modeling file's ``getattr(config, "head_dim",
     hidden // heads)``) or "required" (a field whose default, None, the modeling file cannot
-    use: ministral); ``checks_hidden_heads`` (``validate_architecture``: hidden % heads);
+    use: ministral) or "mla" (deepseek_v3: queries and keys of ``qk_nope_head_dim`` +
+    ``qk_rope_head_dim``, values of ``v_head_dim``); ``checks_hidden_heads`` (``validate_architecture``: hidden % heads);
     ``activation_key``; ``layer_rule`` (``LAYER_RULES``: how ``layer_types`` is filled).
 
-    Modules (``modeling``, the file ``AutoModelForCausalLM`` builds from): biases
+    Modules (``modeling``, the file ``AutoModelForCausalLM`` builds from): ``attention``
+    "gqa" (q/k/v/o projections over heads and KV heads) or "mla" (DeepSeek's multi-head latent
+    attention: ``q_a_proj``/``q_a_layernorm``/``q_b_proj`` of rank ``q_lora_rank`` or one
+    ``q_proj`` when it is null, ``kv_a_proj_with_mqa`` to the ``kv_lora_rank`` latent and the
+    shared rotary key, ``kv_a_layernorm``, ``kv_b_proj`` to every head's key and value,
+    ``o_proj``; the KV cache keeps the latent and the rotary key); biases
     ``qkv_bias``, ``o_bias``, ``mlp_bias`` (a config key, or fixed); ``layer_norms``, the
     RMSNorms of a decoder layer by name; ``qk_norm`` (``QK_NORMS``) and ``qk_norm_key`` (the
     config flag that switches them, "" when always on); ``fused`` "" , "qkv_gate_up" (phi3's
@@ -104,7 +110,8 @@ class Family:
     KV cache: every layer keeps K and V of ``num_key_value_heads`` x ``head_dim`` per token;
     full layers hold the context, sliding layers (``layer_types``) a window. vLLM allocates
     ``FullAttentionSpec`` for full layers and ``SlidingWindowSpec`` for sliding ones
-    (``vram.serving``).
+    (``vram.serving``). Under "mla" a layer keeps one latent of ``kv_lora_rank`` +
+    ``qk_rope_head_dim`` per token (transformers' cache and vLLM's ``MLAAttentionSpec``).
     """
 
     model_type: str
@@ -113,6 +120,7 @@ class Family:
     defaults: Mapping[str, Any]
     nullable: frozenset[str] = frozenset()
     head_dim: str = "field"
+    attention: str = "gqa"
     checks_hidden_heads: bool = False
     activation_key: str = "hidden_act"
     layer_rule: str = "from_window"
@@ -135,6 +143,8 @@ class Family:
     def __post_init__(self) -> None:
         if self.layer_rule not in LAYER_RULES:
             raise ValueError(f"{self.model_type}: layer_rule {self.layer_rule!r}; known: {', '.join(LAYER_RULES)}")
+        if self.attention not in ("gqa", "mla") or (self.attention == "mla") != (self.head_dim == "mla"):
+            raise ValueError(f"{self.model_type}: attention {self.attention!r} with head_dim {self.head_dim!r}")
         if self.norm not in NORMS or self.qk_norm not in QK_NORMS:
             raise ValueError(f"{self.model_type}: norm {self.norm!r} or qk_norm {self.qk_norm!r} not modelled")
         missing = sorted(REQUIRED_KEYS - set(self.defaults))

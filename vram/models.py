@@ -6,7 +6,10 @@ Families: every ``model_type`` of the registry (``vram.families``; the built-in 
 default of every key a config leaves out, and what the modeling file (``modeling_<family>.py``)
 builds: this module turns that into the modules ``AutoModelForCausalLM.from_config`` builds
 (besides the llama-shaped layout below: olmo2/olmo3's and OLMoE's q/k norms, glm4's fused
-``gate_up_proj`` and four norms, qwen2_moe's gated shared expert). The counts here equal
+``gate_up_proj`` and four norms, qwen2_moe's gated shared expert, glm4_moe's and
+deepseek_v3's dense first layers and ungated ``shared_experts``, deepseek_v3's latent
+attention: ``q_a_proj``/``q_a_layernorm``/``q_b_proj`` or ``q_proj``,
+``kv_a_proj_with_mqa``, ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``). The counts here equal
 ``sum(p.numel() for p in set(model.parameters()))`` of that model, to the parameter
 (tests/vram/test_models_oracle.py builds every config on the meta device).
 
@@ -108,6 +111,9 @@ class ModelConfig:
     ``shared_expert_size``: width of the shared expert beside the routed ones (0: none);
     ``rotary_dim``: glm4's rotated width per head, int(head_dim x partial_rotary_factor) (0:
     the family copies no cos/sin per layer).
+    ``kv_lora_rank``, ``q_lora_rank``, ``qk_rope_head_dim``, ``v_head_dim``: deepseek_v3's
+    multi-head latent attention (0 elsewhere), whose ``head_dim`` is the query/key width
+    ``qk_nope_head_dim + qk_rope_head_dim``.
     Everything else about the family's structure is its registry entry (``family``).
     """
 
@@ -130,6 +136,10 @@ class ModelConfig:
     moe_layers: tuple[bool, ...] = ()
     shared_expert_size: int = 0
     rotary_dim: int = 0
+    q_lora_rank: int = 0  # deepseek_v3's query rank (0: one q_proj)
+    kv_lora_rank: int = 0  # deepseek_v3's latent width (0: not latent attention)
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
     norm_topk_prob: bool = False
     bidirectional_attention: bool = False
     fused: str = ""
@@ -160,6 +170,21 @@ class ModelConfig:
     def family(self) -> Family:
         """The registry entry of this config's model_type (``vram.families``)."""
         return get_family(self.model_type)
+
+    @property
+    def is_mla(self) -> bool:
+        """deepseek_v3: multi-head latent attention (one latent per token and layer in the KV cache)."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def kv_cache_width(self) -> int:
+        """Elements one token adds to one layer's KV cache: K and V of every KV head
+        (2 x kv_heads x head_dim), or MLA's latent and rotary key (kv_lora_rank +
+        qk_rope_head_dim: transformers' cache of the compressed latent, vLLM's
+        ``MLAAttentionSpec`` with one KV head of that size)."""
+        if self.is_mla:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.num_key_value_heads * self.head_dim
 
     @property
     def is_moe(self) -> bool:
@@ -400,6 +425,22 @@ def _window(r: _Reader) -> int | None:
     return window
 
 
+def _mla(r: _Reader) -> tuple[int, int, int, int, int]:
+    """deepseek_v3's latent attention: (q_lora_rank (0: null, one q_proj), kv_lora_rank,
+    qk_nope_head_dim, qk_rope_head_dim, v_head_dim), as ``DeepseekV3Attention`` builds it."""
+    q_rank = r.get("q_lora_rank")
+    q_rank = 0 if q_rank is None else r.size("q_lora_rank", q_rank)
+    kv_rank = r.size("kv_lora_rank")
+    nope = r.size("qk_nope_head_dim", minimum=0)
+    rope = r.size("qk_rope_head_dim")
+    if rope % 2:  # the rotary embedding turns pairs of dimensions
+        raise r.fail(f"key 'qk_rope_head_dim' must be even (the rotary embedding turns pairs), got {rope}")
+    value = r.get("v_head_dim")
+    if value is None:
+        raise r.fail(f"key 'v_head_dim' is null, which {r.modeling_file} cannot build; give the value head width")
+    return q_rank, kv_rank, nope, rope, r.size("v_head_dim", value)
+
+
 def _rope_layers(r: _Reader, layers: int) -> tuple[bool, ...]:
     """Which layers apply RoPE (smollm3's ``no_rope_layers``: 1 = RoPE, despite the name)."""
     given = r.get("no_rope_layers")
@@ -578,7 +619,8 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
             f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}, "
             f"which {family.config_class} refuses"
         )
-    head_dim = _head_dim(r, hidden, heads)
+    mla = _mla(r) if family.attention == "mla" else (0, 0, 0, 0, 0)
+    head_dim = mla[2] + mla[3] if family.attention == "mla" else _head_dim(r, hidden, heads)
     if head_dim == 0:
         raise r.fail(f"hidden_size {hidden} // num_attention_heads {heads} is 0; add the model's 'head_dim'")
     window = _window(r)
@@ -608,6 +650,7 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         moe_layers=moe,
         shared_expert_size=_shared_expert_size(r) if experts else 0,
         rotary_dim=_rotary_dim(r, head_dim),
+        q_lora_rank=mla[0], kv_lora_rank=mla[1], qk_rope_head_dim=mla[3], v_head_dim=mla[4],
         norm_topk_prob=_norm_topk(r),
         bidirectional_attention=family.layer_rule == "gemma3" and _bidirectional(r),
         fused=family.fused,
@@ -724,7 +767,29 @@ def layer_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
         _norm(name, config.hidden_size) for name in config.family.layer_norms)
 
 
+def _mla_modules(config: ModelConfig) -> tuple[Module, ...]:
+    """DeepseekV3Attention: the query through a rank-q_lora_rank bottleneck (or one q_proj),
+    keys and values from one latent of kv_lora_rank (and a rotary key shared by the heads)."""
+    h, n, qk = config.hidden_size, config.num_attention_heads, config.head_dim
+    r, rope, v = config.kv_lora_rank, config.qk_rope_head_dim, config.v_head_dim
+    nope = qk - rope
+    if config.q_lora_rank:
+        q = [_linear("self_attn.q_a_proj", h, config.q_lora_rank, config.qkv_bias),
+             _norm("self_attn.q_a_layernorm", config.q_lora_rank),
+             _linear("self_attn.q_b_proj", config.q_lora_rank, n * qk, False)]
+    else:
+        q = [_linear("self_attn.q_proj", h, n * qk, False)]
+    return tuple(q) + (
+        _linear("self_attn.kv_a_proj_with_mqa", h, r + rope, config.qkv_bias),
+        _norm("self_attn.kv_a_layernorm", r),
+        _linear("self_attn.kv_b_proj", r, n * (nope + v), False),
+        _linear("self_attn.o_proj", n * v, h, config.o_bias),
+    )
+
+
 def _attention_modules(config: ModelConfig) -> tuple[Module, ...]:
+    if config.is_mla:
+        return _mla_modules(config)
     h, hd = config.hidden_size, config.head_dim
     q_out, kv_out = config.num_attention_heads * hd, config.num_key_value_heads * hd
     if config.fused_projections:

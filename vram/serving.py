@@ -3,7 +3,15 @@
 KV cache: each layer stores one key and one value vector per KV head and token (grouped-
 query attention, Ainslie et al. 2023, arXiv:2305.13245: ``num_key_value_heads``, not the
 query heads), 2 x kv_heads x head_dim elements. llama-3.1-8b in bf16: 2 x 32 layers x 8 x
-128 x 2 B = 128 KiB per token.
+128 x 2 B = 128 KiB per token. deepseek_v3's multi-head latent attention (DeepSeek-AI 2024,
+arXiv:2405.04434, §2.1) caches one latent per token and layer instead, kv_lora_rank +
+qk_rope_head_dim elements (``ModelConfig.kv_cache_width``): transformers 5.23's cache
+updates the compressed latent (``DeepseekV3Attention.forward``), and vLLM's ``MLAAttention``
+(``vllm/model_executor/layers/attention/mla_attention.py``: ``head_size = kv_lora_rank +
+qk_rope_head_dim``, ``num_kv_heads = 1``) reserves it through ``MLAAttentionSpec``
+(``vllm/v1/kv_cache_interface.py``: block_size x 1 x head_size x dtype bytes per block, no
+separate K and V), whole on every GPU under tensor parallel. DeepSeek-V3 in bf16: 61 x (512
++ 64) x 2 B = 70,272 B per token.
 
 Sliding-window layers (``ModelConfig.layer_types``, from the family's registry entry:
 gemma2 and gpt_oss every other layer, gemma3_text five of six, olmo3 three of four,
@@ -48,6 +56,9 @@ on each of tp GPUs:
 - vocab-parallel: the embedding and ``lm_head`` rows (vocab/tp, rounded up; vLLM's
   padding of the vocabulary to a multiple of 64 rows is not counted);
 - gpt_oss's attention sinks: heads/tp per GPU (vLLM ``gpt_oss.py``: one per local head);
+- deepseek_v3's latent attention (vLLM ``deepseek_v2.py``): ``q_a_proj`` and
+  ``kv_a_proj_with_mqa`` replicated, ``q_b_proj`` (or ``q_proj``) and ``kv_b_proj`` split by
+  heads, ``o_proj`` row-parallel; the latent KV cache whole on every GPU;
 - replicated: the RMSNorm weights (q_norm/k_norm included), the MoE router
   (a ``ReplicatedLinear``; gpt_oss's router an ``nn.Linear`` with its bias) and qwen2_moe's
   one-output ``shared_expert_gate``; its ``shared_expert`` splits like a dense MLP.
@@ -136,7 +147,9 @@ def _kv_bytes(config: ModelConfig, context_length: int, batch: int, kv_dtype: st
     dtype_bits(kv_dtype)
     check_int(batch, "batch", 1)
     tokens = sum(kv_cache_tokens(config, context_length, server, max_num_batched_tokens))
-    return tensor_bytes(2 * kv_heads * config.head_dim * tokens * batch, kv_dtype)
+    # MLA: one latent per token, whole on every GPU (vLLM's MLAAttention has one KV head)
+    width = config.kv_cache_width if config.is_mla else 2 * kv_heads * config.head_dim
+    return tensor_bytes(width * tokens * batch, kv_dtype)
 
 
 def kv_cache_bytes_per_token(config: ModelLike, kv_dtype: str = "bf16") -> int:
@@ -277,8 +290,10 @@ def kv_heads_per_gpu(config: ModelLike, tensor_parallel: int = 1) -> int:
 def _share(config: ModelConfig, module: Module, name: str, shape: tuple[int, ...], tp: int) -> int:
     """Elements of one parameter that one of tp GPUs holds (layout of the module docstring)."""
     whole = prod(shape)
-    if module.kind in ("norm", "router") or module.name == "shared_expert_gate":  # replicated
-        return whole
+    if module.kind in ("norm", "router") or module.name in ("shared_expert_gate", "q_a_proj", "kv_a_proj_with_mqa"):
+        return whole  # replicated (MLA's down-projections: vLLM's ReplicatedLinear)
+    if module.name in ("q_b_proj", "kv_b_proj"):  # MLA's up-projections: column-parallel over the heads
+        return whole // tp
     hd = config.head_dim
     kv_rows = kv_heads_per_gpu(config, tp) * hd
     rest = whole // shape[0]  # elements per output row

@@ -111,11 +111,23 @@ CONFIGS.update({
     "glm4_moe": {"model_type": "glm4_moe", **_FOUR, "n_routed_experts": 4, "num_experts_per_tok": 2,
                  "moe_intermediate_size": 32, "first_k_dense_replace": 1, "n_group": 2, "topk_group": 1,
                  "use_qk_norm": True},
+    # latent attention: a rank-40 query, a latent of 24, keys of 8 + 8 (rotary), values of 16 (equal
+    # widths: CPU's SDPA runs its flash kernel, as CUDA's memory-efficient one takes DeepSeek's 192 and
+    # 128, sdp_utils.cpp check_head_dim_size_mem_efficient; CPU's falls back to the math path then)
+    "deepseek_v3": {"model_type": "deepseek_v3", **_FOUR, "num_key_value_heads": 4, "n_routed_experts": 4,
+                    "num_experts_per_tok": 2, "moe_intermediate_size": 32, "first_k_dense_replace": 1,
+                    "n_group": 2, "topk_group": 1, "kv_lora_rank": 24, "q_lora_rank": 40, "qk_rope_head_dim": 8,
+                    "qk_nope_head_dim": 8, "v_head_dim": 16},
+    # DeepSeek's unequal widths (eager), one q_proj (q_lora_rank null)
+    "deepseek_v3_widths": {"model_type": "deepseek_v3", **_FOUR, "num_key_value_heads": 4, "n_routed_experts": 4,
+                           "num_experts_per_tok": 2, "moe_intermediate_size": 32, "first_k_dense_replace": 2,
+                           "n_group": 1, "topk_group": 1, "kv_lora_rank": 24, "q_lora_rank": None,
+                           "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 12},
     # q/k/v biases, o none (no real-layer case had qwen2 before the registry's check)
     "qwen2": {"model_type": "qwen2", **_FOUR},
 })
 NEW_FAMILIES = ("qwen2", "granite", "smollm3", "ministral", "ministral3", "olmo2", "olmo3", "glm4", "qwen2_moe", "olmoe",
-                "glm4_moe")
+                "glm4_moe", "deepseek_v3")
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
 
@@ -294,6 +306,9 @@ OTHER_SHAPES = [
     ("qwen2_moe", "sdpa", 16, 1, False, True),
     ("olmo3", "eager", 16, 2, False, True),
     ("glm4_moe", "sdpa", 16, 1, False, True),
+    ("deepseek_v3_widths", "eager", 16, 2, False, False),
+    ("deepseek_v3_widths", "eager", 16, 1, False, True),
+    ("deepseek_v3", "sdpa", 16, 2, False, True),
 ]
 
 

@@ -63,7 +63,7 @@ def _tiny(model_type: str) -> dict:
     family = get_family(model_type)
     if family.experts is not None:
         raw.update({family.experts.key: 2, "num_experts_per_tok": 1, "moe_intermediate_size": 4,
-                    "shared_expert_intermediate_size": 4})
+                    "shared_expert_intermediate_size": 4, "n_group": 1, "topk_group": 1, "first_k_dense_replace": 1})
     return raw
 
 
