@@ -195,6 +195,9 @@ def _eager_square(x: _Shape, config: ModelConfig) -> tuple[int, int]:
         # backward: the gradient of the probabilities over s + 1 columns and softmax's
         # gradient of its input, while the probabilities are still kept
         return square, 2 * w * b * n * s * (s + 1)
+    if config.family.eager_softmax == "dtype":  # llama4_text: softmax in the dtype, its output kept
+        # backward: the gradient of the probabilities and softmax's gradient of its input
+        return w * probs, 2 * w * probs
     # fp32 softmax, its cast to the dtype, softcapping's tanh
     square = FP32 * probs + (w * probs if w != FP32 else 0)
     square += w * probs if config.attn_logit_softcapping is not None else 0
@@ -264,11 +267,17 @@ def _mlp(x: _Shape, config: ModelConfig, fam: Family, layer: int) -> int:
         return kept * w * t * config.intermediate_size
     inter = config.moe_intermediate_size or config.intermediate_size
     experts, k = config.num_local_experts, config.num_experts_per_tok
+    spec = fam.experts
+    if spec.router == "llama4":  # Llama4TextMoe: every expert on every token (E x t rows)
+        rows = experts * t
+        # top-k index, fp32 sigmoid, its cast kept by the scaling, the repeated tokens and their
+        # scaled copy (bmm's input), gate_up's output, the activation and down's input
+        kept = INT64 * t * k + FP32 * t * experts + w * t * experts + 2 * w * rows * h + 4 * w * rows * inter
+        return kept + 4 * w * t * config.shared_expert_size
     pairs = t * k  # token-expert pairs S of grouped_mm_experts_forward
     # per pair: the gathered input and the down output (2*w*h); int64 top-k index, gather
     # order, its inverse and the weights' order (4 * 8)
     per_pair = 2 * w * h + 4 * INT64
-    spec = fam.experts
     if spec.router == "topk_softmax":  # gpt_oss: clamped SwiGLU keeps gate_up (2I) and 5 x I;
         # the softmax of the k chosen logits, the routing weight, the experts' bias index
         per_pair += 7 * w * inter + w + w + INT64
@@ -301,8 +310,12 @@ def _layer(x: _Shape, fam: Family, config: ModelConfig, index: int, attention: s
         total += _norm(t, n * d, w, fam.norm) + _norm(t, kv * d, w, fam.norm)
     elif config.qk_norm == "olmoe":  # OLMoE: t rows of hidden and of (hidden // heads) * kv
         total += _norm(t, h, w, fam.norm) + _norm(t, h // n * kv, w, fam.norm)
+    elif config.qk_norm == "l2" and config.rope_layers[index]:  # llama4_text: x.float() and rsqrt, no weight
+        total += FP32 * t * (n + kv) * d + FP32 * t * (n + kv)
     if fam.query_scale:  # ministral3: q * scale(positions), the (1, s) scale cast to the dtype, kept
         total += w * x.s
+    if config.attn_temperature_tuning and not config.rope_layers[index]:  # llama4_text: the fp32 (s) scale
+        total += FP32 * x.s
     if config.rotary_dim:  # glm4: cos and sin cut to the rotary width and interleaved, per layer
         total += 2 * w * x.s * config.rotary_dim
     if config.is_mla:  # the latent's RMSNorm and its output (kv_b_proj's input); the query's, with a rank
@@ -324,9 +337,11 @@ def _layer_is_masked(config: ModelConfig, layer: int, seq_len: int, padded: bool
     """Whether transformers hands SDPA a mask tensor for this layer (masking_utils)."""
     if padded or config.bidirectional_attention:  # an or_mask_function rules out the is_causal skip
         return True
-    # _ignore_causal_mask_sdpa: a sliding layer needs its mask once kv_length >= window
-    window = config.sliding_window
-    return window is not None and config.layer_types[layer] == "sliding_attention" and seq_len >= window
+    # _ignore_causal_mask_sdpa: a sliding (chunked) layer needs its mask once kv_length >= window (chunk)
+    kind = config.layer_types[layer]
+    window = config.sliding_window if kind == "sliding_attention" else (
+        config.attention_chunk_size if kind == "chunked_attention" else None)
+    return window is not None and seq_len >= window
 
 
 def _checkpointed_masks(config: ModelConfig, attention: str, s: int, b: int, w: int, padded: bool) -> int:
@@ -403,7 +418,12 @@ def activation_memory(
       ``norm_topk_prob`` (4*t + 4 per pair), the int32 offsets (4*E); glm4_moe's and deepseek_v3's
       sigmoid router (``sigmoid_group``) runs ``F.linear`` on fp32 copies of its input and of its
       weight (4*t*h + 4*E*h) and keeps the fp32 sigmoid (4*t*E); a shared expert keeps what a
-      dense MLP of its width keeps (qwen2_moe's also its sigmoid gate and their product). Layers listed as dense (qwen3_moe ``mlp_only_layers``) count 4*w*t*I.
+      dense MLP of its width keeps (qwen2_moe's also its sigmoid gate and their product);
+      llama4_text runs every expert on every token: the top-k index (8*t*k), the fp32 sigmoid
+      (4*t*E) and its cast (w*t*E), the tokens repeated E times and their scaled copy
+      (2*w*E*t*h), gate_up's output, the activation and down's input (4*w*E*t*I). Its
+      attention: the weightless L2 q/k norm of the RoPE layers keeps x.float() and rsqrt
+      (4*t*(n + kv)*(d + 1)), the no-RoPE layers' query scale its fp32 (s) factors (4*s). Layers listed as dense (qwen3_moe ``mlp_only_layers``) count 4*w*t*I.
     - ``sdpa`` (``sdpa_attention_forward``, flash or memory-efficient kernel): q after
       rotary (w*t*n*d), k and v at kv heads (w*t*kv*d each: ``enable_gqa``), the output
       (w*t*n*d, one storage with o_proj's input; phi3, whose rotary ends in ``torch.cat``,
@@ -426,7 +446,9 @@ def activation_memory(
       gradient (4*b*n*s*s) and softmax's fp32 gradient of its input (4*b*n*s*s) while the
       fp32 probabilities are kept, less the probabilities' cast to the dtype, freed by then
       (w*b*n*s*s; none in fp32): 6 B per element of b*n*s*s in bf16, 8 in fp32; gpt_oss two
-      gradients of its probabilities over s + 1 columns (2*w*b*n*s*(s + 1)); and the gradient
+      gradients of its probabilities over s + 1 columns (2*w*b*n*s*(s + 1)); llama4_text, whose
+      eager softmax runs in the dtype and keeps only its output (w*b*n*s*s), two gradients of
+      it (2*w*b*n*s*s); and the gradient
       of V the second matmul's backward writes (w*t*n*d). By then the layer's MLP, its input,
       the norms after the attention and the core's output (o_proj's backward ran) are freed;
       the layers below keep everything (with ``full``: their checkpoints, the masks and the

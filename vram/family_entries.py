@@ -223,6 +223,25 @@ BUILTIN_FAMILIES: tuple[Family, ...] = (
                         dense_rule="first_k", min_experts=1, norm_topk="key", router="sigmoid_group",
                         routing_fp32=True, shared="deepseek", peft_v4_names=_QWEN2_MOE_V4)),
 
+    # llama4_text (Llama 4 Scout/Maverick's language model): chunked attention on the RoPE layers,
+    # full attention without RoPE every no_rope_layer_interval-th layer (queries scaled there), a
+    # weightless L2 q/k norm on the RoPE layers; MoE layers (moe_layers or every
+    # interleave_moe_layer_step-th) run every expert on every token beside a shared expert; dense
+    # layers of intermediate_size_mlp
+    Family(
+        "llama4_text", "Llama4TextConfig", "modeling_llama4.py",
+        dict(vocab_size=202048, hidden_size=5120, intermediate_size=8192, intermediate_size_mlp=16384,
+             num_hidden_layers=48, num_attention_heads=40, num_key_value_heads=8, head_dim=128, hidden_act="silu",
+             max_position_embeddings=4096 * 32, tie_word_embeddings=False, num_experts_per_tok=1,
+             num_local_experts=16, moe_layers=None, interleave_moe_layer_step=1, use_qk_norm=True,
+             no_rope_layers=None, no_rope_layer_interval=4, attention_chunk_size=8192,
+             attn_temperature_tuning=True, attention_bias=False),
+        nullable=frozenset({"moe_layers", "no_rope_layers", "attention_chunk_size"}), layer_rule="llama4",
+        qkv_bias="attention_bias", o_bias="attention_bias", qk_norm="l2", qk_norm_key="use_qk_norm",
+        mlp_width="intermediate_size_mlp", mlp_prefix="feed_forward", eager_softmax="dtype",
+        experts=Experts(layout="llama4", key="num_local_experts", alias="", width="intermediate_size",
+                        dense_rule="llama4", router="llama4", shared="llama4", router_is_linear=True)),
+
     # olmoe: mixtral-like experts, q/k norms of hidden and (hidden // heads) * kv_heads
     Family(
         "olmoe", "OlmoeConfig", "modeling_olmoe.py",

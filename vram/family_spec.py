@@ -22,8 +22,9 @@ LAYER_RULES = ("none", "from_window", "qwen", "qwen_moe", "qwen2_moe", "every_2n
                "smollm3", "llama4")
 # how a family's RMSNorm keeps tensors for backward (vram.activations._norm)
 NORMS = ("llama", "gemma", "gpt_oss")
-# q/k norms: per head (qwen3: head_dim wide), whole projection (olmo2: heads*head_dim), OLMoE's own widths
-QK_NORMS = ("", "head", "whole", "olmoe")
+# q/k norms: per head (qwen3: head_dim wide), whole projection (olmo2: heads*head_dim), OLMoE's own widths;
+# llama4_text: a weightless L2 norm per head on the rotary layers ("l2")
+QK_NORMS = ("", "head", "whole", "olmoe", "l2")
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,16 @@ class Experts:
       "deepseek" (``shared_experts``, one MLP of ``moe_intermediate_size`` x
       ``n_shared_experts``, ungated);
     - ``peft_v4_names``: PEFT 0.21's conversion of transformers-4 expert names
-      (``_MOE_TARGET_MODULE_MAPPING``): v4 name -> "router", "gate_up_proj" or "down_proj".
+      (``_MOE_TARGET_MODULE_MAPPING``): v4 name -> "router", "gate_up_proj" or "down_proj";
+    - ``router_is_linear``: the router is an ``nn.Linear`` subclass (llama4_text's
+      ``Llama4Router``), which PEFT adapts as a Linear ("all-linear", or by name) while
+      transformers' selections of exactly ``nn.Linear`` (bitsandbytes) leave it out.
+
+    llama4_text (``layout`` "llama4", ``router`` "llama4", ``shared`` "llama4",
+    ``dense_rule`` "llama4"): ``gate_up_proj`` (E, h, 2I), ``down_proj`` (E, I, h), every
+    expert run on every token (``Llama4TextMoe`` repeats the tokens E times, scaled by the
+    sigmoid of the top-k logits and zero elsewhere), a ``shared_expert`` MLP of the expert
+    width, MoE layers listed in ``moe_layers`` or every ``interleave_moe_layer_step``-th.
     """
 
     layout: str = "gate_up_first"
@@ -68,6 +78,7 @@ class Experts:
     routing_fp32: bool = False
     shared: str = ""
     peft_v4_names: Mapping[str, str] = field(default_factory=dict)
+    router_is_linear: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,9 @@ class Family:
     ``o_proj``; the KV cache keeps the latent and the rotary key); biases
     ``qkv_bias``, ``o_bias``, ``mlp_bias`` (a config key, or fixed); ``layer_norms``, the
     RMSNorms of a decoder layer by name; ``qk_norm`` (``QK_NORMS``) and ``qk_norm_key`` (the
-    config flag that switches them, "" when always on); ``fused`` "" , "qkv_gate_up" (phi3's
+    config flag that switches them, "" when always on); ``mlp_width``, the key of a dense
+    MLP's width (llama4_text: ``intermediate_size_mlp``) and ``mlp_prefix`` its module's name
+    (llama4_text: ``feed_forward``); ``fused`` "" , "qkv_gate_up" (phi3's
     ``qkv_proj`` and ``gate_up_proj``) or "gate_up" (glm4's ``gate_up_proj``); ``experts``
     (``Experts`` or None); ``sinks`` (gpt_oss's attention-sink logits). Tying follows the
     config's ``tie_word_embeddings`` (its default in ``defaults``).
@@ -99,7 +112,10 @@ class Family:
     Activations (``vram.activations``): ``norm`` (``NORMS``); ``no_sdpa``, why transformers
     refuses sdpa for the family ("" : it runs sdpa, its default attention, else "eager");
     ``output_copy`` (the rotary ends in ``torch.cat``, so o_proj's input is a copy);
-    ``query_scale`` (ministral3: q times a position-dependent scale, kept per layer). A
+    ``query_scale`` (ministral3: q times a position-dependent scale, kept per layer; llama4_text
+    scales the queries of its no-RoPE layers under ``attn_temperature_tuning``, ``ModelConfig``);
+    ``eager_softmax``: eager attention's softmax in "fp32" (then cast to the dtype) or in the
+    "dtype" (llama4_text's ``eager_attention_forward``). A
     ``partial_rotary``: the default ``partial_rotary_factor`` of a family whose cos/sin are
     cut to the rotary width and copied in every layer (glm4: 0.5; 0.0 for the others; the
     config's own factor wins, ``ModelConfig.rotary_dim``).
@@ -130,6 +146,8 @@ class Family:
     layer_norms: tuple[str, ...] = ("input_layernorm", "post_attention_layernorm")
     qk_norm: str = ""
     qk_norm_key: str = ""
+    mlp_width: str = "intermediate_size"
+    mlp_prefix: str = "mlp"
     fused: str = ""
     experts: Experts | None = None
     sinks: bool = False
@@ -137,6 +155,7 @@ class Family:
     no_sdpa: str = ""
     output_copy: bool = False
     query_scale: bool = False
+    eager_softmax: str = "fp32"
     partial_rotary: float = 0.0
     peft_targets: tuple[str, ...] = ()
 

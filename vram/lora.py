@@ -124,14 +124,20 @@ class LoraTarget:
         return rank * self.rank_factor * self.experts * (self.in_features + self.out_features)
 
 
+def _adapted_as_linear(config: ModelConfig, module) -> bool:
+    """PEFT adapts this module as an nn.Linear: one, or llama4_text's router (a subclass)."""
+    experts = config.family.experts
+    return module.kind == "linear" or (module.kind == "router" and bool(experts and experts.router_is_linear))
+
+
 def _resolve(config: ModelConfig, target_modules: str | Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
     """(names of nn.Linear modules, names of expert parameters) a target_modules value adapts, as PEFT does."""
     layers = {moe: index for index, moe in reversed(list(enumerate(config.moe_layers)))}
     modules = [m for index in layers.values() for m in layer_modules(config, index)]
-    linear = {m.name for m in modules if m.kind == "linear"}
+    experts = config.family.experts  # PEFT 0.21 _MOE_TARGET_MODULE_MAPPING / _MOE_FUSED_TARGETS
+    linear = {m.name for m in modules if _adapted_as_linear(config, m)}
     # PEFT converts by model_type: a qwen3_moe layer with a dense MLP loses its gate/up/down
     # Linear targets to the (absent) expert parameters too.
-    experts = config.family.experts  # PEFT 0.21 _MOE_TARGET_MODULE_MAPPING / _MOE_FUSED_TARGETS
     v4 = dict(experts.peft_v4_names) if experts else {}
     if isinstance(target_modules, str):
         if target_modules != ALL_LINEAR:  # PEFT full-matches a string, as a regex, against whole module names
@@ -185,9 +191,9 @@ def lora_targets(config: ModelLike, layer: int, target_modules: str | Iterable[s
     names, params = _resolve(config, target_modules)
     targets = []
     for module in layer_modules(config, layer):
-        if module.kind == "linear" and module.name in names:
-            linear = module.linear()
-            targets.append(LoraTarget(module.path, linear.in_features, linear.out_features))
+        if _adapted_as_linear(config, module) and module.name in names:
+            out_features, in_features = dict(module.shapes)["weight"]
+            targets.append(LoraTarget(module.path, in_features, out_features))
         elif module.kind == "router" and "router" in params:
             e, h = dict(module.shapes)["weight"]
             targets.append(LoraTarget(module.path + ".weight", h, e))

@@ -111,6 +111,10 @@ class ModelConfig:
     ``shared_expert_size``: width of the shared expert beside the routed ones (0: none);
     ``rotary_dim``: glm4's rotated width per head, int(head_dim x partial_rotary_factor) (0:
     the family copies no cos/sin per layer).
+    ``attention_chunk_size``: the tokens of llama4_text's chunked layers (``layer_types``
+    "chunked_attention": each token attends within its chunk; a cache keeps them as a window);
+    ``rope_layers``: which layers apply RoPE (llama4_text and smollm3 skip it on some);
+    ``attn_temperature_tuning``: llama4_text's no-RoPE layers scale their queries.
     ``kv_lora_rank``, ``q_lora_rank``, ``qk_rope_head_dim``, ``v_head_dim``: deepseek_v3's
     multi-head latent attention (0 elsewhere), whose ``head_dim`` is the query/key width
     ``qk_nope_head_dim + qk_rope_head_dim``.
@@ -136,6 +140,9 @@ class ModelConfig:
     moe_layers: tuple[bool, ...] = ()
     shared_expert_size: int = 0
     rotary_dim: int = 0
+    attention_chunk_size: int | None = None  # llama4_text's chunked layers (None: none)
+    rope_layers: tuple[bool, ...] = ()  # which layers apply RoPE (empty: all)
+    attn_temperature_tuning: bool = False  # llama4_text: the no-RoPE layers scale their queries
     q_lora_rank: int = 0  # deepseek_v3's query rank (0: one q_proj)
     kv_lora_rank: int = 0  # deepseek_v3's latent width (0: not latent attention)
     qk_rope_head_dim: int = 0
@@ -160,9 +167,11 @@ class ModelConfig:
             object.__setattr__(self, "moe_layers", (self.num_local_experts > 0,) * layers)
         if not self.layer_types:
             object.__setattr__(self, "layer_types", (FULL,) * layers)
+        if not self.rope_layers:
+            object.__setattr__(self, "rope_layers", (True,) * layers)
         if self.num_local_experts and not self.moe_intermediate_size:
             object.__setattr__(self, "moe_intermediate_size", self.intermediate_size)
-        for name in ("moe_layers", "layer_types"):
+        for name in ("moe_layers", "layer_types", "rope_layers"):
             if len(getattr(self, name)) != layers:
                 raise ValueError(f"{name}: one entry per layer ({layers}), got {len(getattr(self, name))}")
 
@@ -373,16 +382,19 @@ def _head_dim(r: _Reader, hidden: int, heads: int) -> int:
 def _layer_types(r: _Reader, layers: int, window: int | None) -> tuple[str, ...]:
     """layer_types as the config's __post_init__ and DynamicCache resolve them."""
     given = r.raw.get("layer_types")
+    rule = r.family.layer_rule
+    kinds = (FULL, SLIDING, CHUNKED) if rule == "llama4" else (FULL, SLIDING)
     if given is not None:
-        if not isinstance(given, list) or len(given) != layers or any(t not in (FULL, SLIDING) for t in given):
+        if not isinstance(given, list) or len(given) != layers or any(t not in kinds for t in given):
             raise r.fail(
                 f"key 'layer_types' must list {layers} entries (num_hidden_layers), each "
-                f"'{FULL}' or '{SLIDING}'"
+                + " or ".join(f"'{kind}'" for kind in kinds)
             )
         if SLIDING in given and window is None:
             raise r.fail("key 'layer_types' has sliding layers but 'sliding_window' is null")
         return tuple(given)
-    rule = r.family.layer_rule
+    if rule == "llama4":  # Llama4TextConfig: the RoPE layers are chunked, the no-RoPE ones full
+        return tuple(CHUNKED if rope else FULL for rope in _rope_layers(r, layers))
     if rule == "every_2nd_full":  # gemma2, gpt_oss: "sliding" if (i + 1) % 2 else "full"
         return tuple(SLIDING if (i + 1) % 2 else FULL for i in range(layers))
     if rule == "gemma3":
@@ -425,6 +437,18 @@ def _window(r: _Reader) -> int | None:
     return window
 
 
+def _chunk(r: _Reader, layer_types: tuple[str, ...]) -> int | None:
+    """llama4_text's ``attention_chunk_size`` where a layer is chunked (None otherwise)."""
+    if CHUNKED not in layer_types:
+        return None
+    chunk = r.get("attention_chunk_size")
+    if chunk is None:  # masking_utils.create_chunked_causal_mask raises in every forward
+        raise r.fail(f"key 'attention_chunk_size' is null, which {r.modeling_file} cannot run with chunked "
+                     f"layers (its chunked mask needs it); give the chunk or leave the key out "
+                     f"(default: {r.family.defaults['attention_chunk_size']})")
+    return r.size("attention_chunk_size", chunk)
+
+
 def _mla(r: _Reader) -> tuple[int, int, int, int, int]:
     """deepseek_v3's latent attention: (q_lora_rank (0: null, one q_proj), kv_lora_rank,
     qk_nope_head_dim, qk_rope_head_dim, v_head_dim), as ``DeepseekV3Attention`` builds it."""
@@ -444,7 +468,9 @@ def _mla(r: _Reader) -> tuple[int, int, int, int, int]:
 def _rope_layers(r: _Reader, layers: int) -> tuple[bool, ...]:
     """Which layers apply RoPE (smollm3's ``no_rope_layers``: 1 = RoPE, despite the name)."""
     given = r.get("no_rope_layers")
-    if given is None:  # SmolLM3Config: every no_rope_layer_interval-th layer skips RoPE
+    if given == [] and r.family.layer_rule == "llama4":  # Llama4TextConfig: an empty list takes the default
+        given = None
+    if given is None:  # SmolLM3Config, Llama4TextConfig: every no_rope_layer_interval-th layer skips RoPE
         interval = r.size("no_rope_layer_interval")
         return tuple(bool((i + 1) % interval) for i in range(layers))
     if not isinstance(given, list) or len(given) < layers or any(v not in (0, 1) or isinstance(v, bool) for v in given):
@@ -475,6 +501,14 @@ def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...
         return experts, top_k, width, (True,) * layers
     if spec.router == "sigmoid_group":
         _check_groups(r, experts, top_k)
+    if spec.dense_rule == "llama4":  # Llama4TextConfig.moe_layers, or every interleave_moe_layer_step-th layer
+        listed = r.get("moe_layers")
+        if listed is None:
+            step = r.size("interleave_moe_layer_step")
+            return experts, top_k, width, tuple((i + 1) % step == 0 for i in range(layers))
+        if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in listed):
+            raise r.fail("key 'moe_layers' must be a list of layer indices")
+        return experts, top_k, width, tuple(i in set(listed) for i in range(layers))
     if spec.dense_rule == "first_k":  # Glm4Moe/DeepseekV3DecoderLayer: experts from first_k_dense_replace on
         first = r.size("first_k_dense_replace", minimum=0)
         if first > layers:
@@ -536,6 +570,8 @@ def _shared_expert_size(r: _Reader) -> int:
     shared = r.family.experts.shared
     if shared == "qwen2_moe":
         return r.size("shared_expert_intermediate_size")
+    if shared == "llama4":  # Llama4TextMoe.shared_expert: one MLP of the experts' width
+        return r.size("intermediate_size")
     if shared == "deepseek":  # one MLP of moe_intermediate_size x n_shared_experts
         return r.size("moe_intermediate_size") * r.size("n_shared_experts")
     return 0
@@ -625,6 +661,8 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         raise r.fail(f"hidden_size {hidden} // num_attention_heads {heads} is 0; add the model's 'head_dim'")
     window = _window(r)
     experts, top_k, width, moe = _moe_layers(r, layers)
+    layer_types = _layer_types(r, layers, window)
+    chunk = _chunk(r, layer_types)
     max_pos = r.get("max_position_embeddings")
     activation = r.get(family.activation_key)
     if not isinstance(activation, str):  # the config classes type it ``str``
@@ -634,7 +672,7 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         model_type=model_type,
         vocab_size=r.size("vocab_size"),
         hidden_size=hidden,
-        intermediate_size=r.size("intermediate_size"),
+        intermediate_size=r.size(family.mlp_width),
         num_hidden_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=kv,
@@ -657,7 +695,10 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         qk_norm=family.qk_norm if not family.qk_norm_key or r.flag(family.qk_norm_key) else "",
         attention_sinks=family.sinks,
         hidden_act=activation,
-        layer_types=_layer_types(r, layers, window),
+        layer_types=layer_types,
+        attention_chunk_size=chunk,
+        rope_layers=_rope_layers(r, layers) if family.layer_rule in ("llama4", "smollm3") else (),
+        attn_temperature_tuning=family.layer_rule == "llama4" and r.flag("attn_temperature_tuning"),
         sliding_window=window,
         attn_logit_softcapping=r.number("attn_logit_softcapping") if "attn_logit_softcapping" in family.defaults else None,
         final_logit_softcapping=r.number("final_logit_softcapping") if "final_logit_softcapping" in family.defaults else None,
@@ -805,6 +846,8 @@ def _attention_modules(config: ModelConfig) -> tuple[Module, ...]:
         modules += [_norm("self_attn.q_norm", hd), _norm("self_attn.k_norm", hd)]
     elif config.qk_norm == "whole":  # olmo2, olmo3: over the whole projection
         modules += [_norm("self_attn.q_norm", q_out), _norm("self_attn.k_norm", kv_out)]
+    elif config.qk_norm == "l2":  # llama4_text's Llama4TextL2Norm holds no weight
+        pass
     elif config.qk_norm == "olmoe":  # OlmoeAttention: hidden, and (hidden // heads) * kv_heads
         modules += [_norm("self_attn.q_norm", h),
                     _norm("self_attn.k_norm", h // config.num_attention_heads * config.num_key_value_heads)]
@@ -824,11 +867,17 @@ def _dense_mlp(config: ModelConfig, prefix: str, width: int) -> list[Module]:
 
 
 def _mlp_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
+    prefix = config.family.mlp_prefix
     if not config.moe_layers[layer]:
-        return tuple(_dense_mlp(config, "mlp", config.intermediate_size))
+        return tuple(_dense_mlp(config, prefix, config.intermediate_size))
     spec = config.family.experts
     e, h, i = config.num_local_experts, config.hidden_size, config.moe_intermediate_size
     k = config.num_experts_per_tok
+    if spec.layout == "llama4":  # Llama4TextMoe: every expert runs on every token (their scores zero but the top-k)
+        experts = (("gate_up_proj", (e, h, 2 * i)), ("down_proj", (e, i, h)))
+        return (Module(f"{prefix}.experts", "experts", experts, e, e),
+                Module(f"{prefix}.router", "router", (("weight", (e, h)),)),
+                *_dense_mlp(config, f"{prefix}.shared_expert", config.shared_expert_size))
     if spec.layout == "gpt_oss":  # GptOssExperts, GptOssTopKRouter
         experts = (("gate_up_proj", (e, h, 2 * i)), ("gate_up_proj_bias", (e, 2 * i)),
                    ("down_proj", (e, i, h)), ("down_proj_bias", (e, h)))

@@ -77,7 +77,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .dtypes import dtype_bits, tensor_bytes
-from .models import SLIDING, ModelConfig, Module, as_model_config, count_params, layer_modules, root_modules
+from .models import CHUNKED, SLIDING, ModelConfig, Module, as_model_config, count_params, layer_modules, root_modules
 from .units import ceil_div
 from .validate import check_int, check_params
 
@@ -106,7 +106,12 @@ def kv_cache_tokens(config: ModelLike, context_length: int, server: str = "vllm"
     blocks; a sliding-window layer (``SlidingWindowSpec``) the last W - 1 computed tokens plus
     the newly scheduled chunk, min(W - 1 + ``max_num_batched_tokens``, T), rounded up to blocks,
     plus one block because the window need not start at a block's start. So a sliding layer
-    holds more than its window while a prefill longer than it is chunked in.
+    holds more than its window while a prefill longer than it is chunked in. A chunked layer
+    (llama4_text, ``ChunkedLocalAttentionSpec``) min(C + ``max_num_batched_tokens``, T) for a
+    chunk of C tokens, in whole blocks (vLLM's hybrid KV-cache manager, which current vLLM
+    enables for chunked local attention: ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE``
+    defaults to 1 in ``vllm/envs.py``; with it off, vLLM reserves such layers as full ones).
+    transformers keeps a chunked layer as a window of C tokens (``DynamicSlidingWindowLayer``).
     ``server="transformers"``: the most its ``DynamicCache`` holds, right after a prefill of
     the whole context: every layer all of it. ``server="transformers-decoding"``: the
     storage of that cache while it generates token by token: min(T, W) for sliding layers
@@ -120,18 +125,22 @@ def kv_cache_tokens(config: ModelLike, context_length: int, server: str = "vllm"
     if server not in SERVERS:
         raise ValueError(f"unknown server {server!r}; known: {', '.join(SERVERS)}")
     chunk = check_batched_tokens(max_num_batched_tokens)
-    window = config.sliding_window
+    window, local = config.sliding_window, config.attention_chunk_size
     if server == "transformers":
         return (t,) * config.num_hidden_layers
-    if server == "transformers-decoding":
-        capped = window is not None and window > 1
-        return tuple(min(t, window) if kind == SLIDING and capped else t for kind in config.layer_types)
+    if server == "transformers-decoding":  # a chunked layer's cache is a window of the chunk size
+        def kept(kind: str) -> int:
+            w = window if kind == SLIDING else local if kind == CHUNKED else None
+            return min(t, w) if w is not None and w > 1 else t
+        return tuple(kept(kind) for kind in config.layer_types)
     if t == 0:
         return (0,) * config.num_hidden_layers
     block = VLLM_BLOCK_SIZE
     full = ceil_div(t, block) * block
     sliding = (ceil_div(min(window - 1 + chunk, t), block) + 1) * block if window is not None else full
-    return tuple(sliding if kind == SLIDING else full for kind in config.layer_types)
+    # ChunkedLocalAttentionSpec: the current chunk plus the scheduled tokens, no extra block
+    chunked = ceil_div(min(local + chunk, t), block) * block if local is not None else full
+    return tuple(sliding if kind == SLIDING else chunked if kind == CHUNKED else full for kind in config.layer_types)
 
 
 def check_batched_tokens(value: int) -> int:
@@ -264,13 +273,13 @@ def check_tensor_parallel(config: ModelLike, tensor_parallel: int) -> int:
         )
     widths = []
     if not all(config.moe_layers):
-        widths.append(("intermediate_size", config.intermediate_size))
+        widths.append((config.family.mlp_width, config.intermediate_size))
     if config.is_moe:
         key = config.family.experts.width
         widths.append((key, config.moe_intermediate_size))
         if config.shared_expert_size:
-            shared = ("shared_expert_intermediate_size" if config.family.experts.shared == "qwen2_moe"
-                      else "moe_intermediate_size x n_shared_experts")
+            shared = {"qwen2_moe": "shared_expert_intermediate_size", "llama4": "intermediate_size"}.get(
+                config.family.experts.shared, "moe_intermediate_size x n_shared_experts")
             widths.append((shared, config.shared_expert_size))
     for key, width in widths:
         if width % tp:

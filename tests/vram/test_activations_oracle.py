@@ -118,6 +118,12 @@ CONFIGS.update({
                     "num_experts_per_tok": 2, "moe_intermediate_size": 32, "first_k_dense_replace": 1,
                     "n_group": 2, "topk_group": 1, "kv_lora_rank": 24, "q_lora_rank": 40, "qk_rope_head_dim": 8,
                     "qk_nope_head_dim": 8, "v_head_dim": 16},
+    # chunked RoPE layers (chunk 8 < seq: a mask under sdpa) with the weightless L2 q/k norm, no-RoPE
+    # full layers with scaled queries; MoE every second layer: every expert on every token, a shared
+    # expert; eager's softmax in the dtype
+    "llama4_text": {"model_type": "llama4_text", **_FOUR, "intermediate_size": 32, "intermediate_size_mlp": 96,
+                    "head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
+                    "no_rope_layer_interval": 2, "attention_chunk_size": 8},
     # DeepSeek's unequal widths (eager), one q_proj (q_lora_rank null)
     "deepseek_v3_widths": {"model_type": "deepseek_v3", **_FOUR, "num_key_value_heads": 4, "n_routed_experts": 4,
                            "num_experts_per_tok": 2, "moe_intermediate_size": 32, "first_k_dense_replace": 2,
@@ -127,7 +133,7 @@ CONFIGS.update({
     "qwen2": {"model_type": "qwen2", **_FOUR},
 })
 NEW_FAMILIES = ("qwen2", "granite", "smollm3", "ministral", "ministral3", "olmo2", "olmo3", "glm4", "qwen2_moe", "olmoe",
-                "glm4_moe", "deepseek_v3")
+                "glm4_moe", "deepseek_v3", "llama4_text")
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
 
@@ -309,6 +315,8 @@ OTHER_SHAPES = [
     ("deepseek_v3_widths", "eager", 16, 2, False, False),
     ("deepseek_v3_widths", "eager", 16, 1, False, True),
     ("deepseek_v3", "sdpa", 16, 2, False, True),
+    ("llama4_text", "eager", 16, 1, False, True),
+    ("llama4_text", "sdpa", 7, 3, True, False),
 ]
 
 

@@ -42,6 +42,9 @@ FAMILIES = {
                   "num_experts_per_tok": 1, "moe_intermediate_size": 8, "shared_expert_intermediate_size": 8},
     "olmoe": {"num_experts": 2, "num_experts_per_tok": 1},
     "glm4_moe": {"n_routed_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 8, "use_qk_norm": True},
+    # chunked RoPE layers (a window of the chunk in DynamicCache), every second layer full without RoPE
+    "llama4_text": {"head_dim": 8, "num_local_experts": 2, "intermediate_size_mlp": 16, "attention_chunk_size": WINDOW,
+                    "no_rope_layer_interval": 2, "interleave_moe_layer_step": 2},
     # latent attention: the cache keeps a latent of 12 and a rotary key of 4 per token and layer
     "deepseek_v3": {"num_key_value_heads": 4, "n_routed_experts": 2, "num_experts_per_tok": 1, "n_group": 1,
                     "topk_group": 1, "moe_intermediate_size": 8, "kv_lora_rank": 12, "qk_rope_head_dim": 4,
@@ -102,7 +105,8 @@ def test_sliding_layers_show_w_minus_1_tokens_and_keep_the_prefill_until_the_fir
 def test_every_family_with_a_window_has_sliding_layers():
     kinds = {family: vram.model_config_from_dict({**BASE, **extra, "model_type": family}).layer_types
              for family, extra in FAMILIES.items()}
-    assert all(("sliding_attention" in kinds[f]) == (f not in NO_WINDOW) for f in FAMILIES)
+    windowed = {f for f, k in kinds.items() if "sliding_attention" in k or "chunked_attention" in k}
+    assert windowed == set(FAMILIES) - set(NO_WINDOW)
     assert kinds["gemma2"] == ("sliding_attention", "full_attention") * 2  # Gemma2Config: every second layer full
     assert kinds["qwen2"] == ("full_attention",) * 2 + ("sliding_attention",) * 2  # past max_window_layers
 
@@ -158,3 +162,15 @@ def test_deepseek_v3_latent_cache_as_vllm_reserves_it():
     # tensor parallel does not split the latent: each GPU keeps it whole
     per_gpu = vram.serving.serving_memory_per_gpu(raw, context_length=1000, tensor_parallel=4)
     assert per_gpu.kv_cache_bytes == vram.kv_cache_bytes(raw, 1000)
+
+
+def test_llama4_chunked_layers_as_vllm_reserves_them():
+    """vLLM's ChunkedLocalAttentionSpec (vllm/v1/kv_cache_interface.py): min(chunk +
+    max_num_batched_tokens, T) tokens in blocks of 16, no extra block; the no-RoPE layers are
+    full. Llama 4 Scout's 48 layers, 8 KV heads of 128, chunks of 8,192, 36 chunked and 12 full,
+    at T = 32,768 with vLLM's default prefill chunk of 2,048: 36 x 10,240 + 12 x 32,768 tokens."""
+    raw = {**BASE, "model_type": "llama4_text", "num_hidden_layers": 48, "num_attention_heads": 40,
+           "num_key_value_heads": 8, "head_dim": 128, "num_local_experts": 2, "intermediate_size_mlp": 16}
+    per_token_layer = 2 * 8 * 128 * 2
+    assert vram.kv_cache_bytes(raw, 32768) == (36 * 10240 + 12 * 32768) * per_token_layer
+    assert vram.kv_cache_bytes(raw, 32768, server="transformers-decoding") == (36 * 8192 + 12 * 32768) * per_token_layer

@@ -61,7 +61,9 @@ def _assert_counts_equal(raw: dict, source: str) -> None:
     assert config.final_logit_softcapping == getattr(resolved, "final_logit_softcapping", None)
     assert config.norm_topk_prob == (resolved.model_type == "mixtral" or bool(getattr(resolved, "norm_topk_prob", False)))
     assert config.bidirectional_attention == bool(getattr(resolved, "use_bidirectional_attention", False))
-    window = config.sliding_window if "sliding_attention" in config.layer_types else None
+    # DynamicCache keeps a chunked layer (llama4_text) as a window of attention_chunk_size
+    window = (config.sliding_window if "sliding_attention" in config.layer_types
+              else config.attention_chunk_size if "chunked_attention" in config.layer_types else None)
     assert (config.layer_types, window) == oracle.cache_layers
 
 
