@@ -398,7 +398,11 @@ def working_moments(shape: ModelShape, zero_stage: int, world_size: int = 1) -> 
     A third moment, the root's last ops (root gathered, all its gradients, the last block's
     input kept: 4R + 4B), never holds more than both, because lm_head is at least as large
     as the input embedding (O >= R - O). Measured on 2 gloo ranks, each case the largest in
-    one model: tests/vram/test_fsdp2_torchrun.py.
+    one model: tests/vram/test_fsdp2_torchrun.py. ``world_size`` N: the gathered weights, stage
+    2's unsharded weights and the reduce-scatter inputs hold every parameter padded to
+    N x ceil(dim0 / N) rows (``gathered_sizes``; the gradients are not padded), so the bytes of
+    those terms count B, R and P as FSDP2 pads them while their formulas keep the symbols;
+    measured as rank 0 of a fake process group: tests/vram/test_fsdp2_padding.py.
     """
     p, r, o = shape.params, shape.root_params, shape.output_params
     b, layers = shape.decoder_layer_params, shape.num_layers
