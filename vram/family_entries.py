@@ -20,6 +20,12 @@ _QV = ("q_proj", "v_proj")
 # qwen2_moe (transformers.conversion_mapping: qwen3_moe, olmoe, glm4_moe, deepseek_v3)
 _QWEN2_MOE_V4 = {"gate": "router", "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj", "down_proj": "down_proj"}
 
+# glm4_moe's and deepseek_v3's experts: dense first layers, a sigmoid group-limited router, an
+# ungated shared expert; PEFT converts their v4 names through qwen2_moe's pattern
+_DEEPSEEK_EXPERTS = Experts(key="n_routed_experts", alias="num_local_experts", width="moe_intermediate_size",
+                            dense_rule="first_k", min_experts=1, norm_topk="key", router="sigmoid_group",
+                            routing_fp32=True, shared="deepseek", peft_v4_names=_QWEN2_MOE_V4)
+
 # olmo2: no input norm; norms after attention and MLP; q/k norms over the whole projection
 _OLMO2 = Family(
     "olmo2", "Olmo2Config", "modeling_olmo2.py",
@@ -202,9 +208,7 @@ BUILTIN_FAMILIES: tuple[Family, ...] = (
              first_k_dense_replace=1, norm_topk_prob=True, use_qk_norm=False),
         head_dim="attribute", layer_rule="none", qkv_bias="attention_bias", qk_norm="head",
         qk_norm_key="use_qk_norm", output_copy=True,
-        experts=Experts(key="n_routed_experts", alias="num_local_experts", width="moe_intermediate_size",
-                        dense_rule="first_k", min_experts=1, norm_topk="key", router="sigmoid_group",
-                        routing_fp32=True, shared="deepseek", peft_v4_names=_QWEN2_MOE_V4)),
+        experts=_DEEPSEEK_EXPERTS),
 
     # deepseek_v3: multi-head latent attention (a low-rank query, keys and values from one cached
     # latent and a rotary key shared by the heads), glm4_moe's experts, router and shared expert
@@ -219,9 +223,7 @@ BUILTIN_FAMILIES: tuple[Family, ...] = (
         nullable=frozenset({"num_key_value_heads", "q_lora_rank", "v_head_dim", "n_group", "topk_group",
                             "num_experts_per_tok", "first_k_dense_replace", "norm_topk_prob"}),
         head_dim="mla", attention="mla", layer_rule="none", qkv_bias="attention_bias", o_bias="attention_bias",
-        experts=Experts(key="n_routed_experts", alias="num_local_experts", width="moe_intermediate_size",
-                        dense_rule="first_k", min_experts=1, norm_topk="key", router="sigmoid_group",
-                        routing_fp32=True, shared="deepseek", peft_v4_names=_QWEN2_MOE_V4)),
+        experts=_DEEPSEEK_EXPERTS),
 
     # llama4_text (Llama 4 Scout/Maverick's language model): chunked attention on the RoPE layers,
     # full attention without RoPE every no_rope_layer_interval-th layer (queries scaled there), a

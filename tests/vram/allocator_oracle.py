@@ -29,11 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import transformers
 from torch._C._profiler import _EventType
 from torch.autograd.profiler import record_function
 
-DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+from tests.vram.activations_oracle import build_model
 WINDOWS = ("forward", "backward", "logits_grad")
 
 
@@ -102,13 +101,7 @@ class Step:
 def step(raw: dict, attention: str, seq: int, batch: int, *, checkpointing: bool = False,
          dtype: str = "bf16") -> Step:
     """One profiled training step of the model ``raw`` describes (module docstring)."""
-    fields = {key: value for key, value in raw.items() if key != "model_type"}
-    cfg = transformers.AutoConfig.for_model(raw["model_type"], **fields)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation=attention)
-    model = model.to(DTYPES[dtype]).train()
-    if checkpointing:
-        model.activation_checkpointing_enable()
+    model = build_model(raw, attention, checkpointing, dtype)
     ids = torch.randint(0, raw["vocab_size"], (batch, seq))
 
     def mark(grad):

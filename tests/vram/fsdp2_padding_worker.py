@@ -22,7 +22,7 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.testing._internal.distributed.fake_pg import FakeStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fsdp2_worker import _groups, fsdp_buffer_peak  # noqa: E402
+from fsdp2_worker import _groups, fsdp_buffer_peak, model_sizes  # noqa: E402
 
 # hidden 48, vocabulary 96 and the 2 x 12 KV rows divide by 3 and 6: only the experts (dim 0 = E)
 # and the router (E rows) are padded
@@ -48,10 +48,7 @@ def run(config: dict, world_size: int, reshard: bool) -> dict:
         cfg._attn_implementation = "sdpa"
         torch.manual_seed(0)
         model = transformers.AutoModelForCausalLM.from_config(cfg)
-        numel = lambda module: sum(p.numel() for p in module.parameters())  # noqa: E731
-        sizes = {"params": numel(model), "block": numel(model.model.layers[0]),
-                 "output": numel(model.lm_head) + numel(model.model.norm)}
-        sizes["root"] = sizes["params"] - len(model.model.layers) * sizes["block"]
+        sizes = model_sizes(model)
         policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
         for layer in model.model.layers:
             fully_shard(layer, reshard_after_forward=reshard, mp_policy=policy)

@@ -17,7 +17,7 @@ import torch
 import transformers
 
 import vram
-from tests.vram.activations_oracle import attention_core_saves, measure
+from tests.vram.activations_oracle import DTYPES, attention_core_saves, build_model, measure
 from vram.activations import activation_memory, default_attention
 
 SEQ, BATCH = 128, 2
@@ -134,19 +134,10 @@ CONFIGS.update({
 })
 NEW_FAMILIES = ("qwen2", "granite", "smollm3", "ministral", "ministral3", "olmo2", "olmo3", "glm4", "qwen2_moe", "olmoe",
                 "glm4_moe", "deepseek_v3", "llama4_text")
-DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
 
 def build(name: str, attention: str, checkpointing: bool = False, dtype: str = "bf16"):
-    raw = CONFIGS[name]
-    fields = {key: value for key, value in raw.items() if key != "model_type"}
-    config = transformers.AutoConfig.for_model(raw["model_type"], **fields)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention)
-    model = model.to(DTYPES[dtype]).train()
-    if checkpointing:
-        model.activation_checkpointing_enable()
-    return model
+    return build_model(CONFIGS[name], attention, checkpointing, dtype)
 
 
 @functools.cache
