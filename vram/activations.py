@@ -74,11 +74,17 @@ class ActivationMemory:
     - ``loss_backward_bytes``: what the loss's backward adds while everything above is still
       kept: ``nll_loss``'s backward writes an fp32 vocabulary x tokens gradient, and
       ``log_softmax``'s backward a second one from it, before either is freed: 8*V*t.
-    - ``peak_bytes``: the most the activations hold during the step: the larger of
-      ``total_bytes`` (a recomputation under way) and what is kept when the loss's backward
+    - ``attention_backward_bytes``: under eager attention, what the activations hold while
+      the backward of one layer's attention core runs, at the layer where that is the most
+      (0 under sdpa): the layers below it whole, what that layer still keeps (its MLP, the
+      norms after its attention and its core's output are freed by then), the core's
+      working set (the s*s gradients of its softmax, ``activation_memory``), the returned
+      logits, token ids and labels.
+    - ``peak_bytes``: the most the activations hold during the step: the largest of
+      ``total_bytes`` (a recomputation under way), what is kept when the loss's backward
       runs (``total_bytes - recomputed_bytes``, no recomputation yet) plus
-      ``loss_backward_bytes``. Oracle: the profiler's allocator events during a real
-      backward (tests/vram/test_loss_backward.py).
+      ``loss_backward_bytes``, and ``attention_backward_bytes``. Oracle: the profiler's
+      allocator events during a real backward (tests/vram/test_loss_backward.py).
     """
 
     per_layer_bytes: int
@@ -92,12 +98,14 @@ class ActivationMemory:
     recompute: str
     dtype: str
     loss_backward_bytes: int = 0
+    attention_backward_bytes: int = 0
 
     @property
     def peak_bytes(self) -> int:
         """Bytes at the activations' peak: ``max(total_bytes, total_bytes - recomputed_bytes
-        + loss_backward_bytes)`` (see the class docstring)."""
-        return max(self.total_bytes, self.total_bytes - self.recomputed_bytes + self.loss_backward_bytes)
+        + loss_backward_bytes, attention_backward_bytes)`` (see the class docstring)."""
+        return max(self.total_bytes, self.total_bytes - self.recomputed_bytes + self.loss_backward_bytes,
+                   self.attention_backward_bytes)
 
 
 def activation_bytes_per_layer(
@@ -172,6 +180,51 @@ class _Shape:
 class _Core:
     kept: int  # bytes the attention core keeps until backward
     again: int  # bytes one recomputation of the core keeps (selective recomputation)
+    out: int = 0  # of ``kept``: the core's output, o_proj's input (freed by o_proj's backward)
+    working: int = 0  # what the core's backward allocates beyond ``kept`` at its most (eager)
+    freed: int = 0  # of a layer's bytes: what its backward frees before the core's backward
+
+
+def _eager_square(x: _Shape, config: ModelConfig) -> tuple[int, int]:
+    """Eager attention's s*s tensors: what the core keeps, and what its softmax's backward
+    allocates beyond that at its most (``activation_memory``: eager's backward)."""
+    t, w, n, b, s = x.t, x.w, x.n, x.b, x.s
+    probs = b * n * s * s
+    if config.attention_sinks:  # gpt_oss: softmax in the dtype over s + 1 columns, after a max
+        square = w * b * n * s * (s + 1) + INT64 * b * n * s
+        # backward: the gradient of the probabilities over s + 1 columns and softmax's
+        # gradient of its input, while the probabilities are still kept
+        return square, 2 * w * b * n * s * (s + 1)
+    if config.family.eager_softmax == "dtype":  # llama4_text: softmax in the dtype, its output kept
+        # backward: the gradient of the probabilities and softmax's gradient of its input
+        return w * probs, 2 * w * probs
+    # fp32 softmax, its cast to the dtype, softcapping's tanh
+    square = FP32 * probs + (w * probs if w != FP32 else 0)
+    square += w * probs if config.attn_logit_softcapping is not None else 0
+    # backward: the cast's fp32 gradient and softmax's fp32 gradient of its input, while the
+    # fp32 probabilities are kept; the cast to the dtype is freed by then (the second matmul's
+    # backward ran); in fp32 there is no cast
+    return square, 2 * FP32 * probs - (w * probs if w != FP32 else 0)
+
+
+def _mla_core(x: _Shape, config: ModelConfig, attention: str, masked: bool, selective: bool) -> _Core:
+    """deepseek_v3's attention core: queries and keys of qk = nope + rope per head (the
+    query a ``torch.cat``, the key a new tensor both parts are copied into), values a view
+    of ``kv_b_proj``'s output (n x (nope + v) per token), every head its own key and value."""
+    t, w, n, qk, v, b, s = x.t, x.w, x.n, x.d, config.v_head_dim, x.b, x.s
+    q = k = w * t * n * qk
+    kv_b = w * t * n * (qk - config.qk_rope_head_dim + v)  # kv_b_proj's output, whose view V is
+    out = w * t * n * v  # o_proj's input
+    if attention == "sdpa":  # the fused kernel keeps q, k, V's storage, its output and the fp32
+        # log-sum-exp; its output is (b, n, s, v): o_proj keeps the contiguous copy besides
+        sdpa_out = w * t * n * v if s > 1 and n > 1 else 0
+        return _Core(q + k + kv_b + out + sdpa_out + FP32 * t * n + (w * b * s * s if masked else 0), 0, out)
+    square, working = _eager_square(x, config)
+    working += w * t * n * v  # the gradient of V
+    v_copy = w * t * n * v  # eager's matmul copies the strided V
+    if selective:  # under checkpoint the core keeps its inputs (V as kv_b_proj's output) and output
+        return _Core(q + k + kv_b + out, square + v_copy, out, working)
+    return _Core(q + k + v_copy + out + square, 0, out, working)
 
 
 def _attention_core(x: _Shape, config: ModelConfig, fam: Family, attention: str, masked: bool,
@@ -197,15 +250,11 @@ def _attention_core(x: _Shape, config: ModelConfig, fam: Family, attention: str,
         if masked or d > 256:
             return _Core(q + k_rep + v_rep + out + lse + (w * b * s * s if masked else 0), 0)
         return _Core(q + at_kv + v_sdpa + out + lse, 0)
-    probs = b * n * s * s
-    if config.attention_sinks:  # gpt_oss: softmax in the dtype over s + 1 columns, after a max
-        square = w * b * n * s * (s + 1) + INT64 * b * n * s
-    else:  # fp32 softmax, its cast to the dtype, softcapping's tanh
-        square = FP32 * probs + (w * probs if w != FP32 else 0)
-        square += w * probs if config.attn_logit_softcapping is not None else 0
+    square, working = _eager_square(x, config)
+    working += w * t * n * d  # the second matmul's backward: the gradient of V at n heads
     if selective:  # eager_attention_forward under checkpoint keeps its inputs q, k, v and output
-        return _Core(q + 2 * at_kv + out, square + (2 * at_n if copies else 0))
-    return _Core(q + k_rep + v_rep + out + square, 0)
+        return _Core(q + 2 * at_kv + out, square + (2 * at_n if copies else 0), out, working)
+    return _Core(q + k_rep + v_rep + out + square, 0, out, working)
 
 
 def _mlp(x: _Shape, config: ModelConfig, fam: Family, layer: int) -> int:
@@ -218,20 +267,30 @@ def _mlp(x: _Shape, config: ModelConfig, fam: Family, layer: int) -> int:
         return kept * w * t * config.intermediate_size
     inter = config.moe_intermediate_size or config.intermediate_size
     experts, k = config.num_local_experts, config.num_experts_per_tok
+    spec = fam.experts
+    if spec.router == "llama4":  # Llama4TextMoe: every expert on every token (E x t rows)
+        rows = experts * t
+        # top-k index, fp32 sigmoid, its cast kept by the scaling, the repeated tokens and their
+        # scaled copy (bmm's input), gate_up's output, the activation and down's input
+        kept = INT64 * t * k + FP32 * t * experts + w * t * experts + 2 * w * rows * h + 4 * w * rows * inter
+        return kept + 4 * w * t * config.shared_expert_size
     pairs = t * k  # token-expert pairs S of grouped_mm_experts_forward
     # per pair: the gathered input and the down output (2*w*h); int64 top-k index, gather
     # order, its inverse and the weights' order (4 * 8)
     per_pair = 2 * w * h + 4 * INT64
-    spec = fam.experts
     if spec.router == "topk_softmax":  # gpt_oss: clamped SwiGLU keeps gate_up (2I) and 5 x I;
         # the softmax of the k chosen logits, the routing weight, the experts' bias index
         per_pair += 7 * w * inter + w + w + INT64
         return FP32 * experts + pairs * per_pair  # + grouped_mm's int32 offsets
     per_pair += 4 * w * inter  # gate_up output (2I), act output, down input
     per_pair += FP32 if spec.routing_fp32 else w  # routing weight kept by proj_out * weight
-    router = FP32 * t * experts  # softmax(router_logits) in fp32
-    if config.shared_expert_size:  # qwen2_moe: the shared MLP, its sigmoid gate and their product
-        router += 4 * w * t * config.shared_expert_size + w * t + w * t * h
+    router = FP32 * t * experts  # softmax(router_logits) in fp32 (sigmoid_group: the sigmoid scores)
+    if spec.router == "sigmoid_group":  # F.linear on fp32 copies of the input and of the router weight
+        router += FP32 * t * h + FP32 * experts * h
+    if config.shared_expert_size:  # the shared MLP; qwen2_moe: its sigmoid gate and their product too
+        router += 4 * w * t * config.shared_expert_size
+        if spec.shared == "qwen2_moe":
+            router += w * t + w * t * h
     if config.norm_topk_prob:  # the top-k renormalised in place (mixtral; qwen3_moe's norm_topk_prob)
         router += FP32 * t  # their sum
         per_pair += FP32  # their fp32 values
@@ -251,21 +310,38 @@ def _layer(x: _Shape, fam: Family, config: ModelConfig, index: int, attention: s
         total += _norm(t, n * d, w, fam.norm) + _norm(t, kv * d, w, fam.norm)
     elif config.qk_norm == "olmoe":  # OLMoE: t rows of hidden and of (hidden // heads) * kv
         total += _norm(t, h, w, fam.norm) + _norm(t, h // n * kv, w, fam.norm)
+    elif config.qk_norm == "l2" and config.rope_layers[index]:  # llama4_text: x.float() and rsqrt, no weight
+        total += FP32 * t * (n + kv) * d + FP32 * t * (n + kv)
     if fam.query_scale:  # ministral3: q * scale(positions), the (1, s) scale cast to the dtype, kept
         total += w * x.s
+    if config.attn_temperature_tuning and not config.rope_layers[index]:  # llama4_text: the fp32 (s) scale
+        total += FP32 * x.s
     if config.rotary_dim:  # glm4: cos and sin cut to the rotary width and interleaved, per layer
         total += 2 * w * x.s * config.rotary_dim
-    core = _attention_core(x, config, fam, attention, masked, cache, selective and attention == "eager")
-    return _Core(total + core.kept + _mlp(x, config, fam, index), core.again)
+    if config.is_mla:  # the latent's RMSNorm and its output (kv_b_proj's input); the query's, with a rank
+        total += _norm(t, config.kv_lora_rank, w, fam.norm) + w * t * config.kv_lora_rank
+        if config.q_lora_rank:
+            total += _norm(t, config.q_lora_rank, w, fam.norm) + w * t * config.q_lora_rank
+        core = _mla_core(x, config, attention, masked, selective and attention == "eager")
+    else:
+        core = _attention_core(x, config, fam, attention, masked, cache, selective and attention == "eager")
+    mlp = _mlp(x, config, fam, index)
+    # backward reaches the attention core after the norms that follow the attention, the MLP
+    # with its input, and o_proj (which frees the core's output)
+    after = config.norms_per_layer - ("input_layernorm" in fam.layer_norms)
+    freed = after * _norm(t, h, w, fam.norm) + w * t * h + mlp + core.out
+    return _Core(total + core.kept + mlp, core.again, core.out, core.working, freed)
 
 
 def _layer_is_masked(config: ModelConfig, layer: int, seq_len: int, padded: bool) -> bool:
     """Whether transformers hands SDPA a mask tensor for this layer (masking_utils)."""
     if padded or config.bidirectional_attention:  # an or_mask_function rules out the is_causal skip
         return True
-    # _ignore_causal_mask_sdpa: a sliding layer needs its mask once kv_length >= window
-    window = config.sliding_window
-    return window is not None and config.layer_types[layer] == "sliding_attention" and seq_len >= window
+    # _ignore_causal_mask_sdpa: a sliding (chunked) layer needs its mask once kv_length >= window (chunk)
+    kind = config.layer_types[layer]
+    window = config.sliding_window if kind == "sliding_attention" else (
+        config.attention_chunk_size if kind == "chunked_attention" else None)
+    return window is not None and seq_len >= window
 
 
 def _checkpointed_masks(config: ModelConfig, attention: str, s: int, b: int, w: int, padded: bool) -> int:
@@ -339,7 +415,15 @@ def activation_memory(
       weight (fp32 for mixtral, w otherwise); the router's fp32 softmax over E experts
       (4*t*E; gpt_oss: a softmax over the k chosen logits, w per pair, and an int64 bias
       index per pair), the in-place top-k renormalisation of mixtral and of qwen3_moe with
-      ``norm_topk_prob`` (4*t + 4 per pair), the int32 offsets (4*E). Layers listed as dense (qwen3_moe ``mlp_only_layers``) count 4*w*t*I.
+      ``norm_topk_prob`` (4*t + 4 per pair), the int32 offsets (4*E); glm4_moe's and deepseek_v3's
+      sigmoid router (``sigmoid_group``) runs ``F.linear`` on fp32 copies of its input and of its
+      weight (4*t*h + 4*E*h) and keeps the fp32 sigmoid (4*t*E); a shared expert keeps what a
+      dense MLP of its width keeps (qwen2_moe's also its sigmoid gate and their product);
+      llama4_text runs every expert on every token: the top-k index (8*t*k), the fp32 sigmoid
+      (4*t*E) and its cast (w*t*E), the tokens repeated E times and their scaled copy
+      (2*w*E*t*h), gate_up's output, the activation and down's input (4*w*E*t*I). Its
+      attention: the weightless L2 q/k norm of the RoPE layers keeps x.float() and rsqrt
+      (4*t*(n + kv)*(d + 1)), the no-RoPE layers' query scale its fp32 (s) factors (4*s). Layers listed as dense (qwen3_moe ``mlp_only_layers``) count 4*w*t*I.
     - ``sdpa`` (``sdpa_attention_forward``, flash or memory-efficient kernel): q after
       rotary (w*t*n*d), k and v at kv heads (w*t*kv*d each: ``enable_gqa``), the output
       (w*t*n*d, one storage with o_proj's input; phi3, whose rotary ends in ``torch.cat``,
@@ -357,6 +441,30 @@ def activation_memory(
       output, and per head the s*s tensors: fp32 softmax (4*b*n*s*s), its cast to the dtype
       (w*b*n*s*s; none in fp32), gemma2's softcapping ``tanh`` (w*b*n*s*s); gpt_oss instead
       a softmax in the dtype over s + 1 columns (the sink) and the int64 indices of its max.
+    - eager's backward (``attention_backward_bytes``): one layer's core at a time runs the
+      backward of its softmax, whose s*s tensors come on top of what is kept: the cast's fp32
+      gradient (4*b*n*s*s) and softmax's fp32 gradient of its input (4*b*n*s*s) while the
+      fp32 probabilities are kept, less the probabilities' cast to the dtype, freed by then
+      (w*b*n*s*s; none in fp32): 6 B per element of b*n*s*s in bf16, 8 in fp32; gpt_oss two
+      gradients of its probabilities over s + 1 columns (2*w*b*n*s*(s + 1)); llama4_text, whose
+      eager softmax runs in the dtype and keeps only its output (w*b*n*s*s), two gradients of
+      it (2*w*b*n*s*s); and the gradient
+      of V the second matmul's backward writes (w*t*n*d). By then the layer's MLP, its input,
+      the norms after the attention and the core's output (o_proj's backward ran) are freed;
+      the layers below keep everything (with ``full``: their checkpoints, the masks and the
+      layer being re-run; with ``selective``: the core re-run, ``recomputed_bytes``); outside
+      the layers the returned logits, the token ids and labels, and the gradient of the
+      hidden states (w*t*h) remain. The moment is taken at the layer where it holds the most.
+      Oracle: the profiler's allocator events of a real backward, within 2 %
+      (tests/vram/test_attention_backward.py).
+    - deepseek_v3's latent attention: the query's and the latent's RMSNorms and their outputs
+      (``q_b_proj``'s and ``kv_b_proj``'s inputs, w*t*rank each), q and k of n heads of
+      qk = nope + rope (w*t*n*qk each); under sdpa the fused kernel keeps V as a view of
+      ``kv_b_proj``'s output (w*t*n*(nope + v)), its output and o_proj's copy (w*t*n*v each) and
+      the log-sum-exp (CUDA's memory-efficient kernel takes unequal qk and v widths,
+      ``sdp_utils.cpp``, ``check_head_dim_size_mem_efficient``; CPU's falls back to the math
+      path, so the oracle runs equal widths under sdpa); under eager the matmul's copy of the
+      strided V (w*t*n*v), the output and the s*s terms above.
     - ``recompute="selective"``: Korthikanti's selective recomputation, here
       ``eager_attention_forward`` under ``torch.utils.checkpoint``: it keeps q, k and v at
       kv heads and its output; while the backward recomputes one core, its s*s tensors and
@@ -419,21 +527,36 @@ def activation_memory(
     if recompute == "full":
         # checkpointing turns transformers' KV cache off, in the recomputation too
         per_layer = w * x.t * x.h  # the layer's input hidden states, kept by the checkpoint
-        recomputed = max(layer.kept for layer in layers(cache=False))
-        layers_bytes = per_layer * config.num_hidden_layers + recomputed + _checkpointed_masks(config, attention, s, b, w, padded)
+        replayed = layers(cache=False)
+        recomputed = max(layer.kept for layer in replayed)
+        masks = _checkpointed_masks(config, attention, s, b, w, padded)
+        layers_bytes = per_layer * config.num_hidden_layers + recomputed + masks
+        # layer i re-run: the checkpoints of layers 0..i and the masks, its own saves
+        core_moment = max(per_layer * (i + 1) + masks + layer.kept - layer.freed + layer.working
+                          for i, layer in enumerate(replayed))
     else:
         kept = layers(cache=True)
         per_layer = max(layer.kept for layer in kept)
         recomputed = max(layer.again for layer in kept)
         layers_bytes = sum(layer.kept for layer in kept) + recomputed
+        # layer i's core: layers 0..i-1 whole, what layer i keeps then (and, selective, its core re-run)
+        below = [sum(layer.kept for layer in kept[:i]) for i in range(len(kept))]
+        core_moment = max(below[i] + layer.kept - layer.freed + layer.again + layer.working
+                          for i, layer in enumerate(kept))
     # final norm, lm_head's input, token ids and shifted labels, nll_loss's fp32 total weight;
     # ForCausalLMLoss pads the labels by one and slices [..., 1:]: with b = 1 that slice is
     # contiguous, so .contiguous() keeps a view of the padded b * (s + 1) labels
     labels = INT64 * (s + 1) if b == 1 else INT64 * x.t
-    head = _norm(x.t, x.h, w, fam.norm) + w * x.t * x.h + INT64 * x.t + labels + FP32
-    logits = (w + FP32) * x.vocab * x.t
+    final_norm_and_lm_head_input = _norm(x.t, x.h, w, fam.norm) + w * x.t * x.h
+    head = final_norm_and_lm_head_input + INT64 * x.t + labels + FP32
+    returned_logits = w * x.vocab * x.t
+    logits = returned_logits + FP32 * x.vocab * x.t
     if config.final_logit_softcapping is not None:
         logits += w * x.vocab * x.t  # tanh(logits / cap), kept by tanh
+    # an eager core's backward: the layers, the gradient of the residual stream, the logits the
+    # model returned, the token ids and labels
+    attention_backward = (core_moment + w * x.t * x.h + head - final_norm_and_lm_head_input + returned_logits
+                          if attention == "eager" else 0)
     return ActivationMemory(
         per_layer_bytes=per_layer,
         recomputed_bytes=recomputed,
@@ -446,4 +569,5 @@ def activation_memory(
         recompute=recompute,
         dtype=dtype,
         loss_backward_bytes=2 * FP32 * x.vocab * x.t,
+        attention_backward_bytes=attention_backward,
     )

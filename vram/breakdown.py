@@ -164,7 +164,10 @@ class ModelShape:
     - ``linear_params``: every ``nn.Linear`` weight and bias (what autocast copies to bf16);
     - ``param_shapes``: every distinct parameter shape with how many parameters have it
       (``((shape, count), ...)``, a tied ``lm_head`` left out): FSDP2's per-tensor dim-0
-      shards and the largest tensor a for-loop optimizer step works on.
+      shards and the largest tensor a for-loop optimizer step works on;
+    - ``layer_shapes``: each kind of decoder layer (dense, mixture of experts) as the shapes of
+      its parameters, and ``root_shapes`` the root's: FSDP2's all-gather and reduce-scatter
+      buffers, padded per parameter (``vram.fsdp2.gathered_sizes``).
     """
 
     params: int
@@ -175,6 +178,8 @@ class ModelShape:
     output_params: int | None = None
     linear_params: int | None = None
     param_shapes: tuple[tuple[tuple[int, ...], int], ...] | None = None
+    layer_shapes: tuple[tuple[tuple[int, ...], ...], ...] | None = None
+    root_shapes: tuple[tuple[int, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         check_params(self.params)
@@ -225,6 +230,9 @@ def _model_shape(config) -> ModelShape:
     for module, count in modules:
         for _, shape in module.shapes:
             shapes[shape] = shapes.get(shape, 0) + count
+    layer_shapes = tuple(tuple(dims for m in models.layer_modules(config, index) for _, dims in m.shapes)
+                         for index in sorted(first_of_kind.values()))
+    root_shapes = tuple(dims for m in models.root_modules(config) if not m.tied for _, dims in m.shapes)
     return ModelShape(
         params=models.count_params(config).total,
         largest_layer_params=models.largest_layer_params(config),
@@ -234,6 +242,8 @@ def _model_shape(config) -> ModelShape:
         output_params=root - untied_input,
         linear_params=models.linear_params(config),
         param_shapes=tuple(shapes.items()),
+        layer_shapes=layer_shapes,
+        root_shapes=root_shapes,
     )
 
 

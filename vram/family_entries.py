@@ -20,6 +20,12 @@ _QV = ("q_proj", "v_proj")
 # qwen2_moe (transformers.conversion_mapping: qwen3_moe, olmoe, glm4_moe, deepseek_v3)
 _QWEN2_MOE_V4 = {"gate": "router", "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj", "down_proj": "down_proj"}
 
+# glm4_moe's and deepseek_v3's experts: dense first layers, a sigmoid group-limited router, an
+# ungated shared expert; PEFT converts their v4 names through qwen2_moe's pattern
+_DEEPSEEK_EXPERTS = Experts(key="n_routed_experts", alias="num_local_experts", width="moe_intermediate_size",
+                            dense_rule="first_k", min_experts=1, norm_topk="key", router="sigmoid_group",
+                            routing_fp32=True, shared="deepseek", peft_v4_names=_QWEN2_MOE_V4)
+
 # olmo2: no input norm; norms after attention and MLP; q/k norms over the whole projection
 _OLMO2 = Family(
     "olmo2", "Olmo2Config", "modeling_olmo2.py",
@@ -189,6 +195,54 @@ BUILTIN_FAMILIES: tuple[Family, ...] = (
         layer_rule="qwen2_moe", qkv_bias="qkv_bias",
         experts=Experts(key="num_experts", alias="", width="moe_intermediate_size", dense_rule="qwen",
                         min_experts=0, norm_topk="key", shared="qwen2_moe")),
+
+    # glm4_moe (GLM-4.5, 4.5-Air): llama attention with q/k/v biases and optional per-head q/k norms,
+    # partial rotary ending in torch.cat; dense first layers, then sigmoid group-limited routing over
+    # fused experts beside an ungated shared expert
+    Family(
+        "glm4_moe", "Glm4MoeConfig", "modeling_glm4_moe.py",
+        dict(vocab_size=151552, hidden_size=4096, intermediate_size=10944, num_hidden_layers=46,
+             num_attention_heads=96, num_key_value_heads=8, hidden_act="silu", tie_word_embeddings=False,
+             attention_bias=False, max_position_embeddings=131072, moe_intermediate_size=1408,
+             num_experts_per_tok=8, n_shared_experts=1, n_routed_experts=128, n_group=1, topk_group=1,
+             first_k_dense_replace=1, norm_topk_prob=True, use_qk_norm=False),
+        head_dim="attribute", layer_rule="none", qkv_bias="attention_bias", qk_norm="head",
+        qk_norm_key="use_qk_norm", output_copy=True,
+        experts=_DEEPSEEK_EXPERTS),
+
+    # deepseek_v3: multi-head latent attention (a low-rank query, keys and values from one cached
+    # latent and a rotary key shared by the heads), glm4_moe's experts, router and shared expert
+    Family(
+        "deepseek_v3", "DeepseekV3Config", "modeling_deepseek_v3.py",
+        dict(vocab_size=129280, hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
+             num_hidden_layers=61, num_attention_heads=128, num_key_value_heads=128, n_shared_experts=1,
+             n_routed_experts=256, kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64, v_head_dim=128,
+             qk_nope_head_dim=128, n_group=8, topk_group=4, num_experts_per_tok=8, first_k_dense_replace=3,
+             norm_topk_prob=True, hidden_act="silu", max_position_embeddings=4096, tie_word_embeddings=False,
+             attention_bias=False),
+        nullable=frozenset({"num_key_value_heads", "q_lora_rank", "v_head_dim", "n_group", "topk_group",
+                            "num_experts_per_tok", "first_k_dense_replace", "norm_topk_prob"}),
+        head_dim="mla", attention="mla", layer_rule="none", qkv_bias="attention_bias", o_bias="attention_bias",
+        experts=_DEEPSEEK_EXPERTS),
+
+    # llama4_text (Llama 4 Scout/Maverick's language model): chunked attention on the RoPE layers,
+    # full attention without RoPE every no_rope_layer_interval-th layer (queries scaled there), a
+    # weightless L2 q/k norm on the RoPE layers; MoE layers (moe_layers or every
+    # interleave_moe_layer_step-th) run every expert on every token beside a shared expert; dense
+    # layers of intermediate_size_mlp
+    Family(
+        "llama4_text", "Llama4TextConfig", "modeling_llama4.py",
+        dict(vocab_size=202048, hidden_size=5120, intermediate_size=8192, intermediate_size_mlp=16384,
+             num_hidden_layers=48, num_attention_heads=40, num_key_value_heads=8, head_dim=128, hidden_act="silu",
+             max_position_embeddings=4096 * 32, tie_word_embeddings=False, num_experts_per_tok=1,
+             num_local_experts=16, moe_layers=None, interleave_moe_layer_step=1, use_qk_norm=True,
+             no_rope_layers=None, no_rope_layer_interval=4, attention_chunk_size=8192,
+             attn_temperature_tuning=True, attention_bias=False),
+        nullable=frozenset({"moe_layers", "no_rope_layers", "attention_chunk_size"}), layer_rule="llama4",
+        qkv_bias="attention_bias", o_bias="attention_bias", qk_norm="l2", qk_norm_key="use_qk_norm",
+        mlp_width="intermediate_size_mlp", mlp_prefix="feed_forward", eager_softmax="dtype",
+        experts=Experts(layout="llama4", key="num_local_experts", alias="", width="intermediate_size",
+                        dense_rule="llama4", router="llama4", shared="llama4", router_is_linear=True)),
 
     # olmoe: mixtral-like experts, q/k norms of hidden and (hidden // heads) * kv_heads
     Family(

@@ -22,8 +22,9 @@ LAYER_RULES = ("none", "from_window", "qwen", "qwen_moe", "qwen2_moe", "every_2n
                "smollm3", "llama4")
 # how a family's RMSNorm keeps tensors for backward (vram.activations._norm)
 NORMS = ("llama", "gemma", "gpt_oss")
-# q/k norms: per head (qwen3: head_dim wide), whole projection (olmo2: heads*head_dim), OLMoE's own widths
-QK_NORMS = ("", "head", "whole", "olmoe")
+# q/k norms: per head (qwen3: head_dim wide), whole projection (olmo2: heads*head_dim), OLMoE's own widths;
+# llama4_text: a weightless L2 norm per head on the rotary layers ("l2")
+QK_NORMS = ("", "head", "whole", "olmoe", "l2")
 
 
 @dataclass(frozen=True)
@@ -36,19 +37,33 @@ class Experts:
     - ``key``: the config class's own field for E, ``alias`` its ``attribute_map`` name
       (with both keys in a file, the alias is set after the fields and wins);
     - ``width``: the key of one expert's width I ("intermediate_size" or "moe_intermediate_size");
-    - ``dense_rule``: which layers keep a dense MLP: "none" (every layer is MoE) or "qwen"
-      (``mlp_only_layers`` and ``decoder_sparse_step``);
+    - ``dense_rule``: which layers keep a dense MLP: "none" (every layer is MoE), "qwen"
+      (``mlp_only_layers`` and ``decoder_sparse_step``) or "first_k" (the first
+      ``first_k_dense_replace`` layers: glm4_moe, deepseek_v3);
     - ``router_bias``: the router holds a bias of E (gpt_oss); ``min_experts``: 0 where the
       class accepts no experts (qwen3_moe: every layer dense);
     - ``norm_topk``: the router renormalises the top-k weights "always" (mixtral), by the
       ``norm_topk_prob`` key ("key") or "never";
     - ``router``: how the activations of routing are kept (``vram.activations``):
-      "softmax_topk" or "topk_softmax" (gpt_oss); ``routing_fp32``: the routing weights stay
-      fp32 (mixtral) or are cast to the model's dtype;
-    - ``shared``: a shared expert beside the routed ones: "" or "qwen2_moe" (``shared_expert``
-      MLP of ``shared_expert_intermediate_size`` and a one-output ``shared_expert_gate``);
+      "softmax_topk", "topk_softmax" (gpt_oss) or "sigmoid_group" (glm4_moe, deepseek_v3: fp32
+      sigmoid scores, the top-k chosen within the ``topk_group`` best of ``n_group`` groups,
+      scaled by ``routed_scaling_factor``); ``routing_fp32``: the routing weights stay fp32
+      (mixtral) or are cast to the model's dtype;
+    - ``shared``: a shared expert beside the routed ones: "" , "qwen2_moe" (``shared_expert``
+      MLP of ``shared_expert_intermediate_size`` and a one-output ``shared_expert_gate``) or
+      "deepseek" (``shared_experts``, one MLP of ``moe_intermediate_size`` x
+      ``n_shared_experts``, ungated);
     - ``peft_v4_names``: PEFT 0.21's conversion of transformers-4 expert names
-      (``_MOE_TARGET_MODULE_MAPPING``): v4 name -> "router", "gate_up_proj" or "down_proj".
+      (``_MOE_TARGET_MODULE_MAPPING``): v4 name -> "router", "gate_up_proj" or "down_proj";
+    - ``router_is_linear``: the router is an ``nn.Linear`` subclass (llama4_text's
+      ``Llama4Router``), which PEFT adapts as a Linear ("all-linear", or by name) while
+      transformers' selections of exactly ``nn.Linear`` (bitsandbytes) leave it out.
+
+    llama4_text (``layout`` "llama4", ``router`` "llama4", ``shared`` "llama4",
+    ``dense_rule`` "llama4"): ``gate_up_proj`` (E, h, 2I), ``down_proj`` (E, I, h), every
+    expert run on every token (``Llama4TextMoe`` repeats the tokens E times, scaled by the
+    sigmoid of the top-k logits and zero elsewhere), a ``shared_expert`` MLP of the expert
+    width, MoE layers listed in ``moe_layers`` or every ``interleave_moe_layer_step``-th.
     """
 
     layout: str = "gate_up_first"
@@ -63,6 +78,7 @@ class Experts:
     routing_fp32: bool = False
     shared: str = ""
     peft_v4_names: Mapping[str, str] = field(default_factory=dict)
+    router_is_linear: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,13 +90,21 @@ class Family:
     (a null elsewhere is refused as transformers does); ``head_dim`` "field" (a dataclass
     field) or "attribute" (no field: the modeling file's ``getattr(config, "head_dim",
     hidden // heads)``) or "required" (a field whose default, None, the modeling file cannot
-    use: ministral); ``checks_hidden_heads`` (``validate_architecture``: hidden % heads);
+    use: ministral) or "mla" (deepseek_v3: queries and keys of ``qk_nope_head_dim`` +
+    ``qk_rope_head_dim``, values of ``v_head_dim``); ``checks_hidden_heads`` (``validate_architecture``: hidden % heads);
     ``activation_key``; ``layer_rule`` (``LAYER_RULES``: how ``layer_types`` is filled).
 
-    Modules (``modeling``, the file ``AutoModelForCausalLM`` builds from): biases
+    Modules (``modeling``, the file ``AutoModelForCausalLM`` builds from): ``attention``
+    "gqa" (q/k/v/o projections over heads and KV heads) or "mla" (DeepSeek's multi-head latent
+    attention: ``q_a_proj``/``q_a_layernorm``/``q_b_proj`` of rank ``q_lora_rank`` or one
+    ``q_proj`` when it is null, ``kv_a_proj_with_mqa`` to the ``kv_lora_rank`` latent and the
+    shared rotary key, ``kv_a_layernorm``, ``kv_b_proj`` to every head's key and value,
+    ``o_proj``; the KV cache keeps the latent and the rotary key); biases
     ``qkv_bias``, ``o_bias``, ``mlp_bias`` (a config key, or fixed); ``layer_norms``, the
     RMSNorms of a decoder layer by name; ``qk_norm`` (``QK_NORMS``) and ``qk_norm_key`` (the
-    config flag that switches them, "" when always on); ``fused`` "" , "qkv_gate_up" (phi3's
+    config flag that switches them, "" when always on); ``mlp_width``, the key of a dense
+    MLP's width (llama4_text: ``intermediate_size_mlp``) and ``mlp_prefix`` its module's name
+    (llama4_text: ``feed_forward``); ``fused`` "" , "qkv_gate_up" (phi3's
     ``qkv_proj`` and ``gate_up_proj``) or "gate_up" (glm4's ``gate_up_proj``); ``experts``
     (``Experts`` or None); ``sinks`` (gpt_oss's attention-sink logits). Tying follows the
     config's ``tie_word_embeddings`` (its default in ``defaults``).
@@ -88,7 +112,10 @@ class Family:
     Activations (``vram.activations``): ``norm`` (``NORMS``); ``no_sdpa``, why transformers
     refuses sdpa for the family ("" : it runs sdpa, its default attention, else "eager");
     ``output_copy`` (the rotary ends in ``torch.cat``, so o_proj's input is a copy);
-    ``query_scale`` (ministral3: q times a position-dependent scale, kept per layer). A
+    ``query_scale`` (ministral3: q times a position-dependent scale, kept per layer; llama4_text
+    scales the queries of its no-RoPE layers under ``attn_temperature_tuning``, ``ModelConfig``);
+    ``eager_softmax``: eager attention's softmax in "fp32" (then cast to the dtype) or in the
+    "dtype" (llama4_text's ``eager_attention_forward``). A
     ``partial_rotary``: the default ``partial_rotary_factor`` of a family whose cos/sin are
     cut to the rotary width and copied in every layer (glm4: 0.5; 0.0 for the others; the
     config's own factor wins, ``ModelConfig.rotary_dim``).
@@ -99,7 +126,8 @@ class Family:
     KV cache: every layer keeps K and V of ``num_key_value_heads`` x ``head_dim`` per token;
     full layers hold the context, sliding layers (``layer_types``) a window. vLLM allocates
     ``FullAttentionSpec`` for full layers and ``SlidingWindowSpec`` for sliding ones
-    (``vram.serving``).
+    (``vram.serving``). Under "mla" a layer keeps one latent of ``kv_lora_rank`` +
+    ``qk_rope_head_dim`` per token (transformers' cache and vLLM's ``MLAAttentionSpec``).
     """
 
     model_type: str
@@ -108,6 +136,7 @@ class Family:
     defaults: Mapping[str, Any]
     nullable: frozenset[str] = frozenset()
     head_dim: str = "field"
+    attention: str = "gqa"
     checks_hidden_heads: bool = False
     activation_key: str = "hidden_act"
     layer_rule: str = "from_window"
@@ -117,6 +146,8 @@ class Family:
     layer_norms: tuple[str, ...] = ("input_layernorm", "post_attention_layernorm")
     qk_norm: str = ""
     qk_norm_key: str = ""
+    mlp_width: str = "intermediate_size"
+    mlp_prefix: str = "mlp"
     fused: str = ""
     experts: Experts | None = None
     sinks: bool = False
@@ -124,12 +155,15 @@ class Family:
     no_sdpa: str = ""
     output_copy: bool = False
     query_scale: bool = False
+    eager_softmax: str = "fp32"
     partial_rotary: float = 0.0
     peft_targets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.layer_rule not in LAYER_RULES:
             raise ValueError(f"{self.model_type}: layer_rule {self.layer_rule!r}; known: {', '.join(LAYER_RULES)}")
+        if self.attention not in ("gqa", "mla") or (self.attention == "mla") != (self.head_dim == "mla"):
+            raise ValueError(f"{self.model_type}: attention {self.attention!r} with head_dim {self.head_dim!r}")
         if self.norm not in NORMS or self.qk_norm not in QK_NORMS:
             raise ValueError(f"{self.model_type}: norm {self.norm!r} or qk_norm {self.qk_norm!r} not modelled")
         missing = sorted(REQUIRED_KEYS - set(self.defaults))

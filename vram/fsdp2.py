@@ -90,6 +90,11 @@ SHARD_NOTE = (
     "P/N is rank 0's shard as FSDP2 cuts each parameter along its first dimension: "
     "{shard:,} elements, {extra:,} more than P/N ({why})."
 )
+GATHER_NOTE = (
+    "FSDP2 gathers and reduce-scatters each parameter padded to N·ceil(dim0/N) rows: at N = {n} "
+    "B stands for {block:,} elements in the gathered weights and the reduce-scatter inputs, "
+    "{extra:,} more than one decoder layer ({why}); the gradients are not padded."
+)
 PEAK_NOTE = (
     "Of backward, FSDP2 holds the most at {moment} (the larger of a decoder layer's backward "
     "and the root's reduce-scatter; see vram/fsdp2.py, working_moments); the activations add to it."
@@ -226,15 +231,16 @@ def fsdp2_memory(
             Term("gradients", "fp32_gradient_shards", FP32 * shard, ((FP32, "P/N"),), "fp32 sharded gradients (reduce_dtype=fp32)"),
             Term("optimizer", "optimizer_state_shards", states * shard, ((states, "P/N"),), "optimizer states on the fp32 shards"),
         ]
-    if zero_stage == 2:
-        terms.append(Term("weights", "bf16_unsharded_weights", BF16 * p, ((BF16, "P"),),
+    gathered_p, _, gathered_b = gathered_sizes(shape, n)
+    if zero_stage == 2:  # all-gather outputs, padded
+        terms.append(Term("weights", "bf16_unsharded_weights", BF16 * gathered_p, ((BF16, "P"),),
                           "bf16 unsharded weights kept from forward to each block's backward"))
-    moments = working_moments(shape, zero_stage)
+    moments = working_moments(shape, zero_stage, n)
     largest = max(moments, key=lambda m: sum(t.bytes for t in moments[m]))  # the first of equals
     # CPUOffloadPolicy runs the step on the CPU: nothing of it on the GPU
     step = [] if offload else _step_terms(shape, n, optimizer, optimizer_impl, "P/N")
     if zero_stage == 2:
-        step.insert(0, Term("working", "resharded_weights", -BF16 * p, ((-BF16, "P"),),
+        step.insert(0, Term("working", "resharded_weights", -BF16 * gathered_p, ((-BF16, "P"),),
                             "the bf16 weights, resharded after backward"))
     asked = largest if moment in (None, "step", "backward") else moment
     backward = lookup(moments, asked, "FSDP2 moment")
@@ -247,6 +253,11 @@ def fsdp2_memory(
         experts = any(len(dims) == 3 for dims, _ in shape.param_shapes or ())
         notes.append(SHARD_NOTE.format(shard=shard, extra=shard - ceil_div(p, n),
                                        why="fused expert tensors hold whole experts" if experts else "padding"))
+    if gathered_b > shape.decoder_layer_params:
+        experts = any(len(dims) == 3 for kind in shape.layer_shapes for dims in kind)
+        notes.append(GATHER_NOTE.format(n=n, block=gathered_b, extra=gathered_b - shape.decoder_layer_params,
+                                        why="a fused expert tensor of E experts holds N·ceil(E/N) of them"
+                                        if experts else "padding"))
     memory = FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))
     if moment == "step":
         return _with_step(memory, backward, step, optimizer_impl, False, force=True)
@@ -343,7 +354,27 @@ def _with_step(memory: FrameworkMemory, backward: list[Term], step: list[Term], 
                            backward_working_bytes=backward_bytes)
 
 
-def working_moments(shape: ModelShape, zero_stage: int) -> dict[str, list[Term]]:
+def gathered_sizes(shape: ModelShape, world_size: int = 1) -> tuple[int, int, int]:
+    """Elements of (the whole model, the root, the largest decoder layer) in FSDP2's all-gather
+    outputs and reduce-scatter inputs at ``world_size`` N: each parameter padded to
+    N x ceil(dim0 / N) rows (``_fsdp_param.py``, ``init_all_gather_outputs``: the padded shard's
+    numel x N; ``_fsdp_collectives.py``, ``foreach_reduce``: ``_get_dim0_padded_size(grad.size(),
+    world_size)``), so a fused expert tensor of E experts holds N x ceil(E / N) of them. The
+    unpadded sizes when N divides every dim 0 or the shapes are not known (``shape.layer_shapes``,
+    ``shape.root_shapes``). The unsharded parameters are views of the padded all-gather output;
+    their gradients are not padded. Raises ValueError for a bad world_size."""
+    n = check_world_size(world_size)
+    if shape.layer_shapes is None or shape.root_shapes is None or shape.param_shapes is None:
+        return shape.params, shape.root_params, shape.decoder_layer_params
+    return (sum(count * n * fsdp2_chunk_rows(dims[0], n) * prod(dims[1:]) for dims, count in shape.param_shapes),
+            _gathered(shape.root_shapes, n), max(_gathered(kind, n) for kind in shape.layer_shapes))
+
+
+def _gathered(shapes: Iterable[Sequence[int]], n: int) -> int:
+    return sum(n * fsdp2_chunk_rows(dims[0], n) * prod(dims[1:]) for dims in shapes)
+
+
+def working_moments(shape: ModelShape, zero_stage: int, world_size: int = 1) -> dict[str, list[Term]]:
     """FSDP2's buffers beyond the persistent shards (and, at stage 2, beyond the 2P of bf16
     weights) at each moment of backward that can hold the most: ``MOMENTS`` key -> terms
     ("block" is absent without decoder layers). ``fsdp2_memory`` takes the larger.
@@ -367,39 +398,50 @@ def working_moments(shape: ModelShape, zero_stage: int) -> dict[str, list[Term]]
     A third moment, the root's last ops (root gathered, all its gradients, the last block's
     input kept: 4R + 4B), never holds more than both, because lm_head is at least as large
     as the input embedding (O >= R - O). Measured on 2 gloo ranks, each case the largest in
-    one model: tests/vram/test_fsdp2_torchrun.py.
+    one model: tests/vram/test_fsdp2_torchrun.py. ``world_size`` N: the gathered weights, stage
+    2's unsharded weights and the reduce-scatter inputs hold every parameter padded to
+    N x ceil(dim0 / N) rows (``gathered_sizes``; the gradients are not padded), so the bytes of
+    those terms count B, R and P as FSDP2 pads them while their formulas keep the symbols;
+    measured as rank 0 of a fake process group: tests/vram/test_fsdp2_padding.py.
     """
     p, r, o = shape.params, shape.root_params, shape.output_params
     b, layers = shape.decoder_layer_params, shape.num_layers
+    # all-gather outputs and reduce-scatter inputs: every parameter padded to N * ceil(dim0 / N) rows
+    gp, gr, gb = gathered_sizes(shape, world_size)
 
-    def term(key: str, coefficients: tuple[tuple[int, str], ...], what: str) -> Term:
+    def term(key: str, coefficients: tuple[tuple[int, str], ...], what: str, bytes_: int | None = None) -> Term:
         sizes = {"P": p, "R": r, "O": o, "B": b}
-        return Term("working", key, sum(c * sizes[symbol] for c, symbol in coefficients), coefficients, what)
+        exact = sum(c * sizes[symbol] for c, symbol in coefficients) if bytes_ is None else bytes_
+        return Term("working", key, exact, coefficients, what)
 
     moments: dict[str, list[Term | None]] = {}
     if zero_stage == 3 and layers >= 3:
         moments["block"] = [
             term("gathered_weights", ((BF16, "R"), (2 * BF16, "B")),
-                 "bf16 gathered weights: the root, the current block and the prefetched one"),
+                 "bf16 gathered weights: the root, the current block and the prefetched one", BF16 * gr + 2 * BF16 * gb),
             term("unsharded_gradients", ((BF16, "O"), (BF16, "B")),
                  "bf16 unsharded gradients of the current block and of lm_head/final norm"),
-            term("reduce_scatter_input", ((FP32, "B"),), "fp32 reduce-scatter input of the previous block, kept until the next one's"),
+            term("reduce_scatter_input", ((FP32, "B"),), "fp32 reduce-scatter input of the previous block, kept until the next one's",
+                 FP32 * gb),
         ]
     elif layers:
         prefetched = zero_stage == 3 and layers == 2  # the other block, gathered for its backward
         moments["block"] = [
             term("gathered_weights", ((BF16, "R"), *(((BF16, "B"),) if prefetched else ())),
-                 "bf16 gathered weights of the root" + (" and of the prefetched block" if prefetched else ""))
+                 "bf16 gathered weights of the root" + (" and of the prefetched block" if prefetched else ""),
+                 BF16 * gr + (BF16 * gb if prefetched else 0))
             if zero_stage == 3 else None,
             term("unsharded_gradients", ((BF16, "O"),), "bf16 unsharded gradients of lm_head/final norm"),
             term("block_reduce_scatter", ((FP32 + BF16 if zero_stage == 3 else FP32, "B"),),
                  "a block's bf16 gradients (2B) in its fp32 reduce-scatter input (4B)"
-                 + (", its bf16 weights (2B) resharded just before" if zero_stage == 2 else "")),
+                 + (", its bf16 weights (2B) resharded just before" if zero_stage == 2 else ""),
+                 BF16 * b + FP32 * gb - (BF16 * gb if zero_stage == 2 else 0)),
         ]
     moments["root"] = [
-        term("resharded_weights", ((-BF16, "P"),), "the bf16 weights, all resharded by then") if zero_stage == 2 else None,
+        term("resharded_weights", ((-BF16, "P"),), "the bf16 weights, all resharded by then", -BF16 * gp)
+        if zero_stage == 2 else None,
         term("unsharded_gradients", ((BF16, "R"),), "bf16 gradients of the root, being copied"),
-        term("reduce_scatter_input", ((FP32, "R"),), "fp32 reduce-scatter input of the root"),
+        term("reduce_scatter_input", ((FP32, "R"),), "fp32 reduce-scatter input of the root", FP32 * gr),
     ]
     return {m: [t for t in ts if t] for m, ts in moments.items()}
 

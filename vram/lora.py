@@ -65,7 +65,7 @@ from dataclasses import replace
 
 from .breakdown import ModelShape, model_shape
 from .dtypes import NF4, nf4_bytes, tensor_bytes
-from .fsdp2 import fsdp2_model_states_per_rank, rank0_shard_params
+from .fsdp2 import fsdp2_model_states_per_rank, gathered_sizes, rank0_shard_params
 from .families import get_family, model_types
 from .models import ModelConfig, as_model_config, count_params, layer_modules
 from .sharding import check_world_size, check_zero_stage, model_states_per_gpu
@@ -124,14 +124,20 @@ class LoraTarget:
         return rank * self.rank_factor * self.experts * (self.in_features + self.out_features)
 
 
+def _adapted_as_linear(config: ModelConfig, module) -> bool:
+    """PEFT adapts this module as an nn.Linear: one, or llama4_text's router (a subclass)."""
+    experts = config.family.experts
+    return module.kind == "linear" or (module.kind == "router" and bool(experts and experts.router_is_linear))
+
+
 def _resolve(config: ModelConfig, target_modules: str | Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
     """(names of nn.Linear modules, names of expert parameters) a target_modules value adapts, as PEFT does."""
     layers = {moe: index for index, moe in reversed(list(enumerate(config.moe_layers)))}
     modules = [m for index in layers.values() for m in layer_modules(config, index)]
-    linear = {m.name for m in modules if m.kind == "linear"}
+    experts = config.family.experts  # PEFT 0.21 _MOE_TARGET_MODULE_MAPPING / _MOE_FUSED_TARGETS
+    linear = {m.name for m in modules if _adapted_as_linear(config, m)}
     # PEFT converts by model_type: a qwen3_moe layer with a dense MLP loses its gate/up/down
     # Linear targets to the (absent) expert parameters too.
-    experts = config.family.experts  # PEFT 0.21 _MOE_TARGET_MODULE_MAPPING / _MOE_FUSED_TARGETS
     v4 = dict(experts.peft_v4_names) if experts else {}
     if isinstance(target_modules, str):
         if target_modules != ALL_LINEAR:  # PEFT full-matches a string, as a regex, against whole module names
@@ -185,9 +191,9 @@ def lora_targets(config: ModelLike, layer: int, target_modules: str | Iterable[s
     names, params = _resolve(config, target_modules)
     targets = []
     for module in layer_modules(config, layer):
-        if module.kind == "linear" and module.name in names:
-            linear = module.linear()
-            targets.append(LoraTarget(module.path, linear.in_features, linear.out_features))
+        if _adapted_as_linear(config, module) and module.name in names:
+            out_features, in_features = dict(module.shapes)["weight"]
+            targets.append(LoraTarget(module.path, in_features, out_features))
         elif module.kind == "router" and "router" in params:
             e, h = dict(module.shapes)["weight"]
             targets.append(LoraTarget(module.path + ".weight", h, e))
@@ -309,7 +315,7 @@ def qlora_fsdp2_shape(config: ModelLike) -> ModelShape:
     kept = tuple((dims, count) for dims, count in shapes.items() if count)
     params = sum(count * _numel(dims) for dims, count in kept)
     return replace(shape, params=params, decoder_layer_params=per_layer, param_shapes=kept,
-                   largest_layer_params=None, linear_params=None)
+                   largest_layer_params=None, linear_params=None, layer_shapes=None)
 
 
 def _numel(dims: tuple[int, ...]) -> int:
@@ -550,9 +556,10 @@ def lora_fsdp2_memory(
             shapes += [(rank, t.in_features), (t.out_features, rank)]  # lora_A, lora_B
     shape = qlora_fsdp2_shape(config) if base_dtype == NF4 else model_shape(config)
     constants = _qlora_base_parts(config)[1] if base_dtype == NF4 else 0  # whole on every rank
-    base, root, block = shape.params, shape.root_params, shape.decoder_layer_params
     adapter_states = fsdp2_model_states_per_rank(shapes, n, 0, "adamw-fp32")
     local_adapters = sum(_rank0_chunk(s, n) for s in shapes)  # rank 0's rows are all its own
+    # the base as FSDP2 gathers it: each parameter padded to N x ceil(dim0 / N) rows (vram.fsdp2.gathered_sizes)
+    base, root, block = gathered_sizes(shape, n)
     if zero_stage == 3:
         working = 2 * root + 4 * (block + per_layer) + 2 * per_layer + 4 * per_layer
     else:

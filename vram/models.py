@@ -6,7 +6,10 @@ Families: every ``model_type`` of the registry (``vram.families``; the built-in 
 default of every key a config leaves out, and what the modeling file (``modeling_<family>.py``)
 builds: this module turns that into the modules ``AutoModelForCausalLM.from_config`` builds
 (besides the llama-shaped layout below: olmo2/olmo3's and OLMoE's q/k norms, glm4's fused
-``gate_up_proj`` and four norms, qwen2_moe's gated shared expert). The counts here equal
+``gate_up_proj`` and four norms, qwen2_moe's gated shared expert, glm4_moe's and
+deepseek_v3's dense first layers and ungated ``shared_experts``, deepseek_v3's latent
+attention: ``q_a_proj``/``q_a_layernorm``/``q_b_proj`` or ``q_proj``,
+``kv_a_proj_with_mqa``, ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``). The counts here equal
 ``sum(p.numel() for p in set(model.parameters()))`` of that model, to the parameter
 (tests/vram/test_models_oracle.py builds every config on the meta device).
 
@@ -108,6 +111,13 @@ class ModelConfig:
     ``shared_expert_size``: width of the shared expert beside the routed ones (0: none);
     ``rotary_dim``: glm4's rotated width per head, int(head_dim x partial_rotary_factor) (0:
     the family copies no cos/sin per layer).
+    ``attention_chunk_size``: the tokens of llama4_text's chunked layers (``layer_types``
+    "chunked_attention": each token attends within its chunk; a cache keeps them as a window);
+    ``rope_layers``: which layers apply RoPE (llama4_text and smollm3 skip it on some);
+    ``attn_temperature_tuning``: llama4_text's no-RoPE layers scale their queries.
+    ``kv_lora_rank``, ``q_lora_rank``, ``qk_rope_head_dim``, ``v_head_dim``: deepseek_v3's
+    multi-head latent attention (0 elsewhere), whose ``head_dim`` is the query/key width
+    ``qk_nope_head_dim + qk_rope_head_dim``.
     Everything else about the family's structure is its registry entry (``family``).
     """
 
@@ -130,6 +140,13 @@ class ModelConfig:
     moe_layers: tuple[bool, ...] = ()
     shared_expert_size: int = 0
     rotary_dim: int = 0
+    attention_chunk_size: int | None = None  # llama4_text's chunked layers (None: none)
+    rope_layers: tuple[bool, ...] = ()  # which layers apply RoPE (empty: all)
+    attn_temperature_tuning: bool = False  # llama4_text: the no-RoPE layers scale their queries
+    q_lora_rank: int = 0  # deepseek_v3's query rank (0: one q_proj)
+    kv_lora_rank: int = 0  # deepseek_v3's latent width (0: not latent attention)
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
     norm_topk_prob: bool = False
     bidirectional_attention: bool = False
     fused: str = ""
@@ -150,9 +167,11 @@ class ModelConfig:
             object.__setattr__(self, "moe_layers", (self.num_local_experts > 0,) * layers)
         if not self.layer_types:
             object.__setattr__(self, "layer_types", (FULL,) * layers)
+        if not self.rope_layers:
+            object.__setattr__(self, "rope_layers", (True,) * layers)
         if self.num_local_experts and not self.moe_intermediate_size:
             object.__setattr__(self, "moe_intermediate_size", self.intermediate_size)
-        for name in ("moe_layers", "layer_types"):
+        for name in ("moe_layers", "layer_types", "rope_layers"):
             if len(getattr(self, name)) != layers:
                 raise ValueError(f"{name}: one entry per layer ({layers}), got {len(getattr(self, name))}")
 
@@ -160,6 +179,21 @@ class ModelConfig:
     def family(self) -> Family:
         """The registry entry of this config's model_type (``vram.families``)."""
         return get_family(self.model_type)
+
+    @property
+    def is_mla(self) -> bool:
+        """deepseek_v3: multi-head latent attention (one latent per token and layer in the KV cache)."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def kv_cache_width(self) -> int:
+        """Elements one token adds to one layer's KV cache: K and V of every KV head
+        (2 x kv_heads x head_dim), or MLA's latent and rotary key (kv_lora_rank +
+        qk_rope_head_dim: transformers' cache of the compressed latent, vLLM's
+        ``MLAAttentionSpec`` with one KV head of that size)."""
+        if self.is_mla:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.num_key_value_heads * self.head_dim
 
     @property
     def is_moe(self) -> bool:
@@ -348,16 +382,19 @@ def _head_dim(r: _Reader, hidden: int, heads: int) -> int:
 def _layer_types(r: _Reader, layers: int, window: int | None) -> tuple[str, ...]:
     """layer_types as the config's __post_init__ and DynamicCache resolve them."""
     given = r.raw.get("layer_types")
+    rule = r.family.layer_rule
+    kinds = (FULL, SLIDING, CHUNKED) if rule == "llama4" else (FULL, SLIDING)
     if given is not None:
-        if not isinstance(given, list) or len(given) != layers or any(t not in (FULL, SLIDING) for t in given):
+        if not isinstance(given, list) or len(given) != layers or any(t not in kinds for t in given):
             raise r.fail(
                 f"key 'layer_types' must list {layers} entries (num_hidden_layers), each "
-                f"'{FULL}' or '{SLIDING}'"
+                + " or ".join(f"'{kind}'" for kind in kinds)
             )
         if SLIDING in given and window is None:
             raise r.fail("key 'layer_types' has sliding layers but 'sliding_window' is null")
         return tuple(given)
-    rule = r.family.layer_rule
+    if rule == "llama4":  # Llama4TextConfig: the RoPE layers are chunked, the no-RoPE ones full
+        return tuple(CHUNKED if rope else FULL for rope in _rope_layers(r, layers))
     if rule == "every_2nd_full":  # gemma2, gpt_oss: "sliding" if (i + 1) % 2 else "full"
         return tuple(SLIDING if (i + 1) % 2 else FULL for i in range(layers))
     if rule == "gemma3":
@@ -400,10 +437,40 @@ def _window(r: _Reader) -> int | None:
     return window
 
 
+def _chunk(r: _Reader, layer_types: tuple[str, ...]) -> int | None:
+    """llama4_text's ``attention_chunk_size`` where a layer is chunked (None otherwise)."""
+    if CHUNKED not in layer_types:
+        return None
+    chunk = r.get("attention_chunk_size")
+    if chunk is None:  # masking_utils.create_chunked_causal_mask raises in every forward
+        raise r.fail(f"key 'attention_chunk_size' is null, which {r.modeling_file} cannot run with chunked "
+                     f"layers (its chunked mask needs it); give the chunk or leave the key out "
+                     f"(default: {r.family.defaults['attention_chunk_size']})")
+    return r.size("attention_chunk_size", chunk)
+
+
+def _mla(r: _Reader) -> tuple[int, int, int, int, int]:
+    """deepseek_v3's latent attention: (q_lora_rank (0: null, one q_proj), kv_lora_rank,
+    qk_nope_head_dim, qk_rope_head_dim, v_head_dim), as ``DeepseekV3Attention`` builds it."""
+    q_rank = r.get("q_lora_rank")
+    q_rank = 0 if q_rank is None else r.size("q_lora_rank", q_rank)
+    kv_rank = r.size("kv_lora_rank")
+    nope = r.size("qk_nope_head_dim", minimum=0)
+    rope = r.size("qk_rope_head_dim")
+    if rope % 2:  # the rotary embedding turns pairs of dimensions
+        raise r.fail(f"key 'qk_rope_head_dim' must be even (the rotary embedding turns pairs), got {rope}")
+    value = r.get("v_head_dim")
+    if value is None:
+        raise r.fail(f"key 'v_head_dim' is null, which {r.modeling_file} cannot build; give the value head width")
+    return q_rank, kv_rank, nope, rope, r.size("v_head_dim", value)
+
+
 def _rope_layers(r: _Reader, layers: int) -> tuple[bool, ...]:
     """Which layers apply RoPE (smollm3's ``no_rope_layers``: 1 = RoPE, despite the name)."""
     given = r.get("no_rope_layers")
-    if given is None:  # SmolLM3Config: every no_rope_layer_interval-th layer skips RoPE
+    if given == [] and r.family.layer_rule == "llama4":  # Llama4TextConfig: an empty list takes the default
+        given = None
+    if given is None:  # SmolLM3Config, Llama4TextConfig: every no_rope_layer_interval-th layer skips RoPE
         interval = r.size("no_rope_layer_interval")
         return tuple(bool((i + 1) % interval) for i in range(layers))
     if not isinstance(given, list) or len(given) < layers or any(v not in (0, 1) or isinstance(v, bool) for v in given):
@@ -432,6 +499,22 @@ def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...
     width = r.size(spec.width)
     if spec.dense_rule == "none":
         return experts, top_k, width, (True,) * layers
+    if spec.router == "sigmoid_group":
+        _check_groups(r, experts, top_k)
+    if spec.dense_rule == "llama4":  # Llama4TextConfig.moe_layers, or every interleave_moe_layer_step-th layer
+        listed = r.get("moe_layers")
+        if listed is None:
+            step = r.size("interleave_moe_layer_step")
+            return experts, top_k, width, tuple((i + 1) % step == 0 for i in range(layers))
+        if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in listed):
+            raise r.fail("key 'moe_layers' must be a list of layer indices")
+        return experts, top_k, width, tuple(i in set(listed) for i in range(layers))
+    if spec.dense_rule == "first_k":  # Glm4Moe/DeepseekV3DecoderLayer: experts from first_k_dense_replace on
+        first = r.size("first_k_dense_replace", minimum=0)
+        if first > layers:
+            raise r.fail(f"key 'first_k_dense_replace' ({first}) is larger than num_hidden_layers ({layers}): "
+                         f"it counts the dense layers before the first mixture of experts")
+        return experts, top_k, width, tuple(i >= first for i in range(layers))
     step = r.size("decoder_sparse_step")
     listed = r.get("mlp_only_layers") or []
     if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in listed):
@@ -440,6 +523,25 @@ def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...
     # Qwen3MoeDecoderLayer: experts unless the layer is in mlp_only_layers or off the sparse step.
     moe = tuple(i not in dense and experts > 0 and (i + 1) % step == 0 for i in range(layers))
     return experts, top_k, width, moe
+
+
+def _check_groups(r: _Reader, experts: int, top_k: int) -> None:
+    """The group-limited routing of glm4_moe and deepseek_v3 (``*TopkRouter.forward``): scores
+    viewed as ``n_group`` groups of E / n_group experts, the best two of each summed, the
+    ``topk_group`` best groups kept, the top-k chosen among their experts."""
+    groups = r.size("n_group")
+    if experts % groups:
+        raise r.fail(f"key 'n_group' ({groups}) does not divide the {experts} routed experts "
+                     f"(the router views them as n_group equal groups)")
+    if experts // groups < 2:
+        raise r.fail(f"key 'n_group' ({groups}) leaves fewer than 2 experts per group "
+                     f"(the router sums the best two of each group)")
+    kept = r.size("topk_group")
+    if kept > groups:
+        raise r.fail(f"key 'topk_group' ({kept}) is more than n_group ({groups})")
+    if top_k > kept * (experts // groups):
+        raise r.fail(f"num_experts_per_tok {top_k} is more than the {kept * (experts // groups)} experts "
+                     f"of the topk_group best groups")
 
 
 def _norm_topk(r: _Reader) -> bool:
@@ -468,6 +570,10 @@ def _shared_expert_size(r: _Reader) -> int:
     shared = r.family.experts.shared
     if shared == "qwen2_moe":
         return r.size("shared_expert_intermediate_size")
+    if shared == "llama4":  # Llama4TextMoe.shared_expert: one MLP of the experts' width
+        return r.size("intermediate_size")
+    if shared == "deepseek":  # one MLP of moe_intermediate_size x n_shared_experts
+        return r.size("moe_intermediate_size") * r.size("n_shared_experts")
     return 0
 
 
@@ -549,11 +655,14 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
             f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}, "
             f"which {family.config_class} refuses"
         )
-    head_dim = _head_dim(r, hidden, heads)
+    mla = _mla(r) if family.attention == "mla" else (0, 0, 0, 0, 0)
+    head_dim = mla[2] + mla[3] if family.attention == "mla" else _head_dim(r, hidden, heads)
     if head_dim == 0:
         raise r.fail(f"hidden_size {hidden} // num_attention_heads {heads} is 0; add the model's 'head_dim'")
     window = _window(r)
     experts, top_k, width, moe = _moe_layers(r, layers)
+    layer_types = _layer_types(r, layers, window)
+    chunk = _chunk(r, layer_types)
     max_pos = r.get("max_position_embeddings")
     activation = r.get(family.activation_key)
     if not isinstance(activation, str):  # the config classes type it ``str``
@@ -563,7 +672,7 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         model_type=model_type,
         vocab_size=r.size("vocab_size"),
         hidden_size=hidden,
-        intermediate_size=r.size("intermediate_size"),
+        intermediate_size=r.size(family.mlp_width),
         num_hidden_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=kv,
@@ -579,13 +688,17 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         moe_layers=moe,
         shared_expert_size=_shared_expert_size(r) if experts else 0,
         rotary_dim=_rotary_dim(r, head_dim),
+        q_lora_rank=mla[0], kv_lora_rank=mla[1], qk_rope_head_dim=mla[3], v_head_dim=mla[4],
         norm_topk_prob=_norm_topk(r),
         bidirectional_attention=family.layer_rule == "gemma3" and _bidirectional(r),
         fused=family.fused,
         qk_norm=family.qk_norm if not family.qk_norm_key or r.flag(family.qk_norm_key) else "",
         attention_sinks=family.sinks,
         hidden_act=activation,
-        layer_types=_layer_types(r, layers, window),
+        layer_types=layer_types,
+        attention_chunk_size=chunk,
+        rope_layers=_rope_layers(r, layers) if family.layer_rule in ("llama4", "smollm3") else (),
+        attn_temperature_tuning=family.layer_rule == "llama4" and r.flag("attn_temperature_tuning"),
         sliding_window=window,
         attn_logit_softcapping=r.number("attn_logit_softcapping") if "attn_logit_softcapping" in family.defaults else None,
         final_logit_softcapping=r.number("final_logit_softcapping") if "final_logit_softcapping" in family.defaults else None,
@@ -695,7 +808,29 @@ def layer_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
         _norm(name, config.hidden_size) for name in config.family.layer_norms)
 
 
+def _mla_modules(config: ModelConfig) -> tuple[Module, ...]:
+    """DeepseekV3Attention: the query through a rank-q_lora_rank bottleneck (or one q_proj),
+    keys and values from one latent of kv_lora_rank (and a rotary key shared by the heads)."""
+    h, n, qk = config.hidden_size, config.num_attention_heads, config.head_dim
+    r, rope, v = config.kv_lora_rank, config.qk_rope_head_dim, config.v_head_dim
+    nope = qk - rope
+    if config.q_lora_rank:
+        q = [_linear("self_attn.q_a_proj", h, config.q_lora_rank, config.qkv_bias),
+             _norm("self_attn.q_a_layernorm", config.q_lora_rank),
+             _linear("self_attn.q_b_proj", config.q_lora_rank, n * qk, False)]
+    else:
+        q = [_linear("self_attn.q_proj", h, n * qk, False)]
+    return tuple(q) + (
+        _linear("self_attn.kv_a_proj_with_mqa", h, r + rope, config.qkv_bias),
+        _norm("self_attn.kv_a_layernorm", r),
+        _linear("self_attn.kv_b_proj", r, n * (nope + v), False),
+        _linear("self_attn.o_proj", n * v, h, config.o_bias),
+    )
+
+
 def _attention_modules(config: ModelConfig) -> tuple[Module, ...]:
+    if config.is_mla:
+        return _mla_modules(config)
     h, hd = config.hidden_size, config.head_dim
     q_out, kv_out = config.num_attention_heads * hd, config.num_key_value_heads * hd
     if config.fused_projections:
@@ -711,6 +846,8 @@ def _attention_modules(config: ModelConfig) -> tuple[Module, ...]:
         modules += [_norm("self_attn.q_norm", hd), _norm("self_attn.k_norm", hd)]
     elif config.qk_norm == "whole":  # olmo2, olmo3: over the whole projection
         modules += [_norm("self_attn.q_norm", q_out), _norm("self_attn.k_norm", kv_out)]
+    elif config.qk_norm == "l2":  # llama4_text's Llama4TextL2Norm holds no weight
+        pass
     elif config.qk_norm == "olmoe":  # OlmoeAttention: hidden, and (hidden // heads) * kv_heads
         modules += [_norm("self_attn.q_norm", h),
                     _norm("self_attn.k_norm", h // config.num_attention_heads * config.num_key_value_heads)]
@@ -730,11 +867,17 @@ def _dense_mlp(config: ModelConfig, prefix: str, width: int) -> list[Module]:
 
 
 def _mlp_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
+    prefix = config.family.mlp_prefix
     if not config.moe_layers[layer]:
-        return tuple(_dense_mlp(config, "mlp", config.intermediate_size))
+        return tuple(_dense_mlp(config, prefix, config.intermediate_size))
     spec = config.family.experts
     e, h, i = config.num_local_experts, config.hidden_size, config.moe_intermediate_size
     k = config.num_experts_per_tok
+    if spec.layout == "llama4":  # Llama4TextMoe: every expert runs on every token (their scores zero but the top-k)
+        experts = (("gate_up_proj", (e, h, 2 * i)), ("down_proj", (e, i, h)))
+        return (Module(f"{prefix}.experts", "experts", experts, e, e),
+                Module(f"{prefix}.router", "router", (("weight", (e, h)),)),
+                *_dense_mlp(config, f"{prefix}.shared_expert", config.shared_expert_size))
     if spec.layout == "gpt_oss":  # GptOssExperts, GptOssTopKRouter
         experts = (("gate_up_proj", (e, h, 2 * i)), ("gate_up_proj_bias", (e, 2 * i)),
                    ("down_proj", (e, i, h)), ("down_proj_bias", (e, h)))
@@ -746,6 +889,8 @@ def _mlp_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
     if spec.shared == "qwen2_moe":  # Qwen2MoeSparseMoeBlock: shared_expert and its one-output gate
         modules += _dense_mlp(config, "mlp.shared_expert", config.shared_expert_size)
         modules.append(_linear("mlp.shared_expert_gate", h, 1, False))
+    elif spec.shared == "deepseek":  # Glm4MoeMoE, DeepseekV3MoE: shared_experts, ungated
+        modules += _dense_mlp(config, "mlp.shared_experts", config.shared_expert_size)
     return tuple(modules)
 
 

@@ -3,7 +3,15 @@
 KV cache: each layer stores one key and one value vector per KV head and token (grouped-
 query attention, Ainslie et al. 2023, arXiv:2305.13245: ``num_key_value_heads``, not the
 query heads), 2 x kv_heads x head_dim elements. llama-3.1-8b in bf16: 2 x 32 layers x 8 x
-128 x 2 B = 128 KiB per token.
+128 x 2 B = 128 KiB per token. deepseek_v3's multi-head latent attention (DeepSeek-AI 2024,
+arXiv:2405.04434, §2.1) caches one latent per token and layer instead, kv_lora_rank +
+qk_rope_head_dim elements (``ModelConfig.kv_cache_width``): transformers 5.23's cache
+updates the compressed latent (``DeepseekV3Attention.forward``), and vLLM's ``MLAAttention``
+(``vllm/model_executor/layers/attention/mla_attention.py``: ``head_size = kv_lora_rank +
+qk_rope_head_dim``, ``num_kv_heads = 1``) reserves it through ``MLAAttentionSpec``
+(``vllm/v1/kv_cache_interface.py``: block_size x 1 x head_size x dtype bytes per block, no
+separate K and V), whole on every GPU under tensor parallel. DeepSeek-V3 in bf16: 61 x (512
++ 64) x 2 B = 70,272 B per token.
 
 Sliding-window layers (``ModelConfig.layer_types``, from the family's registry entry:
 gemma2 and gpt_oss every other layer, gemma3_text five of six, olmo3 three of four,
@@ -48,6 +56,9 @@ on each of tp GPUs:
 - vocab-parallel: the embedding and ``lm_head`` rows (vocab/tp, rounded up; vLLM's
   padding of the vocabulary to a multiple of 64 rows is not counted);
 - gpt_oss's attention sinks: heads/tp per GPU (vLLM ``gpt_oss.py``: one per local head);
+- deepseek_v3's latent attention (vLLM ``deepseek_v2.py``): ``q_a_proj`` and
+  ``kv_a_proj_with_mqa`` replicated, ``q_b_proj`` (or ``q_proj``) and ``kv_b_proj`` split by
+  heads, ``o_proj`` row-parallel; the latent KV cache whole on every GPU;
 - replicated: the RMSNorm weights (q_norm/k_norm included), the MoE router
   (a ``ReplicatedLinear``; gpt_oss's router an ``nn.Linear`` with its bias) and qwen2_moe's
   one-output ``shared_expert_gate``; its ``shared_expert`` splits like a dense MLP.
@@ -66,7 +77,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .dtypes import dtype_bits, tensor_bytes
-from .models import SLIDING, ModelConfig, Module, as_model_config, count_params, layer_modules, root_modules
+from .models import CHUNKED, SLIDING, ModelConfig, Module, as_model_config, count_params, layer_modules, root_modules
 from .units import ceil_div
 from .validate import check_int, check_params
 
@@ -95,7 +106,12 @@ def kv_cache_tokens(config: ModelLike, context_length: int, server: str = "vllm"
     blocks; a sliding-window layer (``SlidingWindowSpec``) the last W - 1 computed tokens plus
     the newly scheduled chunk, min(W - 1 + ``max_num_batched_tokens``, T), rounded up to blocks,
     plus one block because the window need not start at a block's start. So a sliding layer
-    holds more than its window while a prefill longer than it is chunked in.
+    holds more than its window while a prefill longer than it is chunked in. A chunked layer
+    (llama4_text, ``ChunkedLocalAttentionSpec``) min(C + ``max_num_batched_tokens``, T) for a
+    chunk of C tokens, in whole blocks (vLLM's hybrid KV-cache manager, which current vLLM
+    enables for chunked local attention: ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE``
+    defaults to 1 in ``vllm/envs.py``; with it off, vLLM reserves such layers as full ones).
+    transformers keeps a chunked layer as a window of C tokens (``DynamicSlidingWindowLayer``).
     ``server="transformers"``: the most its ``DynamicCache`` holds, right after a prefill of
     the whole context: every layer all of it. ``server="transformers-decoding"``: the
     storage of that cache while it generates token by token: min(T, W) for sliding layers
@@ -109,18 +125,22 @@ def kv_cache_tokens(config: ModelLike, context_length: int, server: str = "vllm"
     if server not in SERVERS:
         raise ValueError(f"unknown server {server!r}; known: {', '.join(SERVERS)}")
     chunk = check_batched_tokens(max_num_batched_tokens)
-    window = config.sliding_window
+    window, local = config.sliding_window, config.attention_chunk_size
     if server == "transformers":
         return (t,) * config.num_hidden_layers
-    if server == "transformers-decoding":
-        capped = window is not None and window > 1
-        return tuple(min(t, window) if kind == SLIDING and capped else t for kind in config.layer_types)
+    if server == "transformers-decoding":  # a chunked layer's cache is a window of the chunk size
+        def kept(kind: str) -> int:
+            w = window if kind == SLIDING else local if kind == CHUNKED else None
+            return min(t, w) if w is not None and w > 1 else t
+        return tuple(kept(kind) for kind in config.layer_types)
     if t == 0:
         return (0,) * config.num_hidden_layers
     block = VLLM_BLOCK_SIZE
     full = ceil_div(t, block) * block
     sliding = (ceil_div(min(window - 1 + chunk, t), block) + 1) * block if window is not None else full
-    return tuple(sliding if kind == SLIDING else full for kind in config.layer_types)
+    # ChunkedLocalAttentionSpec: the current chunk plus the scheduled tokens, no extra block
+    chunked = ceil_div(min(local + chunk, t), block) * block if local is not None else full
+    return tuple(sliding if kind == SLIDING else chunked if kind == CHUNKED else full for kind in config.layer_types)
 
 
 def check_batched_tokens(value: int) -> int:
@@ -136,7 +156,9 @@ def _kv_bytes(config: ModelConfig, context_length: int, batch: int, kv_dtype: st
     dtype_bits(kv_dtype)
     check_int(batch, "batch", 1)
     tokens = sum(kv_cache_tokens(config, context_length, server, max_num_batched_tokens))
-    return tensor_bytes(2 * kv_heads * config.head_dim * tokens * batch, kv_dtype)
+    # MLA: one latent per token, whole on every GPU (vLLM's MLAAttention has one KV head)
+    width = config.kv_cache_width if config.is_mla else 2 * kv_heads * config.head_dim
+    return tensor_bytes(width * tokens * batch, kv_dtype)
 
 
 def kv_cache_bytes_per_token(config: ModelLike, kv_dtype: str = "bf16") -> int:
@@ -251,12 +273,14 @@ def check_tensor_parallel(config: ModelLike, tensor_parallel: int) -> int:
         )
     widths = []
     if not all(config.moe_layers):
-        widths.append(("intermediate_size", config.intermediate_size))
+        widths.append((config.family.mlp_width, config.intermediate_size))
     if config.is_moe:
         key = config.family.experts.width
         widths.append((key, config.moe_intermediate_size))
         if config.shared_expert_size:
-            widths.append(("shared_expert_intermediate_size", config.shared_expert_size))
+            shared = {"qwen2_moe": "shared_expert_intermediate_size", "llama4": "intermediate_size"}.get(
+                config.family.experts.shared, "moe_intermediate_size x n_shared_experts")
+            widths.append((shared, config.shared_expert_size))
     for key, width in widths:
         if width % tp:
             raise ValueError(f"tensor_parallel {tp} must divide {key} {width} ({config.source})")
@@ -275,8 +299,10 @@ def kv_heads_per_gpu(config: ModelLike, tensor_parallel: int = 1) -> int:
 def _share(config: ModelConfig, module: Module, name: str, shape: tuple[int, ...], tp: int) -> int:
     """Elements of one parameter that one of tp GPUs holds (layout of the module docstring)."""
     whole = prod(shape)
-    if module.kind in ("norm", "router") or module.name == "shared_expert_gate":  # replicated
-        return whole
+    if module.kind in ("norm", "router") or module.name in ("shared_expert_gate", "q_a_proj", "kv_a_proj_with_mqa"):
+        return whole  # replicated (MLA's down-projections: vLLM's ReplicatedLinear)
+    if module.name in ("q_b_proj", "kv_b_proj"):  # MLA's up-projections: column-parallel over the heads
+        return whole // tp
     hd = config.head_dim
     kv_rows = kv_heads_per_gpu(config, tp) * hd
     rest = whole // shape[0]  # elements per output row

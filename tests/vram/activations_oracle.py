@@ -23,6 +23,23 @@ from dataclasses import dataclass
 
 import torch
 
+DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+def build_model(raw: dict, attention: str, checkpointing: bool = False, dtype: str = "bf16"):
+    """The ``*ForCausalLM`` transformers builds from the config dict ``raw`` (seed 0), in
+    ``dtype``, training mode, with ``attention`` and optionally every layer checkpointed."""
+    import transformers
+
+    fields = {key: value for key, value in raw.items() if key != "model_type"}
+    config = transformers.AutoConfig.for_model(raw["model_type"], **fields)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention)
+    model = model.to(DTYPES[dtype]).train()
+    if checkpointing:
+        model.activation_checkpointing_enable()
+    return model
+
 
 @dataclass(frozen=True)
 class Saved:

@@ -196,13 +196,19 @@ def fsdp_buffer_peak(groups: list, peak: dict):
         _fsdp_collectives.foreach_reduce_scatter_copy_in = copy_in
 
 
-def run_llama(layer_reshard: bool, root_reshard: bool | None, **overrides) -> dict:
-    config = {**LLAMA, **overrides}
-    model = llama(config)
+def model_sizes(model: nn.Module) -> dict[str, int]:
+    """Elements counted on the model itself: P, one block, lm_head + final norm, the root."""
     numel = lambda module: sum(p.numel() for p in module.parameters())  # noqa: E731
     sizes = {"params": numel(model), "block": numel(model.model.layers[0]),
              "output": numel(model.lm_head) + numel(model.model.norm)}
     sizes["root"] = sizes["params"] - len(model.model.layers) * sizes["block"]
+    return sizes
+
+
+def run_llama(layer_reshard: bool, root_reshard: bool | None, **overrides) -> dict:
+    config = {**LLAMA, **overrides}
+    model = llama(config)
+    sizes = model_sizes(model)
     mp_policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for layer in model.model.layers:
         fully_shard(layer, reshard_after_forward=layer_reshard, mp_policy=mp_policy)

@@ -17,7 +17,7 @@ import torch
 import transformers
 
 import vram
-from tests.vram.activations_oracle import attention_core_saves, measure
+from tests.vram.activations_oracle import DTYPES, attention_core_saves, build_model, measure
 from vram.activations import activation_memory, default_attention
 
 SEQ, BATCH = 128, 2
@@ -106,23 +106,38 @@ CONFIGS.update({
     "qwen2_moe": {"model_type": "qwen2_moe", **_FOUR, "num_experts": 4, "num_experts_per_tok": 2,
                   "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48, "decoder_sparse_step": 2},
     "olmoe": {"model_type": "olmoe", **_FOUR, "num_experts": 4, "num_experts_per_tok": 2},
+    # a dense first layer, then sigmoid group-limited routing (fp32 router) beside an ungated shared
+    # expert; per-head q/k norms; the rotary ends in torch.cat
+    "glm4_moe": {"model_type": "glm4_moe", **_FOUR, "n_routed_experts": 4, "num_experts_per_tok": 2,
+                 "moe_intermediate_size": 32, "first_k_dense_replace": 1, "n_group": 2, "topk_group": 1,
+                 "use_qk_norm": True},
+    # latent attention: a rank-40 query, a latent of 24, keys of 8 + 8 (rotary), values of 16 (equal
+    # widths: CPU's SDPA runs its flash kernel, as CUDA's memory-efficient one takes DeepSeek's 192 and
+    # 128, sdp_utils.cpp check_head_dim_size_mem_efficient; CPU's falls back to the math path then)
+    "deepseek_v3": {"model_type": "deepseek_v3", **_FOUR, "num_key_value_heads": 4, "n_routed_experts": 4,
+                    "num_experts_per_tok": 2, "moe_intermediate_size": 32, "first_k_dense_replace": 1,
+                    "n_group": 2, "topk_group": 1, "kv_lora_rank": 24, "q_lora_rank": 40, "qk_rope_head_dim": 8,
+                    "qk_nope_head_dim": 8, "v_head_dim": 16},
+    # chunked RoPE layers (chunk 8 < seq: a mask under sdpa) with the weightless L2 q/k norm, no-RoPE
+    # full layers with scaled queries; MoE every second layer: every expert on every token, a shared
+    # expert; eager's softmax in the dtype
+    "llama4_text": {"model_type": "llama4_text", **_FOUR, "intermediate_size": 32, "intermediate_size_mlp": 96,
+                    "head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
+                    "no_rope_layer_interval": 2, "attention_chunk_size": 8},
+    # DeepSeek's unequal widths (eager), one q_proj (q_lora_rank null)
+    "deepseek_v3_widths": {"model_type": "deepseek_v3", **_FOUR, "num_key_value_heads": 4, "n_routed_experts": 4,
+                           "num_experts_per_tok": 2, "moe_intermediate_size": 32, "first_k_dense_replace": 2,
+                           "n_group": 1, "topk_group": 1, "kv_lora_rank": 24, "q_lora_rank": None,
+                           "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 12},
     # q/k/v biases, o none (no real-layer case had qwen2 before the registry's check)
     "qwen2": {"model_type": "qwen2", **_FOUR},
 })
-NEW_FAMILIES = ("qwen2", "granite", "smollm3", "ministral", "ministral3", "olmo2", "olmo3", "glm4", "qwen2_moe", "olmoe")
-DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+NEW_FAMILIES = ("qwen2", "granite", "smollm3", "ministral", "ministral3", "olmo2", "olmo3", "glm4", "qwen2_moe", "olmoe",
+                "glm4_moe", "deepseek_v3", "llama4_text")
 
 
 def build(name: str, attention: str, checkpointing: bool = False, dtype: str = "bf16"):
-    raw = CONFIGS[name]
-    fields = {key: value for key, value in raw.items() if key != "model_type"}
-    config = transformers.AutoConfig.for_model(raw["model_type"], **fields)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention)
-    model = model.to(DTYPES[dtype]).train()
-    if checkpointing:
-        model.activation_checkpointing_enable()
-    return model
+    return build_model(CONFIGS[name], attention, checkpointing, dtype)
 
 
 @functools.cache
@@ -287,6 +302,12 @@ OTHER_SHAPES = [
     ("glm4", "sdpa", 16, 2, False, True),
     ("qwen2_moe", "sdpa", 16, 1, False, True),
     ("olmo3", "eager", 16, 2, False, True),
+    ("glm4_moe", "sdpa", 16, 1, False, True),
+    ("deepseek_v3_widths", "eager", 16, 2, False, False),
+    ("deepseek_v3_widths", "eager", 16, 1, False, True),
+    ("deepseek_v3", "sdpa", 16, 2, False, True),
+    ("llama4_text", "eager", 16, 1, False, True),
+    ("llama4_text", "sdpa", 7, 3, True, False),
 ]
 
 

@@ -63,7 +63,7 @@ def _tiny(model_type: str) -> dict:
     family = get_family(model_type)
     if family.experts is not None:
         raw.update({family.experts.key: 2, "num_experts_per_tok": 1, "moe_intermediate_size": 4,
-                    "shared_expert_intermediate_size": 4})
+                    "shared_expert_intermediate_size": 4, "n_group": 1, "topk_group": 1, "first_k_dense_replace": 1})
     return raw
 
 
@@ -169,3 +169,70 @@ def test_a_multimodal_wrapper_is_refused_saying_how_to_count_its_language_model(
         assert f"model_type {text_type}" in message
     else:
         assert f"{text_type}, is not in the registry" in message
+
+
+# --- bad input of the newer families: one line naming the key, in the CLI and the finder ----
+
+_GLM = {"model_type": "glm4_moe", "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "n_routed_experts": 4, "num_experts_per_tok": 2,
+        "moe_intermediate_size": 4}
+_DEEPSEEK = {**_GLM, "model_type": "deepseek_v3", "num_key_value_heads": 4, "n_group": 2, "topk_group": 1,
+             "first_k_dense_replace": 1, "kv_lora_rank": 8, "q_lora_rank": None, "qk_rope_head_dim": 4,
+             "qk_nope_head_dim": 4, "v_head_dim": 4}
+_LLAMA4 = {**_GLM, "model_type": "llama4_text", "intermediate_size_mlp": 8, "num_local_experts": 2,
+           "num_experts_per_tok": 1, "head_dim": 4}
+BAD_FAMILY_CONFIGS = [
+    # (config, the key the line must name, what it must say)
+    ({**_GLM, "first_k_dense_replace": 3}, "first_k_dense_replace", "larger than num_hidden_layers (2)"),
+    ({**_GLM, "n_group": 3}, "n_group", "does not divide the 4 routed experts"),
+    ({**_GLM, "n_group": 2, "topk_group": 3}, "topk_group", "is more than n_group (2)"),
+    ({**_DEEPSEEK, "kv_lora_rank": 0}, "kv_lora_rank", "must be at least 1, got 0"),
+    ({**_DEEPSEEK, "qk_rope_head_dim": 3}, "qk_rope_head_dim", "must be even"),
+    ({**_DEEPSEEK, "v_head_dim": None}, "v_head_dim", "is null"),
+    ({**_DEEPSEEK, "q_lora_rank": 0}, "q_lora_rank", "must be at least 1, got 0"),
+    ({**_LLAMA4, "attention_chunk_size": None}, "attention_chunk_size", "is null"),
+    ({**_LLAMA4, "moe_layers": "all"}, "moe_layers", "must be a list of layer indices"),
+]
+
+
+def _finder_templates() -> dict[str, str]:
+    import yaml
+    from tests.conftest import REPO_ROOT
+
+    labels = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "finder.yaml").read_text(encoding="utf-8"))
+    return dict(_find_key(labels, "error_config_value"))
+
+
+def _find_key(data, key):
+    if isinstance(data, dict):
+        if key in data:
+            return data[key]
+        for value in data.values():
+            found = _find_key(value, key)
+            if found:
+                return found
+    return None
+
+
+@pytest.mark.parametrize("raw, key, says", BAD_FAMILY_CONFIGS, ids=[f"{r['model_type']}-{k}" for r, k, _ in BAD_FAMILY_CONFIGS])
+def test_a_contradictory_key_is_refused_in_one_line_naming_it(raw, key, says, tmp_path, cli):
+    import json
+
+    from vram.job import answer_json
+
+    # the calculator: one line naming the key
+    with pytest.raises(vram.ConfigError) as refused:
+        vram.model_config_from_dict(raw, "config.json")
+    message = str(refused.value)
+    assert "\n" not in message and f"'{key}'" in message and says in message
+    # the command line: exit 2, that one line
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    proc = cli("params", str(path))
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1
+    assert f"'{key}'" in proc.stderr and says in proc.stderr
+    # the finder: the job's error names the config field and the key, which both languages' line shows
+    error = json.loads(answer_json(json.dumps({"kind": "training", "config": json.dumps(raw)})))["error"]
+    assert (error["field"], error["code"], error["limits"]["key"]) == ("config", "config_value", key)
+    for lang, template in _finder_templates().items():
+        assert key in template.format(field="config", key=error["limits"]["key"]), lang

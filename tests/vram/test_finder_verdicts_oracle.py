@@ -14,7 +14,9 @@ issue's named cases, the test derives what one card needs without vram's memory 
   backward holds 16·P, the buckets and autocast's bf16 copies of every nn.Linear (2·W).
   FSDP2 reshard_after_forward=True: the step 20·S (16·S + the 4 B temporary); backward 16·S +
   the larger of a block's moment (2R + 2O + 10B) and the root's reduce-scatter (6R)
-  (tests/vram/test_fsdp2_torchrun.py, ``test_what_the_peaks_are_made_of``);
+  (tests/vram/test_fsdp2_torchrun.py, ``test_what_the_peaks_are_made_of``), the gathered
+  weights and reduce-scatter inputs with every parameter padded to N x ceil(dim0 / N) rows
+  (tests/vram/test_fsdp2_padding.py);
 - DeepSpeed ZeRO-2/3: DeepSpeed's own estimator functions (no offload);
 - activations: ``vram.activation_memory(...).peak_bytes`` at the finder's reference, the one
   vram figure used here, checked against saved-tensor hooks and the real loss's backward in
@@ -76,8 +78,13 @@ def _sizes(cfg: dict, cards: int) -> dict[str, int]:
     shard = sum(math.ceil(p.shape[0] / cards) * math.prod(p.shape[1:]) for p in unique)
     output = sum(p.numel() for p in {id(p): p for m in (model.lm_head, model.model.norm) for p in m.parameters()}.values())
     assert len(set(b.layers)) == 1  # every decoder layer alike in these models
+    layer = set(model.model.layers[0].parameters())
+    # FSDP2's all-gather outputs and reduce-scatter inputs: each parameter padded to N x ceil(dim0 / N) rows
+    gathered = {id(p): cards * math.ceil(p.shape[0] / cards) * math.prod(p.shape[1:]) for p in unique}
+    block_gathered = sum(gathered[id(p)] for p in layer)
+    root_gathered = sum(gathered.values()) - len(b.layers) * block_gathered
     return {"P": b.total, "W": b.linear, "B": b.layers[0], "R": b.total - sum(b.layers), "O": output,
-            "S": shard, "largest": b.largest_module}
+            "S": shard, "largest": b.largest_module, "Bg": block_gathered, "Rg": root_gathered}
 
 
 def _deepspeed(stage: int, params: int, largest: int, cards: int) -> int:
@@ -98,7 +105,10 @@ def oracle_bytes(model_key: str, cards: int, method: str) -> tuple[int, int]:
         backward = 16 * s["P"] + 2 * s["W"] + buckets
     elif method == "fsdp2-reshard":
         step = 20 * s["S"]
-        backward = 16 * s["S"] + max(2 * s["R"] + 2 * s["O"] + 10 * s["B"], 6 * s["R"])
+        # gathered root and two blocks, their unpadded gradients and lm_head's, the kept
+        # reduce-scatter input; or the root's reduce-scatter (its gradients in its padded input)
+        backward = 16 * s["S"] + max(2 * s["Rg"] + 4 * s["Bg"] + 2 * s["O"] + 2 * s["B"] + 4 * s["Bg"],
+                                     2 * s["R"] + 4 * s["Rg"])
     else:
         step = backward = _deepspeed(int(method[-1]), s["P"], s["largest"], cards)
     return max(step, backward), backward

@@ -232,8 +232,12 @@ def test_the_command_line_prints_the_same_run(cli, configs):
     ('{"model_type": "gemma3"}', "config_multimodal", {"key": "gemma3", "got": "gemma3_text"}),
     # Mistral3Config's text_config defaults to mistral, Llama4Config's to llama4_text (transformers 5.23)
     ('{"model_type": "mistral3"}', "config_multimodal", {"key": "mistral3", "got": "mistral"}),
+    # llama4_text is in the registry: its text_config alone is read once it writes out the sizes it
+    # leaves to Llama4TextConfig's defaults (transformers 5.23)
     ('{"model_type": "llama4", "text_config": {"model_type": "llama4_text"}}', "config_multimodal",
-     {"key": "llama4", "got": "llama4_text"}),
+     {"key": "llama4", "got": "llama4_text", "add": {"hidden_size": 5120, "intermediate_size": 8192,
+                                                     "num_attention_heads": 40, "num_hidden_layers": 48,
+                                                     "vocab_size": 202048}}),
     # a look-alike: the Cyrillic а (U+0430) in "llаma", shown with its code point on the page too
     ('{"model_type": "ll\u0430ma"}', "config_family",
      {"key": "'llаma' (not plain ASCII: 'а' is U+0430 CYRILLIC SMALL LETTER A)",

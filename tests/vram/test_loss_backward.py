@@ -14,12 +14,9 @@ so the peak is what is kept plus those two buffers.
 from __future__ import annotations
 
 import pytest
-import torch
-import transformers
-from torch._C._profiler import _EventType
-from torch.autograd.profiler import record_function
 
 import vram
+from tests.vram import allocator_oracle
 from tests.vram.test_activations_oracle import CONFIGS
 
 SEQ, BATCH, VOCAB = 64, 2, 4000
@@ -31,44 +28,8 @@ TOL_PEAK = 0.025
 
 
 def _measure(raw: dict, attention: str, checkpointing: bool, seq: int = SEQ) -> tuple[int, int]:
-    fields = {key: value for key, value in raw.items() if key != "model_type"}
-    cfg = transformers.AutoConfig.for_model(raw["model_type"], **fields)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation=attention)
-    model = model.to(torch.bfloat16).train()
-    if checkpointing:
-        model.activation_checkpointing_enable()
-    ids = torch.randint(0, raw["vocab_size"], (BATCH, seq))
-
-    def mark(grad):
-        with record_function("logits_grad"):
-            pass
-
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
-        with record_function("forward"):
-            out = model(input_ids=ids, labels=ids)
-        out.logits.register_hook(mark)
-        with record_function("backward"):
-            out.loss.backward()
-    events, marks = [], {}
-
-    def walk(nodes):
-        for node in nodes:
-            if node.tag == _EventType.Allocation:
-                events.append((node.start_time_ns, node.extra_fields.alloc_size))
-            if node.name in ("forward", "backward", "logits_grad"):
-                marks[node.name] = (node.start_time_ns, node.end_time_ns)
-            walk(node.children)
-
-    walk(prof.profiler.kineto_results.experimental_event_tree())
-    live, end_of_forward, peak = 0, None, 0
-    for time, size in sorted(events):
-        if time > marks["forward"][1] and end_of_forward is None:
-            end_of_forward = live
-        live += size
-        if marks["backward"][0] <= time <= marks["logits_grad"][0]:
-            peak = max(peak, live)
-    return end_of_forward, peak
+    """(live bytes at the end of forward, their most from backward() until the logits' gradient)."""
+    return allocator_oracle.step(raw, attention, seq, BATCH, checkpointing=checkpointing).live("backward", "logits_grad")
 
 
 @pytest.mark.parametrize("recompute", ["none", "full"])

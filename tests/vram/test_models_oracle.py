@@ -49,14 +49,21 @@ def _assert_counts_equal(raw: dict, source: str) -> None:
     assert vram.decoder_layer_params(config) == max(oracle.layers)
     assert vram.root_params(config) == oracle.total - sum(oracle.layers)
     resolved = hf_config(raw)
-    assert config.head_dim == (getattr(resolved, "head_dim", None) or resolved.hidden_size // resolved.num_attention_heads)
+    if hasattr(resolved, "kv_lora_rank"):  # latent attention: queries and keys of qk_head_dim (head_dim is the rotary part)
+        assert (config.head_dim, config.qk_rope_head_dim, config.kv_lora_rank, config.q_lora_rank, config.v_head_dim) == (
+            resolved.qk_head_dim, resolved.qk_rope_head_dim, resolved.kv_lora_rank, resolved.q_lora_rank or 0,
+            resolved.v_head_dim)
+    else:
+        assert config.head_dim == (getattr(resolved, "head_dim", None) or resolved.hidden_size // resolved.num_attention_heads)
     assert config.num_key_value_heads == resolved.num_key_value_heads
     assert config.hidden_act == (getattr(resolved, "hidden_activation", None) or resolved.hidden_act)
     assert config.attn_logit_softcapping == getattr(resolved, "attn_logit_softcapping", None)
     assert config.final_logit_softcapping == getattr(resolved, "final_logit_softcapping", None)
     assert config.norm_topk_prob == (resolved.model_type == "mixtral" or bool(getattr(resolved, "norm_topk_prob", False)))
     assert config.bidirectional_attention == bool(getattr(resolved, "use_bidirectional_attention", False))
-    window = config.sliding_window if "sliding_attention" in config.layer_types else None
+    # DynamicCache keeps a chunked layer (llama4_text) as a window of attention_chunk_size
+    window = (config.sliding_window if "sliding_attention" in config.layer_types
+              else config.attention_chunk_size if "chunked_attention" in config.layer_types else None)
     assert (config.layer_types, window) == oracle.cache_layers
 
 

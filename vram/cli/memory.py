@@ -142,7 +142,8 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
             "seq_len": args.seq_len, "micro_batch": args.micro_batch or 1, "attention": act.attention,
             "recompute": act.recompute, "per_layer_bytes": act.per_layer_bytes, "layers_bytes": act.layers_bytes,
             "head_bytes": act.head_bytes, "logits_bytes": act.logits_bytes, "total_bytes": act.total_bytes,
-            "loss_backward_bytes": act.loss_backward_bytes, "peak_bytes": act.peak_bytes,
+            "loss_backward_bytes": act.loss_backward_bytes,
+            "attention_backward_bytes": act.attention_backward_bytes, "peak_bytes": act.peak_bytes,
             "counted": bool(activation),  # False: the optimizer step, without activations, holds more
         }
     lines = [f"params: {shape.params:,}"]
