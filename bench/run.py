@@ -41,6 +41,7 @@ if str(Path(__file__).resolve().parent.parent) not in sys.path:  # python bench/
 from bench.common import ENV, REPO  # noqa: E402
 from bench.instructions import instruction_ratio  # noqa: E402
 from bench.plain import make_plain_copy  # noqa: E402
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES  # noqa: E402
 
 BUDGET = {"build_ratio": 1.3, "rebuild_s": 2.0, "page_kb": 300, "requests": 15, "suite_s": 300,
           "finder_first_s": 5.0, "finder_later_ms": 200, "notebook_kb": 200}
@@ -92,8 +93,9 @@ def bench_rebuild(work: Path, edits: int) -> dict:
     return {"rebuild_s": statistics.median(times), "rebuild_all": times}
 
 
-GUIDE_PAGES = ["", "fr/", "gpu-finder/", "fr/gpu-finder/"]  # the finder's: before the first interaction
-NOTEBOOK_PAGES = ["memory-notebook/", "fr/memory-notebook/"]  # budget: before images (plots are lazy files)
+ROOTS = ["" if lang == DEFAULT_LANGUAGE else f"{lang}/" for lang in LANGUAGES]  # each language's root
+GUIDE_PAGES = [root + page for page in ("", "gpu-finder/") for root in ROOTS]  # the finder's: before the first interaction
+NOTEBOOK_PAGES = [root + "memory-notebook/" for root in ROOTS]  # budget: before images (plots are lazy files)
 INFO_PAGES: list[str] = []
 
 

@@ -267,7 +267,7 @@ class ModelsFile(Data):
 # The fields hooks/finder/compute.py and docs/assets/finder.js pass to each label.
 FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "legend": (), "model": (), "task": (), "cards": (), "method": (), "context": (),
-    "context_option": ("tokens",), "method_hint": (), "tensor_parallel": (),
+    "context_option": ("tokens",), "method_hint": ("deepspeed", "torch"), "tensor_parallel": (),
     "caption": ("choice",), "cards_one": (), "cards_many": ("cards",),
     "col_card": (), "col_memory": (), "col_margin": (), "col_price": (), "tight": (), "tight_recompute": (),
     "margin_cell": ("margin", "free"), "price_cell": ("count", "gpu", "price"), "no_price": (),

@@ -39,7 +39,7 @@ from tests.browser.test_content_security_policy import LISTEN as CSP_LISTEN
 from tests.browser.test_finder import PATHS, choose, plain
 from tests.conftest import REPO_ROOT
 from vram.cli import main as vram_main
-from vram.catalogue import card_speed, load_catalogue as load_speeds
+from vram.catalogue import card_speed, load_catalogue as load_speeds, read_catalogue
 from vram.models import SUPPORTED_MODEL_TYPES
 from vram.job import KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS
 from vram.optimizer_step import OPTIMIZER_IMPLS
@@ -68,7 +68,7 @@ LORA_METHODS = [(f, stage) for f, stage in METHODS if f != "zero-paper"]  # DDP,
 
 def random_job(rng: random.Random, config_path, kind: str) -> dict:
     maximum = json.loads(config_path.read_text())["max_position_embeddings"]
-    job = {"kind": kind, "cards": rng.choice([1, 2, 4, 8]), "gpus": CARDS, "reserve_mib": 2048,
+    job = {"kind": kind, "cards": rng.choice([1, 2, 4, 8]), "gpus": CARDS, "reserve_mib": load_yaml("gpus")["reserve_mib"],
            "tight_free_fraction": 0.1}
     tokens = (rng.choice([rng.randint(1, 8192), rng.randint(1, maximum), maximum]) if rng.random() < 0.9
               else rng.choice([maximum + rng.randint(1, 999), 0]))  # a tenth refused: beyond the model, or none
@@ -131,14 +131,14 @@ def cpython(args: list[str]) -> str:
 
 @contextlib.contextmanager
 def catalogue_read_once():
-    """``cpython`` for many jobs: the command line's ``load_catalogue`` (PyYAML reading
+    """``cpython`` for many jobs: the command line's ``read_catalogue`` (PyYAML reading
     gpus.yaml and interconnects.yaml, most of a run's time) answers every job with what it
     read the first time, as each run reads the same files (the real read and the rest of
     ``python -m vram``: SUBPROCESS_SAMPLE runs in a subprocess, same text)."""
     import vram.cli.job as cli
 
-    once = load_speeds()
-    with mock.patch.object(cli, "load_catalogue", lambda: (dict(once[0]), dict(once[1]))):
+    once = read_catalogue()
+    with mock.patch.object(cli, "read_catalogue", lambda: once):
         yield
 
 

@@ -90,7 +90,7 @@ def test_cli_time_lora_gives_the_finders_figures(llama8b, cards):
     data = json.loads(out)
     assert data["flops_per_token"] == list(timing.lora_flops_per_token(llama8b, 2048, ADAPTERS_8B_R16))
     answer = answer_job({"kind": "lora", "config": llama8b, "cards": 1, "framework": "deepspeed", "zero_stage": 0,
-                         "base_dtype": "nf4", "gpus": [{"key": "rtx-4090", "memory_mib": 24564,
+                         "base_dtype": "nf4", "reserve_mib": 2048, "gpus": [{"key": "rtx-4090", "memory_mib": 24564,
                                                         "speed": card_speed(cards["rtx-4090"])}]})
     time = answer["fits"][0]["time"]
     assert time["run_s"] == data["run_s"] and time["step_s"] == data["step_s"]
@@ -133,7 +133,7 @@ def test_the_finders_decode_bound_is_the_command_lines_rounded_up(llama8b, cards
     assert code == 0, err
     cli = json.loads(out)
     answer = answer_job({"kind": "serving", "config": llama8b, "cards": 2, "context": 8192, "concurrent": 4,
-                         "gpus": [{"key": "h100", "memory_mib": 81559, "speed": card_speed(cards["h100"])}]})
+                         "reserve_mib": 2048, "gpus": [{"key": "h100", "memory_mib": 81559, "speed": card_speed(cards["h100"])}]})
     decode = answer["fits"][0]["decode"]
     assert decode["bytes_per_step"] == cli["bytes_per_step"]
     assert decode["tokens_per_s_per_sequence_at_most"] == math.ceil(cli["tokens_per_s_per_sequence_at_most"])

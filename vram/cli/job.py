@@ -10,7 +10,7 @@ from typing import Any
 
 from ..accounting import ACCOUNTINGS
 from ..activations import ATTENTION, RECOMPUTE
-from ..catalogue import card_speed, load_catalogue
+from ..catalogue import card_speed, read_catalogue
 from ..frameworks import FRAMEWORKS
 from ..job import JOB_FIELDS, KINDS, KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, answer_job, dumps
 from ..lora import BASE_DTYPES
@@ -54,7 +54,9 @@ def job_from_args(args: argparse.Namespace) -> dict:
     load_model_config(args.config)  # the file's own checks (a regular file, its size, UTF-8), naming it
     with open(args.config, encoding="utf-8") as file:
         job["config"] = file.read()  # read as the page's worker reads it: messages say "config.json"
-    cards, _ = load_catalogue()  # the cited speeds of the guide's cards: time and cost of a training run
+    catalogue = read_catalogue()  # the cited speeds of the guide's cards (time and cost of a run) and its reserve
+    cards = catalogue.cards
+    job.setdefault("reserve_mib", catalogue.reserve_mib)
     job["gpus"] = [card | {"speed": card_speed(cards[card["key"]])} if card["key"] in cards else card
                    for card in args.gpu or []]
     if args.price:
@@ -138,7 +140,7 @@ def add_job_command(sub: Any) -> argparse.ArgumentParser:
     j.add_argument("--gpu-memory-utilization", type=decimal_text("gpu_memory_utilization"),
                    help="serving: vLLM's share of each card (default 0.9)")
     j.add_argument("--gpu", type=_card, action="append", help="a card KEY=MEMORY_MIB (repeat; nvidia-smi's total)")
-    j.add_argument("--reserve-mib", type=integer_text("reserve_mib"), help="CUDA context and NCCL per card (default 2048)")
+    j.add_argument("--reserve-mib", type=integer_text("reserve_mib"), help="CUDA context and NCCL per card (default: the catalogue's reserve_mib, snippets/data/gpus.yaml)")
     j.add_argument("--tight-free-fraction", type=decimal_text("tight_free_fraction"), help="serving: under it is tight")
     j.add_argument("--tokens", type=integer_text("tokens"), help="training, LoRA: tokens to train (dataset x epochs; default 10^9)")
     j.add_argument("--price", type=_machine_price, action="append",

@@ -213,7 +213,7 @@ def _cmd_time(args: argparse.Namespace) -> None:
     data: dict[str, Any] = {
         "gpu": args.gpu, "gpus": args.gpus, "zero_stage": args.zero_stage, "seq_len": run.seq_len,
         "micro_batch": run.micro_batch, "recompute": run.recompute, "offload_optimizer": run.offload_optimizer,
-        "framework": args.framework, "fits": fits,
+        "framework": args.framework, "reserve_mib": catalogue.reserve_mib, "fits": fits,
         "params": count_params(config).total, "flops_per_token": step.flops_per_token,
         "bf16_dense_tflops": card.bf16_dense_tflops, "mfu": list(MFU), "mfu_source": MFU_SOURCE,
         "peer_link": card.peer.key, "busbw_gb_per_s": [card.peer.low_gb_per_s, card.peer.high_gb_per_s],
