@@ -150,12 +150,17 @@ def test_the_spelling_dictionaries_installed_are_the_sites_languages(installer):
 
 
 # ------------------------------------------------------------------ the pinned versions
-REQUIREMENT_FILES = ("requirements.txt", "requirements-test.txt", "verify/requirements-artifact.txt")
+REQUIREMENT_FILES = ("requirements.txt", "requirements-test.txt")
+# A file pip installs in hash-checking mode must pin each package itself: the same versions
+# as constraints.txt (tests/workflows/test_publish_workflow.py checks it too).
+LOCKED_FILES = ("verify/requirements-artifact.txt",)
 
 
 def requirements(name: str) -> list[Requirement]:
-    """The requirements of a requirement file (its option lines, ``-c constraints.txt``, apart)."""
-    lines = [line.split("#")[0].strip() for line in (REPO_ROOT / name).read_text(encoding="utf-8").splitlines()]
+    """The requirements of a requirement file (its option lines, ``-c constraints.txt``, and
+    each line's options, ``--hash=...``, apart)."""
+    lines = [line.split("#")[0].split(" --")[0].strip().rstrip("\\").strip()
+             for line in (REPO_ROOT / name).read_text(encoding="utf-8").splitlines()]
     return [Requirement(line) for line in lines if line and not line.startswith("-")]
 
 
@@ -178,6 +183,14 @@ def test_requirement_files_name_packages_and_constraints_pin_them(name):
     for requirement in requirements(name):
         assert not requirement.specifier, f"{name}: {requirement}: pin it in constraints.txt only"
         assert requirement.name.lower() in pinned, f"{name}: {requirement.name} has no pin in constraints.txt"
+
+
+@pytest.mark.parametrize("name", LOCKED_FILES)
+def test_locked_files_pin_the_constraints_versions(name):
+    pinned = pins((REPO_ROOT / "constraints.txt").read_text(encoding="utf-8"))
+    for requirement in requirements(name):
+        versions = [spec.version for spec in requirement.specifier if spec.operator == "=="]
+        assert versions == [pinned.get(requirement.name.lower())], f"{name}: {requirement}: constraints.txt pins another"
 
 
 def test_constraints_pin_each_package_once_exactly():
