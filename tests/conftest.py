@@ -92,6 +92,27 @@ def built_site(tmp_path_factory) -> Path:
     return shared_build(tmp_path_factory, "built-site")
 
 
+@pytest.fixture(scope="session")
+def frozen_data_dir(tmp_path_factory) -> Path:
+    """A data folder with the frozen test catalogue (tests/catalogue.py), written once per
+    session (read it, never modify it: ``data_dir`` of tests/hooks gives a copy to break)."""
+    from tests.catalogue import frozen_data
+
+    return frozen_data(tmp_path_factory.mktemp("frozen-catalogue") / "data")
+
+
+@pytest.fixture
+def frozen_catalogue(frozen_data_dir, monkeypatch) -> Path:
+    """Every reader of the data (the render layer, the finder, ``vram``'s command line) reads
+    the frozen test catalogue (tests/catalogue.py) for this test. Returns its data folder."""
+    import hooks.data.load
+    import vram.catalogue
+
+    monkeypatch.setattr(hooks.data.load, "DATA_DIR", frozen_data_dir)
+    monkeypatch.setattr(vram.catalogue, "DATA_DIR", frozen_data_dir)
+    return frozen_data_dir
+
+
 @pytest.fixture
 def repo_copy(tmp_path) -> Path:
     """A throwaway copy of the sources, for tests that break an input on purpose."""
