@@ -15,6 +15,9 @@ import vram
 from tests.conftest import REPO_ROOT
 from vram.job import JobError, answer_job, answer_json, dumps
 from vram.mxfp4 import mxfp4_weights_bytes_per_gpu
+from tests.catalogue import FROZEN
+
+pytestmark = pytest.mark.usefixtures("frozen_catalogue")  # the command line reads the frozen test catalogue
 
 MIB = 2**20
 RESERVE_MIB = 2048  # the jobs' own: answer_job takes the reserve from the job (no default of its own)
@@ -127,7 +130,7 @@ def test_the_command_line_refuses_in_one_line(cli, args, words):
 
 def _speeds():
     from vram.catalogue import card_speed, load_catalogue
-    return load_catalogue()[0]
+    return load_catalogue(FROZEN)[0]
 
 
 def test_the_run_is_vram_timing_and_billing_for_the_same_inputs(configs):

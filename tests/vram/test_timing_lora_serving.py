@@ -28,6 +28,9 @@ from vram.cli import main
 from vram.catalogue import card_speed, load_catalogue
 from vram.job import answer_job
 from vram.models import load_model_config
+from tests.catalogue import FROZEN
+
+pytestmark = pytest.mark.usefixtures("frozen_catalogue")  # the command line reads the frozen test catalogue
 
 LLAMA_8B = REPO_ROOT / "snippets" / "data" / "models" / "llama-3.1-8b.json"
 P_8B = 8_030_261_248
@@ -43,7 +46,7 @@ def llama8b():
 
 @pytest.fixture(scope="module")
 def cards():
-    return load_catalogue()[0]
+    return load_catalogue(FROZEN)[0]
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
@@ -102,7 +105,7 @@ def test_cli_time_settles_the_recomputation_as_the_finder(llama8b, cards):
     of 2,048 tokens only fully recomputed, so the finder times that run with full recomputation
     (one more forward per step: test_full_recomputation_adds_one_forward_to_a_lora_step).
     ``python -m vram time`` must time the same run, not the one its ``--recompute`` default asks."""
-    gpus = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "gpus.yaml").read_text(encoding="utf-8"))
+    gpus = yaml.safe_load((FROZEN / "gpus.yaml").read_text(encoding="utf-8"))
     job = {"kind": "lora", "config": llama8b, "cards": 1, "framework": "deepspeed", "zero_stage": 0,
            "reserve_mib": gpus["reserve_mib"], "gpus": [{"key": "rtx-4090", "memory_mib": gpus["gpus"]["rtx-4090"]["memory_mib"],
                                                          "speed": card_speed(cards["rtx-4090"])}]}
