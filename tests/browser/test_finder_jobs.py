@@ -31,6 +31,7 @@ import sys
 from unittest import mock
 
 import pytest
+from babel.numbers import format_decimal
 
 import vram
 from hooks.data.load import load_yaml
@@ -447,37 +448,49 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
     assert not page.errors
 
 
+def guide_example(lang: str) -> str:
+    """The example of a price the page's error gives: the site's dearest guide price, as Babel writes it."""
+    return format_decimal(max(m["price_eur_per_hour_from"] for m in load_yaml("gpus")["machines"].values()),
+                          "#,##0.00", locale=lang)
+
+
 RANKED = {"it": "dalla macchina più economica", "fr": "de la machine la moins chère à la plus chère"}
-OTHER_PRICES = {"price_a6000": "1.50", "price_a100-80gb": "12", "price_rtx-pro-6000": "14", "price_h200": "36",
-                "price_b200": "60"}  # with the guide's 31.20 for 8 x H100: every machine that fits has a price
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_typed_prices_rank_the_machines_by_the_runs_cost(pages, lang):
     """Issue 21's "done when": typed prices make the ranking by cost possible, and a smaller card
-    made more expensive for the run moves down; the page says which ranking it uses."""
+    made more expensive for the run moves down; the page says which ranking it uses. Every
+    machine that fits gets a typed price (a typed price takes the guide's place): the smallest
+    card the cheapest (a cent an hour, the least the page takes, against 10,000 EUR for the
+    others, the most), then the dearest."""
     from hooks.finder.compute import load_catalogue
     from hooks.finder.page import ranking_text
     page, catalogue = pages[lang], load_catalogue()
     flags = ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw",
              "--seq-len=2048", "--micro-batch=1", "--recompute=none", "--offload=none", "--tokens=2000000000"]
-    orders = {}
-    for price in ("1", "40"):  # the RTX 5090 machine, the smallest card that fits, cheap then dear
-        use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000,
-                 **OTHER_PRICES, **{"price_rtx-5090": price})
-        typed = [f"--price={name[6:]}={value}" for name, value in {**OTHER_PRICES, "price_rtx-5090": price}.items()]
+    choice = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero3", "tokens": 2_000_000_000}
+    use_form(page, **choice)
+    untyped = json.loads(page_answer(page))
+    fitting = [fit["gpu"] for fit in untyped["fits"]]  # smallest card first
+    priced = {m["gpu"] for m in load_yaml("gpus")["machines"].values() if m["count"] == 8}
+    assert untyped["run"]["ranked_by"] == ("cost" if set(fitting) <= priced else "time")  # and said so
+    assert len(fitting) > 1, fitting
+    smallest, orders = fitting[0], {}
+    for mine, others in (("0.01", "10000"), ("10000", "0.01")):
+        prices = {f"price_{gpu}": (mine if gpu == smallest else others) for gpu in fitting}
+        use_form(page, **choice, **prices)
+        typed = [f"--price={name[6:]}={value}" for name, value in prices.items()]
         answer = json.loads(page_answer(page))
         assert page_answer(page) == cli_for("llama-3.1-8b", flags + typed)
         assert answer["run"]["ranked_by"] == "cost"
         note = plain(page.text_content("#finder-note"))
         assert plain(ranking_text(catalogue, lang, answer["run"])) in note and RANKED[lang] in note
-        assert f"price_rtx-5090={price}" in page.url
-        orders[price] = answer["run"]["order"]
-    assert orders["1"][0] == "rtx-5090" and orders["40"][-1] == "rtx-5090"  # the ranking changed
+        assert f"price_{smallest}={mine}" in page.url
+        orders[mine] = answer["run"]["order"]
+    assert orders["0.01"][0] == smallest and orders["10000"][-1] == smallest  # the ranking changed
     shown = page.eval_on_selector_all(".finder-price:not([hidden]) input", "inputs => inputs.map(i => i.name)")
-    assert sorted(shown) == sorted(f"price_{gpu}" for gpu in orders["40"])  # a field for each machine that fits
-    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000)
-    assert json.loads(page_answer(page))["run"]["ranked_by"] == "time"  # prices missing: by time, and said so
+    assert sorted(shown) == sorted(f"price_{gpu}" for gpu in fitting)  # a field for each machine that fits
     assert not page.errors
 
 
@@ -486,7 +499,7 @@ def test_a_bad_price_is_one_line_naming_the_machine(pages, lang):
     page, labels = pages[lang], FINDER["labels"]
     field = labels["price_card"][lang].format(gpu="RTX 5090 32GB")
     # the example, the cent and the 10,000 EUR/h bound as the page writes numbers (Babel)
-    expected = plain(labels["error_price"][lang].format(field=field, example="31,20", minimum="0,01",
+    expected = plain(labels["error_price"][lang].format(field=field, example=guide_example(lang), minimum="0,01",
                                                          maximum="10.000" if lang == "it" else "10 000"))
     for bad in ("abc", "-1", "0", "1e9", "1000000000"):
         use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", **{"price_rtx-5090": bad})
@@ -573,7 +586,7 @@ def test_numbers_typed_as_the_page_writes_them(pages, lang):
         "--micro-batch=1", "--recompute=none", "--offload=none", "--tokens=2000000000", "--price=a6000=4.50"])
     assert "tokens=2000000000" in page.url and "price_a6000=4.50" in page.url
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", price_a6000="tanto")
-    assert "31,20" in plain(page.text_content("#finder-error"))  # the example as the reader writes it, not 31.20
+    assert guide_example(lang) in plain(page.text_content("#finder-error"))  # as the reader writes it: 31,20, not 31.20
     assert not page.errors
 
 

@@ -19,9 +19,10 @@ from hooks.data.load import load_yaml
 import hooks.finder.compute as compute
 from hooks.cache import Memo
 from hooks.finder.compute import finder_json
+from tests.catalogue import FROZEN
 from tests.conftest import REPO_ROOT
 
-MODELS_DIR = REPO_ROOT / "snippets" / "data" / "models"
+MODELS_DIR = FROZEN / "models"  # the frozen test catalogue's (tests/finder/conftest.py)
 # finder.yaml's methods: (framework, zero_stage); LoRA is offered for the first four only.
 METHODS = {"ddp": ("fsdp2", 0), "zero1": ("deepspeed", 1), "zero2": ("deepspeed", 2), "zero3": ("deepspeed", 3),
            "fsdp2-keep": ("fsdp2", 2), "fsdp2-reshard": ("fsdp2", 3), "paper": ("zero-paper", 0)}
@@ -29,7 +30,7 @@ STAGES = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
 
 
 @pytest.fixture(scope="module")
-def computed() -> tuple[dict, str]:
+def computed(frozen_data_dir) -> tuple[dict, str]:
     """``finder_data()`` and ``finder_json()``'s text, computed once: the data is what
     ``finder_json`` got from its own (only) call of ``finder_data``, recorded on the way."""
     calls, real = [], compute.finder_data
@@ -41,7 +42,7 @@ def computed() -> tuple[dict, str]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(compute, "finder_data", recording)
         patch.setattr(compute, "_json_memo", Memo())  # computed here, not taken from an earlier call
-        text = finder_json()
+        text = finder_json(frozen_data_dir)
     assert len(calls) == 1, "finder_json computes finder_data once"
     return calls[0], text
 
