@@ -236,3 +236,31 @@ def pytest_runtest_setup(item):
         if os.environ.get(flag) == "1":
             pytest.fail(f"{flag}=1 but this test needs a {marker} that is not available here", pytrace=False)
         pytest.skip(f"no {marker} here (set {flag}=1 to make this a failure)")
+
+
+# What each kind of change can break, and so what to run for it (CONTRIBUTING.md, "Adding
+# things"): `make test-KIND` runs `pytest -m KIND`; every test under these paths gets the
+# marker KIND (pyproject.toml registers them; tests/test_documents.py checks each selects tests).
+CHANGE_KINDS: dict[str, tuple[str, ...]] = {
+    "page": ("tests/site", "tests/hooks/test_conventions.py"),
+    "snippet": ("tests/snippets", "tests/hooks/test_comments.py", "tests/site/test_code_compiles.py"),
+    # today's catalogue (the frozen test catalogue keeps every other test of pages and the finder still)
+    "card": ("tests/vram/test_cards.py", "tests/vram/test_guide_claims.py", "tests/finder/test_needs_claims.py",
+             "tests/test_one_definition.py", "tests/browser/test_finder.py", "tests/browser/test_finder_jobs.py",
+             "tests/site/test_built_site.py"),
+    "model": ("tests/vram/test_models_oracle.py", "tests/vram/test_models.py", "tests/vram/test_models_cli.py",
+              "tests/finder"),
+    "translation": ("tests/hooks", "tests/site/test_gates_i18n.py", "tests/site/test_gates_typography.py",
+                    "tests/site/test_gates_spelling.py"),
+    "number": ("tests/hooks/test_tables.py", "tests/hooks/test_numbers.py", "tests/vram"),
+    "allowlist": ("tests/verify", "tests/site"),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.path)).resolve().relative_to(REPO_ROOT).as_posix()
+        for kind, paths in CHANGE_KINDS.items():
+            if any(path == where or path.startswith(where + "/") for where in paths):
+                item.add_marker(kind)
+

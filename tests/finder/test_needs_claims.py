@@ -21,7 +21,6 @@ from hooks.finder.compute import finder_data
 from hooks.render.markdown import render_markdown
 
 TODAYS_CATALOGUE = True  # the table's claims are about the service's cards as they are (tests/finder/conftest.py)
-pytestmark = pytest.mark.catalogue
 
 
 @pytest.fixture(scope="module")
