@@ -17,6 +17,9 @@ written to bench/results.md.
    Target: <= 300 KB and <= 15 requests. The notebook pages: <= 200 KB before images
    (their plots are image files, lazy below the first).
 4. The test suite's wall time (``make test`` in a subprocess). Target: < 5 min on 2 cores.
+6. How good the time estimates are (bench/calibration.py): leave-one-source-out coverage and
+   median width against the published runs of snippets/data/measurements.yaml. Reported, not a
+   gate (target: coverage >= 80 % with a median width <= 1.5x).
 5. The finder (bench/finder.py): its pages before the first interaction (weighed as 3., no
    Python: <= 300 KB), the first answer the calculator computes in the browser after a cold
    start of Pyodide (<= 5 s) and the later ones (<= 200 ms), with the machine's load average.
@@ -219,12 +222,18 @@ def main(argv: list[str] | None = None) -> int:
         figures.update(bench_suite(args.pytest_args.split()))
 
     rows = table(figures)
+    from bench.calibration import rows as calibration_rows  # figures of the estimates, not of speed
+
+    accuracy = calibration_rows()
     print()
-    print(render(rows, markdown=False))
+    print(render(rows + accuracy, markdown=False))
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     args.output.write_text(
         f"# Performance budget\n\nMeasured {datetime.date.today().isoformat()} on {machine} by "
         f"`python -m bench.run` (bench/run.py).\n\n{render(rows, markdown=True)}\n", encoding="utf-8")
+    from bench.calibration import write_section
+
+    write_section(args.output, render(accuracy, markdown=True))
     print(f"\nwritten to {args.output.relative_to(REPO) if args.output.is_relative_to(REPO) else args.output}")
     return 0 if all(row[3] in ("", "ok") for row in rows) else 1
 

@@ -41,13 +41,15 @@ from hooks.checks.external_loads import (  # noqa: E402
 from hooks.checks.language_parity import check_language_parity  # noqa: E402
 from hooks.checks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
 from hooks.checks.same_code import TitledBlocks  # noqa: E402
+from hooks.checks.images import check_image_sizes  # noqa: E402
 from hooks.checks.snippet_includes import check_plain_files, check_snippets, own_content  # noqa: E402
 from hooks.checks.theme_files import check_theme_files_kept  # noqa: E402
 from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
 from hooks.data.load import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
-from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_json, model_config_files  # noqa: E402
-from hooks.finder.pyodide_assets import BUNDLE_URI, pyodide_files, vram_bundle  # noqa: E402
+from hooks.render.calibration_plot import STORE_DIR as PLOT_STORE, plot_png, plot_uri  # noqa: E402
+from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_assets, model_config_files  # noqa: E402
+from hooks.finder.pyodide_assets import BUNDLE_URI, LOCK_URI, STDLIB_URI, lock_file, pyodide_files, stdlib_bundle, vram_bundle  # noqa: E402
 from hooks.notebooks.html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebooks.pages import use_executed_notebooks  # noqa: E402
 from hooks.notebooks.styles import checked_stylesheets, drop_list_repr_style, stylesheet_files  # noqa: E402
@@ -65,7 +67,7 @@ from hooks.workarounds.i18n_outputs import (  # noqa: E402
 from hooks.workarounds.ipynb_pages import make_notebooks_pages  # noqa: E402
 from hooks.workarounds.theme_walk import use_pruned_theme_walk  # noqa: E402
 from verify.languages import DEFAULT_LANGUAGE  # noqa: E402
-from verify.theme_scripts import policy as content_security_policy, use_bytecode_cache as use_theme_scripts_cache  # noqa: E402
+from verify.theme_scripts import hosts_finder, policy as content_security_policy, use_bytecode_cache as use_theme_scripts_cache  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.guide")
 TEMPLATE_STORE = REPO_ROOT / ".cache" / "templates"  # hooks/cache.py: TemplateCache
@@ -111,9 +113,20 @@ def build_language(config) -> str:
     return getattr(i18n, "current_language", None) or config.theme["language"]
 
 
+def config_root(config) -> Path:
+    """The folder of ``mkdocs.yml``, absolute: ``config_file_path`` is as given on the command
+    line (``mkdocs build -f ../mkdocs.yml`` from ``docs/``), relative to the working directory."""
+    return Path(os.path.abspath(os.path.dirname(config.config_file_path)))
+
+
 def snippets_dir(config) -> Path:
-    base = config.mdx_configs.get("pymdownx.snippets", {}).get("base_path") or ["snippets"]
-    return Path(config.config_file_path).parent / (base[0] if isinstance(base, (list, tuple)) else base)
+    """pymdownx.snippets' first ``base_path``, absolute. It reads a relative one against the
+    working directory, as ``!relative $config_dir/snippets`` writes it (``../snippets`` from
+    ``docs/``); without one, the ``snippets`` folder beside ``mkdocs.yml``."""
+    base = config.mdx_configs.get("pymdownx.snippets", {}).get("base_path")
+    if not base:
+        return config_root(config) / "snippets"
+    return Path(os.path.abspath(base[0] if isinstance(base, (list, tuple)) else base))
 
 
 def language_pass(config) -> bool:
@@ -131,7 +144,7 @@ def on_config(config, **kwargs):
     with reported(""):
         if not language_pass(config):
             check_code_unchanged()
-        _build["verified"] = open_gate(Path(config.config_file_path).parent, snippets_dir(config), config.site_url, os.environ)
+        _build["verified"] = open_gate(config_root(config), snippets_dir(config), config.site_url, os.environ)
         if _build["verified"] is None and not language_pass(config) and (committed := committed_caches(REPO_ROOT)):
             raise RenderError(f"{committed[0]}: a build cache is committed to the repository, and a development build "
                               "would take it as its own work; remove it (git rm -r --cached .cache)")
@@ -161,22 +174,31 @@ def on_pre_build(config, **kwargs):
 @event_priority(-150)  # after the i18n plugin (-100), which rebuilds the file list per language
 def on_files(files, config, **kwargs):
     with reported(""):
-        root = Path(config.config_file_path).parent
+        root = config_root(config)
         folders = [snippets_dir(config), *([config.theme.custom_dir] if config.theme.custom_dir else [])]
         own = own_content([*(file.abs_src_path for file in files if file.abs_src_path),  # templates and data too
                            *(path for folder in folders for path in Path(folder).rglob("*"))], root,
                           [config.docs_dir, *folders])
         check_plain_files(own, root)
+        check_image_sizes(own, root)
         # docs/ and overrides/ add to the theme, never replace its files
         theme_dirs = [Path(folder) for folder in config.theme.dirs if folder != config.theme.custom_dir]
         check_theme_files_kept([Path(config.docs_dir), *map(Path, folders[1:])], theme_dirs, root)
         check_stylesheet_files(own, root, origin(config.site_url))
     with reported(JSON_URI):
-        if not_generated(files, JSON_URI):
-            files.append(File.generated(config, JSON_URI, content=finder_json(store=unless_publication(FINDER_STORE))))
+        for uri, content in finder_assets(store=unless_publication(FINDER_STORE)).items():
+            if not_generated(files, uri):
+                files.append(File.generated(config, uri, content=content))
+    with reported(plot_uri(build_language(config))):  # the formulas page's plot of the published runs
+        uri = plot_uri(build_language(config))
+        if not_generated(files, uri):
+            files.append(File.generated(config, uri, content=plot_png(build_language(config),
+                                                                       store=unless_publication(PLOT_STORE))))
     with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
-        if not_generated(files, BUNDLE_URI):
-            files.append(File.generated(config, BUNDLE_URI, content=vram_bundle(model_config_files())))
+        for uri, make in ((BUNDLE_URI, lambda: vram_bundle(model_config_files())), (STDLIB_URI, stdlib_bundle),
+                          (LOCK_URI, lock_file)):
+            if not_generated(files, uri):
+                files.append(File.generated(config, uri, content=make()))
         for uri, path in pyodide_files().items():
             if not_generated(files, uri):
                 files.append(File.generated(config, uri, abs_src_path=str(path)))
@@ -213,7 +235,8 @@ def on_page_read_source(page, config, **kwargs):
 def on_page_markdown(markdown, page, config, files, **kwargs):
     with reported(page_file(page), page.file.content_string):
         check_front_matter(page.file.content_string)
-        rendered = render_markdown(markdown, build_language(config)) + "\n" + link_definitions(config.extra)
+        rendered = render_markdown(markdown, build_language(config))
+        rendered += "\n" + link_definitions(config.extra, rendered)
         check_snippets(rendered, config.mdx_configs.get("pymdownx.snippets", {}))  # includes in data text too
         return rendered
 
@@ -252,7 +275,9 @@ def on_env(env, config, files, **kwargs):
     TEMPLATE_CACHE.use_folder(unless_publication(TEMPLATE_STORE))  # compiled templates, kept by content
     env.bytecode_cache = TEMPLATE_CACHE
     use_theme_scripts_cache(TEMPLATE_CACHE)  # the theme's inline scripts, rendered for the pages' policy
-    env.globals["guide_csp"] = lambda base_url: content_security_policy(base_url, serving())  # overrides/main.html
+    # overrides/main.html; the finder's page adds what its worker needs (verify/theme_scripts.py)
+    env.globals["guide_csp"] = lambda base_url, page=None: content_security_policy(
+        base_url, serving(), finder=hosts_finder(str(getattr(page, "content", "") or "")))
     return env
 
 

@@ -1,7 +1,9 @@
-"""The frozen test catalogue: cards, machines, prices, links and models of its own.
+"""The frozen test catalogue: cards, machines, prices and models of its own.
 
-``tests/fixtures/catalogue/`` holds ``gpus.yaml``, ``interconnects.yaml``, ``models.yaml`` and
-the ``config.json`` files it names, as the service's catalogue stood when they were copied.
+``tests/fixtures/catalogue/`` holds ``gpus.yaml`` and ``models.yaml`` with the ``config.json``
+files it names, as the service's catalogue stood when they were copied (the links its cards
+name are the real ``interconnects.yaml``'s: cited bandwidths, checked against their sources in
+``tests/snippets/test_interconnects.py``).
 Tests of pages, rankings, prose placeholders and the finder's behaviour read it instead of
 ``snippets/data``: a price, a card or a model added to the real catalogue breaks none of
 them. The real catalogue's own facts are checked by the oracle tests beside their sources
@@ -26,13 +28,14 @@ REAL_DATA = HERE.parent / "snippets" / "data"
 
 
 def frozen_data(dest: Path) -> Path:
-    """Write at ``dest`` a data folder: ``snippets/data`` with the frozen catalogue's files
-    (and its models' configs only) in place of the catalogue's. Returns ``dest``."""
-    shutil.copytree(REAL_DATA, dest, ignore=shutil.ignore_patterns("models"))
+    """Write at ``dest`` a data folder: ``snippets/data`` with the frozen catalogue's files in
+    place of the catalogue's (the frozen models' ``config.json`` over the real ones; the configs
+    other data name, the published measurements', stay). Returns ``dest``."""
+    shutil.copytree(REAL_DATA, dest)
     shutil.copytree(FROZEN, dest, dirs_exist_ok=True)
     return dest
 
 
 def frozen(name: str) -> Any:
-    """A file of the frozen catalogue (``gpus``, ``interconnects``, ``models``), parsed."""
+    """A file of the frozen catalogue (``gpus``, ``models``), parsed."""
     return yaml.safe_load((FROZEN / f"{name}.yaml").read_text(encoding="utf-8"))

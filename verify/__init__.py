@@ -4,7 +4,12 @@
 - ``verify.topology``: ``nvidia-smi topo -m`` -> the link class of every GPU pair;
 - ``verify.record``: the verification record (what ran, where, what it measured) and
   the checks the publish build applies to it;
-- ``verify.gpu_check``: the GPU run that writes the record (``make gpu-check``);
+- ``verify.scope``: the PID namespace each command of the checkout's code runs in, ended
+  and waited for before anything is recorded;
+- ``verify.gpu_check``: the GPU run, each command in its scope, collecting its outputs;
+- ``verify.write_record``: the record written from those outputs, running none of the
+  verified code (``make gpu-check`` runs both; the workflow's ``record`` job the second);
+- ``verify.junit``: the counts of the gpu tests' JUnit report;
 - ``verify.config``: ``mkdocs.yml`` read as data before MkDocs reads it (no tag runs code);
 - ``verify.theme_scripts``: the theme's own inline scripts, by hash, and the pages' policy;
 - ``verify.artifact``: the last check of the site as uploaded, by allow-list, with its

@@ -17,7 +17,9 @@ unless, by allow-list:
   schemes of ``URL_SCHEMES``, ids that are unique on the page and not ``__code_…`` (the id
   Material's copy button looks for);
 - the code the finder's worker runs is the reviewed code (``check_calculator``): every file
-  under ``assets/pyodide/`` is the pinned npm package's (``PYODIDE_SHA256``) and
+  under ``assets/pyodide/`` is the pinned npm package's (``PYODIDE_SHA256``), the standard
+  library the site ships holds only members of the package's, each byte for byte, and its
+  lock file is the package's without packages (``check_pyodide_stdlib``), and
   ``assets/vram.zip`` holds exactly the checkout's ``vram/*.py`` and the finder models'
   ``config.json``, byte for byte (a file the theme's ``overrides/assets/`` or ``docs/assets/``
   put there instead is refused);
@@ -69,7 +71,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from verify.extract import ExtractError, blocks_in_html, compare_code
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
-from verify.theme_scripts import policy, script_hash, theme_hashes
+from verify.theme_scripts import hosts_finder, policy, script_hash, theme_hashes
 
 # ------------------------------------------------------------------ allow-lists
 # Every file the site may hold: (pattern of its path under the site, fnmatch: * crosses
@@ -84,6 +86,8 @@ FILE_TYPES: tuple[tuple[str, str], ...] = (
     ("assets/images/*.png", "Material's favicon"),
     ("assets/notebook/plots/*.png", "a notebook's plot, its executed output (hooks/notebooks/weight.py)"),
     ("assets/finder.json", "the finder's data (hooks/finder/compute.py)"),
+    ("assets/finder-results.json", "the finder's reference answers (hooks/finder/compute.py)"),
+    ("assets/calibration/plot-*.png", "the formulas page's plot of the published runs (hooks/render/calibration_plot.py)"),
     ("search/search_index.json", "the default language's search index"),
     ("*/search/search_index.json", "another language's search index"),
     ("sitemap.xml", "the sitemap"),
@@ -93,8 +97,8 @@ FILE_TYPES: tuple[tuple[str, str], ...] = (
     ("assets/pyodide/pyodide.mjs", "Pyodide's loader (PYODIDE_SHA256)"),
     ("assets/pyodide/pyodide.asm.mjs", "Pyodide's runtime (PYODIDE_SHA256)"),
     ("assets/pyodide/pyodide.asm.wasm", "Pyodide's runtime (PYODIDE_SHA256)"),
-    ("assets/pyodide/python_stdlib.zip", "Pyodide's standard library (PYODIDE_SHA256)"),
-    ("assets/pyodide/pyodide-lock.json", "Pyodide's lock file (PYODIDE_SHA256)"),
+    ("assets/pyodide-stdlib.zip", "the part of Pyodide's standard library the worker imports (STDLIB_ARCHIVE)"),
+    ("assets/pyodide-lock.json", "Pyodide's lock file without packages (LOCK_FILE)"),
     ("assets/vram.zip", "the calculator's sources for Pyodide (CALCULATOR_BUNDLE)"),
 )
 
@@ -141,7 +145,7 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
     "path": frozenset({"d", "fill", "fill-rule"}),
     "select": frozenset({"name", "disabled", "required", "multiple", "size"}),
     "svg": frozenset({"height", "version", "viewBox", "width", "xmlns", "data-view-component"}),
-    "td": frozenset({"align", "colspan", "rowspan"}),
+    "td": frozenset({"align", "colspan", "rowspan", "data-label"}),  # its column's heading: the phone layout (guide.css)
     "textarea": frozenset({"name", "rows", "cols", "spellcheck", "autocomplete", "placeholder", "readonly", "disabled"}),
     "th": frozenset({"align", "colspan", "rowspan", "scope"}),
 }
@@ -163,7 +167,15 @@ PYODIDE_SHA256 = {
     "python_stdlib.zip": "fa1957e5777068fc4f7437f96d860ae2fbe9c19732ba06c84e004ec16dd7dd7a",
     "pyodide-lock.json": "5dc2fc119108bc148c7457dc86e7675b5c87e1cafd420b9c34c1eaef7b36c010",
 }
-# The calculator's archive the worker unpacks and imports: exactly vram/<name>.py for every
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm")  # copied whole; the other two trimmed
+# The package's standard library and lock file, as the site ships them (hooks/finder/pyodide_assets.py):
+# STDLIB_ARCHIVE holds members of the package's python_stdlib.zip, each once and byte for byte;
+# LOCK_FILE is the package's lock file's "info" with no packages. Both are read from the
+# package folder (node_modules/pyodide), itself checked against PYODIDE_SHA256 first.
+STDLIB_ARCHIVE = "assets/pyodide-stdlib.zip"
+LOCK_FILE = "assets/pyodide-lock.json"
+PYODIDE_PACKAGE = Path(__file__).resolve().parent.parent / "node_modules" / "pyodide"
+# The calculator's archive the worker imports: exactly vram/<name>.py for every
 # vram/*.py of the checkout and configs/<model>.json for every model of
 # snippets/data/models.yaml, each member the bytes of that file, and nothing else.
 CALCULATOR_BUNDLE = "assets/vram.zip"
@@ -281,7 +293,7 @@ def _check_policy(page: str, tree, bases: tuple[str, ...]) -> None:
     metas = tree.css("meta[http-equiv]")
     head = tree.head
     first = next((child for child in head.iter() if child.tag not in ("-text", "-comment")), None) if head else None
-    expected = {policy(base) for base in bases}
+    expected = {policy(base, finder=hosts_finder(str(tree.html))) for base in bases}
     if (len(metas) != 1 or first is None or first.tag != "meta" or first.attributes.get("http-equiv") != "Content-Security-Policy"
             or first.attributes.get("content") not in expected or set(first.attributes) != {"http-equiv", "content"}):
         raise ArtifactError(f"{page}: <head> does not open with the site's Content-Security-Policy "
@@ -545,17 +557,61 @@ def calculator_members(calculator_dir: Path, snippets_dir: Path) -> dict[str, by
     return members
 
 
-def check_calculator(files: dict[str, bytes], calculator_dir: Path, snippets_dir: Path) -> None:
+def _pinned_package_file(package_dir: Path, name: str) -> bytes:
+    """A file of the installed npm package, checked against ``PYODIDE_SHA256``."""
+    try:
+        data = (package_dir / name).read_bytes()
+    except OSError as exc:
+        raise ArtifactError(f"{package_dir / name}: cannot read the pinned package ({exc.strerror}); run `npm ci`") from None
+    if PYODIDE_SHA256.get(name) != hashlib.sha256(data).hexdigest():
+        raise ArtifactError(f"{package_dir / name}: not the file of the npm package pyodide that package-lock.json pins "
+                            "(verify/artifact.py, PYODIDE_SHA256); run `npm ci`")
+    return data
+
+
+def check_pyodide_stdlib(files: dict[str, bytes], package_dir: Path) -> None:
+    """``STDLIB_ARCHIVE`` holds only members of the pinned package's ``python_stdlib.zip``, each
+    once and byte for byte (a module of our own there would shadow the standard library in the
+    worker), and ``LOCK_FILE`` is the package's lock file's ``info`` with no packages. Raises
+    ArtifactError naming the file and the member."""
+    if STDLIB_ARCHIVE in files:
+        package = zipfile.ZipFile(io.BytesIO(_pinned_package_file(package_dir, "python_stdlib.zip")))
+        held = set(package.namelist())
+        try:
+            with zipfile.ZipFile(io.BytesIO(files[STDLIB_ARCHIVE])) as archive:
+                names = [info.filename for info in archive.infolist()]
+                for name in names:
+                    if name not in held or names.count(name) > 1:
+                        raise ArtifactError(f"{STDLIB_ARCHIVE}: {name!r} is {'not a member of' if name not in held else 'twice in'} "
+                                            "the pinned package's python_stdlib.zip")
+                    if archive.read(name) != package.read(name):
+                        raise ArtifactError(f"{STDLIB_ARCHIVE}: {name} is not the pinned package's member byte for byte")
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+            raise ArtifactError(f"{STDLIB_ARCHIVE}: not a readable zip ({exc})") from None
+    if LOCK_FILE in files:
+        info = json.loads(_pinned_package_file(package_dir, "pyodide-lock.json"))["info"]
+        try:
+            lock = json.loads(files[LOCK_FILE])
+        except (ValueError, UnicodeDecodeError):
+            lock = None
+        if lock != {"info": info, "packages": {}}:
+            raise ArtifactError(f"{LOCK_FILE}: not the pinned package's lock file info with no packages")
+
+
+def check_calculator(files: dict[str, bytes], calculator_dir: Path, snippets_dir: Path,
+                     package_dir: Path = PYODIDE_PACKAGE) -> None:
     """The code the finder's worker runs is the reviewed code: every file under
-    ``assets/pyodide/`` is the npm package's (``PYODIDE_SHA256``), and ``CALCULATOR_BUNDLE``
-    is a zip of exactly ``calculator_members`` (no other member, none twice, each byte for
-    byte). Raises ArtifactError naming the file."""
+    ``assets/pyodide/`` is the npm package's (``PYODIDE_SHA256``), the standard library and
+    lock file the site ships are the package's (``check_pyodide_stdlib``), and
+    ``CALCULATOR_BUNDLE`` is a zip of exactly ``calculator_members`` (no other member, none
+    twice, each byte for byte). Raises ArtifactError naming the file."""
     for path, data in files.items():
         if path.startswith(PYODIDE_DIR):
             name = path[len(PYODIDE_DIR):]
-            if PYODIDE_SHA256.get(name) != hashlib.sha256(data).hexdigest():
+            if name not in PYODIDE_FILES or PYODIDE_SHA256.get(name) != hashlib.sha256(data).hexdigest():
                 raise ArtifactError(f"{path}: not the file of the npm package pyodide that package-lock.json pins "
                                     "(verify/artifact.py, PYODIDE_SHA256)")
+    check_pyodide_stdlib(files, package_dir)
     if CALCULATOR_BUNDLE not in files:
         return
     expected = calculator_members(calculator_dir, snippets_dir)
@@ -718,11 +774,11 @@ _PASSED_PAGES: set[tuple[str, str, str, str, str]] = set()
 
 
 def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCULATOR_DIR, docs_dir: Path = DOCS_DIR,
-               overrides_dir: Path = OVERRIDES_DIR) -> list[SiteFile]:
+               overrides_dir: Path = OVERRIDES_DIR, package_dir: Path = PYODIDE_PACKAGE) -> list[SiteFile]:
     """Every file of ``site_dir``, read once and checked. Raises ArtifactError."""
     files = read_site(site_dir)
     by_path = {f.path: f.data for f in files}
-    check_calculator(by_path, calculator_dir, snippets_dir)
+    check_calculator(by_path, calculator_dir, snippets_dir, package_dir)
     check_theme_files(by_path)
     check_static_files(by_path, docs_dir, overrides_dir)
     check_search_indexes(by_path)
@@ -772,11 +828,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("site_dir", type=Path)
     parser.add_argument("--snippets", type=Path, default=Path("snippets"))
     parser.add_argument("--calculator", type=Path, default=CALCULATOR_DIR, help="the vram/ sources assets/vram.zip must hold")
+    parser.add_argument("--pyodide", type=Path, default=PYODIDE_PACKAGE,
+                        help="the pinned npm package pyodide (npm ci), whose standard library and lock file the site trims")
     parser.add_argument("--manifest", type=Path, help="write every file's path, size and SHA-256 here (JSON)")
     parser.add_argument("--tar", type=Path, help="write the checked files here, as the Pages artifact")
     args = parser.parse_args(argv)
     try:
-        files = check_site(args.site_dir, args.snippets, args.calculator)
+        files = check_site(args.site_dir, args.snippets, args.calculator, package_dir=args.pyodide)
     except ArtifactError as exc:
         print(f"verify.artifact: error: {exc}", file=sys.stderr)
         return 2

@@ -2,12 +2,16 @@
 # (`include verify/make.mk`), which defines PY (the venv's python) and STAMP (its install).
 PY ?= python3
 
-.PHONY: gpu-check publish
+.PHONY: gpu-check gpu-outputs publish
 
-## gpu-check: on a GPU machine, build the site, run the extracted NCCL check on every visible GPU and the gpu tests (REQUIRE_GPU=1), write verification/nccl_check.json
-gpu-check: $(TEST_STAMP)
+## gpu-check: on a GPU machine, build the site, run the extracted NCCL check on every visible GPU and the gpu tests (REQUIRE_GPU=1), each in a scope ended before the next (verify/scope.py), collect their outputs in verification/, then write verification/nccl_check.json from them
+gpu-check: gpu-outputs
+	$(PY) -m verify.write_record verification
+
+## gpu-outputs: the first half of gpu-check (the gpu job): run and collect, write no record
+gpu-outputs: $(TEST_STAMP)
 	$(PY) -m verify.config mkdocs.yml
-	$(PY) -m verify.gpu_check --record verification/nccl_check.json
+	$(PY) -m verify.gpu_check --out verification
 
 ## publish: strict build for publication into site/ (refuses a missing, stale, failed or fixture record; GUIDE_VERIFICATION_RECORD overrides the path), then the check of site/ as uploaded, in a fresh process: site-manifest.json and artifact.tar (the files checked)
 publish: $(STAMP)

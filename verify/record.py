@@ -1,6 +1,7 @@
 """The verification record: what ran on a GPU, where, and what it measured.
 
-``python -m verify.gpu_check`` writes it (``verification/nccl_check.json``); the publish
+``python -m verify.write_record`` writes it (``verification/nccl_check.json``) from what
+``python -m verify.gpu_check`` collected on the GPU machine; the publish
 build (``GUIDE_PUBLISH=1``, ``hooks/checks/publish_gate.py``) refuses to build unless it passes
 ``check_record``: its schema (``verify.record_schema``), then the hash below.
 
@@ -62,7 +63,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def load_record(path: Path) -> dict[str, Any]:
     """The record at ``path`` (JSON, an object without duplicate keys). Raises RecordError naming the path."""
     if not path.is_file():
-        raise RecordError(f"{path}: no verification record; run `make gpu-check` on a GPU machine (or download the `gpu` job's artifact)")
+        raise RecordError(f"{path}: no verification record; run `make gpu-check` on a GPU machine (or download the `record` job's artifact)")
     try:
         record = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
     except (OSError, UnicodeDecodeError, ValueError) as exc:

@@ -30,14 +30,13 @@ JUPYTER_INCLUDED_JS = ("clipboard.umd.js",)  # what its template inlines with in
 FEATURES = ("content.tabs.link", "content.code.copy")  # only decides which of Material's scripts render
 INLINE_SCRIPT_RE = re.compile(r"<script>(.*?)</script>", re.S)
 
-# The policy of every page (issue 19). 'self': the site's own files; 'wasm-unsafe-eval' and
-# worker-src: the calculator runs as WebAssembly (Pyodide) in a Web Worker of the site; data:
-# images: the notebook's plots and Material's icons in its stylesheet. Inline styles: the
-# notebook template's Pygments styles (nbconvert writes them); page content may hold none
-# (hooks/checks/active_content.py, verify.artifact).
+# The policy of every page (issue 19). 'self': the site's own files (worker-src: Material's
+# search worker); data: images: the notebook's plots and Material's icons in its stylesheet.
+# Inline styles: the notebook template's Pygments styles (nbconvert writes them); page content
+# may hold none (hooks/checks/active_content.py, verify.artifact).
 POLICY = (
     ("default-src", ["'self'"]),
-    ("script-src", ["'self'", "'wasm-unsafe-eval'"]),  # + the theme's hashes
+    ("script-src", ["'self'"]),  # + the theme's hashes
     ("style-src", ["'self'", "'unsafe-inline'"]),
     ("img-src", ["'self'", "data:"]),
     ("font-src", ["'self'"]),
@@ -48,6 +47,18 @@ POLICY = (
     ("base-uri", ["'none'"]),
     ("form-action", ["'none'"]),
 )
+# What the page hosting the finder adds (issue 33). Its worker starts from a blob: wrapper that
+# imports assets/finder-worker.js, so that the worker inherits this policy (a worker started
+# from a script's URL takes the policy of that script's HTTP response, and GitHub Pages sends
+# none): worker-src blob:. In it Pyodide compiles the calculator's WebAssembly:
+# 'wasm-unsafe-eval' (WebAssembly.instantiate; no eval of JavaScript), which no other page needs.
+FINDER_SOURCES = {"script-src": ["'wasm-unsafe-eval'"], "worker-src": ["blob:"]}
+FINDER_SCRIPT_RE = re.compile(r'<script\b[^>]*\ssrc="[^"]*assets/finder\.js"')
+
+
+def hosts_finder(html: str) -> bool:
+    """Whether the page ``html`` (its content, or the whole page) loads the finder's script."""
+    return FINDER_SCRIPT_RE.search(html) is not None
 
 
 def script_hash(body: str) -> str:
@@ -94,13 +105,15 @@ def theme_hashes(base_url: str) -> frozenset[str]:
     return frozenset(script_hash(body) for body in theme_scripts(base_url))
 
 
-def policy(base_url: str, serving: bool = False) -> str:
-    """The Content-Security-Policy of a page with this ``base_url``. ``serving``: the page is
-    for ``mkdocs serve``, whose live reload injects an inline script that changes with every
-    build, so scripts are ``'unsafe-inline'`` there instead of the theme's hashes (never in a
-    built site: verify.artifact accepts only the hashed policy)."""
+def policy(base_url: str, serving: bool = False, finder: bool = False) -> str:
+    """The Content-Security-Policy of a page with this ``base_url``; ``finder``: the page hosts
+    the finder (``FINDER_SOURCES``). ``serving``: the page is for ``mkdocs serve``, whose live
+    reload injects an inline script that changes with every build, so scripts are
+    ``'unsafe-inline'`` there instead of the theme's hashes (never in a built site:
+    verify.artifact accepts only the hashed policy)."""
     parts = []
     for directive, sources in POLICY:
+        sources = [*sources, *(FINDER_SOURCES.get(directive, []) if finder else [])]
         if directive == "script-src":
             sources = [*sources, "'unsafe-inline'"] if serving else [*sources, *sorted(theme_hashes(base_url))]
         parts.append(" ".join([directive, *sources]))

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .families import Family, get_family, is_registered, model_types
 from .validate import check_int, lookup
 
 if TYPE_CHECKING:
@@ -50,33 +51,8 @@ ONE_TENSOR_ACTIVATIONS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "relu")
 OUTPUT_KEEPING_ACTIVATIONS = ("relu",)
 
 
-@dataclass(frozen=True)
-class _Family:
-    """How a family's decoder layer saves tensors (transformers 5.23 modeling files)."""
-
-    norm: str  # RMSNorm: "llama" weight * x.to(dtype), "gemma" fp32 x * (1 + weight), "gpt_oss"
-    router: str = "softmax_topk"  # MoE: softmax over experts, then top-k; gpt_oss "topk_softmax"
-    routing_fp32: bool = True  # MoE routing weights stay fp32 (mixtral) or are cast to the dtype (qwen3_moe)
-    no_sdpa: str = ""  # why transformers refuses sdpa for the family ("" : it runs it)
-    # phi3's rotary ends in torch.cat: q is (b, n, s, d) in memory, so is SDPA's output, and
-    # transformers' transpose(1, 2).contiguous() copies it for o_proj; elsewhere q, hence the
-    # output, is (b, s, n, d) in memory and that copy is a no-op
-    output_copy: bool = False
-
-
-_FAMILIES: dict[str, _Family] = {
-    "llama": _Family("llama"),
-    "mistral": _Family("llama"),
-    "qwen2": _Family("llama"),
-    "mixtral": _Family("llama"),
-    "qwen3": _Family("llama"),
-    "qwen3_moe": _Family("llama", routing_fp32=False),
-    "phi3": _Family("llama", output_copy=True),
-    "gemma2": _Family("gemma", no_sdpa="attention softcapping"),
-    "gemma3_text": _Family("gemma"),
-    "gpt_oss": _Family("gpt_oss", router="topk_softmax", routing_fp32=False, no_sdpa="attention sinks"),
-}
-ACTIVATION_MODEL_TYPES = tuple(sorted(_FAMILIES))
+# The families whose layers are modelled here: every registered one (vram.families).
+ACTIVATION_MODEL_TYPES = model_types()
 
 
 @dataclass(frozen=True)
@@ -198,7 +174,7 @@ class _Core:
     again: int  # bytes one recomputation of the core keeps (selective recomputation)
 
 
-def _attention_core(x: _Shape, config: ModelConfig, fam: _Family, attention: str, masked: bool,
+def _attention_core(x: _Shape, config: ModelConfig, fam: Family, attention: str, masked: bool,
                     cache: bool, selective: bool) -> _Core:
     t, w, n, kv, d, b, s = x.t, x.w, x.n, x.kv, x.d, x.b, x.s
     q = w * t * n * d  # the rotary output (q*cos + rotate_half(q)*sin), a new tensor
@@ -232,13 +208,13 @@ def _attention_core(x: _Shape, config: ModelConfig, fam: _Family, attention: str
     return _Core(q + k_rep + v_rep + out + square, 0)
 
 
-def _mlp(x: _Shape, config: ModelConfig, fam: _Family, layer: int) -> int:
+def _mlp(x: _Shape, config: ModelConfig, fam: Family, layer: int) -> int:
     t, w, h = x.t, x.w, x.h
     if not config.moe_layers[layer]:
         # act(gate) keeps gate; act(gate) * up keeps both; down_proj keeps the product. ReLU keeps
         # its output, the tensor the product keeps too, so gate is not kept, unless gate and up
         # are halves of one fused output (phi3's gate_up_proj), which up keeps whole anyway.
-        kept = 3 if config.hidden_act in OUTPUT_KEEPING_ACTIVATIONS and not config.fused_projections else 4
+        kept = 3 if config.hidden_act in OUTPUT_KEEPING_ACTIVATIONS and not config.fused else 4
         return kept * w * t * config.intermediate_size
     inter = config.moe_intermediate_size or config.intermediate_size
     experts, k = config.num_local_experts, config.num_experts_per_tok
@@ -246,28 +222,39 @@ def _mlp(x: _Shape, config: ModelConfig, fam: _Family, layer: int) -> int:
     # per pair: the gathered input and the down output (2*w*h); int64 top-k index, gather
     # order, its inverse and the weights' order (4 * 8)
     per_pair = 2 * w * h + 4 * INT64
-    if fam.router == "topk_softmax":  # gpt_oss: clamped SwiGLU keeps gate_up (2I) and 5 x I;
+    spec = fam.experts
+    if spec.router == "topk_softmax":  # gpt_oss: clamped SwiGLU keeps gate_up (2I) and 5 x I;
         # the softmax of the k chosen logits, the routing weight, the experts' bias index
         per_pair += 7 * w * inter + w + w + INT64
         return FP32 * experts + pairs * per_pair  # + grouped_mm's int32 offsets
     per_pair += 4 * w * inter  # gate_up output (2I), act output, down input
-    per_pair += FP32 if fam.routing_fp32 else w  # routing weight kept by proj_out * weight
+    per_pair += FP32 if spec.routing_fp32 else w  # routing weight kept by proj_out * weight
     router = FP32 * t * experts  # softmax(router_logits) in fp32
+    if config.shared_expert_size:  # qwen2_moe: the shared MLP, its sigmoid gate and their product
+        router += 4 * w * t * config.shared_expert_size + w * t + w * t * h
     if config.norm_topk_prob:  # the top-k renormalised in place (mixtral; qwen3_moe's norm_topk_prob)
         router += FP32 * t  # their sum
         per_pair += FP32  # their fp32 values
     return router + FP32 * experts + pairs * per_pair
 
 
-def _layer(x: _Shape, fam: _Family, config: ModelConfig, index: int, attention: str, masked: bool,
+def _layer(x: _Shape, fam: Family, config: ModelConfig, index: int, attention: str, masked: bool,
            cache: bool, selective: bool) -> _Core:
     """Bytes one decoder layer keeps, and one recomputation of its attention core."""
     t, w, h, n, kv, d = x.t, x.w, x.h, x.n, x.kv, x.d
     total = config.norms_per_layer * _norm(t, h, w, fam.norm)
     total += w * t * h  # q/k/v projections' input (the input norm's output), kept once
     total += w * t * h  # the MLP's input (the pre-MLP norm's output): gate/up or router
-    if config.qk_norm:
+    if config.qk_norm == "head":  # one norm per head: t*n and t*kv rows of head_dim
         total += _norm(t * n, d, w, fam.norm) + _norm(t * kv, d, w, fam.norm)
+    elif config.qk_norm == "whole":  # olmo2/olmo3: t rows of the whole projection
+        total += _norm(t, n * d, w, fam.norm) + _norm(t, kv * d, w, fam.norm)
+    elif config.qk_norm == "olmoe":  # OLMoE: t rows of hidden and of (hidden // heads) * kv
+        total += _norm(t, h, w, fam.norm) + _norm(t, h // n * kv, w, fam.norm)
+    if fam.query_scale:  # ministral3: q * scale(positions), the (1, s) scale cast to the dtype, kept
+        total += w * x.s
+    if config.rotary_dim:  # glm4: cos and sin cut to the rotary width and interleaved, per layer
+        total += 2 * w * x.s * config.rotary_dim
     core = _attention_core(x, config, fam, attention, masked, cache, selective and attention == "eager")
     return _Core(total + core.kept + _mlp(x, config, fam, index), core.again)
 
@@ -295,13 +282,18 @@ def _checkpointed_masks(config: ModelConfig, attention: str, s: int, b: int, w: 
     return sum(kinds.values())
 
 
+def _family(config: ModelConfig) -> Family:
+    if not is_registered(config.model_type):
+        raise ValueError(f"unknown model_type for activations {config.model_type!r}; known: {', '.join(model_types())}")
+    return get_family(config.model_type)
+
+
 def default_attention(config: ModelConfig) -> str:
     """The attention a transformers training run of this model uses: "sdpa" where
     transformers runs the family under sdpa (its default), "eager" where it refuses sdpa
     (gemma2: attention softcapping; gpt_oss: attention sinks). Raises ValueError for a
     family not modelled here."""
-    fam = lookup(_FAMILIES, config.model_type, "model_type for activations")
-    return "eager" if fam.no_sdpa else "sdpa"
+    return _family(config).default_attention
 
 
 def activation_memory(
@@ -407,7 +399,7 @@ def activation_memory(
     lookup({a: a for a in ATTENTION}, attention, "attention")
     lookup({r: r for r in RECOMPUTE}, recompute, "recompute")
     w = lookup(DTYPE_BYTES, dtype, "dtype")
-    fam = lookup(_FAMILIES, config.model_type, "model_type for activations")
+    fam = _family(config)
     if config.hidden_act not in ONE_TENSOR_ACTIVATIONS and not config.attention_sinks:
         known = ", ".join(ONE_TENSOR_ACTIVATIONS)
         raise ValueError(f"{config.source}: activation {config.hidden_act!r} is not modelled; known: {known}")

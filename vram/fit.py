@@ -7,6 +7,11 @@ A card's capacity is what nvidia-smi reports (``memory.total``, in MiB = 2^20 by
 ``usable_bytes``. A requirement fits when it is at most the usable bytes, a tie included.
 Activations and the allocator's fragmentation are not part of the reserve: the caller
 adds them to ``required_bytes`` or asks for free room with ``min_free_fraction``.
+
+"Tight" has one meaning for every kind of job (training, LoRA, serving), the page and the
+command line: ``is_tight``, less than ``TIGHT_FREE_FRACTION`` of the card's capacity left
+free at the job's peak, everything the calculator counts included (a training step's
+activations, with the recomputation the card runs with; a server's weights and KV cache).
 """
 
 from __future__ import annotations
@@ -16,6 +21,12 @@ import math
 from .validate import check_int
 
 MIB = 2**20
+# The share of a card's capacity that must stay free at the job's peak for a fit not to be
+# "tight": 10 %, the headroom vLLM leaves outside its own budget by default
+# (gpu_memory_utilization=0.9, vllm/engine/arg_utils.py EngineArgs; the fraction of each GPU's
+# memory the engine may use). A convention the guide states, not a measurement: fragmentation
+# and allocator overhead vary by job; a tight fit is one to measure before renting for long.
+TIGHT_FREE_FRACTION = 0.1
 
 
 def mib_to_bytes(mib: int) -> int:
@@ -91,3 +102,22 @@ def training_verdict(per_gpu_bytes: int, backward_bytes: int, activations_none: 
         if max(per_gpu_bytes, backward_bytes + activations) <= capacity_bytes:
             return mode
     return None
+
+
+def peak_bytes(per_gpu_bytes: int, backward_bytes: int, activations_bytes: int) -> int:
+    """The most a training step holds: the larger of the optimizer step (``per_gpu_bytes``, no
+    activations by then) and backward with its activations at their peak (``backward_bytes +
+    activations_bytes``), as ``training_verdict`` compares them with a card. Raises ValueError
+    for a negative or non-integer size."""
+    for name, value in (("per_gpu_bytes", per_gpu_bytes), ("backward_bytes", backward_bytes),
+                        ("activations_bytes", activations_bytes)):
+        check_int(value, name, 0)
+    return max(per_gpu_bytes, backward_bytes + activations_bytes)
+
+
+def is_tight(peak: int | float, capacity_bytes: int | float, min_free_fraction: float = TIGHT_FREE_FRACTION) -> bool:
+    """True when a job whose peak (``peak_bytes`` for training and LoRA, weights and KV cache
+    for serving) fits ``capacity_bytes`` leaves less than ``min_free_fraction`` of it free: the
+    one definition of "tight" (module docstring). A job that does not fit is not tight (it does
+    not fit). Raises ValueError as ``fits`` does."""
+    return fits(peak, capacity_bytes) and not fits(peak, capacity_bytes, min_free_fraction)

@@ -12,7 +12,9 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   ZeRO-1/2/3, ``rank``, ``targets``, ``base_dtype`` "nf4" = QLoRA; FSDP2 at zero_stage 2 or 3 with a
   bf16 or nf4 base: ``vram.lora_fsdp2_memory``, with ``optimizer_impl``) or "serving"
   (``vram.serving_memory_per_gpu``, tensor parallel over ``cards``; ``weights``,
-  ``kv_dtype``, ``context``, ``concurrent`` sequences, ``gpu_memory_utilization``);
+  ``kv_dtype``, ``context``, ``concurrent`` sequences, ``gpu_memory_utilization``, and
+  ``max_num_batched_tokens``, vLLM's prefill chunk, which sets what its sliding-window layers
+  reserve: ``vram.serving.kv_cache_tokens``; the answer says which it assumed);
 - ``config``: the model's parsed ``config.json`` (read by ``vram.model_config_from_dict``);
 - ``cards``: data-parallel GPUs (training, LoRA) or the tensor-parallel size (serving);
 - training and LoRA: ``seq_len`` tokens, ``micro_batch`` sequences, ``recompute`` and
@@ -21,7 +23,7 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
 - the catalogue: ``gpus`` (``[{"key", "memory_mib"}]``, nvidia-smi's totals, and optionally
   ``speed``: ``vram.catalogue.card_speed``, the cited peaks and links), ``reserve_mib`` (CUDA
   context and NCCL buffers; required with ``gpus``, no default: the catalogue's, gpus.yaml,
-  is the one definition) and ``tight_free_fraction``;
+  is the one definition) and ``tight_free_fraction`` (``vram.fit.TIGHT_FREE_FRACTION``);
 - the run (training on cards with a ``speed``): ``tokens`` to train (dataset x epochs) and
   ``prices`` (card key -> EUR per hour of the machine of ``cards`` such cards, the guide's
   or the reader's). Each fitting card gets its time per step and run (``vram.timing``), its
@@ -30,6 +32,10 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   by time). LoRA and QLoRA the same, from ``vram.timing.lora_step``'s FLOPs (frozen weights
   without weight gradients). Serving: each fitting card's decoding bound
   (``vram.timing.decode_bound``, memory bandwidth: an upper bound), not for MXFP4 weights.
+- ``calibration``: ``vram.calibration.Calibration.as_job()`` of the published measurements
+  (``measurements.yaml``); with it each time says which runs back it (``backing``) and is
+  computed at its class's range, a MoE or month-long run warns (``run["warnings"]``), and a
+  decoding bound gets the share the published runs reached of it; without it, torchtitan's ``MFU``.
 - offload (training): ``host_ram_gb`` (card key -> the system RAM of the machine of ``cards``
   such cards, whole GB as the rental catalogue writes it, taken as 10**9 bytes: if the
   catalogue means GiB the machine has more, never less). Each card then says whether that
@@ -44,14 +50,18 @@ the model states and the framework's buffers leave; it fits when backward (the f
 ``backward_bytes``) holds the activations of this job at their peak (``peak_bytes``, the
 loss's backward included) with the recomputation asked, and the optimizer step
 (``per_gpu_bytes``, no activations by then) holds too (``vram.fit.training_verdict``); if
-that holds only with full recomputation it still fits, "tight", with ``recompute: "full"``;
+that holds only with full recomputation it still fits, with ``recompute: "full"``;
 a card that holds the states but not even the fully recomputed activations is ``short``. Serving: vLLM takes
 ``gpu_memory_utilization`` of the card's memory (``vllm/worker/gpu_worker.py``:
 ``requested_memory = total_memory * gpu_memory_utilization``) and the CUDA context and
 NCCL buffers come out of that share, so the capacity is floor(util x memory) less the
 reserve; a card fits when it holds the weights and the KV cache of ``concurrent``
-sequences of ``context`` tokens, "tight" under ``tight_free_fraction`` free; each card
-also says how many such sequences its capacity holds (``max_concurrent``).
+sequences of ``context`` tokens; each card also says how many such sequences its capacity
+holds (``max_concurrent``). Every kind: a fit's ``peak_bytes`` is the most the job holds on
+the card (training and LoRA: ``vram.fit.peak_bytes`` with the activations of the
+recomputation the card runs with; serving: weights and KV cache), ``free_fraction`` what
+that leaves of the capacity, and ``tight`` the one rule of ``vram.fit.is_tight`` (less than
+``tight_free_fraction``, ``vram.fit.TIGHT_FREE_FRACTION`` unless the job says, left free at the peak).
 
 The input is checked apart, by ``vram.job_input.check_job`` (every key read, range-checked
 and typed before any arithmetic); bad input raises ``JobError`` (a ValueError) whose
@@ -74,14 +84,16 @@ from typing import Any, Mapping
 from .accounting import accounting
 from .activations import activation_memory, default_attention
 from .breakdown import model_shape
-from .fit import fits, free_fraction, mib_to_bytes, training_verdict, usable_bytes
+from .fit import fits, free_fraction, is_tight, mib_to_bytes, peak_bytes, training_verdict, usable_bytes
 from .frameworks import framework_memory
 from .job_input import (JOB_FIELDS, KINDS, KV_DTYPES, MAX_CARDS, MAX_HOST_RAM_GB, MAX_MIB, MAX_RANK, MAX_TOKENS,
-                        MULTIMODAL_GEMMA3, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, GpuEntry, Job, JobError,
+                        OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, GpuEntry, Job, JobError,
                         check_job, normalised, read_config)
 from .lora import lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
 from .models import ModelConfig, count_params
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
+from .calibration import job_class, serving_class
+from .measurements import is_moe
 from .ranking import rank_runs, run_options
 from .serving import check_tensor_parallel, serving_memory_per_gpu
 from .timing import decode_bound, shown_duration
@@ -89,7 +101,7 @@ from .units import bytes_to_gb
 
 __all__ = [  # vram.job_input's names, importable from here as before the split
     "JOB_FIELDS", "KINDS", "KV_DTYPES", "MAX_CARDS", "MAX_HOST_RAM_GB", "MAX_MIB", "MAX_RANK", "MAX_TOKENS",
-    "MULTIMODAL_GEMMA3", "OFFLOAD", "SERVING_WEIGHTS", "TRAINING_OPTIMIZERS", "Job", "JobError", "check_job",
+    "OFFLOAD", "SERVING_WEIGHTS", "TRAINING_OPTIMIZERS", "Job", "JobError", "check_job",
     "normalised", "read_config",
     # this module's own
     "Need", "RunSetting", "answer_job", "asked_run", "answer_json", "dumps", "settle_run", "settled_runs", "training_need",
@@ -227,8 +239,9 @@ def _serving(job: Job) -> tuple[dict[str, int], int]:
     except ValueError as exc:
         raise _not_offered("cards", exc) from None
     memory = serving_memory_per_gpu(job.config, "bf16" if job.weights == MXFP4 else job.weights, job.context,
-                                    job.concurrent, job.kv_dtype, job.cards)
-    one = serving_memory_per_gpu(job.config, "bf16", job.context, 1, job.kv_dtype, job.cards).kv_cache_bytes
+                                    job.concurrent, job.kv_dtype, job.cards, job.max_num_batched_tokens)
+    one = serving_memory_per_gpu(job.config, "bf16", job.context, 1, job.kv_dtype, job.cards,
+                                 job.max_num_batched_tokens).kv_cache_bytes
     weight_bytes = mxfp4_weights_bytes_per_gpu(job.config, job.cards) if job.weights == MXFP4 else memory.weights_bytes
     return {"weights": weight_bytes, "kv_cache": memory.kv_cache_bytes}, one
 
@@ -314,12 +327,15 @@ def _card_fits(job: Job, need_bytes: int, need: Need | None, kv_one: int,
                 short.append(fit)
                 continue
             fit["recompute"] = run.recompute
-            fit["tight"] = run.recompute != job.recompute
             runs[gpu.key] = run
+            activations = need.activations["bytes" if run.recompute == job.recompute else "full_bytes"]
+            peak = peak_bytes(need_bytes, need.backward_bytes, activations)
         else:
-            fit["tight"] = not fits(need_bytes, capacity, min_free_fraction=job.tight_free_fraction)
             fit["max_concurrent"] = (capacity - weights) // kv_one if kv_one else None
-        fit["free_fraction"] = free_fraction(need_bytes, capacity)
+            peak = need_bytes
+        fit["peak_bytes"] = peak
+        fit["tight"] = is_tight(peak, capacity, job.tight_free_fraction)  # the one rule (vram.fit.is_tight)
+        fit["free_fraction"] = free_fraction(peak, capacity)
         fit_list.append(fit)
     return fit_list, short, runs
 
@@ -343,6 +359,15 @@ def _decode_bounds(job: Job, fit_list: list[dict[str, Any]]) -> None:
         fit["decode"] = {"bytes_per_step": bound.bytes_per_step,
                          "tokens_per_s_per_sequence_at_most": math.ceil(bound.tokens_per_second_per_sequence),
                          "tokens_per_s_at_most": math.ceil(bound.tokens_per_second)}
+        backing = None if job.calibration is None else \
+            job.calibration.backing(fit["gpu"], serving_class("", job.weights, job.concurrent)[1:])
+        if backing is not None:  # the published decoding runs' share of the roofline: a realistic range
+            low, high = backing.range.utilisation
+            fit["decode"]["backing"] = backing.as_dict()
+            fit["decode"]["tokens_per_s_per_sequence"] = [math.floor(bound.tokens_per_second_per_sequence * low),
+                                                          math.ceil(bound.tokens_per_second_per_sequence * high)]
+            fit["decode"]["tokens_per_s"] = [math.floor(bound.tokens_per_second * low),
+                                             math.ceil(bound.tokens_per_second * high)]
 
 
 def _money(value: Any) -> str | None:
@@ -359,21 +384,40 @@ def _run_times(job: Job, fit_list: list[dict[str, Any]], runs: dict[str, RunSett
     if not fit_list or any(speeds[fit["gpu"]] is None for fit in fit_list):
         return None
     options = []
+    task = "full" if job.kind == "training" else "qlora" if job.base_dtype == "nf4" else "lora"
+    klass = job_class("", is_moe(job.config), task, job.kind == "training" and job.offload != "none")[1:]
     for fit in fit_list:
         key = fit["gpu"]
         price = {key: job.prices[key]} if key in job.prices else {}
+        backing = None if job.calibration is None else job.calibration.backing(key, klass)
+        share = None if backing is None else {key: backing.range.utilisation}
         option, = run_options(job.config, job.tokens, {key: (speeds[key], job.cards)}, price, job.zero_stage,
-                              **runs[key].timing())
+                              **runs[key].timing(), utilisation=share)
         step = option.step
         fit["time"] = {"step_s": step.step.as_list(), "compute_s": step.compute.as_list(),
                        "communication_s": step.communication.as_list(), "offload_s": step.offload.as_list(),
                        "bound": step.bound, "run_s": option.run_s.as_list(),
                        "run_shown": [shown_duration(option.run_s.low, False), shown_duration(option.run_s.high, True)],
                        "price_eur_per_hour": _money(option.price_eur_per_hour),
-                       "cost_eur": None if option.cost_eur is None else [str(c) for c in option.cost_eur]}
+                       "cost_eur": None if option.cost_eur is None else [str(c) for c in option.cost_eur],
+                       "backing": None if backing is None else backing.as_dict()}
         options.append(option)
     by, ranked = rank_runs(options)
-    return {"tokens": job.tokens, "ranked_by": by, "order": [o.key for o in ranked]}
+    warnings = []
+    if is_moe(job.config):
+        warnings.append("expert_parallel")
+    if min(o.run_s.low for o in options) > SEVERAL_MACHINES_S:
+        warnings.append("several_machines")
+    found = {"tokens": job.tokens, "ranked_by": by, "order": [o.key for o in ranked],
+             "unpriced": [o.key for o in options if o.price_eur_per_hour is None]}
+    return found | ({"warnings": warnings} if warnings else {})
+
+
+# What the published runs did that the guide's FSDP/ZeRO model on one machine does not describe
+# (``run["warnings"]``): every mixture-of-experts run of measurements.yaml split its experts
+# over the GPUs (expert parallelism), and runs longer than a month on one machine are, in
+# every published training of that size, spread over several machines.
+SEVERAL_MACHINES_S = 30 * 86_400
 
 
 def _host_ram(job: Job, host: int, fit_list: list[dict[str, Any]], short: list[dict[str, Any]]) -> None:
@@ -394,16 +438,18 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     KV cache, on one card), ``parts`` (``[[part, bytes, gb]]``, largest first),
     ``host_bytes``/``host_gb`` (host RAM per machine for offload), ``activations``
     (training, LoRA: ``seq_len``, ``micro_batch``, ``attention``, ``recompute``, ``bytes``
-    and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` (serving), ``fits`` and
+    and ``full_bytes`` with their GB), ``kv_per_sequence_bytes`` and ``max_num_batched_tokens`` (serving), ``fits`` and
     ``short`` (per card: ``gpu``, ``capacity_bytes``, ``margin_bytes``/``margin_gb``,
-    ``free_fraction``, ``tight``, ``recompute`` or ``max_concurrent``) and ``notes``. Training
+    and, for a fit, ``peak_bytes``, ``free_fraction`` at the peak, ``tight``, ``recompute`` or
+    ``max_concurrent``) and ``notes``. Training
     and LoRA: ``accounting``, the name of the formula the bytes come from
     (``vram.accounting.ACCOUNTINGS``: what it assumes, e.g. "ddp-amp" or "ddp-bf16"). Training
     and LoRA on cards given with their ``speed``: each fit's ``time`` (``step_s``, ``compute_s``,
     ``communication_s``, ``offload_s``, ``run_s`` [low, high] seconds, ``run_shown`` (its ends
     as ``vram.timing.shown_duration`` writes them), ``bound``,
     ``price_eur_per_hour`` and ``cost_eur`` [low, high] as decimal strings or None) and
-    ``run`` (``tokens``, ``ranked_by`` "cost" or "time", ``order`` of the fitting cards).
+    ``run`` (``tokens``, ``ranked_by`` "cost" or "time", ``order`` of the fitting cards,
+    ``unpriced``: those without a price, the reason the order is by time).
     Training with offload: each card's ``host_ram`` (``machine_gb``, ``holds``: True, False
     or None where ``host_ram_gb`` does not give its machine's RAM).
     Serving: each fit's ``decode`` (``_decode_bounds``: tokens/s at most).
@@ -442,6 +488,7 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
         if run is not None:
             answer["run"] = run
     else:
+        answer["max_num_batched_tokens"] = checked.max_num_batched_tokens  # the prefill chunk vLLM is assumed to run
         answer["kv_per_sequence_bytes"] = kv_one
         answer["kv_per_sequence_gb"] = bytes_to_gb(kv_one)
         _decode_bounds(checked, fit_list)

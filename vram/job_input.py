@@ -19,16 +19,20 @@ from typing import Any, Mapping
 
 from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
 from .billing import parse_price
+from .calibration import Calibration, calibration_from_job
 from .catalogue import Bandwidth, Card
+from .fit import TIGHT_FREE_FRACTION
 from .frameworks import FRAMEWORKS
+from .json_nesting import MAX_JSON_DEPTH, too_deep
 from .lora import ALL_LINEAR, BASE_DTYPES
-from .models import (_REQUIRED, SUPPORTED_MODEL_TYPES, ConfigError, ModelConfig, _DuplicateKey,
-                     _refuse_duplicate_keys, _short, model_config_from_dict)
+from .families import MULTIMODAL_WRAPPERS, get_family, is_registered, model_types
+from .models import (_REQUIRED, ConfigError, ModelConfig, _DuplicateKey, _refuse_duplicate_keys, _short,
+                     model_config_from_dict, shown_model_type)
 from .mxfp4 import MXFP4
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
+from .serving import MAX_BATCHED_TOKENS, VLLM_MAX_NUM_BATCHED_TOKENS
 
 KINDS = ("training", "lora", "serving")
-MULTIMODAL_GEMMA3 = "gemma3"  # vram.models: its vision tower is not modelled, its text_config is
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 TRAINING_OPTIMIZERS = ("adamw", "adamw-bf16", "adam8bit")
 SERVING_WEIGHTS = ("bf16", "fp8", "int4", MXFP4)
@@ -45,17 +49,20 @@ JOB_FIELDS: dict[str, Any] = {
     "seq_len": 2048, "micro_batch": 1, "recompute": "none", "attention": None,
     "rank": 16, "targets": ALL_LINEAR, "base_dtype": "bf16",
     "weights": "bf16", "kv_dtype": "bf16", "context": 8192, "concurrent": 1, "gpu_memory_utilization": 0.9,
-    "gpus": [], "reserve_mib": None, "tight_free_fraction": 0.1,
-    "tokens": 10**9, "prices": {}, "host_ram_gb": {},
+    "max_num_batched_tokens": VLLM_MAX_NUM_BATCHED_TOKENS,
+    "gpus": [], "reserve_mib": None, "tight_free_fraction": TIGHT_FREE_FRACTION,
+    "tokens": 10**9, "prices": {}, "host_ram_gb": {}, "calibration": None,
 }
 
 
 class JobError(ValueError):
     """Bad job input: ``field`` (the job key), ``code`` ("integer", "choice", "fraction", "price",
     "too_long", "not_offered", "config_json" (with ``line`` and ``column``), "config_duplicate"
-    (``key``), "config_object" (``got``: the JSON type), "config_unreadable", "config_family" (``key``
-    and the supported ``choices``), "config_multimodal" (``key``: a multimodal gemma3, whose
-    ``text_config`` saved alone, model_type gemma3_text, is read), "config_key", "config_value")
+    (``key``), "config_object" (``got``: the JSON type), "config_unreadable", "config_depth" (``maximum``:
+    ``vram.json_nesting.MAX_JSON_DEPTH``), "config_family" (``key``
+    and the supported ``choices``), "config_multimodal" (``key``: a multimodal wrapper such as gemma3,
+    ``got``: the model_type of its ``text_config``, which saved alone is read where the registry has it;
+    ``add``: what that file must add, ``text_config_additions``), "config_key", "config_value")
     and ``limits`` (what was allowed: minimum/maximum or the choices)."""
 
     def __init__(self, field: str, code: str, message: str, **limits: Any) -> None:
@@ -106,8 +113,10 @@ class Job:
     context: int = JOB_FIELDS["context"]
     concurrent: int = JOB_FIELDS["concurrent"]
     gpu_memory_utilization: float = JOB_FIELDS["gpu_memory_utilization"]
+    max_num_batched_tokens: int = JOB_FIELDS["max_num_batched_tokens"]
     tokens: int = JOB_FIELDS["tokens"]
     prices: dict[str, Decimal] = field(default_factory=dict)
+    calibration: Calibration | None = None  # the published runs behind each time (vram.calibration)
 
     def lora_adapters(self) -> dict[str, Any] | None:
         """LoRA's adapters as ``vram.timing.lora_step`` takes them (``rank``, ``target_modules``,
@@ -160,12 +169,33 @@ def tokens(job: Mapping[str, Any], key: str, config: ModelConfig) -> int:
     return integer(job, key, 1, MAX_SEQ_LEN)
 
 
+def text_config_additions(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the ``text_config`` of a multimodal wrapper (a gemma3, ``MULTIMODAL_WRAPPERS``),
+    saved as a config.json of its own, must add to be read: its ``model_type`` when it leaves it
+    to the wrapper's config class, and each size key it leaves to the text model's config
+    class, with that class's default (the registry's ``defaults``: Gemma3TextConfig's
+    ``vocab_size`` 262208). None without a ``text_config`` object or for a text model the
+    registry does not have."""
+    text = raw.get("text_config")
+    if not isinstance(text, Mapping):
+        return None
+    text_type = text.get("model_type") or MULTIMODAL_WRAPPERS[raw["model_type"]][1]
+    if not is_registered(text_type):
+        return None
+    defaults = get_family(text_type).defaults
+    return ({} if "model_type" in text else {"model_type": text_type}) | {
+        key: defaults[key] for key in sorted(_REQUIRED) if key not in text}
+
+
 def read_config(raw: Any) -> ModelConfig:
     """A ``config.json`` (text or parsed) -> ``ModelConfig``, with errors on the ``config``
     field: not JSON, unknown ``model_type``, missing size key, or a value the reader refuses."""
     if isinstance(raw, ModelConfig):
         return raw
     if isinstance(raw, str):
+        if too_deep(raw):  # before json.loads, whose recursion crashed the browser's Pyodide
+            raise JobError("config", "config_depth", f"nested deeper than {MAX_JSON_DEPTH} levels, which no config.json is",
+                           maximum=MAX_JSON_DEPTH)
         try:
             raw = json.loads(raw, object_pairs_hook=_refuse_duplicate_keys)
         except _DuplicateKey as exc:
@@ -180,15 +210,22 @@ def read_config(raw: Any) -> ModelConfig:
         raise JobError("config", "config_object", f"expected a JSON object, got {type(raw).__name__}",
                        got=type(raw).__name__)
     model_type = raw.get("model_type")
-    if model_type == MULTIMODAL_GEMMA3:  # vram.models refuses it and says what to pass instead
+    if isinstance(model_type, str) and model_type in MULTIMODAL_WRAPPERS:  # vram.models refuses it, saying how
+        text = raw.get("text_config")
+        text_type = text.get("model_type") if isinstance(text, dict) else None
         try:
             model_config_from_dict(raw, "config.json")
         except ConfigError as exc:
-            raise JobError("config", "config_multimodal", str(exc).removeprefix("config.json: "), key=model_type) from None
-    if model_type not in SUPPORTED_MODEL_TYPES:
-        raise JobError("config", "config_family", f"unsupported model_type {_short(model_type)}; "
-                       f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}", key=str(model_type)[:40],
-                       choices=list(SUPPORTED_MODEL_TYPES))
+            add = text_config_additions(raw)
+            raise JobError("config", "config_multimodal", str(exc).removeprefix("config.json: "), key=model_type,
+                           got=str(text_type or MULTIMODAL_WRAPPERS[model_type][1])[:40],
+                           **({"add": add} if add else {})) from None
+    if not is_registered(model_type):
+        shown = shown_model_type(model_type)
+        raise JobError("config", "config_family", f"unsupported model_type {shown}; "
+                       f"supported: {', '.join(model_types())}",
+                       key=shown if isinstance(model_type, str) and not model_type.isascii() else str(model_type)[:40],
+                       choices=list(model_types()))
     missing = sorted(_REQUIRED - set(raw))
     if missing:
         raise JobError("config", "config_key", f"key {missing[0]!r} is missing", key=missing[0])
@@ -300,7 +337,8 @@ def check_job(job: Mapping[str, Any]) -> Job:
     if kind == "serving":
         fields.update(weights=choice(given, "weights", SERVING_WEIGHTS), kv_dtype=choice(given, "kv_dtype", KV_DTYPES),
                       context=tokens(given, "context", config),
-                      concurrent=integer(given, "concurrent", 1, MAX_MICRO_BATCH))
+                      concurrent=integer(given, "concurrent", 1, MAX_MICRO_BATCH),
+                      max_num_batched_tokens=integer(given, "max_num_batched_tokens", 1, MAX_BATCHED_TOKENS))
     else:
         fields.update(framework=choice(given, "framework", FRAMEWORKS), zero_stage=integer(given, "zero_stage", 0, 3))
         if kind == "training":
@@ -322,4 +360,16 @@ def check_job(job: Mapping[str, Any]) -> Job:
     if kind != "serving":
         fields.update(tokens=integer(given, "tokens", 1, MAX_TOKENS), prices=prices(given))
     return Job(kind=kind, config=config, cards=cards, gpus=gpus, reserve_mib=reserve_mib, tight_free_fraction=tight,
-               host_ram_gb=machines_ram, **fields)
+               host_ram_gb=machines_ram, calibration=calibration(given), **fields)
+
+
+def calibration(job: Mapping[str, Any]) -> Calibration | None:
+    """``job["calibration"]`` (``vram.calibration.Calibration.as_job()``) read back; None when
+    none is handed in. Raises JobError for a malformed one."""
+    raw = job["calibration"]
+    if raw is None:
+        return None
+    try:
+        return calibration_from_job(raw)
+    except ValueError as exc:
+        raise JobError("calibration", "choice", str(exc)) from None

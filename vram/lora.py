@@ -66,6 +66,7 @@ from dataclasses import replace
 from .breakdown import ModelShape, model_shape
 from .dtypes import NF4, nf4_bytes, tensor_bytes
 from .fsdp2 import fsdp2_model_states_per_rank, rank0_shard_params
+from .families import get_family, model_types
 from .models import ModelConfig, as_model_config, count_params, layer_modules
 from .sharding import check_world_size, check_zero_stage, model_states_per_gpu
 from .optimizer_step import step_temporary_coefficients
@@ -77,10 +78,9 @@ ModelLike = ModelConfig | Mapping[str, Any] | str | Path
 # PEFT's shorthand for every nn.Linear but the output layer.
 ALL_LINEAR = "all-linear"
 # PEFT 0.21 TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING (families it lists).
+# (the registry's ``Family.peft_targets``; families PEFT does not list are left out).
 PEFT_DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
-    family: ("q_proj", "v_proj")
-    for family in ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma2", "gemma3_text")
-}
+    name: get_family(name).peft_targets for name in model_types() if get_family(name).peft_targets}
 BASE_DTYPES = ("fp32", "bf16", "fp16", NF4)
 
 
@@ -109,13 +109,6 @@ class LoraMemory:
         )
 
 
-# PEFT 0.21 _MOE_TARGET_MODULE_MAPPING / _MOE_FUSED_TARGETS for the families transformers 5 converted.
-_V4_EXPERT_NAMES: dict[str, dict[str, str]] = {
-    "mixtral": {"gate": "router", "w1": "gate_up_proj", "w3": "gate_up_proj", "w2": "down_proj"},
-    "qwen3_moe": {"gate": "router", "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj", "down_proj": "down_proj"},
-}
-
-
 @dataclass(frozen=True)
 class LoraTarget:
     """One adapted weight of a decoder layer: A is (rank x rank_factor x experts) x in, B out x that."""
@@ -138,7 +131,8 @@ def _resolve(config: ModelConfig, target_modules: str | Iterable[str]) -> tuple[
     linear = {m.name for m in modules if m.kind == "linear"}
     # PEFT converts by model_type: a qwen3_moe layer with a dense MLP loses its gate/up/down
     # Linear targets to the (absent) expert parameters too.
-    v4 = _V4_EXPERT_NAMES.get(config.model_type, {})
+    experts = config.family.experts  # PEFT 0.21 _MOE_TARGET_MODULE_MAPPING / _MOE_FUSED_TARGETS
+    v4 = dict(experts.peft_v4_names) if experts else {}
     if isinstance(target_modules, str):
         if target_modules != ALL_LINEAR:  # PEFT full-matches a string, as a regex, against whole module names
             raise ValueError(

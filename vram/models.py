@@ -1,10 +1,12 @@
 """Parameter counts and module shapes from a Hugging Face ``config.json``, as ``transformers`` builds them.
 
-Families (``SUPPORTED_MODEL_TYPES``): llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma2,
-gemma3_text, phi3, gpt_oss. For each, the config class of ``transformers`` 5.23
-(``transformers/models/<family>/configuration_<family>.py``) gives the default of every key a
-config leaves out, and the modeling file (``modeling_<family>.py``) gives the modules
-``AutoModelForCausalLM.from_config`` builds. The counts here equal
+Families: every ``model_type`` of the registry (``vram.families``; the built-in ones are
+``SUPPORTED_MODEL_TYPES``). For each, its entry holds what the config class of
+``transformers`` 5.23 (``transformers/models/<family>/configuration_<family>.py``) gives as the
+default of every key a config leaves out, and what the modeling file (``modeling_<family>.py``)
+builds: this module turns that into the modules ``AutoModelForCausalLM.from_config`` builds
+(besides the llama-shaped layout below: olmo2/olmo3's and OLMoE's q/k norms, glm4's fused
+``gate_up_proj`` and four norms, qwen2_moe's gated shared expert). The counts here equal
 ``sum(p.numel() for p in set(model.parameters()))`` of that model, to the parameter
 (tests/vram/test_models_oracle.py builds every config on the meta device).
 
@@ -63,6 +65,8 @@ from math import prod
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .families import CHUNKED, FULL, MULTIMODAL_WRAPPERS, REQUIRED_KEYS, SLIDING, Family, get_family, is_registered, model_types
+from .json_nesting import MAX_JSON_DEPTH, too_deep
 from .units import MAX_PARAMS
 
 # Larger than any dimension of a published model by far (largest vocabularies: 262,208;
@@ -72,124 +76,16 @@ MAX_SIZE = 2**24
 MAX_LAYERS = 2**16
 # Hub config.json files of causal LMs are a few KB; a file past this is not one (and is not read whole).
 MAX_CONFIG_BYTES = 2**20
-FULL, SLIDING = "full_attention", "sliding_attention"
 _UNSET = object()
-# A config.json names these (a file without them is cut short: refused, not defaulted). A
-# nested ``text_config`` (gemma3) is written as a difference from Gemma3TextConfig's
-# defaults, so there every key may be left out.
-_REQUIRED = frozenset({"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads"})
+# A config.json names these (a file without them is cut short: refused, not defaulted).
+_REQUIRED = REQUIRED_KEYS
+# The built-in families (vram.family_entries); a family registered later is read as well.
+SUPPORTED_MODEL_TYPES = model_types()
+_COMMON_NULLABLE = frozenset({"sliding_window", "attn_logit_softcapping", "final_logit_softcapping", "layer_types"})
 
 
 class ConfigError(ValueError):
     """A model config that cannot be read or that transformers would not build (one line)."""
-
-
-# --- what each family's config class says ------------------------------------------------
-
-@dataclass(frozen=True)
-class _Family:
-    config_class: str
-    # Defaults of the config class for the keys read here (None: computed in __post_init__).
-    defaults: Mapping[str, Any]
-    # Keys whose field accepts null (``int | None``); a null elsewhere is refused as transformers does.
-    nullable: frozenset[str] = frozenset()
-    # head_dim: "field" (a dataclass field, default in ``defaults``) or "attribute" (no field:
-    # the modeling file uses getattr(config, "head_dim", hidden // heads)).
-    head_dim: str = "field"
-    checks_hidden_heads: bool = False  # validate_architecture: hidden % heads == 0
-    qkv_bias: str | bool = False  # a config key, or fixed
-    o_bias: str | bool = False
-    mlp_bias: str | bool = False
-    activation_key: str = "hidden_act"
-    norms_per_layer: int = 2
-    qk_norm: bool = False
-    fused: bool = False  # phi3: qkv_proj and gate_up_proj
-    moe: str = ""  # "", "mixtral", "qwen3_moe", "gpt_oss"
-    sinks: bool = False
-    layer_rule: str = "from_window"  # how __post_init__ fills layer_types (see _layer_types)
-
-
-_COMMON_NULLABLE = frozenset({"sliding_window", "attn_logit_softcapping", "final_logit_softcapping", "layer_types"})
-
-_FAMILIES: dict[str, _Family] = {
-    "llama": _Family(
-        "LlamaConfig",
-        dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
-             num_attention_heads=32, num_key_value_heads=None, head_dim=None, hidden_act="silu",
-             tie_word_embeddings=False, attention_bias=False, mlp_bias=False, max_position_embeddings=2048),
-        nullable=frozenset({"num_key_value_heads", "head_dim"}), checks_hidden_heads=True,
-        qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias="mlp_bias", layer_rule="none"),
-    "mistral": _Family(
-        "MistralConfig",
-        dict(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-             num_attention_heads=32, num_key_value_heads=8, head_dim=None, hidden_act="silu",
-             tie_word_embeddings=False, sliding_window=4096, max_position_embeddings=4096 * 32),
-        nullable=frozenset({"head_dim"})),
-    "mixtral": _Family(
-        "MixtralConfig",
-        dict(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-             num_attention_heads=32, num_key_value_heads=8, head_dim=None, hidden_act="silu",
-             tie_word_embeddings=False, sliding_window=None, max_position_embeddings=4096 * 32,
-             num_local_experts=8, num_experts_per_tok=2),
-        nullable=frozenset({"head_dim"}), moe="mixtral"),
-    "qwen2": _Family(
-        "Qwen2Config",
-        dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32,
-             num_attention_heads=32, num_key_value_heads=32, hidden_act="silu", tie_word_embeddings=False,
-             use_sliding_window=False, sliding_window=4096, max_window_layers=28, max_position_embeddings=32768),
-        nullable=frozenset({"num_key_value_heads"}), head_dim="attribute", qkv_bias=True, layer_rule="qwen"),
-    "qwen3": _Family(
-        "Qwen3Config",
-        dict(vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32,
-             num_attention_heads=32, num_key_value_heads=32, head_dim=128, hidden_act="silu",
-             tie_word_embeddings=False, attention_bias=False, use_sliding_window=False, sliding_window=4096,
-             max_window_layers=28, max_position_embeddings=32768),
-        nullable=frozenset({"num_key_value_heads"}), qkv_bias="attention_bias", o_bias="attention_bias",
-        qk_norm=True, layer_rule="qwen"),
-    "qwen3_moe": _Family(
-        "Qwen3MoeConfig",
-        dict(vocab_size=151936, hidden_size=2048, intermediate_size=6144, num_hidden_layers=24,
-             num_attention_heads=32, num_key_value_heads=4, hidden_act="silu", tie_word_embeddings=False,
-             attention_bias=False, use_sliding_window=False, sliding_window=4096, max_position_embeddings=32768,
-             decoder_sparse_step=1, moe_intermediate_size=768, num_experts_per_tok=8, num_local_experts=128,
-             mlp_only_layers=None, norm_topk_prob=False),
-        nullable=frozenset({"mlp_only_layers"}), head_dim="attribute", qkv_bias="attention_bias",
-        o_bias="attention_bias", qk_norm=True, moe="qwen3_moe", layer_rule="qwen_moe"),
-    "gemma2": _Family(
-        "Gemma2Config",
-        dict(vocab_size=256000, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
-             num_attention_heads=8, num_key_value_heads=4, head_dim=256, hidden_activation="gelu_pytorch_tanh",
-             tie_word_embeddings=True, attention_bias=False, sliding_window=4096, max_position_embeddings=8192,
-             final_logit_softcapping=30.0, attn_logit_softcapping=50.0),
-        checks_hidden_heads=True, qkv_bias="attention_bias", o_bias="attention_bias",
-        activation_key="hidden_activation", norms_per_layer=4, layer_rule="every_2nd_full"),
-    "gemma3_text": _Family(
-        "Gemma3TextConfig",
-        dict(vocab_size=262208, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
-             num_attention_heads=8, num_key_value_heads=4, head_dim=256, hidden_activation="gelu_pytorch_tanh",
-             tie_word_embeddings=True, attention_bias=False, sliding_window=4096, max_position_embeddings=131072,
-             final_logit_softcapping=None, attn_logit_softcapping=None, use_bidirectional_attention=False,
-             sliding_window_pattern=6),
-        nullable=frozenset({"use_bidirectional_attention"}), checks_hidden_heads=True,
-        qkv_bias="attention_bias", o_bias="attention_bias", activation_key="hidden_activation",
-        norms_per_layer=4, qk_norm=True, layer_rule="gemma3"),
-    "phi3": _Family(
-        "Phi3Config",
-        dict(vocab_size=32064, hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
-             num_attention_heads=32, num_key_value_heads=None, hidden_act="silu", tie_word_embeddings=False,
-             sliding_window=None, max_position_embeddings=4096),
-        nullable=frozenset({"num_key_value_heads"}), head_dim="attribute", fused=True),
-    "gpt_oss": _Family(
-        "GptOssConfig",
-        dict(vocab_size=201088, hidden_size=2880, intermediate_size=2880, num_hidden_layers=36,
-             num_attention_heads=64, num_key_value_heads=8, head_dim=64, hidden_act="silu",
-             tie_word_embeddings=False, attention_bias=True, sliding_window=128, max_position_embeddings=131072,
-             num_local_experts=128, num_experts_per_tok=4),
-        qkv_bias="attention_bias", o_bias="attention_bias", moe="gpt_oss", sinks=True,
-        layer_rule="every_2nd_full"),
-}
-SUPPORTED_MODEL_TYPES = tuple(sorted(_FAMILIES))
-_MODELING = {key: f"modeling_{'gemma3' if key == 'gemma3_text' else key}.py" for key in _FAMILIES}
 
 
 # --- what the calculator knows of one model ----------------------------------------------
@@ -207,6 +103,12 @@ class ModelConfig:
     left out, filled from the config class. ``norm_topk_prob``: the router renormalises the
     top-k weights (mixtral always; qwen3_moe when its key says so). ``bidirectional_attention``:
     gemma3_text's ``use_bidirectional_attention`` (every attention layer gets a mask tensor).
+    ``fused``: the family's fused projections ("qkv_gate_up": phi3, "gate_up": glm4);
+    ``qk_norm``: its q/k norms (``vram.families.QK_NORMS``, "" for none);
+    ``shared_expert_size``: width of the shared expert beside the routed ones (0: none);
+    ``rotary_dim``: glm4's rotated width per head, int(head_dim x partial_rotary_factor) (0:
+    the family copies no cos/sin per layer).
+    Everything else about the family's structure is its registry entry (``family``).
     """
 
     model_type: str
@@ -226,11 +128,12 @@ class ModelConfig:
     num_experts_per_tok: int = 0
     moe_intermediate_size: int = 0  # width of one expert (mixtral, gpt_oss: intermediate_size)
     moe_layers: tuple[bool, ...] = ()
-    expert_bias: bool = False  # gpt_oss: experts' and router's biases
+    shared_expert_size: int = 0
+    rotary_dim: int = 0
     norm_topk_prob: bool = False
     bidirectional_attention: bool = False
-    fused_projections: bool = False  # phi3: qkv_proj, gate_up_proj
-    qk_norm: bool = False
+    fused: str = ""
+    qk_norm: str = ""
     attention_sinks: bool = False
     hidden_act: str = "silu"
     layer_types: tuple[str, ...] = ()
@@ -254,19 +157,35 @@ class ModelConfig:
                 raise ValueError(f"{name}: one entry per layer ({layers}), got {len(getattr(self, name))}")
 
     @property
+    def family(self) -> Family:
+        """The registry entry of this config's model_type (``vram.families``)."""
+        return get_family(self.model_type)
+
+    @property
     def is_moe(self) -> bool:
         """True when at least one layer's MLP is a mixture of experts."""
         return any(self.moe_layers)
 
     @property
+    def fused_projections(self) -> bool:
+        """phi3: q, k and v fused into ``qkv_proj`` (and gate and up into ``gate_up_proj``)."""
+        return self.fused == "qkv_gate_up"
+
+    @property
+    def expert_bias(self) -> bool:
+        """gpt_oss: its experts and router carry biases."""
+        experts = self.family.experts
+        return bool(experts and experts.router_bias)
+
+    @property
     def config_class(self) -> str:
         """Name of the transformers config class of this family (for messages)."""
-        return _FAMILIES[self.model_type].config_class
+        return self.family.config_class
 
     @property
     def modeling_file(self) -> str:
         """The transformers modeling file whose modules are counted here."""
-        return _MODELING[self.model_type]
+        return self.family.modeling
 
 
 @dataclass(frozen=True)
@@ -348,8 +267,8 @@ class _Reader:
     """Reads keys of one raw config with the family's defaults and transformers' types."""
 
     def __init__(self, raw: Mapping[str, Any], model_type: str, source: str, required: frozenset[str]):
-        self.raw, self.family, self.source, self.required = raw, _FAMILIES[model_type], source, required
-        self.modeling_file = _MODELING[model_type]
+        self.raw, self.family, self.source, self.required = raw, get_family(model_type), source, required
+        self.modeling_file = self.family.modeling
         self.defaulted: list[str] = []
 
     def fail(self, message: str) -> ConfigError:
@@ -417,6 +336,9 @@ def _head_dim(r: _Reader, hidden: int, heads: int) -> int:
         if value is None:
             raise r.fail(f"key 'head_dim' is null, which {r.modeling_file} cannot use; give a value or leave it out")
         return r.size("head_dim", value)
+    if family.head_dim == "required" and r.raw.get("head_dim") is None:
+        raise r.fail(f"key 'head_dim' is missing or null, which {r.modeling_file} cannot build "
+                     f"({family.config_class} leaves it None); copy it from the model's config.json")
     value = r.get("head_dim")
     if value is None:  # llama, mistral, mixtral: __post_init__ sets hidden // heads
         return hidden // heads
@@ -441,9 +363,17 @@ def _layer_types(r: _Reader, layers: int, window: int | None) -> tuple[str, ...]
     if rule == "gemma3":
         pattern = r.size("sliding_window_pattern")
         return tuple(SLIDING if (i + 1) % pattern else FULL for i in range(layers))
+    if rule == "every_4th_full":  # olmo3: "sliding" if (i + 1) % 4 != 0 else "full"
+        return tuple(SLIDING if (i + 1) % 4 else FULL for i in range(layers))
     if rule == "qwen":
         first = r.size("max_window_layers", minimum=0)
         return tuple(SLIDING if window is not None and i >= first else FULL for i in range(layers))
+    if rule == "qwen2_moe":  # Qwen2MoeConfig: odd layers below max_window_layers
+        last = r.size("max_window_layers", minimum=0)
+        return tuple(SLIDING if window is not None and (i + 1) % 2 and i < last else FULL for i in range(layers))
+    if rule == "smollm3":  # SmolLM3Config: the no-RoPE layers slide when use_sliding_window
+        rope = _rope_layers(r, layers)
+        return tuple(SLIDING if window is not None and not rope[i] else FULL for i in range(layers))
     # llama, mistral, mixtral, phi3, qwen3_moe: no layer_types field; DynamicCache makes every
     # layer sliding when the config has a sliding_window (cache_utils.get_layer_types_and_kwargs).
     return ((SLIDING if window is not None else FULL),) * layers
@@ -452,14 +382,14 @@ def _layer_types(r: _Reader, layers: int, window: int | None) -> tuple[str, ...]
 def _window(r: _Reader) -> int | None:
     family = r.family
     window = r.get("sliding_window") if family.layer_rule != "none" else r.raw.get("sliding_window")
-    if family.layer_rule in ("qwen", "qwen_moe") and not r.flag("use_sliding_window"):
+    if family.layer_rule in ("qwen", "qwen_moe", "qwen2_moe", "smollm3") and not r.flag("use_sliding_window"):
         if window is not None:  # unused, but its type is checked, as the config class does
             r.size("sliding_window", window, minimum=0)
         return None  # Qwen2/Qwen3(Moe)Config: sliding_window = sliding_window if use_sliding_window else None
     if window is not None:
         window = r.size("sliding_window", window)
     if window is None:
-        if family.layer_rule in ("every_2nd_full", "gemma3"):
+        if family.layer_rule in ("every_2nd_full", "gemma3", "every_4th_full"):
             # the config class accepts it, but the model builds a sliding-window mask in every forward
             raise r.fail(f"key 'sliding_window' is null, which {r.modeling_file} cannot run (it builds a "
                          f"sliding-window mask in every forward); give the window or leave the key out "
@@ -470,6 +400,17 @@ def _window(r: _Reader) -> int | None:
     return window
 
 
+def _rope_layers(r: _Reader, layers: int) -> tuple[bool, ...]:
+    """Which layers apply RoPE (smollm3's ``no_rope_layers``: 1 = RoPE, despite the name)."""
+    given = r.get("no_rope_layers")
+    if given is None:  # SmolLM3Config: every no_rope_layer_interval-th layer skips RoPE
+        interval = r.size("no_rope_layer_interval")
+        return tuple(bool((i + 1) % interval) for i in range(layers))
+    if not isinstance(given, list) or len(given) < layers or any(v not in (0, 1) or isinstance(v, bool) for v in given):
+        raise r.fail(f"key 'no_rope_layers' must list {layers} entries (num_hidden_layers), each 0 or 1")
+    return tuple(bool(v) for v in given[:layers])
+
+
 def _bidirectional(r: _Reader) -> bool:
     """gemma3_text's use_bidirectional_attention (``bool | None``; null is false)."""
     value = r.get("use_bidirectional_attention")
@@ -478,22 +419,19 @@ def _bidirectional(r: _Reader) -> bool:
 
 def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...]]:
     """(experts, experts per token, expert width, which layers are MoE)."""
-    family = r.family
-    if not family.moe:
+    spec = r.family.experts
+    if spec is None:
         return 0, 0, 0, (False,) * layers
-    # attribute_map: num_experts -> num_local_experts (MixtralConfig, Qwen3MoeConfig, GptOssConfig).
-    # With both keys, the one that is not a field of the class is set after the fields and wins:
-    # num_experts for mixtral and gpt_oss, num_local_experts for qwen3_moe (whose field is num_experts).
-    alias = "num_local_experts" if family.moe == "qwen3_moe" else "num_experts"
-    field = "num_experts" if alias == "num_local_experts" else "num_local_experts"
-    key = alias if alias in r.raw else field if field in r.raw else "num_local_experts"
-    experts = r.size(key, r.get(key, family.defaults["num_local_experts"]), minimum=0 if family.moe == "qwen3_moe" else 1)
+    # attribute_map aliases one key to the class's field; with both keys, the alias is set
+    # after the fields and wins (mixtral, gpt_oss: num_experts; qwen3_moe: num_local_experts).
+    key = spec.alias if spec.alias in r.raw else spec.key
+    experts = r.size(key, r.get(key, r.family.defaults[spec.key]), minimum=spec.min_experts)
     top_k = r.size("num_experts_per_tok")
     if top_k > max(experts, 1) and experts:
         raise r.fail(f"num_experts_per_tok {top_k} is more than the {experts} experts")
-    if family.moe != "qwen3_moe":
-        return experts, top_k, r.size("intermediate_size"), (True,) * layers
-    width = r.size("moe_intermediate_size")
+    width = r.size(spec.width)
+    if spec.dense_rule == "none":
+        return experts, top_k, width, (True,) * layers
     step = r.size("decoder_sparse_step")
     listed = r.get("mlp_only_layers") or []
     if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in listed):
@@ -502,6 +440,51 @@ def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...
     # Qwen3MoeDecoderLayer: experts unless the layer is in mlp_only_layers or off the sparse step.
     moe = tuple(i not in dense and experts > 0 and (i + 1) % step == 0 for i in range(layers))
     return experts, top_k, width, moe
+
+
+def _norm_topk(r: _Reader) -> bool:
+    spec = r.family.experts
+    if spec is None:
+        return False
+    return spec.norm_topk == "always" or (spec.norm_topk == "key" and r.flag("norm_topk_prob"))
+
+
+def _rotary_dim(r: _Reader, head_dim: int) -> int:
+    """glm4: int(head_dim x partial_rotary_factor), the factor from ``rope_parameters`` or the
+    top level (Glm4Config moves it there; default 0.5). 0 for families without that copy."""
+    default = r.family.partial_rotary
+    if not default:
+        return 0
+    rope = r.raw.get("rope_parameters")
+    factor = rope.get("partial_rotary_factor") if isinstance(rope, Mapping) else None
+    factor = r.raw.get("partial_rotary_factor", default) if factor is None else factor
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+        raise r.fail(f"key 'partial_rotary_factor' must be a number above 0 and at most 1, got {_short(factor)}")
+    return int(head_dim * factor)
+
+
+def _shared_expert_size(r: _Reader) -> int:
+    """Width of the shared expert (0: none): qwen2_moe's ``shared_expert_intermediate_size``."""
+    shared = r.family.experts.shared
+    if shared == "qwen2_moe":
+        return r.size("shared_expert_intermediate_size")
+    return 0
+
+
+def shown_model_type(value: Any) -> str:
+    """A model_type for a message: its repr, and where it holds a character other than
+    printable ASCII (a look-alike such as the Cyrillic 'а' in 'llаma'), each such character's
+    code point and Unicode name, so that the reader sees why it is not the one they meant."""
+    if not isinstance(value, str):
+        return _short(value)
+    odd = [c for c in dict.fromkeys(value) if not (" " <= c <= "~")]
+    if not odd:
+        return _short(value)
+    import unicodedata
+
+    names = ", ".join(f"{c!r} is U+{ord(c):04X} {unicodedata.name(c, 'UNNAMED')}" for c in odd[:4])
+    more = f" and {len(odd) - 4} more" if len(odd) > 4 else ""
+    return f"{_short(value)} (not plain ASCII: {names}{more})"
 
 
 def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> ModelConfig:
@@ -537,10 +520,18 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
             f"alone (Gemma3ForCausalLM), save its text_config as a file of its own, model_type gemma3_text, "
             f"with the sizes it leaves to Gemma3TextConfig's defaults written out (vocab_size 262208 among them)"
         )
-    if not isinstance(model_type, str) or model_type not in _FAMILIES:
-        raise ConfigError(
-            f"{source}: unsupported model_type {_short(model_type)}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
-        )
+    if isinstance(model_type, str) and model_type in MULTIMODAL_WRAPPERS:
+        built, default_text = MULTIMODAL_WRAPPERS[model_type]
+        text = raw.get("text_config")
+        text_type = text.get("model_type", default_text) if isinstance(text, Mapping) else default_text
+        how = (f"save its text_config as a file of its own, model_type {text_type}, with the sizes it leaves to "
+               f"its config class's defaults written out" if is_registered(text_type) else
+               f"its language model's family, {text_type}, is not in the registry either")
+        raise ConfigError(f"{source}: a multimodal {model_type} config ({built}: a vision tower and a projector "
+                          f"beside the language model) is not counted; to count the language model alone, {how}")
+    if not is_registered(model_type):
+        raise ConfigError(f"{source}: unsupported model_type {shown_model_type(model_type)}; "
+                          f"supported: {', '.join(model_types())}")
     r = _Reader(raw, model_type, source, required)
     family = r.family
     hidden = r.size("hidden_size")
@@ -580,17 +571,18 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         qkv_bias=r.flag(family.qkv_bias),
         o_bias=r.flag(family.o_bias),
         mlp_bias=r.flag(family.mlp_bias),
-        norms_per_layer=family.norms_per_layer,
+        norms_per_layer=len(family.layer_norms),
         tie_word_embeddings=r.flag("tie_word_embeddings"),
         num_local_experts=experts,
         num_experts_per_tok=top_k,
         moe_intermediate_size=width,
         moe_layers=moe,
-        expert_bias=family.moe == "gpt_oss",
-        norm_topk_prob=family.moe == "mixtral" or (family.moe == "qwen3_moe" and r.flag("norm_topk_prob")),
+        shared_expert_size=_shared_expert_size(r) if experts else 0,
+        rotary_dim=_rotary_dim(r, head_dim),
+        norm_topk_prob=_norm_topk(r),
         bidirectional_attention=family.layer_rule == "gemma3" and _bidirectional(r),
-        fused_projections=family.fused,
-        qk_norm=family.qk_norm,
+        fused=family.fused,
+        qk_norm=family.qk_norm if not family.qk_norm_key or r.flag(family.qk_norm_key) else "",
         attention_sinks=family.sinks,
         hidden_act=activation,
         layer_types=_layer_types(r, layers, window),
@@ -612,8 +604,8 @@ def load_model_config(path: str | Path) -> ModelConfig:
 
     Raises ConfigError (one line naming the file) when the path is not a regular file (a
     FIFO, a device), the file cannot be read, is larger than ``MAX_CONFIG_BYTES`` (1 MiB),
-    is not UTF-8 or not JSON (including integers over Python's 4,300-digit limit and
-    nesting too deep to parse), writes a key twice in one object (``json`` would keep the
+    is not UTF-8 or not JSON (including integers over Python's 4,300-digit limit), nests
+    deeper than ``vram.json_nesting.MAX_JSON_DEPTH`` (checked before parsing), writes a key twice in one object (``json`` would keep the
     last silently), or fails ``model_config_from_dict``.
     """
     source = str(path)
@@ -630,6 +622,9 @@ def load_model_config(path: str | Path) -> ModelConfig:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{source}: not a UTF-8 text file; pass the model's config.json") from None
+    if too_deep(text):  # before json.loads, which recurses once per level
+        raise ConfigError(f"{source}: nested deeper than {MAX_JSON_DEPTH} levels, which no config.json is; "
+                          "pass the model's config.json")
     try:
         raw = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
     except _DuplicateKey as exc:
@@ -690,11 +685,17 @@ def _norm(path: str, size: int) -> Module:
 def layer_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
     """Every module of decoder layer ``layer`` (0-based) that holds parameters directly.
 
-    Shapes as in the family's modeling file (module docstring). Raises ValueError for a
-    layer index out of range.
+    Shapes as in the family's modeling file (module docstring; the norms by the names of the
+    family's registry entry, ``Family.layer_norms``). Raises ValueError for a layer index
+    out of range.
     """
     if not 0 <= layer < config.num_hidden_layers:
         raise ValueError(f"layer must be in 0..{config.num_hidden_layers - 1}, got {layer!r}")
+    return _attention_modules(config) + _mlp_modules(config, layer) + tuple(
+        _norm(name, config.hidden_size) for name in config.family.layer_norms)
+
+
+def _attention_modules(config: ModelConfig) -> tuple[Module, ...]:
     h, hd = config.hidden_size, config.head_dim
     q_out, kv_out = config.num_attention_heads * hd, config.num_key_value_heads * hd
     if config.fused_projections:
@@ -706,37 +707,46 @@ def layer_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
             _linear("self_attn.v_proj", h, kv_out, config.qkv_bias),
         ]
     modules.append(_linear("self_attn.o_proj", q_out, h, config.o_bias))
-    if config.qk_norm:
+    if config.qk_norm == "head":
         modules += [_norm("self_attn.q_norm", hd), _norm("self_attn.k_norm", hd)]
+    elif config.qk_norm == "whole":  # olmo2, olmo3: over the whole projection
+        modules += [_norm("self_attn.q_norm", q_out), _norm("self_attn.k_norm", kv_out)]
+    elif config.qk_norm == "olmoe":  # OlmoeAttention: hidden, and (hidden // heads) * kv_heads
+        modules += [_norm("self_attn.q_norm", h),
+                    _norm("self_attn.k_norm", h // config.num_attention_heads * config.num_key_value_heads)]
     if config.attention_sinks:
         modules.append(Module("self_attn", "attention", (("sinks", (config.num_attention_heads,)),)))
-    if config.moe_layers[layer]:
-        modules += _moe_modules(config)
-    else:
-        i = config.intermediate_size
-        if config.fused_projections:
-            modules.append(_linear("mlp.gate_up_proj", h, 2 * i, config.mlp_bias))
-        else:
-            modules += [_linear("mlp.gate_proj", h, i, config.mlp_bias), _linear("mlp.up_proj", h, i, config.mlp_bias)]
-        modules.append(_linear("mlp.down_proj", i, h, config.mlp_bias))
-    norms = ["input_layernorm", "post_attention_layernorm"]
-    if config.norms_per_layer == 4:
-        norms += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
-    modules += [_norm(name, h) for name in norms]
     return tuple(modules)
 
 
-def _moe_modules(config: ModelConfig) -> list[Module]:
+def _dense_mlp(config: ModelConfig, prefix: str, width: int) -> list[Module]:
+    h = config.hidden_size
+    if config.fused:
+        first = [_linear(f"{prefix}.gate_up_proj", h, 2 * width, config.mlp_bias)]
+    else:
+        first = [_linear(f"{prefix}.gate_proj", h, width, config.mlp_bias),
+                 _linear(f"{prefix}.up_proj", h, width, config.mlp_bias)]
+    return first + [_linear(f"{prefix}.down_proj", width, h, config.mlp_bias)]
+
+
+def _mlp_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
+    if not config.moe_layers[layer]:
+        return tuple(_dense_mlp(config, "mlp", config.intermediate_size))
+    spec = config.family.experts
     e, h, i = config.num_local_experts, config.hidden_size, config.moe_intermediate_size
     k = config.num_experts_per_tok
-    if config.expert_bias:  # gpt_oss: GptOssExperts, GptOssTopKRouter
+    if spec.layout == "gpt_oss":  # GptOssExperts, GptOssTopKRouter
         experts = (("gate_up_proj", (e, h, 2 * i)), ("gate_up_proj_bias", (e, 2 * i)),
                    ("down_proj", (e, i, h)), ("down_proj_bias", (e, h)))
-        return [Module("mlp.router", "router", (("weight", (e, h)), ("bias", (e,)))),
-                Module("mlp.experts", "experts", experts, e, k)]
+        return (Module("mlp.router", "router", (("weight", (e, h)), ("bias", (e,)))),
+                Module("mlp.experts", "experts", experts, e, k))
     # MixtralExperts / Qwen3MoeExperts and their TopKRouter (mlp.gate)
     experts = (("gate_up_proj", (e, 2 * i, h)), ("down_proj", (e, h, i)))
-    return [Module("mlp.gate", "router", (("weight", (e, h)),)), Module("mlp.experts", "experts", experts, e, k)]
+    modules = [Module("mlp.gate", "router", (("weight", (e, h)),)), Module("mlp.experts", "experts", experts, e, k)]
+    if spec.shared == "qwen2_moe":  # Qwen2MoeSparseMoeBlock: shared_expert and its one-output gate
+        modules += _dense_mlp(config, "mlp.shared_expert", config.shared_expert_size)
+        modules.append(_linear("mlp.shared_expert_gate", h, 1, False))
+    return tuple(modules)
 
 
 def root_modules(config: ModelConfig) -> tuple[Module, ...]:

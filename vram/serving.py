@@ -5,23 +5,28 @@ query attention, Ainslie et al. 2023, arXiv:2305.13245: ``num_key_value_heads``,
 query heads), 2 x kv_heads x head_dim elements. llama-3.1-8b in bf16: 2 x 32 layers x 8 x
 128 x 2 B = 128 KiB per token.
 
-Sliding-window layers (``ModelConfig.layer_types``: gemma2 and gpt_oss every other layer,
-gemma3_text five of six, mistral/phi3/qwen3_moe every layer when the config has a
-``sliding_window``, qwen2/qwen3 past ``max_window_layers`` with ``use_sliding_window``) hold
-at most a window of W tokens: ``kv_cache_tokens`` counts min(T, W) for them, T for the
-full-attention layers (and for a window of 1, which transformers' slice does not cap). That is the storage transformers' ``DynamicSlidingWindowLayer``
-(``cache_utils.py``) holds while it generates: each update concatenates the kept tokens
-with the new one (W tensors) and keeps a view of the last W - 1, so the storage behind a
-sliding layer is W tokens though ``keys.shape`` shows W - 1 (tests/vram/
-test_kv_cache_oracle.py measures both on a real cache). That cap is the server's: vLLM
-(``server="vllm"``, the default, the server the guide's serving figures assume) allocates a
-sliding layer's window and no more (its paged cache rounds a window up to whole blocks, not
-counted). transformers' ``DynamicCache`` (``server="transformers"``: ``generate`` or a
-``model(...)`` loop) keeps, right after a prefill longer than the window, a view of the whole
-T-token prefill tensor in every sliding layer until the first decoding step: every layer
-holds T tokens then (gemma3 27B at 32k tokens x 16 sequences: 266 GB against 49.9 GB), and
-that is the figure it needs. Activations, the CUDA context and the allocator's slack are
-not included either.
+Sliding-window layers (``ModelConfig.layer_types``, from the family's registry entry:
+gemma2 and gpt_oss every other layer, gemma3_text five of six, olmo3 three of four,
+mistral/ministral/phi3/qwen3_moe every layer when the config has a ``sliding_window``,
+qwen2/qwen3 past ``max_window_layers`` with ``use_sliding_window``) hold a window of W
+tokens, and how much a server keeps for them differs (``kv_cache_tokens``, ``server``):
+
+- vLLM (``"vllm"``, the default, the server the guide's serving figures assume) reserves
+  per request what its KV-cache specs say (``vllm/v1/kv_cache_interface.py``): whole blocks
+  of 16 tokens, all T tokens for a full layer, and for a sliding layer (``SlidingWindowSpec``)
+  the last W - 1 tokens plus the prefill chunk it schedules, ``max_num_batched_tokens``
+  (2,048 by default), capped at T, plus one block. gpt-oss-20b at 8,192 tokens: its 128-token
+  windows hold 2,192 tokens each, not 128;
+- transformers' ``DynamicCache`` right after a prefill (``"transformers"``: ``generate`` or
+  a ``model(...)`` loop) keeps a view of the whole T-token prefill in every sliding layer
+  until the first decoding step: every layer holds T tokens then (gemma3 27B at 32k tokens
+  x 16 sequences: 266 GB);
+- the same cache while it generates (``"transformers-decoding"``) holds min(T, W): each
+  update concatenates the kept W - 1 tokens with the new one and keeps a view, so the
+  storage is W tokens though ``keys.shape`` shows W - 1 (tests/vram/test_kv_cache_oracle.py
+  measures both on a real cache).
+
+Activations, the CUDA context and the allocator's slack are not included.
 
 Tensor parallel (``serving_memory_per_gpu``; Megatron-LM, Shoeybi et al. 2019,
 arXiv:1909.08053, §3; vLLM's ``--tensor-parallel-size``: ``vllm/model_executor/layers/
@@ -43,8 +48,9 @@ on each of tp GPUs:
 - vocab-parallel: the embedding and ``lm_head`` rows (vocab/tp, rounded up; vLLM's
   padding of the vocabulary to a multiple of 64 rows is not counted);
 - gpt_oss's attention sinks: heads/tp per GPU (vLLM ``gpt_oss.py``: one per local head);
-- replicated: the RMSNorm weights (q_norm/k_norm included) and the MoE router
-  (a ``ReplicatedLinear``; gpt_oss's router an ``nn.Linear`` with its bias).
+- replicated: the RMSNorm weights (q_norm/k_norm included), the MoE router
+  (a ``ReplicatedLinear``; gpt_oss's router an ``nn.Linear`` with its bias) and qwen2_moe's
+  one-output ``shared_expert_gate``; its ``shared_expert`` splits like a dense MLP.
 
 vLLM refuses (and so does ``check_tensor_parallel``) a tp that does not divide the query
 heads or an MLP/expert width, or where neither tp nor kv_heads divides the other.
@@ -65,34 +71,71 @@ from .units import ceil_div
 from .validate import check_int, check_params
 
 ModelLike = ModelConfig | Mapping[str, Any] | str | Path
-SERVERS = ("vllm", "transformers")  # whose KV cache: vLLM's (windows capped), transformers' DynamicCache
+# Whose KV cache: vLLM's admission (its KV-cache specs), transformers' DynamicCache right after
+# a prefill of the whole context, and the same cache while it generates token by token.
+SERVERS = ("vllm", "transformers", "transformers-decoding")
+# vLLM's chunk of prefill per scheduler step when the reader does not set --max-num-batched-tokens:
+# SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS (vllm/config/scheduler.py at vllm-project/vllm
+# 1f8758d584e8f599219d75adf658e182ed809a43), also what `vllm serve` takes on cards under 70 GiB and
+# on A100s (EngineArgs.get_batch_defaults; 8192 on larger cards: pass it).
+VLLM_MAX_NUM_BATCHED_TOKENS = 2048
+MAX_BATCHED_TOKENS = 2**24
+# Tokens per KV-cache block: what vLLM's CUDA platform sets when the block size is not given.
+VLLM_BLOCK_SIZE = 16
 
 
-def kv_cache_tokens(config: ModelLike, context_length: int, server: str = "vllm") -> tuple[int, ...]:
-    """Tokens each layer's KV cache holds for one sequence of ``context_length`` tokens.
+def kv_cache_tokens(config: ModelLike, context_length: int, server: str = "vllm",
+                    max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS) -> tuple[int, ...]:
+    """Tokens each layer's KV cache holds for one sequence of ``context_length`` tokens (T).
 
-    Full-attention layers: all of them; sliding layers: min(context_length, sliding_window)
-    under ``server="vllm"``, the storage transformers' ``DynamicSlidingWindowLayer`` also
-    holds while generating (module docstring), except with a window of 1: that layer keeps
-    ``keys[:, :, -W + 1:]``, and ``-1 + 1 = 0`` slices nothing off, so it keeps every token
-    as a full layer does. ``server="transformers"``: the most its ``DynamicCache`` holds,
-    right after a prefill of the whole context: every layer all of it. Raises ValueError for
-    context_length < 0, an unknown server or a bad config.
+    ``server="vllm"`` (the default, the site's): what vLLM's KV-cache manager reserves per layer
+    for a request of T tokens (``max_memory_usage_bytes`` of its specs, ``vllm/v1/kv_cache_interface.py``
+    at vllm-project/vllm 001cabc1be16a59a70d720ed61a13b678c060a18), in whole blocks of
+    ``VLLM_BLOCK_SIZE`` tokens: a full-attention layer (``FullAttentionSpec``) cdiv(T, 16)
+    blocks; a sliding-window layer (``SlidingWindowSpec``) the last W - 1 computed tokens plus
+    the newly scheduled chunk, min(W - 1 + ``max_num_batched_tokens``, T), rounded up to blocks,
+    plus one block because the window need not start at a block's start. So a sliding layer
+    holds more than its window while a prefill longer than it is chunked in.
+    ``server="transformers"``: the most its ``DynamicCache`` holds, right after a prefill of
+    the whole context: every layer all of it. ``server="transformers-decoding"``: the
+    storage of that cache while it generates token by token: min(T, W) for sliding layers
+    (``DynamicSlidingWindowLayer`` concatenates the kept W - 1 tokens with the new one and
+    keeps a view), all T for full ones, and for a window of 1 every token (``keys[:, :, -W + 1:]``
+    with -1 + 1 = 0 slices nothing off). Raises ValueError for context_length < 0, an unknown
+    server, a max_num_batched_tokens outside 1..2**24 or a bad config.
     """
     config = as_model_config(config)
     t = check_int(context_length, "context_length", 0)
     if server not in SERVERS:
         raise ValueError(f"unknown server {server!r}; known: {', '.join(SERVERS)}")
+    chunk = check_batched_tokens(max_num_batched_tokens)
     window = config.sliding_window
-    capped = window is not None and window > 1 and server == "vllm"
-    return tuple(min(t, window) if kind == SLIDING and capped else t for kind in config.layer_types)
+    if server == "transformers":
+        return (t,) * config.num_hidden_layers
+    if server == "transformers-decoding":
+        capped = window is not None and window > 1
+        return tuple(min(t, window) if kind == SLIDING and capped else t for kind in config.layer_types)
+    if t == 0:
+        return (0,) * config.num_hidden_layers
+    block = VLLM_BLOCK_SIZE
+    full = ceil_div(t, block) * block
+    sliding = (ceil_div(min(window - 1 + chunk, t), block) + 1) * block if window is not None else full
+    return tuple(sliding if kind == SLIDING else full for kind in config.layer_types)
+
+
+def check_batched_tokens(value: int) -> int:
+    """Return ``value`` if it is a whole number of tokens from 1 to 2**24 (vLLM's
+    ``max_num_batched_tokens``), else raise ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BATCHED_TOKENS:
+        raise ValueError(f"max_num_batched_tokens must be an integer from 1 to {MAX_BATCHED_TOKENS:,}, got {value!r}")
+    return value
 
 
 def _kv_bytes(config: ModelConfig, context_length: int, batch: int, kv_dtype: str, kv_heads: int,
-              server: str = "vllm") -> int:
+              server: str = "vllm", max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS) -> int:
     dtype_bits(kv_dtype)
     check_int(batch, "batch", 1)
-    tokens = sum(kv_cache_tokens(config, context_length, server))
+    tokens = sum(kv_cache_tokens(config, context_length, server, max_num_batched_tokens))
     return tensor_bytes(2 * kv_heads * config.head_dim * tokens * batch, kv_dtype)
 
 
@@ -104,24 +147,27 @@ def kv_cache_bytes_per_token(config: ModelLike, kv_dtype: str = "bf16") -> int:
     Raises ValueError (ConfigError) for a bad config or dtype.
     """
     config = as_model_config(config)
-    return _kv_bytes(config, 1, 1, kv_dtype, config.num_key_value_heads)
+    return _kv_bytes(config, 1, 1, kv_dtype, config.num_key_value_heads, "transformers")
 
 
 def kv_cache_bytes(
-    config: ModelLike, context_length: int, batch: int = 1, kv_dtype: str = "bf16", server: str = "vllm"
+    config: ModelLike, context_length: int, batch: int = 1, kv_dtype: str = "bf16", server: str = "vllm",
+    max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS,
 ) -> int:
-    """KV-cache bytes for ``batch`` sequences of ``context_length`` tokens each, sliding layers
-    capped under ``server="vllm"``, whole right after the prefill under ``"transformers"``
-    (``kv_cache_tokens``).
+    """KV-cache bytes for ``batch`` sequences of ``context_length`` tokens each, as vLLM
+    reserves them (``server="vllm"``, with its prefill chunk ``max_num_batched_tokens``),
+    whole right after the prefill under ``"transformers"``, or while transformers generates
+    (``"transformers-decoding"``): ``kv_cache_tokens``.
 
     Sum over layers of 2 x kv_heads x head_dim x ``kv_cache_tokens`` x batch elements in
     ``kv_dtype``. gemma2 without head_dim (256 by Gemma2Config's default), 4 layers of 4
     KV heads, 4,096 tokens, bf16: 2 x 4 x 4 x 256 x 2 B x 4,096 = 67,108,864 bytes (its
     window, 4,096, is not exceeded). Raises ValueError for context_length < 0, batch < 1,
-    a bad config or dtype.
+    a bad config, dtype or max_num_batched_tokens.
     """
     config = as_model_config(config)
-    return _kv_bytes(config, context_length, batch, kv_dtype, config.num_key_value_heads, server)
+    return _kv_bytes(config, context_length, batch, kv_dtype, config.num_key_value_heads, server,
+                     max_num_batched_tokens)
 
 
 @dataclass(frozen=True)
@@ -156,13 +202,14 @@ def serving_memory(
     kv_dtype: str = "bf16",
     kv_bytes_per_token: int | None = None,
     server: str = "vllm",
+    max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS,
 ) -> ServingMemory:
     """Weights plus KV cache for serving ``batch`` sequences of ``context_length`` tokens.
 
     model: a parameter count (int) or a config (``ModelConfig``, dict, path); with a
     count, pass ``kv_bytes_per_token`` unless context_length is 0 (no window cap then).
-    With a config the KV cache is ``kv_cache_bytes`` (sliding layers capped by vLLM, whole
-    right after a prefill under transformers: ``server``).
+    With a config the KV cache is ``kv_cache_bytes`` (vLLM's reservation with its prefill
+    chunk ``max_num_batched_tokens``, or transformers' cache: ``server``).
     weight_dtype: fp32, bf16, fp16, fp8, int8, int4 or nf4 (every parameter in that
     format; see ``vram.dtypes``). Returns ``ServingMemory`` in bytes. Raises ValueError.
     """
@@ -179,7 +226,7 @@ def serving_memory(
         config = as_model_config(model)
         params = count_params(config).total
         if kv_bytes_per_token is None:
-            kv = kv_cache_bytes(config, context_length, batch, kv_dtype, server)
+            kv = kv_cache_bytes(config, context_length, batch, kv_dtype, server, max_num_batched_tokens)
         else:
             kv = kv_bytes_per_token * context_length * batch
     return ServingMemory(params=params, weights_bytes=tensor_bytes(params, weight_dtype), kv_cache_bytes=kv)
@@ -206,8 +253,10 @@ def check_tensor_parallel(config: ModelLike, tensor_parallel: int) -> int:
     if not all(config.moe_layers):
         widths.append(("intermediate_size", config.intermediate_size))
     if config.is_moe:
-        key = "moe_intermediate_size" if config.model_type == "qwen3_moe" else "intermediate_size"
+        key = config.family.experts.width
         widths.append((key, config.moe_intermediate_size))
+        if config.shared_expert_size:
+            widths.append(("shared_expert_intermediate_size", config.shared_expert_size))
     for key, width in widths:
         if width % tp:
             raise ValueError(f"tensor_parallel {tp} must divide {key} {width} ({config.source})")
@@ -226,7 +275,7 @@ def kv_heads_per_gpu(config: ModelLike, tensor_parallel: int = 1) -> int:
 def _share(config: ModelConfig, module: Module, name: str, shape: tuple[int, ...], tp: int) -> int:
     """Elements of one parameter that one of tp GPUs holds (layout of the module docstring)."""
     whole = prod(shape)
-    if module.kind in ("norm", "router"):
+    if module.kind in ("norm", "router") or module.name == "shared_expert_gate":  # replicated
         return whole
     hd = config.head_dim
     kv_rows = kv_heads_per_gpu(config, tp) * hd
@@ -266,6 +315,7 @@ def serving_memory_per_gpu(
     batch: int = 1,
     kv_dtype: str = "bf16",
     tensor_parallel: int = 1,
+    max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS,
 ) -> ServingMemory:
     """Weights and KV cache on ONE of ``tensor_parallel`` GPUs serving ``config``.
 
@@ -275,7 +325,8 @@ def serving_memory_per_gpu(
     tokens, 2 x ``kv_heads_per_gpu`` x head_dim elements per token and layer in
     ``kv_dtype``, sliding layers capped as ``kv_cache_tokens`` (llama-3.1-8b, bf16:
     128 KiB per token on one GPU, 64 KiB on 2, 16 KiB on 8 and on 16). With
-    tensor_parallel 1 it equals ``serving_memory``.
+    tensor_parallel 1 it equals ``serving_memory``. ``max_num_batched_tokens``: vLLM's prefill
+    chunk (``kv_cache_tokens``; default ``VLLM_MAX_NUM_BATCHED_TOKENS``).
 
     Returns ``ServingMemory`` in bytes per GPU. Raises ValueError (ConfigError) for a
     bad config or dtype, context_length < 0, batch < 1, or a tensor_parallel that
@@ -289,7 +340,8 @@ def serving_memory_per_gpu(
     return ServingMemory(
         params=count_params(config).total,
         weights_bytes=tensor_bytes(params_per_gpu, weight_dtype),
-        kv_cache_bytes=_kv_bytes(config, context_length, batch, kv_dtype, kv_heads_per_gpu(config, tp)),
+        kv_cache_bytes=_kv_bytes(config, context_length, batch, kv_dtype, kv_heads_per_gpu(config, tp), "vllm",
+                                 max_num_batched_tokens),
         tensor_parallel=tp,
         params_per_gpu=params_per_gpu,
     )

@@ -10,15 +10,14 @@ Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inpu
   attention (2 matmuls forward, 4 backward, 2 FLOPs per multiply-add; causal masking not
   subtracted; a sliding-window layer attends to at most its window). Llama 3.1 8B at 8,192
   tokens: 6 x 7,504,924,672 + 12 x 32 x 32 x 128 x 8,192 = 57.9 GFLOP per token.
-- **Compute time**: FLOPs / (dense BF16 peak x MFU). Peaks: vendors' datasheets, per card
-  in ``gpus.yaml``. MFU (model FLOPs utilisation) is the published range ``MFU``, torchtitan
-  ``benchmarks/llama3_h100_202412_torchtitan.md``: Llama 3.1 8B, FSDP2, 8 x H100, local batch
-  2, sequence 8,192, selective activation checkpointing: 5,762 tokens/s per GPU ("33% to 39%
-  MFU", with and without torch.compile: 6,667 tokens/s with it). It was measured on H100s
-  with the FLOPs convention above; for any other card, model or batch it is an assumption
-  that the same share of the peak is reached, and the range says no more than that. The
-  H100s measured were 96 GB HBM2e cards at 500 W, slower than an H100 SXM, and torchtitan
-  divided by the SXM peak (its footnote 2): on a 700 W H100 SXM the range is cautious.
+- **Compute time**: FLOPs / (dense BF16 peak x utilisation). Peaks: vendors' datasheets, per card
+  in ``gpus.yaml``. The utilisation is a range handed in (``utilisation``): the calibrated range
+  of the job's class, read from published measurements (``vram.calibration``,
+  ``snippets/data/measurements.yaml``), which the site, the finder and the command line pass. A
+  direct call without one uses ``MFU``, torchtitan ``benchmarks/llama3_h100_202412_torchtitan.md``:
+  Llama 3.1 8B, FSDP2, 8 x H100, local batch 2, sequence 8,192, selective activation
+  checkpointing, 5,762 tokens/s per GPU ("33% to 39% MFU", with and without torch.compile:
+  6,667 tokens/s with it), one of those measurements.
   Full recomputation runs the forward twice: x 4/3 (Narayanan et al. 2021, arXiv:2104.04473,
   whose FLOPs count adds one more forward pass for activation recomputation: 4 passes' worth
   instead of 3). Selective recomputation is what the
@@ -35,7 +34,10 @@ Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inpu
   directions at once at the link's high end to one after the other at its low end. The CPU's
   Adam step is not counted: the offload time is what the link alone costs.
 - **Overlap**: the step is at least the longest of compute, communication and offload
-  (perfect overlap) and at most their sum (none).
+  (perfect overlap) and at most their sum (none). Without peer-to-peer (GeForce: NCCL copies
+  through host memory) it is at least compute + communication: Answer.AI's dual-3090 runs
+  (``measurements.yaml``) lost more under FSDP than under DDP than the gathered bytes take at
+  the path's fastest.
 - **LoRA and QLoRA** (``lora_flops_per_token``, ``lora_step``): the frozen weights get no
   gradient. A weight's backward costs twice its forward, half for the input's gradient and
   half for the weight's (Narayanan et al. 2021, arXiv:2104.04473, appendix: "the backward
@@ -176,14 +178,26 @@ def lora_flops_per_token(config: ModelConfig, seq_len: int, adapter_params: int,
     return low, high
 
 
-def compute_seconds(flops: int | float, bf16_dense_tflops: float, recompute: str = "none") -> Span:
-    """Seconds of ``flops`` model FLOPs at the card's dense BF16 peak x ``MFU`` (x 4/3 with full
-    recomputation). Raises ValueError for a non-positive peak or an unknown recompute."""
+def compute_seconds(flops: int | float, bf16_dense_tflops: float, recompute: str = "none",
+                    utilisation: tuple[float, float] = MFU) -> Span:
+    """Seconds of ``flops`` model FLOPs at the card's dense BF16 peak x ``utilisation`` [low, high]
+    (x 4/3 with full recomputation): the calibrated range of the job's class
+    (``vram.calibration``), or torchtitan's ``MFU`` when none is handed in. Raises ValueError for
+    a non-positive peak, an unknown recompute or a utilisation outside (0, 1]."""
     factor = lookup(RECOMPUTE_FACTOR, recompute, "recompute")
     if not 0 < bf16_dense_tflops < math.inf:
         raise ValueError(f"bf16_dense_tflops must be positive, got {bf16_dense_tflops!r}")
+    low, high = check_utilisation(utilisation)
     work = flops * factor
-    return Span(float(work / (bf16_dense_tflops * TERA * MFU[1])), float(work / (bf16_dense_tflops * TERA * MFU[0])))
+    return Span(float(work / (bf16_dense_tflops * TERA * high)), float(work / (bf16_dense_tflops * TERA * low)))
+
+
+def check_utilisation(utilisation: tuple[float, float]) -> tuple[float, float]:
+    """``utilisation`` as (low, high) with 0 < low <= high <= 1; raises ValueError."""
+    low, high = utilisation
+    if not 0 < low <= high <= 1:
+        raise ValueError(f"a utilisation is a range [low, high] within (0, 1], got [{low!r}, {high!r}]")
+    return float(low), float(high)
 
 
 def communication_seconds(params: int, world_size: int, zero_stage: int, link: Bandwidth) -> Span:
@@ -217,10 +231,12 @@ def training_step(
     micro_batch: int = 1,
     recompute: str = "none",
     offload_optimizer: bool = False,
+    utilisation: tuple[float, float] = MFU,
 ) -> StepTime:
     """Time of one step (one micro-batch of ``micro_batch`` x ``seq_len`` tokens per GPU, then
     the gradients' collectives, no gradient accumulation) of a full training of ``config`` on
-    ``world_size`` cards. Memory is not checked here (``vram.frameworks``, ``vram.fit``).
+    ``world_size`` cards, at ``utilisation`` of the dense peak (``compute_seconds``). Memory is
+    not checked here (``vram.frameworks``, ``vram.fit``).
 
     Returns ``StepTime`` (seconds). Raises ValueError for a bad config or argument.
     """
@@ -228,18 +244,24 @@ def training_step(
     check_int(micro_batch, "micro_batch", 1)
     per_token = flops_per_token(config, seq_len)
     tokens = micro_batch * seq_len
-    compute = compute_seconds(per_token * tokens, card.bf16_dense_tflops, recompute)
+    compute = compute_seconds(per_token * tokens, card.bf16_dense_tflops, recompute, utilisation)
     params = count_params(config).total  # every expert's weights and gradients travel
     communication = communication_seconds(params, world_size, zero_stage, card.peer)
     offload = offload_seconds(params, world_size, card.host) if offload_optimizer else ZERO
-    return _step(world_size, tokens, per_token, compute, communication, offload)
+    return _step(world_size, tokens, per_token, compute, communication, offload, overlap=card.peer.peer_to_peer)
 
 
 def _step(world_size: int, tokens: int, per_token: int, compute: Span, communication: Span, offload: Span,
-          per_token_high: int | None = None) -> StepTime:
+          per_token_high: int | None = None, overlap: bool = True) -> StepTime:
     parts = {"compute": compute, "communication": communication, "offload": offload}
     # fsum: correctly rounded, so every Python gives the same bits (3.12's sum() compensates, 3.11's does not)
-    step = Span(max(p.low for p in parts.values()), math.fsum(p.high for p in parts.values()))
+    high = math.fsum(p.high for p in parts.values())
+    # Without peer-to-peer the collectives are copies through host memory (NCCL's SHM transport):
+    # Answer.AI's dual-3090 runs (measurements.yaml) were slower under FSDP than under DDP by more
+    # than the bytes gathered at the path's fastest, so no overlap is assumed there.
+    low = max(p.low for p in parts.values()) if overlap else \
+        max(compute.low + communication.low, offload.low)
+    step = Span(low, high)
     bound = max(BOUNDS, key=lambda name: parts[name].middle)
     return StepTime(world_size, tokens, per_token, compute, communication, offload, step, bound, per_token_high)
 
@@ -262,11 +284,14 @@ def lora_step(
     rank: int = 16,
     target_modules: str | Iterable[str] = ALL_LINEAR,
     base_dtype: str = "bf16",
+    utilisation: tuple[float, float] | None = None,
 ) -> StepTime:
     """Time of one LoRA (``base_dtype`` nf4: QLoRA) step of ``micro_batch`` x ``seq_len`` tokens
     per GPU on ``world_size`` cards under ZeRO ``zero_stage`` (module docstring: FLOPs from
     ``lora_flops_per_token``, the adapters' gradients exchanged as in full training, and at
-    stage 3 the frozen base all-gathered twice). Memory is not checked here
+    stage 3 the frozen base all-gathered twice). With ``utilisation`` (a calibrated range,
+    ``vram.calibration``, measured with the low FLOPs count) the compute is that count at that
+    range; without, the FLOPs range at torchtitan's ``MFU``. Memory is not checked here
     (``vram.lora_memory_per_gpu``). Returns ``StepTime``, seconds, with
     ``flops_per_token_high``. Raises ValueError for a bad config, rank, target or argument."""
     config = as_model_config(config)
@@ -277,13 +302,17 @@ def lora_step(
     adapters, base = _lora_sizes(config, rank, targets, base_dtype)
     low, high = lora_flops_per_token(config, seq_len, adapters, recompute)
     tokens = micro_batch * seq_len
-    fast, slow = compute_seconds(low * tokens, card.bf16_dense_tflops), compute_seconds(high * tokens, card.bf16_dense_tflops)
+    if utilisation is None:
+        fast, slow = compute_seconds(low * tokens, card.bf16_dense_tflops), compute_seconds(high * tokens, card.bf16_dense_tflops)
+    else:
+        fast = slow = compute_seconds(low * tokens, card.bf16_dense_tflops, utilisation=utilisation)
     communication = communication_seconds(adapters, world_size, zero_stage, card.peer)
     if zero_stage == 3 and world_size > 1:
         gathers = 2 * allgather_bytes_per_gpu(base, world_size)  # in forward and again in backward
         communication = Span(communication.low + gathers / (card.peer.high_gb_per_s * GB),
                              communication.high + gathers / (card.peer.low_gb_per_s * GB))
-    return _step(world_size, tokens, low, Span(fast.low, slow.high), communication, ZERO, high)
+    return _step(world_size, tokens, low, Span(fast.low, slow.high), communication, ZERO, high,
+                 overlap=card.peer.peer_to_peer)
 
 
 def run_seconds(tokens: int, step: StepTime) -> Span:

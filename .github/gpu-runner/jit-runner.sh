@@ -19,10 +19,17 @@
 #   - the config handed on standard input, never on a command line or in sudo's environment;
 # and after it every process of JOB_USER is killed (a rank or a detached process does not
 # outlive the round) and JOB_USER's files in /tmp, /var/tmp and /dev/shm are deleted.
+# A round cannot schedule work into a later one: the script refuses to start, and stops after
+# a round, unless JOB_USER is listed in cron.deny and at.deny (and in no cron.allow or
+# at.allow) and has no lingering systemd user manager (/var/lib/systemd/linger/JOB_USER).
 # Stronger still: run each round in a VM or container created afresh (README).
 #
 # Set-up (once, by the machine's administrator): a sudoers rule letting BROKER run commands
 # as JOB_USER only, without a password:  broker ALL=(gpu-job) NOPASSWD: ALL
+# JOB_USER denied cron and at, lingering off:
+#   echo gpu-job >> /etc/cron.deny; echo gpu-job >> /etc/at.deny; loginctl disable-linger gpu-job
+# unprivileged user namespaces allowed (the gpu job's scopes, verify/scope.py; Ubuntu 24.04):
+#   sysctl -w kernel.apparmor_restrict_unprivileged_userns=0  (and in /etc/sysctl.d/)
 #   GH_ORG=vramfarm RUNNER_GROUP_ID=7 GH_TOKEN_FILE=~/.config/gpu-runner/token \
 #   RUNNER_DIR=/opt/actions-runner JOB_USER=gpu-job .github/gpu-runner/jit-runner.sh
 # GH_TOKEN_FILE: a token allowed to manage the organisation's self-hosted runners (a GitHub
@@ -40,6 +47,9 @@ set -euo pipefail
 api="${GH_API:-https://api.github.com}/orgs/${GH_ORG}/actions/runners/generate-jitconfig"
 rounds="${ROUNDS:-0}"
 scratch="${ROUND_ROOT:-/var/tmp}"
+cron_deny="${CRON_DENY:-/etc/cron.deny}"
+at_deny="${AT_DENY:-/etc/at.deny}"
+linger_dir="${LINGER_DIR:-/var/lib/systemd/linger}"
 
 if [ "$JOB_USER" = "$(id -un)" ]; then
   echo "jit-runner: JOB_USER is this user: job code could read the token" >&2
@@ -51,6 +61,29 @@ if [ "$(stat -c '%U %a' "$GH_TOKEN_FILE")" != "$(id -un) 600" ]; then
 fi
 
 as_job() { sudo --non-interactive --user="$JOB_USER" -- "$@"; }
+
+# Nothing a round schedules may run in a later one: no crontab, no at job, no systemd user
+# manager kept alive by lingering (its timers and services would outlive the round's kill).
+cannot_schedule() {
+  local deny allow
+  for deny in "$cron_deny" "$at_deny"; do
+    allow="${deny%deny}allow"
+    if ! grep -qxF -- "$JOB_USER" "$deny" 2>/dev/null; then
+      echo "jit-runner: $JOB_USER is not listed in $deny: a round could schedule a job into the next" >&2
+      return 1
+    fi
+    if grep -qxF -- "$JOB_USER" "$allow" 2>/dev/null; then
+      echo "jit-runner: $JOB_USER is listed in $allow: a round could schedule a job into the next" >&2
+      return 1
+    fi
+  done
+  if [ -e "$linger_dir/$JOB_USER" ]; then
+    echo "jit-runner: lingering is on for $JOB_USER ($linger_dir/$JOB_USER): its user services outlive a round;" \
+      "run loginctl disable-linger $JOB_USER" >&2
+    return 1
+  fi
+}
+cannot_schedule || exit 2
 
 round=0
 while [ "$rounds" -eq 0 ] || [ "$round" -lt "$rounds" ]; do
@@ -78,4 +111,5 @@ while [ "$rounds" -eq 0 ] || [ "$round" -lt "$rounds" ]; do
   as_job /bin/kill -KILL -1 2>/dev/null || true  # every process of JOB_USER: nothing outlives the round
   as_job rm -rf "$home" "$runner"
   as_job find /tmp /var/tmp /dev/shm -xdev -user "$JOB_USER" -delete 2>/dev/null || true
+  cannot_schedule || exit 2  # a round turned lingering on (or the lists changed): no next round
 done

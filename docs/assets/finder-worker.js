@@ -1,34 +1,42 @@
 /* The finder's calculator in the reader's browser: Pyodide (assets/pyodide/, the site's own
- * copy of the pinned npm package) runs the guide's vram package, whose sources come
- * unchanged in assets/vram.zip. A message {id, job, model} or {id, job, configText}
- * is answered with {id, text}: vram.job.answer_json of the job with that model's
- * config.json, the same JSON text as `python -m vram job ... --json` (or {"error": ...}).
- * No formula lives here.
+ * copy of the pinned npm package, with the part of its standard library this worker imports,
+ * assets/pyodide-stdlib.zip, and its lock file without packages) runs the guide's vram
+ * package, whose sources come unchanged in assets/vram.zip, imported from the archive as it
+ * is. A message {id, job, model} or {id, job, configText} is answered with {id, text}:
+ * vram.job.answer_json of the job with that model's config.json (read from the archive), the
+ * same JSON text as `python -m vram job ... --json` (or {"error": ...}). No formula lives here.
+ * (hooks/finder/pyodide_assets.py says what each file is.)
  */
 import { loadPyodide } from "./pyodide/pyodide.mjs";
 
 const base = new URL("./", import.meta.url);
+const ARCHIVE = "/home/pyodide/vram.zip";
 
 const ready = (async function () {
   const boot = {};  // milliseconds since the worker started, at the end of each phase
   const calculatorZip = fetch(new URL("vram.zip", base));  // fetched while Pyodide starts
   calculatorZip.catch(function () {});  // a failure is reported below, once awaited
-  const pyodide = await loadPyodide({ indexURL: new URL("pyodide/", base).href });
+  const pyodide = await loadPyodide({
+    indexURL: new URL("pyodide/", base).href,
+    stdLibURL: new URL("pyodide-stdlib.zip", base).href,
+    lockFileURL: new URL("pyodide-lock.json", base).href
+  });
   boot.pyodide_ms = performance.now();
   const response = await calculatorZip;
   if (!response.ok) throw new Error(response.status + " " + response.statusText);
-  pyodide.unpackArchive(await response.arrayBuffer(), "zip", { extractDir: "/home/pyodide/calculator" });
-  boot.unpack_ms = performance.now();
-  pyodide.runPython("import sys\nsys.path.insert(0, '/home/pyodide/calculator')\nimport vram.job");
+  pyodide.FS.writeFile(ARCHIVE, new Uint8Array(await response.arrayBuffer()));
+  boot.archive_ms = performance.now();
+  pyodide.runPython([
+    "import sys, zipimport",
+    "sys.path.insert(0, '" + ARCHIVE + "')",
+    "import vram.job",
+    "_calculator = zipimport.zipimporter('" + ARCHIVE + "')",
+    "def model_config(key):",
+    "    return _calculator.get_data('configs/' + key + '.json').decode()"
+  ].join("\n"));
   boot.import_ms = performance.now();
   self.postMessage({ boot: boot });
-  const configs = {};
-  pyodide.FS.readdir("/home/pyodide/calculator/configs").forEach(function (name) {
-    if (name.endsWith(".json")) {
-      configs[name.slice(0, -5)] = pyodide.FS.readFile("/home/pyodide/calculator/configs/" + name, { encoding: "utf8" });
-    }
-  });
-  return { answer: pyodide.globals.get("vram").job.answer_json, configs: configs };
+  return { answer: pyodide.globals.get("vram").job.answer_json, config: pyodide.globals.get("model_config") };
 })();
 
 self.onmessage = async function (event) {
@@ -36,7 +44,7 @@ self.onmessage = async function (event) {
   try {
     const calculator = await ready;
     const job = Object.assign({}, message.job);
-    job.config = typeof message.configText === "string" ? message.configText : calculator.configs[message.model];
+    job.config = typeof message.configText === "string" ? message.configText : calculator.config(String(message.model));
     self.postMessage({ id: message.id, text: calculator.answer(JSON.stringify(job)) });
   } catch (error) {
     self.postMessage({ id: message.id, failure: String(error && error.message || error) });

@@ -2,8 +2,10 @@
  *
  * Every number comes from the guide's calculator (vram/), never from this script:
  * - the reference jobs (finder.yaml's defaults for each model, task, card count and method
- *   or context) are precomputed at build time by hooks/finder/compute.py into assets/finder.json,
- *   fetched only when the reader starts using the form (the default answer is in the page);
+ *   or context) are precomputed at build time by hooks/finder/compute.py: assets/finder.json
+ *   (the form's data: models, tasks, cards, which choices are offered and why the others are
+ *   not) is fetched when the reader starts using the form, assets/finder-results.json (the
+ *   answers) the first time a choice needs one (the default answer is in the page);
  * - any other job (sequence length, micro-batch, optimizer, offload, serving weights,
  *   concurrency, the reader's own config.json…) goes to assets/finder-worker.js, where
  *   Pyodide runs the same vram package (vram.job.answer_json), started on the first such job.
@@ -52,6 +54,7 @@
   var out = {
     results: document.getElementById("finder-results"),
     status: document.getElementById("finder-status"),
+    order: document.getElementById("finder-order"),
     wrap: document.getElementById("finder-table-wrap"),
     why: document.getElementById("finder-why"),
     note: document.getElementById("finder-note")
@@ -112,14 +115,17 @@
   }
 
   // The reader's pasted config.json, kept in this tab across the language switch (never sent).
+  // keptConfig(text) keeps it and returns it; keptConfig() returns the one kept, or "".
   function keptConfig(text) {
     try {
       if (text === undefined) return window.sessionStorage.getItem(KEPT_CONFIG) || "";
       window.sessionStorage.setItem(KEPT_CONFIG, text);
     } catch (error) {
-      return "";  // storage refused (private mode): the config stays in the page only
+      // storage refused (site data blocked, or over quota): the config stays in the page only,
+      // and an older one kept in the tab does not come back in its place
+      try { window.sessionStorage.removeItem(KEPT_CONFIG); } catch (ignored) { /* no storage at all */ }
     }
-    return text;
+    return text === undefined ? "" : text;
   }
 
   function fieldName(field) {
@@ -132,9 +138,13 @@
   var pending = {};
   var asked = 0;
 
+  // The worker starts from a blob: wrapper that imports finder-worker.js: a worker started
+  // from the script's own URL would take the policy of that file's HTTP response (none on
+  // GitHub Pages), one from a blob: takes this page's Content-Security-Policy.
   function calculator() {
     if (!worker) {
-      worker = new Worker(workerURL, { type: "module" });
+      var wrapper = new Blob(["import " + JSON.stringify(workerURL.href) + ";\n"], { type: "text/javascript" });
+      worker = new Worker(URL.createObjectURL(wrapper), { type: "module" });
       worker.onmessage = function (event) {
         var reply = event.data;
         if (reply.boot) {  // how long the worker took to start, by phase (bench/finder.py reads it)
@@ -177,6 +187,27 @@
     var gpus = byKey(data.gpus);
     var methods = byKey(data.methods);
     var shown = 0;  // the latest render; an older worker answer is dropped
+    var staticShown = true;  // the page still shows the default answer rendered with it
+    var results = null;
+
+    // The reference answers (finder-results.json, beside finder.json): fetched the first time a
+    // choice needs one, not before: a job the calculator computes never needs them.
+    function referenceAnswers() {
+      if (!results) {
+        results = fetch(new URL("finder-results.json", jsonURL())).then(function (response) {
+          if (!response.ok) throw new Error(response.status + " " + response.statusText);
+          return response.json();
+        });
+        results.catch(function () { results = null; });  // a later choice tries again
+      }
+      return results;
+    }
+
+    function isDefault(choice) {
+      var d = data.default;
+      var option = tasks[d.task].kind === "serving" ? String(d.context) : d.method;
+      return choice.join("\n") === [d.model, d.task, String(d.cards), option].join("\n");
+    }
 
     function kind() {
       return tasks[controls.task.value].kind;
@@ -199,9 +230,9 @@
     // Serving: the context typed is one the reference answers hold (finder.yaml's contexts,
     // within the model's maximum, on cards vLLM can split the model over).
     function precomputedContext() {
-      var byCards = ((data.results[controls.model.value] || {})[controls.task.value] || {})[controls.cards.value] || {};
       var typed = canonical("context", controls.context.value);
-      return /^[1-9][0-9]*$/.test(typed) && Object.prototype.hasOwnProperty.call(byCards, typed);
+      return /^[1-9][0-9]*$/.test(typed)
+        && offered(controls.model.value, controls.task.value, controls.cards.value).indexOf(typed) >= 0;
     }
 
     function relevant(name) {
@@ -216,35 +247,73 @@
       return JOB_INPUTS.every(function (name) { return !relevant(name) || canonical(name, controls[name].value) === reference[name]; });
     }
 
-    // Offer only the choices the JSON holds a result for (reference jobs), each refusal with
-    // its reason as a tooltip; keep the current one if offered, else the first (or last).
-    function offer(select, available, title, preferLast) {
+    // Offer only the choices the calculator answers (finder.json's offered); a refused one is
+    // greyed out and the line under its control says which and why (finder.json's refused:
+    // the reason's words are labels.refused_REASON), a touch screen showing no tooltip.
+    // Keep the current choice if offered, else the first (or last).
+    function offer(select, available, reasons, preferLast) {
       var options = Array.prototype.slice.call(select.options);
+      var refused = [];
       options.forEach(function (option) {
-        option.disabled = !Object.prototype.hasOwnProperty.call(available, option.value);
-        option.title = option.disabled && title ? title(option) : "";
+        option.disabled = available.indexOf(option.value) < 0;
+        if (option.disabled) refused.push(option);
       });
       if (select.selectedOptions[0].disabled) {
         var allowed = options.filter(function (option) { return !option.disabled; });
         if (allowed.length) select.value = allowed[preferLast ? allowed.length - 1 : 0].value;
       }
+      var line = document.getElementById(select.id + "-refused");
+      var why = {};
+      refused.forEach(function (option) {
+        var reason = reasons(option.value) || "not_computed";
+        (why[reason] = why[reason] || []).push(option.text);
+      });
+      line.textContent = Object.keys(why).map(function (reason) {
+        return fill(why[reason].length === 1 ? labels.unavailable_one : labels.unavailable_many, {
+          choices: why[reason].join(", "), reason: labels["refused_" + reason] || labels.not_computed
+        });
+      }).join(" ");
+      line.hidden = refused.length === 0;
     }
 
     function clearOffers() {
       ["task", "cards", "method"].forEach(function (name) {
-        Array.prototype.forEach.call(controls[name].options, function (option) { option.disabled = false; option.title = ""; });
+        Array.prototype.forEach.call(controls[name].options, function (option) { option.disabled = false; });
+        document.getElementById("finder-" + name + "-refused").hidden = true;
       });
     }
 
-    // Why the reference answers leave a choice out (vram.job refuses it), for its tooltip.
-    function refusal(current) {
-      return { training: labels.refused_optimizer, lora: labels.refused_framework, serving: labels.refused_cards }[current];
+    // finder.json's offered and refused for a model, task, card count (each level optional).
+    function offered(model, task, cards) {
+      var level = data.offered[model] || {};
+      if (task === undefined) return Object.keys(level);
+      level = level[task] || {};
+      return cards === undefined ? Object.keys(level) : level[cards] || [];
+    }
+
+    // Why a choice is refused: an option's reason, or for a task or a card count refused as a
+    // whole the reason its choices share (``own``, the reason of that level itself, where
+    // they differ: a card count vLLM cannot split the model over, some contexts too long too).
+    function refusedWhy(own, model, task, cards, option) {
+      var node = data.refused[model] || {};
+      [task, cards].forEach(function (key) { if (key !== undefined) node = node[key] || {}; });
+      if (option !== undefined) return node[option];
+      var reasons = {};
+      (function collect(level) {
+        Object.keys(level).forEach(function (key) {
+          if (typeof level[key] === "string") reasons[level[key]] = true;
+          else collect(level[key]);
+        });
+      })(node);
+      var found = Object.keys(reasons);
+      return found.length === 1 ? found[0] : reasons[own] ? own : undefined;
     }
 
     function updateControls() {
       var custom = controls.model.value === CUSTOM;
+      var model = controls.model.value;
       if (!custom) {  // a task the model cannot run (MXFP4 weights: gpt-oss only) is greyed out
-        offer(controls.task, data.results[controls.model.value] || {}, function () { return labels.refused_weights; });
+        offer(controls.task, offered(model), function (task) { return refusedWhy("weights", model, task); });
       }
       var current = kind();
       form.querySelectorAll("[data-kinds]").forEach(function (field) {
@@ -254,11 +323,15 @@
       document.getElementById("finder-context-hint").hidden = controls.cards.value === "1";
       methodLabels();
       if (custom) return clearOffers();
-      var byTask = (data.results[controls.model.value] || {})[controls.task.value] || {};
-      offer(controls.cards, byTask, function () { return refusal(current); });
-      var byCards = byTask[controls.cards.value] || {};
+      var task = controls.task.value;
+      offer(controls.cards, offered(model, task), function (cards) { return refusedWhy("cards", model, task, cards); });
+      var cards = controls.cards.value;
       if (current !== "serving") {
-        offer(controls.method, byCards, function () { return refusal(current); });
+        offer(controls.method, offered(model, task, cards), function (method) {
+          return refusedWhy(undefined, model, task, cards, method);
+        });
+      } else {
+        document.getElementById("finder-method-refused").hidden = true;
       }
     }
 
@@ -282,39 +355,66 @@
       return fill(labels.caption, { choice: parts.join(", ") });
     }
 
-    function table(found, cards, serving, context) {
+    // The fitting cards in the order the calculator ranked their runs (answer_job's run.order:
+    // by cost when every machine has a price, else by time); without a run, smallest first.
+    function ordered(found) {
+      if (!found.run) return found.fits;
+      var byGpu = {};
+      found.fits.forEach(function (fit) { byGpu[fit.gpu] = fit; });
+      return found.run.order.map(function (key) { return byGpu[key]; });
+    }
+
+    // The price of a card's machine the run is costed at (answer_job's time.price_eur_per_hour):
+    // the one the reader typed, else the guide's; none for a machine neither gives.
+    function priceText(fit, cards, job) {
+      var typed = job && value("price_" + fit.gpu) !== "";
+      var machine = data.machines[fit.gpu + "@" + cards];
+      if (typed && fit.time && fit.time.price_eur_per_hour !== null) {
+        return fill(labels.price_yours, { price: formats.eur.format(Number(fit.time.price_eur_per_hour)) });
+      }
+      if (!machine) return labels.no_price;
+      return fill(labels.price_guide, { price: formats.eur.format(machine.price_eur_per_hour_from) });
+    }
+
+    // Each body cell carries its column's heading (data-label): on a phone each row is a card.
+    function table(found, cards, serving, context, job) {
       var node = element("table", null, { id: "finder-table" });
       node.appendChild(element("caption", choiceText(found, serving)));
       var head = element("tr");
       var decoding = found.fits.some(function (fit) { return fit.decode; });
-      ["col_card", "col_memory", "col_margin", "col_price"].concat(found.run ? ["col_run"] : [])
-        .concat(decoding ? ["col_decode"] : []).forEach(function (key) {
-        head.appendChild(element("th", labels[key], { scope: "col" }));
-      });
+      var headings = ["col_card", "col_memory", "col_margin", "col_price"].concat(found.run ? ["col_run"] : [])
+        .concat(decoding ? ["col_decode"] : []).map(function (key) { return labels[key]; });
+      headings.forEach(function (heading) { head.appendChild(element("th", heading, { scope: "col" })); });
       node.appendChild(element("thead")).appendChild(head);
       var body = node.appendChild(element("tbody"));
-      found.fits.forEach(function (fit) {
+      var asked = job ? job.recompute : "none";  // a reference job asks for no recomputation
+      ordered(found).forEach(function (fit) {
         var gpu = gpus[fit.gpu];
         var row = body.appendChild(element("tr"));
+        var column = 0;
+        function cell(text) {
+          column += 1;
+          return row.appendChild(element("td", text, { "data-label": headings[column] }));
+        }
         row.appendChild(element("th", gpu.name, { scope: "row" }));
-        row.appendChild(element("td", gb(gpu.memory_gb)));  // nvidia-smi's total, in GB
+        cell(gb(gpu.memory_gb));  // nvidia-smi's total, in GB
         var margin = fit.max_concurrent !== undefined
           ? fill(labels.margin_serving, { margin: gb(fit.margin_gb), free: formats.percent.format(fit.free_fraction),
             count: formats.whole.format(fit.max_concurrent), context: formats.whole.format(context) })
           : fill(labels.margin_cell, { margin: gb(fit.margin_gb), free: formats.percent.format(fit.free_fraction) });
-        var cell = row.appendChild(element("td", margin));
-        if (fit.tight) {  // training and LoRA: only with full recomputation; serving: little free
-          cell.appendChild(document.createTextNode(" "));
-          cell.appendChild(element("strong", fit.recompute ? labels.tight_recompute : labels.tight, { "class": "finder-tight" }));
+        var marginCell = cell(margin);
+        if (fit.recompute === "full" && asked !== "full") {  // only full recomputation lets the activations fit
+          marginCell.appendChild(document.createTextNode(" "));
+          marginCell.appendChild(element("strong", labels.recompute_needed, { "class": "finder-flag" }));
         }
-        if (fit.host_ram) cell.appendChild(ramVerdict(fit.host_ram));
-        var machine = data.machines[fit.gpu + "@" + cards];  // the guide's price of that machine, if any
-        var price = machine
-          ? fill(labels.price_cell, { count: cards, gpu: gpu.name, price: formats.eur.format(machine.price_eur_per_hour_from) })
-          : labels.no_price;
-        row.appendChild(element("td", price));
-        if (fit.time) row.appendChild(element("td", runText(fit.time)));
-        if (decoding) row.appendChild(element("td", fit.decode ? decodeText(fit.decode) : ""));
+        if (fit.tight) {  // vram.fit.is_tight: under a tenth of the card free at the job's peak
+          marginCell.appendChild(document.createTextNode(" "));
+          marginCell.appendChild(element("strong", labels.tight, { "class": "finder-tight" }));
+        }
+        if (fit.host_ram) marginCell.appendChild(ramVerdict(fit.host_ram));
+        cell(priceText(fit, cards, job));
+        if (fit.time) cell(runText(fit.time));
+        if (decoding) cell(fit.decode ? decodeText(fit.decode) : "");
       });
       return node;
     }
@@ -362,8 +462,23 @@
     function decodeText(decode) {
       var perSequence = withUnit(formats.whole.format(decode.tokens_per_s_per_sequence_at_most), "tokens_per_s");
       var total = withUnit(formats.whole.format(decode.tokens_per_s_at_most), "tokens_per_s");
-      if (perSequence === total) return fill(labels.decode_one, { per_sequence: perSequence });
-      return fill(labels.decode_cell, { per_sequence: perSequence, total: total });
+      var shown = perSequence === total ? fill(labels.decode_one, { per_sequence: perSequence })
+        : fill(labels.decode_cell, { per_sequence: perSequence, total: total });
+      if (decode.tokens_per_s_per_sequence) {  // the published decoding runs' share of the bound (page.py's decode_text)
+        var realistic = withUnit(span(formats.whole.format(decode.tokens_per_s_per_sequence[0]),
+          formats.whole.format(decode.tokens_per_s_per_sequence[1])), "tokens_per_s");
+        shown += "; " + fill(labels.decode_realistic, { range: realistic }) + " (" + backingText(decode.backing) + ")";
+      }
+      return shown;
+    }
+
+    // Which published runs back a time (answer_job's backing; page.py's backing_text).
+    function backingText(backing) {
+      if (typeof backing === "number") backing = data.backings[backing];  // finder.json names each once
+      if (!backing) return "";
+      var runs = formats.whole.format(backing.runs);
+      if (!backing.exact) return fill(labels.backing_none, { runs: runs });
+      return fill(backing.on_card ? labels.backing_runs : labels.backing_other, { family: backing.family, runs: runs });
     }
 
     function runText(time) {
@@ -371,18 +486,21 @@
         cost: span(formats.eur.format(Number(time.cost_eur[0])), formats.eur.format(Number(time.cost_eur[1]))),
         price: formats.eur.format(Number(time.price_eur_per_hour))
       });
-      return fill(labels.run_cell, {
+      var shown = fill(labels.run_cell, {
         step: withUnit(span(formats.decimal.format(time.step_s[0]), formats.decimal.format(time.step_s[1])), "s"),
         bound: labels["bound_" + time.bound],
         run: durationSpan(time.run_shown[0], time.run_shown[1]),
         cost: cost
       });
+      var backing = backingText(time.backing);
+      return backing ? shown + " (" + backing + ")" : shown;
     }
 
-    function rankingText(run) {
+    function rankingText(run, cards) {
       return fill(labels["ranked_" + run.ranked_by], {
         tokens: formats.whole.format(run.tokens),
-        order: run.order.map(function (key) { return gpus[key].name; }).join(", ")
+        order: run.order.map(function (key) { return gpus[key].name; }).join(", "),
+        unpriced: (run.unpriced || []).map(function (key) { return cards + " × " + gpus[key].name; }).join(", ")
       });
     }
 
@@ -423,7 +541,10 @@
           none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
         }));
       }
-      if (found.run) notes.push(rankingText(found.run), labels.run_source);  // the sources, as `python -m vram time` names them
+      if (found.run) {
+        notes.push(labels.run_source);  // the sources, as `python -m vram time` names them
+        (found.run.warnings || []).forEach(function (warning) { notes.push(labels["warn_" + warning]); });
+      }
       if (job && controls.model.value === CUSTOM) {  // what vram read from the pasted config.json, to check
         notes.unshift(fill(labels.config_read, {
           family: found.model_type, layers: formats.whole.format(found.layers), params: formats.whole.format(found.params)
@@ -448,9 +569,11 @@
         status = fill(fits.length === 1 ? labels.summary_one : labels.summary_many, {
           need_text: needText, count: fits.length, gpu: gpus[fits[0].gpu].name, margin: gb(fits[0].margin_gb)
         });
-        if (fits[0].recompute === "full" && fits[0].tight) status += " " + labels.summary_recompute;
-        out.wrap.appendChild(table(found, controls.cards.value, serving, context));
+        if (fits[0].recompute === "full" && (job ? job.recompute : "none") !== "full") status += " " + labels.summary_recompute;
+        out.wrap.appendChild(table(found, controls.cards.value, serving, context, job));
       }
+      out.order.textContent = found.run && fits.length ? rankingText(found.run, controls.cards.value) : "";
+      out.order.hidden = !out.order.textContent;
       if (found.short.length) {  // they hold the model states, not the activations
         status += " " + fill(labels.summary_short, {
           cards: found.short.map(function (fit) {
@@ -480,6 +603,11 @@
     function showError(error) {
       var limits = error.limits || {};
       var template = labels["error_" + error.code] || labels.error_choice;
+      // a multimodal gemma3: what its text_config must add, as JSON to paste (vram's limits.add)
+      var add = limits.add && typeof limits.add === "object" ? Object.keys(limits.add).map(function (key) {
+        return JSON.stringify(key) + ": " + JSON.stringify(limits.add[key]);
+      }).join(", ") : "";
+      if (error.code === "config_multimodal" && !add) template = labels.error_config_no_text;
       var line = fill(template, {
         field: fieldName(error.field === "config" && controls.model.value !== CUSTOM ? "model"
           : error.field === "prices" ? "price_" + limits.key : error.field),
@@ -490,6 +618,7 @@
         line: typeof limits.line === "number" ? formats.whole.format(limits.line) : "",
         column: typeof limits.column === "number" ? formats.whole.format(limits.column) : "",
         got: limits.got || "",
+        add: add,
         choices: Array.isArray(limits.choices) ? limits.choices.join(", ") : ""
       });
       if (error.code === "not_offered" && labels["refused_" + error.field]) line += " " + labels["refused_" + error.field];
@@ -538,7 +667,8 @@
       var found = {
         kind: current, cards: Number(controls.cards.value),
         gpus: data.gpus.map(function (g) { return { key: g.key, memory_mib: g.memory_mib, speed: g.speed }; }),
-        reserve_mib: data.reserve_mib, tight_free_fraction: data.tight_free_fraction
+        reserve_mib: data.reserve_mib, tight_free_fraction: data.tight_free_fraction,
+        calibration: data.calibration  // the published runs behind every time (vram.calibration)
       };
       var names;
       if (current === "serving") {
@@ -577,21 +707,34 @@
       updateControls();
       if (isReference()) {
         var option = kind() === "serving" ? canonical("context", controls.context.value) : controls.method.value;
-        var byCards = ((data.results[controls.model.value] || {})[controls.task.value] || {})[controls.cards.value] || {};
-        var found = byCards[option];
+        var choice = [controls.model.value, controls.task.value, controls.cards.value, option];
         clearError();
         out.results.removeAttribute("data-answer");
-        if (!found) {
+        if (offered(choice[0], choice[1], choice[2]).indexOf(option) < 0) {
+          staticShown = false;
           out.wrap.textContent = "";
           out.status.textContent = labels.not_computed;
+          out.order.hidden = true;
           out.why.textContent = "";
           out.note.textContent = "";
-        } else {
-          show(found, null);
+        } else if (!(staticShown && isDefault(choice))) {  // the page already shows the default answer
+          staticShown = false;
+          form.setAttribute("data-state", "computing");
+          referenceAnswers().then(function (results) {
+            if (ticket !== shown) return;
+            show(results[choice[0]][choice[1]][choice[2]][choice[3]], null);
+            form.setAttribute("data-state", "ready");
+          }, function (error) {
+            if (ticket !== shown) return;
+            out.status.textContent = labels.load_error + " (" + error.message + ")";
+            form.setAttribute("data-state", "failed");
+          });
+          return;
         }
         form.setAttribute("data-state", "ready");
         return;
       }
+      staticShown = false;
       if (controls.model.value === CUSTOM && !configBox.value.trim()) {  // nothing pasted yet
         clearError();
         out.wrap.textContent = "";
@@ -697,12 +840,16 @@
     form.setAttribute("data-ready", "true");
   }
 
-  // The reference answers are fetched when the reader starts using the form, or at once when
+  function jsonURL() {
+    return new URL(form.getAttribute("data-json"), document.baseURI);
+  }
+
+  // The form's data (finder.json) is fetched when the reader starts using the form, or at once when
   // the address already holds a choice; the default one is already in the page.
   var loading = null;
   function load() {
     if (loading) return loading;
-    loading = fetch(new URL(form.getAttribute("data-json"), document.baseURI))
+    loading = fetch(jsonURL())
       .then(function (response) {
         if (!response.ok) throw new Error(response.status + " " + response.statusText);
         return response.json();

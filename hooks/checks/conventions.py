@@ -8,7 +8,9 @@ For every Markdown page (``docs/<page>.<lang>.md``, every language present: ``ho
 - every language shows the same code blocks in the same order (the same included files; an
   inline example with the same lines);
 - every language has the same heading anchors, in the same order (the language switcher keeps
-  the reader's place: ``{ #id }``, or the slug ``toc`` makes of the heading's text).
+  the reader's place: ``{ #id }``, or the slug ``toc`` makes of the heading's text);
+- no page sets one anchor twice (``toc`` makes its own slugs unique, never an explicit ``{ #id }``:
+  a link to it would land on the first heading, and the published page would hold an id twice).
 
 Each error is one line naming the file and line of each language. Raises RenderError.
 """
@@ -41,6 +43,7 @@ class Block:
 class Heading:
     line: int
     anchor: str
+    explicit: bool = False
 
 
 def outline(text: str, where: str) -> tuple[list[Block], list[Heading]]:
@@ -74,8 +77,20 @@ def outline(text: str, where: str) -> tuple[list[Block], list[Heading]]:
         heading = HEADING_RE.match(line)
         if heading:
             explicit = ID_RE.search(heading["attrs"] or "")
-            headings.append(Heading(number, explicit["id"] if explicit else slugify(heading["text"], "-")))
+            headings.append(Heading(number, explicit["id"] if explicit else slugify(heading["text"], "-"), bool(explicit)))
     return blocks, headings
+
+
+def check_unique_anchors(headings: list[Heading], where: str) -> None:
+    """Raise RenderError naming ``where`` and the line of the second heading that sets an explicit
+    anchor already set on the page."""
+    first: dict[str, int] = {}
+    for heading in headings:
+        if heading.explicit and heading.anchor in first:
+            raise RenderError(f"{where}:{heading.line}: heading anchor '#{heading.anchor}' is set twice on this page "
+                              f"(first at line {first[heading.anchor]}); every anchor of a page is unique")
+        if heading.explicit:
+            first[heading.anchor] = heading.line
 
 
 def check_page_conventions(docs_dir: Path, languages: tuple[str, ...] = LANGUAGES) -> None:
@@ -85,12 +100,14 @@ def check_page_conventions(docs_dir: Path, languages: tuple[str, ...] = LANGUAGE
         stem = reference_path.name.removesuffix(f".{DEFAULT_LANGUAGE}.md")
         name = f"docs/{reference_path.relative_to(docs_dir)}"
         reference = outline(reference_path.read_text(encoding="utf-8"), name)
+        check_unique_anchors(reference[1], name)
         for lang in languages:
             path = reference_path.with_name(f"{stem}.{lang}.md")
             if lang == DEFAULT_LANGUAGE or not path.is_file():
                 continue
             other = f"docs/{path.relative_to(docs_dir)}"
             blocks, headings = outline(path.read_text(encoding="utf-8"), other)
+            check_unique_anchors(headings, other)
             _same(reference[0], blocks, name, other, "code block", lambda block: block.shown,
                   "every language shows the same code blocks in the same order")
             _same(reference[1], headings, name, other, "heading anchor", lambda heading: f"#{heading.anchor}",

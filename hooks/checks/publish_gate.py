@@ -3,7 +3,9 @@ code that ran on a GPU.
 
 ``open_gate`` (at the start of the build) refuses to build unless the verification record
 (default ``verification/nccl_check.json``, or ``GUIDE_VERIFICATION_RECORD``) is a passing
-GPU run of the exact ``snippets/nccl_check.py`` the pages include (``verify.record``), unless
+GPU run of the exact ``snippets/nccl_check.py`` the pages include (``verify.record``) whose
+``gpu_tests`` are the counts of the JUnit report beside it (``gpu-tests.xml``, written by the
+gpu tests themselves: ``check_gpu_tests``), unless
 every other block the record hashed can still be its snippet file (``check_recorded_blocks``,
 before the notebooks run), and unless ``site_url`` is the published address rather than the
 local default (canonical links and the sitemap would point at 127.0.0.1). ``insert_note``
@@ -27,6 +29,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from verify.extract import ExtractError, blocks_in_html, compare_code, titled_code
+from verify.junit import COUNTS, JUnitError, junit_counts
 from verify.record import DEFAULT_RECORD, SNIPPET, RecordError, check_record, load_record, snippet_sha256
 
 from hooks.errors import RenderError
@@ -64,8 +67,23 @@ def open_gate(root: Path, snippets_dir: Path, site_url: str | None, environ: Map
                               allow_fixture=environ.get("GUIDE_ALLOW_FIXTURE_RECORD") == "1")
     except (OSError, RecordError) as exc:
         raise RenderError(f"publish build refused: {exc}") from None
+    check_gpu_tests(record, record_path.with_name("gpu-tests.xml"))
     check_recorded_blocks(record, snippets_dir, root)
     return Verified(record, snippet.decode("utf-8"))
+
+
+def check_gpu_tests(record: dict, junit: Path) -> None:
+    """The record's ``gpu_tests`` counts are those of the JUnit report ``junit`` that the gpu
+    job uploaded with it (a record edited after the run, or written without the tests' report,
+    says otherwise). Raises RenderError naming the report."""
+    try:
+        counts = junit_counts(junit)
+    except JUnitError as exc:
+        raise RenderError(f"publish build refused: {exc}") from None
+    recorded = {key: record["gpu_tests"].get(key) for key in COUNTS}
+    if recorded != counts:
+        raise RenderError(f"publish build refused: {junit}: the record's gpu_tests {recorded} are not the counts of this report "
+                          f"{counts}; rerun `make gpu-check`")
 
 
 def can_show(data: bytes, digest: str) -> bool:

@@ -10,7 +10,9 @@ includes included. Every file it would include is checked before it is read:
   folder (``base_path``): pymdownx.snippets' ``restrict_base_path`` compares paths without
   resolving links, so ``snippets/host.txt -> /proc/self/environ`` would publish the build's
   environment (in the deploy job, the OIDC request token);
-- it is not empty (an empty snippet renders an empty code block).
+- it is not empty (an empty snippet renders an empty code block);
+- its section markers pair up (``check_section_markers``): pymdownx.snippets shows a section
+  from its ``[start:name]`` to the end of the file when the ``[end:name]`` is misspelt.
 
 ``check_plain_files`` applies the first rule to every file the build reads from the repository's
 own content (pages, ``docs/assets/``, ``overrides/`` with its templates, ``snippets/`` with its
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import markdown
-from pymdownx.snippets import SnippetMissingError
+from pymdownx.snippets import SnippetMissingError, SnippetPreprocessor
 
 from hooks.errors import RenderError
 
@@ -51,6 +53,34 @@ def check_included_file(path: Path, written: str, bases: list[Path]) -> None:
         raise RenderError(f"snippet include {written!r}: its real path {path.resolve()} is outside {base.name}/", written)
     if not path.read_bytes().strip():
         raise RenderError(f"snippet include {written!r}: the file is empty", written)
+    check_section_markers(path.read_text(encoding="utf-8", errors="replace"), f"{base.name}/{path.relative_to(base).as_posix()}",
+                          written)
+
+
+def check_section_markers(text: str, where: str, written: str | None = None) -> None:
+    """Raise RenderError naming ``where`` (the snippet file), the line and the marker unless
+    every ``--8<-- [start:name]`` of ``text`` is closed by a later ``[end:name]``, and every
+    ``[end:name]`` closes a section of that name that is open (sections may nest or overlap,
+    as pymdownx.snippets allows; its own marker pattern; a marker escaped with ``;`` is text)."""
+    opened: dict[str, int] = {}  # name -> line of its start
+    for number, line in enumerate(text.splitlines(), start=1):
+        marker = SnippetPreprocessor.RE_SNIPPET_SECTION.match(line) if "8<-" in line else None
+        if marker is None or marker["escape"]:
+            continue
+        kind, name = marker["type"].lower(), marker["name"]
+        if kind == "start" and name in opened:
+            raise RenderError(f"{where}:{number}: section marker [start:{name}] while section '{name}' (line "
+                              f"{opened[name]}) is open", written)
+        if kind == "start":
+            opened[name] = number
+        elif name not in opened:
+            still = "".join(f"; section '{other}' (line {at}) is still open" for other, at in opened.items())
+            raise RenderError(f"{where}:{number}: section marker [end:{name}] closes no section{still}", written)
+        else:
+            del opened[name]
+    for name, number in opened.items():
+        raise RenderError(f"{where}:{number}: section '{name}' has no [end:{name}]: an include of it would show the rest "
+                          "of the file", written)
 
 
 def check_snippets(page_markdown: str, snippets_config: dict[str, Any]) -> None:

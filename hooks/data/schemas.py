@@ -35,6 +35,24 @@ from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 class Data(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, defer_build=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _keys_are_names(cls, data: Any) -> Any:
+        """A key that is not a string, named after the key before it: in a flow mapping
+        (``{gpu: h100, price_eur_per_hour_from: 31,20}``) a decimal comma ends the value, and
+        YAML reads ``31`` and a key ``20``."""
+        if not isinstance(data, dict):
+            return data
+        previous = None
+        for key, value in data.items():
+            if not isinstance(key, str):
+                if previous is not None and value is None and type(key) is int and type(data[previous]) in (int, float):
+                    raise ValueError(f"{previous}: a number written with a decimal comma ({data[previous]},…): in {{…}} the "
+                                     f"comma ends the value, and YAML read {data[previous]} and a key {key}; write a decimal point")
+                raise ValueError(f"a key that is not a name ({key!r}) after {previous!r}")
+            previous = key
+        return data
+
 
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 Name = Annotated[str, StringConstraints(min_length=1)]
@@ -234,12 +252,23 @@ class UnitsFile(Data):
 
 
 # ---------------------------------------------------------------- snippets/data/timing.yaml
+class CalibrationTexts(Data):
+    """Words of the formulas page's validation section (hooks/render/calibration.py)."""
+
+    columns: Texts({"family": (), "kind": (), "task": (), "share": (), "runs": (), "sources": ()})
+    words: Texts({"dense": (), "moe": (), "serving": (), "full": (), "lora": (), "qlora": (), "offload": (),
+                  "bits": ("bits",), "single": (), "batched": (), "widened": ("spread",),
+                  "met": (), "missed": ()})
+    plot: Texts({"measured": (), "predicted": (), "same": (), "scale": (), "alt": ("runs", "coverage", "width")})
+
+
 class TimingFile(Data):
-    """Words of the time and cost figures (hooks/render/timing.py)."""
+    """Words of the time and cost figures (hooks/render/timing.py, hooks/render/calibration.py)."""
 
     bounds: Texts({"compute": (), "communication": (), "offload": (), "memory_bandwidth": ()})
     columns: Texts({"machine": (), "price": (), "step": (), "bound": (), "run": (), "cost": ()})
     machine: Text("count", "gpu")
+    calibration: CalibrationTexts
 
 
 # ---------------------------------------------------------------- snippets/data/prose.yaml
@@ -263,14 +292,146 @@ class ModelsFile(Data):
     models: Annotated[dict[Key, ModelEntry], Field(min_length=1)]
 
 
+# ---------------------------------------------------------------- snippets/data/measurements.yaml
+Https = Annotated[str, StringConstraints(pattern=r"^https://[^\s<>\"]+$")]
+Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+
+
+class MeasuredCard(Data):
+    """A measured card the catalogue does not carry: gpus.yaml's datasheet fields."""
+
+    name: Name
+    bf16_dense_tflops: Positive
+    memory_bandwidth_gb_per_s: Positive
+    datasheet: Name
+    peer_link: Key
+    host_link: Key
+
+
+class CardFamily(Data):
+    name: Name  # as the finder and the formulas page name the class ("A100: 9 published runs")
+    cards: Annotated[list[Key], Field(min_length=1)]
+
+
+class MeasurementSource(Data):
+    title: Name
+    url: Https  # the page itself, at a commit where the source is a repository
+    where: Name  # repository, file and commit (or paper and table, or the page's date)
+
+
+class DerivedFrom(Data):
+    """The source's own figures a throughput is computed from: ``tokens`` / ``seconds``, or
+    ``global_batch`` x ``seq_len`` / ``step_s`` (per GPU: divided by the run's GPUs)."""
+
+    tokens: Count | None = None
+    seconds: Positive | None = None
+    global_batch: Count | None = None
+    seq_len: Count | None = None
+    step_s: Positive | None = None
+
+    @model_validator(mode="after")
+    def _one_way(self) -> Self:
+        by_time = self.tokens is not None and self.seconds is not None
+        by_step = None not in (self.global_batch, self.seq_len, self.step_s)
+        if by_time == by_step:
+            raise ValueError("give tokens and seconds, or global_batch, seq_len and step_s")
+        return self
+
+
+class Measurement(Data):
+    """One published run (measurements.yaml's header describes every field)."""
+
+    source: Key
+    table: Name  # where in the source: the table and row
+    gpu: Key
+    count: Count
+    nodes: Count = 1
+    interconnect: Key  # a key of interconnects.yaml, or none for one GPU
+    model: Key
+    task: Literal["full", "lora", "qlora", "serving"]
+    seq_len: Count | None = None
+    micro_batch: Count | None = None
+    recompute: Literal["none", "selective", "full"] = "none"
+    optimizer: Name | None = None
+    offload: Literal["none", "optimizer", "params"] = "none"
+    zero_stage: ZeroStage = 0
+    tensor_parallel: Count = 1
+    expert_parallel: Count = 1
+    lora_rank: Count | None = None
+    lora_targets: Annotated[list[Name], Field(min_length=1)] | None = None
+    weights: Literal["bf16", "fp8", "int4"] = "bf16"
+    kv_dtype: Literal["bf16", "fp8"] = "bf16"
+    context: Count | None = None
+    batch: Count = 1
+    tokens_per_s: Positive
+    per: Literal["gpu", "machine", "sequence"]
+    derived_from: DerivedFrom | None = None
+    mfu_quoted: Share | None = None
+    excluded: Name | None = None  # why the calibration does not read it
+    note: Name | None = None
+
+    @model_validator(mode="after")
+    def _what_the_task_needs(self) -> Self:
+        needs = ["context"] if self.task == "serving" else ["seq_len", "micro_batch", "optimizer"]
+        needs += ["lora_rank", "lora_targets"] if self.task in ("lora", "qlora") else []
+        missing = [field for field in needs if getattr(self, field) is None]
+        if missing:
+            raise ValueError(f"a {self.task} run needs {', '.join(missing)}")
+        if (self.per == "sequence") != (self.task == "serving" and self.batch == 1):
+            raise ValueError("per: sequence is for decoding one sequence (task serving, batch 1), and only for it")
+        if (self.interconnect == "none") != (self.count == 1):
+            raise ValueError(f"interconnect: none is for one GPU, and one GPU has none (count {self.count})")
+        return self
+
+    @model_validator(mode="after")
+    def _derived_as_stated(self) -> Self:
+        derived = self.derived_from
+        if derived is None:
+            return self
+        if derived.tokens is not None:
+            value = derived.tokens / derived.seconds
+        else:
+            value = derived.global_batch * derived.seq_len / derived.step_s
+            value /= self.count if self.per == "gpu" else 1
+        if abs(value - self.tokens_per_s) > 0.005 * value:
+            raise ValueError(f"tokens_per_s: {self.tokens_per_s:g} is not what derived_from gives, {value:.2f}")
+        return self
+
+
+class MeasurementsFile(Data):
+    cards: dict[Key, MeasuredCard] = {}
+    families: Annotated[dict[Key, CardFamily], Field(min_length=1)]
+    models: dict[Key, ModelEntry] = {}
+    sources: Annotated[dict[Key, MeasurementSource], Field(min_length=1)]
+    measurements: Annotated[dict[Key, Measurement], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _names_known(self) -> Self:
+        family_cards = [card for family in self.families.values() for card in family.cards]
+        for card in family_cards:
+            if family_cards.count(card) > 1:
+                raise ValueError(f"families: card {card!r} is in two families")
+        for card in self.cards:
+            if card not in family_cards:
+                raise ValueError(f"cards.{card}: in no family of families")
+        for key, entry in self.measurements.items():
+            if entry.source not in self.sources:
+                raise ValueError(f"measurements.{key}.source: {entry.source!r} is not a key of sources")
+            if entry.gpu not in family_cards:
+                raise ValueError(f"measurements.{key}.gpu: {entry.gpu!r} is not a card of gpus.yaml or of cards "
+                                 "(and of a family)")
+        return self
+
+
 # ---------------------------------------------------------------- snippets/data/finder.yaml
 # The fields hooks/finder/compute.py and docs/assets/finder.js pass to each label.
 FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "legend": (), "model": (), "task": (), "cards": (), "method": (), "context": (),
     "context_option": ("tokens",), "method_hint": ("deepspeed", "torch"), "tensor_parallel": (),
     "caption": ("choice",), "cards_one": (), "cards_many": ("cards",),
-    "col_card": (), "col_memory": (), "col_margin": (), "col_price": (), "tight": (), "tight_recompute": (),
-    "margin_cell": ("margin", "free"), "price_cell": ("count", "gpu", "price"), "no_price": (),
+    "col_card": (), "col_memory": (), "col_margin": (), "col_price": (), "tight": (), "recompute_needed": (),
+    "margin_cell": ("margin", "free"), "price_guide": ("price",), "price_yours": ("price",),
+    "no_price": (),
     "need_training": ("need", "reserve"), "need_serving": ("need", "reserve"),
     "summary_many": ("need_text", "count", "gpu", "margin"), "summary_one": ("need_text", "count", "gpu", "margin"),
     "summary_none": ("need_text",), "summary_recompute": (), "summary_short": ("cards",), "short_card": ("gpu", "margin"),
@@ -291,14 +452,18 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "error_integer": ("field", "minimum", "maximum"), "error_fraction": ("field", "minimum", "maximum"),
     "error_choice": ("field",), "error_too_long": ("field", "maximum"), "error_config_json": ("field", "line", "column"),
     "error_config_duplicate": ("field", "key"), "error_config_object": ("field", "got"), "error_config_unreadable": ("field",),
+    "error_config_depth": ("field", "maximum"),
     "error_config_family": ("field", "key", "choices"), "error_config_key": ("field", "key"),
-    "error_config_multimodal": ("field", "key"),
+    "error_config_multimodal": ("field", "key", "got", "add"), "error_config_no_text": ("field", "key", "got"),
     "error_config_value": ("field", "key"), "error_not_offered": ("field",),
     "refused_framework": (), "refused_cards": (), "refused_optimizer": (), "refused_offload": (),
-    "refused_weights": (), "refused_targets": (),
+    "refused_weights": (), "refused_targets": (), "refused_lora_paper": (), "refused_lora_fsdp2_experts": (),
+    "refused_too_long": (), "unavailable_one": ("choices", "reason"), "unavailable_many": ("choices", "reason"),
     "col_run": (), "run_cell": ("step", "bound", "run", "cost"), "run_cost": ("cost", "price"), "span": ("low", "high"),
     "bound_compute": (), "bound_communication": (), "bound_offload": (),
-    "ranked_cost": ("tokens", "order"), "run_source": ("mfu",), "ranked_time": ("tokens", "order"),
+    "ranked_cost": ("tokens", "order"), "run_source": ("coverage",), "ranked_time": ("tokens", "order", "unpriced"),
+    "backing_runs": ("family", "runs"), "backing_other": ("family", "runs"), "backing_none": ("runs",),
+    "decode_realistic": ("range",), "warn_expert_parallel": (), "warn_several_machines": (),
     "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field", "example", "minimum", "maximum"),
     "col_decode": (),
     "decode_cell": ("per_sequence", "total"), "decode_one": ("per_sequence",),
@@ -335,7 +500,6 @@ class FinderSettings(Data):
     lora: dict[Literal["rank"], Count]
     activations: dict[Literal["seq_length", "micro_batch"], Count]
     serving: FinderServing
-    tight_free_fraction: Annotated[float, Field(ge=0, lt=1)]
     decimals: Annotated[int, Field(ge=0, le=3)]
     optimizer_impl: Literal["foreach", "fused", "forloop"]  # vram.optimizer_step.OPTIMIZER_IMPLS
 
@@ -542,6 +706,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "needs": NeedsFile,
     "units": UnitsFile,
     "timing": TimingFile,
+    "measurements": MeasurementsFile,
     "prose": ProseFile,
     "models": ModelsFile,
     "finder": FinderFile,

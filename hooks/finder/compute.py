@@ -9,8 +9,9 @@ calculator: the bytes one card needs, what takes them, and which cards of
 ``snippets/data/gpus.yaml`` fit (smallest first, with the margin and, only where the guide
 gives one, the machine price). The verdicts are ``vram.job``'s: for training and LoRA,
 backward with the activations at their peak and the optimizer step must both hold
-(``vram.fit.training_verdict``), "tight" when only with full recomputation. Choices the calculator
-refuses (``NOT_OFFERED``) are left out, and the page greys them out with the reason.
+(``vram.fit.training_verdict``), with full recomputation where only that holds, and "tight"
+by ``vram.fit.is_tight``'s one rule. Choices the calculator refuses (``NOT_OFFERED``) are left
+out, and the page greys them out with the reason (``refused``).
 The result is locale-independent, sizes already in GB: MkDocs writes it once as
 ``assets/finder.json``; the page's JavaScript only selects, filters and formats it, and
 sends any other job to the same ``vram`` code running under Pyodide in a Web Worker
@@ -38,7 +39,7 @@ from typing import Any
 
 import vram
 from vram.catalogue import card_speed, cards_from_data
-from vram.fit import mib_to_bytes, usable_bytes
+from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes, usable_bytes
 from vram.accounting import job_accounting
 from vram.job import JOB_FIELDS, JobError
 from vram.units import bytes_to_gb, bytes_to_gib
@@ -46,11 +47,13 @@ from vram.units import bytes_to_gb, bytes_to_gib
 from hooks.cache import Memo, hash_files, package_versions, tree_stamp
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml, relative
+from hooks.data.measurements import measured_data
 from hooks.errors import RenderError
 from hooks.render.numbers import calculator_errors
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
 
-JSON_URI = "assets/finder.json"
+JSON_URI = "assets/finder.json"  # what the form needs: fetched on the reader's first use
+RESULTS_URI = "assets/finder-results.json"  # the reference answers: fetched when a choice needs one
 FINDER_YAML = "snippets/data/finder.yaml"
 MODELS_YAML = "snippets/data/models.yaml"
 
@@ -81,6 +84,7 @@ class Catalogue:
     speeds: dict[str, dict[str, Any]] = field(default_factory=dict)  # vram.catalogue.card_speed per card
     accountings: dict[str, Any] = field(default_factory=dict)  # vram.accounting name -> the method's label
     config_files: dict[str, Path] = field(default_factory=dict)  # model key -> its config.json (models.yaml)
+    calibration: dict[str, Any] | None = None  # vram.calibration.Calibration.as_job() of measurements.yaml
 
 
 def _config_files(models: Any, data_dir: Path) -> dict[str, Path]:
@@ -149,7 +153,8 @@ def _read_catalogue(data_dir: Path) -> Catalogue:
     return Catalogue(plain["settings"], plain["tasks"], plain["methods"], models,
                      sorted(gpus_plain["gpus"].items(), key=lambda item: item[1]["memory_mib"]),
                      gpus_plain["machines"], plain["labels"], plain["parts"], gpus.reserve_mib,
-                     _speeds(gpus_plain, load_yaml("interconnects", data_dir)), plain["accountings"], config_files)
+                     _speeds(gpus_plain, load_yaml("interconnects", data_dir)), plain["accountings"], config_files,
+                     measured_data(data_dir).calibration.as_job())
 
 
 def task_accountings(catalogue: Catalogue, task_key: str) -> dict[str, str]:
@@ -183,7 +188,7 @@ def job(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option:
     found: dict[str, Any] = {"kind": task["kind"], "config": catalogue.models[model_key].config, "cards": cards,
                              "gpus": [{"key": k, "memory_mib": g["memory_mib"], "speed": catalogue.speeds[k]}
                                       for k, g in catalogue.gpus],
-                             "reserve_mib": catalogue.reserve_mib, "tight_free_fraction": settings["tight_free_fraction"]}
+                             "reserve_mib": catalogue.reserve_mib, "calibration": catalogue.calibration}
     if task["kind"] == "serving":
         found.update(weights=task["weight_dtype"], context=int(option), **settings["serving"])
         return found
@@ -215,12 +220,44 @@ def answer(catalogue: Catalogue, model_key: str, task_key: str, cards: int, opti
     the paper's accounting or on fused experts under FSDP2, all-bf16 training outside DDP, a
     context beyond the model's maximum, heads vLLM cannot split over that many cards). Raises
     RenderError for any other fault."""
+    return attempt(catalogue, model_key, task_key, cards, option)[0]
+
+
+def attempt(catalogue: Catalogue, model_key: str, task_key: str, cards: int,
+            option: str) -> tuple[dict[str, Any] | None, str | None]:
+    """``(answer, None)``, or ``(None, reason)`` where the choice is not offered: ``reason`` is
+    the key of the page's words for why (``refused_REASON`` in finder.yaml's labels,
+    ``refusal_reason``). Raises RenderError for any other fault."""
     try:
-        return vram.answer_job(job(catalogue, model_key, task_key, cards, option))
+        return vram.answer_job(job(catalogue, model_key, task_key, cards, option)), None
     except JobError as exc:
         if exc.code in NOT_OFFERED:
-            return None
+            return None, refusal_reason(catalogue, model_key, task_key, option, exc)
         raise RenderError(f"{model_key} {task_key} on {cards} cards with {option}: {exc}") from None
+
+
+# Why a choice is refused, by the job field vram.job names (JobError.field): the key of the
+# page's sentence (labels.refused_KEY). LoRA's framework refusals are two: the paper's
+# accounting (no LoRA there) and FSDP2 on a model with fused experts (vram.lora_fsdp2_memory
+# does not model PEFT's target_parameters).
+REFUSALS = {"optimizer": "optimizer", "cards": "cards", "weights": "weights", "context": "too_long",
+            "seq_len": "too_long", "offload": "offload", "targets": "targets"}
+
+
+def refusal_reason(catalogue: Catalogue, model_key: str, task_key: str, option: str, exc: JobError) -> str:
+    """The reason key of a refused reference choice (``REFUSALS``); RenderError for a refusal the
+    page has no words for."""
+    if exc.field == "framework" and catalogue.tasks[task_key]["kind"] == "lora":
+        framework = catalogue.methods[option]["framework"]
+        if framework == "zero-paper":
+            return "lora_paper"
+        model = catalogue.models[model_key]
+        if framework == "fsdp2" and model.params.active < model.params.total:
+            return "lora_fsdp2_experts"
+    if exc.field in REFUSALS:
+        return REFUSALS[exc.field]
+    raise RenderError(f"{model_key} {task_key} with {option}: refused ({exc}) for a reason the finder has no words for "
+                      f"(hooks/finder/compute.py REFUSALS)")
 
 
 def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
@@ -230,12 +267,40 @@ def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
 
 
 TIME_SHOWN = ("step_s", "bound", "run_shown", "price_eur_per_hour", "cost_eur")
+BACKING_SHOWN = ("family", "runs", "on_card", "exact")  # which published runs back a time (vram.calibration.Backing)
+
+
+def intern_backings(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Replace every ``backing`` of ``results`` (finder.json's answers) by its index in the list
+    returned: a few distinct backings repeated over thousands of cells (finder.js resolves them)."""
+    found: list[dict[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "backing" and isinstance(value, dict):
+                    if value not in found:
+                        found.append(value)
+                    node[key] = found.index(value)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(results)
+    return found
+
+
+def backing_shown(backing: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the page says of a time's backing: the family's name, its runs, those on the card."""
+    return None if backing is None else {key: backing[key] for key in BACKING_SHOWN}
 
 
 def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict[str, Any]:
     """An answer as the page shows it: per card and parts in GB, each fitting card with its
-    margin, whether it is tight (training and LoRA: only with full recomputation;
-    serving: little free), the sequences it holds (serving) and, where the guide gives one,
+    margin, the share free at the job's peak and whether that is tight (``vram.fit.is_tight``),
+    the recomputation it runs with (training, LoRA), the sequences it holds (serving) and, where the guide gives one,
     the machine price. No arithmetic: every figure is ``answer_job``'s."""
     machines = {(m["gpu"], m["count"]): (k, m["price_eur_per_hour_from"]) for k, m in catalogue.machines.items()}
     fits = []
@@ -244,7 +309,10 @@ def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict
                                            "decode")
                  if key in fit}
         if "time" in shown:  # what run_text shows (finder.json stays small: 11 cards x every choice)
-            shown["time"] = {key: fit["time"][key] for key in TIME_SHOWN}
+            shown["time"] = {key: fit["time"][key] for key in TIME_SHOWN} | {"backing": backing_shown(fit["time"]["backing"])}
+        if "decode" in shown and "backing" in shown["decode"]:  # what decode_text shows: per sequence
+            shown["decode"] = {key: value for key, value in shown["decode"].items() if key != "tokens_per_s"} \
+                | {"backing": backing_shown(shown["decode"]["backing"])}
         if (fit["gpu"], cards) in machines:
             shown["machine"], shown["price_eur_per_hour_from"] = machines[(fit["gpu"], cards)]
         fits.append(shown)
@@ -295,13 +363,20 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
     catalogue = catalogue or load_catalogue()
     settings = catalogue.settings
     results: dict[str, Any] = {}
+    offered: dict[str, Any] = {}
+    refused: dict[str, Any] = {}
     for model_key in catalogue.models:
         for task_key in catalogue.tasks:
             for cards in settings["cards"]:
                 for option in options(catalogue, task_key):
-                    found = result(catalogue, model_key, task_key, cards, option)
+                    found, reason = attempt(catalogue, model_key, task_key, cards, option)
                     if found is not None:
+                        found = page_result(catalogue, found, cards)
                         results.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[option] = found
+                        offered.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), []).append(option)
+                    else:
+                        refused.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[option] = reason
+    backings = intern_backings(results)
     return {
         "schema": 1,
         "default": settings["default"],
@@ -317,7 +392,7 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
                   for k, t in catalogue.tasks.items()],
         "lora": settings["lora"],
         "serving": settings["serving"],
-        "tight_free_fraction": settings["tight_free_fraction"],
+        "tight_free_fraction": TIGHT_FREE_FRACTION,
         "methods": [{"key": k, "framework": m["framework"], "zero_stage": m["zero_stage"]}
                     for k, m in catalogue.methods.items()],
         "machines": {f"{m['gpu']}@{m['count']}": {"key": k, "price_eur_per_hour_from": m["price_eur_per_hour_from"]}
@@ -329,9 +404,15 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
                   "usable_gb": bytes_to_gb(card_capacity_bytes(catalogue, g)), "speed": catalogue.speeds[k]}
                  for k, g in catalogue.gpus],
         "run_tokens": JOB_FIELDS["tokens"],
+        "calibration": catalogue.calibration,  # the published runs' shares: the worker's jobs carry them
+        "backings": backings,  # each distinct backing once; results name them by index
         # the RAM of the catalogue's machines where a source gives it (gpus.yaml host_ram_gb)
         "host_ram_gb": {f"{m['gpu']}@{m['count']}": m["host_ram_gb"] for m in catalogue.machines.values()
                         if m["host_ram_gb"] != "not published"},
+        # which reference choices have an answer (the form offers only those) and why the others
+        # do not (refused[model][task][cards][option]: a labels.refused_REASON key)
+        "offered": offered,
+        "refused": refused,
         "results": results,
     }
 
@@ -359,6 +440,26 @@ def finder_json(data_dir: Path | None = None, store: Path | None = None) -> str:
     """
     folder = data_dir or data_module.DATA_DIR
     return _json_memo.get((folder, store), tree_stamp(folder), lambda: _stored_or_computed(folder, store))
+
+
+def finder_assets(data_dir: Path | None = None, store: Path | None = None) -> dict[str, str]:
+    """``finder_json`` as the site's two files: ``JSON_URI``, everything but the reference
+    answers (the models, tasks, cards, prices, which choices are offered and why the others
+    are not: what the form and the first job the calculator computes need), and
+    ``RESULTS_URI``, the reference answers (``results``), which the page fetches only when a
+    choice needs one. Raises RenderError."""
+    return _split(finder_json(data_dir, store))
+
+
+@functools.lru_cache(maxsize=2)
+def _split(text: str) -> dict[str, str]:
+    data = json.loads(text)
+    results = data.pop("results")
+    return {JSON_URI: _dumps(data), RESULTS_URI: _dumps(results)}
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @functools.cache  # a process does not see its packages change
@@ -392,7 +493,7 @@ def _stored_or_computed(data_dir: Path, store: Path | None) -> str:
             return stored.read_text(encoding="utf-8")
         except (FileNotFoundError, NotADirectoryError):
             pass  # not computed yet (or pruned by a concurrent build): computed below
-    content = json.dumps(finder_data(load_catalogue(data_dir)), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    content = _dumps(finder_data(load_catalogue(data_dir)))
     if stored is not None:
         try:
             stored.parent.mkdir(parents=True, exist_ok=True)

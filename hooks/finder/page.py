@@ -21,7 +21,7 @@ from babel.numbers import format_decimal, format_percent, get_decimal_symbol, ge
 
 import vram
 from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
-from vram.fit import mib_to_bytes
+from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes
 from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
 from vram.units import bytes_to_gb, bytes_to_gib
 
@@ -30,7 +30,7 @@ from hooks.errors import RenderError
 from hooks.render.locale_format import format_duration_range, format_eur, format_number, format_quantity, unit_label
 from hooks.render.placeholders import Args
 from hooks.render.script_json import script_json
-from hooks.render.timing import mfu
+from hooks.data.measurements import validation
 from hooks.render.typography import unit_space
 from verify.pins import pinned
 
@@ -72,9 +72,23 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
 
 
 def run_source_text(catalogue: Catalogue, lang: str) -> str:
-    """Where the run's time and cost come from (the datasheets' peaks x torchtitan's MFU range,
-    ``vram.timing.MFU``), as ``python -m vram time`` names it; shown under a table with a run."""
-    return _label(catalogue, "run_source", lang, mfu=mfu({}, lang))
+    """Where the run's time and cost come from (the datasheets' peaks x the utilisation of the
+    published runs of the job's class, ``vram.calibration``) and how often the range held the
+    measurement on sources it had not seen (the training coverage); under a table with a run."""
+    _, figures = validation()
+    return _label(catalogue, "run_source", lang, coverage=format_percent(figures["training"].coverage, locale=lang))
+
+
+def backing_text(catalogue: Catalogue, lang: str, backing: dict[str, Any] | None) -> str:
+    """Which published runs back a time (``answer_job``'s ``backing``): on this card's family,
+    none on this card, or none of this class (a widened range); empty without a calibration."""
+    if backing is None:
+        return ""
+    runs = format_number(backing["runs"], lang, 0)
+    if not backing["exact"]:
+        return _label(catalogue, "backing_none", lang, runs=runs)
+    key = "backing_runs" if backing["on_card"] else "backing_other"
+    return _label(catalogue, key, lang, family=backing["family"], runs=runs)
 
 
 def _task_label(catalogue: Catalogue, key: str, lang: str) -> str:
@@ -133,6 +147,12 @@ def _config_field(catalogue: Catalogue, lang: str) -> str:
             f'<input type="file" id="finder-config-file" accept=".json,application/json">')
 
 
+def _refused_line(name: str) -> str:
+    """Under a choice, the line where finder.js names the options the calculator refuses for the
+    reader's other choices and why (greyed out in the list; a touch screen shows no tooltip)."""
+    return f'<p class="finder-hint finder-refused" id="finder-{name}-refused" hidden></p>'
+
+
 def _hidden_at_first(catalogue: Catalogue, kinds: str) -> bool:
     """Whether a field of ``kinds`` ("training lora", "custom", "" for every task) is hidden
     before the script runs: only the default task's fields show from the first paint
@@ -174,10 +194,13 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
     fields = [
         _select("model", _label(catalogue, "model", lang), [(k, m.name) for k, m in catalogue.models.items()]
                 + [(CUSTOM_MODEL, _label(catalogue, "own_model", lang))], d["model"]),
-        _select("task", _label(catalogue, "task", lang), [(k, _task_label(catalogue, k, lang)) for k in catalogue.tasks], d["task"]),
-        _select("cards", _label(catalogue, "cards", lang), [(str(n), str(n)) for n in catalogue.settings["cards"]], str(d["cards"])),
+        _select("task", _label(catalogue, "task", lang), [(k, _task_label(catalogue, k, lang)) for k in catalogue.tasks], d["task"],
+                ' aria-describedby="finder-task-refused"') + _refused_line("task"),
+        _select("cards", _label(catalogue, "cards", lang), [(str(n), str(n)) for n in catalogue.settings["cards"]], str(d["cards"]),
+                ' aria-describedby="finder-cards-refused"') + _refused_line("cards"),
         _select("method", _label(catalogue, "method", lang), [(k, _method_label(catalogue, k, lang, d["task"])) for k in catalogue.methods],
-                d["method"], ' aria-describedby="finder-method-hint"')
+                d["method"], ' aria-describedby="finder-method-refused finder-method-hint"')
+        + _refused_line("method")
         + f'<p class="finder-hint" id="finder-method-hint">{html.escape(_label(catalogue, "method_hint", lang, deepspeed=pinned("deepspeed", 2), torch=pinned("torch", 2)))}</p>',
         _context_field(catalogue, lang)
         + f'<p class="finder-hint" id="finder-context-hint">{html.escape(_label(catalogue, "tensor_parallel", lang))}</p>',
@@ -320,8 +343,15 @@ def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
     per_sequence, total = (_with_unit(format_number(decode[key], lang, 0), "tokens_per_s", lang)
                            for key in ("tokens_per_s_per_sequence_at_most", "tokens_per_s_at_most"))
     if per_sequence == total:
-        return _label(catalogue, "decode_one", lang, per_sequence=per_sequence)
-    return _label(catalogue, "decode_cell", lang, per_sequence=per_sequence, total=total)
+        shown = _label(catalogue, "decode_one", lang, per_sequence=per_sequence)
+    else:
+        shown = _label(catalogue, "decode_cell", lang, per_sequence=per_sequence, total=total)
+    if "tokens_per_s_per_sequence" in decode:  # the published decoding runs' share of that bound
+        low, high = (format_number(n, lang, 0) for n in decode["tokens_per_s_per_sequence"])
+        realistic = _label(catalogue, "decode_realistic", lang,
+                           range=_with_unit(_span(catalogue, lang, low, high), "tokens_per_s", lang))
+        shown += "; " + realistic + " (" + backing_text(catalogue, lang, decode["backing"]) + ")"
+    return shown
 
 
 def run_text(catalogue: Catalogue, lang: str, time: dict[str, Any]) -> str:
@@ -333,18 +363,47 @@ def run_text(catalogue: Catalogue, lang: str, time: dict[str, Any]) -> str:
     if time["cost_eur"] is not None:
         cost = _label(catalogue, "run_cost", lang, cost=_span(catalogue, lang, *(format_eur(float(c), lang) for c in time["cost_eur"])),
                       price=format_eur(float(time["price_eur_per_hour"]), lang))
-    return _label(catalogue, "run_cell", lang, step=step, bound=_label(catalogue, f"bound_{time['bound']}", lang), run=run, cost=cost)
+    shown = _label(catalogue, "run_cell", lang, step=step, bound=_label(catalogue, f"bound_{time['bound']}", lang), run=run,
+                   cost=cost)
+    backing = backing_text(catalogue, lang, time.get("backing"))
+    return f"{shown} ({backing})" if backing else shown
 
 
-def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any]) -> str:
-    """The machines that fit, ranked for the run (``answer_job``'s ``run``), saying by what."""
+def machine_names(catalogue: Catalogue, cards: int, keys: list[str]) -> str:
+    """``2 × H100 80GB, 2 × RTX 4090 24GB``: the machines of ``cards`` such cards, as the price column names them."""
+    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    return ", ".join(f"{cards} × {names[key]}" for key in keys)
+
+
+def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any], cards: int) -> str:
+    """The machines that fit, ranked for the run (``answer_job``'s ``run``), saying by what and,
+    when by time, which machines have no price."""
     names = dict((k, g["name"]) for k, g in catalogue.gpus)
     return _label(catalogue, f"ranked_{run['ranked_by']}", lang, tokens=format_number(run["tokens"], lang, 0),
-                  order=", ".join(names[key] for key in run["order"]))
+                  order=", ".join(names[key] for key in run["order"]),
+                  **({"unpriced": machine_names(catalogue, cards, run["unpriced"])} if run["ranked_by"] == "time" else {}))
+
+
+def ordered(found: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fitting cards in the order the calculator ranked their runs (``run.order``: by cost
+    when every machine has a price, else by time); without a run, smallest card first."""
+    if "run" not in found:
+        return found["fits"]
+    by_key = {fit["gpu"]: fit for fit in found["fits"]}
+    return [by_key[key] for key in found["run"]["order"]]
+
+
+def price_text(catalogue: Catalogue, lang: str, fit: dict[str, Any]) -> str:
+    """The price of the card's machine the run is costed at: the guide's (the static page has
+    no other; finder.js also says when it is the one the reader typed), or none."""
+    if "machine" not in fit:
+        return _label(catalogue, "no_price", lang)
+    return _label(catalogue, "price_guide", lang, price=format_eur(fit["price_eur_per_hour_from"], lang))
 
 
 def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model: str, task: str, cards: int, option: str) -> str:
-    """The results block; ``finder.js`` builds the same structure from the JSON."""
+    """The results block; ``finder.js`` builds the same structure from the JSON. Each body cell
+    carries its column's heading (``data-label``): on a phone each row shows as a card."""
     esc = html.escape
     names = dict((k, g["name"]) for k, g in catalogue.gpus)
     fits = found["fits"]
@@ -352,9 +411,10 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
     columns = ("col_card", "col_memory", "col_margin", "col_price") + (("col_run",) if "run" in found else ())
     decoding = any("decode" in fit for fit in fits)
     columns += ("col_decode",) if decoding else ()
-    head = "\n".join(f'<th scope="col">{esc(_label(catalogue, c, lang))}</th>' for c in columns)
+    headings = [_label(catalogue, c, lang) for c in columns]
+    head = "\n".join(f'<th scope="col">{esc(h)}</th>' for h in headings)
     rows = []
-    for fit in fits:
+    for fit in ordered(found):
         if "max_concurrent" in fit:  # serving: how many sequences of this length the card holds
             margin = _label(catalogue, "margin_serving", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
                             free=format_percent(fit["free_fraction"], locale=lang),
@@ -363,26 +423,32 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
             margin = _label(catalogue, "margin_cell", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
                             free=format_percent(fit["free_fraction"], locale=lang))
         margin = esc(margin)
-        if fit["tight"]:
-            tight = "tight_recompute" if "recompute" in fit else "tight"
-            margin += f' <strong class="finder-tight">{esc(_label(catalogue, tight, lang))}</strong>'
-        price = (_label(catalogue, "price_cell", lang, count=cards, gpu=names[fit["gpu"]], price=format_eur(fit["price_eur_per_hour_from"], lang))
-                 if "machine" in fit else _label(catalogue, "no_price", lang))
+        if fit.get("recompute") == "full":  # the reference job asks for none: only full recomputation fits
+            margin += f' <strong class="finder-flag">{esc(_label(catalogue, "recompute_needed", lang))}</strong>'
+        if fit["tight"]:  # vram.fit.is_tight: under a tenth of the card free at the peak
+            margin += f' <strong class="finder-tight">{esc(_label(catalogue, "tight", lang))}</strong>'
         memory = _gb(bytes_to_gb(mib_to_bytes(dict(catalogue.gpus)[fit["gpu"]]["memory_mib"])), catalogue, lang)
-        run = f'\n<td>{esc(run_text(catalogue, lang, fit["time"]))}</td>' if "time" in fit else ""
+        cells = [esc(memory), margin, esc(price_text(catalogue, lang, fit))]
+        if "time" in fit:
+            cells.append(esc(run_text(catalogue, lang, fit["time"])))
         if decoding:
-            run += f'\n<td>{esc(decode_text(catalogue, lang, fit["decode"]) if "decode" in fit else "")}</td>'
-        rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>\n<td>{esc(memory)}</td>\n<td>{margin}</td>\n<td>{esc(price)}</td>{run}</tr>')
+            cells.append(esc(decode_text(catalogue, lang, fit["decode"]) if "decode" in fit else ""))
+        body = "".join(f'\n<td data-label="{esc(h)}">{c}</td>' for h, c in zip(headings[1:], cells))
+        rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>{body}</tr>')
     parts = _label(catalogue, "part_separator", lang).join(_label(catalogue, "part_size", lang, part=text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}"),
                              size=_gb(v, catalogue, lang)) for k, v in found["parts"])
     note = note_text(catalogue, lang, model, task, option, found)
+    order = ""
     if "run" in found:
-        note += " " + ranking_text(catalogue, lang, found["run"]) + " " + run_source_text(catalogue, lang)
+        note += " " + run_source_text(catalogue, lang)
+        order = ranking_text(catalogue, lang, found["run"], cards)
+        note += "".join(" " + _label(catalogue, f"warn_{w}", lang) for w in found["run"].get("warnings", []))
     table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""
     return (f'<div class="finder-results" id="finder-results">'
             f'<p class="finder-summary" id="finder-status" role="status" aria-live="polite">{esc(summary)}</p>'
+            f'<p class="finder-order" id="finder-order"{"" if order else " hidden"}>{esc(order)}</p>'
             f'<div class="finder-table-wrap" id="finder-table-wrap">{table}</div>'
             f'<p class="finder-why" id="finder-why">{esc(_label(catalogue, "why", lang, parts=parts))}</p>'
             f'<p class="finder-note" id="finder-note">{esc(note)}</p></div>')
@@ -394,13 +460,14 @@ SETTINGS = ("seq_length", "micro_batch", "tight_free_fraction")
 def finder_setting(raw: dict[str, str], lang: str) -> str:
     """``{{ finder_setting name=seq_length }}`` -> ``2.048``: a setting of finder.yaml the
     page's prose names (``seq_length`` and ``micro_batch`` of the reference activations, as
-    numbers; ``tight_free_fraction``, serving's threshold, as a percentage)."""
+    numbers) and ``tight_free_fraction``, ``vram.fit.TIGHT_FREE_FRACTION`` (what a fit leaves
+    free at its peak under which it is tight), as a percentage."""
     name = Args(raw, {"name"}).str("name")
     if name not in SETTINGS:
         raise RenderError(f"name={name} is not one of {', '.join(SETTINGS)}")
     settings = load_catalogue().settings
-    if name == "tight_free_fraction":
-        return format_percent(settings[name], locale=lang)
+    if name == "tight_free_fraction":  # vram's one rule for "tight" (vram.fit.is_tight)
+        return format_percent(TIGHT_FREE_FRACTION, locale=lang)
     return format_number(settings["activations"][name], lang, 0)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -36,7 +37,7 @@ def use_executed_notebooks(files, config, lang: str, publication: bool = False):
     notebooks = [f for f in files if f.src_uri.endswith(".ipynb") and f.abs_src_path]
     if not notebooks:
         return files
-    root = Path(config.config_file_path).parent
+    root = Path(os.path.abspath(os.path.dirname(config.config_file_path)))  # -f ../mkdocs.yml from docs/ too
     trusted = not publication
     executed = executed_notebooks(Path(config.docs_dir), root, LANGUAGES, jupyter_kernel(config),
                                   cache_dir=None if trusted else publication_dir() / "notebooks",

@@ -21,8 +21,9 @@ from hooks.render.numbers import NUMBERS
 from hooks.render.placeholders import expand
 from hooks.render.tables import table
 from hooks.render.timing import TIMING
+from hooks.render.calibration import CALIBRATION
 
-RENDERERS = {"table": table, **NUMBERS, **FINDER, **TIMING, **CATALOGUE_PROSE}
+RENDERERS = {"table": table, **NUMBERS, **FINDER, **TIMING, **CATALOGUE_PROSE, **CALIBRATION}
 RENDER_DIR = Path(__file__).resolve().parent
 _rendered = Memo()  # (markdown, lang) -> the rendered Markdown, while what it read is unchanged
 KEEP = 64  # rendered pages kept (each language of each page, and the versions an edit replaced)

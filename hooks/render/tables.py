@@ -19,6 +19,7 @@ from hooks.render.markdown_table import markdown_table
 from hooks.render.numbers import calculator_errors, model_config
 from hooks.render.placeholders import Args
 from hooks.render.timing import run_cost_table
+from hooks.render.calibration import calibration_table
 
 
 def _columns(data, lang: str, where: str, keys: list[str]) -> list[str]:
@@ -105,6 +106,7 @@ TABLES: dict[str, Callable[[dict[str, str], str], str]] = {
     "frameworks": frameworks_table,
     "interconnects": interconnects_table,
     "run_cost": run_cost_table,
+    "calibration": calibration_table,
 }
 
 

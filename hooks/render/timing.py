@@ -33,7 +33,11 @@ import vram.catalogue
 import vram.timing
 import vram.units
 
+from vram.calibration import job_class
+from vram.measurements import is_moe
+
 from hooks.data.load import label, load_model, load_yaml
+from hooks.data.measurements import measured_data
 from hooks.errors import RenderError
 from hooks.render.markdown_table import markdown_table
 from hooks.render.locale_format import (format_duration_range, format_eur, format_number, format_quantity, format_range,
@@ -53,17 +57,28 @@ def catalogue() -> tuple[dict[str, vram.catalogue.Card], dict[str, vram.catalogu
 
 
 def job_step(args: Args, gpu: str | None = None, gpus: int | None = None) -> vram.timing.StepTime:
-    """The ``StepTime`` of the job the arguments name (``gpu``/``gpus`` override them)."""
+    """The ``StepTime`` of the job the arguments name (``gpu``/``gpus`` override them), at the
+    calibrated utilisation of its class (``vram.calibration``: the published runs of
+    measurements.yaml on that card family, for that kind of model and task)."""
     cards, _ = catalogue()
     key = gpu or args.str("gpu")
     if key not in cards:
         raise RenderError(f"unknown gpu {key!r} in snippets/data/gpus.yaml (known: {', '.join(cards)})")
     config = model_config(args.str("model"))
+    offload = bool(args.int("offload", default=0, minimum=0, maximum=1))
     with calculator_errors():
         return vram.timing.training_step(
             config, cards[key], gpus or args.int("gpus", minimum=1), args.int("zero_stage", minimum=0, maximum=3),
             args.int("seq_len", default=2048, minimum=1), args.int("micro_batch", default=1, minimum=1),
-            args.str("recompute", "none"), bool(args.int("offload", default=0, minimum=0, maximum=1)))
+            args.str("recompute", "none"), offload, utilisation=utilisation(key, config, "full", offload))
+
+
+def utilisation(gpu: str, config: vram.ModelConfig, task: str, offload: bool) -> tuple[float, float]:
+    """The calibrated range of a job's class (``vram.calibration.Calibration.backing``)."""
+    backing = measured_data().calibration.backing(gpu, job_class("", is_moe(config), task, offload)[1:])
+    if backing is None:
+        raise RenderError(f"snippets/data/measurements.yaml: no published training run backs {gpu}")
+    return backing.range.utilisation
 
 
 def tokens(args: Args) -> int:
@@ -82,8 +97,10 @@ def _decimals(value: float) -> int:
 
 
 def format_span(low: float, high: float, unit: str, lang: str) -> str:
-    """``low``–``high`` in ``unit``, rounded outwards to the precision the high end needs."""
-    decimals = _decimals(high)
+    """``low``–``high`` in ``unit``, rounded outwards to the precision the low end needs (the
+    high end's when the low is 0): rounding a slow path's low end down to the precision of its
+    high end made "1–12 s" (1.44 s at the least) read faster than a quicker path's "1.1–2 s"."""
+    decimals = _decimals(low if low > 0 else high)
     low, high = outward(low, high, decimals)
     return format_range(low, high, unit, lang, decimals)
 

@@ -132,3 +132,24 @@ def test_search_finder_copy_and_language_switch_work_under_the_policy(guarded, s
     assert violations(page) == [] and page.outside == []
     # The calculator itself (Pyodide in the site's Web Worker) runs under the policy in
     # test_finder_jobs.py, whose pages answer 312 jobs with no violation reported.
+
+
+def test_only_the_finders_pages_allow_webassembly_and_blob_workers(built_site):
+    """'wasm-unsafe-eval' was on every page and used on none of them: Pyodide compiles its
+    WebAssembly in the worker, which inherits the policy of the finder's page only."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    from verify.theme_scripts import hosts_finder
+
+    pages = sorted(built_site.rglob("*.html"))
+    finders = []
+    for path in pages:
+        text = path.read_text(encoding="utf-8")
+        meta = LexborHTMLParser(text).css_first('meta[http-equiv="Content-Security-Policy"]')
+        policy = dict((part.split()[0], part.split()[1:]) for part in meta.attributes["content"].split("; "))
+        finder = hosts_finder(text)
+        finders += [path.relative_to(built_site).as_posix()] if finder else []
+        assert ("'wasm-unsafe-eval'" in policy["script-src"]) == finder, path
+        assert policy["worker-src"] == (["'self'", "blob:"] if finder else ["'self'"]), path
+        assert "'unsafe-eval'" not in policy["script-src"], path
+    assert finders == ["fr/gpu-finder/index.html", "gpu-finder/index.html"]

@@ -39,6 +39,7 @@ from tests.browser.conftest import recorded
 from tests.browser.test_content_security_policy import LISTEN as CSP_LISTEN
 from tests.browser.test_finder import PATHS, choose, plain
 from tests.conftest import REPO_ROOT
+from vram.calibration import load_measured_data
 from vram.cli import main as vram_main
 from vram.catalogue import card_speed, load_catalogue as load_speeds, read_catalogue
 from vram.models import SUPPORTED_MODEL_TYPES
@@ -198,7 +199,10 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
     by_lang = {"it": drawn}  # the worker has no language; the form tests below run in both
     answered = lora_fsdp2 = 0
     for lang, jobs in by_lang.items():
-        messages = [{"id": i, "job": job, **({"model": key} if key else {"configText": path.read_text()})}
+        # the published runs behind each time, as the page's own jobs and the command line carry them
+        calibration = load_measured_data().calibration.as_job()
+        messages = [{"id": i, "job": job | {"calibration": calibration},
+                     **({"model": key} if key else {"configText": path.read_text()})}
                     for i, (key, path, job) in enumerate(jobs)]
         replies = pages[lang].evaluate(PAGE_WORKER_JS, messages)
         with catalogue_read_once():
@@ -373,12 +377,16 @@ BAD = [  # (field values, what the line must say in it, in fr)
     ({"model": "custom", "config": '{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}'},
      "config.json del modello: «gemma3» è il modello multimodale, con la parte che legge le immagini, che il "
      "calcolatore non conta; per il solo modello di testo incolla il suo text_config come config.json a sé, con "
-     "model_type «gemma3_text» e, scritte per esteso, le dimensioni che lascia ai valori predefiniti di "
-     "Gemma3TextConfig (vocab_size compresa).",
+     "model_type «gemma3_text» e, scritte per esteso, le dimensioni che lascia ai valori predefiniti della sua "
+     "classe di configurazione (vocab_size compresa), se il calcolatore conosce quella famiglia.",
      "config.json du modèle : « gemma3 » est le modèle multimodal, avec la partie qui lit les images, que le "
      "calculateur ne compte pas ; pour le seul modèle de texte, collez son text_config comme un config.json à part, "
      "avec le model_type « gemma3_text » et, écrites en entier, les tailles qu’il laisse aux valeurs par défaut de "
-     "Gemma3TextConfig (vocab_size comprise)."),
+     "sa classe de configuration (vocab_size comprise), si le calculateur connaît cette famille."),
+    # issue 33: 50,000 levels crashed Pyodide inside json.loads ("the calculator did not load"); refused before it
+    ({"model": "custom", "config": '{"a":' * 50_000 + "1" + "}" * 50_000},
+     "config.json del modello: più di 32 livelli di annidamento, che nessun config.json raggiunge.",
+     "config.json du modèle : plus de 32 niveaux d’imbrication, ce qu’aucun config.json n’atteint."),
     ({"seq_len": "131073"}, "Lunghezza delle sequenze (token): oltre il massimo del modello, 131.072 token.",
      "Longueur des séquences (tokens) : au-delà du maximum du modèle, 131 072 tokens."),
     ({"micro_batch": "-2"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
@@ -624,4 +632,80 @@ def test_a_pasted_config_says_what_was_read_and_survives_the_language_switch(pag
         assert page_answer(page) == expected, lang
         assert read[lang] in plain(page.text_content("#finder-note"))
     assert "/fr/" not in page.url
+    assert not page.errors
+
+
+WORKER_FETCHES_JS = """async (urls) => {
+    const seen = [];
+    self.addEventListener('securitypolicyviolation', e => seen.push(e.effectiveDirective + ' ' + e.blockedURI));
+    const outcome = async (url) => {
+        try { return 'loaded ' + (await fetch(url)).status; } catch (error) { return 'refused'; }
+    };
+    const results = [];
+    for (const url of urls) results.push(await outcome(url));
+    await new Promise(resolve => setTimeout(resolve, 200));  // violations are dispatched as tasks
+    return {results, seen, scope: self.constructor.name};
+}"""
+OUTSIDE = "https://evil.example"
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_calculators_worker_lives_under_the_pages_policy(pages, site_server, lang):
+    """Issue 33, hole 4: the policy is a <meta> of the page; a worker started from its script's
+    URL took the policy of that script's HTTP response (none on GitHub Pages), so a change to
+    vram/ could send the reader's job to another origin from inside Pyodide. Started from a
+    blob: wrapper (finder.js), the worker that computed every job of this module inherits the
+    page's policy (verify/theme_scripts.py: 'wasm-unsafe-eval' and worker-src blob: on the
+    finder's pages only): a fetch to another origin from inside it is refused by the browser,
+    a violation of connect-src (the policy's check, before any request is sent); the site's own
+    file loads."""
+    page = pages[lang]
+    page.wait_for_function("() => document.getElementById('finder-form').bootTimes", timeout=120_000)
+    (worker,) = [worker for worker in page.workers if worker.url.startswith("blob:")]
+    outside = f"{OUTSIDE}/job?model=llama"
+    found = worker.evaluate(WORKER_FETCHES_JS, [outside, site_server.url("assets/finder.json")])
+    assert found == {"results": ["refused", "loaded 200"], "seen": [f"connect-src {outside}"],
+                     "scope": "DedicatedWorkerGlobalScope"}
+    assert not page.errors
+
+
+BREAK_STORAGE = """(failure) => {
+    window.__savedSetItem = Storage.prototype.setItem;
+    window.__savedStorage = [window, Window.prototype].map(o => [o, Object.getOwnPropertyDescriptor(o, 'sessionStorage')])
+        .find(([o, d]) => d);
+    if (failure === 'quota') {  // a config over what the tab may keep
+        Storage.prototype.setItem = function () { throw new DOMException('over quota', 'QuotaExceededError'); };
+    } else {  // site data blocked: reading window.sessionStorage itself throws
+        Object.defineProperty(window, 'sessionStorage', {configurable: true,
+            get() { throw new DOMException('site data blocked', 'SecurityError'); }});
+    }
+}"""
+MEND_STORAGE = """() => {
+    Storage.prototype.setItem = window.__savedSetItem;
+    const [owner, descriptor] = window.__savedStorage;  // the browser's own accessor again
+    Object.defineProperty(owner, 'sessionStorage', descriptor);
+    if (owner !== window) delete window.sessionStorage;
+    sessionStorage.clear();
+}"""
+
+
+def test_a_pasted_config_is_computed_when_the_tab_keeps_no_site_data(pages):
+    """Issue 33, hole 6: with sessionStorage refused (site data blocked, or a config over the
+    tab's quota), keptConfig returned "" and the calculator said a valid config.json was not
+    JSON ("riga 1, colonna 1"). The pasted text stays in the page and is computed."""
+    page = pages["it"]
+    text = UNSHIPPED.read_text()
+    expected = cli_for(None, ["--kind=training", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--seq-len=4096"],
+                       UNSHIPPED)
+    for failure in ("quota", "blocked"):
+        page.evaluate(BREAK_STORAGE, failure)
+        try:
+            page.select_option("#finder-model", "llama-3.1-8b")
+            use_form(page, model="custom", task="full-adamw", cards=1, method="ddp")
+            page.fill("#finder-config", text)
+            use_form(page, task="full-adamw", cards=2, method="fsdp2-reshard", seq_len=4096)
+            assert page.is_hidden("#finder-error"), (failure, page.text_content("#finder-error"))
+            assert page_answer(page) == expected, failure
+        finally:
+            page.evaluate(MEND_STORAGE)
     assert not page.errors

@@ -60,11 +60,16 @@ def test_the_pages_example_holds(lang, example):
     ("it", "una sequenza da 2.048 token con micro-batch 1"),
     ("fr", "une séquence de 2 048 tokens avec un micro-lot de 1"),
 ])
-def test_the_page_names_the_reference_and_the_serving_threshold(lang, reference):
+def test_the_page_names_the_reference_and_the_tight_rule(lang, reference):
     paragraph = margin_paragraph(lang)
     assert reference in paragraph
-    assert ("meno del 10% di quella quota libera" if lang == "it" else "moins de 10 % de cette part reste libre") in paragraph
     assert "gpu_memory_utilization" in paragraph  # serving: the margin is inside vLLM's share
+    # one rule for "tight", every kind of job: under a tenth of the card free at the job's peak
+    page = (REPO_ROOT / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
+    (bullet,) = [line for line in page.splitlines() if line.startswith(("- **Stretto.**", "- **Serré.**"))]
+    rule = render_markdown(bullet, lang).translate(SPACES)
+    assert ("le resta libero meno del 10% della memoria che il lavoro può usare" if lang == "it"
+            else "il lui reste moins de 10 % de la mémoire que le travail peut utiliser") in rule
 
 
 @pytest.fixture(scope="module")
@@ -103,17 +108,18 @@ def test_each_peft_adapter_keeps_its_own_copy_of_its_input(lora_layer, autocast,
     ("fr", "- **Durée et coût.**", "Aucune de nos mesures sur GPU ne confirme encore ces durées."),
 ])
 def test_the_time_column_names_its_sources(lang, heading, no_measurement):
-    """The reading list explains the time/cost column with the sources ``python -m vram time``
-    prints (vram.timing.MFU_SOURCE: torchtitan's file and range; the datasheets' peaks in
-    gpus.yaml), and the note under a table with a run says the same, from the same data."""
-    from vram.timing import MFU, MFU_SOURCE, TORCHTITAN_H100
+    """The reading list explains the time/cost column with the sources the times come from (the
+    datasheets' peaks in gpus.yaml, the published runs of the job's class: vram.calibration),
+    and the note under a table with a run gives the validation's coverage, from the same data."""
+    from babel.numbers import format_percent
+
+    from hooks.data.measurements import validation
+
     page = (REPO_ROOT / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
     (bullet,) = [line for line in page.splitlines() if line.startswith(heading)]
     shown = " ".join(render_markdown(bullet, lang).translate(SPACES).split())
-    low, high = (round(v * 100) for v in MFU)
-    assert f"{low}–{high}" in shown or f"{low} à {high} %" in shown, shown
-    assert MFU_SOURCE.split(":")[0].split()[-1] in shown  # benchmarks/llama3_h100_202412_torchtitan.md
-    assert f"{TORCHTITAN_H100['fsdp']:,}".replace(",", "." if lang == "it" else " ") in shown
     assert "gpus.yaml" in shown and "python -m vram time" in shown and no_measurement in shown
+    assert "torchtitan" not in shown  # one published run no longer stands for every card
     table = " ".join(render_markdown("{{ finder_table }}", lang).translate(SPACES).split())
-    assert "torchtitan" in table and (f"{low}–{high}" in table or f"{low} à {high} %" in table)
+    _, figures = validation()
+    assert format_percent(figures["training"].coverage, locale=lang).translate(SPACES) in table

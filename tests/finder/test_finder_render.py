@@ -27,24 +27,51 @@ def table_of(html: str) -> tuple[str, list[list[str]]]:
 
 # The H200 reports 143,771 MiB (nvidia-smi, gpus.yaml) = 150.8 GB; less the 2,048 MiB reserve
 # (2 GiB), 141,723 x 2^20 = 148,607,336,448 B hold 8B x 16 B = 128,484,179,968 B with
-# 20,123,156,480 B (20.1 GB, 14 % of the usable memory) left: more than the 13.2 GB of layer
-# activations alone without recomputation (oracles.md: 49 sbh x 32 layers), so not tight.
-@pytest.mark.parametrize("lang, unit, summary, h200_margin, price", [
+# 20,123,156,480 B (20.1 GB) left for the activations. Those of the reference sequence
+# (2,048 tokens, sdpa, no recomputation: vram.activation_memory, whose oracle is saved-tensor
+# hooks on real layers, tests/vram/test_activations_oracle.py) fit, and leave about 2 % of the
+# card free at the peak: tight (under a tenth), where the old rule called it roomy.
+H200_USABLE = 141_723 * 2**20
+STATES_8B = 16 * 8_030_261_248
+
+
+def _reference_activations_8b() -> int:
+    import vram
+    from hooks.data.load import DATA_DIR
+
+    config = vram.load_model_config(DATA_DIR / "models" / "llama-3.1-8b.json")
+    return vram.activation_memory(config, 2048, 1, "sdpa", "none").peak_bytes
+
+
+@pytest.mark.parametrize("lang, unit, summary, margin_words, price", [
     ("it", "GB", "Servono 128,5 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per CUDA "
      "e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine.",
-     "20,1 GB (14% di memoria libera)", "non indicato"),
+     ("20,1 GB (", "% libero al picco) stretto"), "nessuno"),
     ("fr", "Go", "Il faut 128,5 Go par carte pour les états du modèle et les tampons du framework, plus 2 Gio de réserve "
      "pour CUDA et NCCL et la place des activations. Parmi les cartes du catalogue, 2 modèles suffisent, à commencer par la "
      "H200 141GB, avec 20,1 Go de marge.",
-     "20,1 Go (14 % de mémoire libre)", "non indiqué"),
+     ("20,1 Go (", " % libre au pic) serré"), "aucun"),
 ])
-def test_static_table_of_the_papers_accounting(lang, unit, summary, h200_margin, price):
+def test_static_table_of_the_papers_accounting(lang, unit, summary, margin_words, price):
+    from babel.numbers import format_percent
+
     html = render_markdown("{{ finder_table method=paper }}", lang)
     got_summary, rows = table_of(html)
     assert got_summary == summary
-    assert rows[0][:4] == ["H200 141GB", f"150,8 {unit}", h200_margin, price]  # then the run (issue 21)
-    assert len(rows[0]) == 5 and ("per step" if lang == "it" else "par étape") in rows[0][4]
-    assert [row[0] for row in rows] == ["H200 141GB", "B200"]
+    h200 = next(row for row in rows if row[0] == "H200 141GB")
+    free = (H200_USABLE - STATES_8B - _reference_activations_8b()) / H200_USABLE
+    assert 0 < free < 0.1  # tight by the one rule
+    percent = plain(format_percent(free, locale=lang)).split(" %")[0].rstrip("%")
+    assert h200[1:4] == [f"150,8 {unit}", margin_words[0] + percent + margin_words[1], price]
+    assert len(h200) == 5 and ("per step" if lang == "it" else "par étape") in h200[4]  # then the run (issue 21)
+    # no machine of one card has a guide price: ranked by time, the B200 (2,250 TFLOPS dense bf16
+    # against the H200's 989, NVIDIA's datasheets) first, and the page says why not by cost
+    assert [row[0] for row in rows] == ["B200", "H200 141GB"]
+    order = plain(BeautifulSoup(html, "html.parser").select_one("#finder-order").get_text())
+    assert order.endswith(("manca il prezzo di 1 × H200 141GB, 1 × B200: la guida indica il prezzo solo di alcune "
+                           "macchine, e per le altre puoi scriverlo tu nei campi dei prezzi qui sopra.") if lang == "it" else
+                          ("faute de prix pour 1 × H200 141GB, 1 × B200 : le guide ne donne le prix que de certaines "
+                           "machines ; pour les autres, saisissez le vôtre dans les champs de prix ci-dessus."))
     soup = BeautifulSoup(html, "html.parser")
     assert soup.select_one("#finder-status")["aria-live"] == "polite"
     why = plain(soup.select_one("#finder-why").get_text())
@@ -53,6 +80,9 @@ def test_static_table_of_the_papers_accounting(lang, unit, summary, h200_margin,
                         + ("i" if lang == "it" else "s") + f"{colon}16,1 {unit}.")
     note = plain(soup.select_one("#finder-note").get_text())
     assert ("micro-batch" if lang == "it" else "micro-lot") in note and ("sdpa" in note) and (f"30,6 {unit}" not in note)  # SDPA activations, not Korthikanti's
+    labels = [td["data-label"] for td in soup.select("#finder-table tbody tr:first-child td")]
+    headings = [plain(th.get_text()) for th in soup.select("#finder-table thead th")]
+    assert labels == headings[1:]  # each cell says its column on a phone
 
 
 # The default choice: Llama 3.1 8B under PyTorch AMP on one card (oracles.md: 4 + 4 + 8 B per
@@ -69,17 +99,42 @@ def test_static_table_of_the_default_choice_names_pytorch_amp():
     assert status == ("Servono 160,6 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per "
                       "CUDA e NCCL e il posto per le attivazioni. Basta un solo modello di scheda del catalogo, la B200, "
                       "con 29,5 GB di margine.")
-    assert rows[0][0] == "B200" and rows[0][2] == "29,5 GB (16% di memoria libera)"
+    assert rows[0][0] == "B200" and rows[0][2].startswith("29,5 GB (")
     assert len(rows) == 1  # the H200 does not hold the step
     caption = plain(BeautifulSoup(html, "html.parser").select_one("caption").get_text())
     assert "PyTorch AMP" in caption  # the framework is named, on one card too
 
 
-def test_static_table_shows_a_guide_price():
-    _, rows = table_of(render_markdown("{{ finder_table model=llama-3.2-1b task=full-adamw cards=4 method=zero2 }}", "it"))
+def test_static_table_shows_a_guide_price_and_ranks_by_time_when_others_have_none():
+    html = render_markdown("{{ finder_table model=llama-3.2-1b task=full-adamw cards=4 method=zero2 }}", "it")
+    _, rows = table_of(html)
     prices = {row[0]: row[3] for row in rows}
-    assert plain(prices["RTX 4090 24GB"]) == "4 × RTX 4090 24GB da 2,36 €/h"
-    assert prices["RTX 3090 24GB"] == "non indicato"
+    assert plain(prices["RTX 4090 24GB"]) == "da 2,36 €/h (prezzo della guida)"  # gpus.yaml's 4x-rtx-4090
+    assert prices["RTX 3090 24GB"] == "nessuno"
+    order = plain(BeautifulSoup(html, "html.parser").select_one("#finder-order").get_text())
+    assert "in ordine di tempo" in order and "manca il prezzo di 4 × RTX 3090 24GB" in order
+    assert "4 × RTX 4090 24GB" not in order.split("manca il prezzo di")[1]  # it has one
+
+
+def test_rows_are_ordered_by_cost_when_every_machine_has_a_price():
+    """Two machines with a guide price on 8 cards would rank by cost; here the H100 alone on 8
+    cards has one (gpus.yaml: 8x-h100), so the calculator's order is by time, and the rows
+    follow it, whatever the memory order."""
+    import vram
+    from hooks.finder.compute import job, load_catalogue
+
+    catalogue = load_catalogue()
+    reference = job(catalogue, "llama-3.1-8b", "full-adamw", 8, "zero3")
+    fits = vram.answer_job(reference)["fits"]
+    priced = {fit["gpu"]: "10" for fit in fits}  # a price for every machine: the calculator ranks by cost
+    answer = vram.answer_job({**reference, "prices": priced})
+    assert answer["run"]["ranked_by"] == "cost"
+    costs = {fit["gpu"]: sum(float(c) for c in fit["time"]["cost_eur"]) for fit in answer["fits"]}
+    assert answer["run"]["order"] == sorted(costs, key=lambda key: (costs[key], key))  # cheapest first
+    _, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-8b task=full-adamw cards=8 method=zero3 }}", "it"))
+    by_time = vram.answer_job(reference)["run"]["order"]
+    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    assert [row[0] for row in rows] == [names[key] for key in by_time]
 
 
 def test_static_table_for_serving_and_no_card():
@@ -191,19 +246,23 @@ def test_the_method_hint_names_the_adamw_implementation_the_figures_assume(lang)
     assert "torch.optim.AdamW" in hint and "foreach" in hint and "fused=True" in hint and "Trainer" in hint
 
 
-@pytest.mark.parametrize("lang, memory_heading, tight", [
-    ("it", "Memoria della scheda", "stretto: serve il gradient checkpointing"),
-    ("fr", "Mémoire de la carte", "serré : gradient checkpointing nécessaire"),
+@pytest.mark.parametrize("lang, memory_heading, recompute", [
+    ("it", "Memoria della scheda", "serve il gradient checkpointing su ogni layer"),
+    ("fr", "Mémoire de la carte", "gradient checkpointing nécessaire sur chaque couche"),
 ])
-def test_headings_and_tight_label_say_what_the_cells_show(lang, memory_heading, tight):
+def test_headings_and_flags_say_what_the_cells_show(lang, memory_heading, recompute):
     """The card's memory is nvidia-smi's MiB shown in GB: the heading names no nvidia-smi
-    figure it does not print. A tight fit is "serré" in French ("juste" also reads "correct")."""
-    html = render_markdown("{{ finder_table model=qwen3-32b task=lora cards=4 method=ddp }}", lang)  # a tight card
+    figure it does not print. A card that holds the activations only with full recomputation
+    says so; "tight" (vram.fit.is_tight) is said only where under a tenth is left at the peak."""
+    html = render_markdown("{{ finder_table model=qwen3-32b task=lora cards=4 method=ddp }}", lang)
     headings = [plain(th.get_text()) for th in BeautifulSoup(html, "html.parser").select("#finder-table thead th")]
     assert headings[1] == memory_heading
     assert not any("nvidia-smi" in heading for heading in headings)
     _, rows = table_of(html)
-    assert any(plain(row[2]).endswith(tight) for row in rows), rows
+    assert any(plain(row[2]).endswith(recompute) for row in rows), rows
+    for row in rows:
+        free = int(re.search(r"\((\d+)\s?%", row[2]).group(1))
+        assert (("stretto" if lang == "it" else "serré") in row[2]) == (free < 10), row
 
 
 @pytest.mark.parametrize("lang, tokens, share, kept", [

@@ -1,19 +1,15 @@
-"""Read pipe tables back out of rendered Markdown, for assertions."""
+"""Read the tables of rendered Markdown back out, for assertions: the render layer's tables
+(hooks/render/markdown_table.py: HTML that Markdown reads inside, each cell's Markdown as written)."""
 
 from __future__ import annotations
 
+from bs4 import BeautifulSoup
+
 
 def parse_tables(markdown: str) -> list[list[list[str]]]:
-    """Every pipe table of ``markdown`` as rows of cells (header first, separator dropped)."""
-    tables, current = [], []
-    for line in markdown.splitlines():
-        if line.startswith("|"):
-            cells = [c.strip().replace("\u00a0", " ").replace("\u202f", " ") for c in line.strip().strip("|").split(" | ")]
-            if not all(set(c) <= {"-", ":"} for c in cells):
-                current.append(cells)
-        elif current:
-            tables.append(current)
-            current = []
-    if current:
-        tables.append(current)
-    return tables
+    """Every table of ``markdown`` as rows of cells (header first), each cell's text as the
+    page source writes it (Markdown kept), no-break spaces as plain ones."""
+    soup = BeautifulSoup(markdown, "html.parser")
+    return [[[cell.get_text().strip().replace("\u00a0", " ").replace("\u202f", " ")
+              for cell in row.find_all(["th", "td"])] for row in table.find_all("tr")]
+            for table in soup.find_all("table")]

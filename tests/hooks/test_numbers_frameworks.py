@@ -125,9 +125,11 @@ def test_bad_arguments_are_one_render_error(text, needle):
 
 def test_frameworks_table_deepspeed_rows_are_oracles_md():
     """oracles.md: Llama 3.1 8B under DeepSpeed, 4 and 8 GPUs: ZeRO-2 52.2 / 34.1 GB, ZeRO-3 38.2 / 20.2 GB."""
-    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:]
-            for line in render("{{ table name=frameworks model=llama-3.1-8b world_sizes=4,8 }}").splitlines()[2:]}
-    assert [c.strip(" |") for c in rows["DeepSpeed ZeRO-2"]] == ["52,2 GB", "34,1 GB"]
-    assert [c.strip(" |") for c in rows["DeepSpeed ZeRO-3"]] == ["38,2 GB", "20,2 GB"]
+    from tests.hooks.markdown_tables import parse_tables
+
+    (table,) = parse_tables(render("{{ table name=frameworks model=llama-3.1-8b world_sizes=4,8 }}"))
+    rows = {row[0]: row[1:] for row in table[1:]}
+    assert rows["DeepSpeed ZeRO-2"] == ["52,2 GB", "34,1 GB"]
+    assert rows["DeepSpeed ZeRO-3"] == ["38,2 GB", "20,2 GB"]
     assert any(name.startswith("FSDP2, reshard_after_forward=True") for name in rows)
     assert not any("paper" in name for name in rows)  # the paper's accounting is the sharding table

@@ -47,3 +47,32 @@ def test_without_npm_ci_the_build_says_what_to_run(tmp_path):
     with pytest.raises(RenderError, match=r"pyodide\.mjs not found: run `npm ci`") as raised:
         pyodide_files(tmp_path)
     assert "\n" not in str(raised.value)
+
+
+def test_every_standard_library_module_vram_imports_ships_in_the_trimmed_library():
+    """hooks/finder/pyodide_stdlib.txt lists what a run of the worker imported; a new import in
+    vram/ must be there too (or the worker fails in the reader's browser): every module a
+    vram/*.py imports that is a file of the package's python_stdlib.zip is listed, unless the
+    interpreter has it frozen (stat, os: their source is never read). The oracle: the package's
+    zip itself and Python's own list of frozen modules. Run `python -m hooks.finder.pyodide_stdlib`
+    to update the list."""
+    import _imp
+    import ast
+
+    from hooks.finder.pyodide_assets import PACKAGE_STDLIB, stdlib_members
+
+    imported = set()
+    for path in (REPO_ROOT / "vram").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module)
+    package = set(zipfile.ZipFile(PYODIDE_DIR / PACKAGE_STDLIB).namelist())
+    listed = set(stdlib_members())
+    assert listed <= package and "json/__init__.py" in listed
+    for name in sorted(imported):
+        files = [f"{name.replace('.', '/')}{tail}" for tail in (".py", "/__init__.py")]
+        in_package = [f for f in files if f in package]
+        if in_package and not _imp.is_frozen(name):
+            assert set(in_package) & listed, f"{name}: run `python -m hooks.finder.pyodide_stdlib`"

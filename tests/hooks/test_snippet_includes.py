@@ -105,3 +105,30 @@ def test_a_content_folder_outside_the_checkout_is_refused(tmp_path):
 
     with pytest.raises(RenderError, match=r"/etc: a content folder outside the repository"):
         own_content([], tmp_path, [tmp_path / "docs", "/etc"])
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("# --8<-- [start:one]\nx\n# --8<-- [end:onee]\ny\n", r"f\.py:3: section marker \[end:onee\] closes no section; "
+                                                         r"section 'one' \(line 1\) is still open"),
+    ("# --8<-- [start:one]\nx\n", r"f\.py:1: section 'one' has no \[end:one\]"),
+    ("x\n# --8<-- [end:one]\n", r"f\.py:2: section marker \[end:one\] closes no section$"),
+    ("# --8<-- [start:a]\n# --8<-- [start:a]\n# --8<-- [end:a]\n", r"f\.py:2: section marker \[start:a\] while section 'a'"),
+])
+def test_section_markers_that_do_not_pair_up(text, message):
+    """Issue 33: a misspelt end marker made pymdownx.snippets show the rest of the file."""
+    from hooks.checks.snippet_includes import check_section_markers
+
+    with pytest.raises(RenderError, match=message):
+        check_section_markers(text, "snippets/f.py")
+
+
+@pytest.mark.parametrize("text", [
+    "# --8<-- [start:a]\n# --8<-- [start:b]\nx\n# --8<-- [end:b]\n# --8<-- [end:a]\n",  # nested, as pymdownx allows
+    "# --8<-- [start:a]\n# --8<-- [start:b]\n# --8<-- [end:a]\n# --8<-- [end:b]\n",  # overlapping
+    "# ;--8<-- [end:onee]\nprint('an escaped marker is text')\n",
+    "no markers\n",
+])
+def test_section_markers_that_pair_up(text):
+    from hooks.checks.snippet_includes import check_section_markers
+
+    check_section_markers(text, "snippets/f.py")

@@ -43,9 +43,9 @@ def test_sharding_table_names_the_fsdp_strategies():
 
 @pytest.mark.parametrize("lang,first_row,last_row", [
     ("it", ["PCIe 4.0 x16", "25–32 GB/s per direzione", "RTX 3090, RTX 4090, A6000, la maggior parte delle schede PCIe"],
-     ["NVLink, B200", "900 GB/s per direzione", "Schede madri HGX B200 da 8 schede"]),
+     ["NVLink, B200", "900 GB/s per direzione", "Baseboard HGX B200 da 8 GPU"]),
     ("fr", ["PCIe 4.0 x16", "25 à 32 Go/s par sens", "RTX 3090, RTX 4090, A6000, la plupart des cartes PCIe"],
-     ["NVLink, B200", "900 Go/s par sens", "Cartes mères HGX B200 à 8 cartes"]),
+     ["NVLink, B200", "900 Go/s par sens", "Cartes de base HGX B200 à 8 GPU"]),
 ])
 def test_interconnects_table_as_in_the_articles(lang, first_row, last_row):
     (table,) = parse_tables(render_markdown("{{ table name=interconnects }}", lang))
@@ -60,11 +60,11 @@ def test_interconnects_approximate_figure(lang, bridge):
     assert table[3][1] == bridge
 
 
-# The 8B row names the B200 with nvidia-smi's 183,359 MiB (192.3 GB); which cards suffice
-# is checked against the finder in tests/finder/test_needs_claims.py.
+# The 8B row opens with what the model needs under AMP; which cards suffice is checked
+# against the finder in tests/finder/test_needs_claims.py and tests/site/test_finder_links.py.
 @pytest.mark.parametrize("lang,header,one_card_8b", [
-    ("it", ["Lavoro", "Una scheda che basta", "Quando più schede hanno senso"], "Una B200 (192,3 GB): "),
-    ("fr", ["Tâche", "Une carte qui suffit", "Quand plusieurs cartes ont du sens"], "Une B200 (192,3 Go) : "),
+    ("it", ["Lavoro", "Una scheda che basta", "Quando più schede hanno senso"], "Con AdamW e PyTorch AMP Llama 3.1 8B chiede 160,6 GB: una [B200](gpu-finder.md?model=llama-3.1-8b&task=full-adamw"),
+    ("fr", ["Tâche", "Une carte qui suffit", "Quand plusieurs cartes ont du sens"], "Avec AdamW et l’AMP de PyTorch, Llama 3.1 8B demande 160,6 Go : une [B200](gpu-finder.md?model=llama-3.1-8b&task=full-adamw"),
 ])
 def test_needs_table(lang, header, one_card_8b):
     (table,) = parse_tables(render_markdown("{{ table name=needs }}", lang))

@@ -7,6 +7,7 @@ Expected texts are typed: the guide's billing (per minute, 15-minute minimum, 8 
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -15,6 +16,7 @@ from hooks.errors import RenderError
 from hooks.render.markdown import render_markdown
 from tests.conftest import REPO_ROOT
 from vram import billing, timing
+from vram.calibration import load_measured_data
 from vram.catalogue import load_catalogue
 from vram.models import load_model_config
 
@@ -37,10 +39,17 @@ def test_mfu_is_the_published_range():
 
 def test_durations_change_unit_and_round_outwards():
     job = "model=llama-3.1-8b gpu=h100 gpus=8 zero_stage=3 micro_batch=2 tokens=1e9"
-    assert render_markdown(f"{{{{ run_time {job} }}}}", "it") == f"4,3–6,2{NBSP}h"
+    cards, _ = load_catalogue()
+    # the page's time is the calculator's at the calibrated range of H100s' full training (vram.calibration)
+    share = load_measured_data().calibration.backing("h100", ("dense", "full", "none")).range.utilisation
+    run = timing.run_seconds(10**9, timing.training_step(load_model_config(REPO_ROOT / "snippets" / "data" / "models" /
+                                                                           "llama-3.1-8b.json"), cards["h100"], 8, 3,
+                                                        micro_batch=2, utilisation=share))
+    low, high = math.floor(run.low / 360) / 10, math.ceil(run.high / 360) / 10  # hours, rounded outwards
+    assert render_markdown(f"{{{{ run_time {job} }}}}", "it") == f"{low:.1f}–{high:.1f}{NBSP}h".replace(".", ",")
     a6000 = "model=llama-3.1-8b gpu=a6000 gpus=4 zero_stage=3 recompute=full tokens=1e9"
-    # several days: days and hours, each end rounded outwards (vram.timing.shown_duration)
-    assert re.fullmatch(rf"de \d+{NBSP}jours et \d+{NBSP}h à \d+{NBSP}jours et \d+{NBSP}h",
+    # several days: days and hours, each end rounded outwards (vram.timing.shown_duration); under two days, hours
+    assert re.fullmatch(rf"de ([\d,]+{NBSP}h|\d+{NBSP}jours et \d+{NBSP}h) à \d+{NBSP}jours et \d+{NBSP}h",
                         render_markdown(f"{{{{ run_time {a6000} }}}}", "fr"))
     mixed = render_markdown("{{ run_time model=llama-3.2-1b gpu=rtx-4090 gpus=4 zero_stage=3 tokens=1e9 }}", "it")
     assert re.fullmatch(rf"da [\d,]+{NBSP}h a \d+{NBSP}giorni( e \d+{NBSP}h)?", mixed), mixed
@@ -77,13 +86,40 @@ def test_the_old_speed_and_billing_claims_are_gone(pages):
 def test_the_claims_around_the_placeholders_hold():
     """'the training can cost more than on the H100s', 'in the worst case less than one card',
     'the 4 x RTX 4090 wait on communication': what the prose says next to the figures."""
+    from hooks.render.timing import utilisation
+
     cards, machines = load_catalogue()
     config = load_model_config(LLAMA_1B)
-    run = {key: timing.run_seconds(10**9, timing.training_step(config, cards[m.gpu], m.count, 3))
+    share = {m.gpu: utilisation(m.gpu, config, "full", False) for m in machines.values()}  # the calibrated classes
+    run = {key: timing.run_seconds(10**9, timing.training_step(config, cards[m.gpu], m.count, 3, utilisation=share[m.gpu]))
            for key, m in machines.items()}
     cost_high = {key: billing.run_cost_eur(run[key].high, machines[key].price_eur_per_hour) for key in machines}
     assert cost_high["4x-rtx-4090"] > cost_high["8x-h100"]
-    assert timing.training_step(config, cards["rtx-4090"], 4, 3).bound == "communication"
+    step = timing.training_step(config, cards["rtx-4090"], 4, 3, utilisation=share["rtx-4090"])
+    assert step.bound == "communication" and step.communication.middle > step.compute.middle
+
+
+def _ends(text: str) -> tuple[float, float]:
+    """The two numbers of a rendered range ("1,4–12 s", "1,1 à 2 s") as floats."""
+    numbers = [float(n.replace(",", ".")) for n in re.findall(r"\d+(?:,\d+)?", text)]
+    return numbers[0], numbers[-1]
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_a_slower_link_never_reads_faster_than_a_quicker_one(lang):
+    """The guide's "via NVLink … via PCIe 4.0 with peer-to-peer … without peer-to-peer": as
+    rounded on the page, each slower path's ends are at least the quicker path's (the low end
+    was once rounded down to "1" s beside a quicker path's "1,1")."""
+    shown = {link: _ends(render_markdown(f"{{{{ comm_time params=8e9 world_size=4 zero_stage=3 link={link} }}}}", lang))
+             for link in ("nvlink-h100", "pcie4", "pcie4-host")}
+    assert shown["nvlink-h100"][1] <= shown["pcie4"][0]
+    assert shown["pcie4"][0] <= shown["pcie4-host"][0] and shown["pcie4"][1] <= shown["pcie4-host"][1]
+
+
+def test_more_cards_never_read_slower_than_fewer():
+    two, four = (_ends(render_markdown(f"{{{{ speedup model=llama-3.2-1b gpu=a6000 gpus={n} zero_stage=0 micro_batch=2 }}}}",
+                                       "it")) for n in (2, 4))
+    assert 1 <= two[0] and two[1] <= 2 and two[0] <= four[0] and two[1] <= four[1] <= 4
 
 
 GUIDE_JOBS = [  # every training job the guide times: (model, card, cards, zero_stage, micro_batch, recompute)
@@ -110,9 +146,12 @@ def test_every_job_the_guide_times_fits_its_cards(model, gpu, cards, zero_stage,
 
 def test_the_table_lists_every_priced_machine_with_its_bound():
     table = render_markdown("{{ table name=run_cost model=llama-3.2-1b tokens=1e9 zero_stage=3 }}", "fr")
-    rows = table.splitlines()[2:]
-    assert [row.split(" | ")[0] for row in rows] == ["| 4 × RTX 4090 24GB", "| 8 × H100 80GB"]
-    assert "communication entre les cartes" in rows[0] and "calcul" in rows[1]
+    from tests.hooks.markdown_tables import parse_tables
+
+    (parsed,) = parse_tables(table)
+    rows = parsed[1:]
+    assert [row[0] for row in rows] == ["4 × RTX 4090 24GB", "8 × H100 80GB"]
+    assert "communication entre les cartes" in " ".join(rows[0]) and "calcul" in " ".join(rows[1])
 
 
 def test_the_decode_bound_is_rounded_up_as_an_upper_bound():

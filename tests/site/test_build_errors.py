@@ -68,7 +68,45 @@ def mermaid_diagram(root):
     append_to_pages(root, "memory-formulas", "\n```{ .mermaid .inline-example }\ngraph TD; A-->B\n```\n")
 
 
+def misspelt_section_end(root):
+    """Issue 33: pymdownx.snippets showed the rest of the file after [end:onee]."""
+    (root / "snippets/fixes/sectioned.sh").write_text("# --8<-- [start:one]\nnvidia-smi topo -m\n# --8<-- [end:onee]\n"
+                                                      "rm -rf ./checkpoints\n", encoding="utf-8")
+    append_to_pages(root, "index", '\n```bash\n--8<-- "fixes/sectioned.sh:one"\n```\n')
+
+
+def price_with_a_comma(root):
+    """Issue 33: `31,20` in a flow mapping was "Keys should be strings (got 20)" (whatever today's price)."""
+    path = root / "snippets/data/gpus.yaml"
+    text, count = re.subn(r"price_eur_per_hour_from: (\d+)\.(\d+)", r"price_eur_per_hour_from: \1,\2", path.read_text(encoding="utf-8"),
+                          count=1)
+    assert count == 1
+    path.write_text(text, encoding="utf-8")
+
+
+def duplicated_anchor(root):
+    """Issue 33: the second heading takes the first's { #id }; only the artifact check saw it, naming site/…html."""
+    path = root / "docs/memory-formulas.it.md"
+    text = path.read_text(encoding="utf-8")
+    first, second = re.findall(r"\{ #([\w-]+) \}", text)[:2]
+    path.write_text(text.replace(f"{{ #{second} }}", f"{{ #{first} }}", 1), encoding="utf-8")
+
+
+def huge_image(root):
+    """Issue 33: a 12 MB image published (checked on every file, linked or not)."""
+    (root / "docs/assets/photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(12_000_000))
+
+
 CASES = {
+    "misspelt section end marker": (misspelt_section_end, r"docs/index\.it\.md:\d+: snippets/fixes/sectioned\.sh:3: section marker "
+                                                          r"\[end:onee\] closes no section; section 'one' \(line 1\) is still open"),
+    "price with a decimal comma": (price_with_a_comma, r"^ERROR +- +snippets/data/gpus\.yaml: machines\.[\w-]+: price_eur_per_hour_from: "
+                                                       r"a number written with a decimal comma"),
+    "heading anchor set twice": (duplicated_anchor, r"^ERROR +- +docs/memory-formulas\.it\.md:\d+: heading anchor '#[\w-]+' is set "
+                                                    r"twice on this page \(first at line \d+\)"),
+    "image over the size limit": (huge_image, r"^ERROR +- +docs/assets/photo\.png: 12\.0 MB, over the 1 MB limit for an image"),
+    "implausible measurement": (lambda r: edit(r, "snippets/data/measurements.yaml", "    excluded: \"implies 107 %", "    note: \"implies 107 %"),
+                                r"snippets/data/measurements\.yaml: measurements\.torchtune-8b-full-a6000\.tokens_per_s: implies 107%"),
     "missing snippet": (lambda r: edit_pages(r, "index", TOPOLOGY, '--8<-- "checks/nope.sh"'),
                         r"docs/index\.it\.md:\d+: broken snippet include: Snippet at path 'checks/nope\.sh' could not be found"),
     "missing section": (lambda r: edit_pages(r, "index", TOPOLOGY, '--8<-- "checks/topology.sh:gone"'),

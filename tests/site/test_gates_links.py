@@ -119,14 +119,22 @@ NEEDED_LINKS = {
     "https://www.deepspeed.ai/docs/config-json/": "",
     "https://huggingface.co/docs/transformers/main_classes/trainer": "",
     "https://huggingface.co/docs/accelerate/usage_guides/fsdp": "",
+    # the measurement the time estimates start from, and torchtune's status (issue 35)
+    "https://github.com/pytorch/torchtitan/blob/main/benchmarks/llama3_h100_202412_torchtitan.md": "gpu-finder/",
+    "https://github.com/meta-pytorch/torchtune/issues/2883": "",
 }
 
 
-def rental_links() -> dict[str, str]:
-    """``extra.rental_links`` of mkdocs.yml, as MkDocs reads it (environment included)."""
+def site_extra() -> dict:
+    """``extra`` of mkdocs.yml, as MkDocs reads it (environment included)."""
     from mkdocs.config import load_config
 
-    return dict(load_config(str(REPO_ROOT / "mkdocs.yml"))["extra"]["rental_links"])
+    return dict(load_config(str(REPO_ROOT / "mkdocs.yml"))["extra"])
+
+
+def rental_links() -> dict[str, str]:
+    """``extra.rental_links`` of mkdocs.yml."""
+    return dict(site_extra()["rental_links"])
 
 
 def outbound_link_problems(site, site_url: str = DEFAULT_SITE_URL) -> list[str]:
@@ -135,7 +143,8 @@ def outbound_link_problems(site, site_url: str = DEFAULT_SITE_URL) -> list[str]:
     than <a> that names another origin."""
     from urllib.parse import urlsplit
 
-    allowed = OUTBOUND_HOSTS | {urlsplit(url).hostname for url in rental_links().values()}
+    # and the hosts of the settings: the rental service's pages and the guide's repository
+    allowed = OUTBOUND_HOSTS | {urlsplit(url).hostname for url in [*rental_links().values(), site_extra()["repository"]]}
     problems = []
     for page in html_files(site):
         for tag, href in page_urls(parsed(page)):
@@ -178,6 +187,41 @@ def test_the_rental_catalogue_and_api_are_linked_from_the_settings(built_site, r
     links = rental_links()
     assert {"catalogue", "rental-api"} <= set(links) and {links["catalogue"], links["rental-api"]} <= hrefs
     assert "][" not in parsed(built_site / root / "index.html").select_one("article").get_text()  # no unresolved reference
+
+
+@pytest.mark.parametrize("root", ["", "fr/"])
+def test_sources_and_the_command_line_link_into_the_repository_setting(built_site, root):
+    """The data files a page cites and the calculator's command line are links into the
+    repository of mkdocs.yml's extra.repository (issue 35: bare file names before), each to a
+    file of the checkout."""
+    base = site_extra()["repository"].rstrip("/")
+    for path, needed in (("gpu-finder/", ("snippets/data/gpus.yaml", "README.md#calculator")),
+                         ("memory-formulas/", ("snippets/data/gpus.yaml", "snippets/data/interconnects.yaml",
+                                               "README.md#calculator")),
+                         ("", ("README.md#calculator",))):
+        article = parsed(built_site / root / path / "index.html").select_one("article")
+        hrefs = {a["href"] for a in article.select("a[href]")}
+        for target in needed:
+            assert f"{base}/blob/main/{target}" in hrefs, (root + path, target)
+            assert (REPO_ROOT / target.split("#")[0]).is_file()
+        assert "][source:" not in article.get_text()  # no unresolved reference
+
+
+@pytest.mark.parametrize("markdown, message", [
+    ("[x][source:snippets/data/nope.yaml]", "[source:snippets/data/nope.yaml]: snippets/data/nope.yaml is not a file"),
+    ("[x][source:../etc/passwd]", "is not a file or folder of the repository"),
+])
+def test_a_source_link_to_no_file_of_the_checkout_stops_the_build(markdown, message):
+    from hooks.errors import RenderError
+    from hooks.render.links_out import source_definitions
+
+    with pytest.raises(RenderError, match=re.escape(message)):
+        source_definitions({"repository": "https://github.com/o/r"}, markdown)
+    assert source_definitions({"repository": "https://github.com/o/r/"}, "[v][source:vram] [c][source:README.md#calculator]") == (
+        "\n[source:vram]: <https://github.com/o/r/tree/main/vram>"
+        "\n[source:README.md#calculator]: <https://github.com/o/r/blob/main/README.md#calculator>")
+    with pytest.raises(RenderError, match=re.escape("mkdocs.yml: extra.repository: 'http://github.com/o/r' is not a plain https URL")):
+        source_definitions({"repository": "http://github.com/o/r"}, "[c][source:README.md]")
 
 
 @pytest.mark.parametrize("links, message", [

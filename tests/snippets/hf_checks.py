@@ -13,7 +13,6 @@ line, ``n`` times the micro-batch: the same samples per step) within ``TOLERANCE
 from __future__ import annotations
 
 import json
-import runpy
 import sys
 import warnings
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.snippets.launch import free_port, torchrun_cmd
+from tests.snippets.sealed import run_as_main
 from tests.snippets.shell_words import command_lines
 
 SNIPPETS = REPO_ROOT / "snippets"
@@ -91,15 +91,17 @@ class Launches:
     ``worker`` is the worker command before its arguments: record_hf.py, or on CPU
     ``script_zygote.py worker record_hf.py`` (record_hf.py forked from a zygote)."""
 
-    def __init__(self, extracted: Path, root: Path, worker: tuple[str | Path, ...] = (RECORD_HF,)):
+    def __init__(self, extracted: Path, root: Path, worker: tuple[str | Path, ...] = (RECORD_HF,),
+                 script_args: list[str] = TINY):
         self.extracted, self.root, self.worker_command = extracted, root, [str(word) for word in worker]
+        self.script_args = list(script_args)  # TINY, or a reader's --model FOLDER --data FILE (test_reader_paths.py)
 
     def rebased(self, args: list[str]) -> list[str]:
         return [str(self.extracted / arg) if (self.extracted / arg).is_file() else arg for arg in args]
 
     def worker(self, name: str, script_args: list[str], micro_batch: int) -> list[str]:
         return [*self.worker_command, str(self.root / name / "record"), str(self.extracted / "train_hf.py"),
-                *self.rebased(script_args), *TINY, "--per_device_train_batch_size", str(micro_batch),
+                *self.rebased(script_args), *self.script_args, "--per_device_train_batch_size", str(micro_batch),
                 "--output_dir", str(self.root / name / "out")]
 
     def job(self, name: str, words: list[str], processes: int, extra: list[str] = (), env: dict | None = None) -> dict:
@@ -211,7 +213,7 @@ def convert(extracted: Path, checkpoint: Path, out: Path, *options: str) -> None
     script = extracted / "zero_to_hf.py"
     with argv([str(script), str(checkpoint), str(out), *options]), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        runpy.run_path(str(script), run_name="__main__")
+        run_as_main(str(script), sys.argv[1:], watch=False)
 
 
 def check_zero_to_hf(extracted: Path, folder: Path, tied: bool, tmp_path: Path) -> None:
@@ -226,8 +228,13 @@ def check_zero_to_hf(extracted: Path, folder: Path, tied: bool, tmp_path: Path) 
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
 
+    # the reader's checkpoint may hold the tokenizer (a Trainer given one saves it): the script copies it
+    tokenizer = folder / "tokenizer_config.json"
+    tokenizer.write_text('{"model_max_length": 32}', encoding="utf-8")
     convert(extracted, folder, tmp_path / "bf16")
     convert(extracted, folder, tmp_path / "fp32", "--dtype", "fp32")
+    for dtype in ("bf16", "fp32"):
+        assert (tmp_path / dtype / tokenizer.name).read_bytes() == tokenizer.read_bytes()
     tokens = torch.arange(32).unsqueeze(0)
     trainer_saved = AutoModelForCausalLM.from_pretrained(folder)  # the Trainer's own folder
     master = get_fp32_state_dict_from_zero_checkpoint(str(folder))
@@ -294,7 +301,7 @@ def check_dcp_to_hf(extracted: Path, folder: Path, tmp_path: Path) -> None:
         out = tmp_path / dtype
         with argv([str(extracted / "dcp_to_hf.py"), str(folder), str(out), *options]), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            runpy.run_path(str(extracted / "dcp_to_hf.py"), run_name="__main__")
+            run_as_main(str(extracted / "dcp_to_hf.py"), sys.argv[1:], watch=False)
         assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
         model, info = AutoModelForCausalLM.from_pretrained(out, output_loading_info=True)
         assert {key: list(value) for key, value in info.items()} == {

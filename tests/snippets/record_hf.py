@@ -14,7 +14,10 @@ is wrapped to write ``RECORD_DIR/rank<N>.json`` after training with
   of this rank's fp32 optimizer partition (ZeRO-1/2, ``single_partition_of_fp32_groups``);
   ``base_optimizer``, the class of the optimizer ZeRO wraps (``DeepSpeedCPUAdam`` under offload);
 - ``trainable``: names of the parameters that require a gradient (LoRA: only adapters);
-- ``losses``: the losses the Trainer logged (``logging_steps``), averaged over ranks.
+- ``losses``: the losses the Trainer logged (``logging_steps``), averaged over ranks;
+- ``first_batch``: the ``input_ids``, ``attention_mask`` and ``labels`` of the first batch this
+  rank computed a loss on (what the script's dataset and the Trainer's collator made of the
+  reader's text file: tests/snippets/test_reader_paths.py).
 
 On CPU accelerate never enables FSDP or DeepSpeed (``AcceleratorState`` switches to them only
 for accelerator devices; with ``cpu=True`` a launch with either becomes DDP over gloo,
@@ -32,12 +35,12 @@ script, a model like Qwen3 8B rather than like Llama 3.2 1B.
 
 import json
 import os
-import runpy
 import sys
 from pathlib import Path
 
 
 KEPT: list[dict] = []  # the scripts' globals (main)
+FIRST_BATCH: list[dict] = []  # the first batch the Trainer computed a loss on, as lists
 
 
 def wants_sharding() -> bool:
@@ -92,7 +95,8 @@ def record(trainer) -> dict:
                         for name, param in params.items() if isinstance(param, DTensor)},
            "zero": None,
            "trainable": sorted(name for name, param in params.items() if param.requires_grad),
-           "losses": [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]}
+           "losses": [entry["loss"] for entry in trainer.state.log_history if "loss" in entry],
+           "first_batch": FIRST_BATCH[0] if FIRST_BATCH else None}
     if hasattr(wrapped, "zero_optimization_stage"):
         out["zero"] = {"stage": wrapped.zero_optimization_stage(),
                        "params": {name: {"ds_numel": param.ds_numel, "partition": param.ds_tensor.numel()}
@@ -127,9 +131,19 @@ def main() -> None:
         return result
 
     transformers.Trainer.train = recording_train
+    compute_loss = transformers.Trainer.compute_loss
+
+    def recording_compute_loss(self, model, inputs, *args, **kwargs):
+        if not FIRST_BATCH:
+            FIRST_BATCH.append({key: inputs[key].tolist() for key in ("input_ids", "attention_mask", "labels") if key in inputs})
+        return compute_loss(self, model, inputs, *args, **kwargs)
+
+    transformers.Trainer.compute_loss = recording_compute_loss
     # the script's globals kept until the process ends, as python keeps them (freed on return, a DDP
     # model's gloo process group can deadlock in its destructor: tests/snippets/test_script_zygote.py)
-    KEPT.append(runpy.run_path(script, run_name="__main__"))
+    from sealed import run_as_main  # tests/snippets/sealed.py: the sealed copy in a rehearsal
+
+    KEPT.append(run_as_main(script, sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -102,8 +102,9 @@ def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
         if module:
             runpy._run_module_as_main(module, alter_argv=True)  # what `python -m` runs (argv[0]: its file)
         else:
-            with io.open_code(sys.argv[0]) as source:
-                code_object = compile(source.read(), sys.argv[0], "exec")
+            from sealed import code_filename, source_bytes  # tests/snippets/sealed.py: the sealed copy, the decoy
+
+            code_object = compile(source_bytes(sys.argv[0]), code_filename(sys.argv[0]), "exec")
             main.__dict__.update(__file__=sys.argv[0], __cached__=None, __spec__=None, __loader__=None,
                                  __builtins__=builtins)
             exec(code_object, main.__dict__)

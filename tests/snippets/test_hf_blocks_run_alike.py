@@ -18,8 +18,8 @@ prints (timings masked) and every tensor it saves must be the same in both langu
 
 from __future__ import annotations
 
+import os
 import re
-import runpy
 import warnings
 from pathlib import Path
 
@@ -27,6 +27,7 @@ import pytest
 
 from tests.snippets.hf_checks import RECORD_HF, argv
 from tests.snippets.launch import PRELOAD_HF, fork_jobs
+from tests.snippets.sealed import SelfReads, run_as_main, seal
 from verify.extract import extract
 from verify.languages import LANGUAGES
 
@@ -66,20 +67,39 @@ def runs(built_site, tmp_path_factory, zygote):
     jobs.append((root / "dcp", 1, first / "train_fsdp2.py", ["--tiny", "--epochs", "1", "--out", "out"]))
     for cwd, *_ in jobs:
         cwd.mkdir()
-    # fork_ranks.py forked from the session's zygote (tests/conftest.py: torch, transformers,
-    # DeepSpeed and accelerate imported once)
-    done = fork_jobs(jobs, root, preload=PRELOAD_HF + ",deepspeed,accelerate", zygote=zygote)
-    for (cwd, *_), run in zip(jobs, done):
-        assert run.returncode == 0, f"{cwd.name}: {run.stderr[-3000:]}"
+    scripts = [folders[lang] / name for lang in LANGUAGES for name in BLOCKS if name.endswith(".py")]
+    other = {folders[lang] / name: folders[LANGUAGES[(i + 1) % len(LANGUAGES)]] / name
+             for i, lang in enumerate(LANGUAGES) for name in BLOCKS if name.endswith(".py")}
+    # the loaders read sealed copies, nothing may open the scripts, and their code objects point
+    # at the other language's text (sealed.py)
+    sealed = seal(scripts, root / "sealed", decoys=other)
     converted = {}
-    for lang in LANGUAGES:
-        for name, checkpoint in (("zero_to_hf.py", root / "zero3" / "out" / "checkpoint-3"), ("dcp_to_hf.py", root / "dcp" / "out" / "epoch-1")):
-            out = root / f"{name.removesuffix('.py')}-{lang}"
-            with argv([str(folders[lang] / name), str(checkpoint), str(out)]), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                runpy.run_path(str(folders[lang] / name), run_name="__main__")
-            converted[(lang, name)] = out
-    return {"root": root, "folders": folders, "done": dict(zip(LANGUAGES, done)), "converted": converted}
+    with SelfReads(scripts) as reads:
+        # fork_ranks.py forked from the session's zygote (tests/conftest.py: torch, transformers,
+        # DeepSpeed and accelerate imported once)
+        done = fork_jobs(jobs, root, preload=PRELOAD_HF + ",deepspeed,accelerate", zygote=zygote, env=sealed)
+        for (cwd, *_), run in zip(jobs, done):
+            assert run.returncode == 0, f"{cwd.name}: {run.stderr[-3000:]}"
+        with argv([]), warnings.catch_warnings():
+            os.environ.update(sealed)
+            warnings.simplefilter("ignore")
+            try:
+                for lang in LANGUAGES:
+                    for name, checkpoint in (("zero_to_hf.py", root / "zero3" / "out" / "checkpoint-3"),
+                                             ("dcp_to_hf.py", root / "dcp" / "out" / "epoch-1")):
+                        out = root / f"{name.removesuffix('.py')}-{lang}"
+                        run_as_main(str(folders[lang] / name), [str(checkpoint), str(out)], watch=False)
+                        converted[(lang, name)] = out
+            finally:
+                del os.environ[next(iter(sealed))]
+    return {"root": root, "folders": folders, "done": dict(zip(LANGUAGES, done)), "converted": converted,
+            "self_reads": reads.opened()}
+
+
+def test_no_script_reads_its_own_file(runs):
+    """Issue 33, hole 3: what the comments say cannot change what a block does unless the
+    block reads its own file; no process opened any of them during these runs (sealed.py)."""
+    assert runs["self_reads"] == []
 
 
 def test_the_languages_extract_different_text(runs):

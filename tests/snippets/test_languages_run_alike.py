@@ -15,6 +15,7 @@ import torch
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from tests.snippets.launch import PRELOAD_HF, fork_jobs
+from tests.snippets.sealed import SelfReads, effects, seal
 from verify.extract import extract
 from verify.languages import LANGUAGES
 
@@ -43,9 +44,30 @@ def runs(built_site, tmp_path_factory, zygote):
             work = folder / name.removesuffix(".py")
             work.mkdir()
             jobs[(lang, name)] = (work, 2, folder / name, args)
+    scripts = [job[2] for job in jobs.values()]
+    other = {root / f"extracted-{lang}" / name: root / f"extracted-{LANGUAGES[(i + 1) % len(LANGUAGES)]}" / name
+             for i, lang in enumerate(LANGUAGES) for name in RUNS}
+    # the ranks read sealed copies, nothing may open the scripts, and their code objects point
+    # at the other language's text (sealed.py)
+    sealed = seal(scripts, root / "sealed", decoys=other)
     # the NCCL check sums 1 MiB (as the 32-rank rehearsal does): its timings are masked here anyway
-    done = fork_jobs(list(jobs.values()), root, preload=PRELOAD_HF, zygote=zygote, env={"NCCL_CHECK_MIB": "1"})
-    return {key: (run, job[0]) for (key, job), run in zip(jobs.items(), done)}
+    with SelfReads(scripts) as reads:
+        done = fork_jobs(list(jobs.values()), root, preload=PRELOAD_HF, zygote=zygote, env={"NCCL_CHECK_MIB": "1", **sealed})
+    found = {key: (run, job[0]) for (key, job), run in zip(jobs.items(), done)}
+    found["self_reads"] = reads.opened()
+    found["effects"] = {key: sorted(effects(root / "sealed", job[2])) for key, job in jobs.items()}
+    return found
+
+
+def test_no_script_reads_its_own_file(runs):
+    """Issue 33, hole 3: a snippet that reads its own comment line ran the French translation
+    (the Italian block printed nothing, the French one ran a payload). Comments are the only
+    difference between the languages' blocks and no tool reads them, so a block behaves
+    otherwise in French only by reading its own file: no process opened any of these scripts
+    while they ran (inotify on each file, tests/snippets/sealed.py), whatever construct would."""
+    assert runs["self_reads"] == []
+    for name in RUNS:  # the processes and sockets each run started: the same in every language (sealed.py)
+        assert all(runs["effects"][(lang, name)] == runs["effects"][(LANGUAGES[0], name)] for lang in LANGUAGES), name
 
 
 def test_the_languages_extract_different_text(runs):

@@ -70,7 +70,23 @@ def changed(record: dict, path: str, value) -> dict:
     return record
 
 
+def junit_report(counts: dict) -> str:
+    """A JUnit report as pytest writes it (``--junitxml``) with ``counts`` (passed, failed, skipped, errors)."""
+    cases = "".join(f'<testcase classname="tests.gpu.test_on_gpu" name="test_{n}" time="0.1"{" /" if kind == "passed" else ""}>'
+                    + ("" if kind == "passed" else f'<{ {"failed": "failure", "errors": "error", "skipped": "skipped"}[kind]} '
+                       'message="m" /></testcase>')
+                    for kind in ("passed", "failed", "skipped", "errors") for n in range(counts.get(kind, 0)))
+    total = sum(counts.get(kind, 0) for kind in ("passed", "failed", "skipped", "errors"))
+    return ('<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" '
+            f'errors="{counts.get("errors", 0)}" failures="{counts.get("failed", 0)}" skipped="{counts.get("skipped", 0)}" '
+            f'tests="{total}" time="1.0">{cases}</testsuite></testsuites>')
+
+
 def write_record(path: Path, record: dict) -> Path:
+    """``record`` at ``path``, with the gpu tests' JUnit report it counts beside it (``gpu-tests.xml``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record), encoding="utf-8")
+    tests = record.get("gpu_tests") if isinstance(record.get("gpu_tests"), dict) else {}
+    counts = {key: value for key, value in tests.items() if key != "status" and type(value) is int}  # noqa: E721
+    path.with_name("gpu-tests.xml").write_text(junit_report(counts), encoding="utf-8")
     return path

@@ -22,9 +22,11 @@ import zipfile
 import pytest
 
 from hooks.finder.compute import model_config_files
-from hooks.finder.pyodide_assets import BUNDLE_URI, PYODIDE_DIR, PYODIDE_FILES, PYODIDE_URI, vram_bundle
+from hooks.finder.pyodide_assets import (BUNDLE_URI, LOCK_URI, PYODIDE_DIR, PYODIDE_FILES, PYODIDE_URI, STDLIB_URI,
+                                         lock_file, stdlib_bundle, vram_bundle)
 from tests.conftest import REPO_ROOT
-from verify.artifact import CALCULATOR_BUNDLE, PYODIDE_SHA256, ArtifactError, check_calculator
+from verify import artifact
+from verify.artifact import CALCULATOR_BUNDLE, LOCK_FILE, PYODIDE_SHA256, STDLIB_ARCHIVE, ArtifactError, check_calculator
 
 SNIPPETS, VRAM = REPO_ROOT / "snippets", REPO_ROOT / "vram"
 
@@ -32,6 +34,8 @@ SNIPPETS, VRAM = REPO_ROOT / "snippets", REPO_ROOT / "vram"
 def genuine() -> dict[str, bytes]:
     files = {f"{PYODIDE_URI}/{name}": (PYODIDE_DIR / name).read_bytes() for name in PYODIDE_FILES}
     files[BUNDLE_URI] = vram_bundle(model_config_files())
+    files[STDLIB_URI] = stdlib_bundle()
+    files[LOCK_URI] = lock_file()
     return files
 
 
@@ -57,8 +61,9 @@ def refused(files: dict[str, bytes], *match: str) -> None:
 
 def test_the_pins_are_the_files_of_the_npm_package_the_build_copies():
     assert PYODIDE_URI == "assets/pyodide" and BUNDLE_URI == CALCULATOR_BUNDLE
-    assert set(PYODIDE_SHA256) == set(PYODIDE_FILES)
-    for name in PYODIDE_FILES:
+    assert (STDLIB_URI, LOCK_URI, PYODIDE_FILES) == (STDLIB_ARCHIVE, LOCK_FILE, artifact.PYODIDE_FILES)
+    assert set(PYODIDE_SHA256) == set(PYODIDE_FILES) | {"python_stdlib.zip", "pyodide-lock.json"}
+    for name in PYODIDE_SHA256:
         assert hashlib.sha256((PYODIDE_DIR / name).read_bytes()).hexdigest() == PYODIDE_SHA256[name], (
             f"node_modules/pyodide/{name} changed (package-lock.json): update verify/artifact.py, PYODIDE_SHA256")
 
@@ -94,6 +99,38 @@ def test_an_archive_that_is_not_the_checkouts_calculator_is_refused(attack):
     files = genuine()
     files[BUNDLE_URI] = make(files[BUNDLE_URI])
     refused(files, BUNDLE_URI, named)
+
+
+def test_the_standard_library_shipped_is_members_of_the_packages_byte_for_byte():
+    """The oracle: node_modules/pyodide/python_stdlib.zip itself (its SHA-256 pinned)."""
+    package = zipfile.ZipFile(PYODIDE_DIR / "python_stdlib.zip")
+    shipped = zipfile.ZipFile(io.BytesIO(stdlib_bundle()))
+    names = shipped.namelist()
+    assert len(names) == len(set(names)) and 50 < len(names) < len(package.namelist()) / 2
+    assert all(shipped.read(name) == package.read(name) for name in names)
+    assert "json/__init__.py" in names and "decimal.py" in names  # what vram imports (json, decimal)
+
+
+STDLIB_ATTACKS = {
+    "a module of its own that shadows the standard library": (
+        lambda b: rezipped(b, lambda n, d: b"raise SystemExit" if n == "json/__init__.py" else d), "json/__init__.py"),
+    "a module the package does not have": (lambda b: rezipped(b, extra={"sitecustomize.py": b"import os"}), "sitecustomize.py"),
+    "a member twice": (lambda b: rezipped(b, extra={"decimal.py": b"x = 1"}), "decimal.py"),
+}
+
+
+@pytest.mark.parametrize("attack", list(STDLIB_ATTACKS), ids=list(STDLIB_ATTACKS))
+def test_a_standard_library_that_is_not_the_packages_is_refused(attack):
+    make, named = STDLIB_ATTACKS[attack]
+    files = genuine()
+    files[STDLIB_URI] = make(files[STDLIB_URI])
+    refused(files, STDLIB_URI, named)
+
+
+def test_a_lock_file_with_packages_is_refused():
+    files = genuine()
+    files[LOCK_URI] = (PYODIDE_DIR / "pyodide-lock.json").read_bytes()  # the whole list: a package could be installed
+    refused(files, LOCK_URI)
 
 
 @pytest.mark.parametrize("name", ["pyodide.asm.wasm", "python_stdlib.zip", "pyodide.mjs", "pyodide.asm.js"])

@@ -19,9 +19,10 @@ CONFIG = (REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8")
 def test_the_committed_mkdocs_yml_passes_and_the_make_targets_check_it_first():
     check_config(CONFIG)
     makefiles = (REPO_ROOT / "Makefile").read_text() + (REPO_ROOT / "verify" / "make.mk").read_text()
-    for target in ("site", "publish", "gpu-check"):
+    for target in ("site", "publish", "gpu-outputs"):
         recipe = makefiles.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
         assert recipe.splitlines()[1].strip() == "$(PY) -m verify.config mkdocs.yml", target
+    assert makefiles.split("\ngpu-check:", 1)[1].split("\n", 1)[0].split() == ["gpu-outputs"]  # its first half
 
 
 @pytest.mark.parametrize(("addition", "tag"), [

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "phi3", "gpt_oss")
-
-# Default num_key_value_heads of each config class when the key is absent (None: the heads).
+# Default num_key_value_heads of each config class when the key is absent (None: the heads),
+# read from transformers 5.23's configuration files; test_family_registry.py checks that
+# these tables cover every registered family.
 _KV_DEFAULT = {"llama": None, "phi3": None, "mistral": 8, "mixtral": 8, "qwen2": 32, "qwen3": 32,
-               "qwen3_moe": 4, "gemma2": 4, "gemma3_text": 4, "gpt_oss": 8}
-_KV_NULL_OK = {"llama", "phi3", "qwen2", "qwen3"}  # fields typed int | None
+               "qwen3_moe": 4, "gemma2": 4, "gemma3_text": 4, "gpt_oss": 8, "granite": None, "smollm3": 4,
+               "ministral": 8, "ministral3": 8, "olmo2": None, "olmo3": None, "glm4": 2, "qwen2_moe": 16,
+               "olmoe": None}
+FAMILIES = tuple(sorted(_KV_DEFAULT))
+_KV_NULL_OK = {"llama", "phi3", "qwen2", "qwen3", "granite", "smollm3", "olmo2", "olmo3", "olmoe"}
 _HEAD_DIM_NULL_OK = {"llama", "mistral", "mixtral"}
-_HEAD_DIM_DEFAULT = {"gemma2": 256, "gemma3_text": 256, "qwen3": 128, "gpt_oss": 64}  # big: keep them explicit
+# big defaults: keep them explicit
+_HEAD_DIM_DEFAULT = {"gemma2": 256, "gemma3_text": 256, "qwen3": 128, "gpt_oss": 64, "ministral3": 128, "glm4": 128,
+                     "ministral": None}  # ministral: MinistralAttention cannot build without it
 
 
 @st.composite
@@ -51,17 +56,28 @@ def config(draw, family: str) -> dict:
         cfg["head_dim"] = None
     if draw(st.booleans()):
         cfg["tie_word_embeddings"] = draw(st.booleans())
-    if family in ("llama", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gpt_oss") and draw(st.booleans()):
+    if family in ("llama", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gpt_oss", "granite", "smollm3", "olmo2",
+                  "olmo3", "glm4", "olmoe") and draw(st.booleans()):
         cfg["attention_bias"] = draw(st.booleans())
-    if family == "llama" and draw(st.booleans()):
+    if family == "qwen2_moe" and draw(st.booleans()):
+        cfg["qkv_bias"] = draw(st.booleans())
+    if family in ("llama", "granite", "smollm3") and draw(st.booleans()):
         cfg["mlp_bias"] = draw(st.booleans())
     layers = cfg["num_hidden_layers"]
     window = draw(st.integers(2, 6))
-    if family in ("mistral", "mixtral", "phi3"):
+    if family in ("mistral", "mixtral", "phi3", "ministral", "ministral3"):
         cfg["sliding_window"] = draw(st.sampled_from([window, None]))
+    if family == "olmo3" and draw(st.booleans()):  # null: refused (cannot run)
+        cfg["sliding_window"] = window
+    if family == "smollm3":
+        cfg.update(use_sliding_window=draw(st.booleans()), sliding_window=draw(st.sampled_from([window, None])))
+        if draw(st.booleans()):
+            cfg["no_rope_layers"] = draw(st.lists(st.sampled_from([0, 1]), min_size=layers, max_size=layers))
+        else:
+            cfg["no_rope_layer_interval"] = draw(st.integers(1, 3))
     if family in ("gemma2", "gemma3_text", "gpt_oss") and draw(st.booleans()):  # null: refused (cannot run)
         cfg["sliding_window"] = window
-    if family in ("qwen2", "qwen3", "qwen3_moe"):
+    if family in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe"):
         cfg.update(use_sliding_window=draw(st.booleans()), sliding_window=window)
         if family != "qwen3_moe":
             cfg["max_window_layers"] = draw(st.integers(0, layers))
@@ -72,11 +88,14 @@ def config(draw, family: str) -> dict:
     if family in ("gemma2", "gpt_oss") and cfg.get("sliding_window") and draw(st.booleans()):
         cfg["layer_types"] = draw(st.lists(st.sampled_from(["full_attention", "sliding_attention"]),
                                            min_size=layers, max_size=layers))
-    if family in ("mixtral", "qwen3_moe", "gpt_oss"):
+    if family in ("mixtral", "qwen3_moe", "gpt_oss", "qwen2_moe", "olmoe"):
         experts = draw(st.integers(1, 4))
-        cfg[draw(st.sampled_from(["num_local_experts", "num_experts"]))] = experts
+        keys = ["num_experts"] if family == "qwen2_moe" else ["num_local_experts", "num_experts"]
+        cfg[draw(st.sampled_from(keys))] = experts
         cfg["num_experts_per_tok"] = draw(st.integers(1, experts))
-    if family == "qwen3_moe":
+    if family == "qwen2_moe":
+        cfg["shared_expert_intermediate_size"] = draw(st.integers(1, 6)) * 2
+    if family in ("qwen3_moe", "qwen2_moe"):
         cfg["moe_intermediate_size"] = draw(st.integers(1, 6)) * 2
         cfg["decoder_sparse_step"] = draw(st.integers(1, 2))
         cfg["mlp_only_layers"] = draw(st.lists(st.integers(0, layers - 1), unique=True, max_size=layers))

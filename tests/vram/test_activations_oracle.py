@@ -84,6 +84,32 @@ CONFIGS.update({
     "head_dim_288": {"model_type": "llama", **_SMALL, "num_attention_heads": 4, "num_key_value_heads": 2,
                      "head_dim": 288},
 })
+# The registry's newer families, each at hidden 64 over 4 layers (cheap), in OTHER_SHAPES below.
+_FOUR = {**_SMALL, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+CONFIGS.update({
+    # scalar multipliers only: llama's saves
+    "granite": {"model_type": "granite", **_FOUR, "embedding_multiplier": 2.0, "residual_multiplier": 0.5,
+                "logits_scaling": 4.0, "attention_multiplier": 0.1},
+    # no-RoPE layers every second layer, sliding windows (8 < seq) on them
+    "smollm3": {"model_type": "smollm3", **_FOUR, "no_rope_layer_interval": 2, "use_sliding_window": True,
+                "sliding_window": 8},
+    "ministral": {"model_type": "ministral", **_FOUR, "head_dim": 16, "sliding_window": 8},
+    # the query scale of Llama 4's attention, kept per layer
+    "ministral3": {"model_type": "ministral3", **_FOUR, "head_dim": 16},
+    # norms after attention and MLP, q/k norms over the whole projection (fp32 product kept)
+    "olmo2": {"model_type": "olmo2", **_FOUR},
+    "olmo3": {"model_type": "olmo3", **_FOUR, "sliding_window": 8},
+    # fused gate_up_proj, four norms, partial rotary: cos/sin cut and copied in every layer
+    "glm4": {"model_type": "glm4", **_FOUR, "head_dim": 16},
+    # a dense layer and an MoE layer with a sigmoid-gated shared expert
+    "qwen2_moe": {"model_type": "qwen2_moe", **_FOUR, "num_experts": 4, "num_experts_per_tok": 2,
+                  "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48, "decoder_sparse_step": 2},
+    "olmoe": {"model_type": "olmoe", **_FOUR, "num_experts": 4, "num_experts_per_tok": 2},
+    # q/k/v biases, o none (no real-layer case had qwen2 before the registry's check)
+    "qwen2": {"model_type": "qwen2", **_FOUR},
+})
+NEW_FAMILIES = ("qwen2", "granite", "smollm3", "ministral", "ministral3", "olmo2", "olmo3", "glm4", "qwen2_moe", "olmoe")
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
 
@@ -257,6 +283,10 @@ OTHER_SHAPES = [
     ("gemma3_bidir", "sdpa", 13, 1, False, False),
     ("phi3_mha", "eager", 13, 2, False, True),
     ("head_dim_288", "sdpa", 13, 2, False, False),
+    *((name, attention, 16, 2, False, False) for name in NEW_FAMILIES for attention in ("sdpa", "eager")),
+    ("glm4", "sdpa", 16, 2, False, True),
+    ("qwen2_moe", "sdpa", 16, 1, False, True),
+    ("olmo3", "eager", 16, 2, False, True),
 ]
 
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.conftest import REPO_ROOT
 from tests.vram.conftest import run_cli
 
 GB = 10**9
@@ -69,6 +70,19 @@ def test_serve_and_lora(cli, shared_configs):
     assert "1.00 GiB" in cli("serve", config, "--context", "8192").stdout
     lora = json.loads(cli("lora", config, "--rank", "16", "--json").stdout)
     assert lora["adapter_params"] == 41_943_040
+
+
+def test_serve_takes_vllms_prefill_chunk(cli):
+    # gpt-oss-20b: 12 full and 12 sliding (128-token) layers, 2 KiB per token and layer in bf16; vLLM's
+    # SlidingWindowSpec reserves cdiv(min(127 + max_num_batched_tokens, T), 16) + 1 blocks of 16 tokens
+    config = str(REPO_ROOT / "snippets" / "data" / "models" / "gpt-oss-20b.json")
+    default = json.loads(cli("serve", config, "--context", "8192", "--json").stdout)
+    assert default["max_num_batched_tokens"] == 2048
+    assert default["kv_cache_bytes"] == 2048 * (12 * 8192 + 12 * 2192)
+    h100 = json.loads(cli("serve", config, "--context", "8192", "--max-num-batched-tokens", "8192", "--json").stdout)
+    assert h100["kv_cache_bytes"] == 2048 * (12 * 8192 + 12 * 8208)
+    bad = cli("serve", config, "--context", "8192", "--max-num-batched-tokens", "0")
+    assert bad.returncode == 2 and "max_num_batched_tokens" in bad.stderr and bad.stderr.count("\n") == 1
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import vram
 from tests.conftest import REPO_ROOT
 from vram.job import JobError, answer_job, answer_json, dumps
 from vram.mxfp4 import mxfp4_weights_bytes_per_gpu
-from tests.catalogue import FROZEN
+
 
 pytestmark = pytest.mark.usefixtures("frozen_catalogue")  # the command line reads the frozen test catalogue
 
@@ -52,7 +52,34 @@ def test_llama_8b_at_4096_tokens_refuses_8_rtx_4090_under_zero3(configs):
     margin = (RTX_4090 - RESERVE_MIB) * MIB - 20_169_434_112
     assert [f["gpu"] for f in answer["short"]] == ["rtx-4090"]  # holds the states, not the activations
     assert margin < answer["activations"]["full_bytes"]  # not even with full recomputation
-    assert answer["fits"][0]["gpu"] == "rtx-5090" and answer["fits"][0]["tight"]
+    fit = answer["fits"][0]
+    assert fit["gpu"] == "rtx-5090" and fit["recompute"] == "full"  # holds them only with full recomputation
+    capacity = (RTX_5090 - RESERVE_MIB) * MIB
+    peak = max(answer["per_gpu_bytes"], answer["backward_bytes"] + answer["activations"]["full_bytes"])
+    assert fit["peak_bytes"] == peak and fit["free_fraction"] == (capacity - peak) / capacity
+    assert fit["tight"] == (capacity - peak < 0.1 * capacity)
+
+
+def _card(mib: int, key: str = "card") -> list[dict]:
+    return [{"key": key, "memory_mib": mib}]
+
+
+@pytest.mark.parametrize("kind", ["training", "lora", "serving"])
+def test_tight_is_one_rule_for_every_kind_under_a_tenth_free_at_the_peak(configs, kind):
+    """One definition of "tight" (vram.fit.is_tight) for training, LoRA and serving: the card is
+    tight exactly when less than 10 % of its capacity is left at the job's peak. The peak is
+    found on a card far larger than the job, then two cards are sized around the threshold by
+    arithmetic on nvidia-smi's MiB: one leaving just over a tenth free, one just under."""
+    job = {"kind": kind, "config": configs("llama-3.1-8b"), "gpu_memory_utilization": 1.0, "reserve_mib": RESERVE_MIB}
+    big = answer_job(job | {"gpus": _card(10**6)})["fits"][0]
+    peak = big["peak_bytes"]
+    # capacity C = (memory - reserve) MiB: free C - peak >= C / 10  <=>  C >= peak / 0.9
+    roomy_mib = RESERVE_MIB + -(-peak * 10 // 9) // MIB + 2
+    snug_mib = RESERVE_MIB + peak * 10 // 9 // MIB - 2
+    roomy, snug = (answer_job(job | {"gpus": _card(mib)})["fits"][0] for mib in (roomy_mib, snug_mib))
+    assert roomy["peak_bytes"] == snug["peak_bytes"] == peak  # same job, same recomputation
+    assert not roomy["tight"] and roomy["free_fraction"] >= 0.1
+    assert snug["tight"] and 0 <= snug["free_fraction"] < 0.1
 
 
 def test_gpt_oss_20b_mxfp4_16_sequences_of_8192_fit_a_32_gb_card(configs):
@@ -129,8 +156,8 @@ def test_the_command_line_refuses_in_one_line(cli, args, words):
 # --- the run: time per step and per run, its cost, and the ranking (issue 21) ----------------
 
 def _speeds():
-    from vram.catalogue import card_speed, load_catalogue
-    return load_catalogue(FROZEN)[0]
+    from vram.catalogue import load_catalogue
+    return load_catalogue()[0]  # the frozen test catalogue's (pytestmark)
 
 
 def test_the_run_is_vram_timing_and_billing_for_the_same_inputs(configs):
@@ -182,9 +209,11 @@ def test_bad_run_input_names_the_field(configs, change, field):
 def test_the_command_line_prints_the_same_run(cli, configs):
     from vram.catalogue import card_speed
     cards = _speeds()
+    from vram.calibration import load_measured_data
     job = {"kind": "training", "config": configs("llama-3.1-8b"), "cards": 8, "framework": "deepspeed",
            "zero_stage": 3, "tokens": 2 * 10**9, "prices": {"h100": "31.20"},
-           "gpus": [c | {"speed": card_speed(cards[c["key"]])} for c in CARDS], "reserve_mib": RESERVE_MIB}
+           "gpus": [c | {"speed": card_speed(cards[c["key"]])} for c in CARDS],
+           "reserve_mib": RESERVE_MIB, "calibration": load_measured_data().calibration.as_job()}  # the published runs the CLI hands in
     proc = cli("job", "--config", str(MODELS / "llama-3.1-8b.json"), "--cards", "8", "--framework", "deepspeed",
                "--zero-stage", "3", "--tokens", "2000000000", "--price", "h100=31.20",
                *[f"--gpu={c['key']}={c['memory_mib']}" for c in CARDS], f"--reserve-mib={RESERVE_MIB}", "--json")
@@ -199,8 +228,19 @@ def test_the_command_line_prints_the_same_run(cli, configs):
     ('{"model_type": "llama",\n  "hidden_size": }', "config_json", {"line": 2, "column": 18}),
     ('{"model_type": "falcon"}', "config_family", {"key": "falcon", "choices": list(vram.SUPPORTED_MODEL_TYPES)}),
     # a multimodal Gemma 3: the CLI says to save its text_config alone; the page must say that too
-    ('{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}', "config_multimodal", {"key": "gemma3"}),
-    ('{"model_type": "gemma3"}', "config_multimodal", {"key": "gemma3"}),
+    ('{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}', "config_multimodal",
+     {"key": "gemma3", "got": "gemma3_text", "add": {"vocab_size": 262208, "hidden_size": 2304,
+                                                     "intermediate_size": 9216, "num_hidden_layers": 26,
+                                                     "num_attention_heads": 8}}),
+    ('{"model_type": "gemma3"}', "config_multimodal", {"key": "gemma3", "got": "gemma3_text"}),
+    # Mistral3Config's text_config defaults to mistral, Llama4Config's to llama4_text (transformers 5.23)
+    ('{"model_type": "mistral3"}', "config_multimodal", {"key": "mistral3", "got": "mistral"}),
+    ('{"model_type": "llama4", "text_config": {"model_type": "llama4_text"}}', "config_multimodal",
+     {"key": "llama4", "got": "llama4_text"}),
+    # a look-alike: the Cyrillic а (U+0430) in "llаma", shown with its code point on the page too
+    ('{"model_type": "ll\u0430ma"}', "config_family",
+     {"key": "'llаma' (not plain ASCII: 'а' is U+0430 CYRILLIC SMALL LETTER A)",
+      "choices": list(vram.SUPPORTED_MODEL_TYPES)}),
 ])
 def test_config_errors_say_what_the_command_line_says(tmp_path, text, code, limits):
     """The page's one line comes from these fields: the same facts as the CLI's message
@@ -212,3 +252,79 @@ def test_config_errors_say_what_the_command_line_says(tmp_path, text, code, limi
     found = json.loads(answer_json(json.dumps({"kind": "training", "config": text, "gpus": CARDS, "reserve_mib": RESERVE_MIB})))["error"]
     assert (found["field"], found["code"], found["limits"]) == ("config", code, limits)
     assert found["message"] == "config: " + str(cli.value).removeprefix(f"{path}: ")
+
+
+def test_a_config_nested_past_the_bound_is_refused_before_it_is_parsed(monkeypatch):
+    """Issue 33: a config.json nested 50,000 deep crashed the finder's Pyodide inside json.loads;
+    the bound (vram.json_nesting.MAX_JSON_DEPTH) is checked first, and json.loads never sees it."""
+    import json
+
+    import vram.job_input
+    from vram.json_nesting import MAX_JSON_DEPTH, nesting_depth
+
+    parsed, loads = [], json.loads
+    monkeypatch.setattr(vram.job_input.json, "loads", lambda text, **kw: parsed.append(text) or loads(text, **kw))
+    for depth in (MAX_JSON_DEPTH + 1, 50_000):
+        text = '{"a":' * depth + "1" + "}" * depth
+        with pytest.raises(JobError) as info:
+            vram.job_input.read_config(text)
+        assert info.value.as_dict()["code"] == "config_depth" and info.value.limits == {"maximum": MAX_JSON_DEPTH}
+        assert str(info.value) == "config: nested deeper than 32 levels, which no config.json is"
+    assert parsed == []
+    # brackets inside strings are text, not nesting; the count is json's own for real configs
+    assert nesting_depth('{"a": "[[[{{{\\"", "b": [1, {"c": []}]}') == 4 == _depth({"b": [1, {"c": []}]})
+    for path in (REPO_ROOT / "snippets" / "data" / "models").glob("*.json"):
+        raw = json.loads(path.read_text())
+        assert nesting_depth(path.read_text()) == _depth(raw) <= MAX_JSON_DEPTH, path.name
+
+
+def _depth(value) -> int:
+    """json's own nesting of a parsed value (the oracle for the text scan)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+def test_a_multimodal_gemma3_refusal_gives_the_values_to_add():
+    """The refusal names what the text_config, saved alone, must add: model_type gemma3_text
+    and each size key it leaves to Gemma3TextConfig's defaults, with transformers' own default
+    (the oracle: the config class itself); with them added, the file is read."""
+    import transformers
+
+    text = {"hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8,
+            "num_key_value_heads": 4, "head_dim": 256}  # google/gemma-3-4b-it's text_config leaves vocab_size out
+    found = json.loads(answer_json(json.dumps({"config": json.dumps({"model_type": "gemma3", "text_config": text})})))
+    assert found["error"]["code"] == "config_multimodal"
+    add = found["error"]["limits"]["add"]
+    assert add == {"model_type": "gemma3_text", "vocab_size": transformers.Gemma3TextConfig().vocab_size}
+    assert add["vocab_size"] == 262_208
+    assert vram.model_config_from_dict({**text, **add}).vocab_size == 262_208
+
+
+# gpt-oss-20b: 12 full and 12 sliding (128-token) layers, 2 KiB of KV per token and layer in bf16.
+# vLLM's SlidingWindowSpec (vllm/v1/kv_cache_interface.py at 001cabc1be16a59a70d720ed61a13b678c060a18)
+# reserves cdiv(min(W - 1 + max_num_batched_tokens, T), 16) + 1 blocks of 16 tokens per sliding layer.
+GPT_OSS_KV_8K = {2048: 2048 * (12 * 8192 + 12 * 2192), 8192: 2048 * (12 * 8192 + 12 * 8208)}
+
+
+def test_serving_says_which_prefill_chunk_it_assumes_and_the_reader_can_change_it(configs):
+    job = {"kind": "serving", "config": configs("gpt-oss-20b"), "context": 8192, "concurrent": 16, "gpus": CARDS,
+           "reserve_mib": RESERVE_MIB}
+    default = answer_job(job)
+    assert default["max_num_batched_tokens"] == 2048  # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS
+    assert dict((part[0], part[1]) for part in default["parts"])["kv_cache"] == 16 * GPT_OSS_KV_8K[2048]
+    assert default["kv_per_sequence_bytes"] == GPT_OSS_KV_8K[2048]
+    h100 = answer_job({**job, "max_num_batched_tokens": 8192})  # `vllm serve` on an H100
+    assert h100["max_num_batched_tokens"] == 8192 and h100["kv_per_sequence_bytes"] == GPT_OSS_KV_8K[8192]
+
+
+@pytest.mark.parametrize("chunk", [0, 2**24 + 1, 1.5, "2048", True, None])
+def test_a_bad_prefill_chunk_is_refused_naming_the_field(configs, chunk):
+    job = {"kind": "serving", "config": configs("gpt-oss-20b"), "gpus": CARDS, "reserve_mib": RESERVE_MIB,
+           "max_num_batched_tokens": chunk}
+    with pytest.raises(JobError) as info:
+        answer_job(job)
+    assert (info.value.field, info.value.code) == ("max_num_batched_tokens", "integer")
+    assert info.value.limits == {"minimum": 1, "maximum": 2**24}

@@ -31,7 +31,18 @@ FAMILIES = {
     "gemma3_text": {"head_dim": 8, "sliding_window": WINDOW, "sliding_window_pattern": 2},
     "phi3": {"sliding_window": WINDOW},
     "gpt_oss": {"num_local_experts": 2, "num_experts_per_tok": 1, "head_dim": 8, "sliding_window": WINDOW},
+    "granite": {"embedding_multiplier": 2.0, "residual_multiplier": 0.5},
+    "smollm3": {"use_sliding_window": True, "sliding_window": WINDOW, "no_rope_layer_interval": 2},
+    "ministral": {"head_dim": 8, "sliding_window": WINDOW},
+    "ministral3": {"head_dim": 8, "sliding_window": WINDOW},
+    "olmo2": {},
+    "olmo3": {"sliding_window": WINDOW},
+    "glm4": {"head_dim": 8},
+    "qwen2_moe": {"use_sliding_window": True, "sliding_window": WINDOW, "max_window_layers": 4, "num_experts": 2,
+                  "num_experts_per_tok": 1, "moe_intermediate_size": 8, "shared_expert_intermediate_size": 8},
+    "olmoe": {"num_experts": 2, "num_experts_per_tok": 1},
 }
+NO_WINDOW = ("llama", "qwen3_moe", "granite", "olmo2", "glm4", "olmoe")  # no sliding layer in these configs
 BATCH, PREFILL = 2, 9  # longer than the window
 
 
@@ -67,7 +78,7 @@ def run(request):
 
 def test_cache_storage_while_generating_equals_the_calculator(run):
     cfg, _, (storage, _), _ = run
-    assert vram.kv_cache_bytes(cfg, PREFILL + 1, BATCH, "bf16") == storage
+    assert vram.kv_cache_bytes(cfg, PREFILL + 1, BATCH, "bf16", server="transformers-decoding") == storage
 
 
 def test_sliding_layers_show_w_minus_1_tokens_and_keep_the_prefill_until_the_first_step(run):
@@ -84,7 +95,7 @@ def test_sliding_layers_show_w_minus_1_tokens_and_keep_the_prefill_until_the_fir
 def test_every_family_with_a_window_has_sliding_layers():
     kinds = {family: vram.model_config_from_dict({**BASE, **extra, "model_type": family}).layer_types
              for family, extra in FAMILIES.items()}
-    assert all("sliding_attention" in kinds[f] for f in FAMILIES if f not in ("llama", "qwen3_moe"))
+    assert all(("sliding_attention" in kinds[f]) == (f not in NO_WINDOW) for f in FAMILIES)
     assert kinds["gemma2"] == ("sliding_attention", "full_attention") * 2  # Gemma2Config: every second layer full
     assert kinds["qwen2"] == ("full_attention",) * 2 + ("sliding_attention",) * 2  # past max_window_layers
 
@@ -113,15 +124,15 @@ def test_edge_lengths_while_decoding_token_by_token(family, window):
                 out = model(torch.randint(1, 64, (BATCH, 1)), past_key_values=out.past_key_values, use_cache=True)
             measured[tokens] = _storage_and_view_bytes(out.past_key_values)[0]
     config = {**cfg, "model_type": family}
-    assert {t: vram.kv_cache_bytes(config, t, BATCH, "bf16") for t in measured} == measured
+    assert {t: vram.kv_cache_bytes(config, t, BATCH, "bf16", server="transformers-decoding") for t in measured} == measured
 
 
 def test_transformers_right_after_the_prefill_is_the_server_option(run):
     """DynamicCache after a real prefill longer than the window: every layer holds the whole
-    prefill, which ``server="transformers"`` counts; vLLM's figure (the default) caps the
-    sliding layers."""
+    prefill, which ``server="transformers"`` counts; while it generates, the sliding layers
+    hold their window."""
     cfg, (prefill_storage, _), _, kinds = run
     assert vram.kv_cache_bytes(cfg, PREFILL, BATCH, "bf16", server="transformers") == prefill_storage
     if any(kinds):
-        assert vram.kv_cache_bytes(cfg, PREFILL, BATCH, "bf16") < prefill_storage
+        assert vram.kv_cache_bytes(cfg, PREFILL, BATCH, "bf16", server="transformers-decoding") < prefill_storage
     assert vram.serving_memory(cfg, "bf16", PREFILL, BATCH, server="transformers").kv_cache_bytes == prefill_storage

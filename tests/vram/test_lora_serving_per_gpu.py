@@ -145,8 +145,11 @@ def test_llama_8b_on_16_cards_replicates_the_kv_projections(llama_8b):
 
 @pytest.mark.parametrize("tp, kib_per_token", [(1, 128), (2, 64), (4, 32), (8, 16), (16, 16), (32, 16)])
 def test_llama_8b_kv_cache_per_token_per_card(llama_8b, tp, kib_per_token):
+    # one token takes a whole block of 16 tokens in vLLM's paged cache (FullAttentionSpec)
     mem = vram.serving_memory_per_gpu(llama_8b, "bf16", context_length=1, tensor_parallel=tp)
-    assert mem.kv_cache_bytes == kib_per_token * KIB
+    assert mem.kv_cache_bytes == 16 * kib_per_token * KIB
+    assert vram.serving_memory_per_gpu(llama_8b, "bf16", context_length=16, tensor_parallel=tp).kv_cache_bytes == \
+        mem.kv_cache_bytes
     assert vram.kv_heads_per_gpu(llama_8b, tp) == max(1, 8 // tp)
 
 

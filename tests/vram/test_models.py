@@ -88,8 +88,20 @@ def _llama(shared_configs) -> dict:
 
 def test_unsupported_model_type_is_a_clear_value_error(tmp_path, shared_configs):
     path = _write(tmp_path, {**_llama(shared_configs), "model_type": "gpt2"})
-    with pytest.raises(ValueError, match=r"unsupported model_type 'gpt2'; supported: gemma2, gemma3_text, gpt_oss, llama, mistral, mixtral, phi3, qwen2, qwen3, qwen3_moe$"):
+    supported = ", ".join(vram.families.model_types())  # the registry's families, sorted
+    with pytest.raises(ValueError, match=rf"unsupported model_type 'gpt2'; supported: {supported}$"):
         vram.count_params(path)
+
+
+def test_a_look_alike_model_type_is_shown_with_its_code_points(tmp_path, shared_configs):
+    # "llаma" with the Cyrillic а (U+0430, CYRILLIC SMALL LETTER A in the Unicode standard) looks
+    # like llama in any font: the line says which character is not the one meant.
+    path = _write(tmp_path, {**_llama(shared_configs), "model_type": "ll\u0430ma"})
+    with pytest.raises(ConfigError) as info:
+        vram.count_params(path)
+    message = str(info.value)
+    assert "unsupported model_type 'llаma' (not plain ASCII: 'а' is U+0430 CYRILLIC SMALL LETTER A)" in message
+    assert "\n" not in message
 
 
 def test_missing_hidden_size_names_the_file_and_the_key(tmp_path, shared_configs):

@@ -39,7 +39,10 @@ CASES = {
     "gemma3 without text_config": ({"model_type": "gemma3"}, "needs a 'text_config' object"),
     "layer_types of the wrong length": ({**LLAMA, "model_type": "gemma2", "head_dim": 128,
                                          "layer_types": ["full_attention"]}, "'layer_types' must list 32 entries"),
-    "nested too deep": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    # issue 33: refused before json.loads (its recursion crashed the browser's Pyodide), one level past the bound too
+    "nested too deep": ('{"a":' * 50_000 + "1" + "}" * 50_000, "nested deeper than 32 levels, which no config.json is"),
+    "nested one level too deep": ("[" * 33 + "]" * 33, "nested deeper than 32 levels"),
+    "nested as deep as allowed": ("[" * 32 + "]" * 32, "expected a JSON object, got list"),
     "not UTF-8": (b"\xff\xfe{}", "not a UTF-8 text file"),
     "a JSON list": ("[1, 2]", "expected a JSON object, got list"),
     # model_type must be text: a list or an object once ended in a TypeError traceback

@@ -49,14 +49,29 @@ def test_phi_4_cannot_be_split_over_4_cards():
     assert vram.kv_heads_per_gpu(MODELS / "phi-4.json", 2) == 5
 
 
-def test_gpt_oss_kv_cache_is_capped_on_its_sliding_half():
+def test_gpt_oss_kv_cache_is_what_vllm_reserves_on_its_sliding_half():
     # 24 layers, 12 sliding with a 128-token window; 8 KV heads of 64, bf16: 2 x 8 x 64 x 2 B
-    # = 2 KiB per token and layer. 32,768 tokens: 12 x 32,768 + 12 x 128 tokens.
+    # = 2 KiB per token and layer. vLLM's SlidingWindowSpec.max_memory_usage_bytes
+    # (vllm/v1/kv_cache_interface.py at 001cabc1be16a59a70d720ed61a13b678c060a18): cdiv(min(W - 1 +
+    # max_num_batched_tokens, T), block_size) + 1 blocks of 16 tokens: with vLLM's default chunk
+    # of 2,048 tokens, cdiv(2,175, 16) + 1 = 137 blocks = 2,192 tokens; full layers cdiv(T, 16) blocks.
     config = MODELS / "gpt-oss-20b.json"
-    assert vram.kv_cache_bytes(config, 32_768) == 2048 * (12 * 32_768 + 12 * 128)
+    assert vram.kv_cache_bytes(config, 32_768) == 2048 * (12 * 32_768 + 12 * 2_192)
     # two cards: 4 KV heads each, half of it
     assert vram.serving_memory_per_gpu(config, context_length=32_768, tensor_parallel=2).kv_cache_bytes == \
-        1024 * (12 * 32_768 + 12 * 128)
+        1024 * (12 * 32_768 + 12 * 2_192)
+    # `vllm serve` on an H100 chunks 8,192 tokens (EngineArgs.get_batch_defaults): at 8,192 tokens
+    # the window layers then hold cdiv(8,192, 16) + 1 = 513 blocks, 8,208 tokens
+    assert vram.kv_cache_tokens(config, 8_192, max_num_batched_tokens=8_192) == (8_208, 8_192) * 12
+
+
+@pytest.mark.parametrize("chunk, below", [(2_048, 0.20), (8_192, 0.49)])
+def test_the_window_alone_was_20_to_49_percent_below_what_vllm_reserves(chunk, below):
+    # issue 32: gpt-oss-20b x 16 sequences x 8k, the window alone (128 tokens per sliding layer)
+    config = MODELS / "gpt-oss-20b.json"
+    window_only = 2048 * 16 * (12 * 8_192 + 12 * 128)
+    reserved = vram.kv_cache_bytes(config, 8_192, 16, max_num_batched_tokens=chunk)
+    assert round(1 - window_only / reserved, 2) == below
 
 
 @pytest.mark.parametrize("family", FAMILIES)

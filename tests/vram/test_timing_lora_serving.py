@@ -24,6 +24,7 @@ import yaml
 
 from tests.conftest import REPO_ROOT
 from vram import timing
+from vram.calibration import load_measured_data
 from vram.cli import main
 from vram.catalogue import card_speed, load_catalogue
 from vram.job import answer_job
@@ -45,8 +46,8 @@ def llama8b():
 
 
 @pytest.fixture(scope="module")
-def cards():
-    return load_catalogue(FROZEN)[0]
+def cards(frozen_data_dir):
+    return load_catalogue(frozen_data_dir)[0]
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
@@ -94,9 +95,11 @@ def test_cli_time_lora_gives_the_finders_figures(llama8b, cards):
     assert data["flops_per_token"] == list(timing.lora_flops_per_token(llama8b, 2048, ADAPTERS_8B_R16))
     answer = answer_job({"kind": "lora", "config": llama8b, "cards": 1, "framework": "deepspeed", "zero_stage": 0,
                          "base_dtype": "nf4", "reserve_mib": 2048, "gpus": [{"key": "rtx-4090", "memory_mib": 24564,
-                                                        "speed": card_speed(cards["rtx-4090"])}]})
+                                                        "speed": card_speed(cards["rtx-4090"])}],
+                         "calibration": load_measured_data().calibration.as_job()})
     time = answer["fits"][0]["time"]
     assert time["run_s"] == data["run_s"] and time["step_s"] == data["step_s"]
+    assert time["backing"] == data["backing"]  # the same published runs behind both
     assert time["run_shown"][0][0][0] == "days"  # QLoRA of an 8B on one RTX 4090: days
 
 
@@ -108,9 +111,10 @@ def test_cli_time_settles_the_recomputation_as_the_finder(llama8b, cards):
     gpus = yaml.safe_load((FROZEN / "gpus.yaml").read_text(encoding="utf-8"))
     job = {"kind": "lora", "config": llama8b, "cards": 1, "framework": "deepspeed", "zero_stage": 0,
            "reserve_mib": gpus["reserve_mib"], "gpus": [{"key": "rtx-4090", "memory_mib": gpus["gpus"]["rtx-4090"]["memory_mib"],
-                                                         "speed": card_speed(cards["rtx-4090"])}]}
+                                                         "speed": card_speed(cards["rtx-4090"])}],
+           "calibration": load_measured_data().calibration.as_job()}  # the published runs, as the CLI reads them
     fit, = answer_job(job)["fits"]
-    assert fit["recompute"] == "full" and fit["tight"]  # the case: only full recomputation fits
+    assert fit["recompute"] == "full"  # the case: only full recomputation fits
     code, out, err = run_cli("time", "--task", "lora", "--config", str(LLAMA_8B), "--gpu", "rtx-4090", "--gpus", "1",
                              "--zero-stage", "0", "--tokens", "1e9", "--json")
     assert code == 0, err

@@ -61,10 +61,16 @@ def harness(tmp_path):
     token = tmp_path / "token"
     token.write_text(TOKEN)
     token.chmod(0o600)
+    etc, linger = tmp_path / "etc", tmp_path / "linger"
+    etc.mkdir()
+    linger.mkdir()
+    for name in ("cron.deny", "at.deny"):  # as the administrator's set-up leaves them (PUBLISHING.md)
+        (etc / name).write_text("daemon\ngpu-job\n")
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG_DIR": str(logs), "GH_ORG": "vramfarm", "RUNNER_GROUP_ID": "7",
            "GH_TOKEN_FILE": str(token), "RUNNER_DIR": str(runner), "JOB_USER": "gpu-job", "ROUNDS": "2",
-           "ROUND_ROOT": str(scratch), "HOME": str(tmp_path / "broker-home"), "GH_PAT": TOKEN}
-    return {"env": env, "logs": logs, "scratch": scratch, "token": token, "runner": runner}
+           "ROUND_ROOT": str(scratch), "HOME": str(tmp_path / "broker-home"), "GH_PAT": TOKEN,
+           "CRON_DENY": str(etc / "cron.deny"), "AT_DENY": str(etc / "at.deny"), "LINGER_DIR": str(linger)}
+    return {"env": env, "logs": logs, "scratch": scratch, "token": token, "runner": runner, "etc": etc, "linger": linger}
 
 
 def run(harness):
@@ -117,6 +123,36 @@ def test_it_refuses_a_token_file_others_may_read(harness):
     result = run(harness)
     assert result.returncode == 2 and "mode 600" in result.stderr
     assert not (harness["logs"] / "curl.args").exists()
+
+
+@pytest.mark.parametrize("setting", ["cron.deny", "at.deny", "cron.allow", "at.allow", "linger"])
+def test_it_refuses_a_job_user_that_could_schedule_into_the_next_round(harness, setting):
+    """Issue 33, hole 5: a round could leave a crontab or an at job for the next one (or a
+    systemd user timer, kept alive by lingering), which the round's kill does not reach."""
+    etc = harness["etc"]
+    if setting.endswith(".deny"):
+        (etc / setting).write_text("daemon\n")
+    elif setting.endswith(".allow"):
+        (etc / setting).write_text("gpu-job\n")
+    else:
+        (harness["linger"] / "gpu-job").touch()
+    result = run(harness)
+    assert result.returncode == 2
+    named = harness["linger"] / "gpu-job" if setting == "linger" else etc / setting
+    assert result.stderr.count("\n") == 1 and str(named) in result.stderr, result.stderr
+    assert not (harness["logs"] / "curl.args").exists(), "no runner was registered"
+
+
+def test_a_round_that_turns_lingering_on_is_the_last(harness):
+    """What a round could do about it itself (``loginctl enable-linger`` where polkit lets it):
+    seen after the round, and the script stops before the next."""
+    run_sh = harness["runner"] / "run.sh"
+    run_sh.write_text(run_sh.read_text() + f"touch {harness['linger'] / 'gpu-job'}\n")
+    result = run(harness)
+    assert result.returncode == 2 and "lingering is on for gpu-job" in result.stderr
+    assert len((harness["logs"] / "curl.args").read_text().splitlines()) == 1, "one round only"
+    jobs = (harness["logs"] / "sudo.log").read_text().splitlines()
+    assert sum("/bin/kill -KILL -1" in line for line in jobs) == 1, "the round itself was still cleaned up"
 
 
 def test_the_script_passes_shellcheck():

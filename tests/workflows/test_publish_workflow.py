@@ -150,7 +150,7 @@ def test_the_attackers_workflow_and_config_are_caught(tmp_path):
 def test_least_privilege_permissions_and_limits(workflow):
     assert workflow["permissions"] == {}
     assert workflow["concurrency"]["group"]
-    expected = {"test": {"contents": "read"}, "gpu": {"contents": "read"}, "publish": {"contents": "read"},
+    expected = {"test": {"contents": "read"}, "gpu": {"contents": "read"}, "record": {"contents": "read"}, "publish": {"contents": "read"},
                 "check-site": {"contents": "read"}, "deploy": {"pages": "write", "id-token": "write"}}
     assert {name: job["permissions"] for name, job in workflow["jobs"].items()} == expected
     for name, job in workflow["jobs"].items():
@@ -171,9 +171,39 @@ def test_gpu_job_runs_on_the_gpu_runner_group_after_test(workflow):
     gpu = workflow["jobs"]["gpu"]
     assert gpu["runs-on"] == {"group": "gpu-publish", "labels": ["self-hosted", "linux", "x64", "gpu"]}
     assert gpu["needs"] == "test"
-    assert any(step.get("run") == "make gpu-check" for step in gpu["steps"])
+    assert [step["run"] for step in gpu["steps"] if "run" in step] == ["make gpu-outputs"]
     upload = next(step for step in gpu["steps"] if step.get("uses", "").startswith("actions/upload-artifact@"))
-    assert upload["with"]["name"] == "verification" and "verification/nccl_check.json" in upload["with"]["path"]
+    assert upload["with"]["name"] == "gpu-outputs" and "verification/outputs.json" in upload["with"]["path"]
+    assert "nccl_check.json" not in upload["with"]["path"], "the GPU job writes no record"
+
+
+def test_the_record_is_written_on_a_fresh_machine_from_the_gpu_jobs_outputs(workflow):
+    """Issue 33, hole 1: a process of the verified code outlived the GPU job's check and turned
+    its record into a pass. The GPU job now only collects outputs (each command in a scope
+    ended before the next, verify/scope.py); the record is written by `record`, on a
+    GitHub-hosted machine from a fresh checkout, running only verify.write_record (standard
+    library), and it is that job's record that `publish` downloads."""
+    record = workflow["jobs"]["record"]
+    assert record["needs"] == "gpu" and record["runs-on"] == "ubuntu-24.04"
+    steps = record["steps"]
+    assert [step["run"] for step in steps if "run" in step] == ["python -m verify.write_record verification"]
+    download = next(step for step in steps if step.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"] == {"name": "gpu-outputs", "path": "verification"}
+    order = [step.get("uses", step.get("run", "")).split("@")[0] for step in steps]
+    assert order.index("actions/download-artifact") < order.index("python -m verify.write_record verification")
+    upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "verification"
+    assert {"verification/nccl_check.json", "verification/gpu-tests.xml"} <= set(upload["with"]["path"].split())
+    for event, ref, gpu in product(("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x"),
+                                   ("success", "failure", "skipped", "cancelled")):
+        expected = event != "pull_request" and ref == "refs/heads/main" and gpu == "success"
+        assert condition(record["if"], event, ref, {"gpu": gpu}) == expected, (event, ref, gpu)
+    # what the record job runs imports the standard library and verify's parsers only
+    probe = subprocess.run([sys.executable, "-I", "-S", "-c", "import sys; sys.path.insert(0, '.'); import verify.write_record; "
+                            "print(sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names))"],
+                           capture_output=True, text=True, cwd=REPO_ROOT)
+    assert probe.returncode == 0, probe.stderr
+    assert all(name.split(".")[0] in ("verify", "__main__") for name in eval(probe.stdout)), probe.stdout  # noqa: S307
 
 
 def test_only_push_and_manual_runs_on_main_reach_the_gpu_runner(workflow):
@@ -186,11 +216,11 @@ def test_only_push_and_manual_runs_on_main_reach_the_gpu_runner(workflow):
 
 def test_publish_needs_both_jobs_to_succeed_on_main(workflow):
     publish = workflow["jobs"]["publish"]
-    assert sorted(publish["needs"]) == ["gpu", "test"]
+    assert sorted(publish["needs"]) == ["record", "test"]
     results = ("success", "failure", "skipped", "cancelled")
-    for event, ref, test, gpu in product(("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x"), results, results):
-        expected = event != "pull_request" and ref == "refs/heads/main" and test == gpu == "success"
-        assert condition(publish["if"], event, ref, {"test": test, "gpu": gpu}) == expected, (event, ref, test, gpu)
+    for event, ref, test, record in product(("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x"), results, results):
+        expected = event != "pull_request" and ref == "refs/heads/main" and test == record == "success"
+        assert condition(publish["if"], event, ref, {"test": test, "record": record}) == expected, (event, ref, test, record)
     order = [step.get("uses", step.get("run", "")).split("@")[0] for step in publish["steps"]]
     assert order.index("actions/download-artifact") < order.index("make publish") < order.index("actions/upload-artifact")
     assert "actions/upload-pages-artifact" not in order  # the Pages archive comes from check-site only
@@ -217,7 +247,9 @@ def test_the_oidc_token_is_only_where_no_code_of_the_repository_runs(workflow):
 
 def test_make_targets_called_by_the_workflow_exist():
     make_mk = (REPO_ROOT / "verify" / "make.mk").read_text()
-    assert re.search(r"^gpu-check:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n\t\$\(PY\) -m verify\.gpu_check", make_mk, re.M)
+    assert re.search(r"^gpu-check: gpu-outputs\n\t\$\(PY\) -m verify\.write_record verification$", make_mk, re.M)
+    assert re.search(r"^gpu-outputs:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n\t\$\(PY\) -m verify\.gpu_check --out verification$",
+                     make_mk, re.M)
     assert re.search(r"^publish:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n\tGUIDE_PUBLISH=1 \$\(PY\) -m mkdocs build --strict.*\n"
                      r"\t\$\(PY\) -m verify\.artifact site --manifest site-manifest\.json --tar artifact\.tar$", make_mk, re.M)
 
@@ -232,7 +264,7 @@ def test_the_pages_archive_is_made_by_the_check_on_a_fresh_machine(workflow):
     assert check["needs"] == "publish"
     steps = check["steps"]
     runs = [step["run"] for step in steps if "run" in step]
-    assert runs == ["python -m pip install --quiet --no-deps -r verify/requirements-artifact.txt",
+    assert runs == ["python -m pip install --quiet --no-deps --require-hashes -r verify/requirements-artifact.txt",
                     "python -m verify.artifact site --manifest site-manifest.json --tar artifact.tar"]
     download = next(step for step in steps if step.get("uses", "").startswith("actions/download-artifact@"))
     assert download["with"] == {"name": "site-build", "path": "site"}
@@ -241,10 +273,14 @@ def test_the_pages_archive_is_made_by_the_check_on_a_fresh_machine(workflow):
     handed = next(step for step in workflow["jobs"]["publish"]["steps"] if step.get("uses", "").startswith("actions/upload-artifact@"))
     assert handed["with"]["name"] == "site-build" and handed["with"]["path"] == "site"
     pins = dict(line.split("==") for line in (REPO_ROOT / "constraints.txt").read_text().splitlines() if "==" in line)
-    for line in (REPO_ROOT / "verify" / "requirements-artifact.txt").read_text().splitlines():
+    requirements = (REPO_ROOT / "verify" / "requirements-artifact.txt").read_text().replace("\\\n", " ")
+    for line in requirements.splitlines():
         if line and not line.startswith("#"):
-            name, version = line.split("==")
+            words = line.split("#")[0].split()
+            name, version = words[0].split("==")
             assert pins.get(name) == version, line
+            # issue 33: every file installed there is the one hashed (pip refuses any other)
+            assert [word for word in words[1:] if word.startswith("--hash=sha256:")] == words[1:] and words[1:], line
 
 
 def test_actionlint_knows_the_gpu_label():

@@ -16,8 +16,11 @@ from ..job import JOB_FIELDS, KINDS, KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINI
 from ..lora import BASE_DTYPES
 from ..models import load_model_config
 from ..optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
+from ..serving import VLLM_MAX_NUM_BATCHED_TOKENS
 from ..units import quote_text
+from ..calibration import load_measured_data
 from .common import decimal_text, emit, integer_text, size_rows, size_text
+from .time import _tokens, backing_line
 
 
 def _card(text: str) -> dict:
@@ -29,7 +32,7 @@ def _card(text: str) -> dict:
 
 JOB_FLAGS = ("kind", "cards", "framework", "zero_stage", "optimizer", "optimizer_impl", "offload", "seq_len", "micro_batch", "recompute",
              "attention", "rank", "targets", "base_dtype", "weights", "kv_dtype", "context", "concurrent",
-             "gpu_memory_utilization", "reserve_mib", "tight_free_fraction", "tokens")
+             "gpu_memory_utilization", "max_num_batched_tokens", "reserve_mib", "tight_free_fraction", "tokens")
 
 
 def _machine_price(text: str) -> tuple[str, str]:
@@ -63,6 +66,7 @@ def job_from_args(args: argparse.Namespace) -> dict:
         job["prices"] = dict(args.price)
     if args.host_ram:
         job["host_ram_gb"] = dict(args.host_ram)
+    job["calibration"] = load_measured_data().calibration.as_job()  # the published runs behind each time
     return job
 
 
@@ -95,7 +99,8 @@ def _cmd_job(args: argparse.Namespace) -> None:
         lines.append(f"host RAM per machine for offload: {size_text(answer['host_bytes'])}")
     for fit in answer["fits"]:
         extra = (f", recompute {fit['recompute']}" if "recompute" in fit else f", {fit['max_concurrent']} sequences at most")
-        lines.append(f"fits {fit['gpu']}: margin {size_text(fit['margin_bytes'])}{extra}{' (tight)' if fit['tight'] else ''}"
+        lines.append(f"fits {fit['gpu']}: margin {size_text(fit['margin_bytes'])}{extra}, {fit['free_fraction']:.0%} free at "
+                     f"the peak{' (tight)' if fit['tight'] else ''}"
                      f"{_ram_verdict(fit)}")
     lines += [f"short {fit['gpu']}: margin {size_text(fit['margin_bytes'])} holds the states, not the activations"
               for fit in answer["short"]]
@@ -106,7 +111,8 @@ def _cmd_job(args: argparse.Namespace) -> None:
             t = fit["time"]
             cost = f", {t['cost_eur'][0]}-{t['cost_eur'][1]} EUR at {t['price_eur_per_hour']} EUR/h" if t["cost_eur"] else ""
             lines.append(f"  {fit['gpu']}: step {t['step_s'][0]:.3g}-{t['step_s'][1]:.3g} s ({t['bound']}-bound), "
-                         f"run {t['run_s'][0] / 3600:.3g}-{t['run_s'][1] / 3600:.3g} h{cost}")
+                         f"run {t['run_s'][0] / 3600:.3g}-{t['run_s'][1] / 3600:.3g} h{cost}; {backing_line(t['backing'])}")
+        lines += [f"warning: {warning}" for warning in run.get("warnings", [])]
     lines += [f"decoding on {fit['gpu']}: at most {fit['decode']['tokens_per_s_per_sequence_at_most']:,} tokens/s per "
               f"sequence, {fit['decode']['tokens_per_s_at_most']:,} in all (memory-bandwidth roofline, an upper bound)"
               for fit in answer["fits"] if "decode" in fit]
@@ -140,9 +146,12 @@ def add_job_command(sub: Any) -> argparse.ArgumentParser:
     j.add_argument("--gpu-memory-utilization", type=decimal_text("gpu_memory_utilization"),
                    help="serving: vLLM's share of each card (default 0.9)")
     j.add_argument("--gpu", type=_card, action="append", help="a card KEY=MEMORY_MIB (repeat; nvidia-smi's total)")
+    j.add_argument("--max-num-batched-tokens", type=integer_text("max_num_batched_tokens"),
+                   help=f"serving: vLLM's prefill chunk (default {VLLM_MAX_NUM_BATCHED_TOKENS:,})")
     j.add_argument("--reserve-mib", type=integer_text("reserve_mib"), help="CUDA context and NCCL per card (default: the catalogue's reserve_mib, snippets/data/gpus.yaml)")
-    j.add_argument("--tight-free-fraction", type=decimal_text("tight_free_fraction"), help="serving: under it is tight")
-    j.add_argument("--tokens", type=integer_text("tokens"), help="training, LoRA: tokens to train (dataset x epochs; default 10^9)")
+    j.add_argument("--tight-free-fraction", type=decimal_text("tight_free_fraction"), help="a fit leaving less than this share of the card free at the job's peak is tight "
+                   "(every kind; default vram.fit.TIGHT_FREE_FRACTION, 0.1)")
+    j.add_argument("--tokens", type=_tokens, help="training, LoRA: tokens to train (dataset x epochs; default 10^9)")
     j.add_argument("--price", type=_machine_price, action="append",
                    help="KEY=EUR_PER_HOUR: the price of --cards cards KEY (repeat); ranks the run by cost when every fitting card has one")
     j.add_argument("--host-ram", type=_machine_ram, action="append",

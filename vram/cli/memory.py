@@ -18,7 +18,7 @@ from ..frameworks import FRAMEWORKS, STAGE_NAMES, framework_memory
 from ..lora import ALL_LINEAR, BASE_DTYPES, lora_memory_for_config
 from ..models import ModelConfig, count_params, load_model_config
 from ..optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
-from ..serving import SERVERS, serving_memory
+from ..serving import MAX_BATCHED_TOKENS, SERVERS, VLLM_MAX_NUM_BATCHED_TOKENS, serving_memory
 from ..states import OPTIMIZERS
 from ..units import bytes_to_gb, bytes_to_gib, parse_params, quote_text
 from .common import emit, fail, param_count, size_rows, size_text, whole
@@ -32,8 +32,9 @@ SYMBOL_NAMES = {
     "R": "params of the root module (embedding, final norm, lm_head)", "O": "params of final norm + lm_head",
     "W": "params of every nn.Linear", "T": "elements of the largest parameter tensor one GPU updates",
 }
-SERVER_NAMES = {"vllm": "KV cache as vLLM holds it (sliding windows capped)",
-                "transformers": "KV cache of transformers' DynamicCache right after the prefill (no window cap)"}
+SERVER_NAMES = {"vllm": "KV cache as vLLM reserves it (sliding windows plus a prefill chunk)",
+                "transformers": "KV cache as transformers' DynamicCache holds it right after the prefill",
+                "transformers-decoding": "KV cache as transformers' DynamicCache holds it while generating"}
 
 
 def _cmd_params(args: argparse.Namespace) -> None:
@@ -169,10 +170,11 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> None:
     mem = serving_memory(load_model_config(args.config), args.weight_dtype, args.context, args.batch, args.kv_dtype,
-                         server=args.server)
+                         server=args.server, max_num_batched_tokens=args.max_num_batched_tokens)
     data = {
         "params": mem.params,
         "server": args.server,
+        "max_num_batched_tokens": args.max_num_batched_tokens,
         "weight_dtype": args.weight_dtype,
         "kv_dtype": args.kv_dtype,
         "context_length": args.context,
@@ -261,8 +263,13 @@ def add_memory_commands(sub: Any) -> list[argparse.ArgumentParser]:
     s.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES)
     s.add_argument("--kv-dtype", default="bf16", choices=tuple(DTYPE_BITS))
     s.add_argument("--server", default="vllm", choices=SERVERS,
-                   help="whose KV cache: vllm (default: sliding-window layers hold their window) or transformers "
-                        "(DynamicCache: every layer holds the whole prompt right after the prefill)")
+                   help="whose KV cache: vllm (default: what its KV-cache manager reserves, sliding-window layers "
+                        "their window plus a prefill chunk), transformers (DynamicCache: every layer holds the whole "
+                        "prompt right after the prefill) or transformers-decoding (the same cache while generating)")
+    s.add_argument("--max-num-batched-tokens", type=whole("max_num_batched_tokens", 1, MAX_BATCHED_TOKENS),
+                   default=VLLM_MAX_NUM_BATCHED_TOKENS,
+                   help=f"vllm: its prefill chunk (default {VLLM_MAX_NUM_BATCHED_TOKENS:,}, vLLM's; `vllm serve` on "
+                        "cards of 70 GiB or more but A100s takes 8192)")
     s.set_defaults(func=_cmd_serve)
 
     lo = sub.add_parser("lora", help="LoRA / QLoRA memory on one GPU")

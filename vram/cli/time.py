@@ -31,6 +31,8 @@ from ..lora import ALL_LINEAR, BASE_DTYPES
 from ..timing import (LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, shown_duration,
                      training_step)
 from ..units import parse_count
+from ..calibration import job_class, load_measured_data
+from ..measurements import is_moe
 from .common import emit, whole
 
 MAX_TOKENS = 10**15  # 65 x the 15 trillion tokens Llama 3 was trained on: above it, a typo
@@ -126,6 +128,25 @@ def _settled(args: argparse.Namespace, config: ModelConfig, catalogue: GuideCata
     return (settled, True) if settled is not None else (asked_run(check_job(job)), False)
 
 
+def _backing(args: argparse.Namespace, config: ModelConfig, gpu: str):
+    """The published runs behind a time on ``gpu`` (``vram.calibration``: measurements.yaml)."""
+    task = "full" if args.task != "lora" else "qlora" if args.base_dtype == "nf4" else "lora"
+    return load_measured_data().calibration.backing(gpu, job_class("", is_moe(config), task, args.offload_optimizer)[1:])
+
+
+def backing_line(backing: dict | None) -> str:
+    """A time's backing (``vram.calibration.Backing.as_dict``) in words: "A100: 6 published runs
+    (vectorlm-2024)", or that none backs this card or this kind of job."""
+    if backing is None:
+        return "no published measurement backs this time: torchtitan's MFU range"
+    runs = f"{backing['runs']} published run{'s' if backing['runs'] != 1 else ''} ({', '.join(backing['sources'])})"
+    if not backing["exact"]:
+        return f"no published measurement on this card for this kind of job: widened to {runs} of other classes"
+    if not backing["on_card"]:
+        return f"no published measurement on this card; {backing['family']}: {runs}"
+    return f"{backing['family']}: {runs}"
+
+
 def _memory_line(card: Card, count: int, run: RunSetting, fits: bool, args: argparse.Namespace) -> str:
     if not fits:
         return (f"memory: the job does not fit {count} x {card.name} even with full recomputation "
@@ -154,9 +175,12 @@ def _cmd_rank(args: argparse.Namespace, config: ModelConfig, catalogue: GuideCat
     options, memory = [], {}
     for key, (card, count) in chosen.items():
         run, fits = _settled(args, config, catalogue, card.key, count)
-        memory[key] = {"fits": fits, "recompute": run.recompute}
+        backing = _backing(args, config, card.key)
+        memory[key] = {"fits": fits, "recompute": run.recompute,
+                       "backing": None if backing is None else backing.as_dict()}
         options += run_options(config, args.tokens, {key: (card, count)}, {key: prices[key]} if key in prices else {},
-                               args.zero_stage, **run.timing())
+                               args.zero_stage, **run.timing(),
+                               utilisation=None if backing is None else {key: backing.range.utilisation})
     by, ranked = rank_runs(options)
     data = {"ranked_by": by, "tokens": args.tokens, "zero_stage": args.zero_stage, "framework": args.framework,
             "machines": [
@@ -171,7 +195,7 @@ def _cmd_rank(args: argparse.Namespace, config: ModelConfig, catalogue: GuideCat
         fit = ("" if held["fits"] and held["recompute"] == args.recompute else
                ", recompute full (only so do the activations fit)" if held["fits"] else ", does not fit: timed as asked")
         lines.append(f"  {i}. {o.count} x {o.card.name}: {_duration(o.run_s.low)} to {_duration(o.run_s.high, True)}"
-                     f"{cost} (bound: {o.step.bound}{fit})")
+                     f"{cost} (bound: {o.step.bound}{fit}; {backing_line(held['backing'])})")
     lines.append(f"memory checked as python -m vram job checks it ({args.framework}; full recomputation where only it "
                  "fits, as the finder)")
     emit(args, data, lines)
@@ -205,22 +229,27 @@ def _cmd_time(args: argparse.Namespace) -> None:
         raise ValueError("time: --zero-stage is required for training (0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3)")
     run, fits = _settled(args, config, catalogue, args.gpu, args.gpus)
     lora = run.lora
+    backing = _backing(args, config, args.gpu)
+    share = MFU if backing is None else backing.range.utilisation
     if lora is None:
         step = training_step(config, card, args.gpus, args.zero_stage, run.seq_len, run.micro_batch, run.recompute,
-                             run.offload_optimizer)
+                             run.offload_optimizer, utilisation=share)
     else:
-        step = lora_step(config, card, args.gpus, args.zero_stage, run.seq_len, run.micro_batch, run.recompute, **lora)
+        step = lora_step(config, card, args.gpus, args.zero_stage, run.seq_len, run.micro_batch, run.recompute, **lora,
+                         utilisation=share)
     data: dict[str, Any] = {
         "gpu": args.gpu, "gpus": args.gpus, "zero_stage": args.zero_stage, "seq_len": run.seq_len,
         "micro_batch": run.micro_batch, "recompute": run.recompute, "offload_optimizer": run.offload_optimizer,
         "framework": args.framework, "reserve_mib": catalogue.reserve_mib, "fits": fits,
         "params": count_params(config).total, "flops_per_token": step.flops_per_token,
-        "bf16_dense_tflops": card.bf16_dense_tflops, "mfu": list(MFU), "mfu_source": MFU_SOURCE,
+        "bf16_dense_tflops": card.bf16_dense_tflops, "mfu": list(share),
+        "backing": None if backing is None else backing.as_dict(),
         "peer_link": card.peer.key, "busbw_gb_per_s": [card.peer.low_gb_per_s, card.peer.high_gb_per_s],
         "compute_s": step.compute.as_list(), "communication_s": step.communication.as_list(),
         "offload_s": step.offload.as_list(), "step_s": step.step.as_list(), "bound": step.bound,
         "tokens_per_s": step.tokens_per_second.as_list(),
     }
+    data["mfu_source"] = MFU_SOURCE if backing is None else backing_line(data["backing"])
     if lora is not None:
         data.update({"task": "lora", "lora_rank": lora["rank"], "base_dtype": lora["base_dtype"],
                      "targets": lora["target_modules"] if isinstance(lora["target_modules"], str) else ",".join(lora["target_modules"]),
@@ -234,7 +263,7 @@ def _cmd_time(args: argparse.Namespace) -> None:
         f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f}-{step.flops_per_token_high / 1e9:,.1f} GFLOP "
         f"(LoRA rank {lora['rank']}, base {lora['base_dtype']}: frozen weights without weight gradients)",
         f"  compute           {_span(data['compute_s'])} s at {card.bf16_dense_tflops:g} TFLOPS bf16 dense x MFU "
-        f"{MFU[0]:.0%}-{MFU[1]:.0%}",
+        f"{share[0]:.0%}-{share[1]:.0%}",
         f"  communication     {_span(data['communication_s'])} s over {card.peer.key} "
         f"({card.peer.low_gb_per_s:g}-{card.peer.high_gb_per_s:g} GB/s busbw per direction)",
     ]
@@ -268,7 +297,7 @@ def _cmd_time(args: argparse.Namespace) -> None:
     if lora is not None:
         lines.append(f"source of the LoRA FLOPs range: {LORA_FLOPS_SOURCE}"
                      + ("; QLoRA's dequantisation is not counted" if lora["base_dtype"] == "nf4" else ""))
-    lines.append(f"source of the MFU range: {MFU_SOURCE}")
+    lines.append(f"source of the MFU range: {data['mfu_source']}")
     emit(args, data, lines)
 
 

@@ -1,0 +1,150 @@
+"""The formulas page's "how good are these estimates": the validation figures, the class table,
+the sources and the plot, from ``vram.calibration`` (the code the times come from).
+
+- ``{{ calibration part=coverage|width|runs group=training|serving|scale }}`` -> ``66%``,
+  ``1,7``, ``35``: leave-one-source-out figures (``vram.calibration.validation_figures``);
+  ``part=verdict`` whether both targets are met (``raggiunto``/``non raggiunto``);
+  ``part=spread`` the widening of one-source classes (``source_spread``), ``part=measurements``
+  and ``part=sources`` how many entries and sources the data holds, ``part=target_coverage``
+  and ``part=target_width`` the targets.
+- ``{{ table name=calibration }}``: every class with published runs and its range.
+- ``{{ calibration_sources }}``: the sources as links (repository, file and commit).
+- ``{{ calibration_plot }}``: the plot (``hooks/render/calibration_plot.py``) with its text
+  alternative; the image itself is written by the build (``plot_files``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from babel.numbers import format_percent
+
+from vram.calibration import COVERAGE_TARGET, WIDTH_TARGET, ClassRange, class_table, source_spread
+
+from hooks.data.load import label, load_model, load_yaml
+from hooks.data.measurements import measured_data, validation
+from hooks.errors import RenderError
+from hooks.render.locale_format import format_number
+from hooks.render.markdown_table import markdown_table
+from hooks.render.placeholders import Args
+
+PLOT_DIR = "assets/calibration"
+PARTS = ("coverage", "width", "runs", "verdict", "spread", "measurements", "sources", "target_coverage", "target_width")
+GITHUB_BLOB = re.compile(r"^https://github\.com/([^/]+/[^/]+)/blob/([0-9a-f]{7,40})/(.+)$")
+
+
+def _texts():
+    return load_model("timing").calibration
+
+
+def _word(key: str, lang: str) -> str:
+    return label(_texts().words, key, lang, "snippets/data/timing.yaml: calibration.words")
+
+
+def percent(value: float, lang: str) -> str:
+    """A share as the page writes it (Babel: ``66%``, ``66 %``)."""
+    return format_percent(value, locale=lang)
+
+
+def times(value: float, lang: str) -> str:
+    """A ratio such as a range's width, to one decimal, rounded up (never narrower than computed)."""
+    return format_number(math.ceil(value * 10) / 10, lang, 1)
+
+
+def calibration(raw: dict[str, str], lang: str) -> str:
+    args = Args(raw, {"part", "group"})
+    part = args.str("part")
+    if part not in PARTS:
+        raise RenderError(f"part={part} is not one of {', '.join(PARTS)}")
+    if part == "target_coverage":
+        return percent(COVERAGE_TARGET, lang)
+    if part == "target_width":
+        return format_number(WIDTH_TARGET, lang, 1)
+    measured = measured_data()
+    if part == "spread":
+        return format_number(source_spread(measured.calibration.points), lang, 2)
+    if part == "measurements":
+        return format_number(len(measured.measurements), lang, 0)
+    if part == "sources":
+        return format_number(len(load_yaml("measurements")["sources"]), lang, 0)
+    _, figures = validation()
+    group = args.str("group", "training")
+    if group not in figures:
+        raise RenderError(f"group={group} is not one of {', '.join(figures)}")
+    found = figures[group]
+    if part == "coverage":
+        return percent(found.coverage, lang)
+    if part == "width":
+        return times(found.median_width, lang)
+    if part == "verdict":  # whether the group meets both targets together
+        return _word("met" if found.meets_targets else "missed", lang)
+    return format_number(found.runs, lang, 0)
+
+
+def class_words(found: ClassRange, lang: str) -> list[str]:
+    """The class of a range in words: family, kind of model, task (with its offload or weights)."""
+    family, arch, task, last = found.key
+    names = load_yaml("measurements")["families"]
+    if arch == "serving":
+        regime = _word(last, lang)
+        return [names[family]["name"], _word("serving", lang), f"{_word('bits', lang).format(bits=task)}, {regime}"]
+    shown = _word(task, lang) + (f", {_word('offload', lang)}" if last == "offload" else "")
+    return [names[family]["name"], _word(arch, lang), shown]
+
+
+def calibration_table(raw: dict[str, str], lang: str) -> str:
+    """``{{ table name=calibration }}``: every class with published runs (one machine, not
+    excluded), its range of shares, how many runs and which sources (widened when one)."""
+    Args(raw, {"name"})
+    texts = _texts()
+    where = "snippets/data/timing.yaml: calibration.columns"
+    header = [label(texts.columns, c, lang, where) for c in ("family", "kind", "task", "share", "runs", "sources")]
+    body = []
+    for found in class_table(measured_data().calibration.points):
+        low, high = math.floor(found.low * 100), math.ceil(found.high * 100)
+        share = load_model("units").range[lang].format(low=format_number(low, lang, 0), high=percent(high / 100, lang))
+        if len(found.sources) == 1:
+            spread = format_number(source_spread(measured_data().calibration.points), lang, 2)
+            share += f" ({_word('widened', lang).format(spread=spread)})"
+        body.append([*class_words(found, lang), share, format_number(found.runs, lang, 0),
+                     ", ".join(f"`{s}`" for s in found.sources)])
+    return markdown_table(header, body)
+
+
+def source_link(url: str) -> str:
+    """A source as a Markdown link whose text is the repository, file and commit of its URL."""
+    found = GITHUB_BLOB.match(url)
+    if not found:
+        raise RenderError(f"snippets/data/measurements.yaml: source {url!r} is not a GitHub file at a commit")
+    repo, commit, path = found.groups()
+    return f"[`{repo}` `{path}` @ `{commit[:7]}`]({url})"
+
+
+def calibration_sources(raw: dict[str, str], lang: str) -> str:
+    """``{{ calibration_sources }}``: a list of the sources (the link, then the key the table names)."""
+    Args(raw, set())
+    sources = load_yaml("measurements")["sources"]
+    return "\n".join(f"- {source_link(entry['url'])} (`{key}`)" for key, entry in sources.items())
+
+
+def calibration_plot(raw: dict[str, str], lang: str) -> str:
+    """``{{ calibration_plot }}``: the plot as a Markdown image with its text alternative
+    (the runs, the training coverage and the median width, in ``lang``)."""
+    from hooks.render.calibration_plot import plot_uri
+
+    Args(raw, set())
+    _, figures = validation()
+    training = figures["training"]
+    runs = sum(f.runs for f in figures.values())
+    alt = label(_texts().plot, "alt", lang, "snippets/data/timing.yaml: calibration.plot").format(
+        runs=format_number(runs, lang, 0), coverage=percent(training.coverage, lang),
+        width=times(training.median_width, lang))
+    return f"![{alt}]({plot_uri(lang)})"
+
+
+CALIBRATION = {
+    "calibration": calibration,
+    "calibration_sources": calibration_sources,
+    "calibration_plot": calibration_plot,
+}

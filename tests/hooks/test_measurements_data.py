@@ -1,0 +1,54 @@
+"""Bad entries of snippets/data/measurements.yaml are one line naming the file, the entry and the
+key (hooks/data/measurements.py, hooks/data/schemas.py's MeasurementsFile), never a traceback and
+never a silently wrong calibration. One case also runs as a whole build (tests/site/test_build_errors.py)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from hooks.data.load import check_data_files
+from hooks.data.measurements import measured_data
+from hooks.errors import RenderError
+from tests.conftest import REPO_ROOT
+
+WHERE = "snippets/data/measurements.yaml: measurements."
+
+
+def _edit(folder, old, new):
+    path = folder / "measurements.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"measurements.yaml no longer holds {old!r}: update this test"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+ENTRY = "  torchtune-8b-full-4090:\n    source: torchtune-readme-2024\n"
+CASES = {
+    "no source": (ENTRY, "  torchtune-8b-full-4090:\n", rf"{WHERE}torchtune-8b-full-4090\.source: Field required"),
+    "unknown card": ("    gpu: rtx-4090\n    count: 1\n    interconnect: none\n    model: llama-3.1-8b\n    task: full\n",
+                     "    gpu: rtx-4080\n    count: 1\n    interconnect: none\n    model: llama-3.1-8b\n    task: full\n",
+                     rf"{WHERE}torchtune-8b-full-4090\.gpu: 'rtx-4080' is not a card of gpus\.yaml or of cards"),
+    "negative throughput": ("    tokens_per_s: 1650\n", "    tokens_per_s: -1650\n",
+                            rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: Input should be greater than 0"),
+    "not a number": ("    tokens_per_s: 1650\n", "    tokens_per_s: fast\n",
+                     rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: Input should be a valid number"),
+    "implausible, not excluded": ("    tokens_per_s: 1650\n", "    tokens_per_s: 3650\n",
+                                  rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: implies 142% of RTX 4090 24GB's "
+                                  "dense BF16 peak; at or above 90% an entry stays only marked excluded"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_bad_entry_is_one_line_naming_file_entry_and_key(case, tmp_path):
+    folder = tmp_path / "data"
+    shutil.copytree(REPO_ROOT / "snippets" / "data", folder)
+    old, new, message = CASES[case]
+    _edit(folder, old, new)
+    with pytest.raises(RenderError) as info:
+        check_data_files(folder)  # the schema, as every build runs it first
+        measured_data(folder)  # what only the files together can say (the catalogue, the implied share)
+    text = str(info.value)
+    assert "\n" not in text and "Traceback" not in text
+    assert re.search(message, text), text

@@ -1,0 +1,49 @@
+"""The formulas page's "how good are these estimates" and the finder's note, as built (the
+session's one build, tests/conftest.py): the figures are the validation's, the plot is there
+with a text alternative in each language, every source is a link to its commit."""
+
+from __future__ import annotations
+
+import pytest
+from bs4 import BeautifulSoup
+from babel.numbers import format_percent
+
+from hooks.data.measurements import validation
+
+PAGES = {"it": "memory-formulas/index.html", "fr": "fr/memory-formulas/index.html"}
+
+
+def _section(site, lang):
+    soup = BeautifulSoup((site / PAGES[lang]).read_text(encoding="utf-8"), "html.parser")
+    heading = soup.find(id="how-good")
+    parts = []
+    for element in heading.find_all_next():
+        if element.name == "h2":
+            break
+        parts.append(element)
+    return heading, parts
+
+
+@pytest.mark.parametrize("lang", PAGES)
+def test_the_section_shows_the_validation_and_the_plot(built_site, lang):
+    heading, parts = _section(built_site, lang)
+    text = " ".join(" ".join(p.get_text(" ").split()) for p in parts if p.name in ("p", "table"))
+    _, figures = validation()
+    def spaced(value: str) -> str:  # typography binds numbers and units with no-break spaces
+        return value.replace("\u202f", " ").replace("\u00a0", " ")
+
+    assert spaced(format_percent(figures["training"].coverage, locale=lang)) in spaced(text)
+    images = [p for p in parts if p.name == "img"]
+    assert len(images) == 1 and len(images[0]["alt"]) > 80
+    plot = (built_site / PAGES[lang]).parent / images[0]["src"]
+    assert plot.resolve().is_file() and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    links = [a["href"] for p in parts for a in p.find_all("a") if "/blob/" in a.get("href", "")]
+    assert len(links) >= 10 and all(href.startswith("https://github.com/") for href in links)
+
+
+@pytest.mark.parametrize("lang, path", [("it", "gpu-finder/index.html"), ("fr", "fr/gpu-finder/index.html")])
+def test_the_finder_says_which_runs_back_each_time(built_site, lang, path):
+    soup = BeautifulSoup((built_site / path).read_text(encoding="utf-8"), "html.parser")
+    cells = [" ".join(td.get_text(" ").split()) for td in soup.select("#finder-table td")]
+    words = {"it": ("misure pubblicate", "nessuna misura pubblicata"), "fr": ("mesures publiées", "aucune mesure publiée")}
+    assert cells and any(any(w in cell for w in words[lang]) for cell in cells)

@@ -1,0 +1,206 @@
+"""Comments are not behaviour (issue 33, hole 3): a rehearsed script never reads its own file,
+and what it could read of itself otherwise holds the other language's comments.
+
+A block's French and Italian texts differ only in their comments, which no tool reads
+(``verify/readers.py``): the two behave differently only if the script reads its own text.
+It can reach that text in two ways, and the rehearsals close both:
+
+- **its file** (``open(__file__)``, ``open(sys.argv[0])``, ``linecache.getline(__file__, n)``,
+  ``cat`` in a subprocess, a copy or a link made first: anything that opens the file). The
+  loaders run each extracted script ``B`` as ``python B`` runs it (``__file__`` and
+  ``sys.argv[0]`` are ``B``) but read its source from a sealed copy (``seal``: a folder named
+  by ``REHEARSAL_SEALED``), and ``SelfReads`` watches ``B``'s inode with inotify for the whole
+  run: any open of ``B``, by any process, through any path, fails the test;
+- **its code objects** (``inspect.getsource``, ``traceback``, a frame's file name: what
+  libraries also read, torch's ``traceback.extract_stack()`` for diagnostics among them): the
+  code is compiled with the file name of a decoy that holds the *other language's* text of the
+  same block (``seal(..., decoys=)``). A script whose behaviour depended on comments read this
+  way behaves, in each language's run, as the other language's would: the runs' outputs, which
+  the tests compare language against language, then differ.
+
+Both hold for every path a rehearsal runs (``tests/snippets/test_branches.py`` lists that every
+branch of a bound block is run somewhere), whatever construct reads: a list of constructs
+would be one short. Used by ``fork_ranks.py``, ``script_zygote.py``, ``record_hf.py`` and
+``run_as_main`` (the converters run in-process).
+"""
+
+from __future__ import annotations
+
+import builtins
+import ctypes
+import hashlib
+import io
+import os
+import shutil
+import struct
+import sys
+import types
+from pathlib import Path
+
+ENV = "REHEARSAL_SEALED"
+IN_OPEN = 0x20
+IN_Q_OVERFLOW = 0x4000
+IN_NONBLOCK = os.O_NONBLOCK
+EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then the name)
+
+
+def sealed_copy(folder: str | Path, script: str | Path) -> Path:
+    return Path(folder) / hashlib.sha256(os.path.abspath(script).encode("utf-8")).hexdigest()
+
+
+def decoy_path(folder: str | Path, script: str | Path) -> Path:
+    """Where the text a script's code objects point at lives (a file named as the script)."""
+    return sealed_copy(folder, script).with_suffix(".decoy") / Path(script).name
+
+
+def code_filename(script: str) -> str:
+    """The file name to compile ``script`` with: its decoy in a rehearsal that made one."""
+    folder = os.environ.get(ENV)
+    if folder and (decoy := decoy_path(folder, script)).is_file():
+        return str(decoy)
+    return script
+
+
+def source_bytes(script: str, watch: bool = True) -> bytes:
+    """The source of ``script``: its sealed copy when the rehearsal made one (and, with
+    ``watch``, this process's ``watch_effects``), else the file."""
+    folder = os.environ.get(ENV)
+    if folder and (copy := sealed_copy(folder, script)).is_file():
+        if watch:
+            watch_effects(script, copy.with_suffix(".effects"))
+        return copy.read_bytes()
+    with io.open_code(script) as source:
+        return source.read()
+
+
+# What a script's run does beyond its output, in Python's audit events: start a process (which
+# could read the file for it; DeepSpeed runs `numactl --hardware`), connect a socket of its own
+# (torch.distributed's rendezvous and gloo are C++, not audited). Each language's run of a block
+# must do the same (``effects``), as it must print the same.
+EFFECTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile", "socket.connect",
+           "socket.sendto", "urllib.Request")
+
+
+def watch_effects(script: str, log: Path) -> None:
+    """In this process, append to ``log`` every audit event of ``EFFECTS``, and the Python stack
+    of every open of ``script`` (the inotify watch, ``SelfReads``, is what decides about opens:
+    this says who). Tests read it with ``effects``."""
+    target = os.path.realpath(script)
+    descriptor = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    busy = []
+
+    def hook(event: str, args: tuple) -> None:
+        if busy or (event != "open" and event not in EFFECTS):
+            return
+        busy.append(1)
+        try:
+            if event in EFFECTS:
+                os.write(descriptor, f"{event} {str(args)[:200]}\n".encode())
+            elif isinstance(args[0], (str, bytes, os.PathLike)) and os.path.realpath(os.fsdecode(args[0])) == target:
+                import traceback
+
+                frames = traceback.StackSummary.extract(traceback.walk_stack(None), lookup_lines=False)
+                text = "".join(f"  {frame.filename}:{frame.lineno} {frame.name}\n" for frame in list(frames)[1:16])
+                os.write(descriptor, f"opened {script} (pid {os.getpid()}):\n{text}".encode())
+        finally:
+            busy.clear()
+
+    sys.addaudithook(hook)
+
+
+def effects(folder: Path, script: Path) -> list[str]:
+    """What ``watch_effects`` logged for ``script`` in the sealed ``folder``, in order (every
+    process of its run appends to it)."""
+    log = sealed_copy(folder, script).with_suffix(".effects")
+    return log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
+
+
+def run_as_main(script: str, argv: list[str] | None = None, watch: bool = True) -> dict:
+    """Run ``script`` in this process as ``python script ARGV`` runs it (a fresh ``__main__``),
+    its source from ``source_bytes``; returns its globals. ``SystemExit`` propagates. ``watch``:
+    False in a test's own process (an audit hook cannot be removed)."""
+    saved_argv, saved_main = sys.argv, sys.modules.get("__main__")
+    sys.argv = [script, *(argv or [])]
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=script, __cached__=None, __spec__=None, __loader__=None, __builtins__=builtins)
+    sys.modules["__main__"] = main
+    try:
+        exec(compile(source_bytes(script, watch), code_filename(script), "exec"), main.__dict__)
+        return main.__dict__
+    finally:
+        sys.argv = saved_argv
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
+
+
+def seal(scripts: list[Path], folder: Path, decoys: dict[Path, Path] | None = None) -> dict[str, str]:
+    """Copy each of ``scripts`` to ``folder`` (before the watch starts), and give each the decoy
+    ``decoys[script]`` (the other language's text of the block; without one, its own text with
+    every comment blanked); the environment that makes the loaders use them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for script in scripts:
+        shutil.copyfile(script, sealed_copy(folder, script))
+        decoy = decoy_path(folder, script)
+        decoy.parent.mkdir(parents=True, exist_ok=True)
+        if decoys and script in decoys:
+            shutil.copyfile(decoys[script], decoy)
+        else:
+            decoy.write_bytes(blank_comments(Path(script).read_bytes()))
+    return {ENV: str(folder)}
+
+
+def blank_comments(source: bytes) -> bytes:
+    """``source`` with the text of every comment replaced by spaces (lines and columns kept)."""
+    import tokenize
+
+    lines = source.decode("utf-8").splitlines(keepends=True)
+    for token in tokenize.tokenize(io.BytesIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            (row, start), (_, end) = token.start, token.end
+            line = lines[row - 1]
+            lines[row - 1] = line[:start] + "#" + " " * (end - start - 1) + line[end:]
+    return "".join(lines).encode("utf-8")
+
+
+class SelfReads:
+    """``with SelfReads(paths) as reads: ...`` then ``reads.opened()``: the paths (of ``paths``)
+    that any process opened inside the block (inotify ``IN_OPEN`` on each file's inode)."""
+
+    def __init__(self, paths: list[Path]):
+        self.paths = [Path(path) for path in paths]
+        self.found: set[Path] = set()
+
+    def __enter__(self) -> SelfReads:
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = libc.inotify_init1(IN_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1")
+        self.watches = {}
+        for path in self.paths:
+            wd = libc.inotify_add_watch(self.fd, os.fsencode(path), IN_OPEN)
+            if wd < 0:
+                raise OSError(ctypes.get_errno(), f"inotify_add_watch {path}")
+            self.watches[wd] = path
+        return self
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return
+            offset = 0
+            while offset < len(data):
+                wd, mask, _, length = EVENT.unpack_from(data, offset)
+                if mask & IN_Q_OVERFLOW:  # more events than the queue holds: count every file as opened
+                    self.found.update(self.paths)
+                elif mask & IN_OPEN and wd in self.watches:
+                    self.found.add(self.watches[wd])
+                offset += EVENT.size + length
+
+    def __exit__(self, *exc) -> None:
+        self._drain()
+        os.close(self.fd)
+
+    def opened(self) -> list[Path]:
+        return sorted(self.found)

@@ -1,0 +1,71 @@
+"""The rehearsals' guard against a block that reads its own comments (tests/snippets/sealed.py),
+tried on the constructs an attacker would use (issue 33, hole 3: "a snippet that reads its own
+comment line runs the French translation"). Each toy block has an Italian and a French text
+that differ only in a comment; its payload prints a line when it finds the French comment.
+Run as the rehearsals run the guide's blocks (fork_ranks.py from the session's zygote, sealed
+sources, the other language's text behind the code objects), every construct is caught: an
+open of the file itself (inotify, whatever the path or the process), or, for what reads the
+code objects, the two languages' runs printing otherwise, which the rehearsals compare. The
+clean block passes. The guard does not know these constructs: the list below is the attack,
+not the defence."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.snippets.launch import fork_jobs
+from tests.snippets.sealed import SelfReads, seal
+from verify.languages import LANGUAGES
+
+pytestmark = pytest.mark.slow
+
+COMMENTS = {"it": "# il commento in italiano", "fr": "# le commentaire en français"}
+READS = {  # construct -> how the payload gets its own text
+    "open(__file__)": "open(__file__, encoding='utf-8').read()",
+    "open(sys.argv[0])": "open(sys.argv[0], encoding='utf-8').read()",
+    "pathlib": "__import__('pathlib').Path(__file__).read_text(encoding='utf-8')",
+    "linecache": "''.join(__import__('linecache').getlines(__file__))",
+    "tokenize": "__import__('tokenize').open(__file__).read()",
+    "a copy": "(__import__('shutil').copy(__file__, 'copy.txt'), open('copy.txt', encoding='utf-8').read())[1]",
+    "a subprocess": "__import__('subprocess').run(['cat', __file__], capture_output=True, text=True).stdout",
+    "inspect the module": "__import__('inspect').getsource(sys.modules['__main__'])",
+    "inspect a function": "__import__('inspect').getsource(marker)",
+    "a traceback": "''.join(__import__('traceback').format_stack())",
+    "nothing (clean)": "''",
+}
+PAYLOAD = "\n{comment}\nimport sys\n\n\ndef marker():  {comment}\n    return 0\n\n\ntext = {read}  {comment}\nprint('PAYLOAD' if 'français' in text else 'plain')\n"
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory, zygote):
+    root = tmp_path_factory.mktemp("self-reads")
+    scripts, jobs = {}, []
+    for index, (name, read) in enumerate(READS.items()):
+        for lang in LANGUAGES:
+            folder = root / f"block{index}-{lang}"
+            folder.mkdir()
+            script = folder / "block.py"
+            script.write_text(PAYLOAD.format(comment=COMMENTS[lang], read=read), encoding="utf-8")
+            scripts[(name, lang)] = script
+            jobs.append((folder, 1, script, []))
+    other = {scripts[(name, lang)]: scripts[(name, LANGUAGES[(i + 1) % len(LANGUAGES)])]
+             for name in READS for i, lang in enumerate(LANGUAGES)}
+    sealed = seal(list(scripts.values()), root / "sealed", decoys=other)
+    with SelfReads(list(scripts.values())) as every:
+        done = fork_jobs(jobs, root, zygote=zygote, env=sealed)
+    opened = set(every.opened())
+    return {key: (run, script in opened) for (key, script), run in zip(scripts.items(), done)}
+
+
+@pytest.mark.parametrize("construct", list(READS))
+def test_every_way_of_reading_itself_is_caught(guarded, construct):
+    runs = {lang: guarded[(construct, lang)] for lang in LANGUAGES}
+    for lang, (run, _) in runs.items():
+        assert run.returncode == 0, (construct, lang, run.stderr[-2000:])
+    opened = any(was_opened for _, was_opened in runs.values())
+    printed = {lang: run.stdout for lang, (run, _) in runs.items()}
+    differs = len(set(printed.values())) > 1
+    if construct == "nothing (clean)":
+        assert not opened and not differs and printed[LANGUAGES[0]] == "plain\n"
+    else:
+        assert opened or differs, f"{construct}: not caught ({printed})"

@@ -1,0 +1,117 @@
+"""A process scope for the code under verification: a command and everything it starts, ended
+and waited for before the verifier reads what it left.
+
+``run_scoped(cmd, ...)`` runs ``cmd`` as the first process (PID 1) of a new PID namespace,
+inside a user namespace of the same user (``unshare --user --map-current-user --pid --fork
+--kill-child --mount-proc``, util-linux, no privilege needed where the kernel allows
+unprivileged user namespaces). The kernel guarantees what a process group cannot: when the
+namespace's first process ends, every other process of the namespace is killed, and the first
+process is reaped only after all of them are gone (``pid_namespaces(7)``). A process that
+calls ``setsid``, closes its streams and double-forks is still in the namespace; it cannot
+leave it, and it cannot see a process outside it (``/proc`` is the namespace's own). So when
+``run_scoped`` returns, nothing the command started runs any more: on a normal exit, on a
+timeout (SIGTERM to the command's process group, then SIGKILL to the namespace's first
+process after ``grace_s``) and on any exception in the caller (``finally``).
+
+Raises ``ScopeError`` (one line) where no such namespace can be made (``unshare`` missing,
+unprivileged user namespaces disabled: Ubuntu 24.04's AppArmor default; PUBLISHING.md says
+what the GPU runner needs): the verification never runs code outside a scope.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+UNSHARE = ("unshare", "--user", "--map-current-user", "--pid", "--fork", "--kill-child", "--mount-proc", "--")
+MISSING_PROGRAM = 127  # unshare's status when it cannot execute the command (as a shell's)
+TIMED_OUT = 124
+DRAIN_S = 60.0  # from SIGKILL of the namespace's first process to its reaping: no load takes that long
+
+
+class ScopeError(RuntimeError):
+    """No PID namespace could be created for the scope."""
+
+
+def check_scope() -> None:
+    """Raise ScopeError unless a scope can be created here (runs ``true`` in one)."""
+    if shutil.which(UNSHARE[0]) is None:
+        raise ScopeError("unshare (util-linux) is not installed: the code under verification cannot run in a scope of its own")
+    probe = subprocess.run([*UNSHARE, "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        reason = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+        raise ScopeError(f"cannot create a PID namespace for the code under verification ({reason}); "
+                         "allow unprivileged user namespaces (PUBLISHING.md, 'What the GPU runner must be')")
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (read from /proc: no dependency)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def _signal_group(group: int, sig: int) -> None:
+    try:
+        os.killpg(group, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def end_scope(proc: subprocess.Popen, grace_s: float) -> None:
+    """End the scope ``proc`` (the ``unshare`` process) started, and wait until every process of
+    it is gone: SIGTERM to its process group (torchrun's ranks may clean up), then after
+    ``grace_s`` SIGKILL to the namespace's first process (the kernel then kills the rest and
+    reaps the first process last), then wait for ``unshare``, which waits for it."""
+    if proc.poll() is not None:
+        return
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(grace_s)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    for first in _children(proc.pid):  # the namespace's PID 1, as this namespace numbers it
+        try:
+            os.kill(first, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        proc.wait(DRAIN_S)
+    except subprocess.TimeoutExpired:  # unshare itself stuck: its --kill-child ends the namespace
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def run_scoped(cmd: list[str], timeout: float, env: dict[str, str] | None = None, cwd: Path | None = None,
+               grace_s: float = 10.0) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in a scope of its own (module docstring); stdout and stderr are captured as
+    text. A timeout becomes status 124 (what it printed before is kept), a missing program 127.
+    Every process of the scope is gone when this returns or raises. Raises ScopeError."""
+    check_scope()
+    proc = subprocess.Popen([*UNSHARE, *cmd], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})}, start_new_session=True)
+    try:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+            return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        except subprocess.TimeoutExpired:
+            end_scope(proc, grace_s)
+            deadline = time.monotonic() + 5
+            out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            return subprocess.CompletedProcess(cmd, TIMED_OUT, out or "",
+                                               (err or "") + f"\ntimed out after {timeout:.0f} s; its scope was ended")
+    finally:
+        end_scope(proc, 0)

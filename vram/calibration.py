@@ -1,0 +1,441 @@
+"""The time model's utilisation ranges, read from published measurements, and how well they predict.
+
+Each measurement of ``measurements.yaml`` implies a share (``vram.measurements.implied_share``:
+of the card's dense BF16 peak for training, of the decoding roofline for serving). A job's
+range is the lowest to the highest share of the published runs of its **class**:
+
+- training: (card family, dense or MoE, task: full / lora / qlora, offloaded or not);
+- serving: (card family, serving, weights: 16, 8 or 4 bits, one sequence or a batch).
+
+Runs over several machines (scale checks) and entries marked ``excluded`` are never read.
+A class whose runs all come from one source is widened on both sides by the spread seen
+between sources on the same cards (``source_spread``: for every card family and kind of run
+measured by several sources, each source's median share against the median of the others;
+the median of those ratios): one
+source says how its own set-up ran, not how another's will. A class without a published run
+takes the first of these that has one (``RELAXATIONS``,
+``SERVING_RELAXATIONS``), each wider than the last, and says so (``ClassRange.exact`` False,
+``level``): the same family with every training task; every family with the same kind of
+model and task; every family and task; every run. The finder and the command line then say
+"no published measurement" for that class.
+
+Validation (``leave_one_source_out``): every run is predicted from a calibration that never saw
+its source, through the same time model the site uses (``predicted_span``). ``coverage`` is
+the share of measured values inside their predicted range, ``median_width`` the median of
+high / low. Both matter together: a range wide enough to cover everything has coverage 1 and
+no value (``WIDTH_TARGET``).
+
+Pure standard library: the browser computes the same ranges from the same points.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from .catalogue import Card
+from .measurements import (IMPLAUSIBLE_SHARE, Measurement, card_families, implied_share, is_moe, measured_cards,
+                           measurements_from_data, serving_bound)
+from .models import ModelConfig
+from .timing import Span, lora_step, training_step
+
+COVERAGE_TARGET = 0.8
+WIDTH_TARGET = 1.5
+ANY = "*"
+# How a training class is widened when it has no run: (family, arch, task, offload) -> each
+# tuple says which of the four stay (True) and which become ANY.
+RELAXATIONS = (
+    (True, True, True, True),
+    (True, True, False, True),
+    (False, True, True, True),
+    (False, True, False, True),
+    (False, False, False, True),
+    (False, False, False, False),
+)
+# (family, "serving", weights bits, regime)
+SERVING_RELAXATIONS = (
+    (True, True, True, True),
+    (True, True, False, True),
+    (False, True, True, True),
+    (False, True, False, True),
+    (False, True, False, False),
+)
+WEIGHT_BITS = {"bf16": "16", "fp8": "8", "int4": "4", "nf4": "4", "mxfp4": "4"}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run as the calibration reads it: its class fields, the share it implies, its source."""
+
+    key: str
+    source: str
+    gpu: str
+    family: str
+    arch: str  # "dense", "moe"; "serving" for decoding
+    task: str  # full, lora, qlora; serving: the weights' bits ("16", "8", "4")
+    offload: str  # training: "none" or "offload"; serving: "single" or "batched"
+    share: float
+
+    @property
+    def class_key(self) -> tuple[str, str, str, str]:
+        return (self.family, self.arch, self.task, self.offload)
+
+    def as_list(self) -> list[Any]:
+        """The point as plain JSON values (``Point(*as_list())`` gives it back)."""
+        return [self.key, self.source, self.gpu, self.family, self.arch, self.task, self.offload, self.share]
+
+
+@dataclass(frozen=True)
+class ClassRange:
+    """The range a class reads (``low``, ``high``: shares), from ``runs`` published runs of
+    ``sources``; ``key`` the class asked for, ``used`` the class the runs come from (ANY where
+    widened), ``level`` the relaxation step (0: the class itself)."""
+
+    key: tuple[str, str, str, str]
+    used: tuple[str, str, str, str]
+    low: float
+    high: float
+    runs: int
+    sources: tuple[str, ...]
+    level: int
+
+    @property
+    def exact(self) -> bool:
+        return self.level == 0
+
+    @property
+    def utilisation(self) -> tuple[float, float]:
+        return (self.low, self.high)
+
+
+def job_class(family: str, moe: bool, task: str, offload: bool) -> tuple[str, str, str, str]:
+    """The class of a training job: (family, "dense"/"moe", task, "offload"/"none")."""
+    return (family, "moe" if moe else "dense", task, "offload" if offload else "none")
+
+
+def serving_class(family: str, weights: str, batch: int) -> tuple[str, str, str, str]:
+    """The class of a decoding job: (family, "serving", weight bits, "single"/"batched")."""
+    return (family, "serving", WEIGHT_BITS[weights], "single" if batch == 1 else "batched")
+
+
+def point_of(m: Measurement, family: str, card: Card, config: ModelConfig) -> Point:
+    """``m`` as a calibration point on ``card`` (of ``family``), ``config`` its model."""
+    share = implied_share(m, card, config)
+    if m.task == "serving":
+        key = serving_class(family, m.weights, m.batch)
+    else:
+        key = job_class(family, is_moe(config), m.task, m.offload != "none")
+    return Point(m.key, m.source, m.gpu, *key, share)
+
+
+def calibration_points(points: Iterable[Point], measurements: Mapping[str, Measurement]) -> list[Point]:
+    """The points a calibration reads: one machine, not excluded."""
+    return [p for p in points if not measurements[p.key].excluded and not measurements[p.key].scale_check]
+
+
+def source_spread(points: Iterable[Point]) -> float:
+    """How far one source's runs sit from another's on the same cards: over every (card family,
+    dense / MoE / serving) group with runs from several sources, each source's median share
+    divided by the median share of the group's other sources (or the inverse, whichever is at
+    least 1); the median of those ratios. 1.0 when no group has two sources."""
+    by_class: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for p in points:
+        by_class.setdefault((p.family, p.arch), {}).setdefault(p.source, []).append(p.share)
+    ratios = []
+    for sources in by_class.values():
+        for source, shares in sources.items():
+            others = [share for other, values in sources.items() if other != source for share in values]
+            if others:
+                ratio = statistics.median(shares) / statistics.median(others)
+                ratios.append(max(ratio, 1 / ratio))
+    return statistics.median(ratios) if ratios else 1.0
+
+
+def class_range(points: Iterable[Point], key: tuple[str, str, str, str]) -> ClassRange | None:
+    """The range of class ``key`` read from ``points`` (already the calibration's: one machine,
+    not excluded; module docstring): its runs' lowest to highest share, widened by
+    ``source_spread`` when they come from one source, and as ``RELAXATIONS`` say when the class
+    has none; None when no point of that kind (training or serving) exists at all. The widened
+    high end never passes the highest share any run of that kind reached: no forecast is faster
+    than the fastest published run."""
+    points = list(points)
+    serving = key[1] == "serving"
+    steps = SERVING_RELAXATIONS if serving else RELAXATIONS
+    for level, keep in enumerate(steps):
+        used = tuple(value if kept else ANY for value, kept in zip(key, keep))
+        found = [p for p in points if (p.arch == "serving") == serving
+                 and all(u == ANY or u == v for u, v in zip(used, p.class_key))]
+        if found:
+            shares = [p.share for p in found]
+            sources = tuple(sorted({p.source for p in found}))
+            spread = source_spread(points) if len(sources) == 1 else 1.0
+            fastest = max(p.share for p in points if (p.arch == "serving") == serving)
+            return ClassRange(key, used, min(shares) / spread, min(fastest, max(shares) * spread), len(found),
+                              sources, level)
+    return None
+
+
+def class_table(points: Iterable[Point]) -> list[ClassRange]:
+    """Every class that has published runs, with its range: the table a reader can check."""
+    points = list(points)
+    keys = sorted({p.class_key for p in points})
+    return [class_range(points, key) for key in keys]
+
+
+# --- predicting a measured run: the validation ------------------------------------------------
+
+def predicted_span(m: Measurement, card: Card, config: ModelConfig, backing: ClassRange) -> Span:
+    """Tokens/s of ``m``'s run as the time model predicts them with ``backing``'s range: per GPU
+    for training (``vram.timing``'s step for ``m``'s world size, ZeRO stage, batch,
+    recomputation and offload), for serving the roofline x the range (per sequence or in all)."""
+    if m.task == "serving":
+        bound = serving_bound(m, card, config)
+        return Span(bound * backing.low, bound * backing.high)
+    if m.task == "full":
+        step = training_step(config, card, m.count, m.zero_stage, m.seq_len, m.micro_batch, m.recompute,
+                             m.offload != "none", utilisation=backing.utilisation)
+    else:
+        step = lora_step(config, card, m.count, m.zero_stage, m.seq_len, m.micro_batch, m.recompute, m.lora_rank,
+                         m.lora_targets, "nf4" if m.task == "qlora" else "bf16", utilisation=backing.utilisation)
+    rate = step.tokens_per_second
+    return Span(rate.low / m.count, rate.high / m.count)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One run predicted without its source: ``measured`` and ``predicted`` (tokens/s, the
+    unit of ``predicted_span``), the range that backed it."""
+
+    key: str
+    source: str
+    gpu: str
+    measured: float
+    predicted: Span
+    backing: ClassRange
+    scale_check: bool
+
+    @property
+    def covered(self) -> bool:
+        return self.predicted.low <= self.measured <= self.predicted.high
+
+    @property
+    def width(self) -> float:
+        return self.predicted.high / self.predicted.low
+
+
+def leave_one_source_out(points: list[Point], measurements: Mapping[str, Measurement],
+                         cards: Mapping[str, Card], configs: Mapping[str, ModelConfig]) -> list[Check]:
+    """Every non-excluded run (scale checks included, flagged) predicted from the calibration
+    points of every other source. ``configs``: model key -> its config."""
+    calibrating = calibration_points(points, measurements)
+    checks = []
+    for point in points:
+        m = measurements[point.key]
+        if m.excluded:
+            continue
+        others = [p for p in calibrating if p.source != m.source]
+        backing = class_range(others, point.class_key)
+        if backing is None:
+            continue
+        predicted = predicted_span(m, cards[m.gpu], configs[m.model], backing)
+        measured = m.tokens_per_s if m.task == "serving" else m.tokens_per_s_per_gpu
+        checks.append(Check(m.key, m.source, m.gpu, measured, predicted, backing, m.scale_check))
+    return checks
+
+
+def coverage(checks: Iterable[Check]) -> float:
+    """Share of ``checks`` whose measured value lies inside its predicted range."""
+    checks = list(checks)
+    return sum(c.covered for c in checks) / len(checks)
+
+
+def median_width(checks: Iterable[Check]) -> float:
+    """Median of the predicted ranges' high / low."""
+    return statistics.median(c.width for c in checks)
+
+
+def meets_targets(coverage_value: float, width: float) -> bool:
+    """Whether a validation meets the issue's targets: coverage >= 80 % with a median width
+    <= 1.5x (``COVERAGE_TARGET``, ``WIDTH_TARGET``)."""
+    return coverage_value >= COVERAGE_TARGET and width <= WIDTH_TARGET
+
+
+# --- the calibration handed around: built from the data, passed to the finder as JSON -------
+
+@dataclass(frozen=True)
+class Calibration:
+    """What the time model reads: ``points`` (the runs it calibrates on: one machine, not
+    excluded), ``families`` (card key -> family key) and ``names`` (family key -> its name)."""
+
+    points: tuple[Point, ...]
+    families: Mapping[str, str]
+    names: Mapping[str, str]
+
+    def backing(self, gpu: str, key_without_family: tuple[str, str, str]) -> "Backing | None":
+        """The range behind a job on ``gpu`` of class (family of ``gpu``, *key_without_family*),
+        with the runs on that card itself; None when no run of that kind exists. A card in no
+        family (one just added to the catalogue) reads the classes of every family."""
+        family = self.families.get(gpu, "")
+        found = class_range(self.points, (family, *key_without_family))
+        if found is None:
+            return None
+        on_card = sum(1 for p in self.points if p.gpu == gpu and p.arch == found.key[1] and
+                      all(u == ANY or u == v for u, v in zip(found.used, p.class_key)))
+        return Backing(found, self.names.get(family, gpu), on_card)
+
+    def as_job(self) -> dict[str, Any]:
+        """The calibration as ``vram.job``'s ``calibration`` field (plain JSON values)."""
+        return {"families": dict(self.families), "names": dict(self.names),
+                "points": [p.as_list() for p in self.points]}
+
+
+@dataclass(frozen=True)
+class Backing:
+    """Which published runs back a job's time: the class range, the family's name and how many
+    of those runs were on the job's own card."""
+
+    range: ClassRange
+    family_name: str
+    on_card: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """As the finder shows it: ``family`` (name), ``runs``, ``sources``, ``on_card``, ``exact``
+        (the job's own class has runs), ``share`` [low, high] and ``class`` (ANY where widened)."""
+        r = self.range
+        return {"family": self.family_name, "runs": r.runs, "sources": list(r.sources), "on_card": self.on_card,
+                "exact": r.exact, "share": [r.low, r.high], "class": list(r.used)}
+
+
+def calibration_from_job(raw: Any) -> Calibration:
+    """A ``Calibration`` from ``vram.job``'s ``calibration`` field (``Calibration.as_job``).
+    Raises ValueError naming what is malformed."""
+    try:
+        points = tuple(Point(*row[:7], float(row[7])) for row in raw["points"])
+        families, names = dict(raw["families"]), dict(raw["names"])
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise ValueError(f"calibration needs families, names and points rows of 8 values ({exc})") from None
+    for p in points:
+        if not 0 < p.share <= 1 or p.family not in names:
+            raise ValueError(f"calibration point {p.key!r}: a share in (0, 1] and a known family")
+    return Calibration(points, families, names)
+
+
+@dataclass(frozen=True)
+class MeasuredData:
+    """measurements.yaml resolved against the catalogue: every measurement, its card and model,
+    every point (scale checks and excluded runs included) and the ``Calibration`` of the rest."""
+
+    measurements: Mapping[str, Measurement]
+    cards: Mapping[str, Card]
+    configs: Mapping[str, ModelConfig]
+    points: tuple[Point, ...]
+    calibration: Calibration
+
+    def checks(self) -> list[Check]:
+        """``leave_one_source_out`` over every point."""
+        return leave_one_source_out(list(self.points), self.measurements, self.cards, self.configs)
+
+
+def measured_data(data: Mapping[str, Any], catalogue_cards: Mapping[str, Card], interconnects: Mapping[str, Any],
+                  configs: Mapping[str, ModelConfig]) -> MeasuredData:
+    """Resolve ``measurements.yaml`` (``data``, schema-checked) against the catalogue's cards,
+    ``interconnects.yaml`` and ``configs`` (model key -> config, for every model the runs name).
+    Raises ValueError in one line naming the entry and key: a card in no catalogue, a family
+    card the catalogue lacks, an unknown interconnect or model, or a run implying at least 90 %
+    of the peak (or the roofline) that is not marked excluded."""
+    cards = {**catalogue_cards, **measured_cards(data, interconnects)}
+    families = card_families(data)
+    for family, entry in data["families"].items():
+        for card in entry["cards"]:
+            if card not in cards:
+                raise ValueError(f"families.{family}.cards: {card!r} is not a card of gpus.yaml or of cards")
+    links = {row["key"] for row in interconnects["rows"]} | {p["key"] for p in interconnects.get("without_p2p", [])}
+    measurements = {m.key: m for m in measurements_from_data(data)}
+    points = []
+    for m in measurements.values():
+        where = f"measurements.{m.key}"
+        if m.gpu not in cards:
+            raise ValueError(f"{where}.gpu: {m.gpu!r} is not a card of gpus.yaml or of cards")
+        if m.interconnect != "none" and m.interconnect not in links:
+            raise ValueError(f"{where}.interconnect: {m.interconnect!r} is not a key of interconnects.yaml")
+        if m.model not in configs:
+            raise ValueError(f"{where}.model: {m.model!r} is not a model of models.yaml or of models")
+        point = point_of(m, families[m.gpu], cards[m.gpu], configs[m.model])
+        if point.share >= IMPLAUSIBLE_SHARE and not m.excluded:
+            what = "the decoding roofline" if m.task == "serving" else f"{cards[m.gpu].name}'s dense BF16 peak"
+            raise ValueError(f"{where}.tokens_per_s: implies {point.share:.0%} of {what}; "
+                             f"at or above {IMPLAUSIBLE_SHARE:.0%} an entry stays only marked excluded, with the reason")
+        points.append(point)
+    names = {family: entry["name"] for family, entry in data["families"].items()}
+    calibration = Calibration(tuple(calibration_points(points, measurements)), families, names)
+    return MeasuredData(measurements, cards, dict(configs), tuple(points), calibration)
+
+
+def load_measured_data(data_dir: Any = None) -> MeasuredData:
+    """``measured_data`` from the YAML files and configs of ``data_dir`` (default: this
+    repository's snippets/data), for the command line. Raises ValueError in one line."""
+    import json
+    from pathlib import Path
+
+    import yaml  # the command line only: the calculator itself is standard library
+
+    from .catalogue import DATA_DIR, cards_from_data
+    from .models import load_model_config
+
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
+    raw = {}
+    for name in ("measurements", "gpus", "interconnects", "models"):
+        try:
+            raw[name] = yaml.safe_load((folder / f"{name}.yaml").read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ValueError(f"cannot read {folder / (name + '.yaml')}: {' '.join(str(exc).split())}") from None
+    entries = {**raw["models"]["models"], **raw["measurements"].get("models", {})}
+    used = {entry["model"] for entry in raw["measurements"]["measurements"].values()}
+    configs = {}
+    for key in sorted(used & set(entries)):
+        try:
+            configs[key] = load_model_config(folder / "models" / entries[key]["config"])
+        except (OSError, ValueError, json.JSONDecodeError) as exc:
+            raise ValueError(f"measurements.yaml: model {key}: {exc}") from None
+    try:
+        return measured_data(raw["measurements"], cards_from_data(raw["gpus"], raw["interconnects"]),
+                             raw["interconnects"], configs)
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"measurements.yaml in {folder} lacks {exc}") from None
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The validation of one group of runs: how many, ``coverage`` and ``median_width``."""
+
+    runs: int
+    coverage: float
+    median_width: float
+
+    @property
+    def meets_targets(self) -> bool:
+        return meets_targets(self.coverage, self.median_width)
+
+
+GROUPS = ("training", "serving", "scale")
+
+
+def group_of(check: Check, measurements: Mapping[str, Measurement]) -> str:
+    """Which figure a check counts in: "scale" (several machines), "serving" or "training"."""
+    if check.scale_check:
+        return "scale"
+    return "serving" if measurements[check.key].task == "serving" else "training"
+
+
+def validation_figures(checks: Iterable[Check], measurements: Mapping[str, Measurement]) -> dict[str, Figures]:
+    """``Figures`` per group of ``GROUPS``: training on one machine (the times and costs the
+    finder ranks by), decoding (the realistic range beside the roofline), and the scale checks
+    (runs over several machines, predicted with the one-machine model)."""
+    checks = list(checks)
+    found = {}
+    for group in GROUPS:
+        chosen = [c for c in checks if group_of(c, measurements) == group]
+        if chosen:
+            found[group] = Figures(len(chosen), coverage(chosen), median_width(chosen))
+    return found
