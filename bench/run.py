@@ -41,7 +41,7 @@ from pathlib import Path
 if str(Path(__file__).resolve().parent.parent) not in sys.path:  # python bench/run.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import ENV, REPO  # noqa: E402
+from bench.common import ENV, REPO, render  # noqa: E402
 from bench.instructions import instruction_ratio  # noqa: E402
 from bench.plain import make_plain_copy  # noqa: E402
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES  # noqa: E402
@@ -182,16 +182,6 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
                      f"< {BUDGET['suite_s'] / 60:.0f} min",
                      verdict(figures["suite_s"] < BUDGET["suite_s"] and figures["suite_rc"] == 0)))
     return rows
-
-
-def render(rows, markdown: bool) -> str:
-    header = ("Measure", "Figure", "Budget", "")
-    if markdown:
-        lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|---|"]
-        return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-    fmt = "  ".join(f"{{:{'<' if i in (0, 3) else '>'}{w}}}" for i, w in enumerate(widths))
-    return "\n".join(fmt.format(*r) for r in [header, *rows])
 
 
 def main(argv: list[str] | None = None) -> int:
