@@ -15,7 +15,7 @@ import ast
 
 from tests.conftest import REPO_ROOT
 
-PACKAGES = ("hooks", "verify", "vram")
+PACKAGES = ("hooks", "verify", "vram", "bench")
 HOOKS_TOP_LEVEL = {"__init__.py", "mkdocs_glue.py", "serve.py", "errors.py", "cache.py"}
 
 
