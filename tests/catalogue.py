@@ -39,3 +39,12 @@ def frozen_data(dest: Path) -> Path:
 def frozen(name: str) -> Any:
     """A file of the frozen catalogue (``gpus``, ``models``), parsed."""
     return yaml.safe_load((FROZEN / f"{name}.yaml").read_text(encoding="utf-8"))
+
+
+def frozen_usable_bytes(key: str) -> int:
+    """What a process can use of card ``key`` in the frozen catalogue: nvidia-smi's memory (its
+    source's, ``tests/card_sources.py``) less the frozen catalogue's reserve, in bytes."""
+    from tests.card_sources import memory_mib
+
+    return (memory_mib(key) - frozen("gpus")["reserve_mib"]) * 2**20
+

@@ -20,6 +20,7 @@ import hooks.finder.compute as compute
 from hooks.cache import Memo
 from hooks.finder.compute import finder_json
 from tests.catalogue import FROZEN
+from tests.catalogue import frozen_usable_bytes
 from tests.conftest import REPO_ROOT
 
 MODELS_DIR = FROZEN / "models"  # the frozen test catalogue's (tests/finder/conftest.py)
@@ -233,8 +234,8 @@ FULL_RECOMPUTE_8B_AT_MOST = (CHECKPOINTS_8B + 60 * 2048 * 4096 + FP32_LOGITS_8B 
                              + LOSS_BACKWARD_8B)                                               # 4.72 GB
 NO_RECOMPUTE_8B_AT_LEAST = 49 * 2048 * 4096 * 32 * 95 // 100                                   # 12.5 GB
 # A card's usable bytes: nvidia-smi's MiB less the 2,048 MiB reserve (gpus.yaml).
-A6000_USABLE = (49_140 - 2_048) * 2**20            # 49,379,540,992
-RTX_4090_USABLE = (24_564 - 2_048) * 2**20         # 23,609,933,824
+A6000_USABLE = frozen_usable_bytes("a6000")         # 49,379,540,992 with 2,048 MiB reserved
+RTX_4090_USABLE = frozen_usable_bytes("rtx-4090")  # 23,609,933,824
 P_8B = 8_030_261_248
 
 
@@ -421,8 +422,8 @@ def test_the_audits_verdicts_by_the_step_and_the_loss_backward(data):
     (8 x vocabulary x tokens, tests/vram/test_loss_backward.py) leaves Llama 3.1 70B LoRA on
     2 x H200 under ZeRO-2 with the model states only."""
     params = {m["key"]: m["params"] for m in data["models"]}
-    h200 = (143_771 - 2_048) * 2**20
-    rtx_pro = (97_887 - 2_048) * 2**20
+    h200 = frozen_usable_bytes("h200")
+    rtx_pro = frozen_usable_bytes("rtx-pro-6000")
     for model, card, capacity in (("qwen3-32b", "h200", h200), ("gpt-oss-20b", "rtx-pro-6000", rtx_pro)):
         got = result(data, model, "full-adamw", 4, "fsdp2-reshard")
         assert got["per_gpu_gb"] * 1e9 >= 20 * params[model] / 4 > capacity, model

@@ -18,6 +18,7 @@ from decimal import Decimal
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.card_sources import memory_mib
 from vram import timing
 from vram.calibration import (COVERAGE_TARGET, WIDTH_TARGET, Check, class_range, class_table, coverage,
                               load_measured_data, median_width, meets_targets, validation_figures)
@@ -177,7 +178,7 @@ SPEEDS = {
     "h100": {"bf16_dense_tflops": 989.5, "memory_bandwidth_gb_per_s": 3350, "peer_gb_per_s": [450, 450],
              "peer_to_peer": True, "host_gb_per_s": [50, 64]},
 }
-MEMORY_MIB = {"a100-80gb": 81920, "h100": 81559}
+MEMORY_MIB = {key: memory_mib(key) for key in SPEEDS}
 RESERVE_MIB = 2048  # this catalogue's CUDA context and NCCL buffers (a job with cards states its reserve)
 
 
@@ -215,7 +216,7 @@ def test_a_moe_run_warns_of_expert_parallelism(measured):
 
 def test_the_serving_answer_adds_the_published_share_of_the_roofline(measured):
     job = {"kind": "serving", "config": (DATA / "models" / "llama-3.1-8b.json").read_text(encoding="utf-8"),
-           "cards": 1, "context": 1024, "gpus": [{"key": "h100", "memory_mib": 81559, "speed": SPEEDS["h100"]}],
+           "cards": 1, "context": 1024, "gpus": [{"key": "h100", "memory_mib": MEMORY_MIB["h100"], "speed": SPEEDS["h100"]}],
            "reserve_mib": RESERVE_MIB, "calibration": measured.calibration.as_job()}
     decode = answer_job(job)["fits"][0]["decode"]
     low, high = decode["tokens_per_s_per_sequence"]
@@ -229,7 +230,7 @@ def test_cli_job_accepts_tokens_as_time_does(tmp_path):
 
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = main(["job", "--config", str(DATA / "models" / "llama-3.2-1b.json"), "--gpu", "h100=81559",
+        code = main(["job", "--config", str(DATA / "models" / "llama-3.2-1b.json"), "--gpu", f"h100={MEMORY_MIB['h100']}",
                      "--tokens", "1e8", "--json"])
     assert code in (0, None), err.getvalue()
     answer = json.loads(out.getvalue())

@@ -10,7 +10,6 @@ definitions (MiB = 2^20 bytes, GB = 10^9 bytes), and Modal's table of nvidia-smi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import pytest
 import yaml
@@ -20,33 +19,8 @@ import vram
 from vram.fit import MIB, mib_to_bytes, usable_bytes
 
 from tests.conftest import REPO_ROOT
+from tests.card_sources import CARD_SOURCES
 
-@dataclass(frozen=True)
-class Sources:
-    """One card's figures as its sources print them: nvidia-smi's ``memory.total`` (MiB) and
-    the vendor datasheet's dense BF16 peak (TFLOPS, half the 2:4-sparse figure vendors print
-    first) and memory bandwidth (GB/s)."""
-
-    memory_mib: int
-    bf16_dense_tflops: float
-    memory_bandwidth_gb_per_s: float
-    datasheet: str  # what the vendor document prints
-
-
-# Every card of snippets/data/gpus.yaml, from its sources, kept here once: the memory from
-# ../shared/cases/oracles.md ("Cards"), each checked against the public nvidia-smi output the
-# card's ``source`` names; the speeds as the vendor documents print them.
-CARD_SOURCES = {
-    "b200": Sources(183_359, 4500 / 2, 8000, "HGX B200: 36 PFLOPS sparse for 8 GPUs, 64 TB/s"),
-    "h200": Sources(143_771, 1979 / 2, 4800, "H200 SXM: 1,979 TFLOPS sparse, 4.8 TB/s"),
-    "rtx-pro-6000": Sources(97_887, 503.8, 1792, "RTX Blackwell architecture: 503.8 TFLOPS dense, 1,792 GB/s"),
-    "h100": Sources(81_559, 1979 / 2, 3350, "H100 SXM: 1,979 TFLOPS sparse, 3.35 TB/s"),
-    "a100-80gb": Sources(81_920, 312, 2039, "A100 80GB SXM: 312 TFLOPS dense, 2,039 GB/s"),
-    "a6000": Sources(49_140, 154.8, 768, "GA102 whitepaper, RTX A6000: 154.8 TFLOPS dense, 768 GB/s"),
-    "rtx-5090": Sources(32_607, 209.5, 1792, "RTX Blackwell architecture: 209.5 TFLOPS dense, 1,792 GB/s"),
-    "rtx-4090": Sources(24_564, 165.2, 1008, "Ada Lovelace architecture: 165.2 TFLOPS dense, 1,008 GB/s"),
-    "rtx-3090": Sources(24_576, 71, 936, "GA102 whitepaper, RTX 3090: 71 TFLOPS dense, 936 GB/s"),
-}
 CATALOGUE = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "gpus.yaml").read_text(encoding="utf-8"))
 
 
@@ -60,7 +34,7 @@ def test_each_card_is_what_its_sources_print(key):
     card = CATALOGUE["gpus"][key]
     if key not in CARD_SOURCES:
         pytest.fail(f"snippets/data/gpus.yaml: card {key!r} has no oracle: add to CARD_SOURCES in "
-                    f"tests/vram/test_cards.py the memory.total that {card.get('source')} shows (MiB) and the dense "
+                    f"tests/card_sources.py the memory.total that {card.get('source')} shows (MiB) and the dense "
                     f"BF16 TFLOPS and GB/s of {card.get('datasheet')}, as those documents print them")
     sources = CARD_SOURCES[key]
     assert card["memory_mib"] == sources.memory_mib, f"{key}: nvidia-smi reports {sources.memory_mib:,} MiB"

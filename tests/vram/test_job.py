@@ -13,6 +13,7 @@ import pytest
 
 import vram
 from tests.conftest import REPO_ROOT
+from tests.card_sources import memory_mib
 from vram.job import JobError, answer_job, answer_json, dumps
 from vram.mxfp4 import mxfp4_weights_bytes_per_gpu
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("frozen_catalogue")  # the command line rea
 
 MIB = 2**20
 RESERVE_MIB = 2048  # the jobs' own: answer_job takes the reserve from the job (no default of its own)
-RTX_4090, RTX_5090, H100 = 24564, 32607, 81559  # nvidia-smi memory.total (snippets/data/gpus.yaml)
+RTX_4090, RTX_5090, H100 = memory_mib("rtx-4090"), memory_mib("rtx-5090"), memory_mib("h100")  # nvidia-smi memory.total
 CARDS = [{"key": "rtx-4090", "memory_mib": RTX_4090}, {"key": "rtx-5090", "memory_mib": RTX_5090},
          {"key": "h100", "memory_mib": H100}]
 
@@ -184,7 +185,7 @@ def test_the_run_is_vram_timing_and_billing_for_the_same_inputs(configs):
 def test_a_typed_price_that_makes_the_smaller_card_dearer_changes_the_ranking(configs):
     from vram.catalogue import card_speed
     cards = _speeds()
-    gpus = [{"key": k, "memory_mib": m, "speed": card_speed(cards[k])} for k, m in (("a6000", 49140), ("h100", H100))]
+    gpus = [{"key": k, "memory_mib": m, "speed": card_speed(cards[k])} for k, m in (("a6000", memory_mib("a6000")), ("h100", H100))]
     job = {"kind": "training", "config": configs("llama-3.1-8b"), "cards": 8, "framework": "deepspeed",
            "zero_stage": 3, "gpus": gpus, "reserve_mib": RESERVE_MIB}
     cheap = answer_job(job | {"prices": {"h100": "31.20", "a6000": "2"}})

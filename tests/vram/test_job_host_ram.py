@@ -16,10 +16,11 @@ import pytest
 
 from hooks.data.load import load_yaml
 from tests.conftest import REPO_ROOT
+from tests.card_sources import memory_mib
 from vram.job import JobError, answer_job, answer_json
 
 MODELS = REPO_ROOT / "snippets" / "data" / "models"
-CARDS = [{"key": "rtx-4090", "memory_mib": 24564}, {"key": "h100", "memory_mib": 81559}]
+CARDS = [{"key": key, "memory_mib": memory_mib(key)} for key in ("rtx-4090", "h100")]
 RESERVE_MIB = 2048  # the job's own: answer_job takes the reserve from the job
 LARGEST_8B = 525_336_576  # Llama 3.1 8B's largest module, the embedding (oracles.md)
 

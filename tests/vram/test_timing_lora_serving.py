@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO_ROOT
+from tests.card_sources import memory_mib
 from vram import timing
 from vram.calibration import load_measured_data
 from vram.cli import main
@@ -94,7 +95,7 @@ def test_cli_time_lora_gives_the_finders_figures(llama8b, cards):
     data = json.loads(out)
     assert data["flops_per_token"] == list(timing.lora_flops_per_token(llama8b, 2048, ADAPTERS_8B_R16))
     answer = answer_job({"kind": "lora", "config": llama8b, "cards": 1, "framework": "deepspeed", "zero_stage": 0,
-                         "base_dtype": "nf4", "reserve_mib": 2048, "gpus": [{"key": "rtx-4090", "memory_mib": 24564,
+                         "base_dtype": "nf4", "reserve_mib": 2048, "gpus": [{"key": "rtx-4090", "memory_mib": memory_mib("rtx-4090"),
                                                         "speed": card_speed(cards["rtx-4090"])}],
                          "calibration": load_measured_data().calibration.as_job()})
     time = answer["fits"][0]["time"]
@@ -140,7 +141,7 @@ def test_the_finders_decode_bound_is_the_command_lines_rounded_up(llama8b, cards
     assert code == 0, err
     cli = json.loads(out)
     answer = answer_job({"kind": "serving", "config": llama8b, "cards": 2, "context": 8192, "concurrent": 4,
-                         "reserve_mib": 2048, "gpus": [{"key": "h100", "memory_mib": 81559, "speed": card_speed(cards["h100"])}]})
+                         "reserve_mib": 2048, "gpus": [{"key": "h100", "memory_mib": memory_mib("h100"), "speed": card_speed(cards["h100"])}]})
     decode = answer["fits"][0]["decode"]
     assert decode["bytes_per_step"] == cli["bytes_per_step"]
     assert decode["tokens_per_s_per_sequence_at_most"] == math.ceil(cli["tokens_per_s_per_sequence_at_most"])
@@ -174,7 +175,7 @@ def test_a_duration_refuses_what_is_not_one(seconds):
 @pytest.mark.parametrize("kind", ["training", "lora"])
 def test_job_cli_refuses_a_bad_typed_price_in_one_line(price, kind):
     """The finder's validation (vram.billing.parse_price through vram.job) on the command line: exit 2."""
-    code, out, err = run_cli("job", "--config", str(LLAMA_8B), f"--kind={kind}", "--gpu=rtx-5090=32607",
+    code, out, err = run_cli("job", "--config", str(LLAMA_8B), f"--kind={kind}", f"--gpu=rtx-5090={memory_mib('rtx-5090')}",
                              f"--price=rtx-5090={price}")
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("vram: error: prices: prices.rtx-5090 ") and "euros per hour" in err, err
