@@ -19,9 +19,7 @@ from hooks.data.load import load_yaml
 import hooks.finder.compute as compute
 from hooks.cache import Memo
 from hooks.finder.compute import finder_json
-from tests.catalogue import FROZEN
-from tests.catalogue import frozen_usable_bytes
-from tests.conftest import REPO_ROOT
+from tests.catalogue import FROZEN, frozen_usable_bytes
 
 MODELS_DIR = FROZEN / "models"  # the frozen test catalogue's (tests/finder/conftest.py)
 # finder.yaml's methods: (framework, zero_stage); LoRA is offered for the first four only.

@@ -16,7 +16,8 @@ price of a machine of ``--gpus`` x ``--gpu``) ``price_eur_per_hour``, ``price_so
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from decimal import Decimal
+from typing import Any, Sequence
 
 from ..activations import MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
 from ..billing import MINIMUM_MINUTES, billed_minutes, parse_price, run_cost_eur
@@ -45,14 +46,14 @@ def _tokens(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _price(text: str):
+def _price(text: str) -> Decimal:
     try:
         return parse_price(text, "price_eur_per_hour")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _span(values) -> str:
+def _span(values: Sequence[float]) -> str:
     low, high = values
     return f"{low:,.3g}-{high:,.3g}"
 
@@ -62,7 +63,7 @@ def _duration(seconds: float, up: bool = False) -> str:
     return " ".join(f"{value:,g} {unit}" for unit, value in shown_duration(seconds, up))
 
 
-def _cmd_decode(args: argparse.Namespace, config, card) -> None:
+def _cmd_decode(args: argparse.Namespace, config: ModelConfig, card: Card) -> None:
     bound = decode_bound(config, card.memory_bandwidth_gb_per_s, args.context, args.batch, args.gpus,
                          args.weight_dtype, args.kv_dtype)
     data = {
