@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import statistics
 
-from tests.browser.conftest import LAUNCH_ARGS, serve_site
+from bench.weight import requested_bytes
+from tests.browser.conftest import LAUNCH_ARGS, recorded, serve_site
 from tests.conftest import CHROMIUM
 
 # Set the form's inputs, then time from the change event to the answer on the page.
@@ -55,9 +56,11 @@ def typed_first_answer_s(browser, url: str) -> float:
 def finder_timings(site, page_path: str = "gpu-finder/") -> dict:
     """``first_s``: the first job that is not precomputed, from a cold start (the change made
     at once, so the worker starts with it); ``boot_ms``: the worker's phases in that start
-    (Pyodide loaded, vram.zip unpacked, vram.job imported; ms since the worker started);
-    ``later_ms``: the median of ``LATER`` jobs after it (each a new sequence length);
-    ``typed_s``: a reader typing the length (``typed_first_answer_s``)."""
+    (Pyodide loaded, vram.zip fetched, vram.job imported; ms since the worker started);
+    ``first_use``: every file the page, its form and that first answer loaded, bytes as served
+    (gzip where GitHub Pages compresses), by path; ``later_ms``: the median of ``LATER`` jobs
+    after it (each a new sequence length); ``typed_s``: a reader typing the length
+    (``typed_first_answer_s``)."""
     from playwright.sync_api import sync_playwright
 
     with serve_site(site, "/") as server, sync_playwright() as playwright:
@@ -65,15 +68,17 @@ def finder_timings(site, page_path: str = "gpu-finder/") -> dict:
         try:
             context = browser.new_context()
             page = context.new_page()
+            recorder = recorded(page)  # the worker's requests are the page's
             page.goto(server.url(page_path), wait_until="networkidle")
             page.focus("#finder-model")
             page.wait_for_selector('#finder-form[data-ready="true"]', timeout=60_000)
             first = page.evaluate(TIMED_CHANGE, {"seq_len": "4096"}) / 1000
             boot = page.evaluate("document.getElementById('finder-form').bootTimes")
+            first_use = requested_bytes(site, server.origin, list(recorder.requests))
             later = [page.evaluate(TIMED_CHANGE, values) for values in LATER]
             context.close()
             typed = typed_first_answer_s(browser, server.url(page_path))
         finally:
             browser.close()
-    return {"finder_first_s": first, "finder_boot_ms": boot, "finder_typed_s": typed,
+    return {"finder_first_s": first, "finder_boot_ms": boot, "finder_typed_s": typed, "finder_first_use": first_use,
             "finder_later_ms": statistics.median(later), "finder_later_all": later}

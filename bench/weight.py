@@ -13,7 +13,9 @@ from urllib.parse import unquote, urlsplit
 from tests.browser.conftest import LAUNCH_ARGS, recorded, serve_site
 from tests.conftest import CHROMIUM
 
-COMPRESSED = {".html", ".css", ".js", ".json", ".xml", ".svg", ".txt", ".map", ".ttf", ".otf"}
+# GitHub Pages compresses text and WebAssembly on the fly (a .wasm is served gzip-encoded:
+# maxence-charriere/go-app#866); the zip archives are deflated member by member already.
+COMPRESSED = {".html", ".css", ".js", ".mjs", ".json", ".xml", ".svg", ".txt", ".map", ".ttf", ".otf", ".wasm"}
 KIND = {"document": "html", "stylesheet": "css", "script": "js", "font": "fonts", "image": "images"}
 
 
@@ -44,6 +46,21 @@ def kind_of(resource_type: str, path: Path) -> str:
     if path.suffix == ".js":
         return "js"
     return "data"  # search index, sitemap, ...
+
+
+def requested_bytes(site: Path, origin: str, requests) -> dict[str, int]:
+    """Site path -> bytes served (``served_size``) for every request of the site's own origin."""
+    sizes: dict[str, int] = {}
+    for request in requests:
+        parts = urlsplit(request.url)
+        if f"{parts.scheme}://{parts.netloc}" != origin:
+            continue
+        file = site / unquote(parts.path).lstrip("/")
+        if file.is_dir():
+            file = file / "index.html"
+        if file.is_file():
+            sizes[str(file.relative_to(site))] = served_size(file)
+    return sizes
 
 
 def page_weights(site: Path, pages: list[str]) -> list[Weight]:

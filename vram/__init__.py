@@ -7,7 +7,8 @@ GB = 10**9 bytes, GiB = 2**30 bytes (``vram.units``). One module per job:
 (DeepSpeed's estimators), ``frameworks`` (one entry point: zero-paper, deepspeed, fsdp2;
 results as ``breakdown.FrameworkMemory``), ``training`` (per GPU, optimizer offload),
 ``checkpoint``, ``activations``, ``communication``, ``models`` (parameters from a
-Hugging Face config.json), ``dtypes`` (bf16/fp8/int4/NF4 bytes), ``lora``,
+Hugging Face config.json), ``dtypes`` (bf16/fp8/int4/NF4 bytes), ``lora``, ``lora_offload``
+(LoRA with host memory),
 ``serving`` (weights and KV cache, tensor parallel), ``mxfp4`` (gpt-oss's MXFP4 experts),
 ``fit`` (does it fit a card), ``optimizer_step`` (what torch.optim.AdamW's step allocates,
 by implementation), ``job`` (one finder job answered: the finder's calculator),
@@ -55,6 +56,7 @@ from .lora import (
     qlora_base_bytes,
     qlora_quantized_params,
 )
+from .lora_offload import LoraOffloadMemory, lora_offload_memory
 from .models import (
     SUPPORTED_MODEL_TYPES,
     ConfigError,
@@ -109,7 +111,8 @@ __all__ = [
     "kv_cache_bytes", "kv_cache_bytes_per_token", "kv_cache_tokens", "kv_heads_per_gpu", "load_model_config",
     "decoder_layer_params", "largest_layer_params", "linear_params", "root_params",
     "lora_adapter_params", "lora_memory", "lora_memory_for_config", "lora_fsdp2_memory", "lora_memory_per_gpu",
-    "LoraTarget", "PEFT_DEFAULT_TARGETS", "lora_targets", "qlora_quantized_params",
+    "LoraTarget", "PEFT_DEFAULT_TARGETS", "lora_targets", "qlora_quantized_params", "LoraOffloadMemory",
+    "lora_offload_memory",
     "model_config_from_dict", "model_states_per_gpu",
     "nf4_bytes", "parse_params", "qlora_base_bytes", "ring_allreduce_bytes_per_gpu",
     "seconds_at_busbw", "serving_memory", "serving_memory_per_gpu", "tensor_bytes",

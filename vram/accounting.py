@@ -58,6 +58,14 @@ ACCOUNTINGS: dict[str, str] = {
                            "bnb_4bit_quant_storage=torch.bfloat16: the packed 4-bit base and the fp32 adapters "
                            "sharded, the quantisation constants whole, with FSDP2's buffers "
                            "(vram.lora.lora_fsdp2_memory, nf4)",
+    **{f"{prefix}-zero3-offload": f"{'QLoRA' if prefix == 'qlora' else 'LoRA'} under DeepSpeed ZeRO-3 with "
+       "offload_optimizer (and offload_param): DeepSpeed 0.19's estimator over the adapters, the frozen base a bf16 "
+       f"partition{' (4-bit data in bf16 storage, constants whole)' if prefix == 'qlora' else ''} on the GPU or, with "
+       "offload_param, in host memory (vram.lora_offload)" for prefix in ("lora", "qlora")},
+    **{f"{prefix}-fsdp2-{setting}-offload": f"{'QLoRA' if prefix == 'qlora' else 'LoRA'} under FSDP2 "
+       f"fully_shard(reshard_after_forward={value}) with CPUOffloadPolicy: base and adapter shards, gradients and "
+       "AdamW states in host memory, FSDP2's gathered buffers on the GPU (vram.lora_offload)"
+       for prefix in ("lora", "qlora") for setting, value in (("keep", False), ("reshard", True))},
 }
 
 ALL_BF16 = "adamw-bf16"  # vram.fsdp2.ALL_BF16: the optimizer that keeps no fp32 master copy
@@ -65,14 +73,15 @@ NF4 = "nf4"  # vram.dtypes.NF4: QLoRA's 4-bit base
 
 
 def accounting(kind: str, framework: str, zero_stage: int, optimizer: str = "adamw",
-               base_dtype: str = "bf16") -> str | None:
+               base_dtype: str = "bf16", offload: str = "none") -> str | None:
     """The name (a key of ``ACCOUNTINGS``) of the formula ``answer_job`` runs for a training
     (``kind`` "training": ``framework``, ``zero_stage``, ``optimizer``) or LoRA job ("lora":
-    ``framework``, ``zero_stage``, ``base_dtype``), or None where the calculator has none and
-    refuses the job (LoRA in the ZeRO paper's accounting, at an FSDP2 stage other than 2 or 3,
-    or with a base other than bf16 and nf4 under FSDP2; all-bf16 training outside DDP and the paper's
-    accounting; serving, which has one accounting). Never raises for a str or int input: the
-    job's own checks name bad values."""
+    ``framework``, ``zero_stage``, ``base_dtype``, ``offload``), or None where the calculator has
+    none and refuses the job (LoRA in the ZeRO paper's accounting, at an FSDP2 stage other than 2
+    or 3, or with a base other than bf16 and nf4 under FSDP2 or with offload; LoRA with offload
+    outside DeepSpeed ZeRO-3 and FSDP2's CPUOffloadPolicy; all-bf16 training outside DDP and the
+    paper's accounting; serving, which has one accounting). Never raises for a str or int input:
+    the job's own checks name bad values."""
     if kind == "training":
         if framework == "zero-paper":
             suffix = "-bf16" if optimizer == ALL_BF16 else ""
@@ -87,6 +96,14 @@ def accounting(kind: str, framework: str, zero_stage: int, optimizer: str = "ada
     if kind == "lora":
         if framework == "zero-paper":
             return None
+        if offload != "none":
+            prefix = "qlora" if base_dtype == NF4 else "lora" if base_dtype == "bf16" else None
+            if prefix is None:
+                return None
+            if framework == "deepspeed":
+                return f"{prefix}-zero3-offload" if zero_stage == 3 else None
+            setting = {2: "keep", 3: "reshard"}.get(zero_stage)
+            return f"{prefix}-fsdp2-{setting}-offload" if setting and offload == "optimizer+params" else None
         if framework == "fsdp2" and zero_stage != 0:
             if base_dtype not in ("bf16", NF4):
                 return None
@@ -104,4 +121,5 @@ def job_accounting(job: Mapping[str, Any]) -> str | None:
     ``zero_stage``, ``optimizer`` and ``base_dtype``; missing keys take the defaults of
     ``vram.job_input.JOB_FIELDS``)."""
     given = {**JOB_FIELDS, **job}
-    return accounting(given["kind"], given["framework"], given["zero_stage"], given["optimizer"], given["base_dtype"])
+    return accounting(given["kind"], given["framework"], given["zero_stage"], given["optimizer"], given["base_dtype"],
+                      given["offload"])

@@ -1,23 +1,41 @@
 """The time model's utilisation ranges, read from published measurements, and how well they predict.
 
 Each measurement of ``measurements.yaml`` implies a share (``vram.measurements.implied_share``:
-of the card's dense BF16 peak for training, of the decoding roofline for serving). A job's
-range is the lowest to the highest share of the published runs of its **class**:
+of the card's dense BF16 peak for training, of the decoding roofline for serving). A job reads
+the range of its **class**:
 
 - training: (card family, dense or MoE, task: full / lora / qlora, offloaded or not);
 - serving: (card family, serving, weights: 16, 8 or 4 bits, one sequence or a batch).
 
 Runs over several machines (scale checks) and entries marked ``excluded`` are never read.
-A class whose runs all come from one source is widened on both sides by the spread seen
-between sources on the same cards (``source_spread``: for every card family and kind of run
-measured by several sources, each source's median share against the median of the others;
-the median of those ratios): one
-source says how its own set-up ran, not how another's will. A class without a published run
-takes the first of these that has one (``RELAXATIONS``,
+A class without a published run takes the first of these that has one (``RELAXATIONS``,
 ``SERVING_RELAXATIONS``), each wider than the last, and says so (``ClassRange.exact`` False,
 ``level``): the same family with every training task; every family with the same kind of
 model and task; every family and task; every run. The finder and the command line then say
 "no published measurement" for that class.
+
+How a class's runs become a range is a ``Rule``; both are kept, with their validation
+figures on the formulas page and in bench/results.md:
+
+- ``FIRST_RULE`` (R0, the first calibration): the lowest to the highest share of the class's
+  runs; a class whose runs all come from one source is widened on both sides by
+  ``source_spread`` (for every card family and kind of run measured by several sources, each
+  source's median share against the median of the others; the median of those ratios).
+- ``RULE`` (R1, what the site uses; written down and committed before its validation was run):
+  (1) only runs whose time is mostly compute are read: the time model's own communication and
+  offload for the run (their high ends, ``vram.timing``) take at most ``COMPUTE_BOUND`` of the
+  measured step, so that a share says how the card computed, not how the link carried (those
+  runs are still predicted and counted in the validation); (2) the class's centre is the
+  median over its sources of each source's median share: every source counts once, however
+  many rows it published; (3) the range is the centre divided and multiplied by the
+  ``dispersion`` of sources around the centres of the others: every calibration run's share
+  against the centre of its class computed without its own source, the 80th percentile
+  (``COVERAGE_TARGET``, nearest rank) of the ratios (or their inverses, whichever is at least
+  1), training and serving apart; (4) a class's own runs always lie inside its range; (5) the
+  high end never passes the fastest run of that kind (training or serving).
+  The width of a range therefore says how far one set-up's published runs sit from another's,
+  and nothing is read from a run being predicted: leave-one-source-out computes the
+  dispersion from the other sources alone (a nested leave-one-source-out).
 
 Validation (``leave_one_source_out``): every run is predicted from a calibration that never saw
 its source, through the same time model the site uses (``predicted_span``). ``coverage`` is
@@ -30,6 +48,8 @@ Pure standard library: the browser computes the same ranges from the same points
 
 from __future__ import annotations
 
+import functools
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -38,10 +58,11 @@ from .catalogue import Card
 from .measurements import (IMPLAUSIBLE_SHARE, Measurement, card_families, implied_share, is_moe, measured_cards,
                            measurements_from_data, serving_bound)
 from .models import ModelConfig
-from .timing import Span, lora_step, training_step
+from .timing import Span, StepTime, lora_step, training_step
 
 COVERAGE_TARGET = 0.8
 WIDTH_TARGET = 1.5
+COMPUTE_BOUND = 0.25  # R1 reads a run only if modelled communication + offload <= this share of its measured step
 ANY = "*"
 # How a training class is widened when it has no run: (family, arch, task, offload) -> each
 # tuple says which of the four stay (True) and which become ANY.
@@ -62,6 +83,24 @@ SERVING_RELAXATIONS = (
     (False, True, False, False),
 )
 WEIGHT_BITS = {"bf16": "16", "fp8": "8", "int4": "4", "nf4": "4", "mxfp4": "4"}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How a class's runs become its range (module docstring): ``name``; ``centred`` False for
+    R0 (lowest to highest share, one-source classes widened by ``source_spread``), True for R1
+    (median of the sources' medians x/÷ ``dispersion``); ``compute_bound``: the largest share of
+    a run's measured step the model's communication and offload may take for the run to be read
+    (None: every run)."""
+
+    name: str
+    centred: bool
+    compute_bound: float | None
+
+
+FIRST_RULE = Rule("R0", centred=False, compute_bound=None)
+RULE = Rule("R1", centred=True, compute_bound=COMPUTE_BOUND)
+RULES = (FIRST_RULE, RULE)
 
 
 @dataclass(frozen=True)
@@ -129,9 +168,14 @@ def point_of(m: Measurement, family: str, card: Card, config: ModelConfig) -> Po
     return Point(m.key, m.source, m.gpu, *key, share)
 
 
-def calibration_points(points: Iterable[Point], measurements: Mapping[str, Measurement]) -> list[Point]:
-    """The points a calibration reads: one machine, not excluded."""
-    return [p for p in points if not measurements[p.key].excluded and not measurements[p.key].scale_check]
+def calibration_points(points: Iterable[Point], measurements: Mapping[str, Measurement],
+                       link_shares: Mapping[str, float] | None = None, rule: Rule = RULE) -> list[Point]:
+    """The points a calibration reads: one machine, not excluded, and under ``rule``'s
+    ``compute_bound`` those whose ``link_shares`` (key -> the modelled communication and offload
+    over the measured step, ``link_share``) is at most that."""
+    link_shares = link_shares or {}
+    return [p for p in points if not measurements[p.key].excluded and not measurements[p.key].scale_check
+            and (rule.compute_bound is None or link_shares.get(p.key, 0.0) <= rule.compute_bound)]
 
 
 def source_spread(points: Iterable[Point]) -> float:
@@ -152,14 +196,9 @@ def source_spread(points: Iterable[Point]) -> float:
     return statistics.median(ratios) if ratios else 1.0
 
 
-def class_range(points: Iterable[Point], key: tuple[str, str, str, str]) -> ClassRange | None:
-    """The range of class ``key`` read from ``points`` (already the calibration's: one machine,
-    not excluded; module docstring): its runs' lowest to highest share, widened by
-    ``source_spread`` when they come from one source, and as ``RELAXATIONS`` say when the class
-    has none; None when no point of that kind (training or serving) exists at all. The widened
-    high end never passes the highest share any run of that kind reached: no forecast is faster
-    than the fastest published run."""
-    points = list(points)
+def _class_runs(points: list[Point], key: tuple[str, str, str, str]) -> tuple[int, tuple[str, ...], list[Point]] | None:
+    """(relaxation level, the class used with ANY where widened, its runs) for ``key``: the first
+    of ``RELAXATIONS`` (``SERVING_RELAXATIONS``) with a run; None when no run of that kind exists."""
     serving = key[1] == "serving"
     steps = SERVING_RELAXATIONS if serving else RELAXATIONS
     for level, keep in enumerate(steps):
@@ -167,23 +206,103 @@ def class_range(points: Iterable[Point], key: tuple[str, str, str, str]) -> Clas
         found = [p for p in points if (p.arch == "serving") == serving
                  and all(u == ANY or u == v for u, v in zip(used, p.class_key))]
         if found:
-            shares = [p.share for p in found]
-            sources = tuple(sorted({p.source for p in found}))
-            spread = source_spread(points) if len(sources) == 1 else 1.0
-            fastest = max(p.share for p in points if (p.arch == "serving") == serving)
-            return ClassRange(key, used, min(shares) / spread, min(fastest, max(shares) * spread), len(found),
-                              sources, level)
+            return level, used, found
     return None
 
 
-def class_table(points: Iterable[Point]) -> list[ClassRange]:
+def source_centre(runs: Iterable[Point]) -> float:
+    """The median over the runs' sources of each source's median share: every source once."""
+    by_source: dict[str, list[float]] = {}
+    for p in runs:
+        by_source.setdefault(p.source, []).append(p.share)
+    return statistics.median(statistics.median(shares) for shares in by_source.values())
+
+
+def nearest_rank(values: Iterable[float], share: float) -> float:
+    """The ``share`` quantile of ``values`` by nearest rank (the smallest value with at least
+    that share of the values at or below it)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def dispersion(points: Iterable[Point], serving: bool) -> float:
+    """How far one source's runs sit from the others' (R1, module docstring): for every point of
+    that kind (training or serving), its share against ``source_centre`` of its class computed
+    from the points of the other sources only (the class relaxed as ``class_range`` does), as a
+    ratio of at least 1; the ``COVERAGE_TARGET`` quantile (nearest rank). 1.0 when no point can
+    be compared (a single source)."""
+    points = [p for p in points if (p.arch == "serving") == serving]
+    ratios = []
+    for source in {p.source for p in points}:
+        others = [p for p in points if p.source != source]
+        for p in points:
+            if p.source != source:
+                continue
+            found = _class_runs(others, p.class_key)
+            if found is not None:
+                ratio = p.share / source_centre(found[2])
+                ratios.append(max(ratio, 1 / ratio))
+    return nearest_rank(ratios, COVERAGE_TARGET) if ratios else 1.0
+
+
+@functools.lru_cache(maxsize=64)
+def _dispersion_cached(points: tuple[Point, ...], serving: bool) -> float:
+    return dispersion(points, serving)
+
+
+def class_range(points: Iterable[Point], key: tuple[str, str, str, str], rule: Rule = RULE) -> ClassRange | None:
+    """The range of class ``key`` read from ``points`` (already the calibration's: one machine,
+    not excluded; module docstring) under ``rule``, the class relaxed as ``RELAXATIONS`` say
+    when it has no run; None when no point of that kind (training or serving) exists at all.
+    R0: the runs' lowest to highest share, widened by ``source_spread`` when they come from one
+    source. R1: ``source_centre`` x/÷ ``dispersion``, holding the class's own runs. The high end
+    never passes the highest share any run of that kind reached: no forecast is faster than the
+    fastest published run."""
+    points = tuple(points)
+    found = _class_runs(list(points), key)
+    if found is None:
+        return None
+    level, used, runs = found
+    serving = key[1] == "serving"
+    shares = [p.share for p in runs]
+    sources = tuple(sorted({p.source for p in runs}))
+    fastest = max(p.share for p in points if (p.arch == "serving") == serving)
+    if rule.centred:
+        centre, factor = source_centre(runs), _dispersion_cached(points, serving)
+        low, high = min(centre / factor, *shares), max(centre * factor, *shares)
+    else:
+        spread = source_spread(points) if len(sources) == 1 else 1.0
+        low, high = min(shares) / spread, max(shares) * spread
+    return ClassRange(key, used, low, min(fastest, high), len(runs), sources, level)
+
+
+def class_table(points: Iterable[Point], rule: Rule = RULE) -> list[ClassRange]:
     """Every class that has published runs, with its range: the table a reader can check."""
-    points = list(points)
+    points = tuple(points)
     keys = sorted({p.class_key for p in points})
-    return [class_range(points, key) for key in keys]
+    return [class_range(points, key, rule) for key in keys]
 
 
 # --- predicting a measured run: the validation ------------------------------------------------
+
+def _training_step(m: Measurement, card: Card, config: ModelConfig, utilisation: tuple[float, float]) -> StepTime:
+    """``vram.timing``'s step for ``m``'s run (world size, ZeRO stage, batch, recomputation,
+    offload) at ``utilisation``."""
+    if m.task == "full":
+        return training_step(config, card, m.count, m.zero_stage, m.seq_len, m.micro_batch, m.recompute,
+                             m.offload != "none", utilisation=utilisation)
+    return lora_step(config, card, m.count, m.zero_stage, m.seq_len, m.micro_batch, m.recompute, m.lora_rank,
+                     m.lora_targets, "nf4" if m.task == "qlora" else "bf16", utilisation=utilisation)
+
+
+def link_share(m: Measurement, card: Card, config: ModelConfig) -> float:
+    """For a training run: the time model's communication and offload (their high ends) over
+    the step the source measured (tokens per GPU and step / measured tokens/s per GPU). What R1's
+    ``compute_bound`` reads."""
+    step = _training_step(m, card, config, (1.0, 1.0))
+    measured_step = m.micro_batch * m.seq_len / m.tokens_per_s_per_gpu
+    return (step.communication.high + step.offload.high) / measured_step
+
 
 def predicted_span(m: Measurement, card: Card, config: ModelConfig, backing: ClassRange) -> Span:
     """Tokens/s of ``m``'s run as the time model predicts them with ``backing``'s range: per GPU
@@ -192,13 +311,7 @@ def predicted_span(m: Measurement, card: Card, config: ModelConfig, backing: Cla
     if m.task == "serving":
         bound = serving_bound(m, card, config)
         return Span(bound * backing.low, bound * backing.high)
-    if m.task == "full":
-        step = training_step(config, card, m.count, m.zero_stage, m.seq_len, m.micro_batch, m.recompute,
-                             m.offload != "none", utilisation=backing.utilisation)
-    else:
-        step = lora_step(config, card, m.count, m.zero_stage, m.seq_len, m.micro_batch, m.recompute, m.lora_rank,
-                         m.lora_targets, "nf4" if m.task == "qlora" else "bf16", utilisation=backing.utilisation)
-    rate = step.tokens_per_second
+    rate = _training_step(m, card, config, backing.utilisation).tokens_per_second
     return Span(rate.low / m.count, rate.high / m.count)
 
 
@@ -225,17 +338,19 @@ class Check:
 
 
 def leave_one_source_out(points: list[Point], measurements: Mapping[str, Measurement],
-                         cards: Mapping[str, Card], configs: Mapping[str, ModelConfig]) -> list[Check]:
+                         cards: Mapping[str, Card], configs: Mapping[str, ModelConfig],
+                         link_shares: Mapping[str, float] | None = None, rule: Rule = RULE) -> list[Check]:
     """Every non-excluded run (scale checks included, flagged) predicted from the calibration
-    points of every other source. ``configs``: model key -> its config."""
-    calibrating = calibration_points(points, measurements)
+    points (``calibration_points`` under ``rule``) of every other source. ``configs``: model key
+    -> its config; ``link_shares``: ``MeasuredData.link_shares``."""
+    calibrating = calibration_points(points, measurements, link_shares, rule)
     checks = []
     for point in points:
         m = measurements[point.key]
         if m.excluded:
             continue
-        others = [p for p in calibrating if p.source != m.source]
-        backing = class_range(others, point.class_key)
+        others = tuple(p for p in calibrating if p.source != m.source)
+        backing = class_range(others, point.class_key, rule)
         if backing is None:
             continue
         predicted = predicted_span(m, cards[m.gpu], configs[m.model], backing)
@@ -331,10 +446,12 @@ class MeasuredData:
     configs: Mapping[str, ModelConfig]
     points: tuple[Point, ...]
     calibration: Calibration
+    link_shares: Mapping[str, float]  # training run -> modelled communication + offload / measured step
 
-    def checks(self) -> list[Check]:
-        """``leave_one_source_out`` over every point."""
-        return leave_one_source_out(list(self.points), self.measurements, self.cards, self.configs)
+    def checks(self, rule: Rule = RULE) -> list[Check]:
+        """``leave_one_source_out`` over every point, under ``rule``."""
+        return leave_one_source_out(list(self.points), self.measurements, self.cards, self.configs,
+                                    self.link_shares, rule)
 
 
 def measured_data(data: Mapping[str, Any], catalogue_cards: Mapping[str, Card], interconnects: Mapping[str, Any],
@@ -368,8 +485,10 @@ def measured_data(data: Mapping[str, Any], catalogue_cards: Mapping[str, Card], 
                              f"at or above {IMPLAUSIBLE_SHARE:.0%} an entry stays only marked excluded, with the reason")
         points.append(point)
     names = {family: entry["name"] for family, entry in data["families"].items()}
-    calibration = Calibration(tuple(calibration_points(points, measurements)), families, names)
-    return MeasuredData(measurements, cards, dict(configs), tuple(points), calibration)
+    link_shares = {m.key: link_share(m, cards[m.gpu], configs[m.model])
+                   for m in measurements.values() if m.task != "serving"}
+    calibration = Calibration(tuple(calibration_points(points, measurements, link_shares)), families, names)
+    return MeasuredData(measurements, cards, dict(configs), tuple(points), calibration, link_shares)
 
 
 def load_measured_data(data_dir: Any = None) -> MeasuredData:

@@ -23,6 +23,9 @@ from .training import training_memory_per_gpu
 from .validate import lookup
 
 FRAMEWORKS = ("zero-paper", "deepspeed", "fsdp2")
+# What a job offloads to host memory: nothing, the optimizer (DeepSpeed offload_optimizer), or the
+# parameters too (DeepSpeed offload_param at ZeRO-3; FSDP2's CPUOffloadPolicy, always both).
+OFFLOAD = ("none", "optimizer", "optimizer+params")
 
 # How each framework names the stages, for labels: zero_stage -> name.
 STAGE_NAMES = {

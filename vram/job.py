@@ -10,7 +10,8 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
 - ``kind``: "training" (``vram.framework_memory`` under ``framework``/``zero_stage``, with
   ``optimizer``, its ``optimizer_impl`` (foreach, fused, forloop) and ``offload``), "lora" (``vram.lora_memory_per_gpu``: DDP or DeepSpeed
   ZeRO-1/2/3, ``rank``, ``targets``, ``base_dtype`` "nf4" = QLoRA; FSDP2 at zero_stage 2 or 3 with a
-  bf16 or nf4 base: ``vram.lora_fsdp2_memory``, with ``optimizer_impl``) or "serving"
+  bf16 or nf4 base: ``vram.lora_fsdp2_memory``, with ``optimizer_impl``; with ``offload``,
+  FSDP2's ``CPUOffloadPolicy`` or DeepSpeed ZeRO-3's offload: ``vram.lora_offload_memory``) or "serving"
   (``vram.serving_memory_per_gpu``, tensor parallel over ``cards``; ``weights``,
   ``kv_dtype``, ``context``, ``concurrent`` sequences, ``gpu_memory_utilization``, and
   ``max_num_batched_tokens``, vLLM's prefill chunk, which sets what its sliding-window layers
@@ -19,7 +20,11 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
 - ``cards``: data-parallel GPUs (training, LoRA) or the tensor-parallel size (serving);
 - training and LoRA: ``seq_len`` tokens, ``micro_batch`` sequences, ``recompute`` and
   ``attention`` (None: the one transformers runs the family with) of the activations
-  (``vram.activation_memory``; for LoRA the full fine-tuning figure, a lower bound);
+  (``vram.activation_memory``; for LoRA the full fine-tuning figure, a lower bound), and
+  ``grad_accum`` micro-batches per optimizer step (the memory of one micro-batch is the same
+  under every framework modelled: DDP's ``no_sync`` accumulates into the gradients it holds,
+  DeepSpeed's estimators do not depend on it, FSDP2 reduce-scatters each micro-batch into its
+  sharded gradients; ``vram.timing``'s module docstring for the time);
 - the catalogue: ``gpus`` (``[{"key", "memory_mib"}]``, nvidia-smi's totals, and optionally
   ``speed``: ``vram.catalogue.card_speed``, the cited peaks and links), ``reserve_mib`` (CUDA
   context and NCCL buffers; required with ``gpus``, no default: the catalogue's, gpus.yaml,
@@ -34,9 +39,9 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   (``vram.timing.decode_bound``, memory bandwidth: an upper bound), not for MXFP4 weights.
 - ``calibration``: ``vram.calibration.Calibration.as_job()`` of the published measurements
   (``measurements.yaml``); with it each time says which runs back it (``backing``) and is
-  computed at its class's range, a MoE or month-long run warns (``run["warnings"]``), and a
+  computed at its class's range, a MoE or communication-bound run warns (``run["warnings"]``), and a
   decoding bound gets the share the published runs reached of it; without it, torchtitan's ``MFU``.
-- offload (training): ``host_ram_gb`` (card key -> the system RAM of the machine of ``cards``
+- offload (training, LoRA): ``host_ram_gb`` (card key -> the system RAM of the machine of ``cards``
   such cards, whole GB as the rental catalogue writes it, taken as 10**9 bytes: if the
   catalogue means GiB the machine has more, never less). Each card then says whether that
   RAM holds the host bytes the offload pins (``host_bytes``: DeepSpeed's estimators at
@@ -86,10 +91,11 @@ from .activations import activation_memory, default_attention
 from .breakdown import model_shape
 from .fit import fits, free_fraction, is_tight, mib_to_bytes, peak_bytes, training_verdict, usable_bytes
 from .frameworks import framework_memory
-from .job_input import (JOB_FIELDS, KINDS, KV_DTYPES, MAX_CARDS, MAX_HOST_RAM_GB, MAX_MIB, MAX_RANK, MAX_TOKENS,
-                        OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, GpuEntry, Job, JobError,
+from .job_input import (JOB_FIELDS, KINDS, KV_DTYPES, MAX_CARDS, MAX_GRAD_ACCUM, MAX_HOST_RAM_GB, MAX_MIB, MAX_RANK,
+                        MAX_TOKENS, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, GpuEntry, Job, JobError,
                         check_job, normalised, read_config)
 from .lora import lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
+from .lora_offload import OffloadNotModelled, lora_offload_memory
 from .models import ModelConfig, count_params
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
 from .calibration import job_class, serving_class
@@ -100,11 +106,12 @@ from .timing import decode_bound, shown_duration
 from .units import bytes_to_gb
 
 __all__ = [  # vram.job_input's names, importable from here as before the split
-    "JOB_FIELDS", "KINDS", "KV_DTYPES", "MAX_CARDS", "MAX_HOST_RAM_GB", "MAX_MIB", "MAX_RANK", "MAX_TOKENS",
-    "OFFLOAD", "SERVING_WEIGHTS", "TRAINING_OPTIMIZERS", "Job", "JobError", "check_job",
+    "JOB_FIELDS", "KINDS", "KV_DTYPES", "MAX_CARDS", "MAX_GRAD_ACCUM", "MAX_HOST_RAM_GB", "MAX_MIB", "MAX_RANK",
+    "MAX_TOKENS", "OFFLOAD", "SERVING_WEIGHTS", "TRAINING_OPTIMIZERS", "Job", "JobError", "check_job",
     "normalised", "read_config",
     # this module's own
-    "Need", "RunSetting", "answer_job", "asked_run", "answer_json", "dumps", "settle_run", "settled_runs", "training_need",
+    "Need", "RunSetting", "answer_job", "asked_run", "answer_json", "dumps", "global_batch", "settle_run", "settled_runs",
+    "training_need",
 ]
 
 PART_ORDER = ("weights", "gradients", "optimizer", "working", "base", "adapters", "kv_cache")
@@ -144,6 +151,8 @@ def _lora(job: Job) -> tuple[dict[str, int], int, list[str], int]:
     if job.framework == "zero-paper":
         raise JobError("framework", "not_offered", "LoRA is modelled under DDP, DeepSpeed ZeRO-1/2/3 and FSDP2 "
                        "(vram.lora), not in the ZeRO paper's accounting")
+    if job.offload != "none":
+        return _lora_offload(job)
     if job.framework == "fsdp2" and job.zero_stage > 0:
         return _lora_fsdp2(job)
     try:
@@ -188,6 +197,26 @@ def _lora_fsdp2(job: Job) -> tuple[dict[str, int], int, list[str], int]:
     shown = "4-bit NF4 (its quantisation constants whole on every GPU)" if base == "nf4" else "bf16"
     notes = [LORA_FSDP2_NOTE.format(what=what, base=shown)] + ([QLORA_STORAGE_NOTE] if base == "nf4" else [])
     return parts, 0, notes, memory.backward_bytes
+
+
+def _lora_offload(job: Job) -> tuple[dict[str, int], int, list[str], int]:
+    """LoRA with host memory (``vram.lora_offload_memory``): FSDP2's ``CPUOffloadPolicy`` or
+    DeepSpeed ZeRO-3's offload; what stays on the GPU by part, the host bytes per machine."""
+    try:
+        lora_adapter_params(job.config, job.rank, job.targets)
+    except ValueError as exc:
+        raise JobError("targets", "not_offered", str(exc)) from None
+    try:
+        memory = lora_offload_memory(job.config, job.rank, job.cards, job.framework, job.zero_stage,
+                                     job.offload == "optimizer+params", job.targets, job.base_dtype)
+    except OffloadNotModelled as exc:  # an offload this framework and stage do not offer (vram.lora_offload)
+        raise JobError("offload", "not_offered", str(exc)) from None
+    except ValueError as exc:  # a base, depth or target the LoRA model does not cover
+        raise JobError("framework", "not_offered", str(exc)) from None
+    parts = {"base": memory.base_weights_bytes, "adapters": memory.adapter_weights_bytes,
+             "working": memory.working_bytes}
+    notes = list(memory.notes) + ([QLORA_STORAGE_NOTE] if job.base_dtype == "nf4" else [])
+    return parts, memory.host_bytes, notes, memory.per_gpu_bytes
 
 
 def _activations(job: Job) -> dict[str, Any]:
@@ -252,20 +281,25 @@ def _serving(job: Job) -> tuple[dict[str, int], int]:
 class RunSetting:
     """How a training or LoRA job runs on a card that holds it, as its time is counted
     (``vram.timing.training_step`` / ``lora_step``, through ``vram.ranking.run_options``):
-    ``seq_len`` tokens x ``micro_batch`` sequences per GPU and step, ``recompute`` (the job's,
-    or "full" where only full recomputation lets the activations fit), ``offload_optimizer``
-    and, for LoRA, its adapters (``lora``: ``rank``, ``target_modules``, ``base_dtype``)."""
+    ``seq_len`` tokens x ``micro_batch`` sequences per GPU and micro-batch, ``grad_accum``
+    micro-batches per optimizer step, ``recompute`` (the job's, or "full" where only full
+    recomputation lets the activations fit), ``offload`` (``vram.frameworks.OFFLOAD``) under
+    ``framework``, and for LoRA its adapters (``lora``: ``rank``, ``target_modules``,
+    ``base_dtype``)."""
 
     seq_len: int
     micro_batch: int
     recompute: str
-    offload_optimizer: bool
+    offload: str
     lora: dict[str, Any] | None
+    grad_accum: int = 1
+    framework: str = "deepspeed"
 
     def timing(self) -> dict[str, Any]:
         """The keyword arguments of ``vram.ranking.run_options`` after its ``zero_stage``."""
         return {"seq_len": self.seq_len, "micro_batch": self.micro_batch, "recompute": self.recompute,
-                "offload_optimizer": self.offload_optimizer, "lora": self.lora}
+                "offload": self.offload, "lora": self.lora, "grad_accum": self.grad_accum,
+                "framework": self.framework}
 
 
 def settle_run(job: Job, need: Need, capacity_bytes: int) -> RunSetting | None:
@@ -285,8 +319,9 @@ def settle_run(job: Job, need: Need, capacity_bytes: int) -> RunSetting | None:
 
 def asked_run(job: Job) -> RunSetting:
     """The run a checked training or LoRA job asks for, whatever the card: its recomputation,
-    offload, micro-batch and adapters."""
-    return RunSetting(job.seq_len, job.micro_batch, job.recompute, job.offload != "none", job.lora_adapters())
+    offload, micro-batch, accumulation, framework and adapters."""
+    return RunSetting(job.seq_len, job.micro_batch, job.recompute, job.offload, job.lora_adapters(), job.grad_accum,
+                      job.framework)
 
 
 def _capacity(job: Job, gpu: GpuEntry) -> int:
@@ -385,7 +420,7 @@ def _run_times(job: Job, fit_list: list[dict[str, Any]], runs: dict[str, RunSett
         return None
     options = []
     task = "full" if job.kind == "training" else "qlora" if job.base_dtype == "nf4" else "lora"
-    klass = job_class("", is_moe(job.config), task, job.kind == "training" and job.offload != "none")[1:]
+    klass = job_class("", is_moe(job.config), task, job.offload != "none")[1:]  # LoRA offloads too (vram.lora_offload)
     for fit in fit_list:
         key = fit["gpu"]
         price = {key: job.prices[key]} if key in job.prices else {}
@@ -406,18 +441,53 @@ def _run_times(job: Job, fit_list: list[dict[str, Any]], runs: dict[str, RunSett
     warnings = []
     if is_moe(job.config):
         warnings.append("expert_parallel")
-    if min(o.run_s.low for o in options) > SEVERAL_MACHINES_S:
-        warnings.append("several_machines")
+    if any(o.step.communication.low > o.step.compute.high for o in options):
+        warnings.append("communication_bound")
     found = {"tokens": job.tokens, "ranked_by": by, "order": [o.key for o in ranked],
              "unpriced": [o.key for o in options if o.price_eur_per_hour is None]}
     return found | ({"warnings": warnings} if warnings else {})
 
 
-# What the published runs did that the guide's FSDP/ZeRO model on one machine does not describe
-# (``run["warnings"]``): every mixture-of-experts run of measurements.yaml split its experts
-# over the GPUs (expert parallelism), and runs longer than a month on one machine are, in
-# every published training of that size, spread over several machines.
-SEVERAL_MACHINES_S = 30 * 86_400
+# What the published runs did that the guide's FSDP/ZeRO model on one machine does not describe,
+# said beside the answer, each on a rule the answer itself shows:
+# - "expert_parallel" (``run["warnings"]``): a mixture of experts; every MoE training run of
+#   measurements.yaml split its experts over the GPUs.
+# - "communication_bound" (``run["warnings"]``): on a fitting card the collectives at the link's
+#   fastest outlast the compute at its slowest (the calibrated range): FSDP/ZeRO alone waits on
+#   the link. The published runs of such models add tensor parallelism inside the machine
+#   (torchtitan benchmarks/llama3_h100_202412_torchtitan.md: Llama 3.1 70B on FSDP 32 x TP 8,
+#   405B on FSDP x TP 8 x PP 8; docs/performance.md at 9515a14: 405B "OOM for 1D parallelism
+#   (FSDP2), so we only tested 2D"; NeMo AutoModel's Llama 3 70B LoRA: TP 2 inside 8 H100).
+# - "several_machines" (``answer["warnings"]``): no card of the job holds it on one machine of
+#   ``MACHINE_GPUS_MAX`` cards even with everything sharded (ZeRO-3), full recomputation and
+#   one sequence per micro-batch: it needs several machines, or tensor / pipeline parallelism.
+MACHINE_GPUS_MAX = 8  # the largest machine the guide describes: an HGX baseboard of 8 GPUs (interconnects.yaml)
+
+
+def _needs_several_machines(job: Job) -> bool:
+    """Training or LoRA: whether no card of ``job`` holds it on one machine of
+    ``MACHINE_GPUS_MAX`` cards under ZeRO-3 with full recomputation and a micro-batch of one
+    (``settle_run`` on each card; a probe the framework does not offer says nothing: False)."""
+    probe = replace(job, cards=MACHINE_GPUS_MAX, zero_stage=3, micro_batch=1, recompute="full")
+    try:
+        need = training_need(probe)
+    except JobError:
+        return False
+    return all(not fits(need.per_gpu_bytes, _capacity(probe, gpu)) or settle_run(probe, need, _capacity(probe, gpu)) is None
+               for gpu in job.gpus)
+
+
+def global_batch(job: Job) -> dict[str, int]:
+    """A training or LoRA job's batch per optimizer step: ``micro_batch`` sequences per GPU and
+    micro-batch, ``grad_accum`` micro-batches, on ``cards`` data-parallel GPUs: ``global_batch``
+    sequences (micro_batch x grad_accum x cards, transformers' Trainer's "Total train batch size
+    (w. parallel, distributed & accumulation)"), ``tokens_per_step`` (x ``seq_len``) and the
+    ``optimizer_steps`` that train on the job's ``tokens`` (rounded up: a last, partial step
+    still runs)."""
+    sequences = job.micro_batch * job.grad_accum * job.cards
+    per_step = sequences * job.seq_len
+    return {"micro_batch": job.micro_batch, "grad_accum": job.grad_accum, "cards": job.cards,
+            "global_batch": sequences, "tokens_per_step": per_step, "optimizer_steps": -(-job.tokens // per_step)}
 
 
 def _host_ram(job: Job, host: int, fit_list: list[dict[str, Any]], short: list[dict[str, Any]]) -> None:
@@ -449,10 +519,14 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     as ``vram.timing.shown_duration`` writes them), ``bound``,
     ``price_eur_per_hour`` and ``cost_eur`` [low, high] as decimal strings or None) and
     ``run`` (``tokens``, ``ranked_by`` "cost" or "time", ``order`` of the fitting cards,
-    ``unpriced``: those without a price, the reason the order is by time).
-    Training with offload: each card's ``host_ram`` (``machine_gb``, ``holds``: True, False
-    or None where ``host_ram_gb`` does not give its machine's RAM).
-    Serving: each fit's ``decode`` (``_decode_bounds``: tokens/s at most).
+    ``unpriced``: those without a price, the reason the order is by time); a step is an
+    optimizer step of ``grad_accum`` micro-batches. Training and LoRA: ``batch``
+    (``global_batch``: sequences and tokens per optimizer step, optimizer steps for ``tokens``).
+    Training and LoRA with offload: each card's ``host_ram`` (``machine_gb``, ``holds``: True,
+    False or None where ``host_ram_gb`` does not give its machine's RAM).
+    Serving: each fit's ``decode`` (``_decode_bounds``: tokens/s at most). Training and LoRA that
+    no card holds: ``warnings`` ["several_machines"] when not even one machine of
+    ``MACHINE_GPUS_MAX`` such cards holds it under ZeRO-3, full recomputation and micro-batch 1.
     Raises JobError (one line, naming the field).
     """
     checked = check_job(job)
@@ -482,11 +556,14 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     if need is not None:
         # what the bytes assume (vram.accounting.ACCOUNTINGS)
         answer["accounting"] = accounting(checked.kind, checked.framework, checked.zero_stage, checked.optimizer,
-                                          checked.base_dtype)
+                                          checked.base_dtype, checked.offload)
         answer["activations"] = need.activations
+        answer["batch"] = global_batch(checked)
         run = _run_times(checked, fit_list, runs)
         if run is not None:
             answer["run"] = run
+        if not fit_list and _needs_several_machines(checked):
+            answer["warnings"] = ["several_machines"]
     else:
         answer["max_num_batched_tokens"] = checked.max_num_batched_tokens  # the prefill chunk vLLM is assumed to run
         answer["kv_per_sequence_bytes"] = kv_one

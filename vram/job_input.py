@@ -22,7 +22,7 @@ from .billing import parse_price
 from .calibration import Calibration, calibration_from_job
 from .catalogue import Bandwidth, Card
 from .fit import TIGHT_FREE_FRACTION
-from .frameworks import FRAMEWORKS
+from .frameworks import FRAMEWORKS, OFFLOAD
 from .json_nesting import MAX_JSON_DEPTH, too_deep
 from .lora import ALL_LINEAR, BASE_DTYPES
 from .families import MULTIMODAL_WRAPPERS, get_family, is_registered, model_types
@@ -33,7 +33,6 @@ from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
 from .serving import MAX_BATCHED_TOKENS, VLLM_MAX_NUM_BATCHED_TOKENS
 
 KINDS = ("training", "lora", "serving")
-OFFLOAD = ("none", "optimizer", "optimizer+params")
 TRAINING_OPTIMIZERS = ("adamw", "adamw-bf16", "adam8bit")
 SERVING_WEIGHTS = ("bf16", "fp8", "int4", MXFP4)
 KV_DTYPES = ("bf16", "fp8")
@@ -42,11 +41,12 @@ MAX_RANK = 2**16
 MAX_MIB = 2**24  # 16 TiB: beyond any card
 MAX_HOST_RAM_GB = 10**6  # 1 PB: beyond any machine
 MAX_TOKENS = 10**15
+MAX_GRAD_ACCUM = 2**16  # micro-batches per optimizer step: beyond it, a typo
 
 JOB_FIELDS: dict[str, Any] = {
     "kind": "training", "config": None, "cards": 1,
     "framework": "fsdp2", "zero_stage": 0, "optimizer": "adamw", "optimizer_impl": DEFAULT_IMPL, "offload": "none",
-    "seq_len": 2048, "micro_batch": 1, "recompute": "none", "attention": None,
+    "seq_len": 2048, "micro_batch": 1, "grad_accum": 1, "recompute": "none", "attention": None,
     "rank": 16, "targets": ALL_LINEAR, "base_dtype": "bf16",
     "weights": "bf16", "kv_dtype": "bf16", "context": 8192, "concurrent": 1, "gpu_memory_utilization": 0.9,
     "max_num_batched_tokens": VLLM_MAX_NUM_BATCHED_TOKENS,
@@ -103,6 +103,7 @@ class Job:
     offload: str = JOB_FIELDS["offload"]
     seq_len: int = JOB_FIELDS["seq_len"]
     micro_batch: int = JOB_FIELDS["micro_batch"]
+    grad_accum: int = JOB_FIELDS["grad_accum"]
     recompute: str = JOB_FIELDS["recompute"]
     attention: str | None = JOB_FIELDS["attention"]
     rank: int = JOB_FIELDS["rank"]
@@ -347,9 +348,11 @@ def check_job(job: Mapping[str, Any]) -> Job:
                           offload=choice(given, "offload", OFFLOAD))
         else:
             fields.update(rank=integer(given, "rank", 1, MAX_RANK), base_dtype=choice(given, "base_dtype", BASE_DTYPES),
-                          targets=targets(given), optimizer_impl=choice(given, "optimizer_impl", OPTIMIZER_IMPLS))
+                          targets=targets(given), optimizer_impl=choice(given, "optimizer_impl", OPTIMIZER_IMPLS),
+                          offload=choice(given, "offload", OFFLOAD))
         fields.update(seq_len=tokens(given, "seq_len", config),
                       micro_batch=integer(given, "micro_batch", 1, MAX_MICRO_BATCH),
+                      grad_accum=integer(given, "grad_accum", 1, MAX_GRAD_ACCUM),
                       recompute=choice(given, "recompute", RECOMPUTE),
                       attention=None if given["attention"] is None else choice(given, "attention", ATTENTION))
     reserve_mib = reserve(given)

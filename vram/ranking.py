@@ -42,24 +42,31 @@ def run_options(
     seq_len: int = 2048,
     micro_batch: int = 1,
     recompute: str = "none",
-    offload_optimizer: bool = False,
+    offload: str = "none",
     lora: Mapping[str, Any] | None = None,
     utilisation: Mapping[str, tuple[float, float]] | None = None,
+    *,
+    grad_accum: int = 1,
+    framework: str = "deepspeed",
 ) -> list[RunOption]:
     """The run of ``tokens`` tokens on each machine of ``machines`` (key -> (card, count)), priced
     from ``prices`` (key -> EUR per hour; a machine without one has no cost): a full training
     (``vram.timing.training_step``), or with ``lora`` (``rank``, ``target_modules``,
-    ``base_dtype``) a LoRA/QLoRA one (``vram.timing.lora_step``), each machine at its class's
-    calibrated ``utilisation`` (key -> [low, high], ``vram.calibration``; a machine without one:
-    torchtitan's ``MFU``). Raises ValueError for bad input, naming the machine of a bad price."""
+    ``base_dtype``) a LoRA/QLoRA one (``vram.timing.lora_step``), under ``framework`` with
+    ``offload`` (``vram.frameworks.OFFLOAD``) and ``grad_accum`` micro-batches per optimizer
+    step, each machine at its class's calibrated ``utilisation`` (key -> [low, high],
+    ``vram.calibration``; a machine without one: torchtitan's ``MFU``). Raises ValueError for bad
+    input, naming the machine of a bad price."""
     options = []
     for key, (card, count) in machines.items():
         share = (utilisation or {}).get(key)
         if lora is None:
-            step = training_step(config, card, count, zero_stage, seq_len, micro_batch, recompute, offload_optimizer,
-                                 **({"utilisation": share} if share else {}))
+            step = training_step(config, card, count, zero_stage, seq_len, micro_batch, recompute, offload != "none",
+                                 **({"utilisation": share} if share else {}), offload_params=offload == "optimizer+params",
+                                 grad_accum=grad_accum, framework=framework)
         else:
-            step = lora_step(config, card, count, zero_stage, seq_len, micro_batch, recompute, **lora, utilisation=share)
+            step = lora_step(config, card, count, zero_stage, seq_len, micro_batch, recompute, **lora, utilisation=share,
+                             offload=offload, grad_accum=grad_accum, framework=framework)
         run = run_seconds(tokens, step)
         price = parse_price(prices[key], f"price of {key}") if key in prices else None
         cost = (run_cost_eur(run.low, price), run_cost_eur(run.high, price)) if price is not None else None

@@ -28,16 +28,62 @@ Every result is a ``Span`` [low, high] in seconds (or tokens/s), from cited inpu
   bus bandwidth per direction (``interconnects.yaml``; nccl-tests doc/PERFORMANCE.md: the
   bytes each rank moves over busbw is the collective's time). Cards without peer-to-peer use
   the path through host memory (``without_p2p``).
-- **Offload** (optimizer in host RAM, ZeRO-Offload, Ren et al. 2021, arXiv:2101.06840, its data flow):
-  each GPU sends its fp16 gradient partition (2P/N bytes) to the host and receives its
-  updated fp16 parameter partition (2P/N) over its own PCIe link (``host_link``): from both
-  directions at once at the link's high end to one after the other at its low end. The CPU's
-  Adam step is not counted: the offload time is what the link alone costs.
+- **Offload** (``host_traffic``): what each GPU moves over its own PCIe link (``host_link``)
+  per micro-batch and per optimizer step, from both directions at once at the link's high
+  end to one after the other at its low end (``host_link_seconds``). DeepSpeed's
+  ``offload_optimizer`` (ZeRO-Offload, Ren et al. 2021, arXiv:2101.06840, its data flow): each
+  GPU sends its bf16 gradient partition (2P/N bytes) to the host and receives its updated bf16
+  parameter partition (2P/N); with ``offload_param`` (ZeRO-3) the parameter partitions live in
+  host memory and come to the GPU for each of the two all-gathers of a micro-batch (forward,
+  backward), 2P/N each, and nothing comes back after the step. FSDP2's ``CPUOffloadPolicy``
+  (``torch/distributed/fsdp/_fully_shard/_fsdp_param.py``, ``all_gather_inputs``: the sharded
+  parameter copied to the device before each all-gather, then cast to ``param_dtype``;
+  ``_fsdp_collectives.py``, ``foreach_reduce``: the reduce-scatter output copied to the CPU):
+  the fp32 shards (4P/N) to the GPU for each all-gather (two per micro-batch with
+  ``reshard_after_forward=True``, one with False), the fp32 gradient shards (4P/N) back; the
+  step runs on the CPU. The CPU's own step is counted apart, below.
+- **The CPU's optimizer step** under offload (``cpu_optimizer_seconds``): Adam on the host
+  reads and writes every byte of its state once per step, so it lasts at least those bytes
+  over the host's memory bandwidth. DeepSpeed's CPU Adam (``csrc/includes/cpu_adam.h``,
+  ``Step_AVX``, deepspeedai/DeepSpeed at 14e1981) loads the fp32 gradient, first and second
+  moment and parameter of each element and stores the parameter and both moments: 16 + 12 =
+  ``ADAM_HOST_BYTES_PER_PARAM`` = 28 bytes per parameter (PyTorch's fused AdamW on the CPU,
+  FSDP2's ``CPUOffloadPolicy``, touches the same four fp32 tensors). Every rank of a machine
+  updates its shard at once from the same memory, so the machine's whole parameter count
+  goes through one host's bandwidth, ``HOST_MEMORY_GB_PER_S``: from two channels of DDR4-3200
+  (a desktop board, 2 x 25.6 GB/s, JEDEC JESD79-4's 3,200 MT/s x 8 bytes) to two sockets of
+  eight channels of DDR5-4800 (16 x 38.4 GB/s: the two Xeon Platinum 8480C, fourth-generation
+  Xeon Scalable with eight channels each, and DDR5-4800 DIMMs of NVIDIA's 8 x H200 SXM system,
+  mlcommons/inference_results_v4.1 closed/NVIDIA/systems/H200-SXM-141GBx8_TRT_MaxQ.json):
+  51.2 to 614.4 GB/s, peaks a CPU approaches but does not pass, so the step is never shorter
+  than the range's low end. The step runs after the last gradient reaches the host and before
+  the updated weights leave it (ZeRO-Offload's delayed parameter update, which would hide it,
+  is off by default): it adds to the step, never overlaps, once per optimizer step however
+  many micro-batches it accumulates; under LoRA it updates the adapters only. Checked against
+  torchtune's Llama 3.1 70B full fine-tune with CPU offload on 8 A100 (``measurements.yaml``).
 - **Overlap**: the step is at least the longest of compute, communication and offload
   (perfect overlap) and at most their sum (none). Without peer-to-peer (GeForce: NCCL copies
-  through host memory) it is at least compute + communication: Answer.AI's dual-3090 runs
-  (``measurements.yaml``) lost more under FSDP than under DDP than the gathered bytes take at
-  the path's fastest.
+  through host memory, its SHM transport) it is at least compute + communication: Answer.AI's
+  dual-3090 and dual-4090 runs (``measurements.yaml``) lost, under FSDP against DDP, about what
+  the gathered bytes take over the host path (3.7 s per step on the 3090s, whose old board
+  gives the path's low end; 0.52 s on the 4090s at full x16, the path's high end), while
+  their compute (10 s and 5 s) would have hidden all of it had the two overlapped.
+- **Gradient accumulation** (``grad_accum`` micro-batches per optimizer step): compute and
+  what repeats on every micro-batch count ``grad_accum`` times, what happens at the optimizer
+  step once (``micro_share``). DDP accumulates without communication under ``no_sync``
+  (PyTorch ``DistributedDataParallel.no_sync``: "gradients will be accumulated on module
+  variables, which will later be synchronized in the first forward-backward pass exiting the
+  context"), and DeepSpeed at ZeRO-0/1 reduces only at the accumulation boundary; DeepSpeed's
+  ZeRO-2 reduce-scatters the gradients of every micro-batch ("ZeRO stage >= 2 communicates
+  during non gradient accumulation boundaries as well", ``deepspeed/runtime/engine.py``,
+  ``allreduce_gradients``) and all-gathers the updated weights once; ZeRO-3 gathers the
+  weights for every forward and backward; FSDP2 reduce-scatters every micro-batch into the
+  sharded gradients (``foreach_reduce``: ``sharded_param.grad._local_tensor += ...``): its
+  ``set_requires_gradient_sync(False)`` would skip that but keep fp32 unsharded gradients of
+  the whole model (``_fsdp_param.py``, ``to_accumulated_grad_if_needed``), not modelled. Only
+  the last micro-batch's backward can hide the step's own communication: the step is at least
+  (grad_accum - 1) x the longest part of a micro-batch + the longest part of the last one
+  with the step's traffic, and at most the sum of everything.
 - **LoRA and QLoRA** (``lora_flops_per_token``, ``lora_step``): the frozen weights get no
   gradient. A weight's backward costs twice its forward, half for the input's gradient and
   half for the weight's (Narayanan et al. 2021, arXiv:2104.04473, appendix: "the backward
@@ -72,7 +118,9 @@ from fractions import Fraction
 
 from .catalogue import Bandwidth, Card
 from .communication import allgather_bytes_per_gpu, bytes_per_gpu_per_step
-from .lora import ALL_LINEAR, lora_adapter_params, lora_memory_per_gpu
+from .frameworks import OFFLOAD
+from .dtypes import NF4
+from .lora import ALL_LINEAR, _qlora_base_parts, lora_adapter_params, lora_memory_per_gpu
 from .models import SLIDING, ModelConfig, as_model_config, count_params
 from .serving import serving_memory_per_gpu
 from .sharding import check_world_size, check_zero_stage
@@ -91,6 +139,13 @@ LORA_FLOPS_SOURCE = ("4 FLOPs per frozen parameter and token (no weight gradient
                      "LoRA trained 25 % faster than full fine-tuning on GPT-3 175B)")
 RECOMPUTE_FACTOR = {"none": Fraction(1), "selective": Fraction(1), "full": Fraction(4, 3)}
 BOUNDS = ("compute", "communication", "offload")
+ADAM_HOST_BYTES_PER_PARAM = 28  # fp32 gradient, moments, parameter read (16); parameter, moments written (12)
+HOST_MEMORY_GB_PER_S = (51.2, 614.4)  # a machine's host memory bandwidth: 2 x DDR4-3200 to 2 sockets x 8 x DDR5-4800
+CPU_ADAM_SOURCE = ("28 bytes per parameter: DeepSpeed's CPU Adam (deepspeedai/DeepSpeed csrc/includes/cpu_adam.h at "
+                   "14e1981, Step_AVX: four fp32 loads, three stores); host memory 51.2 GB/s (two channels of "
+                   "DDR4-3200, 25.6 GB/s each, JEDEC JESD79-4) to 614.4 GB/s (two sockets of eight channels of "
+                   "DDR5-4800, 38.4 GB/s each: the two Intel Xeon Platinum 8480C and DDR5-4800 DIMMs of NVIDIA's "
+                   "8 x H200 SXM system, MLCommons inference v4.1)")
 GB = 10**9
 TERA = 10**12
 
@@ -119,7 +174,7 @@ ZERO = Span(0.0, 0.0)
 
 @dataclass(frozen=True)
 class StepTime:
-    """One training step on every GPU: ``tokens_per_gpu`` (micro_batch x seq_len) each.
+    """One optimizer step on every GPU: ``tokens_per_gpu`` (grad_accum x micro_batch x seq_len) each.
 
     ``compute``, ``communication``, ``offload``: seconds; ``step``: [max of the three's lows,
     sum of their highs]; ``bound``: the part with the longest middle (``BOUNDS``).
@@ -134,6 +189,7 @@ class StepTime:
     step: Span
     bound: str
     flops_per_token_high: int | None = None  # LoRA: the range's high end (``flops_per_token`` the low)
+    grad_accum: int = 1  # micro-batches per optimizer step: ``tokens_per_gpu`` and every Span count them all
 
     @property
     def tokens_per_second(self) -> Span:
@@ -216,10 +272,97 @@ def communication_seconds(params: int, world_size: int, zero_stage: int, link: B
 def offload_seconds(params: int, world_size: int, host: Bandwidth) -> Span:
     """Seconds of the optimizer offload's PCIe traffic per step and GPU (ZeRO-Offload): 2P/N
     bytes of fp16 gradients to the host and 2P/N of fp16 parameters back, both directions at
-    once at the link's high end, one after the other at its low end. CPU time not counted."""
+    once at the link's high end, one after the other at its low end. The CPU's step: ``cpu_optimizer_seconds``."""
     check_world_size(world_size)
     share = 2 * params / world_size
-    return Span(share / (host.high_gb_per_s * GB), 2 * share / (host.low_gb_per_s * GB))
+    return host_link_seconds(share, share, host)
+
+
+def host_link_seconds(to_gpu_bytes: float, to_host_bytes: float, host: Bandwidth) -> Span:
+    """Seconds one GPU's PCIe link (``host``) takes to move ``to_gpu_bytes`` from host memory and
+    ``to_host_bytes`` back: both directions at once at the link's high end, one after the other
+    at its low end. Raises ValueError for negative bytes."""
+    if to_gpu_bytes < 0 or to_host_bytes < 0:
+        raise ValueError(f"bytes over the host link must be >= 0, got {to_gpu_bytes!r}, {to_host_bytes!r}")
+    return Span(max(to_gpu_bytes, to_host_bytes) / (host.high_gb_per_s * GB),
+                (to_gpu_bytes + to_host_bytes) / (host.low_gb_per_s * GB))
+
+
+@dataclass(frozen=True)
+class HostTraffic:
+    """Bytes one GPU moves over its host link for the offload: on every micro-batch
+    (``*_per_micro``) and once per optimizer step (``*_per_step``); to the GPU and to the host."""
+
+    to_gpu_per_micro: float = 0.0
+    to_host_per_micro: float = 0.0
+    to_gpu_per_step: float = 0.0
+    to_host_per_step: float = 0.0
+
+
+NO_TRAFFIC = HostTraffic()
+OFFLOAD_FRAMEWORKS = ("deepspeed", "zero-paper", "fsdp2")
+
+
+def host_traffic(framework: str, zero_stage: int, world_size: int, trained_params: int, offload_params: bool,
+                 frozen_bytes: int = 0) -> HostTraffic:
+    """What one of ``world_size`` GPUs moves over its host link with the optimizer offloaded
+    (module docstring, "Offload"): ``trained_params`` parameters with gradients and optimizer
+    states; ``frozen_bytes`` of frozen parameters as stored (LoRA's base), which only an offload of
+    the parameters moves. ``framework`` "fsdp2" is ``CPUOffloadPolicy`` (parameters always
+    offloaded: ``offload_params`` must be True; the frozen shards as stored, the trained ones in
+    fp32, copied for each all-gather, one per micro-batch at zero_stage 2, two at 3: the root
+    module, which FSDP2 keeps gathered from forward to the end of backward, is counted twice too,
+    an upper bound by one root shard, tests/vram/test_qlora_fsdp2.py); "deepspeed" and "zero-paper" are ``offload_optimizer`` (bf16
+    gradient partitions to the host on every micro-batch from ZeRO-2 on, at the step at ZeRO-1;
+    bf16 parameter partitions back after the step) and, at ZeRO-3, ``offload_param`` (bf16
+    partitions to the GPU for both all-gathers of every micro-batch, nothing back after the
+    step). Raises ValueError for a combination the framework does not offer."""
+    lookup({f: f for f in OFFLOAD_FRAMEWORKS}, framework, "framework")
+    check_world_size(world_size)
+    check_zero_stage(zero_stage)
+    n = world_size
+    if framework == "fsdp2":
+        if zero_stage not in (2, 3) or not offload_params:
+            raise ValueError("FSDP2 offloads with CPUOffloadPolicy, parameters with gradients and optimizer states, "
+                             "at zero_stage 2 or 3")
+        gathers = 2 if zero_stage == 3 else 1
+        return HostTraffic(to_gpu_per_micro=gathers * (frozen_bytes + 4 * trained_params) / n,
+                           to_host_per_micro=4 * trained_params / n)
+    if zero_stage == 0 or (offload_params and zero_stage != 3):
+        raise ValueError("DeepSpeed offloads the optimizer from ZeRO-1 on and the parameters at ZeRO-3 only")
+    gradients = 2 * trained_params / n
+    if offload_params:
+        return HostTraffic(to_gpu_per_micro=2 * (frozen_bytes + 2 * trained_params) / n, to_host_per_micro=gradients)
+    if zero_stage == 1:
+        return HostTraffic(to_host_per_step=gradients, to_gpu_per_step=gradients)
+    return HostTraffic(to_host_per_micro=gradients, to_gpu_per_step=gradients)
+
+
+def micro_share(framework: str, zero_stage: int) -> Fraction:
+    """The share of one micro-batch's collective traffic (``communication_seconds``) that repeats
+    on every micro-batch of an accumulated step; the rest happens once, at the optimizer step
+    (module docstring, "Gradient accumulation"): 0 under DDP and ZeRO-1, 1/2 under DeepSpeed's
+    (and the ZeRO paper's) ZeRO-2, 1 under ZeRO-3 and FSDP2. Raises ValueError."""
+    lookup({f: f for f in OFFLOAD_FRAMEWORKS}, framework, "framework")
+    check_zero_stage(zero_stage)
+    if zero_stage <= 1:
+        return Fraction(0)
+    if zero_stage == 2 and framework != "fsdp2":
+        return Fraction(1, 2)
+    return Fraction(1)
+
+
+def cpu_optimizer_seconds(params: int, host_memory_gb_per_s: tuple[float, float] = HOST_MEMORY_GB_PER_S) -> Span:
+    """Seconds of Adam's step on the host of one machine whose GPUs train ``params`` parameters
+    with the optimizer offloaded (module docstring): ``ADAM_HOST_BYTES_PER_PARAM`` x ``params``
+    over the host memory bandwidth [low, high] GB/s, from its high end (the shortest step) to
+    its low end. Raises ValueError for a negative count or a non-positive bandwidth."""
+    check_int(params, "params", 0)
+    low, high = host_memory_gb_per_s
+    if not 0 < low <= high:
+        raise ValueError(f"a host memory bandwidth is a range 0 < low <= high GB/s, got [{low!r}, {high!r}]")
+    work = ADAM_HOST_BYTES_PER_PARAM * params
+    return Span(work / (high * GB), work / (low * GB))
 
 
 def training_step(
@@ -232,11 +375,18 @@ def training_step(
     recompute: str = "none",
     offload_optimizer: bool = False,
     utilisation: tuple[float, float] = MFU,
+    *,
+    offload_params: bool = False,
+    grad_accum: int = 1,
+    framework: str = "deepspeed",
 ) -> StepTime:
-    """Time of one step (one micro-batch of ``micro_batch`` x ``seq_len`` tokens per GPU, then
-    the gradients' collectives, no gradient accumulation) of a full training of ``config`` on
-    ``world_size`` cards, at ``utilisation`` of the dense peak (``compute_seconds``). Memory is
-    not checked here (``vram.frameworks``, ``vram.fit``).
+    """Time of one optimizer step of a full training of ``config`` on ``world_size`` cards:
+    ``grad_accum`` micro-batches of ``micro_batch`` x ``seq_len`` tokens per GPU and the
+    gradients' collectives (module docstring: what repeats on every micro-batch under
+    ``framework`` at ``zero_stage``), at ``utilisation`` of the dense peak (``compute_seconds``),
+    with the optimizer offloaded (``offload_optimizer``, and ``offload_params``: DeepSpeed's
+    ``offload_param``; under FSDP2 both, ``CPUOffloadPolicy``; ``host_traffic``). Memory is not
+    checked here (``vram.frameworks``, ``vram.fit``).
 
     Returns ``StepTime`` (seconds). Raises ValueError for a bad config or argument.
     """
@@ -247,30 +397,58 @@ def training_step(
     compute = compute_seconds(per_token * tokens, card.bf16_dense_tflops, recompute, utilisation)
     params = count_params(config).total  # every expert's weights and gradients travel
     communication = communication_seconds(params, world_size, zero_stage, card.peer)
-    offload = offload_seconds(params, world_size, card.host) if offload_optimizer else ZERO
-    return _step(world_size, tokens, per_token, compute, communication, offload, overlap=card.peer.peer_to_peer)
+    traffic = host_traffic(framework, zero_stage, world_size, params, offload_params) if offload_optimizer \
+        else NO_TRAFFIC
+    cpu = cpu_optimizer_seconds(params) if offload_optimizer else ZERO
+    return _step(world_size, tokens, per_token, compute, communication, traffic, card.host,
+                 micro_share(framework, zero_stage), grad_accum, overlap=card.peer.peer_to_peer, serial=cpu)
 
 
-def _step(world_size: int, tokens: int, per_token: int, compute: Span, communication: Span, offload: Span,
-          per_token_high: int | None = None, overlap: bool = True) -> StepTime:
-    parts = {"compute": compute, "communication": communication, "offload": offload}
+def _step(world_size: int, tokens: int, per_token: int, compute: Span, communication: Span, traffic: HostTraffic,
+          host: Bandwidth, share: Fraction, grad_accum: int, per_token_high: int | None = None,
+          overlap: bool = True, serial: Span = ZERO) -> StepTime:
+    """One optimizer step of ``grad_accum`` micro-batches, each of ``compute`` and ``share`` of
+    ``communication``, the rest of it at the step, and the host ``traffic`` (module docstring);
+    without ``overlap`` (no peer-to-peer) compute and communication add up. ``serial``: what
+    neither overlaps nor is overlapped (the CPU's optimizer step, once per optimizer step),
+    added to both ends of the step and counted in ``offload``."""
+    accum = check_int(grad_accum, "grad_accum", 1)
+    micro_comm = Span(float(communication.low * share), float(communication.high * share))
+    last_comm = communication  # the last micro-batch's share and the step's own
+    micro_off = host_link_seconds(traffic.to_gpu_per_micro, traffic.to_host_per_micro, host)
+    last_off = host_link_seconds(traffic.to_gpu_per_micro + traffic.to_gpu_per_step,
+                                 traffic.to_host_per_micro + traffic.to_host_per_step, host)
+    earlier = accum - 1
+
+    def total(one: Span, last: Span, extra: Span = ZERO) -> Span:
+        return Span(math.fsum([earlier * one.low, last.low, extra.low]),
+                    math.fsum([earlier * one.high, last.high, extra.high]))
+
+    def shortest(comm: Span, off: Span) -> float:
+        # Without peer-to-peer the collectives are copies through host memory (NCCL's SHM transport):
+        # Answer.AI's dual-3090 and dual-4090 runs (measurements.yaml) lost under FSDP against DDP about
+        # the gathered bytes' time, which their compute would have hidden: no overlap is assumed there.
+        return max(compute.low, comm.low, off.low) if overlap else max(compute.low + comm.low, off.low)
+
+    parts = {"compute": Span(accum * compute.low, accum * compute.high), "communication": total(micro_comm, last_comm),
+             "offload": total(micro_off, last_off, serial)}
+    low = math.fsum([earlier * shortest(micro_comm, micro_off), shortest(last_comm, last_off), serial.low])
     # fsum: correctly rounded, so every Python gives the same bits (3.12's sum() compensates, 3.11's does not)
-    high = math.fsum(p.high for p in parts.values())
-    # Without peer-to-peer the collectives are copies through host memory (NCCL's SHM transport):
-    # Answer.AI's dual-3090 runs (measurements.yaml) were slower under FSDP than under DDP by more
-    # than the bytes gathered at the path's fastest, so no overlap is assumed there.
-    low = max(p.low for p in parts.values()) if overlap else \
-        max(compute.low + communication.low, offload.low)
-    step = Span(low, high)
+    step = Span(low, math.fsum(p.high for p in parts.values()))
     bound = max(BOUNDS, key=lambda name: parts[name].middle)
-    return StepTime(world_size, tokens, per_token, compute, communication, offload, step, bound, per_token_high)
+    return StepTime(world_size, accum * tokens, per_token, parts["compute"], parts["communication"], parts["offload"],
+                    step, bound, per_token_high, accum)
 
 
 @functools.lru_cache(maxsize=256)
-def _lora_sizes(config: ModelConfig, rank: int, target_modules: str | tuple[str, ...], base_dtype: str) -> tuple[int, int]:
-    """(trainable adapter parameters, bytes of the whole frozen base as stored)."""
+def _lora_sizes(config: ModelConfig, rank: int, target_modules: str | tuple[str, ...],
+                base_dtype: str) -> tuple[int, int, int]:
+    """(trainable adapter parameters, bytes of the whole frozen base as stored, those of its
+    parameters: QLoRA's quantisation constants are not parameters, never sharded or offloaded)."""
     adapters = lora_adapter_params(config, rank, target_modules)
-    return adapters, lora_memory_per_gpu(config, rank, 1, 0, target_modules, base_dtype).base_weights_bytes
+    stored = lora_memory_per_gpu(config, rank, 1, 0, target_modules, base_dtype).base_weights_bytes
+    constants = _qlora_base_parts(config)[1] if base_dtype == NF4 else 0
+    return adapters, stored, stored - constants
 
 
 def lora_step(
@@ -285,21 +463,29 @@ def lora_step(
     target_modules: str | Iterable[str] = ALL_LINEAR,
     base_dtype: str = "bf16",
     utilisation: tuple[float, float] | None = None,
+    *,
+    offload: str = "none",
+    grad_accum: int = 1,
+    framework: str = "deepspeed",
 ) -> StepTime:
-    """Time of one LoRA (``base_dtype`` nf4: QLoRA) step of ``micro_batch`` x ``seq_len`` tokens
-    per GPU on ``world_size`` cards under ZeRO ``zero_stage`` (module docstring: FLOPs from
-    ``lora_flops_per_token``, the adapters' gradients exchanged as in full training, and at
-    stage 3 the frozen base all-gathered twice). With ``utilisation`` (a calibrated range,
-    ``vram.calibration``, measured with the low FLOPs count) the compute is that count at that
-    range; without, the FLOPs range at torchtitan's ``MFU``. Memory is not checked here
-    (``vram.lora_memory_per_gpu``). Returns ``StepTime``, seconds, with
+    """Time of one LoRA (``base_dtype`` nf4: QLoRA) optimizer step of ``grad_accum`` micro-batches
+    of ``micro_batch`` x ``seq_len`` tokens per GPU on ``world_size`` cards under ZeRO
+    ``zero_stage`` of ``framework`` (module docstring: FLOPs from ``lora_flops_per_token``, the
+    adapters' gradients exchanged as in full training, at stage 3 the frozen base all-gathered
+    twice per micro-batch; what repeats on every micro-batch). With ``utilisation`` (a calibrated
+    range, ``vram.calibration``, measured with the low FLOPs count) the compute is that count at
+    that range; without, the FLOPs range at torchtitan's ``MFU``. ``offload``: "none",
+    "optimizer" (DeepSpeed's ``offload_optimizer`` of the adapters) or "optimizer+params"
+    (DeepSpeed's ``offload_param`` too, or FSDP2's ``CPUOffloadPolicy``: the frozen base comes
+    from host memory for every all-gather; ``host_traffic``). Memory is not checked here
+    (``vram.lora_memory_per_gpu``, ``vram.lora_offload``). Returns ``StepTime``, seconds, with
     ``flops_per_token_high``. Raises ValueError for a bad config, rank, target or argument."""
     config = as_model_config(config)
     check_int(micro_batch, "micro_batch", 1)
     check_world_size(world_size)
     check_zero_stage(zero_stage)
     targets = target_modules if isinstance(target_modules, str) else tuple(target_modules)
-    adapters, base = _lora_sizes(config, rank, targets, base_dtype)
+    adapters, base, parameters = _lora_sizes(config, rank, targets, base_dtype)
     low, high = lora_flops_per_token(config, seq_len, adapters, recompute)
     tokens = micro_batch * seq_len
     if utilisation is None:
@@ -311,8 +497,13 @@ def lora_step(
         gathers = 2 * allgather_bytes_per_gpu(base, world_size)  # in forward and again in backward
         communication = Span(communication.low + gathers / (card.peer.high_gb_per_s * GB),
                              communication.high + gathers / (card.peer.low_gb_per_s * GB))
-    return _step(world_size, tokens, low, Span(fast.low, slow.high), communication, ZERO, high,
-                 overlap=card.peer.peer_to_peer)
+    lookup({o: o for o in OFFLOAD}, offload, "offload")
+    traffic = NO_TRAFFIC if offload == "none" else \
+        host_traffic(framework, zero_stage, world_size, adapters, offload == "optimizer+params", parameters)
+    cpu = ZERO if offload == "none" else cpu_optimizer_seconds(adapters)  # the adapters' Adam on the host
+    return _step(world_size, tokens, low, Span(fast.low, slow.high), communication, traffic, card.host,
+                 micro_share(framework, zero_stage), grad_accum, high, overlap=card.peer.peer_to_peer, serial=cpu)
+
 
 
 def run_seconds(tokens: int, step: StepTime) -> Span:

@@ -36,14 +36,15 @@
   };
   var CHOICE = ["model", "task", "cards", "method", "context"];
   // The task names the optimizer (training) or the weights' format (serving); these are the rest.
-  var JOB_INPUTS = ["offload", "seq_len", "micro_batch", "recompute", "attention", "rank", "targets",
-    "kv_dtype", "concurrent", "gpu_memory_utilization", "tokens", "host_ram_gb"];
+  var JOB_INPUTS = ["offload", "seq_len", "micro_batch", "grad_accum", "recompute", "attention", "rank", "targets",
+    "kv_dtype", "concurrent", "gpu_memory_utilization", "max_num_batched_tokens", "tokens", "host_ram_gb"];
   // The reader's price per hour of the machine of each card (price_KEY, hooks/finder.py's _prices_field).
   var PRICES = Array.prototype.map.call(form.querySelectorAll('input[id^="finder-price_"]'), function (input) {
     return input.name;
   });
   JOB_INPUTS = JOB_INPUTS.concat(PRICES);
-  var INTEGERS = ["seq_len", "micro_batch", "rank", "concurrent", "tokens", "host_ram_gb", "context"];
+  var INTEGERS = ["seq_len", "micro_batch", "grad_accum", "rank", "concurrent", "max_num_batched_tokens", "tokens",
+    "host_ram_gb", "context"];
   var DECIMALS = ["gpu_memory_utilization"].concat(PRICES);
   var KEPT_CONFIG = "gpu-finder:config.json";  // sessionStorage: this tab only, both languages (same origin)
   var controls = {};
@@ -213,14 +214,22 @@
       return tasks[controls.task.value].kind;
     }
 
+    // The task whose reference answers a task shows: its own, or those of the task it answers as
+    // (finder.yaml's answers_of: the same job, computed once).
+    function answered(taskKey) {
+      return tasks[taskKey].answers_of || taskKey;
+    }
+
     // The reference job of the chosen task: finder.yaml's settings, as hooks/finder/compute.py's job().
     function defaults() {
       var reference = {
         offload: "none",
         seq_len: String(data.activations.seq_length), micro_batch: String(data.activations.micro_batch),
+        grad_accum: String(data.grad_accum),
         recompute: "none", attention: "", rank: String(data.lora.rank), targets: "all-linear",
         kv_dtype: data.serving.kv_dtype,
         concurrent: String(data.serving.concurrent), gpu_memory_utilization: String(data.serving.gpu_memory_utilization),
+        max_num_batched_tokens: String(data.serving.max_num_batched_tokens),
         tokens: String(data.run_tokens), host_ram_gb: ""
       };
       PRICES.forEach(function (name) { reference[name] = ""; });
@@ -496,11 +505,21 @@
       return backing ? shown + " (" + backing + ")" : shown;
     }
 
+    // The batch per optimizer step (answer_job's batch, vram.job.global_batch), hooks/finder/page.py's batch_text.
+    function batchText(batch, tokens) {
+      return fill(labels.batch, {
+        global_batch: formats.whole.format(batch.global_batch), micro_batch: formats.whole.format(batch.micro_batch),
+        grad_accum: formats.whole.format(batch.grad_accum), cards: formats.whole.format(batch.cards),
+        tokens_per_step: formats.whole.format(batch.tokens_per_step), steps: formats.whole.format(batch.optimizer_steps),
+        tokens: formats.whole.format(tokens)
+      });
+    }
+
     function rankingText(run, cards) {
       return fill(labels["ranked_" + run.ranked_by], {
         tokens: formats.whole.format(run.tokens),
         order: run.order.map(function (key) { return gpus[key].name; }).join(", "),
-        unpriced: (run.unpriced || []).map(function (key) { return cards + " × " + gpus[key].name; }).join(", ")
+        unpriced: (run.unpriced || []).map(function (key) { return cards + NBSP + "×" + NBSP + gpus[key].name; }).join(", ")
       });
     }
 
@@ -516,7 +535,8 @@
           concurrent: formats.whole.format(job ? job.concurrent : data.serving.concurrent), context: formats.whole.format(context),
           kv_dtype: job ? job.kv_dtype : data.serving.kv_dtype, kv: gb(found.kv_per_sequence_gb),
           share: formats.percent.format(job ? job.gpu_memory_utilization : data.serving.gpu_memory_utilization),
-          reserve: reserve
+          reserve: reserve,
+          chunk: formats.whole.format(job ? job.max_num_batched_tokens : data.serving.max_num_batched_tokens)
         }));
       } else if (job) {
         var act = found.activations;
@@ -541,10 +561,12 @@
           none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
         }));
       }
+      if (!serving) notes.push(batchText(found.batch || data.batches[controls.cards.value], job ? job.tokens : data.run_tokens));
       if (found.run) {
         notes.push(labels.run_source);  // the sources, as `python -m vram time` names them
         (found.run.warnings || []).forEach(function (warning) { notes.push(labels["warn_" + warning]); });
       }
+      (found.warnings || []).forEach(function (warning) { notes.push(labels["warn_" + warning]); });  // no card fits
       if (job && controls.model.value === CUSTOM) {  // what vram read from the pasted config.json, to check
         notes.unshift(fill(labels.config_read, {
           family: found.model_type, layers: formats.whole.format(found.layers), params: formats.whole.format(found.params)
@@ -674,18 +696,18 @@
       if (current === "serving") {
         found.context = value("context");
         found.weights = task.weight_dtype;
-        names = ["kv_dtype", "concurrent", "gpu_memory_utilization"];
+        names = ["kv_dtype", "concurrent", "gpu_memory_utilization", "max_num_batched_tokens"];
       } else {
         var method = methods[controls.method.value];
         found.framework = method.framework;
         found.zero_stage = method.zero_stage;
-        names = ["seq_len", "micro_batch", "recompute", "attention"];
-        names = names.concat(current === "training" ? ["offload"] : ["rank", "targets"]);
+        names = ["seq_len", "micro_batch", "grad_accum", "recompute", "attention", "offload"];
+        names = names.concat(current === "training" ? [] : ["rank", "targets"]);
         if (current === "training") {
           found.optimizer = task.optimizer;
           found.optimizer_impl = task.optimizer_impl;
-          found.host_ram_gb = hostRam(found.cards);
         }
+        found.host_ram_gb = hostRam(found.cards);
         found.tokens = value("tokens");
         // the guide's price of each machine of this many cards, or the reader's for it
         found.prices = {};
@@ -722,7 +744,7 @@
           form.setAttribute("data-state", "computing");
           referenceAnswers().then(function (results) {
             if (ticket !== shown) return;
-            show(results[choice[0]][choice[1]][choice[2]][choice[3]], null);
+            show(results[choice[0]][answered(choice[1])][choice[2]][choice[3]], null);
             form.setAttribute("data-state", "ready");
           }, function (error) {
             if (ticket !== shown) return;

@@ -53,17 +53,23 @@ def _read(folder: Path) -> MeasuredData:
 _figures_memo = Memo()
 
 
-def validation(data_dir: Path | None = None) -> tuple[list, dict]:
+def validation(data_dir: Path | None = None, rule_name: str | None = None) -> tuple[list, dict]:
     """``(checks, figures)``: every run predicted without its source
-    (``vram.calibration.leave_one_source_out``) and the coverage and median width per group
-    (``validation_figures``). Kept while nothing under the data folder changes."""
-    from vram.calibration import validation_figures
+    (``vram.calibration.leave_one_source_out``) under the rule named ``rule_name`` (default: the
+    site's, ``vram.calibration.RULE``) and the coverage and median width per group
+    (``validation_figures``). Kept while nothing under the data folder changes. Raises
+    RenderError for an unknown rule."""
+    from vram.calibration import RULE, RULES, validation_figures
 
     folder = data_dir or data_module.DATA_DIR
+    rules = {rule.name: rule for rule in RULES}
+    name = rule_name or RULE.name
+    if name not in rules:
+        raise RenderError(f"rule={name} is not one of {', '.join(rules)}")
 
     def compute() -> tuple[list, dict]:
         measured = measured_data(folder)
-        checks = measured.checks()
+        checks = measured.checks(rules[name])
         return checks, validation_figures(checks, measured.measurements)
 
-    return _figures_memo.get(folder, tree_stamp(folder), compute)
+    return _figures_memo.get((folder, name), tree_stamp(folder), compute)

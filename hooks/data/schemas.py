@@ -28,6 +28,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, St
 
 from verify.record import LINK_CLASSES
 from vram.accounting import ACCOUNTINGS, accounting
+from vram.frameworks import OFFLOAD
 
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 
@@ -257,9 +258,11 @@ class CalibrationTexts(Data):
 
     columns: Texts({"family": (), "kind": (), "task": (), "share": (), "runs": (), "sources": ()})
     words: Texts({"dense": (), "moe": (), "serving": (), "full": (), "lora": (), "qlora": (), "offload": (),
-                  "bits": ("bits",), "single": (), "batched": (), "widened": ("spread",),
+                  "bits": ("bits",), "single": (), "batched": (),
                   "met": (), "missed": ()})
-    plot: Texts({"measured": (), "predicted": (), "same": (), "scale": (), "alt": ("runs", "coverage", "width")})
+    plot: Texts({"measured": (), "predicted": (), "same": (), "scale": (), "serving": (),
+                 "alt": ("runs", "coverage", "width"), "points": ("runs",), "col_run": (), "col_card": (),
+                 "col_measured": (), "col_predicted": (), "col_inside": (), "inside": (), "outside": ()})
 
 
 class TimingFile(Data):
@@ -447,7 +450,9 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "recompute_full": (), "attention": (), "attention_default": (), "rank": (), "targets": (),
     "kv_dtype": (), "concurrent": (), "gpu_memory_utilization": (), "computing": (),
     "activations_job": ("seq", "micro_batch", "attention", "recompute", "asked", "full", "reserve"),
-    "serving_job": ("concurrent", "context", "kv_dtype", "kv", "share", "reserve"),
+    "serving_job": ("concurrent", "context", "kv_dtype", "kv", "share", "reserve", "chunk"),
+    "grad_accum": (), "max_num_batched_tokens": (), "chunk_hint": ("default",),
+    "batch": ("global_batch", "micro_batch", "grad_accum", "cards", "tokens_per_step", "steps", "tokens"),
     "host_ram": ("host",), "qlora_storage": (),
     "error_integer": ("field", "minimum", "maximum"), "error_fraction": ("field", "minimum", "maximum"),
     "error_choice": ("field",), "error_too_long": ("field", "maximum"), "error_config_json": ("field", "line", "column"),
@@ -463,7 +468,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "bound_compute": (), "bound_communication": (), "bound_offload": (),
     "ranked_cost": ("tokens", "order"), "run_source": ("coverage",), "ranked_time": ("tokens", "order", "unpriced"),
     "backing_runs": ("family", "runs"), "backing_other": ("family", "runs"), "backing_none": ("runs",),
-    "decode_realistic": ("range",), "warn_expert_parallel": (), "warn_several_machines": (),
+    "decode_realistic": ("range",), "warn_expert_parallel": (), "warn_several_machines": (), "warn_communication_bound": (),
     "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field", "example", "minimum", "maximum"),
     "col_decode": (),
     "decode_cell": ("per_sequence", "total"), "decode_one": ("per_sequence",),
@@ -511,6 +516,7 @@ class Task(Data):
     optimizer_impl: Literal["foreach", "fused", "forloop"] | None = None  # training: else settings.optimizer_impl
     base_dtype: Name | None = None  # lora
     weight_dtype: Name | None = None  # serving
+    answers_of: Key | None = None  # another task with the same job: its reference answers are this one's
 
     @model_validator(mode="after")
     def _what_the_kind_needs(self) -> Self:
@@ -550,11 +556,25 @@ class FinderFile(Data):
     def _every_computed_method_has_its_label(self) -> Self:
         for task_key, task in self.tasks.items():
             for method_key, method in self.methods.items():
-                name = accounting(task.kind, method.framework, method.zero_stage, task.optimizer or "adamw",
-                                  task.base_dtype or "bf16")
-                if name is not None and name not in self.accountings:
-                    raise ValueError(f"accountings.{name}: missing, the label of methods.{method_key} beside "
-                                     f"tasks.{task_key} ({ACCOUNTINGS[name]})")
+                for offload in OFFLOAD if task.kind != "serving" else ("none",):  # the reader may offload
+                    name = accounting(task.kind, method.framework, method.zero_stage, task.optimizer or "adamw",
+                                      task.base_dtype or "bf16", offload)
+                    if name is not None and name not in self.accountings:
+                        raise ValueError(f"accountings.{name}: missing, the label of methods.{method_key} beside "
+                                         f"tasks.{task_key} ({ACCOUNTINGS[name]})")
+        return self
+
+    @model_validator(mode="after")
+    def _answers_of_a_task_with_the_same_job(self) -> Self:
+        job = ("kind", "optimizer", "optimizer_impl", "base_dtype", "weight_dtype")
+        for key, task in self.tasks.items():
+            other = self.tasks.get(task.answers_of) if task.answers_of else None
+            if task.answers_of is None:
+                continue
+            if other is None or other.answers_of is not None or \
+                    [getattr(task, f) for f in job] != [getattr(other, f) for f in job]:
+                raise ValueError(f"tasks.{key}.answers_of: {task.answers_of!r} is not a task of its own answers with "
+                                 f"the same {', '.join(job)}")
         return self
 
 

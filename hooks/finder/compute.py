@@ -41,7 +41,8 @@ import vram
 from vram.catalogue import card_speed, cards_from_data
 from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes, usable_bytes
 from vram.accounting import job_accounting
-from vram.job import JOB_FIELDS, JobError
+from vram.job import JOB_FIELDS, JobError, check_job, global_batch
+from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
 from vram.units import bytes_to_gb, bytes_to_gib
 
 from hooks.cache import Memo, hash_files, package_versions, tree_stamp
@@ -357,9 +358,26 @@ def activation_reference(catalogue: Catalogue, model: Model) -> dict[str, Any]:
     return found
 
 
+def answered_task(catalogue: Catalogue, task_key: str) -> str:
+    """The task whose reference answers ``task_key`` shows: its ``answers_of`` (the same job,
+    computed once: finder.yaml's pre-training and full fine-tuning), else itself."""
+    return catalogue.tasks[task_key].get("answers_of") or task_key
+
+
+def reference_batch(catalogue: Catalogue, cards: int) -> dict[str, int]:
+    """The reference job's batch per optimizer step on ``cards`` cards (``vram.job.global_batch``:
+    finder.yaml's micro-batch and sequence length, no accumulation, ``JOB_FIELDS``' tokens), the
+    same for every model and training or LoRA task."""
+    training = next(key for key, task in catalogue.tasks.items() if task["kind"] != "serving")
+    with calculator_errors():
+        return global_batch(check_job(job(catalogue, next(iter(catalogue.models)), training, cards,
+                                          next(iter(catalogue.methods)))))
+
+
 def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
     """Everything the finder page shows, for every choice (of ``catalogue``, default: the
-    checkout's, ``load_catalogue()``): plain JSON types, sizes in GB (10**9 bytes)."""
+    checkout's, ``load_catalogue()``): plain JSON types, sizes in GB (10**9 bytes). A task that
+    ``answers_of`` another shows that one's answers (``answered_task``): not computed twice."""
     catalogue = catalogue or load_catalogue()
     settings = catalogue.settings
     results: dict[str, Any] = {}
@@ -367,6 +385,8 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
     refused: dict[str, Any] = {}
     for model_key in catalogue.models:
         for task_key in catalogue.tasks:
+            if answered_task(catalogue, task_key) != task_key:
+                continue
             for cards in settings["cards"]:
                 for option in options(catalogue, task_key):
                     found, reason = attempt(catalogue, model_key, task_key, cards, option)
@@ -376,6 +396,13 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
                         offered.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), []).append(option)
                     else:
                         refused.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[option] = reason
+    for model_key in offered:  # a task answered as another: the same choices and refusals, no answers of its own
+        for task_key in catalogue.tasks:
+            source = answered_task(catalogue, task_key)
+            if source != task_key:
+                for found in (offered, refused):
+                    if source in found.get(model_key, {}):
+                        found[model_key][task_key] = found[model_key][source]
     backings = intern_backings(results)
     return {
         "schema": 1,
@@ -391,7 +418,9 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
                   | ({"optimizer_impl": optimizer_impl(catalogue, k)} if t["kind"] == "training" else {})
                   for k, t in catalogue.tasks.items()],
         "lora": settings["lora"],
-        "serving": settings["serving"],
+        # vLLM's prefill chunk is vram's default (vram.serving: vLLM's SchedulerConfig), not a setting
+        "serving": {**settings["serving"], "max_num_batched_tokens": VLLM_MAX_NUM_BATCHED_TOKENS},
+        "batches": {str(cards): reference_batch(catalogue, cards) for cards in settings["cards"]},
         "tight_free_fraction": TIGHT_FREE_FRACTION,
         "methods": [{"key": k, "framework": m["framework"], "zero_stage": m["zero_stage"]}
                     for k, m in catalogue.methods.items()],
@@ -404,6 +433,7 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
                   "usable_gb": bytes_to_gb(card_capacity_bytes(catalogue, g)), "speed": catalogue.speeds[k]}
                  for k, g in catalogue.gpus],
         "run_tokens": JOB_FIELDS["tokens"],
+        "grad_accum": JOB_FIELDS["grad_accum"],
         "calibration": catalogue.calibration,  # the published runs' shares: the worker's jobs carry them
         "backings": backings,  # each distinct backing once; results name them by index
         # the RAM of the catalogue's machines where a source gives it (gpus.yaml host_ram_gb)

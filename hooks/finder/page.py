@@ -23,6 +23,7 @@ import vram
 from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
 from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes
 from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
+from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
 from vram.units import bytes_to_gb, bytes_to_gib
 
 from hooks.data.load import load_yaml, text
@@ -35,8 +36,8 @@ from hooks.render.typography import unit_space
 from verify.pins import pinned
 
 from hooks.finder.compute import (
-    CUSTOM_MODEL, FINDER_YAML, MODELS_YAML, Catalogue, activation_reference, load_catalogue, options, result,
-    task_accountings)
+    CUSTOM_MODEL, FINDER_YAML, MODELS_YAML, Catalogue, activation_reference, load_catalogue, options,
+    reference_batch, result, task_accountings)
 
 
 def _label(catalogue: Catalogue, key: str, lang: str, **fields: Any) -> str:
@@ -147,6 +148,16 @@ def _config_field(catalogue: Catalogue, lang: str) -> str:
             f'<input type="file" id="finder-config-file" accept=".json,application/json">')
 
 
+def _chunk_field(catalogue: Catalogue, lang: str) -> str:
+    """Serving: vLLM's prefill chunk (``max_num_batched_tokens``), vLLM's default to start with
+    (``vram.serving.VLLM_MAX_NUM_BATCHED_TOKENS``), with the hint that says so."""
+    default = VLLM_MAX_NUM_BATCHED_TOKENS
+    hint = _label(catalogue, "chunk_hint", lang, default=format_number(default, lang, 0))
+    return (_text("max_num_batched_tokens", _label(catalogue, "max_num_batched_tokens", lang), default,
+                  extra=' aria-describedby="finder-chunk-hint"')
+            + f'<p class="finder-hint" id="finder-chunk-hint">{html.escape(hint)}</p>')
+
+
 def _refused_line(name: str) -> str:
     """Under a choice, the line where finder.js names the options the calculator refuses for the
     reader's other choices and why (greyed out in the list; a touch screen shows no tooltip)."""
@@ -211,9 +222,10 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
     settings = catalogue.settings
     label = functools.partial(_label, catalogue, lang=lang)
     more = [  # every other input that decides a fit (the task names the optimizer or the weights' format)
-        ("training", _select("offload", label("offload"), [(v, label(f"offload_{v.replace('+', '_')}")) for v in OFFLOAD], "none")),
+        ("training lora", _select("offload", label("offload"), [(v, label(f"offload_{v.replace('+', '_')}")) for v in OFFLOAD], "none")),
         ("training lora", _text("seq_len", label("seq_len"), settings["activations"]["seq_length"])),
         ("training lora", _text("micro_batch", label("micro_batch"), settings["activations"]["micro_batch"])),
+        ("training lora", _text("grad_accum", label("grad_accum"), JOB_FIELDS["grad_accum"])),
         ("training lora", _select("recompute", label("recompute"), [(v, label(f"recompute_{v}")) for v in vram.RECOMPUTE], "none")),
         ("training lora", _select("attention", label("attention"), [("", label("attention_default"))] + [(v, v) for v in vram.ATTENTION], "")),
         ("lora", _text("rank", label("rank"), settings["lora"]["rank"])),
@@ -222,7 +234,8 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         ("serving", _text("concurrent", label("concurrent"), settings["serving"]["concurrent"])),
         ("serving", _text("gpu_memory_utilization", label("gpu_memory_utilization"),
                           format_decimal(settings["serving"]["gpu_memory_utilization"], locale=lang), numeric=False, mode="decimal")),
-        ("training", _text("host_ram_gb", label("host_ram_gb"), "")),
+        ("serving", _chunk_field(catalogue, lang)),
+        ("training lora", _text("host_ram_gb", label("host_ram_gb"), "")),
         ("training lora", _text("tokens", label("tokens"), format_number(JOB_FIELDS["tokens"], lang, 0))),
         ("training lora", _prices_field(catalogue, lang)),
     ]
@@ -313,7 +326,8 @@ def note_text(catalogue: Catalogue, lang: str, model: str, task: str, option: st
         return _label(catalogue, "serving_job", lang, concurrent=format_number(serving["concurrent"], lang, 0),
                       context=format_number(int(option), lang, 0), kv_dtype=serving["kv_dtype"],
                       kv=_gb(found["kv_per_sequence_gb"], catalogue, lang),
-                      share=format_percent(serving["gpu_memory_utilization"], locale=lang), reserve=reserve)
+                      share=format_percent(serving["gpu_memory_utilization"], locale=lang), reserve=reserve,
+                      chunk=format_number(VLLM_MAX_NUM_BATCHED_TOKENS, lang, 0))
     ref, settings = activation_reference(catalogue, catalogue.models[model]), catalogue.settings["activations"]
     return _label(catalogue, f"activations_{kind}", lang, model=catalogue.models[model].name,
                   seq=format_number(settings["seq_length"], lang, 0), micro_batch=format_number(settings["micro_batch"], lang, 0),
@@ -369,10 +383,23 @@ def run_text(catalogue: Catalogue, lang: str, time: dict[str, Any]) -> str:
     return f"{shown} ({backing})" if backing else shown
 
 
+def batch_text(catalogue: Catalogue, lang: str, batch: dict[str, Any], tokens: int) -> str:
+    """The batch per optimizer step of a training or LoRA job (``vram.job.global_batch``): the
+    global batch and how it is made, its tokens, and the optimizer steps for ``tokens``."""
+    def number(n: int) -> str:
+        return format_number(n, lang, 0)
+
+    return _label(catalogue, "batch", lang, global_batch=number(batch["global_batch"]),
+                  micro_batch=number(batch["micro_batch"]), grad_accum=number(batch["grad_accum"]),
+                  cards=number(batch["cards"]), tokens_per_step=number(batch["tokens_per_step"]),
+                  steps=number(batch["optimizer_steps"]), tokens=number(tokens))
+
+
 def machine_names(catalogue: Catalogue, cards: int, keys: list[str]) -> str:
-    """``2 × H100 80GB, 2 × RTX 4090 24GB``: the machines of ``cards`` such cards, as the price column names them."""
+    """``2 × H100 80GB, 2 × RTX 4090 24GB``: the machines of ``cards`` such cards, each held on one
+    line (no-break spaces around the ×, as finder.js writes them)."""
     names = dict((k, g["name"]) for k, g in catalogue.gpus)
-    return ", ".join(f"{cards} × {names[key]}" for key in keys)
+    return ", ".join(f"{cards}\u00a0×\u00a0{names[key]}" for key in keys)
 
 
 def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any], cards: int) -> str:
@@ -438,11 +465,14 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
     parts = _label(catalogue, "part_separator", lang).join(_label(catalogue, "part_size", lang, part=text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}"),
                              size=_gb(v, catalogue, lang)) for k, v in found["parts"])
     note = note_text(catalogue, lang, model, task, option, found)
+    if catalogue.tasks[task]["kind"] != "serving":
+        note += " " + batch_text(catalogue, lang, reference_batch(catalogue, cards), JOB_FIELDS["tokens"])
     order = ""
     if "run" in found:
         note += " " + run_source_text(catalogue, lang)
         order = ranking_text(catalogue, lang, found["run"], cards)
         note += "".join(" " + _label(catalogue, f"warn_{w}", lang) for w in found["run"].get("warnings", []))
+    note += "".join(" " + _label(catalogue, f"warn_{w}", lang) for w in found.get("warnings", []))  # no card fits
     table = (f'<table id="finder-table">'
              f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
              f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""

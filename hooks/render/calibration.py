@@ -1,10 +1,12 @@
 """The formulas page's "how good are these estimates": the validation figures, the class table,
 the sources and the plot, from ``vram.calibration`` (the code the times come from).
 
-- ``{{ calibration part=coverage|width|runs group=training|serving|scale }}`` -> ``66%``,
-  ``1,7``, ``35``: leave-one-source-out figures (``vram.calibration.validation_figures``);
+- ``{{ calibration part=coverage|width|runs group=training|serving|scale rule=R1|R0 }}`` ->
+  ``66%``, ``1,7``, ``35``: leave-one-source-out figures (``vram.calibration.validation_figures``)
+  of the site's rule (default) or of the first one, R0;
   ``part=verdict`` whether both targets are met (``raggiunto``/``non raggiunto``);
-  ``part=spread`` the widening of one-source classes (``source_spread``), ``part=measurements``
+  ``part=spread group=training|serving`` the dispersion of sources that sets R1's ranges
+  (``vram.calibration.dispersion``), ``part=measurements``
   and ``part=sources`` how many entries and sources the data holds, ``part=target_coverage``
   and ``part=target_width`` the targets.
 - ``{{ table name=calibration }}``: every class with published runs and its range.
@@ -20,7 +22,7 @@ import re
 
 from babel.numbers import format_percent
 
-from vram.calibration import COVERAGE_TARGET, WIDTH_TARGET, ClassRange, class_table, source_spread
+from vram.calibration import COMPUTE_BOUND, COVERAGE_TARGET, WIDTH_TARGET, ClassRange, class_table, dispersion
 
 from hooks.data.load import label, load_model, load_yaml
 from hooks.data.measurements import measured_data, validation
@@ -30,7 +32,8 @@ from hooks.render.markdown_table import markdown_table
 from hooks.render.placeholders import Args
 
 PLOT_DIR = "assets/calibration"
-PARTS = ("coverage", "width", "runs", "verdict", "spread", "measurements", "sources", "target_coverage", "target_width")
+PARTS = ("coverage", "width", "runs", "verdict", "spread", "measurements", "sources", "target_coverage", "target_width",
+         "compute_bound")
 GITHUB_BLOB = re.compile(r"^https://github\.com/([^/]+/[^/]+)/blob/([0-9a-f]{7,40})/(.+)$")
 
 
@@ -53,7 +56,7 @@ def times(value: float, lang: str) -> str:
 
 
 def calibration(raw: dict[str, str], lang: str) -> str:
-    args = Args(raw, {"part", "group"})
+    args = Args(raw, {"part", "group", "rule"})
     part = args.str("part")
     if part not in PARTS:
         raise RenderError(f"part={part} is not one of {', '.join(PARTS)}")
@@ -61,15 +64,19 @@ def calibration(raw: dict[str, str], lang: str) -> str:
         return percent(COVERAGE_TARGET, lang)
     if part == "target_width":
         return format_number(WIDTH_TARGET, lang, 1)
+    if part == "compute_bound":
+        return percent(COMPUTE_BOUND, lang)
     measured = measured_data()
+    group = args.str("group", "training")
     if part == "spread":
-        return format_number(source_spread(measured.calibration.points), lang, 2)
+        if group not in ("training", "serving"):
+            raise RenderError(f"group={group} is not one of training, serving")
+        return times(dispersion(measured.calibration.points, group == "serving"), lang)
     if part == "measurements":
         return format_number(len(measured.measurements), lang, 0)
     if part == "sources":
         return format_number(len(load_yaml("measurements")["sources"]), lang, 0)
-    _, figures = validation()
-    group = args.str("group", "training")
+    _, figures = validation(rule_name=args.str("rule", "R1"))
     if group not in figures:
         raise RenderError(f"group={group} is not one of {', '.join(figures)}")
     found = figures[group]
@@ -95,7 +102,8 @@ def class_words(found: ClassRange, lang: str) -> list[str]:
 
 def calibration_table(raw: dict[str, str], lang: str) -> str:
     """``{{ table name=calibration }}``: every class with published runs (one machine, not
-    excluded), its range of shares, how many runs and which sources (widened when one)."""
+    excluded, mostly compute: ``vram.calibration.RULE``), its range of shares, how many runs and
+    which sources."""
     Args(raw, {"name"})
     texts = _texts()
     where = "snippets/data/timing.yaml: calibration.columns"
@@ -104,9 +112,6 @@ def calibration_table(raw: dict[str, str], lang: str) -> str:
     for found in class_table(measured_data().calibration.points):
         low, high = math.floor(found.low * 100), math.ceil(found.high * 100)
         share = load_model("units").range[lang].format(low=format_number(low, lang, 0), high=percent(high / 100, lang))
-        if len(found.sources) == 1:
-            spread = format_number(source_spread(measured_data().calibration.points), lang, 2)
-            share += f" ({_word('widened', lang).format(spread=spread)})"
         body.append([*class_words(found, lang), share, format_number(found.runs, lang, 0),
                      ", ".join(f"`{s}`" for s in found.sources)])
     return markdown_table(header, body)
@@ -130,17 +135,36 @@ def calibration_sources(raw: dict[str, str], lang: str) -> str:
 
 def calibration_plot(raw: dict[str, str], lang: str) -> str:
     """``{{ calibration_plot }}``: the plot as a Markdown image with its text alternative
-    (the runs, the training coverage and the median width, in ``lang``)."""
+    (the runs, the training coverage and the median width, in ``lang``), then every point in
+    words: a table in a collapsed ``<details>`` (run, card, what was measured, the range
+    predicted without its source, whether it lies inside), the text a reader without the image
+    reads."""
     from hooks.render.calibration_plot import plot_uri
 
     Args(raw, set())
-    _, figures = validation()
+    checks, figures = validation()
     training = figures["training"]
     runs = sum(f.runs for f in figures.values())
-    alt = label(_texts().plot, "alt", lang, "snippets/data/timing.yaml: calibration.plot").format(
+    plot = _texts().plot
+    where = "snippets/data/timing.yaml: calibration.plot"
+    alt = label(plot, "alt", lang, where).format(
         runs=format_number(runs, lang, 0), coverage=percent(training.coverage, lang),
         width=times(training.median_width, lang))
-    return f"![{alt}]({plot_uri(lang)})"
+    measured = measured_data()
+    header = [label(plot, key, lang, where) for key in ("col_run", "col_card", "col_measured", "col_predicted", "col_inside")]
+    units = load_model("units").range[lang]
+    rows = []
+    for check in checks:
+        low, high = check.predicted.low, check.predicted.high
+        decimals = 0 if low >= 100 else 1
+        predicted = units.format(low=format_number(math.floor(low * 10**decimals) / 10**decimals, lang, decimals),
+                                 high=format_number(math.ceil(high * 10**decimals) / 10**decimals, lang, decimals))
+        rows.append([f"`{check.key}`", measured.cards[check.gpu].name, format_number(check.measured, lang, 1),
+                     predicted, label(plot, "inside" if check.covered else "outside", lang, where)])
+    table = markdown_table(header, rows)
+    summary = label(plot, "points", lang, where).format(runs=format_number(len(checks), lang, 0))
+    return (f"![{alt}]({plot_uri(lang)})\n\n<details class=\"calibration-points\" markdown=\"1\">\n"
+            f"<summary>{summary}</summary>\n\n{table}\n\n</details>")
 
 
 CALIBRATION = {

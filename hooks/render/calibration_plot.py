@@ -2,8 +2,10 @@
 
 One point per measurement of ``measurements.yaml`` that is not excluded: on the x axis what the
 source measured, on the y axis the range ``vram.calibration.leave_one_source_out`` predicted
-without that source (a vertical segment), log scales, a colour per card family, hollow
-markers for the scale checks (several machines), the diagonal where prediction = measurement.
+without that source (a vertical segment), log scales, a colour per card (named in the legend),
+round markers for training on one machine, triangles for decoding, hollow squares for the
+scale checks (several machines), the diagonal where prediction = measurement. The page lists
+the same points in words under the image (``hooks/render/calibration.py``).
 Drawn with matplotlib (Agg) once per language; the PNG is kept in ``.cache/calibration`` under
 the SHA-256 of what it is drawn from (the data folder, ``vram/``, this module, the language's
 words and matplotlib's version), so a build whose data did not change reads the file instead
@@ -61,6 +63,18 @@ def _stored_or_drawn(lang: str, store: Path | None) -> bytes:
     return png
 
 
+CARD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")
+KIND_MARKERS = {"training": "o", "serving": "^", "scale": "s"}  # hollow for the scale checks
+
+
+def card_order(checks: list, families: dict) -> list[str]:
+    """The measured cards in the legend's order: by family (measurements.yaml), then by key."""
+    family_of = {card: family for family, entry in families.items() for card in entry["cards"]}
+    order = list(families)
+    return sorted({c.gpu for c in checks}, key=lambda card: (order.index(family_of[card]), card))
+
+
 def draw(lang: str) -> bytes:
     """Draw the plot of ``lang`` (module docstring) and return its PNG bytes."""
     import matplotlib
@@ -68,28 +82,30 @@ def draw(lang: str) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from vram.calibration import group_of
+
     texts = load_model("timing").calibration.plot
     families = load_yaml("measurements")["families"]
     measured = measured_data()
     checks, _ = validation()
-    colours = dict(zip(families, ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02")))
-    figure, axes = plt.subplots(figsize=(7.2, 5.4), dpi=100)
-    shown_families = []
+    cards = card_order(checks, families)
+    if len(cards) > len(CARD_COLOURS):
+        raise ValueError(f"the plot has {len(CARD_COLOURS)} colours for {len(cards)} measured cards: add colours")
+    colours = dict(zip(cards, CARD_COLOURS))
+    figure, axes = plt.subplots(figsize=(9.6, 5.6), dpi=100)
     for check in checks:
-        family = measured.calibration.families[check.gpu]
-        colour = colours[family]
+        colour, group = colours[check.gpu], group_of(check, measured.measurements)
         axes.plot([check.measured, check.measured], [check.predicted.low, check.predicted.high], color=colour,
                   linewidth=2, alpha=0.8)
-        axes.plot([check.measured], [check.predicted.middle], marker="o", markersize=4,
-                  color=colour, markerfacecolor="white" if check.scale_check else colour, linestyle="none")
-        if family not in shown_families:
-            shown_families.append(family)
-    for family in shown_families:  # the legend: one filled marker per family
-        axes.plot([], [], marker="o", color=colours[family], linestyle="none", label=families[family]["name"])
+        axes.plot([check.measured], [check.predicted.middle], marker=KIND_MARKERS[group], markersize=5,
+                  color=colour, markerfacecolor="white" if group == "scale" else colour, linestyle="none")
+    for card in cards:  # the legend: one filled marker per card, by its name
+        axes.plot([], [], marker="o", color=colours[card], linestyle="none", label=measured.cards[card].name)
     values = [v for c in checks for v in (c.measured, c.predicted.low, c.predicted.high)]
     low, high = min(values) / 1.5, max(values) * 1.5
     axes.plot([low, high], [low, high], color="#444444", linewidth=1, linestyle="--", label=texts["same"][lang])
-    axes.plot([], [], marker="o", markerfacecolor="white", color="#444444", linestyle="none", label=texts["scale"][lang])
+    axes.plot([], [], marker="^", color="#444444", linestyle="none", label=texts["serving"][lang])
+    axes.plot([], [], marker="s", markerfacecolor="white", color="#444444", linestyle="none", label=texts["scale"][lang])
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlim(low, high)
@@ -97,7 +113,7 @@ def draw(lang: str) -> bytes:
     axes.set_xlabel(texts["measured"][lang])
     axes.set_ylabel(texts["predicted"][lang])
     axes.grid(True, which="major", linewidth=0.4, alpha=0.5)
-    axes.legend(loc="upper left", fontsize=8, frameon=False)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False, borderaxespad=0)
     figure.tight_layout()
     out = io.BytesIO()
     figure.savefig(out, format="png", metadata={"Software": None})

@@ -247,6 +247,32 @@ def lora_flops(raw: dict[str, str], lang: str) -> str:
     return _plain_range(float(low), float(high), lang, 1)
 
 
+def cpu_adam(raw: dict[str, str], lang: str) -> str:
+    """The host's Adam step under offload (``vram.timing.cpu_optimizer_seconds``):
+    ``part=bytes`` -> ``28`` bytes per parameter; ``part=memory`` -> ``51,2–614,4`` (it), the
+    host memory bandwidth range in GB/s; ``part=seconds params=70.6e9`` -> the step's range in
+    seconds for that many parameters on one machine."""
+    args = Args(raw, {"part", "params"})
+    part = args.str("part", "bytes")
+    if part == "bytes":
+        return format_number(vram.timing.ADAM_HOST_BYTES_PER_PARAM, lang, 0)
+    if part == "memory":
+        return _plain_range(*vram.timing.HOST_MEMORY_GB_PER_S, lang, 1)
+    if part == "seconds":
+        span = vram.timing.cpu_optimizer_seconds(args.params())
+        return format_span(span.low, span.high, "s", lang)
+    raise RenderError(f"part={part} is not bytes, memory or seconds")
+
+
+def machine_gpus(raw: dict[str, str], lang: str) -> str:
+    """``8``: the GPUs of the largest machine the guide describes (``vram.job.MACHINE_GPUS_MAX``),
+    the one the "several machines" warning is checked on."""
+    Args(raw, set())
+    from vram.job import MACHINE_GPUS_MAX
+
+    return format_number(MACHINE_GPUS_MAX, lang, 0)
+
+
 def _machine(raw: dict[str, str], extra: set[str]) -> tuple[Args, vram.catalogue.Machine]:
     args = Args(raw, {"machine"} | extra)
     _, machines = catalogue()
@@ -330,6 +356,8 @@ TIMING: dict[str, Callable[[dict[str, str], str], str]] = {
     "comm_time": comm_time,
     "mfu": mfu,
     "lora_flops": lora_flops,
+    "cpu_adam": cpu_adam,
+    "machine_gpus": machine_gpus,
     "per_minute": per_minute,
     "billed_cost": billed_cost,
     "decode_bound": decode_bound,

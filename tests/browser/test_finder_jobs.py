@@ -45,6 +45,7 @@ from vram.catalogue import card_speed, load_catalogue as load_speeds, read_catal
 from vram.models import SUPPORTED_MODEL_TYPES
 from vram.job import KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS
 from vram.optimizer_step import OPTIMIZER_IMPLS
+from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -79,10 +80,13 @@ def random_job(rng: random.Random, config_path, kind: str) -> dict:
         weights = rng.choice(SERVING_WEIGHTS if shipped or rng.random() < 0.2 else ("bf16", "fp8", "int4"))
         job.update(weights=weights, kv_dtype=rng.choice(KV_DTYPES), context=tokens,
                    concurrent=rng.randint(1, 64), gpu_memory_utilization=rng.choice([0.5, 0.8, 0.9, 0.95, 1.0]))
+        if rng.random() < 0.3:  # vLLM's prefill chunk (what its sliding-window layers reserve)
+            job["max_num_batched_tokens"] = rng.choice([256, 2048, 8192, 8192, 0] if rng.random() < 0.2 else [256, 8192])
         return job
     offered = METHODS if kind == "training" or rng.random() < 0.2 else LORA_METHODS  # a few refusals kept
     framework, stage = rng.choice(offered)
     job.update(framework=framework, zero_stage=stage, seq_len=tokens, micro_batch=rng.randint(1, 4),
+               grad_accum=rng.choice([1, 1, 2, 16, 0] if rng.random() < 0.1 else [1, 1, 2, 16]),
                recompute=rng.choice(["none", "selective", "full"]), attention=rng.choice([None, None, "sdpa", "eager"]))
     if kind == "training":
         job.update(optimizer=rng.choice(TRAINING_OPTIMIZERS + ("adamw", "adam8bit")),
@@ -91,7 +95,14 @@ def random_job(rng: random.Random, config_path, kind: str) -> dict:
             job["host_ram_gb"] = {rng.choice(CARDS)["key"]: rng.choice([64, 128, 512, 2048])}
     else:
         job.update(rank=rng.choice([1, 8, 16, 64]), targets=rng.choice(["all-linear", "q_proj,v_proj"]),
-                   base_dtype=rng.choice(["bf16", "nf4"]))
+                   base_dtype=rng.choice(["bf16", "nf4"]), offload="none")
+        offloads = {("fsdp2", 2): ("optimizer+params",), ("fsdp2", 3): ("optimizer+params",),
+                    ("deepspeed", 3): ("optimizer", "optimizer+params")}.get((framework, stage))
+        if rng.random() < (0.3 if offloads else 0.05):  # with host memory where modelled (vram.lora_offload), else refused
+            offloads = offloads or ("optimizer",)
+            job["offload"] = rng.choice(offloads)
+        if job["offload"] != "none":  # LoRA with host memory (vram.lora_offload): its machine's RAM too
+            job["host_ram_gb"] = {rng.choice(CARDS)["key"]: rng.choice([32, 64, 128])}
         if framework == "fsdp2" and stage:  # LoRA under FSDP2 counts the AdamW step's temporaries
             job["optimizer_impl"] = rng.choice(OPTIMIZER_IMPLS)
             # LoRA and QLoRA (tests/vram/test_qlora_fsdp2.py); fused experts are refused
@@ -197,7 +208,7 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
         drawn.append((key, path, random_job(rng, path, kind)))
     assert {(key, job["kind"]) for key, _, job in drawn} == {(key, kind) for key, _ in models for kind in kinds}
     by_lang = {"it": drawn}  # the worker has no language; the form tests below run in both
-    answered = lora_fsdp2 = 0
+    answered = lora_fsdp2 = lora_offload = accumulated = 0
     for lang, jobs in by_lang.items():
         # the published runs behind each time, as the page's own jobs and the command line carry them
         calibration = load_measured_data().calibration.as_job()
@@ -213,15 +224,27 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
             answered += "error" not in json.loads(reply["text"])
             lora_fsdp2 += (job["kind"], job.get("framework"), job.get("zero_stage", 0) > 0) == ("lora", "fsdp2", True) \
                 and "error" not in json.loads(reply["text"])
+            lora_offload += job["kind"] == "lora" and job.get("offload") != "none" and "error" not in json.loads(reply["text"])
+            accumulated += job.get("grad_accum", 1) > 1 and "error" not in json.loads(reply["text"])
     assert answered >= JOBS * 2 // 3  # most drawn jobs are answered, not refused
     assert lora_fsdp2 >= 5  # LoRA under FSDP2 (vram.lora_fsdp2_memory) is among them
+    assert lora_offload >= 3 and accumulated >= 20  # LoRA with host memory, accumulated micro-batches
     assert not pages["it"].errors
     # Pyodide and the calculator came from the site itself (the worker's requests are the page's)
     origin = "/".join(pages["it"].url.split("/")[:3])
     urls = [request.url for request in pages["it"].requests.requests]
-    assert {url.rsplit("/", 1)[1] for url in urls if "/assets/pyodide/" in url} >= {"pyodide.asm.wasm", "python_stdlib.zip"}
+    assert {url.rsplit("/", 1)[1] for url in urls if "/assets/pyodide/" in url} >= {"pyodide.asm.wasm", "pyodide.mjs"}
+    # the standard library trimmed to what the worker imports, the lock file without packages
+    # (hooks/finder/pyodide_assets.py): every job above ran on them; the package's whole
+    # library (2.5 MB compressed) and lock file (120 KB) are not fetched
+    assert [url for url in urls if url.endswith("/assets/pyodide-stdlib.zip")]
+    assert [url for url in urls if url.endswith("/assets/pyodide-lock.json")]
+    assert not [url for url in urls if url.endswith(("/python_stdlib.zip", "/pyodide/pyodide-lock.json"))]
     assert [url for url in urls if url.endswith("/assets/vram.zip")]
-    assert not [url for url in urls if not url.startswith(origin + "/")]
+    # and the worker's blob: wrapper (finder.js: the page's own policy applies to it), one, of this origin
+    wrappers = [url for url in urls if url.startswith("blob:")]
+    assert len(wrappers) <= 1 and all(re.fullmatch(rf"blob:{re.escape(origin)}/[0-9a-f-]{{36}}", url) for url in wrappers), wrappers
+    assert not [url for url in urls if not url.startswith(origin + "/") and url not in wrappers]
     # and under the pages' Content-Security-Policy (tests/browser/test_content_security_policy.py)
     assert pages["it"].locator('meta[http-equiv="Content-Security-Policy"]').count() == 1
     assert pages["it"].evaluate("window.__violations") == []
@@ -233,7 +256,8 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
 
 
 REFERENCE = {"offload": "none", "seq_len": FINDER["settings"]["activations"]["seq_length"],
-             "micro_batch": FINDER["settings"]["activations"]["micro_batch"], "recompute": "none", "attention": "",
+             "micro_batch": FINDER["settings"]["activations"]["micro_batch"], "grad_accum": 1,
+             "max_num_batched_tokens": VLLM_MAX_NUM_BATCHED_TOKENS, "recompute": "none", "attention": "",
              "rank": FINDER["settings"]["lora"]["rank"], "targets": "all-linear", **FINDER["settings"]["serving"],
              "tokens": 10**9, **{f"price_{card['key']}": "" for card in CARDS}, "host_ram_gb": ""}
 
@@ -260,6 +284,20 @@ def page_answer(page) -> str:
 
 def table_cards(page) -> list[str]:
     return page.eval_on_selector_all("#finder-table tbody th", "cells => cells.map(c => c.textContent)")
+
+
+def in_run_order(answer: dict) -> list[dict]:
+    """The fitting cards of a training or LoRA answer in the order the calculator ranked their
+    runs (run.order: by cost when every machine has a price, else by time): the rows' order."""
+    by_gpu = {fit["gpu"]: fit for fit in answer["fits"]}
+    return [by_gpu[key] for key in answer["run"]["order"]]
+
+
+def names(keys) -> list[str]:
+    from hooks.data.load import load_yaml
+
+    gpus = load_yaml("gpus")["gpus"]
+    return [gpus[key]["name"] for key in keys]
 
 
 FORM_JOBS = [  # (form values, the same job for the command line)
@@ -305,9 +343,13 @@ def test_the_form_answers_the_issue_jobs_as_the_command_line(pages, lang):
     assert "RTX 5090 32GB" in table_cards(page)
     assert ("jusqu’à" if lang == "fr" else "fino a") in page.text_content("#finder-table tbody tr td:nth-child(3)")
     use_form(page, **dict(FORM_JOBS[2][0]))  # all bf16 on one card
-    names = {key: card["name"] for key, card in load_yaml("gpus")["gpus"].items()}
-    fits = [names[fit["gpu"]] for fit in json.loads(page_answer(page))["fits"]]
-    assert fits and "RTX 5090 32GB" not in fits and table_cards(page) == fits  # 80 GB of states: no 32 GB card
+    answer = json.loads(page_answer(page))
+    fitting = [fit["gpu"] for fit in answer["fits"]]
+    assert fitting and "RTX 5090 32GB" not in names(fitting)  # 80 GB of states: no 32 GB card
+    assert sorted(table_cards(page)) == sorted(names(fitting))
+    priced = {m["gpu"] for m in load_yaml("gpus")["machines"].values() if m["count"] == 1}
+    assert answer["run"]["ranked_by"] == ("cost" if set(fitting) <= priced else "time")  # by time without every price
+    assert table_cards(page) == names(answer["run"]["order"])
     # the link keeps every input that differs from the reference job
     assert "task=full-bf16" in page.url and "recompute=selective" in page.url
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=1, method="ddp", seq_len=2048, recompute="none")
@@ -337,8 +379,8 @@ def test_the_serving_context_is_any_length_up_to_the_models_maximum(pages, lang)
     assert answer["kv_per_sequence_bytes"] == vram.serving_memory_per_gpu(config, "bf16", context_length=12345).kv_cache_bytes
     assert ("12 345 tokens" if lang == "fr" else "12.345 token") in plain(page.text_content("#finder-table caption"))
     type_context(page, "32769")
-    expected = ("Longueur du contexte : au-delà du maximum du modèle, 32 768 tokens." if lang == "fr"
-                else "Lunghezza del contesto: oltre il massimo del modello, 32.768 token.")
+    expected = ("Longueur du contexte : dépasse le maximum du modèle, 32 768 tokens." if lang == "fr"
+                else "Lunghezza del contesto: supera il massimo del modello, 32.768 token.")
     assert plain(page.text_content("#finder-error")) == plain(expected) and page.is_hidden("#finder-results")
     assert "context=32769" in page.url
     type_context(page, "32768")  # a preset within the maximum: the precomputed answer, at once
@@ -366,33 +408,38 @@ BAD = [  # (field values, what the line must say in it, in fr)
      "config.json del modello: serve un oggetto JSON (tra parentesi graffe), non un valore di tipo list.",
      "config.json du modèle : il faut un objet JSON (entre accolades), pas une valeur de type list."),
     ({"model": "custom", "config": '{"model_type": "llama", "model_type": "qwen2"}'},
-     "config.json del modello: la chiave model_type compare due volte (un lettore JSON ne terrebbe una sola senza "
-     "dirlo): lasciane una.",
-     "config.json du modèle : la clé model_type apparaît deux fois (un lecteur JSON n’en garderait qu’une sans le "
-     "dire) : n’en gardez qu’une."),
+     "config.json del modello: la chiave model_type compare due volte (un parser JSON ne terrebbe una sola senza "
+     "avvisare): lasciane una.",
+     "config.json du modèle : la clé model_type apparaît deux fois (un analyseur JSON n’en garderait qu’une sans "
+     "prévenir) : n’en gardez qu’une."),
     ({"model": "custom", "config": '{"model_type": "falcon", "hidden_size": 4544}'},
      f"config.json del modello: il model_type «falcon» non è tra quelli che il calcolatore conosce ({FAMILIES}).",
      f"config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît ({FAMILIES})."),
-    # a multimodal Gemma 3 (its vision tower is not counted): what the command line tells, not "unknown family"
-    ({"model": "custom", "config": '{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}'},
+    # a multimodal Gemma 3 (its vision tower is not counted): what the command line tells, not "unknown family",
+    # and the values to add, Gemma3TextConfig's defaults (tests/vram/test_job.py: transformers' own)
+    ({"model": "custom", "config": '{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560, '
+                                   '"intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8}}'},
      "config.json del modello: «gemma3» è il modello multimodale, con la parte che legge le immagini, che il "
-     "calcolatore non conta; per il solo modello di testo incolla il suo text_config come config.json a sé, con "
-     "model_type «gemma3_text» e, scritte per esteso, le dimensioni che lascia ai valori predefiniti della sua "
-     "classe di configurazione (vocab_size compresa), se il calcolatore conosce quella famiglia.",
+     "calcolatore non conta. Per il solo modello di testo incolla il suo text_config come config.json a sé, "
+     "aggiungendo \"vocab_size\": 262208 (i valori predefiniti della configurazione di «gemma3_text» che il file "
+     "lascia sottintesi).",
      "config.json du modèle : « gemma3 » est le modèle multimodal, avec la partie qui lit les images, que le "
-     "calculateur ne compte pas ; pour le seul modèle de texte, collez son text_config comme un config.json à part, "
-     "avec le model_type « gemma3_text » et, écrites en entier, les tailles qu’il laisse aux valeurs par défaut de "
-     "sa classe de configuration (vocab_size comprise), si le calculateur connaît cette famille."),
+     "calculateur ne compte pas. Pour le seul modèle de texte, collez son text_config comme un config.json à part, "
+     "en y ajoutant \"vocab_size\": 262208 (les valeurs par défaut de la configuration de « gemma3_text » que le "
+     "fichier laisse sous-entendues)."),
     # issue 33: 50,000 levels crashed Pyodide inside json.loads ("the calculator did not load"); refused before it
     ({"model": "custom", "config": '{"a":' * 50_000 + "1" + "}" * 50_000},
      "config.json del modello: più di 32 livelli di annidamento, che nessun config.json raggiunge.",
      "config.json du modèle : plus de 32 niveaux d’imbrication, ce qu’aucun config.json n’atteint."),
-    ({"seq_len": "131073"}, "Lunghezza delle sequenze (token): oltre il massimo del modello, 131.072 token.",
-     "Longueur des séquences (tokens) : au-delà du maximum du modèle, 131 072 tokens."),
+    ({"seq_len": "131073"}, "Lunghezza delle sequenze (token): supera il massimo del modello, 131.072 token.",
+     "Longueur des séquences (tokens) : dépasse le maximum du modèle, 131 072 tokens."),
     ({"micro_batch": "-2"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
      "Micro-lot par carte : il faut un nombre entier de 1 à 65 536."),
     ({"micro_batch": "99999999999999999999"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
      "Micro-lot par carte : il faut un nombre entier de 1 à 65 536."),
+    ({"grad_accum": "0"}, "Accumulazione del gradiente (micro-batch per step dell’ottimizzatore): serve un numero "
+     "intero da 1 a 65.536.", "Accumulation de gradient (micro-lots par étape de l’optimiseur) : il faut un nombre "
+     "entier de 1 à 65 536."),
 ]
 
 
@@ -415,18 +462,35 @@ def test_bad_input_is_one_line_in_the_page_language(pages, lang):
     assert not page.errors
 
 
-def test_greyed_out_choices_say_why(pages):
-    page = pages["it"]
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_greyed_out_choices_say_why_in_visible_text(pages, lang):
+    """Issue 35: a touch screen shows no tooltip. Under each choice, a visible line names the
+    options the calculator refuses for the others, and why (finder.json's refused reasons)."""
+    page = pages[lang]
     labels = FINDER["labels"]
+
+    def said(name: str) -> str:
+        assert page.is_visible(f"#finder-{name}-refused"), name
+        return plain(page.text_content(f"#finder-{name}-refused"))
+
+    def disabled(name: str) -> list[str]:
+        return page.eval_on_selector_all(f"#finder-{name} option", "os => os.filter(o => o.disabled).map(o => o.text)")
+
     use_form(page, model="llama-3.1-8b", task="full-bf16", cards=1, method="paper")
-    title = page.eval_on_selector('#finder-method option[value="fsdp2-reshard"]', "o => o.disabled && o.title")
-    assert title == labels["refused_optimizer"]["it"]  # all-bf16: DDP and the paper's accounting have it
+    refused = disabled("method")  # all-bf16: DDP and the paper's accounting have it
+    assert refused and all(plain(option) in said("method") for option in refused)
+    assert plain(labels["refused_optimizer"][lang]) in said("method")
     assert page.eval_on_selector('#finder-method option[value="ddp"]', "o => !o.disabled")
-    title = page.eval_on_selector('#finder-task option[value="serve-mxfp4"]', "o => o.disabled && o.title")
-    assert title == labels["refused_weights"]["it"]  # MXFP4: gpt-oss's checkpoints only
+    assert disabled("task") and plain(labels["refused_weights"][lang]) in said("task")  # MXFP4: gpt-oss only
     use_form(page, model="qwen2.5-7b", task="serve-bf16", cards=1, context=8192)
-    title = page.eval_on_selector('#finder-cards option[value="8"]', "o => o.disabled && o.title")
-    assert title == labels["refused_cards"]["it"]  # 28 heads do not split over 8 cards
+    assert "8" in disabled("cards") and plain(labels["refused_cards"][lang]) in said("cards")  # 28 heads, 8 cards
+    assert page.is_hidden("#finder-method-refused")  # serving: no method
+    use_form(page, model="phi-4", task="serve-bf16", cards=1, context=8192)  # Phi-4 serving on 4 and 8 cards
+    assert {"4", "8"} <= set(disabled("cards")) and plain(labels["refused_cards"][lang]) in said("cards")
+    use_form(page, model="mixtral-8x7b", task="lora", cards=2, method="ddp")  # FSDP2 for MoE LoRA
+    assert plain(labels["refused_lora_fsdp2_experts"][lang]) in said("method")
+    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=1, method="ddp")
+    assert page.is_hidden("#finder-method-refused")  # every method offered: nothing to say
     assert not page.errors
 
 
@@ -452,10 +516,16 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
     a6000 = next(f for f in answer["fits"] if f["gpu"] == "a6000")["time"]
     assert a6000["price_eur_per_hour"] == "4" and a6000["cost_eur"] is not None
     rows = page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.lastElementChild.textContent)")
-    assert [plain(r) for r in rows] == [plain(run_text(catalogue, lang, f["time"])) for f in answer["fits"]]
+    assert [plain(r) for r in rows] == [plain(run_text(catalogue, lang, f["time"])) for f in in_run_order(answer)]
     for row in rows:  # the dynamic cells keep the no-break space before s, h, days
         assert not UNIT_AFTER_SPACE.search(row) and "\u00a0s" in row, row
-    assert plain(ranking_text(catalogue, lang, answer["run"])) in plain(page.text_content("#finder-note"))
+    assert plain(ranking_text(catalogue, lang, answer["run"], 8)) == plain(page.text_content("#finder-order"))
+    # the price typed for the A6000's machine is shown as the reader's, the guide's as the guide's
+    prices = dict(zip(table_cards(page), page.eval_on_selector_all(
+        "#finder-table tbody tr", "rows => rows.map(r => r.children[3].textContent)")))
+    assert plain(prices["RTX A6000 48GB"]) == ("4,00 €/h (votre prix)" if lang == "fr" else "4,00 €/h (il tuo prezzo)")
+    assert plain(prices["H100 80GB"]) == ("à partir de 31,20 €/h (prix du guide)" if lang == "fr"
+                                          else "da 31,20 €/h (prezzo della guida)")
     assert "tokens=2000000000" in page.url and "price_a6000=4" in page.url
     assert not page.errors
 
@@ -466,7 +536,7 @@ def guide_example(lang: str) -> str:
                           "#,##0.00", locale=lang)
 
 
-RANKED = {"it": "dalla macchina più economica", "fr": "de la machine la moins chère à la plus chère"}
+RANKED = {"it": "in ordine di costo, dalla macchina più economica", "fr": "par coût, de la machine la moins chère à la plus chère"}
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
@@ -496,8 +566,11 @@ def test_typed_prices_rank_the_machines_by_the_runs_cost(pages, lang):
         answer = json.loads(page_answer(page))
         assert page_answer(page) == cli_for("llama-3.1-8b", flags + typed)
         assert answer["run"]["ranked_by"] == "cost"
-        note = plain(page.text_content("#finder-note"))
-        assert plain(ranking_text(catalogue, lang, answer["run"])) in note and RANKED[lang] in note
+        order = plain(page.text_content("#finder-order"))
+        assert plain(ranking_text(catalogue, lang, answer["run"], 8)) == order and RANKED[lang] in order
+        assert table_cards(page) == names(answer["run"]["order"])  # the rows in the run's cost order
+        costs = [sum(float(c) for c in fit["time"]["cost_eur"]) for fit in in_run_order(answer)]
+        assert costs == sorted(costs)  # cheapest first
         assert f"price_{smallest}={mine}" in page.url
         orders[mine] = answer["run"]["order"]
     assert orders["0.01"][0] == smallest and orders["10000"][-1] == smallest  # the ranking changed
@@ -539,7 +612,7 @@ def test_lora_and_serving_show_their_time_in_the_page(pages):
     use_form(page, model="llama-3.1-8b", task="qlora", cards=1, method="ddp", tokens=10**8)
     answer = json.loads(page_answer(page))
     rows = page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.lastElementChild.textContent)")
-    assert rows == [typeset_text(run_text(catalogue, "fr", f["time"]), "fr") for f in answer["fits"]]
+    assert rows == [typeset_text(run_text(catalogue, "fr", f["time"]), "fr") for f in in_run_order(answer)]
     use_form(page, model="llama-3.1-8b", task="serve-bf16", cards=2, context=8192, concurrent=4)
     answer = json.loads(page_answer(page))
     assert answer == json.loads(cli_for("llama-3.1-8b", ["--kind=serving", "--cards=2", "--context=8192", "--weights=bf16",
@@ -633,6 +706,93 @@ def test_a_pasted_config_says_what_was_read_and_survives_the_language_switch(pag
         assert read[lang] in plain(page.text_content("#finder-note"))
     assert "/fr/" not in page.url
     assert not page.errors
+
+
+# Answer.AI's FSDP-QLoRA recipe (AnswerDotAI/fsdp_qlora, README.md at 02fe695): a 70B in 4 bit on
+# two 24 GB cards, FSDP with CPU offload and gradient checkpointing, batch 2 of 2,048 tokens; here
+# with 4 micro-batches accumulated per optimizer step.
+QLORA_70B_OFFLOAD = (
+    {"model": "llama-3.1-70b", "task": "qlora", "cards": 2, "method": "fsdp2-reshard", "offload": "optimizer+params",
+     "recompute": "full", "micro_batch": 2, "grad_accum": 4},
+    ["--kind=lora", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--base-dtype=nf4", "--seq-len=2048",
+     "--micro-batch=2", "--grad-accum=4", "--recompute=full", "--offload=optimizer+params"])
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_a_70b_fsdp_qlora_with_offload_on_two_rtx_4090(pages, lang):
+    """The form's answer is the command line's, byte for byte: the 4-bit base, the adapters and
+    their optimizer in host memory (FSDP2's CPUOffloadPolicy), so two RTX 4090 hold it; the
+    caption names that accounting, each card says its machine's RAM is not known (none
+    published), the note gives the global batch of 2 x 4 x 2 sequences and the host bytes; the
+    link keeps the offload and the accumulation."""
+    page, labels = pages[lang], FINDER["labels"]
+    values, flags = QLORA_70B_OFFLOAD
+    use_form(page, **values)
+    answer = page_answer(page)
+    assert answer == cli_for("llama-3.1-70b", flags)
+    found = json.loads(answer)
+    assert "rtx-4090" in [fit["gpu"] for fit in found["fits"]]
+    assert "RTX 4090 24GB" in table_cards(page)
+    assert found["accounting"] == "qlora-fsdp2-reshard-offload"
+    assert plain(FINDER["accountings"]["qlora-fsdp2-reshard-offload"][lang]) in plain(page.text_content("#finder-table caption"))
+    note = plain(page.text_content("#finder-note"))
+    batch = found["batch"]
+    assert (batch["global_batch"], batch["tokens_per_step"]) == (16, 16 * 2048)
+    said = labels["batch"][lang].split("{global_batch}")[0]
+    assert plain(said) in note and plain(labels["host_ram"][lang].split("{host}")[0]) in note
+    assert page.query_selector("#finder-table .finder-unknown") is not None  # the machine's RAM: not published
+    assert "offload=optimizer%2Bparams" in page.url and "grad_accum=4" in page.url
+    use_form(page, **{**values, "method": "zero2"})  # DeepSpeed ZeRO-2: LoRA's offload not modelled
+    line = plain(page.text_content("#finder-error"))
+    assert line.startswith(plain(labels["error_not_offered"][lang].format(field=labels["offload"][lang])))
+    assert plain(labels["refused_offload"][lang]) in line
+    assert not page.errors
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_serving_verdict_names_its_prefill_chunk_and_the_reader_sets_it(pages, lang):
+    """gpt-oss-20b (sliding-window layers): the note names vLLM's default chunk, and one the reader
+    types changes the KV cache as the command line says; the link keeps it; 0 is one line."""
+    page, labels = pages[lang], FINDER["labels"]
+    job = {"model": "gpt-oss-20b", "task": "serve-mxfp4", "cards": 1, "context": 8192, "concurrent": 16}
+    flags = ["--kind=serving", "--cards=1", "--context=8192", "--weights=mxfp4", "--concurrent=16", "--kv-dtype=bf16",
+             "--gpu-memory-utilization=0.9"]
+    use_form(page, **job)
+    default = json.loads(page_answer(page))
+    assert default["max_num_batched_tokens"] == VLLM_MAX_NUM_BATCHED_TOKENS
+    grouped = {"it": "2.048", "fr": "2\u202f048"}[lang]
+    assert f"max_num_batched_tokens, {'qui' if lang == 'it' else 'ici'} {grouped} token" in page.text_content("#finder-note")
+    use_form(page, **job, max_num_batched_tokens=8192)
+    assert page_answer(page) == cli_for("gpt-oss-20b", flags + ["--max-num-batched-tokens=8192"])
+    assert json.loads(page_answer(page))["kv_per_sequence_bytes"] > default["kv_per_sequence_bytes"]
+    assert "max_num_batched_tokens=8192" in page.url
+    use_form(page, **job, max_num_batched_tokens=0)
+    line = plain(page.text_content("#finder-error"))
+    assert line.startswith(plain(labels["max_num_batched_tokens"][lang])), line
+    assert not page.errors
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_pre_training_shows_the_global_batch_and_the_steps_for_a_token_budget(pages, lang):
+    """Pre-training is the training job (finder.yaml's answers_of): its reference answer is the
+    precomputed one, shown with the task's name; with a token budget and accumulation the page
+    asks the calculator, and its answer is the command line's, steps and run included."""
+    page, labels = pages[lang], FINDER["labels"]
+    use_form(page, model="llama-3.2-1b", task="pretrain", cards=8, method="fsdp2-reshard")
+    assert page_answer(page) is None  # the reference job: full fine-tuning's precomputed answer
+    assert plain(FINDER["tasks"]["pretrain"]["label"][lang]) in plain(page.text_content("#finder-table caption"))
+    use_form(page, model="llama-3.2-1b", task="pretrain", cards=8, method="fsdp2-reshard", grad_accum=32,
+             tokens=20 * 10**9)
+    flags = ["--kind=training", "--cards=8", "--framework=fsdp2", "--zero-stage=3", "--optimizer=adamw",
+             "--seq-len=2048", "--micro-batch=1", "--grad-accum=32", "--recompute=none", "--offload=none",
+             "--tokens=20000000000"]
+    answer = page_answer(page)
+    assert answer == cli_for("llama-3.2-1b", flags)
+    batch = json.loads(answer)["batch"]
+    assert (batch["global_batch"], batch["tokens_per_step"], batch["optimizer_steps"]) == (256, 524_288, 38_147)
+    steps = {"it": "38.147", "fr": "38\u202f147"}[lang]
+    assert steps in page.text_content("#finder-note")
+    assert "task=pretrain" in page.url and "grad_accum=32" in page.url
 
 
 WORKER_FETCHES_JS = """async (urls) => {

@@ -294,19 +294,24 @@ def test_a_deep_missing_page_shows_a_working_404(page, site_server, missing, lan
     assert not [url for url in failed if not url.endswith("404.html")], failed
 
 
-# A word of the finder's "tight" label split across two lines ("CHECKPOINTI" / "NG") on a
-# phone: every word of it stays on one line (test_layout's SPLIT_WORDS_JS).
-TIGHT_LABELS = "#finder-table .finder-tight"
-TIGHT = {"model": "qwen3-32b", "task": "lora", "cards": 4, "method": "ddp"}  # a card that fits only with recomputation
+# A word of the finder's flags split across two lines ("CHECKPOINTI" / "NG") on a phone: every
+# word of the "tight" and "needs the gradient checkpointing" flags stays on one line
+# (test_layout's SPLIT_WORDS_JS).
+FLAG_LABELS = "#finder-table .finder-tight, #finder-table .finder-flag"
+FLAGGED = {"model": "qwen3-32b", "task": "lora", "cards": 4, "method": "ddp"}  # cards that fit only with recomputation
+TIGHT = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 1, "method": "paper"}  # the H200: 2 % free at the peak
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_phone_finder_labels_keep_their_words_whole(page, site_server, lang):
     page.set_viewport_size(PHONE)
     open_finder(page, site_server, lang)
+    choose(page, **FLAGGED)
+    assert page.locator("#finder-table .finder-flag").count(), "no card needs recomputation here: update FLAGGED"
+    assert page.evaluate(SPLIT_WORDS_JS, FLAG_LABELS) == []
     choose(page, **TIGHT)
     assert page.locator("#finder-table .finder-tight").count(), "no tight card for this choice: update TIGHT"
-    assert page.evaluate(SPLIT_WORDS_JS, TIGHT_LABELS) == []
+    assert page.evaluate(SPLIT_WORDS_JS, FLAG_LABELS) == []
 
 
 @pytest.mark.parametrize("path", ["memory-notebook/", "fr/memory-notebook/"])

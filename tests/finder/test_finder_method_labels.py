@@ -72,7 +72,7 @@ def test_every_training_and_lora_choice_is_enumerated():
     kinds = {load_catalogue().tasks[t]["kind"] for t, _ in pairs}
     frameworks = {load_catalogue().methods[m]["framework"] for _, m in pairs}
     assert kinds == {"training", "lora"} and frameworks == {"fsdp2", "deepspeed", "zero-paper"}
-    assert len(pairs) == 5 * 7  # 3 training tasks and LoRA, QLoRA, under the 7 methods
+    assert len(pairs) == 6 * 7  # 4 training tasks (pre-training among them) and LoRA, QLoRA, under the 7 methods
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -195,7 +195,7 @@ def test_form_controls_are_labelled_and_hidden_without_script(lang, legend, unit
 
 @pytest.mark.parametrize("placeholder, message", [
     ("{{ finder_table model=llama-9b }}", "unknown model 'llama-9b'"),
-    ("{{ finder_table task=pretrain }}", "unknown task 'pretrain'"),
+    ("{{ finder_table task=distillation }}", "unknown task 'distillation'"),
     ("{{ finder_table cards=3 }}", "cards=3 is not one of"),
     ("{{ finder_table cards=0 }}", "cards=0 is out of range"),
     ("{{ finder_table method=zero4 }}", "method=zero4 is not one of"),
@@ -282,7 +282,7 @@ def test_form_defaults_are_written_as_the_page_writes_numbers(lang, tokens, shar
     assert "31,20" in labels["error_price"] and "31.20" not in labels["error_price"]
     hidden = {f.select_one("select, input, textarea")["id"] for f in soup.select(".finder-field[hidden]")}
     assert hidden == {"finder-config", "finder-context", "finder-rank", "finder-targets", "finder-kv_dtype",
-                      "finder-concurrent", "finder-gpu_memory_utilization"}
+                      "finder-concurrent", "finder-gpu_memory_utilization", "finder-max_num_batched_tokens"}
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])

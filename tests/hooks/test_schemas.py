@@ -57,6 +57,9 @@ DATA_CASES = {  # file, old text, new text, the line (regex)
                                            r"interconnects\.yaml: without_p2p\.pcie4-host\.bandwidth_gb_per_s: .*never faster"),
     "card without its datasheet peak": ("gpus.yaml", "    bf16_dense_tflops: 165.2\n", "",
                                         r"gpus\.yaml: gpus\.rtx-4090\.bf16_dense_tflops: Field required"),
+    "a task answered as one of another job": ("finder.yaml", "    answers_of: full-adamw", "    answers_of: full-bf16",
+                                               r"finder\.yaml: tasks\.pretrain\.answers_of: 'full-bf16' is not a task "
+                                               r"of its own answers with the same kind, optimizer"),
     "machine of no card": ("gpus.yaml", "gpu: rtx-4090, count: 4", "gpu: rtx-4091, count: 4",
                            r"gpus\.yaml: machines\.4x-rtx-4090\.gpu: 'rtx-4091' is not a card of gpus"),
     "machine RAM with its unit": ("gpus.yaml", "count: 8, price_eur_per_hour_from: 31.20, host_ram_gb: not published",

@@ -157,8 +157,14 @@ def test_the_evidence_is_a_measurement_of_fsdp2(built_site, lang):
     assert [tr.select_one("td").get_text() for tr in rows] == [str(n) for n in range(1, 9)]
 
 def test_both_languages_read_one_finder_json(built_site):
-    assert json.loads((built_site / "assets" / "finder.json").read_text(encoding="utf-8")) == json.loads(finder_json())
+    """One copy of the finder's data for both languages: finder.json (what the form needs) and
+    finder-results.json (the answers, fetched when a choice needs one), together finder_json's."""
+    data = json.loads(finder_json())
+    results = data.pop("results")
+    assert json.loads((built_site / "assets" / "finder.json").read_text(encoding="utf-8")) == data
+    assert json.loads((built_site / "assets" / "finder-results.json").read_text(encoding="utf-8")) == results
     assert not (built_site / "fr" / "assets" / "finder.json").exists()
+    assert not (built_site / "fr" / "assets" / "finder-results.json").exists()
     for page, prefix in (("gpu-finder/index.html", "../"), ("fr/gpu-finder/index.html", "../../")):
         form = soup(built_site / page).select_one("form#finder-form")
         assert form["data-json"] == prefix + "assets/finder.json"

@@ -47,3 +47,26 @@ def test_the_finder_says_which_runs_back_each_time(built_site, lang, path):
     cells = [" ".join(td.get_text(" ").split()) for td in soup.select("#finder-table td")]
     words = {"it": ("misure pubblicate", "nessuna misura pubblicata"), "fr": ("mesures publiées", "aucune mesure publiée")}
     assert cells and any(any(w in cell for w in words[lang]) for cell in cells)
+
+
+@pytest.mark.parametrize("lang", PAGES)
+def test_the_plot_points_are_listed_in_words_one_row_per_run(built_site, lang):
+    """The plot's text alternative in full: under the image, a row per predicted run with its
+    card, and whether it lies inside its range as leave-one-source-out decided; every card the
+    plot colours is named (the legend is by card, hooks/render/calibration_plot.py)."""
+    from hooks.data.measurements import measured_data
+    from hooks.render.calibration_plot import card_order
+    from hooks.data.load import load_yaml
+
+    soup = BeautifulSoup((built_site / PAGES[lang]).read_text(encoding="utf-8"), "html.parser")
+    rows = soup.select("details.calibration-points tbody tr")
+    checks, _ = validation()
+    measured = measured_data()
+    assert len(rows) == len(checks)
+    words = {"it": ("sì", "no"), "fr": ("oui", "non")}[lang]
+    for row, check in zip(rows, checks):
+        cells = [" ".join(td.get_text(" ").split()) for td in row.find_all("td")]
+        assert cells[0] == check.key and cells[1] == measured.cards[check.gpu].name
+        assert cells[4] == words[0 if check.covered else 1]
+    named = {" ".join(td.get_text(" ").split()) for row in rows for td in row.find_all("td")[1:2]}
+    assert named == {measured.cards[card].name for card in card_order(checks, load_yaml("measurements")["families"])}

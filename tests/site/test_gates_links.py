@@ -119,8 +119,7 @@ NEEDED_LINKS = {
     "https://www.deepspeed.ai/docs/config-json/": "",
     "https://huggingface.co/docs/transformers/main_classes/trainer": "",
     "https://huggingface.co/docs/accelerate/usage_guides/fsdp": "",
-    # the measurement the time estimates start from, and torchtune's status (issue 35)
-    "https://github.com/pytorch/torchtitan/blob/main/benchmarks/llama3_h100_202412_torchtitan.md": "gpu-finder/",
+    # torchtune's status (issue 35): its maintainers' announcement
     "https://github.com/meta-pytorch/torchtune/issues/2883": "",
 }
 

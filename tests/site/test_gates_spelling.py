@@ -271,3 +271,38 @@ def test_notebook_markdown_cells_are_prose(built_site):
             '<div class="jp-OutputArea"><div class="jp-RenderedText"><pre>notebook sur la mémoire</pre></div></div></div>')
     html = page.read_text(encoding="utf-8").replace("</article>", cell + "</article>", 1)
     assert term_drift({"nb": (html, "fr")}) == ["nb: 'Voir Trouvez le GPU' (use 'Trouvez le GPU')"]
+
+
+def finder_strings(site: Path) -> dict[str, tuple[str, str]]:
+    """The finder's interface strings of each language (every label finder.js writes into the
+    page: the result, the refusals, the errors; ``#finder-labels``), as one pseudo-page per
+    language for the gates: ``{field}`` slots and code-like words left out as in prose."""
+    import json
+
+    pages = {}
+    for lang in LANGUAGES:
+        page = site / ("" if lang == LANGUAGES[0] else lang) / "gpu-finder" / "index.html"
+        node = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select_one("#finder-labels")
+        texts = [value for value in json.loads(node.string).values() if isinstance(value, str) and len(value) > 1]
+        body = "".join(f"<p>{re.sub(r'{[a-z_]+}', ' ', text)}</p>" for text in texts)
+        pages[f"{lang}: finder strings"] = (f'<html lang="{lang}"><body><article>{body}</article></body></html>', lang)
+    return pages
+
+
+@needs_hunspell
+def test_the_finders_strings_are_spelled_right(built_site, tmp_path):
+    """What only the page's script shows (a refusal, an error, the ranking sentence) is read by
+    the spelling gate too, not just the static page (issue 35)."""
+    assert not misspellings(finder_strings(built_site), tmp_path), "a finder string misspelled (snippets/data/finder.yaml)"
+
+
+def test_the_finders_strings_use_the_glossary(built_site):
+    """The glossary's terms hold in the finder's strings ("Token da addestrare", "lecteur de
+    config" were there before issue 35's reading), and a variant put into one is named."""
+    pages = finder_strings(built_site)
+    assert term_drift(pages) == []
+    drifted = {name: (html.replace("</article>", "<p>Token da addestrare, tokens à entraîner</p></article>"), lang)
+               for name, (html, lang) in pages.items()}
+    assert sorted(term_drift(drifted)) == [
+        "fr: finder strings: 'tokens à entraîner' (use 'nombre total de tokens d’entraînement')",
+        "it: finder strings: 'token da addestrare' (use 'token totali dell’addestramento')"]

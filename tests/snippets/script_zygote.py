@@ -40,6 +40,11 @@ import sys
 import threading
 import traceback
 
+try:  # run as a script (serve, worker): its folder is first on sys.path
+    from sealed import code_filename, source_bytes  # the sealed copy and the decoy in a rehearsal
+except ImportError:  # imported by the tests
+    from tests.snippets.sealed import code_filename, source_bytes
+
 FDS = array.array("i", [0, 1, 2])
 
 
@@ -102,8 +107,6 @@ def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
         if module:
             runpy._run_module_as_main(module, alter_argv=True)  # what `python -m` runs (argv[0]: its file)
         else:
-            from sealed import code_filename, source_bytes  # tests/snippets/sealed.py: the sealed copy, the decoy
-
             code_object = compile(source_bytes(sys.argv[0]), code_filename(sys.argv[0]), "exec")
             main.__dict__.update(__file__=sys.argv[0], __cached__=None, __spec__=None, __loader__=None,
                                  __builtins__=builtins)

@@ -32,10 +32,13 @@ FSDP2's internals (``_fsdp_param_group``, ``_fsdp_collectives``, ``all_gather_ou
 ``_all_gather_result``, ``comm_ctx``): PyTorch 2.13 offers no public counter on CPU.
 ``ddp_buckets`` reports DDP's gradient buckets (``_get_ddp_logging_data()['bucket_sizes']``)
 and whether the gradients share their storage, with and without ``gradient_as_bucket_view``.
+``accumulation`` counts the collectives of two accumulated micro-batches and of the step under
+FSDP2 and DDP (``run_accumulation``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 from contextlib import contextmanager
@@ -268,6 +271,79 @@ LLAMA_SCENARIOS = {
 }
 
 
+def run_accumulation(micro_batches: int = 2) -> dict:
+    """Gradient accumulation as PyTorch runs it by default: ``micro_batches`` forward and backward
+    passes, then one ``optimizer.step()``. FSDP2 (the small Llama, ``reshard_after_forward=True``,
+    bf16 MixedPrecisionPolicy) syncs every micro-batch; DDP runs all but the last under
+    ``no_sync()``. Counted per micro-batch and in the step: FSDP2's all-gathers (one
+    ``_get_param_all_gather_inputs`` each) and reduce-scatters (one
+    ``foreach_reduce_scatter_copy_in`` each), DDP's all-reduced buckets (a comm hook that counts
+    and all-reduces as DDP does by default); per micro-batch FSDP2's buffers at their peak and
+    the gradients' bytes after it."""
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+
+    counts = {"all_gathers": 0, "reduce_scatters": 0, "buckets": 0}
+    gather_inputs, copy_in = _fsdp_collectives._get_param_all_gather_inputs, _fsdp_collectives.foreach_reduce_scatter_copy_in
+
+    def counted(name, function):
+        def call(*args, **kwargs):
+            counts[name] += 1
+            return function(*args, **kwargs)
+        return call
+
+    def counted_hook(state, bucket):
+        counts["buckets"] += 1
+        return allreduce_hook(state, bucket)
+
+    def taken() -> dict:
+        now = dict(counts)
+        counts.update({key: 0 for key in counts})
+        return now
+
+    _fsdp_collectives._get_param_all_gather_inputs = counted("all_gathers", gather_inputs)
+    try:
+        model = llama()
+        mp_policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        for layer in model.model.layers:
+            fully_shard(layer, reshard_after_forward=True, mp_policy=mp_policy)
+        fully_shard(model, mp_policy=mp_policy)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        groups = _groups(model)
+        fsdp2 = {"micro_batches": []}
+        for _ in range(micro_batches):
+            peak = {"total": 0}
+            tokens = torch.randint(0, LLAMA["vocab_size"], (2, 8))
+            with fsdp_buffer_peak(groups, peak):
+                # fsdp_buffer_peak wraps the reduce-scatter copy-in: count inside its wrapper
+                sampled = _fsdp_collectives.foreach_reduce_scatter_copy_in
+                _fsdp_collectives.foreach_reduce_scatter_copy_in = counted("reduce_scatters", sampled)
+                model(input_ids=tokens, labels=tokens).loss.backward()
+                _fsdp_collectives.foreach_reduce_scatter_copy_in = sampled
+            grads = {_local(p.grad).untyped_storage().data_ptr(): _local(p.grad).untyped_storage().nbytes()
+                     for p in model.parameters()}
+            fsdp2["micro_batches"].append({**taken(), "peak_fsdp_buffers_bytes": peak["total"],
+                                           "gradients_bytes": sum(grads.values())})
+        optimizer.step()
+        fsdp2["step"] = taken()
+    finally:
+        _fsdp_collectives._get_param_all_gather_inputs = gather_inputs
+        _fsdp_collectives.foreach_reduce_scatter_copy_in = copy_in
+    model = llama()
+    ddp = DistributedDataParallel(model)
+    ddp.register_comm_hook(None, counted_hook)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ddp_report = {"micro_batches": []}
+    for index in range(micro_batches):
+        tokens = torch.randint(0, LLAMA["vocab_size"], (2, 8))
+        with ddp.no_sync() if index < micro_batches - 1 else contextlib.nullcontext():
+            ddp(input_ids=tokens, labels=tokens).loss.backward()
+        storages = {p.grad.untyped_storage().data_ptr(): p.grad.untyped_storage().nbytes() for p in model.parameters()}
+        ddp_report["micro_batches"].append({**taken(), "gradients_bytes": sum(storages.values())})
+    optimizer.step()
+    ddp_report["step"] = taken()
+    return {"fsdp2": fsdp2, "ddp": ddp_report, "layers": LLAMA["num_hidden_layers"]}
+
+
 def main() -> None:
     warnings.filterwarnings("ignore", message="FSDP2-wrapped module")  # view outputs: harmless here
     out_dir = Path(sys.argv[1])
@@ -281,6 +357,7 @@ def main() -> None:
     report["llama_config"] = LLAMA
     for view in (False, True):
         report[f"ddp_buckets_view_{str(view).lower()}"] = run_ddp_buckets(view)
+    report["accumulation"] = run_accumulation()
     (out_dir / f"rank{rank}.json").write_text(json.dumps(report))
     # What FSDP2/DeepSpeed built holds the gloo group; freed at interpreter exit, its threads
     # abort the process now and then (PyTorch 2.13, see pytorch/pytorch#179291): free it now.

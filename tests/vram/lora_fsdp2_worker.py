@@ -17,7 +17,14 @@ profiler's allocator events around ``optimizer.step()`` (step_worker's ``_live_b
 - base_weights_bytes / adapter_weights_bytes: storages of the sharded parameters;
 - gradients_bytes, optimizer_bytes: as fsdp2_worker (adapters only have gradients);
 - unsharded_after_forward_bytes, peak_fsdp_buffers_bytes, peak_parts: as fsdp2_worker;
-- before_step_bytes / step_peak_bytes: live bytes when the step starts and at most during it.
+- before_step_bytes / step_peak_bytes: live bytes when the step starts and at most during it;
+- with ``CPUOffloadPolicy(pin_memory=False)`` (a scenario's fourth entry): ``offload_to_cpu`` (every
+  FSDP parameter says so), ``host_devices`` (where the shards, their gradients and AdamW's states
+  are), and for every all-gather of the step (``_fsdp_collectives._get_param_all_gather_inputs``)
+  ``copied_bytes``, the sharded data each parameter's ``all_gather_inputs`` copies to the device
+  (``_sharded_param_data``, its dtype as stored), and ``input_bytes``, the all-gather inputs it
+  returns (after the cast to ``param_dtype``). On CPU the copy to "the device" is the tensor
+  itself: the sizes are what a GPU would receive.
 Nothing here reads ``vram``: it measures.
 """
 
@@ -28,12 +35,14 @@ import json
 import os
 import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 from torch.autograd.profiler import record_function
-from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
+from torch.distributed.fsdp._fully_shard import _fsdp_collectives
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fsdp2_worker import LLAMA, _fsdp_buffers, _groups, _local, _nbytes, fsdp_buffer_peak, llama  # noqa: E402
@@ -45,9 +54,10 @@ SCENARIOS = {"reshard_foreach": (True, "foreach", 8), "keep_fused": (False, "fus
              "keep_wide_rank": (False, "foreach", 160)}
 
 
-def run(reshard: bool, impl: str, rank: int, base=None) -> dict:
+def run(reshard: bool, impl: str, rank: int, base=None, offload: bool = False) -> dict:
     """One step as the module docstring says; ``base``: a function building the model PEFT adapts
-    (default: the small Llama in bf16; qlora_fsdp2_worker.py passes its 4-bit one)."""
+    (default: the small Llama in bf16; qlora_fsdp2_worker.py passes its 4-bit one); ``offload``:
+    every ``fully_shard`` with ``CPUOffloadPolicy(pin_memory=False)``."""
     from peft import LoraConfig, get_peft_model
 
     model = get_peft_model(base() if base else llama().to(torch.bfloat16), LoraConfig(r=rank, target_modules="all-linear"))
@@ -63,16 +73,18 @@ def run(reshard: bool, impl: str, rank: int, base=None) -> dict:
     dtypes = {"base": sorted({str(p.dtype) for p in model.parameters() if not p.requires_grad}),
               "adapters": sorted({str(p.dtype) for p in model.parameters() if p.requires_grad})}
     policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    offloaded = {"offload_policy": CPUOffloadPolicy(pin_memory=False)} if offload else {}
     for layer in layers:
-        fully_shard(layer, reshard_after_forward=reshard, mp_policy=policy)
-    fully_shard(model, mp_policy=policy)
+        fully_shard(layer, reshard_after_forward=reshard, mp_policy=policy, **offloaded)
+    fully_shard(model, mp_policy=policy, **offloaded)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=1e-3, **IMPLS[impl])
     groups = _groups(model)
     peak = {"total": 0}
     tokens = torch.randint(0, LLAMA["vocab_size"], (2, 8))
+    gathers: list[dict] = []
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
-        with fsdp_buffer_peak(groups, peak):
+        with fsdp_buffer_peak(groups, peak), all_gather_inputs(gathers):
             loss = model(input_ids=tokens, labels=tokens).loss
             after_forward = _fsdp_buffers(groups)["params"]
             loss.backward()
@@ -85,7 +97,16 @@ def run(reshard: bool, impl: str, rank: int, base=None) -> dict:
         storage = _local(p.grad).untyped_storage()
         grads[storage.data_ptr()] = storage.nbytes()
     largest = max(_local(p).numel() for p in trainable)
+    offloaded = {}
+    if offload:
+        fsdp_params = [p for group in groups for p in group.fsdp_params]
+        states = [_local(v) for state in optimizer.state.values() for k, v in state.items() if torch.is_tensor(v)]
+        offloaded = {"offload_to_cpu": all(p.offload_to_cpu for p in fsdp_params),
+                     "host_devices": sorted({t.device.type for t in [_local(p) for p in model.parameters()]
+                                             + [_local(p.grad) for p in trainable] + states}),
+                     "all_gathers": gathers}
     return {
+        **offloaded,
         "adapter_tensors": len(trainable), "sizes": sizes, "dtypes": dtypes, "largest_local_adapter": largest,
         "base_weights_bytes": sum(_local(p).untyped_storage().nbytes() for p in model.parameters()
                                   if not p.requires_grad),
@@ -101,6 +122,25 @@ def run(reshard: bool, impl: str, rank: int, base=None) -> dict:
     }
 
 
+@contextmanager
+def all_gather_inputs(gathers: list):
+    """While inside, each all-gather's inputs (module docstring) are appended to ``gathers``:
+    ``{"copied_bytes", "input_bytes"}``."""
+    original = _fsdp_collectives._get_param_all_gather_inputs
+
+    def recorded(fsdp_params):
+        inputs = original(fsdp_params)
+        gathers.append({"copied_bytes": sum(_nbytes(p._sharded_param_data) for p in fsdp_params),
+                        "input_bytes": sum(_nbytes(t) for ts in inputs for t in ts)})
+        return inputs
+
+    _fsdp_collectives._get_param_all_gather_inputs = recorded
+    try:
+        yield
+    finally:
+        _fsdp_collectives._get_param_all_gather_inputs = original
+
+
 def main(base=None, measured: dict | None = None, scenarios: dict | None = None) -> None:
     """Every scenario (``SCENARIOS`` unless given) on ``base`` (``run``'s; None: the bf16 Llama),
     each report with what ``base`` put in ``measured`` while building it."""
@@ -110,9 +150,10 @@ def main(base=None, measured: dict | None = None, scenarios: dict | None = None)
     dist.init_process_group("gloo")
     report = {"rank": dist.get_rank(), "world_size": dist.get_world_size(), "config": LLAMA}
     measured = {} if measured is None else measured
-    for name, (reshard, impl, rank) in (scenarios or SCENARIOS).items():
+    for name, (reshard, impl, rank, *offload) in (scenarios or SCENARIOS).items():
         measured.clear()
-        report[name] = {"lora_rank": rank, "impl": impl, **run(reshard, impl, rank, base), **measured}
+        report[name] = {"lora_rank": rank, "impl": impl, "offload": bool(offload and offload[0]),
+                        **run(reshard, impl, rank, base, bool(offload and offload[0])), **measured}
     (out_dir / f"rank{dist.get_rank()}.json").write_text(json.dumps(report))
     gc.collect()  # see fsdp2_worker.main
     dist.destroy_process_group()

@@ -30,7 +30,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fsdp2_worker import LLAMA, llama  # noqa: E402
 from lora_fsdp2_worker import main  # noqa: E402
 
-SCENARIOS = {"reshard_foreach": (True, "foreach", 8), "keep_foreach": (False, "foreach", 8)}
+# name: (reshard_after_forward, AdamW implementation, LoRA rank[, CPUOffloadPolicy])
+SCENARIOS = {"reshard_foreach": (True, "foreach", 8), "keep_foreach": (False, "foreach", 8),
+             "reshard_offload": (True, "foreach", 8, True)}
 MEASURED: dict = {}
 
 

@@ -216,3 +216,37 @@ def test_ddp_buckets_are_a_second_copy_of_the_gradients_unless_viewed(reports, l
         assert view["gradient_storages"] == 1  # gradients are views into the one bucket
         assert calc.backward_working_bytes - autocast_copies == plain["bucket_bytes"]
         assert viewed.backward_working_bytes == autocast_copies
+
+
+def test_gradient_accumulation_repeats_what_the_frameworks_repeat(reports):
+    """Two accumulated micro-batches, then one step (``run_accumulation``): FSDP2 gathers and
+    reduce-scatters on every micro-batch (the root once, each layer twice; each group once) and
+    holds the same buffers and gradient shards in both; DDP under ``no_sync`` reduces nothing until
+    the last micro-batch, and accumulates into the gradients it holds. ``vram.timing`` counts the
+    same: a step of N micro-batches is N x the collectives of one under FSDP2 (``micro_share`` 1),
+    once under DDP (0), with N x the compute either way."""
+    card = vram.catalogue.Card("card", "card", 100.0, 1000.0, vram.catalogue.Bandwidth("peer", 10.0, 20.0),
+                               vram.catalogue.Bandwidth("host", 5.0, 10.0))
+    config = vram.model_config_from_dict(reports[0]["llama_config"])
+    for report in reports:
+        accumulation = report["accumulation"]
+        layers = accumulation["layers"]
+        for framework, stage, runs in (("fsdp2", 3, accumulation["fsdp2"]), ("fsdp2", 0, accumulation["ddp"])):
+            micro = runs["micro_batches"]
+            assert not any(runs["step"].values())  # the step itself communicates nothing
+            assert len({m["gradients_bytes"] for m in micro}) == 1  # accumulated in place
+            reducing = [sum(m[k] for k in ("all_gathers", "reduce_scatters", "buckets")) > 0 for m in micro]
+            share = vram.timing.micro_share(framework, stage)
+            assert reducing == ([True] * len(micro) if share == 1 else [False] * (len(micro) - 1) + [True])
+            one = vram.timing.training_step(config, card, WORLD_SIZE, stage, framework=framework)
+            accumulated = vram.timing.training_step(config, card, WORLD_SIZE, stage, grad_accum=len(micro),
+                                                    framework=framework)
+            assert accumulated.communication.as_list() == pytest.approx([sum(reducing) * t for t in one.communication.as_list()])
+            assert accumulated.compute.as_list() == pytest.approx([len(micro) * t for t in one.compute.as_list()])
+            assert accumulated.tokens_per_gpu == len(micro) * one.tokens_per_gpu
+        first, last = accumulation["fsdp2"]["micro_batches"]
+        assert (first["all_gathers"], first["reduce_scatters"]) == (1 + 2 * layers, 1 + layers)
+        assert first == last  # the same collectives, buffers and gradient shards on every micro-batch
+        assert first["peak_fsdp_buffers_bytes"] == report["llama_reshard_true"]["peak_fsdp_buffers_bytes"]
+        assert first["gradients_bytes"] == report["llama_reshard_true"]["gradients_bytes"]
+        assert [m["buckets"] for m in accumulation["ddp"]["micro_batches"]][0] == 0

@@ -9,8 +9,9 @@ per decoder layer and on the root with ``MixedPrecisionPolicy(param_dtype=bf16,
 reduce_dtype=fp32)`` and runs one step, measured as lora_fsdp2_worker.py measures LoRA: the
 shards each rank holds, the bytes of the quantisation state (not a parameter: whole on each
 rank), FSDP2's own buffers at their peak and the allocator's bytes during ``optimizer.step()``.
-One forked run of 2 ranks for both ``reshard_after_forward`` settings. The expected bytes are
-the measured ones; the calculator's inputs come from the config.
+One forked run of 2 ranks for both ``reshard_after_forward`` settings, and once more with
+``CPUOffloadPolicy`` (``vram.lora_offload``). The expected bytes are the measured ones; the
+calculator's inputs come from the config.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import vram
 from tests.snippets.launch import fork_ranks_cmd
 from vram.job import answer_job
 from vram.lora import NF4_TABLE_BYTES, nf4_packed_bf16_rows, qlora_fsdp2_shape
+from vram.timing import host_traffic
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "qlora_fsdp2_worker.py"
@@ -155,3 +157,31 @@ def test_the_job_offers_it_and_names_the_storage(reports, scenario):
         "adapters": calc.adapter_weights_bytes + calc.adapter_gradients_bytes + calc.adapter_optimizer_bytes}
     assert any("bnb_4bit_quant_storage=torch.bfloat16" in note for note in answer["notes"])
     assert answer["accounting"] == {3: "qlora-fsdp2-reshard", 2: "qlora-fsdp2-keep"}[STAGES[scenario]]
+
+
+def test_cpu_offload_policy_keeps_the_shards_in_host_memory(reports):
+    """QLoRA under ``fully_shard(..., offload_policy=CPUOffloadPolicy(pin_memory=False))``
+    (scenario ``reshard_offload``), against ``vram.lora_offload_memory``: every rank keeps in host
+    memory its base shards, its fp32 adapter shards, their gradients and AdamW's states; the GPU
+    keeps FSDP2's buffers, the same as without offload at their peak, the all-gather inputs of the
+    largest group copied from the host and the quantisation state. Per micro-batch each shard is
+    copied to the GPU for each all-gather (the root once, every decoder layer twice), the fp32
+    gradient shards back."""
+    for report in reports:
+        data, config = report["reshard_offload"], report["config"]
+        assert data["offload_to_cpu"] and data["host_devices"] == ["cpu"]
+        calc = vram.lora_offload_memory(config, data["lora_rank"], WORLD_SIZE, "fsdp2", 3, True, base_dtype="nf4",
+                                        gpus_per_machine=1)
+        assert calc.host_bytes == (data["base_weights_bytes"] + data["adapter_weights_bytes"] + data["gradients_bytes"]
+                                   + data["optimizer_bytes"])
+        assert data["peak_fsdp_buffers_bytes"] == report["reshard_foreach"]["peak_fsdp_buffers_bytes"]
+        inputs = max(gather["input_bytes"] for gather in data["all_gathers"])
+        assert calc.working_bytes == data["peak_fsdp_buffers_bytes"] + inputs
+        assert calc.base_weights_bytes == data["quant_state_bytes"] and calc.adapter_weights_bytes == 0
+        layers = data["sizes"]["layers"]
+        gathers = data["all_gathers"]
+        assert len(gathers) == 1 + 2 * layers  # the root in forward, each layer in forward and backward
+        shape = qlora_fsdp2_shape(config)
+        traffic = host_traffic("fsdp2", 3, WORLD_SIZE, data["sizes"]["adapters"], True, 2 * shape.params)
+        assert traffic.to_gpu_per_micro == sum(g["copied_bytes"] for g in gathers) + gathers[0]["copied_bytes"]
+        assert traffic.to_host_per_micro == data["gradients_bytes"]

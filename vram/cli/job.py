@@ -30,7 +30,8 @@ def _card(text: str) -> dict:
     return {"key": key.strip(), "memory_mib": int(mib)}
 
 
-JOB_FLAGS = ("kind", "cards", "framework", "zero_stage", "optimizer", "optimizer_impl", "offload", "seq_len", "micro_batch", "recompute",
+JOB_FLAGS = ("kind", "cards", "framework", "zero_stage", "optimizer", "optimizer_impl", "offload", "seq_len", "micro_batch",
+             "grad_accum", "recompute",
              "attention", "rank", "targets", "base_dtype", "weights", "kv_dtype", "context", "concurrent",
              "gpu_memory_utilization", "max_num_batched_tokens", "reserve_mib", "tight_free_fraction", "tokens")
 
@@ -97,6 +98,11 @@ def _cmd_job(args: argparse.Namespace) -> None:
         lines.append(f"KV cache per sequence: {size_text(answer['kv_per_sequence_bytes'])}")
     if answer["host_bytes"]:
         lines.append(f"host RAM per machine for offload: {size_text(answer['host_bytes'])}")
+    if "batch" in answer:
+        b = answer["batch"]
+        lines.append(f"global batch: {b['global_batch']:,} sequences ({b['micro_batch']:,} x {b['grad_accum']:,} "
+                     f"accumulated x {b['cards']:,} cards), {b['tokens_per_step']:,} tokens per optimizer step; "
+                     f"{b['optimizer_steps']:,} optimizer steps for the run's tokens")
     for fit in answer["fits"]:
         extra = (f", recompute {fit['recompute']}" if "recompute" in fit else f", {fit['max_concurrent']} sequences at most")
         lines.append(f"fits {fit['gpu']}: margin {size_text(fit['margin_bytes'])}{extra}, {fit['free_fraction']:.0%} free at "
@@ -110,12 +116,13 @@ def _cmd_job(args: argparse.Namespace) -> None:
         for fit in answer["fits"]:
             t = fit["time"]
             cost = f", {t['cost_eur'][0]}-{t['cost_eur'][1]} EUR at {t['price_eur_per_hour']} EUR/h" if t["cost_eur"] else ""
-            lines.append(f"  {fit['gpu']}: step {t['step_s'][0]:.3g}-{t['step_s'][1]:.3g} s ({t['bound']}-bound), "
+            lines.append(f"  {fit['gpu']}: optimizer step {t['step_s'][0]:.3g}-{t['step_s'][1]:.3g} s ({t['bound']}-bound), "
                          f"run {t['run_s'][0] / 3600:.3g}-{t['run_s'][1] / 3600:.3g} h{cost}; {backing_line(t['backing'])}")
         lines += [f"warning: {warning}" for warning in run.get("warnings", [])]
     lines += [f"decoding on {fit['gpu']}: at most {fit['decode']['tokens_per_s_per_sequence_at_most']:,} tokens/s per "
               f"sequence, {fit['decode']['tokens_per_s_at_most']:,} in all (memory-bandwidth roofline, an upper bound)"
               for fit in answer["fits"] if "decode" in fit]
+    lines += [f"warning: {warning}" for warning in answer.get("warnings", [])]
     lines += [f"note: {note}" for note in answer["notes"]]
     emit(args, answer, lines)
 
@@ -131,9 +138,13 @@ def add_job_command(sub: Any) -> argparse.ArgumentParser:
     j.add_argument("--optimizer", choices=TRAINING_OPTIMIZERS, help="adamw (fp32 master under AMP), adamw-bf16, adam8bit")
     j.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS,
                    help=f"torch.optim.AdamW's implementation whose step is counted (default {DEFAULT_IMPL})")
-    j.add_argument("--offload", choices=OFFLOAD, help="none, optimizer, optimizer+params (host RAM reported)")
+    j.add_argument("--offload", choices=OFFLOAD,
+                   help="training, LoRA: none, optimizer, optimizer+params (DeepSpeed offload_param; FSDP2's "
+                        "CPUOffloadPolicy); host RAM reported")
     j.add_argument("--seq-len", type=integer_text("seq_len"), help="tokens per sequence (training, LoRA)")
     j.add_argument("--micro-batch", type=integer_text("micro_batch"), help="sequences per GPU")
+    j.add_argument("--grad-accum", type=integer_text("grad_accum"),
+                   help="training, LoRA: micro-batches per optimizer step (default 1)")
     j.add_argument("--recompute", choices=RECOMPUTE, help="none, selective or full")
     j.add_argument("--attention", choices=ATTENTION, help="default: what transformers runs the family with")
     j.add_argument("--rank", type=integer_text("rank"), help="LoRA rank")

@@ -9,6 +9,9 @@ price of a machine of ``--gpus`` x ``--gpu``) ``price_eur_per_hour``, ``price_so
 ``ranked_by`` ("cost" when every machine has a price, else "time") and ``machines``, best first.
 ``--task lora`` times a LoRA run (``--lora-rank``, ``--targets``, ``--base-dtype`` nf4 = QLoRA;
 ``vram.timing.lora_step``), with ``flops_per_token`` [low, high] and ``flops_source``.
+``--grad-accum N`` times an optimizer step of N micro-batches (``grad_accum``, ``global_batch``
+and ``tokens_per_step`` in the JSON); ``--offload-optimizer`` (and ``--offload-params``:
+DeepSpeed's ``offload_param``, FSDP2's ``CPUOffloadPolicy``) adds the host link's traffic.
 ``--task serve`` prints the decoding bound instead (``vram.timing.decode_bound``):
 ``bytes_per_step``, ``tokens_per_s_per_sequence_at_most``, ``tokens_per_s_at_most``.
 """
@@ -16,6 +19,7 @@ price of a machine of ``--gpus`` x ``--gpu``) ``price_eur_per_hour``, ``price_so
 from __future__ import annotations
 
 import argparse
+import functools
 from decimal import Decimal
 from typing import Any, Sequence
 
@@ -23,13 +27,13 @@ from ..activations import MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
 from ..billing import MINIMUM_MINUTES, billed_minutes, parse_price, run_cost_eur
 from ..catalogue import Card, GuideCatalogue, read_catalogue
 from ..frameworks import FRAMEWORKS
-from ..job import RunSetting, asked_run, check_job, settled_runs
+from ..job import MAX_GRAD_ACCUM, RunSetting, asked_run, check_job, global_batch, settled_runs
 from ..models import ModelConfig, count_params, load_model_config
 from ..sharding import check_world_size
 from ..dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from ..ranking import rank_runs, run_options
 from ..lora import ALL_LINEAR, BASE_DTYPES
-from ..timing import (LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, shown_duration,
+from ..timing import (CPU_ADAM_SOURCE, LORA_FLOPS_SOURCE, MFU, MFU_SOURCE, decode_bound, lora_step, run_seconds, shown_duration,
                      training_step)
 from ..units import parse_count
 from ..calibration import job_class, load_measured_data
@@ -94,12 +98,17 @@ def _machine_price(text: str) -> tuple[str, object]:
 
 
 def _check_lora(args: argparse.Namespace) -> None:
-    """LoRA's flags go with ``--task lora``, optimizer offload with a full training."""
-    if args.task != "lora":
-        if (args.lora_rank, args.targets, args.base_dtype) != (None, None, None):
-            raise ValueError("time: --lora-rank, --targets and --base-dtype go with --task lora")
-    elif args.offload_optimizer:
-        raise ValueError("time --task lora: --offload-optimizer is for a full training")
+    """LoRA's flags go with ``--task lora``; ``--offload-params`` with ``--offload-optimizer``."""
+    if args.task != "lora" and (args.lora_rank, args.targets, args.base_dtype) != (None, None, None):
+        raise ValueError("time: --lora-rank, --targets and --base-dtype go with --task lora")
+    if args.offload_params and not args.offload_optimizer:
+        raise ValueError("time: --offload-params goes with --offload-optimizer (the parameters and the optimizer "
+                         "in host memory)")
+
+
+def _offload(args: argparse.Namespace) -> str:
+    """The job's ``offload`` (``vram.frameworks.OFFLOAD``) of the offload flags."""
+    return "optimizer+params" if args.offload_params else "optimizer" if args.offload_optimizer else "none"
 
 
 def _job(args: argparse.Namespace, config: ModelConfig, catalogue: GuideCatalogue, gpu: str, count: int) -> dict[str, Any]:
@@ -108,14 +117,13 @@ def _job(args: argparse.Namespace, config: ModelConfig, catalogue: GuideCatalogu
     job: dict[str, Any] = {
         "kind": "lora" if args.task == "lora" else "training", "config": config, "cards": count,
         "framework": args.framework, "zero_stage": args.zero_stage, "seq_len": args.seq_len,
-        "micro_batch": args.micro_batch, "recompute": args.recompute,
+        "micro_batch": args.micro_batch, "grad_accum": args.grad_accum, "recompute": args.recompute,
+        "offload": _offload(args), **({"tokens": args.tokens} if args.tokens is not None else {}),
         "gpus": [{"key": gpu, "memory_mib": catalogue.memory_mib[gpu]}], "reserve_mib": catalogue.reserve_mib,
     }
     if args.task == "lora":
         job.update(rank=16 if args.lora_rank is None else args.lora_rank, targets=args.targets or ALL_LINEAR,
                    base_dtype=args.base_dtype or "bf16")
-    else:
-        job["offload"] = "optimizer" if args.offload_optimizer else "none"
     return job
 
 
@@ -229,19 +237,21 @@ def _cmd_time(args: argparse.Namespace) -> None:
     if args.zero_stage is None:
         raise ValueError("time: --zero-stage is required for training (0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3)")
     run, fits = _settled(args, config, catalogue, args.gpu, args.gpus)
+    batch = global_batch(check_job(_job(args, config, catalogue, args.gpu, args.gpus)))
     lora = run.lora
     backing = _backing(args, config, args.gpu)
     share = MFU if backing is None else backing.range.utilisation
-    if lora is None:
-        step = training_step(config, card, args.gpus, args.zero_stage, run.seq_len, run.micro_batch, run.recompute,
-                             run.offload_optimizer, utilisation=share)
-    else:
-        step = lora_step(config, card, args.gpus, args.zero_stage, run.seq_len, run.micro_batch, run.recompute, **lora,
-                         utilisation=share)
+    offload = dict(offload_optimizer=run.offload != "none", offload_params=run.offload == "optimizer+params") \
+        if lora is None else dict(offload=run.offload)
+    timed = training_step if lora is None else functools.partial(lora_step, **lora)
+    step = timed(config, card, args.gpus, args.zero_stage, run.seq_len, run.micro_batch, run.recompute,
+                 utilisation=share, **offload, grad_accum=run.grad_accum, framework=run.framework)
     data: dict[str, Any] = {
         "gpu": args.gpu, "gpus": args.gpus, "zero_stage": args.zero_stage, "seq_len": run.seq_len,
-        "micro_batch": run.micro_batch, "recompute": run.recompute, "offload_optimizer": run.offload_optimizer,
-        "framework": args.framework, "reserve_mib": catalogue.reserve_mib, "fits": fits,
+        "micro_batch": run.micro_batch, "grad_accum": run.grad_accum,
+        **{key: batch[key] for key in ("global_batch", "tokens_per_step")},
+        "recompute": run.recompute, "offload_optimizer": run.offload != "none",
+        "offload_params": run.offload == "optimizer+params", "framework": args.framework, "reserve_mib": catalogue.reserve_mib, "fits": fits,
         "params": count_params(config).total, "flops_per_token": step.flops_per_token,
         "bf16_dense_tflops": card.bf16_dense_tflops, "mfu": list(share),
         "backing": None if backing is None else backing.as_dict(),
@@ -256,8 +266,10 @@ def _cmd_time(args: argparse.Namespace) -> None:
                      "targets": lora["target_modules"] if isinstance(lora["target_modules"], str) else ",".join(lora["target_modules"]),
                      "flops_per_token": [step.flops_per_token, step.flops_per_token_high], "flops_source": LORA_FLOPS_SOURCE})
     lines = [
-        f"{args.gpus} x {card.name}, ZeRO-{args.zero_stage}, {args.micro_batch} x {args.seq_len:,} tokens per GPU per step "
-        f"(recompute {run.recompute}{', optimizer offload' if run.offload_optimizer else ''}):",
+        f"{args.gpus} x {card.name}, ZeRO-{args.zero_stage}, {args.micro_batch} x {args.seq_len:,} tokens per GPU per "
+        f"micro-batch, {run.grad_accum} micro-batch(es) per optimizer step: a global batch of {data['global_batch']:,} "
+        f"sequences, {data['tokens_per_step']:,} tokens (recompute {run.recompute}"
+        f"{', offload ' + run.offload if run.offload != 'none' else ''}):",
         _memory_line(card, args.gpus, run, fits, args),
         f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f} GFLOP (6 x matmul params + attention, torchtitan's count)"
         if lora is None else
@@ -269,14 +281,20 @@ def _cmd_time(args: argparse.Namespace) -> None:
         f"({card.peer.low_gb_per_s:g}-{card.peer.high_gb_per_s:g} GB/s busbw per direction)",
     ]
     if args.offload_optimizer:
-        lines.append(f"  offload           {_span(data['offload_s'])} s over {card.host.key} (CPU time not counted)")
+        lines.append(f"  offload           {_span(data['offload_s'])} s over {card.host.key} and the host's Adam step "
+                     f"({CPU_ADAM_SOURCE})")
     lines += [
-        f"  step              {_span(data['step_s'])} s (longest part, perfect overlap, to their sum); bound: {step.bound}",
+        f"  optimizer step    {_span(data['step_s'])} s (longest part, perfect overlap, to their sum); bound: {step.bound}",
         f"  tokens/s          {_span(data['tokens_per_s'])} for the machine",
     ]
+    if step.communication.low > step.compute.high:  # vram.job: "communication_bound"
+        data["warnings"] = ["communication_bound"]
+        lines.append("warning: communication_bound: the collectives at the link's fastest outlast the compute at its "
+                     "slowest; published runs of such models add tensor parallelism inside the machine")
     if args.tokens is not None:
         run = run_seconds(args.tokens, step)
         data["tokens"] = args.tokens
+        data["optimizer_steps"] = batch["optimizer_steps"]
         data["run_s"] = run.as_list()
         lines.append(f"run of {args.tokens:,} tokens: {_duration(run.low)} to {_duration(run.high, True)}")
         price, source = args.price_eur_per_hour, "reader"
@@ -326,7 +344,12 @@ def add_time_command(sub: Any) -> argparse.ArgumentParser:
     t.add_argument("--micro-batch", type=whole("micro_batch", 1, MAX_MICRO_BATCH), default=1,
                    help="sequences per GPU per step (1)")
     t.add_argument("--recompute", choices=RECOMPUTE, default="none", help="activation recomputation (none)")
+    t.add_argument("--grad-accum", type=whole("grad_accum", 1, MAX_GRAD_ACCUM), default=1,
+                   help="micro-batches per optimizer step (1)")
     t.add_argument("--offload-optimizer", action="store_true", help="optimizer states in host RAM")
+    t.add_argument("--offload-params", action="store_true",
+                   help="with --offload-optimizer: the parameters too (DeepSpeed offload_param at ZeRO-3; FSDP2's "
+                        "CPUOffloadPolicy needs both)")
     t.add_argument("--tokens", type=_tokens, help="tokens to train on (dataset tokens x epochs): 1e9, 1B")
     t.add_argument("--price-eur-per-hour", type=_price,
                    help="the machine's price (default: the guide's, for the machines it prices)")
