@@ -524,8 +524,10 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
     prices = dict(zip(table_cards(page), page.eval_on_selector_all(
         "#finder-table tbody tr", "rows => rows.map(r => r.children[3].textContent)")))
     assert plain(prices["RTX A6000 48GB"]) == ("4,00 €/h (votre prix)" if lang == "fr" else "4,00 €/h (il tuo prezzo)")
-    assert plain(prices["H100 80GB"]) == ("à partir de 31,20 €/h (prix du guide)" if lang == "fr"
-                                          else "da 31,20 €/h (prezzo della guida)")
+    guide = next(m for m in load_yaml("gpus")["machines"].values() if (m["gpu"], m["count"]) == ("h100", 8))
+    price = format_decimal(guide["price_eur_per_hour_from"], "#,##0.00", locale=lang)  # the site's own, as Babel writes it
+    assert plain(prices["H100 80GB"]) == (f"à partir de {price} €/h (prix du guide)" if lang == "fr"
+                                          else f"da {price} €/h (prezzo della guida)")
     assert "tokens=2000000000" in page.url and "price_a6000=4" in page.url
     assert not page.errors
 

@@ -312,7 +312,7 @@ def test_kv_cache_of_llama_8b_is_128_kib_per_token(data):
 
 
 def test_prices_only_where_the_guide_gives_one(data):
-    # gpus.yaml: 4 x RTX 4090 from 2.36 EUR/h, 8 x H100 from 31.20 EUR/h; nothing else has a price.
+    # the frozen catalogue's gpus.yaml: 4 x RTX 4090 from 2.36 EUR/h, 8 x H100 from 31.20 EUR/h; nothing else has a price.
     four = {f["gpu"]: f for f in result(data, "llama-3.2-1b", "full-adamw", 4, "zero2")["fits"]}
     assert four["rtx-4090"]["price_eur_per_hour_from"] == 2.36
     assert "price_eur_per_hour_from" not in four["rtx-3090"] and "price_eur_per_hour_from" not in four["h100"]
