@@ -5,8 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 export NO_MKDOCS_2_WARNING := 1
+TEST_KINDS := page snippet card model translation number allowlist
 
-.PHONY: serve site test bench screenshots clean
+.PHONY: serve site test bench screenshots clean $(addprefix test-,$(TEST_KINDS))
 
 include verify/make.mk
 
@@ -40,6 +41,10 @@ node_modules/.package-lock.json: package.json package-lock.json
 ## test: the whole test suite (browser and spelling tests skip without Chromium / hunspell; REQUIRE_BROWSER=1 / REQUIRE_SPELLING=1 make that a failure)
 test: $(TEST_STAMP) node_modules/.package-lock.json
 	$(PY) -m pytest -n 2 --dist loadfile
+
+## test-page, test-snippet, test-card, test-model, test-translation, test-number, test-allowlist: the tests one kind of change can break (pytest -m KIND: tests/conftest.py CHANGE_KINDS)
+$(addprefix test-,$(TEST_KINDS)): test-%: $(TEST_STAMP) node_modules/.package-lock.json
+	$(PY) -m pytest -n 2 --dist loadfile -m $*
 
 ## bench: the performance budget (build ratio, rebuild time, page weight, suite time), printed and written to bench/results.md
 bench: $(TEST_STAMP) node_modules/.package-lock.json

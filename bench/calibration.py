@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.common import render  # noqa: E402
 from vram.calibration import (COVERAGE_TARGET, RULE, RULES, WIDTH_TARGET, Rule, load_measured_data,  # noqa: E402
                               validation_figures)
 
@@ -74,8 +75,6 @@ def write_section(path: Path, table: str) -> None:
 
 
 def main() -> int:
-    from bench.run import render
-
     found = rows()
     print(render(found, markdown=False))
     write_section(REPO / "bench" / "results.md", render(found, markdown=True))

@@ -42,9 +42,10 @@ from pathlib import Path
 if str(Path(__file__).resolve().parent.parent) not in sys.path:  # python bench/run.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import ENV, REPO  # noqa: E402
+from bench.common import ENV, REPO, render  # noqa: E402
 from bench.instructions import instruction_ratio  # noqa: E402
 from bench.plain import make_plain_copy  # noqa: E402
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES  # noqa: E402
 
 BUDGET = {"build_ratio": 1.3, "rebuild_s": 2.0, "page_kb": 300, "requests": 15, "suite_s": 300,
           "finder_first_s": 2.0, "finder_later_ms": 200, "notebook_kb": 200, "finder_first_use_mb": 4.0}
@@ -96,8 +97,9 @@ def bench_rebuild(work: Path, edits: int) -> dict:
     return {"rebuild_s": statistics.median(times), "rebuild_all": times}
 
 
-GUIDE_PAGES = ["", "fr/", "gpu-finder/", "fr/gpu-finder/"]  # the finder's: before the first interaction
-NOTEBOOK_PAGES = ["memory-notebook/", "fr/memory-notebook/"]  # budget: before images (plots are lazy files)
+ROOTS = ["" if lang == DEFAULT_LANGUAGE else f"{lang}/" for lang in LANGUAGES]  # each language's root
+GUIDE_PAGES = [root + page for page in ("", "gpu-finder/") for root in ROOTS]  # the finder's: before the first interaction
+NOTEBOOK_PAGES = [root + "memory-notebook/" for root in ROOTS]  # budget: before images (plots are lazy files)
 INFO_PAGES: list[str] = []
 
 
@@ -190,16 +192,6 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
                      f"< {BUDGET['suite_s'] / 60:.0f} min",
                      verdict(figures["suite_s"] < BUDGET["suite_s"] and figures["suite_rc"] == 0)))
     return rows
-
-
-def render(rows, markdown: bool) -> str:
-    header = ("Measure", "Figure", "Budget", "")
-    if markdown:
-        lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|---|"]
-        return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-    fmt = "  ".join(f"{{:{'<' if i in (0, 3) else '>'}{w}}}" for i, w in enumerate(widths))
-    return "\n".join(fmt.format(*r) for r in [header, *rows])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -92,6 +92,27 @@ def built_site(tmp_path_factory) -> Path:
     return shared_build(tmp_path_factory, "built-site")
 
 
+@pytest.fixture(scope="session")
+def frozen_data_dir(tmp_path_factory) -> Path:
+    """A data folder with the frozen test catalogue (tests/catalogue.py), written once per
+    session (read it, never modify it: ``data_dir`` of tests/hooks gives a copy to break)."""
+    from tests.catalogue import frozen_data
+
+    return frozen_data(tmp_path_factory.mktemp("frozen-catalogue") / "data")
+
+
+@pytest.fixture
+def frozen_catalogue(frozen_data_dir, monkeypatch) -> Path:
+    """Every reader of the data (the render layer, the finder, ``vram``'s command line) reads
+    the frozen test catalogue (tests/catalogue.py) for this test. Returns its data folder."""
+    import hooks.data.load
+    import vram.catalogue
+
+    monkeypatch.setattr(hooks.data.load, "DATA_DIR", frozen_data_dir)
+    monkeypatch.setattr(vram.catalogue, "DATA_DIR", frozen_data_dir)
+    return frozen_data_dir
+
+
 @pytest.fixture
 def repo_copy(tmp_path) -> Path:
     """A throwaway copy of the sources, for tests that break an input on purpose."""
@@ -215,3 +236,31 @@ def pytest_runtest_setup(item):
         if os.environ.get(flag) == "1":
             pytest.fail(f"{flag}=1 but this test needs a {marker} that is not available here", pytrace=False)
         pytest.skip(f"no {marker} here (set {flag}=1 to make this a failure)")
+
+
+# What each kind of change can break, and so what to run for it (CONTRIBUTING.md, "Adding
+# things"): `make test-KIND` runs `pytest -m KIND`; every test under these paths gets the
+# marker KIND (pyproject.toml registers them; tests/test_documents.py checks each selects tests).
+CHANGE_KINDS: dict[str, tuple[str, ...]] = {
+    "page": ("tests/site", "tests/hooks/test_conventions.py"),
+    "snippet": ("tests/snippets", "tests/hooks/test_comments.py", "tests/site/test_code_compiles.py"),
+    # today's catalogue (the frozen test catalogue keeps every other test of pages and the finder still)
+    "card": ("tests/vram/test_cards.py", "tests/vram/test_guide_claims.py", "tests/finder/test_needs_claims.py",
+             "tests/test_one_definition.py", "tests/browser/test_finder.py", "tests/browser/test_finder_jobs.py",
+             "tests/site/test_built_site.py"),
+    "model": ("tests/vram/test_models_oracle.py", "tests/vram/test_models.py", "tests/vram/test_models_cli.py",
+              "tests/finder"),
+    "translation": ("tests/hooks", "tests/site/test_gates_i18n.py", "tests/site/test_gates_typography.py",
+                    "tests/site/test_gates_spelling.py"),
+    "number": ("tests/hooks/test_tables.py", "tests/hooks/test_numbers.py", "tests/vram"),
+    "allowlist": ("tests/verify", "tests/site"),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.path)).resolve().relative_to(REPO_ROOT).as_posix()
+        for kind, paths in CHANGE_KINDS.items():
+            if any(path == where or path.startswith(where + "/") for where in paths):
+                item.add_marker(kind)
+

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from verify.pins import pinned
 from verify.record_format import BUSBW_PLAUSIBLE_MAX_GB_PER_S, LINK_CLASSES, SCHEMA
 
 
@@ -72,19 +73,14 @@ def load_record(path: Path) -> dict[str, Any]:
     return record
 
 
-def pinned_torch(requirements: Path = REPO_ROOT / "requirements.txt") -> str:
-    """The version of torch that ``requirements.txt`` pins (``torch==X``). Raises RecordError."""
-    from packaging.requirements import InvalidRequirement, Requirement  # a publish build only
-
-    for line in requirements.read_text(encoding="utf-8").splitlines():
-        try:
-            requirement = Requirement(line.split("#")[0].strip())
-        except InvalidRequirement:
-            continue
-        pins = [spec.version for spec in requirement.specifier if spec.operator == "=="]
-        if requirement.name == "torch" and len(pins) == 1:
-            return pins[0]
-    raise RecordError(f"{requirements}: no exact pin torch==X")
+def pinned_torch(constraints: Path | None = None) -> str:
+    """The version of torch that ``constraints`` (default: ``constraints.txt``) pins
+    (``torch==X``: every version of the project is pinned there, once: ``verify.pins``).
+    Raises RecordError."""
+    try:
+        return pinned("torch", constraints=constraints)
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"{constraints or 'constraints.txt'}: {exc}") from None
 
 
 def check_record(record: dict[str, Any], expected_sha256: str, where: str, allow_fixture: bool = False,

@@ -19,7 +19,7 @@ Beyond types, a record must be consistent with itself and with this checkout:
 - ``blocks`` maps block titles to SHA-256 digests and holds ``snippet`` with
   ``snippet_sha256``;
 - with the expectations passed as validation context (``Expected``): ``snippet`` is the
-  block's name, ``blocks`` names exactly the blocks the GPU job hashes (``verify.record.BLOCKS``), ``versions.torch`` is the torch pinned in ``requirements.txt`` (local part
+  block's name, ``blocks`` names exactly the blocks the GPU job hashes (``verify.record.BLOCKS``), ``versions.torch`` is the torch pinned in ``constraints.txt`` (local part
   such as ``+cu128`` aside), and ``utc`` is neither in the future (beyond ``CLOCK_SKEW``)
   nor older than ``Expected.max_age``.
 
@@ -166,7 +166,7 @@ class Versions(Strict):
         except InvalidVersion:
             raise ValueError(f"{value!r} is not a version") from None
         if expected is not None and public != Version(expected.torch).public:
-            raise ValueError(f"torch {value} ran, requirements.txt pins torch=={expected.torch}")
+            raise ValueError(f"torch {value} ran, constraints.txt pins torch=={expected.torch}")
         return value
 
 

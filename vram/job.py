@@ -27,7 +27,8 @@ A job is a JSON-able mapping (``JOB_FIELDS`` lists every key and its default):
   sharded gradients; ``vram.timing``'s module docstring for the time);
 - the catalogue: ``gpus`` (``[{"key", "memory_mib"}]``, nvidia-smi's totals, and optionally
   ``speed``: ``vram.catalogue.card_speed``, the cited peaks and links), ``reserve_mib`` (CUDA
-  context and NCCL buffers) and ``tight_free_fraction`` (``vram.fit.TIGHT_FREE_FRACTION``);
+  context and NCCL buffers; required with ``gpus``, no default: the catalogue's, gpus.yaml,
+  is the one definition) and ``tight_free_fraction`` (``vram.fit.TIGHT_FREE_FRACTION``);
 - the run (training on cards with a ``speed``): ``tokens`` to train (dataset x epochs) and
   ``prices`` (card key -> EUR per hour of the machine of ``cards`` such cards, the guide's
   or the reader's). Each fitting card gets its time per step and run (``vram.timing``), its
@@ -325,9 +326,10 @@ def asked_run(job: Job) -> RunSetting:
 
 def _capacity(job: Job, gpu: GpuEntry) -> int:
     """Serving: vLLM's share of the card less the reserve; else the card less the reserve."""
+    reserve_mib = job.reserve_mib or 0  # check_job: given with every card
     if job.kind == "serving":
-        return math.floor(job.gpu_memory_utilization * mib_to_bytes(gpu.memory_mib)) - mib_to_bytes(job.reserve_mib)
-    return usable_bytes(gpu.memory_mib, job.reserve_mib)
+        return math.floor(job.gpu_memory_utilization * mib_to_bytes(gpu.memory_mib)) - mib_to_bytes(reserve_mib)
+    return usable_bytes(gpu.memory_mib, reserve_mib)
 
 
 def settled_runs(job: Mapping[str, Any]) -> dict[str, RunSetting | None]:

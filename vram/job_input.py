@@ -50,7 +50,7 @@ JOB_FIELDS: dict[str, Any] = {
     "rank": 16, "targets": ALL_LINEAR, "base_dtype": "bf16",
     "weights": "bf16", "kv_dtype": "bf16", "context": 8192, "concurrent": 1, "gpu_memory_utilization": 0.9,
     "max_num_batched_tokens": VLLM_MAX_NUM_BATCHED_TOKENS,
-    "gpus": [], "reserve_mib": 2048, "tight_free_fraction": TIGHT_FREE_FRACTION,
+    "gpus": [], "reserve_mib": None, "tight_free_fraction": TIGHT_FREE_FRACTION,
     "tokens": 10**9, "prices": {}, "host_ram_gb": {}, "calibration": None,
 }
 
@@ -93,7 +93,7 @@ class Job:
     config: ModelConfig
     cards: int
     gpus: tuple[GpuEntry, ...]  # smallest memory first
-    reserve_mib: int
+    reserve_mib: int | None  # None only without gpus
     tight_free_fraction: float
     host_ram_gb: dict[str, int]
     framework: str = JOB_FIELDS["framework"]
@@ -285,6 +285,18 @@ def gpu_entries(job: Mapping[str, Any], reserve_mib: int) -> tuple[GpuEntry, ...
     return tuple(entries)
 
 
+def reserve(job: Mapping[str, Any]) -> int | None:
+    """``reserve_mib``: MiB the CUDA context and NCCL's buffers take from every card, required
+    with ``gpus`` (no default here: the catalogue states it once, ``reserve_mib`` of
+    snippets/data/gpus.yaml, and its readers pass it on); None for a job without cards."""
+    if job["reserve_mib"] is None:
+        if job["gpus"]:
+            raise JobError("reserve_mib", "integer", "must be given with gpus: the MiB the CUDA context and NCCL "
+                           "take from every card (the catalogue's reserve_mib)", minimum=0, maximum=MAX_MIB)
+        return None
+    return integer(job, "reserve_mib", 0, MAX_MIB)
+
+
 def prices(job: Mapping[str, Any]) -> dict[str, Decimal]:
     """``prices``: card key -> EUR per hour of the machine of ``cards`` such cards (``vram.billing.parse_price``)."""
     given = job["prices"]
@@ -343,14 +355,14 @@ def check_job(job: Mapping[str, Any]) -> Job:
                       grad_accum=integer(given, "grad_accum", 1, MAX_GRAD_ACCUM),
                       recompute=choice(given, "recompute", RECOMPUTE),
                       attention=None if given["attention"] is None else choice(given, "attention", ATTENTION))
-    reserve = integer(given, "reserve_mib", 0, MAX_MIB)
+    reserve_mib = reserve(given)
     tight = fraction(given, "tight_free_fraction", 0.0, 0.99)
     if kind == "serving":
         fields["gpu_memory_utilization"] = fraction(given, "gpu_memory_utilization", 0.0, 1.0)
-    gpus = gpu_entries(given, reserve)
+    gpus = gpu_entries(given, reserve_mib or 0)
     if kind != "serving":
         fields.update(tokens=integer(given, "tokens", 1, MAX_TOKENS), prices=prices(given))
-    return Job(kind=kind, config=config, cards=cards, gpus=gpus, reserve_mib=reserve, tight_free_fraction=tight,
+    return Job(kind=kind, config=config, cards=cards, gpus=gpus, reserve_mib=reserve_mib, tight_free_fraction=tight,
                host_ram_gb=machines_ram, calibration=calibration(given), **fields)
 
 

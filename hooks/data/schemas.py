@@ -430,7 +430,7 @@ class MeasurementsFile(Data):
 # The fields hooks/finder/compute.py and docs/assets/finder.js pass to each label.
 FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "legend": (), "model": (), "task": (), "cards": (), "method": (), "context": (),
-    "context_option": ("tokens",), "method_hint": (), "tensor_parallel": (),
+    "context_option": ("tokens",), "method_hint": ("deepspeed", "torch"), "tensor_parallel": (),
     "caption": ("choice",), "cards_one": (), "cards_many": ("cards",),
     "col_card": (), "col_memory": (), "col_margin": (), "col_price": (), "tight": (), "recompute_needed": (),
     "margin_cell": ("margin", "free"), "price_guide": ("price",), "price_yours": ("price",),

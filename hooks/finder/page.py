@@ -33,6 +33,7 @@ from hooks.render.placeholders import Args
 from hooks.render.script_json import script_json
 from hooks.data.measurements import validation
 from hooks.render.typography import unit_space
+from verify.pins import pinned
 
 from hooks.finder.compute import (
     CUSTOM_MODEL, FINDER_YAML, MODELS_YAML, Catalogue, activation_reference, load_catalogue, options,
@@ -211,7 +212,7 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         _select("method", _label(catalogue, "method", lang), [(k, _method_label(catalogue, k, lang, d["task"])) for k in catalogue.methods],
                 d["method"], ' aria-describedby="finder-method-refused finder-method-hint"')
         + _refused_line("method")
-        + f'<p class="finder-hint" id="finder-method-hint">{html.escape(_label(catalogue, "method_hint", lang))}</p>',
+        + f'<p class="finder-hint" id="finder-method-hint">{html.escape(_label(catalogue, "method_hint", lang, deepspeed=pinned("deepspeed", 2), torch=pinned("torch", 2)))}</p>',
         _context_field(catalogue, lang)
         + f'<p class="finder-hint" id="finder-context-hint">{html.escape(_label(catalogue, "tensor_parallel", lang))}</p>',
     ]

@@ -22,6 +22,7 @@ from hooks.data.load import load_model, load_yaml
 from hooks.errors import RenderError
 from hooks.render.locale_format import format_eur, format_number, format_quantity, format_range
 from hooks.render.placeholders import Args
+from verify.pins import pinned
 
 PARTS = ("weights", "gradients", "optimizer", "total")
 ROUNDING = {"round", "floor", "decimals"}
@@ -301,6 +302,18 @@ def price(raw: dict[str, str], lang: str) -> str:
     return format_eur(catalogue_entry("machines", "machine", raw)["price_eur_per_hour_from"], lang)
 
 
+def pinned_version(raw: dict[str, str], lang: str) -> str:
+    """``{{ pinned package=torch parts=2 }}`` -> ``2.13``: the version of a package that
+    ``constraints.txt`` pins (``verify.pins``, the one definition of every version), whole or
+    its first ``parts`` numbers."""
+    args = Args(raw, {"package", "parts"})
+    parts = args.int("parts", 0, minimum=1, maximum=4) if args.has("parts") else None
+    try:
+        return pinned(args.str("package"), parts)
+    except ValueError as exc:
+        raise RenderError(str(exc)) from None
+
+
 NUMBERS: dict[str, Callable[[dict[str, str], str], str]] = {
     "bytes_per_param": bytes_per_param,
     "memory": memory,
@@ -314,4 +327,5 @@ NUMBERS: dict[str, Callable[[dict[str, str], str], str]] = {
     "checkpoint": checkpoint,
     "gpu_memory": gpu_memory,
     "price": price,
+    "pinned": pinned_version,
 }

@@ -13,8 +13,10 @@ from __future__ import annotations
 import functools
 
 import pytest
+from babel.numbers import format_decimal
 from bs4 import BeautifulSoup
 
+from hooks.data.load import load_yaml
 from hooks.finder.compute import finder_data
 from hooks.render.markdown import render_markdown
 from tests.conftest import REPO_ROOT
@@ -61,6 +63,13 @@ def normalised(result: dict) -> dict:
             for k, v in result.items()}
 
 
+def guide_prices(cards: int) -> dict[str, float]:
+    """Card name -> the price the site's catalogue gives a machine of ``cards`` such cards."""
+    gpus = load_yaml("gpus")
+    return {gpus["gpus"][m["gpu"]]["name"]: m["price_eur_per_hour_from"] for m in gpus["machines"].values()
+            if m["count"] == cards}
+
+
 @functools.cache
 def reference_results() -> dict:
     """finder_data's precomputed answers (what the built page's JSON holds), computed once."""
@@ -105,8 +114,8 @@ def test_default_choice_matches_the_static_result(page, site_server, lang):
 
 CHOICES = [
     {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 4, "method": "zero3"},
-    {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero1"},  # 8 x H100: a guide price
-    {"model": "llama-3.2-1b", "task": "full-adamw", "cards": 4, "method": "zero2"},  # 4 x RTX 4090: a guide price
+    {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero1"},  # a machine of 8 with a guide price
+    {"model": "llama-3.2-1b", "task": "full-adamw", "cards": 4, "method": "zero2"},  # a machine of 4 with a guide price
     {"model": "mixtral-8x7b", "task": "qlora", "cards": 1, "method": "ddp"},
     {"model": "llama-3.1-70b", "task": "serve-fp8", "cards": 1, "context": 32768},
     {"model": "llama-3.1-70b", "task": "full-adamw", "cards": 1, "method": "ddp"},  # no card fits
@@ -125,12 +134,21 @@ def test_choices_show_what_python_computed_in_the_page_locale(page, site_server,
     got = normalised(shown(page))
     # oracles.md: DeepSpeed ZeRO-3, Llama 3.1 8B on 4 GPUs: 38,237,521,920 B per GPU
     assert got["status"].startswith(f"{'Il faut' if lang == 'fr' else 'Servono'} 38,2 {unit}")
-    # the smallest card that holds it, not a 32 GB RTX 5090; the rows follow the run's order
-    assert ("à commencer par la RTX A6000 48GB" if lang == "fr" else "a partire dalla RTX A6000 48GB") in got["status"]
-    assert "RTX 5090 32GB" not in [row[0] for row in got["rows"]]
+    gpus = load_yaml("gpus")
+    usable = {g["name"]: (g["memory_mib"] - gpus["reserve_mib"]) * 2**20 for g in gpus["gpus"].values()}
+    shown_cards = [row[0] for row in got["rows"]]
+    assert shown_cards and all(usable[name] >= 38_237_521_920 for name in shown_cards)  # no card holds less (a 32 GB RTX 5090)
+    # the smallest card that holds it, named first; the rows follow the run's order
+    smallest = min(shown_cards, key=usable.get)
+    assert (f"à commencer par la {smallest}" if lang == "fr" else f"a partire dalla {smallest}") in got["status"]
     choose(page, **CHOICES[1])
     prices = {row[0]: row[3] for row in normalised(shown(page))["rows"]}
-    assert prices["H100 80GB"] == ("à partir de 31,20 €/h (prix du guide)" if lang == "fr" else "da 31,20 €/h (prezzo della guida)")
+    priced = guide_prices(CHOICES[1]["cards"])  # the site's own catalogue, as Babel writes the price
+    assert priced and set(priced) <= set(prices)  # the choice shows a machine the guide prices
+    for name, price in priced.items():
+        price_text = format_decimal(price, "#,##0.00", locale=lang)
+        assert prices[name] == (f"à partir de {price_text} €/h (prix du guide)" if lang == "fr"
+                                else f"da {price_text} €/h (prezzo della guida)")
 
 
 def test_controls_follow_the_task(page, site_server):

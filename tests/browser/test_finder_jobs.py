@@ -31,6 +31,7 @@ import sys
 from unittest import mock
 
 import pytest
+from babel.numbers import format_decimal
 
 import vram
 from hooks.data.load import load_yaml
@@ -40,7 +41,7 @@ from tests.browser.test_finder import PATHS, choose, plain
 from tests.conftest import REPO_ROOT
 from vram.calibration import load_measured_data
 from vram.cli import main as vram_main
-from vram.catalogue import card_speed, load_catalogue as load_speeds
+from vram.catalogue import card_speed, load_catalogue as load_speeds, read_catalogue
 from vram.models import SUPPORTED_MODEL_TYPES
 from vram.job import KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS
 from vram.optimizer_step import OPTIMIZER_IMPLS
@@ -70,7 +71,7 @@ LORA_METHODS = [(f, stage) for f, stage in METHODS if f != "zero-paper"]  # DDP,
 
 def random_job(rng: random.Random, config_path, kind: str) -> dict:
     maximum = json.loads(config_path.read_text())["max_position_embeddings"]
-    job = {"kind": kind, "cards": rng.choice([1, 2, 4, 8]), "gpus": CARDS, "reserve_mib": 2048,
+    job = {"kind": kind, "cards": rng.choice([1, 2, 4, 8]), "gpus": CARDS, "reserve_mib": load_yaml("gpus")["reserve_mib"],
            "tight_free_fraction": 0.1}
     tokens = (rng.choice([rng.randint(1, 8192), rng.randint(1, maximum), maximum]) if rng.random() < 0.9
               else rng.choice([maximum + rng.randint(1, 999), 0]))  # a tenth refused: beyond the model, or none
@@ -143,14 +144,14 @@ def cpython(args: list[str]) -> str:
 
 @contextlib.contextmanager
 def catalogue_read_once():
-    """``cpython`` for many jobs: the command line's ``load_catalogue`` (PyYAML reading
+    """``cpython`` for many jobs: the command line's ``read_catalogue`` (PyYAML reading
     gpus.yaml and interconnects.yaml, most of a run's time) answers every job with what it
     read the first time, as each run reads the same files (the real read and the rest of
     ``python -m vram``: SUBPROCESS_SAMPLE runs in a subprocess, same text)."""
     import vram.cli.job as cli
 
-    once = load_speeds()
-    with mock.patch.object(cli, "load_catalogue", lambda: (dict(once[0]), dict(once[1]))):
+    once = read_catalogue()
+    with mock.patch.object(cli, "read_catalogue", lambda: once):
         yield
 
 
@@ -334,15 +335,21 @@ def test_the_form_answers_the_issue_jobs_as_the_command_line(pages, lang):
         assert page_answer(page) == cli_for(values["model"], flags), values
         assert page.is_hidden("#finder-error")
     use_form(page, **dict(FORM_JOBS[0][0]))  # 8 x RTX 4090 under ZeRO-3 at 4,096 tokens: refused
+    short = next(fit for fit in json.loads(page_answer(page))["short"] if fit["gpu"] == "rtx-4090")
+    margin = format_decimal(short["margin_gb"], "#,##0.0", locale=lang)  # what is left after the states and the reserve
     assert "RTX 4090 24GB" not in table_cards(page)
-    assert "RTX 4090 24GB (3,4" in plain(page.text_content("#finder-status"))  # named: its margin is short
+    assert f"RTX 4090 24GB ({margin}" in plain(page.text_content("#finder-status"))  # named: its margin is short
     use_form(page, **dict(FORM_JOBS[1][0]))  # gpt-oss-20b, MXFP4, 16 x 8,192 tokens: a 32 GB card
     assert "RTX 5090 32GB" in table_cards(page)
     assert ("jusqu’à" if lang == "fr" else "fino a") in page.text_content("#finder-table tbody tr td:nth-child(3)")
-    use_form(page, **dict(FORM_JOBS[2][0]))  # all bf16 on one card: no machine of one card has a price
+    use_form(page, **dict(FORM_JOBS[2][0]))  # all bf16 on one card
     answer = json.loads(page_answer(page))
-    assert sorted(table_cards(page)) == sorted(["H100 80GB", "A100 80GB", "RTX PRO 6000 96GB", "H200 141GB", "B200"])
-    assert answer["run"]["ranked_by"] == "time" and table_cards(page) == names(answer["run"]["order"])
+    fitting = [fit["gpu"] for fit in answer["fits"]]
+    assert fitting and "RTX 5090 32GB" not in names(fitting)  # 80 GB of states: no 32 GB card
+    assert sorted(table_cards(page)) == sorted(names(fitting))
+    priced = {m["gpu"] for m in load_yaml("gpus")["machines"].values() if m["count"] == 1}
+    assert answer["run"]["ranked_by"] == ("cost" if set(fitting) <= priced else "time")  # by time without every price
+    assert table_cards(page) == names(answer["run"]["order"])
     # the link keeps every input that differs from the reference job
     assert "task=full-bf16" in page.url and "recompute=selective" in page.url
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=1, method="ddp", seq_len=2048, recompute="none")
@@ -517,31 +524,47 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
     prices = dict(zip(table_cards(page), page.eval_on_selector_all(
         "#finder-table tbody tr", "rows => rows.map(r => r.children[3].textContent)")))
     assert plain(prices["RTX A6000 48GB"]) == ("4,00 €/h (votre prix)" if lang == "fr" else "4,00 €/h (il tuo prezzo)")
-    assert plain(prices["H100 80GB"]) == ("à partir de 31,20 €/h (prix du guide)" if lang == "fr"
-                                          else "da 31,20 €/h (prezzo della guida)")
+    guide = next(m for m in load_yaml("gpus")["machines"].values() if (m["gpu"], m["count"]) == ("h100", 8))
+    price = format_decimal(guide["price_eur_per_hour_from"], "#,##0.00", locale=lang)  # the site's own, as Babel writes it
+    assert plain(prices["H100 80GB"]) == (f"à partir de {price} €/h (prix du guide)" if lang == "fr"
+                                          else f"da {price} €/h (prezzo della guida)")
     assert "tokens=2000000000" in page.url and "price_a6000=4" in page.url
     assert not page.errors
 
 
+def guide_example(lang: str) -> str:
+    """The example of a price the page's error gives: the site's dearest guide price, as Babel writes it."""
+    return format_decimal(max(m["price_eur_per_hour_from"] for m in load_yaml("gpus")["machines"].values()),
+                          "#,##0.00", locale=lang)
+
+
 RANKED = {"it": "in ordine di costo, dalla macchina più economica", "fr": "par coût, de la machine la moins chère à la plus chère"}
-OTHER_PRICES = {"price_a6000": "1.50", "price_a100-80gb": "12", "price_rtx-pro-6000": "14", "price_h200": "36",
-                "price_b200": "60"}  # with the guide's 31.20 for 8 x H100: every machine that fits has a price
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_typed_prices_rank_the_machines_by_the_runs_cost(pages, lang):
     """Issue 21's "done when": typed prices make the ranking by cost possible, and a smaller card
-    made more expensive for the run moves down; the page says which ranking it uses."""
+    made more expensive for the run moves down; the page says which ranking it uses. Every
+    machine that fits gets a typed price (a typed price takes the guide's place): the smallest
+    card the cheapest (a cent an hour, the least the page takes, against 10,000 EUR for the
+    others, the most), then the dearest."""
     from hooks.finder.compute import load_catalogue
     from hooks.finder.page import ranking_text
     page, catalogue = pages[lang], load_catalogue()
     flags = ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw",
              "--seq-len=2048", "--micro-batch=1", "--recompute=none", "--offload=none", "--tokens=2000000000"]
-    orders = {}
-    for price in ("1", "40"):  # the RTX 5090 machine, the smallest card that fits, cheap then dear
-        use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000,
-                 **OTHER_PRICES, **{"price_rtx-5090": price})
-        typed = [f"--price={name[6:]}={value}" for name, value in {**OTHER_PRICES, "price_rtx-5090": price}.items()]
+    choice = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero3", "tokens": 2_000_000_000}
+    use_form(page, **choice)
+    untyped = json.loads(page_answer(page))
+    fitting = [fit["gpu"] for fit in untyped["fits"]]  # smallest card first
+    priced = {m["gpu"] for m in load_yaml("gpus")["machines"].values() if m["count"] == 8}
+    assert untyped["run"]["ranked_by"] == ("cost" if set(fitting) <= priced else "time")  # and said so
+    assert len(fitting) > 1, fitting
+    smallest, orders = fitting[0], {}
+    for mine, others in (("0.01", "10000"), ("10000", "0.01")):
+        prices = {f"price_{gpu}": (mine if gpu == smallest else others) for gpu in fitting}
+        use_form(page, **choice, **prices)
+        typed = [f"--price={name[6:]}={value}" for name, value in prices.items()]
         answer = json.loads(page_answer(page))
         assert page_answer(page) == cli_for("llama-3.1-8b", flags + typed)
         assert answer["run"]["ranked_by"] == "cost"
@@ -550,13 +573,11 @@ def test_typed_prices_rank_the_machines_by_the_runs_cost(pages, lang):
         assert table_cards(page) == names(answer["run"]["order"])  # the rows in the run's cost order
         costs = [sum(float(c) for c in fit["time"]["cost_eur"]) for fit in in_run_order(answer)]
         assert costs == sorted(costs)  # cheapest first
-        assert f"price_rtx-5090={price}" in page.url
-        orders[price] = answer["run"]["order"]
-    assert orders["1"][0] == "rtx-5090" and orders["40"][-1] == "rtx-5090"  # the ranking changed
+        assert f"price_{smallest}={mine}" in page.url
+        orders[mine] = answer["run"]["order"]
+    assert orders["0.01"][0] == smallest and orders["10000"][-1] == smallest  # the ranking changed
     shown = page.eval_on_selector_all(".finder-price:not([hidden]) input", "inputs => inputs.map(i => i.name)")
-    assert sorted(shown) == sorted(f"price_{gpu}" for gpu in orders["40"])  # a field for each machine that fits
-    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000)
-    assert json.loads(page_answer(page))["run"]["ranked_by"] == "time"  # prices missing: by time, and said so
+    assert sorted(shown) == sorted(f"price_{gpu}" for gpu in fitting)  # a field for each machine that fits
     assert not page.errors
 
 
@@ -565,7 +586,7 @@ def test_a_bad_price_is_one_line_naming_the_machine(pages, lang):
     page, labels = pages[lang], FINDER["labels"]
     field = labels["price_card"][lang].format(gpu="RTX 5090 32GB")
     # the example, the cent and the 10,000 EUR/h bound as the page writes numbers (Babel)
-    expected = plain(labels["error_price"][lang].format(field=field, example="31,20", minimum="0,01",
+    expected = plain(labels["error_price"][lang].format(field=field, example=guide_example(lang), minimum="0,01",
                                                          maximum="10.000" if lang == "it" else "10 000"))
     for bad in ("abc", "-1", "0", "1e9", "1000000000"):
         use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", **{"price_rtx-5090": bad})
@@ -652,7 +673,7 @@ def test_numbers_typed_as_the_page_writes_them(pages, lang):
         "--micro-batch=1", "--recompute=none", "--offload=none", "--tokens=2000000000", "--price=a6000=4.50"])
     assert "tokens=2000000000" in page.url and "price_a6000=4.50" in page.url
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", price_a6000="tanto")
-    assert "31,20" in plain(page.text_content("#finder-error"))  # the example as the reader writes it, not 31.20
+    assert guide_example(lang) in plain(page.text_content("#finder-error"))  # as the reader writes it: 31,20, not 31.20
     assert not page.errors
 
 

@@ -19,9 +19,9 @@ from hooks.data.load import load_yaml
 import hooks.finder.compute as compute
 from hooks.cache import Memo
 from hooks.finder.compute import finder_json
-from tests.conftest import REPO_ROOT
+from tests.catalogue import FROZEN, frozen_usable_bytes
 
-MODELS_DIR = REPO_ROOT / "snippets" / "data" / "models"
+MODELS_DIR = FROZEN / "models"  # the frozen test catalogue's (tests/finder/conftest.py)
 # finder.yaml's methods: (framework, zero_stage); LoRA is offered for the first four only.
 METHODS = {"ddp": ("fsdp2", 0), "zero1": ("deepspeed", 1), "zero2": ("deepspeed", 2), "zero3": ("deepspeed", 3),
            "fsdp2-keep": ("fsdp2", 2), "fsdp2-reshard": ("fsdp2", 3), "paper": ("zero-paper", 0)}
@@ -29,7 +29,7 @@ STAGES = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
 
 
 @pytest.fixture(scope="module")
-def computed() -> tuple[dict, str]:
+def computed(frozen_data_dir) -> tuple[dict, str]:
     """``finder_data()`` and ``finder_json()``'s text, computed once: the data is what
     ``finder_json`` got from its own (only) call of ``finder_data``, recorded on the way."""
     calls, real = [], compute.finder_data
@@ -41,7 +41,7 @@ def computed() -> tuple[dict, str]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(compute, "finder_data", recording)
         patch.setattr(compute, "_json_memo", Memo())  # computed here, not taken from an earlier call
-        text = finder_json()
+        text = finder_json(frozen_data_dir)
     assert len(calls) == 1, "finder_json computes finder_data once"
     return calls[0], text
 
@@ -233,8 +233,8 @@ FULL_RECOMPUTE_8B_AT_MOST = (CHECKPOINTS_8B + 60 * 2048 * 4096 + FP32_LOGITS_8B 
                              + LOSS_BACKWARD_8B)                                               # 4.72 GB
 NO_RECOMPUTE_8B_AT_LEAST = 49 * 2048 * 4096 * 32 * 95 // 100                                   # 12.5 GB
 # A card's usable bytes: nvidia-smi's MiB less the 2,048 MiB reserve (gpus.yaml).
-A6000_USABLE = (49_140 - 2_048) * 2**20            # 49,379,540,992
-RTX_4090_USABLE = (24_564 - 2_048) * 2**20         # 23,609,933,824
+A6000_USABLE = frozen_usable_bytes("a6000")         # 49,379,540,992 with 2,048 MiB reserved
+RTX_4090_USABLE = frozen_usable_bytes("rtx-4090")  # 23,609,933,824
 P_8B = 8_030_261_248
 
 
@@ -312,7 +312,7 @@ def test_kv_cache_of_llama_8b_is_128_kib_per_token(data):
 
 
 def test_prices_only_where_the_guide_gives_one(data):
-    # gpus.yaml: 4 x RTX 4090 from 2.36 EUR/h, 8 x H100 from 31.20 EUR/h; nothing else has a price.
+    # the frozen catalogue's gpus.yaml: 4 x RTX 4090 from 2.36 EUR/h, 8 x H100 from 31.20 EUR/h; nothing else has a price.
     four = {f["gpu"]: f for f in result(data, "llama-3.2-1b", "full-adamw", 4, "zero2")["fits"]}
     assert four["rtx-4090"]["price_eur_per_hour_from"] == 2.36
     assert "price_eur_per_hour_from" not in four["rtx-3090"] and "price_eur_per_hour_from" not in four["h100"]
@@ -421,8 +421,8 @@ def test_the_audits_verdicts_by_the_step_and_the_loss_backward(data):
     (8 x vocabulary x tokens, tests/vram/test_loss_backward.py) leaves Llama 3.1 70B LoRA on
     2 x H200 under ZeRO-2 with the model states only."""
     params = {m["key"]: m["params"] for m in data["models"]}
-    h200 = (143_771 - 2_048) * 2**20
-    rtx_pro = (97_887 - 2_048) * 2**20
+    h200 = frozen_usable_bytes("h200")
+    rtx_pro = frozen_usable_bytes("rtx-pro-6000")
     for model, card, capacity in (("qwen3-32b", "h200", h200), ("gpt-oss-20b", "rtx-pro-6000", rtx_pro)):
         got = result(data, model, "full-adamw", 4, "fsdp2-reshard")
         assert got["per_gpu_gb"] * 1e9 >= 20 * params[model] / 4 > capacity, model

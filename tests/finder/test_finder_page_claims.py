@@ -19,10 +19,11 @@ import torch
 from hooks.finder.compute import finder_data
 from hooks.render.markdown import render_markdown
 from tests.conftest import REPO_ROOT
+from tests.catalogue import frozen_usable_bytes
 
 SPACES = str.maketrans({"\u00a0": " ", "\u202f": " "})
 P_8B = 8_030_261_248
-A6000_USABLE = (49_140 - 2_048) * 2**20  # 49,379,540,992 B
+A6000_USABLE = frozen_usable_bytes("a6000")  # 49,379,540,992 B with 2,048 MiB reserved
 # The activations of 2,048 tokens with full recomputation keep at least the bf16 input of each
 # of the 32 layers (2sbh) and the fp32 logits the loss keeps (4 x 2,048 x 128,256): oracles.md.
 FULL_RECOMPUTE_8B_AT_LEAST = 32 * 2 * 2048 * 4096 + 4 * 2048 * 128_256

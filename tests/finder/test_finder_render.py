@@ -10,6 +10,7 @@ from bs4 import BeautifulSoup
 
 from hooks.errors import RenderError
 from hooks.render.markdown import render_markdown
+from tests.catalogue import frozen_usable_bytes
 from tests.hooks.conftest import data_dir  # noqa: F401  (a copy of snippets/data, models included)
 
 NBSP, NNBSP = "\u00a0", "\u202f"
@@ -31,7 +32,7 @@ def table_of(html: str) -> tuple[str, list[list[str]]]:
 # (2,048 tokens, sdpa, no recomputation: vram.activation_memory, whose oracle is saved-tensor
 # hooks on real layers, tests/vram/test_activations_oracle.py) fit, and leave about 2 % of the
 # card free at the peak: tight (under a tenth), where the old rule called it roomy.
-H200_USABLE = 141_723 * 2**20
+H200_USABLE = frozen_usable_bytes("h200")  # 141,723 MiB
 STATES_8B = 16 * 8_030_261_248
 
 

@@ -14,11 +14,16 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 from bs4 import BeautifulSoup
 
 import vram
 from hooks.finder.compute import finder_data
 from hooks.render.markdown import render_markdown
+from tests.card_sources import memory_mib
+from tests.conftest import REPO_ROOT
+
+TODAYS_CATALOGUE = True  # the table's claims are about the service's cards as they are (tests/finder/conftest.py)
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +67,10 @@ def test_lora_row_every_card_named_needs_the_gradient_checkpointing(data, lang, 
 
 
 P_8B = 8_030_261_248
-# Usable bytes: nvidia-smi's MiB (oracles.md) less the 2,048 MiB reserve (gpus.yaml).
-H200_USABLE = (143_771 - 2_048) * 2**20   # 148,607,336,448 B
-B200_USABLE = (183_359 - 2_048) * 2**20   # 190,117,101,568 B
+# Usable bytes: nvidia-smi's MiB (oracles.md, tests/card_sources.py) less today's reserve (gpus.yaml).
+RESERVE_MIB = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "gpus.yaml").read_text(encoding="utf-8"))["reserve_mib"]
+H200_USABLE = (memory_mib("h200") - RESERVE_MIB) * 2**20   # 148,607,336,448 B with 2,048 MiB reserved
+B200_USABLE = (memory_mib("b200") - RESERVE_MIB) * 2**20   # 190,117,101,568 B
 
 
 def test_8b_row_one_b200_under_amp_no_80_gb_card(data):

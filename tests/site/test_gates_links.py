@@ -194,15 +194,18 @@ def test_sources_and_the_command_line_link_into_the_repository_setting(built_sit
     repository of mkdocs.yml's extra.repository (issue 35: bare file names before), each to a
     file of the checkout."""
     base = site_extra()["repository"].rstrip("/")
-    for path, needed in (("gpu-finder/", ("snippets/data/gpus.yaml", "README.md#calculator")),
-                         ("memory-formulas/", ("snippets/data/gpus.yaml", "snippets/data/interconnects.yaml",
-                                               "README.md#calculator")),
-                         ("", ("README.md#calculator",))):
+    calculator = "vram/README.md#the-command-line-and-its-contracts"  # the calculator's contract
+    for path, needed in (("gpu-finder/", ("snippets/data/gpus.yaml", calculator)),
+                         ("memory-formulas/", ("snippets/data/gpus.yaml", "snippets/data/interconnects.yaml", calculator)),
+                         ("", (calculator,))):
         article = parsed(built_site / root / path / "index.html").select_one("article")
         hrefs = {a["href"] for a in article.select("a[href]")}
         for target in needed:
             assert f"{base}/blob/main/{target}" in hrefs, (root + path, target)
-            assert (REPO_ROOT / target.split("#")[0]).is_file()
+            file, _, anchor = target.partition("#")
+            assert (REPO_ROOT / file).is_file()
+            headings = re.findall(r"(?m)^#+ (.+)$", (REPO_ROOT / file).read_text(encoding="utf-8")) if anchor else []
+            assert not anchor or anchor in {re.sub(r"[^\w\- ]", "", h).strip().lower().replace(" ", "-") for h in headings}
         assert "][source:" not in article.get_text()  # no unresolved reference
 
 

@@ -18,6 +18,7 @@ from decimal import Decimal
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.card_sources import memory_mib
 from vram import timing
 from vram.calibration import (COMPUTE_BOUND, COVERAGE_TARGET, FIRST_RULE, RULE, WIDTH_TARGET, Check, Point,
                               class_range, class_table, coverage, dispersion, leave_one_source_out, load_measured_data,
@@ -268,14 +269,16 @@ SPEEDS = {
     "h100": {"bf16_dense_tflops": 989.5, "memory_bandwidth_gb_per_s": 3350, "peer_gb_per_s": [450, 450],
              "peer_to_peer": True, "host_gb_per_s": [50, 64]},
 }
-MEMORY_MIB = {"a100-80gb": 81920, "h100": 81559}
+MEMORY_MIB = {key: memory_mib(key) for key in SPEEDS}
+RESERVE_MIB = 2048  # this catalogue's CUDA context and NCCL buffers (a job with cards states its reserve)
 
 
 def _job(calibration_field):
     return {"kind": "training", "config": (DATA / "models" / "llama-3.1-8b.json").read_text(encoding="utf-8"),
             "cards": 8, "framework": "fsdp2", "zero_stage": 3, "seq_len": 8192, "micro_batch": 2,
             "gpus": [{"key": k, "memory_mib": MEMORY_MIB[k], "speed": SPEEDS[k]} for k in SPEEDS],
-            "prices": {"a100-80gb": "10", "h100": "31.20"}, "tokens": 10**9, "calibration": calibration_field}
+            "prices": {"a100-80gb": "10", "h100": "31.20"}, "tokens": 10**9, "calibration": calibration_field,
+            "reserve_mib": RESERVE_MIB}
 
 
 def test_published_runs_make_the_a100_machine_the_cheaper_8b_full_fine_tune(measured):
@@ -304,8 +307,8 @@ def test_a_moe_run_warns_of_expert_parallelism(measured):
 
 def test_the_serving_answer_adds_the_published_share_of_the_roofline(measured):
     job = {"kind": "serving", "config": (DATA / "models" / "llama-3.1-8b.json").read_text(encoding="utf-8"),
-           "cards": 1, "context": 1024, "gpus": [{"key": "h100", "memory_mib": 81559, "speed": SPEEDS["h100"]}],
-           "calibration": measured.calibration.as_job()}
+           "cards": 1, "context": 1024, "gpus": [{"key": "h100", "memory_mib": MEMORY_MIB["h100"], "speed": SPEEDS["h100"]}],
+           "reserve_mib": RESERVE_MIB, "calibration": measured.calibration.as_job()}
     decode = answer_job(job)["fits"][0]["decode"]
     low, high = decode["tokens_per_s_per_sequence"]
     assert low < high <= decode["tokens_per_s_per_sequence_at_most"]  # the roofline stays the upper bound
@@ -318,7 +321,7 @@ def test_cli_job_accepts_tokens_as_time_does(tmp_path):
 
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = main(["job", "--config", str(DATA / "models" / "llama-3.2-1b.json"), "--gpu", "h100=81559",
+        code = main(["job", "--config", str(DATA / "models" / "llama-3.2-1b.json"), "--gpu", f"h100={MEMORY_MIB['h100']}",
                      "--tokens", "1e8", "--json"])
     assert code in (0, None), err.getvalue()
     answer = json.loads(out.getvalue())

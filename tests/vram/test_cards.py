@@ -13,26 +13,35 @@ import math
 
 import pytest
 import yaml
+from inline_snapshot import snapshot
 
 import vram
 from vram.fit import MIB, mib_to_bytes, usable_bytes
 
 from tests.conftest import REPO_ROOT
+from tests.card_sources import CARD_SOURCES
 
-ORACLES_MD_MIB = {"h100": 81_559, "a100-80gb": 81_920, "h200": 143_771, "b200": 183_359, "rtx-pro-6000": 97_887,
-                  "a6000": 49_140, "rtx-5090": 32_607, "rtx-4090": 24_564, "rtx-3090": 24_576}
+CATALOGUE = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "gpus.yaml").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
 def catalogue() -> dict:
-    return yaml.safe_load((REPO_ROOT / "snippets" / "data" / "gpus.yaml").read_text(encoding="utf-8"))
+    return CATALOGUE
 
 
-def test_every_card_is_what_nvidia_smi_reports(catalogue):
-    assert {key: card["memory_mib"] for key, card in catalogue["gpus"].items()} == ORACLES_MD_MIB
-    for key, card in catalogue["gpus"].items():
-        assert card["source"].startswith("https://github.com/"), key
-        assert "nvidia-smi" in card["source"], key
+@pytest.mark.parametrize("key", list(CATALOGUE["gpus"]))
+def test_each_card_is_what_its_sources_print(key):
+    card = CATALOGUE["gpus"][key]
+    if key not in CARD_SOURCES:
+        pytest.fail(f"snippets/data/gpus.yaml: card {key!r} has no oracle: add to CARD_SOURCES in "
+                    f"tests/card_sources.py the memory.total that {card.get('source')} shows (MiB) and the dense "
+                    f"BF16 TFLOPS and GB/s of {card.get('datasheet')}, as those documents print them")
+    sources = CARD_SOURCES[key]
+    assert card["memory_mib"] == sources.memory_mib, f"{key}: nvidia-smi reports {sources.memory_mib:,} MiB"
+    assert (card["bf16_dense_tflops"], card["memory_bandwidth_gb_per_s"]) == (
+        sources.bf16_dense_tflops, sources.memory_bandwidth_gb_per_s), f"{key}: {sources.datasheet}"
+    assert card["source"].startswith("https://github.com/") and "nvidia-smi" in card["source"]
+    assert card["datasheet"].startswith("https://")
 
 
 @pytest.mark.parametrize("mib, gb", [(81_559, 85.52), (81_920, 85.89), (143_771, 150.75)])
@@ -43,8 +52,10 @@ def test_mib_to_gb_as_modals_table(mib, gb):
 
 def test_the_reserve_is_stated_and_taken_from_every_card(catalogue):
     reserve = catalogue["reserve_mib"]
-    assert reserve == 2048  # 2 GiB: CUDA context and NCCL buffers (gpus.yaml states why)
-    assert usable_bytes(81_559, reserve) == 79_511 * 2**20 == 83_373_326_336
+    # today's reserve, a snapshot (`pytest --inline-snapshot=fix` rewrites it; the diff shows it):
+    # the CUDA context and NCCL buffers, gpus.yaml says why
+    assert reserve == snapshot(2048)
+    assert usable_bytes(81_559, reserve) == (81_559 - reserve) * 2**20
 
 
 def test_a_tie_fits_and_one_byte_more_does_not():

@@ -22,6 +22,7 @@ import pytest
 
 import vram
 from tests.snippets.launch import zygote_worker
+from tests.card_sources import memory_mib
 from vram.job import answer_job
 
 WORKER = Path(__file__).resolve().parent / "ddp_bf16_worker.py"
@@ -77,9 +78,9 @@ def test_the_step_temporaries_are_vram_optimizer_steps(report, shape):
 
 def test_the_finder_job_offers_it_under_ddp_only(shared_configs):
     config = (shared_configs / "llama-3.1-8b.json").read_text(encoding="utf-8")
-    cards = [{"key": "h100", "memory_mib": 81559}]
+    cards = [{"key": "h100", "memory_mib": memory_mib("h100")}]
     job = {"kind": "training", "config": config, "framework": "fsdp2", "zero_stage": 0, "optimizer": "adamw-bf16",
-           "seq_len": 2048, "gpus": cards}
+           "seq_len": 2048, "gpus": cards, "reserve_mib": 2048}
     answer = answer_job(job)
     params = answer["params"]
     assert answer["per_gpu_bytes"] == 10 * params  # 2 + 2 + 4, and foreach's bf16 temporary at the step

@@ -147,11 +147,11 @@ def test_one_entry_per_model_type():
         register_family(Family("llama", "LlamaConfig", "modeling_llama.py", get_family("llama").defaults))
 
 
-def test_the_readmes_list_of_families_is_the_registrys():
+def test_the_calculator_readmes_list_of_families_is_the_registrys():
     from tests.conftest import REPO_ROOT
     import re
 
-    text = " ".join((REPO_ROOT / "README.md").read_text(encoding="utf-8").split())
+    text = " ".join((REPO_ROOT / "vram" / "README.md").read_text(encoding="utf-8").split())
     listed = re.search(r"in `vram/family_entries.py`: ([a-z0-9_, ]+);", text).group(1)
     assert [name.strip() for name in listed.split(",")] == list(FAMILIES)
 

@@ -21,7 +21,7 @@ issue's named cases, the test derives what one card needs without vram's memory 
 - activations: ``vram.activation_memory(...).peak_bytes`` at the finder's reference, the one
   vram figure used here, checked against saved-tensor hooks and the real loss's backward in
   tests/vram/test_activations_oracle.py and test_loss_backward.py;
-- cards: nvidia-smi's memory less the reserve, read from gpus.yaml.
+- cards: nvidia-smi's memory less the reserve, read from the frozen test catalogue's gpus.yaml.
 
 A card fits when max(step, backward + activations) <= its usable bytes ("none" without
 recomputation, "full" only with it); a card that holds the step but not the activations is
@@ -43,10 +43,11 @@ import yaml
 
 import vram
 
+from tests.catalogue import FROZEN, frozen
 from tests.vram.transformers_oracle import built, hf_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DATA = REPO_ROOT / "snippets" / "data"
+DATA = REPO_ROOT / "snippets" / "data"  # finder.yaml: the finder's settings
 TASK = "full-adamw"
 METHODS = ("ddp", "fsdp2-reshard", "zero2", "zero3")
 SAMPLE = 20
@@ -58,11 +59,11 @@ def _yaml(name: str) -> dict:
     return yaml.safe_load((DATA / name).read_text(encoding="utf-8"))
 
 
-FINDER, GPUS, MODELS = _yaml("finder.yaml"), _yaml("gpus.yaml"), _yaml("models.yaml")["models"]
+FINDER, GPUS, MODELS = _yaml("finder.yaml"), frozen("gpus"), frozen("models")["models"]  # the cards and models: the frozen test catalogue
 
 
 def _config(model_key: str) -> dict:
-    return json.loads((DATA / "models" / MODELS[model_key]["config"]).read_text(encoding="utf-8"))
+    return json.loads((FROZEN / "models" / MODELS[model_key]["config"]).read_text(encoding="utf-8"))
 
 
 def _cases() -> list[tuple[str, int, str]]:
@@ -139,9 +140,9 @@ def oracle_verdicts(model_key: str, cards: int, method: str) -> tuple[int, dict[
 
 
 @pytest.fixture(scope="module")
-def catalogue():
+def catalogue(frozen_data_dir):
     from hooks.finder import compute as finder
-    return finder.load_catalogue()
+    return finder.load_catalogue(frozen_data_dir)
 
 
 def finder_answer(catalogue, model_key: str, cards: int, method: str) -> tuple[float, dict[str, str], set[str]]:
@@ -208,7 +209,7 @@ def test_the_issues_broken_fits_do_not_fit_by_the_oracle(model_key, cards, metho
 # - activations: ``vram.activation_memory(...).peak_bytes`` at the finder's reference, the one
 #   vram figure used here, checked against saved-tensor hooks and the real loss's backward in
 #   tests/vram/test_activations_oracle.py and test_loss_backward.py;
-# - cards: nvidia-smi's memory less the reserve, read from gpus.yaml.
+# - cards: nvidia-smi's memory less the reserve, read from the frozen test catalogue's gpus.yaml.
 #
 # A card fits when states + activations <= its usable bytes ("none" without recomputation,
 # "full" only with it); a card that holds the states but not the activations is "short". The

@@ -18,6 +18,8 @@ import vram
 import vram.fit
 from vram import gb_to_bytes
 
+from tests.card_sources import memory_mib
+
 P8B, P13B = 8 * 10**9, 13 * 10**9
 
 
@@ -64,7 +66,7 @@ def test_8b_on_24_gb_cards_only_with_8_of_them_or_with_offload():
 # reserve for the CUDA context and NCCL buffers. DeepSpeed's figures: its own estimator.
 
 REPO = Path(__file__).resolve().parents[2]
-NVIDIA_SMI_MIB = {"h100": 81_559, "a6000": 49_140, "rtx-4090": 24_564, "h200": 143_771, "b200": 183_359}
+NVIDIA_SMI_MIB = {card: memory_mib(card) for card in ("h100", "a6000", "rtx-4090", "h200", "b200")}
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,16 @@ import pytest
 
 import vram
 from tests.conftest import REPO_ROOT
+from tests.card_sources import memory_mib
 from vram.job import JobError, answer_job, answer_json, dumps
 from vram.mxfp4 import mxfp4_weights_bytes_per_gpu
 
+
+pytestmark = pytest.mark.usefixtures("frozen_catalogue")  # the command line reads the frozen test catalogue
+
 MIB = 2**20
-RESERVE_MIB = 2048
-RTX_4090, RTX_5090, H100 = 24564, 32607, 81559  # nvidia-smi memory.total (snippets/data/gpus.yaml)
+RESERVE_MIB = 2048  # the jobs' own: answer_job takes the reserve from the job (no default of its own)
+RTX_4090, RTX_5090, H100 = memory_mib("rtx-4090"), memory_mib("rtx-5090"), memory_mib("h100")  # nvidia-smi memory.total
 CARDS = [{"key": "rtx-4090", "memory_mib": RTX_4090}, {"key": "rtx-5090", "memory_mib": RTX_5090},
          {"key": "h100", "memory_mib": H100}]
 
@@ -44,7 +48,7 @@ def test_mxfp4_weights_are_the_published_checkpoint_bytes(configs):
 
 def test_llama_8b_at_4096_tokens_refuses_8_rtx_4090_under_zero3(configs):
     answer = answer_job({"kind": "training", "config": configs("llama-3.1-8b"), "cards": 8, "framework": "deepspeed",
-                         "zero_stage": 3, "seq_len": 4096, "gpus": CARDS})
+                         "zero_stage": 3, "seq_len": 4096, "gpus": CARDS, "reserve_mib": RESERVE_MIB})
     assert answer["per_gpu_bytes"] == 20_169_434_112  # DeepSpeed 0.19's estimator (oracles.md)
     margin = (RTX_4090 - RESERVE_MIB) * MIB - 20_169_434_112
     assert [f["gpu"] for f in answer["short"]] == ["rtx-4090"]  # holds the states, not the activations
@@ -67,7 +71,7 @@ def test_tight_is_one_rule_for_every_kind_under_a_tenth_free_at_the_peak(configs
     tight exactly when less than 10 % of its capacity is left at the job's peak. The peak is
     found on a card far larger than the job, then two cards are sized around the threshold by
     arithmetic on nvidia-smi's MiB: one leaving just over a tenth free, one just under."""
-    job = {"kind": kind, "config": configs("llama-3.1-8b"), "gpu_memory_utilization": 1.0}
+    job = {"kind": kind, "config": configs("llama-3.1-8b"), "gpu_memory_utilization": 1.0, "reserve_mib": RESERVE_MIB}
     big = answer_job(job | {"gpus": _card(10**6)})["fits"][0]
     peak = big["peak_bytes"]
     # capacity C = (memory - reserve) MiB: free C - peak >= C / 10  <=>  C >= peak / 0.9
@@ -81,7 +85,7 @@ def test_tight_is_one_rule_for_every_kind_under_a_tenth_free_at_the_peak(configs
 
 def test_gpt_oss_20b_mxfp4_16_sequences_of_8192_fit_a_32_gb_card(configs):
     answer = answer_job({"kind": "serving", "config": configs("gpt-oss-20b"), "weights": "mxfp4", "context": 8192,
-                         "concurrent": 16, "gpu_memory_utilization": 0.9, "gpus": CARDS})
+                         "concurrent": 16, "gpu_memory_utilization": 0.9, "gpus": CARDS, "reserve_mib": RESERVE_MIB})
     assert dict((k, b) for k, b, _ in answer["parts"])["weights"] == 13_761_264_768
     fit = next(f for f in answer["fits"] if f["gpu"] == "rtx-5090")
     # vLLM: gpu_memory_utilization x total memory, the CUDA context and NCCL buffers inside it
@@ -92,18 +96,18 @@ def test_gpt_oss_20b_mxfp4_16_sequences_of_8192_fit_a_32_gb_card(configs):
 
 def test_8b_all_bf16_full_fine_tuning_fits_one_h100_at_2048_tokens(configs):
     answer = answer_job({"kind": "training", "config": configs("llama-3.1-8b"), "framework": "zero-paper",
-                         "optimizer": "adamw-bf16", "seq_len": 2048, "gpus": CARDS})
+                         "optimizer": "adamw-bf16", "seq_len": 2048, "gpus": CARDS, "reserve_mib": RESERVE_MIB})
     assert answer["per_gpu_bytes"] == 8 * 8_030_261_248  # bf16 weights, gradients, m and v: 2 + 2 + 2 + 2 B
     assert [f["gpu"] for f in answer["fits"]] == ["h100"] and answer["fits"][0]["recompute"] == "none"
     with pytest.raises(JobError) as refused:  # DeepSpeed keeps an fp32 master copy: not this optimizer
         answer_job({"kind": "training", "config": configs("llama-3.1-8b"), "framework": "deepspeed",
-                    "optimizer": "adamw-bf16", "gpus": CARDS})
+                    "optimizer": "adamw-bf16", "gpus": CARDS, "reserve_mib": RESERVE_MIB})
     assert (refused.value.field, refused.value.code) == ("optimizer", "not_offered")
 
 
 def test_the_recomputation_asked_is_the_one_counted(configs):
     base = {"kind": "training", "config": configs("llama-3.1-8b"), "cards": 8, "framework": "deepspeed",
-            "zero_stage": 3, "seq_len": 4096, "gpus": CARDS}
+            "zero_stage": 3, "seq_len": 4096, "gpus": CARDS, "reserve_mib": RESERVE_MIB}
     full = answer_job(base | {"recompute": "full"})
     assert full["activations"]["bytes"] == full["activations"]["full_bytes"]
     assert not full["fits"][0]["tight"] and full["fits"][0]["recompute"] == "full"
@@ -122,7 +126,7 @@ def test_the_recomputation_asked_is_the_one_counted(configs):
     ({"kind": "serving", "weights": "mxfp4"}, "weights", "not_offered"),
 ])
 def test_bad_input_names_the_field(configs, change, field, code):
-    job = {"kind": "training", "config": configs("llama-3.1-8b"), "gpus": CARDS} | change
+    job = {"kind": "training", "config": configs("llama-3.1-8b"), "gpus": CARDS, "reserve_mib": RESERVE_MIB} | change
     found = json.loads(answer_json(json.dumps(job)))
     assert (found["error"]["field"], found["error"]["code"]) == (field, code)
     assert "\n" not in found["error"]["message"]
@@ -130,10 +134,10 @@ def test_bad_input_names_the_field(configs, change, field, code):
 
 def test_the_command_line_prints_the_same_bytes(cli, configs):
     job = {"kind": "serving", "config": configs("gpt-oss-20b"), "weights": "mxfp4", "context": 8192,
-           "concurrent": 16, "kv_dtype": "fp8", "cards": 2, "gpus": CARDS}
+           "concurrent": 16, "kv_dtype": "fp8", "cards": 2, "gpus": CARDS, "reserve_mib": RESERVE_MIB}
     proc = cli("job", "--config", str(MODELS / "gpt-oss-20b.json"), "--kind", "serving", "--weights", "mxfp4",
                "--context", "8192", "--concurrent", "16", "--kv-dtype", "fp8", "--cards", "2",
-               *[f"--gpu={c['key']}={c['memory_mib']}" for c in CARDS], "--json")
+               *[f"--gpu={c['key']}={c['memory_mib']}" for c in CARDS], f"--reserve-mib={RESERVE_MIB}", "--json")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == answer_json(json.dumps(job)) == dumps(answer_job(job))
 
@@ -153,8 +157,8 @@ def test_the_command_line_refuses_in_one_line(cli, args, words):
 # --- the run: time per step and per run, its cost, and the ranking (issue 21) ----------------
 
 def _speeds():
-    from vram.catalogue import card_speed, load_catalogue
-    return load_catalogue()[0]
+    from vram.catalogue import load_catalogue
+    return load_catalogue()[0]  # the frozen test catalogue's (pytestmark)
 
 
 def test_the_run_is_vram_timing_and_billing_for_the_same_inputs(configs):
@@ -164,7 +168,7 @@ def test_the_run_is_vram_timing_and_billing_for_the_same_inputs(configs):
     cards = _speeds()
     gpus = [c | {"speed": card_speed(cards[c["key"]])} for c in CARDS]
     job = {"kind": "training", "config": configs("llama-3.1-8b"), "cards": 8, "framework": "deepspeed",
-           "zero_stage": 3, "gpus": gpus, "tokens": 10**9, "prices": {"h100": "31.20"}}
+           "zero_stage": 3, "gpus": gpus, "tokens": 10**9, "prices": {"h100": "31.20"}, "reserve_mib": RESERVE_MIB}
     answer = answer_job(job)
     config = vram.model_config_from_dict(json.loads(configs("llama-3.1-8b")))
     h100 = next(f for f in answer["fits"] if f["gpu"] == "h100")
@@ -181,9 +185,9 @@ def test_the_run_is_vram_timing_and_billing_for_the_same_inputs(configs):
 def test_a_typed_price_that_makes_the_smaller_card_dearer_changes_the_ranking(configs):
     from vram.catalogue import card_speed
     cards = _speeds()
-    gpus = [{"key": k, "memory_mib": m, "speed": card_speed(cards[k])} for k, m in (("a6000", 49140), ("h100", H100))]
+    gpus = [{"key": k, "memory_mib": m, "speed": card_speed(cards[k])} for k, m in (("a6000", memory_mib("a6000")), ("h100", H100))]
     job = {"kind": "training", "config": configs("llama-3.1-8b"), "cards": 8, "framework": "deepspeed",
-           "zero_stage": 3, "gpus": gpus}
+           "zero_stage": 3, "gpus": gpus, "reserve_mib": RESERVE_MIB}
     cheap = answer_job(job | {"prices": {"h100": "31.20", "a6000": "2"}})
     dear = answer_job(job | {"prices": {"h100": "31.20", "a6000": "8"}})
     assert cheap["run"]["ranked_by"] == dear["run"]["ranked_by"] == "cost"
@@ -198,7 +202,7 @@ def test_a_typed_price_that_makes_the_smaller_card_dearer_changes_the_ranking(co
                                            ({"prices": {"h100": "abc"}}, "prices"),
                                            ({"prices": {"h100": "1000000000"}}, "prices")])
 def test_bad_run_input_names_the_field(configs, change, field):
-    job = {"kind": "training", "config": configs("llama-3.1-8b"), "gpus": CARDS} | change
+    job = {"kind": "training", "config": configs("llama-3.1-8b"), "gpus": CARDS, "reserve_mib": RESERVE_MIB} | change
     found = json.loads(answer_json(json.dumps(job)))
     assert found["error"]["field"] == field and "\n" not in found["error"]["message"]
 
@@ -210,10 +214,10 @@ def test_the_command_line_prints_the_same_run(cli, configs):
     job = {"kind": "training", "config": configs("llama-3.1-8b"), "cards": 8, "framework": "deepspeed",
            "zero_stage": 3, "tokens": 2 * 10**9, "prices": {"h100": "31.20"},
            "gpus": [c | {"speed": card_speed(cards[c["key"]])} for c in CARDS],
-           "calibration": load_measured_data().calibration.as_job()}  # the published runs the CLI hands in
+           "reserve_mib": RESERVE_MIB, "calibration": load_measured_data().calibration.as_job()}  # the published runs the CLI hands in
     proc = cli("job", "--config", str(MODELS / "llama-3.1-8b.json"), "--cards", "8", "--framework", "deepspeed",
                "--zero-stage", "3", "--tokens", "2000000000", "--price", "h100=31.20",
-               *[f"--gpu={c['key']}={c['memory_mib']}" for c in CARDS], "--json")
+               *[f"--gpu={c['key']}={c['memory_mib']}" for c in CARDS], f"--reserve-mib={RESERVE_MIB}", "--json")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == answer_json(json.dumps(job))
     assert json.loads(proc.stdout)["run"]["tokens"] == 2 * 10**9
@@ -250,7 +254,7 @@ def test_config_errors_say_what_the_command_line_says(tmp_path, text, code, limi
     path.write_text(text)
     with pytest.raises(ValueError) as cli:
         vram.load_model_config(path)
-    found = json.loads(answer_json(json.dumps({"kind": "training", "config": text, "gpus": CARDS})))["error"]
+    found = json.loads(answer_json(json.dumps({"kind": "training", "config": text, "gpus": CARDS, "reserve_mib": RESERVE_MIB})))["error"]
     assert (found["field"], found["code"], found["limits"]) == ("config", code, limits)
     assert found["message"] == "config: " + str(cli.value).removeprefix(f"{path}: ")
 
@@ -311,7 +315,8 @@ GPT_OSS_KV_8K = {2048: 2048 * (12 * 8192 + 12 * 2192), 8192: 2048 * (12 * 8192 +
 
 
 def test_serving_says_which_prefill_chunk_it_assumes_and_the_reader_can_change_it(configs):
-    job = {"kind": "serving", "config": configs("gpt-oss-20b"), "context": 8192, "concurrent": 16, "gpus": CARDS}
+    job = {"kind": "serving", "config": configs("gpt-oss-20b"), "context": 8192, "concurrent": 16, "gpus": CARDS,
+           "reserve_mib": RESERVE_MIB}
     default = answer_job(job)
     assert default["max_num_batched_tokens"] == 2048  # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS
     assert dict((part[0], part[1]) for part in default["parts"])["kv_cache"] == 16 * GPT_OSS_KV_8K[2048]
@@ -322,7 +327,8 @@ def test_serving_says_which_prefill_chunk_it_assumes_and_the_reader_can_change_i
 
 @pytest.mark.parametrize("chunk", [0, 2**24 + 1, 1.5, "2048", True, None])
 def test_a_bad_prefill_chunk_is_refused_naming_the_field(configs, chunk):
-    job = {"kind": "serving", "config": configs("gpt-oss-20b"), "gpus": CARDS, "max_num_batched_tokens": chunk}
+    job = {"kind": "serving", "config": configs("gpt-oss-20b"), "gpus": CARDS, "reserve_mib": RESERVE_MIB,
+           "max_num_batched_tokens": chunk}
     with pytest.raises(JobError) as info:
         answer_job(job)
     assert (info.value.field, info.value.code) == ("max_num_batched_tokens", "integer")

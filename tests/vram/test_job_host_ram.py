@@ -16,10 +16,12 @@ import pytest
 
 from hooks.data.load import load_yaml
 from tests.conftest import REPO_ROOT
+from tests.card_sources import memory_mib
 from vram.job import JobError, answer_job, answer_json
 
 MODELS = REPO_ROOT / "snippets" / "data" / "models"
-CARDS = [{"key": "rtx-4090", "memory_mib": 24564}, {"key": "h100", "memory_mib": 81559}]
+CARDS = [{"key": key, "memory_mib": memory_mib(key)} for key in ("rtx-4090", "h100")]
+RESERVE_MIB = 2048  # the job's own: answer_job takes the reserve from the job
 LARGEST_8B = 525_336_576  # Llama 3.1 8B's largest module, the embedding (oracles.md)
 
 
@@ -39,7 +41,7 @@ def llama():
 
 def _job(config: str, cards: int, stage: int, offload: str, ram: dict) -> dict:
     return {"kind": "training", "config": config, "cards": cards, "framework": "deepspeed", "zero_stage": stage,
-            "offload": offload, "gpus": CARDS, "host_ram_gb": ram}
+            "offload": offload, "gpus": CARDS, "reserve_mib": RESERVE_MIB, "host_ram_gb": ram}
 
 
 @pytest.mark.parametrize("cards, stage, offload", [(4, 3, "optimizer"), (8, 3, "optimizer+params"), (2, 2, "optimizer"),
@@ -75,7 +77,7 @@ def test_a_bad_machine_ram_names_the_field(llama, ram):
 
 def test_the_command_line_gives_the_same_verdict(cli, llama):
     flags = ["job", "--config", str(MODELS / "llama-3.1-8b.json"), "--cards", "4", "--framework", "deepspeed",
-             "--zero-stage", "3", "--offload", "optimizer", *[f"--gpu={c['key']}={c['memory_mib']}" for c in CARDS],
+             "--zero-stage", "3", "--offload", "optimizer", *[f"--gpu={c['key']}={c['memory_mib']}" for c in CARDS], f"--reserve-mib={RESERVE_MIB}",
              "--host-ram", "h100=128"]
     proc = cli(*flags, "--json")
     assert proc.returncode == 0, proc.stderr

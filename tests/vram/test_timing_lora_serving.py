@@ -23,12 +23,16 @@ import pytest
 import yaml
 
 from tests.conftest import REPO_ROOT
+from tests.card_sources import memory_mib
 from vram import timing
 from vram.calibration import load_measured_data
 from vram.cli import main
 from vram.catalogue import card_speed, load_catalogue
 from vram.job import answer_job
 from vram.models import load_model_config
+from tests.catalogue import FROZEN
+
+pytestmark = pytest.mark.usefixtures("frozen_catalogue")  # the command line reads the frozen test catalogue
 
 LLAMA_8B = REPO_ROOT / "snippets" / "data" / "models" / "llama-3.1-8b.json"
 P_8B = 8_030_261_248
@@ -43,8 +47,8 @@ def llama8b():
 
 
 @pytest.fixture(scope="module")
-def cards():
-    return load_catalogue()[0]
+def cards(frozen_data_dir):
+    return load_catalogue(frozen_data_dir)[0]
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
@@ -91,7 +95,7 @@ def test_cli_time_lora_gives_the_finders_figures(llama8b, cards):
     data = json.loads(out)
     assert data["flops_per_token"] == list(timing.lora_flops_per_token(llama8b, 2048, ADAPTERS_8B_R16))
     answer = answer_job({"kind": "lora", "config": llama8b, "cards": 1, "framework": "deepspeed", "zero_stage": 0,
-                         "base_dtype": "nf4", "gpus": [{"key": "rtx-4090", "memory_mib": 24564,
+                         "base_dtype": "nf4", "reserve_mib": 2048, "gpus": [{"key": "rtx-4090", "memory_mib": memory_mib("rtx-4090"),
                                                         "speed": card_speed(cards["rtx-4090"])}],
                          "calibration": load_measured_data().calibration.as_job()})
     time = answer["fits"][0]["time"]
@@ -105,7 +109,7 @@ def test_cli_time_settles_the_recomputation_as_the_finder(llama8b, cards):
     of 2,048 tokens only fully recomputed, so the finder times that run with full recomputation
     (one more forward per step: test_full_recomputation_adds_one_forward_to_a_lora_step).
     ``python -m vram time`` must time the same run, not the one its ``--recompute`` default asks."""
-    gpus = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "gpus.yaml").read_text(encoding="utf-8"))
+    gpus = yaml.safe_load((FROZEN / "gpus.yaml").read_text(encoding="utf-8"))
     job = {"kind": "lora", "config": llama8b, "cards": 1, "framework": "deepspeed", "zero_stage": 0,
            "reserve_mib": gpus["reserve_mib"], "gpus": [{"key": "rtx-4090", "memory_mib": gpus["gpus"]["rtx-4090"]["memory_mib"],
                                                          "speed": card_speed(cards["rtx-4090"])}],
@@ -137,7 +141,7 @@ def test_the_finders_decode_bound_is_the_command_lines_rounded_up(llama8b, cards
     assert code == 0, err
     cli = json.loads(out)
     answer = answer_job({"kind": "serving", "config": llama8b, "cards": 2, "context": 8192, "concurrent": 4,
-                         "gpus": [{"key": "h100", "memory_mib": 81559, "speed": card_speed(cards["h100"])}]})
+                         "reserve_mib": 2048, "gpus": [{"key": "h100", "memory_mib": memory_mib("h100"), "speed": card_speed(cards["h100"])}]})
     decode = answer["fits"][0]["decode"]
     assert decode["bytes_per_step"] == cli["bytes_per_step"]
     assert decode["tokens_per_s_per_sequence_at_most"] == math.ceil(cli["tokens_per_s_per_sequence_at_most"])
@@ -171,7 +175,7 @@ def test_a_duration_refuses_what_is_not_one(seconds):
 @pytest.mark.parametrize("kind", ["training", "lora"])
 def test_job_cli_refuses_a_bad_typed_price_in_one_line(price, kind):
     """The finder's validation (vram.billing.parse_price through vram.job) on the command line: exit 2."""
-    code, out, err = run_cli("job", "--config", str(LLAMA_8B), f"--kind={kind}", "--gpu=rtx-5090=32607",
+    code, out, err = run_cli("job", "--config", str(LLAMA_8B), f"--kind={kind}", f"--gpu=rtx-5090={memory_mib('rtx-5090')}",
                              f"--price=rtx-5090={price}")
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("vram: error: prices: prices.rtx-5090 ") and "euros per hour" in err, err

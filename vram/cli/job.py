@@ -10,7 +10,7 @@ from typing import Any
 
 from ..accounting import ACCOUNTINGS
 from ..activations import ATTENTION, RECOMPUTE
-from ..catalogue import card_speed, load_catalogue
+from ..catalogue import card_speed, read_catalogue
 from ..frameworks import FRAMEWORKS
 from ..job import JOB_FIELDS, KINDS, KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, answer_job, dumps
 from ..lora import BASE_DTYPES
@@ -58,7 +58,9 @@ def job_from_args(args: argparse.Namespace) -> dict:
     load_model_config(args.config)  # the file's own checks (a regular file, its size, UTF-8), naming it
     with open(args.config, encoding="utf-8") as file:
         job["config"] = file.read()  # read as the page's worker reads it: messages say "config.json"
-    cards, _ = load_catalogue()  # the cited speeds of the guide's cards: time and cost of a training run
+    catalogue = read_catalogue()  # the cited speeds of the guide's cards (time and cost of a run) and its reserve
+    cards = catalogue.cards
+    job.setdefault("reserve_mib", catalogue.reserve_mib)
     job["gpus"] = [card | {"speed": card_speed(cards[card["key"]])} if card["key"] in cards else card
                    for card in args.gpu or []]
     if args.price:
@@ -157,7 +159,7 @@ def add_job_command(sub: Any) -> argparse.ArgumentParser:
     j.add_argument("--gpu", type=_card, action="append", help="a card KEY=MEMORY_MIB (repeat; nvidia-smi's total)")
     j.add_argument("--max-num-batched-tokens", type=integer_text("max_num_batched_tokens"),
                    help=f"serving: vLLM's prefill chunk (default {VLLM_MAX_NUM_BATCHED_TOKENS:,})")
-    j.add_argument("--reserve-mib", type=integer_text("reserve_mib"), help="CUDA context and NCCL per card (default 2048)")
+    j.add_argument("--reserve-mib", type=integer_text("reserve_mib"), help="CUDA context and NCCL per card (default: the catalogue's reserve_mib, snippets/data/gpus.yaml)")
     j.add_argument("--tight-free-fraction", type=decimal_text("tight_free_fraction"), help="a fit leaving less than this share of the card free at the job's peak is tight "
                    "(every kind; default vram.fit.TIGHT_FREE_FRACTION, 0.1)")
     j.add_argument("--tokens", type=_tokens, help="training, LoRA: tokens to train (dataset x epochs; default 10^9)")

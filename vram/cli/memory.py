@@ -235,8 +235,9 @@ def add_memory_commands(sub: Any) -> list[argparse.ArgumentParser]:
     e.add_argument("--zero-stage", type=_stage, required=True,
                    help="ZeRO stage 0-3; fsdp2: 3 = reshard_after_forward=True, 2 = False, 0 = DDP")
     e.add_argument("--framework", default="zero-paper", choices=FRAMEWORKS,
-                   help="zero-paper (default: the ZeRO paper's 2+2+12), deepspeed (DeepSpeed 0.19's "
-                        "estimators), fsdp2 (PyTorch 2.13 fully_shard, bf16 MixedPrecisionPolicy)")
+                   help="zero-paper (default: the ZeRO paper's 2+2+12), deepspeed (the estimators of the "
+                        "DeepSpeed constraints.txt pins), fsdp2 (fully_shard of the pinned PyTorch, bf16 "
+                        "MixedPrecisionPolicy)")
     e.add_argument("--optimizer", default="adamw", choices=optimizers, help="default: adamw (16 B/param)")
     e.add_argument("--optimizer-impl", default=DEFAULT_IMPL, choices=OPTIMIZER_IMPLS,
                    help="torch.optim.AdamW's step under fsdp2/DDP: foreach (default: torch.optim.AdamW(params) "

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import argparse
 import functools
-from typing import Any
+from decimal import Decimal
+from typing import Any, Sequence
 
 from ..activations import MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
 from ..billing import MINIMUM_MINUTES, billed_minutes, parse_price, run_cost_eur
@@ -49,14 +50,14 @@ def _tokens(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _price(text: str):
+def _price(text: str) -> Decimal:
     try:
         return parse_price(text, "price_eur_per_hour")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _span(values) -> str:
+def _span(values: Sequence[float]) -> str:
     low, high = values
     return f"{low:,.3g}-{high:,.3g}"
 
@@ -66,7 +67,7 @@ def _duration(seconds: float, up: bool = False) -> str:
     return " ".join(f"{value:,g} {unit}" for unit, value in shown_duration(seconds, up))
 
 
-def _cmd_decode(args: argparse.Namespace, config, card) -> None:
+def _cmd_decode(args: argparse.Namespace, config: ModelConfig, card: Card) -> None:
     bound = decode_bound(config, card.memory_bandwidth_gb_per_s, args.context, args.batch, args.gpus,
                          args.weight_dtype, args.kv_dtype)
     data = {
@@ -250,7 +251,7 @@ def _cmd_time(args: argparse.Namespace) -> None:
         "micro_batch": run.micro_batch, "grad_accum": run.grad_accum,
         **{key: batch[key] for key in ("global_batch", "tokens_per_step")},
         "recompute": run.recompute, "offload_optimizer": run.offload != "none",
-        "offload_params": run.offload == "optimizer+params", "framework": args.framework, "fits": fits,
+        "offload_params": run.offload == "optimizer+params", "framework": args.framework, "reserve_mib": catalogue.reserve_mib, "fits": fits,
         "params": count_params(config).total, "flops_per_token": step.flops_per_token,
         "bf16_dense_tflops": card.bf16_dense_tflops, "mfu": list(share),
         "backing": None if backing is None else backing.as_dict(),
