@@ -241,7 +241,9 @@ SERVE = textwrap.dedent('''
     steps.append(rebuild())
     edit("snippets/data/gpus.yaml", "name: RTX A6000 48GB\\n", "name: RTX A6000 Ada 48GB\\n")
     steps.append(rebuild())
-    edit("vram/activations.py", "logits = (w + FP32) * x.vocab * x.t", "logits = (w + FP32 + 1) * x.vocab * x.t")
+    # any change to a calculator module (here a line appended: no test depends on its text)
+    path = root / "vram" / "activations.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\\nEDITED_UNDER_SERVE = 1\\n", encoding="utf-8")
     try:
         rebuild()
         steps.append("built with stale code")
