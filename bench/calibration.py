@@ -18,8 +18,15 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.common import render  # noqa: E402
-from vram.calibration import (COVERAGE_TARGET, RULE, RULES, WIDTH_TARGET, Rule, load_measured_data,  # noqa: E402
-                              validation_figures)
+from vram.calibration import (
+    COVERAGE_TARGET,
+    RULE,
+    RULES,
+    WIDTH_TARGET,
+    Rule,
+    load_measured_data,  # noqa: E402
+    validation_figures,
+)
 
 LABELS = {
     "training": "Time estimates against published training runs on one machine, leave-one-source-out",
@@ -53,20 +60,28 @@ def rows(found: dict[str, dict] | None = None) -> list[tuple[str, str, str, str]
     for every rule of ``vram.calibration.RULES`` (the site's is ``RULE``)."""
     found = {rule.name: figures(rule) for rule in RULES} if found is None else found
     target = f">= {COVERAGE_TARGET:.0%} with <= {WIDTH_TARGET}x"
-    return [(f"{LABELS[group]} ({f.runs} runs), rule {name}{' (the site)' if name == RULE.name else ''}: "
-             "coverage, median width (high / low)",
-             f"{f.coverage:.0%}, {f.median_width:.2f}x", target, "met" if f.meets_targets else "missed")
-            for name, by_group in found.items() for group, f in by_group.items()]
+    return [
+        (
+            f"{LABELS[group]} ({f.runs} runs), rule {name}{' (the site)' if name == RULE.name else ''}: "
+            "coverage, median width (high / low)",
+            f"{f.coverage:.0%}, {f.median_width:.2f}x",
+            target,
+            "met" if f.meets_targets else "missed",
+        )
+        for name, by_group in found.items()
+        for group, f in by_group.items()
+    ]
 
 
 def write_section(path: Path, table: str) -> None:
     """Put ``table`` under ``SECTION`` in ``path`` (replacing what was there)."""
     text = path.read_text(encoding="utf-8") if path.is_file() else "# Performance budget\n"
-    block = (f"{SECTION}\n\n`python -m bench.calibration` (also printed by `make bench`). Not a gate: the targets "
-             "are the issue's, the figures what the published measurements give. Rule R0 is the first "
-             "calibration (lowest to highest share per class, one-source classes widened); R1, the site's, "
-             "was written down and committed before it was validated (vram/calibration.py).\n\n" + table + "\n\n"
-             + HISTORY)
+    block = (
+        f"{SECTION}\n\n`python -m bench.calibration` (also printed by `make bench`). Not a gate: the targets "
+        "are the issue's, the figures what the published measurements give. Rule R0 is the first "
+        "calibration (lowest to highest share per class, one-source classes widened); R1, the site's, "
+        "was written down and committed before it was validated (vram/calibration.py).\n\n" + table + "\n\n" + HISTORY
+    )
     if SECTION in text:
         text = re.sub(rf"{re.escape(SECTION)}\n.*?(?=\n## |\Z)", block.rstrip("\n") + "\n", text, flags=re.S)
     else:

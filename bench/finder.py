@@ -46,8 +46,12 @@ def typed_first_answer_s(browser, url: str) -> float:
         page.fill("#finder-seq_len", "")
         page.keyboard.type("4096", delay=250)
         start = time.perf_counter()
-        page.wait_for_function("""() => document.getElementById('finder-form').getAttribute('data-state') === 'ready'
-            && document.getElementById('finder-results').hasAttribute('data-answer')""", timeout=120_000, polling=20)
+        page.wait_for_function(
+            """() => document.getElementById('finder-form').getAttribute('data-state') === 'ready'
+            && document.getElementById('finder-results').hasAttribute('data-answer')""",
+            timeout=120_000,
+            polling=20,
+        )
         return time.perf_counter() - start
     finally:
         context.close()
@@ -80,5 +84,11 @@ def finder_timings(site, page_path: str = "gpu-finder/") -> dict:
             typed = typed_first_answer_s(browser, server.url(page_path))
         finally:
             browser.close()
-    return {"finder_first_s": first, "finder_boot_ms": boot, "finder_typed_s": typed, "finder_first_use": first_use,
-            "finder_later_ms": statistics.median(later), "finder_later_all": later}
+    return {
+        "finder_first_s": first,
+        "finder_boot_ms": boot,
+        "finder_typed_s": typed,
+        "finder_first_use": first_use,
+        "finder_later_ms": statistics.median(later),
+        "finder_later_all": later,
+    }

@@ -48,9 +48,21 @@ def _counted(cmd: list[str], cwd: Path, env: dict[str, str], out: Path) -> subpr
     out.mkdir(parents=True, exist_ok=True)
     # Valgrind's own messages go to files: on a child's stderr they would be the child's output
     # (bash reading a shell block reports a problem there)
-    return subprocess.Popen(["valgrind", "--tool=callgrind", "--trace-children=yes", f"--log-file={out}/valgrind.%p.log",
-                             f"--callgrind-out-file={out}/callgrind.out.%p", *cmd],
-                            cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--trace-children=yes",
+            f"--log-file={out}/valgrind.%p.log",
+            f"--callgrind-out-file={out}/callgrind.out.%p",
+            *cmd,
+        ],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def instruction_ratio(repo: Path, plain_config: Path, env: dict[str, str], timeout_s: float = 1800) -> dict:
@@ -63,17 +75,29 @@ def instruction_ratio(repo: Path, plain_config: Path, env: dict[str, str], timeo
         return {}
     with tempfile.TemporaryDirectory(prefix="bench-ir-") as tmp:
         work = Path(tmp)
-        for cmd, cwd in (([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(work / "warm-full")], repo),
-                         ([sys.executable, "-m", "mkdocs", "build", "-f", str(plain_config), "-d", str(work / "warm-plain")],
-                          plain_config.parent)):
+        for cmd, cwd in (
+            ([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(work / "warm-full")], repo),
+            (
+                [sys.executable, "-m", "mkdocs", "build", "-f", str(plain_config), "-d", str(work / "warm-plain")],
+                plain_config.parent,
+            ),
+        ):
             warm = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s)
             if warm.returncode != 0:
                 raise SystemExit(f"build failed ({' '.join(cmd)}):\n{warm.stderr[-3000:]}")
         builds = {
-            "full": _counted([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(work / "site-full")],
-                             repo, env, work / "full"),
-            "plain": _counted([sys.executable, "-m", "mkdocs", "build", "-f", str(plain_config),
-                               "-d", str(work / "site-plain")], plain_config.parent, env, work / "plain"),
+            "full": _counted(
+                [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(work / "site-full")],
+                repo,
+                env,
+                work / "full",
+            ),
+            "plain": _counted(
+                [sys.executable, "-m", "mkdocs", "build", "-f", str(plain_config), "-d", str(work / "site-plain")],
+                plain_config.parent,
+                env,
+                work / "plain",
+            ),
         }
         for name, process in builds.items():
             _, err = process.communicate(timeout=timeout_s)
@@ -91,5 +115,7 @@ if __name__ == "__main__":  # python -m bench.instructions: the two counts alone
         found = instruction_ratio(REPO, make_plain_copy(REPO, Path(tmp) / "plain-src"), ENV)
     if not found:
         sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
-    print(f"full {found['full_ir'] / 1e9:.2f} G, plain {found['plain_ir'] / 1e9:.2f} G instructions: "
-          f"ratio {found['ir_ratio']:.3f}x")
+    print(
+        f"full {found['full_ir'] / 1e9:.2f} G, plain {found['plain_ir'] / 1e9:.2f} G instructions: "
+        f"ratio {found['ir_ratio']:.3f}x"
+    )

@@ -65,8 +65,11 @@ def plain_config(config: dict) -> dict:
     if isinstance(config.get("theme"), dict):
         plain["theme"] = {k: v for k, v in config["theme"].items() if k != "custom_dir"}
     plain["strict"] = False
-    plain["plugins"] = [p for p in config.get("plugins", [])
-                        if not OURS_OR_NOTEBOOKS.intersection([p] if isinstance(p, str) else list(p))]
+    plain["plugins"] = [
+        p
+        for p in config.get("plugins", [])
+        if not OURS_OR_NOTEBOOKS.intersection([p] if isinstance(p, str) else list(p))
+    ]
     if "nav" in config:
         plain["nav"] = [entry for entry in config["nav"] if not _is_notebook(entry)]
     return plain

@@ -47,8 +47,17 @@ from bench.instructions import instruction_ratio  # noqa: E402
 from bench.plain import make_plain_copy  # noqa: E402
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES  # noqa: E402
 
-BUDGET = {"build_ratio": 1.3, "rebuild_s": 2.0, "page_kb": 300, "requests": 15, "suite_s": 300,
-          "finder_first_s": 2.0, "finder_later_ms": 200, "notebook_kb": 200, "finder_first_use_mb": 4.0}
+BUDGET = {
+    "build_ratio": 1.3,
+    "rebuild_s": 2.0,
+    "page_kb": 300,
+    "requests": 15,
+    "suite_s": 300,
+    "finder_first_s": 2.0,
+    "finder_later_ms": 200,
+    "notebook_kb": 200,
+    "finder_first_use_mb": 4.0,
+}
 
 
 def timed(cmd: list[str], cwd: Path, timeout: float = 1800) -> tuple[float, subprocess.CompletedProcess]:
@@ -82,8 +91,13 @@ def bench_build(work: Path, repeat: int, instructions: bool = True) -> dict:
         full += build_times(None, work / "full", 1, strict=True)
         plain += build_times(plain_config, work / "plain", 1, strict=False)
     ratios = [f / p for f, p in zip(full, plain)]
-    figures = {"full_s": statistics.median(full), "plain_s": statistics.median(plain),
-               "ratio": statistics.median(ratios), "ratio_range": (min(ratios), max(ratios)), "site": work / "full"}
+    figures = {
+        "full_s": statistics.median(full),
+        "plain_s": statistics.median(plain),
+        "ratio": statistics.median(ratios),
+        "ratio_range": (min(ratios), max(ratios)),
+        "site": work / "full",
+    }
     if instructions:
         print("counting the instructions of both builds (callgrind, about 2 minutes)...", flush=True)
         figures.update(instruction_ratio(REPO, plain_config, ENV))
@@ -98,7 +112,9 @@ def bench_rebuild(work: Path, edits: int) -> dict:
 
 
 ROOTS = ["" if lang == DEFAULT_LANGUAGE else f"{lang}/" for lang in LANGUAGES]  # each language's root
-GUIDE_PAGES = [root + page for page in ("", "gpu-finder/") for root in ROOTS]  # the finder's: before the first interaction
+GUIDE_PAGES = [
+    root + page for page in ("", "gpu-finder/") for root in ROOTS
+]  # the finder's: before the first interaction
 NOTEBOOK_PAGES = [root + "memory-notebook/" for root in ROOTS]  # budget: before images (plots are lazy files)
 INFO_PAGES: list[str] = []
 
@@ -108,14 +124,19 @@ def bench_weight(site: Path) -> dict:
 
     from bench.finder import finder_timings
 
-    return {"weights": page_weights(site, GUIDE_PAGES + NOTEBOOK_PAGES + INFO_PAGES), **finder_timings(site),
-            "load_average": os.getloadavg()[0]}
+    return {
+        "weights": page_weights(site, GUIDE_PAGES + NOTEBOOK_PAGES + INFO_PAGES),
+        **finder_timings(site),
+        "load_average": os.getloadavg()[0],
+    }
 
 
 def bench_suite(pytest_args: list[str]) -> dict:
     """Wall time of the README's test command, ``make test`` (extra pytest arguments via PYTEST_ADDOPTS)."""
     env_args = " ".join(["-q", "-p", "no:cacheprovider", *pytest_args])
-    seconds, result = timed(["env", f"PYTEST_ADDOPTS={env_args}", "make", "--no-print-directory", "test"], REPO, timeout=3600)
+    seconds, result = timed(
+        ["env", f"PYTEST_ADDOPTS={env_args}", "make", "--no-print-directory", "test"], REPO, timeout=3600
+    )
     summary = (result.stdout.strip().splitlines() or ["?"])[-1]
     return {"suite_s": seconds, "suite_summary": summary, "suite_rc": result.returncode}
 
@@ -131,72 +152,145 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
         rows.append(("Plain build, same Markdown, no hooks/notebooks", f"{figures['plain_s']:.1f} s", "", ""))
         low, high = figures["ratio_range"]
         counted = "ir_ratio" in figures  # the budget goes to the instruction count where there is one
-        rows.append((f"Build ratio, timed (median of the pairs' ratios, {low:.2f}x to {high:.2f}x)",
-                     f"{figures['ratio']:.2f}x", "" if counted else f"<= {BUDGET['build_ratio']}x",
-                     "" if counted else verdict(figures["ratio"] <= BUDGET["build_ratio"])))
+        rows.append(
+            (
+                f"Build ratio, timed (median of the pairs' ratios, {low:.2f}x to {high:.2f}x)",
+                f"{figures['ratio']:.2f}x",
+                "" if counted else f"<= {BUDGET['build_ratio']}x",
+                "" if counted else verdict(figures["ratio"] <= BUDGET["build_ratio"]),
+            )
+        )
         if counted:
-            rows.append((f"Build ratio in instructions, callgrind, children included ({figures['full_ir'] / 1e9:.2f} G "
-                         f"/ {figures['plain_ir'] / 1e9:.2f} G)", f"{figures['ir_ratio']:.2f}x",
-                         f"<= {BUDGET['build_ratio']}x", verdict(figures["ir_ratio"] <= BUDGET["build_ratio"])))
+            rows.append(
+                (
+                    f"Build ratio in instructions, callgrind, children included ({figures['full_ir'] / 1e9:.2f} G "
+                    f"/ {figures['plain_ir'] / 1e9:.2f} G)",
+                    f"{figures['ir_ratio']:.2f}x",
+                    f"<= {BUDGET['build_ratio']}x",
+                    verdict(figures["ir_ratio"] <= BUDGET["build_ratio"]),
+                )
+            )
     if "rebuild_s" in figures:
         each = ", ".join(f"{t:.1f}" for t in figures["rebuild_all"])
-        rows.append((f"Rebuild after one edit, mkdocs serve (median of {each} s)", f"{figures['rebuild_s']:.1f} s",
-                     f"< {BUDGET['rebuild_s']:.0f} s", verdict(figures["rebuild_s"] < BUDGET["rebuild_s"])))
+        rows.append(
+            (
+                f"Rebuild after one edit, mkdocs serve (median of {each} s)",
+                f"{figures['rebuild_s']:.1f} s",
+                f"< {BUDGET['rebuild_s']:.0f} s",
+                verdict(figures["rebuild_s"] < BUDGET["rebuild_s"]),
+            )
+        )
     for weight in figures.get("weights", []):
         name = f"/{weight.page}" if weight.page else "/"
         parts = ", ".join(f"{kind} {size / 1000:.0f}" for kind, size in sorted(weight.bytes_by_kind.items()))
         guide = weight.page in GUIDE_PAGES
         if weight.page in NOTEBOOK_PAGES:
             before_images = weight.total - weight.bytes_by_kind.get("images", 0)
-            rows.append((f"Notebook page {name}: weight before images, gzip ({parts} KB)", f"{before_images / 1000:.0f} KB",
-                         f"<= {BUDGET['notebook_kb']} KB", verdict(before_images / 1000 <= BUDGET["notebook_kb"])))
-            rows.append((f"Notebook page {name}: requests", str(weight.requests), "",
-                         "" if not weight.outside else "OVER"))
+            rows.append(
+                (
+                    f"Notebook page {name}: weight before images, gzip ({parts} KB)",
+                    f"{before_images / 1000:.0f} KB",
+                    f"<= {BUDGET['notebook_kb']} KB",
+                    verdict(before_images / 1000 <= BUDGET["notebook_kb"]),
+                )
+            )
+            rows.append(
+                (f"Notebook page {name}: requests", str(weight.requests), "", "" if not weight.outside else "OVER")
+            )
             continue
         label = "Guide page" if guide else "Page (no budget)"
-        rows.append((f"{label} {name}: weight, gzip ({parts} KB)", f"{weight.total / 1000:.0f} KB",
-                     f"<= {BUDGET['page_kb']} KB" if guide else "",
-                     verdict(weight.total / 1000 <= BUDGET["page_kb"]) if guide else ""))
+        rows.append(
+            (
+                f"{label} {name}: weight, gzip ({parts} KB)",
+                f"{weight.total / 1000:.0f} KB",
+                f"<= {BUDGET['page_kb']} KB" if guide else "",
+                verdict(weight.total / 1000 <= BUDGET["page_kb"]) if guide else "",
+            )
+        )
         outside = f" ({len(weight.outside)} outside the site!)" if weight.outside else ""
-        rows.append((f"{label} {name}: requests{outside}", str(weight.requests),
-                     f"<= {BUDGET['requests']}" if guide else "",
-                     verdict(weight.requests <= BUDGET["requests"] and not weight.outside) if guide else
-                     ("" if not weight.outside else "OVER")))
+        rows.append(
+            (
+                f"{label} {name}: requests{outside}",
+                str(weight.requests),
+                f"<= {BUDGET['requests']}" if guide else "",
+                verdict(weight.requests <= BUDGET["requests"] and not weight.outside)
+                if guide
+                else ("" if not weight.outside else "OVER"),
+            )
+        )
     if "finder_first_s" in figures:
         load = f"load average {figures['load_average']:.1f} on {os.cpu_count()} CPUs"
-        rows.append((f"Finder: first answer computed in the browser, Pyodide cold ({load})",
-                     f"{figures['finder_first_s']:.1f} s", f"<= {BUDGET['finder_first_s']:.0f} s",
-                     verdict(figures["finder_first_s"] <= BUDGET["finder_first_s"])))
+        rows.append(
+            (
+                f"Finder: first answer computed in the browser, Pyodide cold ({load})",
+                f"{figures['finder_first_s']:.1f} s",
+                f"<= {BUDGET['finder_first_s']:.0f} s",
+                verdict(figures["finder_first_s"] <= BUDGET["finder_first_s"]),
+            )
+        )
         boot = figures.get("finder_boot_ms") or {}
         if boot:  # what the cold start spends its time on, cumulative from the worker's start
-            rows.append(("Finder: the worker's cold start, of which Pyodide / + vram.zip fetched / + vram.job imported",
-                         f"{boot['pyodide_ms'] / 1000:.1f} / {boot['archive_ms'] / 1000:.1f} / "
-                         f"{boot['import_ms'] / 1000:.1f} s", "", ""))
+            rows.append(
+                (
+                    "Finder: the worker's cold start, of which Pyodide / + vram.zip fetched / + vram.job imported",
+                    f"{boot['pyodide_ms'] / 1000:.1f} / {boot['archive_ms'] / 1000:.1f} / "
+                    f"{boot['import_ms'] / 1000:.1f} s",
+                    "",
+                    "",
+                )
+            )
         first_use = figures.get("finder_first_use") or {}
         if first_use:  # the page, its form's data and the calculator, up to the first answer it computes
             total = sum(first_use.values()) / 1e6
             runtime = sum(size for path, size in first_use.items() if path.startswith("assets/pyodide/")) / 1e6
-            largest = ", ".join(f"{path.rsplit('/', 1)[-1]} {size / 1e6:.2f}" for path, size in
-                                sorted(first_use.items(), key=lambda item: -item[1])[:5])
-            rows.append((f"Finder: first use, gzip as served, up to the first computed answer ({len(first_use)} files; "
-                         f"Pyodide's runtime alone {runtime:.2f} MB; largest: {largest} MB)", f"{total:.2f} MB",
-                         f"<= {BUDGET['finder_first_use_mb']:.0f} MB", verdict(total <= BUDGET["finder_first_use_mb"])))
-        rows.append(("Finder: first answer for a reader typing a length (worker started on entering the field; "
-                     "from the last key)", f"{figures['finder_typed_s']:.1f} s", f"<= {BUDGET['finder_first_s']:.0f} s",
-                     verdict(figures["finder_typed_s"] <= BUDGET["finder_first_s"])))
+            largest = ", ".join(
+                f"{path.rsplit('/', 1)[-1]} {size / 1e6:.2f}"
+                for path, size in sorted(first_use.items(), key=lambda item: -item[1])[:5]
+            )
+            rows.append(
+                (
+                    f"Finder: first use, gzip as served, up to the first computed answer ({len(first_use)} files; "
+                    f"Pyodide's runtime alone {runtime:.2f} MB; largest: {largest} MB)",
+                    f"{total:.2f} MB",
+                    f"<= {BUDGET['finder_first_use_mb']:.0f} MB",
+                    verdict(total <= BUDGET["finder_first_use_mb"]),
+                )
+            )
+        rows.append(
+            (
+                "Finder: first answer for a reader typing a length (worker started on entering the field; "
+                "from the last key)",
+                f"{figures['finder_typed_s']:.1f} s",
+                f"<= {BUDGET['finder_first_s']:.0f} s",
+                verdict(figures["finder_typed_s"] <= BUDGET["finder_first_s"]),
+            )
+        )
         each = ", ".join(f"{t:.0f}" for t in figures["finder_later_all"])
-        rows.append((f"Finder: later answers (median of {each} ms)", f"{figures['finder_later_ms']:.0f} ms",
-                     f"<= {BUDGET['finder_later_ms']} ms", verdict(figures["finder_later_ms"] <= BUDGET["finder_later_ms"])))
+        rows.append(
+            (
+                f"Finder: later answers (median of {each} ms)",
+                f"{figures['finder_later_ms']:.0f} ms",
+                f"<= {BUDGET['finder_later_ms']} ms",
+                verdict(figures["finder_later_ms"] <= BUDGET["finder_later_ms"]),
+            )
+        )
     if "suite_s" in figures:
-        rows.append((f"Test suite, pytest ({figures['suite_summary']})", f"{figures['suite_s'] / 60:.1f} min",
-                     f"< {BUDGET['suite_s'] / 60:.0f} min",
-                     verdict(figures["suite_s"] < BUDGET["suite_s"] and figures["suite_rc"] == 0)))
+        rows.append(
+            (
+                f"Test suite, pytest ({figures['suite_summary']})",
+                f"{figures['suite_s'] / 60:.1f} min",
+                f"< {BUDGET['suite_s'] / 60:.0f} min",
+                verdict(figures["suite_s"] < BUDGET["suite_s"] and figures["suite_rc"] == 0),
+            )
+        )
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=11, help="pairs of full and plain builds timed (median of their ratios)")
+    parser.add_argument(
+        "--repeat", type=int, default=11, help="pairs of full and plain builds timed (median of their ratios)"
+    )
     parser.add_argument("--skip-instructions", action="store_true", help="without counting instructions (valgrind)")
     parser.add_argument("--edits", type=int, default=3, help="page edits timed under mkdocs serve")
     parser.add_argument("--skip-serve", action="store_true")
@@ -230,7 +324,9 @@ def main(argv: list[str] | None = None) -> int:
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     args.output.write_text(
         f"# Performance budget\n\nMeasured {datetime.date.today().isoformat()} on {machine} by "
-        f"`python -m bench.run` (bench/run.py).\n\n{render(rows, markdown=True)}\n", encoding="utf-8")
+        f"`python -m bench.run` (bench/run.py).\n\n{render(rows, markdown=True)}\n",
+        encoding="utf-8",
+    )
     from bench.calibration import write_section
 
     write_section(args.output, render(accuracy, markdown=True))

@@ -12,8 +12,19 @@ import time
 import urllib.request
 from pathlib import Path
 
-COPY_IGNORE = shutil.ignore_patterns(".venv", ".git", "site", "node_modules", "tests", "bench", "__pycache__",
-                                     ".pytest_cache", ".hypothesis", "test-artifacts", "verification")
+COPY_IGNORE = shutil.ignore_patterns(
+    ".venv",
+    ".git",
+    "site",
+    "node_modules",
+    "tests",
+    "bench",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    "test-artifacts",
+    "verification",
+)
 
 
 def _free_port() -> int:
@@ -40,8 +51,9 @@ def _wait_for(url: str, text: str, timeout: float) -> float | None:
     return None
 
 
-def rebuild_seconds(repo: Path, workdir: Path, page: str = "memory-formulas", edits: int = 3,
-                    timeout: float = 300) -> list[float]:
+def rebuild_seconds(
+    repo: Path, workdir: Path, page: str = "memory-formulas", edits: int = 3, timeout: float = 300
+) -> list[float]:
     """Seconds from saving ``docs/<page>.it.md`` to the served page showing the change, per edit."""
     copy = workdir / "serve-copy"
     shutil.copytree(repo, copy, ignore=COPY_IGNORE)
@@ -50,8 +62,13 @@ def rebuild_seconds(repo: Path, workdir: Path, page: str = "memory-formulas", ed
     port = _free_port()
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": f"http://127.0.0.1:{port}/"}
     log = (workdir / "serve.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "hooks.serve", "-a", f"127.0.0.1:{port}"],
-                              cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "hooks.serve", "-a", f"127.0.0.1:{port}"],
+        cwd=copy,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}/{page}/"
     source = copy / "docs" / f"{page}.it.md"
     original = source.read_text(encoding="utf-8")

@@ -173,7 +173,7 @@ class TemplateCache(InMemoryBytecodeCache):
             temporary.replace(path)
             entries = list(self.folder.glob("*.jinja"))
             if len(entries) > self.KEEP:
-                for old in sorted(entries, key=lambda entry: entry.stat().st_mtime_ns)[:len(entries) - self.KEEP]:
+                for old in sorted(entries, key=lambda entry: entry.stat().st_mtime_ns)[: len(entries) - self.KEEP]:
                     old.unlink(missing_ok=True)
         except OSError:
             pass  # a read-only checkout compiles them every time
@@ -188,28 +188,60 @@ def environment_settings(environment: jinja2.Environment) -> bytes:
     called (a filter that takes the context is compiled into a call that passes it)."""
     from jinja2.utils import _PassArg
 
-    syntax = tuple(getattr(environment, name) for name in (
-        "block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
-        "comment_start_string", "comment_end_string", "line_statement_prefix", "line_comment_prefix",
-        "trim_blocks", "lstrip_blocks", "newline_sequence", "keep_trailing_newline", "optimized", "is_async"))
-    policies = sorted((key, value) for key, value in environment.policies.items()
-                      if isinstance(value, (str, int, float, bool, type(None))))
+    syntax = tuple(
+        getattr(environment, name)
+        for name in (
+            "block_start_string",
+            "block_end_string",
+            "variable_start_string",
+            "variable_end_string",
+            "comment_start_string",
+            "comment_end_string",
+            "line_statement_prefix",
+            "line_comment_prefix",
+            "trim_blocks",
+            "lstrip_blocks",
+            "newline_sequence",
+            "keep_trailing_newline",
+            "optimized",
+            "is_async",
+        )
+    )
+    policies = sorted(
+        (key, value)
+        for key, value in environment.policies.items()
+        if isinstance(value, (str, int, float, bool, type(None)))
+    )
     # Jinja compiles a filter's call by its jinja_pass_arg (_PassArg.from_obj): the same functions
     # with the same marks describe alike, so each table is described once per build, not per template
-    key = tuple((name, id(function), getattr(function, "jinja_pass_arg", None))
-                for table in (environment.filters, environment.tests) for name, function in table.items())
+    key = tuple(
+        (name, id(function), getattr(function, "jinja_pass_arg", None))
+        for table in (environment.filters, environment.tests)
+        for name, function in table.items()
+    )
     known = _calls.get(key)
     if known is None:
-        calls = [sorted((name, str(_PassArg.from_obj(function))) for name, function in table.items())
-                 for table in (environment.filters, environment.tests)]
+        calls = [
+            sorted((name, str(_PassArg.from_obj(function))) for name, function in table.items())
+            for table in (environment.filters, environment.tests)
+        ]
         if len(_calls) >= 16:
             _calls.clear()
         # the functions are kept with their description: an id is not reused while its object lives
         known = _calls[key] = (calls, [*environment.filters.values(), *environment.tests.values()])
     calls = known[0]
-    finalize = environment.finalize and (getattr(environment.finalize, "__qualname__", "?"), str(_PassArg.from_obj(environment.finalize)))
-    described = (syntax, sorted(environment.extensions), policies, calls, finalize,
-                 f"{environment.code_generator_class.__module__}.{environment.code_generator_class.__qualname__}")
+    finalize = environment.finalize and (
+        getattr(environment.finalize, "__qualname__", "?"),
+        str(_PassArg.from_obj(environment.finalize)),
+    )
+    described = (
+        syntax,
+        sorted(environment.extensions),
+        policies,
+        calls,
+        finalize,
+        f"{environment.code_generator_class.__module__}.{environment.code_generator_class.__qualname__}",
+    )
     return repr(described).encode()
 
 
@@ -231,11 +263,16 @@ def committed_caches(root: Path, caches: str = ".cache") -> list[str]:
     """The files under ``root/caches`` that the git repository of ``root`` tracks, as git names
     them ([] when ``root`` is not a git checkout or git is missing: nothing there came from a commit)."""
     try:
-        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", caches],
-                                capture_output=True, timeout=60, check=False)
+        listed = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--", caches], capture_output=True, timeout=60, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
-    return [name for name in listed.stdout.decode("utf-8", "replace").split("\0") if name] if listed.returncode == 0 else []
+    return (
+        [name for name in listed.stdout.decode("utf-8", "replace").split("\0") if name]
+        if listed.returncode == 0
+        else []
+    )
 
 
 TEMPLATE_CACHE = TemplateCache()  # one per process: every build and language pass reuses it

@@ -24,7 +24,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 for _name, _module in list(sys.modules.items()):
-    if _name.partition(".")[0] in {"hooks", "vram", "verify"} and not (getattr(_module, "__file__", None) or "").startswith(f"{REPO_ROOT}{os.sep}"):
+    if _name.partition(".")[0] in {"hooks", "vram", "verify"} and not (
+        getattr(_module, "__file__", None) or ""
+    ).startswith(f"{REPO_ROOT}{os.sep}"):
         del sys.modules[_name]
 
 from mkdocs.exceptions import PluginError  # noqa: E402
@@ -34,10 +36,20 @@ from mkdocs.utils import get_relative_url  # noqa: E402
 
 from hooks.cache import TEMPLATE_CACHE, committed_caches  # noqa: E402
 from hooks.checks.active_content import (  # noqa: E402
-    check_article_content, check_code_shows_what_runs, check_notebook_cells, check_page_content)
+    check_article_content,
+    check_code_shows_what_runs,
+    check_notebook_cells,
+    check_page_content,
+)
 from hooks.checks.conventions import check_page_conventions  # noqa: E402
 from hooks.checks.external_loads import (  # noqa: E402
-    check_no_external_loads, check_stylesheet, check_stylesheet_files, origin, strip_inert_mathjax, strip_inert_mermaid)
+    check_no_external_loads,
+    check_stylesheet,
+    check_stylesheet_files,
+    origin,
+    strip_inert_mathjax,
+    strip_inert_mermaid,
+)
 from hooks.checks.language_parity import check_language_parity  # noqa: E402
 from hooks.checks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
 from hooks.checks.same_code import TitledBlocks  # noqa: E402
@@ -49,7 +61,15 @@ from hooks.data.load import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.render.calibration_plot import STORE_DIR as PLOT_STORE, plot_png, plot_uri  # noqa: E402
 from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_assets, model_config_files  # noqa: E402
-from hooks.finder.pyodide_assets import BUNDLE_URI, LOCK_URI, STDLIB_URI, lock_file, pyodide_files, stdlib_bundle, vram_bundle  # noqa: E402
+from hooks.finder.pyodide_assets import (
+    BUNDLE_URI,
+    LOCK_URI,
+    STDLIB_URI,
+    lock_file,
+    pyodide_files,
+    stdlib_bundle,
+    vram_bundle,
+)  # noqa: E402
 from hooks.notebooks.html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebooks.pages import use_executed_notebooks  # noqa: E402
 from hooks.notebooks.styles import checked_stylesheets, drop_list_repr_style, stylesheet_files  # noqa: E402
@@ -63,11 +83,19 @@ from hooks.render.markdown import render_markdown  # noqa: E402
 from hooks.render.typography import rules as typography_rules, typeset_html  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors, serving, set_serving  # noqa: E402
 from hooks.workarounds.i18n_outputs import (  # noqa: E402
-    alternate_homes_for_404, rebase_config, write_language_404, write_search_indexes)
+    alternate_homes_for_404,
+    rebase_config,
+    write_language_404,
+    write_search_indexes,
+)
 from hooks.workarounds.ipynb_pages import make_notebooks_pages  # noqa: E402
 from hooks.workarounds.theme_walk import use_pruned_theme_walk  # noqa: E402
 from verify.languages import DEFAULT_LANGUAGE  # noqa: E402
-from verify.theme_scripts import hosts_finder, policy as content_security_policy, use_bytecode_cache as use_theme_scripts_cache  # noqa: E402
+from verify.theme_scripts import (
+    hosts_finder,
+    policy as content_security_policy,
+    use_bytecode_cache as use_theme_scripts_cache,
+)  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.guide")
 TEMPLATE_STORE = REPO_ROOT / ".cache" / "templates"  # hooks/cache.py: TemplateCache
@@ -99,8 +127,9 @@ def reported(where: str, source: str | None = None):
             log.error(f"unexpected error in the render layer ({where or 'build'}):", exc_info=True)
             raise PluginError(f"{where or 'build'}: unexpected {type(exc).__name__}: {exc} (traceback above)") from None
         log.debug("unexpected error in the render layer", exc_info=True)
-        raise PluginError(f"{where or 'build'}: unexpected {type(exc).__name__}: {exc} "
-                          "(`mkdocs build --verbose` shows the traceback)") from None
+        raise PluginError(
+            f"{where or 'build'}: unexpected {type(exc).__name__}: {exc} (`mkdocs build --verbose` shows the traceback)"
+        ) from None
 
 
 def page_file(page) -> str:
@@ -146,9 +175,13 @@ def on_config(config, **kwargs):
             check_code_unchanged()
         _build["verified"] = open_gate(config_root(config), snippets_dir(config), config.site_url, os.environ)
         if _build["verified"] is None and not language_pass(config) and (committed := committed_caches(REPO_ROOT)):
-            raise RenderError(f"{committed[0]}: a build cache is committed to the repository, and a development build "
-                              "would take it as its own work; remove it (git rm -r --cached .cache)")
-    use_pruned_theme_walk(config.theme)  # the theme's file list skips Material's .icons (hooks/workarounds/theme_walk.py)
+            raise RenderError(
+                f"{committed[0]}: a build cache is committed to the repository, and a development build "
+                "would take it as its own work; remove it (git rm -r --cached .cache)"
+            )
+    use_pruned_theme_walk(
+        config.theme
+    )  # the theme's file list skips Material's .icons (hooks/workarounds/theme_walk.py)
     return config
 
 
@@ -176,9 +209,14 @@ def on_files(files, config, **kwargs):
     with reported(""):
         root = config_root(config)
         folders = [snippets_dir(config), *([config.theme.custom_dir] if config.theme.custom_dir else [])]
-        own = own_content([*(file.abs_src_path for file in files if file.abs_src_path),  # templates and data too
-                           *(path for folder in folders for path in Path(folder).rglob("*"))], root,
-                          [config.docs_dir, *folders])
+        own = own_content(
+            [
+                *(file.abs_src_path for file in files if file.abs_src_path),  # templates and data too
+                *(path for folder in folders for path in Path(folder).rglob("*")),
+            ],
+            root,
+            [config.docs_dir, *folders],
+        )
         check_plain_files(own, root)
         check_image_sizes(own, root)
         # docs/ and overrides/ add to the theme, never replace its files
@@ -192,18 +230,26 @@ def on_files(files, config, **kwargs):
     with reported(plot_uri(build_language(config))):  # the formulas page's plot of the published runs
         uri = plot_uri(build_language(config))
         if not_generated(files, uri):
-            files.append(File.generated(config, uri, content=plot_png(build_language(config),
-                                                                       store=unless_publication(PLOT_STORE))))
+            files.append(
+                File.generated(
+                    config, uri, content=plot_png(build_language(config), store=unless_publication(PLOT_STORE))
+                )
+            )
     with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
-        for uri, make in ((BUNDLE_URI, lambda: vram_bundle(model_config_files())), (STDLIB_URI, stdlib_bundle),
-                          (LOCK_URI, lock_file)):
+        for uri, make in (
+            (BUNDLE_URI, lambda: vram_bundle(model_config_files())),
+            (STDLIB_URI, stdlib_bundle),
+            (LOCK_URI, lock_file),
+        ):
             if not_generated(files, uri):
                 files.append(File.generated(config, uri, content=make()))
         for uri, path in pyodide_files().items():
             if not_generated(files, uri):
                 files.append(File.generated(config, uri, abs_src_path=str(path)))
     with reported(""):
-        checked_stylesheets(origin(config.site_url))  # notebook pages link the rules they use (hooks/notebooks/weight.py)
+        checked_stylesheets(
+            origin(config.site_url)
+        )  # notebook pages link the rules they use (hooks/notebooks/weight.py)
     with reported(""):
         return use_executed_notebooks(files, config, build_language(config), publication=_build["verified"] is not None)
 
@@ -222,8 +268,10 @@ def not_generated(files, uri: str) -> bool:
     if found is not None and found.generated_by is None:
         where = Path(found.abs_src_path or found.src_uri)
         where = where.relative_to(REPO_ROOT) if where.is_relative_to(REPO_ROOT) else where
-        raise RenderError(f"{where}: the build writes {uri} itself (from vram/, snippets/data/ and "
-                          "node_modules/pyodide); remove this file")
+        raise RenderError(
+            f"{where}: the build writes {uri} itself (from vram/, snippets/data/ and "
+            "node_modules/pyodide); remove this file"
+        )
     return found is None
 
 
@@ -244,15 +292,24 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
 def on_page_content(html, page, config, files, **kwargs):
     with reported(page_file(page)):
         if page.file.src_uri.endswith(".ipynb"):
-            check_notebook_cells(Path(page.file.abs_src_path), Path(config.docs_dir) / page.file.src_uri)  # executed, source
+            check_notebook_cells(
+                Path(page.file.abs_src_path), Path(config.docs_dir) / page.file.src_uri
+            )  # executed, source
             check_notebook_language(Path(config.docs_dir) / page.file.src_uri, build_language(config))
             check_notebook_links(html, page.url, {file.url for file in files})
             html = notebook_content(strip_inert_mermaid(strip_inert_mathjax(html)), page.toc)
             relative = functools.partial(_relative_url, page_url=page.url)
-            html = plots_as_files(drop_list_repr_style(html), functools.partial(write_site_file, config.site_dir), relative)
-            html = own_stylesheet(html, stylesheet_files(), functools.partial(write_site_file, config.site_dir), relative,
-                                  functools.partial(check_stylesheet, site_origin=origin(config.site_url)),
-                                  cache_dir=unless_publication(NOTEBOOK_CSS_CACHE))
+            html = plots_as_files(
+                drop_list_repr_style(html), functools.partial(write_site_file, config.site_dir), relative
+            )
+            html = own_stylesheet(
+                html,
+                stylesheet_files(),
+                functools.partial(write_site_file, config.site_dir),
+                relative,
+                functools.partial(check_stylesheet, site_origin=origin(config.site_url)),
+                cache_dir=unless_publication(NOTEBOOK_CSS_CACHE),
+            )
         else:
             check_page_content(html)
             html = keep_code_words(html)
@@ -277,7 +334,8 @@ def on_env(env, config, files, **kwargs):
     use_theme_scripts_cache(TEMPLATE_CACHE)  # the theme's inline scripts, rendered for the pages' policy
     # overrides/main.html; the finder's page adds what its worker needs (verify/theme_scripts.py)
     env.globals["guide_csp"] = lambda base_url, page=None: content_security_policy(
-        base_url, serving(), finder=hosts_finder(str(getattr(page, "content", "") or "")))
+        base_url, serving(), finder=hosts_finder(str(getattr(page, "content", "") or ""))
+    )
     return env
 
 
@@ -289,7 +347,9 @@ def on_post_page(output, page, config, **kwargs):
         if lang != DEFAULT_LANGUAGE:  # its search and links resolve against its own root
             html = rebase_config(html, lang)
         # every rewrite is above: the checks below see the page as published
-        if not page.file.src_uri.endswith(".ipynb"):  # a notebook's cells: check_notebook_cells, outputs in verify.artifact
+        if not page.file.src_uri.endswith(
+            ".ipynb"
+        ):  # a notebook's cells: check_notebook_cells, outputs in verify.artifact
             check_article_content(html)
         check_verified_block(html, lang, _build["verified"])
         check_code_shows_what_runs(html)

@@ -59,8 +59,11 @@ CODE_FOLDERS = tuple(REPO_ROOT / name for name in ("hooks", "vram", "verify"))
 # What a build reads besides the code: an edit of any of them may fix a failed start.
 # The rule files of hooks/ (hooks/render/typography.yaml, interface.yaml) too: mkdocs.yml's
 # `watch:` lists them for a running server.
-WATCHED = (*(REPO_ROOT / name for name in ("docs", "snippets", "overrides")), REPO_ROOT / "mkdocs.yml",
-           *sorted(path for path in (REPO_ROOT / "hooks").rglob("*.yaml")))
+WATCHED = (
+    *(REPO_ROOT / name for name in ("docs", "snippets", "overrides")),
+    REPO_ROOT / "mkdocs.yml",
+    *sorted(path for path in (REPO_ROOT / "hooks").rglob("*.yaml")),
+)
 DEFAULT_ADDRESS = ("127.0.0.1", 8000)  # mkdocs serve's default dev_addr
 CHANGES = {"modified", "created", "deleted", "moved"}
 SETTLE_S = 0.3  # an editor's save is several events: take them as one
@@ -76,8 +79,10 @@ def check_code_unchanged() -> None:
     if now == _imported_stamp:
         return
     changed = sorted({entry[0] for entry in set(now) ^ set(_imported_stamp)})
-    raise RenderError(f"{relative(Path(changed[0]))}: changed after this process imported the code; "
-                      "restart `mkdocs serve` (`make serve` restarts by itself)")
+    raise RenderError(
+        f"{relative(Path(changed[0]))}: changed after this process imported the code; "
+        "restart `mkdocs serve` (`make serve` restarts by itself)"
+    )
 
 
 def forget_logged_errors() -> None:
@@ -103,10 +108,26 @@ def serving() -> bool:
 
 def watchmedo_command(serve_args: Sequence[str]) -> list[str]:
     """``watchmedo auto-restart`` over the ``.py`` files of the code, running ``serve_or_wait``."""
-    return [sys.executable, "-m", "watchdog.watchmedo", "auto-restart", "--recursive", "--ignore-directories",
-            *(f"--directory={folder}" for folder in CODE_FOLDERS), "--patterns=**/*.py",
-            "--ignore-patterns=**/__pycache__/**", f"--debounce-interval={SETTLE_S}", "--signal=SIGINT",
-            "--kill-after=10", "--", sys.executable, "-m", "hooks.serve", "--server", *serve_args]
+    return [
+        sys.executable,
+        "-m",
+        "watchdog.watchmedo",
+        "auto-restart",
+        "--recursive",
+        "--ignore-directories",
+        *(f"--directory={folder}" for folder in CODE_FOLDERS),
+        "--patterns=**/*.py",
+        "--ignore-patterns=**/__pycache__/**",
+        f"--debounce-interval={SETTLE_S}",
+        "--signal=SIGINT",
+        "--kill-after=10",
+        "--",
+        sys.executable,
+        "-m",
+        "hooks.serve",
+        "--server",
+        *serve_args,
+    ]
 
 
 def wait_for_edit(paths: Sequence[Path] = WATCHED, on_watching=lambda: None) -> str:
@@ -186,8 +207,10 @@ def address_in_use(host: str, port: int) -> bool:
 
 
 def address_in_use_message(host: str, port: int) -> str:
-    return (f"hooks.serve: cannot serve on {host}:{port}: the address is already in use (another `make serve`, "
-            f"or another program); stop it, or choose another port: `make serve PORT={port + 1}`")
+    return (
+        f"hooks.serve: cannot serve on {host}:{port}: the address is already in use (another `make serve`, "
+        f"or another program); stop it, or choose another port: `make serve PORT={port + 1}`"
+    )
 
 
 def start_failure(exc: BaseException) -> tuple[str, bool]:
@@ -210,8 +233,9 @@ def failure_place(exc: BaseException) -> str:
     """``FILE:LINE`` of ``exc``: a syntax error's own, else the deepest frame of this repository."""
     if isinstance(exc, SyntaxError) and exc.filename:
         return f"{relative(Path(exc.filename))}:{exc.lineno}"
-    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
-              if frame.filename.startswith(f"{REPO_ROOT}{os.sep}")] or traceback.extract_tb(exc.__traceback__)[-1:]
+    frames = [
+        frame for frame in traceback.extract_tb(exc.__traceback__) if frame.filename.startswith(f"{REPO_ROOT}{os.sep}")
+    ] or traceback.extract_tb(exc.__traceback__)[-1:]
     return f"{relative(Path(frames[-1].filename))}:{frames[-1].lineno}" if frames else "mkdocs serve"
 
 
@@ -243,9 +267,14 @@ def serve_or_wait(serve_args: Sequence[str]) -> int:
             print(shown, file=sys.stderr, flush=True)
     folders = ", ".join(f"{relative(path)}/" if path.is_dir() else relative(path) for path in WATCHED)
     try:
-        edited = wait_for_edit(on_watching=lambda: print(
-            f"hooks.serve: the server could not start; waiting for an edit of {folders} "
-            "(or of the code, which restarts it)", file=sys.stderr, flush=True))
+        edited = wait_for_edit(
+            on_watching=lambda: print(
+                f"hooks.serve: the server could not start; waiting for an edit of {folders} "
+                "(or of the code, which restarts it)",
+                file=sys.stderr,
+                flush=True,
+            )
+        )
     except KeyboardInterrupt:
         return 0
     print(f"hooks.serve: {relative(Path(edited))} changed: starting mkdocs serve again", file=sys.stderr, flush=True)

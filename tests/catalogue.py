@@ -47,4 +47,3 @@ def frozen_usable_bytes(key: str) -> int:
     from tests.card_sources import memory_mib
 
     return (memory_mib(key) - frozen("gpus")["reserve_mib"]) * 2**20
-

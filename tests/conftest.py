@@ -18,8 +18,9 @@ SEEDS = SHARED / "seeds"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 
-def build_command(dest: Path, *extra: str, env: dict[str, str] | None = None,
-                  config: Path | None = None) -> tuple[list[str], Path, dict[str, str]]:
+def build_command(
+    dest: Path, *extra: str, env: dict[str, str] | None = None, config: Path | None = None
+) -> tuple[list[str], Path, dict[str, str]]:
     """The command line, working directory and environment of ``build_site``."""
     cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(dest), *extra]
     if config is not None:
@@ -28,7 +29,9 @@ def build_command(dest: Path, *extra: str, env: dict[str, str] | None = None,
     return cmd, config.parent if config else REPO_ROOT, full_env
 
 
-def build_site(dest: Path, *extra: str, env: dict[str, str] | None = None, config: Path | None = None) -> subprocess.CompletedProcess:
+def build_site(
+    dest: Path, *extra: str, env: dict[str, str] | None = None, config: Path | None = None
+) -> subprocess.CompletedProcess:
     """Run ``mkdocs build --strict`` into ``dest``; returns the completed process."""
     cmd, cwd, full_env = build_command(dest, *extra, env=env, config=config)
     return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=600)
@@ -117,7 +120,18 @@ def frozen_catalogue(frozen_data_dir, monkeypatch) -> Path:
 def repo_copy(tmp_path) -> Path:
     """A throwaway copy of the sources, for tests that break an input on purpose."""
     dest = tmp_path / "repo"
-    ignore = shutil.ignore_patterns(".venv", "site", ".git", ".cache", "__pycache__", "node_modules", "test-artifacts", "screenshots", ".pytest_cache", ".hypothesis")
+    ignore = shutil.ignore_patterns(
+        ".venv",
+        "site",
+        ".git",
+        ".cache",
+        "__pycache__",
+        "node_modules",
+        "test-artifacts",
+        "screenshots",
+        ".pytest_cache",
+        ".hypothesis",
+    )
     shutil.copytree(REPO_ROOT, dest, ignore=ignore)
     if (REPO_ROOT / "node_modules").is_dir():  # Pyodide, which the build copies into the site: read, not copied
         (dest / "node_modules").symlink_to(REPO_ROOT / "node_modules", target_is_directory=True)
@@ -215,7 +229,8 @@ def _browser_available() -> bool:
 def _hunspell_available() -> bool:
     dictionaries = Path("/usr/share/hunspell")
     return shutil.which("hunspell") is not None and all(
-        (dictionaries / f"{name}.dic").exists() for name in ("it_IT", "fr_FR"))
+        (dictionaries / f"{name}.dic").exists() for name in ("it_IT", "fr_FR")
+    )
 
 
 def _bitsandbytes_available() -> bool:
@@ -245,13 +260,27 @@ CHANGE_KINDS: dict[str, tuple[str, ...]] = {
     "page": ("tests/site", "tests/hooks/test_conventions.py"),
     "snippet": ("tests/snippets", "tests/hooks/test_comments.py", "tests/site/test_code_compiles.py"),
     # today's catalogue (the frozen test catalogue keeps every other test of pages and the finder still)
-    "card": ("tests/vram/test_cards.py", "tests/vram/test_guide_claims.py", "tests/finder/test_needs_claims.py",
-             "tests/test_one_definition.py", "tests/browser/test_finder.py", "tests/browser/test_finder_jobs.py",
-             "tests/site/test_built_site.py"),
-    "model": ("tests/vram/test_models_oracle.py", "tests/vram/test_models.py", "tests/vram/test_models_cli.py",
-              "tests/finder"),
-    "translation": ("tests/hooks", "tests/site/test_gates_i18n.py", "tests/site/test_gates_typography.py",
-                    "tests/site/test_gates_spelling.py"),
+    "card": (
+        "tests/vram/test_cards.py",
+        "tests/vram/test_guide_claims.py",
+        "tests/finder/test_needs_claims.py",
+        "tests/test_one_definition.py",
+        "tests/browser/test_finder.py",
+        "tests/browser/test_finder_jobs.py",
+        "tests/site/test_built_site.py",
+    ),
+    "model": (
+        "tests/vram/test_models_oracle.py",
+        "tests/vram/test_models.py",
+        "tests/vram/test_models_cli.py",
+        "tests/finder",
+    ),
+    "translation": (
+        "tests/hooks",
+        "tests/site/test_gates_i18n.py",
+        "tests/site/test_gates_typography.py",
+        "tests/site/test_gates_spelling.py",
+    ),
     "number": ("tests/hooks/test_tables.py", "tests/hooks/test_numbers.py", "tests/vram"),
     "allowlist": ("tests/verify", "tests/site"),
 }
@@ -263,4 +292,3 @@ def pytest_collection_modifyitems(config, items):
         for kind, paths in CHANGE_KINDS.items():
             if any(path == where or path.startswith(where + "/") for where in paths):
                 item.add_marker(kind)
-

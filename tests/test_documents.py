@@ -27,7 +27,9 @@ def test_the_readme_links_each_rooms_readme_and_stays_a_front_door():
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     for name in ROOM_READMES:
         assert f"]({name})" in readme, f"README.md does not link {name}"
-    assert len(readme.encode("utf-8")) <= 12 * 1024, "README.md is a front door (12 KB): move the details to a room's README"
+    assert len(readme.encode("utf-8")) <= 12 * 1024, (
+        "README.md is a front door (12 KB): move the details to a room's README"
+    )
 
 
 @pytest.mark.parametrize("name", DOCUMENTS + ROOM_READMES)
@@ -44,12 +46,21 @@ def test_every_file_a_document_names_exists(name):
 # ------------------------------------------------------------------ the environment variables
 CODE_DIRS = ("hooks", "verify", "vram", "bench", "snippets", "tests")
 OURS = re.compile(r"\b(?:GUIDE|REQUIRE|NCCL_CHECK)_[A-Z0-9_]+\b")  # the project's own variables
-SHIPPED = ("Makefile", "verify/make.mk", ".ci/run", ".github/workflows/publish.yml", "docs/memory-notebook.it.ipynb",
-           "docs/memory-notebook.fr.ipynb", "snippets/nccl_check.py")
+SHIPPED = (
+    "Makefile",
+    "verify/make.mk",
+    ".ci/run",
+    ".github/workflows/publish.yml",
+    "docs/memory-notebook.it.ipynb",
+    "docs/memory-notebook.fr.ipynb",
+    "snippets/nccl_check.py",
+)
 
 
 def _environ(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (isinstance(node, ast.Name) and node.id == "environ")
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ"
+    )
 
 
 def python_reads(tree: ast.AST) -> set[str]:
@@ -59,14 +70,23 @@ def python_reads(tree: ast.AST) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
             func = node.func
-            if (isinstance(func, ast.Attribute) and func.attr in ("get", "pop") and _environ(func.value)) or \
-                    (isinstance(func, (ast.Attribute, ast.Name)) and getattr(func, "attr", getattr(func, "id", "")) == "getenv"):
+            if (isinstance(func, ast.Attribute) and func.attr in ("get", "pop") and _environ(func.value)) or (
+                isinstance(func, (ast.Attribute, ast.Name))
+                and getattr(func, "attr", getattr(func, "id", "")) == "getenv"
+            ):
                 names.add(node.args[0].value)
-        elif isinstance(node, ast.Subscript) and _environ(node.value) and isinstance(node.slice, ast.Constant) \
-                and isinstance(node.ctx, ast.Load):
+        elif (
+            isinstance(node, ast.Subscript)
+            and _environ(node.value)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.ctx, ast.Load)
+        ):
             names.add(node.slice.value)
-        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and \
-                any(_environ(c) for c in node.comparators):
+        elif (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Constant)
+            and any(_environ(c) for c in node.comparators)
+        ):
             names.add(node.left.value)
     return names
 
@@ -81,7 +101,9 @@ def variables_read() -> dict[str, str]:
     for folder in CODE_DIRS:
         for path in sorted((REPO_ROOT / folder).rglob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"))
-            strings = " ".join(node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str))
+            strings = " ".join(
+                node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            )
             for name in python_reads(tree) | set(OURS.findall(strings)):
                 found.setdefault(name, str(path.relative_to(REPO_ROOT)))
     for name in SHIPPED:
@@ -94,7 +116,7 @@ def variables_read() -> dict[str, str]:
 
 def documented_variables() -> set[str]:
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("## Environment variables"):]
+    table = readme[readme.index("## Environment variables") :]
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     return {name for row in rows for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split(" | ")[0])}
 
@@ -125,8 +147,11 @@ def test_each_kind_of_change_selects_tests_and_a_command_runs_them():
 def test_a_module_of_todays_catalogue_is_run_for_a_card():
     from tests.conftest import CHANGE_KINDS
 
-    reading = sorted(str(path.relative_to(REPO_ROOT)) for path in (REPO_ROOT / "tests").rglob("test_*.py")
-                     if re.search(r"(?m)^TODAYS_CATALOGUE = True", path.read_text(encoding="utf-8")))
+    reading = sorted(
+        str(path.relative_to(REPO_ROOT))
+        for path in (REPO_ROOT / "tests").rglob("test_*.py")
+        if re.search(r"(?m)^TODAYS_CATALOGUE = True", path.read_text(encoding="utf-8"))
+    )
     assert reading and set(reading) <= set(CHANGE_KINDS["card"])
 
 
@@ -134,7 +159,13 @@ def test_contributing_names_the_command_for_each_change():
     text = (REPO_ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     sections = re.split(r"^### ", text, flags=re.M)[1:]
     titles = [section.splitlines()[0] for section in sections]
-    for change, kind in (("A page", "page"), ("A snippet", "snippet"), ("A card", "card"), ("A model", "model"),
-                         ("A translation", "translation"), ("A table or a number", "number")):
+    for change, kind in (
+        ("A page", "page"),
+        ("A snippet", "snippet"),
+        ("A card", "card"),
+        ("A model", "model"),
+        ("A translation", "translation"),
+        ("A table or a number", "number"),
+    ):
         assert change in titles, f"CONTRIBUTING.md has no section '### {change}'"
         assert f"`make test-{kind}`" in sections[titles.index(change)], f"'{change}' does not name make test-{kind}"

@@ -32,7 +32,7 @@ def imports_of(path, module: str, modules: set[str]) -> set[str]:
             base = node.module or ""
             if node.level:
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
         else:
             continue
@@ -46,8 +46,10 @@ def import_graph() -> dict[str, set[str]]:
         for path in sorted((REPO_ROOT / package).rglob("*.py")):
             name = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
             modules[name] = path
-    return {name: {other for other in imports_of(path, name, set(modules)) if other in modules and other != name}
-            for name, path in modules.items()}
+    return {
+        name: {other for other in imports_of(path, name, set(modules)) if other in modules and other != name}
+        for name, path in modules.items()
+    }
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -57,7 +59,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     def visit(node: str, path: list[str]) -> None:
         for nxt in sorted(graph[node]):
             if nxt in path:
-                found.append(path[path.index(nxt):] + [nxt])
+                found.append(path[path.index(nxt) :] + [nxt])
             elif nxt not in done:
                 visit(nxt, path + [nxt])
         done.add(node)
@@ -84,19 +86,27 @@ def test_the_graph_sees_the_rooms_of_hooks():
 
 def test_verify_and_vram_never_import_hooks():
     graph = import_graph()
-    back = {name: sorted(other for other in imports if other.partition(".")[0] == "hooks")
-            for name, imports in graph.items() if name.partition(".")[0] in {"verify", "vram"}}
+    back = {
+        name: sorted(other for other in imports if other.partition(".")[0] == "hooks")
+        for name, imports in graph.items()
+        if name.partition(".")[0] in {"verify", "vram"}
+    }
     assert {name: imports for name, imports in back.items() if imports} == {}
 
 
 def test_hooks_holds_rooms_not_loose_modules():
     hooks = REPO_ROOT / "hooks"
-    loose = sorted(path.name for path in hooks.iterdir()
-                   if path.is_file() and path.name not in HOOKS_TOP_LEVEL and path.name != "README.md")  # the room's guide
+    loose = sorted(
+        path.name
+        for path in hooks.iterdir()
+        if path.is_file() and path.name not in HOOKS_TOP_LEVEL and path.name != "README.md"
+    )  # the room's guide
     assert loose == []
     rooms = [path for path in hooks.iterdir() if path.is_dir() and path.name != "__pycache__"]
     assert rooms and all((room / "__init__.py").is_file() for room in rooms)
-    assert [room.name for room in rooms if any(child.is_dir() and child.name != "__pycache__" for child in room.iterdir())] == []
+    assert [
+        room.name for room in rooms if any(child.is_dir() and child.name != "__pycache__" for child in room.iterdir())
+    ] == []
 
 
 def test_each_workaround_names_its_upstream_issue_and_when_it_can_go():
@@ -114,8 +124,13 @@ def test_only_the_glue_serve_and_workarounds_import_mkdocs():
     importers = []
     for path in sorted(hooks.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
-            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             if any(name.partition(".")[0] == "mkdocs" for name in names) and path not in allowed:
                 importers.append(str(path.relative_to(REPO_ROOT)))
     assert importers == []

@@ -20,8 +20,13 @@ DURATION_ATTRIBUTES = {"seconds", "elapsed"}
 
 def _reads_wall_clock(node: ast.AST, tainted: set[str]) -> bool:
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in WALL_CLOCKS \
-                and isinstance(sub.func.value, ast.Name) and sub.func.value.id == "time":
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr in WALL_CLOCKS
+            and isinstance(sub.func.value, ast.Name)
+            and sub.func.value.id == "time"
+        ):
             return True
         if isinstance(sub, ast.Attribute) and sub.attr in DURATION_ATTRIBUTES:
             return True

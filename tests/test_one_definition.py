@@ -124,8 +124,11 @@ def literal_language_lists() -> list[str]:
     for folder in CODE_DIRS:
         for path in sorted((REPO_ROOT / folder).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(node.elts) >= 2 and all(
-                        isinstance(e, ast.Constant) and e.value in languages.LANGUAGES for e in node.elts):
+                if (
+                    isinstance(node, (ast.Tuple, ast.List, ast.Set))
+                    and len(node.elts) >= 2
+                    and all(isinstance(e, ast.Constant) and e.value in languages.LANGUAGES for e in node.elts)
+                ):
                     found.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
     return found
 
@@ -159,8 +162,10 @@ LOCKED_FILES = ("verify/requirements-artifact.txt",)
 def requirements(name: str) -> list[Requirement]:
     """The requirements of a requirement file (its option lines, ``-c constraints.txt``, and
     each line's options, ``--hash=...``, apart)."""
-    lines = [line.split("#")[0].split(" --")[0].strip().rstrip("\\").strip()
-             for line in (REPO_ROOT / name).read_text(encoding="utf-8").splitlines()]
+    lines = [
+        line.split("#")[0].split(" --")[0].strip().rstrip("\\").strip()
+        for line in (REPO_ROOT / name).read_text(encoding="utf-8").splitlines()
+    ]
     return [Requirement(line) for line in lines if line and not line.startswith("-")]
 
 
@@ -176,8 +181,11 @@ def pins(text: str) -> dict[str, str]:
 @pytest.mark.parametrize("name", REQUIREMENT_FILES)
 def test_requirement_files_name_packages_and_constraints_pin_them(name):
     constraints = REPO_ROOT / "constraints.txt"
-    applied = [line.split()[1] for line in (REPO_ROOT / name).read_text(encoding="utf-8").splitlines()
-               if line.startswith("-c ")]
+    applied = [
+        line.split()[1]
+        for line in (REPO_ROOT / name).read_text(encoding="utf-8").splitlines()
+        if line.startswith("-c ")
+    ]
     assert [((REPO_ROOT / name).parent / path).resolve() for path in applied] == [constraints]  # pip reads it beside
     pinned = pins(constraints.read_text(encoding="utf-8"))
     for requirement in requirements(name):
@@ -190,12 +198,17 @@ def test_locked_files_pin_the_constraints_versions(name):
     pinned = pins((REPO_ROOT / "constraints.txt").read_text(encoding="utf-8"))
     for requirement in requirements(name):
         versions = [spec.version for spec in requirement.specifier if spec.operator == "=="]
-        assert versions == [pinned.get(requirement.name.lower())], f"{name}: {requirement}: constraints.txt pins another"
+        assert versions == [pinned.get(requirement.name.lower())], (
+            f"{name}: {requirement}: constraints.txt pins another"
+        )
 
 
 def test_constraints_pin_each_package_once_exactly():
-    lines = [line for line in (REPO_ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines()
-             if line.split("#")[0].strip()]
+    lines = [
+        line
+        for line in (REPO_ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines()
+        if line.split("#")[0].strip()
+    ]
     names = [Requirement(line).name.lower() for line in lines]
     assert len(names) == len(set(names))
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+==[^=\s]+", line.strip()) for line in lines)
@@ -225,14 +238,24 @@ def moved_pins(tmp_path, monkeypatch) -> dict[str, str]:
 def test_a_moved_pin_reaches_the_record_the_pages_and_the_finder(moved_pins):
     assert pinned_torch() == "9.8.7"
     assert pinned_version({"package": "torch", "parts": "2"}, "fr") == "9.8"
-    assert pinned_version({"package": "bitsandbytes"}, "it") == pins((REPO_ROOT / "constraints.txt").read_text())["bitsandbytes"]
+    assert (
+        pinned_version({"package": "bitsandbytes"}, "it")
+        == pins((REPO_ROOT / "constraints.txt").read_text())["bitsandbytes"]
+    )
     for lang in languages.LANGUAGES:
         form = html.unescape(page.finder_form({"assets": "../assets"}, lang))
         assert "DeepSpeed 7.6" in form and "PyTorch 9.8" in form  # the method's hint
 
 
-NAMED_PACKAGES = {"PyTorch": "torch", "DeepSpeed": "deepspeed", "bitsandbytes": "bitsandbytes",
-                  "transformers": "transformers", "PEFT": "peft", "Accelerate": "accelerate", "accelerate": "accelerate"}
+NAMED_PACKAGES = {
+    "PyTorch": "torch",
+    "DeepSpeed": "deepspeed",
+    "bitsandbytes": "bitsandbytes",
+    "transformers": "transformers",
+    "PEFT": "peft",
+    "Accelerate": "accelerate",
+    "accelerate": "accelerate",
+}
 PROSE = ("docs/*.md", "snippets/data/*.yaml", "hooks/render/*.yaml")
 
 
@@ -240,7 +263,9 @@ def test_no_page_or_label_types_a_pinned_version():
     typed = []
     for pattern in PROSE:
         for path in sorted(REPO_ROOT.glob(pattern)):
-            for match in re.finditer(rf"\b({'|'.join(NAMED_PACKAGES)}) (\d+\.\d+(?:\.\d+)?)\b", path.read_text(encoding="utf-8")):
+            for match in re.finditer(
+                rf"\b({'|'.join(NAMED_PACKAGES)}) (\d+\.\d+(?:\.\d+)?)\b", path.read_text(encoding="utf-8")
+            ):
                 if verify.pins.pinned(NAMED_PACKAGES[match.group(1)]).startswith(match.group(2)):
                     typed.append(f"{path.relative_to(REPO_ROOT)}: {match.group(0)}")
     commands = next(action for action in build_parser()._actions if action.dest == "command").choices

@@ -87,7 +87,10 @@ FILE_TYPES: tuple[tuple[str, str], ...] = (
     ("assets/notebook/plots/*.png", "a notebook's plot, its executed output (hooks/notebooks/weight.py)"),
     ("assets/finder.json", "the finder's data (hooks/finder/compute.py)"),
     ("assets/finder-results.json", "the finder's reference answers (hooks/finder/compute.py)"),
-    ("assets/calibration/plot-*.png", "the formulas page's plot of the published runs (hooks/render/calibration_plot.py)"),
+    (
+        "assets/calibration/plot-*.png",
+        "the formulas page's plot of the published runs (hooks/render/calibration_plot.py)",
+    ),
     ("search/search_index.json", "the default language's search index"),
     ("*/search/search_index.json", "another language's search index"),
     ("sitemap.xml", "the sitemap"),
@@ -104,35 +107,144 @@ FILE_TYPES: tuple[tuple[str, str], ...] = (
 
 # The elements our Markdown extensions, Material's templates and the notebooks' template
 # and outputs produce. <script> and <style> are read before the sanitiser (see check_page).
-TAGS = frozenset({
-    "a", "abbr", "article", "aside", "b", "blockquote", "br", "button", "caption", "clipboard-copy", "code", "col",
-    "colgroup", "dd", "del", "details", "div", "dl", "dt", "em", "fieldset", "figcaption", "figure", "footer", "form",
-    "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hr", "i", "img", "input", "ins", "kbd", "label", "legend",
-    "li", "link", "main", "mark", "meta", "nav", "ol", "option", "p", "path", "pre", "q", "s", "select", "small",
-    "span", "strong", "sub", "summary", "sup", "svg", "table", "tbody", "td", "tfoot", "th", "thead", "title", "tr",
-    "u", "ul", "var",
-    "datalist", "optgroup", "output", "progress", "textarea",  # the finder's form (issue 20): inert controls
-})
+TAGS = frozenset(
+    {
+        "a",
+        "abbr",
+        "article",
+        "aside",
+        "b",
+        "blockquote",
+        "br",
+        "button",
+        "caption",
+        "clipboard-copy",
+        "code",
+        "col",
+        "colgroup",
+        "dd",
+        "del",
+        "details",
+        "div",
+        "dl",
+        "dt",
+        "em",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "head",
+        "header",
+        "hr",
+        "i",
+        "img",
+        "input",
+        "ins",
+        "kbd",
+        "label",
+        "legend",
+        "li",
+        "link",
+        "main",
+        "mark",
+        "meta",
+        "nav",
+        "ol",
+        "option",
+        "p",
+        "path",
+        "pre",
+        "q",
+        "s",
+        "select",
+        "small",
+        "span",
+        "strong",
+        "sub",
+        "summary",
+        "sup",
+        "svg",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "title",
+        "tr",
+        "u",
+        "ul",
+        "var",
+        "datalist",
+        "optgroup",
+        "output",
+        "progress",
+        "textarea",  # the finder's form (issue 20): inert controls
+    }
+)
 # Attributes every element may carry, then those of one element. data-md-* (Material's
 # state) and aria-* pass by prefix; no other data-*: Material's copy button copies a
 # [data-copy] ancestor instead of the code.
-GLOBAL_ATTRIBUTES = frozenset({"class", "id", "title", "lang", "dir", "role", "hidden", "tabindex", "translate",
-                               "data-search-exclude"})
+GLOBAL_ATTRIBUTES = frozenset(
+    {"class", "id", "title", "lang", "dir", "role", "hidden", "tabindex", "translate", "data-search-exclude"}
+)
 ATTRIBUTES: dict[str, frozenset[str]] = {
     "a": frozenset({"href", "hreflang", "rel", "target"}),
     "abbr": frozenset({"title"}),
     "body": frozenset(),
     "button": frozenset({"type", "disabled", "name", "value"}),
     "clipboard-copy": frozenset({"for", ","}),  # "," : a typo of mkdocs-jupyter's template, inert
-    "div": frozenset({"data-jp-theme-light", "data-jp-theme-name", "data-mime-type", "data-type", "data-kinds",
-                      "data-tabs", "data-snippet-sha256"}),  # the last: the verification note (hooks/render/verification_note.py)
+    "div": frozenset(
+        {
+            "data-jp-theme-light",
+            "data-jp-theme-name",
+            "data-mime-type",
+            "data-type",
+            "data-kinds",
+            "data-tabs",
+            "data-snippet-sha256",
+        }
+    ),  # the last: the verification note (hooks/render/verification_note.py)
     "details": frozenset({"open"}),
     "fieldset": frozenset({"disabled", "name"}),
     "form": frozenset({"name", "data-json"}),
-    "img": frozenset({"alt", "src", "width", "height", "loading", "decoding"}),  # a notebook's plots: lazy below the first
-    "input": frozenset({"autocapitalize", "autocomplete", "autocorrect", "checked", "name", "placeholder", "required",
-                        "spellcheck", "type", "value", "min", "max", "step", "inputmode", "pattern", "list", "disabled",
-                        "readonly", "size", "maxlength", "minlength", "multiple", "accept"}),
+    "img": frozenset(
+        {"alt", "src", "width", "height", "loading", "decoding"}
+    ),  # a notebook's plots: lazy below the first
+    "input": frozenset(
+        {
+            "autocapitalize",
+            "autocomplete",
+            "autocorrect",
+            "checked",
+            "name",
+            "placeholder",
+            "required",
+            "spellcheck",
+            "type",
+            "value",
+            "min",
+            "max",
+            "step",
+            "inputmode",
+            "pattern",
+            "list",
+            "disabled",
+            "readonly",
+            "size",
+            "maxlength",
+            "minlength",
+            "multiple",
+            "accept",
+        }
+    ),
     "label": frozenset({"for"}),
     "link": frozenset({"href", "hreflang", "rel"}),
     "meta": frozenset({"charset", "content", "name", "http-equiv"}),  # http-equiv: the policy only, first in <head>
@@ -145,16 +257,32 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
     "path": frozenset({"d", "fill", "fill-rule"}),
     "select": frozenset({"name", "disabled", "required", "multiple", "size"}),
     "svg": frozenset({"height", "version", "viewBox", "width", "xmlns", "data-view-component"}),
-    "td": frozenset({"align", "colspan", "rowspan", "data-label"}),  # its column's heading: the phone layout (guide.css)
-    "textarea": frozenset({"name", "rows", "cols", "spellcheck", "autocomplete", "placeholder", "readonly", "disabled"}),
+    "td": frozenset(
+        {"align", "colspan", "rowspan", "data-label"}
+    ),  # its column's heading: the phone layout (guide.css)
+    "textarea": frozenset(
+        {"name", "rows", "cols", "spellcheck", "autocomplete", "placeholder", "readonly", "disabled"}
+    ),
     "th": frozenset({"align", "colspan", "rowspan", "scope"}),
 }
 ATTRIBUTE_PREFIXES = frozenset({"data-md-", "aria-"})
 URL_SCHEMES = frozenset({"http", "https", "mailto"})  # and relative URLs; data: only for images (check_page)
 RESERVED_ID_RE = re.compile(r"__code_")  # Material's copy button copies the first #__code_N it finds
 # What Pygments' stylesheets (the notebook cells' highlighting) set, and nothing that hides.
-STYLE_PROPERTIES = frozenset({"color", "background", "background-color", "font-weight", "font-style", "text-decoration", "border",
-                              "line-height", "padding-left", "padding-right"})
+STYLE_PROPERTIES = frozenset(
+    {
+        "color",
+        "background",
+        "background-color",
+        "font-weight",
+        "font-style",
+        "text-decoration",
+        "border",
+        "line-height",
+        "padding-left",
+        "padding-right",
+    }
+)
 # The files the finder's worker runs (hooks/finder/pyodide_assets.py): the npm package
 # pyodide@314.0.7 (package-lock.json) as `npm ci` installs it, by SHA-256 of each file; a new
 # version updates these (tests/verify/test_artifact_calculator.py compares them with
@@ -181,7 +309,9 @@ PYODIDE_PACKAGE = Path(__file__).resolve().parent.parent / "node_modules" / "pyo
 CALCULATOR_BUNDLE = "assets/vram.zip"
 CALCULATOR_DIR = Path(__file__).resolve().parent.parent / "vram"
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"  # which pages are notebooks (notebook_pages); static files
-OVERRIDES_DIR = Path(__file__).resolve().parent.parent / "overrides"  # the theme's custom folder (mkdocs.yml: custom_dir)
+OVERRIDES_DIR = (
+    Path(__file__).resolve().parent.parent / "overrides"
+)  # the theme's custom folder (mkdocs.yml: custom_dir)
 HTML_ATTRIBUTES = frozenset({"class", "lang"})  # <html>
 BODY_ATTRIBUTES = frozenset({"dir", "data-md-color-scheme", "data-md-color-primary", "data-md-color-accent"})
 
@@ -221,8 +351,10 @@ def read_site(site_dir: Path) -> list[SiteFile]:
         if not path.is_file():
             raise ArtifactError(f"{relative}: not a plain file")
         if file_type(relative) is None:
-            raise ArtifactError(f"{relative}: a file of no allowed type (verify/artifact.py, FILE_TYPES); "
-                                "the site holds pages, the theme's and our assets, search indexes and the sitemap")
+            raise ArtifactError(
+                f"{relative}: a file of no allowed type (verify/artifact.py, FILE_TYPES); "
+                "the site holds pages, the theme's and our assets, search indexes and the sitemap"
+            )
         files.append(SiteFile(relative, path.read_bytes()))
     return files
 
@@ -253,7 +385,7 @@ def _resolve(page: str, url: str, site_path: str) -> str | None:
     if parts.scheme or parts.netloc or parts.query or not parts.path:
         return None
     if parts.path.startswith("/"):
-        return parts.path[len(site_path):] if parts.path.startswith(site_path) and ".." not in parts.path else None
+        return parts.path[len(site_path) :] if parts.path.startswith(site_path) and ".." not in parts.path else None
     target = normpath(str(PurePosixPath(page).parent / parts.path))
     if target == ".":
         return ""  # the site's root
@@ -270,8 +402,10 @@ def _check_scripts(page: str, tree, site_files: set[str], allowed_hashes: frozen
                 attributes.pop("type")
             target = _resolve(page, src, site_path)
             if attributes or target is None or not target.endswith(".js") or target not in site_files:
-                raise ArtifactError(f"{page}: <script src={src!r}> is not a script file of this site "
-                                    "(a relative URL of an existing .js file, only defer beside it)")
+                raise ArtifactError(
+                    f"{page}: <script src={src!r}> is not a script file of this site "
+                    "(a relative URL of an existing .js file, only defer beside it)"
+                )
             continue
         body = node.text(deep=True)
         kind = attributes.pop("type", None)
@@ -285,8 +419,9 @@ def _check_scripts(page: str, tree, site_files: set[str], allowed_hashes: frozen
                 raise ArtifactError(f"{page}: a <script type=\"application/json\"> whose content is not JSON") from None
         elif kind is not None or script_hash(body) not in allowed_hashes:
             first = body.strip().splitlines()[0][:60] if body.strip() else ""
-            raise ArtifactError(f"{page}: an inline <script> that is not one of the theme's own "
-                                f"(verify/theme_scripts.py): {first!r}")
+            raise ArtifactError(
+                f"{page}: an inline <script> that is not one of the theme's own (verify/theme_scripts.py): {first!r}"
+            )
 
 
 def _check_policy(page: str, tree, bases: tuple[str, ...]) -> None:
@@ -294,14 +429,28 @@ def _check_policy(page: str, tree, bases: tuple[str, ...]) -> None:
     head = tree.head
     first = next((child for child in head.iter() if child.tag not in ("-text", "-comment")), None) if head else None
     expected = {policy(base, finder=hosts_finder(str(tree.html))) for base in bases}
-    if (len(metas) != 1 or first is None or first.tag != "meta" or first.attributes.get("http-equiv") != "Content-Security-Policy"
-            or first.attributes.get("content") not in expected or set(first.attributes) != {"http-equiv", "content"}):
-        raise ArtifactError(f"{page}: <head> does not open with the site's Content-Security-Policy "
-                            "(overrides/main.html, verify/theme_scripts.py) or has another http-equiv")
+    if (
+        len(metas) != 1
+        or first is None
+        or first.tag != "meta"
+        or first.attributes.get("http-equiv") != "Content-Security-Policy"
+        or first.attributes.get("content") not in expected
+        or set(first.attributes) != {"http-equiv", "content"}
+    ):
+        raise ArtifactError(
+            f"{page}: <head> does not open with the site's Content-Security-Policy "
+            "(overrides/main.html, verify/theme_scripts.py) or has another http-equiv"
+        )
 
 
-LINK_RELS = {"stylesheet": "file", "icon": "file", "prev": "page", "next": "page", "canonical": "address",
-             "alternate": "page"}  # <link rel>: what its href must be
+LINK_RELS = {
+    "stylesheet": "file",
+    "icon": "file",
+    "prev": "page",
+    "next": "page",
+    "canonical": "address",
+    "alternate": "page",
+}  # <link rel>: what its href must be
 
 
 def _check_loads(page: str, tree, site_files: set[str], site_path: str, home: str) -> None:
@@ -315,15 +464,21 @@ def _check_loads(page: str, tree, site_files: set[str], site_path: str, home: st
         if kind == "file":
             ok = target in site_files
         elif kind == "page":
-            ok = target is not None or (rel == "alternate" and urlsplit(href).path.startswith(site_path) and not urlsplit(href).netloc)
+            ok = target is not None or (
+                rel == "alternate" and urlsplit(href).path.startswith(site_path) and not urlsplit(href).netloc
+            )
         else:
             ok = kind == "address" and href.startswith(home) and "://" in home
         if not ok:
-            raise ArtifactError(f"{page}: <link rel={rel!r} href={href!r}>: a link of the head names a file or page of this site")
+            raise ArtifactError(
+                f"{page}: <link rel={rel!r} href={href!r}>: a link of the head names a file or page of this site"
+            )
     for node in tree.css("img"):
         src = node.attributes.get("src") or ""
         if not (re.match(r"data:image/(png|jpeg|gif);base64,", src) or _resolve(page, src, site_path) in site_files):
-            raise ArtifactError(f"{page}: <img src={src[:80]!r}>: an image is a file of this site or inline PNG, JPEG or GIF")
+            raise ArtifactError(
+                f"{page}: <img src={src[:80]!r}>: an image is a file of this site or inline PNG, JPEG or GIF"
+            )
 
 
 def _filter(page: str, problems: list[str]):
@@ -337,6 +492,7 @@ def _filter(page: str, problems: list[str]):
         if name == "src" and tag == "img" and value.startswith("data:"):
             return value if re.match(r"data:image/(png|jpeg|gif);base64,", value) else None
         return value
+
     return check
 
 
@@ -348,7 +504,12 @@ def _shape(html_text: str) -> list:
         if root is None:
             continue
         for number, node in enumerate(root.traverse(include_text=True)):
-            if number == 0 or node.tag in ("-comment", "script", "style") or node.parent is not None and node.parent.tag in ("script", "style"):
+            if (
+                number == 0
+                or node.tag in ("-comment", "script", "style")
+                or node.parent is not None
+                and node.parent.tag in ("script", "style")
+            ):
                 continue
             if node.tag == "-text":
                 text = node.text_content or ""
@@ -361,18 +522,27 @@ def _shape(html_text: str) -> list:
 
 def _sanitised(page: str, text: str) -> None:
     problems: list[str] = []
-    clean = nh3.clean(text, tags=set(TAGS), clean_content_tags={"script", "style"},
-                      attributes={"*": set(GLOBAL_ATTRIBUTES), **{tag: set(names) for tag, names in ATTRIBUTES.items()}},
-                      generic_attribute_prefixes=set(ATTRIBUTE_PREFIXES), url_schemes=set(URL_SCHEMES) | {"data"},
-                      attribute_filter=_filter(page, problems), link_rel=None, strip_comments=True)
+    clean = nh3.clean(
+        text,
+        tags=set(TAGS),
+        clean_content_tags={"script", "style"},
+        attributes={"*": set(GLOBAL_ATTRIBUTES), **{tag: set(names) for tag, names in ATTRIBUTES.items()}},
+        generic_attribute_prefixes=set(ATTRIBUTE_PREFIXES),
+        url_schemes=set(URL_SCHEMES) | {"data"},
+        attribute_filter=_filter(page, problems),
+        link_rel=None,
+        strip_comments=True,
+    )
     if problems:
         raise ArtifactError(f"{page}: {problems[0]}")
     before, after = _shape(text), _shape(clean)
     if before != after:
         index = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
         found = repr(before[index] if index < len(before) else "(end)")
-        raise ArtifactError(f"{page}: the allow-list sanitiser (nh3) refuses {found[:200]} "
-                            "(verify/artifact.py: TAGS, ATTRIBUTES, URL_SCHEMES)")
+        raise ArtifactError(
+            f"{page}: the allow-list sanitiser (nh3) refuses {found[:200]} "
+            "(verify/artifact.py: TAGS, ATTRIBUTES, URL_SCHEMES)"
+        )
 
 
 def check_page(page: str, text: str, site_files: set[str], site_path: str = "/", home: str = "/") -> None:
@@ -405,8 +575,10 @@ def _check_code_blocks(page: str, tree) -> None:
             if number == 0:
                 continue
             if node.tag != "span" or set(node.attributes) - {"class"}:
-                raise ArtifactError(f"{page}: the block {title.text().strip()!r} holds <{node.tag} {' '.join(node.attributes)}>: "
-                                    "a titled block's code is Pygments' <span class> markup only, shown and copied as extracted")
+                raise ArtifactError(
+                    f"{page}: the block {title.text().strip()!r} holds <{node.tag} {' '.join(node.attributes)}>: "
+                    "a titled block's code is Pygments' <span class> markup only, shown and copied as extracted"
+                )
 
 
 SECTION_MARKER_RE = re.compile(r"^\s*\S*\s*-{1,2}8<-{1,2}\s*\[(?:start|end):[\w-]+\]\s*$")  # pymdownx.snippets
@@ -415,7 +587,11 @@ SECTION_MARKER_RE = re.compile(r"^\s*\S*\s*-{1,2}8<-{1,2}\s*\[(?:start|end):[\w-
 def snippet_files(snippets_dir: Path, title: str) -> list[Path]:
     """The files of ``snippets_dir`` a block titled ``title`` can show (``snippets/**/<title>``,
     not the data folder): a titled block is checked against the one file found."""
-    return [path for path in snippets_dir.rglob(title) if path.is_file() and "data" not in path.relative_to(snippets_dir).parts]
+    return [
+        path
+        for path in snippets_dir.rglob(title)
+        if path.is_file() and "data" not in path.relative_to(snippets_dir).parts
+    ]
 
 
 def section_lines(snippet: str) -> list[str]:
@@ -430,7 +606,7 @@ def is_part_of(code: str, snippet: str) -> bool:
         return True
     lines = section_lines(snippet)
     shown = code.splitlines()
-    return bool(shown) and any(lines[i:i + len(shown)] == shown for i in range(len(lines) - len(shown) + 1))
+    return bool(shown) and any(lines[i : i + len(shown)] == shown for i in range(len(lines) - len(shown) + 1))
 
 
 def check_titled_blocks(pages: dict[str, str], snippets_dir: Path) -> None:
@@ -446,13 +622,17 @@ def check_titled_blocks(pages: dict[str, str], snippets_dir: Path) -> None:
     for name, shown in sorted(found.items()):
         matches = snippet_files(snippets_dir, name)
         if len(matches) != 1:
-            raise ArtifactError(f"block {name!r}: {len(matches)} files named so under {snippets_dir}: a block's title is "
-                                "the name of the one snippet file it shows")
+            raise ArtifactError(
+                f"block {name!r}: {len(matches)} files named so under {snippets_dir}: a block's title is "
+                "the name of the one snippet file it shows"
+            )
         snippet = matches[0].read_text(encoding="utf-8")
         defaults = [(where, code) for where, (lang, code) in sorted(shown.items()) if lang == DEFAULT_LANGUAGE]
         for where, code in defaults:
             if not is_part_of(code, snippet):
-                raise ArtifactError(f"block {name!r} ({where}): the code shown is not {matches[0]} (or a section of it) byte for byte")
+                raise ArtifactError(
+                    f"block {name!r} ({where}): the code shown is not {matches[0]} (or a section of it) byte for byte"
+                )
         reference = defaults[0] if defaults else (str(matches[0]), snippet)
         for where, (lang, code) in sorted(shown.items()):
             if lang != DEFAULT_LANGUAGE:
@@ -477,16 +657,21 @@ def _check_notebook_blocks(page: str, blocks: list[str], notebook: Path) -> None
     cell the page leaves out, the set-up cell, is skipped): a fence or ``<pre>`` in a Markdown
     cell is no cell, never ran and is refused, and so is a text output (none yet: reading
     them needs the executed notebook)."""
-    cells = [("".join(cell.get("source", [])) if isinstance(cell.get("source"), list) else cell.get("source", "")) + "\n"
-             for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []) if cell.get("cell_type") == "code"]
+    cells = [
+        ("".join(cell.get("source", [])) if isinstance(cell.get("source"), list) else cell.get("source", "")) + "\n"
+        for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+        if cell.get("cell_type") == "code"
+    ]
     position = 0
     for number, code in enumerate(blocks, start=1):
         while position < len(cells) and cells[position] != code:
             position += 1
         if position == len(cells):
             line = (code.strip().splitlines() or [""])[0][:60]
-            raise ArtifactError(f"{page}: code block {number} ({line!r}) is not a code cell of {notebook.name} (in its order): "
-                                "a notebook page shows its code cells, and only those")
+            raise ArtifactError(
+                f"{page}: code block {number} ({line!r}) is not a code cell of {notebook.name} (in its order): "
+                "a notebook page shows its code cells, and only those"
+            )
         position += 1
 
 
@@ -503,8 +688,11 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
     in every other language the page has as many blocks, each the same code to its tool as the
     default language's block at the same place. On a notebook page (``notebook_pages``) the
     blocks are code cells of its notebook instead. Raises ArtifactError naming the page and the block."""
-    sources = [path.read_text(encoding="utf-8") for path in sorted(snippets_dir.rglob("*"))
-               if path.is_file() and "data" not in path.relative_to(snippets_dir).parts]
+    sources = [
+        path.read_text(encoding="utf-8")
+        for path in sorted(snippets_dir.rglob("*"))
+        if path.is_file() and "data" not in path.relative_to(snippets_dir).parts
+    ]
     notebooks = notebook_pages(docs_dir)
     shown: dict[str, list[tuple[str, str]]] = {}
     for page, text in sorted(pages.items()):
@@ -512,9 +700,16 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
         blocks = []
         for number, pre in enumerate(tree.css("pre"), start=1):
             for index, node in enumerate(pre.traverse()):
-                if index and not (node.tag == "code" and not node.attributes or node.tag == "span" and set(node.attributes) <= {"class"}):
-                    raise ArtifactError(f"{page}: code block {number} holds <{node.tag} {' '.join(node.attributes)}>: a code block "
-                                        "is Pygments' <code> and <span class> markup only, shown and copied as written")
+                if index and not (
+                    node.tag == "code"
+                    and not node.attributes
+                    or node.tag == "span"
+                    and set(node.attributes) <= {"class"}
+                ):
+                    raise ArtifactError(
+                        f"{page}: code block {number} holds <{node.tag} {' '.join(node.attributes)}>: a code block "
+                        "is Pygments' <code> and <span class> markup only, shown and copied as written"
+                    )
             code = pre.css_first("code")
             blocks.append((_fence_language(pre), (code if code is not None else pre).text()))
         if page in notebooks:
@@ -528,17 +723,25 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
             for number, (_, code) in enumerate(blocks, start=1):
                 if not any(is_part_of(code, source) for source in sources):
                     line = (code.strip().splitlines() or [""])[0][:60]
-                    raise ArtifactError(f"{page}: code block {number} ({line!r}) is not a file of snippets/ nor a section of "
-                                        "one: every code block is an include (--8<--), written once and rehearsed")
+                    raise ArtifactError(
+                        f"{page}: code block {number} ({line!r}) is not a file of snippets/ nor a section of "
+                        "one: every code block is an include (--8<--), written once and rehearsed"
+                    )
             continue
-        reference_page = page[len(first) + 1:]
+        reference_page = page[len(first) + 1 :]
         reference = shown.get(reference_page, [])
         if len(reference) != len(blocks) or [fence for fence, _ in reference] != [fence for fence, _ in blocks]:
-            raise ArtifactError(f"{page}: {len(blocks)} code blocks, {reference_page} has {len(reference)}: every language "
-                                "shows the same blocks in the same order")
+            raise ArtifactError(
+                f"{page}: {len(blocks)} code blocks, {reference_page} has {len(reference)}: every language "
+                "shows the same blocks in the same order"
+            )
         for number, ((fence, code), (_, reference_code)) in enumerate(zip(blocks, reference), start=1):
             try:
-                compare_code(fence or "text", (reference_code, f"{reference_page}, block {number}"), (code, f"{page}, block {number}"))
+                compare_code(
+                    fence or "text",
+                    (reference_code, f"{reference_page}, block {number}"),
+                    (code, f"{page}, block {number}"),
+                )
             except ExtractError as exc:
                 raise ArtifactError(str(exc)) from None
 
@@ -552,7 +755,9 @@ def calculator_members(calculator_dir: Path, snippets_dir: Path) -> dict[str, by
     for key, entry in models.items():
         path = (models_dir / entry["config"]).resolve()
         if path.parent != models_dir:
-            raise ArtifactError(f"snippets/data/models.yaml: models.{key}.config is not a file of snippets/data/models/")
+            raise ArtifactError(
+                f"snippets/data/models.yaml: models.{key}.config is not a file of snippets/data/models/"
+            )
         members[f"configs/{key}.json"] = path.read_bytes()
     return members
 
@@ -562,10 +767,14 @@ def _pinned_package_file(package_dir: Path, name: str) -> bytes:
     try:
         data = (package_dir / name).read_bytes()
     except OSError as exc:
-        raise ArtifactError(f"{package_dir / name}: cannot read the pinned package ({exc.strerror}); run `npm ci`") from None
+        raise ArtifactError(
+            f"{package_dir / name}: cannot read the pinned package ({exc.strerror}); run `npm ci`"
+        ) from None
     if PYODIDE_SHA256.get(name) != hashlib.sha256(data).hexdigest():
-        raise ArtifactError(f"{package_dir / name}: not the file of the npm package pyodide that package-lock.json pins "
-                            "(verify/artifact.py, PYODIDE_SHA256); run `npm ci`")
+        raise ArtifactError(
+            f"{package_dir / name}: not the file of the npm package pyodide that package-lock.json pins "
+            "(verify/artifact.py, PYODIDE_SHA256); run `npm ci`"
+        )
     return data
 
 
@@ -582,10 +791,14 @@ def check_pyodide_stdlib(files: dict[str, bytes], package_dir: Path) -> None:
                 names = [info.filename for info in archive.infolist()]
                 for name in names:
                     if name not in held or names.count(name) > 1:
-                        raise ArtifactError(f"{STDLIB_ARCHIVE}: {name!r} is {'not a member of' if name not in held else 'twice in'} "
-                                            "the pinned package's python_stdlib.zip")
+                        raise ArtifactError(
+                            f"{STDLIB_ARCHIVE}: {name!r} is {'not a member of' if name not in held else 'twice in'} "
+                            "the pinned package's python_stdlib.zip"
+                        )
                     if archive.read(name) != package.read(name):
-                        raise ArtifactError(f"{STDLIB_ARCHIVE}: {name} is not the pinned package's member byte for byte")
+                        raise ArtifactError(
+                            f"{STDLIB_ARCHIVE}: {name} is not the pinned package's member byte for byte"
+                        )
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
             raise ArtifactError(f"{STDLIB_ARCHIVE}: not a readable zip ({exc})") from None
     if LOCK_FILE in files:
@@ -598,8 +811,9 @@ def check_pyodide_stdlib(files: dict[str, bytes], package_dir: Path) -> None:
             raise ArtifactError(f"{LOCK_FILE}: not the pinned package's lock file info with no packages")
 
 
-def check_calculator(files: dict[str, bytes], calculator_dir: Path, snippets_dir: Path,
-                     package_dir: Path = PYODIDE_PACKAGE) -> None:
+def check_calculator(
+    files: dict[str, bytes], calculator_dir: Path, snippets_dir: Path, package_dir: Path = PYODIDE_PACKAGE
+) -> None:
     """The code the finder's worker runs is the reviewed code: every file under
     ``assets/pyodide/`` is the npm package's (``PYODIDE_SHA256``), the standard library and
     lock file the site ships are the package's (``check_pyodide_stdlib``), and
@@ -607,10 +821,12 @@ def check_calculator(files: dict[str, bytes], calculator_dir: Path, snippets_dir
     twice, each byte for byte). Raises ArtifactError naming the file."""
     for path, data in files.items():
         if path.startswith(PYODIDE_DIR):
-            name = path[len(PYODIDE_DIR):]
+            name = path[len(PYODIDE_DIR) :]
             if name not in PYODIDE_FILES or PYODIDE_SHA256.get(name) != hashlib.sha256(data).hexdigest():
-                raise ArtifactError(f"{path}: not the file of the npm package pyodide that package-lock.json pins "
-                                    "(verify/artifact.py, PYODIDE_SHA256)")
+                raise ArtifactError(
+                    f"{path}: not the file of the npm package pyodide that package-lock.json pins "
+                    "(verify/artifact.py, PYODIDE_SHA256)"
+                )
     check_pyodide_stdlib(files, package_dir)
     if CALCULATOR_BUNDLE not in files:
         return
@@ -620,9 +836,11 @@ def check_calculator(files: dict[str, bytes], calculator_dir: Path, snippets_dir
             names = [info.filename for info in archive.infolist()]
             if len(names) != len(set(names)) or set(names) != set(expected):
                 extra = sorted(set(names) - set(expected)) or sorted({n for n in names if names.count(n) > 1})
-                raise ArtifactError(f"{CALCULATOR_BUNDLE}: holds {extra[0] if extra else 'not every file'!r}; the calculator's "
-                                    f"archive is vram/*.py and the models' config.json, each once (missing: "
-                                    f"{', '.join(sorted(set(expected) - set(names))) or 'none'})")
+                raise ArtifactError(
+                    f"{CALCULATOR_BUNDLE}: holds {extra[0] if extra else 'not every file'!r}; the calculator's "
+                    f"archive is vram/*.py and the models' config.json, each once (missing: "
+                    f"{', '.join(sorted(set(expected) - set(names))) or 'none'})"
+                )
             for name in names:
                 if archive.read(name) != expected[name]:
                     raise ArtifactError(f"{CALCULATOR_BUNDLE}: {name} is not the checkout's file byte for byte")
@@ -641,15 +859,19 @@ def check_theme_files(files: dict[str, bytes]) -> None:
     for path, data in files.items():
         installed = theme / path
         if path.startswith("assets/") and installed.is_file() and installed.read_bytes() != data:
-            raise ArtifactError(f"{path}: not the file of the installed mkdocs-material; the theme's own files are "
-                                "published as the theme ships them (docs/ and overrides/ add files, never replace one)")
+            raise ArtifactError(
+                f"{path}: not the file of the installed mkdocs-material; the theme's own files are "
+                "published as the theme ships them (docs/ and overrides/ add files, never replace one)"
+            )
 
 
 # ------------------------------------------------------------- static sources
 # What Material's search keeps of a page's markup in its index (its plugin's parser: "keep");
 # its search results insert an entry's title and text as HTML.
 SEARCH_INDEX_TAGS = frozenset({"p", "code", "pre", "li", "ol", "ul", "sub", "sup"})
-NOTEBOOK_STYLESHEET_RE = re.compile(r"assets/notebook/page\.([0-9a-f]{16})\.css")  # hooks/notebooks/weight.py names it by its SHA-256
+NOTEBOOK_STYLESHEET_RE = re.compile(
+    r"assets/notebook/page\.([0-9a-f]{16})\.css"
+)  # hooks/notebooks/weight.py names it by its SHA-256
 
 
 def check_static_files(files: dict[str, bytes], docs_dir: Path, custom_dir: Path) -> None:
@@ -661,18 +883,25 @@ def check_static_files(files: dict[str, bytes], docs_dir: Path, custom_dir: Path
     running) is refused, naming it."""
     theme = Path(str(resources.files("material") / "templates"))
     for path, data in files.items():
-        sources = [(base.name, base / path) for base in (docs_dir, custom_dir)
-                   if (base / path).is_file() and (base / path).suffix not in (".md", ".ipynb", ".html")]
+        sources = [
+            (base.name, base / path)
+            for base in (docs_dir, custom_dir)
+            if (base / path).is_file() and (base / path).suffix not in (".md", ".ipynb", ".html")
+        ]
         for folder, source in sources:
             if source.read_bytes() != data:
-                raise ArtifactError(f"{path}: not the checkout's {folder}/{path} byte for byte (rewritten after the build?)")
+                raise ArtifactError(
+                    f"{path}: not the checkout's {folder}/{path} byte for byte (rewritten after the build?)"
+                )
         if path.endswith((".js", ".css")) and not sources and not path.startswith(PYODIDE_DIR):
             named = NOTEBOOK_STYLESHEET_RE.fullmatch(path)
             if named and hashlib.sha256(data).hexdigest()[:16] == named.group(1):
                 continue
             if not (path.startswith("assets/") and (theme / path).is_file()):
-                raise ArtifactError(f"{path}: a script or stylesheet that is no file of docs/, overrides/ or the installed theme "
-                                    "(nor the notebook page's stylesheet named by its SHA-256)")
+                raise ArtifactError(
+                    f"{path}: a script or stylesheet that is no file of docs/, overrides/ or the installed theme "
+                    "(nor the notebook page's stylesheet named by its SHA-256)"
+                )
 
 
 def _stylesheet_rules(rules, found: set[str] | None = None) -> set[str]:
@@ -729,7 +958,9 @@ def check_notebook_stylesheets(files: dict[str, bytes]) -> None:
         except UnicodeDecodeError:
             raise ArtifactError(f"{path}: not UTF-8") from None
         if extra := sorted(_rules_of(text) - allowed):
-            raise ArtifactError(f"{path}: {extra[0][:80]!r} is not a rule of the installed mkdocs-jupyter's stylesheets")
+            raise ArtifactError(
+                f"{path}: {extra[0][:80]!r} is not a rule of the installed mkdocs-jupyter's stylesheets"
+            )
 
 
 def check_search_indexes(files: dict[str, bytes]) -> None:
@@ -743,7 +974,9 @@ def check_search_indexes(files: dict[str, bytes]) -> None:
             docs = json.loads(data.decode("utf-8"))["docs"]
             entries = [(doc["location"], doc["title"], doc["text"]) for doc in docs]
         except (ValueError, KeyError, TypeError):
-            raise ArtifactError(f"{path}: not a search index of Material (JSON with docs of location, title and text)") from None
+            raise ArtifactError(
+                f"{path}: not a search index of Material (JSON with docs of location, title and text)"
+            ) from None
         for location, *texts in entries:
             parts = urlsplit(location) if isinstance(location, str) else None
             if parts is None or parts.scheme or parts.netloc or location.startswith(("/", "\\")):
@@ -754,10 +987,12 @@ def check_search_indexes(files: dict[str, bytes]) -> None:
                 if "<" not in text:
                     continue
                 body = LexborHTMLParser(f"<!DOCTYPE html><html><head></head><body>{text}</body></html>").body
-                for node in (body.traverse() if body is not None else []):
+                for node in body.traverse() if body is not None else []:
                     if node.tag != "body" and (node.tag not in SEARCH_INDEX_TAGS or node.attributes):
-                        raise ArtifactError(f"{path}: an entry ({location!r}) holds <{node.tag} {' '.join(node.attributes)}>: "
-                                            "a search index holds the markup Material's search keeps and nothing else")
+                        raise ArtifactError(
+                            f"{path}: an entry ({location!r}) holds <{node.tag} {' '.join(node.attributes)}>: "
+                            "a search index holds the markup Material's search keeps and nothing else"
+                        )
 
 
 # --------------------------------------------------------------------- artifact
@@ -773,8 +1008,14 @@ def site_home_of(files: dict[str, bytes]) -> str:
 _PASSED_PAGES: set[tuple[str, str, str, str, str]] = set()
 
 
-def check_site(site_dir: Path, snippets_dir: Path, calculator_dir: Path = CALCULATOR_DIR, docs_dir: Path = DOCS_DIR,
-               overrides_dir: Path = OVERRIDES_DIR, package_dir: Path = PYODIDE_PACKAGE) -> list[SiteFile]:
+def check_site(
+    site_dir: Path,
+    snippets_dir: Path,
+    calculator_dir: Path = CALCULATOR_DIR,
+    docs_dir: Path = DOCS_DIR,
+    overrides_dir: Path = OVERRIDES_DIR,
+    package_dir: Path = PYODIDE_PACKAGE,
+) -> list[SiteFile]:
     """Every file of ``site_dir``, read once and checked. Raises ArtifactError."""
     files = read_site(site_dir)
     by_path = {f.path: f.data for f in files}
@@ -811,7 +1052,9 @@ def manifest(files: list[SiteFile]) -> dict:
 def write_tar(files: list[SiteFile], out: Path) -> None:
     """The archive GitHub Pages deploys (``actions/upload-pages-artifact``'s layout: a tar of
     the site's files at ``./``), made from the bytes that were checked."""
-    folders = sorted({"."} | {f"./{parent}" for f in files for parent in map(str, PurePosixPath(f.path).parents) if parent != "."})
+    folders = sorted(
+        {"."} | {f"./{parent}" for f in files for parent in map(str, PurePosixPath(f.path).parents) if parent != "."}
+    )
     with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
         for folder in folders:  # as `tar --directory site -cf artifact.tar .` lists them
             info = tarfile.TarInfo(folder)
@@ -827,9 +1070,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verify.artifact", description=__doc__.splitlines()[0])
     parser.add_argument("site_dir", type=Path)
     parser.add_argument("--snippets", type=Path, default=Path("snippets"))
-    parser.add_argument("--calculator", type=Path, default=CALCULATOR_DIR, help="the vram/ sources assets/vram.zip must hold")
-    parser.add_argument("--pyodide", type=Path, default=PYODIDE_PACKAGE,
-                        help="the pinned npm package pyodide (npm ci), whose standard library and lock file the site trims")
+    parser.add_argument(
+        "--calculator", type=Path, default=CALCULATOR_DIR, help="the vram/ sources assets/vram.zip must hold"
+    )
+    parser.add_argument(
+        "--pyodide",
+        type=Path,
+        default=PYODIDE_PACKAGE,
+        help="the pinned npm package pyodide (npm ci), whose standard library and lock file the site trims",
+    )
     parser.add_argument("--manifest", type=Path, help="write every file's path, size and SHA-256 here (JSON)")
     parser.add_argument("--tar", type=Path, help="write the checked files here, as the Pages artifact")
     args = parser.parse_args(argv)

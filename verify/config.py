@@ -39,14 +39,20 @@ def _walk(node: yaml.Node, path: tuple, where: str) -> None:
     line = node.start_mark.line + 1
     if tag not in YAML_TYPES:
         name = tag.removeprefix(PYTHON_NAME_PREFIX) if tag.startswith(PYTHON_NAME_PREFIX) else None
-        allowed = (tag == "!ENV" and path in ENV_SETTINGS) or tag == RELATIVE_TAG or (name is not None and name in PYTHON_NAMES)
+        allowed = (
+            (tag == "!ENV" and path in ENV_SETTINGS)
+            or tag == RELATIVE_TAG
+            or (name is not None and name in PYTHON_NAMES)
+        )
         if not allowed:
             key = ".".join(str(part) for part in path) or "(top)"
             shown = tag.replace("tag:yaml.org,2002:", "!!")
-            raise ConfigError(f"{where}:{line}: {key}: the tag {shown} is not allowed (only !ENV for "
-                              f"{', '.join('.'.join(p) for p in sorted(ENV_SETTINGS))}, !relative"
-                              f"{', !!python/name: ' + ', '.join(sorted(PYTHON_NAMES)) if PYTHON_NAMES else ''}): "
-                              "mkdocs.yml is data, verify/config.py")
+            raise ConfigError(
+                f"{where}:{line}: {key}: the tag {shown} is not allowed (only !ENV for "
+                f"{', '.join('.'.join(p) for p in sorted(ENV_SETTINGS))}, !relative"
+                f"{', !!python/name: ' + ', '.join(sorted(PYTHON_NAMES)) if PYTHON_NAMES else ''}): "
+                "mkdocs.yml is data, verify/config.py"
+            )
         return  # an allowed tag's arguments are plain scalars or a list of them
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
@@ -63,7 +69,9 @@ def check_config(text: str, where: str = "mkdocs.yml") -> None:
         documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"{where}:{mark.line + 1 if mark else '?'}: not YAML ({getattr(exc, 'problem', exc)})") from None
+        raise ConfigError(
+            f"{where}:{mark.line + 1 if mark else '?'}: not YAML ({getattr(exc, 'problem', exc)})"
+        ) from None
     if len(documents) != 1:
         raise ConfigError(f"{where}: {len(documents)} YAML documents, expected one")
     _walk(documents[0], (), where)

@@ -91,8 +91,10 @@ def collect(site_dir: Path, lang: str) -> dict[str, Block]:
 
 
 def duplicate_message(name: str, lang: str, first: str, second: str) -> str:
-    return (f"block {name!r} ({lang}): a second block with this title in {second} (the first is in {first}); "
-            "a title names one snippet, shown once per language")
+    return (
+        f"block {name!r} ({lang}): a second block with this title in {second} (the first is in {first}); "
+        "a title names one snippet, shown once per language"
+    )
 
 
 def _strip_python(code: str, name: str) -> list[tuple[int, str]]:
@@ -153,10 +155,14 @@ def compare_code(name: str, reference: tuple[str, str], other: tuple[str, str]) 
     (ref_code, ref_where), (other_code, other_where) = reference, other
     language = language_of(name)
     if language is not None:
-        if tool_reading(language, ref_code, f"block {name!r}: {ref_where}") == tool_reading(language, other_code, f"block {name!r}: {other_where}"):
+        if tool_reading(language, ref_code, f"block {name!r}: {ref_where}") == tool_reading(
+            language, other_code, f"block {name!r}: {other_where}"
+        ):
             return
     ref_lines, other_lines = code_lines(ref_code, name), code_lines(other_code, name)
-    matcher = difflib.SequenceMatcher(a=[line for _, line in ref_lines], b=[line for _, line in other_lines], autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        a=[line for _, line in ref_lines], b=[line for _, line in other_lines], autojunk=False
+    )
     for tag, i1, _i2, j1, _j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
@@ -167,17 +173,24 @@ def compare_code(name: str, reference: tuple[str, str], other: tuple[str, str]) 
             other_no, other_line = other_lines[j1]
             raise ExtractError(f"block {name!r}: {other_where} has an extra line {other_no}: {other_line!r}")
         (ref_no, ref_line), (other_no, other_line) = ref_lines[i1], other_lines[j1]
-        raise ExtractError(f"block {name!r}: code differs between {ref_where} (line {ref_no}) "
-                           f"and {other_where} (line {other_no}): {ref_line!r} != {other_line!r}")
+        raise ExtractError(
+            f"block {name!r}: code differs between {ref_where} (line {ref_no}) "
+            f"and {other_where} (line {other_no}): {ref_line!r} != {other_line!r}"
+        )
     if language is not None:
-        raise ExtractError(f"block {name!r}: {language} reads {other_where} differently from {ref_where} "
-                           "although its lines look the same")
+        raise ExtractError(
+            f"block {name!r}: {language} reads {other_where} differently from {ref_where} "
+            "although its lines look the same"
+        )
 
 
 def compare(name: str, reference: Block, other: Block) -> None:
     """Raise ExtractError naming the first line whose code differs between two languages."""
-    compare_code(name, (reference.code, f"the {reference.lang} version ({reference.page})"),
-                 (other.code, f"the {other.lang} version ({other.page})"))
+    compare_code(
+        name,
+        (reference.code, f"the {reference.lang} version ({reference.page})"),
+        (other.code, f"the {other.lang} version ({other.page})"),
+    )
 
 
 def check_runnable(block: Block) -> None:
@@ -190,7 +203,9 @@ def check_runnable(block: Block) -> None:
         tool_reading(language, block.code, f"block {block.name!r} ({block.lang}, {block.page})")
 
 
-def extract(site_dir: Path, out_dir: Path, names: tuple[str, ...] = REQUIRED_BLOCKS, lang: str = DEFAULT_LANGUAGE) -> dict[str, str]:
+def extract(
+    site_dir: Path, out_dir: Path, names: tuple[str, ...] = REQUIRED_BLOCKS, lang: str = DEFAULT_LANGUAGE
+) -> dict[str, str]:
     """Check ``names`` in every language and write ``lang``'s text of each (the default
     language's unless told: the CPU rehearsal runs every language's) to ``out_dir``;
     returns name -> sha256 of what was written.
@@ -203,7 +218,9 @@ def extract(site_dir: Path, out_dir: Path, names: tuple[str, ...] = REQUIRED_BLO
         missing = [lang for lang in LANGUAGES if name not in per_lang[lang]]
         if missing:
             where = ", ".join(f"{lang} ({language_root(site_dir, lang)})" for lang in missing)
-            raise ExtractError(f"block {name!r} not found in the built pages of {where}: is its title=\"{name}\" still there?")
+            raise ExtractError(
+                f"block {name!r} not found in the built pages of {where}: is its title=\"{name}\" still there?"
+            )
         reference = per_lang[DEFAULT_LANGUAGE][name]
         for other in LANGUAGES:
             check_runnable(per_lang[other][name])
@@ -220,7 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verify.extract", description=__doc__.splitlines()[0])
     parser.add_argument("site_dir", type=Path)
     parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--block", action="append", dest="blocks", help=f"block title (default: {', '.join(REQUIRED_BLOCKS)})")
+    parser.add_argument(
+        "--block", action="append", dest="blocks", help=f"block title (default: {', '.join(REQUIRED_BLOCKS)})"
+    )
     args = parser.parse_args(argv)
     try:
         hashes = extract(args.site_dir, args.out_dir, tuple(args.blocks or REQUIRED_BLOCKS))

@@ -54,8 +54,9 @@ TAIL_CHARS = 4000  # what is kept of a command's error output
 PR_SET_DUMPABLE = 4  # prctl(2)
 
 
-def run(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
-        grace_s: float = KILL_GRACE_S) -> subprocess.CompletedProcess:
+def run(
+    cmd: list[str], timeout: float, env: dict[str, str] | None = None, grace_s: float = KILL_GRACE_S
+) -> subprocess.CompletedProcess:
     """Run ``cmd`` in the repository, in a scope of its own (``verify.scope.run_scoped``): every
     process it starts is gone when this returns. A timeout becomes status 124, a missing
     program 127. Raises ScopeError where no scope can be made."""
@@ -100,7 +101,11 @@ def torch_versions() -> tuple[dict, int]:
 
     available = torch.cuda.is_available()
     nccl = ".".join(map(str, torch.cuda.nccl.version())) if available else None
-    return {"torch": torch.__version__, "cuda": torch.version.cuda, "nccl": nccl}, torch.cuda.device_count() if available else 0
+    return {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "nccl": nccl,
+    }, torch.cuda.device_count() if available else 0
 
 
 @dataclass(frozen=True)
@@ -118,7 +123,18 @@ class Commands:
         return [self.python, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", str(script)]
 
     def gpu_tests(self, junit: Path) -> list[str]:
-        return [self.python, "-m", "pytest", "-m", "gpu", "tests/gpu", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"]
+        return [
+            self.python,
+            "-m",
+            "pytest",
+            "-m",
+            "gpu",
+            "tests/gpu",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={junit}",
+        ]
 
 
 def _step(proc: subprocess.CompletedProcess, keep_stdout: bool = False) -> dict:
@@ -132,12 +148,17 @@ def collect(out_dir: Path, commands: Commands = Commands()) -> dict:
     """Run everything and return the collected outputs (``gpu-tests.xml``, ``nvidia-smi.txt``
     and ``topo.txt`` are written to ``out_dir`` once their scope is gone). Raises ScopeError,
     Interrupted."""
-    outputs: dict = {"outputs": 1, "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                     "runner": os.environ.get("RUNNER_NAME"), "snippet": SNIPPET}
+    outputs: dict = {
+        "outputs": 1,
+        "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "runner": os.environ.get("RUNNER_NAME"),
+        "snippet": SNIPPET,
+    }
     full = tool([commands.nvidia_smi])
     (out_dir / "nvidia-smi.txt").write_text(full["stdout"] + full["stderr"], encoding="utf-8")
-    outputs["nvidia_smi"] = tool([commands.nvidia_smi, "--query-gpu=name,memory.total,driver_version",
-                                  "--format=csv,noheader,nounits"])
+    outputs["nvidia_smi"] = tool(
+        [commands.nvidia_smi, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"]
+    )
     topo = tool([commands.nvidia_smi, "topo", "-m"])
     (out_dir / "topo.txt").write_text(topo["stdout"] + topo["stderr"], encoding="utf-8")
     outputs["topo"] = topo
@@ -157,8 +178,11 @@ def collect(out_dir: Path, commands: Commands = Commands()) -> dict:
         except ExtractError as exc:
             outputs["extract_error"] = str(exc)
             return outputs
-        check = run(commands.check(extracted / SNIPPET, nproc), CHECK_TIMEOUT_S + 180,
-                    env={"NCCL_CHECK_MIB": str(CHECK_MIB), "NCCL_CHECK_TIMEOUT": str(CHECK_TIMEOUT_S)})
+        check = run(
+            commands.check(extracted / SNIPPET, nproc),
+            CHECK_TIMEOUT_S + 180,
+            env={"NCCL_CHECK_MIB": str(CHECK_MIB), "NCCL_CHECK_TIMEOUT": str(CHECK_TIMEOUT_S)},
+        )
         outputs["check"] = _step(check, keep_stdout=True)
         print(check.stdout, end="")
         # made after the earlier scopes ended: none of them could plant a link there
@@ -184,7 +208,11 @@ def main(argv: list[str] | None = None, commands: Commands = Commands()) -> int:
         outputs = collect(args.out, commands)
     except (Exception, Interrupted) as exc:  # noqa: BLE001 (whatever stopped it, the record says it failed)
         traceback.print_exc()
-        outputs = {"outputs": 1, "snippet": SNIPPET, "stopped": f"verify.gpu_check stopped: {type(exc).__name__}: {exc}"}
+        outputs = {
+            "outputs": 1,
+            "snippet": SNIPPET,
+            "stopped": f"verify.gpu_check stopped: {type(exc).__name__}: {exc}",
+        }
         if isinstance(exc, ScopeError):
             outputs["stopped"] = f"verify.gpu_check: {exc}"
     (args.out / OUTPUTS).write_text(json.dumps(outputs, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -34,9 +34,13 @@ def junit_counts(path: Path) -> dict[str, int]:
     if root.tag not in ("testsuite", "testsuites") or len(suites) != 1:
         raise JUnitError(f"{path}: expected one <testsuite>, found {len(suites)} under <{root.tag}>")
     try:
-        total, failed, skipped, errors = (int(suites[0].get(key, "")) for key in ("tests", "failures", "skipped", "errors"))
+        total, failed, skipped, errors = (
+            int(suites[0].get(key, "")) for key in ("tests", "failures", "skipped", "errors")
+        )
     except ValueError:
         raise JUnitError(f"{path}: <testsuite> without integer tests, failures, skipped and errors") from None
     if min(total, failed, skipped, errors) < 0 or failed + skipped + errors > total:
-        raise JUnitError(f"{path}: inconsistent counts (tests {total}, failures {failed}, skipped {skipped}, errors {errors})")
+        raise JUnitError(
+            f"{path}: inconsistent counts (tests {total}, failures {failed}, skipped {skipped}, errors {errors})"
+        )
     return {"passed": total - failed - skipped - errors, "failed": failed, "skipped": skipped, "errors": errors}

@@ -23,7 +23,8 @@ NUMBER = r"\d+(?:\.\d+)?"  # as the snippet prints it: float() reads every match
 LINE_RE = re.compile(
     r"rank (?P<rank>\d+)/(?P<world>\d+) local_rank (?P<local_rank>\d+) (?P<device>\S+) (?P<host>\S+): "
     rf"(?P<rate>{NUMBER}) all-reduce/s of (?P<gb>{NUMBER}) GB, algbw (?P<algbw>{NUMBER}) GB/s, "
-    rf"(?:busbw (?P<busbw>{NUMBER}) GB/s|(?P<no_busbw>{re.escape(NO_BUSBW)})), sum (?P<sum>\d+) correct")
+    rf"(?:busbw (?P<busbw>{NUMBER}) GB/s|(?P<no_busbw>{re.escape(NO_BUSBW)})), sum (?P<sum>\d+) correct"
+)
 
 
 class OutputError(ValueError):
@@ -59,8 +60,19 @@ def parse_rank_lines(stdout: str) -> list[RankLine]:
             raise OutputError(f"not one intact rank line: {text!r}")
         g = match.groupdict()
         busbw = None if g["busbw"] is None else float(g["busbw"])
-        lines.append(RankLine(int(g["rank"]), int(g["world"]), int(g["local_rank"]), g["device"], g["host"],
-                              float(g["rate"]), float(g["algbw"]), busbw, int(g["sum"])))
+        lines.append(
+            RankLine(
+                int(g["rank"]),
+                int(g["world"]),
+                int(g["local_rank"]),
+                g["device"],
+                g["host"],
+                float(g["rate"]),
+                float(g["algbw"]),
+                busbw,
+                int(g["sum"]),
+            )
+        )
     if not lines:
         raise OutputError("no rank line in the output")
     worlds = {line.world for line in lines}

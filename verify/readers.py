@@ -34,8 +34,17 @@ import tokenize
 import yaml
 
 # Pygments names a fence may use (pymdownx.highlight writes them as ``language-NAME``) and file suffixes.
-LANGUAGE_NAMES = {"python": "python", "py": "python", "python3": "python", "bash": "bash", "sh": "bash", "shell": "bash",
-                  "yaml": "yaml", "yml": "yaml", "json": "json"}
+LANGUAGE_NAMES = {
+    "python": "python",
+    "py": "python",
+    "python3": "python",
+    "bash": "bash",
+    "sh": "bash",
+    "shell": "bash",
+    "yaml": "yaml",
+    "yml": "yaml",
+    "json": "json",
+}
 SUFFIXES = {".py": "python", ".sh": "bash", ".yaml": "yaml", ".yml": "yaml", ".json": "json"}
 BASH_TIMEOUT_S = 10
 
@@ -56,7 +65,12 @@ def read_as(language: str, code: str) -> str:
     """``code`` as the tool of ``language`` reads it (see the module's docstring). Raises ReadError."""
     key = (language, code)
     if key not in _readings:
-        reader = {"python": _python, "bash": lambda text: _bash_result(_bash_start(text)), "yaml": _yaml, "json": _json}.get(language)
+        reader = {
+            "python": _python,
+            "bash": lambda text: _bash_result(_bash_start(text)),
+            "yaml": _yaml,
+            "json": _json,
+        }.get(language)
         if reader is None:
             known = ", ".join(sorted(set(LANGUAGE_NAMES.values())))
             _remember(key, ("", f"no reader for {language!r} code (verify/readers.py knows {known})"))
@@ -108,7 +122,9 @@ def _python(code: str) -> str:
     try:
         return ast.dump(ast.parse(data))
     except (SyntaxError, ValueError) as exc:
-        raise ReadError(f"not valid Python ({f'line {exc.lineno}: {exc.msg}' if isinstance(exc, SyntaxError) else exc})") from None
+        raise ReadError(
+            f"not valid Python ({f'line {exc.lineno}: {exc.msg}' if isinstance(exc, SyntaxError) else exc})"
+        ) from None
 
 
 def _bash_start(code: str):
@@ -116,8 +132,13 @@ def _bash_start(code: str):
     bash = shutil.which("bash")
     if bash is None:
         raise ReadError("bash is not installed: it is the reader of shell blocks (bash 5.2 or later)")
-    process = subprocess.Popen([bash, "--norc", "--noprofile", "--pretty-print", "/dev/stdin"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={"LC_ALL": "C"})
+    process = subprocess.Popen(
+        [bash, "--norc", "--noprofile", "--pretty-print", "/dev/stdin"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"LC_ALL": "C"},
+    )
     return process, code
 
 

@@ -27,15 +27,36 @@ from verify.pins import pinned
 from verify.record_format import BUSBW_PLAUSIBLE_MAX_GB_PER_S, LINK_CLASSES, SCHEMA
 
 
-__all__ = ["BLOCKS", "BUSBW_PLAUSIBLE_MAX_GB_PER_S", "DEFAULT_RECORD", "LINK_CLASSES", "MAX_AGE", "SCHEMA", "SNIPPET",
-           "RecordError", "check_record", "load_record", "pinned_torch", "snippet_sha256"]
+__all__ = [
+    "BLOCKS",
+    "BUSBW_PLAUSIBLE_MAX_GB_PER_S",
+    "DEFAULT_RECORD",
+    "LINK_CLASSES",
+    "MAX_AGE",
+    "SCHEMA",
+    "SNIPPET",
+    "RecordError",
+    "check_record",
+    "load_record",
+    "pinned_torch",
+    "snippet_sha256",
+]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SNIPPET = "nccl_check.py"
 # Every block the GPU job extracts from the built pages and hashes into the record's ``blocks``.
 BLOCKS = (
-    SNIPPET, "train.py", "train_fsdp2.py", "train_hf.py", "zero_to_hf.py", "dcp_to_hf.py", "accelerate_fsdp2.yaml",
-    "ds_zero2.json", "ds_zero2_offload.json", "ds_zero3.json", "ds_zero3_offload.json",
+    SNIPPET,
+    "train.py",
+    "train_fsdp2.py",
+    "train_hf.py",
+    "zero_to_hf.py",
+    "dcp_to_hf.py",
+    "accelerate_fsdp2.yaml",
+    "ds_zero2.json",
+    "ds_zero2_offload.json",
+    "ds_zero3.json",
+    "ds_zero3_offload.json",
 )
 DEFAULT_RECORD = Path("verification") / "nccl_check.json"
 # The gpu job writes the record minutes before the deploy job reads it (same workflow run);
@@ -63,7 +84,9 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def load_record(path: Path) -> dict[str, Any]:
     """The record at ``path`` (JSON, an object without duplicate keys). Raises RecordError naming the path."""
     if not path.is_file():
-        raise RecordError(f"{path}: no verification record; run `make gpu-check` on a GPU machine (or download the `record` job's artifact)")
+        raise RecordError(
+            f"{path}: no verification record; run `make gpu-check` on a GPU machine (or download the `record` job's artifact)"
+        )
     try:
         record = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -83,8 +106,13 @@ def pinned_torch(constraints: Path | None = None) -> str:
         raise RecordError(f"{constraints or 'constraints.txt'}: {exc}") from None
 
 
-def check_record(record: dict[str, Any], expected_sha256: str, where: str, allow_fixture: bool = False,
-                 now: datetime.datetime | None = None) -> dict[str, Any]:
+def check_record(
+    record: dict[str, Any],
+    expected_sha256: str,
+    where: str,
+    allow_fixture: bool = False,
+    now: datetime.datetime | None = None,
+) -> dict[str, Any]:
     """Return ``record`` if it is a passing, fresh record of the snippet with ``expected_sha256``.
 
     Raises RecordError (one line, naming ``where``) for another schema, a failed run, a record
@@ -94,11 +122,15 @@ def check_record(record: dict[str, Any], expected_sha256: str, where: str, allow
     false, or a stale snippet hash.
     """
     if type(record.get("schema")) is not int or record["schema"] != SCHEMA:  # noqa: E721 (2.0 and True are not 2)
-        raise RecordError(f"{where}: schema {record.get('schema')!r}, this build reads schema {SCHEMA}; rerun `make gpu-check`")
+        raise RecordError(
+            f"{where}: schema {record.get('schema')!r}, this build reads schema {SCHEMA}; rerun `make gpu-check`"
+        )
     if record.get("status") != "pass":
         failures = record.get("failures")
         reasons = "; ".join(map(str, failures)) if isinstance(failures, list) and failures else "no reason recorded"
-        raise RecordError(f"{where}: records a {record.get('status')!r} run, not 'pass' ({reasons}); fix it and rerun `make gpu-check`")
+        raise RecordError(
+            f"{where}: records a {record.get('status')!r} run, not 'pass' ({reasons}); fix it and rerun `make gpu-check`"
+        )
     from pydantic import ValidationError  # only a publish build pays for the schema
 
     from verify.record_schema import Expected, Record
@@ -110,8 +142,12 @@ def check_record(record: dict[str, Any], expected_sha256: str, where: str, allow
     except ValidationError as exc:
         raise RecordError(f"{where}: {one_line(exc)}") from None
     if record["fixture"] and not allow_fixture:
-        raise RecordError(f"{where}: is a test fixture, not a GPU run; a publish build needs the record written by `make gpu-check`")
+        raise RecordError(
+            f"{where}: is a test fixture, not a GPU run; a publish build needs the record written by `make gpu-check`"
+        )
     if record["snippet_sha256"] != expected_sha256:
-        raise RecordError(f"{where}: stale, it verified {record['snippet']} with sha256 {record['snippet_sha256'][:12]}…, "
-                          f"the pages include sha256 {expected_sha256[:12]}…; rerun `make gpu-check`")
+        raise RecordError(
+            f"{where}: stale, it verified {record['snippet']} with sha256 {record['snippet_sha256'][:12]}…, "
+            f"the pages include sha256 {expected_sha256[:12]}…; rerun `make gpu-check`"
+        )
     return record

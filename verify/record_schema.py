@@ -35,14 +35,25 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from packaging.version import InvalidVersion, Version
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from verify.record_format import BUSBW_PLAUSIBLE_MAX_GB_PER_S, LINK_CLASSES, SCHEMA
 
 CLOCK_SKEW = datetime.timedelta(minutes=5)
 UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
-Text = Annotated[str, StringConstraints(pattern=r"^[^\s\x00-\x1f\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?$")]
+Text = Annotated[
+    str, StringConstraints(pattern=r"^[^\s\x00-\x1f\x7f-\x9f](?:[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?$")
+]
 VersionNumber = Annotated[str, StringConstraints(pattern=r"^\d+(?:\.\d+)+$")]
 Count = Annotated[int, Field(ge=1)]
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
@@ -98,7 +109,9 @@ class Links(Strict):
     def _classes_summarise_pairs(self) -> Links:
         present = [c for c in LINK_CLASSES if c in self.pairs.values()]
         if self.classes != present or self.slowest != (present[-1] if present else None):
-            raise ValueError(f"classes {self.classes} and slowest {self.slowest!r} do not summarise the pairs ({present})")
+            raise ValueError(
+                f"classes {self.classes} and slowest {self.slowest!r} do not summarise the pairs ({present})"
+            )
         return self
 
 
@@ -126,17 +139,23 @@ class Measured(Strict):
     def _one_consistent_world(self) -> Measured:
         n = self.world_size
         if [line.rank for line in self.ranks] != list(range(n)) or any(line.world != n for line in self.ranks):
-            raise ValueError(f"ranks must be one line for each rank 0..{n - 1} of a world of {n}, "
-                             f"got ranks {[line.rank for line in self.ranks]}")
+            raise ValueError(
+                f"ranks must be one line for each rank 0..{n - 1} of a world of {n}, "
+                f"got ranks {[line.rank for line in self.ranks]}"
+            )
         if any(line.checked_sum != n * (n + 1) // 2 for line in self.ranks):
             raise ValueError(f"a rank reports a checked sum other than {n * (n + 1) // 2}")
         for line in self.ranks:
             if (line.local_rank, line.device) != (line.rank, f"cuda:{line.rank}"):
-                raise ValueError(f"rank {line.rank} ran on {line.device} as local rank {line.local_rank}: "
-                                 f"one machine's ranks each on the GPU of its local rank (cuda:{line.rank})")
+                raise ValueError(
+                    f"rank {line.rank} ran on {line.device} as local rank {line.local_rank}: "
+                    f"one machine's ranks each on the GPU of its local rank (cuda:{line.rank})"
+                )
         if len({line.host for line in self.ranks}) != 1:
-            raise ValueError(f"the ranks ran on several hosts ({', '.join(sorted({line.host for line in self.ranks}))}): "
-                             "the check runs on one machine")
+            raise ValueError(
+                f"the ranks ran on several hosts ({', '.join(sorted({line.host for line in self.ranks}))}): "
+                "the check runs on one machine"
+            )
         for where, line in [("the summary", self), *((f"rank {line.rank}", line) for line in self.ranks)]:
             _close(line.algbw_gb_per_s, line.allreduce_per_s * self.size_bytes / 1e9, f"{where}: algbw_gb_per_s")
             if n == 1 and line.busbw_gb_per_s is not None:
@@ -147,7 +166,10 @@ class Measured(Strict):
                 _close(line.busbw_gb_per_s, line.algbw_gb_per_s * 2 * (n - 1) / n, f"{where}: busbw_gb_per_s")
         slowest = min(self.ranks, key=lambda line: line.allreduce_per_s)
         if (self.allreduce_per_s, self.algbw_gb_per_s, self.busbw_gb_per_s) != (
-                slowest.allreduce_per_s, slowest.algbw_gb_per_s, slowest.busbw_gb_per_s):
+            slowest.allreduce_per_s,
+            slowest.algbw_gb_per_s,
+            slowest.busbw_gb_per_s,
+        ):
             raise ValueError(f"the summary is not the slowest rank's figures (rank {slowest.rank})")
         return self
 
@@ -210,9 +232,11 @@ class Record(Strict):
         expected: Expected | None = info.context
         if expected is not None and expected.blocks and set(value) != set(expected.blocks):
             missing, unknown = sorted(set(expected.blocks) - set(value)), sorted(set(value) - set(expected.blocks))
-            raise ValueError(f"the blocks the GPU job hashes are {', '.join(expected.blocks)}"
-                             + (f"; missing {', '.join(missing)}" if missing else "")
-                             + (f"; not one of them: {', '.join(unknown)}" if unknown else ""))
+            raise ValueError(
+                f"the blocks the GPU job hashes are {', '.join(expected.blocks)}"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+                + (f"; not one of them: {', '.join(unknown)}" if unknown else "")
+            )
         return value
 
     @field_validator("utc")
@@ -232,11 +256,17 @@ class Record(Strict):
 
     @model_validator(mode="after")
     def _one_machine(self) -> Record:
-        counts = {"measured.world_size": self.measured.world_size, "gpu.count": self.gpu.count,
-                  "torch_device_count": self.torch_device_count}
+        counts = {
+            "measured.world_size": self.measured.world_size,
+            "gpu.count": self.gpu.count,
+            "torch_device_count": self.torch_device_count,
+        }
         if len(set(counts.values())) != 1:
-            raise ValueError("one run on every visible GPU needs " + " = ".join(counts)
-                             + f", got {', '.join(f'{k} {v}' for k, v in counts.items())}")
+            raise ValueError(
+                "one run on every visible GPU needs "
+                + " = ".join(counts)
+                + f", got {', '.join(f'{k} {v}' for k, v in counts.items())}"
+            )
         if self.blocks.get(self.snippet) != self.snippet_sha256:
             raise ValueError(f"blocks[{self.snippet!r}] is not snippet_sha256")
         n = self.gpu.count

@@ -40,12 +40,16 @@ class ScopeError(RuntimeError):
 def check_scope() -> None:
     """Raise ScopeError unless a scope can be created here (runs ``true`` in one)."""
     if shutil.which(UNSHARE[0]) is None:
-        raise ScopeError("unshare (util-linux) is not installed: the code under verification cannot run in a scope of its own")
+        raise ScopeError(
+            "unshare (util-linux) is not installed: the code under verification cannot run in a scope of its own"
+        )
     probe = subprocess.run([*UNSHARE, "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         reason = (probe.stderr.strip().splitlines() or ["no message"])[-1]
-        raise ScopeError(f"cannot create a PID namespace for the code under verification ({reason}); "
-                         "allow unprivileged user namespaces (PUBLISHING.md, 'What the GPU runner must be')")
+        raise ScopeError(
+            f"cannot create a PID namespace for the code under verification ({reason}); "
+            "allow unprivileged user namespaces (PUBLISHING.md, 'What the GPU runner must be')"
+        )
 
 
 def _children(pid: int) -> list[int]:
@@ -95,14 +99,22 @@ def end_scope(proc: subprocess.Popen, grace_s: float) -> None:
         proc.wait()
 
 
-def run_scoped(cmd: list[str], timeout: float, env: dict[str, str] | None = None, cwd: Path | None = None,
-               grace_s: float = 10.0) -> subprocess.CompletedProcess:
+def run_scoped(
+    cmd: list[str], timeout: float, env: dict[str, str] | None = None, cwd: Path | None = None, grace_s: float = 10.0
+) -> subprocess.CompletedProcess:
     """Run ``cmd`` in a scope of its own (module docstring); stdout and stderr are captured as
     text. A timeout becomes status 124 (what it printed before is kept), a missing program 127.
     Every process of the scope is gone when this returns or raises. Raises ScopeError."""
     check_scope()
-    proc = subprocess.Popen([*UNSHARE, *cmd], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})}, start_new_session=True)
+    proc = subprocess.Popen(
+        [*UNSHARE, *cmd],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )
     try:
         try:
             out, err = proc.communicate(timeout=timeout)
@@ -111,7 +123,8 @@ def run_scoped(cmd: list[str], timeout: float, env: dict[str, str] | None = None
             end_scope(proc, grace_s)
             deadline = time.monotonic() + 5
             out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
-            return subprocess.CompletedProcess(cmd, TIMED_OUT, out or "",
-                                               (err or "") + f"\ntimed out after {timeout:.0f} s; its scope was ended")
+            return subprocess.CompletedProcess(
+                cmd, TIMED_OUT, out or "", (err or "") + f"\ntimed out after {timeout:.0f} s; its scope was ended"
+            )
     finally:
         end_scope(proc, 0)

@@ -95,7 +95,8 @@ def theme_scripts(base_url: str) -> tuple[str, ...]:
     bodies = []
     for name in sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".html")):
         rendered = env.get_template(f"partials/javascripts/{name}").render(
-            config={"extra": {}}, base_url=base_url, features=list(FEATURES))
+            config={"extra": {}}, base_url=base_url, features=list(FEATURES)
+        )
         bodies += INLINE_SCRIPT_RE.findall(rendered)
     return tuple(bodies) + _jupyter_scripts()
 

@@ -16,7 +16,14 @@ import re
 from verify.record import LINK_CLASSES
 
 GPU_RE = re.compile(r"^GPU(\d+)$")
-CODES = {"PIX": "pcie-switch", "PXB": "pcie-switch", "PHB": "host-bridge", "NODE": "cross-cpu", "SYS": "cross-cpu", "SOC": "cross-cpu"}
+CODES = {
+    "PIX": "pcie-switch",
+    "PXB": "pcie-switch",
+    "PHB": "host-bridge",
+    "NODE": "cross-cpu",
+    "SYS": "cross-cpu",
+    "SOC": "cross-cpu",
+}
 
 
 class TopologyError(ValueError):
@@ -37,24 +44,29 @@ def gpu_matrix(text: str) -> dict[int, list[str]]:
     lines = [line.split() for line in text.splitlines() if line.strip()]
     # The header names the columns (GPU0 GPU1 ... NIC0 ... CPU Affinity); a row starts
     # with its GPU and then, GPU0 being the first column, a cell (X on GPU0's row).
-    header_at = next((i for i, tokens in enumerate(lines)
-                      if len(tokens) > 1 and GPU_RE.match(tokens[0]) and tokens[1] != "X"), None)
+    header_at = next(
+        (i for i, tokens in enumerate(lines) if len(tokens) > 1 and GPU_RE.match(tokens[0]) and tokens[1] != "X"), None
+    )
     if header_at is None:
         raise TopologyError("no header row with GPU0, GPU1 ... found in nvidia-smi topo -m output")
     gpu_columns = [int(GPU_RE.match(tok).group(1)) for tok in lines[header_at] if GPU_RE.match(tok)]
     rows: dict[int, list[str]] = {}
-    for cells in lines[header_at + 1:]:
+    for cells in lines[header_at + 1 :]:
         if cells[0].startswith("Legend"):
             break
         match = GPU_RE.match(cells[0])
         if match is None:
             continue
         if len(cells) - 1 < len(gpu_columns):
-            raise TopologyError(f"row GPU{match.group(1)} has {len(cells) - 1} cells, fewer than the {len(gpu_columns)} GPU columns")
-        rows[int(match.group(1))] = cells[1:1 + len(gpu_columns)]
+            raise TopologyError(
+                f"row GPU{match.group(1)} has {len(cells) - 1} cells, fewer than the {len(gpu_columns)} GPU columns"
+            )
+        rows[int(match.group(1))] = cells[1 : 1 + len(gpu_columns)]
     missing = [g for g in gpu_columns if g not in rows]
     if missing:
-        raise TopologyError(f"nvidia-smi topo -m output lacks the rows of GPU{', GPU'.join(map(str, missing))} (truncated?)")
+        raise TopologyError(
+            f"nvidia-smi topo -m output lacks the rows of GPU{', GPU'.join(map(str, missing))} (truncated?)"
+        )
     if gpu_columns != list(range(len(gpu_columns))):
         raise TopologyError(f"GPU columns are not GPU0..GPU{len(gpu_columns) - 1}: {gpu_columns}")
     return {g: rows[g] for g in gpu_columns}

@@ -54,13 +54,18 @@ def _last_line(text: str) -> str:
 def inventory(smi: dict, failures: list[str]) -> dict:
     """nvidia-smi's view (``--query-gpu=name,memory.total,driver_version``)."""
     if smi.get("returncode") != 0:
-        failures.append(f"nvidia-smi failed ({smi.get('returncode')}): {_last_line(smi.get('stderr') or smi.get('stdout'))}")
+        failures.append(
+            f"nvidia-smi failed ({smi.get('returncode')}): {_last_line(smi.get('stderr') or smi.get('stdout'))}"
+        )
         return {"model": None, "count": 0, "memory_mib": None, "driver": None}
     rows = [[cell.strip() for cell in line.split(",")] for line in smi["stdout"].strip().splitlines()]
     models = sorted({row[0] for row in rows})
-    return {"model": " + ".join(models), "count": len(rows),
-            "memory_mib": int(rows[0][1]) if rows and len(rows[0]) > 1 and rows[0][1].isdigit() else None,
-            "driver": rows[0][2] if rows and len(rows[0]) > 2 else None}
+    return {
+        "model": " + ".join(models),
+        "count": len(rows),
+        "memory_mib": int(rows[0][1]) if rows and len(rows[0]) > 1 and rows[0][1].isdigit() else None,
+        "driver": rows[0][2] if rows and len(rows[0]) > 2 else None,
+    }
 
 
 def link_classes(topo: dict, failures: list[str]) -> dict:
@@ -91,9 +96,14 @@ def measured(check: dict, nproc: int, failures: list[str]) -> dict:
         failures.append(f"busbw above {BUSBW_PLAUSIBLE_MAX_GB_PER_S:g} GB/s: the timing is not synchronised")
     if any(line.device != f"cuda:{line.local_rank}" for line in lines):
         failures.append("a rank did not use the GPU of its LOCAL_RANK")
-    return {"world_size": worst.world, "size_bytes": CHECK_MIB * 2**20, "allreduce_per_s": worst.allreduce_per_s,
-            "algbw_gb_per_s": worst.algbw_gb_per_s, "busbw_gb_per_s": worst.busbw_gb_per_s,
-            "ranks": [line.__dict__ for line in lines]}
+    return {
+        "world_size": worst.world,
+        "size_bytes": CHECK_MIB * 2**20,
+        "allreduce_per_s": worst.allreduce_per_s,
+        "algbw_gb_per_s": worst.algbw_gb_per_s,
+        "busbw_gb_per_s": worst.busbw_gb_per_s,
+        "ranks": [line.__dict__ for line in lines],
+    }
 
 
 def gpu_tests(step: dict, junit: Path, failures: list[str]) -> dict:
@@ -115,10 +125,23 @@ def gpu_tests(step: dict, junit: Path, failures: list[str]) -> dict:
 def record_from(outputs: dict, folder: Path) -> dict:
     """The record the collected ``outputs`` (and ``folder``'s JUnit report) make."""
     failures: list[str] = []
-    record = {"schema": SCHEMA, "fixture": False, "snippet": SNIPPET, "snippet_sha256": None, "blocks": {}, "status": "fail",
-              "utc": outputs.get("utc"), "runner": outputs.get("runner"), "gpu": {}, "links": {}, "measured": {},
-              "versions": outputs.get("versions", {}), "torch_device_count": outputs.get("torch_device_count", 0),
-              "gpu_tests": {"status": "not run"}, "failures": failures}
+    record = {
+        "schema": SCHEMA,
+        "fixture": False,
+        "snippet": SNIPPET,
+        "snippet_sha256": None,
+        "blocks": {},
+        "status": "fail",
+        "utc": outputs.get("utc"),
+        "runner": outputs.get("runner"),
+        "gpu": {},
+        "links": {},
+        "measured": {},
+        "versions": outputs.get("versions", {}),
+        "torch_device_count": outputs.get("torch_device_count", 0),
+        "gpu_tests": {"status": "not run"},
+        "failures": failures,
+    }
     if "stopped" in outputs:
         failures.append(outputs["stopped"])
         return record
@@ -129,7 +152,9 @@ def record_from(outputs: dict, folder: Path) -> dict:
         failures.append("PyTorch sees no CUDA GPU (torch.cuda.device_count() == 0)")
         return record
     if outputs["build"]["returncode"] != 0:
-        failures.append(f"mkdocs build --strict failed ({outputs['build']['returncode']}): {_last_line(outputs['build']['stderr_tail'])}")
+        failures.append(
+            f"mkdocs build --strict failed ({outputs['build']['returncode']}): {_last_line(outputs['build']['stderr_tail'])}"
+        )
         return record
     if "extract_error" in outputs:
         failures.append(outputs["extract_error"])
@@ -143,7 +168,9 @@ def record_from(outputs: dict, folder: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verify.write_record", description=__doc__.splitlines()[0])
-    parser.add_argument("folder", type=Path, nargs="?", default=Path("verification"), help="the outputs of verify.gpu_check")
+    parser.add_argument(
+        "folder", type=Path, nargs="?", default=Path("verification"), help="the outputs of verify.gpu_check"
+    )
     parser.add_argument("--record", type=Path, help="where to write the record (default: FOLDER/nccl_check.json)")
     args = parser.parse_args(argv)
     path = args.record or args.folder / "nccl_check.json"
@@ -155,8 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"verify.write_record: error: {exc}", file=sys.stderr)
         return 2
     except (KeyError, TypeError, AttributeError) as exc:
-        print(f"verify.write_record: error: {args.folder / 'outputs.json'}: malformed outputs ({type(exc).__name__}: {exc})",
-              file=sys.stderr)
+        print(
+            f"verify.write_record: error: {args.folder / 'outputs.json'}: malformed outputs ({type(exc).__name__}: {exc})",
+            file=sys.stderr,
+        )
         return 2
     path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{path}: {record['status']}" + (f" ({'; '.join(record['failures'])})" if record["failures"] else ""))

@@ -18,62 +18,77 @@ from .job_input import JOB_FIELDS
 
 ACCOUNTINGS: dict[str, str] = {
     "ddp-amp": "DDP under PyTorch AMP: fp32 weights, gradients and optimizer states whole on every GPU, the bf16 "
-               "copies torch.autocast caches, DDP's buckets (vram.fsdp2.fsdp2_memory, zero_stage 0)",
+    "copies torch.autocast caches, DDP's buckets (vram.fsdp2.fsdp2_memory, zero_stage 0)",
     "ddp-bf16": "DDP all in bf16, as transformers 5's Trainer and Accelerate run a model loaded in bf16: bf16 "
-                "weights, gradients and AdamW moments whole on every GPU, no fp32 master (vram.fsdp2, adamw-bf16)",
+    "weights, gradients and AdamW moments whole on every GPU, no fp32 master (vram.fsdp2, adamw-bf16)",
     "deepspeed-zero0": "DeepSpeed bf16 without ZeRO: bf16 weights and gradients, fp32 gradients, fp32 master and "
-                       "moments (vram.deepspeed_zero)",
+    "moments (vram.deepspeed_zero)",
     "deepspeed-zero1": "DeepSpeed ZeRO-1, bf16 with an fp32 master copy (vram.deepspeed_zero)",
     "deepspeed-zero2": "DeepSpeed ZeRO-2, DeepSpeed 0.19's estimator (vram.deepspeed_zero)",
     "deepspeed-zero3": "DeepSpeed ZeRO-3, DeepSpeed 0.19's estimator (vram.deepspeed_zero)",
     "fsdp2-keep": "FSDP2 fully_shard(reshard_after_forward=False), bf16 MixedPrecisionPolicy on fp32 shards "
-                  "(vram.fsdp2.fsdp2_memory, zero_stage 2)",
+    "(vram.fsdp2.fsdp2_memory, zero_stage 2)",
     "fsdp2-reshard": "FSDP2 fully_shard(reshard_after_forward=True), bf16 MixedPrecisionPolicy on fp32 shards "
-                     "(vram.fsdp2.fsdp2_memory, zero_stage 3)",
+    "(vram.fsdp2.fsdp2_memory, zero_stage 3)",
     "zero-paper-0": "the ZeRO paper's ideal accounting, one copy per GPU, no framework buffers (vram.training)",
     "zero-paper-1": "the ZeRO paper's ideal accounting, optimizer states sharded (vram.training)",
     "zero-paper-2": "the ZeRO paper's ideal accounting, optimizer states and gradients sharded (vram.training)",
     "zero-paper-3": "the ZeRO paper's ideal accounting, everything sharded (vram.training)",
-    **{f"zero-paper-{stage}-bf16": f"the ZeRO paper's ideal accounting at stage {stage} with everything in bf16: "
-       "bf16 weights, gradients and AdamW moments, no fp32 master (vram.training, adamw-bf16)" for stage in range(4)},
+    **{
+        f"zero-paper-{stage}-bf16": f"the ZeRO paper's ideal accounting at stage {stage} with everything in bf16: "
+        "bf16 weights, gradients and AdamW moments, no fp32 master (vram.training, adamw-bf16)"
+        for stage in range(4)
+    },
     "lora-ddp": "LoRA, one whole copy per GPU: the frozen base, fp32 adapters with their gradients and AdamW "
-                "states; no framework buffers (vram.lora.lora_memory_per_gpu, zero_stage 0)",
+    "states; no framework buffers (vram.lora.lora_memory_per_gpu, zero_stage 0)",
     "lora-zero1": "LoRA under ZeRO-1 as the ZeRO paper shards it: the adapters' optimizer states split, the base "
-                  "whole; no framework buffers (vram.lora.lora_memory_per_gpu)",
+    "whole; no framework buffers (vram.lora.lora_memory_per_gpu)",
     "lora-zero2": "LoRA under ZeRO-2 as the ZeRO paper shards it: the adapters' optimizer states and gradients "
-                  "split, the base whole; no framework buffers (vram.lora.lora_memory_per_gpu)",
+    "split, the base whole; no framework buffers (vram.lora.lora_memory_per_gpu)",
     "lora-zero3": "LoRA under ZeRO-3 as the ZeRO paper shards it: the base and the adapters' weights, gradients "
-                  "and optimizer states split; no framework buffers (vram.lora.lora_memory_per_gpu)",
+    "and optimizer states split; no framework buffers (vram.lora.lora_memory_per_gpu)",
     "qlora-zero3": "QLoRA under ZeRO-3 as the ZeRO paper shards it, with bnb_4bit_quant_storage=torch.bfloat16 so "
-                   "the 4-bit data can be split (its quantisation constants stay whole); no framework buffers "
-                   "(vram.lora.lora_memory_per_gpu)",
+    "the 4-bit data can be split (its quantisation constants stay whole); no framework buffers "
+    "(vram.lora.lora_memory_per_gpu)",
     "lora-fsdp2-keep": "LoRA under FSDP2 fully_shard(reshard_after_forward=False): the bf16 base and the fp32 "
-                       "adapters sharded, with FSDP2's buffers (vram.lora.lora_fsdp2_memory, zero_stage 2)",
+    "adapters sharded, with FSDP2's buffers (vram.lora.lora_fsdp2_memory, zero_stage 2)",
     "lora-fsdp2-reshard": "LoRA under FSDP2 fully_shard(reshard_after_forward=True): the bf16 base and the fp32 "
-                          "adapters sharded, with FSDP2's buffers (vram.lora.lora_fsdp2_memory, zero_stage 3)",
+    "adapters sharded, with FSDP2's buffers (vram.lora.lora_fsdp2_memory, zero_stage 3)",
     "qlora-fsdp2-keep": "QLoRA under FSDP2 fully_shard(reshard_after_forward=False) with "
-                        "bnb_4bit_quant_storage=torch.bfloat16: the packed 4-bit base and the fp32 adapters sharded, "
-                        "the quantisation constants whole, with FSDP2's buffers (vram.lora.lora_fsdp2_memory, nf4)",
+    "bnb_4bit_quant_storage=torch.bfloat16: the packed 4-bit base and the fp32 adapters sharded, "
+    "the quantisation constants whole, with FSDP2's buffers (vram.lora.lora_fsdp2_memory, nf4)",
     "qlora-fsdp2-reshard": "QLoRA under FSDP2 fully_shard(reshard_after_forward=True) with "
-                           "bnb_4bit_quant_storage=torch.bfloat16: the packed 4-bit base and the fp32 adapters "
-                           "sharded, the quantisation constants whole, with FSDP2's buffers "
-                           "(vram.lora.lora_fsdp2_memory, nf4)",
-    **{f"{prefix}-zero3-offload": f"{'QLoRA' if prefix == 'qlora' else 'LoRA'} under DeepSpeed ZeRO-3 with "
-       "offload_optimizer (and offload_param): DeepSpeed 0.19's estimator over the adapters, the frozen base a bf16 "
-       f"partition{' (4-bit data in bf16 storage, constants whole)' if prefix == 'qlora' else ''} on the GPU or, with "
-       "offload_param, in host memory (vram.lora_offload)" for prefix in ("lora", "qlora")},
-    **{f"{prefix}-fsdp2-{setting}-offload": f"{'QLoRA' if prefix == 'qlora' else 'LoRA'} under FSDP2 "
-       f"fully_shard(reshard_after_forward={value}) with CPUOffloadPolicy: base and adapter shards, gradients and "
-       "AdamW states in host memory, FSDP2's gathered buffers on the GPU (vram.lora_offload)"
-       for prefix in ("lora", "qlora") for setting, value in (("keep", False), ("reshard", True))},
+    "bnb_4bit_quant_storage=torch.bfloat16: the packed 4-bit base and the fp32 adapters "
+    "sharded, the quantisation constants whole, with FSDP2's buffers "
+    "(vram.lora.lora_fsdp2_memory, nf4)",
+    **{
+        f"{prefix}-zero3-offload": f"{'QLoRA' if prefix == 'qlora' else 'LoRA'} under DeepSpeed ZeRO-3 with "
+        "offload_optimizer (and offload_param): DeepSpeed 0.19's estimator over the adapters, the frozen base a bf16 "
+        f"partition{' (4-bit data in bf16 storage, constants whole)' if prefix == 'qlora' else ''} on the GPU or, with "
+        "offload_param, in host memory (vram.lora_offload)"
+        for prefix in ("lora", "qlora")
+    },
+    **{
+        f"{prefix}-fsdp2-{setting}-offload": f"{'QLoRA' if prefix == 'qlora' else 'LoRA'} under FSDP2 "
+        f"fully_shard(reshard_after_forward={value}) with CPUOffloadPolicy: base and adapter shards, gradients and "
+        "AdamW states in host memory, FSDP2's gathered buffers on the GPU (vram.lora_offload)"
+        for prefix in ("lora", "qlora")
+        for setting, value in (("keep", False), ("reshard", True))
+    },
 }
 
 ALL_BF16 = "adamw-bf16"  # vram.fsdp2.ALL_BF16: the optimizer that keeps no fp32 master copy
 NF4 = "nf4"  # vram.dtypes.NF4: QLoRA's 4-bit base
 
 
-def accounting(kind: str, framework: str, zero_stage: int, optimizer: str = "adamw",
-               base_dtype: str = "bf16", offload: str = "none") -> str | None:
+def accounting(
+    kind: str,
+    framework: str,
+    zero_stage: int,
+    optimizer: str = "adamw",
+    base_dtype: str = "bf16",
+    offload: str = "none",
+) -> str | None:
     """The name (a key of ``ACCOUNTINGS``) of the formula ``answer_job`` runs for a training
     (``kind`` "training": ``framework``, ``zero_stage``, ``optimizer``) or LoRA job ("lora":
     ``framework``, ``zero_stage``, ``base_dtype``, ``offload``), or None where the calculator has
@@ -121,5 +136,11 @@ def job_accounting(job: Mapping[str, Any]) -> str | None:
     ``zero_stage``, ``optimizer`` and ``base_dtype``; missing keys take the defaults of
     ``vram.job_input.JOB_FIELDS``)."""
     given = {**JOB_FIELDS, **job}
-    return accounting(given["kind"], given["framework"], given["zero_stage"], given["optimizer"], given["base_dtype"],
-                      given["offload"])
+    return accounting(
+        given["kind"],
+        given["framework"],
+        given["zero_stage"],
+        given["optimizer"],
+        given["base_dtype"],
+        given["offload"],
+    )

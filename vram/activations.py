@@ -104,8 +104,11 @@ class ActivationMemory:
     def peak_bytes(self) -> int:
         """Bytes at the activations' peak: ``max(total_bytes, total_bytes - recomputed_bytes
         + loss_backward_bytes, attention_backward_bytes)`` (see the class docstring)."""
-        return max(self.total_bytes, self.total_bytes - self.recomputed_bytes + self.loss_backward_bytes,
-                   self.attention_backward_bytes)
+        return max(
+            self.total_bytes,
+            self.total_bytes - self.recomputed_bytes + self.loss_backward_bytes,
+            self.attention_backward_bytes,
+        )
 
 
 def activation_bytes_per_layer(
@@ -227,8 +230,9 @@ def _mla_core(x: _Shape, config: ModelConfig, attention: str, masked: bool, sele
     return _Core(q + k + v_copy + out + square, 0, out, working)
 
 
-def _attention_core(x: _Shape, config: ModelConfig, fam: Family, attention: str, masked: bool,
-                    cache: bool, selective: bool) -> _Core:
+def _attention_core(
+    x: _Shape, config: ModelConfig, fam: Family, attention: str, masked: bool, cache: bool, selective: bool
+) -> _Core:
     t, w, n, kv, d, b, s = x.t, x.w, x.n, x.kv, x.d, x.b, x.s
     q = w * t * n * d  # the rotary output (q*cos + rotate_half(q)*sin), a new tensor
     out = w * t * n * d  # the core's output, o_proj's input (under sdpa one storage with SDPA's)
@@ -297,8 +301,9 @@ def _mlp(x: _Shape, config: ModelConfig, fam: Family, layer: int) -> int:
     return router + FP32 * experts + pairs * per_pair
 
 
-def _layer(x: _Shape, fam: Family, config: ModelConfig, index: int, attention: str, masked: bool,
-           cache: bool, selective: bool) -> _Core:
+def _layer(
+    x: _Shape, fam: Family, config: ModelConfig, index: int, attention: str, masked: bool, cache: bool, selective: bool
+) -> _Core:
     """Bytes one decoder layer keeps, and one recomputation of its attention core."""
     t, w, h, n, kv, d = x.t, x.w, x.h, x.n, x.kv, x.d
     total = config.norms_per_layer * _norm(t, h, w, fam.norm)
@@ -339,8 +344,11 @@ def _layer_is_masked(config: ModelConfig, layer: int, seq_len: int, padded: bool
         return True
     # _ignore_causal_mask_sdpa: a sliding (chunked) layer needs its mask once kv_length >= window (chunk)
     kind = config.layer_types[layer]
-    window = config.sliding_window if kind == "sliding_attention" else (
-        config.attention_chunk_size if kind == "chunked_attention" else None)
+    window = (
+        config.sliding_window
+        if kind == "sliding_attention"
+        else (config.attention_chunk_size if kind == "chunked_attention" else None)
+    )
     return window is not None and seq_len >= window
 
 
@@ -512,17 +520,37 @@ def activation_memory(
         known = ", ".join(ONE_TENSOR_ACTIVATIONS)
         raise ValueError(f"{config.source}: activation {config.hidden_act!r} is not modelled; known: {known}")
     if attention == "sdpa" and fam.no_sdpa:
-        raise ValueError(f"{config.source}: transformers does not run {config.model_type} under sdpa "
-                         f"({fam.no_sdpa}); use attention='eager'")
+        raise ValueError(
+            f"{config.source}: transformers does not run {config.model_type} under sdpa "
+            f"({fam.no_sdpa}); use attention='eager'"
+        )
 
-    x = _Shape(t=s * b, s=s, b=b, w=w, h=config.hidden_size, n=config.num_attention_heads,
-               kv=config.num_key_value_heads, d=config.head_dim, vocab=config.vocab_size)
+    x = _Shape(
+        t=s * b,
+        s=s,
+        b=b,
+        w=w,
+        h=config.hidden_size,
+        n=config.num_attention_heads,
+        kv=config.num_key_value_heads,
+        d=config.head_dim,
+        vocab=config.vocab_size,
+    )
 
     def layers(cache: bool) -> list[_Core]:
-        return [_layer(x, fam, config, index, attention,
-                       attention == "sdpa" and _layer_is_masked(config, index, s, padded),
-                       cache, recompute == "selective")
-                for index in range(config.num_hidden_layers)]
+        return [
+            _layer(
+                x,
+                fam,
+                config,
+                index,
+                attention,
+                attention == "sdpa" and _layer_is_masked(config, index, s, padded),
+                cache,
+                recompute == "selective",
+            )
+            for index in range(config.num_hidden_layers)
+        ]
 
     if recompute == "full":
         # checkpointing turns transformers' KV cache off, in the recomputation too
@@ -532,8 +560,9 @@ def activation_memory(
         masks = _checkpointed_masks(config, attention, s, b, w, padded)
         layers_bytes = per_layer * config.num_hidden_layers + recomputed + masks
         # layer i re-run: the checkpoints of layers 0..i and the masks, its own saves
-        core_moment = max(per_layer * (i + 1) + masks + layer.kept - layer.freed + layer.working
-                          for i, layer in enumerate(replayed))
+        core_moment = max(
+            per_layer * (i + 1) + masks + layer.kept - layer.freed + layer.working for i, layer in enumerate(replayed)
+        )
     else:
         kept = layers(cache=True)
         per_layer = max(layer.kept for layer in kept)
@@ -541,8 +570,9 @@ def activation_memory(
         layers_bytes = sum(layer.kept for layer in kept) + recomputed
         # layer i's core: layers 0..i-1 whole, what layer i keeps then (and, selective, its core re-run)
         below = [sum(layer.kept for layer in kept[:i]) for i in range(len(kept))]
-        core_moment = max(below[i] + layer.kept - layer.freed + layer.again + layer.working
-                          for i, layer in enumerate(kept))
+        core_moment = max(
+            below[i] + layer.kept - layer.freed + layer.again + layer.working for i, layer in enumerate(kept)
+        )
     # final norm, lm_head's input, token ids and shifted labels, nll_loss's fp32 total weight;
     # ForCausalLMLoss pads the labels by one and slices [..., 1:]: with b = 1 that slice is
     # contiguous, so .contiguous() keeps a view of the padded b * (s + 1) labels
@@ -555,8 +585,11 @@ def activation_memory(
         logits += w * x.vocab * x.t  # tanh(logits / cap), kept by tanh
     # an eager core's backward: the layers, the gradient of the residual stream, the logits the
     # model returned, the token ids and labels
-    attention_backward = (core_moment + w * x.t * x.h + head - final_norm_and_lm_head_input + returned_logits
-                          if attention == "eager" else 0)
+    attention_backward = (
+        core_moment + w * x.t * x.h + head - final_norm_and_lm_head_input + returned_logits
+        if attention == "eager"
+        else 0
+    )
     return ActivationMemory(
         per_layer_bytes=per_layer,
         recomputed_bytes=recomputed,

@@ -48,7 +48,9 @@ def parse_price(text: str | int | float | Decimal, field: str = "price_eur_per_h
     if value < CENT:
         raise ValueError(f"{field} {quote_text(text)} is implausible: less than one cent per hour")
     if value > MAX_PRICE_EUR_PER_HOUR:
-        raise ValueError(f"{field} {quote_text(text)} is implausible: more than {MAX_PRICE_EUR_PER_HOUR:,} euros per hour")
+        raise ValueError(
+            f"{field} {quote_text(text)} is implausible: more than {MAX_PRICE_EUR_PER_HOUR:,} euros per hour"
+        )
     return value
 
 

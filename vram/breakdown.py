@@ -186,21 +186,30 @@ class ModelShape:
         if self.param_shapes is not None:
             total = 0
             for shape, count in self.param_shapes:
-                if not shape or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape) \
-                        or isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                if (
+                    not shape
+                    or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape)
+                    or isinstance(count, bool)
+                    or not isinstance(count, int)
+                    or count < 1
+                ):
                     raise ValueError(f"param_shapes: bad entry {(shape, count)!r}")
                 total += count * _numel(shape)
             if total != self.params:
                 raise ValueError(f"param_shapes hold {total:,} elements, params is {self.params:,}")
-        for name in ("largest_layer_params", "decoder_layer_params", "num_layers", "root_params",
-                     "output_params", "linear_params"):
+        for name in (
+            "largest_layer_params",
+            "decoder_layer_params",
+            "num_layers",
+            "root_params",
+            "output_params",
+            "linear_params",
+        ):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
         if self.largest_layer_params is not None and self.largest_layer_params > self.params:
-            raise ValueError(
-                f"largest_layer_params {self.largest_layer_params:,} exceeds params {self.params:,}"
-            )
+            raise ValueError(f"largest_layer_params {self.largest_layer_params:,} exceeds params {self.params:,}")
 
 
 def model_shape(config) -> ModelShape:
@@ -230,8 +239,10 @@ def _model_shape(config) -> ModelShape:
     for module, count in modules:
         for _, shape in module.shapes:
             shapes[shape] = shapes.get(shape, 0) + count
-    layer_shapes = tuple(tuple(dims for m in models.layer_modules(config, index) for _, dims in m.shapes)
-                         for index in sorted(first_of_kind.values()))
+    layer_shapes = tuple(
+        tuple(dims for m in models.layer_modules(config, index) for _, dims in m.shapes)
+        for index in sorted(first_of_kind.values())
+    )
     root_shapes = tuple(dims for m in models.root_modules(config) if not m.tied for _, dims in m.shapes)
     return ModelShape(
         params=models.count_params(config).total,

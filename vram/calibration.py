@@ -55,8 +55,16 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from .catalogue import Card
-from .measurements import (IMPLAUSIBLE_SHARE, Measurement, card_families, implied_share, is_moe, measured_cards,
-                           measurements_from_data, serving_bound)
+from .measurements import (
+    IMPLAUSIBLE_SHARE,
+    Measurement,
+    card_families,
+    implied_share,
+    is_moe,
+    measured_cards,
+    measurements_from_data,
+    serving_bound,
+)
 from .models import ModelConfig
 from .timing import Span, StepTime, lora_step, training_step
 
@@ -168,14 +176,23 @@ def point_of(m: Measurement, family: str, card: Card, config: ModelConfig) -> Po
     return Point(m.key, m.source, m.gpu, *key, share)
 
 
-def calibration_points(points: Iterable[Point], measurements: Mapping[str, Measurement],
-                       link_shares: Mapping[str, float] | None = None, rule: Rule = RULE) -> list[Point]:
+def calibration_points(
+    points: Iterable[Point],
+    measurements: Mapping[str, Measurement],
+    link_shares: Mapping[str, float] | None = None,
+    rule: Rule = RULE,
+) -> list[Point]:
     """The points a calibration reads: one machine, not excluded, and under ``rule``'s
     ``compute_bound`` those whose ``link_shares`` (key -> the modelled communication and offload
     over the measured step, ``link_share``) is at most that."""
     link_shares = link_shares or {}
-    return [p for p in points if not measurements[p.key].excluded and not measurements[p.key].scale_check
-            and (rule.compute_bound is None or link_shares.get(p.key, 0.0) <= rule.compute_bound)]
+    return [
+        p
+        for p in points
+        if not measurements[p.key].excluded
+        and not measurements[p.key].scale_check
+        and (rule.compute_bound is None or link_shares.get(p.key, 0.0) <= rule.compute_bound)
+    ]
 
 
 def source_spread(points: Iterable[Point]) -> float:
@@ -203,8 +220,11 @@ def _class_runs(points: list[Point], key: tuple[str, str, str, str]) -> tuple[in
     steps = SERVING_RELAXATIONS if serving else RELAXATIONS
     for level, keep in enumerate(steps):
         used = tuple(value if kept else ANY for value, kept in zip(key, keep))
-        found = [p for p in points if (p.arch == "serving") == serving
-                 and all(u == ANY or u == v for u, v in zip(used, p.class_key))]
+        found = [
+            p
+            for p in points
+            if (p.arch == "serving") == serving and all(u == ANY or u == v for u, v in zip(used, p.class_key))
+        ]
         if found:
             return level, used, found
     return None
@@ -285,14 +305,35 @@ def class_table(points: Iterable[Point], rule: Rule = RULE) -> list[ClassRange]:
 
 # --- predicting a measured run: the validation ------------------------------------------------
 
+
 def _training_step(m: Measurement, card: Card, config: ModelConfig, utilisation: tuple[float, float]) -> StepTime:
     """``vram.timing``'s step for ``m``'s run (world size, ZeRO stage, batch, recomputation,
     offload) at ``utilisation``."""
     if m.task == "full":
-        return training_step(config, card, m.count, m.zero_stage, m.seq_len, m.micro_batch, m.recompute,
-                             m.offload != "none", utilisation=utilisation)
-    return lora_step(config, card, m.count, m.zero_stage, m.seq_len, m.micro_batch, m.recompute, m.lora_rank,
-                     m.lora_targets, "nf4" if m.task == "qlora" else "bf16", utilisation=utilisation)
+        return training_step(
+            config,
+            card,
+            m.count,
+            m.zero_stage,
+            m.seq_len,
+            m.micro_batch,
+            m.recompute,
+            m.offload != "none",
+            utilisation=utilisation,
+        )
+    return lora_step(
+        config,
+        card,
+        m.count,
+        m.zero_stage,
+        m.seq_len,
+        m.micro_batch,
+        m.recompute,
+        m.lora_rank,
+        m.lora_targets,
+        "nf4" if m.task == "qlora" else "bf16",
+        utilisation=utilisation,
+    )
 
 
 def link_share(m: Measurement, card: Card, config: ModelConfig) -> float:
@@ -337,9 +378,14 @@ class Check:
         return self.predicted.high / self.predicted.low
 
 
-def leave_one_source_out(points: list[Point], measurements: Mapping[str, Measurement],
-                         cards: Mapping[str, Card], configs: Mapping[str, ModelConfig],
-                         link_shares: Mapping[str, float] | None = None, rule: Rule = RULE) -> list[Check]:
+def leave_one_source_out(
+    points: list[Point],
+    measurements: Mapping[str, Measurement],
+    cards: Mapping[str, Card],
+    configs: Mapping[str, ModelConfig],
+    link_shares: Mapping[str, float] | None = None,
+    rule: Rule = RULE,
+) -> list[Check]:
     """Every non-excluded run (scale checks included, flagged) predicted from the calibration
     points (``calibration_points`` under ``rule``) of every other source. ``configs``: model key
     -> its config; ``link_shares``: ``MeasuredData.link_shares``."""
@@ -378,6 +424,7 @@ def meets_targets(coverage_value: float, width: float) -> bool:
 
 # --- the calibration handed around: built from the data, passed to the finder as JSON -------
 
+
 @dataclass(frozen=True)
 class Calibration:
     """What the time model reads: ``points`` (the runs it calibrates on: one machine, not
@@ -395,14 +442,22 @@ class Calibration:
         found = class_range(self.points, (family, *key_without_family))
         if found is None:
             return None
-        on_card = sum(1 for p in self.points if p.gpu == gpu and p.arch == found.key[1] and
-                      all(u == ANY or u == v for u, v in zip(found.used, p.class_key)))
+        on_card = sum(
+            1
+            for p in self.points
+            if p.gpu == gpu
+            and p.arch == found.key[1]
+            and all(u == ANY or u == v for u, v in zip(found.used, p.class_key))
+        )
         return Backing(found, self.names.get(family, gpu), on_card)
 
     def as_job(self) -> dict[str, Any]:
         """The calibration as ``vram.job``'s ``calibration`` field (plain JSON values)."""
-        return {"families": dict(self.families), "names": dict(self.names),
-                "points": [p.as_list() for p in self.points]}
+        return {
+            "families": dict(self.families),
+            "names": dict(self.names),
+            "points": [p.as_list() for p in self.points],
+        }
 
 
 @dataclass(frozen=True)
@@ -418,8 +473,15 @@ class Backing:
         """As the finder shows it: ``family`` (name), ``runs``, ``sources``, ``on_card``, ``exact``
         (the job's own class has runs), ``share`` [low, high] and ``class`` (ANY where widened)."""
         r = self.range
-        return {"family": self.family_name, "runs": r.runs, "sources": list(r.sources), "on_card": self.on_card,
-                "exact": r.exact, "share": [r.low, r.high], "class": list(r.used)}
+        return {
+            "family": self.family_name,
+            "runs": r.runs,
+            "sources": list(r.sources),
+            "on_card": self.on_card,
+            "exact": r.exact,
+            "share": [r.low, r.high],
+            "class": list(r.used),
+        }
 
 
 def calibration_from_job(raw: Any) -> Calibration:
@@ -450,12 +512,17 @@ class MeasuredData:
 
     def checks(self, rule: Rule = RULE) -> list[Check]:
         """``leave_one_source_out`` over every point, under ``rule``."""
-        return leave_one_source_out(list(self.points), self.measurements, self.cards, self.configs,
-                                    self.link_shares, rule)
+        return leave_one_source_out(
+            list(self.points), self.measurements, self.cards, self.configs, self.link_shares, rule
+        )
 
 
-def measured_data(data: Mapping[str, Any], catalogue_cards: Mapping[str, Card], interconnects: Mapping[str, Any],
-                  configs: Mapping[str, ModelConfig]) -> MeasuredData:
+def measured_data(
+    data: Mapping[str, Any],
+    catalogue_cards: Mapping[str, Card],
+    interconnects: Mapping[str, Any],
+    configs: Mapping[str, ModelConfig],
+) -> MeasuredData:
     """Resolve ``measurements.yaml`` (``data``, schema-checked) against the catalogue's cards,
     ``interconnects.yaml`` and ``configs`` (model key -> config, for every model the runs name).
     Raises ValueError in one line naming the entry and key: a card in no catalogue, a family
@@ -481,12 +548,15 @@ def measured_data(data: Mapping[str, Any], catalogue_cards: Mapping[str, Card], 
         point = point_of(m, families[m.gpu], cards[m.gpu], configs[m.model])
         if point.share >= IMPLAUSIBLE_SHARE and not m.excluded:
             what = "the decoding roofline" if m.task == "serving" else f"{cards[m.gpu].name}'s dense BF16 peak"
-            raise ValueError(f"{where}.tokens_per_s: implies {point.share:.0%} of {what}; "
-                             f"at or above {IMPLAUSIBLE_SHARE:.0%} an entry stays only marked excluded, with the reason")
+            raise ValueError(
+                f"{where}.tokens_per_s: implies {point.share:.0%} of {what}; "
+                f"at or above {IMPLAUSIBLE_SHARE:.0%} an entry stays only marked excluded, with the reason"
+            )
         points.append(point)
     names = {family: entry["name"] for family, entry in data["families"].items()}
-    link_shares = {m.key: link_share(m, cards[m.gpu], configs[m.model])
-                   for m in measurements.values() if m.task != "serving"}
+    link_shares = {
+        m.key: link_share(m, cards[m.gpu], configs[m.model]) for m in measurements.values() if m.task != "serving"
+    }
     calibration = Calibration(tuple(calibration_points(points, measurements, link_shares)), families, names)
     return MeasuredData(measurements, cards, dict(configs), tuple(points), calibration, link_shares)
 
@@ -518,8 +588,9 @@ def load_measured_data(data_dir: Any = None) -> MeasuredData:
         except (OSError, ValueError, json.JSONDecodeError) as exc:
             raise ValueError(f"measurements.yaml: model {key}: {exc}") from None
     try:
-        return measured_data(raw["measurements"], cards_from_data(raw["gpus"], raw["interconnects"]),
-                             raw["interconnects"], configs)
+        return measured_data(
+            raw["measurements"], cards_from_data(raw["gpus"], raw["interconnects"]), raw["interconnects"], configs
+        )
     except (KeyError, TypeError) as exc:
         raise ValueError(f"measurements.yaml in {folder} lacks {exc}") from None
 

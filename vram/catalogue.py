@@ -80,28 +80,45 @@ def cards_from_data(gpus: Mapping[str, Any], interconnects: Mapping[str, Any]) -
         for field in ("peer_link", "host_link"):
             link = card[field]
             if link not in links:
-                raise ValueError(f"gpus.yaml: gpus.{key}.{field}: {link!r} is not a key of interconnects.yaml "
-                                 f"(known: {', '.join(links)})")
+                raise ValueError(
+                    f"gpus.yaml: gpus.{key}.{field}: {link!r} is not a key of interconnects.yaml "
+                    f"(known: {', '.join(links)})"
+                )
             resolved[field] = links[link]
         if not resolved["host_link"].peer_to_peer:
-            raise ValueError(f"gpus.yaml: gpus.{key}.host_link: {card['host_link']!r} is a path between cards, "
-                             "not a PCIe link to host memory")
-        cards[key] = Card(key, card["name"], card["bf16_dense_tflops"], card["memory_bandwidth_gb_per_s"],
-                          resolved["peer_link"], resolved["host_link"], card.get("datasheet", ""))
+            raise ValueError(
+                f"gpus.yaml: gpus.{key}.host_link: {card['host_link']!r} is a path between cards, "
+                "not a PCIe link to host memory"
+            )
+        cards[key] = Card(
+            key,
+            card["name"],
+            card["bf16_dense_tflops"],
+            card["memory_bandwidth_gb_per_s"],
+            resolved["peer_link"],
+            resolved["host_link"],
+            card.get("datasheet", ""),
+        )
     return cards
 
 
 def card_speed(card: Card) -> dict[str, Any]:
     """A card's speeds as the ``speed`` of a ``vram.job`` card entry (plain JSON types)."""
-    return {"bf16_dense_tflops": card.bf16_dense_tflops, "memory_bandwidth_gb_per_s": card.memory_bandwidth_gb_per_s,
-            "peer_gb_per_s": [card.peer.low_gb_per_s, card.peer.high_gb_per_s],
-            "peer_to_peer": card.peer.peer_to_peer, "host_gb_per_s": [card.host.low_gb_per_s, card.host.high_gb_per_s]}
+    return {
+        "bf16_dense_tflops": card.bf16_dense_tflops,
+        "memory_bandwidth_gb_per_s": card.memory_bandwidth_gb_per_s,
+        "peer_gb_per_s": [card.peer.low_gb_per_s, card.peer.high_gb_per_s],
+        "peer_to_peer": card.peer.peer_to_peer,
+        "host_gb_per_s": [card.host.low_gb_per_s, card.host.high_gb_per_s],
+    }
 
 
 def machines_from_data(gpus: Mapping[str, Any]) -> dict[str, Machine]:
     """The machines with a price in ``gpus.yaml`` (the price as the file writes it, exactly)."""
-    return {key: Machine(key, m["gpu"], m["count"], Decimal(str(m["price_eur_per_hour_from"])))
-            for key, m in gpus["machines"].items()}
+    return {
+        key: Machine(key, m["gpu"], m["count"], Decimal(str(m["price_eur_per_hour_from"])))
+        for key, m in gpus["machines"].items()
+    }
 
 
 @dataclass(frozen=True)
@@ -141,7 +158,11 @@ def read_catalogue(data_dir: str | Path | None = None) -> GuideCatalogue:
             raise ValueError(f"cannot read the catalogue {path}: {' '.join(str(exc).split())}") from None
     try:
         gpus = data["gpus"]
-        return GuideCatalogue(cards_from_data(gpus, data["interconnects"]), machines_from_data(gpus),
-                              {key: card["memory_mib"] for key, card in gpus["gpus"].items()}, gpus["reserve_mib"])
+        return GuideCatalogue(
+            cards_from_data(gpus, data["interconnects"]),
+            machines_from_data(gpus),
+            {key: card["memory_mib"] for key, card in gpus["gpus"].items()},
+            gpus["reserve_mib"],
+        )
     except (KeyError, TypeError) as exc:
         raise ValueError(f"the catalogue in {folder} lacks {exc}") from None

@@ -64,8 +64,7 @@ LARGEST_LAYER_BYTES = 4  # bf16 weights + bf16 gradients of the gathered layer
 ESTIMATOR_2 = "deepspeed/runtime/zero/stage_1_and_2.py:4030-4031 (estimate_zero2_model_states_mem_needs)"
 ESTIMATOR_3 = "deepspeed/runtime/zero/stage3.py:4027-4052 (estimate_zero3_model_states_mem_needs)"
 NOTE_BUFFER_FACTOR = (
-    "DeepSpeed's estimators multiply host RAM by additional_buffer_factor=1.5 as a safety "
-    "margin; not applied here."
+    "DeepSpeed's estimators multiply host RAM by additional_buffer_factor=1.5 as a safety margin; not applied here."
 )
 NOTE_LOAD_TERM = (
     "estimate_zero2_model_states_mem_needs takes max(4*N, 16) B of host RAM per parameter: "
@@ -93,11 +92,27 @@ def _partitions(params: int, world_size: int, optimizer_k: int, last: str | None
     weights, ZeRO-2 gradients), or None (stage 1)."""
     shard, k = shard_elements(params, world_size), optimizer_k
     terms = [
-        Term("optimizer", "fp32_master_partition", MASTER_COPY_BYTES * shard, ((MASTER_COPY_BYTES, "P/N"),),
-             "fp32 master partition"),
-        Term("optimizer", "optimizer_state_partition", (k - MASTER_COPY_BYTES) * shard, ((k - MASTER_COPY_BYTES, "P/N"),),
-             "optimizer state partition (AdamW: two fp32 moments)"),
-        Term("gradients", "fp32_gradient_partition", FP32_GRADS * shard, ((FP32_GRADS, "P/N"),), "fp32 gradient partition"),
+        Term(
+            "optimizer",
+            "fp32_master_partition",
+            MASTER_COPY_BYTES * shard,
+            ((MASTER_COPY_BYTES, "P/N"),),
+            "fp32 master partition",
+        ),
+        Term(
+            "optimizer",
+            "optimizer_state_partition",
+            (k - MASTER_COPY_BYTES) * shard,
+            ((k - MASTER_COPY_BYTES, "P/N"),),
+            "optimizer state partition (AdamW: two fp32 moments)",
+        ),
+        Term(
+            "gradients",
+            "fp32_gradient_partition",
+            FP32_GRADS * shard,
+            ((FP32_GRADS, "P/N"),),
+            "fp32 gradient partition",
+        ),
     ]
     if last is not None:
         key = "bf16_weight_partition" if last == "weights" else "bf16_gradient_partition"
@@ -154,40 +169,86 @@ def deepspeed_memory(
         largest = check_int(largest_layer_params, "largest_layer_params", 1)
         if largest > p:
             raise ValueError(f"largest_layer_params {largest:,} exceeds params {p:,}")
-        terms = [Term("working", "largest_layer", LARGEST_LAYER_BYTES * largest, ((LARGEST_LAYER_BYTES, "L"),),
-                      f"largest module gathered whole: bf16 weights + bf16 gradients (2 + 2); {ESTIMATOR_3}")]
+        terms = [
+            Term(
+                "working",
+                "largest_layer",
+                LARGEST_LAYER_BYTES * largest,
+                ((LARGEST_LAYER_BYTES, "L"),),
+                f"largest module gathered whole: bf16 weights + bf16 gradients (2 + 2); {ESTIMATOR_3}",
+            )
+        ]
         if offload_optimizer and not offload_params:
-            terms.append(Term("weights", "bf16_weight_partition", BF16 * shard_elements(p, n), ((BF16, "P/N"),),
-                              f"bf16 weight partition; {ESTIMATOR_3}"))
+            terms.append(
+                Term(
+                    "weights",
+                    "bf16_weight_partition",
+                    BF16 * shard_elements(p, n),
+                    ((BF16, "P/N"),),
+                    f"bf16 weight partition; {ESTIMATOR_3}",
+                )
+            )
         elif not offload_optimizer:
-            terms += [Term(t.part, t.key, t.bytes, t.coefficients, f"{t.what}; {ESTIMATOR_3}") for t in _partitions(p, n, k, "weights")]
+            terms += [
+                Term(t.part, t.key, t.bytes, t.coefficients, f"{t.what}; {ESTIMATOR_3}")
+                for t in _partitions(p, n, k, "weights")
+            ]
     else:
         terms = [Term("weights", "bf16_weights", BF16 * p, ((BF16, "P"),), "bf16 weights, whole on every GPU")]
         if zero_stage == 0:
             notes.append(NOTE_DERIVED.format(stage=0))
             terms += [
                 Term("gradients", "bf16_gradients", BF16 * p, ((BF16, "P"),), "bf16 gradients"),
-                Term("gradients", "fp32_gradients", FP32_GRADS * p, ((FP32_GRADS, "P"),),
-                     "fp32 gradients flattened for the step (runtime/fp16/fused_optimizer.py)"),
-                Term("optimizer", "fp32_master", MASTER_COPY_BYTES * p, ((MASTER_COPY_BYTES, "P"),), "fp32 master copy"),
-                Term("optimizer", "optimizer_states", (k - MASTER_COPY_BYTES) * p, ((k - MASTER_COPY_BYTES, "P"),),
-                     "optimizer states (AdamW: two fp32 moments)"),
+                Term(
+                    "gradients",
+                    "fp32_gradients",
+                    FP32_GRADS * p,
+                    ((FP32_GRADS, "P"),),
+                    "fp32 gradients flattened for the step (runtime/fp16/fused_optimizer.py)",
+                ),
+                Term(
+                    "optimizer", "fp32_master", MASTER_COPY_BYTES * p, ((MASTER_COPY_BYTES, "P"),), "fp32 master copy"
+                ),
+                Term(
+                    "optimizer",
+                    "optimizer_states",
+                    (k - MASTER_COPY_BYTES) * p,
+                    ((k - MASTER_COPY_BYTES, "P"),),
+                    "optimizer states (AdamW: two fp32 moments)",
+                ),
             ]
         elif zero_stage == 1:
             notes.append(NOTE_DERIVED.format(stage=1))
-            terms.append(Term("gradients", "bf16_gradients", BF16 * p, ((BF16, "P"),),
-                              "bf16 gradients, whole: stage 1 does not partition them"))
+            terms.append(
+                Term(
+                    "gradients",
+                    "bf16_gradients",
+                    BF16 * p,
+                    ((BF16, "P"),),
+                    "bf16 gradients, whole: stage 1 does not partition them",
+                )
+            )
             if not offload_optimizer:
                 terms += _partitions(p, n, k, None)
         elif not offload_optimizer:
-            terms += [Term(t.part, t.key, t.bytes, t.coefficients, f"{t.what}; {ESTIMATOR_2}") for t in _partitions(p, n, k, "gradients")]
+            terms += [
+                Term(t.part, t.key, t.bytes, t.coefficients, f"{t.what}; {ESTIMATOR_2}")
+                for t in _partitions(p, n, k, "gradients")
+            ]
     if offload_optimizer:
         host_bytes_per_param = FP32_GRADS + k + (BF16 if offload_params else 0)
         what = f"per machine: fp32 master + optimizer states ({k}) and fp32 gradients (4)"
         if offload_params:
             what += " and bf16 weights (2)"
-        terms.append(Term("host", "offloaded_partitions", host_bytes_per_param * shard_elements(p, n) * gpus,
-                          ((host_bytes_per_param, "PM/N"),), what))
+        terms.append(
+            Term(
+                "host",
+                "offloaded_partitions",
+                host_bytes_per_param * shard_elements(p, n) * gpus,
+                ((host_bytes_per_param, "PM/N"),),
+                what,
+            )
+        )
         notes.append(NOTE_BUFFER_FACTOR)
         if zero_stage in (1, 2):
             notes.append(NOTE_LOAD_TERM)

@@ -27,9 +27,7 @@ def dtype_bits(dtype: str) -> int:
     return lookup(DTYPE_BITS, dtype, "dtype")
 
 
-def nf4_bytes(
-    n_elements: int, block_size: int = 64, double_quant: bool = True, dq_block_size: int = 256
-) -> int:
+def nf4_bytes(n_elements: int, block_size: int = 64, double_quant: bool = True, dq_block_size: int = 256) -> int:
     """Bytes of ONE tensor of ``n_elements`` quantised to NF4 (QLoRA §3), constants included.
 
     Data: ceil(n/2) bytes. Constants: ceil(n/block_size) of them, fp32 (4 B each), or

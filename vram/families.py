@@ -16,8 +16,23 @@ from typing import Any
 from .family_entries import BUILTIN_FAMILIES
 from .family_spec import CHUNKED, FULL, LAYER_RULES, NORMS, QK_NORMS, REQUIRED_KEYS, SLIDING, Experts, Family
 
-__all__ = ["CHUNKED", "FULL", "LAYER_RULES", "NORMS", "QK_NORMS", "REQUIRED_KEYS", "SLIDING", "Experts", "Family",
-           "MULTIMODAL_WRAPPERS", "get_family", "is_registered", "model_types", "register_family", "unregister_family"]
+__all__ = [
+    "CHUNKED",
+    "FULL",
+    "LAYER_RULES",
+    "NORMS",
+    "QK_NORMS",
+    "REQUIRED_KEYS",
+    "SLIDING",
+    "Experts",
+    "Family",
+    "MULTIMODAL_WRAPPERS",
+    "get_family",
+    "is_registered",
+    "model_types",
+    "register_family",
+    "unregister_family",
+]
 
 # Multimodal wrappers (transformers' *ForConditionalGeneration: a vision tower and a projector
 # beside the language model, which are not modelled): model_type -> (the class transformers

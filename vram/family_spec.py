@@ -16,10 +16,22 @@ from typing import Any, Mapping
 # layer_types as transformers' DynamicCache and vLLM see each decoder layer
 FULL, SLIDING, CHUNKED = "full_attention", "sliding_attention", "chunked_attention"
 # keys a config.json must name (a file without them is cut short: refused, not defaulted)
-REQUIRED_KEYS = frozenset({"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads"})
+REQUIRED_KEYS = frozenset(
+    {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads"}
+)
 # how a family's config class fills ``layer_types`` when the file leaves it out (vram.models._layer_types)
-LAYER_RULES = ("none", "from_window", "qwen", "qwen_moe", "qwen2_moe", "every_2nd_full", "every_4th_full", "gemma3",
-               "smollm3", "llama4")
+LAYER_RULES = (
+    "none",
+    "from_window",
+    "qwen",
+    "qwen_moe",
+    "qwen2_moe",
+    "every_2nd_full",
+    "every_4th_full",
+    "gemma3",
+    "smollm3",
+    "llama4",
+)
 # how a family's RMSNorm keeps tensors for backward (vram.activations._norm)
 NORMS = ("llama", "gemma", "gpt_oss")
 # q/k norms: per head (qwen3: head_dim wide), whole projection (olmo2: heads*head_dim), OLMoE's own widths;
@@ -173,5 +185,5 @@ class Family:
 
     @property
     def default_attention(self) -> str:
-        """"sdpa" where transformers runs the family under sdpa, else "eager"."""
+        """ "sdpa" where transformers runs the family under sdpa, else "eager"."""
         return "eager" if self.no_sdpa else "sdpa"

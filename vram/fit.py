@@ -54,7 +54,11 @@ def free_fraction(required_bytes: int | float, capacity_bytes: int | float) -> f
     text), a non-positive capacity or a negative requirement.
     """
     for name, value in (("required_bytes", required_bytes), ("capacity_bytes", capacity_bytes)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not math.isfinite(value)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (isinstance(value, float) and not math.isfinite(value))
+        ):
             raise ValueError(f"{name} must be a finite number of bytes, got {value!r}")
     if capacity_bytes <= 0:
         raise ValueError(f"capacity_bytes must be positive, got {capacity_bytes!r}")
@@ -77,8 +81,9 @@ def fits(required_bytes: int | float, capacity_bytes: int | float, min_free_frac
     return free_fraction(required_bytes, capacity_bytes) >= min_free_fraction
 
 
-def training_verdict(per_gpu_bytes: int, backward_bytes: int, activations_none: int, activations_full: int,
-                     capacity_bytes: int) -> str | None:
+def training_verdict(
+    per_gpu_bytes: int, backward_bytes: int, activations_none: int, activations_full: int, capacity_bytes: int
+) -> str | None:
     """Does a training step fit a card, and with what recomputation? ``"none"``: it fits with
     the activations of no recomputation; ``"full"``: only with full recomputation; None: not
     even then.
@@ -92,9 +97,13 @@ def training_verdict(per_gpu_bytes: int, backward_bytes: int, activations_none: 
     ``max(per_gpu_bytes, backward_bytes + activations) <= capacity_bytes`` (a tie fits).
     Raises ValueError for a negative or non-integer size.
     """
-    for name, value in (("per_gpu_bytes", per_gpu_bytes), ("backward_bytes", backward_bytes),
-                        ("activations_none", activations_none), ("activations_full", activations_full),
-                        ("capacity_bytes", capacity_bytes)):
+    for name, value in (
+        ("per_gpu_bytes", per_gpu_bytes),
+        ("backward_bytes", backward_bytes),
+        ("activations_none", activations_none),
+        ("activations_full", activations_full),
+        ("capacity_bytes", capacity_bytes),
+    ):
         check_int(value, name, 0)
     if backward_bytes > per_gpu_bytes:
         raise ValueError(f"backward_bytes {backward_bytes:,} exceeds per_gpu_bytes {per_gpu_bytes:,}")
@@ -109,8 +118,11 @@ def peak_bytes(per_gpu_bytes: int, backward_bytes: int, activations_bytes: int) 
     activations by then) and backward with its activations at their peak (``backward_bytes +
     activations_bytes``), as ``training_verdict`` compares them with a card. Raises ValueError
     for a negative or non-integer size."""
-    for name, value in (("per_gpu_bytes", per_gpu_bytes), ("backward_bytes", backward_bytes),
-                        ("activations_bytes", activations_bytes)):
+    for name, value in (
+        ("per_gpu_bytes", per_gpu_bytes),
+        ("backward_bytes", backward_bytes),
+        ("activations_bytes", activations_bytes),
+    ):
         check_int(value, name, 0)
     return max(per_gpu_bytes, backward_bytes + activations_bytes)
 

@@ -31,8 +31,10 @@ OFFLOAD = ("none", "optimizer", "optimizer+params")
 STAGE_NAMES = {
     "zero-paper": {0: "DDP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"},
     "deepspeed": {0: "DeepSpeed without ZeRO", 1: "DeepSpeed ZeRO-1", 2: "DeepSpeed ZeRO-2", 3: "DeepSpeed ZeRO-3"},
-    "fsdp2": {0: "DDP (PyTorch AMP)",
-              **{s: f"FSDP2 fully_shard(reshard_after_forward={v})" for s, v in RESHARD_AFTER_FORWARD.items()}},
+    "fsdp2": {
+        0: "DDP (PyTorch AMP)",
+        **{s: f"FSDP2 fully_shard(reshard_after_forward={v})" for s, v in RESHARD_AFTER_FORWARD.items()},
+    },
 }
 # The FSDP1 ShardingStrategy each FSDP2 setting replaces (PyTorch's FSDP1 -> FSDP2 notes).
 FSDP1_NAMES = {0: "NO_SHARD", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"}
@@ -55,14 +57,30 @@ def zero_paper_memory(
     symbol = lambda stage: "P/N" if zero_stage >= stage else "P"  # noqa: E731
     terms = [
         Term("weights", "weights", mem.weights_bytes, ((bpp.weights, symbol(3)),), "16-bit weights (ZeRO §3.1)"),
-        Term("gradients", "gradients", mem.gradients_bytes, ((bpp.gradients, symbol(2)),), "16-bit gradients (ZeRO §3.1)"),
+        Term(
+            "gradients", "gradients", mem.gradients_bytes, ((bpp.gradients, symbol(2)),), "16-bit gradients (ZeRO §3.1)"
+        ),
     ]
     if offload_optimizer:
-        terms.append(Term("host", "offloaded_optimizer", mem.host_optimizer_bytes_per_machine, ((bpp.optimizer, "PM/N"),),
-                          "optimizer states offloaded per machine (ZeRO-Offload)"))
+        terms.append(
+            Term(
+                "host",
+                "offloaded_optimizer",
+                mem.host_optimizer_bytes_per_machine,
+                ((bpp.optimizer, "PM/N"),),
+                "optimizer states offloaded per machine (ZeRO-Offload)",
+            )
+        )
     else:
-        terms.append(Term("optimizer", "optimizer", mem.optimizer_bytes, ((bpp.optimizer, symbol(1)),),
-                          "fp32 master copy and moments (ZeRO §3.1, K = 12)"))
+        terms.append(
+            Term(
+                "optimizer",
+                "optimizer",
+                mem.optimizer_bytes,
+                ((bpp.optimizer, symbol(1)),),
+                "fp32 master copy and moments (ZeRO §3.1, K = 12)",
+            )
+        )
     return FrameworkMemory("zero-paper", params, world_size, zero_stage, tuple(terms))
 
 
@@ -97,12 +115,21 @@ def framework_memory(
             raise ValueError("the zero-paper framework offloads optimizer states only; drop offload_params")
         return zero_paper_memory(shape.params, world_size, zero_stage, optimizer, offload_optimizer, gpus_per_machine)
     if framework == "deepspeed":
-        return deepspeed_memory(shape.params, world_size, zero_stage, optimizer, offload_optimizer, offload_params,
-                                shape.largest_layer_params, gpus_per_machine)
+        return deepspeed_memory(
+            shape.params,
+            world_size,
+            zero_stage,
+            optimizer,
+            offload_optimizer,
+            offload_params,
+            shape.largest_layer_params,
+            gpus_per_machine,
+        )
     if offload_optimizer != offload_params:
         raise ValueError(
             "FSDP2 offloads with CPUOffloadPolicy: parameters, gradients and optimizer states "
             "together; give offload_optimizer and offload_params both"
         )
-    return fsdp2_memory(shape, world_size, zero_stage, optimizer, offload_optimizer, gpus_per_machine,
-                        optimizer_impl=optimizer_impl)
+    return fsdp2_memory(
+        shape, world_size, zero_stage, optimizer, offload_optimizer, gpus_per_machine, optimizer_impl=optimizer_impl
+    )

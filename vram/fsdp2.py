@@ -79,8 +79,12 @@ FRAMEWORK = "fsdp2"
 FP32 = 4
 BF16 = 2
 RESHARD_AFTER_FORWARD = {2: False, 3: True}  # --zero-stage -> fully_shard(reshard_after_forward=...)
-MOMENTS = {"block": "a decoder layer's backward", "root": "the root's reduce-scatter",
-           "backward": "the moment of backward that holds the most", "step": "the optimizer step"}
+MOMENTS = {
+    "block": "a decoder layer's backward",
+    "root": "the root's reduce-scatter",
+    "backward": "the moment of backward that holds the most",
+    "step": "the optimizer step",
+}
 BACKWARD_MOMENTS = ("block", "root")
 STEP_NOTE = (
     "The optimizer step holds the most ({impl} AdamW): {what}, beside the model states "
@@ -193,8 +197,10 @@ def fsdp2_memory(
         )
     if optimizer == ALL_BF16:
         if zero_stage or offload:
-            raise ValueError("optimizer adamw-bf16 (all in bf16, no fp32 master) is modelled under DDP only "
-                             "(zero_stage 0, no offload); FSDP2 with a bf16 MixedPrecisionPolicy keeps fp32 shards")
+            raise ValueError(
+                "optimizer adamw-bf16 (all in bf16, no fp32 master) is modelled under DDP only "
+                "(zero_stage 0, no offload); FSDP2 with a bf16 MixedPrecisionPolicy keeps fp32 shards"
+            )
         return _ddp_all_bf16(shape, n, gradient_as_bucket_view, moment, optimizer_impl)
     states = state_bytes_per_param(optimizer)
     gpus = n if gpus_per_machine is None else check_int(gpus_per_machine, "gpus_per_machine", 1)
@@ -209,55 +215,131 @@ def fsdp2_memory(
         terms = [
             Term("weights", "fp32_weights", FP32 * p, ((FP32, "P"),), "fp32 parameters"),
             Term("gradients", "fp32_gradients", FP32 * p, ((FP32, "P"),), "fp32 gradients"),
-            Term("optimizer", "optimizer_states", states * p, ((states, "P"),), "optimizer states on the fp32 parameters"),
+            Term(
+                "optimizer", "optimizer_states", states * p, ((states, "P"),), "optimizer states on the fp32 parameters"
+            ),
         ]
         notes = [BUCKET_NOTE] if n > 1 else []
-        buckets = [Term("working", "ddp_buckets", FP32 * p, ((FP32, "P"),),
-                        "DDP all-reduce buckets (gradient_as_bucket_view=False)")] \
-            if n > 1 and not gradient_as_bucket_view else []
-        backward = [Term("working", "autocast_copies", BF16 * shape.linear_params, ((BF16, "W"),),
-                         "bf16 copies of the nn.Linear weights cached by torch.autocast, forward to backward")] + buckets
+        buckets = (
+            [
+                Term(
+                    "working",
+                    "ddp_buckets",
+                    FP32 * p,
+                    ((FP32, "P"),),
+                    "DDP all-reduce buckets (gradient_as_bucket_view=False)",
+                )
+            ]
+            if n > 1 and not gradient_as_bucket_view
+            else []
+        )
+        backward = [
+            Term(
+                "working",
+                "autocast_copies",
+                BF16 * shape.linear_params,
+                ((BF16, "W"),),
+                "bf16 copies of the nn.Linear weights cached by torch.autocast, forward to backward",
+            )
+        ] + buckets
         step = _step_terms(shape, 1, optimizer, optimizer_impl, "P") + buckets
-        return _with_step(FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes)),
-                          backward, step, optimizer_impl, moment is None, force=moment == "step")
-    shape = _need(shape, ("decoder_layer_params", "num_layers", "root_params", "output_params"),
-                  "gathers one decoder layer at a time")
+        return _with_step(
+            FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes)),
+            backward,
+            step,
+            optimizer_impl,
+            moment is None,
+            force=moment == "step",
+        )
+    shape = _need(
+        shape,
+        ("decoder_layer_params", "num_layers", "root_params", "output_params"),
+        "gathers one decoder layer at a time",
+    )
     p = shape.params
     shard = rank0_shard_params(shape, n)  # whole elements on rank 0, FSDP2's dim-0 rule
     terms = []
     if not offload:
         terms += [
             Term("weights", "fp32_weight_shards", FP32 * shard, ((FP32, "P/N"),), "fp32 sharded parameters"),
-            Term("gradients", "fp32_gradient_shards", FP32 * shard, ((FP32, "P/N"),), "fp32 sharded gradients (reduce_dtype=fp32)"),
-            Term("optimizer", "optimizer_state_shards", states * shard, ((states, "P/N"),), "optimizer states on the fp32 shards"),
+            Term(
+                "gradients",
+                "fp32_gradient_shards",
+                FP32 * shard,
+                ((FP32, "P/N"),),
+                "fp32 sharded gradients (reduce_dtype=fp32)",
+            ),
+            Term(
+                "optimizer",
+                "optimizer_state_shards",
+                states * shard,
+                ((states, "P/N"),),
+                "optimizer states on the fp32 shards",
+            ),
         ]
     gathered_p, _, gathered_b = gathered_sizes(shape, n)
     if zero_stage == 2:  # all-gather outputs, padded
-        terms.append(Term("weights", "bf16_unsharded_weights", BF16 * gathered_p, ((BF16, "P"),),
-                          "bf16 unsharded weights kept from forward to each block's backward"))
+        terms.append(
+            Term(
+                "weights",
+                "bf16_unsharded_weights",
+                BF16 * gathered_p,
+                ((BF16, "P"),),
+                "bf16 unsharded weights kept from forward to each block's backward",
+            )
+        )
     moments = working_moments(shape, zero_stage, n)
     largest = max(moments, key=lambda m: sum(t.bytes for t in moments[m]))  # the first of equals
     # CPUOffloadPolicy runs the step on the CPU: nothing of it on the GPU
     step = [] if offload else _step_terms(shape, n, optimizer, optimizer_impl, "P/N")
     if zero_stage == 2:
-        step.insert(0, Term("working", "resharded_weights", -BF16 * gathered_p, ((-BF16, "P"),),
-                            "the bf16 weights, resharded after backward"))
+        step.insert(
+            0,
+            Term(
+                "working",
+                "resharded_weights",
+                -BF16 * gathered_p,
+                ((-BF16, "P"),),
+                "the bf16 weights, resharded after backward",
+            ),
+        )
     asked = largest if moment in (None, "step", "backward") else moment
     backward = lookup(moments, asked, "FSDP2 moment")
     if offload:
-        terms.append(Term("host", "offloaded_shards", (FP32 + FP32 + states) * shard * gpus, ((FP32 + FP32 + states, "PM/N"),),
-                          "per machine: fp32 sharded parameters and gradients, optimizer states (CPUOffloadPolicy)"))
-    notes = [PEAK_NOTE.format(moment=MOMENTS[largest]) if moment in (None, largest, "step", "backward")
-             else ASKED_NOTE.format(moment=MOMENTS[moment], largest=MOMENTS[largest]), ROOT_NOTE]
+        terms.append(
+            Term(
+                "host",
+                "offloaded_shards",
+                (FP32 + FP32 + states) * shard * gpus,
+                ((FP32 + FP32 + states, "PM/N"),),
+                "per machine: fp32 sharded parameters and gradients, optimizer states (CPUOffloadPolicy)",
+            )
+        )
+    notes = [
+        PEAK_NOTE.format(moment=MOMENTS[largest])
+        if moment in (None, largest, "step", "backward")
+        else ASKED_NOTE.format(moment=MOMENTS[moment], largest=MOMENTS[largest]),
+        ROOT_NOTE,
+    ]
     if shard > ceil_div(p, n):
         experts = any(len(dims) == 3 for dims, _ in shape.param_shapes or ())
-        notes.append(SHARD_NOTE.format(shard=shard, extra=shard - ceil_div(p, n),
-                                       why="fused expert tensors hold whole experts" if experts else "padding"))
+        notes.append(
+            SHARD_NOTE.format(
+                shard=shard,
+                extra=shard - ceil_div(p, n),
+                why="fused expert tensors hold whole experts" if experts else "padding",
+            )
+        )
     if gathered_b > shape.decoder_layer_params:
         experts = any(len(dims) == 3 for kind in shape.layer_shapes for dims in kind)
-        notes.append(GATHER_NOTE.format(n=n, block=gathered_b, extra=gathered_b - shape.decoder_layer_params,
-                                        why="a fused expert tensor of E experts holds N·ceil(E/N) of them"
-                                        if experts else "padding"))
+        notes.append(
+            GATHER_NOTE.format(
+                n=n,
+                block=gathered_b,
+                extra=gathered_b - shape.decoder_layer_params,
+                why="a fused expert tensor of E experts holds N·ceil(E/N) of them" if experts else "padding",
+            )
+        )
     memory = FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes))
     if moment == "step":
         return _with_step(memory, backward, step, optimizer_impl, False, force=True)
@@ -278,8 +360,9 @@ ALL_BF16_NOTE = (
 )
 
 
-def _ddp_all_bf16(shape: ModelShape, n: int, gradient_as_bucket_view: bool, moment: str | None,
-                  optimizer_impl: str) -> FrameworkMemory:
+def _ddp_all_bf16(
+    shape: ModelShape, n: int, gradient_as_bucket_view: bool, moment: str | None, optimizer_impl: str
+) -> FrameworkMemory:
     """DDP on a bf16 model with ``torch.optim.AdamW`` (its moments follow the bf16 parameters,
     ``torch/optim/adamw.py``: ``zeros_like(param)``): 2P weights + 2P gradients + 4P moments,
     DDP's bf16 buckets (2P on more than one GPU, unless ``gradient_as_bucket_view``) from
@@ -292,13 +375,29 @@ def _ddp_all_bf16(shape: ModelShape, n: int, gradient_as_bucket_view: bool, mome
         Term("gradients", "bf16_gradients", BF16 * p, ((BF16, "P"),), "bf16 gradients"),
         Term("optimizer", "optimizer_states", 2 * BF16 * p, ((2 * BF16, "P"),), "AdamW's two moments, in bf16"),
     ]
-    buckets = [Term("working", "ddp_buckets", BF16 * p, ((BF16, "P"),),
-                    "DDP all-reduce buckets (gradient_as_bucket_view=False)")] \
-        if n > 1 and not gradient_as_bucket_view else []
+    buckets = (
+        [
+            Term(
+                "working",
+                "ddp_buckets",
+                BF16 * p,
+                ((BF16, "P"),),
+                "DDP all-reduce buckets (gradient_as_bucket_view=False)",
+            )
+        ]
+        if n > 1 and not gradient_as_bucket_view
+        else []
+    )
     notes = (ALL_BF16_NOTE,) + ((ALL_BF16_BUCKET_NOTE,) if n > 1 else ())
     step = _step_terms(shape, 1, ALL_BF16, optimizer_impl, "P") + buckets
-    return _with_step(FrameworkMemory(FRAMEWORK, p, n, 0, tuple(terms), notes), buckets, step, optimizer_impl,
-                      moment is None, force=moment == "step")
+    return _with_step(
+        FrameworkMemory(FRAMEWORK, p, n, 0, tuple(terms), notes),
+        buckets,
+        step,
+        optimizer_impl,
+        moment is None,
+        force=moment == "step",
+    )
 
 
 def rank0_shard_params(shape: ModelShape, world_size: int) -> int:
@@ -327,19 +426,34 @@ def _step_terms(shape: ModelShape, n: int, optimizer: str, impl: str, symbol: st
     if per_param:
         local = rank0_shard_params(shape, n)
         dtype = "bf16" if optimizer == ALL_BF16 else "fp32"
-        terms.append(Term("working", "optimizer_step_temporary", per_param * local, ((per_param, symbol),),
-                          f"{dtype} temporary of the {impl} AdamW step (torch._foreach_sqrt of exp_avg_sq)"))
+        terms.append(
+            Term(
+                "working",
+                "optimizer_step_temporary",
+                per_param * local,
+                ((per_param, symbol),),
+                f"{dtype} temporary of the {impl} AdamW step (torch._foreach_sqrt of exp_avg_sq)",
+            )
+        )
     if per_largest:
         largest = largest_local_tensor(shape, n)
         if largest is None:
             raise ValueError("the for-loop AdamW step works on the largest parameter tensor: give the model's config")
-        terms.append(Term("working", "optimizer_step_temporary", per_largest * largest, ((per_largest, "T"),),
-                          f"two {'bf16' if optimizer == ALL_BF16 else 'fp32'} temporaries of the largest parameter tensor in the {impl} AdamW step"))
+        terms.append(
+            Term(
+                "working",
+                "optimizer_step_temporary",
+                per_largest * largest,
+                ((per_largest, "T"),),
+                f"two {'bf16' if optimizer == ALL_BF16 else 'fp32'} temporaries of the largest parameter tensor in the {impl} AdamW step",
+            )
+        )
     return terms
 
 
-def _with_step(memory: FrameworkMemory, backward: list[Term], step: list[Term], impl: str, largest: bool,
-               force: bool = False) -> FrameworkMemory:
+def _with_step(
+    memory: FrameworkMemory, backward: list[Term], step: list[Term], impl: str, largest: bool, force: bool = False
+) -> FrameworkMemory:
     """``memory`` with the working terms of backward or of the step, whichever holds more
     (``force``: the step's), and the working bytes of backward kept for the activations."""
     backward_bytes = sum(t.bytes for t in backward)
@@ -349,9 +463,15 @@ def _with_step(memory: FrameworkMemory, backward: list[Term], step: list[Term], 
     if use_step:
         what = ", ".join(t.what for t in step if t.key == "optimizer_step_temporary") or "no temporary"
         notes = notes + (STEP_NOTE.format(impl=impl, what=what),)
-    return FrameworkMemory(memory.framework, memory.params, memory.world_size, memory.zero_stage,
-                           memory.terms + tuple(step if use_step else backward), notes,
-                           backward_working_bytes=backward_bytes)
+    return FrameworkMemory(
+        memory.framework,
+        memory.params,
+        memory.world_size,
+        memory.zero_stage,
+        memory.terms + tuple(step if use_step else backward),
+        notes,
+        backward_working_bytes=backward_bytes,
+    )
 
 
 def gathered_sizes(shape: ModelShape, world_size: int = 1) -> tuple[int, int, int]:
@@ -366,8 +486,11 @@ def gathered_sizes(shape: ModelShape, world_size: int = 1) -> tuple[int, int, in
     n = check_world_size(world_size)
     if shape.layer_shapes is None or shape.root_shapes is None or shape.param_shapes is None:
         return shape.params, shape.root_params, shape.decoder_layer_params
-    return (sum(count * n * fsdp2_chunk_rows(dims[0], n) * prod(dims[1:]) for dims, count in shape.param_shapes),
-            _gathered(shape.root_shapes, n), max(_gathered(kind, n) for kind in shape.layer_shapes))
+    return (
+        sum(count * n * fsdp2_chunk_rows(dims[0], n) * prod(dims[1:]) for dims, count in shape.param_shapes),
+        _gathered(shape.root_shapes, n),
+        max(_gathered(kind, n) for kind in shape.layer_shapes),
+    )
 
 
 def _gathered(shapes: Iterable[Sequence[int]], n: int) -> int:
@@ -417,32 +540,49 @@ def working_moments(shape: ModelShape, zero_stage: int, world_size: int = 1) -> 
     moments: dict[str, list[Term | None]] = {}
     if zero_stage == 3 and layers >= 3:
         moments["block"] = [
-            term("gathered_weights", ((BF16, "R"), (2 * BF16, "B")),
-                 "bf16 gathered weights: the root, the current block and the prefetched one", BF16 * gr + 2 * BF16 * gb),
-            term("unsharded_gradients", ((BF16, "O"), (BF16, "B")),
-                 "bf16 unsharded gradients of the current block and of lm_head/final norm"),
-            term("reduce_scatter_input", ((FP32, "B"),), "fp32 reduce-scatter input of the previous block, kept until the next one's",
-                 FP32 * gb),
+            term(
+                "gathered_weights",
+                ((BF16, "R"), (2 * BF16, "B")),
+                "bf16 gathered weights: the root, the current block and the prefetched one",
+                BF16 * gr + 2 * BF16 * gb,
+            ),
+            term(
+                "unsharded_gradients",
+                ((BF16, "O"), (BF16, "B")),
+                "bf16 unsharded gradients of the current block and of lm_head/final norm",
+            ),
+            term(
+                "reduce_scatter_input",
+                ((FP32, "B"),),
+                "fp32 reduce-scatter input of the previous block, kept until the next one's",
+                FP32 * gb,
+            ),
         ]
     elif layers:
         prefetched = zero_stage == 3 and layers == 2  # the other block, gathered for its backward
         moments["block"] = [
-            term("gathered_weights", ((BF16, "R"), *(((BF16, "B"),) if prefetched else ())),
-                 "bf16 gathered weights of the root" + (" and of the prefetched block" if prefetched else ""),
-                 BF16 * gr + (BF16 * gb if prefetched else 0))
-            if zero_stage == 3 else None,
+            term(
+                "gathered_weights",
+                ((BF16, "R"), *(((BF16, "B"),) if prefetched else ())),
+                "bf16 gathered weights of the root" + (" and of the prefetched block" if prefetched else ""),
+                BF16 * gr + (BF16 * gb if prefetched else 0),
+            )
+            if zero_stage == 3
+            else None,
             term("unsharded_gradients", ((BF16, "O"),), "bf16 unsharded gradients of lm_head/final norm"),
-            term("block_reduce_scatter", ((FP32 + BF16 if zero_stage == 3 else FP32, "B"),),
-                 "a block's bf16 gradients (2B) in its fp32 reduce-scatter input (4B)"
-                 + (", its bf16 weights (2B) resharded just before" if zero_stage == 2 else ""),
-                 BF16 * b + FP32 * gb - (BF16 * gb if zero_stage == 2 else 0)),
+            term(
+                "block_reduce_scatter",
+                ((FP32 + BF16 if zero_stage == 3 else FP32, "B"),),
+                "a block's bf16 gradients (2B) in its fp32 reduce-scatter input (4B)"
+                + (", its bf16 weights (2B) resharded just before" if zero_stage == 2 else ""),
+                BF16 * b + FP32 * gb - (BF16 * gb if zero_stage == 2 else 0),
+            ),
         ]
     moments["root"] = [
         term("resharded_weights", ((-BF16, "P"),), "the bf16 weights, all resharded by then", -BF16 * gp)
-        if zero_stage == 2 else None,
+        if zero_stage == 2
+        else None,
         term("unsharded_gradients", ((BF16, "R"),), "bf16 gradients of the root, being copied"),
         term("reduce_scatter_input", ((FP32, "R"),), "fp32 reduce-scatter input of the root", FP32 * gr),
     ]
     return {m: [t for t in ts if t] for m, ts in moments.items()}
-
-

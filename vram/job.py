@@ -91,9 +91,26 @@ from .activations import activation_memory, default_attention
 from .breakdown import model_shape
 from .fit import fits, free_fraction, is_tight, mib_to_bytes, peak_bytes, training_verdict, usable_bytes
 from .frameworks import framework_memory
-from .job_input import (JOB_FIELDS, KINDS, KV_DTYPES, MAX_CARDS, MAX_GRAD_ACCUM, MAX_HOST_RAM_GB, MAX_MIB, MAX_RANK,
-                        MAX_TOKENS, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, GpuEntry, Job, JobError,
-                        check_job, normalised, read_config)
+from .job_input import (
+    JOB_FIELDS,
+    KINDS,
+    KV_DTYPES,
+    MAX_CARDS,
+    MAX_GRAD_ACCUM,
+    MAX_HOST_RAM_GB,
+    MAX_MIB,
+    MAX_RANK,
+    MAX_TOKENS,
+    OFFLOAD,
+    SERVING_WEIGHTS,
+    TRAINING_OPTIMIZERS,
+    GpuEntry,
+    Job,
+    JobError,
+    check_job,
+    normalised,
+    read_config,
+)
 from .lora import lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
 from .lora_offload import OffloadNotModelled, lora_offload_memory
 from .models import ModelConfig, count_params
@@ -106,11 +123,33 @@ from .timing import decode_bound, shown_duration
 from .units import bytes_to_gb
 
 __all__ = [  # vram.job_input's names, importable from here as before the split
-    "JOB_FIELDS", "KINDS", "KV_DTYPES", "MAX_CARDS", "MAX_GRAD_ACCUM", "MAX_HOST_RAM_GB", "MAX_MIB", "MAX_RANK",
-    "MAX_TOKENS", "OFFLOAD", "SERVING_WEIGHTS", "TRAINING_OPTIMIZERS", "Job", "JobError", "check_job",
-    "normalised", "read_config",
+    "JOB_FIELDS",
+    "KINDS",
+    "KV_DTYPES",
+    "MAX_CARDS",
+    "MAX_GRAD_ACCUM",
+    "MAX_HOST_RAM_GB",
+    "MAX_MIB",
+    "MAX_RANK",
+    "MAX_TOKENS",
+    "OFFLOAD",
+    "SERVING_WEIGHTS",
+    "TRAINING_OPTIMIZERS",
+    "Job",
+    "JobError",
+    "check_job",
+    "normalised",
+    "read_config",
     # this module's own
-    "Need", "RunSetting", "answer_job", "asked_run", "answer_json", "dumps", "global_batch", "settle_run", "settled_runs",
+    "Need",
+    "RunSetting",
+    "answer_job",
+    "asked_run",
+    "answer_json",
+    "dumps",
+    "global_batch",
+    "settle_run",
+    "settled_runs",
     "training_need",
 ]
 
@@ -133,24 +172,45 @@ def _not_offered(field: str, exc: ValueError) -> JobError:
 
 # --- what one card holds ---------------------------------------------------------------------
 
+
 def _training(job: Job) -> tuple[dict[str, int], int, list[str], int]:
     try:
-        memory = framework_memory(job.framework, _cached_shape(job.config), job.cards, job.zero_stage, job.optimizer,
-                                  job.offload != "none", job.offload == "optimizer+params",
-                                  optimizer_impl=job.optimizer_impl)
+        memory = framework_memory(
+            job.framework,
+            _cached_shape(job.config),
+            job.cards,
+            job.zero_stage,
+            job.optimizer,
+            job.offload != "none",
+            job.offload == "optimizer+params",
+            optimizer_impl=job.optimizer_impl,
+        )
     except ValueError as exc:
-        field = "offload" if job.offload != "none" and "offload" in str(exc).lower() else "optimizer" \
-            if "optimizer" in str(exc) and job.optimizer != "adamw" else "framework"
+        field = (
+            "offload"
+            if job.offload != "none" and "offload" in str(exc).lower()
+            else "optimizer"
+            if "optimizer" in str(exc) and job.optimizer != "adamw"
+            else "framework"
+        )
         raise _not_offered(field, exc) from None
-    parts = {"weights": memory.weights_bytes, "gradients": memory.gradients_bytes,
-             "optimizer": memory.optimizer_bytes, "working": memory.working_bytes}
+    parts = {
+        "weights": memory.weights_bytes,
+        "gradients": memory.gradients_bytes,
+        "optimizer": memory.optimizer_bytes,
+        "working": memory.working_bytes,
+    }
     return parts, memory.host_bytes, list(memory.notes), memory.backward_bytes
 
 
 def _lora(job: Job) -> tuple[dict[str, int], int, list[str], int]:
     if job.framework == "zero-paper":
-        raise JobError("framework", "not_offered", "LoRA is modelled under DDP, DeepSpeed ZeRO-1/2/3 and FSDP2 "
-                       "(vram.lora), not in the ZeRO paper's accounting")
+        raise JobError(
+            "framework",
+            "not_offered",
+            "LoRA is modelled under DDP, DeepSpeed ZeRO-1/2/3 and FSDP2 "
+            "(vram.lora), not in the ZeRO paper's accounting",
+        )
     if job.offload != "none":
         return _lora_offload(job)
     if job.framework == "fsdp2" and job.zero_stage > 0:
@@ -166,8 +226,10 @@ def _lora(job: Job) -> tuple[dict[str, int], int, list[str], int]:
     return {"base": memory.base_weights_bytes, "adapters": adapters}, 0, notes, memory.total_bytes
 
 
-QLORA_STORAGE_NOTE = ("QLoRA under ZeRO-3 or FSDP needs BitsAndBytesConfig(bnb_4bit_quant_storage=torch.bfloat16), "
-                      "the compute dtype, so the 4-bit data can be sharded")
+QLORA_STORAGE_NOTE = (
+    "QLoRA under ZeRO-3 or FSDP needs BitsAndBytesConfig(bnb_4bit_quant_storage=torch.bfloat16), "
+    "the compute dtype, so the 4-bit data can be sharded"
+)
 LORA_FSDP2_NOTE = (
     "LoRA under FSDP2 (vram.lora_fsdp2_memory): the {base} base and the fp32 adapters sharded, FSDP2 "
     "gathering {what}; the frozen weights have no gradients, so only the adapters are reduce-scattered."
@@ -179,21 +241,32 @@ def _lora_fsdp2(job: Job) -> tuple[dict[str, int], int, list[str], int]:
     buffers at the fullest moment of backward or the optimizer step as ``working``."""
     base = job.base_dtype
     if base not in ("bf16", "nf4"):
-        raise JobError("framework", "not_offered", f"LoRA under FSDP2 is modelled with a bf16 or nf4 (QLoRA) base, "
-                       f"not {base}; use DeepSpeed ZeRO-3 or DDP")
+        raise JobError(
+            "framework",
+            "not_offered",
+            f"LoRA under FSDP2 is modelled with a bf16 or nf4 (QLoRA) base, not {base}; use DeepSpeed ZeRO-3 or DDP",
+        )
     try:
         lora_adapter_params(job.config, job.rank, job.targets)
     except ValueError as exc:
         raise JobError("targets", "not_offered", str(exc)) from None
     try:
-        memory = lora_fsdp2_memory(job.config, job.rank, job.cards, job.zero_stage, job.targets, job.optimizer_impl, base)
+        memory = lora_fsdp2_memory(
+            job.config, job.rank, job.cards, job.zero_stage, job.targets, job.optimizer_impl, base
+        )
     except ValueError as exc:  # what FSDP2 is not modelled for (module docstring of vram.lora)
         raise JobError("framework", "not_offered", str(exc)) from None
     adapters = memory.adapter_weights_bytes + memory.adapter_gradients_bytes + memory.adapter_optimizer_bytes
-    what = ("one decoder layer at a time (and the next one, prefetched)" if job.zero_stage == 3
-            else "every layer from forward to its backward (reshard_after_forward=False)")
-    parts = {"base": memory.base_weights_bytes, "adapters": adapters,
-             "working": memory.per_gpu_bytes - memory.states_bytes}
+    what = (
+        "one decoder layer at a time (and the next one, prefetched)"
+        if job.zero_stage == 3
+        else "every layer from forward to its backward (reshard_after_forward=False)"
+    )
+    parts = {
+        "base": memory.base_weights_bytes,
+        "adapters": adapters,
+        "working": memory.per_gpu_bytes - memory.states_bytes,
+    }
     shown = "4-bit NF4 (its quantisation constants whole on every GPU)" if base == "nf4" else "bf16"
     notes = [LORA_FSDP2_NOTE.format(what=what, base=shown)] + ([QLORA_STORAGE_NOTE] if base == "nf4" else [])
     return parts, 0, notes, memory.backward_bytes
@@ -207,14 +280,25 @@ def _lora_offload(job: Job) -> tuple[dict[str, int], int, list[str], int]:
     except ValueError as exc:
         raise JobError("targets", "not_offered", str(exc)) from None
     try:
-        memory = lora_offload_memory(job.config, job.rank, job.cards, job.framework, job.zero_stage,
-                                     job.offload == "optimizer+params", job.targets, job.base_dtype)
+        memory = lora_offload_memory(
+            job.config,
+            job.rank,
+            job.cards,
+            job.framework,
+            job.zero_stage,
+            job.offload == "optimizer+params",
+            job.targets,
+            job.base_dtype,
+        )
     except OffloadNotModelled as exc:  # an offload this framework and stage do not offer (vram.lora_offload)
         raise JobError("offload", "not_offered", str(exc)) from None
     except ValueError as exc:  # a base, depth or target the LoRA model does not cover
         raise JobError("framework", "not_offered", str(exc)) from None
-    parts = {"base": memory.base_weights_bytes, "adapters": memory.adapter_weights_bytes,
-             "working": memory.working_bytes}
+    parts = {
+        "base": memory.base_weights_bytes,
+        "adapters": memory.adapter_weights_bytes,
+        "working": memory.working_bytes,
+    }
     notes = list(memory.notes) + ([QLORA_STORAGE_NOTE] if job.base_dtype == "nf4" else [])
     return parts, memory.host_bytes, notes, memory.per_gpu_bytes
 
@@ -228,8 +312,16 @@ def _activations(job: Job) -> dict[str, Any]:
         if job.attention is not None:  # an attention transformers refuses for this family
             raise JobError("attention", "not_offered", str(exc)) from None
         raise JobError("config", "config_value", str(exc), key="model_type") from None
-    return {"seq_len": job.seq_len, "micro_batch": job.micro_batch, "attention": attention, "recompute": job.recompute,
-            "bytes": asked, "gb": bytes_to_gb(asked), "full_bytes": full, "full_gb": bytes_to_gb(full)}
+    return {
+        "seq_len": job.seq_len,
+        "micro_batch": job.micro_batch,
+        "attention": attention,
+        "recompute": job.recompute,
+        "bytes": asked,
+        "gb": bytes_to_gb(asked),
+        "full_bytes": full,
+        "full_gb": bytes_to_gb(full),
+    }
 
 
 @dataclass(frozen=True)
@@ -261,21 +353,33 @@ def training_need(job: Job) -> Need:
 
 def _serving(job: Job) -> tuple[dict[str, int], int]:
     if job.weights == MXFP4 and not ships_mxfp4(job.config):
-        raise JobError("weights", "not_offered", f"only {job.config.model_type} checkpoints that ship MXFP4 experts "
-                       "(gpt_oss) are served in MXFP4")
+        raise JobError(
+            "weights",
+            "not_offered",
+            f"only {job.config.model_type} checkpoints that ship MXFP4 experts (gpt_oss) are served in MXFP4",
+        )
     try:
         check_tensor_parallel(job.config, job.cards)
     except ValueError as exc:
         raise _not_offered("cards", exc) from None
-    memory = serving_memory_per_gpu(job.config, "bf16" if job.weights == MXFP4 else job.weights, job.context,
-                                    job.concurrent, job.kv_dtype, job.cards, job.max_num_batched_tokens)
-    one = serving_memory_per_gpu(job.config, "bf16", job.context, 1, job.kv_dtype, job.cards,
-                                 job.max_num_batched_tokens).kv_cache_bytes
+    memory = serving_memory_per_gpu(
+        job.config,
+        "bf16" if job.weights == MXFP4 else job.weights,
+        job.context,
+        job.concurrent,
+        job.kv_dtype,
+        job.cards,
+        job.max_num_batched_tokens,
+    )
+    one = serving_memory_per_gpu(
+        job.config, "bf16", job.context, 1, job.kv_dtype, job.cards, job.max_num_batched_tokens
+    ).kv_cache_bytes
     weight_bytes = mxfp4_weights_bytes_per_gpu(job.config, job.cards) if job.weights == MXFP4 else memory.weights_bytes
     return {"weights": weight_bytes, "kv_cache": memory.kv_cache_bytes}, one
 
 
 # --- the run a job makes on a card: one place for the finder and `vram time` -----------------
+
 
 @dataclass(frozen=True)
 class RunSetting:
@@ -297,9 +401,15 @@ class RunSetting:
 
     def timing(self) -> dict[str, Any]:
         """The keyword arguments of ``vram.ranking.run_options`` after its ``zero_stage``."""
-        return {"seq_len": self.seq_len, "micro_batch": self.micro_batch, "recompute": self.recompute,
-                "offload": self.offload, "lora": self.lora, "grad_accum": self.grad_accum,
-                "framework": self.framework}
+        return {
+            "seq_len": self.seq_len,
+            "micro_batch": self.micro_batch,
+            "recompute": self.recompute,
+            "offload": self.offload,
+            "lora": self.lora,
+            "grad_accum": self.grad_accum,
+            "framework": self.framework,
+        }
 
 
 def settle_run(job: Job, need: Need, capacity_bytes: int) -> RunSetting | None:
@@ -310,8 +420,9 @@ def settle_run(job: Job, need: Need, capacity_bytes: int) -> RunSetting | None:
     micro-batch and adapters are the job's. ``answer_job`` and ``python -m vram time`` both
     settle a run here, so the finder and the command line time the same run."""
     activations = need.activations
-    verdict = training_verdict(need.per_gpu_bytes, need.backward_bytes, activations["bytes"],
-                               activations["full_bytes"], capacity_bytes)
+    verdict = training_verdict(
+        need.per_gpu_bytes, need.backward_bytes, activations["bytes"], activations["full_bytes"], capacity_bytes
+    )
     if verdict is None:
         return None
     return replace(asked_run(job), recompute=job.recompute if verdict == "none" else "full")
@@ -320,8 +431,9 @@ def settle_run(job: Job, need: Need, capacity_bytes: int) -> RunSetting | None:
 def asked_run(job: Job) -> RunSetting:
     """The run a checked training or LoRA job asks for, whatever the card: its recomputation,
     offload, micro-batch, accumulation, framework and adapters."""
-    return RunSetting(job.seq_len, job.micro_batch, job.recompute, job.offload, job.lora_adapters(), job.grad_accum,
-                      job.framework)
+    return RunSetting(
+        job.seq_len, job.micro_batch, job.recompute, job.offload, job.lora_adapters(), job.grad_accum, job.framework
+    )
 
 
 def _capacity(job: Job, gpu: GpuEntry) -> int:
@@ -338,24 +450,34 @@ def settled_runs(job: Mapping[str, Any]) -> dict[str, RunSetting | None]:
     Raises JobError for bad input, a choice not modelled, or a serving job."""
     checked = check_job(job)
     if checked.kind == "serving":
-        raise JobError("kind", "choice", "must be training or lora: a serving job has no run to settle",
-                       choices=[kind for kind in KINDS if kind != "serving"])
+        raise JobError(
+            "kind",
+            "choice",
+            "must be training or lora: a serving job has no run to settle",
+            choices=[kind for kind in KINDS if kind != "serving"],
+        )
     need = training_need(checked)
     return {gpu.key: settle_run(checked, need, _capacity(checked, gpu)) for gpu in checked.gpus}
 
 
 # --- the answer ------------------------------------------------------------------------------
 
-def _card_fits(job: Job, need_bytes: int, need: Need | None, kv_one: int,
-               weights: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, RunSetting]]:
+
+def _card_fits(
+    job: Job, need_bytes: int, need: Need | None, kv_one: int, weights: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, RunSetting]]:
     fit_list, short, runs = [], [], {}
     for gpu in job.gpus:
         capacity = _capacity(job, gpu)
         if capacity <= 0 or not fits(need_bytes, capacity):
             continue
         margin = capacity - need_bytes
-        fit: dict[str, Any] = {"gpu": gpu.key, "capacity_bytes": capacity, "margin_bytes": margin,
-                               "margin_gb": bytes_to_gb(margin)}
+        fit: dict[str, Any] = {
+            "gpu": gpu.key,
+            "capacity_bytes": capacity,
+            "margin_bytes": margin,
+            "margin_gb": bytes_to_gb(margin),
+        }
         if need is not None:  # backward with these activations, and the step, must both hold
             run = settle_run(job, need, capacity)
             if run is None:
@@ -389,20 +511,36 @@ def _decode_bounds(job: Job, fit_list: list[dict[str, Any]]) -> None:
         card = speeds[fit["gpu"]]
         if card is None:
             continue
-        bound = decode_bound(job.config, card.memory_bandwidth_gb_per_s, job.context, job.concurrent, job.cards,
-                             job.weights, job.kv_dtype)
-        fit["decode"] = {"bytes_per_step": bound.bytes_per_step,
-                         "tokens_per_s_per_sequence_at_most": math.ceil(bound.tokens_per_second_per_sequence),
-                         "tokens_per_s_at_most": math.ceil(bound.tokens_per_second)}
-        backing = None if job.calibration is None else \
-            job.calibration.backing(fit["gpu"], serving_class("", job.weights, job.concurrent)[1:])
+        bound = decode_bound(
+            job.config,
+            card.memory_bandwidth_gb_per_s,
+            job.context,
+            job.concurrent,
+            job.cards,
+            job.weights,
+            job.kv_dtype,
+        )
+        fit["decode"] = {
+            "bytes_per_step": bound.bytes_per_step,
+            "tokens_per_s_per_sequence_at_most": math.ceil(bound.tokens_per_second_per_sequence),
+            "tokens_per_s_at_most": math.ceil(bound.tokens_per_second),
+        }
+        backing = (
+            None
+            if job.calibration is None
+            else job.calibration.backing(fit["gpu"], serving_class("", job.weights, job.concurrent)[1:])
+        )
         if backing is not None:  # the published decoding runs' share of the roofline: a realistic range
             low, high = backing.range.utilisation
             fit["decode"]["backing"] = backing.as_dict()
-            fit["decode"]["tokens_per_s_per_sequence"] = [math.floor(bound.tokens_per_second_per_sequence * low),
-                                                          math.ceil(bound.tokens_per_second_per_sequence * high)]
-            fit["decode"]["tokens_per_s"] = [math.floor(bound.tokens_per_second * low),
-                                             math.ceil(bound.tokens_per_second * high)]
+            fit["decode"]["tokens_per_s_per_sequence"] = [
+                math.floor(bound.tokens_per_second_per_sequence * low),
+                math.ceil(bound.tokens_per_second_per_sequence * high),
+            ]
+            fit["decode"]["tokens_per_s"] = [
+                math.floor(bound.tokens_per_second * low),
+                math.ceil(bound.tokens_per_second * high),
+            ]
 
 
 def _money(value: Any) -> str | None:
@@ -426,16 +564,28 @@ def _run_times(job: Job, fit_list: list[dict[str, Any]], runs: dict[str, RunSett
         price = {key: job.prices[key]} if key in job.prices else {}
         backing = None if job.calibration is None else job.calibration.backing(key, klass)
         share = None if backing is None else {key: backing.range.utilisation}
-        option, = run_options(job.config, job.tokens, {key: (speeds[key], job.cards)}, price, job.zero_stage,
-                              **runs[key].timing(), utilisation=share)
+        (option,) = run_options(
+            job.config,
+            job.tokens,
+            {key: (speeds[key], job.cards)},
+            price,
+            job.zero_stage,
+            **runs[key].timing(),
+            utilisation=share,
+        )
         step = option.step
-        fit["time"] = {"step_s": step.step.as_list(), "compute_s": step.compute.as_list(),
-                       "communication_s": step.communication.as_list(), "offload_s": step.offload.as_list(),
-                       "bound": step.bound, "run_s": option.run_s.as_list(),
-                       "run_shown": [shown_duration(option.run_s.low, False), shown_duration(option.run_s.high, True)],
-                       "price_eur_per_hour": _money(option.price_eur_per_hour),
-                       "cost_eur": None if option.cost_eur is None else [str(c) for c in option.cost_eur],
-                       "backing": None if backing is None else backing.as_dict()}
+        fit["time"] = {
+            "step_s": step.step.as_list(),
+            "compute_s": step.compute.as_list(),
+            "communication_s": step.communication.as_list(),
+            "offload_s": step.offload.as_list(),
+            "bound": step.bound,
+            "run_s": option.run_s.as_list(),
+            "run_shown": [shown_duration(option.run_s.low, False), shown_duration(option.run_s.high, True)],
+            "price_eur_per_hour": _money(option.price_eur_per_hour),
+            "cost_eur": None if option.cost_eur is None else [str(c) for c in option.cost_eur],
+            "backing": None if backing is None else backing.as_dict(),
+        }
         options.append(option)
     by, ranked = rank_runs(options)
     warnings = []
@@ -443,8 +593,12 @@ def _run_times(job: Job, fit_list: list[dict[str, Any]], runs: dict[str, RunSett
         warnings.append("expert_parallel")
     if any(o.step.communication.low > o.step.compute.high for o in options):
         warnings.append("communication_bound")
-    found = {"tokens": job.tokens, "ranked_by": by, "order": [o.key for o in ranked],
-             "unpriced": [o.key for o in options if o.price_eur_per_hour is None]}
+    found = {
+        "tokens": job.tokens,
+        "ranked_by": by,
+        "order": [o.key for o in ranked],
+        "unpriced": [o.key for o in options if o.price_eur_per_hour is None],
+    }
     return found | ({"warnings": warnings} if warnings else {})
 
 
@@ -473,8 +627,10 @@ def _needs_several_machines(job: Job) -> bool:
         need = training_need(probe)
     except JobError:
         return False
-    return all(not fits(need.per_gpu_bytes, _capacity(probe, gpu)) or settle_run(probe, need, _capacity(probe, gpu)) is None
-               for gpu in job.gpus)
+    return all(
+        not fits(need.per_gpu_bytes, _capacity(probe, gpu)) or settle_run(probe, need, _capacity(probe, gpu)) is None
+        for gpu in job.gpus
+    )
 
 
 def global_batch(job: Job) -> dict[str, int]:
@@ -486,8 +642,14 @@ def global_batch(job: Job) -> dict[str, int]:
     still runs)."""
     sequences = job.micro_batch * job.grad_accum * job.cards
     per_step = sequences * job.seq_len
-    return {"micro_batch": job.micro_batch, "grad_accum": job.grad_accum, "cards": job.cards,
-            "global_batch": sequences, "tokens_per_step": per_step, "optimizer_steps": -(-job.tokens // per_step)}
+    return {
+        "micro_batch": job.micro_batch,
+        "grad_accum": job.grad_accum,
+        "cards": job.cards,
+        "global_batch": sequences,
+        "tokens_per_step": per_step,
+        "optimizer_steps": -(-job.tokens // per_step),
+    }
 
 
 def _host_ram(job: Job, host: int, fit_list: list[dict[str, Any]], short: list[dict[str, Any]]) -> None:
@@ -545,18 +707,28 @@ def answer_job(job: Mapping[str, Any]) -> dict[str, Any]:
     ordered = sorted(((k, v) for k, v in parts.items() if v), key=lambda kv: (-kv[1], PART_ORDER.index(kv[0])))
     count = _cached_params(config)
     answer: dict[str, Any] = {
-        "kind": checked.kind, "cards": checked.cards, "params": count.total, "active_params": count.active,
-        "model_type": config.model_type, "layers": config.num_hidden_layers,
+        "kind": checked.kind,
+        "cards": checked.cards,
+        "params": count.total,
+        "active_params": count.active,
+        "model_type": config.model_type,
+        "layers": config.num_hidden_layers,
         "max_context": config.max_position_embeddings,
-        "per_gpu_bytes": need_bytes, "per_gpu_gb": bytes_to_gb(need_bytes), "backward_bytes": backward,
+        "per_gpu_bytes": need_bytes,
+        "per_gpu_gb": bytes_to_gb(need_bytes),
+        "backward_bytes": backward,
         "parts": [[k, v, bytes_to_gb(v)] for k, v in ordered],
-        "host_bytes": host, "host_gb": bytes_to_gb(host),
-        "fits": fit_list, "short": short, "notes": notes,
+        "host_bytes": host,
+        "host_gb": bytes_to_gb(host),
+        "fits": fit_list,
+        "short": short,
+        "notes": notes,
     }
     if need is not None:
         # what the bytes assume (vram.accounting.ACCOUNTINGS)
-        answer["accounting"] = accounting(checked.kind, checked.framework, checked.zero_stage, checked.optimizer,
-                                          checked.base_dtype, checked.offload)
+        answer["accounting"] = accounting(
+            checked.kind, checked.framework, checked.zero_stage, checked.optimizer, checked.base_dtype, checked.offload
+        )
         answer["activations"] = need.activations
         answer["batch"] = global_batch(checked)
         run = _run_times(checked, fit_list, runs)

@@ -26,8 +26,16 @@ from .frameworks import FRAMEWORKS, OFFLOAD
 from .json_nesting import MAX_JSON_DEPTH, too_deep
 from .lora import ALL_LINEAR, BASE_DTYPES
 from .families import MULTIMODAL_WRAPPERS, get_family, is_registered, model_types
-from .models import (_REQUIRED, ConfigError, ModelConfig, _DuplicateKey, _refuse_duplicate_keys, _short,
-                     model_config_from_dict, shown_model_type)
+from .models import (
+    _REQUIRED,
+    ConfigError,
+    ModelConfig,
+    _DuplicateKey,
+    _refuse_duplicate_keys,
+    _short,
+    model_config_from_dict,
+    shown_model_type,
+)
 from .mxfp4 import MXFP4
 from .optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
 from .serving import MAX_BATCHED_TOKENS, VLLM_MAX_NUM_BATCHED_TOKENS
@@ -44,14 +52,35 @@ MAX_TOKENS = 10**15
 MAX_GRAD_ACCUM = 2**16  # micro-batches per optimizer step: beyond it, a typo
 
 JOB_FIELDS: dict[str, Any] = {
-    "kind": "training", "config": None, "cards": 1,
-    "framework": "fsdp2", "zero_stage": 0, "optimizer": "adamw", "optimizer_impl": DEFAULT_IMPL, "offload": "none",
-    "seq_len": 2048, "micro_batch": 1, "grad_accum": 1, "recompute": "none", "attention": None,
-    "rank": 16, "targets": ALL_LINEAR, "base_dtype": "bf16",
-    "weights": "bf16", "kv_dtype": "bf16", "context": 8192, "concurrent": 1, "gpu_memory_utilization": 0.9,
+    "kind": "training",
+    "config": None,
+    "cards": 1,
+    "framework": "fsdp2",
+    "zero_stage": 0,
+    "optimizer": "adamw",
+    "optimizer_impl": DEFAULT_IMPL,
+    "offload": "none",
+    "seq_len": 2048,
+    "micro_batch": 1,
+    "grad_accum": 1,
+    "recompute": "none",
+    "attention": None,
+    "rank": 16,
+    "targets": ALL_LINEAR,
+    "base_dtype": "bf16",
+    "weights": "bf16",
+    "kv_dtype": "bf16",
+    "context": 8192,
+    "concurrent": 1,
+    "gpu_memory_utilization": 0.9,
     "max_num_batched_tokens": VLLM_MAX_NUM_BATCHED_TOKENS,
-    "gpus": [], "reserve_mib": None, "tight_free_fraction": TIGHT_FREE_FRACTION,
-    "tokens": 10**9, "prices": {}, "host_ram_gb": {}, "calibration": None,
+    "gpus": [],
+    "reserve_mib": None,
+    "tight_free_fraction": TIGHT_FREE_FRACTION,
+    "tokens": 10**9,
+    "prices": {},
+    "host_ram_gb": {},
+    "calibration": None,
 }
 
 
@@ -129,12 +158,18 @@ class Job:
 
 # --- one field -------------------------------------------------------------------------------
 
+
 def integer(job: Mapping[str, Any], key: str, minimum: int, maximum: int) -> int:
     """``job[key]``, an int (not a bool) from ``minimum`` to ``maximum``; else JobError "integer"."""
     value = job[key]
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise JobError(key, "integer", f"must be an integer from {minimum:,} to {maximum:,}, got {value!r}",
-                       minimum=minimum, maximum=maximum)
+        raise JobError(
+            key,
+            "integer",
+            f"must be an integer from {minimum:,} to {maximum:,}, got {value!r}",
+            minimum=minimum,
+            maximum=maximum,
+        )
     return value
 
 
@@ -142,18 +177,28 @@ def choice(job: Mapping[str, Any], key: str, choices: tuple[Any, ...]) -> Any:
     """``job[key]``, one of ``choices``; else JobError "choice"."""
     value = job[key]
     if value not in choices:
-        raise JobError(key, "choice", f"must be one of {', '.join(map(str, choices))}, got {value!r}",
-                       choices=list(choices))
+        raise JobError(
+            key, "choice", f"must be one of {', '.join(map(str, choices))}, got {value!r}", choices=list(choices)
+        )
     return value
 
 
 def fraction(job: Mapping[str, Any], key: str, low: float, high: float) -> float:
     """``job[key]``, a finite number above ``low`` and at most ``high``; else JobError "fraction"."""
     value = job[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not low < value <= high:
-        raise JobError(key, "fraction", f"must be a number above {low} and at most {high}, got {value!r}",
-                       minimum=low, maximum=high)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not low < value <= high
+    ):
+        raise JobError(
+            key,
+            "fraction",
+            f"must be a number above {low} and at most {high}, got {value!r}",
+            minimum=low,
+            maximum=high,
+        )
     return float(value)
 
 
@@ -165,8 +210,9 @@ def tokens(job: Mapping[str, Any], key: str, config: ModelConfig) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         integer(job, key, 1, min(maximum or MAX_SEQ_LEN, MAX_SEQ_LEN))  # raises, with the limits that apply
     if maximum is not None and value > maximum:
-        raise JobError(key, "too_long", f"{value:,} tokens is beyond the model's maximum, {maximum:,}",
-                       minimum=1, maximum=maximum)
+        raise JobError(
+            key, "too_long", f"{value:,} tokens is beyond the model's maximum, {maximum:,}", minimum=1, maximum=maximum
+        )
     return integer(job, key, 1, MAX_SEQ_LEN)
 
 
@@ -185,7 +231,8 @@ def text_config_additions(raw: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     defaults = get_family(text_type).defaults
     return ({} if "model_type" in text else {"model_type": text_type}) | {
-        key: defaults[key] for key in sorted(_REQUIRED) if key not in text}
+        key: defaults[key] for key in sorted(_REQUIRED) if key not in text
+    }
 
 
 def read_config(raw: Any) -> ModelConfig:
@@ -195,21 +242,37 @@ def read_config(raw: Any) -> ModelConfig:
         return raw
     if isinstance(raw, str):
         if too_deep(raw):  # before json.loads, whose recursion crashed the browser's Pyodide
-            raise JobError("config", "config_depth", f"nested deeper than {MAX_JSON_DEPTH} levels, which no config.json is",
-                           maximum=MAX_JSON_DEPTH)
+            raise JobError(
+                "config",
+                "config_depth",
+                f"nested deeper than {MAX_JSON_DEPTH} levels, which no config.json is",
+                maximum=MAX_JSON_DEPTH,
+            )
         try:
             raw = json.loads(raw, object_pairs_hook=_refuse_duplicate_keys)
         except _DuplicateKey as exc:
-            raise JobError("config", "config_duplicate", f"key {_short(exc.args[0])} appears twice (JSON readers keep "
-                           "one of them silently); keep one", key=str(exc.args[0])[:40]) from None
+            raise JobError(
+                "config",
+                "config_duplicate",
+                f"key {_short(exc.args[0])} appears twice (JSON readers keep one of them silently); keep one",
+                key=str(exc.args[0])[:40],
+            ) from None
         except json.JSONDecodeError as exc:
-            raise JobError("config", "config_json", f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                           "pass the model's config.json", line=exc.lineno, column=exc.colno) from None
+            raise JobError(
+                "config",
+                "config_json",
+                f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); pass the model's config.json",
+                line=exc.lineno,
+                column=exc.colno,
+            ) from None
         except (ValueError, RecursionError):  # a 5,000-digit integer, nesting too deep
-            raise JobError("config", "config_unreadable", "too many digits or nested too deeply to be a config.json") from None
+            raise JobError(
+                "config", "config_unreadable", "too many digits or nested too deeply to be a config.json"
+            ) from None
     if not isinstance(raw, dict):
-        raise JobError("config", "config_object", f"expected a JSON object, got {type(raw).__name__}",
-                       got=type(raw).__name__)
+        raise JobError(
+            "config", "config_object", f"expected a JSON object, got {type(raw).__name__}", got=type(raw).__name__
+        )
     model_type = raw.get("model_type")
     if isinstance(model_type, str) and model_type in MULTIMODAL_WRAPPERS:  # vram.models refuses it, saying how
         text = raw.get("text_config")
@@ -218,15 +281,23 @@ def read_config(raw: Any) -> ModelConfig:
             model_config_from_dict(raw, "config.json")
         except ConfigError as exc:
             add = text_config_additions(raw)
-            raise JobError("config", "config_multimodal", str(exc).removeprefix("config.json: "), key=model_type,
-                           got=str(text_type or MULTIMODAL_WRAPPERS[model_type][1])[:40],
-                           **({"add": add} if add else {})) from None
+            raise JobError(
+                "config",
+                "config_multimodal",
+                str(exc).removeprefix("config.json: "),
+                key=model_type,
+                got=str(text_type or MULTIMODAL_WRAPPERS[model_type][1])[:40],
+                **({"add": add} if add else {}),
+            ) from None
     if not is_registered(model_type):
         shown = shown_model_type(model_type)
-        raise JobError("config", "config_family", f"unsupported model_type {shown}; "
-                       f"supported: {', '.join(model_types())}",
-                       key=shown if isinstance(model_type, str) and not model_type.isascii() else str(model_type)[:40],
-                       choices=list(model_types()))
+        raise JobError(
+            "config",
+            "config_family",
+            f"unsupported model_type {shown}; supported: {', '.join(model_types())}",
+            key=shown if isinstance(model_type, str) and not model_type.isascii() else str(model_type)[:40],
+            choices=list(model_types()),
+        )
     missing = sorted(_REQUIRED - set(raw))
     if missing:
         raise JobError("config", "config_key", f"key {missing[0]!r} is missing", key=missing[0])
@@ -263,13 +334,21 @@ def speed_card(entry: Mapping[str, Any]) -> Card | None:
     if speed is None:
         return None
     try:
-        return Card(entry["key"], entry["key"], float(speed["bf16_dense_tflops"]),
-                    float(speed["memory_bandwidth_gb_per_s"]),
-                    Bandwidth("peer", *map(float, speed["peer_gb_per_s"]), peer_to_peer=bool(speed["peer_to_peer"])),
-                    Bandwidth("host", *map(float, speed["host_gb_per_s"])))
+        return Card(
+            entry["key"],
+            entry["key"],
+            float(speed["bf16_dense_tflops"]),
+            float(speed["memory_bandwidth_gb_per_s"]),
+            Bandwidth("peer", *map(float, speed["peer_gb_per_s"]), peer_to_peer=bool(speed["peer_to_peer"])),
+            Bandwidth("host", *map(float, speed["host_gb_per_s"])),
+        )
     except (KeyError, TypeError, ValueError) as exc:
-        raise JobError("gpus", "choice", f"{entry['key']}: speed needs bf16_dense_tflops, memory_bandwidth_gb_per_s, "
-                       f"peer_gb_per_s, peer_to_peer and host_gb_per_s ({exc})") from None
+        raise JobError(
+            "gpus",
+            "choice",
+            f"{entry['key']}: speed needs bf16_dense_tflops, memory_bandwidth_gb_per_s, "
+            f"peer_gb_per_s, peer_to_peer and host_gb_per_s ({exc})",
+        ) from None
 
 
 def gpu_entries(job: Mapping[str, Any], reserve_mib: int) -> tuple[GpuEntry, ...]:
@@ -291,8 +370,14 @@ def reserve(job: Mapping[str, Any]) -> int | None:
     snippets/data/gpus.yaml, and its readers pass it on); None for a job without cards."""
     if job["reserve_mib"] is None:
         if job["gpus"]:
-            raise JobError("reserve_mib", "integer", "must be given with gpus: the MiB the CUDA context and NCCL "
-                           "take from every card (the catalogue's reserve_mib)", minimum=0, maximum=MAX_MIB)
+            raise JobError(
+                "reserve_mib",
+                "integer",
+                "must be given with gpus: the MiB the CUDA context and NCCL "
+                "take from every card (the catalogue's reserve_mib)",
+                minimum=0,
+                maximum=MAX_MIB,
+            )
         return None
     return integer(job, "reserve_mib", 0, MAX_MIB)
 
@@ -318,12 +403,18 @@ def host_ram(job: Mapping[str, Any]) -> dict[str, int]:
         raise JobError("host_ram_gb", "choice", "must map a card's key to its machine's RAM in GB")
     for key, ram in machines.items():
         if isinstance(ram, bool) or not isinstance(ram, int) or not 1 <= ram <= MAX_HOST_RAM_GB:
-            raise JobError("host_ram_gb", "integer", f"{str(key)[:40]}: must be whole GB from 1 to "
-                           f"{MAX_HOST_RAM_GB:,}, got {ram!r}", minimum=1, maximum=MAX_HOST_RAM_GB)
+            raise JobError(
+                "host_ram_gb",
+                "integer",
+                f"{str(key)[:40]}: must be whole GB from 1 to {MAX_HOST_RAM_GB:,}, got {ram!r}",
+                minimum=1,
+                maximum=MAX_HOST_RAM_GB,
+            )
     return dict(machines)
 
 
 # --- the whole job ---------------------------------------------------------------------------
+
 
 def check_job(job: Mapping[str, Any]) -> Job:
     """``job`` (a mapping of ``JOB_FIELDS`` keys, defaults filled in) checked and typed, field
@@ -336,25 +427,36 @@ def check_job(job: Mapping[str, Any]) -> Job:
     machines_ram = host_ram(given)
     fields: dict[str, Any] = {}
     if kind == "serving":
-        fields.update(weights=choice(given, "weights", SERVING_WEIGHTS), kv_dtype=choice(given, "kv_dtype", KV_DTYPES),
-                      context=tokens(given, "context", config),
-                      concurrent=integer(given, "concurrent", 1, MAX_MICRO_BATCH),
-                      max_num_batched_tokens=integer(given, "max_num_batched_tokens", 1, MAX_BATCHED_TOKENS))
+        fields.update(
+            weights=choice(given, "weights", SERVING_WEIGHTS),
+            kv_dtype=choice(given, "kv_dtype", KV_DTYPES),
+            context=tokens(given, "context", config),
+            concurrent=integer(given, "concurrent", 1, MAX_MICRO_BATCH),
+            max_num_batched_tokens=integer(given, "max_num_batched_tokens", 1, MAX_BATCHED_TOKENS),
+        )
     else:
         fields.update(framework=choice(given, "framework", FRAMEWORKS), zero_stage=integer(given, "zero_stage", 0, 3))
         if kind == "training":
-            fields.update(optimizer=choice(given, "optimizer", TRAINING_OPTIMIZERS),
-                          optimizer_impl=choice(given, "optimizer_impl", OPTIMIZER_IMPLS),
-                          offload=choice(given, "offload", OFFLOAD))
+            fields.update(
+                optimizer=choice(given, "optimizer", TRAINING_OPTIMIZERS),
+                optimizer_impl=choice(given, "optimizer_impl", OPTIMIZER_IMPLS),
+                offload=choice(given, "offload", OFFLOAD),
+            )
         else:
-            fields.update(rank=integer(given, "rank", 1, MAX_RANK), base_dtype=choice(given, "base_dtype", BASE_DTYPES),
-                          targets=targets(given), optimizer_impl=choice(given, "optimizer_impl", OPTIMIZER_IMPLS),
-                          offload=choice(given, "offload", OFFLOAD))
-        fields.update(seq_len=tokens(given, "seq_len", config),
-                      micro_batch=integer(given, "micro_batch", 1, MAX_MICRO_BATCH),
-                      grad_accum=integer(given, "grad_accum", 1, MAX_GRAD_ACCUM),
-                      recompute=choice(given, "recompute", RECOMPUTE),
-                      attention=None if given["attention"] is None else choice(given, "attention", ATTENTION))
+            fields.update(
+                rank=integer(given, "rank", 1, MAX_RANK),
+                base_dtype=choice(given, "base_dtype", BASE_DTYPES),
+                targets=targets(given),
+                optimizer_impl=choice(given, "optimizer_impl", OPTIMIZER_IMPLS),
+                offload=choice(given, "offload", OFFLOAD),
+            )
+        fields.update(
+            seq_len=tokens(given, "seq_len", config),
+            micro_batch=integer(given, "micro_batch", 1, MAX_MICRO_BATCH),
+            grad_accum=integer(given, "grad_accum", 1, MAX_GRAD_ACCUM),
+            recompute=choice(given, "recompute", RECOMPUTE),
+            attention=None if given["attention"] is None else choice(given, "attention", ATTENTION),
+        )
     reserve_mib = reserve(given)
     tight = fraction(given, "tight_free_fraction", 0.0, 0.99)
     if kind == "serving":
@@ -362,8 +464,17 @@ def check_job(job: Mapping[str, Any]) -> Job:
     gpus = gpu_entries(given, reserve_mib or 0)
     if kind != "serving":
         fields.update(tokens=integer(given, "tokens", 1, MAX_TOKENS), prices=prices(given))
-    return Job(kind=kind, config=config, cards=cards, gpus=gpus, reserve_mib=reserve_mib, tight_free_fraction=tight,
-               host_ram_gb=machines_ram, calibration=calibration(given), **fields)
+    return Job(
+        kind=kind,
+        config=config,
+        cards=cards,
+        gpus=gpus,
+        reserve_mib=reserve_mib,
+        tight_free_fraction=tight,
+        host_ram_gb=machines_ram,
+        calibration=calibration(given),
+        **fields,
+    )
 
 
 def calibration(job: Mapping[str, Any]) -> Calibration | None:

@@ -80,7 +80,8 @@ ALL_LINEAR = "all-linear"
 # PEFT 0.21 TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING (families it lists).
 # (the registry's ``Family.peft_targets``; families PEFT does not list are left out).
 PEFT_DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
-    name: get_family(name).peft_targets for name in model_types() if get_family(name).peft_targets}
+    name: get_family(name).peft_targets for name in model_types() if get_family(name).peft_targets
+}
 BASE_DTYPES = ("fp32", "bf16", "fp16", NF4)
 
 
@@ -176,7 +177,9 @@ def _resolve(config: ModelConfig, target_modules: str | Iterable[str]) -> tuple[
     return frozenset(names), frozenset(params)
 
 
-def lora_targets(config: ModelLike, layer: int, target_modules: str | Iterable[str] = ALL_LINEAR) -> tuple[LoraTarget, ...]:
+def lora_targets(
+    config: ModelLike, layer: int, target_modules: str | Iterable[str] = ALL_LINEAR
+) -> tuple[LoraTarget, ...]:
     """The weights of decoder layer ``layer`` that PEFT 0.21 adapts for ``target_modules`` (module docstring).
 
     ``target_modules``: ``"all-linear"`` or an iterable of module names (the last component
@@ -239,8 +242,10 @@ def qlora_quantized_params(config: ModelLike) -> int:
     ``nn.Linear`` in transformers 5.x and stay in bf16. Raises ValueError (ConfigError).
     """
     config = as_model_config(config)
-    per_kind = {moe: sum(_quantized_linears(config, index)) for moe, index in
-                {moe: i for i, moe in reversed(list(enumerate(config.moe_layers)))}.items()}
+    per_kind = {
+        moe: sum(_quantized_linears(config, index))
+        for moe, index in {moe: i for i, moe in reversed(list(enumerate(config.moe_layers)))}.items()
+    }
     return sum(per_kind[moe] for moe in config.moe_layers)
 
 
@@ -260,8 +265,10 @@ def _qlora_base_parts(config: ModelConfig) -> tuple[int, int, int]:
     for index, moe in enumerate(config.moe_layers):
         if moe not in per_kind:
             sizes = _quantized_linears(config, index)
-            per_kind[moe] = (sum(ceil_div(n, 2) for n in sizes),
-                             sum(nf4_bytes(n) - ceil_div(n, 2) + NF4_TABLE_BYTES for n in sizes))
+            per_kind[moe] = (
+                sum(ceil_div(n, 2) for n in sizes),
+                sum(nf4_bytes(n) - ceil_div(n, 2) + NF4_TABLE_BYTES for n in sizes),
+            )
     packed = sum(per_kind[moe][0] for moe in config.moe_layers)
     constants = sum(per_kind[moe][1] for moe in config.moe_layers)
     rest = count_params(config).total - qlora_quantized_params(config)
@@ -314,8 +321,15 @@ def qlora_fsdp2_shape(config: ModelLike) -> ModelShape:
         per_layer = max(per_layer, layer)
     kept = tuple((dims, count) for dims, count in shapes.items() if count)
     params = sum(count * _numel(dims) for dims, count in kept)
-    return replace(shape, params=params, decoder_layer_params=per_layer, param_shapes=kept,
-                   largest_layer_params=None, linear_params=None, layer_shapes=None)
+    return replace(
+        shape,
+        params=params,
+        decoder_layer_params=per_layer,
+        param_shapes=kept,
+        largest_layer_params=None,
+        linear_params=None,
+        layer_shapes=None,
+    )
 
 
 def _numel(dims: tuple[int, ...]) -> int:
@@ -457,8 +471,12 @@ class LoraFsdp2Memory:
     @property
     def states_bytes(self) -> int:
         """Base shards plus the adapters' weight, gradient and optimizer shards (bytes)."""
-        return (self.base_weights_bytes + self.adapter_weights_bytes + self.adapter_gradients_bytes
-                + self.adapter_optimizer_bytes)
+        return (
+            self.base_weights_bytes
+            + self.adapter_weights_bytes
+            + self.adapter_gradients_bytes
+            + self.adapter_optimizer_bytes
+        )
 
     @property
     def backward_bytes(self) -> int:
@@ -537,20 +555,26 @@ def lora_fsdp2_memory(
     if _check_base_dtype(base_dtype) not in ("bf16", NF4):
         raise ValueError(f"LoRA under FSDP2 is modelled with a bf16 or nf4 (QLoRA) base, got {base_dtype!r}")
     if zero_stage not in (2, 3):
-        raise ValueError(f"LoRA under FSDP2 is modelled at zero_stage 2 (reshard_after_forward=False) and 3 "
-                         f"(True), got {zero_stage!r} (FSDP2 has no ZeRO-1; 0 is DDP: lora_memory_per_gpu)")
+        raise ValueError(
+            f"LoRA under FSDP2 is modelled at zero_stage 2 (reshard_after_forward=False) and 3 "
+            f"(True), got {zero_stage!r} (FSDP2 has no ZeRO-1; 0 is DDP: lora_memory_per_gpu)"
+        )
     per_coefficient, per_largest = step_temporary_coefficients("adamw", optimizer_impl)
     check_int(rank, "rank", 1)
     if config.num_hidden_layers < LORA_FSDP2_MIN_LAYERS:
-        raise ValueError(f"LoRA under FSDP2 is measured from {LORA_FSDP2_MIN_LAYERS} decoder layers on, "
-                         f"{config.model_type} has {config.num_hidden_layers}")
+        raise ValueError(
+            f"LoRA under FSDP2 is measured from {LORA_FSDP2_MIN_LAYERS} decoder layers on, "
+            f"{config.model_type} has {config.num_hidden_layers}"
+        )
     adapters = lora_adapter_params(config, rank, target_modules)
     shapes, per_layer = [], 0
     for index in range(config.num_hidden_layers):
         targets = lora_targets(config, index, target_modules)
         if any(t.experts > 1 or t.rank_factor > 1 or t.name.endswith(".weight") for t in targets):
-            raise ValueError("LoRA on fused expert parameters (PEFT's target_parameters) under FSDP2 is not "
-                             "modelled; target the attention projections only")
+            raise ValueError(
+                "LoRA on fused expert parameters (PEFT's target_parameters) under FSDP2 is not "
+                "modelled; target the attention projections only"
+            )
         per_layer = max(per_layer, sum(t.params(rank) for t in targets))
         for t in targets:
             shapes += [(rank, t.in_features), (t.out_features, rank)]  # lora_A, lora_B

@@ -59,8 +59,16 @@ from typing import Iterable
 from .breakdown import model_shape
 from .dtypes import NF4
 from .fsdp2 import fsdp2_chunk_rows, rank0_shard_params
-from .lora import (ALL_LINEAR, ModelLike, _qlora_base_parts, lora_adapter_params, lora_fsdp2_memory, lora_targets,
-                   nf4_packed_bf16_rows, qlora_fsdp2_shape)
+from .lora import (
+    ALL_LINEAR,
+    ModelLike,
+    _qlora_base_parts,
+    lora_adapter_params,
+    lora_fsdp2_memory,
+    lora_targets,
+    nf4_packed_bf16_rows,
+    qlora_fsdp2_shape,
+)
 from .models import as_model_config, count_params, layer_modules
 from .sharding import check_world_size, shard_elements
 from .validate import check_int
@@ -69,11 +77,15 @@ BF16 = 2
 LARGEST_LAYER_BYTES = 4  # DeepSpeed's estimator: bf16 weights + bf16 gradients of the module gathered whole
 HOST_OPTIMIZER_BYTES = 16  # DeepSpeed's estimator with offload_optimizer: fp32 master, two moments, fp32 gradients
 OFFLOAD_FRAMEWORKS = ("fsdp2", "deepspeed")
-FSDP2_NOTE = ("FSDP2 with CPUOffloadPolicy: the {base} base shards and the fp32 adapters with their gradients and "
-              "AdamW states in host memory, each shard copied to the GPU for its all-gather and the gradients back; "
-              "the optimizer steps on the CPU (vram.lora_offload)")
-DEEPSPEED_NOTE = ("DeepSpeed ZeRO-3 with offload_optimizer{params}: the adapters' fp32 master, moments and "
-                  "gradients in host memory{where}; DeepSpeedCPUAdam steps on the CPU (vram.lora_offload)")
+FSDP2_NOTE = (
+    "FSDP2 with CPUOffloadPolicy: the {base} base shards and the fp32 adapters with their gradients and "
+    "AdamW states in host memory, each shard copied to the GPU for its all-gather and the gradients back; "
+    "the optimizer steps on the CPU (vram.lora_offload)"
+)
+DEEPSPEED_NOTE = (
+    "DeepSpeed ZeRO-3 with offload_optimizer{params}: the adapters' fp32 master, moments and "
+    "gradients in host memory{where}; DeepSpeedCPUAdam steps on the CPU (vram.lora_offload)"
+)
 
 
 class OffloadNotModelled(ValueError):
@@ -133,15 +145,21 @@ def lora_offload_memory(
         if zero_stage not in (2, 3):
             raise OffloadNotModelled("CPUOffloadPolicy is an FSDP2 option: it needs zero_stage 2 or 3, not DDP")
         if not offload_params:
-            raise OffloadNotModelled("FSDP2 offloads with CPUOffloadPolicy: parameters, gradients and optimizer "
-                                     "states together; offload optimizer+params")
+            raise OffloadNotModelled(
+                "FSDP2 offloads with CPUOffloadPolicy: parameters, gradients and optimizer "
+                "states together; offload optimizer+params"
+            )
         return _fsdp2(config, rank, n, zero_stage, target_modules, base_dtype, gpus)
     if framework == "deepspeed":
         if zero_stage != 3:
-            raise OffloadNotModelled("LoRA with offload is modelled under DeepSpeed ZeRO-3 (offload_optimizer, "
-                                     "offload_param) and FSDP2 (CPUOffloadPolicy)")
+            raise OffloadNotModelled(
+                "LoRA with offload is modelled under DeepSpeed ZeRO-3 (offload_optimizer, "
+                "offload_param) and FSDP2 (CPUOffloadPolicy)"
+            )
         return _deepspeed(config, rank, n, offload_params, target_modules, base_dtype, gpus)
-    raise OffloadNotModelled(f"LoRA with offload is modelled under {' and '.join(OFFLOAD_FRAMEWORKS)}, not {framework!r}")
+    raise OffloadNotModelled(
+        f"LoRA with offload is modelled under {' and '.join(OFFLOAD_FRAMEWORKS)}, not {framework!r}"
+    )
 
 
 def _constants(config, base_dtype: str) -> int:
@@ -151,16 +169,36 @@ def _constants(config, base_dtype: str) -> int:
 def _fsdp2(config, rank: int, n: int, zero_stage: int, targets, base_dtype: str, gpus: int) -> LoraOffloadMemory:
     memory = lora_fsdp2_memory(config, rank, n, zero_stage, targets, base_dtype=base_dtype)
     constants = _constants(config, base_dtype)
-    shards = (memory.base_weights_bytes - constants + memory.adapter_weights_bytes + memory.adapter_gradients_bytes
-              + memory.adapter_optimizer_bytes)
+    shards = (
+        memory.base_weights_bytes
+        - constants
+        + memory.adapter_weights_bytes
+        + memory.adapter_gradients_bytes
+        + memory.adapter_optimizer_bytes
+    )
     working = memory.backward_working_bytes + BF16 * largest_group_shard(config, rank, n, targets, base_dtype)
     base = "4-bit NF4" if base_dtype == NF4 else "bf16"
-    return LoraOffloadMemory("fsdp2", n, zero_stage, True, memory.adapter_params, constants, 0, working,
-                             shards * gpus, (FSDP2_NOTE.format(base=base),))
+    return LoraOffloadMemory(
+        "fsdp2",
+        n,
+        zero_stage,
+        True,
+        memory.adapter_params,
+        constants,
+        0,
+        working,
+        shards * gpus,
+        (FSDP2_NOTE.format(base=base),),
+    )
 
 
-def largest_group_shard(config: ModelLike, rank: int, world_size: int, target_modules: str | Iterable[str] = ALL_LINEAR,
-                        base_dtype: str = "bf16") -> int:
+def largest_group_shard(
+    config: ModelLike,
+    rank: int,
+    world_size: int,
+    target_modules: str | Iterable[str] = ALL_LINEAR,
+    base_dtype: str = "bf16",
+) -> int:
     """Elements of the largest rank-0 shard of one FSDP2 group when LoRA runs under ``fully_shard``
     per decoder layer and on the root: a layer's base parameters (QLoRA: each decoder
     ``nn.Linear`` weight as its packed bf16 rows) and adapters, or the root (embedding, final
@@ -177,26 +215,42 @@ def largest_group_shard(config: ModelLike, rank: int, world_size: int, target_mo
                 if packed and module.kind == "linear" and name == "weight":
                     dims = (nf4_packed_bf16_rows(prod(dims)), 1)
                 base += fsdp2_chunk_rows(dims[0], n) * prod(dims[1:])
-        adapters = sum(fsdp2_chunk_rows(rank, n) * t.in_features + fsdp2_chunk_rows(t.out_features, n) * rank
-                       for t in lora_targets(config, index, target_modules))
+        adapters = sum(
+            fsdp2_chunk_rows(rank, n) * t.in_features + fsdp2_chunk_rows(t.out_features, n) * rank
+            for t in lora_targets(config, index, target_modules)
+        )
         layer_base += base
         largest = max(largest, base + adapters)
     shape = qlora_fsdp2_shape(config) if packed else model_shape(config)
     return max(largest, rank0_shard_params(shape, n) - layer_base)
 
 
-def _deepspeed(config, rank: int, n: int, offload_params: bool, targets, base_dtype: str,
-               gpus: int) -> LoraOffloadMemory:
+def _deepspeed(
+    config, rank: int, n: int, offload_params: bool, targets, base_dtype: str, gpus: int
+) -> LoraOffloadMemory:
     if base_dtype not in ("bf16", NF4):
-        raise ValueError(f"LoRA with DeepSpeed's offload is modelled with a bf16 or nf4 (QLoRA) base, got {base_dtype!r}")
+        raise ValueError(
+            f"LoRA with DeepSpeed's offload is modelled with a bf16 or nf4 (QLoRA) base, got {base_dtype!r}"
+        )
     adapters = lora_adapter_params(config, rank, targets)
     base = qlora_fsdp2_shape(config).params if base_dtype == NF4 else count_params(config).total  # bf16 elements
     adapter_share, base_share = shard_elements(adapters, n), shard_elements(base, n)
     largest = model_shape(config).largest_layer_params
     host = HOST_OPTIMIZER_BYTES * adapter_share + (BF16 * (adapter_share + base_share) if offload_params else 0)
     on_gpu = 0 if offload_params else BF16
-    note = DEEPSPEED_NOTE.format(params=" and offload_param" if offload_params else "",
-                                 where=", the base and adapter bf16 partitions too" if offload_params else "")
-    return LoraOffloadMemory("deepspeed", n, 3, offload_params, adapters,
-                             on_gpu * base_share + _constants(config, base_dtype), on_gpu * adapter_share,
-                             LARGEST_LAYER_BYTES * largest, host * gpus, (note,))
+    note = DEEPSPEED_NOTE.format(
+        params=" and offload_param" if offload_params else "",
+        where=", the base and adapter bf16 partitions too" if offload_params else "",
+    )
+    return LoraOffloadMemory(
+        "deepspeed",
+        n,
+        3,
+        offload_params,
+        adapters,
+        on_gpu * base_share + _constants(config, base_dtype),
+        on_gpu * adapter_share,
+        LARGEST_LAYER_BYTES * largest,
+        host * gpus,
+        (note,),
+    )

@@ -100,9 +100,18 @@ def measured_cards(data: Mapping[str, Any], interconnects: Mapping[str, Any]) ->
     """The measured cards the catalogue does not carry (``measurements.yaml`` cards), as
     ``vram.catalogue.Card`` values with their links resolved from ``interconnects.yaml``."""
     links = links_from_data(interconnects)
-    return {key: Card(key, card["name"], card["bf16_dense_tflops"], card["memory_bandwidth_gb_per_s"],
-                      links[card["peer_link"]], links[card["host_link"]], card["datasheet"])
-            for key, card in data.get("cards", {}).items()}
+    return {
+        key: Card(
+            key,
+            card["name"],
+            card["bf16_dense_tflops"],
+            card["memory_bandwidth_gb_per_s"],
+            links[card["peer_link"]],
+            links[card["host_link"]],
+            card["datasheet"],
+        )
+        for key, card in data.get("cards", {}).items()
+    }
 
 
 def card_families(data: Mapping[str, Any]) -> dict[str, str]:
@@ -133,8 +142,9 @@ def training_flops_per_token(m: Measurement, config: ModelConfig) -> float:
 def serving_bound(m: Measurement, card: Card, config: ModelConfig) -> float:
     """The roofline tokens/s of ``m``'s decoding on ``card``: per sequence (``per:
     sequence``) or for all ``batch`` sequences."""
-    bound = decode_bound(config, card.memory_bandwidth_gb_per_s, m.context, m.batch, m.tensor_parallel,
-                         m.weights, m.kv_dtype)
+    bound = decode_bound(
+        config, card.memory_bandwidth_gb_per_s, m.context, m.batch, m.tensor_parallel, m.weights, m.kv_dtype
+    )
     return bound.tokens_per_second_per_sequence if m.per == "sequence" else bound.tokens_per_second
 
 

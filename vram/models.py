@@ -68,7 +68,17 @@ from math import prod
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .families import CHUNKED, FULL, MULTIMODAL_WRAPPERS, REQUIRED_KEYS, SLIDING, Family, get_family, is_registered, model_types
+from .families import (
+    CHUNKED,
+    FULL,
+    MULTIMODAL_WRAPPERS,
+    REQUIRED_KEYS,
+    SLIDING,
+    Family,
+    get_family,
+    is_registered,
+    model_types,
+)
 from .json_nesting import MAX_JSON_DEPTH, too_deep
 from .units import MAX_PARAMS
 
@@ -92,6 +102,7 @@ class ConfigError(ValueError):
 
 
 # --- what the calculator knows of one model ----------------------------------------------
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -297,6 +308,7 @@ class Module:
 
 # --- reading a config.json ----------------------------------------------------------------
 
+
 class _Reader:
     """Reads keys of one raw config with the family's defaults and transformers' types."""
 
@@ -371,8 +383,10 @@ def _head_dim(r: _Reader, hidden: int, heads: int) -> int:
             raise r.fail(f"key 'head_dim' is null, which {r.modeling_file} cannot use; give a value or leave it out")
         return r.size("head_dim", value)
     if family.head_dim == "required" and r.raw.get("head_dim") is None:
-        raise r.fail(f"key 'head_dim' is missing or null, which {r.modeling_file} cannot build "
-                     f"({family.config_class} leaves it None); copy it from the model's config.json")
+        raise r.fail(
+            f"key 'head_dim' is missing or null, which {r.modeling_file} cannot build "
+            f"({family.config_class} leaves it None); copy it from the model's config.json"
+        )
     value = r.get("head_dim")
     if value is None:  # llama, mistral, mixtral: __post_init__ sets hidden // heads
         return hidden // heads
@@ -428,9 +442,11 @@ def _window(r: _Reader) -> int | None:
     if window is None:
         if family.layer_rule in ("every_2nd_full", "gemma3", "every_4th_full"):
             # the config class accepts it, but the model builds a sliding-window mask in every forward
-            raise r.fail(f"key 'sliding_window' is null, which {r.modeling_file} cannot run (it builds a "
-                         f"sliding-window mask in every forward); give the window or leave the key out "
-                         f"(default: {family.defaults['sliding_window']})")
+            raise r.fail(
+                f"key 'sliding_window' is null, which {r.modeling_file} cannot run (it builds a "
+                f"sliding-window mask in every forward); give the window or leave the key out "
+                f"(default: {family.defaults['sliding_window']})"
+            )
         return None
     if family.layer_rule == "gemma3" and _bidirectional(r):
         window = window // 2 + 1  # Gemma3TextConfig.__post_init__
@@ -443,9 +459,11 @@ def _chunk(r: _Reader, layer_types: tuple[str, ...]) -> int | None:
         return None
     chunk = r.get("attention_chunk_size")
     if chunk is None:  # masking_utils.create_chunked_causal_mask raises in every forward
-        raise r.fail(f"key 'attention_chunk_size' is null, which {r.modeling_file} cannot run with chunked "
-                     f"layers (its chunked mask needs it); give the chunk or leave the key out "
-                     f"(default: {r.family.defaults['attention_chunk_size']})")
+        raise r.fail(
+            f"key 'attention_chunk_size' is null, which {r.modeling_file} cannot run with chunked "
+            f"layers (its chunked mask needs it); give the chunk or leave the key out "
+            f"(default: {r.family.defaults['attention_chunk_size']})"
+        )
     return r.size("attention_chunk_size", chunk)
 
 
@@ -512,8 +530,10 @@ def _moe_layers(r: _Reader, layers: int) -> tuple[int, int, int, tuple[bool, ...
     if spec.dense_rule == "first_k":  # Glm4Moe/DeepseekV3DecoderLayer: experts from first_k_dense_replace on
         first = r.size("first_k_dense_replace", minimum=0)
         if first > layers:
-            raise r.fail(f"key 'first_k_dense_replace' ({first}) is larger than num_hidden_layers ({layers}): "
-                         f"it counts the dense layers before the first mixture of experts")
+            raise r.fail(
+                f"key 'first_k_dense_replace' ({first}) is larger than num_hidden_layers ({layers}): "
+                f"it counts the dense layers before the first mixture of experts"
+            )
         return experts, top_k, width, tuple(i >= first for i in range(layers))
     step = r.size("decoder_sparse_step")
     listed = r.get("mlp_only_layers") or []
@@ -531,17 +551,23 @@ def _check_groups(r: _Reader, experts: int, top_k: int) -> None:
     ``topk_group`` best groups kept, the top-k chosen among their experts."""
     groups = r.size("n_group")
     if experts % groups:
-        raise r.fail(f"key 'n_group' ({groups}) does not divide the {experts} routed experts "
-                     f"(the router views them as n_group equal groups)")
+        raise r.fail(
+            f"key 'n_group' ({groups}) does not divide the {experts} routed experts "
+            f"(the router views them as n_group equal groups)"
+        )
     if experts // groups < 2:
-        raise r.fail(f"key 'n_group' ({groups}) leaves fewer than 2 experts per group "
-                     f"(the router sums the best two of each group)")
+        raise r.fail(
+            f"key 'n_group' ({groups}) leaves fewer than 2 experts per group "
+            f"(the router sums the best two of each group)"
+        )
     kept = r.size("topk_group")
     if kept > groups:
         raise r.fail(f"key 'topk_group' ({kept}) is more than n_group ({groups})")
     if top_k > kept * (experts // groups):
-        raise r.fail(f"num_experts_per_tok {top_k} is more than the {kept * (experts // groups)} experts "
-                     f"of the topk_group best groups")
+        raise r.fail(
+            f"num_experts_per_tok {top_k} is more than the {kept * (experts // groups)} experts "
+            f"of the topk_group best groups"
+        )
 
 
 def _norm_topk(r: _Reader) -> bool:
@@ -630,14 +656,20 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         built, default_text = MULTIMODAL_WRAPPERS[model_type]
         text = raw.get("text_config")
         text_type = text.get("model_type", default_text) if isinstance(text, Mapping) else default_text
-        how = (f"save its text_config as a file of its own, model_type {text_type}, with the sizes it leaves to "
-               f"its config class's defaults written out" if is_registered(text_type) else
-               f"its language model's family, {text_type}, is not in the registry either")
-        raise ConfigError(f"{source}: a multimodal {model_type} config ({built}: a vision tower and a projector "
-                          f"beside the language model) is not counted; to count the language model alone, {how}")
+        how = (
+            f"save its text_config as a file of its own, model_type {text_type}, with the sizes it leaves to "
+            f"its config class's defaults written out"
+            if is_registered(text_type)
+            else f"its language model's family, {text_type}, is not in the registry either"
+        )
+        raise ConfigError(
+            f"{source}: a multimodal {model_type} config ({built}: a vision tower and a projector "
+            f"beside the language model) is not counted; to count the language model alone, {how}"
+        )
     if not is_registered(model_type):
-        raise ConfigError(f"{source}: unsupported model_type {shown_model_type(model_type)}; "
-                          f"supported: {', '.join(model_types())}")
+        raise ConfigError(
+            f"{source}: unsupported model_type {shown_model_type(model_type)}; supported: {', '.join(model_types())}"
+        )
     r = _Reader(raw, model_type, source, required)
     family = r.family
     hidden = r.size("hidden_size")
@@ -666,8 +698,9 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
     max_pos = r.get("max_position_embeddings")
     activation = r.get(family.activation_key)
     if not isinstance(activation, str):  # the config classes type it ``str``
-        raise r.fail(f"key {family.activation_key!r} must be a string (an activation such as 'silu'), "
-                     f"got {_short(activation)}")
+        raise r.fail(
+            f"key {family.activation_key!r} must be a string (an activation such as 'silu'), got {_short(activation)}"
+        )
     config = ModelConfig(
         model_type=model_type,
         vocab_size=r.size("vocab_size"),
@@ -688,7 +721,10 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         moe_layers=moe,
         shared_expert_size=_shared_expert_size(r) if experts else 0,
         rotary_dim=_rotary_dim(r, head_dim),
-        q_lora_rank=mla[0], kv_lora_rank=mla[1], qk_rope_head_dim=mla[3], v_head_dim=mla[4],
+        q_lora_rank=mla[0],
+        kv_lora_rank=mla[1],
+        qk_rope_head_dim=mla[3],
+        v_head_dim=mla[4],
         norm_topk_prob=_norm_topk(r),
         bidirectional_attention=family.layer_rule == "gemma3" and _bidirectional(r),
         fused=family.fused,
@@ -700,8 +736,12 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
         rope_layers=_rope_layers(r, layers) if family.layer_rule in ("llama4", "smollm3") else (),
         attn_temperature_tuning=family.layer_rule == "llama4" and r.flag("attn_temperature_tuning"),
         sliding_window=window,
-        attn_logit_softcapping=r.number("attn_logit_softcapping") if "attn_logit_softcapping" in family.defaults else None,
-        final_logit_softcapping=r.number("final_logit_softcapping") if "final_logit_softcapping" in family.defaults else None,
+        attn_logit_softcapping=r.number("attn_logit_softcapping")
+        if "attn_logit_softcapping" in family.defaults
+        else None,
+        final_logit_softcapping=r.number("final_logit_softcapping")
+        if "final_logit_softcapping" in family.defaults
+        else None,
         max_position_embeddings=max_pos if isinstance(max_pos, int) and not isinstance(max_pos, bool) else None,
         defaulted=tuple(dict.fromkeys(r.defaulted)),
         source=source,
@@ -736,19 +776,19 @@ def load_model_config(path: str | Path) -> ModelConfig:
     except UnicodeDecodeError:
         raise ConfigError(f"{source}: not a UTF-8 text file; pass the model's config.json") from None
     if too_deep(text):  # before json.loads, which recurses once per level
-        raise ConfigError(f"{source}: nested deeper than {MAX_JSON_DEPTH} levels, which no config.json is; "
-                          "pass the model's config.json")
+        raise ConfigError(
+            f"{source}: nested deeper than {MAX_JSON_DEPTH} levels, which no config.json is; "
+            "pass the model's config.json"
+        )
     try:
         raw = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
     except _DuplicateKey as exc:
         raise ConfigError(
-            f"{source}: key {_short(exc.args[0])} appears twice (JSON readers keep one of them silently); "
-            "keep one"
+            f"{source}: key {_short(exc.args[0])} appears twice (JSON readers keep one of them silently); keep one"
         ) from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "pass the model's config.json"
+            f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); pass the model's config.json"
         ) from None
     except ValueError:  # an integer literal beyond sys.get_int_max_str_digits()
         raise ConfigError(f"{source}: a number in the file has too many digits to be a model size") from None
@@ -785,6 +825,7 @@ def as_model_config(config: ModelConfig | Mapping[str, Any] | str | Path) -> Mod
 
 # --- the modules transformers builds ------------------------------------------------------
 
+
 def _linear(path: str, in_features: int, out_features: int, bias: bool) -> Module:
     shapes = (("weight", (out_features, in_features)),) + ((("bias", (out_features,)),) if bias else ())
     return Module(path, "linear", shapes)
@@ -804,8 +845,11 @@ def layer_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
     """
     if not 0 <= layer < config.num_hidden_layers:
         raise ValueError(f"layer must be in 0..{config.num_hidden_layers - 1}, got {layer!r}")
-    return _attention_modules(config) + _mlp_modules(config, layer) + tuple(
-        _norm(name, config.hidden_size) for name in config.family.layer_norms)
+    return (
+        _attention_modules(config)
+        + _mlp_modules(config, layer)
+        + tuple(_norm(name, config.hidden_size) for name in config.family.layer_norms)
+    )
 
 
 def _mla_modules(config: ModelConfig) -> tuple[Module, ...]:
@@ -815,9 +859,11 @@ def _mla_modules(config: ModelConfig) -> tuple[Module, ...]:
     r, rope, v = config.kv_lora_rank, config.qk_rope_head_dim, config.v_head_dim
     nope = qk - rope
     if config.q_lora_rank:
-        q = [_linear("self_attn.q_a_proj", h, config.q_lora_rank, config.qkv_bias),
-             _norm("self_attn.q_a_layernorm", config.q_lora_rank),
-             _linear("self_attn.q_b_proj", config.q_lora_rank, n * qk, False)]
+        q = [
+            _linear("self_attn.q_a_proj", h, config.q_lora_rank, config.qkv_bias),
+            _norm("self_attn.q_a_layernorm", config.q_lora_rank),
+            _linear("self_attn.q_b_proj", config.q_lora_rank, n * qk, False),
+        ]
     else:
         q = [_linear("self_attn.q_proj", h, n * qk, False)]
     return tuple(q) + (
@@ -849,8 +895,10 @@ def _attention_modules(config: ModelConfig) -> tuple[Module, ...]:
     elif config.qk_norm == "l2":  # llama4_text's Llama4TextL2Norm holds no weight
         pass
     elif config.qk_norm == "olmoe":  # OlmoeAttention: hidden, and (hidden // heads) * kv_heads
-        modules += [_norm("self_attn.q_norm", h),
-                    _norm("self_attn.k_norm", h // config.num_attention_heads * config.num_key_value_heads)]
+        modules += [
+            _norm("self_attn.q_norm", h),
+            _norm("self_attn.k_norm", h // config.num_attention_heads * config.num_key_value_heads),
+        ]
     if config.attention_sinks:
         modules.append(Module("self_attn", "attention", (("sinks", (config.num_attention_heads,)),)))
     return tuple(modules)
@@ -861,8 +909,10 @@ def _dense_mlp(config: ModelConfig, prefix: str, width: int) -> list[Module]:
     if config.fused:
         first = [_linear(f"{prefix}.gate_up_proj", h, 2 * width, config.mlp_bias)]
     else:
-        first = [_linear(f"{prefix}.gate_proj", h, width, config.mlp_bias),
-                 _linear(f"{prefix}.up_proj", h, width, config.mlp_bias)]
+        first = [
+            _linear(f"{prefix}.gate_proj", h, width, config.mlp_bias),
+            _linear(f"{prefix}.up_proj", h, width, config.mlp_bias),
+        ]
     return first + [_linear(f"{prefix}.down_proj", width, h, config.mlp_bias)]
 
 
@@ -875,14 +925,22 @@ def _mlp_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
     k = config.num_experts_per_tok
     if spec.layout == "llama4":  # Llama4TextMoe: every expert runs on every token (their scores zero but the top-k)
         experts = (("gate_up_proj", (e, h, 2 * i)), ("down_proj", (e, i, h)))
-        return (Module(f"{prefix}.experts", "experts", experts, e, e),
-                Module(f"{prefix}.router", "router", (("weight", (e, h)),)),
-                *_dense_mlp(config, f"{prefix}.shared_expert", config.shared_expert_size))
+        return (
+            Module(f"{prefix}.experts", "experts", experts, e, e),
+            Module(f"{prefix}.router", "router", (("weight", (e, h)),)),
+            *_dense_mlp(config, f"{prefix}.shared_expert", config.shared_expert_size),
+        )
     if spec.layout == "gpt_oss":  # GptOssExperts, GptOssTopKRouter
-        experts = (("gate_up_proj", (e, h, 2 * i)), ("gate_up_proj_bias", (e, 2 * i)),
-                   ("down_proj", (e, i, h)), ("down_proj_bias", (e, h)))
-        return (Module("mlp.router", "router", (("weight", (e, h)), ("bias", (e,)))),
-                Module("mlp.experts", "experts", experts, e, k))
+        experts = (
+            ("gate_up_proj", (e, h, 2 * i)),
+            ("gate_up_proj_bias", (e, 2 * i)),
+            ("down_proj", (e, i, h)),
+            ("down_proj_bias", (e, h)),
+        )
+        return (
+            Module("mlp.router", "router", (("weight", (e, h)), ("bias", (e,)))),
+            Module("mlp.experts", "experts", experts, e, k),
+        )
     # MixtralExperts / Qwen3MoeExperts and their TopKRouter (mlp.gate)
     experts = (("gate_up_proj", (e, 2 * i, h)), ("down_proj", (e, h, i)))
     modules = [Module("mlp.gate", "router", (("weight", (e, h)),)), Module("mlp.experts", "experts", experts, e, k)]
@@ -983,10 +1041,12 @@ def linear_params(config: ModelLike) -> int:
     """
     config = as_model_config(config)
     kinds = _distinct_layers(config)
-    per_kind = {moe: sum(m.params for m in layer_modules(config, index) if m.kind == "linear")
-                for moe, index in kinds.items()}
+    per_kind = {
+        moe: sum(m.params for m in layer_modules(config, index) if m.kind == "linear") for moe, index in kinds.items()
+    }
     return sum(m.params for m in root_modules(config) if m.kind == "linear") + sum(
-        per_kind[moe] for moe in config.moe_layers)
+        per_kind[moe] for moe in config.moe_layers
+    )
 
 
 def decoder_linears(config: ModelLike, layer: int | None = None) -> tuple[Linear, ...]:

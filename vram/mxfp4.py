@@ -41,7 +41,9 @@ def mxfp4_weights_bytes_per_gpu(config: ModelConfig, tensor_parallel: int = 1) -
     parameter bf16 (module docstring). Raises ValueError for a family that does not ship
     MXFP4 or a tensor_parallel ``check_tensor_parallel`` refuses."""
     if not ships_mxfp4(config):
-        raise ValueError(f"{config.model_type} checkpoints do not ship MXFP4 experts; known: {', '.join(MXFP4_MODEL_TYPES)}")
+        raise ValueError(
+            f"{config.model_type} checkpoints do not ship MXFP4 experts; known: {', '.join(MXFP4_MODEL_TYPES)}"
+        )
     tp = check_tensor_parallel(config, tensor_parallel)
 
     def held(modules) -> int:

@@ -61,12 +61,35 @@ def run_options(
     for key, (card, count) in machines.items():
         share = (utilisation or {}).get(key)
         if lora is None:
-            step = training_step(config, card, count, zero_stage, seq_len, micro_batch, recompute, offload != "none",
-                                 **({"utilisation": share} if share else {}), offload_params=offload == "optimizer+params",
-                                 grad_accum=grad_accum, framework=framework)
+            step = training_step(
+                config,
+                card,
+                count,
+                zero_stage,
+                seq_len,
+                micro_batch,
+                recompute,
+                offload != "none",
+                **({"utilisation": share} if share else {}),
+                offload_params=offload == "optimizer+params",
+                grad_accum=grad_accum,
+                framework=framework,
+            )
         else:
-            step = lora_step(config, card, count, zero_stage, seq_len, micro_batch, recompute, **lora, utilisation=share,
-                             offload=offload, grad_accum=grad_accum, framework=framework)
+            step = lora_step(
+                config,
+                card,
+                count,
+                zero_stage,
+                seq_len,
+                micro_batch,
+                recompute,
+                **lora,
+                utilisation=share,
+                offload=offload,
+                grad_accum=grad_accum,
+                framework=framework,
+            )
         run = run_seconds(tokens, step)
         price = parse_price(prices[key], f"price of {key}") if key in prices else None
         cost = (run_cost_eur(run.low, price), run_cost_eur(run.high, price)) if price is not None else None

@@ -95,8 +95,12 @@ MAX_BATCHED_TOKENS = 2**24
 VLLM_BLOCK_SIZE = 16
 
 
-def kv_cache_tokens(config: ModelLike, context_length: int, server: str = "vllm",
-                    max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS) -> tuple[int, ...]:
+def kv_cache_tokens(
+    config: ModelLike,
+    context_length: int,
+    server: str = "vllm",
+    max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS,
+) -> tuple[int, ...]:
     """Tokens each layer's KV cache holds for one sequence of ``context_length`` tokens (T).
 
     ``server="vllm"`` (the default, the site's): what vLLM's KV-cache manager reserves per layer
@@ -129,9 +133,11 @@ def kv_cache_tokens(config: ModelLike, context_length: int, server: str = "vllm"
     if server == "transformers":
         return (t,) * config.num_hidden_layers
     if server == "transformers-decoding":  # a chunked layer's cache is a window of the chunk size
+
         def kept(kind: str) -> int:
             w = window if kind == SLIDING else local if kind == CHUNKED else None
             return min(t, w) if w is not None and w > 1 else t
+
         return tuple(kept(kind) for kind in config.layer_types)
     if t == 0:
         return (0,) * config.num_hidden_layers
@@ -151,8 +157,15 @@ def check_batched_tokens(value: int) -> int:
     return value
 
 
-def _kv_bytes(config: ModelConfig, context_length: int, batch: int, kv_dtype: str, kv_heads: int,
-              server: str = "vllm", max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS) -> int:
+def _kv_bytes(
+    config: ModelConfig,
+    context_length: int,
+    batch: int,
+    kv_dtype: str,
+    kv_heads: int,
+    server: str = "vllm",
+    max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS,
+) -> int:
     dtype_bits(kv_dtype)
     check_int(batch, "batch", 1)
     tokens = sum(kv_cache_tokens(config, context_length, server, max_num_batched_tokens))
@@ -173,7 +186,11 @@ def kv_cache_bytes_per_token(config: ModelLike, kv_dtype: str = "bf16") -> int:
 
 
 def kv_cache_bytes(
-    config: ModelLike, context_length: int, batch: int = 1, kv_dtype: str = "bf16", server: str = "vllm",
+    config: ModelLike,
+    context_length: int,
+    batch: int = 1,
+    kv_dtype: str = "bf16",
+    server: str = "vllm",
     max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS,
 ) -> int:
     """KV-cache bytes for ``batch`` sequences of ``context_length`` tokens each, as vLLM
@@ -188,8 +205,9 @@ def kv_cache_bytes(
     a bad config, dtype or max_num_batched_tokens.
     """
     config = as_model_config(config)
-    return _kv_bytes(config, context_length, batch, kv_dtype, config.num_key_value_heads, server,
-                     max_num_batched_tokens)
+    return _kv_bytes(
+        config, context_length, batch, kv_dtype, config.num_key_value_heads, server, max_num_batched_tokens
+    )
 
 
 @dataclass(frozen=True)
@@ -268,9 +286,7 @@ def check_tensor_parallel(config: ModelLike, tensor_parallel: int) -> int:
     if heads % tp:
         raise ValueError(f"tensor_parallel {tp} must divide num_attention_heads {heads} ({config.source})")
     if kv % tp and tp % kv:
-        raise ValueError(
-            f"tensor_parallel {tp} and num_key_value_heads {kv} must divide one another ({config.source})"
-        )
+        raise ValueError(f"tensor_parallel {tp} and num_key_value_heads {kv} must divide one another ({config.source})")
     widths = []
     if not all(config.moe_layers):
         widths.append((config.family.mlp_width, config.intermediate_size))
@@ -279,7 +295,8 @@ def check_tensor_parallel(config: ModelLike, tensor_parallel: int) -> int:
         widths.append((key, config.moe_intermediate_size))
         if config.shared_expert_size:
             shared = {"qwen2_moe": "shared_expert_intermediate_size", "llama4": "intermediate_size"}.get(
-                config.family.experts.shared, "moe_intermediate_size x n_shared_experts")
+                config.family.experts.shared, "moe_intermediate_size x n_shared_experts"
+            )
             widths.append((shared, config.shared_expert_size))
     for key, width in widths:
         if width % tp:
@@ -312,8 +329,12 @@ def _share(config: ModelConfig, module: Module, name: str, shape: tuple[int, ...
         return whole if name == "down_proj_bias" else whole // tp
     if module.kind == "embedding" or module.path == "lm_head":
         return ceil_div(config.vocab_size, tp) * config.hidden_size
-    column = {"q_proj": config.num_attention_heads * hd // tp, "k_proj": kv_rows, "v_proj": kv_rows,
-              "qkv_proj": config.num_attention_heads * hd // tp + 2 * kv_rows}
+    column = {
+        "q_proj": config.num_attention_heads * hd // tp,
+        "k_proj": kv_rows,
+        "v_proj": kv_rows,
+        "qkv_proj": config.num_attention_heads * hd // tp + 2 * kv_rows,
+    }
     if module.name in column:
         return column[module.name] * rest
     if module.name in ("gate_proj", "up_proj", "gate_up_proj"):
@@ -366,8 +387,9 @@ def serving_memory_per_gpu(
     return ServingMemory(
         params=count_params(config).total,
         weights_bytes=tensor_bytes(params_per_gpu, weight_dtype),
-        kv_cache_bytes=_kv_bytes(config, context_length, batch, kv_dtype, kv_heads_per_gpu(config, tp), "vllm",
-                                 max_num_batched_tokens),
+        kv_cache_bytes=_kv_bytes(
+            config, context_length, batch, kv_dtype, kv_heads_per_gpu(config, tp), "vllm", max_num_batched_tokens
+        ),
         tensor_parallel=tp,
         params_per_gpu=params_per_gpu,
     )

@@ -115,7 +115,5 @@ def fsdp_model_states_per_gpu(
         raise ValueError(f"{sharding_strategy} needs shard_group_size (GPUs per shard group)")
     check_int(shard_group_size, "shard_group_size", 1)
     if world_size % shard_group_size:
-        raise ValueError(
-            f"shard_group_size {shard_group_size} must divide world_size {world_size}"
-        )
+        raise ValueError(f"shard_group_size {shard_group_size} must divide world_size {world_size}")
     return model_states_per_gpu(params, shard_group_size, zero_stage, optimizer)

@@ -127,25 +127,31 @@ from .sharding import check_world_size, check_zero_stage
 from .validate import check_int, lookup
 
 MFU = (0.33, 0.39)
-MFU_SOURCE = ("torchtitan benchmarks/llama3_h100_202412_torchtitan.md: Llama 3.1 8B, FSDP2, 8 x H100, "
-              "local batch 2, sequence 8,192, selective activation checkpointing, 5,762 tokens/s per GPU, "
-              "33 % to 39 % MFU")
+MFU_SOURCE = (
+    "torchtitan benchmarks/llama3_h100_202412_torchtitan.md: Llama 3.1 8B, FSDP2, 8 x H100, "
+    "local batch 2, sequence 8,192, selective activation checkpointing, 5,762 tokens/s per GPU, "
+    "33 % to 39 % MFU"
+)
 # Measured points the MFU range comes from: (tokens/s per GPU, sequence length, peak TFLOPS
 # torchtitan divided by). Tests reproduce the range from them.
 TORCHTITAN_H100 = {"fsdp": 5_762, "fsdp_compile": 6_667, "seq_len": 8_192, "peak_tflops": 989}
 LORA_FLOPS_PER_FROZEN_PARAM = (Fraction(4), Fraction(6) / Fraction(5, 4))  # [Narayanan 2021, Hu 2021's 1.25x]
-LORA_FLOPS_SOURCE = ("4 FLOPs per frozen parameter and token (no weight gradients: Narayanan et al. 2021, "
-                     "arXiv:2104.04473, appendix) to 4.8 (Hu et al. 2021, arXiv:2106.09685, section 4.2: "
-                     "LoRA trained 25 % faster than full fine-tuning on GPT-3 175B)")
+LORA_FLOPS_SOURCE = (
+    "4 FLOPs per frozen parameter and token (no weight gradients: Narayanan et al. 2021, "
+    "arXiv:2104.04473, appendix) to 4.8 (Hu et al. 2021, arXiv:2106.09685, section 4.2: "
+    "LoRA trained 25 % faster than full fine-tuning on GPT-3 175B)"
+)
 RECOMPUTE_FACTOR = {"none": Fraction(1), "selective": Fraction(1), "full": Fraction(4, 3)}
 BOUNDS = ("compute", "communication", "offload")
 ADAM_HOST_BYTES_PER_PARAM = 28  # fp32 gradient, moments, parameter read (16); parameter, moments written (12)
 HOST_MEMORY_GB_PER_S = (51.2, 614.4)  # a machine's host memory bandwidth: 2 x DDR4-3200 to 2 sockets x 8 x DDR5-4800
-CPU_ADAM_SOURCE = ("28 bytes per parameter: DeepSpeed's CPU Adam (deepspeedai/DeepSpeed csrc/includes/cpu_adam.h at "
-                   "14e1981, Step_AVX: four fp32 loads, three stores); host memory 51.2 GB/s (two channels of "
-                   "DDR4-3200, 25.6 GB/s each, JEDEC JESD79-4) to 614.4 GB/s (two sockets of eight channels of "
-                   "DDR5-4800, 38.4 GB/s each: the two Intel Xeon Platinum 8480C and DDR5-4800 DIMMs of NVIDIA's "
-                   "8 x H200 SXM system, MLCommons inference v4.1)")
+CPU_ADAM_SOURCE = (
+    "28 bytes per parameter: DeepSpeed's CPU Adam (deepspeedai/DeepSpeed csrc/includes/cpu_adam.h at "
+    "14e1981, Step_AVX: four fp32 loads, three stores); host memory 51.2 GB/s (two channels of "
+    "DDR4-3200, 25.6 GB/s each, JEDEC JESD79-4) to 614.4 GB/s (two sockets of eight channels of "
+    "DDR5-4800, 38.4 GB/s each: the two Intel Xeon Platinum 8480C and DDR5-4800 DIMMs of NVIDIA's "
+    "8 x H200 SXM system, MLCommons inference v4.1)"
+)
 GB = 10**9
 TERA = 10**12
 
@@ -219,7 +225,9 @@ def _matmul_and_attention(config: ModelConfig, seq_len: int) -> tuple[int, int]:
     return matmul_params, config.num_attention_heads * config.head_dim * sum(spans)
 
 
-def lora_flops_per_token(config: ModelConfig, seq_len: int, adapter_params: int, recompute: str = "none") -> tuple[int, int]:
+def lora_flops_per_token(
+    config: ModelConfig, seq_len: int, adapter_params: int, recompute: str = "none"
+) -> tuple[int, int]:
     """LoRA/QLoRA FLOPs per token, [low, high] (module docstring): frozen matmul parameters x
     ``LORA_FLOPS_PER_FROZEN_PARAM`` (4 to 4.8, rounded up) + 6 x ``adapter_params`` + 12 x
     attention; full recomputation adds one forward (2 x all parameters + 4 x attention).
@@ -234,8 +242,9 @@ def lora_flops_per_token(config: ModelConfig, seq_len: int, adapter_params: int,
     return low, high
 
 
-def compute_seconds(flops: int | float, bf16_dense_tflops: float, recompute: str = "none",
-                    utilisation: tuple[float, float] = MFU) -> Span:
+def compute_seconds(
+    flops: int | float, bf16_dense_tflops: float, recompute: str = "none", utilisation: tuple[float, float] = MFU
+) -> Span:
     """Seconds of ``flops`` model FLOPs at the card's dense BF16 peak x ``utilisation`` [low, high]
     (x 4/3 with full recomputation): the calibrated range of the job's class
     (``vram.calibration``), or torchtitan's ``MFU`` when none is handed in. Raises ValueError for
@@ -284,8 +293,10 @@ def host_link_seconds(to_gpu_bytes: float, to_host_bytes: float, host: Bandwidth
     at its low end. Raises ValueError for negative bytes."""
     if to_gpu_bytes < 0 or to_host_bytes < 0:
         raise ValueError(f"bytes over the host link must be >= 0, got {to_gpu_bytes!r}, {to_host_bytes!r}")
-    return Span(max(to_gpu_bytes, to_host_bytes) / (host.high_gb_per_s * GB),
-                (to_gpu_bytes + to_host_bytes) / (host.low_gb_per_s * GB))
+    return Span(
+        max(to_gpu_bytes, to_host_bytes) / (host.high_gb_per_s * GB),
+        (to_gpu_bytes + to_host_bytes) / (host.low_gb_per_s * GB),
+    )
 
 
 @dataclass(frozen=True)
@@ -303,8 +314,9 @@ NO_TRAFFIC = HostTraffic()
 OFFLOAD_FRAMEWORKS = ("deepspeed", "zero-paper", "fsdp2")
 
 
-def host_traffic(framework: str, zero_stage: int, world_size: int, trained_params: int, offload_params: bool,
-                 frozen_bytes: int = 0) -> HostTraffic:
+def host_traffic(
+    framework: str, zero_stage: int, world_size: int, trained_params: int, offload_params: bool, frozen_bytes: int = 0
+) -> HostTraffic:
     """What one of ``world_size`` GPUs moves over its host link with the optimizer offloaded
     (module docstring, "Offload"): ``trained_params`` parameters with gradients and optimizer
     states; ``frozen_bytes`` of frozen parameters as stored (LoRA's base), which only an offload of
@@ -323,11 +335,14 @@ def host_traffic(framework: str, zero_stage: int, world_size: int, trained_param
     n = world_size
     if framework == "fsdp2":
         if zero_stage not in (2, 3) or not offload_params:
-            raise ValueError("FSDP2 offloads with CPUOffloadPolicy, parameters with gradients and optimizer states, "
-                             "at zero_stage 2 or 3")
+            raise ValueError(
+                "FSDP2 offloads with CPUOffloadPolicy, parameters with gradients and optimizer states, "
+                "at zero_stage 2 or 3"
+            )
         gathers = 2 if zero_stage == 3 else 1
-        return HostTraffic(to_gpu_per_micro=gathers * (frozen_bytes + 4 * trained_params) / n,
-                           to_host_per_micro=4 * trained_params / n)
+        return HostTraffic(
+            to_gpu_per_micro=gathers * (frozen_bytes + 4 * trained_params) / n, to_host_per_micro=4 * trained_params / n
+        )
     if zero_stage == 0 or (offload_params and zero_stage != 3):
         raise ValueError("DeepSpeed offloads the optimizer from ZeRO-1 on and the parameters at ZeRO-3 only")
     gradients = 2 * trained_params / n
@@ -397,16 +412,39 @@ def training_step(
     compute = compute_seconds(per_token * tokens, card.bf16_dense_tflops, recompute, utilisation)
     params = count_params(config).total  # every expert's weights and gradients travel
     communication = communication_seconds(params, world_size, zero_stage, card.peer)
-    traffic = host_traffic(framework, zero_stage, world_size, params, offload_params) if offload_optimizer \
-        else NO_TRAFFIC
+    traffic = (
+        host_traffic(framework, zero_stage, world_size, params, offload_params) if offload_optimizer else NO_TRAFFIC
+    )
     cpu = cpu_optimizer_seconds(params) if offload_optimizer else ZERO
-    return _step(world_size, tokens, per_token, compute, communication, traffic, card.host,
-                 micro_share(framework, zero_stage), grad_accum, overlap=card.peer.peer_to_peer, serial=cpu)
+    return _step(
+        world_size,
+        tokens,
+        per_token,
+        compute,
+        communication,
+        traffic,
+        card.host,
+        micro_share(framework, zero_stage),
+        grad_accum,
+        overlap=card.peer.peer_to_peer,
+        serial=cpu,
+    )
 
 
-def _step(world_size: int, tokens: int, per_token: int, compute: Span, communication: Span, traffic: HostTraffic,
-          host: Bandwidth, share: Fraction, grad_accum: int, per_token_high: int | None = None,
-          overlap: bool = True, serial: Span = ZERO) -> StepTime:
+def _step(
+    world_size: int,
+    tokens: int,
+    per_token: int,
+    compute: Span,
+    communication: Span,
+    traffic: HostTraffic,
+    host: Bandwidth,
+    share: Fraction,
+    grad_accum: int,
+    per_token_high: int | None = None,
+    overlap: bool = True,
+    serial: Span = ZERO,
+) -> StepTime:
     """One optimizer step of ``grad_accum`` micro-batches, each of ``compute`` and ``share`` of
     ``communication``, the rest of it at the step, and the host ``traffic`` (module docstring);
     without ``overlap`` (no peer-to-peer) compute and communication add up. ``serial``: what
@@ -416,13 +454,15 @@ def _step(world_size: int, tokens: int, per_token: int, compute: Span, communica
     micro_comm = Span(float(communication.low * share), float(communication.high * share))
     last_comm = communication  # the last micro-batch's share and the step's own
     micro_off = host_link_seconds(traffic.to_gpu_per_micro, traffic.to_host_per_micro, host)
-    last_off = host_link_seconds(traffic.to_gpu_per_micro + traffic.to_gpu_per_step,
-                                 traffic.to_host_per_micro + traffic.to_host_per_step, host)
+    last_off = host_link_seconds(
+        traffic.to_gpu_per_micro + traffic.to_gpu_per_step, traffic.to_host_per_micro + traffic.to_host_per_step, host
+    )
     earlier = accum - 1
 
     def total(one: Span, last: Span, extra: Span = ZERO) -> Span:
-        return Span(math.fsum([earlier * one.low, last.low, extra.low]),
-                    math.fsum([earlier * one.high, last.high, extra.high]))
+        return Span(
+            math.fsum([earlier * one.low, last.low, extra.low]), math.fsum([earlier * one.high, last.high, extra.high])
+        )
 
     def shortest(comm: Span, off: Span) -> float:
         # Without peer-to-peer the collectives are copies through host memory (NCCL's SHM transport):
@@ -430,19 +470,33 @@ def _step(world_size: int, tokens: int, per_token: int, compute: Span, communica
         # the gathered bytes' time, which their compute would have hidden: no overlap is assumed there.
         return max(compute.low, comm.low, off.low) if overlap else max(compute.low + comm.low, off.low)
 
-    parts = {"compute": Span(accum * compute.low, accum * compute.high), "communication": total(micro_comm, last_comm),
-             "offload": total(micro_off, last_off, serial)}
+    parts = {
+        "compute": Span(accum * compute.low, accum * compute.high),
+        "communication": total(micro_comm, last_comm),
+        "offload": total(micro_off, last_off, serial),
+    }
     low = math.fsum([earlier * shortest(micro_comm, micro_off), shortest(last_comm, last_off), serial.low])
     # fsum: correctly rounded, so every Python gives the same bits (3.12's sum() compensates, 3.11's does not)
     step = Span(low, math.fsum(p.high for p in parts.values()))
     bound = max(BOUNDS, key=lambda name: parts[name].middle)
-    return StepTime(world_size, accum * tokens, per_token, parts["compute"], parts["communication"], parts["offload"],
-                    step, bound, per_token_high, accum)
+    return StepTime(
+        world_size,
+        accum * tokens,
+        per_token,
+        parts["compute"],
+        parts["communication"],
+        parts["offload"],
+        step,
+        bound,
+        per_token_high,
+        accum,
+    )
 
 
 @functools.lru_cache(maxsize=256)
-def _lora_sizes(config: ModelConfig, rank: int, target_modules: str | tuple[str, ...],
-                base_dtype: str) -> tuple[int, int, int]:
+def _lora_sizes(
+    config: ModelConfig, rank: int, target_modules: str | tuple[str, ...], base_dtype: str
+) -> tuple[int, int, int]:
     """(trainable adapter parameters, bytes of the whole frozen base as stored, those of its
     parameters: QLoRA's quantisation constants are not parameters, never sharded or offloaded)."""
     adapters = lora_adapter_params(config, rank, target_modules)
@@ -489,21 +543,40 @@ def lora_step(
     low, high = lora_flops_per_token(config, seq_len, adapters, recompute)
     tokens = micro_batch * seq_len
     if utilisation is None:
-        fast, slow = compute_seconds(low * tokens, card.bf16_dense_tflops), compute_seconds(high * tokens, card.bf16_dense_tflops)
+        fast, slow = (
+            compute_seconds(low * tokens, card.bf16_dense_tflops),
+            compute_seconds(high * tokens, card.bf16_dense_tflops),
+        )
     else:
         fast = slow = compute_seconds(low * tokens, card.bf16_dense_tflops, utilisation=utilisation)
     communication = communication_seconds(adapters, world_size, zero_stage, card.peer)
     if zero_stage == 3 and world_size > 1:
         gathers = 2 * allgather_bytes_per_gpu(base, world_size)  # in forward and again in backward
-        communication = Span(communication.low + gathers / (card.peer.high_gb_per_s * GB),
-                             communication.high + gathers / (card.peer.low_gb_per_s * GB))
+        communication = Span(
+            communication.low + gathers / (card.peer.high_gb_per_s * GB),
+            communication.high + gathers / (card.peer.low_gb_per_s * GB),
+        )
     lookup({o: o for o in OFFLOAD}, offload, "offload")
-    traffic = NO_TRAFFIC if offload == "none" else \
-        host_traffic(framework, zero_stage, world_size, adapters, offload == "optimizer+params", parameters)
+    traffic = (
+        NO_TRAFFIC
+        if offload == "none"
+        else host_traffic(framework, zero_stage, world_size, adapters, offload == "optimizer+params", parameters)
+    )
     cpu = ZERO if offload == "none" else cpu_optimizer_seconds(adapters)  # the adapters' Adam on the host
-    return _step(world_size, tokens, low, Span(fast.low, slow.high), communication, traffic, card.host,
-                 micro_share(framework, zero_stage), grad_accum, high, overlap=card.peer.peer_to_peer, serial=cpu)
-
+    return _step(
+        world_size,
+        tokens,
+        low,
+        Span(fast.low, slow.high),
+        communication,
+        traffic,
+        card.host,
+        micro_share(framework, zero_stage),
+        grad_accum,
+        high,
+        overlap=card.peer.peer_to_peer,
+        serial=cpu,
+    )
 
 
 def run_seconds(tokens: int, step: StepTime) -> Span:
@@ -556,8 +629,9 @@ def speedup(one: StepTime, many: StepTime) -> Span:
 
 
 @functools.lru_cache(maxsize=1024)  # the same for every card: asked once per card by the finder
-def _decode_bytes_per_step(config: ModelConfig, context_length: int, batch: int, tensor_parallel: int,
-                           weight_dtype: str, kv_dtype: str) -> int:
+def _decode_bytes_per_step(
+    config: ModelConfig, context_length: int, batch: int, tensor_parallel: int, weight_dtype: str, kv_dtype: str
+) -> int:
     """Bytes each GPU reads per decoding step (``decode_bound``)."""
     memory = serving_memory_per_gpu(config, weight_dtype, context_length, batch, kv_dtype, tensor_parallel)
     counts = count_params(config)

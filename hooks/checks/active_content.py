@@ -59,15 +59,34 @@ FORBIDDEN_ELEMENTS = {"style", "meta", "base", "iframe", "frame", "frameset", "o
 # What can be found by selector (fast); event handlers by their names in the text (a name
 # cannot be written with entities), then every element is read.
 SUSPECTS = ", ".join(["script", "link", *sorted(FORBIDDEN_ELEMENTS), "[style]", "[srcdoc]"])
-URL_SUSPECTS = ", ".join([SUSPECTS, "[href]", "[src]", "[action]", "[formaction]", "[data]", "[poster]", "[background]",
-                          "[to]", "[values]", "[from]", "[by]"])  # read only when the page's text has a "script:"
+URL_SUSPECTS = ", ".join(
+    [
+        SUSPECTS,
+        "[href]",
+        "[src]",
+        "[action]",
+        "[formaction]",
+        "[data]",
+        "[poster]",
+        "[background]",
+        "[to]",
+        "[values]",
+        "[from]",
+        "[by]",
+    ]
+)  # read only when the page's text has a "script:"
 ATTRIBUTE_ON_RE = re.compile(r"on[^\s/>=]*\s*=")  # on a lowered text: an attribute named on…, if it starts a name
 NAME_STARTS_AFTER = set(" \t\n\r\f/\"'\x00")  # what may precede an attribute's name (HTML tokenizer)
 SCRIPT_SCHEMES = ("javascript:", "vbscript:")
 URL_NOISE_RE = re.compile(r"[\x00-\x20]")  # browsers drop these inside a URL's scheme ("java\tscript:")
 CHECKED_OUTPUTS = {"text/html", "image/svg+xml", "text/markdown"}
 INERT_OUTPUTS = {"text/plain", "image/png", "image/jpeg", "image/gif"}
-UNSEEN_CATEGORIES = {"Cf": "a format character", "Cc": "a control character", "Zl": "a line separator", "Zp": "a paragraph separator"}
+UNSEEN_CATEGORIES = {
+    "Cf": "a format character",
+    "Cc": "a control character",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
 UNSEEN_RE = re.compile(r"[^\t\n\x20-\x7e\u00a0-\u00ac\u00ae-\u05ff]")  # a quick filter: what may be unseen
 
 
@@ -124,16 +143,22 @@ def check_page_content(html: str, what: str = "the page") -> None:
         return
     tree = LexborHTMLParser(html)
     lowered = html.lower()
-    if "xlink:" in lowered or any(lowered[m.start() - 1:m.start()] in NAME_STARTS_AFTER for m in ATTRIBUTE_ON_RE.finditer(lowered)):
+    if "xlink:" in lowered or any(
+        lowered[m.start() - 1 : m.start()] in NAME_STARTS_AFTER for m in ATTRIBUTE_ON_RE.finditer(lowered)
+    ):
         selector = "*"  # a possible event handler (a name cannot be written with entities): read every element
     else:
-        text = html_lib.unescape(lowered).replace("\t", "").replace("\n", "").replace("\r", "")  # the URL parser drops them
+        text = (
+            html_lib.unescape(lowered).replace("\t", "").replace("\n", "").replace("\r", "")
+        )  # the URL parser drops them
         selector = URL_SUSPECTS if "script:" in text else SUSPECTS  # "java\tscript:", "&#106;avascript:"
     for node in tree.css(selector):
         problem = _problem(node)
         if problem:
-            raise RenderError(f"{what} holds {problem}: page content is text; scripts and styles "
-                              "belong to the theme and to files of docs/assets/")
+            raise RenderError(
+                f"{what} holds {problem}: page content is text; scripts and styles "
+                "belong to the theme and to files of docs/assets/"
+            )
 
 
 def check_article_content(page_html: str) -> None:
@@ -179,8 +204,10 @@ def check_notebook_cells(notebook: Path, source: Path | None = None) -> None:
         _check_same_cells(cells, _cells(source))
     for number, cell in enumerate(cells, start=1):
         if cell.get("cell_type") == "raw":
-            raise RenderError(f"cell {number} is a raw cell: its text would reach the page unchecked; "
-                              "write it as a Markdown or code cell")
+            raise RenderError(
+                f"cell {number} is a raw cell: its text would reach the page unchecked; "
+                "write it as a Markdown or code cell"
+            )
         if cell.get("cell_type") == "markdown":
             check_page_content(_text(cell.get("source")), f"Markdown cell {number}")
         elif cell.get("cell_type") == "code" and (unseen := unseen_character(_text(cell.get("source")))):
@@ -190,8 +217,10 @@ def check_notebook_cells(notebook: Path, source: Path | None = None) -> None:
                 if kind in CHECKED_OUTPUTS:
                     check_page_content(_text(data), f"the {kind} output of cell {number}")
                 elif kind not in INERT_OUTPUTS:
-                    raise RenderError(f"cell {number} has an output of type {kind}: a page shows text, HTML "
-                                      f"and images ({', '.join(sorted(CHECKED_OUTPUTS | INERT_OUTPUTS))}), no code")
+                    raise RenderError(
+                        f"cell {number} has an output of type {kind}: a page shows text, HTML "
+                        f"and images ({', '.join(sorted(CHECKED_OUTPUTS | INERT_OUTPUTS))}), no code"
+                    )
 
 
 def _cells(notebook: Path) -> list[dict]:
@@ -206,11 +235,15 @@ def _check_same_cells(executed: list[dict], source: list[dict]) -> None:
     shape = [(cell.get("cell_type"), _text(cell.get("source"))) for cell in source]
     for number, (cell, expected) in enumerate(zip(executed, shape), start=1):
         if (cell.get("cell_type"), _text(cell.get("source"))) != expected:
-            raise RenderError(f"cell {number} of the executed copy is not the notebook's cell {number}: "
-                              "a page shows only what its notebook ran")
+            raise RenderError(
+                f"cell {number} of the executed copy is not the notebook's cell {number}: "
+                "a page shows only what its notebook ran"
+            )
     if len(executed) != len(shape):
-        raise RenderError(f"the executed copy has {len(executed)} cells, the notebook {len(shape)}: "
-                          "a page shows only what its notebook ran")
+        raise RenderError(
+            f"the executed copy has {len(executed)} cells, the notebook {len(shape)}: "
+            "a page shows only what its notebook ran"
+        )
 
 
 def _text(source) -> str:

@@ -70,14 +70,18 @@ def outline(text: str, where: str) -> tuple[list[Block], list[Heading]]:
             elif INLINE_EXAMPLE in fence["info"].split():
                 blocks.append(Block(start, "\n".join(body)))
             else:
-                raise RenderError(f"{where}:{start}: a code block typed into the page: write it once in snippets/ and "
-                                  f"include it (a fence holding one line --8<-- \"file\"), or mark a deliberate inline "
-                                  f"example: ```{{ .bash {INLINE_EXAMPLE} }}")
+                raise RenderError(
+                    f"{where}:{start}: a code block typed into the page: write it once in snippets/ and "
+                    f"include it (a fence holding one line --8<-- \"file\"), or mark a deliberate inline "
+                    f"example: ```{{ .bash {INLINE_EXAMPLE} }}"
+                )
             continue
         heading = HEADING_RE.match(line)
         if heading:
             explicit = ID_RE.search(heading["attrs"] or "")
-            headings.append(Heading(number, explicit["id"] if explicit else slugify(heading["text"], "-"), bool(explicit)))
+            headings.append(
+                Heading(number, explicit["id"] if explicit else slugify(heading["text"], "-"), bool(explicit))
+            )
     return blocks, headings
 
 
@@ -87,8 +91,10 @@ def check_unique_anchors(headings: list[Heading], where: str) -> None:
     first: dict[str, int] = {}
     for heading in headings:
         if heading.explicit and heading.anchor in first:
-            raise RenderError(f"{where}:{heading.line}: heading anchor '#{heading.anchor}' is set twice on this page "
-                              f"(first at line {first[heading.anchor]}); every anchor of a page is unique")
+            raise RenderError(
+                f"{where}:{heading.line}: heading anchor '#{heading.anchor}' is set twice on this page "
+                f"(first at line {first[heading.anchor]}); every anchor of a page is unique"
+            )
         if heading.explicit:
             first[heading.anchor] = heading.line
 
@@ -108,10 +114,24 @@ def check_page_conventions(docs_dir: Path, languages: tuple[str, ...] = LANGUAGE
             other = f"docs/{path.relative_to(docs_dir)}"
             blocks, headings = outline(path.read_text(encoding="utf-8"), other)
             check_unique_anchors(headings, other)
-            _same(reference[0], blocks, name, other, "code block", lambda block: block.shown,
-                  "every language shows the same code blocks in the same order")
-            _same(reference[1], headings, name, other, "heading anchor", lambda heading: f"#{heading.anchor}",
-                  "every language has the same heading anchors in the same order (set them with { #id })")
+            _same(
+                reference[0],
+                blocks,
+                name,
+                other,
+                "code block",
+                lambda block: block.shown,
+                "every language shows the same code blocks in the same order",
+            )
+            _same(
+                reference[1],
+                headings,
+                name,
+                other,
+                "heading anchor",
+                lambda heading: f"#{heading.anchor}",
+                "every language has the same heading anchors in the same order (set them with { #id })",
+            )
 
 
 def _same(reference: list, other: list, name: str, other_name: str, what: str, key, rule: str) -> None:
@@ -124,5 +144,6 @@ def _same(reference: list, other: list, name: str, other_name: str, what: str, k
             raise RenderError(f"{name}:{mine.line}: {what} {key(mine)!r} has none in {other_name}; {rule}")
         if mine is None:
             raise RenderError(f"{other_name}:{theirs.line}: {what} {key(theirs)!r} has none in {name}; {rule}")
-        raise RenderError(f"{other_name}:{theirs.line}: {what} {key(theirs)!r} where {name}:{mine.line} has "
-                          f"{key(mine)!r}; {rule}")
+        raise RenderError(
+            f"{other_name}:{theirs.line}: {what} {key(theirs)!r} where {name}:{mine.line} has {key(mine)!r}; {rule}"
+        )

@@ -30,19 +30,46 @@ from selectolax.lexbor import LexborHTMLParser
 
 from hooks.errors import RenderError
 
-LOADING_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "preconnect", "dns-prefetch", "icon",
-                "apple-touch-icon", "manifest", "prerender"}
-SOURCES = {"img": ("src", "srcset"), "source": ("src", "srcset"), "iframe": ("src",), "embed": ("src",),
-           "object": ("data",), "video": ("src", "poster"), "audio": ("src",), "track": ("src",),
-           "input": ("src",), "image": ("href", "xlink:href"), "use": ("href", "xlink:href"),
-           "feimage": ("href", "xlink:href"), "script": ("href", "xlink:href"),  # SVG's
-           "body": ("background",), "table": ("background",), "td": ("background",), "th": ("background",)}
+LOADING_RELS = {
+    "stylesheet",
+    "preload",
+    "modulepreload",
+    "prefetch",
+    "preconnect",
+    "dns-prefetch",
+    "icon",
+    "apple-touch-icon",
+    "manifest",
+    "prerender",
+}
+SOURCES = {
+    "img": ("src", "srcset"),
+    "source": ("src", "srcset"),
+    "iframe": ("src",),
+    "embed": ("src",),
+    "object": ("data",),
+    "video": ("src", "poster"),
+    "audio": ("src",),
+    "track": ("src",),
+    "input": ("src",),
+    "image": ("href", "xlink:href"),
+    "use": ("href", "xlink:href"),
+    "feimage": ("href", "xlink:href"),
+    "script": ("href", "xlink:href"),  # SVG's
+    "body": ("background",),
+    "table": ("background",),
+    "td": ("background",),
+    "th": ("background",),
+}
 # (?=[uU@iI]): the first letters of the three forms, so the engine skips other positions at
 # once (twice as fast on mkdocs-jupyter's 580 KB stylesheet; under re.I it folds as they do)
 CSS_URL_RE = re.compile(r"""(?=[uU@iI])(?:url\(\s*['"]?([^'")\s]+)|(?:@import|image-set\()\s*['"]([^'"]+))""", re.I)
 UNSAFE_IN_SCRIPT_RE = re.compile(r"<!--|<script|</script", re.I)
-MATHJAX_RE = re.compile(r"<!-- Load mathjax -->\s*<script src=\"\">\s*</script>\s*"
-                        r"(?:<!-- MathJax configuration -->\s*<script type=\"text/x-mathjax-config\">.*?</script>)?", re.S)
+MATHJAX_RE = re.compile(
+    r"<!-- Load mathjax -->\s*<script src=\"\">\s*</script>\s*"
+    r"(?:<!-- MathJax configuration -->\s*<script type=\"text/x-mathjax-config\">.*?</script>)?",
+    re.S,
+)
 
 
 def is_external(url: str, site_origin: str = "") -> bool:
@@ -64,8 +91,17 @@ def _srcset_urls(value: str) -> list[str]:
     return [candidate.split()[0] for candidate in value.split(",") if candidate.strip()]
 
 
-SELECTOR = ", ".join(["script", "link[href]", "style", "[style]", ".mermaid", "[background]",
-                      *(tag for tag, attributes in SOURCES.items() if attributes != ("background",))])  # one pass over the page
+SELECTOR = ", ".join(
+    [
+        "script",
+        "link[href]",
+        "style",
+        "[style]",
+        ".mermaid",
+        "[background]",
+        *(tag for tag, attributes in SOURCES.items() if attributes != ("background",)),
+    ]
+)  # one pass over the page
 
 
 def _problem(node, site_origin: str) -> str | None:
@@ -80,8 +116,10 @@ def _problem(node, site_origin: str) -> str | None:
         if src is not None and is_external(src, site_origin):
             return f"loads a script from {src!r}"
         if src is None and UNSAFE_IN_SCRIPT_RE.search(node.text() or ""):
-            return (f"an inline script ({attributes.get('id') or attributes.get('type') or 'no id'}) "
-                    "holds '<!--' or '<script': it would swallow the rest of the page")
+            return (
+                f"an inline script ({attributes.get('id') or attributes.get('type') or 'no id'}) "
+                "holds '<!--' or '<script': it would swallow the rest of the page"
+            )
     if tag == "link":
         rels = set((attributes.get("rel") or "").lower().split()) & LOADING_RELS
         if rels and is_external(attributes["href"], site_origin):
@@ -133,7 +171,9 @@ def check_stylesheet_files(paths: list[Path], root: Path, site_origin: str = "")
 MERMAID_LOADER_RE = re.compile(
     r'<script type="module">\s*document\.addEventListener\("DOMContentLoaded", async \(\) => \{\s*'
     r'const diagrams = document\.querySelectorAll\("\.jp-Mermaid > pre\.mermaid"\);(?:(?!</script>).)*</script>'
-    r'\s*<style>\s*\.jp-Mermaid(?:(?!</style>).)*</style>(?:\s*<!-- End of mermaid configuration -->)?', re.S)
+    r'\s*<style>\s*\.jp-Mermaid(?:(?!</style>).)*</style>(?:\s*<!-- End of mermaid configuration -->)?',
+    re.S,
+)
 
 
 def strip_inert_mermaid(html: str) -> str:

@@ -27,5 +27,7 @@ def check_image_sizes(paths: Iterable[Path], root: Path) -> None:
         size = path.stat().st_size
         if size > IMAGE_MAX_BYTES:
             where = path.relative_to(root) if path.is_relative_to(root) else path
-            raise RenderError(f"{where.as_posix()}: {size / 1e6:.1f} MB, over the {IMAGE_MAX_BYTES / 1e6:g} MB limit for an "
-                              "image of the site (hooks/checks/images.py); resize or compress it")
+            raise RenderError(
+                f"{where.as_posix()}: {size / 1e6:.1f} MB, over the {IMAGE_MAX_BYTES / 1e6:g} MB limit for an "
+                "image of the site (hooks/checks/images.py); resize or compress it"
+            )

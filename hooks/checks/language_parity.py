@@ -20,7 +20,9 @@ def check_language_parity(docs_dir: Path, languages: tuple[str, ...] = LANGUAGES
         rel = path.relative_to(docs_dir)
         stem, _, lang = rel.with_suffix("").name.rpartition(".")
         if not stem or lang not in languages:
-            raise RenderError(f"docs/{rel}: page without a language suffix ({', '.join(f'.{l}{path.suffix}' for l in languages)})")
+            raise RenderError(
+                f"docs/{rel}: page without a language suffix ({', '.join(f'.{l}{path.suffix}' for l in languages)})"
+            )
         found[str(rel.parent / (stem + path.suffix))].add(lang)
     for page, langs in sorted(found.items()):
         missing = [lang for lang in languages if lang not in langs]

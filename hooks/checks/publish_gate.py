@@ -51,8 +51,10 @@ def check_site_url(site_url: str | None) -> None:
     """Raise RenderError unless ``site_url`` is a public https address (not the local default)."""
     parts = urlsplit(site_url or "")
     if parts.scheme != "https" or (parts.hostname or "") in LOCAL_HOSTS:
-        raise RenderError(f"publish build refused: mkdocs.yml: site_url is {site_url!r}, not the published address; "
-                          "set SITE_URL to it (https://…), or canonical links and the sitemap point there")
+        raise RenderError(
+            f"publish build refused: mkdocs.yml: site_url is {site_url!r}, not the published address; "
+            "set SITE_URL to it (https://…), or canonical links and the sitemap point there"
+        )
 
 
 def open_gate(root: Path, snippets_dir: Path, site_url: str | None, environ: Mapping[str, str]) -> Verified | None:
@@ -63,8 +65,12 @@ def open_gate(root: Path, snippets_dir: Path, site_url: str | None, environ: Map
     record_path = root / environ.get("GUIDE_VERIFICATION_RECORD", str(DEFAULT_RECORD))
     try:
         snippet = (snippets_dir / SNIPPET).read_bytes()
-        record = check_record(load_record(record_path), snippet_sha256(snippet), str(record_path),
-                              allow_fixture=environ.get("GUIDE_ALLOW_FIXTURE_RECORD") == "1")
+        record = check_record(
+            load_record(record_path),
+            snippet_sha256(snippet),
+            str(record_path),
+            allow_fixture=environ.get("GUIDE_ALLOW_FIXTURE_RECORD") == "1",
+        )
     except (OSError, RecordError) as exc:
         raise RenderError(f"publish build refused: {exc}") from None
     check_gpu_tests(record, record_path.with_name("gpu-tests.xml"))
@@ -82,8 +88,10 @@ def check_gpu_tests(record: dict, junit: Path) -> None:
         raise RenderError(f"publish build refused: {exc}") from None
     recorded = {key: record["gpu_tests"].get(key) for key in COUNTS}
     if recorded != counts:
-        raise RenderError(f"publish build refused: {junit}: the record's gpu_tests {recorded} are not the counts of this report "
-                          f"{counts}; rerun `make gpu-check`")
+        raise RenderError(
+            f"publish build refused: {junit}: the record's gpu_tests {recorded} are not the counts of this report "
+            f"{counts}; rerun `make gpu-check`"
+        )
 
 
 def can_show(data: bytes, digest: str) -> bool:
@@ -124,8 +132,10 @@ def check_recorded_blocks(record: dict, snippets_dir: Path, root: Path) -> None:
             continue  # no such file or several: the pages' checks name the block
         if not can_show(files[0].read_bytes(), recorded):
             where = files[0].relative_to(root) if files[0].is_relative_to(root) else files[0]
-            raise RenderError(f"publish build refused: {where.as_posix()}: the {title} block is not the code the GPU record "
-                              f"ran (sha256 {recorded[:12]}…), neither this file nor a section of it; rerun `make gpu-check`")
+            raise RenderError(
+                f"publish build refused: {where.as_posix()}: the {title} block is not the code the GPU record "
+                f"ran (sha256 {recorded[:12]}…), neither this file nor a section of it; rerun `make gpu-check`"
+            )
 
 
 def check_verified_block(html: str, lang: str, verified: Verified | None) -> None:
@@ -142,8 +152,10 @@ def check_verified_block(html: str, lang: str, verified: Verified | None) -> Non
         for block in blocks_in_html(html, lang, ""):
             recorded = verified.record["blocks"].get(block.name)
             if recorded is not None and snippet_sha256(block.code.encode("utf-8")) != recorded:
-                raise RenderError(f"publish build refused: the {block.name} block ({lang}) is not the code the GPU record "
-                                  f"ran (sha256 {recorded[:12]}…); rerun `make gpu-check`")
+                raise RenderError(
+                    f"publish build refused: the {block.name} block ({lang}) is not the code the GPU record "
+                    f"ran (sha256 {recorded[:12]}…); rerun `make gpu-check`"
+                )
     if (code := titled_code(html, SNIPPET)) is None:
         return
     if lang == DEFAULT_LANGUAGE:

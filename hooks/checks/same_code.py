@@ -45,8 +45,10 @@ class TitledBlocks:
         spans = "".join(html[start:end] for start, end in code_blocks(html))
         titles = len(LexborHTMLParser(html).css(".filename"))
         if titles != len(LexborHTMLParser(spans).css("div.highlight > span.filename")):
-            raise RenderError("a snippet title (class=\"filename\") outside a code block: only a fenced block's "
-                              "title=\"…\" names a snippet")
+            raise RenderError(
+                "a snippet title (class=\"filename\") outside a code block: only a fenced block's "
+                "title=\"…\" names a snippet"
+            )
         seen = self.blocks.setdefault(lang, {})
         reference = self.blocks.get(DEFAULT_LANGUAGE, {})
         try:
@@ -56,8 +58,10 @@ class TitledBlocks:
                 check_runnable(block)
                 if lang != DEFAULT_LANGUAGE:
                     if block.name not in reference:
-                        raise ExtractError(f"block {block.name!r} ({lang}) has no {DEFAULT_LANGUAGE} block with this title: "
-                                           "the same code keeps the same title in every language")
+                        raise ExtractError(
+                            f"block {block.name!r} ({lang}) has no {DEFAULT_LANGUAGE} block with this title: "
+                            "the same code keeps the same title in every language"
+                        )
                     compare(block.name, reference[block.name], block)
                 seen[block.name] = block
         except ExtractError as exc:
@@ -70,5 +74,7 @@ class TitledBlocks:
         missing = sorted(set(self.blocks.get(DEFAULT_LANGUAGE, {})) - set(self.blocks.get(lang, {})))
         if missing:
             first = self.blocks[DEFAULT_LANGUAGE][missing[0]]
-            raise RenderError(f"block {missing[0]!r} ({first.page}) has no {lang} block with this title: "
-                              "the same code keeps the same title in every language")
+            raise RenderError(
+                f"block {missing[0]!r} ({first.page}) has no {lang} block with this title: "
+                "the same code keeps the same title in every language"
+            )

@@ -47,14 +47,20 @@ def check_included_file(path: Path, written: str, bases: list[Path]) -> None:
         if step == base:
             break
         if step.is_symlink():
-            raise RenderError(f"snippet include {written!r}: {step.relative_to(base)} is a symbolic link "
-                              f"(to {step.readlink()}); snippets are plain files inside {base.name}/", written)
+            raise RenderError(
+                f"snippet include {written!r}: {step.relative_to(base)} is a symbolic link "
+                f"(to {step.readlink()}); snippets are plain files inside {base.name}/",
+                written,
+            )
     if not path.resolve().is_relative_to(base.resolve()):
-        raise RenderError(f"snippet include {written!r}: its real path {path.resolve()} is outside {base.name}/", written)
+        raise RenderError(
+            f"snippet include {written!r}: its real path {path.resolve()} is outside {base.name}/", written
+        )
     if not path.read_bytes().strip():
         raise RenderError(f"snippet include {written!r}: the file is empty", written)
-    check_section_markers(path.read_text(encoding="utf-8", errors="replace"), f"{base.name}/{path.relative_to(base).as_posix()}",
-                          written)
+    check_section_markers(
+        path.read_text(encoding="utf-8", errors="replace"), f"{base.name}/{path.relative_to(base).as_posix()}", written
+    )
 
 
 def check_section_markers(text: str, where: str, written: str | None = None) -> None:
@@ -69,8 +75,10 @@ def check_section_markers(text: str, where: str, written: str | None = None) -> 
             continue
         kind, name = marker["type"].lower(), marker["name"]
         if kind == "start" and name in opened:
-            raise RenderError(f"{where}:{number}: section marker [start:{name}] while section '{name}' (line "
-                              f"{opened[name]}) is open", written)
+            raise RenderError(
+                f"{where}:{number}: section marker [start:{name}] while section '{name}' (line {opened[name]}) is open",
+                written,
+            )
         if kind == "start":
             opened[name] = number
         elif name not in opened:
@@ -79,17 +87,27 @@ def check_section_markers(text: str, where: str, written: str | None = None) -> 
         else:
             del opened[name]
     for name, number in opened.items():
-        raise RenderError(f"{where}:{number}: section '{name}' has no [end:{name}]: an include of it would show the rest "
-                          "of the file", written)
+        raise RenderError(
+            f"{where}:{number}: section '{name}' has no [end:{name}]: an include of it would show the rest of the file",
+            written,
+        )
 
 
 def check_snippets(page_markdown: str, snippets_config: dict[str, Any]) -> None:
     """Raise RenderError if any ``--8<--`` include of ``page_markdown`` cannot be resolved or may not be shown."""
     if "--8<--" not in page_markdown:
         return
-    md = markdown.Markdown(extensions=["pymdownx.snippets"],
-                           extension_configs={"pymdownx.snippets": {**snippets_config, "check_paths": True,
-                                                                    "restrict_base_path": True, "url_download": False}})
+    md = markdown.Markdown(
+        extensions=["pymdownx.snippets"],
+        extension_configs={
+            "pymdownx.snippets": {
+                **snippets_config,
+                "check_paths": True,
+                "restrict_base_path": True,
+                "url_download": False,
+            }
+        },
+    )
     preprocessor = md.preprocessors["snippet"]
     resolve = preprocessor.get_snippet_path
     bases = [Path(base) for base in preprocessor.base_path]
@@ -132,6 +150,8 @@ def check_plain_files(paths: Iterable[Path], root: Path) -> None:
             if step == root or step in checked:
                 break
             if step.is_symlink():
-                raise RenderError(f"{path.relative_to(root)}: {step.relative_to(root)} is a symbolic link (to {step.readlink()}); "
-                                  "the site is built from plain files of the repository")
+                raise RenderError(
+                    f"{path.relative_to(root)}: {step.relative_to(root)} is a symbolic link (to {step.readlink()}); "
+                    "the site is built from plain files of the repository"
+                )
             checked.add(step)

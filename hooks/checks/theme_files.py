@@ -31,5 +31,7 @@ def check_theme_files_kept(folders: Iterable[Path], theme_dirs: Iterable[Path], 
             relative = path.relative_to(base)
             if path.is_file() and any((theme / relative).is_file() for theme in theme_dirs):
                 shown = path.relative_to(root) if path.is_relative_to(root) else path
-                raise RenderError(f"{shown}: replaces the theme's own {relative.as_posix()}; docs/ and overrides/ add "
-                                  "files to the theme and never replace one (name it differently)")
+                raise RenderError(
+                    f"{shown}: replaces the theme's own {relative.as_posix()}; docs/ and overrides/ add "
+                    "files to the theme and never replace one (name it differently)"
+                )

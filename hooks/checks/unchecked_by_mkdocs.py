@@ -77,12 +77,16 @@ def check_notebook_links(html: str, page_url: str, site_urls: Collection[str]) -
         href = anchor.attributes.get("href") or ""
         parts = urlsplit(URL_NOISE_RE.sub("", href))
         if parts.scheme and parts.scheme.lower() not in LINK_SCHEMES:
-            raise RenderError(f"a Markdown cell links to {href!r}: a link's scheme is one of {', '.join(LINK_SCHEMES)} "
-                              "(a javascript: link runs code in the reader's browser)")
+            raise RenderError(
+                f"a Markdown cell links to {href!r}: a link's scheme is one of {', '.join(LINK_SCHEMES)} "
+                "(a javascript: link runs code in the reader's browser)"
+            )
         if parts.scheme or parts.netloc or not parts.path:
             continue
         target = normpath(urljoin(f"/{page_url}", parts.path)).lstrip("/")
         target = "" if target == "." else target
         candidates = {target, f"{target}/", target.removesuffix("index.html"), f"{target}/index.html"}
         if not candidates & set(site_urls):
-            raise RenderError(f"a Markdown cell links to {href!r}, which leads to no page or file of the site ({target or '/'})")
+            raise RenderError(
+                f"a Markdown cell links to {href!r}, which leads to no page or file of the site ({target or '/'})"
+            )

@@ -67,8 +67,11 @@ def yaml_problem(exc: Exception) -> str:
     starts at the line to fix)."""
     mark, context, context_mark = (getattr(exc, name, None) for name in ("problem_mark", "context", "context_mark"))
     line = f" (line {mark.line + 1})" if mark else ""
-    started = (f"; {context} that starts at line {context_mark.line + 1}"
-               if context and context_mark and (mark is None or context_mark.line != mark.line) else "")
+    started = (
+        f"; {context} that starts at line {context_mark.line + 1}"
+        if context and context_mark and (mark is None or context_mark.line != mark.line)
+        else ""
+    )
     return f"{line}: {getattr(exc, 'problem', None) or exc}{started}"
 
 

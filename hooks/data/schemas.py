@@ -48,8 +48,10 @@ class Data(BaseModel):
         for key, value in data.items():
             if not isinstance(key, str):
                 if previous is not None and value is None and type(key) is int and type(data[previous]) in (int, float):
-                    raise ValueError(f"{previous}: a number written with a decimal comma ({data[previous]},…): in {{…}} the "
-                                     f"comma ends the value, and YAML read {data[previous]} and a key {key}; write a decimal point")
+                    raise ValueError(
+                        f"{previous}: a number written with a decimal comma ({data[previous]},…): in {{…}} the "
+                        f"comma ends the value, and YAML read {data[previous]} and a key {key}; write a decimal point"
+                    )
                 raise ValueError(f"a key that is not a name ({key!r}) after {previous!r}")
             previous = key
         return data
@@ -68,7 +70,6 @@ def format_fields(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
 
 
-
 def check_text(value: dict[str, str], fields: Iterable[str] = (), required: bool = False) -> dict[str, str]:
     """``value`` if it has exactly the site's languages and uses only ``fields`` (with
     ``required``, every one of them, in each language); raises ValueError."""
@@ -81,12 +82,16 @@ def check_text(value: dict[str, str], fields: Iterable[str] = (), required: bool
             raise ValueError(f"{lang}: {exc} (write {{{{ and }}}} for literal braces)") from None
         extra = sorted(used - allowed)
         if extra:
-            may = f"may use only {', '.join('{' + f + '}' for f in sorted(allowed))}" if allowed else "takes no {fields}"
+            may = (
+                f"may use only {', '.join('{' + f + '}' for f in sorted(allowed))}" if allowed else "takes no {fields}"
+            )
             raise ValueError(f"{lang}: unknown field {{{extra[0]}}}: this text {may}")
         missing = sorted(allowed - used) if required else []
         if missing:
-            raise ValueError(f"{lang}: lacks {{{missing[0]}}}: this text states the record, every one of "
-                             f"{', '.join('{' + f + '}' for f in sorted(allowed))}")
+            raise ValueError(
+                f"{lang}: lacks {{{missing[0]}}}: this text states the record, every one of "
+                f"{', '.join('{' + f + '}' for f in sorted(allowed))}"
+            )
     return value
 
 
@@ -108,7 +113,9 @@ def Texts(fields_by_key: dict[str, tuple[str, ...]]) -> Any:  # noqa: N802
     def check(table: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
         for key, value in table.items():
             if key not in fields_by_key:
-                raise ValueError(f"unknown text {key!r}: add it, with the fields the code passes, to hooks/data/schemas.py")
+                raise ValueError(
+                    f"unknown text {key!r}: add it, with the fields the code passes, to hooks/data/schemas.py"
+                )
             try:
                 check_text(value, fields_by_key[key])
             except ValueError as exc:
@@ -217,8 +224,10 @@ class InterconnectsFile(Data):
                 raise ValueError(f"without_p2p.{path.key}.over: {path.over!r} is not the key of a row")
             low, high = path.bandwidth_gb_per_s
             if not low <= high <= over.bandwidth_gb_per_s[0]:
-                raise ValueError(f"without_p2p.{path.key}.bandwidth_gb_per_s: [low, high] with high at most "
-                                 f"{path.over}'s low end, {over.bandwidth_gb_per_s[0]:g} (never faster than peer-to-peer)")
+                raise ValueError(
+                    f"without_p2p.{path.key}.bandwidth_gb_per_s: [low, high] with high at most "
+                    f"{path.over}'s low end, {over.bandwidth_gb_per_s[0]:g} (never faster than peer-to-peer)"
+                )
         return self
 
 
@@ -257,12 +266,40 @@ class CalibrationTexts(Data):
     """Words of the formulas page's validation section (hooks/render/calibration.py)."""
 
     columns: Texts({"family": (), "kind": (), "task": (), "share": (), "runs": (), "sources": ()})
-    words: Texts({"dense": (), "moe": (), "serving": (), "full": (), "lora": (), "qlora": (), "offload": (),
-                  "bits": ("bits",), "single": (), "batched": (),
-                  "met": (), "missed": ()})
-    plot: Texts({"measured": (), "predicted": (), "same": (), "scale": (), "serving": (),
-                 "alt": ("runs", "coverage", "width"), "points": ("runs",), "col_run": (), "col_card": (),
-                 "col_measured": (), "col_predicted": (), "col_inside": (), "inside": (), "outside": ()})
+    words: Texts(
+        {
+            "dense": (),
+            "moe": (),
+            "serving": (),
+            "full": (),
+            "lora": (),
+            "qlora": (),
+            "offload": (),
+            "bits": ("bits",),
+            "single": (),
+            "batched": (),
+            "met": (),
+            "missed": (),
+        }
+    )
+    plot: Texts(
+        {
+            "measured": (),
+            "predicted": (),
+            "same": (),
+            "scale": (),
+            "serving": (),
+            "alt": ("runs", "coverage", "width"),
+            "points": ("runs",),
+            "col_run": (),
+            "col_card": (),
+            "col_measured": (),
+            "col_predicted": (),
+            "col_inside": (),
+            "inside": (),
+            "outside": (),
+        }
+    )
 
 
 class TimingFile(Data):
@@ -421,66 +458,159 @@ class MeasurementsFile(Data):
             if entry.source not in self.sources:
                 raise ValueError(f"measurements.{key}.source: {entry.source!r} is not a key of sources")
             if entry.gpu not in family_cards:
-                raise ValueError(f"measurements.{key}.gpu: {entry.gpu!r} is not a card of gpus.yaml or of cards "
-                                 "(and of a family)")
+                raise ValueError(
+                    f"measurements.{key}.gpu: {entry.gpu!r} is not a card of gpus.yaml or of cards (and of a family)"
+                )
         return self
 
 
 # ---------------------------------------------------------------- snippets/data/finder.yaml
 # The fields hooks/finder/compute.py and docs/assets/finder.js pass to each label.
 FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
-    "legend": (), "model": (), "task": (), "cards": (), "method": (), "context": (),
-    "context_option": ("tokens",), "method_hint": ("deepspeed", "torch"), "tensor_parallel": (),
-    "caption": ("choice",), "cards_one": (), "cards_many": ("cards",),
-    "col_card": (), "col_memory": (), "col_margin": (), "col_price": (), "tight": (), "recompute_needed": (),
-    "margin_cell": ("margin", "free"), "price_guide": ("price",), "price_yours": ("price",),
+    "legend": (),
+    "model": (),
+    "task": (),
+    "cards": (),
+    "method": (),
+    "context": (),
+    "context_option": ("tokens",),
+    "method_hint": ("deepspeed", "torch"),
+    "tensor_parallel": (),
+    "caption": ("choice",),
+    "cards_one": (),
+    "cards_many": ("cards",),
+    "col_card": (),
+    "col_memory": (),
+    "col_margin": (),
+    "col_price": (),
+    "tight": (),
+    "recompute_needed": (),
+    "margin_cell": ("margin", "free"),
+    "price_guide": ("price",),
+    "price_yours": ("price",),
     "no_price": (),
-    "need_training": ("need", "reserve"), "need_serving": ("need", "reserve"),
-    "summary_many": ("need_text", "count", "gpu", "margin"), "summary_one": ("need_text", "count", "gpu", "margin"),
-    "summary_none": ("need_text",), "summary_recompute": (), "summary_short": ("cards",), "short_card": ("gpu", "margin"),
-    "why": ("parts",), "part_size": ("part", "size"), "part_separator": (),
+    "need_training": ("need", "reserve"),
+    "need_serving": ("need", "reserve"),
+    "summary_many": ("need_text", "count", "gpu", "margin"),
+    "summary_one": ("need_text", "count", "gpu", "margin"),
+    "summary_none": ("need_text",),
+    "summary_recompute": (),
+    "summary_short": ("cards",),
+    "short_card": ("gpu", "margin"),
+    "why": ("parts",),
+    "part_size": ("part", "size"),
+    "part_separator": (),
     "activations_training": ("model", "seq", "micro_batch", "attention", "none", "full", "reserve"),
     "activations_lora": ("model", "seq", "micro_batch", "attention", "none", "full", "reserve"),
-    "not_computed": (), "load_error": (),
-    "summary_none_serving": ("need_text",), "margin_serving": ("margin", "free", "count", "context"),
-    "own_model": (), "config": (), "config_hint": (), "config_file": (), "config_kept": (),
+    "not_computed": (),
+    "load_error": (),
+    "summary_none_serving": ("need_text",),
+    "margin_serving": ("margin", "free", "count", "context"),
+    "own_model": (),
+    "config": (),
+    "config_hint": (),
+    "config_file": (),
+    "config_kept": (),
     "config_read": ("family", "layers", "params"),
-    "offload": (), "offload_none": (), "offload_optimizer": (), "offload_optimizer_params": (),
-    "seq_len": (), "micro_batch": (), "recompute": (), "recompute_none": (), "recompute_selective": (),
-    "recompute_full": (), "attention": (), "attention_default": (), "rank": (), "targets": (),
-    "kv_dtype": (), "concurrent": (), "gpu_memory_utilization": (), "computing": (),
+    "offload": (),
+    "offload_none": (),
+    "offload_optimizer": (),
+    "offload_optimizer_params": (),
+    "seq_len": (),
+    "micro_batch": (),
+    "recompute": (),
+    "recompute_none": (),
+    "recompute_selective": (),
+    "recompute_full": (),
+    "attention": (),
+    "attention_default": (),
+    "rank": (),
+    "targets": (),
+    "kv_dtype": (),
+    "concurrent": (),
+    "gpu_memory_utilization": (),
+    "computing": (),
     "activations_job": ("seq", "micro_batch", "attention", "recompute", "asked", "full", "reserve"),
     "serving_job": ("concurrent", "context", "kv_dtype", "kv", "share", "reserve", "chunk"),
-    "grad_accum": (), "max_num_batched_tokens": (), "chunk_hint": ("default",),
+    "grad_accum": (),
+    "max_num_batched_tokens": (),
+    "chunk_hint": ("default",),
     "batch": ("global_batch", "micro_batch", "grad_accum", "cards", "tokens_per_step", "steps", "tokens"),
-    "host_ram": ("host",), "qlora_storage": (),
-    "error_integer": ("field", "minimum", "maximum"), "error_fraction": ("field", "minimum", "maximum"),
-    "error_choice": ("field",), "error_too_long": ("field", "maximum"), "error_config_json": ("field", "line", "column"),
-    "error_config_duplicate": ("field", "key"), "error_config_object": ("field", "got"), "error_config_unreadable": ("field",),
+    "host_ram": ("host",),
+    "qlora_storage": (),
+    "error_integer": ("field", "minimum", "maximum"),
+    "error_fraction": ("field", "minimum", "maximum"),
+    "error_choice": ("field",),
+    "error_too_long": ("field", "maximum"),
+    "error_config_json": ("field", "line", "column"),
+    "error_config_duplicate": ("field", "key"),
+    "error_config_object": ("field", "got"),
+    "error_config_unreadable": ("field",),
     "error_config_depth": ("field", "maximum"),
-    "error_config_family": ("field", "key", "choices"), "error_config_key": ("field", "key"),
-    "error_config_multimodal": ("field", "key", "got", "add"), "error_config_no_text": ("field", "key", "got"),
-    "error_config_value": ("field", "key"), "error_not_offered": ("field",),
-    "refused_framework": (), "refused_cards": (), "refused_optimizer": (), "refused_offload": (),
-    "refused_weights": (), "refused_targets": (), "refused_lora_paper": (), "refused_lora_fsdp2_experts": (),
-    "refused_too_long": (), "unavailable_one": ("choices", "reason"), "unavailable_many": ("choices", "reason"),
-    "col_run": (), "run_cell": ("step", "bound", "run", "cost"), "run_cost": ("cost", "price"), "span": ("low", "high"),
-    "bound_compute": (), "bound_communication": (), "bound_offload": (),
-    "ranked_cost": ("tokens", "order"), "run_source": ("coverage",), "ranked_time": ("tokens", "order", "unpriced"),
-    "backing_runs": ("family", "runs"), "backing_other": ("family", "runs"), "backing_none": ("runs",),
-    "decode_realistic": ("range",), "warn_expert_parallel": (), "warn_several_machines": (), "warn_communication_bound": (),
-    "tokens": (), "prices": (), "price_card": ("gpu",), "error_price": ("field", "example", "minimum", "maximum"),
+    "error_config_family": ("field", "key", "choices"),
+    "error_config_key": ("field", "key"),
+    "error_config_multimodal": ("field", "key", "got", "add"),
+    "error_config_no_text": ("field", "key", "got"),
+    "error_config_value": ("field", "key"),
+    "error_not_offered": ("field",),
+    "refused_framework": (),
+    "refused_cards": (),
+    "refused_optimizer": (),
+    "refused_offload": (),
+    "refused_weights": (),
+    "refused_targets": (),
+    "refused_lora_paper": (),
+    "refused_lora_fsdp2_experts": (),
+    "refused_too_long": (),
+    "unavailable_one": ("choices", "reason"),
+    "unavailable_many": ("choices", "reason"),
+    "col_run": (),
+    "run_cell": ("step", "bound", "run", "cost"),
+    "run_cost": ("cost", "price"),
+    "span": ("low", "high"),
+    "bound_compute": (),
+    "bound_communication": (),
+    "bound_offload": (),
+    "ranked_cost": ("tokens", "order"),
+    "run_source": ("coverage",),
+    "ranked_time": ("tokens", "order", "unpriced"),
+    "backing_runs": ("family", "runs"),
+    "backing_other": ("family", "runs"),
+    "backing_none": ("runs",),
+    "decode_realistic": ("range",),
+    "warn_expert_parallel": (),
+    "warn_several_machines": (),
+    "warn_communication_bound": (),
+    "tokens": (),
+    "prices": (),
+    "price_card": ("gpu",),
+    "error_price": ("field", "example", "minimum", "maximum"),
     "col_decode": (),
-    "decode_cell": ("per_sequence", "total"), "decode_one": ("per_sequence",),
-    "host_ram_gb": (), "ram_holds": ("ram",), "ram_short": ("ram",), "ram_unknown": (), "ram_unknown_why": (),
+    "decode_cell": ("per_sequence", "total"),
+    "decode_one": ("per_sequence",),
+    "host_ram_gb": (),
+    "ram_holds": ("ram",),
+    "ram_short": ("ram",),
+    "ram_unknown": (),
+    "ram_unknown_why": (),
 }
 # The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
 NOTEBOOK_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
-    "cards_axis": (), "per_card_axis": ("unit",),
-    "sharding_alt": ("model", "ddp", "zero1", "zero2", "zero3", "cards"), "sharding_caption": ("model",),
-    "values": ("unit",), "cards_column": (), "measured": (),
-    "evidence_axis": ("unit",), "evidence_alt": ("measured", "predicted"), "evidence_caption": ("params",),
-    "bytes": (), "bytes_measured": (), "bytes_predicted": (), "mb": (), "part_column": (),
+    "cards_axis": (),
+    "per_card_axis": ("unit",),
+    "sharding_alt": ("model", "ddp", "zero1", "zero2", "zero3", "cards"),
+    "sharding_caption": ("model",),
+    "values": ("unit",),
+    "cards_column": (),
+    "measured": (),
+    "evidence_axis": ("unit",),
+    "evidence_alt": ("measured", "predicted"),
+    "evidence_caption": ("params",),
+    "bytes": (),
+    "bytes_measured": (),
+    "bytes_predicted": (),
+    "mb": (),
+    "part_column": (),
 }
 
 
@@ -547,7 +677,9 @@ class FinderFile(Data):
         default = self.settings.default
         for field, known in (("task", self.tasks), ("method", self.methods)):
             if getattr(default, field) not in known:
-                raise ValueError(f"settings.default.{field}: {getattr(default, field)!r} is not one of {', '.join(known)}")
+                raise ValueError(
+                    f"settings.default.{field}: {getattr(default, field)!r} is not one of {', '.join(known)}"
+                )
         if default.cards not in self.settings.cards:
             raise ValueError(f"settings.default.cards: {default.cards} is not one of settings.cards")
         return self
@@ -557,11 +689,19 @@ class FinderFile(Data):
         for task_key, task in self.tasks.items():
             for method_key, method in self.methods.items():
                 for offload in OFFLOAD if task.kind != "serving" else ("none",):  # the reader may offload
-                    name = accounting(task.kind, method.framework, method.zero_stage, task.optimizer or "adamw",
-                                      task.base_dtype or "bf16", offload)
+                    name = accounting(
+                        task.kind,
+                        method.framework,
+                        method.zero_stage,
+                        task.optimizer or "adamw",
+                        task.base_dtype or "bf16",
+                        offload,
+                    )
                     if name is not None and name not in self.accountings:
-                        raise ValueError(f"accountings.{name}: missing, the label of methods.{method_key} beside "
-                                         f"tasks.{task_key} ({ACCOUNTINGS[name]})")
+                        raise ValueError(
+                            f"accountings.{name}: missing, the label of methods.{method_key} beside "
+                            f"tasks.{task_key} ({ACCOUNTINGS[name]})"
+                        )
         return self
 
     @model_validator(mode="after")
@@ -571,10 +711,15 @@ class FinderFile(Data):
             other = self.tasks.get(task.answers_of) if task.answers_of else None
             if task.answers_of is None:
                 continue
-            if other is None or other.answers_of is not None or \
-                    [getattr(task, f) for f in job] != [getattr(other, f) for f in job]:
-                raise ValueError(f"tasks.{key}.answers_of: {task.answers_of!r} is not a task of its own answers with "
-                                 f"the same {', '.join(job)}")
+            if (
+                other is None
+                or other.answers_of is not None
+                or [getattr(task, f) for f in job] != [getattr(other, f) for f in job]
+            ):
+                raise ValueError(
+                    f"tasks.{key}.answers_of: {task.answers_of!r} is not a task of its own answers with "
+                    f"the same {', '.join(job)}"
+                )
         return self
 
 
@@ -594,8 +739,13 @@ class VerificationFile(Data):
 
 # ---------------------------------------------------------------- snippets/comments.yaml
 CODING_COOKIE_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263, as tokenize applies it
-FORBIDDEN_CATEGORIES = {"Cc": "a control character", "Cf": "a format character", "Zl": "a line separator",
-                        "Zp": "a paragraph separator", "Cs": "a surrogate"}
+FORBIDDEN_CATEGORIES = {
+    "Cc": "a control character",
+    "Cf": "a format character",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+    "Cs": "a surrogate",
+}
 CHARACTER_NAMES = {"\n": "a newline", "\r": "a carriage return", "\f": "a form feed", "\t": "a tab"}
 
 
@@ -611,9 +761,11 @@ def safe_comment(text: str) -> str:
             raise ValueError(f"contains {kind} (U+{ord(char):04X}); a comment is one line of plain text")
     cookie = CODING_COOKIE_RE.match(f"# {text}")
     if cookie:
-        shown = cookie.group(0)[cookie.group(0).rfind("coding", 0, cookie.start(1)):]
-        raise ValueError(f"matches Python's coding-cookie rule ({shown!r}): "
-                         "on line 1 or 2 it would make Python decode the file otherwise")
+        shown = cookie.group(0)[cookie.group(0).rfind("coding", 0, cookie.start(1)) :]
+        raise ValueError(
+            f"matches Python's coding-cookie rule ({shown!r}): "
+            "on line 1 or 2 it would make Python decode the file otherwise"
+        )
     return text
 
 
@@ -709,7 +861,9 @@ class InterfaceString(BaseModel):
         texts = check_languages(self.model_extra or {})
         not_text = [lang for lang in LANGUAGES if not isinstance(texts[lang], str) or not texts[lang].strip()]
         if not_text:
-            raise ValueError(f"{', '.join(not_text)}: the translation must be a non-empty string (got {texts[not_text[0]]!r})")
+            raise ValueError(
+                f"{', '.join(not_text)}: the translation must be a non-empty string (got {texts[not_text[0]]!r})"
+            )
         return self
 
 

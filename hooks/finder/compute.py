@@ -1,4 +1,4 @@
-""""Find the GPU your model fits in": the reference answers computed by ``vram`` at build time.
+""" "Find the GPU your model fits in": the reference answers computed by ``vram`` at build time.
 
 ``finder_data()`` answers, for every model of ``snippets/data/models.yaml`` (parameters
 counted by ``vram.count_params`` from the shipped ``config.json``), every task, card count
@@ -108,8 +108,14 @@ def _load_models(models: Any, config_files: dict[str, Path]) -> dict[str, Model]
         except ValueError as exc:
             raise RenderError(f"{where}: {exc}") from None
         max_context = raw.get("max_position_embeddings")
-        found[key] = Model(key, entry.name, config, vram.count_params(config),
-                           max_context if isinstance(max_context, int) else None, shape)
+        found[key] = Model(
+            key,
+            entry.name,
+            config,
+            vram.count_params(config),
+            max_context if isinstance(max_context, int) else None,
+            shape,
+        )
     return found
 
 
@@ -148,14 +154,25 @@ def _read_catalogue(data_dir: Path) -> Catalogue:
     config_files = _config_files(models_file, data_dir)
     models = _load_models(models_file, config_files)
     if finder.settings.default.model not in models:
-        raise RenderError(f"{FINDER_YAML}: settings.default.model={finder.settings.default.model!r} "
-                          f"is not one of {', '.join(models)}")
+        raise RenderError(
+            f"{FINDER_YAML}: settings.default.model={finder.settings.default.model!r} is not one of {', '.join(models)}"
+        )
     plain, gpus_plain = load_yaml("finder", data_dir), load_yaml("gpus", data_dir)
-    return Catalogue(plain["settings"], plain["tasks"], plain["methods"], models,
-                     sorted(gpus_plain["gpus"].items(), key=lambda item: item[1]["memory_mib"]),
-                     gpus_plain["machines"], plain["labels"], plain["parts"], gpus.reserve_mib,
-                     _speeds(gpus_plain, load_yaml("interconnects", data_dir)), plain["accountings"], config_files,
-                     measured_data(data_dir).calibration.as_job())
+    return Catalogue(
+        plain["settings"],
+        plain["tasks"],
+        plain["methods"],
+        models,
+        sorted(gpus_plain["gpus"].items(), key=lambda item: item[1]["memory_mib"]),
+        gpus_plain["machines"],
+        plain["labels"],
+        plain["parts"],
+        gpus.reserve_mib,
+        _speeds(gpus_plain, load_yaml("interconnects", data_dir)),
+        plain["accountings"],
+        config_files,
+        measured_data(data_dir).calibration.as_job(),
+    )
 
 
 def task_accountings(catalogue: Catalogue, task_key: str) -> dict[str, str]:
@@ -166,8 +183,10 @@ def task_accountings(catalogue: Catalogue, task_key: str) -> dict[str, str]:
     if catalogue.tasks[task_key]["kind"] == "serving":
         return {}
     model = next(iter(catalogue.models))
-    found = {key: job_accounting(job(catalogue, model, task_key, catalogue.settings["cards"][0], key))
-             for key in catalogue.methods}
+    found = {
+        key: job_accounting(job(catalogue, model, task_key, catalogue.settings["cards"][0], key))
+        for key in catalogue.methods
+    }
     return {key: name for key, name in found.items() if name is not None}
 
 
@@ -180,29 +199,39 @@ def options(catalogue: Catalogue, task_key: str) -> list[str]:
 
 # --- what one card needs: vram.job.answer_job, the finder's one calculator ------------------
 
+
 def job(catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str) -> dict[str, Any]:
     """The ``vram.job`` job of one choice with finder.yaml's defaults (the page's worker builds
     the same from the reader's inputs): the method's framework and stage, the reference
     micro-batch of ``settings.activations`` (training, LoRA), one sequence of ``option``
     tokens under ``settings.serving`` (serving), and the catalogue's cards."""
     task, settings = catalogue.tasks[task_key], catalogue.settings
-    found: dict[str, Any] = {"kind": task["kind"], "config": catalogue.models[model_key].config, "cards": cards,
-                             "gpus": [{"key": k, "memory_mib": g["memory_mib"], "speed": catalogue.speeds[k]}
-                                      for k, g in catalogue.gpus],
-                             "reserve_mib": catalogue.reserve_mib, "calibration": catalogue.calibration}
+    found: dict[str, Any] = {
+        "kind": task["kind"],
+        "config": catalogue.models[model_key].config,
+        "cards": cards,
+        "gpus": [{"key": k, "memory_mib": g["memory_mib"], "speed": catalogue.speeds[k]} for k, g in catalogue.gpus],
+        "reserve_mib": catalogue.reserve_mib,
+        "calibration": catalogue.calibration,
+    }
     if task["kind"] == "serving":
         found.update(weights=task["weight_dtype"], context=int(option), **settings["serving"])
         return found
     method = catalogue.methods[option]
-    found.update(framework=method["framework"], zero_stage=method["zero_stage"],
-                 seq_len=settings["activations"]["seq_length"], micro_batch=settings["activations"]["micro_batch"],
-                 recompute="none")
+    found.update(
+        framework=method["framework"],
+        zero_stage=method["zero_stage"],
+        seq_len=settings["activations"]["seq_length"],
+        micro_batch=settings["activations"]["micro_batch"],
+        recompute="none",
+    )
     if task["kind"] == "training":
         found.update(optimizer=task["optimizer"], optimizer_impl=optimizer_impl(catalogue, task_key))
     else:
         found.update(rank=settings["lora"]["rank"], base_dtype=task["base_dtype"])
-    found["prices"] = {m["gpu"]: str(m["price_eur_per_hour_from"]) for m in catalogue.machines.values()
-                       if m["count"] == cards}  # the guide's, for the run's cost (training and LoRA)
+    found["prices"] = {
+        m["gpu"]: str(m["price_eur_per_hour_from"]) for m in catalogue.machines.values() if m["count"] == cards
+    }  # the guide's, for the run's cost (training and LoRA)
     return found
 
 
@@ -224,8 +253,9 @@ def answer(catalogue: Catalogue, model_key: str, task_key: str, cards: int, opti
     return attempt(catalogue, model_key, task_key, cards, option)[0]
 
 
-def attempt(catalogue: Catalogue, model_key: str, task_key: str, cards: int,
-            option: str) -> tuple[dict[str, Any] | None, str | None]:
+def attempt(
+    catalogue: Catalogue, model_key: str, task_key: str, cards: int, option: str
+) -> tuple[dict[str, Any] | None, str | None]:
     """``(answer, None)``, or ``(None, reason)`` where the choice is not offered: ``reason`` is
     the key of the page's words for why (``refused_REASON`` in finder.yaml's labels,
     ``refusal_reason``). Raises RenderError for any other fault."""
@@ -241,8 +271,15 @@ def attempt(catalogue: Catalogue, model_key: str, task_key: str, cards: int,
 # page's sentence (labels.refused_KEY). LoRA's framework refusals are two: the paper's
 # accounting (no LoRA there) and FSDP2 on a model with fused experts (vram.lora_fsdp2_memory
 # does not model PEFT's target_parameters).
-REFUSALS = {"optimizer": "optimizer", "cards": "cards", "weights": "weights", "context": "too_long",
-            "seq_len": "too_long", "offload": "offload", "targets": "targets"}
+REFUSALS = {
+    "optimizer": "optimizer",
+    "cards": "cards",
+    "weights": "weights",
+    "context": "too_long",
+    "seq_len": "too_long",
+    "offload": "offload",
+    "targets": "targets",
+}
 
 
 def refusal_reason(catalogue: Catalogue, model_key: str, task_key: str, option: str, exc: JobError) -> str:
@@ -257,8 +294,10 @@ def refusal_reason(catalogue: Catalogue, model_key: str, task_key: str, option: 
             return "lora_fsdp2_experts"
     if exc.field in REFUSALS:
         return REFUSALS[exc.field]
-    raise RenderError(f"{model_key} {task_key} with {option}: refused ({exc}) for a reason the finder has no words for "
-                      f"(hooks/finder/compute.py REFUSALS)")
+    raise RenderError(
+        f"{model_key} {task_key} with {option}: refused ({exc}) for a reason the finder has no words for "
+        f"(hooks/finder/compute.py REFUSALS)"
+    )
 
 
 def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
@@ -306,19 +345,28 @@ def page_result(catalogue: Catalogue, found: dict[str, Any], cards: int) -> dict
     machines = {(m["gpu"], m["count"]): (k, m["price_eur_per_hour_from"]) for k, m in catalogue.machines.items()}
     fits = []
     for fit in found["fits"]:
-        shown = {key: fit[key] for key in ("gpu", "margin_gb", "free_fraction", "tight", "recompute", "max_concurrent", "time",
-                                           "decode")
-                 if key in fit}
+        shown = {
+            key: fit[key]
+            for key in ("gpu", "margin_gb", "free_fraction", "tight", "recompute", "max_concurrent", "time", "decode")
+            if key in fit
+        }
         if "time" in shown:  # what run_text shows (finder.json stays small: 11 cards x every choice)
-            shown["time"] = {key: fit["time"][key] for key in TIME_SHOWN} | {"backing": backing_shown(fit["time"]["backing"])}
+            shown["time"] = {key: fit["time"][key] for key in TIME_SHOWN} | {
+                "backing": backing_shown(fit["time"]["backing"])
+            }
         if "decode" in shown and "backing" in shown["decode"]:  # what decode_text shows: per sequence
-            shown["decode"] = {key: value for key, value in shown["decode"].items() if key != "tokens_per_s"} \
-                | {"backing": backing_shown(shown["decode"]["backing"])}
+            shown["decode"] = {key: value for key, value in shown["decode"].items() if key != "tokens_per_s"} | {
+                "backing": backing_shown(shown["decode"]["backing"])
+            }
         if (fit["gpu"], cards) in machines:
             shown["machine"], shown["price_eur_per_hour_from"] = machines[(fit["gpu"], cards)]
         fits.append(shown)
-    result = {"per_gpu_gb": found["per_gpu_gb"], "parts": [[k, gb] for k, _, gb in found["parts"]],
-              "fits": fits, "short": [{"gpu": f["gpu"], "margin_gb": f["margin_gb"]} for f in found["short"]]}
+    result = {
+        "per_gpu_gb": found["per_gpu_gb"],
+        "parts": [[k, gb] for k, _, gb in found["parts"]],
+        "fits": fits,
+        "short": [{"gpu": f["gpu"], "margin_gb": f["margin_gb"]} for f in found["short"]],
+    }
     if found["host_bytes"]:
         result["host_gb"] = found["host_gb"]
     if "run" in found:
@@ -345,8 +393,10 @@ def activation_bytes(catalogue: Catalogue, model: Model) -> dict[str, int]:
     ref, cfg = catalogue.settings["activations"], model.config
     with calculator_errors():
         attention = vram.default_attention(cfg)
-        return {mode: vram.activation_memory(cfg, ref["seq_length"], ref["micro_batch"], attention, mode).peak_bytes
-                for mode in ("none", "full")}
+        return {
+            mode: vram.activation_memory(cfg, ref["seq_length"], ref["micro_batch"], attention, mode).peak_bytes
+            for mode in ("none", "full")
+        }
 
 
 def activation_reference(catalogue: Catalogue, model: Model) -> dict[str, Any]:
@@ -370,8 +420,9 @@ def reference_batch(catalogue: Catalogue, cards: int) -> dict[str, int]:
     same for every model and training or LoRA task."""
     training = next(key for key, task in catalogue.tasks.items() if task["kind"] != "serving")
     with calculator_errors():
-        return global_batch(check_job(job(catalogue, next(iter(catalogue.models)), training, cards,
-                                          next(iter(catalogue.methods)))))
+        return global_batch(
+            check_job(job(catalogue, next(iter(catalogue.models)), training, cards, next(iter(catalogue.methods))))
+        )
 
 
 def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
@@ -392,10 +443,16 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
                     found, reason = attempt(catalogue, model_key, task_key, cards, option)
                     if found is not None:
                         found = page_result(catalogue, found, cards)
-                        results.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[option] = found
-                        offered.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), []).append(option)
+                        results.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[
+                            option
+                        ] = found
+                        offered.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), []).append(
+                            option
+                        )
                     else:
-                        refused.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[option] = reason
+                        refused.setdefault(model_key, {}).setdefault(task_key, {}).setdefault(str(cards), {})[
+                            option
+                        ] = reason
     for model_key in offered:  # a task answered as another: the same choices and refusals, no answers of its own
         for task_key in catalogue.tasks:
             source = answered_task(catalogue, task_key)
@@ -410,35 +467,58 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
         "cards": settings["cards"],
         "contexts": settings["contexts"],
         "activations": settings["activations"],
-        "models": [{"key": m.key, "name": m.name, "params": m.params.total, "active_params": m.params.active,
-                    "max_context": m.max_context, "activation_gb": activation_reference(catalogue, m)}
-                   for m in catalogue.models.values()],
-        "tasks": [{key: value for key, value in t.items() if key != "label"}
-                  | {"key": k, "accounting": task_accountings(catalogue, k)}
-                  | ({"optimizer_impl": optimizer_impl(catalogue, k)} if t["kind"] == "training" else {})
-                  for k, t in catalogue.tasks.items()],
+        "models": [
+            {
+                "key": m.key,
+                "name": m.name,
+                "params": m.params.total,
+                "active_params": m.params.active,
+                "max_context": m.max_context,
+                "activation_gb": activation_reference(catalogue, m),
+            }
+            for m in catalogue.models.values()
+        ],
+        "tasks": [
+            {key: value for key, value in t.items() if key != "label"}
+            | {"key": k, "accounting": task_accountings(catalogue, k)}
+            | ({"optimizer_impl": optimizer_impl(catalogue, k)} if t["kind"] == "training" else {})
+            for k, t in catalogue.tasks.items()
+        ],
         "lora": settings["lora"],
         # vLLM's prefill chunk is vram's default (vram.serving: vLLM's SchedulerConfig), not a setting
         "serving": {**settings["serving"], "max_num_batched_tokens": VLLM_MAX_NUM_BATCHED_TOKENS},
         "batches": {str(cards): reference_batch(catalogue, cards) for cards in settings["cards"]},
         "tight_free_fraction": TIGHT_FREE_FRACTION,
-        "methods": [{"key": k, "framework": m["framework"], "zero_stage": m["zero_stage"]}
-                    for k, m in catalogue.methods.items()],
-        "machines": {f"{m['gpu']}@{m['count']}": {"key": k, "price_eur_per_hour_from": m["price_eur_per_hour_from"]}
-                     for k, m in catalogue.machines.items()},
+        "methods": [
+            {"key": k, "framework": m["framework"], "zero_stage": m["zero_stage"]} for k, m in catalogue.methods.items()
+        ],
+        "machines": {
+            f"{m['gpu']}@{m['count']}": {"key": k, "price_eur_per_hour_from": m["price_eur_per_hour_from"]}
+            for k, m in catalogue.machines.items()
+        },
         "reserve_mib": catalogue.reserve_mib,
         "reserve_gib": bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)),
-        "gpus": [{"key": k, "name": g["name"], "memory_mib": g["memory_mib"],
-                  "memory_gb": bytes_to_gb(mib_to_bytes(g["memory_mib"])),
-                  "usable_gb": bytes_to_gb(card_capacity_bytes(catalogue, g)), "speed": catalogue.speeds[k]}
-                 for k, g in catalogue.gpus],
+        "gpus": [
+            {
+                "key": k,
+                "name": g["name"],
+                "memory_mib": g["memory_mib"],
+                "memory_gb": bytes_to_gb(mib_to_bytes(g["memory_mib"])),
+                "usable_gb": bytes_to_gb(card_capacity_bytes(catalogue, g)),
+                "speed": catalogue.speeds[k],
+            }
+            for k, g in catalogue.gpus
+        ],
         "run_tokens": JOB_FIELDS["tokens"],
         "grad_accum": JOB_FIELDS["grad_accum"],
         "calibration": catalogue.calibration,  # the published runs' shares: the worker's jobs carry them
         "backings": backings,  # each distinct backing once; results name them by index
         # the RAM of the catalogue's machines where a source gives it (gpus.yaml host_ram_gb)
-        "host_ram_gb": {f"{m['gpu']}@{m['count']}": m["host_ram_gb"] for m in catalogue.machines.values()
-                        if m["host_ram_gb"] != "not published"},
+        "host_ram_gb": {
+            f"{m['gpu']}@{m['count']}": m["host_ram_gb"]
+            for m in catalogue.machines.values()
+            if m["host_ram_gb"] != "not published"
+        },
         # which reference choices have an answer (the form offers only those) and why the others
         # do not (refused[model][task][cards][option]: a labels.refused_REASON key)
         "offered": offered,
@@ -452,8 +532,17 @@ STORE_DIR = data_module.REPO_ROOT / ".cache" / "finder"  # finder.json under the
 CODE_DIRS = ("hooks", "vram", "verify")  # the checkout's own code: every .py the computation can import
 # Every installed distribution computing finder.json imports (tests/finder/test_finder_store.py
 # checks the list against what a computation really imports), and Python itself.
-LIBRARIES = ("pydantic", "pydantic-core", "PyYAML", "Babel", "annotated-types", "typing_extensions",
-             "typing-inspection", "Jinja2", "MarkupSafe")
+LIBRARIES = (
+    "pydantic",
+    "pydantic-core",
+    "PyYAML",
+    "Babel",
+    "annotated-types",
+    "typing_extensions",
+    "typing-inspection",
+    "Jinja2",
+    "MarkupSafe",
+)
 STORE_KEEP = 4  # entries kept in the store: the newest, for switching between branches or edits
 
 
@@ -511,8 +600,11 @@ def inputs_digest(data_dir: Path) -> str:
     hash_files(digest, data_dir.rglob("*"), data_dir)
     digest.update(b"code\0")
     root = data_module.REPO_ROOT
-    hash_files(digest, [path for folder in CODE_DIRS for path in (root / folder).rglob("*.py")
-                        if "__pycache__" not in path.parts], root)
+    hash_files(
+        digest,
+        [path for folder in CODE_DIRS for path in (root / folder).rglob("*.py") if "__pycache__" not in path.parts],
+        root,
+    )
     return digest.hexdigest()
 
 
@@ -530,7 +622,9 @@ def _stored_or_computed(data_dir: Path, store: Path | None) -> str:
             temporary = stored.with_suffix(f".{os.getpid()}.tmp")
             temporary.write_text(content, encoding="utf-8")
             temporary.replace(stored)
-            for old in sorted(store.glob("*.json"), key=lambda path: path.stat().st_mtime_ns, reverse=True)[STORE_KEEP:]:
+            for old in sorted(store.glob("*.json"), key=lambda path: path.stat().st_mtime_ns, reverse=True)[
+                STORE_KEEP:
+            ]:
                 old.unlink(missing_ok=True)
         except OSError:
             pass  # a read-only checkout computes it every time

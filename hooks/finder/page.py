@@ -36,8 +36,17 @@ from hooks.render.typography import unit_space
 from verify.pins import pinned
 
 from hooks.finder.compute import (
-    CUSTOM_MODEL, FINDER_YAML, MODELS_YAML, Catalogue, activation_reference, load_catalogue, options,
-    reference_batch, result, task_accountings)
+    CUSTOM_MODEL,
+    FINDER_YAML,
+    MODELS_YAML,
+    Catalogue,
+    activation_reference,
+    load_catalogue,
+    options,
+    reference_batch,
+    result,
+    task_accountings,
+)
 
 
 def _label(catalogue: Catalogue, key: str, lang: str, **fields: Any) -> str:
@@ -48,10 +57,16 @@ def _label(catalogue: Catalogue, key: str, lang: str, **fields: Any) -> str:
 def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     """Every label the script needs, in ``lang`` (templates keep their ``{fields}``)."""
     labels = {key: text(value, lang, f"{FINDER_YAML}: labels.{key}") for key, value in catalogue.labels.items()}
-    labels.update({f"part_{key}": text(value, lang, f"{FINDER_YAML}: parts.{key}") for key, value in catalogue.parts.items()})
+    labels.update(
+        {f"part_{key}": text(value, lang, f"{FINDER_YAML}: parts.{key}") for key, value in catalogue.parts.items()}
+    )
     # the method as each task computes it (finder.json's tasks[].accounting), else the method's own name
-    labels.update({f"accounting_{key}": text(value, lang, f"{FINDER_YAML}: accountings.{key}")
-                   for key, value in catalogue.accountings.items()})
+    labels.update(
+        {
+            f"accounting_{key}": text(value, lang, f"{FINDER_YAML}: accountings.{key}")
+            for key, value in catalogue.accountings.items()
+        }
+    )
     labels.update({f"method_{key}": _method_label(catalogue, key, lang) for key in catalogue.methods})
     labels["unit_gb"] = unit_label("gb", lang)
     labels["unit_gib"] = unit_label("gib", lang)
@@ -62,8 +77,11 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     labels["group_symbol"] = get_group_symbol(lang)
     example = max(m["price_eur_per_hour_from"] for m in catalogue.machines.values())  # the guide's own price
     labels["error_price"] = labels["error_price"].format(
-        field="{field}", example=format_decimal(example, format="#,##0.00", locale=lang),
-        minimum=format_decimal(CENT, format="#,##0.00", locale=lang), maximum=format_number(MAX_PRICE_EUR_PER_HOUR, lang, 0))
+        field="{field}",
+        example=format_decimal(example, format="#,##0.00", locale=lang),
+        minimum=format_decimal(CENT, format="#,##0.00", locale=lang),
+        maximum=format_number(MAX_PRICE_EUR_PER_HOUR, lang, 0),
+    )
     labels.update({f"unit_{unit}": unit_label(unit, lang) for unit in ("s", "min", "h", "days", "tokens_per_s")})
     labels["unit_space"] = unit_space(lang)  # typography.yaml's space before a unit
     units = load_yaml("units")
@@ -114,38 +132,54 @@ def _context_label(catalogue: Catalogue, tokens: int, lang: str) -> str:
 def _select(name: str, label: str, choices: list[tuple[str, str]], selected: str, extra: str = "") -> str:
     # "\n" between elements: search indexes the page's text, and without whitespace the
     # options and cells run together ("Mistral 7B v0.1Qwen2.5 7B": "Qwen2.5" found nothing).
-    opts = "\n".join(f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(t)}</option>'
-                     for v, t in choices)
-    return (f'<label for="finder-{name}">{html.escape(label)}</label>\n'
-            f'<select id="finder-{name}" name="{name}"{extra}>{opts}</select>')
+    opts = "\n".join(
+        f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(t)}</option>'
+        for v, t in choices
+    )
+    return (
+        f'<label for="finder-{name}">{html.escape(label)}</label>\n'
+        f'<select id="finder-{name}" name="{name}"{extra}>{opts}</select>'
+    )
 
 
 def _text(name: str, label: str, value: Any, numeric: bool = True, mode: str = "numeric", extra: str = "") -> str:
     mode_attr = f' inputmode="{mode}"' if numeric or mode != "numeric" else ""
-    return (f'<label for="finder-{name}">{html.escape(label)}</label>\n'
-            f'<input type="text" id="finder-{name}" name="{name}" value="{html.escape(str(value))}"{mode_attr} '
-            f'autocomplete="off" spellcheck="false"{extra}>')
+    return (
+        f'<label for="finder-{name}">{html.escape(label)}</label>\n'
+        f'<input type="text" id="finder-{name}" name="{name}" value="{html.escape(str(value))}"{mode_attr} '
+        f'autocomplete="off" spellcheck="false"{extra}>'
+    )
 
 
 def _context_field(catalogue: Catalogue, lang: str) -> str:
     """Serving: the context length, any whole number of tokens (the calculator refuses one
     beyond the model's maximum in one line); the precomputed lengths offered as suggestions."""
-    suggestions = "\n".join(f'<option value="{n}">{html.escape(_context_label(catalogue, n, lang))}</option>'
-                            for n in catalogue.settings["contexts"])
-    return (_text("context", _label(catalogue, "context", lang), catalogue.settings["default"]["context"],
-                  extra=' list="finder-contexts" aria-describedby="finder-context-hint"')
-            + f'<datalist id="finder-contexts">{suggestions}</datalist>')
+    suggestions = "\n".join(
+        f'<option value="{n}">{html.escape(_context_label(catalogue, n, lang))}</option>'
+        for n in catalogue.settings["contexts"]
+    )
+    return (
+        _text(
+            "context",
+            _label(catalogue, "context", lang),
+            catalogue.settings["default"]["context"],
+            extra=' list="finder-contexts" aria-describedby="finder-context-hint"',
+        )
+        + f'<datalist id="finder-contexts">{suggestions}</datalist>'
+    )
 
 
 def _config_field(catalogue: Catalogue, lang: str) -> str:
     """The reader's own config.json: pasted, dropped on the box or chosen as a file."""
     hint = html.escape(_label(catalogue, "config_hint", lang) + " " + _label(catalogue, "config_kept", lang))
-    return (f'<label for="finder-config">{html.escape(_label(catalogue, "config", lang))}</label>\n'
-            f'<textarea id="finder-config" name="config" rows="6" spellcheck="false" autocomplete="off" '
-            f'aria-describedby="finder-config-hint"></textarea>'
-            f'<p class="finder-hint" id="finder-config-hint">{hint}</p>'
-            f'<label for="finder-config-file">{html.escape(_label(catalogue, "config_file", lang))}</label>\n'
-            f'<input type="file" id="finder-config-file" accept=".json,application/json">')
+    return (
+        f'<label for="finder-config">{html.escape(_label(catalogue, "config", lang))}</label>\n'
+        f'<textarea id="finder-config" name="config" rows="6" spellcheck="false" autocomplete="off" '
+        f'aria-describedby="finder-config-hint"></textarea>'
+        f'<p class="finder-hint" id="finder-config-hint">{hint}</p>'
+        f'<label for="finder-config-file">{html.escape(_label(catalogue, "config_file", lang))}</label>\n'
+        f'<input type="file" id="finder-config-file" accept=".json,application/json">'
+    )
 
 
 def _chunk_field(catalogue: Catalogue, lang: str) -> str:
@@ -153,9 +187,15 @@ def _chunk_field(catalogue: Catalogue, lang: str) -> str:
     (``vram.serving.VLLM_MAX_NUM_BATCHED_TOKENS``), with the hint that says so."""
     default = VLLM_MAX_NUM_BATCHED_TOKENS
     hint = _label(catalogue, "chunk_hint", lang, default=format_number(default, lang, 0))
-    return (_text("max_num_batched_tokens", _label(catalogue, "max_num_batched_tokens", lang), default,
-                  extra=' aria-describedby="finder-chunk-hint"')
-            + f'<p class="finder-hint" id="finder-chunk-hint">{html.escape(hint)}</p>')
+    return (
+        _text(
+            "max_num_batched_tokens",
+            _label(catalogue, "max_num_batched_tokens", lang),
+            default,
+            extra=' aria-describedby="finder-chunk-hint"',
+        )
+        + f'<p class="finder-hint" id="finder-chunk-hint">{html.escape(hint)}</p>'
+    )
 
 
 def _refused_line(name: str) -> str:
@@ -185,11 +225,16 @@ def _prices_field(catalogue: Catalogue, lang: str) -> str:
     serving = catalogue.tasks[d["task"]]["kind"] == "serving"
     found = result(catalogue, d["model"], d["task"], d["cards"], str(d["context"]) if serving else d["method"])
     fitting = {fit["gpu"] for fit in found["fits"]} if found else set()
-    inputs = "\n".join(f'<div class="finder-price"{"" if key in fitting else " hidden"}>'
-                       f'{_text(f"price_{key}", _label(catalogue, "price_card", lang, gpu=g["name"]), "", numeric=False, mode="decimal")}'
-                       f'</div>' for key, g in catalogue.gpus)
-    return (f'<fieldset class="finder-prices"><legend>{html.escape(_label(catalogue, "prices", lang))}</legend>\n'
-            f'{inputs}</fieldset>')
+    inputs = "\n".join(
+        f'<div class="finder-price"{"" if key in fitting else " hidden"}>'
+        f'{_text(f"price_{key}", _label(catalogue, "price_card", lang, gpu=g["name"]), "", numeric=False, mode="decimal")}'
+        f'</div>'
+        for key, g in catalogue.gpus
+    )
+    return (
+        f'<fieldset class="finder-prices"><legend>{html.escape(_label(catalogue, "prices", lang))}</legend>\n'
+        f'{inputs}</fieldset>'
+    )
 
 
 def finder_form(raw: dict[str, str], lang: str) -> str:
@@ -203,14 +248,35 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
     catalogue = load_catalogue()
     d = catalogue.settings["default"]
     fields = [
-        _select("model", _label(catalogue, "model", lang), [(k, m.name) for k, m in catalogue.models.items()]
-                + [(CUSTOM_MODEL, _label(catalogue, "own_model", lang))], d["model"]),
-        _select("task", _label(catalogue, "task", lang), [(k, _task_label(catalogue, k, lang)) for k in catalogue.tasks], d["task"],
-                ' aria-describedby="finder-task-refused"') + _refused_line("task"),
-        _select("cards", _label(catalogue, "cards", lang), [(str(n), str(n)) for n in catalogue.settings["cards"]], str(d["cards"]),
-                ' aria-describedby="finder-cards-refused"') + _refused_line("cards"),
-        _select("method", _label(catalogue, "method", lang), [(k, _method_label(catalogue, k, lang, d["task"])) for k in catalogue.methods],
-                d["method"], ' aria-describedby="finder-method-refused finder-method-hint"')
+        _select(
+            "model",
+            _label(catalogue, "model", lang),
+            [(k, m.name) for k, m in catalogue.models.items()] + [(CUSTOM_MODEL, _label(catalogue, "own_model", lang))],
+            d["model"],
+        ),
+        _select(
+            "task",
+            _label(catalogue, "task", lang),
+            [(k, _task_label(catalogue, k, lang)) for k in catalogue.tasks],
+            d["task"],
+            ' aria-describedby="finder-task-refused"',
+        )
+        + _refused_line("task"),
+        _select(
+            "cards",
+            _label(catalogue, "cards", lang),
+            [(str(n), str(n)) for n in catalogue.settings["cards"]],
+            str(d["cards"]),
+            ' aria-describedby="finder-cards-refused"',
+        )
+        + _refused_line("cards"),
+        _select(
+            "method",
+            _label(catalogue, "method", lang),
+            [(k, _method_label(catalogue, k, lang, d["task"])) for k in catalogue.methods],
+            d["method"],
+            ' aria-describedby="finder-method-refused finder-method-hint"',
+        )
         + _refused_line("method")
         + f'<p class="finder-hint" id="finder-method-hint">{html.escape(_label(catalogue, "method_hint", lang, deepspeed=pinned("deepspeed", 2), torch=pinned("torch", 2)))}</p>',
         _context_field(catalogue, lang)
@@ -222,18 +288,45 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
     settings = catalogue.settings
     label = functools.partial(_label, catalogue, lang=lang)
     more = [  # every other input that decides a fit (the task names the optimizer or the weights' format)
-        ("training lora", _select("offload", label("offload"), [(v, label(f"offload_{v.replace('+', '_')}")) for v in OFFLOAD], "none")),
+        (
+            "training lora",
+            _select(
+                "offload", label("offload"), [(v, label(f"offload_{v.replace('+', '_')}")) for v in OFFLOAD], "none"
+            ),
+        ),
         ("training lora", _text("seq_len", label("seq_len"), settings["activations"]["seq_length"])),
         ("training lora", _text("micro_batch", label("micro_batch"), settings["activations"]["micro_batch"])),
         ("training lora", _text("grad_accum", label("grad_accum"), JOB_FIELDS["grad_accum"])),
-        ("training lora", _select("recompute", label("recompute"), [(v, label(f"recompute_{v}")) for v in vram.RECOMPUTE], "none")),
-        ("training lora", _select("attention", label("attention"), [("", label("attention_default"))] + [(v, v) for v in vram.ATTENTION], "")),
+        (
+            "training lora",
+            _select("recompute", label("recompute"), [(v, label(f"recompute_{v}")) for v in vram.RECOMPUTE], "none"),
+        ),
+        (
+            "training lora",
+            _select(
+                "attention",
+                label("attention"),
+                [("", label("attention_default"))] + [(v, v) for v in vram.ATTENTION],
+                "",
+            ),
+        ),
         ("lora", _text("rank", label("rank"), settings["lora"]["rank"])),
         ("lora", _text("targets", label("targets"), vram.ALL_LINEAR, numeric=False)),
-        ("serving", _select("kv_dtype", label("kv_dtype"), [(v, v) for v in KV_DTYPES], settings["serving"]["kv_dtype"])),
+        (
+            "serving",
+            _select("kv_dtype", label("kv_dtype"), [(v, v) for v in KV_DTYPES], settings["serving"]["kv_dtype"]),
+        ),
         ("serving", _text("concurrent", label("concurrent"), settings["serving"]["concurrent"])),
-        ("serving", _text("gpu_memory_utilization", label("gpu_memory_utilization"),
-                          format_decimal(settings["serving"]["gpu_memory_utilization"], locale=lang), numeric=False, mode="decimal")),
+        (
+            "serving",
+            _text(
+                "gpu_memory_utilization",
+                label("gpu_memory_utilization"),
+                format_decimal(settings["serving"]["gpu_memory_utilization"], locale=lang),
+                numeric=False,
+                mode="decimal",
+            ),
+        ),
         ("serving", _chunk_field(catalogue, lang)),
         ("training lora", _text("host_ram_gb", label("host_ram_gb"), "")),
         ("training lora", _text("tokens", label("tokens"), format_number(JOB_FIELDS["tokens"], lang, 0))),
@@ -241,16 +334,20 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
     ]
     fields += [field for _, field in more]
     kinds += [kind for kind, _ in more]
-    body = "\n".join(f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}'
-                     f'{" hidden" if _hidden_at_first(catalogue, k) else ""}>{f}</div>'
-                     for f, k in zip(fields, kinds))
+    body = "\n".join(
+        f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}'
+        f'{" hidden" if _hidden_at_first(catalogue, k) else ""}>{f}</div>'
+        for f, k in zip(fields, kinds)
+    )
     body += f'\n<p class="finder-error" id="finder-error" role="alert" hidden></p>'
     labels = script_json(page_labels(catalogue, lang))
-    return (f'<div class="finder" id="finder"><link rel="stylesheet" href="{assets}/finder.css">'
-            f'<form class="finder-form" id="finder-form" data-json="{assets}/finder.json" hidden>'
-            f'<fieldset><legend>{html.escape(_label(catalogue, "legend", lang))}</legend>\n{body}</fieldset></form>'
-            f'<script type="application/json" id="finder-labels">{labels}</script>'
-            f'<script src="{assets}/finder.js" defer></script></div>')
+    return (
+        f'<div class="finder" id="finder"><link rel="stylesheet" href="{assets}/finder.css">'
+        f'<form class="finder-form" id="finder-form" data-json="{assets}/finder.json" hidden>'
+        f'<fieldset><legend>{html.escape(_label(catalogue, "legend", lang))}</legend>\n{body}</fieldset></form>'
+        f'<script type="application/json" id="finder-labels">{labels}</script>'
+        f'<script src="{assets}/finder.js" defer></script></div>'
+    )
 
 
 def _gb(gb: float, catalogue: Catalogue, lang: str) -> str:
@@ -258,11 +355,14 @@ def _gb(gb: float, catalogue: Catalogue, lang: str) -> str:
 
 
 def choice_text(catalogue: Catalogue, lang: str, model: str, task: str, cards: int, option: str) -> str:
-    """"Llama 3.1 8B, Fine-tuning completo, AdamW, una scheda, DDP, PyTorch AMP (…)" — the table's
+    """ "Llama 3.1 8B, Fine-tuning completo, AdamW, una scheda, DDP, PyTorch AMP (…)" — the table's
     caption; training and LoRA name the method, hence the framework, whatever the number of
     cards, as the calculator computed this task under it (``_method_label``)."""
-    parts = [catalogue.models[model].name, _task_label(catalogue, task, lang),
-             _label(catalogue, "cards_one", lang) if cards == 1 else _label(catalogue, "cards_many", lang, cards=cards)]
+    parts = [
+        catalogue.models[model].name,
+        _task_label(catalogue, task, lang),
+        _label(catalogue, "cards_one", lang) if cards == 1 else _label(catalogue, "cards_many", lang, cards=cards),
+    ]
     if catalogue.tasks[task]["kind"] == "serving":
         parts.append(_context_label(catalogue, int(option), lang))
     else:
@@ -286,7 +386,9 @@ def finder_table(raw: dict[str, str], lang: str) -> str:
     serving = catalogue.tasks[task]["kind"] == "serving"
     option = args.str("context", str(d["context"])) if serving else args.str("method", d["method"])
     if option not in options(catalogue, task):
-        raise RenderError(f"{'context' if serving else 'method'}={option} is not one of {', '.join(options(catalogue, task))}")
+        raise RenderError(
+            f"{'context' if serving else 'method'}={option} is not one of {', '.join(options(catalogue, task))}"
+        )
     found = result(catalogue, model, task, cards, option)
     if found is None:
         raise RenderError(f"{model} {task} on {cards} cards with {option}: not computed")
@@ -298,20 +400,36 @@ def summary_text(catalogue: Catalogue, lang: str, found: dict[str, Any], serving
     activations beside it, the card models that fit, whether the first needs full
     recomputation, and the cards whose margin is below the activations."""
     names = dict((k, g["name"]) for k, g in catalogue.gpus)
-    reserve = format_quantity(bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"])
-    need = _label(catalogue, "need_serving" if serving else "need_training", lang,
-                  need=_gb(found["per_gpu_gb"], catalogue, lang), reserve=reserve)
+    reserve = format_quantity(
+        bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"]
+    )
+    need = _label(
+        catalogue,
+        "need_serving" if serving else "need_training",
+        lang,
+        need=_gb(found["per_gpu_gb"], catalogue, lang),
+        reserve=reserve,
+    )
     fits = found["fits"]
     if not fits:
         summary = _label(catalogue, "summary_none_serving" if serving else "summary_none", lang, need_text=need)
     else:
-        summary = _label(catalogue, "summary_one" if len(fits) == 1 else "summary_many", lang, need_text=need,
-                         count=len(fits), gpu=names[fits[0]["gpu"]], margin=_gb(fits[0]["margin_gb"], catalogue, lang))
+        summary = _label(
+            catalogue,
+            "summary_one" if len(fits) == 1 else "summary_many",
+            lang,
+            need_text=need,
+            count=len(fits),
+            gpu=names[fits[0]["gpu"]],
+            margin=_gb(fits[0]["margin_gb"], catalogue, lang),
+        )
         if fits[0].get("recompute") == "full":
             summary += " " + _label(catalogue, "summary_recompute", lang)
     if found["short"]:
-        short = ", ".join(_label(catalogue, "short_card", lang, gpu=names[fit["gpu"]], margin=_gb(fit["margin_gb"], catalogue, lang))
-                          for fit in found["short"])
+        short = ", ".join(
+            _label(catalogue, "short_card", lang, gpu=names[fit["gpu"]], margin=_gb(fit["margin_gb"], catalogue, lang))
+            for fit in found["short"]
+        )
         summary += " " + _label(catalogue, "summary_short", lang, cards=short)
     return summary
 
@@ -319,20 +437,37 @@ def summary_text(catalogue: Catalogue, lang: str, found: dict[str, Any], serving
 def note_text(catalogue: Catalogue, lang: str, model: str, task: str, option: str, found: dict[str, Any]) -> str:
     """The note under the table: the reserve, and the activations (training, LoRA) or the KV
     cache and vLLM's share of the card (serving) the margin is compared with or left in."""
-    reserve = format_quantity(bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"])
+    reserve = format_quantity(
+        bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"]
+    )
     kind = catalogue.tasks[task]["kind"]
     if kind == "serving":
         serving = catalogue.settings["serving"]
-        return _label(catalogue, "serving_job", lang, concurrent=format_number(serving["concurrent"], lang, 0),
-                      context=format_number(int(option), lang, 0), kv_dtype=serving["kv_dtype"],
-                      kv=_gb(found["kv_per_sequence_gb"], catalogue, lang),
-                      share=format_percent(serving["gpu_memory_utilization"], locale=lang), reserve=reserve,
-                      chunk=format_number(VLLM_MAX_NUM_BATCHED_TOKENS, lang, 0))
+        return _label(
+            catalogue,
+            "serving_job",
+            lang,
+            concurrent=format_number(serving["concurrent"], lang, 0),
+            context=format_number(int(option), lang, 0),
+            kv_dtype=serving["kv_dtype"],
+            kv=_gb(found["kv_per_sequence_gb"], catalogue, lang),
+            share=format_percent(serving["gpu_memory_utilization"], locale=lang),
+            reserve=reserve,
+            chunk=format_number(VLLM_MAX_NUM_BATCHED_TOKENS, lang, 0),
+        )
     ref, settings = activation_reference(catalogue, catalogue.models[model]), catalogue.settings["activations"]
-    return _label(catalogue, f"activations_{kind}", lang, model=catalogue.models[model].name,
-                  seq=format_number(settings["seq_length"], lang, 0), micro_batch=format_number(settings["micro_batch"], lang, 0),
-                  attention=ref["attention"], none=_gb(ref["none"], catalogue, lang),
-                  full=_gb(ref["full"], catalogue, lang), reserve=reserve)
+    return _label(
+        catalogue,
+        f"activations_{kind}",
+        lang,
+        model=catalogue.models[model].name,
+        seq=format_number(settings["seq_length"], lang, 0),
+        micro_batch=format_number(settings["micro_batch"], lang, 0),
+        attention=ref["attention"],
+        none=_gb(ref["none"], catalogue, lang),
+        full=_gb(ref["full"], catalogue, lang),
+        reserve=reserve,
+    )
 
 
 def _span(catalogue: Catalogue, lang: str, low: str, high: str) -> str:
@@ -354,16 +489,22 @@ def duration_span(catalogue: Catalogue, lang: str, low: list[list], high: list[l
 def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
     """A fitting card's decoding bound (``answer_job``'s ``decode``): tokens/s at most, per
     sequence and in all (one figure when they are the same: one sequence)."""
-    per_sequence, total = (_with_unit(format_number(decode[key], lang, 0), "tokens_per_s", lang)
-                           for key in ("tokens_per_s_per_sequence_at_most", "tokens_per_s_at_most"))
+    per_sequence, total = (
+        _with_unit(format_number(decode[key], lang, 0), "tokens_per_s", lang)
+        for key in ("tokens_per_s_per_sequence_at_most", "tokens_per_s_at_most")
+    )
     if per_sequence == total:
         shown = _label(catalogue, "decode_one", lang, per_sequence=per_sequence)
     else:
         shown = _label(catalogue, "decode_cell", lang, per_sequence=per_sequence, total=total)
     if "tokens_per_s_per_sequence" in decode:  # the published decoding runs' share of that bound
         low, high = (format_number(n, lang, 0) for n in decode["tokens_per_s_per_sequence"])
-        realistic = _label(catalogue, "decode_realistic", lang,
-                           range=_with_unit(_span(catalogue, lang, low, high), "tokens_per_s", lang))
+        realistic = _label(
+            catalogue,
+            "decode_realistic",
+            lang,
+            range=_with_unit(_span(catalogue, lang, low, high), "tokens_per_s", lang),
+        )
         shown += "; " + realistic + " (" + backing_text(catalogue, lang, decode["backing"]) + ")"
     return shown
 
@@ -375,10 +516,22 @@ def run_text(catalogue: Catalogue, lang: str, time: dict[str, Any]) -> str:
     run = duration_span(catalogue, lang, *time["run_shown"])
     cost = ""
     if time["cost_eur"] is not None:
-        cost = _label(catalogue, "run_cost", lang, cost=_span(catalogue, lang, *(format_eur(float(c), lang) for c in time["cost_eur"])),
-                      price=format_eur(float(time["price_eur_per_hour"]), lang))
-    shown = _label(catalogue, "run_cell", lang, step=step, bound=_label(catalogue, f"bound_{time['bound']}", lang), run=run,
-                   cost=cost)
+        cost = _label(
+            catalogue,
+            "run_cost",
+            lang,
+            cost=_span(catalogue, lang, *(format_eur(float(c), lang) for c in time["cost_eur"])),
+            price=format_eur(float(time["price_eur_per_hour"]), lang),
+        )
+    shown = _label(
+        catalogue,
+        "run_cell",
+        lang,
+        step=step,
+        bound=_label(catalogue, f"bound_{time['bound']}", lang),
+        run=run,
+        cost=cost,
+    )
     backing = backing_text(catalogue, lang, time.get("backing"))
     return f"{shown} ({backing})" if backing else shown
 
@@ -386,13 +539,22 @@ def run_text(catalogue: Catalogue, lang: str, time: dict[str, Any]) -> str:
 def batch_text(catalogue: Catalogue, lang: str, batch: dict[str, Any], tokens: int) -> str:
     """The batch per optimizer step of a training or LoRA job (``vram.job.global_batch``): the
     global batch and how it is made, its tokens, and the optimizer steps for ``tokens``."""
+
     def number(n: int) -> str:
         return format_number(n, lang, 0)
 
-    return _label(catalogue, "batch", lang, global_batch=number(batch["global_batch"]),
-                  micro_batch=number(batch["micro_batch"]), grad_accum=number(batch["grad_accum"]),
-                  cards=number(batch["cards"]), tokens_per_step=number(batch["tokens_per_step"]),
-                  steps=number(batch["optimizer_steps"]), tokens=number(tokens))
+    return _label(
+        catalogue,
+        "batch",
+        lang,
+        global_batch=number(batch["global_batch"]),
+        micro_batch=number(batch["micro_batch"]),
+        grad_accum=number(batch["grad_accum"]),
+        cards=number(batch["cards"]),
+        tokens_per_step=number(batch["tokens_per_step"]),
+        steps=number(batch["optimizer_steps"]),
+        tokens=number(tokens),
+    )
 
 
 def machine_names(catalogue: Catalogue, cards: int, keys: list[str]) -> str:
@@ -406,9 +568,14 @@ def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any], cards: in
     """The machines that fit, ranked for the run (``answer_job``'s ``run``), saying by what and,
     when by time, which machines have no price."""
     names = dict((k, g["name"]) for k, g in catalogue.gpus)
-    return _label(catalogue, f"ranked_{run['ranked_by']}", lang, tokens=format_number(run["tokens"], lang, 0),
-                  order=", ".join(names[key] for key in run["order"]),
-                  **({"unpriced": machine_names(catalogue, cards, run["unpriced"])} if run["ranked_by"] == "time" else {}))
+    return _label(
+        catalogue,
+        f"ranked_{run['ranked_by']}",
+        lang,
+        tokens=format_number(run["tokens"], lang, 0),
+        order=", ".join(names[key] for key in run["order"]),
+        **({"unpriced": machine_names(catalogue, cards, run["unpriced"])} if run["ranked_by"] == "time" else {}),
+    )
 
 
 def ordered(found: dict[str, Any]) -> list[dict[str, Any]]:
@@ -428,7 +595,9 @@ def price_text(catalogue: Catalogue, lang: str, fit: dict[str, Any]) -> str:
     return _label(catalogue, "price_guide", lang, price=format_eur(fit["price_eur_per_hour_from"], lang))
 
 
-def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model: str, task: str, cards: int, option: str) -> str:
+def render_result(
+    catalogue: Catalogue, lang: str, found: dict[str, Any], model: str, task: str, cards: int, option: str
+) -> str:
     """The results block; ``finder.js`` builds the same structure from the JSON. Each body cell
     carries its column's heading (``data-label``): on a phone each row shows as a card."""
     esc = html.escape
@@ -443,12 +612,23 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
     rows = []
     for fit in ordered(found):
         if "max_concurrent" in fit:  # serving: how many sequences of this length the card holds
-            margin = _label(catalogue, "margin_serving", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
-                            free=format_percent(fit["free_fraction"], locale=lang),
-                            count=format_number(fit["max_concurrent"], lang, 0), context=format_number(int(option), lang, 0))
+            margin = _label(
+                catalogue,
+                "margin_serving",
+                lang,
+                margin=_gb(fit["margin_gb"], catalogue, lang),
+                free=format_percent(fit["free_fraction"], locale=lang),
+                count=format_number(fit["max_concurrent"], lang, 0),
+                context=format_number(int(option), lang, 0),
+            )
         else:
-            margin = _label(catalogue, "margin_cell", lang, margin=_gb(fit["margin_gb"], catalogue, lang),
-                            free=format_percent(fit["free_fraction"], locale=lang))
+            margin = _label(
+                catalogue,
+                "margin_cell",
+                lang,
+                margin=_gb(fit["margin_gb"], catalogue, lang),
+                free=format_percent(fit["free_fraction"], locale=lang),
+            )
         margin = esc(margin)
         if fit.get("recompute") == "full":  # the reference job asks for none: only full recomputation fits
             margin += f' <strong class="finder-flag">{esc(_label(catalogue, "recompute_needed", lang))}</strong>'
@@ -462,8 +642,16 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
             cells.append(esc(decode_text(catalogue, lang, fit["decode"]) if "decode" in fit else ""))
         body = "".join(f'\n<td data-label="{esc(h)}">{c}</td>' for h, c in zip(headings[1:], cells))
         rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>{body}</tr>')
-    parts = _label(catalogue, "part_separator", lang).join(_label(catalogue, "part_size", lang, part=text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}"),
-                             size=_gb(v, catalogue, lang)) for k, v in found["parts"])
+    parts = _label(catalogue, "part_separator", lang).join(
+        _label(
+            catalogue,
+            "part_size",
+            lang,
+            part=text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}"),
+            size=_gb(v, catalogue, lang),
+        )
+        for k, v in found["parts"]
+    )
     note = note_text(catalogue, lang, model, task, option, found)
     if catalogue.tasks[task]["kind"] != "serving":
         note += " " + batch_text(catalogue, lang, reference_batch(catalogue, cards), JOB_FIELDS["tokens"])
@@ -473,15 +661,23 @@ def render_result(catalogue: Catalogue, lang: str, found: dict[str, Any], model:
         order = ranking_text(catalogue, lang, found["run"], cards)
         note += "".join(" " + _label(catalogue, f"warn_{w}", lang) for w in found["run"].get("warnings", []))
     note += "".join(" " + _label(catalogue, f"warn_{w}", lang) for w in found.get("warnings", []))  # no card fits
-    table = (f'<table id="finder-table">'
-             f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
-             f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>') if fits else ""
-    return (f'<div class="finder-results" id="finder-results">'
-            f'<p class="finder-summary" id="finder-status" role="status" aria-live="polite">{esc(summary)}</p>'
-            f'<p class="finder-order" id="finder-order"{"" if order else " hidden"}>{esc(order)}</p>'
-            f'<div class="finder-table-wrap" id="finder-table-wrap">{table}</div>'
-            f'<p class="finder-why" id="finder-why">{esc(_label(catalogue, "why", lang, parts=parts))}</p>'
-            f'<p class="finder-note" id="finder-note">{esc(note)}</p></div>')
+    table = (
+        (
+            f'<table id="finder-table">'
+            f'<caption>{esc(choice_text(catalogue, lang, model, task, cards, option))}</caption>\n'
+            f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        )
+        if fits
+        else ""
+    )
+    return (
+        f'<div class="finder-results" id="finder-results">'
+        f'<p class="finder-summary" id="finder-status" role="status" aria-live="polite">{esc(summary)}</p>'
+        f'<p class="finder-order" id="finder-order"{"" if order else " hidden"}>{esc(order)}</p>'
+        f'<div class="finder-table-wrap" id="finder-table-wrap">{table}</div>'
+        f'<p class="finder-why" id="finder-why">{esc(_label(catalogue, "why", lang, parts=parts))}</p>'
+        f'<p class="finder-note" id="finder-note">{esc(note)}</p></div>'
+    )
 
 
 SETTINGS = ("seq_length", "micro_batch", "tight_free_fraction")
@@ -515,5 +711,9 @@ def finder_activations(raw: dict[str, str], lang: str) -> str:
     return _gb(activation_reference(catalogue, catalogue.models[model])[recompute], catalogue, lang)
 
 
-FINDER = {"finder_form": finder_form, "finder_table": finder_table, "finder_setting": finder_setting,
-          "finder_activations": finder_activations}
+FINDER = {
+    "finder_form": finder_form,
+    "finder_table": finder_table,
+    "finder_setting": finder_setting,
+    "finder_activations": finder_activations,
+}

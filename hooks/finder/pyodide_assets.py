@@ -47,8 +47,10 @@ def _package_file(folder: Path, name: str) -> Path:
     path = folder / name
     if not path.is_file():
         where = folder.relative_to(data_module.REPO_ROOT) if folder.is_relative_to(data_module.REPO_ROOT) else folder
-        raise RenderError(f"{where}/{name} not found: run `npm ci` (Pyodide, pinned in package-lock.json; "
-                          "`make site` and `make serve` do it)")
+        raise RenderError(
+            f"{where}/{name} not found: run `npm ci` (Pyodide, pinned in package-lock.json; "
+            "`make site` and `make serve` do it)"
+        )
     return path
 
 
@@ -88,8 +90,10 @@ def stdlib_bundle(folder: Path = PYODIDE_DIR, listing: Path = STDLIB_MEMBERS) ->
         held = set(package.namelist())
         missing = [name for name in names if name not in held]
         if missing:
-            raise RenderError(f"{listing.relative_to(data_module.REPO_ROOT)}: {missing[0]} is not in "
-                              f"node_modules/pyodide/{PACKAGE_STDLIB}: run `python -m hooks.finder.pyodide_stdlib`")
+            raise RenderError(
+                f"{listing.relative_to(data_module.REPO_ROOT)}: {missing[0]} is not in "
+                f"node_modules/pyodide/{PACKAGE_STDLIB}: run `python -m hooks.finder.pyodide_stdlib`"
+            )
         _built[key] = _zip([(name, package.read(name)) for name in names])
     return _built[key]
 

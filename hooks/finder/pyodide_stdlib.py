@@ -69,12 +69,21 @@ def sample_jobs() -> list[dict]:
         if task["kind"] == "training":
             jobs.append(found | {"offload": "optimizer", "host_ram_gb": {"h100": 512}, "prices": {"h100": "12.5"}})
         jobs.append(found | ({"kv_dtype": "fp8", "concurrent": 8} if task["kind"] == "serving" else {"seq_len": 4096}))
-    bad_configs = ["{", '{"a": 1, "a": 2}', '{"model_type": "falcon"}', "[1]",
-                   '{"model_type": "gemma3", "text_config": {"hidden_size": 2560}}',
-                   '{"model_type": "llama", "hidden_size": 4096}', '{"model_type": "llama", "' + "9" * 5000 + '": 1}']
+    bad_configs = [
+        "{",
+        '{"a": 1, "a": 2}',
+        '{"model_type": "falcon"}',
+        "[1]",
+        '{"model_type": "gemma3", "text_config": {"hidden_size": 2560}}',
+        '{"model_type": "llama", "hidden_size": 4096}',
+        '{"model_type": "llama", "' + "9" * 5000 + '": 1}',
+    ]
     jobs += [{"kind": "training", "config": text} for text in bad_configs]
-    jobs += [{"kind": "training", "model": "llama-3.1-8b", "prices": {"h100": "x"}, "gpus": jobs[0]["gpus"]},
-             {"kind": "lora", "model": "llama-3.1-8b", "targets": "nope"}, {"kind": "nope", "model": "llama-3.1-8b"}]
+    jobs += [
+        {"kind": "training", "model": "llama-3.1-8b", "prices": {"h100": "x"}, "gpus": jobs[0]["gpus"]},
+        {"kind": "lora", "model": "llama-3.1-8b", "targets": "nope"},
+        {"kind": "nope", "model": "llama-3.1-8b"},
+    ]
     return jobs
 
 
@@ -86,8 +95,16 @@ def traced_members(pyodide: Path = PYODIDE_DIR) -> list[str]:
         (folder / "lock.json").write_bytes(lock_file(pyodide))
         (folder / "jobs.json").write_text(json.dumps(sample_jobs()), encoding="utf-8")
         script = folder / "trace.mjs"
-        script.write_text(TRACE % {"pyodide": pyodide.resolve(), "lock": folder / "lock.json",
-                                   "bundle": folder / "vram.zip", "jobs": folder / "jobs.json"}, encoding="utf-8")
+        script.write_text(
+            TRACE
+            % {
+                "pyodide": pyodide.resolve(),
+                "lock": folder / "lock.json",
+                "bundle": folder / "vram.zip",
+                "jobs": folder / "jobs.json",
+            },
+            encoding="utf-8",
+        )
         run = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=600)
     if run.returncode != 0:
         raise SystemExit(f"hooks.finder.pyodide_stdlib: node failed:\n{run.stderr[-3000:]}")

@@ -69,8 +69,7 @@ def dependency_files(repo_root: Path) -> list[Path]:
     """The files whose content is part of every notebook's cache key, sorted."""
     files = []
     for folder, pattern in DEPENDENCIES:
-        files += [p for p in (repo_root / folder).glob(pattern)
-                  if p.is_file() and "__pycache__" not in p.parts]
+        files += [p for p in (repo_root / folder).glob(pattern) if p.is_file() and "__pycache__" not in p.parts]
     return sorted(files)
 
 
@@ -97,7 +96,9 @@ def cache_key(src: Path, repo_root: Path, lang: str, kernel_name: str, reads: li
     for rel in sorted(set(reads)):
         path = repo_root / rel
         if rel.endswith("/"):
-            names = sorted(p.name for p in path.iterdir() if p.name != "__pycache__") if path.is_dir() else ["<missing>"]
+            names = (
+                sorted(p.name for p in path.iterdir() if p.name != "__pycache__") if path.is_dir() else ["<missing>"]
+            )
             digest.update(f"{rel}\0{'/'.join(names)}\0".encode())
         elif path.is_file():
             files.append(path)
@@ -171,8 +172,12 @@ def recorded_reads(log: Path, repo_root: Path) -> list[str]:
             rel = path.resolve().relative_to(root)
         except ValueError:
             continue
-        if (not rel.parts or rel.parts[0] in {".cache", ".git"} or "__pycache__" in rel.parts
-                or any(rel.is_relative_to(folder) for folder in installed)):
+        if (
+            not rel.parts
+            or rel.parts[0] in {".cache", ".git"}
+            or "__pycache__" in rel.parts
+            or any(rel.is_relative_to(folder) for folder in installed)
+        ):
             continue
         found.add(rel.as_posix() + ("/" if folder else ""))
     return sorted(found)
@@ -210,11 +215,21 @@ def execute(src: Path, dest: Path, repo_root: Path, lang: str, kernel_name: str,
     (startup / "00-guide-reads.py").write_text(READS_HOOK, encoding="utf-8")
     reads_log = dest.with_name(dest.name + ".reads.log")
     reads_log.unlink(missing_ok=True)
-    env = {**os.environ, "GUIDE_LANG": lang, "PYTHONPATH": os.pathsep.join(
-        [str(repo_root), *filter(None, [os.environ.get("PYTHONPATH")])]), "MPLBACKEND": "Agg",
-        "IPYTHONDIR": str(ipython_dir), "GUIDE_READS_LOG": str(reads_log)}
-    client = NotebookClient(nb, kernel_name=kernel_name, timeout=timeout_s, allow_errors=False,
-                            resources={"metadata": {"path": str(repo_root)}})
+    env = {
+        **os.environ,
+        "GUIDE_LANG": lang,
+        "PYTHONPATH": os.pathsep.join([str(repo_root), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        "MPLBACKEND": "Agg",
+        "IPYTHONDIR": str(ipython_dir),
+        "GUIDE_READS_LOG": str(reads_log),
+    }
+    client = NotebookClient(
+        nb,
+        kernel_name=kernel_name,
+        timeout=timeout_s,
+        allow_errors=False,
+        resources={"metadata": {"path": str(repo_root)}},
+    )
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
         # The kernel's own stderr (start-up warnings) goes to a log beside the cache, not the build log.
@@ -228,7 +243,9 @@ def execute(src: Path, dest: Path, repo_root: Path, lang: str, kernel_name: str,
     except DeadKernelError as exc:
         raise NotebookError(f"{name}: the kernel died ({exc}); see {dest.parent / 'kernel-stderr.log'}") from None
     except NoSuchKernel:
-        raise NotebookError(f"{name}: kernel {kernel_name!r} is not installed (mkdocs.yml: mkdocs-jupyter kernel_name)") from None
+        raise NotebookError(
+            f"{name}: kernel {kernel_name!r} is not installed (mkdocs.yml: mkdocs-jupyter kernel_name)"
+        ) from None
     finally:
         shutil.rmtree(ipython_dir, ignore_errors=True)
     partial = dest.with_suffix(".partial")
@@ -263,7 +280,7 @@ def _copy_into(src: Path, dest: Path) -> None:
 
 
 def _key20(manifest: Path, stem: str) -> str:
-    return manifest.name[len(stem) + 1:].split(".")[0]
+    return manifest.name[len(stem) + 1 :].split(".")[0]
 
 
 def _recorded_copy(src: Path, folder: Path, repo_root: Path, lang: str, kernel_name: str) -> tuple[Path, Path] | None:
@@ -275,8 +292,12 @@ def _recorded_copy(src: Path, folder: Path, repo_root: Path, lang: str, kernel_n
             reads = json.loads(manifest.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if (isinstance(reads, list) and all(isinstance(r, str) for r in reads) and copy.is_file()
-                and cache_key(src, repo_root, lang, kernel_name, reads)[:20] == key20):
+        if (
+            isinstance(reads, list)
+            and all(isinstance(r, str) for r in reads)
+            and copy.is_file()
+            and cache_key(src, repo_root, lang, kernel_name, reads)[:20] == key20
+        ):
             return copy, manifest
     return None
 
@@ -285,7 +306,11 @@ def why_run(src: Path, cache_dir: Path, repo_root: Path) -> str:
     """Why ``src`` runs again, as the build's log says it: the files its newest executed copy
     recorded reading (``NAME.KEY.reads.json``) that were modified after that copy was written,
     else the notebook itself, else what no file says (a new tool version, a removed copy)."""
-    records = sorted(cache_dir.glob(f"{src.stem}.*.reads.json"), key=lambda p: p.stat().st_mtime) if cache_dir.is_dir() else []
+    records = (
+        sorted(cache_dir.glob(f"{src.stem}.*.reads.json"), key=lambda p: p.stat().st_mtime)
+        if cache_dir.is_dir()
+        else []
+    )
     if not records:
         return "no executed copy yet"
     newest = records[-1]
@@ -294,8 +319,13 @@ def why_run(src: Path, cache_dir: Path, repo_root: Path) -> str:
         reads = json.loads(newest.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         reads = []
-    changed = sorted(rel for rel in reads if isinstance(rel, str) and not rel.endswith("/")
-                     and (not (repo_root / rel).is_file() or (repo_root / rel).stat().st_mtime > since))
+    changed = sorted(
+        rel
+        for rel in reads
+        if isinstance(rel, str)
+        and not rel.endswith("/")
+        and (not (repo_root / rel).is_file() or (repo_root / rel).stat().st_mtime > since)
+    )
     if changed:
         more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
         return f"it reads {changed[0]}, which changed{more}"
@@ -304,8 +334,15 @@ def why_run(src: Path, cache_dir: Path, repo_root: Path) -> str:
     return "its executed copy no longer matches (a tool version or a listed folder changed)"
 
 
-def executed_notebook(src: Path, repo_root: Path, lang: str, kernel_name: str, cache_dir: Path | None = None,
-                      timeout_s: int = TIMEOUT_S, store: Path | None = None) -> tuple[Path, bool]:
+def executed_notebook(
+    src: Path,
+    repo_root: Path,
+    lang: str,
+    kernel_name: str,
+    cache_dir: Path | None = None,
+    timeout_s: int = TIMEOUT_S,
+    store: Path | None = None,
+) -> tuple[Path, bool]:
     """(path of the executed copy of ``src``, True if it was executed now, False if cached).
 
     Looked up, in ``cache_dir`` then in ``store`` (a folder shared by the checkouts of this
@@ -344,7 +381,7 @@ def executed_notebook(src: Path, repo_root: Path, lang: str, kernel_name: str, c
                 pass
     dest = found[0]
     for old in cache_dir.glob(f"{src.stem}.*"):
-        rest = old.name[len(src.stem) + 1:]
+        rest = old.name[len(src.stem) + 1 :]
         if rest.startswith("running-"):  # another build's run in progress
             continue
         if old not in found and (rest.count(".") == 1 and rest.endswith(".ipynb") or rest.endswith(".reads.json")):
@@ -364,8 +401,14 @@ def notebook_language(src: Path, languages: tuple[str, ...]) -> str:
 _executed: dict[tuple, tuple[tuple, dict[Path, Path]]] = {}  # per call: (stamps of the inputs, result)
 
 
-def executed_notebooks(docs_dir: Path, repo_root: Path, languages: tuple[str, ...], kernel_name: str,
-                       cache_dir: Path | None = None, store: Path | None = None) -> dict[Path, Path]:
+def executed_notebooks(
+    docs_dir: Path,
+    repo_root: Path,
+    languages: tuple[str, ...],
+    kernel_name: str,
+    cache_dir: Path | None = None,
+    store: Path | None = None,
+) -> dict[Path, Path]:
     """Every notebook of ``docs_dir`` (all languages) -> its executed copy, running the stale ones in parallel.
 
     Keys are resolved source paths. Raises NotebookError for the first notebook (in name
@@ -380,8 +423,10 @@ def executed_notebooks(docs_dir: Path, repo_root: Path, languages: tuple[str, ..
     if known and known[0] == stamp and all(dest.is_file() for dest in known[1].values()):
         return dict(known[1])  # the other language's pass of the same build: nothing was edited since
     with ThreadPoolExecutor(max_workers=max(1, min(len(sources), os.cpu_count() or 1))) as pool:
-        futures = [pool.submit(executed_notebook, src, repo_root, lang, kernel_name, cache_dir, TIMEOUT_S, store)
-                   for src, lang in zip(sources, langs)]
+        futures = [
+            pool.submit(executed_notebook, src, repo_root, lang, kernel_name, cache_dir, TIMEOUT_S, store)
+            for src, lang in zip(sources, langs)
+        ]
         executed = {src: future.result()[0] for src, future in zip(sources, futures)}
     _executed[call] = (stamp, executed)
     return dict(executed)

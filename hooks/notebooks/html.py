@@ -29,17 +29,21 @@ import re
 from hooks.errors import RenderError
 
 ANCHOR_RE = re.compile(r"\s*\{\s*#([A-Za-z][\w-]*)\s*\}\s*$")
-HEADING_RE = re.compile(r'<h([1-6]) id="([^"]*)">((?:(?!</h[1-6]>).)*?)(<a class="anchor-link" href="#)([^"]*)(">)', re.S)
+HEADING_RE = re.compile(
+    r'<h([1-6]) id="([^"]*)">((?:(?!</h[1-6]>).)*?)(<a class="anchor-link" href="#)([^"]*)(">)', re.S
+)
 CONFIG_RE = re.compile(r'<script id="__config" type="application/json">(.*?)</script>', re.S)
 COPY_LABEL = 'aria-label="Copy to Clipboard"'
-SEARCH_NOISE_RE = re.compile(r'(<clipboard-copy|<div(?= class="(?:clipboard-copy-txt|jp-InputPrompt |jp-OutputPrompt )))([\s>])')
+SEARCH_NOISE_RE = re.compile(
+    r'(<clipboard-copy|<div(?= class="(?:clipboard-copy-txt|jp-InputPrompt |jp-OutputPrompt )))([\s>])'
+)
 COPIED_RE = re.compile(r'<span class="notice" hidden(?:="")?>Copied!</span>')
 
 
 def split_anchor(title: str) -> tuple[str, str | None]:
     """``"Title { #id }"`` -> ``("Title", "id")``; a title without a marker -> ``(title, None)``."""
     match = ANCHOR_RE.search(title)
-    return (title[:match.start()], match.group(1)) if match else (title, None)
+    return (title[: match.start()], match.group(1)) if match else (title, None)
 
 
 def explicit_anchors(html: str) -> str:
@@ -111,7 +115,9 @@ def translate_copy_buttons(html: str) -> str:
         strings = json.loads(match.group(1))["translations"] if match else {}
         copy, copied = strings["clipboard.copy"], strings["clipboard.copied"]
     except (ValueError, KeyError, TypeError):
-        raise RenderError("the page has notebook copy buttons but no clipboard.copy/clipboard.copied "
-                          "strings in its __config (Material's translations)") from None
+        raise RenderError(
+            "the page has notebook copy buttons but no clipboard.copy/clipboard.copied "
+            "strings in its __config (Material's translations)"
+        ) from None
     html = html.replace(COPY_LABEL, f'aria-label="{html_lib.escape(copy)}" title="{html_lib.escape(copy)}"')
     return COPIED_RE.sub(f'<span class="notice" hidden>{html_lib.escape(copied, quote=False)}</span>', html)

@@ -39,9 +39,14 @@ def use_executed_notebooks(files, config, lang: str, publication: bool = False):
         return files
     root = Path(os.path.abspath(os.path.dirname(config.config_file_path)))  # -f ../mkdocs.yml from docs/ too
     trusted = not publication
-    executed = executed_notebooks(Path(config.docs_dir), root, LANGUAGES, jupyter_kernel(config),
-                                  cache_dir=None if trusted else publication_dir() / "notebooks",
-                                  store=machine_store() if trusted else None)
+    executed = executed_notebooks(
+        Path(config.docs_dir),
+        root,
+        LANGUAGES,
+        jupyter_kernel(config),
+        cache_dir=None if trusted else publication_dir() / "notebooks",
+        store=machine_store() if trusted else None,
+    )
     for file in notebooks:
         file.abs_src_path = str(executed[Path(file.abs_src_path).resolve()])
     jupyter = config.plugins.get("mkdocs-jupyter")

@@ -79,8 +79,10 @@ def check_translated_notebook(notebook: Path, original: Path, catalogue: dict[st
             if italian not in catalogue:
                 raise RenderError(f"{where}: code comment {italian!r} has no translation in snippets/comments.yaml")
             if text != catalogue[italian]:
-                raise RenderError(f"{where}: comment {text!r} is not the translation of {italian!r} "
-                                  f"({catalogue[italian]!r}, snippets/comments.yaml)")
+                raise RenderError(
+                    f"{where}: comment {text!r} is not the translation of {italian!r} "
+                    f"({catalogue[italian]!r}, snippets/comments.yaml)"
+                )
 
 
 def check_notebook_language(notebook: Path, lang: str) -> None:

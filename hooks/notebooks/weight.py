@@ -37,9 +37,12 @@ IMG = re.compile(r"<img\b[^>]*>", re.I)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # States and parts a static page's elements are not in when matched here: removed from a
 # selector before matching (the rule is then kept if its element exists).
-DYNAMIC = re.compile(r"::?(?:-[a-z]+-)?(?:hover|focus(?:-within|-visible)?|active|visited|link|target|checked|disabled|"
-                     r"enabled|placeholder(?:-shown)?|selection|before|after|first-line|first-letter|marker|backdrop|"
-                     r"scrollbar(?:-[a-z-]+)?|[a-z-]*autofill|indeterminate|invalid|valid|read-only|focus-ring)\b(?!-)", re.I)
+DYNAMIC = re.compile(
+    r"::?(?:-[a-z]+-)?(?:hover|focus(?:-within|-visible)?|active|visited|link|target|checked|disabled|"
+    r"enabled|placeholder(?:-shown)?|selection|before|after|first-line|first-letter|marker|backdrop|"
+    r"scrollbar(?:-[a-z-]+)?|[a-z-]*autofill|indeterminate|invalid|valid|read-only|focus-ring)\b(?!-)",
+    re.I,
+)
 REQUIRED = re.compile(r"([.#])(-?[_a-zA-Z][\w-]*)|\[\s*([_a-zA-Z][\w-]*)|(?:^|(?<=[\s>+~]))([a-zA-Z][\w-]*)")
 PARENTHESES = re.compile(r"\([^()]*\)")
 
@@ -138,7 +141,9 @@ def _kept(rules, page: _PageIndex) -> list[str]:
         elif rule.type == "at-rule" and rule.lower_at_keyword in {"media", "supports"} and rule.content is not None:
             inner = _kept(tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True), page)
             if inner:
-                out.append(f"@{rule.at_keyword} {tinycss2.serialize(rule.prelude).strip()} {{\n" + "\n".join(inner) + "\n}")
+                out.append(
+                    f"@{rule.at_keyword} {tinycss2.serialize(rule.prelude).strip()} {{\n" + "\n".join(inner) + "\n}"
+                )
         elif rule.type == "at-rule":
             out.append(rule.serialize())
     return out
@@ -206,7 +211,9 @@ def own_stylesheet(html: str, files: dict[str, str], write, href, check, cache_d
     see ``_cached_rules``."""
     from hooks.notebooks.styles import inline_form
 
-    found = sorted((html.index(inline_form(css)), inline_form(css), css) for css in files.values() if inline_form(css) in html)
+    found = sorted(
+        (html.index(inline_form(css)), inline_form(css), css) for css in files.values() if inline_form(css) in html
+    )
     if not found:
         return html
     first = found[0][0]

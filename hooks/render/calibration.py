@@ -32,8 +32,18 @@ from hooks.render.markdown_table import markdown_table
 from hooks.render.placeholders import Args
 
 PLOT_DIR = "assets/calibration"
-PARTS = ("coverage", "width", "runs", "verdict", "spread", "measurements", "sources", "target_coverage", "target_width",
-         "compute_bound")
+PARTS = (
+    "coverage",
+    "width",
+    "runs",
+    "verdict",
+    "spread",
+    "measurements",
+    "sources",
+    "target_coverage",
+    "target_width",
+    "compute_bound",
+)
 GITHUB_BLOB = re.compile(r"^https://github\.com/([^/]+/[^/]+)/blob/([0-9a-f]{7,40})/(.+)$")
 
 
@@ -112,8 +122,14 @@ def calibration_table(raw: dict[str, str], lang: str) -> str:
     for found in class_table(measured_data().calibration.points):
         low, high = math.floor(found.low * 100), math.ceil(found.high * 100)
         share = load_model("units").range[lang].format(low=format_number(low, lang, 0), high=percent(high / 100, lang))
-        body.append([*class_words(found, lang), share, format_number(found.runs, lang, 0),
-                     ", ".join(f"`{s}`" for s in found.sources)])
+        body.append(
+            [
+                *class_words(found, lang),
+                share,
+                format_number(found.runs, lang, 0),
+                ", ".join(f"`{s}`" for s in found.sources),
+            ]
+        )
     return markdown_table(header, body)
 
 
@@ -148,23 +164,38 @@ def calibration_plot(raw: dict[str, str], lang: str) -> str:
     plot = _texts().plot
     where = "snippets/data/timing.yaml: calibration.plot"
     alt = label(plot, "alt", lang, where).format(
-        runs=format_number(runs, lang, 0), coverage=percent(training.coverage, lang),
-        width=times(training.median_width, lang))
+        runs=format_number(runs, lang, 0),
+        coverage=percent(training.coverage, lang),
+        width=times(training.median_width, lang),
+    )
     measured = measured_data()
-    header = [label(plot, key, lang, where) for key in ("col_run", "col_card", "col_measured", "col_predicted", "col_inside")]
+    header = [
+        label(plot, key, lang, where) for key in ("col_run", "col_card", "col_measured", "col_predicted", "col_inside")
+    ]
     units = load_model("units").range[lang]
     rows = []
     for check in checks:
         low, high = check.predicted.low, check.predicted.high
         decimals = 0 if low >= 100 else 1
-        predicted = units.format(low=format_number(math.floor(low * 10**decimals) / 10**decimals, lang, decimals),
-                                 high=format_number(math.ceil(high * 10**decimals) / 10**decimals, lang, decimals))
-        rows.append([f"`{check.key}`", measured.cards[check.gpu].name, format_number(check.measured, lang, 1),
-                     predicted, label(plot, "inside" if check.covered else "outside", lang, where)])
+        predicted = units.format(
+            low=format_number(math.floor(low * 10**decimals) / 10**decimals, lang, decimals),
+            high=format_number(math.ceil(high * 10**decimals) / 10**decimals, lang, decimals),
+        )
+        rows.append(
+            [
+                f"`{check.key}`",
+                measured.cards[check.gpu].name,
+                format_number(check.measured, lang, 1),
+                predicted,
+                label(plot, "inside" if check.covered else "outside", lang, where),
+            ]
+        )
     table = markdown_table(header, rows)
     summary = label(plot, "points", lang, where).format(runs=format_number(len(checks), lang, 0))
-    return (f"![{alt}]({plot_uri(lang)})\n\n<details class=\"calibration-points\" markdown=\"1\">\n"
-            f"<summary>{summary}</summary>\n\n{table}\n\n</details>")
+    return (
+        f"![{alt}]({plot_uri(lang)})\n\n<details class=\"calibration-points\" markdown=\"1\">\n"
+        f"<summary>{summary}</summary>\n\n{table}\n\n</details>"
+    )
 
 
 CALIBRATION = {

@@ -63,8 +63,24 @@ def _stored_or_drawn(lang: str, store: Path | None) -> bytes:
     return png
 
 
-CARD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")
+CARD_COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#393b79",
+    "#637939",
+    "#8c6d31",
+    "#843c39",
+    "#7b4173",
+    "#3182bd",
+)
 KIND_MARKERS = {"training": "o", "serving": "^", "scale": "s"}  # hollow for the scale checks
 
 
@@ -95,17 +111,31 @@ def draw(lang: str) -> bytes:
     figure, axes = plt.subplots(figsize=(9.6, 5.6), dpi=100)
     for check in checks:
         colour, group = colours[check.gpu], group_of(check, measured.measurements)
-        axes.plot([check.measured, check.measured], [check.predicted.low, check.predicted.high], color=colour,
-                  linewidth=2, alpha=0.8)
-        axes.plot([check.measured], [check.predicted.middle], marker=KIND_MARKERS[group], markersize=5,
-                  color=colour, markerfacecolor="white" if group == "scale" else colour, linestyle="none")
+        axes.plot(
+            [check.measured, check.measured],
+            [check.predicted.low, check.predicted.high],
+            color=colour,
+            linewidth=2,
+            alpha=0.8,
+        )
+        axes.plot(
+            [check.measured],
+            [check.predicted.middle],
+            marker=KIND_MARKERS[group],
+            markersize=5,
+            color=colour,
+            markerfacecolor="white" if group == "scale" else colour,
+            linestyle="none",
+        )
     for card in cards:  # the legend: one filled marker per card, by its name
         axes.plot([], [], marker="o", color=colours[card], linestyle="none", label=measured.cards[card].name)
     values = [v for c in checks for v in (c.measured, c.predicted.low, c.predicted.high)]
     low, high = min(values) / 1.5, max(values) * 1.5
     axes.plot([low, high], [low, high], color="#444444", linewidth=1, linestyle="--", label=texts["same"][lang])
     axes.plot([], [], marker="^", color="#444444", linestyle="none", label=texts["serving"][lang])
-    axes.plot([], [], marker="s", markerfacecolor="white", color="#444444", linestyle="none", label=texts["scale"][lang])
+    axes.plot(
+        [], [], marker="s", markerfacecolor="white", color="#444444", linestyle="none", label=texts["scale"][lang]
+    )
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlim(low, high)

@@ -48,8 +48,10 @@ def largest_cards(raw: dict[str, str], lang: str) -> str:
     count = Args(raw, {"count"}).int("count", minimum=1)
     cards = sorted(load_model("gpus").gpus.items(), key=lambda item: -item[1].memory_mib)[:count]
     pattern = load_model("prose").card_memory[lang]
-    return format_list([pattern.format(card=_prose_name(card), memory=gpu_memory({"gpu": key}, lang))
-                        for key, card in cards], locale=lang)
+    return format_list(
+        [pattern.format(card=_prose_name(card), memory=gpu_memory({"gpu": key}, lang)) for key, card in cards],
+        locale=lang,
+    )
 
 
 def priced_machines(raw: dict[str, str], lang: str) -> str:
@@ -61,15 +63,24 @@ def priced_machines(raw: dict[str, str], lang: str) -> str:
     shown = []
     for key, machine in gpus.machines.items():
         name = prose.machine[lang].format(count=machine.count, card=_prose_name(gpus.gpus[machine.gpu]))
-        shown.append(prose.machine_price[lang].format(machine=name, price=price({"machine": key}, lang))
-                     if prices == "yes" else name)
+        shown.append(
+            prose.machine_price[lang].format(machine=name, price=price({"machine": key}, lang))
+            if prices == "yes"
+            else name
+        )
     return format_list(shown, locale=lang)
 
 
 # The job inputs a sentence may set beyond the choice (finder.js's JOB_INPUTS that the pages
 # use), each kept in the finder link's query as the page's script reads it.
-JOB_INPUTS = {"seq_len": "int", "micro_batch": "int", "recompute": "str", "offload": "str", "kv_dtype": "str",
-              "concurrent": "int"}
+JOB_INPUTS = {
+    "seq_len": "int",
+    "micro_batch": "int",
+    "recompute": "str",
+    "offload": "str",
+    "kv_dtype": "str",
+    "concurrent": "int",
+}
 CHOICE = {"model", "task", "cards", "method", "context"}
 
 
@@ -90,9 +101,13 @@ def finder_job(raw: dict[str, str]) -> tuple[dict, dict[str, str]]:
             raise RenderError(f"unknown {name} {value!r} (known: {', '.join(known)})")
     cards = args.int("cards", 1, minimum=1)
     serving = catalogue.tasks[task]["kind"] == "serving"
-    option = args.str("context", str(catalogue.settings["default"]["context"])) if serving else args.str("method", "ddp")
+    option = (
+        args.str("context", str(catalogue.settings["default"]["context"])) if serving else args.str("method", "ddp")
+    )
     if option not in options(catalogue, task) and not (serving and option.isdigit()):
-        raise RenderError(f"{'context' if serving else 'method'}={option} is not one of {', '.join(options(catalogue, task))}")
+        raise RenderError(
+            f"{'context' if serving else 'method'}={option} is not one of {', '.join(options(catalogue, task))}"
+        )
     query = {"model": model, "task": task, "cards": str(cards), ("context" if serving else "method"): option}
     inputs: dict = {}
     for name, kind in JOB_INPUTS.items():
@@ -141,8 +156,9 @@ def largest_short(raw: dict[str, str], lang: str) -> str:
     """``{{ largest_short model= task= }}``: the largest card that holds the model states but not the activations."""
     found = _finder_answer(raw)
     if not found["short"]:
-        raise RenderError("no card of the catalogue holds this job's model states without its activations: "
-                          "rewrite the sentence")
+        raise RenderError(
+            "no card of the catalogue holds this job's model states without its activations: rewrite the sentence"
+        )
     gpus = load_model("gpus").gpus
     return _prose_name(gpus[max(found["short"], key=lambda short: gpus[short["gpu"]].memory_mib)["gpu"]])
 

@@ -60,7 +60,9 @@ def load_catalogue(lang: str) -> dict[str, str]:
     return {entry[DEFAULT_LANGUAGE]: entry[lang] for entry in load_model("comments", data_dir=SNIPPETS_DIR).root}
 
 
-def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = None, used: set[str] | None = None) -> str:
+def translate_comments(
+    html: str, lang: str, catalogue: dict[str, str] | None = None, used: set[str] | None = None
+) -> str:
     """Return ``html`` with code comments in ``lang``; unchanged for the default language.
     Each comment translated is added to ``used`` (``check_catalogue_used`` at the end of the build).
 
@@ -70,7 +72,9 @@ def translate_comments(html: str, lang: str, catalogue: dict[str, str] | None = 
         return html
     catalogue = load_catalogue(lang) if catalogue is None else catalogue
     parts, done, translated = [], 0, []
-    for start, end in code_blocks(html):  # a notebook's cells carry its language's comments (hooks/notebooks/translated.py)
+    for start, end in code_blocks(
+        html
+    ):  # a notebook's cells carry its language's comments (hooks/notebooks/translated.py)
         block = html[start:end]
         if ANY_COMMENT_RE.search(block):
             div, original = _translate_block(block, lang, catalogue, set() if used is None else used)
@@ -130,7 +134,7 @@ def written_in(body: str, snippets_dir: Path = SNIPPETS_DIR) -> str | None:
         except UnicodeDecodeError:
             continue
         for number, line in enumerate(lines, 1):
-            match = MARKER_RE.match(line[line.find("#"):]) if "#" in line else None
+            match = MARKER_RE.match(line[line.find("#") :]) if "#" in line else None
             if match and match.group("body") == body:
                 return f"snippets/{path.relative_to(snippets_dir).as_posix()}:{number}"
     return None
@@ -140,8 +144,10 @@ def missing_translation(body: str, lang: str) -> str:
     """The error for a comment without a ``lang`` translation: where it is written, and the entry to paste."""
     entry = yaml.safe_dump([{DEFAULT_LANGUAGE: body, lang: ""}], allow_unicode=True, sort_keys=False, width=10**6)
     where = written_in(body)
-    return (f"{where + ': ' if where else ''}code comment {body!r} has no '{lang}' translation; "
-            f"add to {CATALOGUE} and translate:\n{entry.rstrip()}")
+    return (
+        f"{where + ': ' if where else ''}code comment {body!r} has no '{lang}' translation; "
+        f"add to {CATALOGUE} and translate:\n{entry.rstrip()}"
+    )
 
 
 def notebook_comments(docs_dir: Path) -> set[str]:
@@ -171,11 +177,16 @@ def python_comments(source: str) -> tuple[tuple[tuple[int, int], str], ...]:
     import io
     import tokenize
 
-    return tuple((token.start, token.string) for token in tokenize.generate_tokens(io.StringIO(source).readline)
-                 if token.type == tokenize.COMMENT)
+    return tuple(
+        (token.start, token.string)
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    )
 
 
-def check_catalogue_used(used: set[str], lang: str, docs_dir: Path, path: Path = SNIPPETS_DIR / "comments.yaml") -> None:
+def check_catalogue_used(
+    used: set[str], lang: str, docs_dir: Path, path: Path = SNIPPETS_DIR / "comments.yaml"
+) -> None:
     """Raise RenderError naming the line of the first entry of ``path`` that no comment of the
     ``lang`` build used (``used``: ``translate_comments``) and no notebook of ``docs_dir`` holds:
     an orphan left by an edited snippet."""
@@ -186,8 +197,10 @@ def check_catalogue_used(used: set[str], lang: str, docs_dir: Path, path: Path =
     for entry in entries.value if entries is not None else []:
         for key, value in entry.value:
             if key.value == DEFAULT_LANGUAGE and value.value not in used:
-                raise RenderError(f"{CATALOGUE}:{value.start_mark.line + 1}: {value.value!r} is the comment of no code "
-                                  "block of any page (its snippet changed?): delete the entry")
+                raise RenderError(
+                    f"{CATALOGUE}:{value.start_mark.line + 1}: {value.value!r} is the comment of no code "
+                    "block of any page (its snippet changed?): delete the entry"
+                )
 
 
 def code_node(tree):
@@ -204,12 +217,16 @@ def check_same_code(div, original: str, lang: str) -> None:
     first_line = original.strip().splitlines()[0][:60] if original.strip() else ""
     where = f"the {fence.group(1) if fence else 'untyped'} block starting {first_line!r}"
     if language is None:
-        raise RenderError(f"{where}: its comments cannot be translated, no reader of this language checks that "
-                          "the code stays the same (verify/readers.py)")
+        raise RenderError(
+            f"{where}: its comments cannot be translated, no reader of this language checks that "
+            "the code stays the same (verify/readers.py)"
+        )
     try:
         same = read_as(language, original) == read_as(language, translated)
     except ReadError as exc:
         raise RenderError(f"{where}: {exc}; its comments are translated only where {language} reads the code") from None
     if not same:
-        raise RenderError(f"{where}: the '{lang}' comments change the code as {language} reads it "
-                          f"(what looks like a comment is code to {language}); fix the snippet or {CATALOGUE}")
+        raise RenderError(
+            f"{where}: the '{lang}' comments change the code as {language} reads it "
+            f"(what looks like a comment is code to {language}); fix the snippet or {CATALOGUE}"
+        )

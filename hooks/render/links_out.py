@@ -37,16 +37,30 @@ def rental_links(extra) -> dict[str, str]:
         if not isinstance(name, str) or not NAME.match(name):
             raise RenderError(f"{where}: a name is lower-case letters, digits and '-'")
         parts = urlsplit(url) if isinstance(url, str) else None
-        if (parts is None or parts.scheme != "https" or not parts.hostname or parts.username or parts.password
-                or parts.port or any(ch.isspace() or ch in "<>\"'" for ch in url)):
+        if (
+            parts is None
+            or parts.scheme != "https"
+            or not parts.hostname
+            or parts.username
+            or parts.password
+            or parts.port
+            or any(ch.isspace() or ch in "<>\"'" for ch in url)
+        ):
             raise RenderError(f"{where}: {url!r} is not a plain https URL")
     return dict(links)
 
 
 def _plain_https(url, where: str) -> str:
     parts = urlsplit(url) if isinstance(url, str) else None
-    if (parts is None or parts.scheme != "https" or not parts.hostname or parts.username or parts.password
-            or parts.port or any(ch.isspace() or ch in "<>\"'" for ch in url)):
+    if (
+        parts is None
+        or parts.scheme != "https"
+        or not parts.hostname
+        or parts.username
+        or parts.password
+        or parts.port
+        or any(ch.isspace() or ch in "<>\"'" for ch in url)
+    ):
         raise RenderError(f"{where}: {url!r} is not a plain https URL")
     return url
 
@@ -78,5 +92,6 @@ def source_definitions(extra, markdown: str, root: Path = REPO_ROOT) -> str:
 def link_definitions(extra, markdown: str = "") -> str:
     """The Markdown reference definitions of the rental links and of the source links of
     ``markdown``, to append to a page."""
-    return ("".join(f"\n[{name}]: <{url}>" for name, url in rental_links(extra).items())
-            + source_definitions(extra, markdown))
+    return "".join(f"\n[{name}]: <{url}>" for name, url in rental_links(extra).items()) + source_definitions(
+        extra, markdown
+    )

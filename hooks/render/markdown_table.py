@@ -25,9 +25,13 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     """A table of ``header`` and ``rows`` (cells in Markdown), each body cell labelled with its heading."""
 
     def cells(tag: str, row: list[str], labelled: bool) -> str:
-        return "".join(f'<{tag}{f" data-label={chr(34)}{_label(h)}{chr(34)}" if labelled else ""} markdown="span">'
-                       f"{cell}</{tag}>" for h, cell in zip(header, row))
+        return "".join(
+            f'<{tag}{f" data-label={chr(34)}{_label(h)}{chr(34)}" if labelled else ""} markdown="span">{cell}</{tag}>'
+            for h, cell in zip(header, row)
+        )
 
     body = "\n".join(f'<tr markdown="1">{cells("td", row, True)}</tr>' for row in rows)
-    return (f'<table markdown="1">\n<thead markdown="1"><tr markdown="1">{cells("th", header, False)}</tr></thead>\n'
-            f'<tbody markdown="1">\n{body}\n</tbody>\n</table>')
+    return (
+        f'<table markdown="1">\n<thead markdown="1"><tr markdown="1">{cells("th", header, False)}</tr></thead>\n'
+        f'<tbody markdown="1">\n{body}\n</tbody>\n</table>'
+    )

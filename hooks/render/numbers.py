@@ -112,8 +112,12 @@ def offload_host_ram(raw: dict[str, str], lang: str) -> str:
     gradients, 16 B/param; ``fsdp2`` needs ``model=``: CPUOffloadPolicy)."""
     args = Args(raw, {"params", "model", "framework", "optimizer", "world_size", "zero_stage", "offload"} | ROUNDING)
     framework = args.str("framework", "zero-paper")
-    memory = _framework_memory(args, framework, default_stage=2 if framework != "zero-paper" else 1,
-                               default_offload="all" if framework == "fsdp2" else "optimizer")
+    memory = _framework_memory(
+        args,
+        framework,
+        default_stage=2 if framework != "zero-paper" else 1,
+        default_offload="all" if framework == "fsdp2" else "optimizer",
+    )
     return gb(memory.host_bytes, args, lang)
 
 
@@ -132,8 +136,11 @@ def load_host_ram(raw: dict[str, str], lang: str) -> str:
 
 OFFLOAD = {"none": (False, False), "optimizer": (True, False), "all": (True, True)}
 FRAMEWORK_PARTS = ("weights", "gradients", "optimizer", "working", "states", "total", "host")
-FORMULA_PARTS = {"gpu": vram.breakdown.GPU_PARTS, "states": ("weights", "gradients", "optimizer"),
-                 **{part: (part,) for part in vram.breakdown.PARTS}}
+FORMULA_PARTS = {
+    "gpu": vram.breakdown.GPU_PARTS,
+    "states": ("weights", "gradients", "optimizer"),
+    **{part: (part,) for part in vram.breakdown.PARTS},
+}
 
 
 def model_config(key: str) -> vram.ModelConfig:
@@ -172,14 +179,33 @@ def _framework_memory(args: Args, framework: str, default_stage: int = 0, defaul
     zero_stage = args.int("zero_stage", default=default_stage, minimum=0, maximum=3)
     with calculator_errors():
         if args.has("moment"):  # FSDP2's working buffers at one moment of backward (the formulas page)
-            if framework != "fsdp2" or zero_stage == 1 or offload != "none" or (
-                    zero_stage == 0 and args.str("moment") not in ("backward", "step")):
-                raise RenderError("moment= applies to framework=fsdp2 without offload: zero_stage=2 or 3, "
-                                  "or zero_stage=0 with moment=backward or moment=step")
-            return vram.fsdp2_memory(_shape(args), world_size, zero_stage, args.str("optimizer", "adamw"),
-                                     moment=args.str("moment"), optimizer_impl=args.str("optimizer_impl", "foreach"))
-        return vram.framework_memory(framework, _shape(args), world_size, zero_stage, args.str("optimizer", "adamw"),
-                                     *OFFLOAD[offload], optimizer_impl=args.str("optimizer_impl", "foreach"))
+            if (
+                framework != "fsdp2"
+                or zero_stage == 1
+                or offload != "none"
+                or (zero_stage == 0 and args.str("moment") not in ("backward", "step"))
+            ):
+                raise RenderError(
+                    "moment= applies to framework=fsdp2 without offload: zero_stage=2 or 3, "
+                    "or zero_stage=0 with moment=backward or moment=step"
+                )
+            return vram.fsdp2_memory(
+                _shape(args),
+                world_size,
+                zero_stage,
+                args.str("optimizer", "adamw"),
+                moment=args.str("moment"),
+                optimizer_impl=args.str("optimizer_impl", "foreach"),
+            )
+        return vram.framework_memory(
+            framework,
+            _shape(args),
+            world_size,
+            zero_stage,
+            args.str("optimizer", "adamw"),
+            *OFFLOAD[offload],
+            optimizer_impl=args.str("optimizer_impl", "foreach"),
+        )
 
 
 def _framework_part(memory: vram.FrameworkMemory, part: str) -> int:
@@ -201,8 +227,11 @@ def train_memory(raw: dict[str, str], lang: str) -> str:
     ``optimizer_impl=foreach|fused|forloop``: the AdamW step FSDP2 and DDP count (default
     foreach, as the guide's scripts run it; ``vram.optimizer_step``).
     """
-    args = Args(raw, {"framework", "model", "params", "world_size", "zero_stage", "optimizer", "offload", "part",
-                      "optimizer_impl"} | ROUNDING)
+    args = Args(
+        raw,
+        {"framework", "model", "params", "world_size", "zero_stage", "optimizer", "offload", "part", "optimizer_impl"}
+        | ROUNDING,
+    )
     memory = _framework_memory(args, args.str("framework", "zero-paper"))
     return gb(_framework_part(memory, args.str("part", "total")), args, lang)
 
@@ -226,9 +255,15 @@ def framework_formula(raw: dict[str, str], lang: str) -> str:
     if part not in FORMULA_PARTS:
         raise RenderError(f"part={part} is not one of {', '.join(FORMULA_PARTS)}")
     framework = args.str("framework", "zero-paper")
-    if (framework == "fsdp2" and args.int("zero_stage", default=0) in (2, 3) and "working" in FORMULA_PARTS[part]
-            and not args.has("moment")):
-        raise RenderError("FSDP2's working buffers depend on the moment of backward: give moment=block or moment=root (or moment=step, the optimizer step)")
+    if (
+        framework == "fsdp2"
+        and args.int("zero_stage", default=0) in (2, 3)
+        and "working" in FORMULA_PARTS[part]
+        and not args.has("moment")
+    ):
+        raise RenderError(
+            "FSDP2's working buffers depend on the moment of backward: give moment=block or moment=root (or moment=step, the optimizer step)"
+        )
     memory = _framework_memory(args, framework)
     coefficients = vram.breakdown.combined(memory.terms, FORMULA_PARTS[part])
     if not coefficients:
@@ -248,9 +283,13 @@ def activation_memory(raw: dict[str, str], lang: str) -> str:
     if part not in ("total", "layers", "logits", "peak", "loss_backward"):
         raise RenderError(f"part={part} is not one of total, layers, logits, peak, loss_backward")
     with calculator_errors():
-        act = vram.activation_memory(config, args.int("seq_len", minimum=1), args.int("micro_batch", default=1, minimum=1),
-                                     args.str("attention", vram.default_attention(config)),
-                                     args.str("recompute", "none"))
+        act = vram.activation_memory(
+            config,
+            args.int("seq_len", minimum=1),
+            args.int("micro_batch", default=1, minimum=1),
+            args.str("attention", vram.default_attention(config)),
+            args.str("recompute", "none"),
+        )
     return gb(getattr(act, f"{part}_bytes"), args, lang)
 
 
@@ -291,8 +330,11 @@ def gpu_memory(raw: dict[str, str], lang: str) -> str:
     if usable not in ("yes", "no"):
         raise RenderError(f"usable={usable} is not yes or no")
     with calculator_errors():
-        n_bytes = (vram.fit.usable_bytes(card["memory_mib"], load_model("gpus").reserve_mib) if usable == "yes"
-                   else vram.fit.mib_to_bytes(card["memory_mib"]))
+        n_bytes = (
+            vram.fit.usable_bytes(card["memory_mib"], load_model("gpus").reserve_mib)
+            if usable == "yes"
+            else vram.fit.mib_to_bytes(card["memory_mib"])
+        )
     unit_bytes, decimals = GPU_MEMORY_UNITS[unit]
     return format_quantity(n_bytes / unit_bytes, unit, lang, decimals)
 

@@ -65,7 +65,9 @@ class Args:
     def __init__(self, args: dict[str, str], allowed: set[str]):
         unknown = set(args) - allowed
         if unknown:
-            raise RenderError(f"unknown argument(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(allowed))}")
+            raise RenderError(
+                f"unknown argument(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(allowed))}"
+            )
         self._args = args
 
     def has(self, key: str) -> bool:

@@ -27,7 +27,7 @@ def _columns(data, lang: str, where: str, keys: list[str]) -> list[str]:
 
 
 def needs_table(raw: dict[str, str], lang: str) -> str:
-    """"Do you need more than one card": three columns of translated text (``NeedsFile``)."""
+    """ "Do you need more than one card": three columns of translated text (``NeedsFile``)."""
     Args(raw, {"name"})
     where = "snippets/data/needs.yaml"
     data = load_model("needs")

@@ -40,8 +40,14 @@ from hooks.data.load import label, load_model, load_yaml
 from hooks.data.measurements import measured_data
 from hooks.errors import RenderError
 from hooks.render.markdown_table import markdown_table
-from hooks.render.locale_format import (format_duration_range, format_eur, format_number, format_quantity, format_range,
-                                        unit_label)
+from hooks.render.locale_format import (
+    format_duration_range,
+    format_eur,
+    format_number,
+    format_quantity,
+    format_range,
+    unit_label,
+)
 from hooks.render.numbers import calculator_errors, model_config
 from hooks.render.placeholders import Args
 
@@ -68,9 +74,16 @@ def job_step(args: Args, gpu: str | None = None, gpus: int | None = None) -> vra
     offload = bool(args.int("offload", default=0, minimum=0, maximum=1))
     with calculator_errors():
         return vram.timing.training_step(
-            config, cards[key], gpus or args.int("gpus", minimum=1), args.int("zero_stage", minimum=0, maximum=3),
-            args.int("seq_len", default=2048, minimum=1), args.int("micro_batch", default=1, minimum=1),
-            args.str("recompute", "none"), offload, utilisation=utilisation(key, config, "full", offload))
+            config,
+            cards[key],
+            gpus or args.int("gpus", minimum=1),
+            args.int("zero_stage", minimum=0, maximum=3),
+            args.int("seq_len", default=2048, minimum=1),
+            args.int("micro_batch", default=1, minimum=1),
+            args.str("recompute", "none"),
+            offload,
+            utilisation=utilisation(key, config, "full", offload),
+        )
 
 
 def utilisation(gpu: str, config: vram.ModelConfig, task: str, offload: bool) -> tuple[float, float]:
@@ -116,17 +129,20 @@ def format_duration(span: vram.timing.Span, lang: str) -> str:
     finder writes them (``vram.timing.shown_duration``, ``format_duration_range``:
     ``da 2 giorni e 14 h a 5 giorni e 5 h``)."""
     if span.high >= 2 * 86_400:
-        return format_duration_range(vram.timing.shown_duration(span.low, up=False),
-                                     vram.timing.shown_duration(span.high, up=True), lang)
+        return format_duration_range(
+            vram.timing.shown_duration(span.low, up=False), vram.timing.shown_duration(span.high, up=True), lang
+        )
     unit, size = _duration_unit(span.high)
     low_unit, low_size = _duration_unit(span.low)
     if low_unit == unit or span.low == 0:
         return format_span(span.low / size, span.high / size, unit, lang)
-    low = math.floor(span.low / low_size * 10**_decimals(span.low / low_size)) / 10**_decimals(span.low / low_size)
-    high = math.ceil(span.high / size * 10**_decimals(span.high / size)) / 10**_decimals(span.high / size)
+    low = math.floor(span.low / low_size * 10 ** _decimals(span.low / low_size)) / 10 ** _decimals(span.low / low_size)
+    high = math.ceil(span.high / size * 10 ** _decimals(span.high / size)) / 10 ** _decimals(span.high / size)
     pattern = load_model("units").range[lang]
-    return pattern.format(low=format_quantity(low, low_unit, lang, _decimals(span.low / low_size)),
-                          high=format_quantity(high, unit, lang, _decimals(span.high / size)))
+    return pattern.format(
+        low=format_quantity(low, low_unit, lang, _decimals(span.low / low_size)),
+        high=format_quantity(high, unit, lang, _decimals(span.high / size)),
+    )
 
 
 def step_time(raw: dict[str, str], lang: str) -> str:
@@ -171,7 +187,9 @@ def format_cost(low: Decimal, high: Decimal, lang: str) -> str:
         return format_eur(low, lang)
     pattern = load_model("units").range[lang]
     digits = "#,##0" + ("." + "0" * decimals if decimals else "")
-    span = pattern.format(low=format_decimal(low, format=digits, locale=lang), high=format_decimal(high, format=digits, locale=lang))
+    span = pattern.format(
+        low=format_decimal(low, format=digits, locale=lang), high=format_decimal(high, format=digits, locale=lang)
+    )
     return f"{span}\u00a0{unit_label('eur', lang)}"
 
 
@@ -214,8 +232,9 @@ def comm_time(raw: dict[str, str], lang: str) -> str:
     if link not in links:
         raise RenderError(f"unknown link {link!r} in snippets/data/interconnects.yaml (known: {', '.join(links)})")
     with calculator_errors():
-        span = vram.timing.communication_seconds(args.params(), args.int("world_size", minimum=1),
-                                                 args.int("zero_stage", minimum=0, maximum=3), links[link])
+        span = vram.timing.communication_seconds(
+            args.params(), args.int("world_size", minimum=1), args.int("zero_stage", minimum=0, maximum=3), links[link]
+        )
     return format_duration(span, lang)
 
 
@@ -300,22 +319,26 @@ def run_cost_table(raw: dict[str, str], lang: str) -> str:
     guide prices, the step time, what bounds it, the run's time and cost."""
     args = Args(raw, JOB - {"gpu", "gpus"} | {"name", "tokens"})
     data = load_model("timing")
-    header = [label(data.columns, c, lang, "snippets/data/timing.yaml: columns")
-              for c in ("machine", "price", "step", "bound", "run", "cost")]
+    header = [
+        label(data.columns, c, lang, "snippets/data/timing.yaml: columns")
+        for c in ("machine", "price", "step", "bound", "run", "cost")
+    ]
     cards, machines = catalogue()
     body = []
     for machine in machines.values():
         step = job_step(args, gpu=machine.gpu, gpus=machine.count)
         with calculator_errors():
             run = vram.timing.run_seconds(tokens(args), step)
-        body.append([
-            data.machine[lang].format(count=machine.count, gpu=cards[machine.gpu].name),
-            format_eur(machine.price_eur_per_hour, lang),
-            format_duration(step.step, lang),
-            bound_word(step.bound, lang),
-            format_duration(run, lang),
-            format_cost(*cost_span(run, machine.price_eur_per_hour), lang),
-        ])
+        body.append(
+            [
+                data.machine[lang].format(count=machine.count, gpu=cards[machine.gpu].name),
+                format_eur(machine.price_eur_per_hour, lang),
+                format_duration(step.step, lang),
+                bound_word(step.bound, lang),
+                format_duration(run, lang),
+                format_cost(*cost_span(run, machine.price_eur_per_hour), lang),
+            ]
+        )
     return markdown_table(header, body)
 
 
@@ -331,9 +354,13 @@ def decode_bound(raw: dict[str, str], lang: str) -> str:
     if part not in ("sequence", "total"):
         raise RenderError(f"part={part} is not sequence or total")
     with calculator_errors():
-        bound = vram.timing.decode_bound(model_config(args.str("model")), cards[key].memory_bandwidth_gb_per_s,
-                                         args.int("context", minimum=0), args.int("batch", default=1, minimum=1),
-                                         args.int("gpus", default=1, minimum=1))
+        bound = vram.timing.decode_bound(
+            model_config(args.str("model")),
+            cards[key].memory_bandwidth_gb_per_s,
+            args.int("context", minimum=0),
+            args.int("batch", default=1, minimum=1),
+            args.int("gpus", default=1, minimum=1),
+        )
     value = bound.tokens_per_second_per_sequence if part == "sequence" else bound.tokens_per_second
     decimals = _decimals(value)
     return format_quantity(math.ceil(value * 10**decimals) / 10**decimals, "tokens_per_s", lang, decimals)

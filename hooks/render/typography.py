@@ -39,8 +39,31 @@ if TYPE_CHECKING:  # pydantic loads only when a file is validated (deferred impo
 RULES_FILE = Path(__file__).with_name("typography.yaml")
 SPACES = {"nbsp": "\u00a0", "nnbsp": "\u202f"}
 WHITESPACE = r"[ \t\r\n\f\u00a0\u202f\u2009]+"  # what a rule replaces (no-break spaces too: one space, the right one)
-INLINE = {"a", "abbr", "b", "bdi", "bdo", "cite", "data", "del", "dfn", "em", "i", "ins", "mark", "q", "s",
-          "small", "span", "strong", "sub", "sup", "time", "u"}  # text on both sides is one run of text
+INLINE = {
+    "a",
+    "abbr",
+    "b",
+    "bdi",
+    "bdo",
+    "cite",
+    "data",
+    "del",
+    "dfn",
+    "em",
+    "i",
+    "ins",
+    "mark",
+    "q",
+    "s",
+    "small",
+    "span",
+    "strong",
+    "sub",
+    "sup",
+    "time",
+    "u",
+}  # text on both sides is one run of text
+
 
 @dataclass(frozen=True)
 class Compiled:
@@ -62,7 +85,9 @@ def _compile(lang: TypographyLanguage, units: list[str]) -> Compiled:
     thousands, unit_space = lang.thousands, lang.units
     if before and all(len(sign) == 1 for sign in before):  # one pass for every sign: the space before each
         signs_class = "".join(re.escape(sign) for sign in before)  # run of spaces is followed by one sign only
-        subs.append((re.compile(WHITESPACE + f"(?=[{signs_class}])"), lambda m, before=before: before[m.string[m.end()]]))
+        subs.append(
+            (re.compile(WHITESPACE + f"(?=[{signs_class}])"), lambda m, before=before: before[m.string[m.end()]])
+        )
     else:
         for sign, space in before.items():
             subs.append((re.compile(WHITESPACE + f"(?={re.escape(sign)})"), space))
@@ -193,7 +218,7 @@ def _join_runs(texts: list, compiled_of: dict[str, Compiled]) -> None:
         if tail in compiled.after and (stripped := _LEADING_SPACE.sub("", cur[1])) != cur[1]:
             cur[1] = compiled.after[tail] + stripped
         if compiled.unit_start and tail.isdigit() and (unit := compiled.unit_start.match(cur[1])):
-            cur[1] = compiled.unit_space + cur[1][unit.end():]
+            cur[1] = compiled.unit_space + cur[1][unit.end() :]
 
 
 def _typeset_json(value, compiled: Compiled):
@@ -237,7 +262,9 @@ def _typeset_attributes(tree, page_lang: str, rule_set: TypographyFile, compiled
     return changed
 
 
-_typeset: dict[tuple[str, str], tuple[dict, str | None]] = {}  # (lang, html) -> (the rules, the page typeset; None: unchanged)
+_typeset: dict[
+    tuple[str, str], tuple[dict, str | None]
+] = {}  # (lang, html) -> (the rules, the page typeset; None: unchanged)
 KEEP = 256  # pages and fragments kept: a `mkdocs serve` rebuild typesets only what changed
 
 
@@ -305,6 +332,8 @@ def typeset_search_index(index: dict, lang: str) -> dict:
     """A Material search index (``{"config", "docs": [{"title", "text", ...}]}``) whose
     titles and texts have the typography of the pages they come from (search results
     show them). The input is left alone."""
-    docs = [{**doc, **{key: typeset_fragment(doc[key], lang) for key in ("title", "text") if isinstance(doc.get(key), str)}}
-            for doc in index.get("docs", [])]
+    docs = [
+        {**doc, **{key: typeset_fragment(doc[key], lang) for key in ("title", "text") if isinstance(doc.get(key), str)}}
+        for doc in index.get("docs", [])
+    ]
     return {**index, "docs": docs}

@@ -38,8 +38,10 @@ def _when(utc: str, data, lang: str) -> str:
         moment = datetime.datetime.strptime(utc, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
     except ValueError:
         raise RenderError(f"verification record: utc {utc!r} is not YYYY-MM-DDTHH:MM:SSZ") from None
-    return _t(data, "when", lang).format(date=format_date(moment, "long", locale=lang),
-                                         time=format_time(moment, "HH:mm", tzinfo=datetime.timezone.utc, locale=lang))
+    return _t(data, "when", lang).format(
+        date=format_date(moment, "long", locale=lang),
+        time=format_time(moment, "HH:mm", tzinfo=datetime.timezone.utc, locale=lang),
+    )
 
 
 def _links(classes: list[str], data, lang: str) -> str:
@@ -64,9 +66,14 @@ def render_note(record: dict | None, lang: str) -> str:
     if record is None:
         return f'<p class="verification verification-none"><small>{html_lib.escape(_t(data, "unverified", lang))}</small></p>'
     gpu, measured, versions = record["gpu"], record["measured"], record["versions"]
-    fields = dict(when=_when(record["utc"], data, lang), rate=format_number(measured["allreduce_per_s"], lang, 1),
-                  size=format_quantity(measured["size_bytes"] / 1e9, "gb", lang, 2),
-                  torch=versions["torch"], cuda=versions["cuda"], nccl=versions["nccl"])
+    fields = dict(
+        when=_when(record["utc"], data, lang),
+        rate=format_number(measured["allreduce_per_s"], lang, 1),
+        size=format_quantity(measured["size_bytes"] / 1e9, "gb", lang, 2),
+        torch=versions["torch"],
+        cuda=versions["cuda"],
+        nccl=versions["nccl"],
+    )
     if measured["world_size"] == 1:
         body = _t(data, "verified_one_gpu", lang).format(model=gpu["model"], **fields)
     else:
@@ -74,12 +81,16 @@ def render_note(record: dict | None, lang: str) -> str:
             gpus=_t(data, "gpus", lang).format(count=gpu["count"], model=gpu["model"]),
             links=_links(record["links"]["classes"], data, lang),
             algbw=format_quantity(measured["algbw_gb_per_s"], "gb_per_s", lang, 1),
-            busbw=format_quantity(measured["busbw_gb_per_s"], "gb_per_s", lang, 1), **fields)
+            busbw=format_quantity(measured["busbw_gb_per_s"], "gb_per_s", lang, 1),
+            **fields,
+        )
     warning = f"<strong>{html_lib.escape(_t(data, 'fixture', lang))}</strong> " if record["fixture"] else ""
     kind = "warning" if record["fixture"] else "success"
-    return (f'<div class="admonition {kind} verification" data-snippet-sha256="{html_lib.escape(record["snippet_sha256"])}">'
-            f'<p class="admonition-title">{html_lib.escape(_t(data, "title", lang))}</p>'
-            f"<p>{warning}{html_lib.escape(body)}</p></div>")
+    return (
+        f'<div class="admonition {kind} verification" data-snippet-sha256="{html_lib.escape(record["snippet_sha256"])}">'
+        f'<p class="admonition-title">{html_lib.escape(_t(data, "title", lang))}</p>'
+        f"<p>{warning}{html_lib.escape(body)}</p></div>"
+    )
 
 
 def insert_after_block(html: str, name: str, note: str) -> str:
@@ -89,4 +100,4 @@ def insert_after_block(html: str, name: str, note: str) -> str:
     span = titled_block(html, name)
     if span is None:
         return html
-    return html[:span[1]] + note + html[span[1]:]
+    return html[: span[1]] + note + html[span[1] :]

@@ -46,10 +46,9 @@ def split_search_index(index: dict, languages: list[str], default: str) -> dict[
         location = entry["location"]
         lang = next((lang for lang in others if location.startswith(f"{lang}/")), default)
         if lang != default:
-            entry = {**entry, "location": location[len(lang) + 1:]}
+            entry = {**entry, "location": location[len(lang) + 1 :]}
         docs[lang].append(entry)
-    return {lang: {**index, "config": {**index["config"], "lang": [lang]}, "docs": docs[lang]}
-            for lang in languages}
+    return {lang: {**index, "config": {**index["config"], "lang": [lang]}, "docs": docs[lang]} for lang in languages}
 
 
 def rebase_config(html: str, lang: str) -> str:

@@ -35,8 +35,9 @@ class PrunedLoader(jinja2.FileSystemLoader):
             for dirpath, dirnames, filenames in os.walk(searchpath, followlinks=self.followlinks):
                 dirnames[:] = [name for name in dirnames if not name.startswith(".")]
                 for filename in filenames:
-                    template = (os.path.join(dirpath, filename)[len(searchpath):]
-                                .strip(os.path.sep).replace(os.path.sep, "/"))
+                    template = (
+                        os.path.join(dirpath, filename)[len(searchpath) :].strip(os.path.sep).replace(os.path.sep, "/")
+                    )
                     if template[:2] == "./":
                         template = template[2:]
                     found.add(template)

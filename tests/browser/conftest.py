@@ -101,7 +101,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         url_path = unquote(urlsplit(path).path)
         if not url_path.startswith(site.prefix):
             return str(site.root / "\0outside-prefix")  # never exists
-        return super().translate_path("/" + url_path[len(site.prefix):])
+        return super().translate_path("/" + url_path[len(site.prefix) :])
 
     def send_error(self, code, message=None, explain=None):
         site: SiteServer = self.server.site  # type: ignore[attr-defined]
@@ -293,8 +293,12 @@ def recorded(page) -> Recorder:
         if entry:
             entry.failure = request.failure or "failed"
 
-    handlers = {"request": on_request, "response": on_response, "requestfinished": on_finished,
-                "requestfailed": on_failed}
+    handlers = {
+        "request": on_request,
+        "response": on_response,
+        "requestfinished": on_finished,
+        "requestfailed": on_failed,
+    }
     for event, handler in handlers.items():
         page.on(event, handler)
 
@@ -498,9 +502,11 @@ def every_page(chromium, site_server, tmp_path_factory) -> dict:
         origin, load = written["origin"], written["load"]
 
         def here(url: str, origin=origin) -> str:
-            return site_server.origin + url[len(origin):] if url.startswith(origin + "/") else url
+            return site_server.origin + url[len(origin) :] if url.startswith(origin + "/") else url
 
-        load["requests"] = [Request(here(url), kind, status, failure) for url, kind, status, failure in load["requests"]]
+        load["requests"] = [
+            Request(here(url), kind, status, failure) for url, kind, status, failure in load["requests"]
+        ]
         load["links"] = [here(url) for url in load["links"]]
         pages[path] = load
     return pages

@@ -22,8 +22,10 @@ from tests.conftest import CHROMIUM, REPO_ROOT, build_site
 from tests.site.test_gates_common import SUBPATH_SITE_URL
 
 SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
-EXTRA = {"gpu-finder/?model=llama-3.1-8b&task=full-adamw&cards=8&method=zero1": "gpu-finder-8xh100",
-         "fr/gpu-finder/?model=llama-3.1-8b&task=full-adamw&cards=8&method=zero1": "fr-gpu-finder-8xh100"}
+EXTRA = {
+    "gpu-finder/?model=llama-3.1-8b&task=full-adamw&cards=8&method=zero1": "gpu-finder-8xh100",
+    "fr/gpu-finder/?model=llama-3.1-8b&task=full-adamw&cards=8&method=zero1": "fr-gpu-finder-8xh100",
+}
 
 
 def name_of(path: str) -> str:

@@ -41,8 +41,10 @@ def audits(every_page):
 
 
 def test_axe_finds_no_serious_or_critical_violation(audits):
-    blocking = {path: [f"{v['impact']} {v['id']} ({v['help']}): {v['nodes']}" for v in violations if v["impact"] in BLOCKING]
-                for path, (violations, _) in audits.items()}
+    blocking = {
+        path: [f"{v['impact']} {v['id']} ({v['help']}): {v['nodes']}" for v in violations if v["impact"] in BLOCKING]
+        for path, (violations, _) in audits.items()
+    }
     assert not {path: found for path, found in blocking.items() if found}
 
 
@@ -52,8 +54,10 @@ def test_axe_ran_on_every_page(audits, site_server):
 
 
 def test_images_have_a_text_alternative(audits):
-    missing = {path: [i["src"] or i["tag"] for i in images if not (i["alt"] or "").strip()]
-               for path, (_, images) in audits.items()}
+    missing = {
+        path: [i["src"] or i["tag"] for i in images if not (i["alt"] or "").strip()]
+        for path, (_, images) in audits.items()
+    }
     assert not {path: m for path, m in missing.items() if m}
 
 

@@ -88,7 +88,12 @@ def test_a_javascript_link_does_not_run(guarded, site_server):
 def test_late_loads_from_another_origin_are_blocked(guarded, site_server):
     """After the page loaded (when a browser test has stopped looking): a delayed image, a
     fetch, a script, a stylesheet, and a planted handler attribute."""
-    plant(guarded, site_server, "gpu-finder/", f'<img id="late" alt="" onerror="window.__planted=1" src="{OUTSIDE}/0.png">')
+    plant(
+        guarded,
+        site_server,
+        "gpu-finder/",
+        f'<img id="late" alt="" onerror="window.__planted=1" src="{OUTSIDE}/0.png">',
+    )
     guarded.evaluate(f"""() => new Promise(done => setTimeout(() => {{
         const img = document.createElement('img'); img.src = '{OUTSIDE}/1.png'; document.body.append(img);
         const script = document.createElement('script'); script.src = '{OUTSIDE}/2.js'; document.body.append(script);
@@ -120,7 +125,9 @@ def test_search_finder_copy_and_language_switch_work_under_the_policy(guarded, s
     # the language switch
     page.hover(".md-header__option .md-select")
     page.click('a.md-select__link[hreflang="it"]')
-    page.wait_for_function("document.documentElement !== null && document.documentElement.lang === 'it'")  # null while the next page starts
+    page.wait_for_function(
+        "document.documentElement !== null && document.documentElement.lang === 'it'"
+    )  # null while the next page starts
     # the finder computes in the page
     page.goto(site_server.url("gpu-finder/"), wait_until="networkidle")
     page.focus("#finder-model")  # its reference answers load when the form is used

@@ -59,15 +59,20 @@ def shown(page) -> dict:
 
 
 def normalised(result: dict) -> dict:
-    return {k: (plain(v) if isinstance(v, str) else [[plain(c) for c in row] for row in v] if k == "rows" else v)
-            for k, v in result.items()}
+    return {
+        k: (plain(v) if isinstance(v, str) else [[plain(c) for c in row] for row in v] if k == "rows" else v)
+        for k, v in result.items()
+    }
 
 
 def guide_prices(cards: int) -> dict[str, float]:
     """Card name -> the price the site's catalogue gives a machine of ``cards`` such cards."""
     gpus = load_yaml("gpus")
-    return {gpus["gpus"][m["gpu"]]["name"]: m["price_eur_per_hour_from"] for m in gpus["machines"].values()
-            if m["count"] == cards}
+    return {
+        gpus["gpus"][m["gpu"]]["name"]: m["price_eur_per_hour_from"]
+        for m in gpus["machines"].values()
+        if m["count"] == cards
+    }
 
 
 @functools.cache
@@ -137,7 +142,9 @@ def test_choices_show_what_python_computed_in_the_page_locale(page, site_server,
     gpus = load_yaml("gpus")
     usable = {g["name"]: (g["memory_mib"] - gpus["reserve_mib"]) * 2**20 for g in gpus["gpus"].values()}
     shown_cards = [row[0] for row in got["rows"]]
-    assert shown_cards and all(usable[name] >= 38_237_521_920 for name in shown_cards)  # no card holds less (a 32 GB RTX 5090)
+    assert shown_cards and all(
+        usable[name] >= 38_237_521_920 for name in shown_cards
+    )  # no card holds less (a 32 GB RTX 5090)
     # the smallest card that holds it, named first; the rows follow the run's order
     smallest = min(shown_cards, key=usable.get)
     assert (f"à commencer par la {smallest}" if lang == "fr" else f"a partire dalla {smallest}") in got["status"]
@@ -147,8 +154,11 @@ def test_choices_show_what_python_computed_in_the_page_locale(page, site_server,
     assert priced and set(priced) <= set(prices)  # the choice shows a machine the guide prices
     for name, price in priced.items():
         price_text = format_decimal(price, "#,##0.00", locale=lang)
-        assert prices[name] == (f"à partir de {price_text} €/h (prix du guide)" if lang == "fr"
-                                else f"da {price_text} €/h (prezzo della guida)")
+        assert prices[name] == (
+            f"à partir de {price_text} €/h (prix du guide)"
+            if lang == "fr"
+            else f"da {price_text} €/h (prezzo della guida)"
+        )
 
 
 def test_controls_follow_the_task(page, site_server):
@@ -163,8 +173,11 @@ def test_controls_follow_the_task(page, site_server):
     assert disabled == [value for value in ("2", "4", "8") if not computed("mistral-7b", "serve-bf16", value)]
     choose(page, task="lora", cards=2)  # only what the JSON holds a result for is offered
     offered = page.eval_on_selector_all("#finder-method option", "os => os.filter(o => !o.disabled).map(o => o.value)")
-    assert offered == [m for m in ("ddp", "zero1", "zero2", "zero3", "fsdp2-keep", "fsdp2-reshard")
-                       if computed("mistral-7b", "lora", "2", m)]
+    assert offered == [
+        m
+        for m in ("ddp", "zero1", "zero2", "zero3", "fsdp2-keep", "fsdp2-reshard")
+        if computed("mistral-7b", "lora", "2", m)
+    ]
     assert offered[-2:] == ["fsdp2-keep", "fsdp2-reshard"]  # LoRA (bf16 base) under FSDP2 is offered
     choose(page, task="qlora")  # QLoRA under FSDP2 too (bnb_4bit_quant_storage=torch.bfloat16)
     offered = page.eval_on_selector_all("#finder-method option", "os => os.filter(o => !o.disabled).map(o => o.value)")
@@ -176,8 +189,21 @@ def test_controls_follow_the_task(page, site_server):
     assert not normalised(shown(page))["status"].startswith("Questa combinazione")
 
 
-TRAINING_FIELDS = ["model", "task", "cards", "method", "offload", "seq_len", "micro_batch", "grad_accum", "recompute", "attention",
-                   "host_ram_gb", "tokens", "price_"]  # the default task (full fine-tuning) asks for these only (prices: one per card)
+TRAINING_FIELDS = [
+    "model",
+    "task",
+    "cards",
+    "method",
+    "offload",
+    "seq_len",
+    "micro_batch",
+    "grad_accum",
+    "recompute",
+    "attention",
+    "host_ram_gb",
+    "tokens",
+    "price_",
+]  # the default task (full fine-tuning) asks for these only (prices: one per card)
 
 
 def test_first_paint_shows_only_the_tasks_fields(page, site_server):
@@ -192,11 +218,16 @@ def test_first_paint_shows_only_the_tasks_fields(page, site_server):
     first_prices = page.eval_on_selector_all(".finder-price input", prices)
     page.focus("#finder-model")  # the script's own rule afterwards: the same fields
     page.wait_for_selector('#finder-form[data-ready="true"]')
-    assert page.evaluate("""() => [...document.querySelectorAll('#finder-form .finder-field')]
-        .filter(f => f.offsetParent !== null).map(f => f.querySelector('select, input, textarea').id.slice(7).replace(/^price_.*/, 'price_'))""") == TRAINING_FIELDS
+    assert (
+        page.evaluate("""() => [...document.querySelectorAll('#finder-form .finder-field')]
+        .filter(f => f.offsetParent !== null).map(f => f.querySelector('select, input, textarea').id.slice(7).replace(/^price_.*/, 'price_'))""")
+        == TRAINING_FIELDS
+    )
     # a price field only for the machines that fit, before the script runs as after
     assert first_prices == page.eval_on_selector_all(".finder-price input", prices)
-    assert first_prices == ["price_" + fit["gpu"] for fit in finder_data()["results"]["llama-3.1-8b"]["full-adamw"]["1"]["ddp"]["fits"]]
+    assert first_prices == [
+        "price_" + fit["gpu"] for fit in finder_data()["results"]["llama-3.1-8b"]["full-adamw"]["1"]["ddp"]["fits"]
+    ]
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])

@@ -60,8 +60,10 @@ def catalogue() -> tuple[dict, list[dict], dict]:
     models = {key: MODELS_DIR / entry["config"] for key, entry in load_yaml("models")["models"].items()}
     gpus = load_yaml("gpus")
     speeds = load_speeds()[0]  # the cited speeds the page and the command line give every card
-    cards = [{"key": key, "memory_mib": card["memory_mib"], "speed": card_speed(speeds[key])}
-             for key, card in gpus["gpus"].items()]
+    cards = [
+        {"key": key, "memory_mib": card["memory_mib"], "speed": card_speed(speeds[key])}
+        for key, card in gpus["gpus"].items()
+    ]
     return models, cards, load_yaml("finder")
 
 
@@ -72,34 +74,66 @@ LORA_METHODS = [(f, stage) for f, stage in METHODS if f != "zero-paper"]  # DDP,
 
 def random_job(rng: random.Random, config_path, kind: str) -> dict:
     maximum = json.loads(config_path.read_text())["max_position_embeddings"]
-    job = {"kind": kind, "cards": rng.choice([1, 2, 4, 8]), "gpus": CARDS, "reserve_mib": load_yaml("gpus")["reserve_mib"],
-           "tight_free_fraction": 0.1}
-    tokens = (rng.choice([rng.randint(1, 8192), rng.randint(1, maximum), maximum]) if rng.random() < 0.9
-              else rng.choice([maximum + rng.randint(1, 999), 0]))  # a tenth refused: beyond the model, or none
+    job = {
+        "kind": kind,
+        "cards": rng.choice([1, 2, 4, 8]),
+        "gpus": CARDS,
+        "reserve_mib": load_yaml("gpus")["reserve_mib"],
+        "tight_free_fraction": 0.1,
+    }
+    tokens = (
+        rng.choice([rng.randint(1, 8192), rng.randint(1, maximum), maximum])
+        if rng.random() < 0.9
+        else rng.choice([maximum + rng.randint(1, 999), 0])
+    )  # a tenth refused: beyond the model, or none
     if kind == "serving":
         shipped = json.loads(config_path.read_text())["model_type"] == "gpt_oss"  # MXFP4 checkpoints
         weights = rng.choice(SERVING_WEIGHTS if shipped or rng.random() < 0.2 else ("bf16", "fp8", "int4"))
-        job.update(weights=weights, kv_dtype=rng.choice(KV_DTYPES), context=tokens,
-                   concurrent=rng.randint(1, 64), gpu_memory_utilization=rng.choice([0.5, 0.8, 0.9, 0.95, 1.0]))
+        job.update(
+            weights=weights,
+            kv_dtype=rng.choice(KV_DTYPES),
+            context=tokens,
+            concurrent=rng.randint(1, 64),
+            gpu_memory_utilization=rng.choice([0.5, 0.8, 0.9, 0.95, 1.0]),
+        )
         if rng.random() < 0.3:  # vLLM's prefill chunk (what its sliding-window layers reserve)
-            job["max_num_batched_tokens"] = rng.choice([256, 2048, 8192, 8192, 0] if rng.random() < 0.2 else [256, 8192])
+            job["max_num_batched_tokens"] = rng.choice(
+                [256, 2048, 8192, 8192, 0] if rng.random() < 0.2 else [256, 8192]
+            )
         return job
     offered = METHODS if kind == "training" or rng.random() < 0.2 else LORA_METHODS  # a few refusals kept
     framework, stage = rng.choice(offered)
-    job.update(framework=framework, zero_stage=stage, seq_len=tokens, micro_batch=rng.randint(1, 4),
-               grad_accum=rng.choice([1, 1, 2, 16, 0] if rng.random() < 0.1 else [1, 1, 2, 16]),
-               recompute=rng.choice(["none", "selective", "full"]), attention=rng.choice([None, None, "sdpa", "eager"]))
+    job.update(
+        framework=framework,
+        zero_stage=stage,
+        seq_len=tokens,
+        micro_batch=rng.randint(1, 4),
+        grad_accum=rng.choice([1, 1, 2, 16, 0] if rng.random() < 0.1 else [1, 1, 2, 16]),
+        recompute=rng.choice(["none", "selective", "full"]),
+        attention=rng.choice([None, None, "sdpa", "eager"]),
+    )
     if kind == "training":
-        job.update(optimizer=rng.choice(TRAINING_OPTIMIZERS + ("adamw", "adam8bit")),
-                   offload=rng.choice(OFFLOAD + ("none",) * 4))
+        job.update(
+            optimizer=rng.choice(TRAINING_OPTIMIZERS + ("adamw", "adam8bit")),
+            offload=rng.choice(OFFLOAD + ("none",) * 4),
+        )
         if job["offload"] != "none":  # the machine's RAM for one card's machine: holds the offload or not
             job["host_ram_gb"] = {rng.choice(CARDS)["key"]: rng.choice([64, 128, 512, 2048])}
     else:
-        job.update(rank=rng.choice([1, 8, 16, 64]), targets=rng.choice(["all-linear", "q_proj,v_proj"]),
-                   base_dtype=rng.choice(["bf16", "nf4"]), offload="none")
-        offloads = {("fsdp2", 2): ("optimizer+params",), ("fsdp2", 3): ("optimizer+params",),
-                    ("deepspeed", 3): ("optimizer", "optimizer+params")}.get((framework, stage))
-        if rng.random() < (0.3 if offloads else 0.05):  # with host memory where modelled (vram.lora_offload), else refused
+        job.update(
+            rank=rng.choice([1, 8, 16, 64]),
+            targets=rng.choice(["all-linear", "q_proj,v_proj"]),
+            base_dtype=rng.choice(["bf16", "nf4"]),
+            offload="none",
+        )
+        offloads = {
+            ("fsdp2", 2): ("optimizer+params",),
+            ("fsdp2", 3): ("optimizer+params",),
+            ("deepspeed", 3): ("optimizer", "optimizer+params"),
+        }.get((framework, stage))
+        if rng.random() < (
+            0.3 if offloads else 0.05
+        ):  # with host memory where modelled (vram.lora_offload), else refused
             offloads = offloads or ("optimizer",)
             job["offload"] = rng.choice(offloads)
         if job["offload"] != "none":  # LoRA with host memory (vram.lora_offload): its machine's RAM too
@@ -213,9 +247,14 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
     for lang, jobs in by_lang.items():
         # the published runs behind each time, as the page's own jobs and the command line carry them
         calibration = load_measured_data().calibration.as_job()
-        messages = [{"id": i, "job": job | {"calibration": calibration},
-                     **({"model": key} if key else {"configText": path.read_text()})}
-                    for i, (key, path, job) in enumerate(jobs)]
+        messages = [
+            {
+                "id": i,
+                "job": job | {"calibration": calibration},
+                **({"model": key} if key else {"configText": path.read_text()}),
+            }
+            for i, (key, path, job) in enumerate(jobs)
+        ]
         replies = pages[lang].evaluate(PAGE_WORKER_JS, messages)
         with catalogue_read_once():
             expected_texts = [cpython(argv(job, path)) for _, path, job in jobs]
@@ -223,9 +262,14 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
             assert "failure" not in reply, (key, job, reply)
             assert as_cli_text(reply["text"]) == expected, (lang, key, job)
             answered += "error" not in json.loads(reply["text"])
-            lora_fsdp2 += (job["kind"], job.get("framework"), job.get("zero_stage", 0) > 0) == ("lora", "fsdp2", True) \
-                and "error" not in json.loads(reply["text"])
-            lora_offload += job["kind"] == "lora" and job.get("offload") != "none" and "error" not in json.loads(reply["text"])
+            lora_fsdp2 += (job["kind"], job.get("framework"), job.get("zero_stage", 0) > 0) == (
+                "lora",
+                "fsdp2",
+                True,
+            ) and "error" not in json.loads(reply["text"])
+            lora_offload += (
+                job["kind"] == "lora" and job.get("offload") != "none" and "error" not in json.loads(reply["text"])
+            )
             accumulated += job.get("grad_accum", 1) > 1 and "error" not in json.loads(reply["text"])
     assert answered >= JOBS * 2 // 3  # most drawn jobs are answered, not refused
     assert lora_fsdp2 >= 5  # LoRA under FSDP2 (vram.lora_fsdp2_memory) is among them
@@ -244,23 +288,36 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
     assert [url for url in urls if url.endswith("/assets/vram.zip")]
     # and the worker's blob: wrapper (finder.js: the page's own policy applies to it), one, of this origin
     wrappers = [url for url in urls if url.startswith("blob:")]
-    assert len(wrappers) <= 1 and all(re.fullmatch(rf"blob:{re.escape(origin)}/[0-9a-f-]{{36}}", url) for url in wrappers), wrappers
+    assert len(wrappers) <= 1 and all(
+        re.fullmatch(rf"blob:{re.escape(origin)}/[0-9a-f-]{{36}}", url) for url in wrappers
+    ), wrappers
     assert not [url for url in urls if not url.startswith(origin + "/") and url not in wrappers]
     # and under the pages' Content-Security-Policy (tests/browser/test_content_security_policy.py)
     assert pages["it"].locator('meta[http-equiv="Content-Security-Policy"]').count() == 1
     assert pages["it"].evaluate("window.__violations") == []
     # The in-process main() is the command line: a few in a real subprocess give the same text.
     for key, path, job in drawn[:SUBPROCESS_SAMPLE]:
-        proc = subprocess.run([sys.executable, "-m", "vram", *argv(job, path)], cwd=REPO_ROOT, capture_output=True,
-                              text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "vram", *argv(job, path)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+        )
         assert (proc.stdout.strip() if proc.returncode == 0 else proc.stderr.strip()) == cpython(argv(job, path))
 
 
-REFERENCE = {"offload": "none", "seq_len": FINDER["settings"]["activations"]["seq_length"],
-             "micro_batch": FINDER["settings"]["activations"]["micro_batch"], "grad_accum": 1,
-             "max_num_batched_tokens": VLLM_MAX_NUM_BATCHED_TOKENS, "recompute": "none", "attention": "",
-             "rank": FINDER["settings"]["lora"]["rank"], "targets": "all-linear", **FINDER["settings"]["serving"],
-             "tokens": 10**9, **{f"price_{card['key']}": "" for card in CARDS}, "host_ram_gb": ""}
+REFERENCE = {
+    "offload": "none",
+    "seq_len": FINDER["settings"]["activations"]["seq_length"],
+    "micro_batch": FINDER["settings"]["activations"]["micro_batch"],
+    "grad_accum": 1,
+    "max_num_batched_tokens": VLLM_MAX_NUM_BATCHED_TOKENS,
+    "recompute": "none",
+    "attention": "",
+    "rank": FINDER["settings"]["lora"]["rank"],
+    "targets": "all-linear",
+    **FINDER["settings"]["serving"],
+    "tokens": 10**9,
+    **{f"price_{card['key']}": "" for card in CARDS},
+    "host_ram_gb": "",
+}
 
 
 def use_form(page, **values) -> None:
@@ -270,12 +327,15 @@ def use_form(page, **values) -> None:
     for name in ("model", "task"):
         if name in values:
             page.select_option(f"#finder-{name}", values.pop(name))
-    page.evaluate("""(values) => {
+    page.evaluate(
+        """(values) => {
         const form = document.getElementById('finder-form');
         for (const [name, value] of Object.entries(values)) document.getElementById('finder-' + name).value = value;
         form.removeAttribute('data-state');
         form.dispatchEvent(new Event('change', {bubbles: true}));
-    }""", {k: str(v) for k, v in values.items()})
+    }""",
+        {k: str(v) for k, v in values.items()},
+    )
     page.wait_for_selector('#finder-form[data-state="ready"]', timeout=120_000)
 
 
@@ -302,19 +362,65 @@ def names(keys) -> list[str]:
 
 
 FORM_JOBS = [  # (form values, the same job for the command line)
-    ({"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero3", "seq_len": 4096},
-     ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw", "--seq-len=4096",
-      "--micro-batch=1", "--recompute=none", "--offload=none"]),
-    ({"model": "gpt-oss-20b", "task": "serve-mxfp4", "cards": 1, "context": 8192, "concurrent": 16},
-     ["--kind=serving", "--cards=1", "--context=8192", "--weights=mxfp4", "--concurrent=16", "--kv-dtype=bf16",
-      "--gpu-memory-utilization=0.9"]),
-    ({"model": "llama-3.1-8b", "task": "full-bf16", "cards": 1, "method": "paper", "seq_len": 2048,
-      "micro_batch": 1, "recompute": "selective"},
-     ["--kind=training", "--cards=1", "--framework=zero-paper", "--zero-stage=0", "--optimizer=adamw-bf16",
-      "--seq-len=2048", "--recompute=selective", "--offload=none"]),
-    ({"model": "qwen3-30b-a3b", "task": "qlora", "cards": 4, "method": "zero3", "rank": 64, "seq_len": 8192},
-     ["--kind=lora", "--cards=4", "--framework=deepspeed", "--zero-stage=3", "--rank=64", "--base-dtype=nf4",
-      "--seq-len=8192"]),
+    (
+        {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero3", "seq_len": 4096},
+        [
+            "--kind=training",
+            "--cards=8",
+            "--framework=deepspeed",
+            "--zero-stage=3",
+            "--optimizer=adamw",
+            "--seq-len=4096",
+            "--micro-batch=1",
+            "--recompute=none",
+            "--offload=none",
+        ],
+    ),
+    (
+        {"model": "gpt-oss-20b", "task": "serve-mxfp4", "cards": 1, "context": 8192, "concurrent": 16},
+        [
+            "--kind=serving",
+            "--cards=1",
+            "--context=8192",
+            "--weights=mxfp4",
+            "--concurrent=16",
+            "--kv-dtype=bf16",
+            "--gpu-memory-utilization=0.9",
+        ],
+    ),
+    (
+        {
+            "model": "llama-3.1-8b",
+            "task": "full-bf16",
+            "cards": 1,
+            "method": "paper",
+            "seq_len": 2048,
+            "micro_batch": 1,
+            "recompute": "selective",
+        },
+        [
+            "--kind=training",
+            "--cards=1",
+            "--framework=zero-paper",
+            "--zero-stage=0",
+            "--optimizer=adamw-bf16",
+            "--seq-len=2048",
+            "--recompute=selective",
+            "--offload=none",
+        ],
+    ),
+    (
+        {"model": "qwen3-30b-a3b", "task": "qlora", "cards": 4, "method": "zero3", "rank": 64, "seq_len": 8192},
+        [
+            "--kind=lora",
+            "--cards=4",
+            "--framework=deepspeed",
+            "--zero-stage=3",
+            "--rank=64",
+            "--base-dtype=nf4",
+            "--seq-len=8192",
+        ],
+    ),
 ]
 
 
@@ -323,8 +429,11 @@ def cli_for(model: str | None, flags: list[str], config=None) -> str:
     gpus = [f"--gpu={card['key']}={card['memory_mib']}" for card in CARDS]
     if "--kind=serving" not in flags:  # the page prices a training run with the guide's machines of that many cards
         cards = int(next(f for f in flags if f.startswith("--cards=")).split("=")[1])
-        gpus += [f"--price={m['gpu']}={m['price_eur_per_hour_from']}" for m in load_yaml("gpus")["machines"].values()
-                 if m["count"] == cards and not any(f.startswith(f"--price={m['gpu']}=") for f in flags)]
+        gpus += [
+            f"--price={m['gpu']}={m['price_eur_per_hour_from']}"
+            for m in load_yaml("gpus")["machines"].values()
+            if m["count"] == cards and not any(f.startswith(f"--price={m['gpu']}=") for f in flags)
+        ]
     return cpython(["job", "--config", str(path), "--json", *flags, *gpus])
 
 
@@ -376,12 +485,20 @@ def test_the_serving_context_is_any_length_up_to_the_models_maximum(pages, lang)
     type_context(page, "12345")
     assert page.is_hidden("#finder-error") and page.is_visible("#finder-table") and "context=12345" in page.url
     answer = json.loads(page.get_attribute("#finder-results", "data-answer"))
-    config = vram.model_config_from_dict(json.loads((REPO_ROOT / "snippets" / "data" / "models" / "mistral-7b-v0.1.json").read_text()))
-    assert answer["kv_per_sequence_bytes"] == vram.serving_memory_per_gpu(config, "bf16", context_length=12345).kv_cache_bytes
+    config = vram.model_config_from_dict(
+        json.loads((REPO_ROOT / "snippets" / "data" / "models" / "mistral-7b-v0.1.json").read_text())
+    )
+    assert (
+        answer["kv_per_sequence_bytes"]
+        == vram.serving_memory_per_gpu(config, "bf16", context_length=12345).kv_cache_bytes
+    )
     assert ("12 345 tokens" if lang == "fr" else "12.345 token") in plain(page.text_content("#finder-table caption"))
     type_context(page, "32769")
-    expected = ("Longueur du contexte : dépasse le maximum du modèle, 32 768 tokens." if lang == "fr"
-                else "Lunghezza del contesto: supera il massimo del modello, 32.768 token.")
+    expected = (
+        "Longueur du contexte : dépasse le maximum du modèle, 32 768 tokens."
+        if lang == "fr"
+        else "Lunghezza del contesto: supera il massimo del modello, 32.768 token."
+    )
     assert plain(page.text_content("#finder-error")) == plain(expected) and page.is_hidden("#finder-results")
     assert "context=32769" in page.url
     type_context(page, "32768")  # a preset within the maximum: the precomputed answer, at once
@@ -394,53 +511,81 @@ def test_a_pasted_config_of_an_unshipped_family(pages):
     page.select_option("#finder-model", "custom")
     page.fill("#finder-config", UNSHIPPED.read_text())
     use_form(page, task="full-adamw", cards=2, method="fsdp2-reshard", seq_len=4096)
-    assert page_answer(page) == cli_for(None, ["--kind=training", "--cards=2", "--framework=fsdp2", "--zero-stage=3",
-                                               "--seq-len=4096"], UNSHIPPED)
+    assert page_answer(page) == cli_for(
+        None, ["--kind=training", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--seq-len=4096"], UNSHIPPED
+    )
     assert page.is_visible("#finder-table")
     assert not page.errors
 
 
 FAMILIES = ", ".join(SUPPORTED_MODEL_TYPES)  # what `python -m vram` lists as supported
 BAD = [  # (field values, what the line must say in it, in fr)
-    ({"model": "custom", "config": "{ pas du json"}, "config.json del modello: non è un JSON valido (riga 1, colonna 3).",
-     "config.json du modèle : ce n’est pas un JSON valide (ligne 1, colonne 3)."),
+    (
+        {"model": "custom", "config": "{ pas du json"},
+        "config.json del modello: non è un JSON valido (riga 1, colonna 3).",
+        "config.json du modèle : ce n’est pas un JSON valide (ligne 1, colonne 3).",
+    ),
     # the command line's facts (vram.job.read_config's fields), not a generic "not JSON"
-    ({"model": "custom", "config": "[1, 2]"},
-     "config.json del modello: serve un oggetto JSON (tra parentesi graffe), non un valore di tipo list.",
-     "config.json du modèle : il faut un objet JSON (entre accolades), pas une valeur de type list."),
-    ({"model": "custom", "config": '{"model_type": "llama", "model_type": "qwen2"}'},
-     "config.json del modello: la chiave model_type compare due volte (un parser JSON ne terrebbe una sola senza "
-     "avvisare): lasciane una.",
-     "config.json du modèle : la clé model_type apparaît deux fois (un analyseur JSON n’en garderait qu’une sans "
-     "prévenir) : n’en gardez qu’une."),
-    ({"model": "custom", "config": '{"model_type": "falcon", "hidden_size": 4544}'},
-     f"config.json del modello: il model_type «falcon» non è tra quelli che il calcolatore conosce ({FAMILIES}).",
-     f"config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît ({FAMILIES})."),
+    (
+        {"model": "custom", "config": "[1, 2]"},
+        "config.json del modello: serve un oggetto JSON (tra parentesi graffe), non un valore di tipo list.",
+        "config.json du modèle : il faut un objet JSON (entre accolades), pas une valeur de type list.",
+    ),
+    (
+        {"model": "custom", "config": '{"model_type": "llama", "model_type": "qwen2"}'},
+        "config.json del modello: la chiave model_type compare due volte (un parser JSON ne terrebbe una sola senza "
+        "avvisare): lasciane una.",
+        "config.json du modèle : la clé model_type apparaît deux fois (un analyseur JSON n’en garderait qu’une sans "
+        "prévenir) : n’en gardez qu’une.",
+    ),
+    (
+        {"model": "custom", "config": '{"model_type": "falcon", "hidden_size": 4544}'},
+        f"config.json del modello: il model_type «falcon» non è tra quelli che il calcolatore conosce ({FAMILIES}).",
+        f"config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît ({FAMILIES}).",
+    ),
     # a multimodal Gemma 3 (its vision tower is not counted): what the command line tells, not "unknown family",
     # and the values to add, Gemma3TextConfig's defaults (tests/vram/test_job.py: transformers' own)
-    ({"model": "custom", "config": '{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560, '
-                                   '"intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8}}'},
-     "config.json del modello: «gemma3» è il modello multimodale, con la parte che legge le immagini, che il "
-     "calcolatore non conta. Per il solo modello di testo incolla il suo text_config come config.json a sé, "
-     "aggiungendo \"vocab_size\": 262208 (i valori predefiniti della configurazione di «gemma3_text» che il file "
-     "lascia sottintesi).",
-     "config.json du modèle : « gemma3 » est le modèle multimodal, avec la partie qui lit les images, que le "
-     "calculateur ne compte pas. Pour le seul modèle de texte, collez son text_config comme un config.json à part, "
-     "en y ajoutant \"vocab_size\": 262208 (les valeurs par défaut de la configuration de « gemma3_text » que le "
-     "fichier laisse sous-entendues)."),
+    (
+        {
+            "model": "custom",
+            "config": '{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560, '
+            '"intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8}}',
+        },
+        "config.json del modello: «gemma3» è il modello multimodale, con la parte che legge le immagini, che il "
+        "calcolatore non conta. Per il solo modello di testo incolla il suo text_config come config.json a sé, "
+        "aggiungendo \"vocab_size\": 262208 (i valori predefiniti della configurazione di «gemma3_text» che il file "
+        "lascia sottintesi).",
+        "config.json du modèle : « gemma3 » est le modèle multimodal, avec la partie qui lit les images, que le "
+        "calculateur ne compte pas. Pour le seul modèle de texte, collez son text_config comme un config.json à part, "
+        "en y ajoutant \"vocab_size\": 262208 (les valeurs par défaut de la configuration de « gemma3_text » que le "
+        "fichier laisse sous-entendues).",
+    ),
     # issue 33: 50,000 levels crashed Pyodide inside json.loads ("the calculator did not load"); refused before it
-    ({"model": "custom", "config": '{"a":' * 50_000 + "1" + "}" * 50_000},
-     "config.json del modello: più di 32 livelli di annidamento, che nessun config.json raggiunge.",
-     "config.json du modèle : plus de 32 niveaux d’imbrication, ce qu’aucun config.json n’atteint."),
-    ({"seq_len": "131073"}, "Lunghezza delle sequenze (token): supera il massimo del modello, 131.072 token.",
-     "Longueur des séquences (tokens) : dépasse le maximum du modèle, 131 072 tokens."),
-    ({"micro_batch": "-2"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
-     "Micro-lot par carte : il faut un nombre entier de 1 à 65 536."),
-    ({"micro_batch": "99999999999999999999"}, "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
-     "Micro-lot par carte : il faut un nombre entier de 1 à 65 536."),
-    ({"grad_accum": "0"}, "Accumulazione del gradiente (micro-batch per step dell’ottimizzatore): serve un numero "
-     "intero da 1 a 65.536.", "Accumulation de gradient (micro-lots par étape de l’optimiseur) : il faut un nombre "
-     "entier de 1 à 65 536."),
+    (
+        {"model": "custom", "config": '{"a":' * 50_000 + "1" + "}" * 50_000},
+        "config.json del modello: più di 32 livelli di annidamento, che nessun config.json raggiunge.",
+        "config.json du modèle : plus de 32 niveaux d’imbrication, ce qu’aucun config.json n’atteint.",
+    ),
+    (
+        {"seq_len": "131073"},
+        "Lunghezza delle sequenze (token): supera il massimo del modello, 131.072 token.",
+        "Longueur des séquences (tokens) : dépasse le maximum du modèle, 131 072 tokens.",
+    ),
+    (
+        {"micro_batch": "-2"},
+        "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
+        "Micro-lot par carte : il faut un nombre entier de 1 à 65 536.",
+    ),
+    (
+        {"micro_batch": "99999999999999999999"},
+        "Micro-batch per scheda: serve un numero intero da 1 a 65.536.",
+        "Micro-lot par carte : il faut un nombre entier de 1 à 65 536.",
+    ),
+    (
+        {"grad_accum": "0"},
+        "Accumulazione del gradiente (micro-batch per step dell’ottimizzatore): serve un numero intero da 1 a 65.536.",
+        "Accumulation de gradient (micro-lots par étape de l’optimiseur) : il faut un nombre entier de 1 à 65 536.",
+    ),
 ]
 
 
@@ -449,8 +594,15 @@ def test_bad_input_is_one_line_in_the_page_language(pages, lang):
     page = pages[lang]
     for values, italian, french in BAD:
         values = dict(values)
-        use_form(page, model=values.pop("model", "llama-3.1-8b"), task="full-adamw", cards=1, method="ddp",
-                 seq_len=2048, micro_batch=1)
+        use_form(
+            page,
+            model=values.pop("model", "llama-3.1-8b"),
+            task="full-adamw",
+            cards=1,
+            method="ddp",
+            seq_len=2048,
+            micro_batch=1,
+        )
         if "config" in values:
             page.fill("#finder-config", values.pop("config"))
         use_form(page, **values)
@@ -506,12 +658,27 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
     its unit joined by the rule set's no-break space, as in the static page."""
     from hooks.finder.compute import load_catalogue
     from hooks.finder.page import ranking_text, run_text
+
     page = pages[lang]
-    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000,
-             price_a6000="4")
-    expected = cli_for("llama-3.1-8b", ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3",
-                                        "--optimizer=adamw", "--seq-len=2048", "--micro-batch=1", "--recompute=none",
-                                        "--offload=none", "--tokens=2000000000", "--price=a6000=4"])
+    use_form(
+        page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=2_000_000_000, price_a6000="4"
+    )
+    expected = cli_for(
+        "llama-3.1-8b",
+        [
+            "--kind=training",
+            "--cards=8",
+            "--framework=deepspeed",
+            "--zero-stage=3",
+            "--optimizer=adamw",
+            "--seq-len=2048",
+            "--micro-batch=1",
+            "--recompute=none",
+            "--offload=none",
+            "--tokens=2000000000",
+            "--price=a6000=4",
+        ],
+    )
     assert page_answer(page) == expected
     answer, catalogue = json.loads(expected), load_catalogue()
     a6000 = next(f for f in answer["fits"] if f["gpu"] == "a6000")["time"]
@@ -522,24 +689,35 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
         assert not UNIT_AFTER_SPACE.search(row) and "\u00a0s" in row, row
     assert plain(ranking_text(catalogue, lang, answer["run"], 8)) == plain(page.text_content("#finder-order"))
     # the price typed for the A6000's machine is shown as the reader's, the guide's as the guide's
-    prices = dict(zip(table_cards(page), page.eval_on_selector_all(
-        "#finder-table tbody tr", "rows => rows.map(r => r.children[3].textContent)")))
+    prices = dict(
+        zip(
+            table_cards(page),
+            page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.children[3].textContent)"),
+        )
+    )
     assert plain(prices["RTX A6000 48GB"]) == ("4,00 €/h (votre prix)" if lang == "fr" else "4,00 €/h (il tuo prezzo)")
     guide = next(m for m in load_yaml("gpus")["machines"].values() if (m["gpu"], m["count"]) == ("h100", 8))
-    price = format_decimal(guide["price_eur_per_hour_from"], "#,##0.00", locale=lang)  # the site's own, as Babel writes it
-    assert plain(prices["H100 80GB"]) == (f"à partir de {price} €/h (prix du guide)" if lang == "fr"
-                                          else f"da {price} €/h (prezzo della guida)")
+    price = format_decimal(
+        guide["price_eur_per_hour_from"], "#,##0.00", locale=lang
+    )  # the site's own, as Babel writes it
+    assert plain(prices["H100 80GB"]) == (
+        f"à partir de {price} €/h (prix du guide)" if lang == "fr" else f"da {price} €/h (prezzo della guida)"
+    )
     assert "tokens=2000000000" in page.url and "price_a6000=4" in page.url
     assert not page.errors
 
 
 def guide_example(lang: str) -> str:
     """The example of a price the page's error gives: the site's dearest guide price, as Babel writes it."""
-    return format_decimal(max(m["price_eur_per_hour_from"] for m in load_yaml("gpus")["machines"].values()),
-                          "#,##0.00", locale=lang)
+    return format_decimal(
+        max(m["price_eur_per_hour_from"] for m in load_yaml("gpus")["machines"].values()), "#,##0.00", locale=lang
+    )
 
 
-RANKED = {"it": "in ordine di costo, dalla macchina più economica", "fr": "par coût, de la machine la moins chère à la plus chère"}
+RANKED = {
+    "it": "in ordine di costo, dalla macchina più economica",
+    "fr": "par coût, de la machine la moins chère à la plus chère",
+}
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
@@ -551,9 +729,20 @@ def test_typed_prices_rank_the_machines_by_the_runs_cost(pages, lang):
     others, the most), then the dearest."""
     from hooks.finder.compute import load_catalogue
     from hooks.finder.page import ranking_text
+
     page, catalogue = pages[lang], load_catalogue()
-    flags = ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw",
-             "--seq-len=2048", "--micro-batch=1", "--recompute=none", "--offload=none", "--tokens=2000000000"]
+    flags = [
+        "--kind=training",
+        "--cards=8",
+        "--framework=deepspeed",
+        "--zero-stage=3",
+        "--optimizer=adamw",
+        "--seq-len=2048",
+        "--micro-batch=1",
+        "--recompute=none",
+        "--offload=none",
+        "--tokens=2000000000",
+    ]
     choice = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero3", "tokens": 2_000_000_000}
     use_form(page, **choice)
     untyped = json.loads(page_answer(page))
@@ -587,18 +776,25 @@ def test_a_bad_price_is_one_line_naming_the_machine(pages, lang):
     page, labels = pages[lang], FINDER["labels"]
     field = labels["price_card"][lang].format(gpu="RTX 5090 32GB")
     # the example, the cent and the 10,000 EUR/h bound as the page writes numbers (Babel)
-    expected = plain(labels["error_price"][lang].format(field=field, example=guide_example(lang), minimum="0,01",
-                                                         maximum="10.000" if lang == "it" else "10 000"))
+    expected = plain(
+        labels["error_price"][lang].format(
+            field=field, example=guide_example(lang), minimum="0,01", maximum="10.000" if lang == "it" else "10 000"
+        )
+    )
     for bad in ("abc", "-1", "0", "1e9", "1000000000"):
         use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", **{"price_rtx-5090": bad})
         assert plain(page.text_content("#finder-error")) == expected, bad
         assert page.is_visible("#finder-error") and page.is_hidden("#finder-results")
-        code = cli_for("llama-3.1-8b", ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3",
-                                        f"--price=rtx-5090={bad}"])
+        code = cli_for(
+            "llama-3.1-8b",
+            ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", f"--price=rtx-5090={bad}"],
+        )
         assert code.startswith("vram: error: prices: prices.rtx-5090") and "\n" not in code, code  # the CLI: exit 2
     # a bad price on a machine that does not fit is still named, and its field shown to mend it
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=1, method="ddp", **{"price_rtx-3090": "abc"})
-    assert plain(page.text_content("#finder-error")).startswith(plain(labels["price_card"][lang].format(gpu="RTX 3090 24GB")))
+    assert plain(page.text_content("#finder-error")).startswith(
+        plain(labels["price_card"][lang].format(gpu="RTX 3090 24GB"))
+    )
     assert page.is_visible("#finder-price_rtx-3090")
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3")
     assert page.is_hidden("#finder-error") and page.is_visible("#finder-table")
@@ -611,6 +807,7 @@ def test_lora_and_serving_show_their_time_in_the_page(pages):
     from hooks.finder.compute import load_catalogue
     from hooks.finder.page import decode_text, run_text
     from hooks.render.typography import typeset_text  # what the static page gets after rendering
+
     page, catalogue = pages["fr"], load_catalogue()
     use_form(page, model="llama-3.1-8b", task="qlora", cards=1, method="ddp", tokens=10**8)
     answer = json.loads(page_answer(page))
@@ -618,8 +815,20 @@ def test_lora_and_serving_show_their_time_in_the_page(pages):
     assert rows == [typeset_text(run_text(catalogue, "fr", f["time"]), "fr") for f in in_run_order(answer)]
     use_form(page, model="llama-3.1-8b", task="serve-bf16", cards=2, context=8192, concurrent=4)
     answer = json.loads(page_answer(page))
-    assert answer == json.loads(cli_for("llama-3.1-8b", ["--kind=serving", "--cards=2", "--context=8192", "--weights=bf16",
-                                                        "--concurrent=4", "--kv-dtype=bf16", "--gpu-memory-utilization=0.9"]))
+    assert answer == json.loads(
+        cli_for(
+            "llama-3.1-8b",
+            [
+                "--kind=serving",
+                "--cards=2",
+                "--context=8192",
+                "--weights=bf16",
+                "--concurrent=4",
+                "--kv-dtype=bf16",
+                "--gpu-memory-utilization=0.9",
+            ],
+        )
+    )
     rows = page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.lastElementChild.textContent)")
     assert rows == [typeset_text(decode_text(catalogue, "fr", f["decode"]), "fr") for f in answer["fits"]]
     assert not page.errors
@@ -632,26 +841,43 @@ def test_the_machines_ram_verdict_is_the_command_lines(pages, lang):
     typed otherwise, the verdict the command line's, the RAM kept in the link."""
     page, labels = pages[lang], FINDER["labels"]
     job = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 4, "method": "zero3", "offload": "optimizer"}
-    flags = ["--kind=training", "--cards=4", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw",
-             "--seq-len=2048", "--micro-batch=1", "--recompute=none", "--offload=optimizer"]
+    flags = [
+        "--kind=training",
+        "--cards=4",
+        "--framework=deepspeed",
+        "--zero-stage=3",
+        "--optimizer=adamw",
+        "--seq-len=2048",
+        "--micro-batch=1",
+        "--recompute=none",
+        "--offload=optimizer",
+    ]
     use_form(page, **job)
     assert page_answer(page) == cli_for("llama-3.1-8b", flags)
-    unknown = page.eval_on_selector_all("#finder-table .finder-unknown", "nodes => nodes.map(n => [n.textContent, n.title])")
+    unknown = page.eval_on_selector_all(
+        "#finder-table .finder-unknown", "nodes => nodes.map(n => [n.textContent, n.title])"
+    )
     assert unknown and {(plain(text), plain(title)) for text, title in unknown} == {
-        (plain(labels["ram_unknown"][lang]), plain(labels["ram_unknown_why"][lang]))}
+        (plain(labels["ram_unknown"][lang]), plain(labels["ram_unknown_why"][lang]))
+    }
     assert plain(labels["ram_unknown_why"][lang]) in plain(page.text_content("#finder-note"))
     for ram, verdict in ((256, "ram_holds"), (100, "ram_short")):  # the offload pins 128.5 GB per machine
         use_form(page, **job, host_ram_gb=ram)
         assert page_answer(page) == cli_for("llama-3.1-8b", flags + [f"--host-ram={c['key']}={ram}" for c in CARDS])
-        cells = page.eval_on_selector_all("#finder-table tbody td:nth-child(3)", "cells => cells.map(c => c.textContent)")
+        cells = page.eval_on_selector_all(
+            "#finder-table tbody td:nth-child(3)", "cells => cells.map(c => c.textContent)"
+        )
         said = plain(labels[verdict][lang].format(ram=f"{ram}\u00a0{'Go' if lang == 'fr' else 'GB'}"))
         assert cells and all(said in plain(cell) for cell in cells), cells
         assert page.query_selector("#finder-table .finder-unknown") is None
         assert f"host_ram_gb={ram}" in page.url
     use_form(page, **job, host_ram_gb="-5")
     line = plain(page.text_content("#finder-error"))
-    assert line == plain(labels["error_integer"][lang].format(field=labels["host_ram_gb"][lang], minimum=1,
-                                                               maximum="1.000.000" if lang == "it" else "1\u202f000\u202f000")), line
+    assert line == plain(
+        labels["error_integer"][lang].format(
+            field=labels["host_ram_gb"][lang], minimum=1, maximum="1.000.000" if lang == "it" else "1\u202f000\u202f000"
+        )
+    ), line
     assert not page.errors
 
 
@@ -664,14 +890,38 @@ def test_numbers_typed_as_the_page_writes_them(pages, lang):
     command line reads as 0.8, 4.50 and 2000000000; the link keeps the canonical form."""
     page = pages[lang]
     use_form(page, model="gpt-oss-20b", task="serve-mxfp4", cards=1, context=8192, gpu_memory_utilization="0,8")
-    assert page_answer(page) == cli_for("gpt-oss-20b", ["--kind=serving", "--cards=1", "--context=8192", "--weights=mxfp4",
-                                                        "--concurrent=1", "--kv-dtype=bf16", "--gpu-memory-utilization=0.8"])
+    assert page_answer(page) == cli_for(
+        "gpt-oss-20b",
+        [
+            "--kind=serving",
+            "--cards=1",
+            "--context=8192",
+            "--weights=mxfp4",
+            "--concurrent=1",
+            "--kv-dtype=bf16",
+            "--gpu-memory-utilization=0.8",
+        ],
+    )
     assert "gpu_memory_utilization=0.8" in page.url
-    use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=GROUPED[lang],
-             price_a6000="4,50")
-    assert page_answer(page) == cli_for("llama-3.1-8b", [
-        "--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw", "--seq-len=2048",
-        "--micro-batch=1", "--recompute=none", "--offload=none", "--tokens=2000000000", "--price=a6000=4.50"])
+    use_form(
+        page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", tokens=GROUPED[lang], price_a6000="4,50"
+    )
+    assert page_answer(page) == cli_for(
+        "llama-3.1-8b",
+        [
+            "--kind=training",
+            "--cards=8",
+            "--framework=deepspeed",
+            "--zero-stage=3",
+            "--optimizer=adamw",
+            "--seq-len=2048",
+            "--micro-batch=1",
+            "--recompute=none",
+            "--offload=none",
+            "--tokens=2000000000",
+            "--price=a6000=4.50",
+        ],
+    )
     assert "tokens=2000000000" in page.url and "price_a6000=4.50" in page.url
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", price_a6000="tanto")
     assert guide_example(lang) in plain(page.text_content("#finder-error"))  # as the reader writes it: 31,20, not 31.20
@@ -691,15 +941,18 @@ def test_a_pasted_config_says_what_was_read_and_survives_the_language_switch(pag
     page.select_option("#finder-model", "custom")
     page.fill("#finder-config", text)
     use_form(page, task="full-adamw", cards=2, method="fsdp2-reshard", seq_len=4096)
-    expected = cli_for(None, ["--kind=training", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--seq-len=4096"],
-                       UNSHIPPED)
+    expected = cli_for(
+        None, ["--kind=training", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--seq-len=4096"], UNSHIPPED
+    )
     raw = json.loads(text)
     params = 9_241_705_984  # google/gemma-2-9b's published count (tests/vram/test_models.py), not vram's
     grouped = {"it": f"{params:,}".replace(",", "."), "fr": f"{params:,}".replace(",", " ")}
-    read = {"it": f"Letto dal config.json: model_type {raw['model_type']}, {raw['num_hidden_layers']} layer, "
-                  f"{grouped['it']} parametri.",
-            "fr": f"Lu dans le config.json : model_type {raw['model_type']}, {raw['num_hidden_layers']} couches, "
-                  f"{grouped['fr']} paramètres."}
+    read = {
+        "it": f"Letto dal config.json: model_type {raw['model_type']}, {raw['num_hidden_layers']} layer, "
+        f"{grouped['it']} parametri.",
+        "fr": f"Lu dans le config.json : model_type {raw['model_type']}, {raw['num_hidden_layers']} couches, "
+        f"{grouped['fr']} paramètres.",
+    }
     assert page_answer(page) == expected
     assert read["it"] in plain(page.text_content("#finder-note"))
     for lang in ("fr", "it"):  # both ways: the job in the link, the config.json in this tab's sessionStorage
@@ -715,10 +968,29 @@ def test_a_pasted_config_says_what_was_read_and_survives_the_language_switch(pag
 # two 24 GB cards, FSDP with CPU offload and gradient checkpointing, batch 2 of 2,048 tokens; here
 # with 4 micro-batches accumulated per optimizer step.
 QLORA_70B_OFFLOAD = (
-    {"model": "llama-3.1-70b", "task": "qlora", "cards": 2, "method": "fsdp2-reshard", "offload": "optimizer+params",
-     "recompute": "full", "micro_batch": 2, "grad_accum": 4},
-    ["--kind=lora", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--base-dtype=nf4", "--seq-len=2048",
-     "--micro-batch=2", "--grad-accum=4", "--recompute=full", "--offload=optimizer+params"])
+    {
+        "model": "llama-3.1-70b",
+        "task": "qlora",
+        "cards": 2,
+        "method": "fsdp2-reshard",
+        "offload": "optimizer+params",
+        "recompute": "full",
+        "micro_batch": 2,
+        "grad_accum": 4,
+    },
+    [
+        "--kind=lora",
+        "--cards=2",
+        "--framework=fsdp2",
+        "--zero-stage=3",
+        "--base-dtype=nf4",
+        "--seq-len=2048",
+        "--micro-batch=2",
+        "--grad-accum=4",
+        "--recompute=full",
+        "--offload=optimizer+params",
+    ],
+)
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
@@ -737,7 +1009,9 @@ def test_a_70b_fsdp_qlora_with_offload_on_two_rtx_4090(pages, lang):
     assert "rtx-4090" in [fit["gpu"] for fit in found["fits"]]
     assert load_yaml("gpus")["gpus"]["rtx-4090"]["name"] in table_cards(page)
     assert found["accounting"] == "qlora-fsdp2-reshard-offload"
-    assert plain(FINDER["accountings"]["qlora-fsdp2-reshard-offload"][lang]) in plain(page.text_content("#finder-table caption"))
+    assert plain(FINDER["accountings"]["qlora-fsdp2-reshard-offload"][lang]) in plain(
+        page.text_content("#finder-table caption")
+    )
     note = plain(page.text_content("#finder-note"))
     batch = found["batch"]
     assert (batch["global_batch"], batch["tokens_per_step"]) == (16, 16 * 2048)
@@ -758,13 +1032,22 @@ def test_the_serving_verdict_names_its_prefill_chunk_and_the_reader_sets_it(page
     types changes the KV cache as the command line says; the link keeps it; 0 is one line."""
     page, labels = pages[lang], FINDER["labels"]
     job = {"model": "gpt-oss-20b", "task": "serve-mxfp4", "cards": 1, "context": 8192, "concurrent": 16}
-    flags = ["--kind=serving", "--cards=1", "--context=8192", "--weights=mxfp4", "--concurrent=16", "--kv-dtype=bf16",
-             "--gpu-memory-utilization=0.9"]
+    flags = [
+        "--kind=serving",
+        "--cards=1",
+        "--context=8192",
+        "--weights=mxfp4",
+        "--concurrent=16",
+        "--kv-dtype=bf16",
+        "--gpu-memory-utilization=0.9",
+    ]
     use_form(page, **job)
     default = json.loads(page_answer(page))
     assert default["max_num_batched_tokens"] == VLLM_MAX_NUM_BATCHED_TOKENS
     grouped = format_number(VLLM_MAX_NUM_BATCHED_TOKENS, lang, 0)  # as the page writes numbers (Babel)
-    assert f"max_num_batched_tokens, {'qui' if lang == 'it' else 'ici'} {grouped} token" in page.text_content("#finder-note")
+    assert f"max_num_batched_tokens, {'qui' if lang == 'it' else 'ici'} {grouped} token" in page.text_content(
+        "#finder-note"
+    )
     use_form(page, **job, max_num_batched_tokens=8192)
     assert page_answer(page) == cli_for("gpt-oss-20b", flags + ["--max-num-batched-tokens=8192"])
     assert json.loads(page_answer(page))["kv_per_sequence_bytes"] > default["kv_per_sequence_bytes"]
@@ -784,11 +1067,22 @@ def test_pre_training_shows_the_global_batch_and_the_steps_for_a_token_budget(pa
     use_form(page, model="llama-3.2-1b", task="pretrain", cards=8, method="fsdp2-reshard")
     assert page_answer(page) is None  # the reference job: full fine-tuning's precomputed answer
     assert plain(FINDER["tasks"]["pretrain"]["label"][lang]) in plain(page.text_content("#finder-table caption"))
-    use_form(page, model="llama-3.2-1b", task="pretrain", cards=8, method="fsdp2-reshard", grad_accum=32,
-             tokens=20 * 10**9)
-    flags = ["--kind=training", "--cards=8", "--framework=fsdp2", "--zero-stage=3", "--optimizer=adamw",
-             "--seq-len=2048", "--micro-batch=1", "--grad-accum=32", "--recompute=none", "--offload=none",
-             "--tokens=20000000000"]
+    use_form(
+        page, model="llama-3.2-1b", task="pretrain", cards=8, method="fsdp2-reshard", grad_accum=32, tokens=20 * 10**9
+    )
+    flags = [
+        "--kind=training",
+        "--cards=8",
+        "--framework=fsdp2",
+        "--zero-stage=3",
+        "--optimizer=adamw",
+        "--seq-len=2048",
+        "--micro-batch=1",
+        "--grad-accum=32",
+        "--recompute=none",
+        "--offload=none",
+        "--tokens=20000000000",
+    ]
     answer = page_answer(page)
     assert answer == cli_for("llama-3.2-1b", flags)
     batch = json.loads(answer)["batch"]
@@ -826,8 +1120,11 @@ def test_the_calculators_worker_lives_under_the_pages_policy(pages, site_server,
     (worker,) = [worker for worker in page.workers if worker.url.startswith("blob:")]
     outside = f"{OUTSIDE}/job?model=llama"
     found = worker.evaluate(WORKER_FETCHES_JS, [outside, site_server.url("assets/finder.json")])
-    assert found == {"results": ["refused", "loaded 200"], "seen": [f"connect-src {outside}"],
-                     "scope": "DedicatedWorkerGlobalScope"}
+    assert found == {
+        "results": ["refused", "loaded 200"],
+        "seen": [f"connect-src {outside}"],
+        "scope": "DedicatedWorkerGlobalScope",
+    }
     assert not page.errors
 
 
@@ -857,8 +1154,9 @@ def test_a_pasted_config_is_computed_when_the_tab_keeps_no_site_data(pages):
     JSON ("riga 1, colonna 1"). The pasted text stays in the page and is computed."""
     page = pages["it"]
     text = UNSHIPPED.read_text()
-    expected = cli_for(None, ["--kind=training", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--seq-len=4096"],
-                       UNSHIPPED)
+    expected = cli_for(
+        None, ["--kind=training", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--seq-len=4096"], UNSHIPPED
+    )
     for failure in ("quota", "blocked"):
         page.evaluate(BREAK_STORAGE, failure)
         try:

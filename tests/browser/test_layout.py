@@ -111,16 +111,22 @@ def layout(reused_page, site_server):
 
     def measure(page, key) -> dict:
         _, size, path = key
-        found = {"inline_code": page.locator("article code:not(pre code)").count(),
-                 "broken_after_hyphen": page.evaluate(BREAK_AFTER_HYPHEN_JS)}
+        found = {
+            "inline_code": page.locator("article code:not(pre code)").count(),
+            "broken_after_hyphen": page.evaluate(BREAK_AFTER_HYPHEN_JS),
+        }
         if size == "phone":
             found["page_overflow"] = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         if path == TABLES_PAGE and size == "phone":
-            page.wait_for_selector("article .md-typeset__scrollwrap table", state="attached")  # Material's script wraps them
+            page.wait_for_selector(
+                "article .md-typeset__scrollwrap table", state="attached"
+            )  # Material's script wraps them
             found["cells"] = page.evaluate(CELLS_JS, "article table")
             found["split_in_table_code"] = page.evaluate(SPLIT_WORDS_JS, "article table code")
             found["needs_rows"] = page.eval_on_selector_all(
-                ".needs-table tbody tr", "rows => rows.map(r => [r.textContent.trim().slice(0, 30), r.getBoundingClientRect().height])")
+                ".needs-table tbody tr",
+                "rows => rows.map(r => [r.textContent.trim().slice(0, 30), r.getBoundingClientRect().height])",
+            )
             found["split_in_needs"] = page.evaluate(SPLIT_WORDS_JS, ".needs-table th, .needs-table td")
         if path == FINDER_PAGE:
             start_finder(page)
@@ -131,16 +137,23 @@ def layout(reused_page, site_server):
                 found["finder_cells"] = page.evaluate(CELLS_JS, "#finder-table")
                 found["split_in_finder"] = page.evaluate(SPLIT_WORDS_JS, "#finder-table td")
                 found["overflowing_cells"] = page.evaluate(OVERFLOWING_CELLS_JS)
-                found["finder_rows"] = page.eval_on_selector_all("#finder-table tbody tr",
-                                                                 "rows => rows.map(r => r.getBoundingClientRect().height)")
-                found["cut_attention_labels"] = page.evaluate(METHOD_LABELS_JS.replace("finder-method", "finder-attention"))
+                found["finder_rows"] = page.eval_on_selector_all(
+                    "#finder-table tbody tr", "rows => rows.map(r => r.getBoundingClientRect().height)"
+                )
+                found["cut_attention_labels"] = page.evaluate(
+                    METHOD_LABELS_JS.replace("finder-method", "finder-attention")
+                )
             else:
                 found["method_options"] = page.locator("#finder-method option").count()
                 found["cut_method_labels"] = page.evaluate(METHOD_LABELS_JS)
         return found
 
-    jobs = [((lang, size, path), site_server.url(ROOTS[lang] + path), {"width": width, "height": height})
-            for lang in ROOTS for size, (width, height) in SIZES.items() for path in PAGES]
+    jobs = [
+        ((lang, size, path), site_server.url(ROOTS[lang] + path), {"width": width, "height": height})
+        for lang in ROOTS
+        for size, (width, height) in SIZES.items()
+        for path in PAGES
+    ]
     reset_page(reused_page)
     second = reused_page.context.new_page()
     try:
@@ -166,8 +179,14 @@ PHONE_WIDTH = SIZES["phone"][0]
 def figures_off_screen(cells: list[dict]) -> list[dict]:
     """The cells not wholly on a phone's screen, and the cells after a row's first (its title)
     that do not show their column's heading above their figure."""
-    return [cell for cell in cells if cell["left"] < 0 or cell["right"] > PHONE_WIDTH + 0.5 or cell["width"] <= 0
-            or (not cell["first"] and (not cell["label"] or cell["shown"] != cell["label"]))]
+    return [
+        cell
+        for cell in cells
+        if cell["left"] < 0
+        or cell["right"] > PHONE_WIDTH + 0.5
+        or cell["width"] <= 0
+        or (not cell["first"] and (not cell["label"] or cell["shown"] != cell["label"]))
+    ]
 
 
 @pytest.mark.parametrize("lang", ROOTS)

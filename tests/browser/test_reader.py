@@ -40,8 +40,11 @@ WORD_SPLIT = re.compile(r"[^\w.]+|\.(?!\d)")  # words as a reader sees them: l�
 # ------------------------------------------------------------------------------ search
 def pages_with_word(site, lang: str, word: str) -> set[str]:
     """Pages of ``lang`` (URL paths) whose prose holds ``word`` as a word (accents and case ignored)."""
-    return {path for path, words in prose_words(site).items()
-            if not path.endswith("404.html") and path.startswith("fr/") == (lang == "fr") and fold(word.lower()) in words}
+    return {
+        path
+        for path, words in prose_words(site).items()
+        if not path.endswith("404.html") and path.startswith("fr/") == (lang == "fr") and fold(word.lower()) in words
+    }
 
 
 @functools.cache
@@ -51,7 +54,9 @@ def prose_words(site) -> dict[str, set[str]]:
     for path in site_pages(site):
         if path.endswith("404.html"):
             continue
-        article = BeautifulSoup((site / path / "index.html").read_text(encoding="utf-8"), "html.parser").select_one("article")
+        article = BeautifulSoup((site / path / "index.html").read_text(encoding="utf-8"), "html.parser").select_one(
+            "article"
+        )
         for el in article.select("pre, code, script, style, .clipboard-copy-txt"):
             el.decompose()
         found[path] = {fold(w.lower()) for w in WORD_SPLIT.split(article.get_text(" "))}
@@ -87,7 +92,7 @@ def searcher(reused_page, site_server):
         page.wait_for_timeout(300)  # the result list follows its count
         hrefs = page.eval_on_selector_all(".md-search-result__item > a[href]", "els => els.map(a => a.href)")
         prefix = site_server.url("")
-        return {urlsplit(h).path[len(urlsplit(prefix).path):] for h in hrefs}
+        return {urlsplit(h).path[len(urlsplit(prefix).path) :] for h in hrefs}
 
     yield search
     reset_page(page)
@@ -105,13 +110,16 @@ def test_a_word_after_an_elision_is_found(searcher, site_server, lang, word):
         assert "fr/gpu-finder/" in found  # the finder says it only after "l’"
 
 
-@pytest.mark.parametrize(("lang", "model"), [(lang, model) for lang in ("it", "fr") for model in ("Mixtral", "Qwen2.5", "Mistral")])
+@pytest.mark.parametrize(
+    ("lang", "model"), [(lang, model) for lang in ("it", "fr") for model in ("Mixtral", "Qwen2.5", "Mistral")]
+)
 def test_the_finder_is_found_by_each_model_name(searcher, lang, model):
     assert f"{ROOTS[lang]}gpu-finder/" in searcher(lang, model)
 
 
-@pytest.mark.parametrize(("bare", "accented"), [("memoire", "mémoire"), ("entrainement", "entraînement"),
-                                                ("parametres", "paramètres")])
+@pytest.mark.parametrize(
+    ("bare", "accented"), [("memoire", "mémoire"), ("entrainement", "entraînement"), ("parametres", "paramètres")]
+)
 def test_french_without_accents_finds_what_the_accented_word_finds(searcher, bare, accented):
     with_accents = searcher("fr", accented)
     assert with_accents and searcher("fr", bare) == with_accents
@@ -202,10 +210,13 @@ def test_phone_finder_table_and_caption_fit(page, site_server, lang):
         box = page.locator(selector).first.bounding_box()
         assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (selector, box)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390, "the page scrolls sideways"
-    frame = page.eval_on_selector("#finder-table-wrap", """e => ({
+    frame = page.eval_on_selector(
+        "#finder-table-wrap",
+        """e => ({
         wider: e.scrollWidth > e.clientWidth,
         scrolls: ['auto', 'scroll'].includes(getComputedStyle(e).overflowX),
-        cue: getComputedStyle(e).backgroundImage.includes('gradient')})""")
+        cue: getComputedStyle(e).backgroundImage.includes('gradient')})""",
+    )
     assert not frame["wider"] or (frame["scrolls"] and frame["cue"]), frame
 
 
@@ -219,12 +230,19 @@ def code_layout(reused_page, site_server):
     """{(size, path): (copy buttons, words under a copy button, wrapped lines)}: each page
     loaded once per size for the two code-layout tests below (both only read the layout), by
     the worker's reused page and a second page of its context in turn (``measured_in_turn``)."""
-    def measure(page, key):
-        return (page.locator("article .md-code__nav, article .zeroclipboard-container").count(),
-                page.evaluate(CODE_UNDER_BUTTON_JS), page.evaluate(WRAPPED_LINES_JS))
 
-    jobs = [((size, path), site_server.url(path), {"width": size[0], "height": size[1]})
-            for size in SIZES for path in dict.fromkeys(UNDER_BUTTON_PAGES + LINES_PAGES)]
+    def measure(page, key):
+        return (
+            page.locator("article .md-code__nav, article .zeroclipboard-container").count(),
+            page.evaluate(CODE_UNDER_BUTTON_JS),
+            page.evaluate(WRAPPED_LINES_JS),
+        )
+
+    jobs = [
+        ((size, path), site_server.url(path), {"width": size[0], "height": size[1]})
+        for size in SIZES
+        for path in dict.fromkeys(UNDER_BUTTON_PAGES + LINES_PAGES)
+    ]
     reset_page(reused_page)
     second = reused_page.context.new_page()
     try:
@@ -319,5 +337,10 @@ def test_notebook_prompts_are_not_shown(page, site_server, path):
     """Jupyter's "In [2]:" (English, numbered from 2: the set-up cell is hidden) on a desktop."""
     page.goto(site_server.url(path), wait_until="networkidle")
     assert page.locator(".jp-InputPrompt").count()
-    assert page.evaluate("() => [...document.querySelectorAll('.jp-InputPrompt, .jp-OutputPrompt')]"
-                         ".filter(e => e.getClientRects().length).map(e => e.textContent.trim())") == []
+    assert (
+        page.evaluate(
+            "() => [...document.querySelectorAll('.jp-InputPrompt, .jp-OutputPrompt')]"
+            ".filter(e => e.getClientRects().length).map(e => e.textContent.trim())"
+        )
+        == []
+    )

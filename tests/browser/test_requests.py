@@ -32,8 +32,10 @@ def test_every_page_was_loaded(page_loads, site_server):
 
 
 def test_no_request_fails(page_loads):
-    failed = {path: [(r.url, r.status or r.failure) for r in requests if r.failure or r.status is None or r.status >= 400]
-              for path, (requests, _, _) in page_loads.items()}
+    failed = {
+        path: [(r.url, r.status or r.failure) for r in requests if r.failure or r.status is None or r.status >= 400]
+        for path, (requests, _, _) in page_loads.items()
+    }
     assert not {path: f for path, f in failed.items() if f}
 
 
@@ -42,8 +44,10 @@ def test_no_request_leaves_the_site(page_loads):
 
 
 def test_every_request_stays_under_the_base_path(page_loads, site_server):
-    stray = {path: [r.url for r in requests if not urlsplit(r.url).path.startswith(site_server.prefix)]
-             for path, (requests, _, _) in page_loads.items()}
+    stray = {
+        path: [r.url for r in requests if not urlsplit(r.url).path.startswith(site_server.prefix)]
+        for path, (requests, _, _) in page_loads.items()
+    }
     assert not {path: s for path, s in stray.items() if s}
 
 
@@ -70,12 +74,16 @@ def test_switcher_keeps_the_section(page, site_server):
     page.goto(site_server.url(f"memory-formulas/#{section}"), wait_until="networkidle")
     # Material's navigation.tracking may move the hash to the section in view (replaceState)
     # at any moment: the promise is the section of the moment of the click, kept across the switch
-    page.evaluate("window.addEventListener('click', () => sessionStorage.setItem('hash_at_click', location.hash), true)")
+    page.evaluate(
+        "window.addEventListener('click', () => sessionStorage.setItem('hash_at_click', location.hash), true)"
+    )
     page.hover(".md-header__option .md-select")
     page.click('a.md-select__link[hreflang="fr"]')
     page.wait_for_url(lambda url: url.startswith(site_server.url("fr/memory-formulas/#")))
     hash_at_click = page.evaluate("sessionStorage.getItem('hash_at_click')")
-    assert hash_at_click and hash_at_click.lstrip("#") in page.eval_on_selector_all("article h2[id]", "els => els.map(e => e.id)")
+    assert hash_at_click and hash_at_click.lstrip("#") in page.eval_on_selector_all(
+        "article h2[id]", "els => els.map(e => e.id)"
+    )
     assert page.evaluate("location.hash") == hash_at_click
     assert page.eval_on_selector("html", "e => e.lang") == "fr"
     assert page.eval_on_selector(hash_at_click, "e => e.getBoundingClientRect().top < innerHeight")
@@ -92,13 +100,19 @@ def test_switcher_follows_hash_changes(page, site_server):
 def test_alternate_links_survive_the_page_scripts(page, site_server):
     """lang-switch.js hides the hreflang links from Material for one moment only."""
     page.goto(site_server.url("memory-formulas/"), wait_until="networkidle")
-    assert page.eval_on_selector_all('link[rel="alternate"][hreflang]', "els => els.map(e => e.hreflang)") == ["it", "fr"]
+    assert page.eval_on_selector_all('link[rel="alternate"][hreflang]', "els => els.map(e => e.hreflang)") == [
+        "it",
+        "fr",
+    ]
 
 
-@pytest.mark.parametrize(("missing", "lang", "lands_on"), [
-    ("no-such-page/", "it", "no-such-page/"),
-    ("fr/no-such-page/", "fr", "fr/404.html"),
-])
+@pytest.mark.parametrize(
+    ("missing", "lang", "lands_on"),
+    [
+        ("no-such-page/", "it", "no-such-page/"),
+        ("fr/no-such-page/", "fr", "fr/404.html"),
+    ],
+)
 def test_a_missing_page_shows_the_404_of_its_language(page, site_server, missing, lang, lands_on):
     response = page.goto(site_server.url(missing), wait_until="networkidle")
     assert response.status == 404

@@ -28,7 +28,9 @@ def test_children_are_counted_and_valgrind_keeps_off_their_stderr(tmp_path):
     log files: on a child's stderr they would be that child's output, which bash's reader
     takes for a parse error."""
     # sh, and a child sh that writes to stderr (a program: sh would run a builtin in-process)
-    process = _counted(["sh", "-c", "sh -c 'echo err >&2'; echo out"], tmp_path, {"PATH": "/usr/bin:/bin"}, tmp_path / "out")
+    process = _counted(
+        ["sh", "-c", "sh -c 'echo err >&2'; echo out"], tmp_path, {"PATH": "/usr/bin:/bin"}, tmp_path / "out"
+    )
     _, err = process.communicate(timeout=300)
     assert process.returncode == 0 and err.strip() == "err"
     outputs = sorted((tmp_path / "out").glob("callgrind.out.*"))
@@ -47,7 +49,10 @@ def test_the_budget_goes_to_the_instruction_count_where_there_is_one():
     over, under = BUDGET["build_ratio"] + 0.2, BUDGET["build_ratio"] - 0.1
     rows = {row[0].split(" (")[0]: row for row in table(_figures(over, under))}
     assert rows["Build ratio, timed"][2:] == ("", "")  # shown, not judged
-    assert rows["Build ratio in instructions, callgrind, children included"][2:] == (f"<= {BUDGET['build_ratio']}x", "ok")
+    assert rows["Build ratio in instructions, callgrind, children included"][2:] == (
+        f"<= {BUDGET['build_ratio']}x",
+        "ok",
+    )
     rows = {row[0].split(" (")[0]: row for row in table(_figures(under, over))}
     assert rows["Build ratio in instructions, callgrind, children included"][3] == "OVER"
     rows = {row[0].split(" (")[0]: row for row in table(_figures(over, None))}  # no valgrind: the timed ratio is judged

@@ -16,15 +16,18 @@ def test_plain_config_drops_only_hooks_notebooks_and_our_plugin():
     config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_Loader)
     plain = plain_config(config)
     assert "hooks" not in plain and "watch" not in plain and plain["strict"] is False
-    assert _plugin_names(plain) == [n for n in _plugin_names(config) if n not in {"mkdocs-jupyter", "guide-deferred-imports"}]
+    assert _plugin_names(plain) == [
+        n for n in _plugin_names(config) if n not in {"mkdocs-jupyter", "guide-deferred-imports"}
+    ]
     assert {"search", "i18n"} <= set(_plugin_names(plain))
     assert not any(".ipynb" in str(entry) for entry in plain["nav"])
     assert len(plain["nav"]) == len(config["nav"]) - 1
     assert plain["markdown_extensions"] == config["markdown_extensions"]
     # our overrides call what the hooks define (the pages' Content-Security-Policy): the
     # plain build uses the theme's own templates, or it fails on an undefined name
-    assert "custom_dir" in config["theme"] and plain["theme"] == {k: v for k, v in config["theme"].items()
-                                                                  if k != "custom_dir"}
+    assert "custom_dir" in config["theme"] and plain["theme"] == {
+        k: v for k, v in config["theme"].items() if k != "custom_dir"
+    }
 
 
 def test_plain_copy_has_the_markdown_not_the_notebooks(tmp_path):
@@ -32,4 +35,6 @@ def test_plain_copy_has_the_markdown_not_the_notebooks(tmp_path):
     docs = config_path.parent / "docs"
     assert sorted(p.name for p in docs.glob("*.md")) == sorted(p.name for p in (REPO_ROOT / "docs").glob("*.md"))
     assert not list(docs.rglob("*.ipynb")) and not (config_path.parent / "overrides").exists()
-    assert (config_path.parent / "snippets" / "nccl_check.py").read_bytes() == (REPO_ROOT / "snippets" / "nccl_check.py").read_bytes()
+    assert (config_path.parent / "snippets" / "nccl_check.py").read_bytes() == (
+        REPO_ROOT / "snippets" / "nccl_check.py"
+    ).read_bytes()

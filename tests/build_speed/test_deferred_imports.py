@@ -55,7 +55,9 @@ def test_nothing_to_defer(package):
 
 def _imported(stderr: str, module: str) -> bool:
     """Whether ``python -X importtime`` reported importing ``module``."""
-    return any(line.rsplit("|", 1)[-1].strip() == module for line in stderr.splitlines() if line.startswith("import time:"))
+    return any(
+        line.rsplit("|", 1)[-1].strip() == module for line in stderr.splitlines() if line.startswith("import time:")
+    )
 
 
 def test_converter_loads_on_a_miss_only(repo_copy, built_site, compiled_code):
@@ -76,7 +78,17 @@ def test_converter_loads_on_a_miss_only(repo_copy, built_site, compiled_code):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "GUIDE_NOTEBOOK_STORE": "off"}
     runs = []
     for n in range(2):
-        cmd = [sys.executable, "-X", "importtime", "-m", "mkdocs", "build", "--strict", "-d", str(repo_copy / f"site{n}")]
+        cmd = [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-d",
+            str(repo_copy / f"site{n}"),
+        ]
         result = subprocess.run(cmd, cwd=repo_copy, env=env, capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, result.stderr[-3000:]
         runs.append(result.stderr)

@@ -48,7 +48,9 @@ def test_an_unchanged_page_is_not_rendered_again_and_an_edited_data_file_is(snip
     edited = render.render_markdown(PAGE, "fr")
     assert "Absolument tout" in edited and "Absolument tout" not in first and len(rendered) == 3
 
-    (snippets_copy / "data" / "models" / "new-file.json").write_text("{}", encoding="utf-8")  # any file a renderer may read
+    (snippets_copy / "data" / "models" / "new-file.json").write_text(
+        "{}", encoding="utf-8"
+    )  # any file a renderer may read
     assert render.render_markdown(PAGE, "fr") == edited and len(rendered) == 4
 
 

@@ -35,12 +35,19 @@ def test_an_address_in_use_stops_make_serve_with_the_port_and_how_to_choose_anot
     """Before: the first build ran (seconds to minutes), then "the server could not start;
     waiting for an edit…", which no edit can fix."""
     assert address_in_use("127.0.0.1", busy_port)
-    result = subprocess.run([sys.executable, "-m", "hooks.serve", "--livereload", f"--dev-addr=127.0.0.1:{busy_port}"],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    result = subprocess.run(
+        [sys.executable, "-m", "hooks.serve", "--livereload", f"--dev-addr=127.0.0.1:{busy_port}"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert result.returncode == 2, result.stderr[-2000:]
-    assert (f"cannot serve on 127.0.0.1:{busy_port}: the address is already in use" in result.stderr
-            and f"`make serve PORT={busy_port + 1}`" in result.stderr), result.stderr
+    assert (
+        f"cannot serve on 127.0.0.1:{busy_port}: the address is already in use" in result.stderr
+        and f"`make serve PORT={busy_port + 1}`" in result.stderr
+    ), result.stderr
     assert "waiting for an edit" not in result.stderr and "Building documentation" not in result.stderr  # no build ran
     assert start_failure(OSError(98, "Address already in use")) == ("", False)
 

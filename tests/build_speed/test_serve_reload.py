@@ -59,9 +59,14 @@ def test_make_serve_follows_the_contributor(warm_repo_copy, tmp_path):
     port, log_path = free_port(), tmp_path / "serve.log"
     log = lambda: log_path.read_text(encoding="utf-8", errors="replace")  # noqa: E731
     with log_path.open("w") as out:
-        server = subprocess.Popen([sys.executable, "-m", "hooks.serve", f"--dev-addr=127.0.0.1:{port}"], cwd=repo_copy,
-                                  env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, stdout=out, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "hooks.serve", f"--dev-addr=127.0.0.1:{port}"],
+            cwd=repo_copy,
+            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         assert _wait(lambda: "waiting for an edit" in log()), log()
         waiting = next(line for line in log().splitlines() if "waiting for an edit" in line)
@@ -71,8 +76,10 @@ def test_make_serve_follows_the_contributor(warm_repo_copy, tmp_path):
         first = _server_process(server)
 
         index = repo_copy / "docs" / "index.it.md"
-        index.write_text(index.read_text(encoding="utf-8").replace("## Trova la GPU", "Una frase nuova.\n\n## Trova la GPU", 1),
-                         encoding="utf-8")
+        index.write_text(
+            index.read_text(encoding="utf-8").replace("## Trova la GPU", "Una frase nuova.\n\n## Trova la GPU", 1),
+            encoding="utf-8",
+        )
         assert _wait(lambda: "Una frase nuova." in (_served(port) or "")), log()[-3000:]
         assert _server_process(server) == first, "a page edit restarted the server"
 
@@ -80,11 +87,15 @@ def test_make_serve_follows_the_contributor(warm_repo_copy, tmp_path):
         render = repo_copy / "hooks" / "render" / "markdown.py"
         code = render.read_text(encoding="utf-8")
         assert "    if lang not in LANGUAGES:\n" in code
-        render.write_text(code.replace("    if lang not in LANGUAGES:\n", "    1 // 0\n    if lang not in LANGUAGES:\n", 1),
-                          encoding="utf-8")
+        render.write_text(
+            code.replace("    if lang not in LANGUAGES:\n", "    1 // 0\n    if lang not in LANGUAGES:\n", 1),
+            encoding="utf-8",
+        )
         assert _wait(lambda: "(traceback above)" in log()), log()[-3000:]
         after = log()[logged:]
-        assert "Traceback (most recent call last)" in after and 'hooks/render/markdown.py", line' in after, after[-3000:]
+        assert "Traceback (most recent call last)" in after and 'hooks/render/markdown.py", line' in after, after[
+            -3000:
+        ]
         assert "ZeroDivisionError: integer division or modulo by zero (traceback above)" in after
         assert _server_process(server) not in (None, first), "a .py edit did not restart the server"
         # that first build failed too: the server says so, then waits (read it before the next edit,
@@ -145,13 +156,20 @@ print(json.dumps(report))
 
 def test_serve_process_repeats_errors_and_refuses_stale_code(repo_copy):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    result = subprocess.run([sys.executable, "-c", SERVE_LIKE], cwd=repo_copy, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", SERVE_LIKE], cwd=repo_copy, env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report == {"first": "Abort: Aborted with a BuildError!", "again": "Abort: Aborted with a BuildError!",
-                      "code_edited": "Abort: Aborted with a BuildError!"}, report
+    assert report == {
+        "first": "Abort: Aborted with a BuildError!",
+        "again": "Abort: Aborted with a BuildError!",
+        "code_edited": "Abort: Aborted with a BuildError!",
+    }, report
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR ")]
     missing = "docs/memory-formulas.fr.md: missing; every page needs every language"
     assert [missing in line for line in errors[:2]] == [True, True], errors
-    assert len(errors) == 3 and "hooks/render/markdown.py: changed after this process imported the code; restart" in errors[2], errors
+    assert (
+        len(errors) == 3
+        and "hooks/render/markdown.py: changed after this process imported the code; restart" in errors[2]
+    ), errors

@@ -11,8 +11,9 @@ def _environment(source: str, cache: InMemoryBytecodeCache, compiled: list[str])
     return _folder_environment({"page.html": source}, cache, compiled)
 
 
-def _folder_environment(templates: dict[str, str], cache: InMemoryBytecodeCache, compiled: list[str],
-                        filters: dict | None = None) -> jinja2.Environment:
+def _folder_environment(
+    templates: dict[str, str], cache: InMemoryBytecodeCache, compiled: list[str], filters: dict | None = None
+) -> jinja2.Environment:
     """An environment of ``templates`` using ``cache``, appending each name it compiles to ``compiled``."""
     env = jinja2.Environment(loader=jinja2.DictLoader(templates), bytecode_cache=cache)
     env.filters.update(filters or {})
@@ -44,8 +45,10 @@ def test_edited_template_is_compiled_again():
 
 # --- the development build's folder of compiled templates (.cache/templates) ------------------
 def test_the_next_process_reads_compiled_templates_from_the_folder(tmp_path):
-    templates = {"base.html": "<main>{% block body %}{% endblock %}</main>",
-                 "page.html": "{% extends 'base.html' %}{% block body %}{{ title | upper }}{% endblock %}"}
+    templates = {
+        "base.html": "<main>{% block body %}{% endblock %}</main>",
+        "page.html": "{% extends 'base.html' %}{% block body %}{{ title | upper }}{% endblock %}",
+    }
     first, compiled = TemplateCache(), []
     first.use_folder(tmp_path)
     expected = _folder_environment(templates, first, compiled).get_template("page.html").render(title="guida")
@@ -59,7 +62,10 @@ def test_the_next_process_reads_compiled_templates_from_the_folder(tmp_path):
     edited, compiled = TemplateCache(), []
     edited.use_folder(tmp_path)
     templates = {**templates, "page.html": templates["page.html"].replace("upper", "lower")}
-    assert _folder_environment(templates, edited, compiled).get_template("page.html").render(title="GUIDA") == "<main>guida</main>"
+    assert (
+        _folder_environment(templates, edited, compiled).get_template("page.html").render(title="GUIDA")
+        == "<main>guida</main>"
+    )
     assert compiled == ["page.html"], "an edited template is compiled again; its unchanged parent is read"
 
 
@@ -67,11 +73,19 @@ def test_an_entry_is_keyed_by_how_the_environment_calls_a_filter(tmp_path):
     """Jinja compiles a call to a filter that takes the context (``pass_context``) into a call
     that passes it: the same source under another filter table is other code."""
     templates = {"page.html": "{{ title | shout }}"}
-    plain, context_filter = (lambda value: value + "!"), jinja2.pass_context(lambda context, value: value + context["mark"])
+    plain, context_filter = (
+        (lambda value: value + "!"),
+        jinja2.pass_context(lambda context, value: value + context["mark"]),
+    )
     for filters, expected in (({"shout": plain}, "guida!"), ({"shout": context_filter}, "guida?")):
         cache, compiled = TemplateCache(), []
         cache.use_folder(tmp_path)
-        assert _folder_environment(templates, cache, compiled, filters).get_template("page.html").render(title="guida", mark="?") == expected
+        assert (
+            _folder_environment(templates, cache, compiled, filters)
+            .get_template("page.html")
+            .render(title="guida", mark="?")
+            == expected
+        )
         assert compiled == ["page.html"]
     assert len(list(tmp_path.glob("*.jinja"))) == 2
 
@@ -80,6 +94,7 @@ def test_a_filter_marked_after_a_build_is_described_again():
     """The description of an environment's filters is kept for the next template (one per build,
     not one per template), keyed by each filter's identity and how Jinja calls it: marking the
     same function ``pass_context`` afterwards (it sets an attribute on the function) is another key."""
+
     def shout(value):
         return value + "!"
 
@@ -102,7 +117,10 @@ def test_a_corrupt_entry_is_compiled_again(tmp_path):
     entry.write_bytes(entry.read_bytes()[:20])
     later, compiled = TemplateCache(), []
     later.use_folder(tmp_path)
-    assert _folder_environment({"page.html": "<p>{{ x }}</p>"}, later, compiled).get_template("page.html").render(x=1) == "<p>1</p>"
+    assert (
+        _folder_environment({"page.html": "<p>{{ x }}</p>"}, later, compiled).get_template("page.html").render(x=1)
+        == "<p>1</p>"
+    )
     assert compiled == ["page.html"]
 
 
@@ -117,7 +135,10 @@ def test_only_a_development_build_uses_the_folder():
     try:
         glue._build["verified"] = None  # a development build
         env = glue.on_env(jinja2.Environment(), config=None, files=None)
-        assert env.bytecode_cache is glue.TEMPLATE_CACHE and glue.TEMPLATE_CACHE.folder == REPO_ROOT / ".cache" / "templates"
+        assert (
+            env.bytecode_cache is glue.TEMPLATE_CACHE
+            and glue.TEMPLATE_CACHE.folder == REPO_ROOT / ".cache" / "templates"
+        )
         glue._build["verified"] = object()  # the publish gate's record: a publication build
         glue.on_env(jinja2.Environment(), config=None, files=None)
         assert glue.TEMPLATE_CACHE.folder is None

@@ -23,8 +23,15 @@ from tests.catalogue import FROZEN, frozen_usable_bytes
 
 MODELS_DIR = FROZEN / "models"  # the frozen test catalogue's (tests/finder/conftest.py)
 # finder.yaml's methods: (framework, zero_stage); LoRA is offered for the first four only.
-METHODS = {"ddp": ("fsdp2", 0), "zero1": ("deepspeed", 1), "zero2": ("deepspeed", 2), "zero3": ("deepspeed", 3),
-           "fsdp2-keep": ("fsdp2", 2), "fsdp2-reshard": ("fsdp2", 3), "paper": ("zero-paper", 0)}
+METHODS = {
+    "ddp": ("fsdp2", 0),
+    "zero1": ("deepspeed", 1),
+    "zero2": ("deepspeed", 2),
+    "zero3": ("deepspeed", 3),
+    "fsdp2-keep": ("fsdp2", 2),
+    "fsdp2-reshard": ("fsdp2", 3),
+    "paper": ("zero-paper", 0),
+}
 STAGES = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}
 
 
@@ -61,6 +68,7 @@ def fitting(data, model, task, cards, option) -> list[str]:
 
 # --- every combination == the calculator, called directly ---------------------------------
 
+
 def expected_requirement(config, task: dict, cards: int, option: str, rank: int):
     """(bytes per card, {part: bytes}, bytes at backward) straight from vram, or None where
     not computed. Training: torch.optim.AdamW's foreach step, as the guide's scripts run it
@@ -68,13 +76,28 @@ def expected_requirement(config, task: dict, cards: int, option: str, rank: int)
     if task["kind"] == "training":
         framework, stage = METHODS[option]
         try:
-            memory = vram.framework_memory(framework, vram.model_shape(config), cards, stage, task["optimizer"],
-                                           optimizer_impl=task.get("optimizer_impl") or "foreach")
+            memory = vram.framework_memory(
+                framework,
+                vram.model_shape(config),
+                cards,
+                stage,
+                task["optimizer"],
+                optimizer_impl=task.get("optimizer_impl") or "foreach",
+            )
         except ValueError:
-            return None  # all-bf16 AdamW: DeepSpeed and FSDP2 keep fp32 master weights, only the paper's accounting has it
-        return memory.per_gpu_bytes, {"weights": memory.weights_bytes, "gradients": memory.gradients_bytes,
-                                      "optimizer": memory.optimizer_bytes, "working": memory.working_bytes}, \
-            memory.backward_bytes
+            return (
+                None  # all-bf16 AdamW: DeepSpeed and FSDP2 keep fp32 master weights, only the paper's accounting has it
+            )
+        return (
+            memory.per_gpu_bytes,
+            {
+                "weights": memory.weights_bytes,
+                "gradients": memory.gradients_bytes,
+                "optimizer": memory.optimizer_bytes,
+                "working": memory.working_bytes,
+            },
+            memory.backward_bytes,
+        )
     if task["kind"] == "lora":
         framework, stage = METHODS[option]
         if framework == "fsdp2" and stage:  # LoRA and QLoRA under FSDP2; expert targets refused
@@ -83,25 +106,38 @@ def expected_requirement(config, task: dict, cards: int, option: str, rank: int)
             except ValueError:
                 return None
             states = fsdp2.states_bytes - fsdp2.base_weights_bytes
-            return fsdp2.per_gpu_bytes, {"base": fsdp2.base_weights_bytes, "adapters": states,
-                                         "working": fsdp2.per_gpu_bytes - fsdp2.states_bytes}, fsdp2.backward_bytes
+            return (
+                fsdp2.per_gpu_bytes,
+                {
+                    "base": fsdp2.base_weights_bytes,
+                    "adapters": states,
+                    "working": fsdp2.per_gpu_bytes - fsdp2.states_bytes,
+                },
+                fsdp2.backward_bytes,
+            )
         if option not in STAGES:
             return None  # the paper's accounting: not offered for LoRA
         # the page says: PEFT's target_modules="all-linear" (MoE experts included where PEFT adapts them)
         memory = vram.lora_memory_per_gpu(config, rank, cards, STAGES[option], "all-linear", task["base_dtype"])
-        return memory.total_bytes, {"base": memory.base_weights_bytes,
-                                    "adapters": memory.total_bytes - memory.base_weights_bytes}, memory.total_bytes
+        return (
+            memory.total_bytes,
+            {"base": memory.base_weights_bytes, "adapters": memory.total_bytes - memory.base_weights_bytes},
+            memory.total_bytes,
+        )
     kv = config.num_key_value_heads
     if config.num_attention_heads % cards or (kv % cards and cards % kv):
         return None  # vLLM's QKVParallelLinear cannot split the query heads, or the KV heads, over that many cards
     if task["weight_dtype"] == "mxfp4":
         if config.model_type != "gpt_oss":
             return None  # only gpt-oss checkpoints ship MXFP4 experts
-        kv = vram.serving_memory_per_gpu(config, "bf16", context_length=int(option), tensor_parallel=cards).kv_cache_bytes
+        kv = vram.serving_memory_per_gpu(
+            config, "bf16", context_length=int(option), tensor_parallel=cards
+        ).kv_cache_bytes
         weights = mxfp4_weights_bytes_per_gpu(config, cards)
         return weights + kv, {"weights": weights, "kv_cache": kv}, weights + kv
-    memory = vram.serving_memory_per_gpu(config, task["weight_dtype"], context_length=int(option),
-                                         tensor_parallel=cards)
+    memory = vram.serving_memory_per_gpu(
+        config, task["weight_dtype"], context_length=int(option), tensor_parallel=cards
+    )
     return memory.total_bytes, {"weights": memory.weights_bytes, "kv_cache": memory.kv_cache_bytes}, memory.total_bytes
 
 
@@ -120,20 +156,25 @@ def test_every_combination_is_what_the_calculator_says(data):
     usable = {key: (card["memory_mib"] - gpus["reserve_mib"]) * 2**20 for key, card in gpus["gpus"].items()}
     # serving: vLLM takes gpu_memory_utilization of nvidia-smi's total, the reserve included
     share = finder["settings"]["serving"]["gpu_memory_utilization"]
-    served = {key: int(share * card["memory_mib"] * 2**20) - gpus["reserve_mib"] * 2**20 for key, card in gpus["gpus"].items()}
+    served = {
+        key: int(share * card["memory_mib"] * 2**20) - gpus["reserve_mib"] * 2**20 for key, card in gpus["gpus"].items()
+    }
     rank = finder["settings"]["lora"]["rank"]
     reference = finder["settings"]["activations"]
     checked = skipped = 0
     for model_key, entry in models.items():
         config = vram.load_model_config(MODELS_DIR / entry["config"])
         max_context = json.loads((MODELS_DIR / entry["config"]).read_text())["max_position_embeddings"]
-        activations = {mode: vram.activation_memory(config, reference["seq_length"], reference["micro_batch"],
-                                                    vram.default_attention(config), mode).peak_bytes
-                       for mode in ("none", "full")}
+        activations = {
+            mode: vram.activation_memory(
+                config, reference["seq_length"], reference["micro_batch"], vram.default_attention(config), mode
+            ).peak_bytes
+            for mode in ("none", "full")
+        }
         for task_key, task in finder["tasks"].items():
             serving = task["kind"] == "serving"
             for cards in finder["settings"]["cards"]:
-                for option in (finder["settings"]["contexts"] if serving else finder["methods"]):
+                for option in finder["settings"]["contexts"] if serving else finder["methods"]:
                     where = (model_key, task_key, cards, option)
                     expected = expected_requirement(config, task, cards, str(option), rank)
                     if serving and option > max_context:
@@ -165,8 +206,9 @@ def test_every_combination_is_what_the_calculator_says(data):
                             assert "recompute" not in fit, where
                             peak = need  # weights and KV cache
                         else:
-                            assert fit["recompute"] == ("none" if max(need, backward + activations["none"]) <= capacity
-                                                        else "full"), where
+                            assert fit["recompute"] == (
+                                "none" if max(need, backward + activations["none"]) <= capacity else "full"
+                            ), where
                             peak = max(need, backward + activations[fit["recompute"]])
                         # one rule for every kind: under a tenth of the capacity free at the job's peak
                         assert fit["free_fraction"] == (capacity - peak) / capacity, where
@@ -182,6 +224,7 @@ def test_the_json_file_is_the_data(computed):
 
 # --- independent anchors: ../shared/cases/memory.md ----------------------------------------
 
+
 def test_parameter_counts_are_the_published_totals(data):
     params = {m["key"]: m["params"] for m in data["models"]}
     assert params["llama-3.1-8b"] == 8_030_261_248
@@ -194,8 +237,12 @@ def test_parameter_counts_are_the_published_totals(data):
 
 # oracles.md, "Model states per GPU, DeepSpeed": Llama 3.1 8B, bytes per GPU from DeepSpeed
 # 0.19's estimators (additional_buffer_factor=1).
-DEEPSPEED_8B = {(8, "zero2"): 34_128_610_304, (8, "zero3"): 20_169_434_112,
-                (4, "zero2"): 52_196_698_112, (4, "zero3"): 38_237_521_920}
+DEEPSPEED_8B = {
+    (8, "zero2"): 34_128_610_304,
+    (8, "zero3"): 20_169_434_112,
+    (4, "zero2"): 52_196_698_112,
+    (4, "zero3"): 38_237_521_920,
+}
 
 
 @pytest.mark.parametrize("cards, method", DEEPSPEED_8B)
@@ -222,18 +269,19 @@ def test_amp_on_one_card_is_4_4_8_plus_the_autocast_copies(data):
 # reference, 2,048 tokens, micro-batch 1, bounded by hand from oracles.md ("full recomputation
 # keeps the layer being recomputed as well as the 2sbh checkpoints"; about 49 sbh per layer
 # under SDPA; the logits with the loss, fp32 upcast, counted once):
-CHECKPOINTS_8B = 32 * 2 * 2048 * 4096              # 536,870,912 B: each layer's bf16 input
-FP32_LOGITS_8B = 4 * 2048 * 128_256                # 1,050,673,152 B: what the loss keeps
-BF16_LOGITS_8B = 2 * 2048 * 128_256                # 525,336,576 B: lm_head's output
+CHECKPOINTS_8B = 32 * 2 * 2048 * 4096  # 536,870,912 B: each layer's bf16 input
+FP32_LOGITS_8B = 4 * 2048 * 128_256  # 1,050,673,152 B: what the loss keeps
+BF16_LOGITS_8B = 2 * 2048 * 128_256  # 525,336,576 B: lm_head's output
 # the loss's backward: nll_loss's and log_softmax's fp32 gradients, vocabulary x tokens each,
 # while the above is still kept (tests/vram/test_loss_backward.py measures it)
-LOSS_BACKWARD_8B = 8 * 2048 * 128_256              # 2,101,346,304 B
-FULL_RECOMPUTE_8B_AT_LEAST = CHECKPOINTS_8B + FP32_LOGITS_8B + LOSS_BACKWARD_8B                # 3.69 GB
-FULL_RECOMPUTE_8B_AT_MOST = (CHECKPOINTS_8B + 60 * 2048 * 4096 + FP32_LOGITS_8B + BF16_LOGITS_8B
-                             + LOSS_BACKWARD_8B)                                               # 4.72 GB
-NO_RECOMPUTE_8B_AT_LEAST = 49 * 2048 * 4096 * 32 * 95 // 100                                   # 12.5 GB
+LOSS_BACKWARD_8B = 8 * 2048 * 128_256  # 2,101,346,304 B
+FULL_RECOMPUTE_8B_AT_LEAST = CHECKPOINTS_8B + FP32_LOGITS_8B + LOSS_BACKWARD_8B  # 3.69 GB
+FULL_RECOMPUTE_8B_AT_MOST = (
+    CHECKPOINTS_8B + 60 * 2048 * 4096 + FP32_LOGITS_8B + BF16_LOGITS_8B + LOSS_BACKWARD_8B
+)  # 4.72 GB
+NO_RECOMPUTE_8B_AT_LEAST = 49 * 2048 * 4096 * 32 * 95 // 100  # 12.5 GB
 # A card's usable bytes: nvidia-smi's MiB less the 2,048 MiB reserve (gpus.yaml).
-A6000_USABLE = frozen_usable_bytes("a6000")         # 49,379,540,992 with 2,048 MiB reserved
+A6000_USABLE = frozen_usable_bytes("a6000")  # 49,379,540,992 with 2,048 MiB reserved
 RTX_4090_USABLE = frozen_usable_bytes("rtx-4090")  # 23,609,933,824
 P_8B = 8_030_261_248
 
@@ -319,8 +367,15 @@ def test_prices_only_where_the_guide_gives_one(data):
     eight = {f["gpu"]: f for f in result(data, "llama-3.1-8b", "full-adamw", 8, "zero1")["fits"]}
     assert eight["h100"]["price_eur_per_hour_from"] == 31.20
     assert "price_eur_per_hour_from" not in eight["a100-80gb"]
-    priced = [(m, t, c, o, f["gpu"]) for m, tasks in data["results"].items() for t, by_cards in tasks.items()
-              for c, options in by_cards.items() for o, r in options.items() for f in r["fits"] if "price_eur_per_hour_from" in f]
+    priced = [
+        (m, t, c, o, f["gpu"])
+        for m, tasks in data["results"].items()
+        for t, by_cards in tasks.items()
+        for c, options in by_cards.items()
+        for o, r in options.items()
+        for f in r["fits"]
+        if "price_eur_per_hour_from" in f
+    ]
     assert {(c, g) for *_, c, _, g in priced} == {("4", "rtx-4090"), ("8", "h100")}
 
 

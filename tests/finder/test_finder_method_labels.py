@@ -40,7 +40,10 @@ CARDS = 4
 # What a label says, per language (lower-cased text).
 AMP = re.compile(r"\bamp\b")  # the word, not the "amp" of "tampons"
 ALL_BF16 = {"it": "tutto in bf16", "fr": "tout en bf16"}
-ONE_COPY = {"it": ("una copia per scheda", "interi su ogni scheda"), "fr": ("une copie par carte", "entiers sur chaque carte")}
+ONE_COPY = {
+    "it": ("una copia per scheda", "interi su ogni scheda"),
+    "fr": ("une copie par carte", "entiers sur chaque carte"),
+}
 SPLIT = {"it": "divis", "fr": "réparti"}
 NO_BUFFERS = {"it": "senza i buffer", "fr": "sans les tampons"}
 QUANT_STORAGE = "bnb_4bit_quant_storage"
@@ -147,8 +150,11 @@ def test_a_computed_method_without_its_label_is_one_line(data_dir):  # noqa: F81
     path = data_dir / "finder.yaml"
     line = next(line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("  ddp-bf16:"))
     edit(path, line + "\n", "")
-    with pytest.raises(RenderError, match=r"finder\.yaml.*accountings\.ddp-bf16: missing, the label of methods\.ddp "
-                                          r"beside tasks\.full-bf16"):
+    with pytest.raises(
+        RenderError,
+        match=r"finder\.yaml.*accountings\.ddp-bf16: missing, the label of methods\.ddp "
+        r"beside tasks\.full-bf16",
+    ):
         load_catalogue(data_dir)
 
 

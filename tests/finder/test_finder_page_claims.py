@@ -36,14 +36,23 @@ def margin_paragraph(lang: str) -> str:
     return render_markdown(bullet, lang).translate(SPACES)
 
 
-@pytest.mark.parametrize("lang, example", [
-    ("it", r"Llama 3\.1 8B chiede (\S+) GB per scheda: una RTX A6000, che dopo la riserva ne offre (\S+) GB, li contiene, "
-           r"ma quello che le resta è meno dei (\S+) GB di attivazioni con il gradient checkpointing, "
-           r"e la prima scheda che basta è la H100\."),
-    ("fr", r"Llama 3\.1 8B demande (\S+) Go par carte : une RTX A6000, qui en offre (\S+) Go après la réserve, les contient, "
-           r"mais ce qui lui reste est inférieur aux (\S+) Go d’activations avec le gradient checkpointing, "
-           r"et la première carte qui suffit est la H100\."),
-])
+@pytest.mark.parametrize(
+    "lang, example",
+    [
+        (
+            "it",
+            r"Llama 3\.1 8B chiede (\S+) GB per scheda: una RTX A6000, che dopo la riserva ne offre (\S+) GB, li contiene, "
+            r"ma quello che le resta è meno dei (\S+) GB di attivazioni con il gradient checkpointing, "
+            r"e la prima scheda che basta è la H100\.",
+        ),
+        (
+            "fr",
+            r"Llama 3\.1 8B demande (\S+) Go par carte : une RTX A6000, qui en offre (\S+) Go après la réserve, les contient, "
+            r"mais ce qui lui reste est inférieur aux (\S+) Go d’activations avec le gradient checkpointing, "
+            r"et la première carte qui suffit est la H100\.",
+        ),
+    ],
+)
 def test_the_pages_example_holds(lang, example):
     found = re.search(example, margin_paragraph(lang))
     assert found, margin_paragraph(lang)
@@ -57,10 +66,13 @@ def test_the_pages_example_holds(lang, example):
     assert [fit["gpu"] for fit in got["short"]] == ["a6000"] and got["fits"][0]["gpu"] == "h100"
 
 
-@pytest.mark.parametrize("lang, reference", [
-    ("it", "una sequenza da 2.048 token con micro-batch 1"),
-    ("fr", "une séquence de 2 048 tokens avec un micro-lot de 1"),
-])
+@pytest.mark.parametrize(
+    "lang, reference",
+    [
+        ("it", "una sequenza da 2.048 token con micro-batch 1"),
+        ("fr", "une séquence de 2 048 tokens avec un micro-lot de 1"),
+    ],
+)
 def test_the_page_names_the_reference_and_the_tight_rule(lang, reference):
     paragraph = margin_paragraph(lang)
     assert reference in paragraph
@@ -69,8 +81,11 @@ def test_the_page_names_the_reference_and_the_tight_rule(lang, reference):
     page = (REPO_ROOT / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
     (bullet,) = [line for line in page.splitlines() if line.startswith(("- **Stretto.**", "- **Serré.**"))]
     rule = render_markdown(bullet, lang).translate(SPACES)
-    assert ("le resta libero meno del 10% della memoria che il lavoro può usare" if lang == "it"
-            else "il lui reste moins de 10 % de la mémoire que le travail peut utiliser") in rule
+    assert (
+        "le resta libero meno del 10% della memoria che il lavoro può usare"
+        if lang == "it"
+        else "il lui reste moins de 10 % de la mémoire que le travail peut utiliser"
+    ) in rule
 
 
 @pytest.fixture(scope="module")
@@ -104,10 +119,13 @@ def test_each_peft_adapter_keeps_its_own_copy_of_its_input(lora_layer, autocast,
     assert {t.dtype for t in copies} == {copy_dtype}
 
 
-@pytest.mark.parametrize("lang, heading, no_measurement", [
-    ("it", "- **Tempo e costo.**", "Nessuna nostra misura su GPU conferma ancora questi tempi."),
-    ("fr", "- **Durée et coût.**", "Aucune de nos mesures sur GPU ne confirme encore ces durées."),
-])
+@pytest.mark.parametrize(
+    "lang, heading, no_measurement",
+    [
+        ("it", "- **Tempo e costo.**", "Nessuna nostra misura su GPU conferma ancora questi tempi."),
+        ("fr", "- **Durée et coût.**", "Aucune de nos mesures sur GPU ne confirme encore ces durées."),
+    ],
+)
 def test_the_time_column_names_its_sources(lang, heading, no_measurement):
     """The reading list explains the time/cost column with the sources the times come from (the
     datasheets' peaks in gpus.yaml, the published runs of the job's class: vram.calibration),

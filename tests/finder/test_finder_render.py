@@ -44,15 +44,28 @@ def _reference_activations_8b() -> int:
     return vram.activation_memory(config, 2048, 1, "sdpa", "none").peak_bytes
 
 
-@pytest.mark.parametrize("lang, unit, summary, margin_words, price", [
-    ("it", "GB", "Servono 128,5 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per CUDA "
-     "e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine.",
-     ("20,1 GB (", "% libero al picco) stretto"), "nessuno"),
-    ("fr", "Go", "Il faut 128,5 Go par carte pour les états du modèle et les tampons du framework, plus 2 Gio de réserve "
-     "pour CUDA et NCCL et la place des activations. Parmi les cartes du catalogue, 2 modèles suffisent, à commencer par la "
-     "H200 141GB, avec 20,1 Go de marge.",
-     ("20,1 Go (", " % libre au pic) serré"), "aucun"),
-])
+@pytest.mark.parametrize(
+    "lang, unit, summary, margin_words, price",
+    [
+        (
+            "it",
+            "GB",
+            "Servono 128,5 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per CUDA "
+            "e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine.",
+            ("20,1 GB (", "% libero al picco) stretto"),
+            "nessuno",
+        ),
+        (
+            "fr",
+            "Go",
+            "Il faut 128,5 Go par carte pour les états du modèle et les tampons du framework, plus 2 Gio de réserve "
+            "pour CUDA et NCCL et la place des activations. Parmi les cartes du catalogue, 2 modèles suffisent, à commencer par la "
+            "H200 141GB, avec 20,1 Go de marge.",
+            ("20,1 Go (", " % libre au pic) serré"),
+            "aucun",
+        ),
+    ],
+)
 def test_static_table_of_the_papers_accounting(lang, unit, summary, margin_words, price):
     from babel.numbers import format_percent
 
@@ -69,18 +82,32 @@ def test_static_table_of_the_papers_accounting(lang, unit, summary, margin_words
     # against the H200's 989, NVIDIA's datasheets) first, and the page says why not by cost
     assert [row[0] for row in rows] == ["B200", "H200 141GB"]
     order = plain(BeautifulSoup(html, "html.parser").select_one("#finder-order").get_text())
-    assert order.endswith(("manca il prezzo di 1 × H200 141GB, 1 × B200: la guida indica il prezzo solo di alcune "
-                           "macchine, e per le altre puoi scriverlo tu nei campi dei prezzi qui sopra.") if lang == "it" else
-                          ("faute de prix pour 1 × H200 141GB, 1 × B200 : le guide ne donne le prix que de certaines "
-                           "machines ; pour les autres, saisissez le vôtre dans les champs de prix ci-dessus."))
+    assert order.endswith(
+        (
+            "manca il prezzo di 1 × H200 141GB, 1 × B200: la guida indica il prezzo solo di alcune "
+            "macchine, e per le altre puoi scriverlo tu nei campi dei prezzi qui sopra."
+        )
+        if lang == "it"
+        else (
+            "faute de prix pour 1 × H200 141GB, 1 × B200 : le guide ne donne le prix que de certaines "
+            "machines ; pour les autres, saisissez le vôtre dans les champs de prix ci-dessus."
+        )
+    )
     soup = BeautifulSoup(html, "html.parser")
     assert soup.select_one("#finder-status")["aria-live"] == "polite"
     why = plain(soup.select_one("#finder-why").get_text())
     colon, semicolon = (": ", "; ") if lang == "it" else (" : ", " ; ")  # each part, then its size
-    assert why.endswith(f"{colon}96,4 {unit}{semicolon}" + ("pesi" if lang == "it" else "poids") + f"{colon}16,1 {unit}{semicolon}gradient"
-                        + ("i" if lang == "it" else "s") + f"{colon}16,1 {unit}.")
+    assert why.endswith(
+        f"{colon}96,4 {unit}{semicolon}"
+        + ("pesi" if lang == "it" else "poids")
+        + f"{colon}16,1 {unit}{semicolon}gradient"
+        + ("i" if lang == "it" else "s")
+        + f"{colon}16,1 {unit}."
+    )
     note = plain(soup.select_one("#finder-note").get_text())
-    assert ("micro-batch" if lang == "it" else "micro-lot") in note and ("sdpa" in note) and (f"30,6 {unit}" not in note)  # SDPA activations, not Korthikanti's
+    assert (
+        ("micro-batch" if lang == "it" else "micro-lot") in note and ("sdpa" in note) and (f"30,6 {unit}" not in note)
+    )  # SDPA activations, not Korthikanti's
     labels = [td["data-label"] for td in soup.select("#finder-table tbody tr:first-child td")]
     headings = [plain(th.get_text()) for th in soup.select("#finder-table thead th")]
     assert labels == headings[1:]  # each cell says its column on a phone
@@ -97,9 +124,11 @@ def test_static_table_of_the_papers_accounting(lang, unit, summary, margin_words
 def test_static_table_of_the_default_choice_names_pytorch_amp():
     html = render_markdown("{{ finder_table }}", "it")
     status, rows = table_of(html)
-    assert status == ("Servono 160,6 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per "
-                      "CUDA e NCCL e il posto per le attivazioni. Basta un solo modello di scheda del catalogo, la B200, "
-                      "con 29,5 GB di margine.")
+    assert status == (
+        "Servono 160,6 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per "
+        "CUDA e NCCL e il posto per le attivazioni. Basta un solo modello di scheda del catalogo, la B200, "
+        "con 29,5 GB di margine."
+    )
     assert rows[0][0] == "B200" and rows[0][2].startswith("29,5 GB (")
     assert len(rows) == 1  # the H200 does not hold the step
     caption = plain(BeautifulSoup(html, "html.parser").select_one("caption").get_text())
@@ -132,17 +161,23 @@ def test_rows_are_ordered_by_cost_when_every_machine_has_a_price():
     assert answer["run"]["ranked_by"] == "cost"
     costs = {fit["gpu"]: sum(float(c) for c in fit["time"]["cost_eur"]) for fit in answer["fits"]}
     assert answer["run"]["order"] == sorted(costs, key=lambda key: (costs[key], key))  # cheapest first
-    _, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-8b task=full-adamw cards=8 method=zero3 }}", "it"))
+    _, rows = table_of(
+        render_markdown("{{ finder_table model=llama-3.1-8b task=full-adamw cards=8 method=zero3 }}", "it")
+    )
     by_time = vram.answer_job(reference)["run"]["order"]
     names = dict((k, g["name"]) for k, g in catalogue.gpus)
     assert [row[0] for row in rows] == [names[key] for key in by_time]
 
 
 def test_static_table_for_serving_and_no_card():
-    status, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-70b task=full-adamw cards=1 method=paper }}", "fr"))
+    status, rows = table_of(
+        render_markdown("{{ finder_table model=llama-3.1-70b task=full-adamw cards=1 method=paper }}", "fr")
+    )
     assert status.startswith("Il faut 1 128,9 Go par carte pour les états du modèle") and rows == []
-    assert status.endswith(" : aucune carte du catalogue ne suffit. Essayez plus de cartes, ZeRO-3 ou FSDP2, "
-                           "le gradient checkpointing, le déchargement ou QLoRA.")
+    assert status.endswith(
+        " : aucune carte du catalogue ne suffit. Essayez plus de cartes, ZeRO-3 ou FSDP2, "
+        "le gradient checkpointing, le déchargement ou QLoRA."
+    )
     assert "fp8" not in status  # issue 20: training is never offered in fp8, so the summary does not suggest it
     status, rows = table_of(render_markdown("{{ finder_table model=llama-3.1-70b task=serve-fp8 context=8192 }}", "it"))
     assert rows[0][0] == "H100 80GB" and "H200 141GB" in [r[0] for r in rows]
@@ -193,17 +228,20 @@ def test_form_controls_are_labelled_and_hidden_without_script(lang, legend, unit
     assert soup.select_one('script[src="../assets/finder.js"]') is not None
 
 
-@pytest.mark.parametrize("placeholder, message", [
-    ("{{ finder_table model=llama-9b }}", "unknown model 'llama-9b'"),
-    ("{{ finder_table task=distillation }}", "unknown task 'distillation'"),
-    ("{{ finder_table cards=3 }}", "cards=3 is not one of"),
-    ("{{ finder_table cards=0 }}", "cards=0 is out of range"),
-    ("{{ finder_table method=zero4 }}", "method=zero4 is not one of"),
-    ("{{ finder_table task=serve-bf16 context=1000 }}", "context=1000 is not one of"),
-    ("{{ finder_table model=qwen2.5-7b task=serve-bf16 cards=8 }}", "not computed"),  # 28 heads: not over 8 cards
-    ("{{ finder_form }}", "missing argument assets="),
-    ("{{ finder_table colour=red }}", "unknown argument(s) colour"),
-])
+@pytest.mark.parametrize(
+    "placeholder, message",
+    [
+        ("{{ finder_table model=llama-9b }}", "unknown model 'llama-9b'"),
+        ("{{ finder_table task=distillation }}", "unknown task 'distillation'"),
+        ("{{ finder_table cards=3 }}", "cards=3 is not one of"),
+        ("{{ finder_table cards=0 }}", "cards=0 is out of range"),
+        ("{{ finder_table method=zero4 }}", "method=zero4 is not one of"),
+        ("{{ finder_table task=serve-bf16 context=1000 }}", "context=1000 is not one of"),
+        ("{{ finder_table model=qwen2.5-7b task=serve-bf16 cards=8 }}", "not computed"),  # 28 heads: not over 8 cards
+        ("{{ finder_form }}", "missing argument assets="),
+        ("{{ finder_table colour=red }}", "unknown argument(s) colour"),
+    ],
+)
 def test_bad_placeholder_arguments(placeholder, message):
     with pytest.raises(RenderError, match="placeholder .*" + re.escape(message)):
         render_markdown(placeholder, "it")
@@ -211,7 +249,9 @@ def test_bad_placeholder_arguments(placeholder, message):
 
 def test_missing_config_file_names_it(data_dir):
     (data_dir / "models" / "qwen2.5-7b.json").unlink()
-    with pytest.raises(RenderError, match=r"snippets/data/models\.yaml: models\.qwen2\.5-7b: config file .*qwen2\.5-7b\.json not found"):
+    with pytest.raises(
+        RenderError, match=r"snippets/data/models\.yaml: models\.qwen2\.5-7b: config file .*qwen2\.5-7b\.json not found"
+    ):
         render_markdown("{{ finder_table }}", "it")
 
 
@@ -226,15 +266,22 @@ def test_config_without_hidden_size_names_it(data_dir):
 
 def test_label_without_french_names_it(data_dir):
     path = data_dir / "finder.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace(', fr: "{need_text} : aucune', ', de: "x', 1), encoding="utf-8")
-    with pytest.raises(RenderError, match=r"snippets/data/finder\.yaml: labels\.summary_none: missing translation for fr"):
+    path.write_text(
+        path.read_text(encoding="utf-8").replace(', fr: "{need_text} : aucune', ', de: "x', 1), encoding="utf-8"
+    )
+    with pytest.raises(
+        RenderError, match=r"snippets/data/finder\.yaml: labels\.summary_none: missing translation for fr"
+    ):
         render_markdown("{{ finder_table }}", "it")
 
 
 def test_unknown_task_kind_names_it(data_dir):
     path = data_dir / "finder.yaml"
     path.write_text(path.read_text(encoding="utf-8").replace("kind: serving", "kind: pretraining", 1), encoding="utf-8")
-    with pytest.raises(RenderError, match=r"snippets/data/finder\.yaml: tasks\.serve-bf16\.kind: Input should be 'training', 'lora' or 'serving'"):
+    with pytest.raises(
+        RenderError,
+        match=r"snippets/data/finder\.yaml: tasks\.serve-bf16\.kind: Input should be 'training', 'lora' or 'serving'",
+    ):
         render_markdown("{{ finder_table }}", "it")
 
 
@@ -247,10 +294,13 @@ def test_the_method_hint_names_the_adamw_implementation_the_figures_assume(lang)
     assert "torch.optim.AdamW" in hint and "foreach" in hint and "fused=True" in hint and "Trainer" in hint
 
 
-@pytest.mark.parametrize("lang, memory_heading, recompute", [
-    ("it", "Memoria della scheda", "serve il gradient checkpointing su ogni layer"),
-    ("fr", "Mémoire de la carte", "gradient checkpointing nécessaire sur chaque couche"),
-])
+@pytest.mark.parametrize(
+    "lang, memory_heading, recompute",
+    [
+        ("it", "Memoria della scheda", "serve il gradient checkpointing su ogni layer"),
+        ("fr", "Mémoire de la carte", "gradient checkpointing nécessaire sur chaque couche"),
+    ],
+)
 def test_headings_and_flags_say_what_the_cells_show(lang, memory_heading, recompute):
     """The card's memory is nvidia-smi's MiB shown in GB: the heading names no nvidia-smi
     figure it does not print. A card that holds the activations only with full recomputation
@@ -266,10 +316,13 @@ def test_headings_and_flags_say_what_the_cells_show(lang, memory_heading, recomp
         assert (("stretto" if lang == "it" else "serré") in row[2]) == (free < 10), row
 
 
-@pytest.mark.parametrize("lang, tokens, share, kept", [
-    ("it", "1.000.000.000", "0,9", "resta solo in questa scheda del browser"),
-    ("fr", f"1{NNBSP}000{NNBSP}000{NNBSP}000", "0,9", "reste seulement dans cet onglet du navigateur"),
-])
+@pytest.mark.parametrize(
+    "lang, tokens, share, kept",
+    [
+        ("it", "1.000.000.000", "0,9", "resta solo in questa scheda del browser"),
+        ("fr", f"1{NNBSP}000{NNBSP}000{NNBSP}000", "0,9", "reste seulement dans cet onglet du navigateur"),
+    ],
+)
 def test_form_defaults_are_written_as_the_page_writes_numbers(lang, tokens, share, kept):
     """The token count grouped and vLLM's share with a decimal comma, as in the result and the
     prose (Babel), the hint saying where a pasted config.json is kept, and only the default
@@ -281,8 +334,16 @@ def test_form_defaults_are_written_as_the_page_writes_numbers(lang, tokens, shar
     labels = json.loads(soup.select_one("script#finder-labels").string)
     assert "31,20" in labels["error_price"] and "31.20" not in labels["error_price"]
     hidden = {f.select_one("select, input, textarea")["id"] for f in soup.select(".finder-field[hidden]")}
-    assert hidden == {"finder-config", "finder-context", "finder-rank", "finder-targets", "finder-kv_dtype",
-                      "finder-concurrent", "finder-gpu_memory_utilization", "finder-max_num_batched_tokens"}
+    assert hidden == {
+        "finder-config",
+        "finder-context",
+        "finder-rank",
+        "finder-targets",
+        "finder-kv_dtype",
+        "finder-concurrent",
+        "finder-gpu_memory_utilization",
+        "finder-max_num_batched_tokens",
+    }
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
@@ -295,8 +356,10 @@ def test_a_label_with_markup_is_shown_as_text_in_every_cell(lang, monkeypatch):
 
     catalogue = page.load_catalogue()
     markup = "<img src=x onerror=alert(1)>"
-    labels = {key: ({**value, lang: markup + value[lang]} if isinstance(value, dict) and lang in value else value)
-              for key, value in catalogue.labels.items()}
+    labels = {
+        key: ({**value, lang: markup + value[lang]} if isinstance(value, dict) and lang in value else value)
+        for key, value in catalogue.labels.items()
+    }
     monkeypatch.setattr(page, "load_catalogue", lambda: dataclasses.replace(catalogue, labels=labels))
     html = page.finder_table({}, lang)
     soup = BeautifulSoup(html, "html.parser")

@@ -21,19 +21,20 @@ from tests.conftest import REPO_ROOT
 CONFIG = json.loads((REPO_ROOT / "snippets" / "data" / "models" / "llama-3.1-8b.json").read_text())
 CONTEXT, CARDS = 8192, 2
 HEAD_DIM = CONFIG.get("head_dim") or CONFIG["hidden_size"] // CONFIG["num_attention_heads"]
-KV_PER_CARD_GB = (2 * CONFIG["num_hidden_layers"] * CONFIG["num_key_value_heads"] * HEAD_DIM * 2 * CONTEXT
-                  / CARDS / 1e9)
+KV_PER_CARD_GB = 2 * CONFIG["num_hidden_layers"] * CONFIG["num_key_value_heads"] * HEAD_DIM * 2 * CONTEXT / CARDS / 1e9
 
 
 def note(lang: str) -> str:
     html = render_markdown(
-        f"{{{{ finder_table model=llama-3.1-8b task=serve-bf16 cards={CARDS} context={CONTEXT} }}}}", lang)
+        f"{{{{ finder_table model=llama-3.1-8b task=serve-bf16 cards={CARDS} context={CONTEXT} }}}}", lang
+    )
     text = BeautifulSoup(html, "html.parser").select_one("#finder-note").get_text()
     return re.sub(r"[\u00a0\u202f]", " ", text)
 
 
-@pytest.mark.parametrize("lang, per_card, unit", [("it", "per sequenza su ogni scheda", "GB"),
-                                                  ("fr", "par séquence sur chaque carte", "Go")])
+@pytest.mark.parametrize(
+    "lang, per_card, unit", [("it", "per sequenza su ogni scheda", "GB"), ("fr", "par séquence sur chaque carte", "Go")]
+)
 def test_the_kv_figure_says_it_is_per_card(lang, per_card, unit):
     text = note(lang)
     figure = f"{KV_PER_CARD_GB:.1f}".replace(".", ",") + f" {unit} {per_card}"

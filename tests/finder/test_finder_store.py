@@ -82,11 +82,15 @@ def _distribution_key(name: str) -> str:
 def test_the_digest_names_every_library_the_computation_imports():
     """Run the computation in a fresh interpreter; every module it imports with a file is
     Python's own, the checkout's (CODE_DIRS), or belongs to a distribution of LIBRARIES."""
-    script = ("import sys; before = set(sys.modules)\n"
-              "from hooks.finder.compute import finder_data; finder_data()\n"
-              "for name in sorted(set(sys.modules) - before):\n"
-              "    print(name, getattr(sys.modules[name], '__file__', None) or '-')")
-    out = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    script = (
+        "import sys; before = set(sys.modules)\n"
+        "from hooks.finder.compute import finder_data; finder_data()\n"
+        "for name in sorted(set(sys.modules) - before):\n"
+        "    print(name, getattr(sys.modules[name], '__file__', None) or '-')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout
     stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
     owners = metadata.packages_distributions()
     covered = {_distribution_key(name) for name in compute.LIBRARIES}

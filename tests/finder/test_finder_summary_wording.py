@@ -17,12 +17,21 @@ CHOICE = "{{ finder_table model=llama-3.1-70b task=full-adamw cards=8 method=zer
 
 # Its margin, about 27 GB, holds the activations of 2,048 tokens only with full recomputation:
 # without it the layers alone keep 49 sbh x 80 layers = 65.8 GB (oracles.md, h = 8,192).
-@pytest.mark.parametrize("lang, one_model", [
-    ("it", r"Basta un solo modello di scheda del catalogo, la B200, con [\d,]+ GB di margine\. "
-           r"Su questa scheda le attivazioni ci stanno solo con il gradient checkpointing\.$"),
-    ("fr", r"Un seul modèle de carte du catalogue suffit, la B200, avec [\d,]+ Go de marge\. "
-           r"Sur cette carte, les activations ne tiennent qu’avec le gradient checkpointing\.$"),
-])
+@pytest.mark.parametrize(
+    "lang, one_model",
+    [
+        (
+            "it",
+            r"Basta un solo modello di scheda del catalogo, la B200, con [\d,]+ GB di margine\. "
+            r"Su questa scheda le attivazioni ci stanno solo con il gradient checkpointing\.$",
+        ),
+        (
+            "fr",
+            r"Un seul modèle de carte du catalogue suffit, la B200, avec [\d,]+ Go de marge\. "
+            r"Sur cette carte, les activations ne tiennent qu’avec le gradient checkpointing\.$",
+        ),
+    ],
+)
 def test_eight_cards_of_one_model(lang, one_model):
     soup = BeautifulSoup(render_markdown(CHOICE, lang), "html.parser")
     status = re.sub(r"[\u00a0\u202f]", " ", soup.select_one("#finder-status").get_text())
@@ -30,13 +39,17 @@ def test_eight_cards_of_one_model(lang, one_model):
     assert [row.th.get_text() for row in soup.select("tbody tr")] == ["B200"]
 
 
-@pytest.mark.parametrize("lang, many_models", [
-    ("it", r"Bastano (\d+) modelli di scheda del catalogo, a partire dalla "),
-    ("fr", r"Parmi les cartes du catalogue, (\d+) modèles suffisent, à commencer par la "),
-])
+@pytest.mark.parametrize(
+    "lang, many_models",
+    [
+        ("it", r"Bastano (\d+) modelli di scheda del catalogo, a partire dalla "),
+        ("fr", r"Parmi les cartes du catalogue, (\d+) modèles suffisent, à commencer par la "),
+    ],
+)
 def test_several_models_of_card(lang, many_models):
-    soup = BeautifulSoup(render_markdown("{{ finder_table model=llama-3.1-8b task=qlora cards=1 method=ddp }}", lang),
-                         "html.parser")
+    soup = BeautifulSoup(
+        render_markdown("{{ finder_table model=llama-3.1-8b task=qlora cards=1 method=ddp }}", lang), "html.parser"
+    )
     status = soup.select_one("#finder-status").get_text()
     count = re.search(many_models, status)
     assert count, status

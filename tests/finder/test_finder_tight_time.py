@@ -32,17 +32,25 @@ def test_a_tight_cards_time_counts_full_recomputation(task):
     asked_full = _fit(vram.answer_job({**reference, "recompute": "full"}), gpu)
     assert tight["time"]["compute_s"] == asked_full["time"]["compute_s"]
     # the same card with no recomputation, where its margin is ignored: the time of the work alone
-    with_none = vram.answer_job({**reference, "gpus": [{**g, "memory_mib": 10**7} for g in reference["gpus"]
-                                                        if g["key"] == gpu]})
+    with_none = vram.answer_job(
+        {**reference, "gpus": [{**g, "memory_mib": 10**7} for g in reference["gpus"] if g["key"] == gpu]}
+    )
     assert _fit(with_none, gpu)["recompute"] == "none"
     assert tight["time"]["compute_s"][0] > _fit(with_none, gpu)["time"]["compute_s"][0]
 
 
-@pytest.mark.parametrize("lang, sentence", [
-    ("it", "Per una scheda a cui serve il gradient checkpointing, il tempo conta il ricalcolo su ogni layer"),
-    ("fr", "Pour une carte à laquelle le gradient checkpointing est nécessaire, la durée compte le recalcul sur chaque couche"),
-])
+@pytest.mark.parametrize(
+    "lang, sentence",
+    [
+        ("it", "Per una scheda a cui serve il gradient checkpointing, il tempo conta il ricalcolo su ogni layer"),
+        (
+            "fr",
+            "Pour une carte à laquelle le gradient checkpointing est nécessaire, la durée compte le recalcul sur chaque couche",
+        ),
+    ],
+)
 def test_the_page_says_so(lang, sentence):
     from tests.conftest import REPO_ROOT
+
     source = (REPO_ROOT / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
     assert sentence in plain(render_markdown(source, lang)).replace("\u00a0", " ").replace("\u202f", " ")

@@ -19,7 +19,9 @@ BF16_TRAINING_BYTES_PER_PARAM = 2 + 2 + 2 + 2  # weights, gradients, exp_avg, ex
 
 
 def trainer_default_impl(tmp_path) -> str:
-    from transformers import TrainingArguments  # about 4 s of imports: paid by the test, not by every worker's collection
+    from transformers import (
+        TrainingArguments,
+    )  # about 4 s of imports: paid by the test, not by every worker's collection
 
     optim = TrainingArguments(output_dir=str(tmp_path)).optim
     name = getattr(optim, "value", optim)
@@ -41,14 +43,20 @@ def test_the_all_bf16_task_is_counted_with_the_trainers_default_step(tmp_path):
         assert shipped[key]["optimizer_impl"] == expected  # what the page's worker sends to vram
         for model in catalogue.models.values():
             found = answer(catalogue, model.key, key, 1, "ddp")
-            assert found["per_gpu_bytes"] == BF16_TRAINING_BYTES_PER_PARAM * found["params"], (model.key, found["parts"])
+            assert found["per_gpu_bytes"] == BF16_TRAINING_BYTES_PER_PARAM * found["params"], (
+                model.key,
+                found["parts"],
+            )
 
 
 def test_the_other_training_tasks_keep_the_guides_scripts_step():
     catalogue = load_catalogue()
     shipped = {task["key"]: task for task in json.loads(finder_json())["tasks"]}
-    others = [key for key, task in catalogue.tasks.items()
-              if task["kind"] == "training" and task.get("optimizer") != "adamw-bf16"]
+    others = [
+        key
+        for key, task in catalogue.tasks.items()
+        if task["kind"] == "training" and task.get("optimizer") != "adamw-bf16"
+    ]
     assert others
     for key in others:  # torch.optim.AdamW(params) as train.py builds it: foreach on CUDA
         assert shipped[key]["optimizer_impl"] == "foreach"

@@ -56,8 +56,9 @@ def needs_cell(lang: str, row: int, column: int) -> str:
     return cells[column].get_text().replace("\u00a0", " ").replace("\u202f", " ")
 
 
-@pytest.mark.parametrize("lang, words", [("it", "Tutte con il gradient checkpointing"),
-                                         ("fr", "Toutes avec le gradient checkpointing")])
+@pytest.mark.parametrize(
+    "lang, words", [("it", "Tutte con il gradient checkpointing"), ("fr", "Toutes avec le gradient checkpointing")]
+)
 def test_lora_row_every_card_named_needs_the_gradient_checkpointing(data, lang, words):
     assert first(data, "llama-3.1-8b", "lora", 1, "ddp")[:2] == ("rtx-4090", "full")
     assert first(data, "llama-3.1-70b", "qlora", 1, "ddp")[:2] == ("a6000", "full")
@@ -69,8 +70,8 @@ def test_lora_row_every_card_named_needs_the_gradient_checkpointing(data, lang, 
 P_8B = 8_030_261_248
 # Usable bytes: nvidia-smi's MiB (oracles.md, tests/card_sources.py) less today's reserve (gpus.yaml).
 RESERVE_MIB = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "gpus.yaml").read_text(encoding="utf-8"))["reserve_mib"]
-H200_USABLE = (memory_mib("h200") - RESERVE_MIB) * 2**20   # 148,607,336,448 B with 2,048 MiB reserved
-B200_USABLE = (memory_mib("b200") - RESERVE_MIB) * 2**20   # 190,117,101,568 B
+H200_USABLE = (memory_mib("h200") - RESERVE_MIB) * 2**20  # 148,607,336,448 B with 2,048 MiB reserved
+B200_USABLE = (memory_mib("b200") - RESERVE_MIB) * 2**20  # 190,117,101,568 B
 
 
 def test_8b_row_one_b200_under_amp_no_80_gb_card(data):
@@ -94,13 +95,17 @@ def test_8b_row_all_bf16_fits_one_h100_only_just(data):
     ddp = data["results"]["llama-3.1-8b"]["full-bf16"]["1"]["ddp"]
     assert ddp["per_gpu_gb"] * 1e9 == 8 * P_8B
     assert first(data, "llama-3.1-8b", "full-bf16", 1, "ddp") == ("h100", "none", True)
-    for lang, words in (("it", ("Tutto in bf16", "64,2 GB", "al limite")), ("fr", ("Tout en bf16", "64,2 Go", "de justesse"))):
+    for lang, words in (
+        ("it", ("Tutto in bf16", "64,2 GB", "al limite")),
+        ("fr", ("Tout en bf16", "64,2 Go", "de justesse")),
+    ):
         cell = needs_cell(lang, 2, 1)
         assert all(word in cell for word in words), (lang, cell)
 
 
-@pytest.mark.parametrize("lang, words", [("it", "Tutte con il gradient checkpointing"),
-                                         ("fr", "Toutes avec le gradient checkpointing")])
+@pytest.mark.parametrize(
+    "lang, words", [("it", "Tutte con il gradient checkpointing"), ("fr", "Toutes avec le gradient checkpointing")]
+)
 def test_several_cards_row_8_h100_for_qwen3_32b_8_b200_for_70b_with_checkpointing(data, lang, words):
     assert first(data, "qwen3-32b", "full-adamw", 8, "fsdp2-reshard")[:2] == ("h100", "full")
     assert answer(data, "llama-3.1-70b", "full-adamw", 8, "fsdp2-reshard") == {"b200": "full"}
@@ -112,21 +117,34 @@ def test_several_cards_row_8_h100_for_qwen3_32b_8_b200_for_70b_with_checkpointin
 # MLP 17,920, vocabulary 100,352, embeddings not tied), by hand: per layer qkv_proj 5,120 x 7,680,
 # o_proj 5,120^2, gate_up_proj 5,120 x 35,840, down_proj 17,920 x 5,120 = 340,787,200 Linear
 # weights, plus two norms (10,240); embeddings and lm_head 513,802,240 each; final norm 5,120.
-PHI4_LINEAR = 40 * 340_787_200 + 513_802_240                               # 14,145,290,240
-PHI4_PARAMS = 40 * (340_787_200 + 10_240) + 2 * 513_802_240 + 5_120       # 14,659,507,200
+PHI4_LINEAR = 40 * 340_787_200 + 513_802_240  # 14,145,290,240
+PHI4_PARAMS = 40 * (340_787_200 + 10_240) + 2 * 513_802_240 + 5_120  # 14,659,507,200
 # Its activations of 2,048 tokens with full recomputation keep at least the 2sbh checkpoints of
 # 40 layers, one layer recomputed (at least 45 sbh: about 49 in oracles.md) and the fp32 logits.
 PHI4_FULL_RECOMPUTE_AT_LEAST = 40 * 2 * 2048 * 5120 + 45 * 2048 * 5120 + 4 * 2048 * 100_352
 
 
-@pytest.mark.parametrize("lang, claims", [
-    ("it", [r"già nei conti ideali del paper ZeRO un 13B chiede (\S+) GB\.",
-            r"Con un ottimizzatore a 8 bit Phi-4 14B ne chiede (\S+) GB: una \[B200\]\([^)]*\), con il gradient "
-            r"checkpointing$"]),
-    ("fr", [r"déjà dans les comptes idéaux de l’article ZeRO, un 13B demande (\S+) Go\.",
-            r"Avec un optimiseur 8 bits, Phi-4 14B en demande (\S+) Go : une \[B200\]\([^)]*\), avec le gradient "
-            r"checkpointing$"]),
-])
+@pytest.mark.parametrize(
+    "lang, claims",
+    [
+        (
+            "it",
+            [
+                r"già nei conti ideali del paper ZeRO un 13B chiede (\S+) GB\.",
+                r"Con un ottimizzatore a 8 bit Phi-4 14B ne chiede (\S+) GB: una \[B200\]\([^)]*\), con il gradient "
+                r"checkpointing$",
+            ],
+        ),
+        (
+            "fr",
+            [
+                r"déjà dans les comptes idéaux de l’article ZeRO, un 13B demande (\S+) Go\.",
+                r"Avec un optimiseur 8 bits, Phi-4 14B en demande (\S+) Go : une \[B200\]\([^)]*\), avec le gradient "
+                r"checkpointing$",
+            ],
+        ),
+    ],
+)
 def test_13_70b_row_one_card_figures(data, lang, claims):
     cell = needs_cell(lang, 3, 1)
     first_claim, second = (re.search(claim, cell) for claim in claims)

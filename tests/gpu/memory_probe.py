@@ -74,8 +74,11 @@ def main() -> None:
     if cuda:
         torch.cuda.set_device(device)
     dist.init_process_group("nccl" if cuda else "gloo")
-    results = {"world_size": dist.get_world_size(), "ddp": one_step(ddp, width, local_rank, device),
-               "fsdp": one_step(fsdp, width, local_rank, device)}
+    results = {
+        "world_size": dist.get_world_size(),
+        "ddp": one_step(ddp, width, local_rank, device),
+        "fsdp": one_step(fsdp, width, local_rank, device),
+    }
     out.mkdir(parents=True, exist_ok=True)
     (out / f"rank{dist.get_rank()}.json").write_text(json.dumps(results))
     gc.collect()  # FSDP2's modules hold the gloo group: freed at exit it can abort (tests/vram/fsdp2_worker.py)

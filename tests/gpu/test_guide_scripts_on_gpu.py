@@ -30,10 +30,18 @@ def test_a_nccl_timeout_is_the_watchdogs_abort_not_the_scripts_except(extracted)
     exitcode -6 in torchrun's summary) and torchrun exits with status 1; the script's own
     'did not finish within' line (gloo only) never prints."""
     timeout_s = 10
-    run = torchrun(INJECT_FAULT, "stall", extracted / "nccl_check.py", nproc=gpus(), timeout=300,
-                   env={**ON_GPU, "NCCL_CHECK_TIMEOUT": str(timeout_s)})
+    run = torchrun(
+        INJECT_FAULT,
+        "stall",
+        extracted / "nccl_check.py",
+        nproc=gpus(),
+        timeout=300,
+        env={**ON_GPU, "NCCL_CHECK_TIMEOUT": str(timeout_s)},
+    )
     assert run.returncode == 1, run.stderr[-4000:]
-    assert re.search(r"Watchdog caught collective operation timeout: WorkNCCL\(.*OpType=ALLREDUCE", run.stderr), run.stderr[-4000:]
+    assert re.search(r"Watchdog caught collective operation timeout: WorkNCCL\(.*OpType=ALLREDUCE", run.stderr), (
+        run.stderr[-4000:]
+    )
     assert "To avoid data inconsistency, we are taking the entire process down" in run.stderr
     assert "ChildFailedError" in run.stderr and re.search(r"exitcode\s*:\s*-6\b", run.stderr)
     assert "did not finish within" not in run.stderr
@@ -47,21 +55,43 @@ def test_fsdp2_script_on_every_gpu_reports_its_peak_and_resumes(extracted, tmp_p
     ZeRO-3 with fp32 weights and AdamW (16 bytes per parameter, divided by the ranks),
     with the parameters counted from the DCP checkpoint the run wrote."""
     n = gpus()
-    first = torchrun(extracted / "train_fsdp2.py", "--tiny", "--out", tmp_path / "ckpt", "--epochs", "1", nproc=n,
-                     env={"NCCL_CHECK_ALLOW_CPU": ""}, timeout=600, cwd=tmp_path)
+    first = torchrun(
+        extracted / "train_fsdp2.py",
+        "--tiny",
+        "--out",
+        tmp_path / "ckpt",
+        "--epochs",
+        "1",
+        nproc=n,
+        env={"NCCL_CHECK_ALLOW_CPU": ""},
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert first.returncode == 0, first.stderr[-4000:]
     peaks = dict(re.findall(r"^rank (\d+): peak ([\d.]+) GB allocated$", first.stdout, re.M))
     assert sorted(map(int, peaks)) == list(range(n))
     metadata = FileSystemReader(tmp_path / "ckpt" / "epoch-1" / "model").read_metadata().state_dict_metadata
-    tied = json.loads((tmp_path / "ckpt" / "epoch-1" / "config.json").read_text(encoding="utf-8"))["tie_word_embeddings"]
+    tied = json.loads((tmp_path / "ckpt" / "epoch-1" / "config.json").read_text(encoding="utf-8"))[
+        "tie_word_embeddings"
+    ]
     # a tied head is saved under both names, once in memory
     params = sum(tensor.size.numel() for key, tensor in metadata.items() if not (tied and key == "lm_head.weight"))
     states_gb = model_states_per_gpu(params, n, 3, "adamw-fp32").total_bytes / 1e9
     for rank, peak in peaks.items():
         assert float(peak) >= round(states_gb, 3), (rank, peak, states_gb)
 
-    resumed = torchrun(extracted / "train_fsdp2.py", "--tiny", "--out", tmp_path / "ckpt", "--epochs", "2", nproc=n,
-                       env={"NCCL_CHECK_ALLOW_CPU": ""}, timeout=600, cwd=tmp_path)
+    resumed = torchrun(
+        extracted / "train_fsdp2.py",
+        "--tiny",
+        "--out",
+        tmp_path / "ckpt",
+        "--epochs",
+        "2",
+        nproc=n,
+        env={"NCCL_CHECK_ALLOW_CPU": ""},
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     assert "resumed from" in resumed.stdout and re.findall(r"^epoch (\d+):", resumed.stdout, re.M) == ["1"]
     # the DCP checkpoint the GPUs wrote, through the guide's dcp_to_hf.py (the CPU rehearsal's checks)
@@ -74,7 +104,9 @@ PROBE_SEGMENTS = (
 )
 
 
-@pytest.mark.parametrize("env, expandable", [({"PYTORCH_ALLOC_CONF": "expandable_segments:True"}, "[True]"), ({}, "[False]")])
+@pytest.mark.parametrize(
+    "env, expandable", [({"PYTORCH_ALLOC_CONF": "expandable_segments:True"}, "[True]"), ({}, "[False]")]
+)
 def test_the_allocator_variable_the_guide_names_turns_on_expandable_segments(env, expandable):
     """docs: PYTORCH_ALLOC_CONF=expandable_segments:True (the PyTorch 2.13 name); the
     caching allocator's segments say whether they can grow."""
@@ -82,8 +114,11 @@ def test_the_allocator_variable_the_guide_names_turns_on_expandable_segments(env
     import subprocess
     import sys
 
-    clean = {key: value for key, value in os.environ.items() if key not in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")}
-    proc = subprocess.run([sys.executable, "-c", PROBE_SEGMENTS], capture_output=True, text=True, timeout=120,
-                          env={**clean, **env})
+    clean = {
+        key: value for key, value in os.environ.items() if key not in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE_SEGMENTS], capture_output=True, text=True, timeout=120, env={**clean, **env}
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == expandable

@@ -20,9 +20,21 @@ import sys
 import pytest
 import torch
 
-from tests.snippets.hf_checks import (CHECKPOINTS, LAUNCH_HF, SAMPLES_PER_STEP, STEPS, Launches, check_distribution,
-                                      check_lora, check_loss, check_world_size, check_zero_to_fp32_safe_serialization,
-                                      check_zero_to_hf, guide_lines, offload_lines)
+from tests.snippets.hf_checks import (
+    CHECKPOINTS,
+    LAUNCH_HF,
+    SAMPLES_PER_STEP,
+    STEPS,
+    Launches,
+    check_distribution,
+    check_lora,
+    check_loss,
+    check_world_size,
+    check_zero_to_fp32_safe_serialization,
+    check_zero_to_hf,
+    guide_lines,
+    offload_lines,
+)
 from tests.snippets.launch import run
 
 pytestmark = pytest.mark.gpu

@@ -42,8 +42,19 @@ def test_nccl_check_on_every_gpu(extracted):
 
 
 def test_train_on_every_gpu_ends_with_identical_weights(extracted, tmp_path):
-    run = torchrun(RECORD_TRAINING, tmp_path / "record", extracted / "train.py", "--out", tmp_path / "ckpt", "--epochs", "2",
-                   nproc=gpus(), env={"NCCL_CHECK_ALLOW_CPU": ""}, timeout=600, cwd=tmp_path)
+    run = torchrun(
+        RECORD_TRAINING,
+        tmp_path / "record",
+        extracted / "train.py",
+        "--out",
+        tmp_path / "ckpt",
+        "--epochs",
+        "2",
+        nproc=gpus(),
+        env={"NCCL_CHECK_ALLOW_CPU": ""},
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr[-4000:]
     ranks = [json.loads((tmp_path / "record" / f"rank{r}.json").read_text()) for r in range(gpus())]
     assert len({rank["weights_sha256"] for rank in ranks}) == 1

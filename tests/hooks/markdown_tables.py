@@ -10,6 +10,13 @@ def parse_tables(markdown: str) -> list[list[list[str]]]:
     """Every table of ``markdown`` as rows of cells (header first), each cell's text as the
     page source writes it (Markdown kept), no-break spaces as plain ones."""
     soup = BeautifulSoup(markdown, "html.parser")
-    return [[[cell.get_text().strip().replace("\u00a0", " ").replace("\u202f", " ")
-              for cell in row.find_all(["th", "td"])] for row in table.find_all("tr")]
-            for table in soup.find_all("table")]
+    return [
+        [
+            [
+                cell.get_text().strip().replace("\u00a0", " ").replace("\u202f", " ")
+                for cell in row.find_all(["th", "td"])
+            ]
+            for row in table.find_all("tr")
+        ]
+        for table in soup.find_all("table")
+    ]

@@ -9,22 +9,25 @@ from hooks.errors import RenderError
 from hooks.render.markdown import render_markdown
 
 
-@pytest.mark.parametrize("markdown,message", [
-    ("{{ nonsense }}", "unknown placeholder"),
-    ("{{ table name=nonsense }}", "unknown table 'nonsense'"),
-    ("{{ gpu_memory gpu=h900 }}", "unknown gpu 'h900'"),
-    ("{{ price machine=3x-h100 }}", "unknown machine '3x-h100'"),
-    ("{{ memory params=8e9 world_size=0 }}", "world_size must be an integer >= 1"),
-    ("{{ memory params=-8e9 }}", "invalid parameter count"),
-    ("{{ memory params=8X }}", "invalid parameter count"),
-    ("{{ memory params=8e9 zero_stage=4 }}", "zero_stage must be 0, 1, 2 or 3"),
-    ("{{ table name=sharding params=8e9 world_sizes=0,8 }}", "out of range"),
-    ("{{ memory params=8e9 colour=red }}", "unknown argument(s) colour"),
-    ("{{ memory params=8e9 part=activations }}", "part=activations"),
-    ("{{ memory params }}", "not key=value"),
-    ("{{ memory params=8e9", "malformed placeholder"),
-    ("{{ Memory params=8e9 }}", "malformed placeholder"),
-])
+@pytest.mark.parametrize(
+    "markdown,message",
+    [
+        ("{{ nonsense }}", "unknown placeholder"),
+        ("{{ table name=nonsense }}", "unknown table 'nonsense'"),
+        ("{{ gpu_memory gpu=h900 }}", "unknown gpu 'h900'"),
+        ("{{ price machine=3x-h100 }}", "unknown machine '3x-h100'"),
+        ("{{ memory params=8e9 world_size=0 }}", "world_size must be an integer >= 1"),
+        ("{{ memory params=-8e9 }}", "invalid parameter count"),
+        ("{{ memory params=8X }}", "invalid parameter count"),
+        ("{{ memory params=8e9 zero_stage=4 }}", "zero_stage must be 0, 1, 2 or 3"),
+        ("{{ table name=sharding params=8e9 world_sizes=0,8 }}", "out of range"),
+        ("{{ memory params=8e9 colour=red }}", "unknown argument(s) colour"),
+        ("{{ memory params=8e9 part=activations }}", "part=activations"),
+        ("{{ memory params }}", "not key=value"),
+        ("{{ memory params=8e9", "malformed placeholder"),
+        ("{{ Memory params=8e9 }}", "malformed placeholder"),
+    ],
+)
 def test_bad_placeholder(markdown, message):
     with pytest.raises(RenderError) as info:
         render_markdown(markdown, "it")
@@ -45,9 +48,13 @@ def test_yaml_that_does_not_parse(data_dir):
 
 def test_row_without_french_fails_in_both_languages(data_dir):
     path = data_dir / "interconnects.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace(", fr: Rare sur les machines louées", ""), encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace(", fr: Rare sur les machines louées", ""), encoding="utf-8"
+    )
     for lang in ("it", "fr"):
-        with pytest.raises(RenderError, match=r"snippets/data/interconnects\.yaml: rows\[3\]\.where: missing translation for fr"):
+        with pytest.raises(
+            RenderError, match=r"snippets/data/interconnects\.yaml: rows\[3\]\.where: missing translation for fr"
+        ):
             render_markdown("{{ table name=interconnects }}", lang)
 
 

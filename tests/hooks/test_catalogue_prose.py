@@ -36,12 +36,21 @@ def test_the_pages_state_the_largest_cards_and_the_priced_machines_by_placeholde
         assert "{{ priced_machines prices=yes }}" in finder
 
 
-@pytest.mark.parametrize("lang, before, after", [
-    ("it", "la B200 con 192,3 GB, la H200 con 150,8 GB e la RTX PRO 6000 con 102,6 GB",
-     "la X300 con 309,2 GB, la B200 con 192,3 GB e la H200 con 150,8 GB"),
-    ("fr", "la B200 avec 192,3 Go, la H200 avec 150,8 Go et la RTX PRO 6000 avec 102,6 Go",
-     "la X300 avec 309,2 Go, la B200 avec 192,3 Go et la H200 avec 150,8 Go"),
-])
+@pytest.mark.parametrize(
+    "lang, before, after",
+    [
+        (
+            "it",
+            "la B200 con 192,3 GB, la H200 con 150,8 GB e la RTX PRO 6000 con 102,6 GB",
+            "la X300 con 309,2 GB, la B200 con 192,3 GB e la H200 con 150,8 GB",
+        ),
+        (
+            "fr",
+            "la B200 avec 192,3 Go, la H200 avec 150,8 Go et la RTX PRO 6000 avec 102,6 Go",
+            "la X300 avec 309,2 Go, la B200 avec 192,3 Go et la H200 avec 150,8 Go",
+        ),
+    ],
+)
 def test_adding_a_card_changes_the_largest_cards(data_dir, lang, before, after):
     # 183,359 MiB (the B200's nvidia-smi memory.total) x 2^20 = 192.3 GB; 294,912 MiB = 309.2 GB
     assert shown("{{ largest_cards count=3 }}", lang) == before
@@ -51,8 +60,12 @@ def test_adding_a_card_changes_the_largest_cards(data_dir, lang, before, after):
 
 def test_adding_a_machine_changes_the_priced_machines(data_dir):
     assert shown("{{ priced_machines }}", "it") == "4 × RTX 4090 e 8 × H100"
-    edit(data_dir / "gpus.yaml", "machines:\n", "machines:\n  2x-h200: {gpu: h200, count: 2, price_eur_per_hour_from: 7.5, host_ram_gb: 512, "
-         "host_ram_source: a test machine}\n")
+    edit(
+        data_dir / "gpus.yaml",
+        "machines:\n",
+        "machines:\n  2x-h200: {gpu: h200, count: 2, price_eur_per_hour_from: 7.5, host_ram_gb: 512, "
+        "host_ram_source: a test machine}\n",
+    )
     assert shown("{{ priced_machines }}", "it") == "2 × H200, 4 × RTX 4090 e 8 × H100"
     assert shown("{{ priced_machines }}", "fr") == "2 × H200, 4 × RTX 4090 et 8 × H100"
 
@@ -60,11 +73,14 @@ def test_adding_a_machine_changes_the_priced_machines(data_dir):
 def test_the_prices_of_the_machines_come_with_them(data_dir):
     assert shown("{{ priced_machines prices=yes }}", "it") == "4 × RTX 4090 da 2,36 €/h e 8 × H100 da 31,20 €/h"
     edit(data_dir / "gpus.yaml", "price_eur_per_hour_from: 2.36", "price_eur_per_hour_from: 2.5")
-    assert shown("{{ priced_machines prices=yes }}", "fr") == "4 × RTX 4090 à partir de 2,50 €/h et 8 × H100 à partir de 31,20 €/h"
+    assert (
+        shown("{{ priced_machines prices=yes }}", "fr")
+        == "4 × RTX 4090 à partir de 2,50 €/h et 8 × H100 à partir de 31,20 €/h"
+    )
 
 
 def test_the_cards_the_needs_table_recommends_follow_the_catalogue(data_dir):
-    """"una B200 per LoRA su un 70B in bf16 (una H200 ne contiene i pesi…)": the finder's answers,
+    """ "una B200 per LoRA su un 70B in bf16 (una H200 ne contiene i pesi…)": the finder's answers,
     so a card between the two becomes the one the table names."""
     cell = "{{ first_fit model=llama-3.1-70b task=lora }} / {{ largest_short model=llama-3.1-70b task=lora }}"
     assert shown(cell, "it") == "B200 / H200"

@@ -25,8 +25,11 @@ echo "</div>"
 @pytest.fixture(scope="module")
 def html() -> str:
     """Rendered by the same extensions as mkdocs.yml (no hand-written HTML)."""
-    return markdown.markdown(SOURCE, extensions=["pymdownx.highlight", "pymdownx.superfences", "pymdownx.inlinehilite"],
-                             extension_configs={"pymdownx.highlight": {"pygments_lang_class": True}})
+    return markdown.markdown(
+        SOURCE,
+        extensions=["pymdownx.highlight", "pymdownx.superfences", "pymdownx.inlinehilite"],
+        extension_configs={"pymdownx.highlight": {"pygments_lang_class": True}},
+    )
 
 
 def test_every_block_found_whole(html):
@@ -46,17 +49,19 @@ def test_titled_block(html):
 def test_unclosed_block_is_an_error(html):
     broken = html.replace("</code></pre></div>", "</code></pre>", 1)
     with pytest.raises(RenderError, match=r"code block at offset \d+: no end of code block"):
-        titled_block(broken[:broken.index("<p><code")], "train.py")
+        titled_block(broken[: broken.index("<p><code")], "train.py")
     with pytest.raises(RenderError, match="no end of code block"):
-        list(code_blocks(broken[:broken.index("<p><code")]))
+        list(code_blocks(broken[: broken.index("<p><code")]))
 
 
 def test_a_title_outside_a_code_block_is_not_the_block():
     """A page's raw ``<span class="filename">train.py</span>`` above another block made the
     publish gate put its "verified" note under that block (found by text search), while the
     block with that title sat further down."""
-    page = markdown.markdown('<span class="filename">train.py</span>\n\n```bash\necho evil\n```\n\n' + SOURCE,
-                             extensions=["pymdownx.highlight", "pymdownx.superfences", "pymdownx.inlinehilite"],
-                             extension_configs={"pymdownx.highlight": {"pygments_lang_class": True}})
+    page = markdown.markdown(
+        '<span class="filename">train.py</span>\n\n```bash\necho evil\n```\n\n' + SOURCE,
+        extensions=["pymdownx.highlight", "pymdownx.superfences", "pymdownx.inlinehilite"],
+        extension_configs={"pymdownx.highlight": {"pygments_lang_class": True}},
+    )
     start, end = titled_block(page, "train.py")
     assert "x" in page[start:end] and "evil" not in page[start:end]

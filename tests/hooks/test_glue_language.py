@@ -24,7 +24,9 @@ def test_fallback_page_is_rendered_in_the_build_language():
         mdx_configs={},
         extra={"rental_links": {"catalogue": "https://vramfarm.example/servers"}},
     )
-    italian_source_page = SimpleNamespace(file=SimpleNamespace(src_uri="index.it.md", locale="it", content_string="# Guida\n"))
+    italian_source_page = SimpleNamespace(
+        file=SimpleNamespace(src_uri="index.it.md", locale="it", content_string="# Guida\n")
+    )
     out = glue.on_page_markdown("{{ table name=sharding params=8e9 world_sizes=4 }}", italian_source_page, config, None)
     assert "Par carte, 4 cartes" in out
     assert "32\u00a0Go" in out

@@ -21,14 +21,25 @@ def test_text_is_never_touched():
     assert translate_interface("<p>Permanent link</p>", "fr") == "<p>Permanent link</p>"
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda t: t.replace("    fr: Lien permanent\n", ""), "attributes[1]: missing translation for fr"),
-    (lambda t: t.replace("    fr: Lien permanent\n", "    fr: Lien permanent\n    de: Permalink\n"),
-     "attributes[1]: 'de' is not a language of the site"),
-    (lambda t: t.replace("    en: Permanent link\n", ""), "attributes[1].en: Field required"),
-    (lambda t: t.replace("    it: Link permanente\n", "    it: 3\n"), "attributes[1]: it: the translation must be a non-empty string (got 3)"),
-    (lambda t: t.replace("attributes:\n", "attributes:\n  - just text\n"), "attributes[1]: Input should be a mapping of keys"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t.replace("    fr: Lien permanent\n", ""), "attributes[1]: missing translation for fr"),
+        (
+            lambda t: t.replace("    fr: Lien permanent\n", "    fr: Lien permanent\n    de: Permalink\n"),
+            "attributes[1]: 'de' is not a language of the site",
+        ),
+        (lambda t: t.replace("    en: Permanent link\n", ""), "attributes[1].en: Field required"),
+        (
+            lambda t: t.replace("    it: Link permanente\n", "    it: 3\n"),
+            "attributes[1]: it: the translation must be a non-empty string (got 3)",
+        ),
+        (
+            lambda t: t.replace("attributes:\n", "attributes:\n  - just text\n"),
+            "attributes[1]: Input should be a mapping of keys",
+        ),
+    ],
+)
 def test_a_bad_file_is_one_line_naming_the_key(tmp_path, edit, message):
     path = tmp_path / "interface.yaml"
     path.write_text(edit(STRINGS_FILE.read_text(encoding="utf-8")), encoding="utf-8")

@@ -62,5 +62,7 @@ def test_the_tables_check_nothing_the_schema_left_out(data_dir, monkeypatch):
     monkeypatch.setitem(schemas.SCHEMAS, "sharding", LooseSharding)
     text = (data_dir / "sharding.yaml").read_text(encoding="utf-8")
     first = next(line for line in text.splitlines() if line.startswith("    method: {it: DDP"))
-    edit(data_dir / "sharding.yaml", first, first[:first.index(", fr:")] + "}")
-    assert '"Metodo" markdown="span">DDP</td>' in sharding_table({"name": "sharding", "params": "8e9", "world_sizes": "2"}, "it")
+    edit(data_dir / "sharding.yaml", first, first[: first.index(", fr:")] + "}")
+    assert '"Metodo" markdown="span">DDP</td>' in sharding_table(
+        {"name": "sharding", "params": "8e9", "world_sizes": "2"}, "it"
+    )

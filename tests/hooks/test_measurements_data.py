@@ -27,16 +27,27 @@ def _edit(folder, old, new):
 ENTRY = "  torchtune-8b-full-4090:\n    source: torchtune-readme-2024\n"
 CASES = {
     "no source": (ENTRY, "  torchtune-8b-full-4090:\n", rf"{WHERE}torchtune-8b-full-4090\.source: Field required"),
-    "unknown card": ("    gpu: rtx-4090\n    count: 1\n    interconnect: none\n    model: llama-3.1-8b\n    task: full\n",
-                     "    gpu: rtx-4080\n    count: 1\n    interconnect: none\n    model: llama-3.1-8b\n    task: full\n",
-                     rf"{WHERE}torchtune-8b-full-4090\.gpu: 'rtx-4080' is not a card of gpus\.yaml or of cards"),
-    "negative throughput": ("    tokens_per_s: 1650\n", "    tokens_per_s: -1650\n",
-                            rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: Input should be greater than 0"),
-    "not a number": ("    tokens_per_s: 1650\n", "    tokens_per_s: fast\n",
-                     rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: Input should be a valid number"),
-    "implausible, not excluded": ("    tokens_per_s: 1650\n", "    tokens_per_s: 3650\n",
-                                  rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: implies 142% of RTX 4090 24GB's "
-                                  "dense BF16 peak; at or above 90% an entry stays only marked excluded"),
+    "unknown card": (
+        "    gpu: rtx-4090\n    count: 1\n    interconnect: none\n    model: llama-3.1-8b\n    task: full\n",
+        "    gpu: rtx-4080\n    count: 1\n    interconnect: none\n    model: llama-3.1-8b\n    task: full\n",
+        rf"{WHERE}torchtune-8b-full-4090\.gpu: 'rtx-4080' is not a card of gpus\.yaml or of cards",
+    ),
+    "negative throughput": (
+        "    tokens_per_s: 1650\n",
+        "    tokens_per_s: -1650\n",
+        rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: Input should be greater than 0",
+    ),
+    "not a number": (
+        "    tokens_per_s: 1650\n",
+        "    tokens_per_s: fast\n",
+        rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: Input should be a valid number",
+    ),
+    "implausible, not excluded": (
+        "    tokens_per_s: 1650\n",
+        "    tokens_per_s: 3650\n",
+        rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: implies 142% of RTX 4090 24GB's "
+        "dense BF16 peak; at or above 90% an entry stays only marked excluded",
+    ),
 }
 
 

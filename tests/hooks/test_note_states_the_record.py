@@ -12,13 +12,22 @@ from hooks.errors import RenderError
 from tests.conftest import REPO_ROOT
 
 FILE = REPO_ROOT / "snippets" / "data" / "verification.yaml"
-FIELDS = {"verified": ["gpus", "links", "when", "rate", "size", "algbw", "busbw", "torch", "cuda", "nccl"],
-          "verified_one_gpu": ["model", "when", "rate", "size", "torch", "cuda", "nccl"],
-          "gpus": ["count", "model"], "when": ["date", "time"], "links": ["classes"]}
+FIELDS = {
+    "verified": ["gpus", "links", "when", "rate", "size", "algbw", "busbw", "torch", "cuda", "nccl"],
+    "verified_one_gpu": ["model", "when", "rate", "size", "torch", "cuda", "nccl"],
+    "gpus": ["count", "model"],
+    "when": ["date", "time"],
+    "links": ["classes"],
+}
 
 
 def test_the_shipped_texts_state_every_field():
-    validate(yaml.safe_load(FILE.read_text(encoding="utf-8")), "verification", "verification.yaml", FILE.read_text(encoding="utf-8"))
+    validate(
+        yaml.safe_load(FILE.read_text(encoding="utf-8")),
+        "verification",
+        "verification.yaml",
+        FILE.read_text(encoding="utf-8"),
+    )
 
 
 @pytest.mark.parametrize(("key", "field"), [(key, field) for key, fields in FIELDS.items() for field in fields])

@@ -39,38 +39,41 @@ def test_train_memory_of_70b_on_8_gpus_is_deepspeeds_estimate(zero3):
     assert render(text, "fr") == f"{expected} Go"
 
 
-@pytest.mark.parametrize("args, formula", [
-    # stage_1_and_2.py: 2 (16-bit params) + "18 = 2_grads_16bit + 4_grads_32bit + 4_params_32bit + 8_optimizer_states_32bit"
-    ("framework=deepspeed zero_stage=2", "2P + 18P/N"),
-    ("framework=deepspeed zero_stage=2 part=gradients", "6P/N"),
-    ("framework=deepspeed zero_stage=2 part=optimizer", "12P/N"),
-    # stage3.py: largest_layer_memory = 4 * largest_layer_params; int(18 * P / N)
-    ("framework=deepspeed zero_stage=3", "18P/N + 4L"),
-    ("framework=deepspeed zero_stage=3 part=working", "4L"),
-    ("framework=deepspeed zero_stage=2 offload=optimizer", "2P"),  # cpu_offload: gpu_mem = 2 * total_params
-    ("framework=deepspeed zero_stage=3 offload=optimizer", "2P/N + 4L"),
-    ("framework=deepspeed zero_stage=3 offload=all", "4L"),
-    # oracles.md: host RAM really pinned, 16P (fp32 master, two moments, fp32 gradients)
-    ("framework=deepspeed zero_stage=2 offload=optimizer part=host", "16P·M/N"),
-    # oracles.md, FSDP2: 2P + 16P/N with reshard_after_forward=False; 4 + 4 + 8 under AMP
-    ("framework=fsdp2 zero_stage=2 part=states", "2P + 16P/N"),
-    ("framework=fsdp2 zero_stage=3 part=states", "16P/N"),
-    ("framework=fsdp2 zero_stage=0 world_size=1 part=states", "16P"),
-    ("framework=fsdp2 zero_stage=0 world_size=1 part=weights", "4P"),
-    ("framework=fsdp2 zero_stage=0 world_size=1 part=optimizer", "8P"),
-    # FSDP2's working buffers at each moment of backward, by hand from PyTorch 2.13's
-    # _fsdp_param_group.py and measured in tests/vram/test_fsdp2_torchrun.py: a block's backward
-    # (root 2R, this and the prefetched block 4B, gradients 2B + 2O, the previous block's fp32
-    # reduce-scatter input 4B); the root's reduce-scatter (its bf16 gradients 2R in its fp32 input 4R)
-    ("framework=fsdp2 zero_stage=3 part=working moment=block", "10B + 2R + 2O"),
-    ("framework=fsdp2 zero_stage=3 part=working moment=root", "6R"),
-    ("framework=fsdp2 zero_stage=2 part=working moment=block", "4B + 2O"),
-    ("framework=fsdp2 zero_stage=2 moment=block", "2P + 16P/N + 4B + 2O"),
-    ("framework=fsdp2 zero_stage=2 moment=root", "16P/N + 6R"),  # every weight resharded by then
-    # the ZeRO paper, §5.1
-    ("zero_stage=2", "2P + 14P/N"),
-    ("zero_stage=3", "16P/N"),
-])
+@pytest.mark.parametrize(
+    "args, formula",
+    [
+        # stage_1_and_2.py: 2 (16-bit params) + "18 = 2_grads_16bit + 4_grads_32bit + 4_params_32bit + 8_optimizer_states_32bit"
+        ("framework=deepspeed zero_stage=2", "2P + 18P/N"),
+        ("framework=deepspeed zero_stage=2 part=gradients", "6P/N"),
+        ("framework=deepspeed zero_stage=2 part=optimizer", "12P/N"),
+        # stage3.py: largest_layer_memory = 4 * largest_layer_params; int(18 * P / N)
+        ("framework=deepspeed zero_stage=3", "18P/N + 4L"),
+        ("framework=deepspeed zero_stage=3 part=working", "4L"),
+        ("framework=deepspeed zero_stage=2 offload=optimizer", "2P"),  # cpu_offload: gpu_mem = 2 * total_params
+        ("framework=deepspeed zero_stage=3 offload=optimizer", "2P/N + 4L"),
+        ("framework=deepspeed zero_stage=3 offload=all", "4L"),
+        # oracles.md: host RAM really pinned, 16P (fp32 master, two moments, fp32 gradients)
+        ("framework=deepspeed zero_stage=2 offload=optimizer part=host", "16P·M/N"),
+        # oracles.md, FSDP2: 2P + 16P/N with reshard_after_forward=False; 4 + 4 + 8 under AMP
+        ("framework=fsdp2 zero_stage=2 part=states", "2P + 16P/N"),
+        ("framework=fsdp2 zero_stage=3 part=states", "16P/N"),
+        ("framework=fsdp2 zero_stage=0 world_size=1 part=states", "16P"),
+        ("framework=fsdp2 zero_stage=0 world_size=1 part=weights", "4P"),
+        ("framework=fsdp2 zero_stage=0 world_size=1 part=optimizer", "8P"),
+        # FSDP2's working buffers at each moment of backward, by hand from PyTorch 2.13's
+        # _fsdp_param_group.py and measured in tests/vram/test_fsdp2_torchrun.py: a block's backward
+        # (root 2R, this and the prefetched block 4B, gradients 2B + 2O, the previous block's fp32
+        # reduce-scatter input 4B); the root's reduce-scatter (its bf16 gradients 2R in its fp32 input 4R)
+        ("framework=fsdp2 zero_stage=3 part=working moment=block", "10B + 2R + 2O"),
+        ("framework=fsdp2 zero_stage=3 part=working moment=root", "6R"),
+        ("framework=fsdp2 zero_stage=2 part=working moment=block", "4B + 2O"),
+        ("framework=fsdp2 zero_stage=2 moment=block", "2P + 16P/N + 4B + 2O"),
+        ("framework=fsdp2 zero_stage=2 moment=root", "16P/N + 6R"),  # every weight resharded by then
+        # the ZeRO paper, §5.1
+        ("zero_stage=2", "2P + 14P/N"),
+        ("zero_stage=3", "16P/N"),
+    ],
+)
 def test_framework_formula(args, formula):
     assert render(f"{{{{ framework_formula {args} }}}}") == formula
 
@@ -103,21 +106,24 @@ def test_activation_memory_of_8b_under_sdpa_is_about_13_gb_in_the_layers():
     assert 13.2 < float(total.split()[0].replace(",", ".")) < 30.6 / 2
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("{{ train_memory framework=fsdp2 params=8e9 world_size=8 zero_stage=3 }}", "config"),
-    ("{{ train_memory framework=deepspeed params=8e9 world_size=8 zero_stage=3 }}", "largest"),
-    ("{{ train_memory framework=fsdp2 model=llama-3.1-8b world_size=8 zero_stage=1 }}", "ZeRO-1"),
-    ("{{ train_memory framework=megatron params=8e9 }}", "framework"),
-    ("{{ train_memory model=nope params=8e9 }}", "not both"),
-    ("{{ train_memory model=nope }}", "nope"),
-    ("{{ framework_formula framework=deepspeed zero_stage=2 part=host }}", "empty"),
-    ("{{ framework_formula framework=deepspeed zero_stage=3 moment=root }}", "moment="),
-    ("{{ framework_formula framework=fsdp2 zero_stage=3 moment=middle }}", "middle"),
-    # a formula of FSDP2's working buffers names its moment: which one is larger depends on the model
-    ("{{ framework_formula framework=fsdp2 zero_stage=3 }}", "moment=block or moment=root"),
-    ("{{ framework_formula framework=fsdp2 zero_stage=2 part=working }}", "moment=block or moment=root"),
-    ("{{ activation_memory model=llama-3.1-8b seq_len=2048 recompute=some }}", "recompute"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("{{ train_memory framework=fsdp2 params=8e9 world_size=8 zero_stage=3 }}", "config"),
+        ("{{ train_memory framework=deepspeed params=8e9 world_size=8 zero_stage=3 }}", "largest"),
+        ("{{ train_memory framework=fsdp2 model=llama-3.1-8b world_size=8 zero_stage=1 }}", "ZeRO-1"),
+        ("{{ train_memory framework=megatron params=8e9 }}", "framework"),
+        ("{{ train_memory model=nope params=8e9 }}", "not both"),
+        ("{{ train_memory model=nope }}", "nope"),
+        ("{{ framework_formula framework=deepspeed zero_stage=2 part=host }}", "empty"),
+        ("{{ framework_formula framework=deepspeed zero_stage=3 moment=root }}", "moment="),
+        ("{{ framework_formula framework=fsdp2 zero_stage=3 moment=middle }}", "middle"),
+        # a formula of FSDP2's working buffers names its moment: which one is larger depends on the model
+        ("{{ framework_formula framework=fsdp2 zero_stage=3 }}", "moment=block or moment=root"),
+        ("{{ framework_formula framework=fsdp2 zero_stage=2 part=working }}", "moment=block or moment=root"),
+        ("{{ activation_memory model=llama-3.1-8b seq_len=2048 recompute=some }}", "recompute"),
+    ],
+)
 def test_bad_arguments_are_one_render_error(text, needle):
     with pytest.raises(RenderError, match=needle):
         render(text)

@@ -27,8 +27,9 @@ def test_an_error_writing_a_language_404_page_is_one_line(tmp_path, monkeypatch)
 
     monkeypatch.setattr(hooks.workarounds.i18n_outputs, "typeset_html", refuse)
     glue = load_glue()
-    config = SimpleNamespace(plugins={"i18n": SimpleNamespace(current_language="fr")}, theme={"language": "fr"},
-                             site_dir=str(tmp_path))
+    config = SimpleNamespace(
+        plugins={"i18n": SimpleNamespace(current_language="fr")}, theme={"language": "fr"}, site_dir=str(tmp_path)
+    )
     assert glue.on_post_template("<html></html>", "main.html", config) == "<html></html>"
     with pytest.raises(PluginError) as raised:
         glue.on_post_template("<html></html>", "404.html", config)

@@ -22,13 +22,19 @@ def test_complete_pair_passes(tmp_path):
 
 def test_page_in_italian_only(tmp_path):
     write(tmp_path, "index.it.md", "index.fr.md", "sub/page.it.md")
-    with pytest.raises(RenderError, match=r"docs/sub/page\.fr\.md: missing; every page needs every language \(docs/sub/page\.it\.md has no translation\)"):
+    with pytest.raises(
+        RenderError,
+        match=r"docs/sub/page\.fr\.md: missing; every page needs every language \(docs/sub/page\.it\.md has no translation\)",
+    ):
         check_language_parity(tmp_path)
 
 
 def test_notebook_in_french_only(tmp_path):
     write(tmp_path, "nb.fr.ipynb")
-    with pytest.raises(RenderError, match=r"docs/nb\.it\.ipynb: missing; every page needs every language \(docs/nb\.fr\.ipynb has no translation\)"):
+    with pytest.raises(
+        RenderError,
+        match=r"docs/nb\.it\.ipynb: missing; every page needs every language \(docs/nb\.fr\.ipynb has no translation\)",
+    ):
         check_language_parity(tmp_path)
 
 

@@ -21,7 +21,9 @@ ATTACK_ENTRY = "  - attribute: type\n    en: Application/JSON\n    it: module\n 
 @pytest.mark.parametrize("attribute", ["type", "class", "href", "src", "id", "data-copy", "onclick"])
 def test_interface_strings_translate_only_reader_facing_attributes(tmp_path, attribute):
     path = tmp_path / "interface.yaml"
-    path.write_text(STRINGS_FILE.read_text(encoding="utf-8") + ATTACK_ENTRY.replace("type", attribute, 1), encoding="utf-8")
+    path.write_text(
+        STRINGS_FILE.read_text(encoding="utf-8") + ATTACK_ENTRY.replace("type", attribute, 1), encoding="utf-8"
+    )
     with pytest.raises(RenderError) as caught:
         interface_strings(path)
     assert str(caught.value).startswith(f"{path}: attributes[2].attribute: ") and "\n" not in str(caught.value)
@@ -30,20 +32,25 @@ def test_interface_strings_translate_only_reader_facing_attributes(tmp_path, att
 @pytest.mark.parametrize("attribute", ["title", "aria-label", "placeholder", "alt"])
 def test_reader_facing_attributes_may_be_translated(tmp_path, attribute):
     path = tmp_path / "interface.yaml"
-    path.write_text(STRINGS_FILE.read_text(encoding="utf-8") + ATTACK_ENTRY.replace("type", attribute, 1), encoding="utf-8")
+    path.write_text(
+        STRINGS_FILE.read_text(encoding="utf-8") + ATTACK_ENTRY.replace("type", attribute, 1), encoding="utf-8"
+    )
     assert interface_strings(path)[1]["attribute"] == attribute
 
 
-@pytest.mark.parametrize(("kind", "body"), [
-    ("Application/JSON", "{}"),         # the attacker's spelling: a case
-    (" application/json", "{}"),        # a space
-    ("application/json ", "{}"),
-    ("application/ld+json", "{}"),
-    ("text/plain", "x"),
-    ("module", "import('x')"),
-    ("application/json", "document.title = 1"),  # the right type, but not data
-    ("application/json", ""),
-])
+@pytest.mark.parametrize(
+    ("kind", "body"),
+    [
+        ("Application/JSON", "{}"),  # the attacker's spelling: a case
+        (" application/json", "{}"),  # a space
+        ("application/json ", "{}"),
+        ("application/ld+json", "{}"),
+        ("text/plain", "x"),
+        ("module", "import('x')"),
+        ("application/json", "document.title = 1"),  # the right type, but not data
+        ("application/json", ""),
+    ],
+)
 def test_a_data_island_is_exactly_application_json_with_json_inside(kind, body):
     with pytest.raises(RenderError, match="script"):
         check_page_content(f"<p>Testo.</p>{ISLAND.format(kind=kind, body=body)}")
@@ -55,9 +62,13 @@ def test_a_json_data_island_passes():
 
 def test_the_page_is_checked_again_after_its_last_rewrite():
     """The attacker's page after ``on_post_page`` rewrote the island's type: caught on the page as published."""
-    page = ('<html><head><script>var theme = 1</script></head><body><article class="md-content__inner">'
-            '<p>Testo.</p><script type="module">document.querySelector("code").textContent = "x"</script>'
-            "</article></body></html>")
+    page = (
+        '<html><head><script>var theme = 1</script></head><body><article class="md-content__inner">'
+        '<p>Testo.</p><script type="module">document.querySelector("code").textContent = "x"</script>'
+        "</article></body></html>"
+    )
     with pytest.raises(RenderError, match=r"the page as published holds an inline <script> of type 'module'"):
         check_article_content(page)
-    check_article_content(page.replace('<script type="module">document.querySelector("code").textContent = "x"</script>', ""))
+    check_article_content(
+        page.replace('<script type="module">document.querySelector("code").textContent = "x"</script>', "")
+    )

@@ -34,15 +34,23 @@ def test_a_plain_file_inside_passes(snippets):
 
 def test_the_case_a_link_to_the_process_environment(snippets):
     os.symlink("/proc/self/environ", snippets / "host.txt")
-    with pytest.raises(RenderError, match=r"snippet include 'host\.txt': host\.txt is a symbolic link \(to /proc/self/environ\)"):
+    with pytest.raises(
+        RenderError, match=r"snippet include 'host\.txt': host\.txt is a symbolic link \(to /proc/self/environ\)"
+    ):
         check(snippets, "host.txt")
 
 
-@pytest.mark.parametrize("make_link, include", [
-    (lambda base: os.symlink(base / "checks" / "topology.sh", base / "same.sh"), "same.sh"),  # a link even to a snippet
-    (lambda base: os.symlink(base.parent, base / "up"), "up/outside.txt"),  # a linked folder
-    (lambda base: os.symlink("../../outside.txt", base / "checks" / "rel.txt"), "checks/rel.txt"),
-])
+@pytest.mark.parametrize(
+    "make_link, include",
+    [
+        (
+            lambda base: os.symlink(base / "checks" / "topology.sh", base / "same.sh"),
+            "same.sh",
+        ),  # a link even to a snippet
+        (lambda base: os.symlink(base.parent, base / "up"), "up/outside.txt"),  # a linked folder
+        (lambda base: os.symlink("../../outside.txt", base / "checks" / "rel.txt"), "checks/rel.txt"),
+    ],
+)
 def test_any_link_on_the_way_is_refused(snippets, make_link, include):
     make_link(snippets)
     with pytest.raises(RenderError, match=rf"snippet include '{include}': .* is a symbolic link"):
@@ -57,7 +65,9 @@ def test_a_nested_include_of_a_link_is_refused(snippets):
 
 
 def test_a_path_that_climbs_out_is_refused(snippets):
-    with pytest.raises(RenderError, match=r"broken snippet include: Snippet at path '\.\./outside\.txt' could not be found"):
+    with pytest.raises(
+        RenderError, match=r"broken snippet include: Snippet at path '\.\./outside\.txt' could not be found"
+    ):
         check(snippets, "../outside.txt")
 
 
@@ -74,9 +84,13 @@ def test_files_the_site_copies_are_plain_files_of_the_checkout(tmp_path):
     assets = tmp_path / "docs" / "assets"
     assets.mkdir(parents=True)
     (assets / "guide.css").write_text("p {}\n", encoding="utf-8")
-    checked([assets / "guide.css", "/usr/lib/python3/dist-packages/theme.css"], tmp_path)  # outside: the theme's package
+    checked(
+        [assets / "guide.css", "/usr/lib/python3/dist-packages/theme.css"], tmp_path
+    )  # outside: the theme's package
     os.symlink("/proc/self/environ", assets / "env.txt")
-    with pytest.raises(RenderError, match=r"docs/assets/env\.txt: docs/assets/env\.txt is a symbolic link \(to /proc/self/environ\)"):
+    with pytest.raises(
+        RenderError, match=r"docs/assets/env\.txt: docs/assets/env\.txt is a symbolic link \(to /proc/self/environ\)"
+    ):
         checked([assets / "guide.css", assets / "env.txt"], tmp_path)
     os.symlink("/etc", tmp_path / "docs" / "linked")
     with pytest.raises(RenderError, match=r"docs/linked/hostname: docs/linked is a symbolic link \(to /etc\)"):
@@ -107,13 +121,22 @@ def test_a_content_folder_outside_the_checkout_is_refused(tmp_path):
         own_content([], tmp_path, [tmp_path / "docs", "/etc"])
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("# --8<-- [start:one]\nx\n# --8<-- [end:onee]\ny\n", r"f\.py:3: section marker \[end:onee\] closes no section; "
-                                                         r"section 'one' \(line 1\) is still open"),
-    ("# --8<-- [start:one]\nx\n", r"f\.py:1: section 'one' has no \[end:one\]"),
-    ("x\n# --8<-- [end:one]\n", r"f\.py:2: section marker \[end:one\] closes no section$"),
-    ("# --8<-- [start:a]\n# --8<-- [start:a]\n# --8<-- [end:a]\n", r"f\.py:2: section marker \[start:a\] while section 'a'"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "# --8<-- [start:one]\nx\n# --8<-- [end:onee]\ny\n",
+            r"f\.py:3: section marker \[end:onee\] closes no section; "
+            r"section 'one' \(line 1\) is still open",
+        ),
+        ("# --8<-- [start:one]\nx\n", r"f\.py:1: section 'one' has no \[end:one\]"),
+        ("x\n# --8<-- [end:one]\n", r"f\.py:2: section marker \[end:one\] closes no section$"),
+        (
+            "# --8<-- [start:a]\n# --8<-- [start:a]\n# --8<-- [end:a]\n",
+            r"f\.py:2: section marker \[start:a\] while section 'a'",
+        ),
+    ],
+)
 def test_section_markers_that_do_not_pair_up(text, message):
     """Issue 33: a misspelt end marker made pymdownx.snippets show the rest of the file."""
     from hooks.checks.snippet_includes import check_section_markers
@@ -122,12 +145,15 @@ def test_section_markers_that_do_not_pair_up(text, message):
         check_section_markers(text, "snippets/f.py")
 
 
-@pytest.mark.parametrize("text", [
-    "# --8<-- [start:a]\n# --8<-- [start:b]\nx\n# --8<-- [end:b]\n# --8<-- [end:a]\n",  # nested, as pymdownx allows
-    "# --8<-- [start:a]\n# --8<-- [start:b]\n# --8<-- [end:a]\n# --8<-- [end:b]\n",  # overlapping
-    "# ;--8<-- [end:onee]\nprint('an escaped marker is text')\n",
-    "no markers\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# --8<-- [start:a]\n# --8<-- [start:b]\nx\n# --8<-- [end:b]\n# --8<-- [end:a]\n",  # nested, as pymdownx allows
+        "# --8<-- [start:a]\n# --8<-- [start:b]\n# --8<-- [end:a]\n# --8<-- [end:b]\n",  # overlapping
+        "# ;--8<-- [end:onee]\nprint('an escaped marker is text')\n",
+        "no markers\n",
+    ],
+)
 def test_section_markers_that_pair_up(text):
     from hooks.checks.snippet_includes import check_section_markers
 

@@ -22,10 +22,13 @@ SEED_SHARDING_GB = {
 }
 
 
-@pytest.mark.parametrize("lang,unit,header", [
-    ("it", "GB", ["Metodo", "Cosa tiene ogni scheda", "Per scheda, 4 schede", "Per scheda, 8 schede"]),
-    ("fr", "Go", ["Méthode", "Ce que détient chaque carte", "Par carte, 4 cartes", "Par carte, 8 cartes"]),
-])
+@pytest.mark.parametrize(
+    "lang,unit,header",
+    [
+        ("it", "GB", ["Metodo", "Cosa tiene ogni scheda", "Per scheda, 4 schede", "Per scheda, 8 schede"]),
+        ("fr", "Go", ["Méthode", "Ce que détient chaque carte", "Par carte, 4 cartes", "Par carte, 8 cartes"]),
+    ],
+)
 def test_sharding_table_matches_the_guide(lang, unit, header):
     (table,) = parse_tables(render_markdown(SHARDING, lang))
     assert table[0] == header
@@ -41,12 +44,25 @@ def test_sharding_table_names_the_fsdp_strategies():
     assert table[4][0] == "ZeRO-3, FSDP `FULL_SHARD`"
 
 
-@pytest.mark.parametrize("lang,first_row,last_row", [
-    ("it", ["PCIe 4.0 x16", "25–32 GB/s per direzione", "RTX 3090, RTX 4090, A6000, la maggior parte delle schede PCIe"],
-     ["NVLink, B200", "900 GB/s per direzione", "Baseboard HGX B200 da 8 GPU"]),
-    ("fr", ["PCIe 4.0 x16", "25 à 32 Go/s par sens", "RTX 3090, RTX 4090, A6000, la plupart des cartes PCIe"],
-     ["NVLink, B200", "900 Go/s par sens", "Cartes de base HGX B200 à 8 GPU"]),
-])
+@pytest.mark.parametrize(
+    "lang,first_row,last_row",
+    [
+        (
+            "it",
+            [
+                "PCIe 4.0 x16",
+                "25–32 GB/s per direzione",
+                "RTX 3090, RTX 4090, A6000, la maggior parte delle schede PCIe",
+            ],
+            ["NVLink, B200", "900 GB/s per direzione", "Baseboard HGX B200 da 8 GPU"],
+        ),
+        (
+            "fr",
+            ["PCIe 4.0 x16", "25 à 32 Go/s par sens", "RTX 3090, RTX 4090, A6000, la plupart des cartes PCIe"],
+            ["NVLink, B200", "900 Go/s par sens", "Cartes de base HGX B200 à 8 GPU"],
+        ),
+    ],
+)
 def test_interconnects_table_as_in_the_articles(lang, first_row, last_row):
     (table,) = parse_tables(render_markdown("{{ table name=interconnects }}", lang))
     assert len(table) == 7  # header + the articles' five links + B200 (NVLink 5)
@@ -62,10 +78,21 @@ def test_interconnects_approximate_figure(lang, bridge):
 
 # The 8B row opens with what the model needs under AMP; which cards suffice is checked
 # against the finder in tests/finder/test_needs_claims.py and tests/site/test_finder_links.py.
-@pytest.mark.parametrize("lang,header,one_card_8b", [
-    ("it", ["Lavoro", "Una scheda che basta", "Quando più schede hanno senso"], "Con AdamW e PyTorch AMP Llama 3.1 8B chiede 160,6 GB: una [B200](gpu-finder.md?model=llama-3.1-8b&task=full-adamw"),
-    ("fr", ["Tâche", "Une carte qui suffit", "Quand plusieurs cartes ont du sens"], "Avec AdamW et l’AMP de PyTorch, Llama 3.1 8B demande 160,6 Go : une [B200](gpu-finder.md?model=llama-3.1-8b&task=full-adamw"),
-])
+@pytest.mark.parametrize(
+    "lang,header,one_card_8b",
+    [
+        (
+            "it",
+            ["Lavoro", "Una scheda che basta", "Quando più schede hanno senso"],
+            "Con AdamW e PyTorch AMP Llama 3.1 8B chiede 160,6 GB: una [B200](gpu-finder.md?model=llama-3.1-8b&task=full-adamw",
+        ),
+        (
+            "fr",
+            ["Tâche", "Une carte qui suffit", "Quand plusieurs cartes ont du sens"],
+            "Avec AdamW et l’AMP de PyTorch, Llama 3.1 8B demande 160,6 Go : une [B200](gpu-finder.md?model=llama-3.1-8b&task=full-adamw",
+        ),
+    ],
+)
 def test_needs_table(lang, header, one_card_8b):
     (table,) = parse_tables(render_markdown("{{ table name=needs }}", lang))
     assert table[0] == header

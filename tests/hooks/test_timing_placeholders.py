@@ -42,28 +42,50 @@ def test_durations_change_unit_and_round_outwards():
     cards, _ = load_catalogue()
     # the page's time is the calculator's at the calibrated range of H100s' full training (vram.calibration)
     share = load_measured_data().calibration.backing("h100", ("dense", "full", "none")).range.utilisation
-    run = timing.run_seconds(10**9, timing.training_step(load_model_config(REPO_ROOT / "snippets" / "data" / "models" /
-                                                                           "llama-3.1-8b.json"), cards["h100"], 8, 3,
-                                                        micro_batch=2, utilisation=share))
+    run = timing.run_seconds(
+        10**9,
+        timing.training_step(
+            load_model_config(REPO_ROOT / "snippets" / "data" / "models" / "llama-3.1-8b.json"),
+            cards["h100"],
+            8,
+            3,
+            micro_batch=2,
+            utilisation=share,
+        ),
+    )
     low, high = math.floor(run.low / 360) / 10, math.ceil(run.high / 360) / 10  # hours, rounded outwards
     assert render_markdown(f"{{{{ run_time {job} }}}}", "it") == f"{low:.1f}–{high:.1f}{NBSP}h".replace(".", ",")
     a6000 = "model=llama-3.1-8b gpu=a6000 gpus=4 zero_stage=3 recompute=full tokens=1e9"
     # several days: days and hours, each end rounded outwards (vram.timing.shown_duration); under two days, hours
-    assert re.fullmatch(rf"de ([\d,]+{NBSP}h|\d+{NBSP}jours et \d+{NBSP}h) à \d+{NBSP}jours et \d+{NBSP}h",
-                        render_markdown(f"{{{{ run_time {a6000} }}}}", "fr"))
+    assert re.fullmatch(
+        rf"de ([\d,]+{NBSP}h|\d+{NBSP}jours et \d+{NBSP}h) à \d+{NBSP}jours et \d+{NBSP}h",
+        render_markdown(f"{{{{ run_time {a6000} }}}}", "fr"),
+    )
     mixed = render_markdown("{{ run_time model=llama-3.2-1b gpu=rtx-4090 gpus=4 zero_stage=3 tokens=1e9 }}", "it")
     assert re.fullmatch(rf"da [\d,]+{NBSP}h a \d+{NBSP}giorni( e \d+{NBSP}h)?", mixed), mixed
 
 
-@pytest.mark.parametrize("placeholder, message", [
-    ("{{ run_time model=llama-3.2-1b gpu=h100 gpus=8 zero_stage=3 tokens=0 }}", "token count '0': it must be positive"),
-    ("{{ run_time model=llama-3.2-1b gpu=h100 gpus=8 zero_stage=3 tokens=-1 }}", "invalid token count '-1'"),
-    ("{{ run_cost model=llama-3.2-1b gpu=h100 gpus=8 zero_stage=3 tokens=1e9 price=abc }}", "price must be a number"),
-    ("{{ run_cost model=llama-3.2-1b gpu=h100 gpus=8 zero_stage=3 tokens=1e9 price=1e9 }}", "price '1e9' is implausible"),
-    ("{{ run_cost model=llama-3.2-1b gpu=h100 gpus=2 zero_stage=3 tokens=1e9 }}", "no price for 2 x h100"),
-    ("{{ step_time model=llama-3.2-1b gpu=h1000 gpus=8 zero_stage=3 }}", "unknown gpu 'h1000'"),
-    ("{{ comm_time params=8e9 world_size=4 zero_stage=3 link=nvlink-9 }}", "unknown link 'nvlink-9'"),
-])
+@pytest.mark.parametrize(
+    "placeholder, message",
+    [
+        (
+            "{{ run_time model=llama-3.2-1b gpu=h100 gpus=8 zero_stage=3 tokens=0 }}",
+            "token count '0': it must be positive",
+        ),
+        ("{{ run_time model=llama-3.2-1b gpu=h100 gpus=8 zero_stage=3 tokens=-1 }}", "invalid token count '-1'"),
+        (
+            "{{ run_cost model=llama-3.2-1b gpu=h100 gpus=8 zero_stage=3 tokens=1e9 price=abc }}",
+            "price must be a number",
+        ),
+        (
+            "{{ run_cost model=llama-3.2-1b gpu=h100 gpus=8 zero_stage=3 tokens=1e9 price=1e9 }}",
+            "price '1e9' is implausible",
+        ),
+        ("{{ run_cost model=llama-3.2-1b gpu=h100 gpus=2 zero_stage=3 tokens=1e9 }}", "no price for 2 x h100"),
+        ("{{ step_time model=llama-3.2-1b gpu=h1000 gpus=8 zero_stage=3 }}", "unknown gpu 'h1000'"),
+        ("{{ comm_time params=8e9 world_size=4 zero_stage=3 link=nvlink-9 }}", "unknown link 'nvlink-9'"),
+    ],
+)
 def test_bad_arguments_are_one_line_naming_the_field(placeholder, message):
     with pytest.raises(RenderError) as info:
         render_markdown(placeholder, "it")
@@ -91,8 +113,10 @@ def test_the_claims_around_the_placeholders_hold():
     cards, machines = load_catalogue()
     config = load_model_config(LLAMA_1B)
     share = {m.gpu: utilisation(m.gpu, config, "full", False) for m in machines.values()}  # the calibrated classes
-    run = {key: timing.run_seconds(10**9, timing.training_step(config, cards[m.gpu], m.count, 3, utilisation=share[m.gpu]))
-           for key, m in machines.items()}
+    run = {
+        key: timing.run_seconds(10**9, timing.training_step(config, cards[m.gpu], m.count, 3, utilisation=share[m.gpu]))
+        for key, m in machines.items()
+    }
     cost_high = {key: billing.run_cost_eur(run[key].high, machines[key].price_eur_per_hour) for key in machines}
     assert cost_high["4x-rtx-4090"] > cost_high["8x-h100"]
     step = timing.training_step(config, cards["rtx-4090"], 4, 3, utilisation=share["rtx-4090"])
@@ -110,22 +134,31 @@ def test_a_slower_link_never_reads_faster_than_a_quicker_one(lang):
     """The guide's "via NVLink … via PCIe 4.0 with peer-to-peer … without peer-to-peer": as
     rounded on the page, each slower path's ends are at least the quicker path's (the low end
     was once rounded down to "1" s beside a quicker path's "1,1")."""
-    shown = {link: _ends(render_markdown(f"{{{{ comm_time params=8e9 world_size=4 zero_stage=3 link={link} }}}}", lang))
-             for link in ("nvlink-h100", "pcie4", "pcie4-host")}
+    shown = {
+        link: _ends(render_markdown(f"{{{{ comm_time params=8e9 world_size=4 zero_stage=3 link={link} }}}}", lang))
+        for link in ("nvlink-h100", "pcie4", "pcie4-host")
+    }
     assert shown["nvlink-h100"][1] <= shown["pcie4"][0]
     assert shown["pcie4"][0] <= shown["pcie4-host"][0] and shown["pcie4"][1] <= shown["pcie4-host"][1]
 
 
 def test_more_cards_never_read_slower_than_fewer():
-    two, four = (_ends(render_markdown(f"{{{{ speedup model=llama-3.2-1b gpu=a6000 gpus={n} zero_stage=0 micro_batch=2 }}}}",
-                                       "it")) for n in (2, 4))
+    two, four = (
+        _ends(
+            render_markdown(f"{{{{ speedup model=llama-3.2-1b gpu=a6000 gpus={n} zero_stage=0 micro_batch=2 }}}}", "it")
+        )
+        for n in (2, 4)
+    )
     assert 1 <= two[0] and two[1] <= 2 and two[0] <= four[0] and two[1] <= four[1] <= 4
 
 
 GUIDE_JOBS = [  # every training job the guide times: (model, card, cards, zero_stage, micro_batch, recompute)
-    ("llama-3.1-8b", "h100", 8, 3, 2, "none"), ("llama-3.1-8b", "a6000", 4, 3, 1, "full"),
-    ("llama-3.2-1b", "rtx-4090", 4, 3, 1, "none"), ("llama-3.2-1b", "h100", 8, 3, 1, "none"),
-    ("llama-3.2-1b", "a6000", 1, 0, 2, "none"), ("llama-3.2-1b", "a6000", 2, 0, 2, "none"),
+    ("llama-3.1-8b", "h100", 8, 3, 2, "none"),
+    ("llama-3.1-8b", "a6000", 4, 3, 1, "full"),
+    ("llama-3.2-1b", "rtx-4090", 4, 3, 1, "none"),
+    ("llama-3.2-1b", "h100", 8, 3, 1, "none"),
+    ("llama-3.2-1b", "a6000", 1, 0, 2, "none"),
+    ("llama-3.2-1b", "a6000", 2, 0, 2, "none"),
     ("llama-3.2-1b", "a6000", 4, 0, 2, "none"),
 ]
 

@@ -26,20 +26,26 @@ def body_text(html: str) -> str:
     return LexborHTMLParser(html).body.text(deep=True)
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    ("Une question : le modèle tient-il ?", f"Une question{NBSP}: le modèle tient-il{NNBSP}?"),
-    ("Rarement ; pour le reste !", f"Rarement{NNBSP}; pour le reste{NNBSP}!"),
-    ("une « bus error » ici", f"une «{NNBSP}bus error{NNBSP}» ici"),
-    ("le délai d’expiration\n: cherchez", f"le délai d’expiration{NBSP}: cherchez"),  # a line break in the source
-    ("Au-delà de 1 000 Go/s", f"Au-delà de 1{NNBSP}000{NBSP}Go/s"),
-    ("une carte à 100 % et trois à 0 %.", f"une carte à 100{NBSP}% et trois à 0{NBSP}%."),
-    ("16 octets par paramètre", f"16{NBSP}octets par paramètre"),
-    ("2 500 000 paramètres", f"2{NNBSP}500{NNBSP}000 paramètres"),
-    # no space in the source: nothing inserted (URLs, references, times stay as written)
-    ("arXiv:1910.02054, https://example.org/?a=1&b=2, à 10:30", "arXiv:1910.02054, https://example.org/?a=1&b=2, à 10:30"),
-    ("ZeRO-3 128 cartes", "ZeRO-3 128 cartes"),  # not a number split in groups
-    ("déjà juste\u00a0: rien", f"déjà juste{NBSP}: rien"),  # idempotent
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("Une question : le modèle tient-il ?", f"Une question{NBSP}: le modèle tient-il{NNBSP}?"),
+        ("Rarement ; pour le reste !", f"Rarement{NNBSP}; pour le reste{NNBSP}!"),
+        ("une « bus error » ici", f"une «{NNBSP}bus error{NNBSP}» ici"),
+        ("le délai d’expiration\n: cherchez", f"le délai d’expiration{NBSP}: cherchez"),  # a line break in the source
+        ("Au-delà de 1 000 Go/s", f"Au-delà de 1{NNBSP}000{NBSP}Go/s"),
+        ("une carte à 100 % et trois à 0 %.", f"une carte à 100{NBSP}% et trois à 0{NBSP}%."),
+        ("16 octets par paramètre", f"16{NBSP}octets par paramètre"),
+        ("2 500 000 paramètres", f"2{NNBSP}500{NNBSP}000 paramètres"),
+        # no space in the source: nothing inserted (URLs, references, times stay as written)
+        (
+            "arXiv:1910.02054, https://example.org/?a=1&b=2, à 10:30",
+            "arXiv:1910.02054, https://example.org/?a=1&b=2, à 10:30",
+        ),
+        ("ZeRO-3 128 cartes", "ZeRO-3 128 cartes"),  # not a number split in groups
+        ("déjà juste\u00a0: rien", f"déjà juste{NBSP}: rien"),  # idempotent
+    ],
+)
 def test_french_text(source, expected):
     assert typeset_text(source, "fr") == expected
     assert typeset_text(expected, "fr") == expected
@@ -55,10 +61,12 @@ def test_a_language_without_rules_is_left_alone():
 
 
 def test_code_pre_kbd_script_style_and_other_attributes_are_never_touched():
-    html = page('<p title="Titre : x" data-x="a ; b">Lancez <code>a : b ?</code> : puis <kbd>Ctrl !</kbd> !</p>'
-                '<pre><code>print("x : y ?")\n</code></pre><script>var s = "a : b ?";</script>'
-                '<style>a::after { content: " : "; }</style><a href="https://x.org/a ?b">lien</a>'
-                '<div class="clipboard-copy-txt" id="cell-1">x = {"a" : 1} ; y ?</div>')
+    html = page(
+        '<p title="Titre : x" data-x="a ; b">Lancez <code>a : b ?</code> : puis <kbd>Ctrl !</kbd> !</p>'
+        '<pre><code>print("x : y ?")\n</code></pre><script>var s = "a : b ?";</script>'
+        '<style>a::after { content: " : "; }</style><a href="https://x.org/a ?b">lien</a>'
+        '<div class="clipboard-copy-txt" id="cell-1">x = {"a" : 1} ; y ?</div>'
+    )
     out = LexborHTMLParser(typeset_html(html, "fr"))
     assert out.css_first("p").attributes == {"title": f"Titre{NBSP}: x", "data-x": "a ; b"}
     assert out.css_first("p code").text() == "a : b ?"
@@ -74,9 +82,11 @@ def test_code_pre_kbd_script_style_and_other_attributes_are_never_touched():
 def test_spoken_attributes_follow_their_language():
     """alt, aria-label and title are read aloud or shown: typeset in the language of their
     element (its own lang, or the nearest one), never inside code, never other attributes."""
-    html = page('<nav aria-label="Quand le modèle ne tient pas : FSDP"><img alt="Graphique : DDP ; ZeRO" src="a.png">'
-                '<p lang="it"><abbr title="Domanda: 1 000 GB ?">x</abbr></p>'
-                '<code title="a : b">c</code><a href="x" data-label="a : b" aria-label="« Trouvez le GPU »">y</a></nav>')
+    html = page(
+        '<nav aria-label="Quand le modèle ne tient pas : FSDP"><img alt="Graphique : DDP ; ZeRO" src="a.png">'
+        '<p lang="it"><abbr title="Domanda: 1 000 GB ?">x</abbr></p>'
+        '<code title="a : b">c</code><a href="x" data-label="a : b" aria-label="« Trouvez le GPU »">y</a></nav>'
+    )
     out = LexborHTMLParser(typeset_html(html, "fr"))
     assert out.css_first("nav").attributes["aria-label"] == f"Quand le modèle ne tient pas{NBSP}: FSDP"
     assert out.css_first("img").attributes["alt"] == f"Graphique{NBSP}: DDP{NNBSP}; ZeRO"
@@ -88,13 +98,15 @@ def test_spoken_attributes_follow_their_language():
 
 
 def test_a_space_split_from_its_sign_by_an_inline_element():
-    """"mot <em>x</em> :" is one run of text: the space before the colon is in another node."""
-    out = typeset_html(page('<p>Voir <a href="#x">le tableau </a>: deux « <span lang="en">bus error</span> »</p>'), "fr")
+    """ "mot <em>x</em> :" is one run of text: the space before the colon is in another node."""
+    out = typeset_html(
+        page('<p>Voir <a href="#x">le tableau </a>: deux « <span lang="en">bus error</span> »</p>'), "fr"
+    )
     assert body_text(out) == f"Voir le tableau{NBSP}: deux «{NNBSP}bus error{NNBSP}»"
 
 
 def test_a_unit_after_a_superscript():
-    """"10<sup>9</sup> octets" (pymdownx.caret's 10^9^): the unit stays with its number."""
+    """ "10<sup>9</sup> octets" (pymdownx.caret's 10^9^): the unit stays with its number."""
     out = typeset_html(page("<p>Go = 10<sup>9</sup> octets, Gio = 2<sup>30</sup> octets.</p>"), "fr")
     assert body_text(out) == f"Go = 109{NBSP}octets, Gio = 230{NBSP}octets."
 
@@ -112,14 +124,20 @@ def test_lang_attributes_choose_the_rules():
 
 
 def test_the_title_and_the_finder_labels_are_typeset():
-    html = ('<!DOCTYPE html><html lang="fr"><head><title>Notebook : mémoire</title></head><body>'
-            '<script type="application/json" id="finder-labels">{"why": "Ce qui l’occupe : {parts}", "n": 3, '
-            '"x": ["« a »"]}</script><script type="application/json" id="__config">{"a": "b : c"}</script></body></html>')
+    html = (
+        '<!DOCTYPE html><html lang="fr"><head><title>Notebook : mémoire</title></head><body>'
+        '<script type="application/json" id="finder-labels">{"why": "Ce qui l’occupe : {parts}", "n": 3, '
+        '"x": ["« a »"]}</script><script type="application/json" id="__config">{"a": "b : c"}</script></body></html>'
+    )
     out = LexborHTMLParser(typeset_html(html, "fr"))
     assert out.css_first("title").text() == f"Notebook{NBSP}: mémoire"
     import json
-    assert json.loads(out.css_first("#finder-labels").text()) == {"why": f"Ce qui l’occupe{NBSP}: {{parts}}", "n": 3,
-                                                                   "x": [f"«{NNBSP}a{NNBSP}»"]}
+
+    assert json.loads(out.css_first("#finder-labels").text()) == {
+        "why": f"Ce qui l’occupe{NBSP}: {{parts}}",
+        "n": 3,
+        "x": [f"«{NNBSP}a{NNBSP}»"],
+    }
     assert json.loads(out.css_first("#__config").text()) == {"a": "b : c"}  # not an island of the rule set
 
 
@@ -141,21 +159,31 @@ def test_a_sign_is_visible_characters(tmp_path, sign):
     holds whitespace would make a rule of spaces beside spaces (and the typesetter skips text
     nodes without anything but whitespace)."""
     bad = tmp_path / "typography.yaml"
-    bad.write_text(yaml.safe_dump({"skip": ["code"], "units": [], "languages": {"fr": {"space_before": {sign: "nbsp"}}}},
-                                  allow_unicode=True), encoding="utf-8")
+    bad.write_text(
+        yaml.safe_dump(
+            {"skip": ["code"], "units": [], "languages": {"fr": {"space_before": {sign: "nbsp"}}}}, allow_unicode=True
+        ),
+        encoding="utf-8",
+    )
     with pytest.raises(RenderError, match=r"typography\.yaml: languages\.fr\.space_before"):
         rules(bad)
 
 
-@pytest.mark.parametrize(("lang", "text", "expected"), [
-    ("fr", "Mémoire par carte : 80 Go ; « ZeRO » ?",
-     f"Mémoire par carte{NBSP}: 80{NBSP}Go{NNBSP}; «{NNBSP}ZeRO{NNBSP}»{NNBSP}?"),
-    ("fr", "1 000 Go/s et 100 %", f"1{NNBSP}000{NBSP}Go/s et 100{NBSP}%"),
-    ("fr", " : début", f"{NBSP}: début"),
-    ("fr", "rien à faire", "rien à faire"),
-    ("it", "Memoria: 16 GB", f"Memoria: 16{NBSP}GB"),
-    ("it", "8 schede !", "8 schede !"),
-])
+@pytest.mark.parametrize(
+    ("lang", "text", "expected"),
+    [
+        (
+            "fr",
+            "Mémoire par carte : 80 Go ; « ZeRO » ?",
+            f"Mémoire par carte{NBSP}: 80{NBSP}Go{NNBSP}; «{NNBSP}ZeRO{NNBSP}»{NNBSP}?",
+        ),
+        ("fr", "1 000 Go/s et 100 %", f"1{NNBSP}000{NBSP}Go/s et 100{NBSP}%"),
+        ("fr", " : début", f"{NBSP}: début"),
+        ("fr", "rien à faire", "rien à faire"),
+        ("it", "Memoria: 16 GB", f"Memoria: 16{NBSP}GB"),
+        ("it", "8 schede !", "8 schede !"),
+    ],
+)
 def test_a_search_text_without_markup_gets_the_pages_typography(lang, text, expected):
     """The search index's plain texts take a short path (no HTML parse); expected spaces typed
     from hooks/render/typography.yaml's rules (fr: no-break space before ':' and units, thin one

@@ -24,9 +24,14 @@ def test_the_folders_are_the_same_from_docs_as_from_the_root(monkeypatch):
         config = load_config(config_file=config_file)
         found[cwd] = (config_root(config), snippets_dir(config), Path(config.docs_dir), Path(config.theme.custom_dir))
         assert Path(os.getcwd()) == cwd
-    assert found[REPO_ROOT] == found[REPO_ROOT / "docs"] == (REPO_ROOT, REPO_ROOT / "snippets", REPO_ROOT / "docs",
-                                                             REPO_ROOT / "overrides")
+    assert (
+        found[REPO_ROOT]
+        == found[REPO_ROOT / "docs"]
+        == (REPO_ROOT, REPO_ROOT / "snippets", REPO_ROOT / "docs", REPO_ROOT / "overrides")
+    )
     root, snippets, docs, overrides = found[REPO_ROOT / "docs"]
-    own = own_content([snippets / "nccl_check.py", docs / "index.it.md"], root, [docs, snippets, overrides])  # raised before
+    own = own_content(
+        [snippets / "nccl_check.py", docs / "index.it.md"], root, [docs, snippets, overrides]
+    )  # raised before
     assert own == [snippets / "nccl_check.py", docs / "index.it.md"]
     check_plain_files(own, root)

@@ -9,8 +9,31 @@ import random
 
 from hooks.notebooks.styles import LIST_REPR_STYLE_RE, drop_list_repr_style
 
-PIECES = ["<style>", "</style>", "[", "]", "'", "\\", "\\'", ",", ", ", "'a'", "'.x{}'", "<style>['a']</style>",
-          " ", "\n", "\t", "\u00a0", "\u2003", "\x1c", "\r\n", "x", "<p>", "<style type=\"text/css\">", "]</style>"]
+PIECES = [
+    "<style>",
+    "</style>",
+    "[",
+    "]",
+    "'",
+    "\\",
+    "\\'",
+    ",",
+    ", ",
+    "'a'",
+    "'.x{}'",
+    "<style>['a']</style>",
+    " ",
+    "\n",
+    "\t",
+    "\u00a0",
+    "\u2003",
+    "\x1c",
+    "\r\n",
+    "x",
+    "<p>",
+    "<style type=\"text/css\">",
+    "]</style>",
+]
 
 
 def test_the_same_as_the_regular_expression_on_every_kind_of_page():

@@ -17,8 +17,16 @@ from hooks.checks.active_content import check_notebook_cells
 SITE = {"memory-notebook/", "index.html", ""}
 
 
-@pytest.mark.parametrize("href", ["javascript:alert(document.cookie)", "JavaScript:alert(1)", "java\tscript:alert(1)",
-                                  "vbscript:msgbox(1)", "data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg=="])
+@pytest.mark.parametrize(
+    "href",
+    [
+        "javascript:alert(document.cookie)",
+        "JavaScript:alert(1)",
+        "java\tscript:alert(1)",
+        "vbscript:msgbox(1)",
+        "data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==",
+    ],
+)
 def test_a_script_link_in_a_markdown_cell_is_refused(tmp_path, href):
     cell = f"Vedi [la guida]({href})."
     notebook = tmp_path / "n.ipynb"

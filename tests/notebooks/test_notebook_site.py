@@ -35,8 +35,10 @@ from tests.conftest import REPO_ROOT, build_site
 pytestmark = pytest.mark.slow
 
 PAGES = {"it": "memory-notebook/index.html", "fr": "fr/memory-notebook/index.html"}
-NAV = {"it": ["Guida", "Come si calcola", "Trova la GPU", "Notebook della memoria"],
-       "fr": ["Guide", "Méthode de calcul", "Trouvez le GPU", "Notebook de la mémoire"]}
+NAV = {
+    "it": ["Guida", "Come si calcola", "Trova la GPU", "Notebook della memoria"],
+    "fr": ["Guide", "Méthode de calcul", "Trouvez le GPU", "Notebook de la mémoire"],
+}
 ALT_WORD = {"it": "schede", "fr": "cartes"}
 
 
@@ -74,21 +76,31 @@ def test_code_is_the_same_on_both_notebook_pages(built_site):
     language's comments: hooks/notebooks/translated.py), and what the copy buttons copy is,
     byte for byte, the source of that language's notebook, which the build executed."""
     pages = {lang: soup(built_site / PAGES[lang]) for lang in PAGES}
-    code = {lang: [pre.get_text() for pre in page.select(".jp-CodeCell .jp-InputArea pre")] for lang, page in pages.items()}
+    code = {
+        lang: [pre.get_text() for pre in page.select(".jp-CodeCell .jp-InputArea pre")] for lang, page in pages.items()
+    }
     assert [ast.dump(ast.parse(cell)) for cell in code["it"]] == [ast.dump(ast.parse(cell)) for cell in code["fr"]]
     assert len(code["it"]) >= 3
     assert not any("import base64" in cell for cell in code["it"]), "the set-up cell is shown"
     assert "fully_shard" in "".join(code["it"]) and "figure(" in code["it"][0], "the page does not open with the plot"
-    copied = {lang: [div.get_text() for div in page.select(".jp-CodeCell div.clipboard-copy-txt")] for lang, page in pages.items()}
+    copied = {
+        lang: [div.get_text() for div in page.select(".jp-CodeCell div.clipboard-copy-txt")]
+        for lang, page in pages.items()
+    }
     for lang in PAGES:
-        shown_sources = [cell.source for cell in nbformat.read(REPO_ROOT / "docs" / f"memory-notebook.{lang}.ipynb", as_version=4).cells
-                         if cell.cell_type == "code" and "setup" not in cell.metadata.get("tags", [])]
+        shown_sources = [
+            cell.source
+            for cell in nbformat.read(REPO_ROOT / "docs" / f"memory-notebook.{lang}.ipynb", as_version=4).cells
+            if cell.cell_type == "code" and "setup" not in cell.metadata.get("tags", [])
+        ]
         assert copied[lang] == shown_sources, lang
     assert copied["it"] != copied["fr"]  # French comments in what a French reader copies
 
 
-COMMENTS = {"it": "# la memoria di ogni scheda come la riporta nvidia-smi (gpus.yaml: memory_mib), in GB",
-            "fr": "# la mémoire de chaque carte selon nvidia-smi (gpus.yaml : memory_mib), en Go"}
+COMMENTS = {
+    "it": "# la memoria di ogni scheda come la riporta nvidia-smi (gpus.yaml: memory_mib), in GB",
+    "fr": "# la mémoire de chaque carte selon nvidia-smi (gpus.yaml : memory_mib), en Go",
+}
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
@@ -99,8 +111,10 @@ def test_notebook_code_comments_are_in_the_page_language(built_site, lang):
     other = COMMENTS["fr" if lang == "it" else "it"]
     assert other not in comments
     if lang == "fr":
-        catalogue = {entry["it"]: entry["fr"] for entry in yaml.safe_load(
-            (REPO_ROOT / "snippets" / "comments.yaml").read_text(encoding="utf-8"))}
+        catalogue = {
+            entry["it"]: entry["fr"]
+            for entry in yaml.safe_load((REPO_ROOT / "snippets" / "comments.yaml").read_text(encoding="utf-8"))
+        }
         assert all(comment.removeprefix("# ") in catalogue.values() for comment in comments), comments
 
 
@@ -156,6 +170,7 @@ def test_the_evidence_is_a_measurement_of_fsdp2(built_site, lang):
     rows = [tr for tr in page.select("article details table tbody tr") if len(tr.select("td")) == 3]
     assert [tr.select_one("td").get_text() for tr in rows] == [str(n) for n in range(1, 9)]
 
+
 def test_both_languages_read_one_finder_json(built_site):
     """One copy of the finder's data for both languages: finder.json (what the form needs) and
     finder-results.json (the answers, fetched when a choice needs one), together finder_json's."""
@@ -168,7 +183,9 @@ def test_both_languages_read_one_finder_json(built_site):
     for page, prefix in (("gpu-finder/index.html", "../"), ("fr/gpu-finder/index.html", "../../")):
         form = soup(built_site / page).select_one("form#finder-form")
         assert form["data-json"] == prefix + "assets/finder.json"
-        assert (built_site / page).parent.joinpath(form["data-json"]).resolve() == (built_site / "assets" / "finder.json").resolve()
+        assert (built_site / page).parent.joinpath(form["data-json"]).resolve() == (
+            built_site / "assets" / "finder.json"
+        ).resolve()
 
 
 @pytest.mark.parametrize("lang, prefix, unit", [("it", "", "GB"), ("fr", "fr/", "Go")])
@@ -197,8 +214,11 @@ def test_a_failing_cell_fails_the_build_naming_the_notebook(warm_repo_copy, tmp_
     assert result.returncode != 0
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
-    assert any("docs/memory-notebook.fr.ipynb: code cell 1 " in line and "RuntimeError: tensors and calculator disagree" in line
-               for line in errors), result.stderr[-3000:]
+    assert any(
+        "docs/memory-notebook.fr.ipynb: code cell 1 " in line
+        and "RuntimeError: tensors and calculator disagree" in line
+        for line in errors
+    ), result.stderr[-3000:]
     assert not (tmp_path / "out" / "fr" / "memory-notebook" / "index.html").exists()
 
 
@@ -255,8 +275,14 @@ SERVE = textwrap.dedent('''
 
 def _serve(repo: Path, out: Path, script: Path) -> list:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    result = subprocess.run([sys.executable, str(script), str(repo), str(out)], cwd=repo,
-                            env=env, capture_output=True, text=True, timeout=420)
+    result = subprocess.run(
+        [sys.executable, str(script), str(repo), str(out)],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=420,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(result.stdout.splitlines()[-1])
 

@@ -24,7 +24,11 @@ def _rules(css: str) -> tuple[str, ...]:
     """The selectors of ``css``'s rules, read with tinycss2 (once per content: both pages read the package's)."""
     import tinycss2
 
-    return tuple(tinycss2.serialize(r.prelude).strip() for r in tinycss2.parse_stylesheet(css, True, True) if r.type == "qualified-rule")
+    return tuple(
+        tinycss2.serialize(r.prelude).strip()
+        for r in tinycss2.parse_stylesheet(css, True, True)
+        if r.type == "qualified-rule"
+    )
 
 
 @pytest.mark.parametrize("page", NOTEBOOK_PAGES)
@@ -56,12 +60,20 @@ def test_a_style_that_differs_in_one_byte_stays_inline():
     page = f'<div><style type="text/css">\n{css} </style></div>'
     assert link_stylesheets(page, {"assets/notebook/index.css": css}, lambda uri: "../" + uri) == page
     exact = f'<div><style type="text/css">\n{css}</style></div>'
-    assert link_stylesheets(exact, {"assets/notebook/index.css": css}, lambda uri: "../" + uri) == \
-        '<div><link rel="stylesheet" href="../assets/notebook/index.css"></div>'
+    assert (
+        link_stylesheets(exact, {"assets/notebook/index.css": css}, lambda uri: "../" + uri)
+        == '<div><link rel="stylesheet" href="../assets/notebook/index.css"></div>'
+    )
 
 
-@pytest.mark.parametrize("css", ["@import 'https://cdn.example/x.css';", ".a { background: url(https://cdn.example/a.png) }",
-                                 ".a { background: URL( \"//cdn.example/a.png\" ) }"])
+@pytest.mark.parametrize(
+    "css",
+    [
+        "@import 'https://cdn.example/x.css';",
+        ".a { background: url(https://cdn.example/a.png) }",
+        ".a { background: URL( \"//cdn.example/a.png\" ) }",
+    ],
+)
 def test_a_stylesheet_that_loads_from_another_origin_is_refused(css):
     with pytest.raises(RenderError, match="cdn.example"):
         check_stylesheet(css, "https://guide.example")
@@ -84,7 +96,9 @@ def test_the_mermaid_loader_of_nbconverts_template_is_removed():
     folders = [p for p in jupyter_path("nbconvert", "templates", "lab")]
     assert nbconvert.__version__
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(folders))
-    page = env.from_string('{% from "mermaidjs.html.j2" import mermaid_js %}<p>a</p>\n{{ mermaid_js() }}\n<p>b</p>').render()
+    page = env.from_string(
+        '{% from "mermaidjs.html.j2" import mermaid_js %}<p>a</p>\n{{ mermaid_js() }}\n<p>b</p>'
+    ).render()
     assert "cdnjs.cloudflare.com" in page and "jp-Mermaid" in page
     stripped = strip_inert_mermaid(page)
     assert "cdnjs" not in stripped and "Mermaid" not in stripped

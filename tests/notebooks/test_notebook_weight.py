@@ -21,18 +21,26 @@ from tests.conftest import REPO_ROOT  # noqa: F401  (the repository on sys.path)
 
 def png(width: int, height: int) -> bytes:
     """A valid PNG of one grey row repeated (zlib, as the format says)."""
+
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
     raw = b"".join(b"\0" + b"\x80" * width for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 def test_plots_become_files_with_alt_size_and_lazy_loading():
     first, second = png(1280, 1120), png(1280, 640)
-    page = (f'<p>a</p><img alt="Grafico : DDP" src="data:image/png;base64,{base64.b64encode(first).decode()}" width="640"/>'
-            f'<img alt="Deux" src="data:image/png;base64,{base64.b64encode(second).decode()}" width="640"/>'
-            '<img alt="logo" src="../logo.svg">')
+    page = (
+        f'<p>a</p><img alt="Grafico : DDP" src="data:image/png;base64,{base64.b64encode(first).decode()}" width="640"/>'
+        f'<img alt="Deux" src="data:image/png;base64,{base64.b64encode(second).decode()}" width="640"/>'
+        '<img alt="logo" src="../logo.svg">'
+    )
     written = {}
     out = plots_as_files(page, written.__setitem__, lambda uri: "../" + uri)
     assert "data:" not in out
@@ -42,11 +50,17 @@ def test_plots_become_files_with_alt_size_and_lazy_loading():
     assert [(i["src"], i["alt"], i.get("width"), i.get("height"), i.get("loading")) for i in imgs] == [
         ("../" + names[0], "Grafico : DDP", "640", "560", None),  # the first plot, at the top: not lazy
         ("../" + names[1], "Deux", "640", "320", "lazy"),
-        ("../logo.svg", "logo", None, None, None)]  # not a plot: left alone
+        ("../logo.svg", "logo", None, None, None),
+    ]  # not a plot: left alone
 
 
-@pytest.mark.parametrize("src, message", [("data:image/png;base64,!!!", "not base64"),
-                                          ("data:image/png;base64," + base64.b64encode(b"GIF89a....").decode(), "not a PNG")])
+@pytest.mark.parametrize(
+    "src, message",
+    [
+        ("data:image/png;base64,!!!", "not base64"),
+        ("data:image/png;base64," + base64.b64encode(b"GIF89a....").decode(), "not a PNG"),
+    ],
+)
 def test_a_bad_plot_is_refused(src, message):
     with pytest.raises(RenderError, match=message):
         plots_as_files(f'<img alt="x" src="{src}">', lambda *a: None, str)
@@ -76,9 +90,12 @@ def test_only_the_rules_a_page_uses_are_kept():
                 yield from selectors(tinycss2.parse_rule_list(rule.content, True, True))
 
     assert list(selectors(tinycss2.parse_stylesheet(kept, True, True))) == [
-        ".jupyter-wrapper", ".jupyter-wrapper .jp-CodeCell .jp-InputPrompt",
-        ".jupyter-wrapper button:hover, .jupyter-wrapper .jp-Toolbar", ".jupyter-wrapper a:not(.jp-x)",
-        ".jupyter-wrapper .jp-CodeCell"]
+        ".jupyter-wrapper",
+        ".jupyter-wrapper .jp-CodeCell .jp-InputPrompt",
+        ".jupyter-wrapper button:hover, .jupyter-wrapper .jp-Toolbar",
+        ".jupyter-wrapper a:not(.jp-x)",
+        ".jupyter-wrapper .jp-CodeCell",
+    ]
     assert "@media print" in kept and kept.count("@media") == 1 and "@font-face" in kept
     assert "jp-FileBrowser" not in kept and "scrollbar" not in kept and "jp-Panel" not in kept
 
@@ -87,13 +104,17 @@ def test_the_page_links_one_pruned_stylesheet_and_a_changed_copy_stays_inline():
     css = ".jp-CodeCell { color: red }\n.jp-Panel { color: blue }\n"
     page = f'<style type="text/css">\n{css}</style><div class="jp-CodeCell">x</div>'
     written, checked = {}, []
-    out = own_stylesheet(page, {"assets/notebook/index.css": css}, written.__setitem__, lambda uri: "../" + uri, checked.append)
-    (uri, data), = written.items()
+    out = own_stylesheet(
+        page, {"assets/notebook/index.css": css}, written.__setitem__, lambda uri: "../" + uri, checked.append
+    )
+    ((uri, data),) = written.items()
     assert re.fullmatch(r"assets/notebook/page\.[0-9a-f]{16}\.css", uri) and checked == [data.decode()]
     assert out == f'<link rel="stylesheet" href="../{uri}"><div class="jp-CodeCell">x</div>'
     assert "jp-CodeCell" in data.decode() and "jp-Panel" not in data.decode()
     changed = page.replace("blue }", "blue } ")
-    assert own_stylesheet(changed, {"assets/notebook/index.css": css}, written.__setitem__, str, checked.append) == changed
+    assert (
+        own_stylesheet(changed, {"assets/notebook/index.css": css}, written.__setitem__, str, checked.append) == changed
+    )
 
 
 def test_notebook_code_cells_are_focusable():

@@ -12,8 +12,14 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from hooks.notebooks.execute import (NotebookError, cache_key, executed_notebook, executed_notebooks, machine_store,
-                             notebook_language)
+from hooks.notebooks.execute import (
+    NotebookError,
+    cache_key,
+    executed_notebook,
+    executed_notebooks,
+    machine_store,
+    notebook_language,
+)
 from tests.conftest import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs"
@@ -53,11 +59,17 @@ def test_headings_keep_the_same_anchors():
     contents lists them; hooks/notebooks/html.py gives them their id)."""
     import re
 
-    sources = {lang: "\n".join(c.source for c in nb.cells if c.cell_type == "markdown") for lang, nb in notebooks().items()}
-    ids = {lang: re.findall(r'<h1 id="([^"]+)"', text) + re.findall(r"^##+ .*\{ #([\w-]+) \}$", text, re.M)
-           for lang, text in sources.items()}
+    sources = {
+        lang: "\n".join(c.source for c in nb.cells if c.cell_type == "markdown") for lang, nb in notebooks().items()
+    }
+    ids = {
+        lang: re.findall(r'<h1 id="([^"]+)"', text) + re.findall(r"^##+ .*\{ #([\w-]+) \}$", text, re.M)
+        for lang, text in sources.items()
+    }
     assert ids["it"] == ids["fr"] == ["memory-notebook", "per-card", "evidence"]
-    assert not any(re.search(r"<h[2-6]", text) for text in sources.values()), "a section heading in raw HTML: not in the TOC"
+    assert not any(re.search(r"<h[2-6]", text) for text in sources.values()), (
+        "a section heading in raw HTML: not in the TOC"
+    )
 
 
 def test_only_the_set_up_cell_is_hidden():
@@ -71,7 +83,9 @@ def test_only_the_set_up_cell_is_hidden():
 
 def write(path: Path, *cells, kernel: str = "python3") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    nb = new_notebook(cells=list(cells), metadata={"kernelspec": {"name": kernel, "display_name": kernel, "language": "python"}})
+    nb = new_notebook(
+        cells=list(cells), metadata={"kernelspec": {"name": kernel, "display_name": kernel, "language": "python"}}
+    )
     nbformat.write(nb, path)
     return path
 
@@ -127,9 +141,11 @@ def outputs(path: Path) -> str:
 
 
 def test_unknown_kernel_in_metadata_runs_with_the_configured_one_and_is_cached(tiny_repo):
-    src = write(tiny_repo / "docs" / "other.fr.ipynb",
-                new_code_cell("import os, vram.core\nprint(os.environ['GUIDE_LANG'], vram.core.BYTES, 6 * 7)"),
-                kernel="no-such-kernel-on-this-machine")
+    src = write(
+        tiny_repo / "docs" / "other.fr.ipynb",
+        new_code_cell("import os, vram.core\nprint(os.environ['GUIDE_LANG'], vram.core.BYTES, 6 * 7)"),
+        kernel="no-such-kernel-on-this-machine",
+    )
     cache = tiny_repo / ".cache" / "notebooks"
     executed, ran = executed_notebook(src, tiny_repo, "fr", "python3", cache_dir=cache)
     assert ran and executed.parent == cache
@@ -149,7 +165,9 @@ def test_another_checkout_with_the_same_inputs_reuses_the_store(tiny_repo, tmp_p
     assert not ran_again and copy.parent == other / ".cache" / "notebooks" and outputs(copy) == "42\n"
     (other / "vram" / "core.py").write_text("BYTES = 18\n")  # a file this notebook never read: still reused
     assert not executed_notebook(other / "docs" / "nb.it.ipynb", other, "it", "python3", store=store)[1]
-    write(other / "docs" / "nb.it.ipynb", new_markdown_cell("# A"), new_code_cell("print(6 * 8)"))  # a different key, a run
+    write(
+        other / "docs" / "nb.it.ipynb", new_markdown_cell("# A"), new_code_cell("print(6 * 8)")
+    )  # a different key, a run
     _, ran_changed = executed_notebook(other / "docs" / "nb.it.ipynb", other, "it", "python3", store=store)
     assert ran_changed and len(list(store.glob("nb.it.*.ipynb"))) == 2
 
@@ -165,8 +183,11 @@ def test_machine_store_location(monkeypatch, tmp_path):
 
 
 def test_a_cell_that_raises_names_the_notebook_and_the_cell(tiny_repo):
-    write(tiny_repo / "docs" / "broken.it.ipynb", new_code_cell("x = 1"),
-          new_code_cell("raise ValueError('the calculator disagrees')"))
+    write(
+        tiny_repo / "docs" / "broken.it.ipynb",
+        new_code_cell("x = 1"),
+        new_code_cell("raise ValueError('the calculator disagrees')"),
+    )
     with pytest.raises(NotebookError) as error:
         executed_notebooks(tiny_repo / "docs", tiny_repo, LANGS, "python3", cache_dir=tiny_repo / "cache")
     message = str(error.value)
@@ -192,10 +213,16 @@ def test_code_comments_are_italian_with_a_french_translation():
 
     import yaml
 
-    italian = {entry["it"] for entry in yaml.safe_load((REPO_ROOT / "snippets" / "comments.yaml").read_text(encoding="utf-8"))}
+    italian = {
+        entry["it"] for entry in yaml.safe_load((REPO_ROOT / "snippets" / "comments.yaml").read_text(encoding="utf-8"))
+    }
     cells = [cell.source for cell in notebooks()["it"].cells if cell.cell_type == "code"]
-    comments = [token.string.removeprefix("#").strip() for source in cells
-                for token in tokenize.generate_tokens(io.StringIO(source).readline) if token.type == tokenize.COMMENT]
+    comments = [
+        token.string.removeprefix("#").strip()
+        for source in cells
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    ]
     assert len(comments) >= 8 and [c for c in comments if c not in italian] == []
     for source in cells:
         for node in ast.walk(ast.parse(source)):
@@ -211,12 +238,18 @@ def test_french_notebook_comments_are_the_catalogue_translations():
 
     import yaml
 
-    catalogue = {entry["it"]: entry["fr"] for entry in yaml.safe_load((REPO_ROOT / "snippets" / "comments.yaml").read_text(encoding="utf-8"))}
+    catalogue = {
+        entry["it"]: entry["fr"]
+        for entry in yaml.safe_load((REPO_ROOT / "snippets" / "comments.yaml").read_text(encoding="utf-8"))
+    }
 
     def comments(nb):
-        return [(i, token.start, token.string.removeprefix("#").strip())
-                for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code")
-                for token in tokenize.generate_tokens(io.StringIO(cell.source).readline) if token.type == tokenize.COMMENT]
+        return [
+            (i, token.start, token.string.removeprefix("#").strip())
+            for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code")
+            for token in tokenize.generate_tokens(io.StringIO(cell.source).readline)
+            if token.type == tokenize.COMMENT
+        ]
 
     nbs = notebooks()
     italian, french = comments(nbs["it"]), comments(nbs["fr"])
@@ -233,10 +266,12 @@ def test_a_french_notebook_that_differs_is_refused(tmp_path):
     assert translated_source("x = 1  # un solo processo\n", catalogue) == "x = 1  # un seul processus\n"
     good = write(tmp_path / "nb.fr.ipynb", new_code_cell("x = 1  # un seul processus\n"))
     check_translated_notebook(good, original, catalogue)
-    for source, message in [("x = 2  # un seul processus\n", "not the same code"),
-                            ("x = 1  # un solo processo\n", "is not the translation"),
-                            ("x = 1\n# un seul processus\n", "not where"),
-                            ('x = 1  # un seul processus\n"""a"""\n', "not the same code")]:
+    for source, message in [
+        ("x = 2  # un seul processus\n", "not the same code"),
+        ("x = 1  # un solo processo\n", "is not the translation"),
+        ("x = 1\n# un seul processus\n", "not where"),
+        ('x = 1  # un seul processus\n"""a"""\n', "not the same code"),
+    ]:
         bad = write(tmp_path / "bad.fr.ipynb", new_code_cell(source))
         with pytest.raises(RenderError, match=message):
             check_translated_notebook(bad, original, catalogue)
@@ -252,11 +287,19 @@ def test_a_data_edit_runs_again_only_the_notebooks_that_read_it(tiny_repo):
     (data / "other.yaml").write_text("x: 1\n")
     (data / "models").mkdir()
     (data / "models" / "a.json").write_text("{}\n")
-    gpus = write(tiny_repo / "docs" / "gpus.it.ipynb",
-                 new_code_cell("from pathlib import Path\nimport vram.core\nprint(Path('snippets/data/gpus.yaml').read_text(), vram.core.BYTES)"))
-    other = write(tiny_repo / "docs" / "other.it.ipynb",
-                  new_code_cell("from pathlib import Path\nprint(Path('snippets/data/other.yaml').read_text(),"
-                                " sorted(p.name for p in Path('snippets/data/models').iterdir()))"))
+    gpus = write(
+        tiny_repo / "docs" / "gpus.it.ipynb",
+        new_code_cell(
+            "from pathlib import Path\nimport vram.core\nprint(Path('snippets/data/gpus.yaml').read_text(), vram.core.BYTES)"
+        ),
+    )
+    other = write(
+        tiny_repo / "docs" / "other.it.ipynb",
+        new_code_cell(
+            "from pathlib import Path\nprint(Path('snippets/data/other.yaml').read_text(),"
+            " sorted(p.name for p in Path('snippets/data/models').iterdir()))"
+        ),
+    )
     cache = tiny_repo / ".cache" / "notebooks"
 
     def run(src):
@@ -298,9 +341,13 @@ def test_installed_packages_in_the_checkout_are_no_read(tiny_repo, monkeypatch):
     lookalike.mkdir()
     (lookalike / "data.txt").write_text("3\n")
     monkeypatch.setattr(site, "getsitepackages", lambda: [str(installed)])  # this build's environment
-    src = write(tiny_repo / "docs" / "env.it.ipynb",
-                new_code_cell(f"import sys\nsys.path.insert(0, {str(installed)!r})\nimport somepkg, vram.core\n"
-                              "print(somepkg.VALUE, vram.core.BYTES, open('snippets/site-packages/data.txt').read().strip())"))
+    src = write(
+        tiny_repo / "docs" / "env.it.ipynb",
+        new_code_cell(
+            f"import sys\nsys.path.insert(0, {str(installed)!r})\nimport somepkg, vram.core\n"
+            "print(somepkg.VALUE, vram.core.BYTES, open('snippets/site-packages/data.txt').read().strip())"
+        ),
+    )
     cache = tiny_repo / ".cache" / "notebooks"
     executed, ran = executed_notebook(src, tiny_repo, "it", "python3", cache_dir=cache)
     assert ran and outputs(executed) == "1 16 3\n"

@@ -34,20 +34,67 @@ import traceback
 from pathlib import Path
 
 PRELOAD = (
-    "mkdocs.__main__", "mkdocs.commands.build", "mkdocs.config.defaults", "mkdocs.structure.nav",
-    "mkdocs.structure.pages", "mkdocs.contrib.search.search_index", "mkdocs.utils.templates",
-    "material.plugins.search.plugin", "mkdocs_static_i18n.plugin", "mkdocs_jupyter.plugin",
-    "mkdocs_jupyter.convert", "nbconvert", "nbclient", "nbformat", "jupyter_client", "jupytext",
-    "markdown", "markdown.extensions.abbr", "markdown.extensions.admonition", "markdown.extensions.attr_list",
-    "markdown.extensions.def_list", "markdown.extensions.footnotes", "markdown.extensions.md_in_html",
-    "markdown.extensions.tables", "markdown.extensions.toc", "markdown.extensions.codehilite",
-    "markdown.extensions.fenced_code", "pymdownx.caret", "pymdownx.details", "pymdownx.highlight",
-    "pymdownx.inlinehilite", "pymdownx.superfences", "pymdownx.tabbed", "pymdownx.snippets",
-    "pygments.formatters.html", "pygments.lexers.python", "pygments.lexers.shell", "pygments.styles.default",
-    "pydantic", "pydantic.main", "pydantic.root_model", "pydantic.functional_validators", "pydantic.json_schema",
-    "pydantic.plugin._schema_validator", "material.templates", "mistune.plugins.url", "mistune.plugins.def_list",
-    "mistune.plugins.task_lists", "pygments.lexers.data", "runpy", "babel.numbers", "babel.dates", "babel.support", "selectolax.lexbor", "bs4", "tinycss2",
-    "jinja2", "yaml", "jsonschema", "tornado.ioloop", "zmq",
+    "mkdocs.__main__",
+    "mkdocs.commands.build",
+    "mkdocs.config.defaults",
+    "mkdocs.structure.nav",
+    "mkdocs.structure.pages",
+    "mkdocs.contrib.search.search_index",
+    "mkdocs.utils.templates",
+    "material.plugins.search.plugin",
+    "mkdocs_static_i18n.plugin",
+    "mkdocs_jupyter.plugin",
+    "mkdocs_jupyter.convert",
+    "nbconvert",
+    "nbclient",
+    "nbformat",
+    "jupyter_client",
+    "jupytext",
+    "markdown",
+    "markdown.extensions.abbr",
+    "markdown.extensions.admonition",
+    "markdown.extensions.attr_list",
+    "markdown.extensions.def_list",
+    "markdown.extensions.footnotes",
+    "markdown.extensions.md_in_html",
+    "markdown.extensions.tables",
+    "markdown.extensions.toc",
+    "markdown.extensions.codehilite",
+    "markdown.extensions.fenced_code",
+    "pymdownx.caret",
+    "pymdownx.details",
+    "pymdownx.highlight",
+    "pymdownx.inlinehilite",
+    "pymdownx.superfences",
+    "pymdownx.tabbed",
+    "pymdownx.snippets",
+    "pygments.formatters.html",
+    "pygments.lexers.python",
+    "pygments.lexers.shell",
+    "pygments.styles.default",
+    "pydantic",
+    "pydantic.main",
+    "pydantic.root_model",
+    "pydantic.functional_validators",
+    "pydantic.json_schema",
+    "pydantic.plugin._schema_validator",
+    "material.templates",
+    "mistune.plugins.url",
+    "mistune.plugins.def_list",
+    "mistune.plugins.task_lists",
+    "pygments.lexers.data",
+    "runpy",
+    "babel.numbers",
+    "babel.dates",
+    "babel.support",
+    "selectolax.lexbor",
+    "bs4",
+    "tinycss2",
+    "jinja2",
+    "yaml",
+    "jsonschema",
+    "tornado.ioloop",
+    "zmq",
 )
 PROJECT = ("hooks", "vram", "verify", "snippets", "tests")
 
@@ -120,8 +167,14 @@ class ZygoteBuilder:
     returns it. ``argv`` is a ``python -m mkdocs …`` command line."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen([sys.executable, str(Path(__file__).resolve())], env=env,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve())],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
         assert json.loads(self.process.stdout.readline()) == {"ready": True}, "the mkdocs zygote did not start"
 
     def run(self, argv: list[str], env: dict[str, str], cwd: Path, logs: Path) -> subprocess.CompletedProcess:
@@ -142,8 +195,9 @@ class ZygoteBuilder:
         assert "exit" in ended, f"the mkdocs zygote failed: {ended}"
         assert ended["exit"] != -signal.SIGKILL, f"{argv}: no result after 600 s"
         replies = [started, ended]
-        return subprocess.CompletedProcess(argv, replies[1]["exit"], out.read_text(encoding="utf-8"),
-                                           err.read_text(encoding="utf-8"))
+        return subprocess.CompletedProcess(
+            argv, replies[1]["exit"], out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8")
+        )
 
     def close(self) -> None:
         self.process.stdin.close()

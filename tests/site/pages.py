@@ -16,8 +16,11 @@ INCLUDE_RE = re.compile(r'^\s*--8<--\s+"([^"]+)"', re.M)
 
 def italian_pages(site: Path) -> list[Path]:
     """HTML pages of the Italian site (the root), relative paths, without the French tree."""
-    return sorted(p.relative_to(site) for p in site.rglob("*.html")
-                  if p.relative_to(site).parts[0] not in {"fr", "assets", "search"})
+    return sorted(
+        p.relative_to(site)
+        for p in site.rglob("*.html")
+        if p.relative_to(site).parts[0] not in {"fr", "assets", "search"}
+    )
 
 
 def soup(path: Path) -> BeautifulSoup:

@@ -60,7 +60,9 @@ def test_code_blocks_are_the_snippet_files(page_pairs, built_site):
         for name, it_code, fr_code in zip(includes, it_blocks, fr_blocks):
             source = (REPO_ROOT / "snippets" / name).read_text(encoding="utf-8")
             assert it_code == source, f"{stem}: Italian block differs from snippets/{name}"
-            assert without_comments(fr_code, name) == without_comments(source, name), f"{stem}: French code differs from snippets/{name}"
+            assert without_comments(fr_code, name) == without_comments(source, name), (
+                f"{stem}: French code differs from snippets/{name}"
+            )
             checked += 1
     assert checked >= 8
 
@@ -91,20 +93,40 @@ def test_both_languages_have_the_same_structure(page_pairs):
 
 def test_guide_keeps_its_sections(built_site):
     anchors = structure(soup(built_site / "index.html"))["anchors"]
-    for anchor in ("more-than-one-card", "data-parallel", "fsdp-zero", "tensor-pipeline", "nvlink-pcie", "rent", "pitfalls", "faq", "find-gpu"):
+    for anchor in (
+        "more-than-one-card",
+        "data-parallel",
+        "fsdp-zero",
+        "tensor-pipeline",
+        "nvlink-pcie",
+        "rent",
+        "pitfalls",
+        "faq",
+        "find-gpu",
+    ):
         assert anchor in anchors
 
 
-@pytest.mark.parametrize("lang,prefix,unit,header", [("it", "", "GB", "Per scheda, 8 schede"), ("fr", "fr/", "Go", "Par carte, 8 cartes")])
+@pytest.mark.parametrize(
+    "lang,prefix,unit,header", [("it", "", "GB", "Per scheda, 8 schede"), ("fr", "fr/", "Go", "Par carte, 8 cartes")]
+)
 def test_memory_table_in_both_languages(built_site, lang, prefix, unit, header):
     page = soup(built_site / prefix / "index.html")
     table = next(t for t in page.select("article table") if "FULL_SHARD" in t.get_text())
     assert [th.get_text() for th in table.select("th")][-1] == header
-    rows = {tr.select("td")[0].get_text().split(",")[0]: [td.get_text().replace("\u00a0", " ") for td in tr.select("td")[2:]]
-            for tr in table.select("tbody tr")}
+    rows = {
+        tr.select("td")[0].get_text().split(",")[0]: [
+            td.get_text().replace("\u00a0", " ") for td in tr.select("td")[2:]
+        ]
+        for tr in table.select("tbody tr")
+    }
     # ../shared/cases/memory.md: the guide's own table for 8B
-    assert rows == {"DDP": [f"128 {unit}"] * 2, "ZeRO-1": [f"56 {unit}", f"44 {unit}"],
-                    "ZeRO-2": [f"44 {unit}", f"30 {unit}"], "ZeRO-3": [f"32 {unit}", f"16 {unit}"]}
+    assert rows == {
+        "DDP": [f"128 {unit}"] * 2,
+        "ZeRO-1": [f"56 {unit}", f"44 {unit}"],
+        "ZeRO-2": [f"44 {unit}", f"30 {unit}"],
+        "ZeRO-3": [f"32 {unit}", f"16 {unit}"],
+    }
 
 
 def test_no_traceback_or_raw_notebook(built_site):

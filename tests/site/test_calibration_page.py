@@ -29,6 +29,7 @@ def test_the_section_shows_the_validation_and_the_plot(built_site, lang):
     heading, parts = _section(built_site, lang)
     text = " ".join(" ".join(p.get_text(" ").split()) for p in parts if p.name in ("p", "table"))
     _, figures = validation()
+
     def spaced(value: str) -> str:  # typography binds numbers and units with no-break spaces
         return value.replace("\u202f", " ").replace("\u00a0", " ")
 
@@ -45,7 +46,10 @@ def test_the_section_shows_the_validation_and_the_plot(built_site, lang):
 def test_the_finder_says_which_runs_back_each_time(built_site, lang, path):
     soup = BeautifulSoup((built_site / path).read_text(encoding="utf-8"), "html.parser")
     cells = [" ".join(td.get_text(" ").split()) for td in soup.select("#finder-table td")]
-    words = {"it": ("misure pubblicate", "nessuna misura pubblicata"), "fr": ("mesures publiées", "aucune mesure publiée")}
+    words = {
+        "it": ("misure pubblicate", "nessuna misura pubblicata"),
+        "fr": ("mesures publiées", "aucune mesure publiée"),
+    }
     assert cells and any(any(w in cell for w in words[lang]) for cell in cells)
 
 

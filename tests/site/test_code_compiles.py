@@ -17,7 +17,9 @@ pytestmark = pytest.mark.slow
 def blocks(site):
     for page in sorted(site.rglob("*.html")):
         for div in soup(page).select("article div.highlight"):
-            language = next((c.removeprefix("language-") for c in div.get("class", []) if c.startswith("language-")), None)
+            language = next(
+                (c.removeprefix("language-") for c in div.get("class", []) if c.startswith("language-")), None
+            )
             code = div.select_one("pre > code")
             if code is not None:
                 yield page.relative_to(site), language, code.get_text()
@@ -36,7 +38,9 @@ def test_blocks_compile(built_site, tmp_path):
             result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
             assert result.returncode == 0, f"{page}: {result.stderr}"
             if shutil.which("shellcheck"):
-                result = subprocess.run(["shellcheck", "--shell=bash", "--severity=error", str(script)], capture_output=True, text=True)
+                result = subprocess.run(
+                    ["shellcheck", "--shell=bash", "--severity=error", str(script)], capture_output=True, text=True
+                )
                 assert result.returncode == 0, f"{page}:\n{code}\n{result.stdout}"
             seen["bash"] += 1
     assert seen["python"] >= 2 and seen["bash"] >= 12, seen

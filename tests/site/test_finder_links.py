@@ -64,12 +64,19 @@ def expected_first_fit(site, query: dict[str, str]) -> str:
     task = finder["tasks"][query["task"]]
     assert task["kind"] == "serving" and set(inputs) <= {"kv_dtype", "concurrent"}, query  # what this test derives
     config = vram.load_model_config(DATA_DIR / "models" / load_yaml("models")["models"][query["model"]]["config"])
-    need = vram.serving_memory_per_gpu(config, task["weight_dtype"], context_length=int(query["context"]),
-                                       batch=int(inputs.get("concurrent", 1)), kv_dtype=inputs.get("kv_dtype", "bf16"),
-                                       tensor_parallel=int(query["cards"])).total_bytes
+    need = vram.serving_memory_per_gpu(
+        config,
+        task["weight_dtype"],
+        context_length=int(query["context"]),
+        batch=int(inputs.get("concurrent", 1)),
+        kv_dtype=inputs.get("kv_dtype", "bf16"),
+        tensor_parallel=int(query["cards"]),
+    ).total_bytes
     share = finder["settings"]["serving"]["gpu_memory_utilization"]
     by_memory = sorted(gpus["gpus"], key=lambda key: gpus["gpus"][key]["memory_mib"])
-    room = {key: int(share * card["memory_mib"] * 2**20) - gpus["reserve_mib"] * 2**20 for key, card in gpus["gpus"].items()}
+    room = {
+        key: int(share * card["memory_mib"] * 2**20) - gpus["reserve_mib"] * 2**20 for key, card in gpus["gpus"].items()
+    }
     return next(key for key in by_memory if room[key] >= need)
 
 

@@ -67,7 +67,7 @@ def resolve(site: Path, page: Path, href: str, site_url: str = DEFAULT_SITE_URL)
     same_origin = (parts.scheme, parts.netloc) == (base.scheme, base.netloc)
     if not same_origin or not parts.path.startswith(base.path):
         return Target(absolute, same_origin, False, None, parts.fragment)
-    rel = unquote(parts.path[len(base.path):])
+    rel = unquote(parts.path[len(base.path) :])
     candidate = site / rel
     if rel == "" or rel.endswith("/") or candidate.is_dir():
         candidate = candidate / "index.html"
@@ -77,7 +77,9 @@ def resolve(site: Path, page: Path, href: str, site_url: str = DEFAULT_SITE_URL)
 @lru_cache(maxsize=256)
 def _ids(text: str) -> frozenset[str]:
     soup = _parse(text)
-    return frozenset({el["id"] for el in soup.find_all(id=True)} | {a["name"] for a in soup.find_all("a", attrs={"name": True})})
+    return frozenset(
+        {el["id"] for el in soup.find_all(id=True)} | {a["name"] for a in soup.find_all("a", attrs={"name": True})}
+    )
 
 
 def ids(page: Path) -> set[str]:

@@ -22,7 +22,15 @@ from bs4 import BeautifulSoup, Doctype
 
 from hooks.workarounds.i18n_outputs import rebase_config, split_search_index
 from tests.site.test_gates_common import (
-    DEFAULT_SITE_URL, LANGUAGES, SUBPATH_SITE_URL, html_files, page_language, page_url, parsed, resolve, subpath_site,
+    DEFAULT_SITE_URL,
+    LANGUAGES,
+    SUBPATH_SITE_URL,
+    html_files,
+    page_language,
+    page_url,
+    parsed,
+    resolve,
+    subpath_site,
 )
 from tests.site.test_gates_links import broken_links
 
@@ -39,13 +47,17 @@ def language_root(site, lang):
 
 
 def head_alternates(site, page, site_url=DEFAULT_SITE_URL):
-    return {el["hreflang"]: resolve(site, page, el["href"], site_url)
-            for el in parsed(page).select('link[rel="alternate"][hreflang]')}
+    return {
+        el["hreflang"]: resolve(site, page, el["href"], site_url)
+        for el in parsed(page).select('link[rel="alternate"][hreflang]')
+    }
 
 
 def switcher(site, page, site_url=DEFAULT_SITE_URL):
-    return {el["hreflang"]: resolve(site, page, el["href"], site_url)
-            for el in parsed(page).select("a.md-select__link[hreflang]")}
+    return {
+        el["hreflang"]: resolve(site, page, el["href"], site_url)
+        for el in parsed(page).select("a.md-select__link[hreflang]")
+    }
 
 
 def sitemap_alternates(site, site_url=DEFAULT_SITE_URL):
@@ -56,8 +68,10 @@ def sitemap_alternates(site, site_url=DEFAULT_SITE_URL):
     for url in root.findall("s:url", SITEMAP_NS):
         loc = url.find("s:loc", SITEMAP_NS).text
         page = resolve(site, home, loc, site_url).file
-        out[page] = {link.get("hreflang"): resolve(site, home, link.get("href"), site_url).file
-                     for link in url.findall("x:link", SITEMAP_NS)}
+        out[page] = {
+            link.get("hreflang"): resolve(site, home, link.get("href"), site_url).file
+            for link in url.findall("x:link", SITEMAP_NS)
+        }
     return out
 
 
@@ -120,7 +134,10 @@ def test_project_site_switcher_links_exist_under_the_base_path(project_site):
     base = SUBPATH_SITE_URL
     problems = []
     for page in html_files(project_site):
-        links = {**switcher(project_site, page, base), **{f"head:{k}": v for k, v in head_alternates(project_site, page, base).items()}}
+        links = {
+            **switcher(project_site, page, base),
+            **{f"head:{k}": v for k, v in head_alternates(project_site, page, base).items()},
+        }
         for lang, target in links.items():
             if not target.url.startswith(base) or target.file is None:
                 problems.append(f"{page.relative_to(project_site)} [{lang}] -> {target.url}")
@@ -171,9 +188,15 @@ def test_search_indexes_cover_their_pages_in_their_language(built_site):
             h1 = soup.select_one("article h1")
             titles = {soup.title.get_text(strip=True).split(" - ")[0]} if soup.title else set()
             titles |= {h1.get_text(" ", strip=True).rstrip("¶").strip()} if h1 else set()
-            assert index[location]["title"] in titles, f"{lang} index: {location} titled {index[location]['title']!r}, page: {titles}"
+            assert index[location]["title"] in titles, (
+                f"{lang} index: {location} titled {index[location]['title']!r}, page: {titles}"
+            )
             other.setdefault(location, []).append(index[location]["text"])
-    shared = {loc for loc, texts in other.items() if len(texts) == len(LANGUAGES) and len(set(texts)) < len(texts) and texts[0]}
+    shared = {
+        loc
+        for loc, texts in other.items()
+        if len(texts) == len(LANGUAGES) and len(set(texts)) < len(texts) and texts[0]
+    }
     assert not shared, f"the same text in two languages' indexes: {shared}"
 
 
@@ -192,13 +215,16 @@ def test_pages_search_their_own_language(built_site, lang):
 
 # --------------------------------------------------- the hook's plain functions
 def test_split_search_index():
-    merged = {"config": {"lang": ["it", "fr"], "separator": "x"}, "docs": [
-        {"location": "", "title": "Guida", "text": "a"},
-        {"location": "memory-formulas/#sharding", "title": "Sharding", "text": "b"},
-        {"location": "fr/", "title": "Guide", "text": "c"},
-        {"location": "fr/memory-formulas/#sharding", "title": "Sharding", "text": "d"},
-        {"location": "fresh/", "title": "Nuova", "text": "e"},
-    ]}
+    merged = {
+        "config": {"lang": ["it", "fr"], "separator": "x"},
+        "docs": [
+            {"location": "", "title": "Guida", "text": "a"},
+            {"location": "memory-formulas/#sharding", "title": "Sharding", "text": "b"},
+            {"location": "fr/", "title": "Guide", "text": "c"},
+            {"location": "fr/memory-formulas/#sharding", "title": "Sharding", "text": "d"},
+            {"location": "fresh/", "title": "Nuova", "text": "e"},
+        ],
+    }
     split = split_search_index(merged, ["it", "fr"], "it")
     assert [d["location"] for d in split["it"]["docs"]] == ["", "memory-formulas/#sharding", "fresh/"]
     assert [d["location"] for d in split["fr"]["docs"]] == ["", "memory-formulas/#sharding"]
@@ -206,8 +232,10 @@ def test_split_search_index():
     assert merged["docs"][2]["location"] == "fr/"  # the input is left alone
 
 
-@pytest.mark.parametrize(("base", "expected"), [("..", "../fr/"), ("../..", "../../fr/"), ("/", "/fr/"),
-                                                ("/REPO/", "/REPO/fr/"), (".", "./fr/")])
+@pytest.mark.parametrize(
+    ("base", "expected"),
+    [("..", "../fr/"), ("../..", "../../fr/"), ("/", "/fr/"), ("/REPO/", "/REPO/fr/"), (".", "./fr/")],
+)
 def test_rebase_config(base, expected):
     html = f'<script id="__config" type="application/json">{{"base": "{base}", "x": "<b>"}}</script>'
     out = rebase_config(html, "fr")
@@ -227,7 +255,10 @@ INTERFACE_ATTRIBUTES = ("aria-label", "title", "placeholder", "alt")
 def material_strings(lang: str) -> dict[str, str]:
     """Material's interface strings for ``lang`` (its partials/languages/<lang>.html)."""
     text = (MATERIAL_LANGUAGES / f"{lang}.html").read_text(encoding="utf-8")
-    return {key: json.loads(f'"{value}"') for key, value in re.findall(r'^\s*"([\w.]+)": "((?:[^"\\]|\\.)*)",?$', text, re.M)}
+    return {
+        key: json.loads(f'"{value}"')
+        for key, value in re.findall(r'^\s*"([\w.]+)": "((?:[^"\\]|\\.)*)",?$', text, re.M)
+    }
 
 
 def interface_texts(page) -> list[str]:
@@ -260,8 +291,9 @@ def test_no_english_interface_string(built_site):
     for page in html_files(built_site):
         lang = page_language(built_site, page)
         own = material_strings(lang)
-        untranslated = {value for key, value in english.items()
-                        if not key.startswith("search.config") and own.get(key) != value}
+        untranslated = {
+            value for key, value in english.items() if not key.startswith("search.config") and own.get(key) != value
+        }
         for text in interface_texts(page):
             if text in untranslated or any(phrase in text for phrase in OTHER_ENGLISH):
                 problems.append(f"{page.relative_to(built_site)}: {text!r}")
@@ -282,7 +314,7 @@ def test_powers_are_superscripts(built_site, lang):
         if page_language(built_site, page) != lang:
             continue
         article = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select_one("article")
-        for el in (article.select("pre, code, script, style, .clipboard-copy-txt") if article else []):
+        for el in article.select("pre, code, script, style, .clipboard-copy-txt") if article else []:
             el.decompose()
         assert article is None or not re.search(r"\^\S", article.get_text()), page
     formulas = parsed(language_root(built_site, lang) / "memory-formulas" / "index.html").select_one("article")
@@ -309,7 +341,7 @@ def test_404_links_work_wherever_the_page_is_served(project_site):
             parts = urlsplit(urljoin(served_at, href))
             if parts.netloc != base.netloc:
                 continue  # another site (Material's home page in the footer)
-            rel = unquote(parts.path[len(base.path):]) if parts.path.startswith(base.path) else None
+            rel = unquote(parts.path[len(base.path) :]) if parts.path.startswith(base.path) else None
             target = None if rel is None else project_site / rel
             if target is not None and (rel == "" or rel.endswith("/")):
                 target = target / "index.html"

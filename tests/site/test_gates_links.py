@@ -21,8 +21,18 @@ from tests.site.test_gates_common import DEFAULT_SITE_URL, html_files, ids, pars
 pytestmark = pytest.mark.slow
 
 # Attributes that make the browser fetch or navigate to a URL.
-URL_ATTRIBUTES = {"a": "href", "link": "href", "script": "src", "img": "src", "source": "src",
-                  "iframe": "src", "video": "src", "audio": "src", "embed": "src", "object": "data"}
+URL_ATTRIBUTES = {
+    "a": "href",
+    "link": "href",
+    "script": "src",
+    "img": "src",
+    "source": "src",
+    "iframe": "src",
+    "video": "src",
+    "audio": "src",
+    "embed": "src",
+    "object": "data",
+}
 
 
 def html_errors(markup: str | bytes) -> list[str]:
@@ -95,8 +105,10 @@ def test_the_link_gate_sees_a_broken_link_and_anchor(built_site, tmp_path):
     shutil.copytree(built_site, site)
     page = site / "index.html"
     html = page.read_text(encoding="utf-8")
-    page.write_text(html.replace("</article>", '<a href="no-such-page/">x</a><a href="#no-such-id">y</a></article>', 1),
-                    encoding="utf-8")
+    page.write_text(
+        html.replace("</article>", '<a href="no-such-page/">x</a><a href="#no-such-id">y</a></article>', 1),
+        encoding="utf-8",
+    )
     problems = broken_links(site)
     assert any("no-such-page/" in p for p in problems), problems
     assert any("no-such-id" in p for p in problems), problems
@@ -106,7 +118,14 @@ def test_the_link_gate_sees_a_broken_link_and_anchor(built_site, tmp_path):
 # Hosts a page may link to (never load from: tests/site/test_self_contained.py): the papers,
 # the documentation of each framework the guide names, nccl-tests' definitions.
 # And the theme's credit in the footer ("Made with Material for MkDocs").
-OUTBOUND_HOSTS = {"arxiv.org", "docs.pytorch.org", "huggingface.co", "www.deepspeed.ai", "github.com", "squidfunk.github.io"}
+OUTBOUND_HOSTS = {
+    "arxiv.org",
+    "docs.pytorch.org",
+    "huggingface.co",
+    "www.deepspeed.ai",
+    "github.com",
+    "squidfunk.github.io",
+}
 # What a reader needs to follow from both languages: the papers whose figures the guide
 # uses, and the documentation of each API it paraphrases.
 NEEDED_LINKS = {
@@ -143,7 +162,9 @@ def outbound_link_problems(site, site_url: str = DEFAULT_SITE_URL) -> list[str]:
     from urllib.parse import urlsplit
 
     # and the hosts of the settings: the rental service's pages and the guide's repository
-    allowed = OUTBOUND_HOSTS | {urlsplit(url).hostname for url in [*rental_links().values(), site_extra()["repository"]]}
+    allowed = OUTBOUND_HOSTS | {
+        urlsplit(url).hostname for url in [*rental_links().values(), site_extra()["repository"]]
+    }
     problems = []
     for page in html_files(site):
         for tag, href in page_urls(parsed(page)):
@@ -185,7 +206,9 @@ def test_the_rental_catalogue_and_api_are_linked_from_the_settings(built_site, r
     hrefs = {a["href"] for a in parsed(built_site / root / "index.html").select("article a[href]")}
     links = rental_links()
     assert {"catalogue", "rental-api"} <= set(links) and {links["catalogue"], links["rental-api"]} <= hrefs
-    assert "][" not in parsed(built_site / root / "index.html").select_one("article").get_text()  # no unresolved reference
+    assert (
+        "][" not in parsed(built_site / root / "index.html").select_one("article").get_text()
+    )  # no unresolved reference
 
 
 @pytest.mark.parametrize("root", ["", "fr/"])
@@ -195,9 +218,11 @@ def test_sources_and_the_command_line_link_into_the_repository_setting(built_sit
     file of the checkout."""
     base = site_extra()["repository"].rstrip("/")
     calculator = "vram/README.md#the-command-line-and-its-contracts"  # the calculator's contract
-    for path, needed in (("gpu-finder/", ("snippets/data/gpus.yaml", calculator)),
-                         ("memory-formulas/", ("snippets/data/gpus.yaml", "snippets/data/interconnects.yaml", calculator)),
-                         ("", (calculator,))):
+    for path, needed in (
+        ("gpu-finder/", ("snippets/data/gpus.yaml", calculator)),
+        ("memory-formulas/", ("snippets/data/gpus.yaml", "snippets/data/interconnects.yaml", calculator)),
+        ("", (calculator,)),
+    ):
         article = parsed(built_site / root / path / "index.html").select_one("article")
         hrefs = {a["href"] for a in article.select("a[href]")}
         for target in needed:
@@ -205,41 +230,63 @@ def test_sources_and_the_command_line_link_into_the_repository_setting(built_sit
             file, _, anchor = target.partition("#")
             assert (REPO_ROOT / file).is_file()
             headings = re.findall(r"(?m)^#+ (.+)$", (REPO_ROOT / file).read_text(encoding="utf-8")) if anchor else []
-            assert not anchor or anchor in {re.sub(r"[^\w\- ]", "", h).strip().lower().replace(" ", "-") for h in headings}
+            assert not anchor or anchor in {
+                re.sub(r"[^\w\- ]", "", h).strip().lower().replace(" ", "-") for h in headings
+            }
         assert "][source:" not in article.get_text()  # no unresolved reference
 
 
-@pytest.mark.parametrize("markdown, message", [
-    ("[x][source:snippets/data/nope.yaml]", "[source:snippets/data/nope.yaml]: snippets/data/nope.yaml is not a file"),
-    ("[x][source:../etc/passwd]", "is not a file or folder of the repository"),
-])
+@pytest.mark.parametrize(
+    "markdown, message",
+    [
+        (
+            "[x][source:snippets/data/nope.yaml]",
+            "[source:snippets/data/nope.yaml]: snippets/data/nope.yaml is not a file",
+        ),
+        ("[x][source:../etc/passwd]", "is not a file or folder of the repository"),
+    ],
+)
 def test_a_source_link_to_no_file_of_the_checkout_stops_the_build(markdown, message):
     from hooks.errors import RenderError
     from hooks.render.links_out import source_definitions
 
     with pytest.raises(RenderError, match=re.escape(message)):
         source_definitions({"repository": "https://github.com/o/r"}, markdown)
-    assert source_definitions({"repository": "https://github.com/o/r/"}, "[v][source:vram] [c][source:README.md#calculator]") == (
+    assert source_definitions(
+        {"repository": "https://github.com/o/r/"}, "[v][source:vram] [c][source:README.md#calculator]"
+    ) == (
         "\n[source:vram]: <https://github.com/o/r/tree/main/vram>"
-        "\n[source:README.md#calculator]: <https://github.com/o/r/blob/main/README.md#calculator>")
-    with pytest.raises(RenderError, match=re.escape("mkdocs.yml: extra.repository: 'http://github.com/o/r' is not a plain https URL")):
+        "\n[source:README.md#calculator]: <https://github.com/o/r/blob/main/README.md#calculator>"
+    )
+    with pytest.raises(
+        RenderError, match=re.escape("mkdocs.yml: extra.repository: 'http://github.com/o/r' is not a plain https URL")
+    ):
         source_definitions({"repository": "http://github.com/o/r"}, "[c][source:README.md]")
 
 
-@pytest.mark.parametrize("links, message", [
-    ({"catalogue": "http://vramfarm.example/servers"}, "catalogue: 'http://vramfarm.example/servers' is not a plain https URL"),
-    ({"catalogue": "https://user@vramfarm.example/"}, "is not a plain https URL"),
-    ({"catalogue": "https://vramfarm.example/a b"}, "is not a plain https URL"),
-    ({"Catalogue": "https://vramfarm.example/"}, "rental_links.Catalogue: a name is"),
-    ({}, "extra.rental_links: expected a mapping"),
-])
+@pytest.mark.parametrize(
+    "links, message",
+    [
+        (
+            {"catalogue": "http://vramfarm.example/servers"},
+            "catalogue: 'http://vramfarm.example/servers' is not a plain https URL",
+        ),
+        ({"catalogue": "https://user@vramfarm.example/"}, "is not a plain https URL"),
+        ({"catalogue": "https://vramfarm.example/a b"}, "is not a plain https URL"),
+        ({"Catalogue": "https://vramfarm.example/"}, "rental_links.Catalogue: a name is"),
+        ({}, "extra.rental_links: expected a mapping"),
+    ],
+)
 def test_a_bad_rental_link_setting_is_one_line_naming_the_key(links, message):
     from hooks.errors import RenderError
     from hooks.render.links_out import link_definitions
 
     with pytest.raises(RenderError, match=re.escape(message)):
         link_definitions({"rental_links": links})
-    assert link_definitions({"rental_links": {"catalogue": "https://vramfarm.example/s"}}) == "\n[catalogue]: <https://vramfarm.example/s>"
+    assert (
+        link_definitions({"rental_links": {"catalogue": "https://vramfarm.example/s"}})
+        == "\n[catalogue]: <https://vramfarm.example/s>"
+    )
 
 
 def test_the_link_gate_sees_a_bad_link_out(built_site, tmp_path):
@@ -248,8 +295,10 @@ def test_the_link_gate_sees_a_bad_link_out(built_site, tmp_path):
     site = tmp_path / "site"
     shutil.copytree(built_site, site)
     page = site / "index.html"
-    bad = ('<a href="http://arxiv.org/abs/1">a</a><a href="https://evil.example/x">b</a>'
-           '<a href="https://user@github.com/x">c</a><img src="https://arxiv.org/x.png" alt="x">')
+    bad = (
+        '<a href="http://arxiv.org/abs/1">a</a><a href="https://evil.example/x">b</a>'
+        '<a href="https://user@github.com/x">c</a><img src="https://arxiv.org/x.png" alt="x">'
+    )
     page.write_text(page.read_text(encoding="utf-8").replace("</article>", bad + "</article>", 1), encoding="utf-8")
     found = " ".join(outbound_link_problems(site))
     for part in ("http://arxiv.org/abs/1", "evil.example", "user@github.com", "x.png"):

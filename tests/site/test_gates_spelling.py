@@ -40,18 +40,64 @@ WORD_LISTS = REPO_ROOT / "tests" / "spelling"
 DICTIONARIES = {"it": "it_IT", "fr": "fr_FR"}
 # Elided forms written before an apostrophe (l'ottimizzatore, qu'il): not words on their own.
 ELISIONS = {
-    "it": {"l", "d", "c", "s", "m", "t", "v", "un", "dell", "dall", "nell", "sull", "all", "coll", "quell",
-           "quest", "bell", "sant", "anch", "dov", "com", "cos", "nessun", "tutt", "senz", "buon", "ch", "dev"},
+    "it": {
+        "l",
+        "d",
+        "c",
+        "s",
+        "m",
+        "t",
+        "v",
+        "un",
+        "dell",
+        "dall",
+        "nell",
+        "sull",
+        "all",
+        "coll",
+        "quell",
+        "quest",
+        "bell",
+        "sant",
+        "anch",
+        "dov",
+        "com",
+        "cos",
+        "nessun",
+        "tutt",
+        "senz",
+        "buon",
+        "ch",
+        "dev",
+    },
     "fr": {"l", "d", "j", "m", "n", "s", "t", "c", "qu", "jusqu", "lorsqu", "puisqu", "quoiqu", "presqu", "quelqu"},
 }
-SKIPPED = ("pre", "code", "kbd", "samp", "var", "script", "style", "svg", "math", "template",
-           ".arithmatex", ".headerlink", ".highlight", ".jp-CodeCell .jp-InputArea", ".jp-OutputArea .jp-RenderedText",
-           '[translate="no"]', ".notranslate")
+SKIPPED = (
+    "pre",
+    "code",
+    "kbd",
+    "samp",
+    "var",
+    "script",
+    "style",
+    "svg",
+    "math",
+    "template",
+    ".arithmatex",
+    ".headerlink",
+    ".highlight",
+    ".jp-CodeCell .jp-InputArea",
+    ".jp-OutputArea .jp-RenderedText",
+    '[translate="no"]',
+    ".notranslate",
+)
 CODE_LIKE = re.compile(r"[\d_/\\.@=#<>{}$%+*|~^`\[\]]")
 EDGE = "\"'’‘“”«»()[]{}.,;:!?…–—-·¶*/"
 
 HUNSPELL = shutil.which("hunspell")
-needs_hunspell = pytest.mark.spelling  # skipped without hunspell; a failure under REQUIRE_SPELLING=1 (tests/conftest.py)
+needs_hunspell = (
+    pytest.mark.spelling
+)  # skipped without hunspell; a failure under REQUIRE_SPELLING=1 (tests/conftest.py)
 
 
 @lru_cache(maxsize=64)
@@ -92,15 +138,22 @@ def word_list(lang: str) -> list[str]:
     for name in ("words.txt", f"words.{lang}.txt"):
         path = WORD_LISTS / name
         if path.exists():
-            words += [w.strip() for w in path.read_text(encoding="utf-8").splitlines() if w.strip() and not w.startswith("#")]
+            words += [
+                w.strip() for w in path.read_text(encoding="utf-8").splitlines() if w.strip() and not w.startswith("#")
+            ]
     return words
 
 
 def _hunspell(words: set[str], lang: str, personal: Path) -> set[str]:
     if not words:
         return set()
-    result = subprocess.run([HUNSPELL, "-d", DICTIONARIES[lang], "-p", str(personal), "-l", "-i", "utf-8"],
-                            input="\n".join(sorted(words)) + "\n", capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [HUNSPELL, "-d", DICTIONARIES[lang], "-p", str(personal), "-l", "-i", "utf-8"],
+        input="\n".join(sorted(words)) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     return set(result.stdout.split())
 
@@ -127,10 +180,11 @@ def misspelled(words: set[str], lang: str, workdir: Path) -> set[str]:
 def misspellings(pages: dict[str, tuple[str, str]], workdir: Path) -> dict[str, list[str]]:
     """``{name: (html, lang)}`` -> ``{name: sorted misspelled words}`` (pages with none left out)."""
     words_of = {name: set(tokens(prose(html, lang))) for name, (html, lang) in pages.items()}
-    bad = {lang: misspelled(set().union(*(words_of[n] for n, (_, l) in pages.items() if l == lang)), lang, workdir)
-           for lang in {lang for _, lang in pages.values()}}
-    return {name: sorted(words_of[name] & bad[lang]) for name, (_, lang) in pages.items()
-            if words_of[name] & bad[lang]}
+    bad = {
+        lang: misspelled(set().union(*(words_of[n] for n, (_, l) in pages.items() if l == lang)), lang, workdir)
+        for lang in {lang for _, lang in pages.values()}
+    }
+    return {name: sorted(words_of[name] & bad[lang]) for name, (_, lang) in pages.items() if words_of[name] & bad[lang]}
 
 
 def site_pages(site: Path) -> dict[str, tuple[str, str]]:
@@ -148,8 +202,10 @@ def test_prose_is_spelled_right(built_site, tmp_path):
 def test_a_typo_fails_and_code_is_not_checked(built_site, tmp_path):
     """Inject a typo into the prose of a copy of each home page: the gate names it; the
     same typo inside <code> is ignored."""
-    typos = {"it": ("Attenzoine", "<p>Attenzoine: <code>Ortografiaa</code></p>"),
-             "fr": ("Atentionn", "<p>Atentionn : <code>Orthographee</code></p>")}
+    typos = {
+        "it": ("Attenzoine", "<p>Attenzoine: <code>Ortografiaa</code></p>"),
+        "fr": ("Atentionn", "<p>Atentionn : <code>Orthographee</code></p>"),
+    }
     pages = {}
     for lang, (_, snippet) in typos.items():
         page = built_site / ("" if lang == LANGUAGES[0] else lang) / "index.html"
@@ -217,8 +273,10 @@ def test_every_page_uses_the_glossary_terms(built_site):
 def test_a_drifting_term_fails_in_each_language(built_site):
     """A forbidden variant put into the prose of each home page is named; the same
     variant in <code> or in a passage of another language is not."""
-    drift = {"it": "<p>Avvia una  istanza per scheda, <code>una istanza</code></p>",
-             "fr": "<p>Sur le rank 0, <code>rank 0</code>, <span lang=\"en\">rank</span></p>"}
+    drift = {
+        "it": "<p>Avvia una  istanza per scheda, <code>una istanza</code></p>",
+        "fr": "<p>Sur le rank 0, <code>rank 0</code>, <span lang=\"en\">rank</span></p>",
+    }
     pages = {}
     for lang, snippet in drift.items():
         page = built_site / ("" if lang == LANGUAGES[0] else lang) / "index.html"
@@ -229,8 +287,10 @@ def test_a_drifting_term_fails_in_each_language(built_site):
 def test_one_name_per_thing_in_prose_and_navigation(built_site):
     """The finder and the notebook have one name per language: a second name in the prose
     or in the navigation (reader case: three French names of the finder) is named."""
-    drift = {"it": ("<p>Il cercatore e il notebook sulla memoria. Vedi Trova la GPU.</p>", ["Notebook: memoria per scheda"]),
-             "fr": ("<p>Voir Trouvez le GPU, l’outil de recherche de GPU.</p>", ["Notebook\u00a0: mémoire par carte"])}
+    drift = {
+        "it": ("<p>Il cercatore e il notebook sulla memoria. Vedi Trova la GPU.</p>", ["Notebook: memoria per scheda"]),
+        "fr": ("<p>Voir Trouvez le GPU, l’outil de recherche de GPU.</p>", ["Notebook\u00a0: mémoire par carte"]),
+    }
     pages, interface = {}, {}
     for lang, (snippet, nav) in drift.items():
         page = built_site / ("" if lang == LANGUAGES[0] else lang) / "index.html"
@@ -256,19 +316,25 @@ def test_interface_is_spelled_right(built_site, tmp_path):
     pages = {}
     for page in html_files(built_site):
         lang = page_language(built_site, page)
-        pages[str(page.relative_to(built_site))] = ("<html><body><article><p>" + " \n ".join(interface_texts(page))
-                                                    + "</p></article></body></html>", lang)
-    assert not misspellings(pages, tmp_path), "an interface string not in the page's language (or a term for tests/spelling/)"
+        pages[str(page.relative_to(built_site))] = (
+            "<html><body><article><p>" + " \n ".join(interface_texts(page)) + "</p></article></body></html>",
+            lang,
+        )
+    assert not misspellings(pages, tmp_path), (
+        "an interface string not in the page's language (or a term for tests/spelling/)"
+    )
 
 
 def test_notebook_markdown_cells_are_prose(built_site):
     """A notebook's Markdown cells (in JupyterLab's .jp-InputArea, like its code) are prose the
     gates read; its code cells and their text outputs are not."""
     page = built_site / "fr" / "memory-notebook" / "index.html"
-    cell = ('<div class="jp-Cell jp-MarkdownCell"><div class="jp-InputArea"><div class="jp-RenderedMarkdown">'
-            '<p>Voir Trouvez le GPU.</p></div></div></div>'
-            '<div class="jp-Cell jp-CodeCell"><div class="jp-InputArea"><pre>x = 1  # notebook sur la mémoire</pre></div>'
-            '<div class="jp-OutputArea"><div class="jp-RenderedText"><pre>notebook sur la mémoire</pre></div></div></div>')
+    cell = (
+        '<div class="jp-Cell jp-MarkdownCell"><div class="jp-InputArea"><div class="jp-RenderedMarkdown">'
+        '<p>Voir Trouvez le GPU.</p></div></div></div>'
+        '<div class="jp-Cell jp-CodeCell"><div class="jp-InputArea"><pre>x = 1  # notebook sur la mémoire</pre></div>'
+        '<div class="jp-OutputArea"><div class="jp-RenderedText"><pre>notebook sur la mémoire</pre></div></div></div>'
+    )
     html = page.read_text(encoding="utf-8").replace("</article>", cell + "</article>", 1)
     assert term_drift({"nb": (html, "fr")}) == ["nb: 'Voir Trouvez le GPU' (use 'Trouvez le GPU')"]
 
@@ -293,7 +359,9 @@ def finder_strings(site: Path) -> dict[str, tuple[str, str]]:
 def test_the_finders_strings_are_spelled_right(built_site, tmp_path):
     """What only the page's script shows (a refusal, an error, the ranking sentence) is read by
     the spelling gate too, not just the static page (issue 35)."""
-    assert not misspellings(finder_strings(built_site), tmp_path), "a finder string misspelled (snippets/data/finder.yaml)"
+    assert not misspellings(finder_strings(built_site), tmp_path), (
+        "a finder string misspelled (snippets/data/finder.yaml)"
+    )
 
 
 def test_the_finders_strings_use_the_glossary(built_site):
@@ -301,8 +369,11 @@ def test_the_finders_strings_use_the_glossary(built_site):
     config" were there before issue 35's reading), and a variant put into one is named."""
     pages = finder_strings(built_site)
     assert term_drift(pages) == []
-    drifted = {name: (html.replace("</article>", "<p>Token da addestrare, tokens à entraîner</p></article>"), lang)
-               for name, (html, lang) in pages.items()}
+    drifted = {
+        name: (html.replace("</article>", "<p>Token da addestrare, tokens à entraîner</p></article>"), lang)
+        for name, (html, lang) in pages.items()
+    }
     assert sorted(term_drift(drifted)) == [
         "fr: finder strings: 'tokens à entraîner' (use 'nombre total de tokens d’entraînement')",
-        "it: finder strings: 'token da addestrare' (use 'token totali dell’addestramento')"]
+        "it: finder strings: 'token da addestrare' (use 'token totali dell’addestramento')",
+    ]

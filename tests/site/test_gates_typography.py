@@ -33,8 +33,30 @@ NBSP, NNBSP = "\u00a0", "\u202f"
 CODE = "\x00"  # a code element or other opaque word, in the text read
 BREAK = "\x01"  # the end of a run of text (a block boundary)
 SKIP = {"code", "pre", "kbd", "samp", "var", "script", "style", "svg", "math", "template", "textarea"}
-INLINE = {"a", "abbr", "b", "bdi", "bdo", "cite", "data", "del", "dfn", "em", "i", "ins", "mark", "q", "s",
-          "small", "span", "strong", "sub", "sup", "time", "u"}
+INLINE = {
+    "a",
+    "abbr",
+    "b",
+    "bdi",
+    "bdo",
+    "cite",
+    "data",
+    "del",
+    "dfn",
+    "em",
+    "i",
+    "ins",
+    "mark",
+    "q",
+    "s",
+    "small",
+    "span",
+    "strong",
+    "sub",
+    "sup",
+    "time",
+    "u",
+}
 # Units a reader sees after a number on these pages (typed here, not read from the rule set)
 SPOKEN = ("alt", "aria-label", "title")  # attributes read aloud or shown as a tooltip
 UNITS = r"(?:%|€|Go/s|Go|Gio|Mo|Mio|To|GB/s|GB|GiB|MB|MiB|TB|octets|byte|bit|bits)(?![^\W\d_])"
@@ -54,7 +76,9 @@ def text_of(page_html: str, lang: str) -> str:
             if isinstance(child, NavigableString):
                 out.append(str(child) if current == lang else BREAK)
                 continue
-            if child.name in SKIP or "clipboard-copy-txt" in (child.get("class") or []):  # a notebook cell's copied code
+            if child.name in SKIP or "clipboard-copy-txt" in (
+                child.get("class") or []
+            ):  # a notebook cell's copied code
                 out.append(CODE)
                 continue
             inner = (child.get("lang") or current).split("-")[0].lower()
@@ -72,7 +96,7 @@ def text_of(page_html: str, lang: str) -> str:
 
 
 def around(text: str, match: re.Match[str]) -> str:
-    return text[max(0, match.start() - 30):match.end() + 10].replace(CODE, "«code»").replace(BREAK, "|")
+    return text[max(0, match.start() - 30) : match.end() + 10].replace(CODE, "«code»").replace(BREAK, "|")
 
 
 FRENCH_FAULTS = {
@@ -111,8 +135,11 @@ def test_every_page_has_its_language_typography(built_site):
 def test_french_numbers_and_units_are_bound(built_site):
     """The French pages hold grouped numbers and percentages, all bound (reader case:
     "1 000 Go/s", "100 %")."""
-    french = "".join(text_of(p.read_text(encoding="utf-8"), "fr") for p in html_files(built_site)
-                     if page_language(built_site, p) == "fr")
+    french = "".join(
+        text_of(p.read_text(encoding="utf-8"), "fr")
+        for p in html_files(built_site)
+        if page_language(built_site, p) == "fr"
+    )
     assert re.search(rf"\d{NNBSP}\d{{3}}{NBSP}Go/s", french), "no bound '1 000 Go/s'"
     assert re.search(rf"\d{NBSP}%", french), "no bound '100 %'"
     assert re.search(rf"\w{NBSP}:", french) and re.search(rf"\w{NNBSP}\?", french)
@@ -120,7 +147,7 @@ def test_french_numbers_and_units_are_bound(built_site):
 
 def test_the_gate_sees_each_fault():
     """Each fault, put into a page, is named; the same text in code is not."""
-    page = ('<html lang="{lang}"><head><title>T</title></head><body><p>{text} <code>a : b ?</code></p></body></html>')
+    page = '<html lang="{lang}"><head><title>T</title></head><body><p>{text} <code>a : b ?</code></p></body></html>'
     french_cases = {
         "Prix : 3": "ordinary space before a high sign",
         "Prix\n: 3": "ordinary space before a high sign",
@@ -137,7 +164,8 @@ def test_the_gate_sees_each_fault():
         assert [f.split(":")[0] for f in faults(page.format(lang="fr", text=text), "fr")] == [fault], text
     assert faults(page.format(lang="fr", text="arXiv:1910.02054, à 10:30, Prix\u00a0: 3\u202f!"), "fr") == []
     assert [f.split(" (")[0] for f in faults(page.format(lang="it", text="Domanda\u202f?"), "it")] == [
-        "no-break space before punctuation"]
+        "no-break space before punctuation"
+    ]
     assert faults(page.format(lang="it", text="Domanda: sì? Al 100%."), "it") == []
 
 
@@ -147,15 +175,27 @@ def test_code_holds_no_no_break_space(built_site):
             assert NBSP not in code.get_text() and NNBSP not in code.get_text(), (page, code.get_text()[:80])
 
 
-HAND_TYPED = re.compile(r"(?:\u00a0|\u202f|&nbsp;|&#160;|&#xa0;|&#8239;|&#x202f;)(?=[:;!?»])|«(?:\u00a0|\u202f|&nbsp;|&#160;|&#8239;)", re.I)
-SOURCES = ["docs/**/*.md", "docs/**/*.ipynb", "snippets/data/**/*.yaml", "snippets/comments.yaml", "overrides/**/*.html",
-           "mkdocs.yml"]
+HAND_TYPED = re.compile(
+    r"(?:\u00a0|\u202f|&nbsp;|&#160;|&#xa0;|&#8239;|&#x202f;)(?=[:;!?»])|«(?:\u00a0|\u202f|&nbsp;|&#160;|&#8239;)", re.I
+)
+SOURCES = [
+    "docs/**/*.md",
+    "docs/**/*.ipynb",
+    "snippets/data/**/*.yaml",
+    "snippets/comments.yaml",
+    "overrides/**/*.html",
+    "mkdocs.yml",
+]
 
 
 def test_sources_type_no_no_break_space_by_hand():
     """The render layer adds the no-break spaces: a source never types one next to
     French punctuation (it would hide a missing rule, and drift from the rule set)."""
-    found = [f"{path.relative_to(REPO_ROOT)}:{text.count(chr(10), 0, m.start()) + 1}"
-             for pattern in SOURCES for path in sorted(REPO_ROOT.glob(pattern))
-             for text in [path.read_text(encoding="utf-8")] for m in HAND_TYPED.finditer(text)]
+    found = [
+        f"{path.relative_to(REPO_ROOT)}:{text.count(chr(10), 0, m.start()) + 1}"
+        for pattern in SOURCES
+        for path in sorted(REPO_ROOT.glob(pattern))
+        for text in [path.read_text(encoding="utf-8")]
+        for m in HAND_TYPED.finditer(text)
+    ]
     assert not found, f"hand-typed no-break spaces (write an ordinary space): {found}"

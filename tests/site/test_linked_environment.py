@@ -28,8 +28,9 @@ def linked_clone(warm_repo_copy):
     assert sys.prefix != sys.base_prefix, "the tests run in a virtual environment (make test: .venv)"
     os.symlink(sys.prefix, repo_copy / ".venv")
     python = repo_copy / ".venv" / "bin" / "python"
-    theme = subprocess.run([python, "-c", "import material; print(material.__file__)"],
-                           capture_output=True, text=True, check=True).stdout.strip()
+    theme = subprocess.run(
+        [python, "-c", "import material; print(material.__file__)"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert theme.startswith(f"{repo_copy}{os.sep}.venv{os.sep}"), theme  # read through the link
     return repo_copy, python
 
@@ -49,8 +50,14 @@ def test_a_clone_with_a_linked_environment_builds_and_serves(linked_clone, tmp_p
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     port, log_path = free_port(), tmp_path / "serve.log"
     with log_path.open("w") as out:
-        server = subprocess.Popen([python, "-m", "hooks.serve", f"--dev-addr=127.0.0.1:{port}"], cwd=root, env=env,
-                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        server = subprocess.Popen(
+            [python, "-m", "hooks.serve", f"--dev-addr=127.0.0.1:{port}"],
+            cwd=root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     log = lambda: log_path.read_text(encoding="utf-8", errors="replace")  # noqa: E731
     try:
         page = None

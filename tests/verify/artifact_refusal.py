@@ -42,7 +42,11 @@ def _entries(root: Path) -> dict[str, tuple[int, int, int]]:
             path = os.path.join(folder, name)
             info = os.lstat(path)
             plain = stat.S_ISREG(info.st_mode)
-            found[os.path.relpath(path, root)] = (info.st_mode, info.st_size if plain else 0, info.st_mtime_ns if plain else 0)
+            found[os.path.relpath(path, root)] = (
+                info.st_mode,
+                info.st_size if plain else 0,
+                info.st_mtime_ns if plain else 0,
+            )
     return found
 
 

@@ -17,8 +17,10 @@ FIXTURE = REPO_ROOT / "verification" / "fixtures" / "nccl_check.json"
 RUN_TIME = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=2)).replace(second=0, microsecond=0)
 
 
-MONTHS = {"it": "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre dicembre".split(),
-          "fr": "janvier février mars avril mai juin juillet août septembre octobre novembre décembre".split()}
+MONTHS = {
+    "it": "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre dicembre".split(),
+    "fr": "janvier février mars avril mai juin juillet août septembre octobre novembre décembre".split(),
+}
 
 
 def run_date(lang: str) -> str:
@@ -51,12 +53,31 @@ def fixture_record(repo: Path = REPO_ROOT, **changes) -> dict:
 def one_gpu_record(repo: Path = REPO_ROOT) -> dict:
     """A passing run on one H200 (nvidia-smi: 143771 MiB), as nccl_check.py prints it for one rank:
     1234.5 all-reduces/s of 1 GiB is algbw 1325.5 GB/s, and no busbw."""
-    rank = {"rank": 0, "world": 1, "local_rank": 0, "device": "cuda:0", "host": "fixture-host", "allreduce_per_s": 1234.5,
-            "algbw_gb_per_s": 1325.5, "busbw_gb_per_s": None, "checked_sum": 1}
-    return fixture_record(repo, gpu={"model": "NVIDIA H200", "count": 1, "memory_mib": 143771, "driver": "fixture"},
-                          links={"pairs": {}, "classes": [], "slowest": None}, torch_device_count=1,
-                          measured={"world_size": 1, "size_bytes": 2**30, "allreduce_per_s": 1234.5, "algbw_gb_per_s": 1325.5,
-                                    "busbw_gb_per_s": None, "ranks": [rank]})
+    rank = {
+        "rank": 0,
+        "world": 1,
+        "local_rank": 0,
+        "device": "cuda:0",
+        "host": "fixture-host",
+        "allreduce_per_s": 1234.5,
+        "algbw_gb_per_s": 1325.5,
+        "busbw_gb_per_s": None,
+        "checked_sum": 1,
+    }
+    return fixture_record(
+        repo,
+        gpu={"model": "NVIDIA H200", "count": 1, "memory_mib": 143771, "driver": "fixture"},
+        links={"pairs": {}, "classes": [], "slowest": None},
+        torch_device_count=1,
+        measured={
+            "world_size": 1,
+            "size_bytes": 2**30,
+            "allreduce_per_s": 1234.5,
+            "algbw_gb_per_s": 1325.5,
+            "busbw_gb_per_s": None,
+            "ranks": [rank],
+        },
+    )
 
 
 def changed(record: dict, path: str, value) -> dict:
@@ -72,14 +93,22 @@ def changed(record: dict, path: str, value) -> dict:
 
 def junit_report(counts: dict) -> str:
     """A JUnit report as pytest writes it (``--junitxml``) with ``counts`` (passed, failed, skipped, errors)."""
-    cases = "".join(f'<testcase classname="tests.gpu.test_on_gpu" name="test_{n}" time="0.1"{" /" if kind == "passed" else ""}>'
-                    + ("" if kind == "passed" else f'<{ {"failed": "failure", "errors": "error", "skipped": "skipped"}[kind]} '
-                       'message="m" /></testcase>')
-                    for kind in ("passed", "failed", "skipped", "errors") for n in range(counts.get(kind, 0)))
+    cases = "".join(
+        f'<testcase classname="tests.gpu.test_on_gpu" name="test_{n}" time="0.1"{" /" if kind == "passed" else ""}>'
+        + (
+            ""
+            if kind == "passed"
+            else f'<{ {"failed": "failure", "errors": "error", "skipped": "skipped"}[kind] } message="m" /></testcase>'
+        )
+        for kind in ("passed", "failed", "skipped", "errors")
+        for n in range(counts.get(kind, 0))
+    )
     total = sum(counts.get(kind, 0) for kind in ("passed", "failed", "skipped", "errors"))
-    return ('<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" '
-            f'errors="{counts.get("errors", 0)}" failures="{counts.get("failed", 0)}" skipped="{counts.get("skipped", 0)}" '
-            f'tests="{total}" time="1.0">{cases}</testsuite></testsuites>')
+    return (
+        '<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" '
+        f'errors="{counts.get("errors", 0)}" failures="{counts.get("failed", 0)}" skipped="{counts.get("skipped", 0)}" '
+        f'tests="{total}" time="1.0">{cases}</testsuite></testsuites>'
+    )
 
 
 def write_record(path: Path, record: dict) -> Path:

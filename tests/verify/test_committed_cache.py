@@ -23,8 +23,11 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is need
 
 
 def git(root, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        check=True,
+        capture_output=True,
+    )
 
 
 def test_the_checkout_commits_no_cache():
@@ -54,5 +57,7 @@ def test_the_development_build_refuses_a_committed_cache(warm_repo_copy, tmp_pat
     result = forked_build_site(tmp_path / "site", config=repo_copy / "mkdocs.yml")
     assert result.returncode != 0
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
-    assert len(errors) == 1 and ".cache/templates/planted.jinja: a build cache is committed" in errors[0], result.stderr[-2000:]
+    assert len(errors) == 1 and ".cache/templates/planted.jinja: a build cache is committed" in errors[0], (
+        result.stderr[-2000:]
+    )
     assert "Traceback" not in result.stderr

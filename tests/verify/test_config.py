@@ -25,13 +25,19 @@ def test_the_committed_mkdocs_yml_passes_and_the_make_targets_check_it_first():
     assert makefiles.split("\ngpu-check:", 1)[1].split("\n", 1)[0].split() == ["gpu-outputs"]  # its first half
 
 
-@pytest.mark.parametrize(("addition", "tag"), [
-    ("extra:\n  x: !!python/object/apply:subprocess.getoutput ['touch {marker}']\n", "!!python/object/apply:subprocess.getoutput"),
-    ("extra:\n  x: !!python/object/new:os.system ['touch {marker}']\n", "!!python/object/new:os.system"),
-    ("extra:\n  x: !!python/name:os.system\n", "!!python/name:os.system"),
-    ("extra:\n  token: !ENV GITHUB_TOKEN\n", "!ENV"),
-    ("extra:\n  x: !include other.yml\n", "!include"),
-])
+@pytest.mark.parametrize(
+    ("addition", "tag"),
+    [
+        (
+            "extra:\n  x: !!python/object/apply:subprocess.getoutput ['touch {marker}']\n",
+            "!!python/object/apply:subprocess.getoutput",
+        ),
+        ("extra:\n  x: !!python/object/new:os.system ['touch {marker}']\n", "!!python/object/new:os.system"),
+        ("extra:\n  x: !!python/name:os.system\n", "!!python/name:os.system"),
+        ("extra:\n  token: !ENV GITHUB_TOKEN\n", "!ENV"),
+        ("extra:\n  x: !include other.yml\n", "!include"),
+    ],
+)
 def test_any_other_tag_fails_in_one_line_and_runs_nothing(tmp_path, capsys, addition, tag):
     marker = tmp_path / "ran"
     config = tmp_path / "mkdocs.yml"
@@ -46,8 +52,12 @@ def test_any_other_tag_fails_in_one_line_and_runs_nothing(tmp_path, capsys, addi
 
 def test_the_command_line_fails_in_one_line(tmp_path):
     config = tmp_path / "mkdocs.yml"
-    config.write_text(CONFIG + f"extra:\n  x: !!python/object/apply:subprocess.getoutput ['touch {tmp_path / 'ran'}']\n")
-    result = subprocess.run([sys.executable, "-m", "verify.config", str(config)], capture_output=True, text=True, cwd=REPO_ROOT)
+    config.write_text(
+        CONFIG + f"extra:\n  x: !!python/object/apply:subprocess.getoutput ['touch {tmp_path / 'ran'}']\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "verify.config", str(config)], capture_output=True, text=True, cwd=REPO_ROOT
+    )
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert result.stderr.startswith(f"verify.config: error: {config}:") and not (tmp_path / "ran").exists()
 

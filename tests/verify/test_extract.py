@@ -75,8 +75,11 @@ def test_a_changed_comment_passes(site, tmp_path):
 
 def test_a_changed_line_of_code_fails_naming_block_and_line(site, tmp_path):
     # the French page went through BeautifulSoup (comment translation), so quotes are literal
-    edit(site / "fr" / "index.html", 'NCCL_CHECK_TIMEOUT"</span><span class="p">,</span> <span class="mi">120</span>',
-         'NCCL_CHECK_TIMEOUT"</span><span class="p">,</span> <span class="mi">121</span>')
+    edit(
+        site / "fr" / "index.html",
+        'NCCL_CHECK_TIMEOUT"</span><span class="p">,</span> <span class="mi">120</span>',
+        'NCCL_CHECK_TIMEOUT"</span><span class="p">,</span> <span class="mi">121</span>',
+    )
     with pytest.raises(ExtractError) as error:
         extract(site, tmp_path / "out")
     line = line_of("nccl_check.py", "NCCL_CHECK_TIMEOUT")
@@ -91,8 +94,15 @@ def test_a_missing_block_fails_naming_it_and_the_language(site, tmp_path):
 
 
 def test_a_line_missing_in_one_language_fails(site, tmp_path):
-    edit(site / "fr" / "index.html", '<span class="n">sys</span><span class="o">.</span><span class="n">stdout</span><span class="o">.</span><span class="n">flush</span><span class="p">()</span>', "")
-    with pytest.raises(ExtractError, match=rf"'nccl_check.py': the fr version .* lacks line {line_of('nccl_check.py', 'sys.stdout.flush()')} of the it version \(index.html\): 'sys.stdout.flush\(\)'"):
+    edit(
+        site / "fr" / "index.html",
+        '<span class="n">sys</span><span class="o">.</span><span class="n">stdout</span><span class="o">.</span><span class="n">flush</span><span class="p">()</span>',
+        "",
+    )
+    with pytest.raises(
+        ExtractError,
+        match=rf"'nccl_check.py': the fr version .* lacks line {line_of('nccl_check.py', 'sys.stdout.flush()')} of the it version \(index.html\): 'sys.stdout.flush\(\)'",
+    ):
         extract(site, tmp_path / "out")
 
 
@@ -102,10 +112,15 @@ def test_a_coding_cookie_in_a_french_comment_fails(site, tmp_path):
     html = page.read_text(encoding="utf-8")
     block = html.index('<span class="filename">nccl_check.py</span>')
     first_line = html.index("<code>", block) + len("<code>")
-    assert html.startswith('<span class="c1">', first_line), "line 1 of nccl_check.py is no longer a comment: update this test"
+    assert html.startswith('<span class="c1">', first_line), (
+        "line 1 of nccl_check.py is no longer a comment: update this test"
+    )
     start, end = first_line + len('<span class="c1">'), html.index("</span>", first_line)
     page.write_text(html[:start] + "# nccl_check.py (encoding: raw_unicode_escape)" + html[end:], encoding="utf-8")
-    with pytest.raises(ExtractError, match=r"block 'nccl_check.py' \(fr, fr/index.html\): Python reads it as 'raw_unicode_escape', not UTF-8"):
+    with pytest.raises(
+        ExtractError,
+        match=r"block 'nccl_check.py' \(fr, fr/index.html\): Python reads it as 'raw_unicode_escape', not UTF-8",
+    ):
         extract(site, tmp_path / "out")
 
 
@@ -122,15 +137,30 @@ def test_a_second_block_with_the_same_title_fails_in_either_language(site, tmp_p
 
 
 def test_cli_writes_files_and_fails_with_one_line(site, tmp_path):
-    ok = subprocess.run([sys.executable, "-m", "verify.extract", str(site), str(tmp_path / "ok")], capture_output=True, text=True, cwd=REPO_ROOT)
+    ok = subprocess.run(
+        [sys.executable, "-m", "verify.extract", str(site), str(tmp_path / "ok")],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
     assert ok.returncode == 0, ok.stderr
     assert (tmp_path / "ok" / "train.py").read_bytes() == (SNIPPETS / "train.py").read_bytes()
     edit(site / "index.html", '<span class="filename">nccl_check.py</span>', "")
-    bad = subprocess.run([sys.executable, "-m", "verify.extract", str(site), str(tmp_path / "bad")], capture_output=True, text=True, cwd=REPO_ROOT)
+    bad = subprocess.run(
+        [sys.executable, "-m", "verify.extract", str(site), str(tmp_path / "bad")],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
     assert bad.returncode == 2
-    assert bad.stderr.strip().splitlines() == [f"verify.extract: error: block 'nccl_check.py' not found in the built pages of it ({site}): is its title=\"nccl_check.py\" still there?"]
+    assert bad.stderr.strip().splitlines() == [
+        f"verify.extract: error: block 'nccl_check.py' not found in the built pages of it ({site}): is its title=\"nccl_check.py\" still there?"
+    ]
 
 
 def test_comment_stripping_keeps_hashes_inside_strings():
     assert code_lines('x = "#"  # commento\n# solo commento\ny = 1\n', "a.py") == [(1, 'x = "#"'), (3, "y = 1")]
-    assert code_lines("echo \"a # b\" 'c#d'  # commento\nls -l#x\n", "a.sh") == [(1, "echo \"a # b\" 'c#d'"), (2, "ls -l#x")]
+    assert code_lines("echo \"a # b\" 'c#d'  # commento\nls -l#x\n", "a.sh") == [
+        (1, "echo \"a # b\" 'c#d'"),
+        (2, "ls -l#x"),
+    ]

@@ -112,6 +112,8 @@ def test_a_check_that_stops_on_an_error_writes_a_failed_record(tmp_path, monkeyp
     assert not (tmp_path / "nccl_check.json").exists()
     assert write_record.main([str(tmp_path)]) == 1
     record = json.loads((tmp_path / "nccl_check.json").read_text())
-    assert record["status"] == "fail" and record["failures"] == ["verify.gpu_check stopped: ZeroDivisionError: division by zero"]
+    assert record["status"] == "fail" and record["failures"] == [
+        "verify.gpu_check stopped: ZeroDivisionError: division by zero"
+    ]
     with pytest.raises(RecordError, match="records a 'fail' run"):
         check_record(record, "0" * 64, str(tmp_path / "nccl_check.json"))

@@ -83,8 +83,11 @@ while True:
     time.sleep(0.02)
 """
 
-RANK_LINES = "".join(f"rank {rank}/2 local_rank {rank} cuda:{rank} stand-in: 41.3 all-reduce/s of 1.07 GB, algbw 44.4 GB/s, "
-                     "busbw 44.4 GB/s, sum 3 correct\n" for rank in (0, 1))
+RANK_LINES = "".join(
+    f"rank {rank}/2 local_rank {rank} cuda:{rank} stand-in: 41.3 all-reduce/s of 1.07 GB, algbw 44.4 GB/s, "
+    "busbw 44.4 GB/s, sum 3 correct\n"
+    for rank in (0, 1)
+)
 FAILING_TESTS = r"""
 import sys
 open(sys.argv[1], "w").write('<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" '
@@ -133,13 +136,36 @@ def gpu_run(tmp_path: Path, built_site: Path, mode: str) -> dict:
     nvidia_smi = tmp_path / "nvidia-smi"
     nvidia_smi.write_text(NVIDIA_SMI)
     nvidia_smi.chmod(0o755)
-    collector = subprocess.run([sys.executable, "-c", DRIVER, str(out), str(built_site), str(lock), str(note), ATTACKER,
-                                FAILING_TESTS, RANK_LINES, str(nvidia_smi), pinned_torch(), mode],
-                               capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    collector = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            DRIVER,
+            str(out),
+            str(built_site),
+            str(lock),
+            str(note),
+            ATTACKER,
+            FAILING_TESTS,
+            RANK_LINES,
+            str(nvidia_smi),
+            pinned_torch(),
+            mode,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+    )
     assert collector.returncode == 0, collector.stderr[-3000:]
     alive_after_collector = held(lock)  # before any record is written
-    writer = subprocess.run([sys.executable, "-m", "verify.write_record", str(out)], capture_output=True, text=True,
-                            cwd=REPO_ROOT, timeout=60)
+    writer = subprocess.run(
+        [sys.executable, "-m", "verify.write_record", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=60,
+    )
     return {"out": out, "note": note, "lock": lock, "alive": alive_after_collector, "writer": writer}
 
 
@@ -153,8 +179,13 @@ def test_a_detached_process_of_the_verified_code_is_dead_before_the_record_and_c
     record_path = run["out"] / "nccl_check.json"
     written = record_path.read_bytes()
     record = json.loads(written)
-    assert record["status"] == "fail" and record["gpu_tests"] == {"status": "fail", "passed": 2, "failed": 1, "skipped": 0,
-                                                                   "errors": 0}
+    assert record["status"] == "fail" and record["gpu_tests"] == {
+        "status": "fail",
+        "passed": 2,
+        "failed": 1,
+        "skipped": 0,
+        "errors": 0,
+    }
     assert any("pytest -m gpu: exit 1" in failure for failure in record["failures"])
     assert record["measured"]["world_size"] == 2 and record["gpu"]["count"] == 2  # the stand-ins' run, read in full
     time.sleep(1.0)  # the attacker rewrote within 20 ms in the control run below

@@ -20,11 +20,22 @@ pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine 
 def test_gpu_check_writes_a_failed_record_and_exits_non_zero(tmp_path, zygote):
     record_path = tmp_path / "nccl_check.json"
     # ``python -m verify.gpu_check``, forked from the session's zygote (tests/conftest.py: torch imported once)
-    proc = subprocess.run([sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "verify.gpu_check", "--out", str(tmp_path)],
-                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, env={**os.environ, **zygote})
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "verify.gpu_check", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+        env={**os.environ, **zygote},
+    )
     assert proc.returncode == 0, proc.stderr  # outputs collected
-    proc = subprocess.run([sys.executable, "-m", "verify.write_record", str(tmp_path)], capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "verify.write_record", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=60,
+    )
     assert proc.returncode == 1, proc.stderr
     record = json.loads(record_path.read_text())
     assert record["status"] == "fail" and record["fixture"] is False

@@ -55,16 +55,28 @@ def test_stale_record_is_refused(repo_copy, tmp_path, forked_build_site):
 
 
 def test_failed_or_skipped_run_is_refused(repo_copy, tmp_path, forked_build_site):
-    path = write_record(tmp_path / "failed.json", fixture_record(repo_copy, status="fail", failures=["pytest -m gpu: 1 skipped"]))
-    error = refused(forked_build_site(tmp_path / "out", env={**PUBLISH, "GUIDE_VERIFICATION_RECORD": str(path)}, config=repo_copy / "mkdocs.yml"))
+    path = write_record(
+        tmp_path / "failed.json", fixture_record(repo_copy, status="fail", failures=["pytest -m gpu: 1 skipped"])
+    )
+    error = refused(
+        forked_build_site(
+            tmp_path / "out", env={**PUBLISH, "GUIDE_VERIFICATION_RECORD": str(path)}, config=repo_copy / "mkdocs.yml"
+        )
+    )
     assert "records a 'fail' run" in error and "1 skipped" in error
 
 
 def test_a_malformed_record_is_one_line_naming_it(repo_copy, tmp_path, forked_build_site):
     """integrity.md: ``allreduce_per_s: "fast"`` used to end in a Babel traceback."""
     path = write_record(tmp_path / "fast.json", changed(fixture_record(repo_copy), "measured.allreduce_per_s", "fast"))
-    error = refused(forked_build_site(tmp_path / "out", env={**PUBLISH, "GUIDE_VERIFICATION_RECORD": str(path)}, config=repo_copy / "mkdocs.yml"))
-    assert error.endswith(f"publish build refused: {path}: measured.allreduce_per_s: Input should be a valid number (got 'fast')"), error
+    error = refused(
+        forked_build_site(
+            tmp_path / "out", env={**PUBLISH, "GUIDE_VERIFICATION_RECORD": str(path)}, config=repo_copy / "mkdocs.yml"
+        )
+    )
+    assert error.endswith(
+        f"publish build refused: {path}: measured.allreduce_per_s: Input should be a valid number (got 'fast')"
+    ), error
 
 
 def test_a_local_site_url_is_refused_naming_the_setting(repo_copy, tmp_path, forked_build_site):
@@ -72,11 +84,24 @@ def test_a_local_site_url_is_refused_naming_the_setting(repo_copy, tmp_path, for
     write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
     env = {key: value for key, value in PUBLISH.items() if key != "SITE_URL"}
     error = refused(forked_build_site(tmp_path / "out", env=env, config=repo_copy / "mkdocs.yml"))
-    assert "publish build refused: mkdocs.yml: site_url is 'http://127.0.0.1:8000/', not the published address; set SITE_URL" in error
+    assert (
+        "publish build refused: mkdocs.yml: site_url is 'http://127.0.0.1:8000/', not the published address; set SITE_URL"
+        in error
+    )
 
 
-@pytest.mark.parametrize("site_url", [None, "", "http://127.0.0.1:8000/", "https://localhost/guide/", "http://vramfarm.github.io/guide/",
-                                      "https://0.0.0.0/", "https://[::1]/"])
+@pytest.mark.parametrize(
+    "site_url",
+    [
+        None,
+        "",
+        "http://127.0.0.1:8000/",
+        "https://localhost/guide/",
+        "http://vramfarm.github.io/guide/",
+        "https://0.0.0.0/",
+        "https://[::1]/",
+    ],
+)
 def test_only_a_public_https_site_url_publishes(site_url):
     with pytest.raises(RenderError, match=r"mkdocs\.yml: site_url is .*; set SITE_URL"):
         check_site_url(site_url)
@@ -85,7 +110,13 @@ def test_only_a_public_https_site_url_publishes(site_url):
 
 def test_fixture_is_refused_without_the_test_switch(repo_copy, tmp_path, forked_build_site):
     write_record(repo_copy / "verification" / "nccl_check.json", fixture_record(repo_copy))
-    error = refused(forked_build_site(tmp_path / "out", env={"GUIDE_PUBLISH": "1", "SITE_URL": PUBLISH["SITE_URL"]}, config=repo_copy / "mkdocs.yml"))
+    error = refused(
+        forked_build_site(
+            tmp_path / "out",
+            env={"GUIDE_PUBLISH": "1", "SITE_URL": PUBLISH["SITE_URL"]},
+            config=repo_copy / "mkdocs.yml",
+        )
+    )
     assert "is a test fixture, not a GPU run" in error
 
 
@@ -114,12 +145,24 @@ def test_good_record_is_shown_under_the_check_in_both_languages(repo_copy, tmp_p
     assert result.returncode == 0, result.stderr[-3000:]
     sha = current_sha256(repo_copy)
     expected = {
-        "": ["8 × NVIDIA H100 80GB HBM3 collegate via NVLink", run_date("it"),
-             "239,5 all-reduce al secondo di 1,07\u00a0GB", "algbw 257,1\u00a0GB/s", "busbw 449,9\u00a0GB/s",
-             "PyTorch 2.13.0+cu128, CUDA 12.8, NCCL 2.27.5", "DATI DI PROVA"],
-        "fr": ["8 × NVIDIA H100 80GB HBM3 reliées par NVLink", run_date("fr"),
-               "239,5 all-reduce par seconde de 1,07\u00a0Go", "algbw 257,1\u00a0Go/s", "busbw 449,9\u00a0Go/s",
-               "PyTorch 2.13.0+cu128, CUDA 12.8, NCCL 2.27.5", "DONNÉES DE TEST"],
+        "": [
+            "8 × NVIDIA H100 80GB HBM3 collegate via NVLink",
+            run_date("it"),
+            "239,5 all-reduce al secondo di 1,07\u00a0GB",
+            "algbw 257,1\u00a0GB/s",
+            "busbw 449,9\u00a0GB/s",
+            "PyTorch 2.13.0+cu128, CUDA 12.8, NCCL 2.27.5",
+            "DATI DI PROVA",
+        ],
+        "fr": [
+            "8 × NVIDIA H100 80GB HBM3 reliées par NVLink",
+            run_date("fr"),
+            "239,5 all-reduce par seconde de 1,07\u00a0Go",
+            "algbw 257,1\u00a0Go/s",
+            "busbw 449,9\u00a0Go/s",
+            "PyTorch 2.13.0+cu128, CUDA 12.8, NCCL 2.27.5",
+            "DONNÉES DE TEST",
+        ],
     }
     for lang_dir, phrases in expected.items():
         [note] = notes(site, lang_dir)
@@ -146,13 +189,17 @@ def test_every_block_the_record_hashed_is_checked_on_the_page(built_site):
 
     record = fixture_record()
     verified = Verified(record, (REPO_ROOT / "snippets" / "nccl_check.py").read_text(encoding="utf-8"))
-    pages = {"it": (built_site / "index.html").read_text(encoding="utf-8"),
-             "fr": (built_site / "fr" / "index.html").read_text(encoding="utf-8")}
+    pages = {
+        "it": (built_site / "index.html").read_text(encoding="utf-8"),
+        "fr": (built_site / "fr" / "index.html").read_text(encoding="utf-8"),
+    }
     for lang, html in pages.items():
         check_verified_block(html, lang, verified)
     for title in ("train.py", "train_fsdp2.py", "ds_zero3.json", "accelerate_fsdp2.yaml", "zero_to_hf.py"):
         older = {**record["blocks"], title: hashlib.sha256(b"the code the GPU job ran\n").hexdigest()}
-        with pytest.raises(RenderError, match=rf"the {re.escape(title)} block \(it\) is not the code the GPU record ran"):
+        with pytest.raises(
+            RenderError, match=rf"the {re.escape(title)} block \(it\) is not the code the GPU record ran"
+        ):
             check_verified_block(pages["it"], "it", Verified({**record, "blocks": older}, verified.snippet))
 
 
@@ -165,9 +212,11 @@ def test_a_training_script_edited_after_the_record_fails_the_publish_build(repo_
     script.write_text(script.read_text(encoding="utf-8").replace("lr=1e-3", "lr=1e-2"), encoding="utf-8")
     result = forked_build_site(tmp_path / "out", env=PUBLISH, config=repo_copy / "mkdocs.yml")
     error = refused(result)
-    assert error.endswith(f"publish build refused: snippets/train.py: the train.py block is not the code the GPU record ran "
-                          f"(sha256 {record['blocks']['train.py'][:12]}…), neither this file nor a section of it; "
-                          "rerun `make gpu-check`"), error
+    assert error.endswith(
+        f"publish build refused: snippets/train.py: the train.py block is not the code the GPU record ran "
+        f"(sha256 {record['blocks']['train.py'][:12]}…), neither this file nor a section of it; "
+        "rerun `make gpu-check`"
+    ), error
     assert "executing docs/memory-notebook" not in result.stderr and not (tmp_path / "out" / "index.html").exists()
 
 

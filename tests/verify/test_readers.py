@@ -39,11 +39,15 @@ def test_code_a_tool_cannot_read_is_refused():
 def test_yaml_and_json_are_compared_as_data():
     # inside a block scalar '#' is text: a YAML reader keeps it, a line filter would cut it
     with pytest.raises(ExtractError, match="yaml reads the fr version differently"):
-        compare_code("launch.yaml", ("run: |\n  python train.py # --resume\n", "the it version"),
-                     ("run: |\n  python train.py # --evil\n", "the fr version"))
+        compare_code(
+            "launch.yaml",
+            ("run: |\n  python train.py # --resume\n", "the it version"),
+            ("run: |\n  python train.py # --evil\n", "the fr version"),
+        )
     compare_code("ds.json", ('{"a": 1, "b": [2]}\n', "it"), ('{"a":1,\n "b":[2]}\n', "fr"))
 
 
 def test_languages_by_fence_name_and_file_name():
-    assert [language_of(name) for name in ("bash", "sh", "py", "yaml", "nccl_check.py", "ds_zero2.json", "to_hf.sh", "text")] == [
-        "bash", "bash", "python", "yaml", "python", "json", "bash", None]
+    assert [
+        language_of(name) for name in ("bash", "sh", "py", "yaml", "nccl_check.py", "ds_zero2.json", "to_hf.sh", "text")
+    ] == ["bash", "bash", "python", "yaml", "python", "json", "bash", None]

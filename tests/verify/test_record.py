@@ -43,20 +43,36 @@ RECORD_CASES = [  # (dotted field, value, what the line must say)
     ("measured.world_size", 1, r"measured: (ranks must be one line for each rank 0\.\.0|a busbw for one rank)"),
     ("utc", "2099-01-01T00:00:00Z", r"utc: 2099-01-01T00:00:00Z is in the future"),
     ("utc", "1970-01-01T00:00:00Z", r"utc: 1970-01-01T00:00:00Z is older than 7 days"),
-    ("measured.allreduce_per_s", -5, r"measured\.allreduce_per_s: Input should be greater than or equal to 0\.1 \(got -5\)"),
-    ("measured.allreduce_per_s", float("inf"), r"measured\.allreduce_per_s: Input should be a finite number \(got inf\)"),
+    (
+        "measured.allreduce_per_s",
+        -5,
+        r"measured\.allreduce_per_s: Input should be greater than or equal to 0\.1 \(got -5\)",
+    ),
+    (
+        "measured.allreduce_per_s",
+        float("inf"),
+        r"measured\.allreduce_per_s: Input should be a finite number \(got inf\)",
+    ),
     ("gpu.count", "many", r"gpu\.count: Input should be a valid integer \(got 'many'\)"),
     ("gpu_tests.errors", 5, r"gpu_tests\.errors: Input should be less than or equal to 0 \(got 5\)"),
     ("gpu_tests.passed", "3", r"gpu_tests\.passed: Input should be a valid integer \(got '3'\)"),
     ("failures", ["x"], r"failures: List should have at most 0 items after validation, not 1 \(got \['x'\]\)"),
     ("snippet", "train.py", r"snippet: the record is of 'train\.py', the pages' verified block is 'nccl_check\.py'"),
-    ("versions.torch", "1.0", r"versions\.torch: torch 1\.0 ran, constraints\.txt pins torch==" + re.escape(PINNED_TORCH)),
+    (
+        "versions.torch",
+        "1.0",
+        r"versions\.torch: torch 1\.0 ran, constraints\.txt pins torch==" + re.escape(PINNED_TORCH),
+    ),
     ("measured.world_size", 3, r"measured: ranks must be one line for each rank 0\.\.2 of a world of 3"),
     ("measured.allreduce_per_s", "fast", r"measured\.allreduce_per_s: Input should be a valid number \(got 'fast'\)"),
     ("measured.allreduce_per_s", None, r"measured\.allreduce_per_s: Input should be a valid number \(got None\)"),
     ("measured.allreduce_per_s", {}, r"measured\.allreduce_per_s: Input should be a valid number \(got \{\}\)"),
     ("measured.busbw_gb_per_s", True, r"measured\.busbw_gb_per_s: Input should be a valid number \(got True\)"),
-    ("measured.algbw_gb_per_s", 1e300, r"measured: the summary: algbw_gb_per_s is 1e\+300, but the other figures give 257\.2"),
+    (
+        "measured.algbw_gb_per_s",
+        1e300,
+        r"measured: the summary: algbw_gb_per_s is 1e\+300, but the other figures give 257\.2",
+    ),
     ("measured.busbw_gb_per_s", 4800.0, r"measured\.busbw_gb_per_s: Input should be less than or equal to 1000"),
     ("gpu_tests.skipped", 1, r"gpu_tests\.skipped: Input should be less than or equal to 0"),
     ("gpu_tests.failed", False, r"gpu_tests\.failed: Input should be a valid integer \(got False\)"),
@@ -65,10 +81,18 @@ RECORD_CASES = [  # (dotted field, value, what the line must say)
     # type and value tricks the schema let through
     ("schema", 2.0, r"schema 2\.0, this build reads schema 2"),
     ("measured.allreduce_per_s", 1e-300, r"measured\.allreduce_per_s: Input should be greater than or equal to 0\.1"),
-    ("measured.algbw_gb_per_s", 257.15, r"measured\.algbw_gb_per_s: 257\.15 is not a figure the snippet prints \(one decimal\)"),
+    (
+        "measured.algbw_gb_per_s",
+        257.15,
+        r"measured\.algbw_gb_per_s: 257\.15 is not a figure the snippet prints \(one decimal\)",
+    ),
     ("versions.cuda", " ", r"versions\.cuda: String should match pattern"),
     ("gpu.model", "NVIDIA H100\n", r"gpu\.model: String should match pattern"),
-    ("measured.ranks.3.device", "cpu", r"measured: rank 3 ran on cpu as local rank 3: one machine's ranks each on the GPU of its local rank \(cuda:3\)"),
+    (
+        "measured.ranks.3.device",
+        "cpu",
+        r"measured: rank 3 ran on cpu as local rank 3: one machine's ranks each on the GPU of its local rank \(cuda:3\)",
+    ),
     ("measured.ranks.5.host", "other-host", r"measured: the ranks ran on several hosts"),
 ]
 
@@ -85,19 +109,30 @@ def test_a_bad_field_is_refused_with_one_line_naming_the_file(field, value, mess
 
 def test_world_size_gpu_count_and_device_count_must_agree():
     record = changed(changed(fixture_record(), "gpu.count", 4), "torch_device_count", 4)
-    with pytest.raises(RecordError, match=r"measured\.world_size = gpu\.count = torch_device_count, got measured\.world_size 8, gpu\.count 4"):
+    with pytest.raises(
+        RecordError,
+        match=r"measured\.world_size = gpu\.count = torch_device_count, got measured\.world_size 8, gpu\.count 4",
+    ):
         check(record)
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"snippet_sha256": "f" * 64, "blocks": {**fixture_record()["blocks"], "nccl_check.py": "f" * 64}},
-     r"stale, it verified nccl_check.py with sha256 ffffffffffff…"),
-    ({"snippet_sha256": "f" * 64}, r"blocks\['nccl_check.py'\] is not snippet_sha256"),
-    ({"status": "fail", "failures": ["nccl_check.py exited 1"]}, r"records a 'fail' run, not 'pass' \(nccl_check.py exited 1\)"),
-    ({"gpu_tests": {"status": "not run"}}, r"gpu_tests\.status: Input should be 'pass'"),
-    ({"schema": 1}, "schema 1, this build reads schema 2"),
-    ({"versions": None}, r"versions: Input should be a mapping of keys \(got None\)"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {"snippet_sha256": "f" * 64, "blocks": {**fixture_record()["blocks"], "nccl_check.py": "f" * 64}},
+            r"stale, it verified nccl_check.py with sha256 ffffffffffff…",
+        ),
+        ({"snippet_sha256": "f" * 64}, r"blocks\['nccl_check.py'\] is not snippet_sha256"),
+        (
+            {"status": "fail", "failures": ["nccl_check.py exited 1"]},
+            r"records a 'fail' run, not 'pass' \(nccl_check.py exited 1\)",
+        ),
+        ({"gpu_tests": {"status": "not run"}}, r"gpu_tests\.status: Input should be 'pass'"),
+        ({"schema": 1}, "schema 1, this build reads schema 2"),
+        ({"versions": None}, r"versions: Input should be a mapping of keys \(got None\)"),
+    ],
+)
 def test_bad_records_are_refused_naming_the_problem(changes, message):
     with pytest.raises(RecordError, match=message):
         check(fixture_record(**changes))

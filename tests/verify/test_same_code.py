@@ -46,8 +46,11 @@ def test_the_attack_is_real_python_runs_an_extra_line(tmp_path):
     """Python obeys the cookie of the French file and runs the escaped line; compile(str) does not see it."""
     assert run(ITALIAN, tmp_path) == "ok\n"
     assert run(FRENCH_ATTACK, tmp_path) == "X\nok\n"
-    calls = [node.args[0].value for node in ast.walk(ast.parse(compile(FRENCH_ATTACK, "f", "exec", ast.PyCF_ONLY_AST)))
-             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "print"]
+    calls = [
+        node.args[0].value
+        for node in ast.walk(ast.parse(compile(FRENCH_ATTACK, "f", "exec", ast.PyCF_ONLY_AST)))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "print"
+    ]
     assert calls == ["ok"], "compile(str) ignores the cookie: a str-based check is blind to the attack"
 
 
@@ -68,16 +71,19 @@ def test_a_byte_order_mark_is_not_utf8_to_python():
         python_ast("\ufeff" + ITALIAN, "x")
 
 
-@pytest.mark.parametrize("translation, problem", [
-    (COOKIE, r"matches Python's coding-cookie rule \('coding: raw_unicode_escape'\)"),
-    ("vim: set fileencoding=latin-1 :", r"coding-cookie rule \('coding=latin-1'\)"),
-    (ESCAPED_LINE, "contains a backslash"),
-    ("due\nrighe", r"contains a newline \(U\+000A\)"),
-    ("ritorno\rcarrello", r"contains a carriage return \(U\+000D\)"),
-    ("salto\fpagina", r"contains a form feed \(U\+000C\)"),
-    ("testo \u202erovesciato", r"contains a format character \(U\+202E\)"),
-    ("riga\u2028nuova", r"contains a line separator \(U\+2028\)"),
-])
+@pytest.mark.parametrize(
+    "translation, problem",
+    [
+        (COOKIE, r"matches Python's coding-cookie rule \('coding: raw_unicode_escape'\)"),
+        ("vim: set fileencoding=latin-1 :", r"coding-cookie rule \('coding=latin-1'\)"),
+        (ESCAPED_LINE, "contains a backslash"),
+        ("due\nrighe", r"contains a newline \(U\+000A\)"),
+        ("ritorno\rcarrello", r"contains a carriage return \(U\+000D\)"),
+        ("salto\fpagina", r"contains a form feed \(U\+000C\)"),
+        ("testo \u202erovesciato", r"contains a format character \(U\+202E\)"),
+        ("riga\u2028nuova", r"contains a line separator \(U\+2028\)"),
+    ],
+)
 def test_comment_translations_that_could_change_the_code_are_refused(translation, problem):
     with pytest.raises(ValueError, match=problem):
         safe_comment(translation)
@@ -89,11 +95,15 @@ def test_ordinary_french_typography_is_accepted():
 
 def test_catalogue_with_the_attack_is_refused_when_loaded(tmp_path, monkeypatch):
     (tmp_path / "comments.yaml").write_text(
-        f'- it: "prova.py: avvialo con  python prova.py"\n  fr: "{COOKIE}"\n', encoding="utf-8")
+        f'- it: "prova.py: avvialo con  python prova.py"\n  fr: "{COOKIE}"\n', encoding="utf-8"
+    )
     monkeypatch.setattr(hooks.render.comments, "SNIPPETS_DIR", tmp_path)
     for lang in ("it", "fr"):  # refused whichever language is being built
-        with pytest.raises(RenderError, match=r"snippets/comments\.yaml: entry 1: fr: matches Python's coding-cookie rule "
-                                              r"\('coding: raw_unicode_escape'\): .* \(the comment 'prova\.py: avvialo con  python prova\.py'\)"):
+        with pytest.raises(
+            RenderError,
+            match=r"snippets/comments\.yaml: entry 1: fr: matches Python's coding-cookie rule "
+            r"\('coding: raw_unicode_escape'\): .* \(the comment 'prova\.py: avvialo con  python prova\.py'\)",
+        ):
             load_catalogue(lang)
 
 
@@ -101,8 +111,11 @@ def test_catalogue_with_the_attack_is_refused_when_loaded(tmp_path, monkeypatch)
 def page(*blocks: tuple[str, str]) -> str:
     """HTML of a page with the given (title, code) blocks, rendered like mkdocs.yml does."""
     source = "\n\n".join(f'```python title="{title}"\n{code}```' for title, code in blocks)
-    return markdown.markdown(source, extensions=["pymdownx.highlight", "pymdownx.superfences"],
-                             extension_configs={"pymdownx.highlight": {"pygments_lang_class": True}})
+    return markdown.markdown(
+        source,
+        extensions=["pymdownx.highlight", "pymdownx.superfences"],
+        extension_configs={"pymdownx.highlight": {"pygments_lang_class": True}},
+    )
 
 
 def build(pages: dict[str, list[tuple[str, str]]]) -> None:
@@ -120,7 +133,9 @@ def test_identical_code_with_translated_comments_builds():
 
 
 def test_every_build_refuses_the_french_attack():
-    with pytest.raises(RenderError, match=r"block 'prova.py' \(fr, docs/p0.fr.md\): Python reads it as 'raw_unicode_escape'"):
+    with pytest.raises(
+        RenderError, match=r"block 'prova.py' \(fr, docs/p0.fr.md\): Python reads it as 'raw_unicode_escape'"
+    ):
         build({"it": [[("prova.py", ITALIAN)]], "fr": [[("prova.py", FRENCH_ATTACK)]]})
 
 
@@ -128,8 +143,11 @@ def test_every_build_refuses_the_french_attack():
 def test_a_second_block_with_the_same_title_is_refused_in_either_language(lang):
     pages = {"it": [[("prova.py", ITALIAN)]], "fr": [[("prova.py", FRENCH_GOOD)]]}
     pages[lang].append([("prova.py", ITALIAN if lang == "it" else FRENCH_GOOD)])
-    with pytest.raises(RenderError, match=rf"block 'prova.py' \({lang}\): a second block with this title in docs/p1.{lang}.md "
-                                          rf"\(the first is in docs/p0.{lang}.md\)"):
+    with pytest.raises(
+        RenderError,
+        match=rf"block 'prova.py' \({lang}\): a second block with this title in docs/p1.{lang}.md "
+        rf"\(the first is in docs/p0.{lang}.md\)",
+    ):
         build(pages)
 
 
@@ -146,6 +164,7 @@ def test_a_title_outside_a_code_block_is_refused():
     blocks = TitledBlocks()
     blocks.start("it")
     fake = '<p><span class="filename">prova.py</span></p>' + page(("altro.py", "x = 1\n")).replace(
-        '<span class="filename">altro.py</span>', "")
+        '<span class="filename">altro.py</span>', ""
+    )
     with pytest.raises(RenderError, match=r"a snippet title \(class=\"filename\"\) outside a code block"):
         blocks.add_page(fake + page(("prova.py", ITALIAN)), "it", "docs/p0.it.md")

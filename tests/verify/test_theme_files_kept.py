@@ -27,15 +27,26 @@ PLANTED = BUNDLE.read_bytes() + b';document.title="planted";\n'
 
 
 def theme_assets() -> dict[str, bytes]:
-    return {path.relative_to(THEME).as_posix(): path.read_bytes() for path in (THEME / "assets").rglob("*") if path.is_file()}
+    return {
+        path.relative_to(THEME).as_posix(): path.read_bytes()
+        for path in (THEME / "assets").rglob("*")
+        if path.is_file()
+    }
 
 
 def test_the_installed_themes_files_pass_and_our_own_files_beside_them_too():
     check_theme_files({**theme_assets(), "assets/javascripts/lang-404.js": b"/* ours */", "index.html": b"<p>page</p>"})
 
 
-@pytest.mark.parametrize("pattern", ["assets/javascripts/bundle.*.min.js", "assets/stylesheets/main.*.min.css",
-                                     "assets/javascripts/workers/search.*.min.js", "assets/images/favicon.png"])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "assets/javascripts/bundle.*.min.js",
+        "assets/stylesheets/main.*.min.css",
+        "assets/javascripts/workers/search.*.min.js",
+        "assets/images/favicon.png",
+    ],
+)
 def test_a_theme_file_with_other_bytes_is_refused(pattern):
     (name,) = [path.relative_to(THEME).as_posix() for path in THEME.glob(pattern)]
     files = theme_assets()
@@ -64,5 +75,7 @@ def test_the_build_refuses_the_planted_bundle_naming_it(folder, repo_copy, tmp_p
     result = build_site(tmp_path / "site", config=repo_copy / "mkdocs.yml")
     assert result.returncode != 0
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
-    assert len(errors) == 1 and f"{folder}/assets/javascripts/{BUNDLE.name}: replaces the theme's own" in errors[0], result.stderr[-2000:]
+    assert len(errors) == 1 and f"{folder}/assets/javascripts/{BUNDLE.name}: replaces the theme's own" in errors[0], (
+        result.stderr[-2000:]
+    )
     assert "Traceback" not in result.stderr

@@ -84,8 +84,14 @@ finally:
 
 def test_typography_changes_no_code_no_attribute_and_no_copied_text(tmp_path):
     report = tmp_path / "seen.json"
-    result = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "site"), str(report)], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=600, env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"})
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path / "site"), str(report)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     seen = json.loads(report.read_text(encoding="utf-8"))
     assert seen["violations"] == []

@@ -9,8 +9,10 @@ from hooks.render.verification_note import insert_after_block, render_note
 from verify.extract import titled_code
 from tests.verify.records import fixture_record, one_gpu_record, run_date
 
-BLOCK = ('<li><div class="highlight"><span class="filename">nccl_check.py</span><pre><span></span><code>'
-         '<span class="kn">import</span> os\n</code></pre></div><p>next</p></li>')
+BLOCK = (
+    '<li><div class="highlight"><span class="filename">nccl_check.py</span><pre><span></span><code>'
+    '<span class="kn">import</span> os\n</code></pre></div><p>next</p></li>'
+)
 
 
 def test_development_note_in_both_languages():
@@ -23,7 +25,10 @@ def test_one_gpu_says_1_gpu_and_claims_no_busbw():
     record["fixture"] = False
     it, fr = render_note(record, "it"), render_note(record, "fr")
     assert f"eseguito su 1 GPU (NVIDIA H200) il {run_date('it')}: 1.234,5 all-reduce al secondo di 1,07\u00a0GB." in it
-    assert f"exécuté sur 1 GPU (NVIDIA H200) le {run_date('fr')} : 1\u202f234,5 all-reduce par seconde de 1,07\u00a0Go." in fr
+    assert (
+        f"exécuté sur 1 GPU (NVIDIA H200) le {run_date('fr')} : 1\u202f234,5 all-reduce par seconde de 1,07\u00a0Go."
+        in fr
+    )
     for note in (it, fr):
         assert "busbw 0" not in note and "algbw" not in note and "×" not in note and "collegate" not in note
     assert "DATI DI PROVA" not in it and 'class="admonition success verification"' in it

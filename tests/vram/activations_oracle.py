@@ -65,8 +65,13 @@ def _storage(t: torch.Tensor) -> tuple[int, int]:
     return st.data_ptr(), st.nbytes()
 
 
-def measure(model: torch.nn.Module, input_ids: torch.Tensor, *,
-            attention_mask: torch.Tensor | None = None, use_cache: bool | None = None) -> Saved:
+def measure(
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    *,
+    attention_mask: torch.Tensor | None = None,
+    use_cache: bool | None = None,
+) -> Saved:
     """Run one training forward of a ``*ForCausalLM`` with ``labels=input_ids``; count saves.
 
     ``use_cache``: None leaves transformers' default (the config's ``use_cache``, true; under
@@ -87,6 +92,7 @@ def measure(model: torch.nn.Module, input_ids: torch.Tensor, *,
                         seen.append(item)
                         excluded.add(_storage(item)[0])
             where[0] = index
+
         return pre
 
     def leave(module, args, output):
@@ -101,15 +107,15 @@ def measure(model: torch.nn.Module, input_ids: torch.Tensor, *,
         seen.append(t)
         ptr, nbytes = _storage(t)
         if nbytes:
-            rec = records.setdefault(ptr, {"where": where[0], "bytes": nbytes, "refs": [],
-                                           "vocab": t.dim() > 0 and t.shape[-1] == vocab})
+            rec = records.setdefault(
+                ptr, {"where": where[0], "bytes": nbytes, "refs": [], "vocab": t.dim() > 0 and t.shape[-1] == vocab}
+            )
             rec["refs"].append(weakref.ref(held))
         return held
 
     try:
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda held: held.tensor):
-            output = model(input_ids=input_ids, attention_mask=attention_mask, labels=input_ids,
-                           use_cache=use_cache)
+            output = model(input_ids=input_ids, attention_mask=attention_mask, labels=input_ids, use_cache=use_cache)
     finally:
         for handle in handles:
             handle.remove()

@@ -33,6 +33,7 @@ from torch._C._profiler import _EventType
 from torch.autograd.profiler import record_function
 
 from tests.vram.activations_oracle import build_model
+
 WINDOWS = ("forward", "backward", "logits_grad")
 
 
@@ -46,8 +47,9 @@ class Event:
 
 def _cpu_kernel_temporary(event: Event) -> bool:
     """Allocated inside CPU ``scatter_``, or by an op nested in ``bmm`` (its operand's copy)."""
-    return event.bytes > 0 and ("aten::scatter_" in event.ops or (
-        "aten::bmm" in event.ops and event.ops[-1] != "aten::bmm"))
+    return event.bytes > 0 and (
+        "aten::scatter_" in event.ops or ("aten::bmm" in event.ops and event.ops[-1] != "aten::bmm")
+    )
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,9 @@ class Step:
             kept.append((event, index not in skip))
         return kept
 
-    def live(self, window: str, until: str | None = None, *, grads: bool = True,
-             cpu_temporaries: bool = True) -> tuple[int, int]:
+    def live(
+        self, window: str, until: str | None = None, *, grads: bool = True, cpu_temporaries: bool = True
+    ) -> tuple[int, int]:
         """(live bytes when ``window`` starts, most live bytes from its start to its end, or
         to the start of ``until``)."""
         start = self.windows[window][0]
@@ -98,8 +101,7 @@ class Step:
         return [e for e in self.events if _cpu_kernel_temporary(e)]
 
 
-def step(raw: dict, attention: str, seq: int, batch: int, *, checkpointing: bool = False,
-         dtype: str = "bf16") -> Step:
+def step(raw: dict, attention: str, seq: int, batch: int, *, checkpointing: bool = False, dtype: str = "bf16") -> Step:
     """One profiled training step of the model ``raw`` describes (module docstring)."""
     model = build_model(raw, attention, checkpointing, dtype)
     ids = torch.randint(0, raw["vocab_size"], (batch, seq))

@@ -46,8 +46,15 @@ def vram_zygote(tmp_path_factory):
     (tests/snippets/script_zygote.py)."""
     from tests.snippets.script_zygote import serving
 
-    modules = ["vram", "vram.cli", *(".".join(path.relative_to(REPO_ROOT).with_suffix("").parts)
-                                     for path in sorted((REPO_ROOT / "vram").rglob("*.py")) if not path.stem.startswith("__"))]
+    modules = [
+        "vram",
+        "vram.cli",
+        *(
+            ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts)
+            for path in sorted((REPO_ROOT / "vram").rglob("*.py"))
+            if not path.stem.startswith("__")
+        ),
+    ]
     path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))  # this checkout's vram first
     with serving(modules, {**os.environ, "PYTHONPATH": path}, tmp_path_factory.mktemp("vram-zygote")) as env:
         yield env
@@ -61,7 +68,13 @@ def cli(vram_zygote):
     from tests.snippets.launch import SCRIPT_ZYGOTE
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "vram", *args], cwd=REPO_ROOT,
-                              env={**os.environ, **vram_zygote}, capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "vram", *args],
+            cwd=REPO_ROOT,
+            env={**os.environ, **vram_zygote},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     return run

@@ -49,7 +49,9 @@ def run(world_size: int, impl: str) -> dict:
             with record_function("optimizer_step"):
                 optimizer.step()
         before, peak = _live_bytes(prof, "optimizer_step")
-        states = [v for state in optimizer.state.values() for k, v in state.items() if k != "step" and torch.is_tensor(v)]
+        states = [
+            v for state in optimizer.state.values() for k, v in state.items() if k != "step" and torch.is_tensor(v)
+        ]
         return {
             "params": sum(p.numel() for p in model.parameters()),
             "dtypes": sorted({str(t.dtype) for t in [*model.parameters(), *states]}),

@@ -35,8 +35,11 @@ STAGES = (0, 1, 2)
 
 
 def _storages(tensors) -> dict[int, int]:
-    return {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors
-            if torch.is_tensor(t) and t.device.type != "meta" and t.untyped_storage().nbytes()}
+    return {
+        t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+        for t in tensors
+        if torch.is_tensor(t) and t.device.type != "meta" and t.untyped_storage().nbytes()
+    }
 
 
 def _bytes(tensors, leave_out: dict[int, int] | None = None) -> int:
@@ -63,17 +66,27 @@ def run(stage: int) -> dict:
     sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 64, bias=False), nn.Linear(64, 64, bias=False))
-    config = {"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": True}, "zero_optimization": {"stage": stage},
-              "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "torch_adam": True}}}
+    config = {
+        "train_micro_batch_size_per_gpu": 2,
+        "bf16": {"enabled": True},
+        "zero_optimization": {"stage": stage},
+        "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "torch_adam": True}},
+    }
     engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
-    report = {"stage": stage, "params": sum(p.numel() for p in model.parameters()),
-              "optimizer": type(optimizer).__name__}
+    report = {
+        "stage": stage,
+        "params": sum(p.numel() for p in model.parameters()),
+        "optimizer": type(optimizer).__name__,
+    }
     reduce = engine.allreduce_gradients
 
     def allreduce_gradients(*args, **kwargs):
         buckets = _storages(t for bucket in getattr(optimizer, "ipg_buckets", {}).values() for t in bucket.buffer)
-        grads = ([p.grad for p in engine.module.parameters()] + _flat(getattr(optimizer, "averaged_gradients", None))
-                 + _flat(getattr(optimizer, "grads_in_partition", None)))
+        grads = (
+            [p.grad for p in engine.module.parameters()]
+            + _flat(getattr(optimizer, "averaged_gradients", None))
+            + _flat(getattr(optimizer, "grads_in_partition", None))
+        )
         report["bf16_gradients"] = _bytes(grads, leave_out=buckets)
         report["reduction_buckets"] = sum(buckets.values())
         report["reduce_bucket_size"] = getattr(optimizer, "reduce_bucket_size", None)

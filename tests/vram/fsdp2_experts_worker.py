@@ -67,7 +67,8 @@ def main() -> None:
         "gradients_bytes": sum(grad_storages.values()),
         "optimizer_bytes": sum(
             _local(v).numel() * _local(v).element_size()
-            for state in optimizer.state.values() for k, v in state.items()
+            for state in optimizer.state.values()
+            for k, v in state.items()
             if k != "step" and torch.is_tensor(v)
         ),
     }

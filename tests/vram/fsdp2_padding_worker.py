@@ -26,9 +26,18 @@ from fsdp2_worker import _groups, fsdp_buffer_peak, model_sizes  # noqa: E402
 
 # hidden 48, vocabulary 96 and the 2 x 12 KV rows divide by 3 and 6: only the experts (dim 0 = E)
 # and the router (E rows) are padded
-MIXTRAL = {"model_type": "mixtral", "vocab_size": 96, "hidden_size": 48, "intermediate_size": 96,
-           "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
-           "num_local_experts": 4, "num_experts_per_tok": 2, "tie_word_embeddings": False}
+MIXTRAL = {
+    "model_type": "mixtral",
+    "vocab_size": 96,
+    "hidden_size": 48,
+    "intermediate_size": 96,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "tie_word_embeddings": False,
+}
 SCENARIOS = {
     # name: (config overrides, N, reshard_after_forward of the blocks)
     "e4_n3_stage3": ({}, 3, True),  # a block's backward, the prefetched block gathered
@@ -57,8 +66,14 @@ def run(config: dict, world_size: int, reshard: bool) -> dict:
         tokens = torch.randint(0, config["vocab_size"], (2, 8))
         with fsdp_buffer_peak(_groups(model), peak):
             model(input_ids=tokens, labels=tokens).loss.backward()
-        return {"config": config, "world_size": world_size, "zero_stage": 3 if reshard else 2, "sizes": sizes,
-                "peak_fsdp_buffers_bytes": peak["total"], "peak_parts": {k: v for k, v in peak.items() if k != "total"}}
+        return {
+            "config": config,
+            "world_size": world_size,
+            "zero_stage": 3 if reshard else 2,
+            "sizes": sizes,
+            "peak_fsdp_buffers_bytes": peak["total"],
+            "peak_parts": {k: v for k, v in peak.items() if k != "total"},
+        }
     finally:
         dist.destroy_process_group()
 

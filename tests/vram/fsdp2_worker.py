@@ -55,9 +55,16 @@ from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel
 
 # P = 776,064: 2 x 1,588 x 128 (embedding, lm_head) + 128 (norm) + 3 x 123,136 per layer.
-LLAMA = {"model_type": "llama", "vocab_size": 1588, "hidden_size": 128, "intermediate_size": 192,
-         "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "tie_word_embeddings": False}
+LLAMA = {
+    "model_type": "llama",
+    "vocab_size": 1588,
+    "hidden_size": 128,
+    "intermediate_size": 192,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "tie_word_embeddings": False,
+}
 
 
 def _local(t: torch.Tensor) -> torch.Tensor:
@@ -160,8 +167,9 @@ def _fsdp_buffers(groups: list) -> dict[str, int]:
     comm_ctx = groups[0].comm_ctx  # one context for all groups once the root is initialised
     kept = getattr(comm_ctx, "all_gather_state", None)
     params += _storage(kept.all_gather_result.all_gather_output) if kept else 0
-    reduce_scatter += sum(_storage(state.reduce_scatter_input)
-                          for state in getattr(comm_ctx, "reduce_scatter_states", []))
+    reduce_scatter += sum(
+        _storage(state.reduce_scatter_input) for state in getattr(comm_ctx, "reduce_scatter_states", [])
+    )
     return {"params": params, "grads": grads, "reduce_scatter": reduce_scatter}
 
 
@@ -199,8 +207,11 @@ def fsdp_buffer_peak(groups: list, peak: dict):
 def model_sizes(model: nn.Module) -> dict[str, int]:
     """Elements counted on the model itself: P, one block, lm_head + final norm, the root."""
     numel = lambda module: sum(p.numel() for p in module.parameters())  # noqa: E731
-    sizes = {"params": numel(model), "block": numel(model.model.layers[0]),
-             "output": numel(model.lm_head) + numel(model.model.norm)}
+    sizes = {
+        "params": numel(model),
+        "block": numel(model.model.layers[0]),
+        "output": numel(model.lm_head) + numel(model.model.norm),
+    }
     sizes["root"] = sizes["params"] - len(model.model.layers) * sizes["block"]
     return sizes
 
@@ -234,7 +245,9 @@ def run_llama(layer_reshard: bool, root_reshard: bool | None, **overrides) -> di
         "weights_bytes": sum(_local(p).untyped_storage().nbytes() for p in params),
         "gradients_bytes": sum(grad_storages.values()),
         "optimizer_bytes": sum(
-            _nbytes(_local(v)) for state in optimizer.state.values() for k, v in state.items()
+            _nbytes(_local(v))
+            for state in optimizer.state.values()
+            for k, v in state.items()
             if k != "step" and torch.is_tensor(v)
         ),
         "unsharded_after_forward_bytes": after_forward,
@@ -289,12 +302,16 @@ def run_accumulation(micro_batches: int = 2) -> dict:
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 
     counts = {"all_gathers": 0, "reduce_scatters": 0, "buckets": 0}
-    gather_inputs, copy_in = _fsdp_collectives._get_param_all_gather_inputs, _fsdp_collectives.foreach_reduce_scatter_copy_in
+    gather_inputs, copy_in = (
+        _fsdp_collectives._get_param_all_gather_inputs,
+        _fsdp_collectives.foreach_reduce_scatter_copy_in,
+    )
 
     def counted(name, function):
         def call(*args, **kwargs):
             counts[name] += 1
             return function(*args, **kwargs)
+
         return call
 
     def counted_hook(state, bucket):
@@ -325,10 +342,13 @@ def run_accumulation(micro_batches: int = 2) -> dict:
                 _fsdp_collectives.foreach_reduce_scatter_copy_in = counted("reduce_scatters", sampled)
                 model(input_ids=tokens, labels=tokens).loss.backward()
                 _fsdp_collectives.foreach_reduce_scatter_copy_in = sampled
-            grads = {_local(p.grad).untyped_storage().data_ptr(): _local(p.grad).untyped_storage().nbytes()
-                     for p in model.parameters()}
-            fsdp2["micro_batches"].append({**taken(), "peak_fsdp_buffers_bytes": peak["total"],
-                                           "gradients_bytes": sum(grads.values())})
+            grads = {
+                _local(p.grad).untyped_storage().data_ptr(): _local(p.grad).untyped_storage().nbytes()
+                for p in model.parameters()
+            }
+            fsdp2["micro_batches"].append(
+                {**taken(), "peak_fsdp_buffers_bytes": peak["total"], "gradients_bytes": sum(grads.values())}
+            )
         optimizer.step()
         fsdp2["step"] = taken()
     finally:

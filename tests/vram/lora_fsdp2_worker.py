@@ -50,8 +50,11 @@ from step_worker import IMPLS, _live_bytes  # noqa: E402
 
 # name: (reshard_after_forward, AdamW implementation, LoRA rank); rank 160 makes a block's
 # adapters (297k) more than twice its base (123k): then a block's reduce-scatter holds the most.
-SCENARIOS = {"reshard_foreach": (True, "foreach", 8), "keep_fused": (False, "fused", 8),
-             "keep_wide_rank": (False, "foreach", 160)}
+SCENARIOS = {
+    "reshard_foreach": (True, "foreach", 8),
+    "keep_fused": (False, "fused", 8),
+    "keep_wide_rank": (False, "foreach", 160),
+}
 
 
 def run(reshard: bool, impl: str, rank: int, base=None, offload: bool = False) -> dict:
@@ -60,18 +63,26 @@ def run(reshard: bool, impl: str, rank: int, base=None, offload: bool = False) -
     every ``fully_shard`` with ``CPUOffloadPolicy(pin_memory=False)``."""
     from peft import LoraConfig, get_peft_model
 
-    model = get_peft_model(base() if base else llama().to(torch.bfloat16), LoraConfig(r=rank, target_modules="all-linear"))
+    model = get_peft_model(
+        base() if base else llama().to(torch.bfloat16), LoraConfig(r=rank, target_modules="all-linear")
+    )
     layers = model.base_model.model.model.layers
 
     def numel(module, trainable):
         return sum(p.numel() for p in module.parameters() if p.requires_grad == trainable)
 
-    sizes = {"base": numel(model, False), "adapters": numel(model, True),
-             "block_base": numel(layers[0], False), "block_adapters": numel(layers[0], True),
-             "layers": len(layers)}
+    sizes = {
+        "base": numel(model, False),
+        "adapters": numel(model, True),
+        "block_base": numel(layers[0], False),
+        "block_adapters": numel(layers[0], True),
+        "layers": len(layers),
+    }
     sizes["root"] = sizes["base"] - len(layers) * sizes["block_base"]
-    dtypes = {"base": sorted({str(p.dtype) for p in model.parameters() if not p.requires_grad}),
-              "adapters": sorted({str(p.dtype) for p in model.parameters() if p.requires_grad})}
+    dtypes = {
+        "base": sorted({str(p.dtype) for p in model.parameters() if not p.requires_grad}),
+        "adapters": sorted({str(p.dtype) for p in model.parameters() if p.requires_grad}),
+    }
     policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     offloaded = {"offload_policy": CPUOffloadPolicy(pin_memory=False)} if offload else {}
     for layer in layers:
@@ -101,24 +112,39 @@ def run(reshard: bool, impl: str, rank: int, base=None, offload: bool = False) -
     if offload:
         fsdp_params = [p for group in groups for p in group.fsdp_params]
         states = [_local(v) for state in optimizer.state.values() for k, v in state.items() if torch.is_tensor(v)]
-        offloaded = {"offload_to_cpu": all(p.offload_to_cpu for p in fsdp_params),
-                     "host_devices": sorted({t.device.type for t in [_local(p) for p in model.parameters()]
-                                             + [_local(p.grad) for p in trainable] + states}),
-                     "all_gathers": gathers}
+        offloaded = {
+            "offload_to_cpu": all(p.offload_to_cpu for p in fsdp_params),
+            "host_devices": sorted(
+                {
+                    t.device.type
+                    for t in [_local(p) for p in model.parameters()] + [_local(p.grad) for p in trainable] + states
+                }
+            ),
+            "all_gathers": gathers,
+        }
     return {
         **offloaded,
-        "adapter_tensors": len(trainable), "sizes": sizes, "dtypes": dtypes, "largest_local_adapter": largest,
-        "base_weights_bytes": sum(_local(p).untyped_storage().nbytes() for p in model.parameters()
-                                  if not p.requires_grad),
+        "adapter_tensors": len(trainable),
+        "sizes": sizes,
+        "dtypes": dtypes,
+        "largest_local_adapter": largest,
+        "base_weights_bytes": sum(
+            _local(p).untyped_storage().nbytes() for p in model.parameters() if not p.requires_grad
+        ),
         "adapter_weights_bytes": sum(_local(p).untyped_storage().nbytes() for p in trainable),
         "gradients_bytes": sum(grads.values()),
         "frozen_gradients": sum(p.grad is not None for p in model.parameters() if not p.requires_grad),
-        "optimizer_bytes": sum(_nbytes(_local(v)) for state in optimizer.state.values() for k, v in state.items()
-                               if k != "step" and torch.is_tensor(v)),
+        "optimizer_bytes": sum(
+            _nbytes(_local(v))
+            for state in optimizer.state.values()
+            for k, v in state.items()
+            if k != "step" and torch.is_tensor(v)
+        ),
         "unsharded_after_forward_bytes": after_forward,
         "peak_fsdp_buffers_bytes": peak["total"],
         "peak_parts": {k: v for k, v in peak.items() if k != "total"},
-        "before_step_bytes": before, "step_peak_bytes": step_peak,
+        "before_step_bytes": before,
+        "step_peak_bytes": step_peak,
     }
 
 
@@ -130,8 +156,12 @@ def all_gather_inputs(gathers: list):
 
     def recorded(fsdp_params):
         inputs = original(fsdp_params)
-        gathers.append({"copied_bytes": sum(_nbytes(p._sharded_param_data) for p in fsdp_params),
-                        "input_bytes": sum(_nbytes(t) for ts in inputs for t in ts)})
+        gathers.append(
+            {
+                "copied_bytes": sum(_nbytes(p._sharded_param_data) for p in fsdp_params),
+                "input_bytes": sum(_nbytes(t) for ts in inputs for t in ts),
+            }
+        )
         return inputs
 
     _fsdp_collectives._get_param_all_gather_inputs = recorded
@@ -152,8 +182,13 @@ def main(base=None, measured: dict | None = None, scenarios: dict | None = None)
     measured = {} if measured is None else measured
     for name, (reshard, impl, rank, *offload) in (scenarios or SCENARIOS).items():
         measured.clear()
-        report[name] = {"lora_rank": rank, "impl": impl, "offload": bool(offload and offload[0]),
-                        **run(reshard, impl, rank, base, bool(offload and offload[0])), **measured}
+        report[name] = {
+            "lora_rank": rank,
+            "impl": impl,
+            "offload": bool(offload and offload[0]),
+            **run(reshard, impl, rank, base, bool(offload and offload[0])),
+            **measured,
+        }
     (out_dir / f"rank{dist.get_rank()}.json").write_text(json.dumps(report))
     gc.collect()  # see fsdp2_worker.main
     dist.destroy_process_group()

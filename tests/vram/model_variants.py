@@ -13,18 +13,44 @@ from hypothesis import strategies as st
 # Default num_key_value_heads of each config class when the key is absent (None: the heads),
 # read from transformers 5.23's configuration files; test_family_registry.py checks that
 # these tables cover every registered family.
-_KV_DEFAULT = {"llama": None, "phi3": None, "mistral": 8, "mixtral": 8, "qwen2": 32, "qwen3": 32,
-               "qwen3_moe": 4, "gemma2": 4, "gemma3_text": 4, "gpt_oss": 8, "granite": None, "smollm3": 4,
-               "ministral": 8, "ministral3": 8, "olmo2": None, "olmo3": None, "glm4": 2, "qwen2_moe": 16,
-               "olmoe": None, "glm4_moe": 8, "deepseek_v3": 128,
-               "llama4_text": 8}
+_KV_DEFAULT = {
+    "llama": None,
+    "phi3": None,
+    "mistral": 8,
+    "mixtral": 8,
+    "qwen2": 32,
+    "qwen3": 32,
+    "qwen3_moe": 4,
+    "gemma2": 4,
+    "gemma3_text": 4,
+    "gpt_oss": 8,
+    "granite": None,
+    "smollm3": 4,
+    "ministral": 8,
+    "ministral3": 8,
+    "olmo2": None,
+    "olmo3": None,
+    "glm4": 2,
+    "qwen2_moe": 16,
+    "olmoe": None,
+    "glm4_moe": 8,
+    "deepseek_v3": 128,
+    "llama4_text": 8,
+}
 FAMILIES = tuple(sorted(_KV_DEFAULT))
 _KV_NULL_OK = {"llama", "phi3", "qwen2", "qwen3", "granite", "smollm3", "olmo2", "olmo3", "olmoe", "deepseek_v3"}
 _HEAD_DIM_NULL_OK = {"llama", "mistral", "mixtral"}
 # big defaults: keep them explicit
-_HEAD_DIM_DEFAULT = {"gemma2": 256, "gemma3_text": 256, "qwen3": 128, "gpt_oss": 64, "ministral3": 128, "glm4": 128,
-                     "llama4_text": 128,
-                     "ministral": None}  # ministral: MinistralAttention cannot build without it
+_HEAD_DIM_DEFAULT = {
+    "gemma2": 256,
+    "gemma3_text": 256,
+    "qwen3": 128,
+    "gpt_oss": 64,
+    "ministral3": 128,
+    "glm4": 128,
+    "llama4_text": 128,
+    "ministral": None,
+}  # ministral: MinistralAttention cannot build without it
 
 
 @st.composite
@@ -40,7 +66,9 @@ def config(draw, family: str) -> dict:
         "num_hidden_layers": draw(st.integers(1, 3)),
         "num_attention_heads": heads,
         # phi3's pad_token_id defaults to 32000, past these vocabularies
-        "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0,
+        "pad_token_id": 0,
+        "bos_token_id": 0,
+        "eos_token_id": 0,
     }
     kv_choices = [k for k in (1, 2, 4, 8) if heads % k == 0]
     kv_mode = draw(st.sampled_from(["given", "absent", "null"]))
@@ -58,8 +86,22 @@ def config(draw, family: str) -> dict:
         cfg["head_dim"] = None
     if draw(st.booleans()):
         cfg["tie_word_embeddings"] = draw(st.booleans())
-    if family in ("llama", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gpt_oss", "granite", "smollm3", "olmo2",
-                  "olmo3", "glm4", "olmoe", "glm4_moe", "llama4_text") and draw(st.booleans()):
+    if family in (
+        "llama",
+        "qwen3",
+        "qwen3_moe",
+        "gemma2",
+        "gemma3_text",
+        "gpt_oss",
+        "granite",
+        "smollm3",
+        "olmo2",
+        "olmo3",
+        "glm4",
+        "olmoe",
+        "glm4_moe",
+        "llama4_text",
+    ) and draw(st.booleans()):
         cfg["attention_bias"] = draw(st.booleans())
     if family == "qwen2_moe" and draw(st.booleans()):
         cfg["qkv_bias"] = draw(st.booleans())
@@ -88,8 +130,9 @@ def config(draw, family: str) -> dict:
         if draw(st.booleans()):  # EmbeddingGemma's switch: halves the window, masks every layer
             cfg["use_bidirectional_attention"] = draw(st.sampled_from([True, False, None]))
     if family in ("gemma2", "gpt_oss") and cfg.get("sliding_window") and draw(st.booleans()):
-        cfg["layer_types"] = draw(st.lists(st.sampled_from(["full_attention", "sliding_attention"]),
-                                           min_size=layers, max_size=layers))
+        cfg["layer_types"] = draw(
+            st.lists(st.sampled_from(["full_attention", "sliding_attention"]), min_size=layers, max_size=layers)
+        )
     if family in ("mixtral", "qwen3_moe", "gpt_oss", "qwen2_moe", "olmoe"):
         experts = draw(st.integers(1, 4))
         keys = ["num_experts"] if family == "qwen2_moe" else ["num_local_experts", "num_experts"]
@@ -102,16 +145,25 @@ def config(draw, family: str) -> dict:
         groups = draw(st.sampled_from([g for g in (1, 2, 3) if experts % g == 0 and experts // g >= 2]))
         kept = draw(st.integers(1, groups))
         cfg[draw(st.sampled_from(["n_routed_experts", "num_local_experts"]))] = experts
-        cfg.update(n_group=groups, topk_group=kept, num_experts_per_tok=draw(st.integers(1, kept * experts // groups)),
-                   moe_intermediate_size=draw(st.integers(1, 6)) * 2, n_shared_experts=draw(st.integers(1, 2)),
-                   first_k_dense_replace=draw(st.integers(0, layers)))
+        cfg.update(
+            n_group=groups,
+            topk_group=kept,
+            num_experts_per_tok=draw(st.integers(1, kept * experts // groups)),
+            moe_intermediate_size=draw(st.integers(1, 6)) * 2,
+            n_shared_experts=draw(st.integers(1, 2)),
+            first_k_dense_replace=draw(st.integers(0, layers)),
+        )
         if draw(st.booleans()):
             cfg["norm_topk_prob"] = draw(st.booleans())
     if family == "glm4_moe" and draw(st.booleans()):
         cfg["use_qk_norm"] = draw(st.booleans())
     if family == "llama4_text":  # experts on every token beside a shared one, chunked and no-RoPE layers
-        cfg.update(num_local_experts=draw(st.integers(1, 4)), intermediate_size_mlp=draw(st.integers(1, 6)) * 2,
-                   attention_chunk_size=window, use_qk_norm=draw(st.booleans()))
+        cfg.update(
+            num_local_experts=draw(st.integers(1, 4)),
+            intermediate_size_mlp=draw(st.integers(1, 6)) * 2,
+            attention_chunk_size=window,
+            use_qk_norm=draw(st.booleans()),
+        )
         cfg["num_experts_per_tok"] = draw(st.integers(1, cfg["num_local_experts"]))
         if draw(st.booleans()):
             cfg["moe_layers"] = draw(st.lists(st.integers(0, layers - 1), unique=True, max_size=layers))
@@ -122,9 +174,14 @@ def config(draw, family: str) -> dict:
         else:
             cfg["no_rope_layer_interval"] = draw(st.integers(1, 3))
     if family == "deepseek_v3":  # latent attention: every width its own key
-        cfg.update(kv_lora_rank=draw(st.integers(1, 8)), qk_rope_head_dim=draw(st.sampled_from([2, 4])),
-                   qk_nope_head_dim=draw(st.integers(0, 6)), v_head_dim=draw(st.integers(1, 6)),
-                   q_lora_rank=draw(st.sampled_from([None, 3, 8])), attention_bias=draw(st.booleans()))
+        cfg.update(
+            kv_lora_rank=draw(st.integers(1, 8)),
+            qk_rope_head_dim=draw(st.sampled_from([2, 4])),
+            qk_nope_head_dim=draw(st.integers(0, 6)),
+            v_head_dim=draw(st.integers(1, 6)),
+            q_lora_rank=draw(st.sampled_from([None, 3, 8])),
+            attention_bias=draw(st.booleans()),
+        )
         if "num_key_value_heads" in cfg and cfg["num_key_value_heads"] is not None:
             cfg["num_key_value_heads"] = heads  # keys and values are expanded to every head
     if family in ("qwen3_moe", "qwen2_moe"):

@@ -31,8 +31,11 @@ from fsdp2_worker import LLAMA, llama  # noqa: E402
 from lora_fsdp2_worker import main  # noqa: E402
 
 # name: (reshard_after_forward, AdamW implementation, LoRA rank[, CPUOffloadPolicy])
-SCENARIOS = {"reshard_foreach": (True, "foreach", 8), "keep_foreach": (False, "foreach", 8),
-             "reshard_offload": (True, "foreach", 8, True)}
+SCENARIOS = {
+    "reshard_foreach": (True, "foreach", 8),
+    "keep_foreach": (False, "foreach", 8),
+    "reshard_offload": (True, "foreach", 8, True),
+}
 MEASURED: dict = {}
 
 
@@ -55,12 +58,23 @@ def quantised_llama() -> nn.Module:
             for name, child in list(parent.named_children()):
                 if type(child) is not nn.Linear:
                     continue
-                linear = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
-                                           compute_dtype=torch.bfloat16, compress_statistics=True, quant_type="nf4",
-                                           quant_storage=torch.bfloat16)
-                linear.weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False, compress_statistics=True,
-                                                  quant_type="nf4", quant_storage=torch.bfloat16,
-                                                  module=linear)._quantize("cpu")
+                linear = bnb.nn.Linear4bit(
+                    child.in_features,
+                    child.out_features,
+                    bias=child.bias is not None,
+                    compute_dtype=torch.bfloat16,
+                    compress_statistics=True,
+                    quant_type="nf4",
+                    quant_storage=torch.bfloat16,
+                )
+                linear.weight = bnb.nn.Params4bit(
+                    child.weight.data,
+                    requires_grad=False,
+                    compress_statistics=True,
+                    quant_type="nf4",
+                    quant_storage=torch.bfloat16,
+                    module=linear,
+                )._quantize("cpu")
                 setattr(parent, name, linear)
                 states.append(linear.weight.quant_state)
                 shapes.append(list(linear.weight.shape))
@@ -68,8 +82,12 @@ def quantised_llama() -> nn.Module:
     for state in states:
         for t in _quant_state_tensors(state):
             seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-    MEASURED.update(quant_state_bytes=sum(seen.values()), quantised=len(states), packed_shapes=shapes,
-                    packed_dtype=str(states and model.model.layers[0].self_attn.q_proj.weight.dtype))
+    MEASURED.update(
+        quant_state_bytes=sum(seen.values()),
+        quantised=len(states),
+        packed_shapes=shapes,
+        packed_dtype=str(states and model.model.layers[0].self_attn.q_proj.weight.dtype),
+    )
     return model
 
 

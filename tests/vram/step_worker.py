@@ -15,7 +15,6 @@ negligible) under ``fully_shard`` with a bf16 ``MixedPrecisionPolicy`` and
 Mixtral with 8 experts at N = 3 (a fused expert tensor per layer, 8 rows on dim 0).
 """
 
-
 import json
 import sys
 import warnings
@@ -29,12 +28,28 @@ from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel
 from torch.testing._internal.distributed.fake_pg import FakeStore
 
-LLAMA = {"model_type": "llama", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 224,
-         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "tie_word_embeddings": False}
-MIXTRAL = {"model_type": "mixtral", "vocab_size": 96, "hidden_size": 32, "intermediate_size": 96,
-           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-           "num_local_experts": 8, "num_experts_per_tok": 2, "tie_word_embeddings": False}
+LLAMA = {
+    "model_type": "llama",
+    "vocab_size": 512,
+    "hidden_size": 64,
+    "intermediate_size": 224,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "tie_word_embeddings": False,
+}
+MIXTRAL = {
+    "model_type": "mixtral",
+    "vocab_size": 96,
+    "hidden_size": 32,
+    "intermediate_size": 96,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "tie_word_embeddings": False,
+}
 IMPLS = {"foreach": {"foreach": True}, "fused": {"fused": True}, "forloop": {"foreach": False}}
 # name: (config, world_size, "fsdp2" reshard_after_forward True/False or "ddp", AdamW implementation)
 SCENARIOS = {
@@ -80,7 +95,7 @@ def _live_bytes(prof, window_name: str) -> tuple[int, int]:
             walk(node.children)
 
     walk(prof.profiler.kineto_results.experimental_event_tree())
-    (start, end), = window
+    ((start, end),) = window
     live, before, peak = 0, None, 0
     for time, size in sorted(events):
         if time >= start and before is None:
@@ -130,9 +145,12 @@ def run(config: dict, world_size: int, mode, impl: str) -> dict:
             "step_peak_bytes": peak,
             "weights_bytes": sum(t.untyped_storage().nbytes() for t in local),
             "gradients_bytes": sum(grads.values()),
-            "optimizer_bytes": sum(_local(v).numel() * _local(v).element_size()
-                                   for state in optimizer.state.values() for k, v in state.items()
-                                   if k != "step" and torch.is_tensor(v)),
+            "optimizer_bytes": sum(
+                _local(v).numel() * _local(v).element_size()
+                for state in optimizer.state.values()
+                for k, v in state.items()
+                if k != "step" and torch.is_tensor(v)
+            ),
         }
     finally:
         dist.destroy_process_group()

@@ -65,18 +65,21 @@ def test_llama_8b_eager_keeps_the_s_squared_probabilities_and_selective_drops_th
     assert activation_memory(llama_8b, 2048, 1, "sdpa", "selective") == replace(sdpa, recompute="selective")
 
 
-@pytest.mark.parametrize("kwargs, fragment", [
-    ({"seq_len": 0}, "seq_len must be an integer from 1"),
-    ({"seq_len": -5}, "got -5"),
-    ({"seq_len": 2.5}, "got 2.5"),
-    ({"seq_len": True}, "got True"),
-    ({"seq_len": 2**24 + 1}, "16,777,216"),
-    ({"micro_batch": 0}, "micro_batch must be an integer from 1"),
-    ({"micro_batch": 10**9}, "65,536"),
-    ({"attention": "flash"}, "unknown attention 'flash'; known: sdpa, eager"),
-    ({"recompute": "some"}, "unknown recompute 'some'; known: none, selective, full"),
-    ({"dtype": "int8"}, "unknown dtype 'int8'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"seq_len": 0}, "seq_len must be an integer from 1"),
+        ({"seq_len": -5}, "got -5"),
+        ({"seq_len": 2.5}, "got 2.5"),
+        ({"seq_len": True}, "got True"),
+        ({"seq_len": 2**24 + 1}, "16,777,216"),
+        ({"micro_batch": 0}, "micro_batch must be an integer from 1"),
+        ({"micro_batch": 10**9}, "65,536"),
+        ({"attention": "flash"}, "unknown attention 'flash'; known: sdpa, eager"),
+        ({"recompute": "some"}, "unknown recompute 'some'; known: none, selective, full"),
+        ({"dtype": "int8"}, "unknown dtype 'int8'"),
+    ],
+)
 def test_bad_arguments_raise_one_line_value_errors(llama_8b, kwargs, fragment):
     args = {"config": llama_8b, "seq_len": 2048, "micro_batch": 1, **kwargs}
     with pytest.raises(ValueError) as info:
@@ -85,8 +88,10 @@ def test_bad_arguments_raise_one_line_value_errors(llama_8b, kwargs, fragment):
 
 
 def test_a_family_or_activation_not_modelled_is_refused_in_one_line(llama_8b):
-    for config, fragment in ((replace(llama_8b, model_type="bert"), "unknown model_type for activations 'bert'"),
-                             (replace(llama_8b, hidden_act="gelu_new"), "activation 'gelu_new' is not modelled")):
+    for config, fragment in (
+        (replace(llama_8b, model_type="bert"), "unknown model_type for activations 'bert'"),
+        (replace(llama_8b, hidden_act="gelu_new"), "activation 'gelu_new' is not modelled"),
+    ):
         with pytest.raises(ValueError) as info:
             activation_memory(config, 2048, 1)
         assert fragment in str(info.value) and "\n" not in str(info.value)

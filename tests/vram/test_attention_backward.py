@@ -34,22 +34,51 @@ from tests.vram import allocator_oracle
 # cases), less as the s*s part grows with the sequence.
 TOL = 0.02
 SEQ, BATCH = 256, 2
-_SMALL = {"vocab_size": 97, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
-          "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+_SMALL = {
+    "vocab_size": 97,
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_hidden_layers": 2,
+    "pad_token_id": 0,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+}
 CONFIGS = {
     # sinks: softmax in bf16 over s + 1 columns after a max (and two sliding layers' masks)
-    "gpt_oss": {"model_type": "gpt_oss", **_SMALL, "num_attention_heads": 8, "num_key_value_heads": 1,
-                "head_dim": 8, "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 128,
-                "layer_types": ["sliding_attention", "full_attention"]},
+    "gpt_oss": {
+        "model_type": "gpt_oss",
+        **_SMALL,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 1,
+        "head_dim": 8,
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+        "sliding_window": 128,
+        "layer_types": ["sliding_attention", "full_attention"],
+    },
     "llama": {"model_type": "llama", **_SMALL, "num_attention_heads": 8, "num_key_value_heads": 2},
     # softcapping's tanh kept beside the fp32 softmax
     "gemma2": {"model_type": "gemma2", **_SMALL, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 8},
     # the issue's shapes of attention: gpt-oss-20b's 64 heads of 64 over 8 KV heads, Llama 3 8B's 32 of 128 over 8
-    "gpt_oss_20b_attention": {"model_type": "gpt_oss", **_SMALL, "hidden_size": 256, "num_attention_heads": 64,
-                              "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 4,
-                              "num_experts_per_tok": 2, "sliding_window": 128},
-    "llama_3_8b_attention": {"model_type": "llama", **_SMALL, "hidden_size": 256, "num_attention_heads": 32,
-                             "num_key_value_heads": 8, "head_dim": 128},
+    "gpt_oss_20b_attention": {
+        "model_type": "gpt_oss",
+        **_SMALL,
+        "hidden_size": 256,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "head_dim": 64,
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+        "sliding_window": 128,
+    },
+    "llama_3_8b_attention": {
+        "model_type": "llama",
+        **_SMALL,
+        "hidden_size": 256,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+    },
 }
 CASES = [
     # (name, seq, micro-batch, recompute, dtype)

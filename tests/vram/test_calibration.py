@@ -20,9 +20,25 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.card_sources import memory_mib
 from vram import timing
-from vram.calibration import (COMPUTE_BOUND, COVERAGE_TARGET, FIRST_RULE, RULE, WIDTH_TARGET, Check, Point,
-                              class_range, class_table, coverage, dispersion, leave_one_source_out, load_measured_data,
-                              median_width, meets_targets, source_centre, validation_figures)
+from vram.calibration import (
+    COMPUTE_BOUND,
+    COVERAGE_TARGET,
+    FIRST_RULE,
+    RULE,
+    WIDTH_TARGET,
+    Check,
+    Point,
+    class_range,
+    class_table,
+    coverage,
+    dispersion,
+    leave_one_source_out,
+    load_measured_data,
+    median_width,
+    meets_targets,
+    source_centre,
+    validation_figures,
+)
 from vram.catalogue import Bandwidth, Card
 from vram.job import answer_job
 from vram.measurements import IMPLAUSIBLE_SHARE, is_moe
@@ -147,10 +163,12 @@ def test_the_cpu_step_adds_to_an_offloaded_step_and_the_offload_run_agrees(measu
     cited range."""
     m = measured.measurements["torchtune-70b-full-offload-8xa100"]
     config, card = measured.configs[m.model], measured.cards[m.gpu]
-    with_cpu = timing.training_step(config, card, m.count, 3, m.seq_len, m.micro_batch, m.recompute, True,
-                                    utilisation=(0.5, 0.6))
-    without = timing.training_step(config, card, m.count, 3, m.seq_len, m.micro_batch, m.recompute, False,
-                                   utilisation=(0.5, 0.6))
+    with_cpu = timing.training_step(
+        config, card, m.count, 3, m.seq_len, m.micro_batch, m.recompute, True, utilisation=(0.5, 0.6)
+    )
+    without = timing.training_step(
+        config, card, m.count, 3, m.seq_len, m.micro_batch, m.recompute, False, utilisation=(0.5, 0.6)
+    )
     params = 70_553_706_496  # Llama 3.1 70B as transformers builds it (tests/vram/test_models_oracle.py)
     cpu = timing.cpu_optimizer_seconds(params)
     pcie = timing.offload_seconds(params, m.count, card.host)
@@ -160,8 +178,12 @@ def test_the_cpu_step_adds_to_an_offloaded_step_and_the_offload_run_agrees(measu
     assert with_cpu.step.high == pytest.approx(without.step.high + pcie.high + cpu.high)
     best = max(p.share for p in measured.calibration.points if p.family == "a100" and p.task == "full")
     step = m.micro_batch * m.seq_len / m.tokens_per_s_per_gpu
-    fastest_compute = timing.compute_seconds(timing.flops_per_token(config, m.seq_len) * m.micro_batch * m.seq_len,
-                                             card.bf16_dense_tflops, m.recompute, (best, best)).low
+    fastest_compute = timing.compute_seconds(
+        timing.flops_per_token(config, m.seq_len) * m.micro_batch * m.seq_len,
+        card.bf16_dense_tflops,
+        m.recompute,
+        (best, best),
+    ).low
     implied_gb_per_s = timing.ADAM_HOST_BYTES_PER_PARAM * params / (step - fastest_compute) / 1e9
     assert timing.HOST_MEMORY_GB_PER_S[0] < implied_gb_per_s < timing.HOST_MEMORY_GB_PER_S[1]
 
@@ -213,8 +235,9 @@ def test_a_held_out_source_never_shapes_its_own_prediction(measured):
     held = "vectorlm-2024"
     before = {c.key: c.predicted for c in measured.checks() if c.source == held}
     doubled = [p if p.source != held else Point(*p.as_list()[:7], min(1.0, p.share * 2)) for p in measured.points]
-    after = leave_one_source_out(doubled, measured.measurements, measured.cards, measured.configs,
-                                 measured.link_shares, RULE)
+    after = leave_one_source_out(
+        doubled, measured.measurements, measured.cards, measured.configs, measured.link_shares, RULE
+    )
     assert before and before == {c.key: c.predicted for c in after if c.source == held}
 
 
@@ -253,8 +276,18 @@ def test_the_validation_figures_stay_above_a_floor(checks, measured):
 
 
 def test_a_trivially_wide_range_fails_the_width_target(checks):
-    wide = [Check(c.key, c.source, c.gpu, c.measured, timing.Span(c.measured / 10**0.5, c.measured * 10**0.5),
-                  c.backing, c.scale_check) for c in checks]
+    wide = [
+        Check(
+            c.key,
+            c.source,
+            c.gpu,
+            c.measured,
+            timing.Span(c.measured / 10**0.5, c.measured * 10**0.5),
+            c.backing,
+            c.scale_check,
+        )
+        for c in checks
+    ]
     assert coverage(wide) == 1.0 and median_width(wide) == pytest.approx(10)
     assert not meets_targets(coverage(wide), median_width(wide))
     assert meets_targets(COVERAGE_TARGET, WIDTH_TARGET)
@@ -264,21 +297,40 @@ def test_a_trivially_wide_range_fails_the_width_target(checks):
 # A frozen catalogue: datasheet figures (NVIDIA A100 and H100 SXM datasheets: 312 and 989.5 TFLOPS
 # dense BF16; NVLink 3 and 4 per direction, 300 and 450 GB/s), nvidia-smi totals, and the typed prices.
 SPEEDS = {
-    "a100-80gb": {"bf16_dense_tflops": 312, "memory_bandwidth_gb_per_s": 2039, "peer_gb_per_s": [300, 300],
-                  "peer_to_peer": True, "host_gb_per_s": [25, 32]},
-    "h100": {"bf16_dense_tflops": 989.5, "memory_bandwidth_gb_per_s": 3350, "peer_gb_per_s": [450, 450],
-             "peer_to_peer": True, "host_gb_per_s": [50, 64]},
+    "a100-80gb": {
+        "bf16_dense_tflops": 312,
+        "memory_bandwidth_gb_per_s": 2039,
+        "peer_gb_per_s": [300, 300],
+        "peer_to_peer": True,
+        "host_gb_per_s": [25, 32],
+    },
+    "h100": {
+        "bf16_dense_tflops": 989.5,
+        "memory_bandwidth_gb_per_s": 3350,
+        "peer_gb_per_s": [450, 450],
+        "peer_to_peer": True,
+        "host_gb_per_s": [50, 64],
+    },
 }
 MEMORY_MIB = {key: memory_mib(key) for key in SPEEDS}
 RESERVE_MIB = 2048  # this catalogue's CUDA context and NCCL buffers (a job with cards states its reserve)
 
 
 def _job(calibration_field):
-    return {"kind": "training", "config": (DATA / "models" / "llama-3.1-8b.json").read_text(encoding="utf-8"),
-            "cards": 8, "framework": "fsdp2", "zero_stage": 3, "seq_len": 8192, "micro_batch": 2,
-            "gpus": [{"key": k, "memory_mib": MEMORY_MIB[k], "speed": SPEEDS[k]} for k in SPEEDS],
-            "prices": {"a100-80gb": "10", "h100": "31.20"}, "tokens": 10**9, "calibration": calibration_field,
-            "reserve_mib": RESERVE_MIB}
+    return {
+        "kind": "training",
+        "config": (DATA / "models" / "llama-3.1-8b.json").read_text(encoding="utf-8"),
+        "cards": 8,
+        "framework": "fsdp2",
+        "zero_stage": 3,
+        "seq_len": 8192,
+        "micro_batch": 2,
+        "gpus": [{"key": k, "memory_mib": MEMORY_MIB[k], "speed": SPEEDS[k]} for k in SPEEDS],
+        "prices": {"a100-80gb": "10", "h100": "31.20"},
+        "tokens": 10**9,
+        "calibration": calibration_field,
+        "reserve_mib": RESERVE_MIB,
+    }
 
 
 def test_published_runs_make_the_a100_machine_the_cheaper_8b_full_fine_tune(measured):
@@ -306,9 +358,15 @@ def test_a_moe_run_warns_of_expert_parallelism(measured):
 
 
 def test_the_serving_answer_adds_the_published_share_of_the_roofline(measured):
-    job = {"kind": "serving", "config": (DATA / "models" / "llama-3.1-8b.json").read_text(encoding="utf-8"),
-           "cards": 1, "context": 1024, "gpus": [{"key": "h100", "memory_mib": MEMORY_MIB["h100"], "speed": SPEEDS["h100"]}],
-           "reserve_mib": RESERVE_MIB, "calibration": measured.calibration.as_job()}
+    job = {
+        "kind": "serving",
+        "config": (DATA / "models" / "llama-3.1-8b.json").read_text(encoding="utf-8"),
+        "cards": 1,
+        "context": 1024,
+        "gpus": [{"key": "h100", "memory_mib": MEMORY_MIB["h100"], "speed": SPEEDS["h100"]}],
+        "reserve_mib": RESERVE_MIB,
+        "calibration": measured.calibration.as_job(),
+    }
     decode = answer_job(job)["fits"][0]["decode"]
     low, high = decode["tokens_per_s_per_sequence"]
     assert low < high <= decode["tokens_per_s_per_sequence_at_most"]  # the roofline stays the upper bound
@@ -321,8 +379,18 @@ def test_cli_job_accepts_tokens_as_time_does(tmp_path):
 
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = main(["job", "--config", str(DATA / "models" / "llama-3.2-1b.json"), "--gpu", f"h100={MEMORY_MIB['h100']}",
-                     "--tokens", "1e8", "--json"])
+        code = main(
+            [
+                "job",
+                "--config",
+                str(DATA / "models" / "llama-3.2-1b.json"),
+                "--gpu",
+                f"h100={MEMORY_MIB['h100']}",
+                "--tokens",
+                "1e8",
+                "--json",
+            ]
+        )
     assert code in (0, None), err.getvalue()
     answer = json.loads(out.getvalue())
     assert answer["run"]["tokens"] == 10**8
@@ -330,15 +398,31 @@ def test_cli_job_accepts_tokens_as_time_does(tmp_path):
 
 
 # ------------------------------------------------------------------ what one machine's FSDP/ZeRO does not describe
-RTX_4090 = {"bf16_dense_tflops": 165.2, "memory_bandwidth_gb_per_s": 1008, "peer_gb_per_s": [4, 25],
-            "peer_to_peer": False, "host_gb_per_s": [25, 32]}  # Ada whitepaper; interconnects.yaml's host path
+RTX_4090 = {
+    "bf16_dense_tflops": 165.2,
+    "memory_bandwidth_gb_per_s": 1008,
+    "peer_gb_per_s": [4, 25],
+    "peer_to_peer": False,
+    "host_gb_per_s": [25, 32],
+}  # Ada whitepaper; interconnects.yaml's host path
 RTX_4090_MIB = 24564  # nvidia-smi memory.total of an RTX 4090
 
 
 def _training(config, gpus, cards, seq_len, measured, **extra):
-    return {"kind": "training", "config": (DATA / "models" / f"{config}.json").read_text(encoding="utf-8"),
-            "cards": cards, "framework": "fsdp2", "zero_stage": 3, "seq_len": seq_len, "micro_batch": 1,
-            "reserve_mib": 2048, "gpus": gpus, "tokens": 10**8, "calibration": measured.calibration.as_job(), **extra}
+    return {
+        "kind": "training",
+        "config": (DATA / "models" / f"{config}.json").read_text(encoding="utf-8"),
+        "cards": cards,
+        "framework": "fsdp2",
+        "zero_stage": 3,
+        "seq_len": seq_len,
+        "micro_batch": 1,
+        "reserve_mib": 2048,
+        "gpus": gpus,
+        "tokens": 10**8,
+        "calibration": measured.calibration.as_job(),
+        **extra,
+    }
 
 
 def test_a_job_no_machine_holds_warns_of_several_machines(measured):
@@ -346,11 +430,21 @@ def test_a_job_no_machine_holds_warns_of_several_machines(measured):
     70.6e9 x 16 / 8 = 141 GB per GPU even sharded over 8 cards, beyond a 24 GB RTX 4090: no
     machine of them holds it. Llama 3.1 8B on one H100: 8.03e9 x 16 = 128 GB does not fit 80 GB,
     but 16 GB per GPU over 8 does: one machine holds it, no warning."""
-    big = answer_job(_training("llama-3.1-70b", [{"key": "rtx-4090", "memory_mib": RTX_4090_MIB, "speed": RTX_4090}],
-                               1, 2048, measured))
+    big = answer_job(
+        _training(
+            "llama-3.1-70b", [{"key": "rtx-4090", "memory_mib": RTX_4090_MIB, "speed": RTX_4090}], 1, 2048, measured
+        )
+    )
     assert not big["fits"] and big["warnings"] == ["several_machines"]
-    one = answer_job(_training("llama-3.1-8b", [{"key": "h100", "memory_mib": MEMORY_MIB["h100"], "speed": SPEEDS["h100"]}],
-                               1, 2048, measured))
+    one = answer_job(
+        _training(
+            "llama-3.1-8b",
+            [{"key": "h100", "memory_mib": MEMORY_MIB["h100"], "speed": SPEEDS["h100"]}],
+            1,
+            2048,
+            measured,
+        )
+    )
     assert not one["fits"] and "warnings" not in one
 
 

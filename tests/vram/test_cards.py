@@ -33,13 +33,17 @@ def catalogue() -> dict:
 def test_each_card_is_what_its_sources_print(key):
     card = CATALOGUE["gpus"][key]
     if key not in CARD_SOURCES:
-        pytest.fail(f"snippets/data/gpus.yaml: card {key!r} has no oracle: add to CARD_SOURCES in "
-                    f"tests/card_sources.py the memory.total that {card.get('source')} shows (MiB) and the dense "
-                    f"BF16 TFLOPS and GB/s of {card.get('datasheet')}, as those documents print them")
+        pytest.fail(
+            f"snippets/data/gpus.yaml: card {key!r} has no oracle: add to CARD_SOURCES in "
+            f"tests/card_sources.py the memory.total that {card.get('source')} shows (MiB) and the dense "
+            f"BF16 TFLOPS and GB/s of {card.get('datasheet')}, as those documents print them"
+        )
     sources = CARD_SOURCES[key]
     assert card["memory_mib"] == sources.memory_mib, f"{key}: nvidia-smi reports {sources.memory_mib:,} MiB"
     assert (card["bf16_dense_tflops"], card["memory_bandwidth_gb_per_s"]) == (
-        sources.bf16_dense_tflops, sources.memory_bandwidth_gb_per_s), f"{key}: {sources.datasheet}"
+        sources.bf16_dense_tflops,
+        sources.memory_bandwidth_gb_per_s,
+    ), f"{key}: {sources.datasheet}"
     assert card["source"].startswith("https://github.com/") and "nvidia-smi" in card["source"]
     assert card["datasheet"].startswith("https://")
 
@@ -73,12 +77,15 @@ def test_8b_with_8bit_adam_fits_one_h100_after_the_reserve():
     assert usable_bytes(81_559, 2048) - need == 3_070_713_856  # 3.07 GB of margin
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: usable_bytes(1000, 1000), "reserve_mib 1000 must be less than memory_mib 1000"),
-    (lambda: usable_bytes(0, 0), "memory_mib"),
-    (lambda: usable_bytes(1000, -1), "reserve_mib"),
-    (lambda: mib_to_bytes(1.5), "mib"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: usable_bytes(1000, 1000), "reserve_mib 1000 must be less than memory_mib 1000"),
+        (lambda: usable_bytes(0, 0), "memory_mib"),
+        (lambda: usable_bytes(1000, -1), "reserve_mib"),
+        (lambda: mib_to_bytes(1.5), "mib"),
+    ],
+)
 def test_bad_capacities_are_refused(call, match):
     with pytest.raises(ValueError, match=match):
         call()
@@ -88,10 +95,19 @@ def test_mib_is_2_to_the_20():
     assert MIB == 1_048_576
 
 
-@pytest.mark.parametrize("required, capacity", [
-    (float("nan"), 100), (50, float("nan")), (float("inf"), 100), (50, float("inf")),
-    (True, 100), (50, True), ("50", 100), (50, None),
-])
+@pytest.mark.parametrize(
+    "required, capacity",
+    [
+        (float("nan"), 100),
+        (50, float("nan")),
+        (float("inf"), 100),
+        (50, float("inf")),
+        (True, 100),
+        (50, True),
+        ("50", 100),
+        (50, None),
+    ],
+)
 def test_fits_refuses_what_is_not_a_finite_number_of_bytes(required, capacity):
     # NaN compared False everywhere (a NaN need "did not fit" silently); a string raised TypeError
     with pytest.raises(ValueError, match="must be a finite number of bytes"):

@@ -38,7 +38,7 @@ def test_dcp_writes_4_plus_8_bytes_per_parameter(tmp_path):
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_the_formulas_page_names_the_framework_of_each_checkpoint_figure(lang):
-    source = (vram.__file__.rsplit("/vram/", 1)[0] + f"/docs/memory-formulas.{lang}.md")
+    source = vram.__file__.rsplit("/vram/", 1)[0] + f"/docs/memory-formulas.{lang}.md"
     text = open(source, encoding="utf-8").read()
     sentence = next(line for line in text.splitlines() if "{{ checkpoint params=8e9 }}" in line)
     rendered = render_markdown(sentence, lang).replace("\u00a0", " ").replace("\u202f", " ")

@@ -56,8 +56,18 @@ def test_estimate_offload_reports_host_ram(cli):
 
 
 def test_estimate_from_config_and_8bit_optimizer(cli, shared_configs):
-    proc = cli("estimate", "--config", str(shared_configs / "llama-3.1-8b.json"),
-               "--world-size", "1", "--zero-stage", "0", "--optimizer", "adam8bit", "--json")
+    proc = cli(
+        "estimate",
+        "--config",
+        str(shared_configs / "llama-3.1-8b.json"),
+        "--world-size",
+        "1",
+        "--zero-stage",
+        "0",
+        "--optimizer",
+        "adam8bit",
+        "--json",
+    )
     data = json.loads(proc.stdout)
     assert data["params"] == 8_030_261_248
     assert data["optimizer_bytes"] == 6 * 8_030_261_248
@@ -95,19 +105,45 @@ def bad_configs(tmp_path, shared_configs):
     no_hidden.write_text(json.dumps(raw))
     gpt2 = tmp_path / "gpt2.json"
     gpt2.write_text(json.dumps({**raw, "model_type": "gpt2"}))
-    return {"not_json": str(not_json), "no_hidden": str(no_hidden), "gpt2": str(gpt2),
-            "missing": str(tmp_path / "absent.json"), "llama": str(shared_configs / "llama-3.1-8b.json")}
+    return {
+        "not_json": str(not_json),
+        "no_hidden": str(no_hidden),
+        "gpt2": str(gpt2),
+        "missing": str(tmp_path / "absent.json"),
+        "llama": str(shared_configs / "llama-3.1-8b.json"),
+    }
 
 
-CONTRACT_KEYS = {"per_gpu_bytes", "weights_bytes", "gradients_bytes", "optimizer_bytes", "working_bytes",
-                 "activation_bytes", "host_bytes", "params", "framework"}
+CONTRACT_KEYS = {
+    "per_gpu_bytes",
+    "weights_bytes",
+    "gradients_bytes",
+    "optimizer_bytes",
+    "working_bytes",
+    "activation_bytes",
+    "host_bytes",
+    "params",
+    "framework",
+}
 P8B = 8_030_261_248
 
 
 @pytest.mark.parametrize("framework", ["zero-paper", "deepspeed", "fsdp2"])
 def test_estimate_json_contract_for_every_framework(cli, shared_configs, framework):
-    data = json.loads(cli("estimate", "--config", str(shared_configs / "llama-3.1-8b.json"), "--world-size", "8",
-                          "--zero-stage", "3", "--framework", framework, "--json").stdout)
+    data = json.loads(
+        cli(
+            "estimate",
+            "--config",
+            str(shared_configs / "llama-3.1-8b.json"),
+            "--world-size",
+            "8",
+            "--zero-stage",
+            "3",
+            "--framework",
+            framework,
+            "--json",
+        ).stdout
+    )
     assert CONTRACT_KEYS <= set(data)
     assert data["framework"] == framework and data["params"] == P8B
     parts = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "working_bytes", "activation_bytes")
@@ -117,35 +153,113 @@ def test_estimate_json_contract_for_every_framework(cli, shared_configs, framewo
 
 def test_estimate_deepspeed_cases_of_oracles_md(cli, shared_configs):
     config = str(shared_configs / "llama-3.1-8b.json")
-    zero3 = json.loads(cli("estimate", "--config", config, "--world-size", "8", "--zero-stage", "3",
-                           "--framework", "deepspeed", "--json").stdout)
+    zero3 = json.loads(
+        cli(
+            "estimate",
+            "--config",
+            config,
+            "--world-size",
+            "8",
+            "--zero-stage",
+            "3",
+            "--framework",
+            "deepspeed",
+            "--json",
+        ).stdout
+    )
     assert zero3["per_gpu_bytes"] == 20_169_434_112
     assert zero3["largest_layer_params"] == 525_336_576
-    by_hand = json.loads(cli("estimate", "--params", str(P8B), "--largest-layer-params", "525336576",
-                             "--world-size", "8", "--zero-stage", "3", "--framework", "deepspeed", "--json").stdout)
+    by_hand = json.loads(
+        cli(
+            "estimate",
+            "--params",
+            str(P8B),
+            "--largest-layer-params",
+            "525336576",
+            "--world-size",
+            "8",
+            "--zero-stage",
+            "3",
+            "--framework",
+            "deepspeed",
+            "--json",
+        ).stdout
+    )
     assert by_hand["per_gpu_bytes"] == 20_169_434_112
-    offload = json.loads(cli("estimate", "--params", str(P8B), "--world-size", "1", "--zero-stage", "2",
-                             "--framework", "deepspeed", "--offload-optimizer", "--json").stdout)
+    offload = json.loads(
+        cli(
+            "estimate",
+            "--params",
+            str(P8B),
+            "--world-size",
+            "1",
+            "--zero-stage",
+            "2",
+            "--framework",
+            "deepspeed",
+            "--offload-optimizer",
+            "--json",
+        ).stdout
+    )
     assert (offload["per_gpu_bytes"], offload["host_bytes"]) == (16_060_522_496, 128_484_179_968)
-    human = cli("estimate", "--params", str(P8B), "--world-size", "1", "--zero-stage", "2",
-                "--framework", "deepspeed", "--offload-optimizer").stdout
+    human = cli(
+        "estimate",
+        "--params",
+        str(P8B),
+        "--world-size",
+        "1",
+        "--zero-stage",
+        "2",
+        "--framework",
+        "deepspeed",
+        "--offload-optimizer",
+    ).stdout
     assert "additional_buffer_factor=1.5" in human and "max(4*N, 16)" in human
     assert "128.48 GB" in human
 
 
 def test_estimate_fsdp2_with_sdpa_activations(cli, shared_configs):
     """oracles.md: 8B at 2,048 tokens under SDPA keeps about 49 s*b*h bytes per layer, ~13 GB."""
-    data = json.loads(cli("estimate", "--config", str(shared_configs / "llama-3.1-8b.json"), "--world-size", "8",
-                          "--zero-stage", "3", "--framework", "fsdp2", "--seq-len", "2048", "--json").stdout)
+    data = json.loads(
+        cli(
+            "estimate",
+            "--config",
+            str(shared_configs / "llama-3.1-8b.json"),
+            "--world-size",
+            "8",
+            "--zero-stage",
+            "3",
+            "--framework",
+            "fsdp2",
+            "--seq-len",
+            "2048",
+            "--json",
+        ).stdout
+    )
     layers = data["activations"]["layers_bytes"]
     assert abs(layers - 49 * 2048 * 4096 * 32) / (49 * 2048 * 4096 * 32) < 0.05
     # the activations at their peak: what is kept plus the loss's backward (8 x vocabulary x tokens)
     assert data["activations"]["loss_backward_bytes"] == 8 * 128_256 * 2048
     assert data["activation_bytes"] == data["activations"]["peak_bytes"] > data["activations"]["total_bytes"] > layers
     assert data["activation_bytes"] < 30.6 * GB / 2 + 8 * 128_256 * 2048  # not Korthikanti's eager 30.6 GB
-    full = json.loads(cli("estimate", "--config", str(shared_configs / "llama-3.1-8b.json"), "--world-size", "8",
-                          "--zero-stage", "3", "--framework", "fsdp2", "--seq-len", "2048", "--recompute", "full",
-                          "--json").stdout)
+    full = json.loads(
+        cli(
+            "estimate",
+            "--config",
+            str(shared_configs / "llama-3.1-8b.json"),
+            "--world-size",
+            "8",
+            "--zero-stage",
+            "3",
+            "--framework",
+            "fsdp2",
+            "--seq-len",
+            "2048",
+            "--recompute",
+            "full",
+            "--json",
+        ).stdout
+    )
     assert full["activation_bytes"] < data["activation_bytes"]
     assert full["per_gpu_bytes"] - full["activation_bytes"] == data["per_gpu_bytes"] - data["activation_bytes"]
 
@@ -156,8 +270,21 @@ def test_estimate_optimizer_impl_counts_the_step(cli, shared_configs):
     config = str(shared_configs / "llama-3.1-8b.json")
 
     def run(*extra):
-        return json.loads(cli("estimate", "--config", config, "--world-size", "1", "--zero-stage", "0",
-                              "--framework", "fsdp2", "--json", *extra).stdout)
+        return json.loads(
+            cli(
+                "estimate",
+                "--config",
+                config,
+                "--world-size",
+                "1",
+                "--zero-stage",
+                "0",
+                "--framework",
+                "fsdp2",
+                "--json",
+                *extra,
+            ).stdout
+        )
 
     foreach, fused = run(), run("--optimizer-impl", "fused")
     assert foreach["optimizer_impl"] == "foreach" and foreach["per_gpu_bytes"] == 20 * P8B
@@ -209,27 +336,97 @@ BAD = [
     (["estimate", "--params", "8B", "--world-size", "1e400", "--zero-stage", "0"], "'1e400'"),
     (["estimate", "--params", "8B", "--world-size", "99999999999999999999999", "--zero-stage", "0"], "world_size"),
     (["estimate", "--params", "8B", "--world-size", "8", "--zero-stage", "2", "--gpus-per-machine", "3"], "divide"),
-    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "1", "--framework", "fsdp2",
-      "--config", "{llama}"], "argument --config"),
+    (
+        [
+            "estimate",
+            "--params",
+            "8B",
+            "--world-size",
+            "4",
+            "--zero-stage",
+            "1",
+            "--framework",
+            "fsdp2",
+            "--config",
+            "{llama}",
+        ],
+        "argument --config",
+    ),
     (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "1", "--framework", "fsdp2"], "ZeRO-1"),
-    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "3", "--framework", "deepspeed"],
-     "--largest-layer-params"),
+    (
+        ["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "3", "--framework", "deepspeed"],
+        "--largest-layer-params",
+    ),
     (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "2", "--framework", "fsdp2"], "--config"),
-    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "2", "--largest-layer-params", "5"],
-     "deepspeed --zero-stage 3 only"),
-    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "3", "--framework", "deepspeed",
-      "--largest-layer-params", "0.5"], "'0.5'"),
-    (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "3", "--offload-optimizer",
-      "--offload-params"], "offload_params"),
-    (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "3", "--framework", "fsdp2",
-      "--offload-optimizer"], "CPUOffloadPolicy"),
+    (
+        ["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "2", "--largest-layer-params", "5"],
+        "deepspeed --zero-stage 3 only",
+    ),
+    (
+        [
+            "estimate",
+            "--params",
+            "8B",
+            "--world-size",
+            "4",
+            "--zero-stage",
+            "3",
+            "--framework",
+            "deepspeed",
+            "--largest-layer-params",
+            "0.5",
+        ],
+        "'0.5'",
+    ),
+    (
+        [
+            "estimate",
+            "--params",
+            "8B",
+            "--world-size",
+            "4",
+            "--zero-stage",
+            "3",
+            "--offload-optimizer",
+            "--offload-params",
+        ],
+        "offload_params",
+    ),
+    (
+        [
+            "estimate",
+            "--config",
+            "{llama}",
+            "--world-size",
+            "4",
+            "--zero-stage",
+            "3",
+            "--framework",
+            "fsdp2",
+            "--offload-optimizer",
+        ],
+        "CPUOffloadPolicy",
+    ),
     (["estimate", "--params", "8B", "--world-size", "4", "--zero-stage", "2", "--seq-len", "2048"], "--config"),
-    (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "2", "--recompute", "full"],
-     "--seq-len"),
+    (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "2", "--recompute", "full"], "--seq-len"),
     (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "2", "--seq-len", "0"], "seq_len"),
     (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "2", "--seq-len", "2e3"], "'2e3'"),
-    (["estimate", "--config", "{llama}", "--world-size", "4", "--zero-stage", "2", "--seq-len", "64",
-      "--micro-batch", "-1"], "micro_batch"),
+    (
+        [
+            "estimate",
+            "--config",
+            "{llama}",
+            "--world-size",
+            "4",
+            "--zero-stage",
+            "2",
+            "--seq-len",
+            "64",
+            "--micro-batch",
+            "-1",
+        ],
+        "micro_batch",
+    ),
     # digits other than ASCII 0-9 (Arabic-Indic, full-width) are not a parameter count
     (["estimate", "--params", "\u0668e9", "--world-size", "1", "--zero-stage", "0"], "'\u0668e9'"),
     (["estimate", "--params", "\uff18", "--world-size", "1", "--zero-stage", "0"], "'\uff18'"),
@@ -277,11 +474,14 @@ def test_bad_input_in_a_real_process(bad_configs, argv, needle):
     assert proc.stdout == ""
 
 
-@pytest.mark.parametrize("params, needle", [
-    ("1e99999999999999999999", "implausible"),  # past decimal.Decimal's exponent range
-    ("1e-99999999999999999", "whole number"),  # Fraction would compute 10**(10**17)
-    ("0e-99999999999999999999", "positive"),
-])
+@pytest.mark.parametrize(
+    "params, needle",
+    [
+        ("1e99999999999999999999", "implausible"),  # past decimal.Decimal's exponent range
+        ("1e-99999999999999999", "whole number"),  # Fraction would compute 10**(10**17)
+        ("0e-99999999999999999999", "positive"),
+    ],
+)
 def test_huge_exponents_are_refused_at_once(cli, params, needle):
     proc = cli("estimate", "--params", params, "--world-size", "1", "--zero-stage", "0")  # cli times out at 60 s
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
@@ -291,15 +491,30 @@ def test_huge_exponents_are_refused_at_once(cli, params, needle):
 
 def test_odd_but_exact_counts(cli):
     """Spaces around, an exponent sign, a fraction of a suffix: exact, never via a float."""
-    for text, params in ((" 8e9 ", 8 * GB), ("1e+3", 1000), ("0.001k", 1), ("7000000001", 7_000_000_001),
-                         ("1e15", 10**15), ("0.000001T", 10**6)):
+    for text, params in (
+        (" 8e9 ", 8 * GB),
+        ("1e+3", 1000),
+        ("0.001k", 1),
+        ("7000000001", 7_000_000_001),
+        ("1e15", 10**15),
+        ("0.000001T", 10**6),
+    ):
         data = json.loads(cli("estimate", "--params", text, "--world-size", "1", "--zero-stage", "0", "--json").stdout)
         assert data["params"] == params, text
 
 
-@pytest.mark.parametrize("value, needle", [(0, "positive"), (-5, "positive"), (10**15 + 1, "implausible"),
-                                           (10**5000, "implausible"), (True, "invalid"), (1.5, "invalid")],
-                         ids=["0", "-5", "10^15+1", "10^5000", "True", "1.5"])
+@pytest.mark.parametrize(
+    "value, needle",
+    [
+        (0, "positive"),
+        (-5, "positive"),
+        (10**15 + 1, "implausible"),
+        (10**5000, "implausible"),
+        (True, "invalid"),
+        (1.5, "invalid"),
+    ],
+    ids=["0", "-5", "10^15+1", "10^5000", "True", "1.5"],
+)
 def test_parse_params_refuses_ints_out_of_range_in_one_line(value, needle):
     """Placeholders and callers may pass an int: the same range, a message that fits a line."""
     import vram
@@ -318,8 +533,23 @@ def test_a_closed_pipe_ends_quietly(shared_configs, json_flag):
 
     from tests.vram.conftest import REPO_ROOT
 
-    argv = [sys.executable, "-m", "vram", "estimate", "--config", str(shared_configs / "llama-3.1-8b.json"),
-            "--world-size", "8", "--zero-stage", "3", "--framework", "fsdp2", "--seq-len", "2048", *json_flag]
+    argv = [
+        sys.executable,
+        "-m",
+        "vram",
+        "estimate",
+        "--config",
+        str(shared_configs / "llama-3.1-8b.json"),
+        "--world-size",
+        "8",
+        "--zero-stage",
+        "3",
+        "--framework",
+        "fsdp2",
+        "--seq-len",
+        "2048",
+        *json_flag,
+    ]
     proc = subprocess.Popen(argv, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()  # the reader is gone before the first byte is written
     err = proc.stderr.read().decode()

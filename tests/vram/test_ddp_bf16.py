@@ -27,8 +27,13 @@ from vram.job import answer_job
 
 WORKER = Path(__file__).resolve().parent / "ddp_bf16_worker.py"
 TOL = 0.001  # the live bytes also hold the rotary buffers and the token ids (0.03 %)
-SCENARIOS = {"bf16_ddp1_foreach": (1, "foreach"), "bf16_ddp1_fused": (1, "fused"), "bf16_ddp1_forloop": (1, "forloop"),
-             "bf16_ddp2_foreach": (2, "foreach"), "bf16_ddp2_fused": (2, "fused")}
+SCENARIOS = {
+    "bf16_ddp1_foreach": (1, "foreach"),
+    "bf16_ddp1_fused": (1, "fused"),
+    "bf16_ddp1_forloop": (1, "forloop"),
+    "bf16_ddp2_foreach": (2, "foreach"),
+    "bf16_ddp2_fused": (2, "fused"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +41,14 @@ def report(zygote) -> dict:
     out = Path(os.environ.get("TMPDIR", "/tmp")) / f"ddp-bf16-worker-{os.getpid()}.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
     # forked from the session's zygote (tests/conftest.py), which imported torch once
-    proc = subprocess.run([sys.executable, *zygote_worker(zygote, WORKER), str(out)], capture_output=True, text=True,
-                          timeout=600, env=env, cwd=WORKER.parent)
+    proc = subprocess.run(
+        [sys.executable, *zygote_worker(zygote, WORKER), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=WORKER.parent,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     try:
         return json.loads(out.read_text())
@@ -57,17 +68,21 @@ def test_the_step_peak_matches_the_allocator(report, shape, name):
     assert measured["dtypes"] == ["torch.bfloat16"]  # nothing in fp32: no master copy, bf16 moments
     assert shape.params == measured["params"]
     memory = vram.framework_memory("fsdp2", shape, n, 0, "adamw-bf16", optimizer_impl=impl)
-    assert memory.model_states_bytes == sum(measured[k] for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes"))
+    assert memory.model_states_bytes == sum(
+        measured[k] for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes")
+    )
     assert measured["step_peak_bytes"] == pytest.approx(memory.per_gpu_bytes, rel=TOL)
     # when the step starts (AdamW creates its moments in its first step): weights, gradients and
     # backward's working bytes (DDP's buckets)
-    assert measured["before_step_bytes"] == pytest.approx(memory.weights_bytes + memory.gradients_bytes
-                                                          + memory.backward_working_bytes, rel=TOL)
+    assert measured["before_step_bytes"] == pytest.approx(
+        memory.weights_bytes + memory.gradients_bytes + memory.backward_working_bytes, rel=TOL
+    )
 
 
 def test_the_step_temporaries_are_vram_optimizer_steps(report, shape):
     """What each implementation adds at the step, measured as the difference with ``fused``."""
     from vram.optimizer_step import step_temporary_bytes
+
     fused = report["bf16_ddp1_fused"]["step_peak_bytes"]
     largest = report["bf16_ddp1_forloop"]["largest_tensor"]
     for impl in ("foreach", "forloop"):
@@ -79,8 +94,16 @@ def test_the_step_temporaries_are_vram_optimizer_steps(report, shape):
 def test_the_finder_job_offers_it_under_ddp_only(shared_configs):
     config = (shared_configs / "llama-3.1-8b.json").read_text(encoding="utf-8")
     cards = [{"key": "h100", "memory_mib": memory_mib("h100")}]
-    job = {"kind": "training", "config": config, "framework": "fsdp2", "zero_stage": 0, "optimizer": "adamw-bf16",
-           "seq_len": 2048, "gpus": cards, "reserve_mib": 2048}
+    job = {
+        "kind": "training",
+        "config": config,
+        "framework": "fsdp2",
+        "zero_stage": 0,
+        "optimizer": "adamw-bf16",
+        "seq_len": 2048,
+        "gpus": cards,
+        "reserve_mib": 2048,
+    }
     answer = answer_job(job)
     params = answer["params"]
     assert answer["per_gpu_bytes"] == 10 * params  # 2 + 2 + 4, and foreach's bf16 temporary at the step
@@ -93,8 +116,20 @@ def test_the_finder_job_offers_it_under_ddp_only(shared_configs):
 
 
 def test_the_command_line_estimates_it(cli, shared_configs):
-    proc = cli("estimate", "--config", str(shared_configs / "llama-3.1-8b.json"), "--framework", "fsdp2",
-               "--optimizer", "adamw-bf16", "--world-size", "2", "--zero-stage", "0", "--json")
+    proc = cli(
+        "estimate",
+        "--config",
+        str(shared_configs / "llama-3.1-8b.json"),
+        "--framework",
+        "fsdp2",
+        "--optimizer",
+        "adamw-bf16",
+        "--world-size",
+        "2",
+        "--zero-stage",
+        "0",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout)
     assert found["stage_name"] == "DDP (all in bf16)"  # no autocast: the model itself is bf16

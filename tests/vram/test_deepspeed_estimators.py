@@ -68,11 +68,24 @@ def test_zero3_gpu_and_host_equal_the_estimator(estimators, model):
     assert vram.largest_layer_params(config) == largest  # what --config feeds the calculator
     for n in WORLD_SIZES:
         for offload_optimizer, offload_params in ((False, False), (True, False), (True, True)):
-            cpu, gpu, largest_memory = zero3(params, largest, num_gpus_per_node=n, num_nodes=1,
-                                             cpu_offload=offload_optimizer, cpu_offload_params=offload_params,
-                                             zero_init=True, additional_buffer_factor=1)
-            mem = deepspeed_memory(params, n, 3, offload_optimizer=offload_optimizer,
-                                   offload_params=offload_params, largest_layer_params=largest)
+            cpu, gpu, largest_memory = zero3(
+                params,
+                largest,
+                num_gpus_per_node=n,
+                num_nodes=1,
+                cpu_offload=offload_optimizer,
+                cpu_offload_params=offload_params,
+                zero_init=True,
+                additional_buffer_factor=1,
+            )
+            mem = deepspeed_memory(
+                params,
+                n,
+                3,
+                offload_optimizer=offload_optimizer,
+                offload_params=offload_params,
+                largest_layer_params=largest,
+            )
             assert mem.per_gpu_bytes == gpu
             assert mem.working_bytes == largest_memory
             if offload_optimizer:  # with offload, the estimator's host side is what the partitions pin
@@ -99,7 +112,8 @@ def test_zero2_offload_host_is_16_bytes_per_param_the_estimators_load_term_aside
 @example(1024, 1025, False, 1)  # r = 1 < N/18: 18 bytes above
 @example(1, 10**15, True, 10**15)
 def test_any_size_equals_the_estimator_when_n_divides_p_and_stays_within_18_bytes_otherwise(
-        estimators, n, params, divisible, largest_seed):
+    estimators, n, params, divisible, largest_seed
+):
     """Partitions are whole elements (DeepSpeed pads them); the estimators truncate
     int(18P/N) in floating point. Bound of the docstring: equal when N divides P; else 18 -
     floor(18r/N) bytes above (r = P mod N: 1 to 18), one byte more or less once 18P passes
@@ -117,18 +131,29 @@ def test_any_size_equals_the_estimator_when_n_divides_p_and_stays_within_18_byte
         assert abs(ours - theirs - above) <= rounding, (ours, theirs, above)
 
     check(deepspeed_memory(params, n, 2).per_gpu_bytes, zero2(params, n, 1, False, 1)[1], 18)
-    check(deepspeed_memory(params, n, 3, largest_layer_params=largest).per_gpu_bytes,
-          zero3(params, largest, n, 1, False, False, True, 1)[1], 18)
-    check(deepspeed_memory(params, n, 3, offload_optimizer=True, largest_layer_params=largest).per_gpu_bytes,
-          zero3(params, largest, n, 1, True, False, True, 1)[1], 2)  # 2 ceil(P/N) vs int(2P/N)
+    check(
+        deepspeed_memory(params, n, 3, largest_layer_params=largest).per_gpu_bytes,
+        zero3(params, largest, n, 1, False, False, True, 1)[1],
+        18,
+    )
+    check(
+        deepspeed_memory(params, n, 3, offload_optimizer=True, largest_layer_params=largest).per_gpu_bytes,
+        zero3(params, largest, n, 1, True, False, True, 1)[1],
+        2,
+    )  # 2 ceil(P/N) vs int(2P/N)
     # no partition left on the GPU: 2P, and the largest layer alone
     assert deepspeed_memory(params, n, 2, offload_optimizer=True).per_gpu_bytes == zero2(params, n, 1, True, 1)[1]
-    assert (deepspeed_memory(params, n, 3, offload_optimizer=True, offload_params=True, largest_layer_params=largest)
-            .per_gpu_bytes == zero3(params, largest, n, 1, True, True, True, 1)[1])
+    assert (
+        deepspeed_memory(
+            params, n, 3, offload_optimizer=True, offload_params=True, largest_layer_params=largest
+        ).per_gpu_bytes
+        == zero3(params, largest, n, 1, True, True, True, 1)[1]
+    )
     if exact:  # host RAM per machine: the estimator's 16P (18P with offload_param) at factor 1
         for offload_params, index in ((False, 0), (True, 0)):
-            mem = deepspeed_memory(params, n, 3, offload_optimizer=True, offload_params=offload_params,
-                                   largest_layer_params=largest)
+            mem = deepspeed_memory(
+                params, n, 3, offload_optimizer=True, offload_params=offload_params, largest_layer_params=largest
+            )
             assert mem.host_bytes == zero3(params, largest, n, 1, True, offload_params, True, 1)[index]
 
 
@@ -144,6 +169,7 @@ def test_one_parameter_on_four_gpus_holds_whole_elements(estimators):
 
 
 # --- shared/cases/oracles.md, "Model states per GPU, DeepSpeed" --------------------------
+
 
 def test_llama_8b_zero2_and_zero3_on_8_and_4_gpus():
     assert deepspeed_memory(P8B, 8, 2).per_gpu_bytes == 34_128_610_304
@@ -189,13 +215,16 @@ def test_split_is_the_estimators_own_comment():
     assert all("stage3.py" in t.what for t in stage3.terms)
 
 
-@pytest.mark.parametrize("kwargs, needle", [
-    (dict(zero_stage=3), "largest"),
-    (dict(zero_stage=0, offload_optimizer=True), "offload_optimizer"),
-    (dict(zero_stage=2, offload_optimizer=True, offload_params=True), "offload_param"),
-    (dict(zero_stage=3, offload_params=True, largest_layer_params=5), "offload_param"),
-    (dict(zero_stage=2, optimizer="adamw-fp32"), "adamw-fp32"),
-])
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        (dict(zero_stage=3), "largest"),
+        (dict(zero_stage=0, offload_optimizer=True), "offload_optimizer"),
+        (dict(zero_stage=2, offload_optimizer=True, offload_params=True), "offload_param"),
+        (dict(zero_stage=3, offload_params=True, largest_layer_params=5), "offload_param"),
+        (dict(zero_stage=2, optimizer="adamw-fp32"), "adamw-fp32"),
+    ],
+)
 def test_refusals(kwargs, needle):
     with pytest.raises(ValueError, match=needle):
         deepspeed_memory(P8B, 4, **kwargs)

@@ -54,9 +54,19 @@ def test_stage_0_is_20_bytes_per_parameter_all_alive_at_the_step(stages):
         run = rank[0]
         assert run["weight_dtypes"] == ["torch.bfloat16"] and run["master_dtypes"] == ["torch.float32"]
         terms = _terms(0, run["params"])
-        assert (run["bf16_weights"], run["bf16_gradients"], run["fp32_gradients"], run["fp32_master"],
-                run["optimizer_states"]) == (terms["bf16_weights"], terms["bf16_gradients"], terms["fp32_gradients"],
-                                             terms["fp32_master"], terms["optimizer_states"])
+        assert (
+            run["bf16_weights"],
+            run["bf16_gradients"],
+            run["fp32_gradients"],
+            run["fp32_master"],
+            run["optimizer_states"],
+        ) == (
+            terms["bf16_weights"],
+            terms["bf16_gradients"],
+            terms["fp32_gradients"],
+            terms["fp32_master"],
+            terms["optimizer_states"],
+        )
         assert sum(terms.values()) == 20 * run["params"]
 
 
@@ -66,8 +76,11 @@ def test_stage_1_keeps_the_bf16_gradients_whole_and_partitions_the_rest(stages):
         terms = _terms(1, run["params"])
         assert run["bf16_gradients"] == terms["bf16_gradients"] == 2 * run["params"]  # whole, before the reduce
         assert (run["bf16_weights"], run["fp32_gradients"], run["fp32_master"], run["optimizer_states"]) == (
-            terms["bf16_weights"], terms["fp32_gradient_partition"], terms["fp32_master_partition"],
-            terms["optimizer_state_partition"])
+            terms["bf16_weights"],
+            terms["fp32_gradient_partition"],
+            terms["fp32_master_partition"],
+            terms["optimizer_state_partition"],
+        )
 
 
 def test_stage_2_partitions_are_the_estimators_split(stages):
@@ -76,13 +89,20 @@ def test_stage_2_partitions_are_the_estimators_split(stages):
         run = rank[2]
         terms = _terms(2, run["params"])
         assert (run["bf16_weights"], run["fp32_gradients"], run["fp32_master"], run["optimizer_states"]) == (
-            terms["bf16_weights"], terms["fp32_gradient_partition"], terms["fp32_master_partition"],
-            terms["optimizer_state_partition"])
+            terms["bf16_weights"],
+            terms["fp32_gradient_partition"],
+            terms["fp32_master_partition"],
+            terms["optimizer_state_partition"],
+        )
 
 
 def test_the_reduction_buckets_are_named_not_counted(stages):
     for rank in stages:
         for stage in (1, 2):
             run = rank[stage]
-            assert run["reduction_buckets"] == 2 * run["reduce_bucket_size"] == 2 * 500_000_000  # bf16, DeepSpeed's default
-            assert any("reduce_bucket_size" in note for note in deepspeed_memory(run["params"], WORLD_SIZE, stage).notes)
+            assert (
+                run["reduction_buckets"] == 2 * run["reduce_bucket_size"] == 2 * 500_000_000
+            )  # bf16, DeepSpeed's default
+            assert any(
+                "reduce_bucket_size" in note for note in deepspeed_memory(run["params"], WORLD_SIZE, stage).notes
+            )

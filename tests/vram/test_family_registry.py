@@ -37,8 +37,11 @@ def _config_class(model_type: str):
 def _admits_none(annotation) -> bool:
     if isinstance(annotation, str):  # postponed annotations: "int | None"
         return "None" in annotation
-    return type(None) in typing.get_args(annotation) or annotation is type(None) or (
-        isinstance(annotation, types.UnionType) and type(None) in annotation.__args__)
+    return (
+        type(None) in typing.get_args(annotation)
+        or annotation is type(None)
+        or (isinstance(annotation, types.UnionType) and type(None) in annotation.__args__)
+    )
 
 
 @pytest.mark.parametrize("model_type", FAMILIES)
@@ -57,13 +60,32 @@ def test_entry_matches_its_config_class(model_type):
 
 
 def _tiny(model_type: str) -> dict:
-    raw = {"model_type": model_type, "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8,
-           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4,
-           "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+    raw = {
+        "model_type": model_type,
+        "vocab_size": 16,
+        "hidden_size": 16,
+        "intermediate_size": 8,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 4,
+        "pad_token_id": 0,
+        "bos_token_id": 0,
+        "eos_token_id": 0,
+    }
     family = get_family(model_type)
     if family.experts is not None:
-        raw.update({family.experts.key: 2, "num_experts_per_tok": 1, "moe_intermediate_size": 4,
-                    "shared_expert_intermediate_size": 4, "n_group": 1, "topk_group": 1, "first_k_dense_replace": 1})
+        raw.update(
+            {
+                family.experts.key: 2,
+                "num_experts_per_tok": 1,
+                "moe_intermediate_size": 4,
+                "shared_expert_intermediate_size": 4,
+                "n_group": 1,
+                "topk_group": 1,
+                "first_k_dense_replace": 1,
+            }
+        )
     return raw
 
 
@@ -84,8 +106,10 @@ def test_peft_defaults_and_converted_expert_names(model_type):
     family = get_family(model_type)
     assert family.peft_targets == tuple(DEFAULTS.get(model_type, ()))
     pattern = PEFT_PATTERNS.get(model_type, _MODEL_TO_CONVERSION_PATTERN.get(model_type))
-    converted = {old: ("router" if new == "gate.weight" else new)
-                 for old, new in _MOE_TARGET_MODULE_MAPPING.get(pattern, {}).items()}
+    converted = {
+        old: ("router" if new == "gate.weight" else new)
+        for old, new in _MOE_TARGET_MODULE_MAPPING.get(pattern, {}).items()
+    }
     assert dict(family.experts.peft_v4_names if family.experts else {}) == converted
 
 
@@ -114,8 +138,15 @@ def fixture_family():
 
 
 def test_a_registered_llama_shaped_family_is_counted_like_the_model_it_describes(fixture_family):
-    raw = {"vocab_size": 40, "hidden_size": 32, "intermediate_size": 24, "num_hidden_layers": 3,
-           "num_attention_heads": 4, "num_key_value_heads": 2, "sliding_window": 5}
+    raw = {
+        "vocab_size": 40,
+        "hidden_size": 32,
+        "intermediate_size": 24,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "sliding_window": 5,
+    }
     mine = {**raw, "model_type": fixture_family.model_type}
     transformers_llama = {**raw, "model_type": "llama"}  # what the entry says the family is
     assert fixture_family.model_type in vram.families.model_types()
@@ -130,8 +161,10 @@ def test_a_registered_llama_shaped_family_is_counted_like_the_model_it_describes
         warnings.simplefilter("ignore")
         from transformers import AutoModelForCausalLM
 
-        peft_model = get_peft_model(AutoModelForCausalLM.from_config(hf_config(transformers_llama)),
-                                    LoraConfig(r=4, target_modules="all-linear"))
+        peft_model = get_peft_model(
+            AutoModelForCausalLM.from_config(hf_config(transformers_llama)),
+            LoraConfig(r=4, target_modules="all-linear"),
+        )
     assert vram.lora_adapter_params(mine, 4) == sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
 
     # KV cache: DynamicCache's sliding layers (a llama with a sliding_window slides on every layer)
@@ -173,14 +206,39 @@ def test_a_multimodal_wrapper_is_refused_saying_how_to_count_its_language_model(
 
 # --- bad input of the newer families: one line naming the key, in the CLI and the finder ----
 
-_GLM = {"model_type": "glm4_moe", "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8, "num_hidden_layers": 2,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "n_routed_experts": 4, "num_experts_per_tok": 2,
-        "moe_intermediate_size": 4}
-_DEEPSEEK = {**_GLM, "model_type": "deepseek_v3", "num_key_value_heads": 4, "n_group": 2, "topk_group": 1,
-             "first_k_dense_replace": 1, "kv_lora_rank": 8, "q_lora_rank": None, "qk_rope_head_dim": 4,
-             "qk_nope_head_dim": 4, "v_head_dim": 4}
-_LLAMA4 = {**_GLM, "model_type": "llama4_text", "intermediate_size_mlp": 8, "num_local_experts": 2,
-           "num_experts_per_tok": 1, "head_dim": 4}
+_GLM = {
+    "model_type": "glm4_moe",
+    "vocab_size": 16,
+    "hidden_size": 16,
+    "intermediate_size": 8,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 4,
+}
+_DEEPSEEK = {
+    **_GLM,
+    "model_type": "deepseek_v3",
+    "num_key_value_heads": 4,
+    "n_group": 2,
+    "topk_group": 1,
+    "first_k_dense_replace": 1,
+    "kv_lora_rank": 8,
+    "q_lora_rank": None,
+    "qk_rope_head_dim": 4,
+    "qk_nope_head_dim": 4,
+    "v_head_dim": 4,
+}
+_LLAMA4 = {
+    **_GLM,
+    "model_type": "llama4_text",
+    "intermediate_size_mlp": 8,
+    "num_local_experts": 2,
+    "num_experts_per_tok": 1,
+    "head_dim": 4,
+}
 BAD_FAMILY_CONFIGS = [
     # (config, the key the line must name, what it must say)
     ({**_GLM, "first_k_dense_replace": 3}, "first_k_dense_replace", "larger than num_hidden_layers (2)"),
@@ -214,7 +272,9 @@ def _find_key(data, key):
     return None
 
 
-@pytest.mark.parametrize("raw, key, says", BAD_FAMILY_CONFIGS, ids=[f"{r['model_type']}-{k}" for r, k, _ in BAD_FAMILY_CONFIGS])
+@pytest.mark.parametrize(
+    "raw, key, says", BAD_FAMILY_CONFIGS, ids=[f"{r['model_type']}-{k}" for r, k, _ in BAD_FAMILY_CONFIGS]
+)
 def test_a_contradictory_key_is_refused_in_one_line_naming_it(raw, key, says, tmp_path, cli):
     import json
 

@@ -59,7 +59,11 @@ def _yaml(name: str) -> dict:
     return yaml.safe_load((DATA / name).read_text(encoding="utf-8"))
 
 
-FINDER, GPUS, MODELS = _yaml("finder.yaml"), frozen("gpus"), frozen("models")["models"]  # the cards and models: the frozen test catalogue
+FINDER, GPUS, MODELS = (
+    _yaml("finder.yaml"),
+    frozen("gpus"),
+    frozen("models")["models"],
+)  # the cards and models: the frozen test catalogue
 
 
 def _config(model_key: str) -> dict:
@@ -77,24 +81,38 @@ def _sizes(cfg: dict, cards: int) -> dict[str, int]:
     model = b.model
     unique = {id(p): p for p in model.parameters()}.values()
     shard = sum(math.ceil(p.shape[0] / cards) * math.prod(p.shape[1:]) for p in unique)
-    output = sum(p.numel() for p in {id(p): p for m in (model.lm_head, model.model.norm) for p in m.parameters()}.values())
+    output = sum(
+        p.numel() for p in {id(p): p for m in (model.lm_head, model.model.norm) for p in m.parameters()}.values()
+    )
     assert len(set(b.layers)) == 1  # every decoder layer alike in these models
     layer = set(model.model.layers[0].parameters())
     # FSDP2's all-gather outputs and reduce-scatter inputs: each parameter padded to N x ceil(dim0 / N) rows
     gathered = {id(p): cards * math.ceil(p.shape[0] / cards) * math.prod(p.shape[1:]) for p in unique}
     block_gathered = sum(gathered[id(p)] for p in layer)
     root_gathered = sum(gathered.values()) - len(b.layers) * block_gathered
-    return {"P": b.total, "W": b.linear, "B": b.layers[0], "R": b.total - sum(b.layers), "O": output,
-            "S": shard, "largest": b.largest_module, "Bg": block_gathered, "Rg": root_gathered}
+    return {
+        "P": b.total,
+        "W": b.linear,
+        "B": b.layers[0],
+        "R": b.total - sum(b.layers),
+        "O": output,
+        "S": shard,
+        "largest": b.largest_module,
+        "Bg": block_gathered,
+        "Rg": root_gathered,
+    }
 
 
 def _deepspeed(stage: int, params: int, largest: int, cards: int) -> int:
     if stage == 2:
         from deepspeed.runtime.zero.stage_1_and_2 import estimate_zero2_model_states_mem_needs
+
         return int(estimate_zero2_model_states_mem_needs(params, cards, 1, cpu_offload=False)[1])
     from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
-    return int(estimate_zero3_model_states_mem_needs(params, largest, cards, 1, cpu_offload=False,
-                                                     cpu_offload_params=False)[1])
+
+    return int(
+        estimate_zero3_model_states_mem_needs(params, largest, cards, 1, cpu_offload=False, cpu_offload_params=False)[1]
+    )
 
 
 def oracle_bytes(model_key: str, cards: int, method: str) -> tuple[int, int]:
@@ -108,8 +126,9 @@ def oracle_bytes(model_key: str, cards: int, method: str) -> tuple[int, int]:
         step = 20 * s["S"]
         # gathered root and two blocks, their unpadded gradients and lm_head's, the kept
         # reduce-scatter input; or the root's reduce-scatter (its gradients in its padded input)
-        backward = 16 * s["S"] + max(2 * s["Rg"] + 4 * s["Bg"] + 2 * s["O"] + 2 * s["B"] + 4 * s["Bg"],
-                                     2 * s["R"] + 4 * s["Rg"])
+        backward = 16 * s["S"] + max(
+            2 * s["Rg"] + 4 * s["Bg"] + 2 * s["O"] + 2 * s["B"] + 4 * s["Bg"], 2 * s["R"] + 4 * s["Rg"]
+        )
     else:
         step = backward = _deepspeed(int(method[-1]), s["P"], s["largest"], cards)
     return max(step, backward), backward
@@ -120,8 +139,12 @@ def verdicts(model_key: str, per_gpu: int, backward: int) -> tuple[int, dict[str
     the card holds at backward is ``backward`` plus the reference activations."""
     ref = FINDER["settings"]["activations"]
     cfg = vram.model_config_from_dict(_config(model_key))
-    activations = {mode: vram.activation_memory(cfg, ref["seq_length"], ref["micro_batch"],
-                                                vram.default_attention(cfg), mode).peak_bytes for mode in ("none", "full")}
+    activations = {
+        mode: vram.activation_memory(
+            cfg, ref["seq_length"], ref["micro_batch"], vram.default_attention(cfg), mode
+        ).peak_bytes
+        for mode in ("none", "full")
+    }
     fits, short = {}, set()
     for key, gpu in GPUS["gpus"].items():
         usable = (gpu["memory_mib"] - GPUS["reserve_mib"]) * 2**20
@@ -142,12 +165,14 @@ def oracle_verdicts(model_key: str, cards: int, method: str) -> tuple[int, dict[
 @pytest.fixture(scope="module")
 def catalogue(frozen_data_dir):
     from hooks.finder import compute as finder
+
     return finder.load_catalogue(frozen_data_dir)
 
 
 def finder_answer(catalogue, model_key: str, cards: int, method: str) -> tuple[float, dict[str, str], set[str]]:
     """What the finder shows for one choice (the one place this test reads hooks/finder/compute.py)."""
     from hooks.finder import compute as finder
+
     found = finder.result(catalogue, model_key, TASK, cards, method)
     return found["per_gpu_gb"], {f["gpu"]: f["recompute"] for f in found["fits"]}, {s["gpu"] for s in found["short"]}
 
@@ -176,8 +201,10 @@ def test_the_default_view_needs_the_step():
     assert per_gpu > h200 and "h200" not in fits
 
 
-@pytest.mark.parametrize("model_key, cards, method, gpu", [("qwen3-32b", 4, "fsdp2-reshard", "h200"),
-                                                           ("gpt-oss-20b", 4, "fsdp2-reshard", "rtx-pro-6000")])
+@pytest.mark.parametrize(
+    "model_key, cards, method, gpu",
+    [("qwen3-32b", 4, "fsdp2-reshard", "h200"), ("gpt-oss-20b", 4, "fsdp2-reshard", "rtx-pro-6000")],
+)
 def test_the_issues_broken_fits_do_not_fit_by_the_oracle(model_key, cards, method, gpu):
     """Issue 17: 'fits' verdicts the foreach step breaks (20·S per card under FSDP2)."""
     per_gpu, fits, short = oracle_verdicts(model_key, cards, method)
@@ -230,8 +257,12 @@ def _lora_cases() -> list[tuple[str, str, int, str]]:
     """Two seeded draws per task and method: one on several cards (where the stages differ),
     one on any number of cards."""
     rng, cards = random.Random(54), FINDER["settings"]["cards"]
-    drawn = [(rng.choice(sorted(MODELS)), task, rng.choice(pick), method)
-             for task in LORA_TASKS for method in LORA_METHODS for pick in ([n for n in cards if n > 1], cards)]
+    drawn = [
+        (rng.choice(sorted(MODELS)), task, rng.choice(pick), method)
+        for task in LORA_TASKS
+        for method in LORA_METHODS
+        for pick in ([n for n in cards if n > 1], cards)
+    ]
     return LORA_NAMED + sorted(set(drawn) - set(LORA_NAMED))
 
 
@@ -262,18 +293,22 @@ def _lora_sizes(model_key: str) -> dict[str, int]:
     model, params = whole.model, whole.total
     assert len(set(whole.layers)) == 1, "the decoder layers differ: one layer's adapters times the layers does not hold"
     skip = get_keys_to_not_convert(model)
-    quantized = [m.weight.numel() for name, m in model.named_modules()
-                 if type(m) is torch.nn.Linear and should_convert_module(name, skip)]
+    quantized = [
+        m.weight.numel()
+        for name, m in model.named_modules()
+        if type(m) is torch.nn.Linear and should_convert_module(name, skip)
+    ]
     packed = sum(n // 2 for n in quantized)
-    constants = sum(math.ceil(n / NF4_BLOCK) + 4 * math.ceil(math.ceil(n / NF4_BLOCK) / NESTED_BLOCK) + NF4_TABLES
-                    for n in quantized)
+    constants = sum(
+        math.ceil(n / NF4_BLOCK) + 4 * math.ceil(math.ceil(n / NF4_BLOCK) / NESTED_BLOCK) + NF4_TABLES
+        for n in quantized
+    )
     with warnings.catch_warnings(), torch.device("meta"):
         warnings.simplefilter("ignore")
         peft_model = get_peft_model(_meta_model(_one_layer(cfg)), LoraConfig(r=LORA_RANK, target_modules="all-linear"))
     assert all(".layers.0." in name for name, p in peft_model.named_parameters() if p.requires_grad)
     adapters = cfg["num_hidden_layers"] * sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
-    return {"P": params, "A": adapters, "packed": packed, "constants": constants,
-            "rest": 2 * (params - sum(quantized))}
+    return {"P": params, "A": adapters, "packed": packed, "constants": constants, "rest": 2 * (params - sum(quantized))}
 
 
 def lora_oracle_bytes(model_key: str, task: str, cards: int, method: str) -> int:

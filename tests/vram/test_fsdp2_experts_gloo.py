@@ -26,9 +26,18 @@ HERE = Path(__file__).resolve().parent
 WORKER = HERE / "fsdp2_experts_worker.py"
 WORLD_SIZE = 3
 EXPERTS = 4
-MIXTRAL = {"model_type": "mixtral", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
-           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-           "num_local_experts": EXPERTS, "num_experts_per_tok": 2, "tie_word_embeddings": False}
+MIXTRAL = {
+    "model_type": "mixtral",
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "num_local_experts": EXPERTS,
+    "num_experts_per_tok": 2,
+    "tie_word_embeddings": False,
+}
 # fork_ranks.py imports torch before forking (the session zygote's import); transformers' Mixtral there too
 PRELOAD_MIXTRAL = "--preload=transformers,transformers.models.mixtral.modeling_mixtral"
 
@@ -59,8 +68,11 @@ def test_three_ranks_shard_every_parameter(reports, shape):
     experts = [i for i, dims in enumerate(reports[0]["shapes"]) if len(dims) == 3]
     assert experts and all(reports[0]["shapes"][i][0] == EXPERTS for i in experts)
     # torch.chunk on dim 0: 2, 2 and 0 experts on ranks 0, 1, 2
-    assert [[r["local_rows"][i] for i in experts] for r in reports] == [[2] * len(experts), [2] * len(experts),
-                                                                         [0] * len(experts)]
+    assert [[r["local_rows"][i] for i in experts] for r in reports] == [
+        [2] * len(experts),
+        [2] * len(experts),
+        [0] * len(experts),
+    ]
 
 
 def test_rank0_holds_ceil_e_over_n_experts_as_the_calculator_says(reports, shape):

@@ -35,8 +35,9 @@ WORKER = Path(__file__).resolve().parent / "fsdp2_padding_worker.py"
 def report(zygote, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("fsdp2_padding") / "report.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
-    proc = subprocess.run([sys.executable, *zygote_worker(zygote, WORKER), str(out)], capture_output=True, text=True,
-                          timeout=600, env=env)
+    proc = subprocess.run(
+        [sys.executable, *zygote_worker(zygote, WORKER), str(out)], capture_output=True, text=True, timeout=600, env=env
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(out.read_text())
 
@@ -51,7 +52,11 @@ def test_fsdp2_buffers_at_their_peak_with_padded_parameters(report, name):
     shape = vram.model_shape(vram.model_config_from_dict(data["config"]))
     sizes = data["sizes"]
     assert (shape.params, shape.decoder_layer_params, shape.root_params, shape.output_params) == (
-        sizes["params"], sizes["block"], sizes["root"], sizes["output"])
+        sizes["params"],
+        sizes["block"],
+        sizes["root"],
+        sizes["output"],
+    )
     memory = vram.fsdp2_memory(shape, n, stage)
     gathered_model = vram.fsdp2.gathered_sizes(shape, n)[0]
     unsharded = 2 * gathered_model if stage == 2 else 0  # stage 2's bf16 weights, all-gather outputs
@@ -74,9 +79,15 @@ def test_what_padding_adds_by_hand(report):
     data = report["e8_n6_stage3"]
     s = data["sizes"]
     padded_block = s["block"] + (12 - 8) * (192 * 48 + 48 * 96 + 48)
-    assert vram.fsdp2.gathered_sizes(vram.model_shape(vram.model_config_from_dict(data["config"])), 6)[2] == padded_block
-    assert data["peak_parts"] == {"params": 2 * s["root"] + 4 * padded_block, "grads": 2 * s["output"] + 2 * s["block"],
-                                  "reduce_scatter": 4 * padded_block, "in_flight": 0}
+    assert (
+        vram.fsdp2.gathered_sizes(vram.model_shape(vram.model_config_from_dict(data["config"])), 6)[2] == padded_block
+    )
+    assert data["peak_parts"] == {
+        "params": 2 * s["root"] + 4 * padded_block,
+        "grads": 2 * s["output"] + 2 * s["block"],
+        "reduce_scatter": 4 * padded_block,
+        "in_flight": 0,
+    }
 
 
 def test_mixtral_8x7b_on_6_gpus_gathers_12_experts(local_configs):

@@ -130,8 +130,11 @@ def test_shard_grad_op_mixed_precision_is_2p_plus_16p_over_n_per_rank(reports, l
     for report in reports:
         data = report["llama_reshard_false"]
         assert data["param_dtypes"] == ["torch.float32"]  # the sharded parameters stay fp32
-        measured = (data["weights_bytes"] + data["unsharded_after_forward_bytes"], data["gradients_bytes"],
-                    data["optimizer_bytes"])
+        measured = (
+            data["weights_bytes"] + data["unsharded_after_forward_bytes"],
+            data["gradients_bytes"],
+            data["optimizer_bytes"],
+        )
         assert measured == (calc.weights_bytes, calc.gradients_bytes, calc.optimizer_bytes)
         assert sum(measured) == calc.model_states_bytes == 7_760_640
     assert vram.model_states_per_gpu(LLAMA_P, WORLD_SIZE, 2).total_bytes == 6_984_576  # the paper mapping
@@ -155,9 +158,14 @@ def test_full_shard_persistent_states_and_the_root_after_forward(reports, llama_
 # scenario -> zero_stage; each moment of vram.fsdp2.working_moments (and each
 # form of the block's) is the largest in at least one of them (what the peak is made of is asserted below, by hand).
 PEAK_SCENARIOS = {
-    "llama_reshard_true": 3, "llama_reshard_true_root_true": 3, "llama_reshard_false": 2,
-    "llama_reshard_true_wide_vocab": 3, "llama_reshard_false_wide_vocab": 2,
-    "llama_reshard_true_one_layer": 3, "llama_reshard_false_one_layer": 2, "llama_reshard_true_two_layers": 3,
+    "llama_reshard_true": 3,
+    "llama_reshard_true_root_true": 3,
+    "llama_reshard_false": 2,
+    "llama_reshard_true_wide_vocab": 3,
+    "llama_reshard_false_wide_vocab": 2,
+    "llama_reshard_true_one_layer": 3,
+    "llama_reshard_false_one_layer": 2,
+    "llama_reshard_true_two_layers": 3,
 }
 
 
@@ -171,7 +179,11 @@ def test_fsdp2_buffers_at_their_peak_are_the_working_set(reports, scenario):
     calc = vram.fsdp2_memory(shape, WORLD_SIZE, stage)
     sizes = reports[0][scenario]["sizes"]
     assert (shape.params, shape.decoder_layer_params, shape.root_params, shape.output_params) == (
-        sizes["params"], sizes["block"], sizes["root"], sizes["output"])
+        sizes["params"],
+        sizes["block"],
+        sizes["root"],
+        sizes["output"],
+    )
     unsharded_weights = 2 * sizes["params"] if stage == 2 else 0
     for report in reports:
         assert report[scenario]["peak_fsdp_buffers_bytes"] == calc.backward_working_bytes + unsharded_weights
@@ -185,24 +197,41 @@ def test_what_the_peaks_are_made_of(reports):
     bf16 gradients inside its fp32 input, no weight gathered. One wide layer: its own
     reduce-scatter, the root gathered. SHARD_GRAD_OP: the whole model gathered but the block
     being reduced."""
+
     def parts(scenario):
         data = reports[0][scenario]
         return data["sizes"], data["peak_parts"]
 
     s, peak = parts("llama_reshard_true")
-    assert peak == {"params": 2 * s["root"] + 4 * s["block"], "grads": 2 * s["output"] + 2 * s["block"],
-                    "reduce_scatter": 4 * s["block"], "in_flight": 0}
+    assert peak == {
+        "params": 2 * s["root"] + 4 * s["block"],
+        "grads": 2 * s["output"] + 2 * s["block"],
+        "reduce_scatter": 4 * s["block"],
+        "in_flight": 0,
+    }
     s, peak = parts("llama_reshard_true_wide_vocab")
     assert peak == {"params": 0, "grads": 0, "reduce_scatter": 0, "in_flight": 2 * s["root"] + 4 * s["root"]}
     s, peak = parts("llama_reshard_true_two_layers")
-    assert peak == {"params": 2 * s["root"] + 2 * s["block"], "grads": 2 * s["output"], "reduce_scatter": 0,
-                    "in_flight": 2 * s["block"] + 4 * s["block"]}
+    assert peak == {
+        "params": 2 * s["root"] + 2 * s["block"],
+        "grads": 2 * s["output"],
+        "reduce_scatter": 0,
+        "in_flight": 2 * s["block"] + 4 * s["block"],
+    }
     s, peak = parts("llama_reshard_true_one_layer")
-    assert peak == {"params": 2 * s["root"], "grads": 2 * s["output"], "reduce_scatter": 0,
-                    "in_flight": 2 * s["block"] + 4 * s["block"]}
+    assert peak == {
+        "params": 2 * s["root"],
+        "grads": 2 * s["output"],
+        "reduce_scatter": 0,
+        "in_flight": 2 * s["block"] + 4 * s["block"],
+    }
     s, peak = parts("llama_reshard_false")
-    assert peak == {"params": 2 * (s["params"] - s["block"]), "grads": 2 * s["output"], "reduce_scatter": 0,
-                    "in_flight": 2 * s["block"] + 4 * s["block"]}
+    assert peak == {
+        "params": 2 * (s["params"] - s["block"]),
+        "grads": 2 * s["output"],
+        "reduce_scatter": 0,
+        "in_flight": 2 * s["block"] + 4 * s["block"],
+    }
 
 
 def test_ddp_buckets_are_a_second_copy_of_the_gradients_unless_viewed(reports, llama_shape):
@@ -225,8 +254,14 @@ def test_gradient_accumulation_repeats_what_the_frameworks_repeat(reports):
     the last micro-batch, and accumulates into the gradients it holds. ``vram.timing`` counts the
     same: a step of N micro-batches is N x the collectives of one under FSDP2 (``micro_share`` 1),
     once under DDP (0), with N x the compute either way."""
-    card = vram.catalogue.Card("card", "card", 100.0, 1000.0, vram.catalogue.Bandwidth("peer", 10.0, 20.0),
-                               vram.catalogue.Bandwidth("host", 5.0, 10.0))
+    card = vram.catalogue.Card(
+        "card",
+        "card",
+        100.0,
+        1000.0,
+        vram.catalogue.Bandwidth("peer", 10.0, 20.0),
+        vram.catalogue.Bandwidth("host", 5.0, 10.0),
+    )
     config = vram.model_config_from_dict(reports[0]["llama_config"])
     for report in reports:
         accumulation = report["accumulation"]
@@ -239,9 +274,12 @@ def test_gradient_accumulation_repeats_what_the_frameworks_repeat(reports):
             share = vram.timing.micro_share(framework, stage)
             assert reducing == ([True] * len(micro) if share == 1 else [False] * (len(micro) - 1) + [True])
             one = vram.timing.training_step(config, card, WORLD_SIZE, stage, framework=framework)
-            accumulated = vram.timing.training_step(config, card, WORLD_SIZE, stage, grad_accum=len(micro),
-                                                    framework=framework)
-            assert accumulated.communication.as_list() == pytest.approx([sum(reducing) * t for t in one.communication.as_list()])
+            accumulated = vram.timing.training_step(
+                config, card, WORLD_SIZE, stage, grad_accum=len(micro), framework=framework
+            )
+            assert accumulated.communication.as_list() == pytest.approx(
+                [sum(reducing) * t for t in one.communication.as_list()]
+            )
             assert accumulated.compute.as_list() == pytest.approx([len(micro) * t for t in one.compute.as_list()])
             assert accumulated.tokens_per_gpu == len(micro) * one.tokens_per_gpu
         first, last = accumulation["fsdp2"]["micro_batches"]

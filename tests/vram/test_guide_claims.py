@@ -80,7 +80,9 @@ def zero3():
     logging.getLogger("DeepSpeed").setLevel(logging.ERROR)
     from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
 
-    return lambda params, largest, n: estimate_zero3_model_states_mem_needs(params, largest, n, 1, False, False, True, 1)[1]
+    return lambda params, largest, n: estimate_zero3_model_states_mem_needs(
+        params, largest, n, 1, False, False, True, 1
+    )[1]
 
 
 def _shape(name: str) -> vram.ModelShape:

@@ -40,12 +40,22 @@ def llama():
 
 
 def _job(config: str, cards: int, stage: int, offload: str, ram: dict) -> dict:
-    return {"kind": "training", "config": config, "cards": cards, "framework": "deepspeed", "zero_stage": stage,
-            "offload": offload, "gpus": CARDS, "reserve_mib": RESERVE_MIB, "host_ram_gb": ram}
+    return {
+        "kind": "training",
+        "config": config,
+        "cards": cards,
+        "framework": "deepspeed",
+        "zero_stage": stage,
+        "offload": offload,
+        "gpus": CARDS,
+        "reserve_mib": RESERVE_MIB,
+        "host_ram_gb": ram,
+    }
 
 
-@pytest.mark.parametrize("cards, stage, offload", [(4, 3, "optimizer"), (8, 3, "optimizer+params"), (2, 2, "optimizer"),
-                                                   (4, 2, "optimizer")])
+@pytest.mark.parametrize(
+    "cards, stage, offload", [(4, 3, "optimizer"), (8, 3, "optimizer+params"), (2, 2, "optimizer"), (4, 2, "optimizer")]
+)
 def test_the_verdict_flips_at_the_estimators_cpu_bytes(estimators, llama, cards, stage, offload):
     zero2, zero3 = estimators
     answer = answer_job(_job(llama, cards, stage, offload, {}))
@@ -76,9 +86,23 @@ def test_a_bad_machine_ram_names_the_field(llama, ram):
 
 
 def test_the_command_line_gives_the_same_verdict(cli, llama):
-    flags = ["job", "--config", str(MODELS / "llama-3.1-8b.json"), "--cards", "4", "--framework", "deepspeed",
-             "--zero-stage", "3", "--offload", "optimizer", *[f"--gpu={c['key']}={c['memory_mib']}" for c in CARDS], f"--reserve-mib={RESERVE_MIB}",
-             "--host-ram", "h100=128"]
+    flags = [
+        "job",
+        "--config",
+        str(MODELS / "llama-3.1-8b.json"),
+        "--cards",
+        "4",
+        "--framework",
+        "deepspeed",
+        "--zero-stage",
+        "3",
+        "--offload",
+        "optimizer",
+        *[f"--gpu={c['key']}={c['memory_mib']}" for c in CARDS],
+        f"--reserve-mib={RESERVE_MIB}",
+        "--host-ram",
+        "h100=128",
+    ]
     proc = cli(*flags, "--json")
     assert proc.returncode == 0, proc.stderr
     expected = answer_job(_job(llama, 4, 3, "optimizer", {"h100": 128}))

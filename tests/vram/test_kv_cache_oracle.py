@@ -17,8 +17,17 @@ import torch
 
 import vram
 
-BASE = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 16, "num_hidden_layers": 4,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+BASE = {
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 16,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "pad_token_id": 0,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+}
 WINDOW = 5
 FAMILIES = {
     "llama": {},
@@ -38,19 +47,52 @@ FAMILIES = {
     "olmo2": {},
     "olmo3": {"sliding_window": WINDOW},
     "glm4": {"head_dim": 8},
-    "qwen2_moe": {"use_sliding_window": True, "sliding_window": WINDOW, "max_window_layers": 4, "num_experts": 2,
-                  "num_experts_per_tok": 1, "moe_intermediate_size": 8, "shared_expert_intermediate_size": 8},
+    "qwen2_moe": {
+        "use_sliding_window": True,
+        "sliding_window": WINDOW,
+        "max_window_layers": 4,
+        "num_experts": 2,
+        "num_experts_per_tok": 1,
+        "moe_intermediate_size": 8,
+        "shared_expert_intermediate_size": 8,
+    },
     "olmoe": {"num_experts": 2, "num_experts_per_tok": 1},
     "glm4_moe": {"n_routed_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 8, "use_qk_norm": True},
     # chunked RoPE layers (a window of the chunk in DynamicCache), every second layer full without RoPE
-    "llama4_text": {"head_dim": 8, "num_local_experts": 2, "intermediate_size_mlp": 16, "attention_chunk_size": WINDOW,
-                    "no_rope_layer_interval": 2, "interleave_moe_layer_step": 2},
+    "llama4_text": {
+        "head_dim": 8,
+        "num_local_experts": 2,
+        "intermediate_size_mlp": 16,
+        "attention_chunk_size": WINDOW,
+        "no_rope_layer_interval": 2,
+        "interleave_moe_layer_step": 2,
+    },
     # latent attention: the cache keeps a latent of 12 and a rotary key of 4 per token and layer
-    "deepseek_v3": {"num_key_value_heads": 4, "n_routed_experts": 2, "num_experts_per_tok": 1, "n_group": 1,
-                    "topk_group": 1, "moe_intermediate_size": 8, "kv_lora_rank": 12, "qk_rope_head_dim": 4,
-                    "qk_nope_head_dim": 6, "v_head_dim": 5, "q_lora_rank": 8, "first_k_dense_replace": 1},
+    "deepseek_v3": {
+        "num_key_value_heads": 4,
+        "n_routed_experts": 2,
+        "num_experts_per_tok": 1,
+        "n_group": 1,
+        "topk_group": 1,
+        "moe_intermediate_size": 8,
+        "kv_lora_rank": 12,
+        "qk_rope_head_dim": 4,
+        "qk_nope_head_dim": 6,
+        "v_head_dim": 5,
+        "q_lora_rank": 8,
+        "first_k_dense_replace": 1,
+    },
 }
-NO_WINDOW = ("llama", "qwen3_moe", "granite", "olmo2", "glm4", "olmoe", "glm4_moe", "deepseek_v3")  # no sliding layer in these configs
+NO_WINDOW = (
+    "llama",
+    "qwen3_moe",
+    "granite",
+    "olmo2",
+    "glm4",
+    "olmoe",
+    "glm4_moe",
+    "deepseek_v3",
+)  # no sliding layer in these configs
 BATCH, PREFILL = 2, 9  # longer than the window
 
 
@@ -103,8 +145,10 @@ def test_sliding_layers_show_w_minus_1_tokens_and_keep_the_prefill_until_the_fir
 
 
 def test_every_family_with_a_window_has_sliding_layers():
-    kinds = {family: vram.model_config_from_dict({**BASE, **extra, "model_type": family}).layer_types
-             for family, extra in FAMILIES.items()}
+    kinds = {
+        family: vram.model_config_from_dict({**BASE, **extra, "model_type": family}).layer_types
+        for family, extra in FAMILIES.items()
+    }
     windowed = {f for f, k in kinds.items() if "sliding_attention" in k or "chunked_attention" in k}
     assert windowed == set(FAMILIES) - set(NO_WINDOW)
     assert kinds["gemma2"] == ("sliding_attention", "full_attention") * 2  # Gemma2Config: every second layer full
@@ -135,7 +179,9 @@ def test_edge_lengths_while_decoding_token_by_token(family, window):
                 out = model(torch.randint(1, 64, (BATCH, 1)), past_key_values=out.past_key_values, use_cache=True)
             measured[tokens] = _storage_and_view_bytes(out.past_key_values)[0]
     config = {**cfg, "model_type": family}
-    assert {t: vram.kv_cache_bytes(config, t, BATCH, "bf16", server="transformers-decoding") for t in measured} == measured
+    assert {
+        t: vram.kv_cache_bytes(config, t, BATCH, "bf16", server="transformers-decoding") for t in measured
+    } == measured
 
 
 def test_transformers_right_after_the_prefill_is_the_server_option(run):
@@ -155,8 +201,14 @@ def test_deepseek_v3_latent_cache_as_vllm_reserves_it():
     reserves block_size x 1 x head_size x dtype bytes per block of 16 tokens, all T tokens (a
     full-attention spec), with no separate K and V. DeepSeek-V3 (61 layers, 512 + 64) in bf16 at
     T = 1,000: 63 blocks of 16 tokens per layer."""
-    raw = {**BASE, **FAMILIES["deepseek_v3"], "model_type": "deepseek_v3", "num_hidden_layers": 61,
-           "kv_lora_rank": 512, "qk_rope_head_dim": 64}
+    raw = {
+        **BASE,
+        **FAMILIES["deepseek_v3"],
+        "model_type": "deepseek_v3",
+        "num_hidden_layers": 61,
+        "kv_lora_rank": 512,
+        "qk_rope_head_dim": 64,
+    }
     assert vram.kv_cache_bytes(raw, 1000, 1, "bf16", server="vllm") == 61 * 63 * 16 * 1 * (512 + 64) * 2
     assert vram.kv_cache_bytes_per_token(raw) == 61 * (512 + 64) * 2  # 70,272 B
     # tensor parallel does not split the latent: each GPU keeps it whole
@@ -169,8 +221,16 @@ def test_llama4_chunked_layers_as_vllm_reserves_them():
     max_num_batched_tokens, T) tokens in blocks of 16, no extra block; the no-RoPE layers are
     full. Llama 4 Scout's 48 layers, 8 KV heads of 128, chunks of 8,192, 36 chunked and 12 full,
     at T = 32,768 with vLLM's default prefill chunk of 2,048: 36 x 10,240 + 12 x 32,768 tokens."""
-    raw = {**BASE, "model_type": "llama4_text", "num_hidden_layers": 48, "num_attention_heads": 40,
-           "num_key_value_heads": 8, "head_dim": 128, "num_local_experts": 2, "intermediate_size_mlp": 16}
+    raw = {
+        **BASE,
+        "model_type": "llama4_text",
+        "num_hidden_layers": 48,
+        "num_attention_heads": 40,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "num_local_experts": 2,
+        "intermediate_size_mlp": 16,
+    }
     per_token_layer = 2 * 8 * 128 * 2
     assert vram.kv_cache_bytes(raw, 32768) == (36 * 10240 + 12 * 32768) * per_token_layer
     assert vram.kv_cache_bytes(raw, 32768, server="transformers-decoding") == (36 * 8192 + 12 * 32768) * per_token_layer

@@ -27,7 +27,9 @@ def test_fp32_doubles_it():
     assert load_host_ram(LLAMA_31_8B_PARAMS, 1, "fp32").per_process_bytes == 2 * LLAMA_31_8B_SAFETENSORS_BYTES
 
 
-@pytest.mark.parametrize("params, world_size, dtype", [(0, 8, "bf16"), (8, 0, "bf16"), (8, 8, "bf17"), (True, 8, "bf16")])
+@pytest.mark.parametrize(
+    "params, world_size, dtype", [(0, 8, "bf16"), (8, 0, "bf16"), (8, 8, "bf17"), (True, 8, "bf16")]
+)
 def test_bad_arguments(params, world_size, dtype):
     with pytest.raises(ValueError):
         load_host_ram(params, world_size, dtype)
@@ -35,5 +37,7 @@ def test_bad_arguments(params, world_size, dtype):
 
 @pytest.mark.parametrize("lang, every_rank, rank0", [("it", "128 GB", "16 GB"), ("fr", "128 Go", "16 Go")])
 def test_placeholder_as_the_guide_writes_it(lang, every_rank, rank0):
-    text = render_markdown("{{ load_host_ram params=8e9 world_size=8 }} {{ load_host_ram params=8e9 world_size=8 rank0_only=1 }}", lang)
+    text = render_markdown(
+        "{{ load_host_ram params=8e9 world_size=8 }} {{ load_host_ram params=8e9 world_size=8 rank0_only=1 }}", lang
+    )
     assert text.replace("\u202f", " ").replace("\u00a0", " ") == f"{every_rank} {rank0}"

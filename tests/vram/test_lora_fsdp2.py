@@ -65,9 +65,17 @@ def test_persistent_shards(reports, scenario):
     """bf16 base shards 2Pb/N; fp32 adapter shards, fp32 gradient shards, AdamW states: 16A/N."""
     for report in reports:
         data, calc = report[scenario], _calc(report, scenario)
-        assert (data["base_weights_bytes"], data["adapter_weights_bytes"], data["gradients_bytes"],
-                data["optimizer_bytes"]) == (calc.base_weights_bytes, calc.adapter_weights_bytes,
-                                             calc.adapter_gradients_bytes, calc.adapter_optimizer_bytes)
+        assert (
+            data["base_weights_bytes"],
+            data["adapter_weights_bytes"],
+            data["gradients_bytes"],
+            data["optimizer_bytes"],
+        ) == (
+            calc.base_weights_bytes,
+            calc.adapter_weights_bytes,
+            calc.adapter_gradients_bytes,
+            calc.adapter_optimizer_bytes,
+        )
         assert calc.states_bytes == (2 * data["sizes"]["base"] + 16 * data["sizes"]["adapters"]) // WORLD_SIZE
 
 
@@ -87,11 +95,19 @@ def test_what_the_lora_peaks_are_made_of(reports):
         s = report["reshard_foreach"]["sizes"]
         block, a = s["block_base"] + s["block_adapters"], s["block_adapters"]
         assert report["reshard_foreach"]["peak_parts"] == {
-            "params": 2 * s["root"] + 4 * block, "grads": 2 * a, "reduce_scatter": 4 * a, "in_flight": 0}
+            "params": 2 * s["root"] + 4 * block,
+            "grads": 2 * a,
+            "reduce_scatter": 4 * a,
+            "in_flight": 0,
+        }
         assert report["reshard_foreach"]["unsharded_after_forward_bytes"] == 2 * s["root"]
         everything = s["base"] + s["adapters"]
         assert report["keep_fused"]["peak_parts"] == {
-            "params": 2 * everything + 2 * block, "grads": 0, "reduce_scatter": 0, "in_flight": 0}
+            "params": 2 * everything + 2 * block,
+            "grads": 0,
+            "reduce_scatter": 0,
+            "in_flight": 0,
+        }
         assert report["keep_fused"]["unsharded_after_forward_bytes"] == 2 * everything
         # adapters over twice the base of a block: its reduce-scatter holds the most (the block
         # resharded, its bf16 gradients copied into its fp32 input), as for a full model
@@ -99,7 +115,11 @@ def test_what_the_lora_peaks_are_made_of(reports):
         block, a, everything = s["block_base"] + s["block_adapters"], s["block_adapters"], s["base"] + s["adapters"]
         assert a > 2 * s["block_base"]
         assert report["keep_wide_rank"]["peak_parts"] == {
-            "params": 2 * everything - 2 * block, "grads": 0, "reduce_scatter": 0, "in_flight": 2 * a + 4 * a}
+            "params": 2 * everything - 2 * block,
+            "grads": 0,
+            "reduce_scatter": 0,
+            "in_flight": 2 * a + 4 * a,
+        }
 
 
 @pytest.mark.parametrize("scenario", STAGES)
@@ -119,8 +139,15 @@ def test_the_step_allocates_the_states_and_the_temporary(reports, scenario):
 
 
 def _job(config: dict, stage: int, **extra) -> dict:  # rank 8, as the worker's first two runs
-    return {"kind": "lora", "config": config, "cards": WORLD_SIZE, "framework": "fsdp2", "zero_stage": stage,
-            "rank": 8, **extra}
+    return {
+        "kind": "lora",
+        "config": config,
+        "cards": WORLD_SIZE,
+        "framework": "fsdp2",
+        "zero_stage": stage,
+        "rank": 8,
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("scenario", ["reshard_foreach", "keep_fused"])
@@ -132,8 +159,10 @@ def test_the_job_offers_it(reports, scenario):
     assert answer["per_gpu_bytes"] == calc.per_gpu_bytes
     assert answer["backward_bytes"] == calc.backward_bytes
     assert dict((k, v) for k, v, _ in answer["parts"]) == {
-        "base": calc.base_weights_bytes, "working": calc.per_gpu_bytes - calc.states_bytes,
-        "adapters": calc.adapter_weights_bytes + calc.adapter_gradients_bytes + calc.adapter_optimizer_bytes}
+        "base": calc.base_weights_bytes,
+        "working": calc.per_gpu_bytes - calc.states_bytes,
+        "adapters": calc.adapter_weights_bytes + calc.adapter_gradients_bytes + calc.adapter_optimizer_bytes,
+    }
 
 
 def test_what_is_not_modelled_is_refused(reports):
@@ -145,9 +174,17 @@ def test_what_is_not_modelled_is_refused(reports):
         answer_job(_job(config, 1))
     with pytest.raises(JobError, match="decoder layers"):
         answer_job(_job({**config, "num_hidden_layers": 2}, 3))
-    mixtral = {"model_type": "mixtral", "vocab_size": 96, "hidden_size": 32, "intermediate_size": 96,
-               "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
-               "num_local_experts": 4, "num_experts_per_tok": 2}
+    mixtral = {
+        "model_type": "mixtral",
+        "vocab_size": 96,
+        "hidden_size": 32,
+        "intermediate_size": 96,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+    }
     with pytest.raises(JobError, match="expert"):
         answer_job(_job(mixtral, 3))
     assert answer_job(_job(mixtral, 3, targets="q_proj,v_proj"))["per_gpu_bytes"] > 0

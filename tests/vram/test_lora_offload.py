@@ -45,7 +45,8 @@ def zero3():
     from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
 
     return lambda params, largest, n, offload_params: estimate_zero3_model_states_mem_needs(
-        params, largest, n, 1, True, offload_params, True, 1)
+        params, largest, n, 1, True, offload_params, True, 1
+    )
 
 
 @pytest.mark.parametrize("config", [LLAMA_2_7B, QWEN_05B], ids=["llama-2-7b", "qwen2.5-0.5b"])
@@ -70,8 +71,17 @@ def test_deepspeed_zero3_offload_is_the_estimators(zero3, config, base_dtype, of
 
 def test_the_job_reports_the_host_bytes_and_checks_the_machines_ram(zero3):
     """The verdict flips exactly at the host bytes, given in whole GB, as for a full training's offload."""
-    job = {"kind": "lora", "config": LLAMA_2_7B, "cards": 4, "framework": "deepspeed", "zero_stage": 3,
-           "offload": "optimizer+params", "base_dtype": "bf16", "gpus": CARDS, "reserve_mib": RESERVE_MIB}
+    job = {
+        "kind": "lora",
+        "config": LLAMA_2_7B,
+        "cards": 4,
+        "framework": "deepspeed",
+        "zero_stage": 3,
+        "offload": "optimizer+params",
+        "base_dtype": "bf16",
+        "gpus": CARDS,
+        "reserve_mib": RESERVE_MIB,
+    }
     answer = answer_job(job)
     memory = vram.lora_offload_memory(LLAMA_2_7B, 16, 4, "deepspeed", 3, True)
     assert answer["host_bytes"] == memory.host_bytes and answer["per_gpu_bytes"] == memory.per_gpu_bytes
@@ -82,15 +92,26 @@ def test_the_job_reports_the_host_bytes_and_checks_the_machines_ram(zero3):
         assert [fit["host_ram"] for fit in found["fits"] + found["short"]] == [{"machine_gb": ram, "holds": holds}]
 
 
-@pytest.mark.parametrize("framework, stage, offload", [
-    ("fsdp2", 3, "optimizer"),  # CPUOffloadPolicy offloads everything together
-    ("fsdp2", 0, "optimizer+params"),  # DDP has no offload
-    ("deepspeed", 2, "optimizer"),  # modelled at ZeRO-3 only
-    ("deepspeed", 1, "optimizer+params"),
-])
+@pytest.mark.parametrize(
+    "framework, stage, offload",
+    [
+        ("fsdp2", 3, "optimizer"),  # CPUOffloadPolicy offloads everything together
+        ("fsdp2", 0, "optimizer+params"),  # DDP has no offload
+        ("deepspeed", 2, "optimizer"),  # modelled at ZeRO-3 only
+        ("deepspeed", 1, "optimizer+params"),
+    ],
+)
 def test_an_offload_not_modelled_is_refused_in_one_line(framework, stage, offload):
-    job = {"kind": "lora", "config": LLAMA_2_7B, "cards": 2, "framework": framework, "zero_stage": stage,
-           "offload": offload, "gpus": CARDS, "reserve_mib": RESERVE_MIB}
+    job = {
+        "kind": "lora",
+        "config": LLAMA_2_7B,
+        "cards": 2,
+        "framework": framework,
+        "zero_stage": stage,
+        "offload": offload,
+        "gpus": CARDS,
+        "reserve_mib": RESERVE_MIB,
+    }
     with pytest.raises(JobError) as refused:
         answer_job(job)
     assert (refused.value.field, refused.value.code) == ("offload", "not_offered")
@@ -106,18 +127,43 @@ def states_on_gpu(answer: dict) -> int:
 
 def test_a_lora_offload_is_never_ignored():
     """Every offload the job accepts changes where the bytes are: fewer states on the GPU, some on the host."""
-    for framework, stage, offload in (("fsdp2", 3, "optimizer+params"), ("fsdp2", 2, "optimizer+params"),
-                                      ("deepspeed", 3, "optimizer"), ("deepspeed", 3, "optimizer+params")):
-        job = {"kind": "lora", "config": LLAMA_2_7B, "cards": 2, "framework": framework, "zero_stage": stage,
-               "base_dtype": "nf4", "gpus": CARDS, "reserve_mib": RESERVE_MIB}
+    for framework, stage, offload in (
+        ("fsdp2", 3, "optimizer+params"),
+        ("fsdp2", 2, "optimizer+params"),
+        ("deepspeed", 3, "optimizer"),
+        ("deepspeed", 3, "optimizer+params"),
+    ):
+        job = {
+            "kind": "lora",
+            "config": LLAMA_2_7B,
+            "cards": 2,
+            "framework": framework,
+            "zero_stage": stage,
+            "base_dtype": "nf4",
+            "gpus": CARDS,
+            "reserve_mib": RESERVE_MIB,
+        }
         kept, offloaded = answer_job(job), answer_job({**job, "offload": offload})
         assert offloaded["host_bytes"] > 0 == kept["host_bytes"], (framework, stage, offload)
         assert states_on_gpu(offloaded) < states_on_gpu(kept), (framework, stage, offload)
 
 
 def test_the_command_line_refuses_what_it_cannot_count(cli):
-    proc = cli("job", "--config", str(CONFIGS / "llama-2-7b.json"), "--kind", "lora", "--framework", "fsdp2",
-               "--zero-stage", "3", "--offload", "optimizer", "--cards", "2")
+    proc = cli(
+        "job",
+        "--config",
+        str(CONFIGS / "llama-2-7b.json"),
+        "--kind",
+        "lora",
+        "--framework",
+        "fsdp2",
+        "--zero-stage",
+        "3",
+        "--offload",
+        "optimizer",
+        "--cards",
+        "2",
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "offload" in proc.stderr
 
 
@@ -126,9 +172,22 @@ def test_answer_ais_recipe_fits_two_24_gb_cards():
     two 24 GB cards: what the recipe runs, the calculator must hold (with full recomputation), and
     within the host memory the recipe states for loading and offloading together; without the
     offload it does not hold."""
-    job = {"kind": "lora", "config": LLAMA_2_70B.read_text(encoding="utf-8"), "cards": 2, "framework": "fsdp2",
-           "zero_stage": 3, "base_dtype": "nf4", "rank": 64, "seq_len": 2048, "micro_batch": 2, "recompute": "full",
-           "offload": "optimizer+params", "gpus": CARDS, "reserve_mib": RESERVE_MIB, "host_ram_gb": {"rtx-4090": 55}}
+    job = {
+        "kind": "lora",
+        "config": LLAMA_2_70B.read_text(encoding="utf-8"),
+        "cards": 2,
+        "framework": "fsdp2",
+        "zero_stage": 3,
+        "base_dtype": "nf4",
+        "rank": 64,
+        "seq_len": 2048,
+        "micro_batch": 2,
+        "recompute": "full",
+        "offload": "optimizer+params",
+        "gpus": CARDS,
+        "reserve_mib": RESERVE_MIB,
+        "host_ram_gb": {"rtx-4090": 55},
+    }
     answer = answer_job(job)
     assert [fit["gpu"] for fit in answer["fits"]] == ["rtx-4090"]
     assert answer["fits"][0]["host_ram"] == {"machine_gb": 55, "holds": True}

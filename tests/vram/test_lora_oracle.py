@@ -51,8 +51,14 @@ def _raw(path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-SHIPPED = ["llama-3.1-8b.json", "mixtral-8x7b-v0.1.json", "qwen3-30b-a3b.json", "phi-4.json", "gpt-oss-20b.json",
-           "qwen3-8b.json"]
+SHIPPED = [
+    "llama-3.1-8b.json",
+    "mixtral-8x7b-v0.1.json",
+    "qwen3-30b-a3b.json",
+    "phi-4.json",
+    "gpt-oss-20b.json",
+    "qwen3-8b.json",
+]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -71,14 +77,17 @@ def test_all_linear_variants_equal_peft(family):
     check()
 
 
-@pytest.mark.parametrize("name, targets", [
-    ("mixtral-8x7b-v0.1.json", ["q_proj", "v_proj"]),  # PEFT's default for mixtral
-    ("mixtral-8x7b-v0.1.json", ["w1", "w3", "w2", "gate"]),  # transformers 4 names, converted by PEFT
-    ("mixtral-8x7b-v0.1.json", ["w2"]),
-    ("qwen3-30b-a3b.json", ["gate_proj", "up_proj", "down_proj"]),
-    ("phi-4.json", ["qkv_proj"]),
-    ("gpt-oss-20b.json", ["q_proj", "k_proj", "v_proj", "o_proj"]),
-])
+@pytest.mark.parametrize(
+    "name, targets",
+    [
+        ("mixtral-8x7b-v0.1.json", ["q_proj", "v_proj"]),  # PEFT's default for mixtral
+        ("mixtral-8x7b-v0.1.json", ["w1", "w3", "w2", "gate"]),  # transformers 4 names, converted by PEFT
+        ("mixtral-8x7b-v0.1.json", ["w2"]),
+        ("qwen3-30b-a3b.json", ["gate_proj", "up_proj", "down_proj"]),
+        ("phi-4.json", ["qkv_proj"]),
+        ("gpt-oss-20b.json", ["q_proj", "k_proj", "v_proj", "o_proj"]),
+    ],
+)
 def test_explicit_targets_equal_peft(name, targets):
     raw = _raw(MODELS / name)
     assert vram.lora_adapter_params(raw, 8, targets) == _peft_trainable(raw, 8, targets)
@@ -108,18 +117,23 @@ def test_gpt_oss_experts_are_not_lora_targets():
 
 # --- QLoRA: what transformers hands to bitsandbytes --------------------------------------
 
+
 def _quantized_by_transformers(raw: dict) -> int:
     from transformers.quantizers.base import get_keys_to_not_convert
     from transformers.quantizers.quantizers_utils import should_convert_module
 
     model = _meta_model(raw)
     skip = get_keys_to_not_convert(model)
-    return sum(m.weight.numel() for name, m in model.named_modules()
-               if type(m) is torch.nn.Linear and should_convert_module(name, skip))
+    return sum(
+        m.weight.numel()
+        for name, m in model.named_modules()
+        if type(m) is torch.nn.Linear and should_convert_module(name, skip)
+    )
 
 
-@pytest.mark.parametrize("path", [SHARED_CONFIGS / "llama-3.2-1b.json", *(MODELS / n for n in SHIPPED)],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [SHARED_CONFIGS / "llama-3.2-1b.json", *(MODELS / n for n in SHIPPED)], ids=lambda p: p.name
+)
 def test_qlora_quantizes_what_transformers_selects(path):
     raw = _raw(path)
     assert vram.lora.qlora_quantized_params(raw) == _quantized_by_transformers(raw)
@@ -142,6 +156,8 @@ def test_a_string_other_than_all_linear_is_refused_as_peft_reads_it_as_a_regex()
     raw = _raw(MODELS / "llama-3.1-8b.json")
     with pytest.raises(ValueError, match="Target modules q_proj not found"), torch.device("meta"):
         get_peft_model(_meta_model(raw), LoraConfig(r=8, target_modules="q_proj"))
-    with pytest.raises(ValueError, match=r"target_modules 'q_proj' is a string: pass a list of names such as \['q_proj'\]"):
+    with pytest.raises(
+        ValueError, match=r"target_modules 'q_proj' is a string: pass a list of names such as \['q_proj'\]"
+    ):
         vram.lora_adapter_params(raw, 8, "q_proj")
     assert vram.lora_adapter_params(raw, 8, ["q_proj"]) == _peft_trainable(raw, 8, ["q_proj"])

@@ -96,6 +96,7 @@ def test_mixtral_all_linear_follows_pefts_transformers_5_conversion(local_config
 
 # --- serving -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype, bytes_per_param", [("bf16", 2), ("fp8", 1), ("int4", 0.5), ("fp32", 4)])
 def test_serving_weights_by_dtype(dtype, bytes_per_param):
     assert vram.serving_memory(8 * 10**9, dtype).weights_bytes == 8 * 10**9 * bytes_per_param
@@ -126,11 +127,14 @@ def test_mistral_gqa_kv_cache_and_unknown_dtype(shared_configs):
 
 # --- sharding extras ---------------------------------------------------------------------
 
+
 def test_hybrid_shard_is_full_shard_inside_the_group():
     # 16 GPUs as 2 machines of 8: HYBRID_SHARD shards over 8, so per GPU = FULL_SHARD on 8: 16 GB.
     assert vram.fsdp_model_states_per_gpu(8 * 10**9, 16, "HYBRID_SHARD", shard_group_size=8).total_bytes == 16 * GB
     # _HYBRID_SHARD_ZERO2 on groups of 4: ZeRO-2 on 4 = 44 GB (the guide's table)
-    assert vram.fsdp_model_states_per_gpu(8 * 10**9, 8, "_HYBRID_SHARD_ZERO2", shard_group_size=4).total_bytes == 44 * GB
+    assert (
+        vram.fsdp_model_states_per_gpu(8 * 10**9, 8, "_HYBRID_SHARD_ZERO2", shard_group_size=4).total_bytes == 44 * GB
+    )
 
 
 @pytest.mark.parametrize(
@@ -149,7 +153,14 @@ def test_fsdp_strategy_errors(kwargs, match):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(params=0), dict(params=-5), dict(world_size=0), dict(zero_stage=4), dict(zero_stage=True), dict(optimizer="lion")],
+    [
+        dict(params=0),
+        dict(params=-5),
+        dict(world_size=0),
+        dict(zero_stage=4),
+        dict(zero_stage=True),
+        dict(optimizer="lion"),
+    ],
 )
 def test_model_states_reject_out_of_range(kwargs):
     args = dict(params=10**9, world_size=4, zero_stage=3, optimizer="adamw") | kwargs
@@ -172,8 +183,15 @@ def test_qlora_base_counts_the_tables_bitsandbytes_keeps_per_tensor():
     the offset (1 fp32) and the nested dynamic map (256 fp32). A tiny Llama, by hand: per layer
     q, o 64 x 64, k, v 32 x 64, gate, up 128 x 64, down 64 x 128; the rest in bf16."""
     assert vram.nf4_bytes(4096 * 4096) + 1_092 == 8_655_940
-    config = {"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "intermediate_size": 128,
-              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2}
+    config = {
+        "model_type": "llama",
+        "vocab_size": 100,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+    }
     sizes = [4096, 2048, 2048, 4096, 8192, 8192, 8192]  # one layer's nn.Linear weights
     per_tensor = [n // 2 + -(-n // 64) + 4 * -(-(-(-n // 64)) // 256) + 1_092 for n in sizes]
     rest = 2 * (100 * 64) + 64 + 2 * 2 * 64  # embedding and lm_head, final norm, two norms a layer

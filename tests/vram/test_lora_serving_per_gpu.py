@@ -39,29 +39,41 @@ def llama_8b(shared_configs):
 
 # --- LoRA / QLoRA under ZeRO ----------------------------------------------------------------
 
+
 def test_adapter_count_by_hand_is_pefts(llama_8b):
-    per_layer = 16 * ((4096 + 4096) + (4096 + 1024) + (4096 + 1024) + (4096 + 4096) + 2 * (4096 + 14336) + (14336 + 4096))
+    per_layer = 16 * (
+        (4096 + 4096) + (4096 + 1024) + (4096 + 1024) + (4096 + 4096) + 2 * (4096 + 14336) + (14336 + 4096)
+    )
     assert per_layer * 32 == ADAPTERS_8B_R16
     assert vram.lora_memory_per_gpu(llama_8b, 16, 4, 0).adapter_params == ADAPTERS_8B_R16
 
 
-@pytest.mark.parametrize("stage, base, weights, gradients, optimizer", [
-    # 4 cards; adapters in fp32 with AdamW (PEFT default): 4 + 4 + 8 B per parameter.
-    (0, 2 * LLAMA_8B, 4 * ADAPTERS_8B_R16, 4 * ADAPTERS_8B_R16, 8 * ADAPTERS_8B_R16),
-    (1, 2 * LLAMA_8B, 4 * ADAPTERS_8B_R16, 4 * ADAPTERS_8B_R16, 2 * ADAPTERS_8B_R16),
-    (2, 2 * LLAMA_8B, 4 * ADAPTERS_8B_R16, ADAPTERS_8B_R16, 2 * ADAPTERS_8B_R16),
-    (3, 2 * LLAMA_8B // 4, ADAPTERS_8B_R16, ADAPTERS_8B_R16, 2 * ADAPTERS_8B_R16),
-])
+@pytest.mark.parametrize(
+    "stage, base, weights, gradients, optimizer",
+    [
+        # 4 cards; adapters in fp32 with AdamW (PEFT default): 4 + 4 + 8 B per parameter.
+        (0, 2 * LLAMA_8B, 4 * ADAPTERS_8B_R16, 4 * ADAPTERS_8B_R16, 8 * ADAPTERS_8B_R16),
+        (1, 2 * LLAMA_8B, 4 * ADAPTERS_8B_R16, 4 * ADAPTERS_8B_R16, 2 * ADAPTERS_8B_R16),
+        (2, 2 * LLAMA_8B, 4 * ADAPTERS_8B_R16, ADAPTERS_8B_R16, 2 * ADAPTERS_8B_R16),
+        (3, 2 * LLAMA_8B // 4, ADAPTERS_8B_R16, ADAPTERS_8B_R16, 2 * ADAPTERS_8B_R16),
+    ],
+)
 def test_lora_8b_on_4_cards_per_zero_stage(llama_8b, stage, base, weights, gradients, optimizer):
     mem = vram.lora_memory_per_gpu(llama_8b, 16, 4, stage)
-    assert (mem.base_weights_bytes, mem.adapter_weights_bytes, mem.adapter_gradients_bytes,
-            mem.adapter_optimizer_bytes) == (base, weights, gradients, optimizer)
+    assert (
+        mem.base_weights_bytes,
+        mem.adapter_weights_bytes,
+        mem.adapter_gradients_bytes,
+        mem.adapter_optimizer_bytes,
+    ) == (base, weights, gradients, optimizer)
     assert mem.total_bytes == base + weights + gradients + optimizer
 
 
 def test_lora_base_is_16_06_gb_per_card_up_to_zero_2(llama_8b):
     for stage in (0, 1, 2):
-        assert vram.lora_memory_per_gpu(llama_8b, 16, 8, stage).base_weights_bytes / GB == pytest.approx(16.06, abs=0.005)
+        assert vram.lora_memory_per_gpu(llama_8b, 16, 8, stage).base_weights_bytes / GB == pytest.approx(
+            16.06, abs=0.005
+        )
     assert vram.lora_memory_per_gpu(llama_8b, 16, 4, 3).base_weights_bytes == 4_015_130_624  # 16.06 GB / 4
 
 
@@ -85,7 +97,10 @@ def test_qlora_zero3_splits_4_bit_data_and_bf16_rest_but_not_the_constants(llama
     assert (data, constants, rest) == (3_489_660_928, 111_000_448, 2_101_878_784)
     whole = vram.lora_memory_per_gpu(llama_8b, 16, 4, 2, base_dtype="nf4").base_weights_bytes
     assert whole == data + constants + rest
-    assert vram.lora_memory_per_gpu(llama_8b, 16, 4, 3, base_dtype="nf4").base_weights_bytes == (data + rest) // 4 + constants
+    assert (
+        vram.lora_memory_per_gpu(llama_8b, 16, 4, 3, base_dtype="nf4").base_weights_bytes
+        == (data + rest) // 4 + constants
+    )
 
 
 def test_qlora_70b_base_halves_on_two_cards_with_zero3():
@@ -115,11 +130,15 @@ def test_lora_per_gpu_errors(llama_8b):
 
 # --- serving with tensor parallel ------------------------------------------------------------
 
-@pytest.mark.parametrize("tp, params_per_gpu", [
-    (1, LLAMA_8B),
-    (2, (LLAMA_8B - LLAMA_8B_NORMS) // 2 + LLAMA_8B_NORMS),  # 4,015,263,744
-    (8, (LLAMA_8B - LLAMA_8B_NORMS) // 8 + LLAMA_8B_NORMS),  # 1,004,015,616
-])
+
+@pytest.mark.parametrize(
+    "tp, params_per_gpu",
+    [
+        (1, LLAMA_8B),
+        (2, (LLAMA_8B - LLAMA_8B_NORMS) // 2 + LLAMA_8B_NORMS),  # 4,015,263,744
+        (8, (LLAMA_8B - LLAMA_8B_NORMS) // 8 + LLAMA_8B_NORMS),  # 1,004,015,616
+    ],
+)
 def test_llama_8b_weights_split_but_norms_replicated(llama_8b, tp, params_per_gpu):
     mem = vram.serving_memory_per_gpu(llama_8b, "bf16", tensor_parallel=tp)
     assert mem.params == LLAMA_8B and mem.tensor_parallel == tp
@@ -148,14 +167,19 @@ def test_llama_8b_kv_cache_per_token_per_card(llama_8b, tp, kib_per_token):
     # one token takes a whole block of 16 tokens in vLLM's paged cache (FullAttentionSpec)
     mem = vram.serving_memory_per_gpu(llama_8b, "bf16", context_length=1, tensor_parallel=tp)
     assert mem.kv_cache_bytes == 16 * kib_per_token * KIB
-    assert vram.serving_memory_per_gpu(llama_8b, "bf16", context_length=16, tensor_parallel=tp).kv_cache_bytes == \
-        mem.kv_cache_bytes
+    assert (
+        vram.serving_memory_per_gpu(llama_8b, "bf16", context_length=16, tensor_parallel=tp).kv_cache_bytes
+        == mem.kv_cache_bytes
+    )
     assert vram.kv_heads_per_gpu(llama_8b, tp) == max(1, 8 // tp)
 
 
 def test_kv_cache_scales_with_tokens_batch_and_dtype(llama_8b):
     # 8192 tokens x 4 sequences on 2 cards, bf16: 64 KiB x 32768 = 2 GiB; fp8 halves it.
-    assert vram.serving_memory_per_gpu(llama_8b, context_length=8192, batch=4, tensor_parallel=2).kv_cache_bytes == 2 * 2**30
+    assert (
+        vram.serving_memory_per_gpu(llama_8b, context_length=8192, batch=4, tensor_parallel=2).kv_cache_bytes
+        == 2 * 2**30
+    )
     fp8 = vram.serving_memory_per_gpu(llama_8b, "fp8", context_length=8192, batch=4, kv_dtype="fp8", tensor_parallel=2)
     assert fp8.kv_cache_bytes == 2**30 and fp8.weights_bytes == 4_015_263_744
 
@@ -180,18 +204,29 @@ def test_row_parallel_biases_stay_whole():
     # A toy llama with every bias: hidden 8, 4 heads of 2, 2 KV heads, intermediate 16, vocab 10,
     # one layer. On 2 cards: q 4x8+4, k and v 2x8+2 each, o 8x4 + 8 (bias whole),
     # gate and up 8x8+8 each, down 8x8 + 8 (bias whole), norms 2x8; embeddings 2 x 5x8; final norm 8.
-    config = {"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 16,
-              "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
-              "attention_bias": True, "mlp_bias": True}
+    config = {
+        "model_type": "llama",
+        "vocab_size": 10,
+        "hidden_size": 8,
+        "intermediate_size": 16,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "attention_bias": True,
+        "mlp_bias": True,
+    }
     layer = (32 + 4) + 2 * (16 + 2) + (32 + 8) + 2 * (64 + 8) + (64 + 8) + 16
     assert vram.serving_memory_per_gpu(config, tensor_parallel=2).params_per_gpu == layer + 80 + 8 == 432
     assert vram.serving_memory_per_gpu(config, tensor_parallel=1).params_per_gpu == 824  # count_params by hand
 
 
-@pytest.mark.parametrize("config_name, tp, match", [
-    ("llama-3.1-8b.json", 3, "num_attention_heads"),
-    ("llama-3.1-8b.json", 0, "tensor_parallel"),
-])
+@pytest.mark.parametrize(
+    "config_name, tp, match",
+    [
+        ("llama-3.1-8b.json", 3, "num_attention_heads"),
+        ("llama-3.1-8b.json", 0, "tensor_parallel"),
+    ],
+)
 def test_tensor_parallel_errors(shared_configs, config_name, tp, match):
     with pytest.raises(ValueError, match=match):
         vram.serving_memory_per_gpu(shared_configs / config_name, tensor_parallel=tp)
@@ -205,8 +240,15 @@ def test_qwen_28_heads_cannot_split_over_8_cards(local_configs):
 
 def test_kv_heads_and_tp_must_divide_one_another():
     # 12 query heads, 4 KV heads: 6 cards divide the query heads but neither 4 nor 6 divides the other.
-    config = {"model_type": "mistral", "vocab_size": 10, "hidden_size": 24, "intermediate_size": 48,
-              "num_hidden_layers": 1, "num_attention_heads": 12, "num_key_value_heads": 4}
+    config = {
+        "model_type": "mistral",
+        "vocab_size": 10,
+        "hidden_size": 24,
+        "intermediate_size": 48,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 12,
+        "num_key_value_heads": 4,
+    }
     with pytest.raises(ValueError, match="num_key_value_heads 4"):
         vram.serving_memory_per_gpu(config, tensor_parallel=6)
     with pytest.raises(ValueError, match="intermediate_size 50"):

@@ -35,8 +35,9 @@ def test_the_foreach_temporary_of_the_adapters_is_under_the_activations(model_ke
     cfg = vram.model_config_from_dict(json.loads((DATA / "models" / MODELS[model_key]["config"]).read_text()))
     adapters = vram.lora_adapter_params(cfg, FINDER["settings"]["lora"]["rank"], vram.ALL_LINEAR)
     ref = FINDER["settings"]["activations"]
-    activations = vram.activation_memory(cfg, ref["seq_length"], ref["micro_batch"], vram.default_attention(cfg),
-                                         "full").peak_bytes
+    activations = vram.activation_memory(
+        cfg, ref["seq_length"], ref["micro_batch"], vram.default_attention(cfg), "full"
+    ).peak_bytes
     assert FOREACH_BYTES_PER_PARAM * adapters < activations
 
 
@@ -49,8 +50,10 @@ def test_the_lora_figure_counts_no_step_temporary():
     assert memory.total_bytes - memory.base_weights_bytes == (4 + 4 + 8) * adapters
 
 
-@pytest.mark.parametrize("lang, words", [("it", ("adamw_torch_fused", "foreach", "4 byte")),
-                                          ("fr", ("adamw_torch_fused", "foreach", "4 octets"))])
+@pytest.mark.parametrize(
+    "lang, words",
+    [("it", ("adamw_torch_fused", "foreach", "4 byte")), ("fr", ("adamw_torch_fused", "foreach", "4 octets"))],
+)
 def test_the_page_names_the_implementation_the_lora_figures_assume(lang, words):
     page = (DATA.parents[1] / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
     lora = next(line for line in page.splitlines() if line.startswith("- **LoRA e") or line.startswith("- **LoRA et"))

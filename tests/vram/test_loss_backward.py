@@ -29,7 +29,9 @@ TOL_PEAK = 0.025
 
 def _measure(raw: dict, attention: str, checkpointing: bool, seq: int = SEQ) -> tuple[int, int]:
     """(live bytes at the end of forward, their most from backward() until the logits' gradient)."""
-    return allocator_oracle.step(raw, attention, seq, BATCH, checkpointing=checkpointing).live("backward", "logits_grad")
+    return allocator_oracle.step(raw, attention, seq, BATCH, checkpointing=checkpointing).live(
+        "backward", "logits_grad"
+    )
 
 
 @pytest.mark.parametrize("recompute", ["none", "full"])

@@ -17,6 +17,7 @@ P8B = 8_000_000_000
 
 # --- Model states, AdamW in mixed precision ---------------------------------------------
 
+
 def test_adamw_mixed_precision_is_2_2_12_16_bytes_per_param():
     bpp = vram.bytes_per_param("adamw")
     assert (bpp.weights, bpp.gradients, bpp.optimizer, bpp.total) == (2, 2, 12, 16)
@@ -88,6 +89,7 @@ def test_8bit_adam_moments_shrink_from_8_to_2_bytes_optimizer_6():
 
 # --- Communication per GPU per step ---------------------------------------------------
 
+
 @pytest.mark.parametrize("n, factor", [(2, 1.0), (4, 1.5), (8, 1.75)])
 def test_allreduce_busbw_factor(n, factor):
     assert vram.allreduce_busbw_factor(n) == factor
@@ -147,6 +149,7 @@ def test_activations_unknown_recompute_raises():
 
 # --- Parameter counts from configuration files ----------------------------------------
 
+
 @pytest.mark.parametrize(
     "name, published",
     [
@@ -178,6 +181,7 @@ def test_kv_cache_llama_3_1_8b_bf16_is_128_kib_per_token_and_1_gib_at_8192(share
 
 
 # --- Edges (shared/cases/oracles.md) -------------------------------------------------------
+
 
 def test_one_parameter_on_4_gpus_zero3_holds_whole_elements():
     """Shards round up: each GPU holds 2 bytes of bf16 weights, never 1 (half an element)."""

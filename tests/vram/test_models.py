@@ -76,6 +76,7 @@ def test_mixtral_training_memory_counts_all_experts(local_configs):
 
 # --- bad configs -----------------------------------------------------------------------
 
+
 def _write(tmp_path, data) -> str:
     path = tmp_path / "config.json"
     path.write_text(data if isinstance(data, str) else json.dumps(data))
@@ -130,7 +131,9 @@ def test_heads_not_dividing_hidden_are_refused_as_llamaconfig_does(tmp_path, sha
     # LlamaConfig.validate_architecture: "The hidden size (4096) is not a multiple of the number of attention heads (30)."
     raw = {**_llama(shared_configs), "num_attention_heads": 30, "num_key_value_heads": 10}
     del raw["head_dim"]
-    with pytest.raises(ConfigError, match="hidden_size 4096 is not a multiple of num_attention_heads 30, which LlamaConfig refuses"):
+    with pytest.raises(
+        ConfigError, match="hidden_size 4096 is not a multiple of num_attention_heads 30, which LlamaConfig refuses"
+    ):
         vram.load_model_config(_write(tmp_path, raw))
 
 

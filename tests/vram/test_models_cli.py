@@ -12,8 +12,15 @@ import resource
 
 import pytest
 
-LLAMA = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
-         "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8}
+LLAMA = {
+    "model_type": "llama",
+    "vocab_size": 32000,
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+}
 
 
 def _write(tmp_path, name: str, content) -> str:
@@ -28,17 +35,29 @@ def _write(tmp_path, name: str, content) -> str:
 CASES = {
     # a 5,000-digit hidden_size: Python's int parser refuses it (4,300-digit limit), JSON and all
     "5000-digit hidden_size": ('{"model_type": "llama", "hidden_size": ' + "9" * 5000 + "}", "too many digits"),
-    "absurd hidden_size": ({**LLAMA, "hidden_size": 10**30}, "'hidden_size' is implausibly large (an integer of 31 digits"),
+    "absurd hidden_size": (
+        {**LLAMA, "hidden_size": 10**30},
+        "'hidden_size' is implausibly large (an integer of 31 digits",
+    ),
     "hidden_size 1e400": ('{"model_type": "llama", "hidden_size": 1e400}', "'hidden_size' must be an integer, got inf"),
     "hidden_size as text": ({**LLAMA, "hidden_size": "4096"}, "'hidden_size' must be an integer, got '4096'"),
-    "kv heads 5 of 32": ({**LLAMA, "num_key_value_heads": 5}, "num_key_value_heads 5 does not divide num_attention_heads 32"),
-    "null head_dim for gemma2": ({**LLAMA, "model_type": "gemma2", "head_dim": None},
-                                 "'head_dim' is null, which Gemma2Config refuses"),
-    "null kv heads for mistral": ({**LLAMA, "model_type": "mistral", "num_key_value_heads": None},
-                                  "'num_key_value_heads' is null, which MistralConfig refuses"),
+    "kv heads 5 of 32": (
+        {**LLAMA, "num_key_value_heads": 5},
+        "num_key_value_heads 5 does not divide num_attention_heads 32",
+    ),
+    "null head_dim for gemma2": (
+        {**LLAMA, "model_type": "gemma2", "head_dim": None},
+        "'head_dim' is null, which Gemma2Config refuses",
+    ),
+    "null kv heads for mistral": (
+        {**LLAMA, "model_type": "mistral", "num_key_value_heads": None},
+        "'num_key_value_heads' is null, which MistralConfig refuses",
+    ),
     "gemma3 without text_config": ({"model_type": "gemma3"}, "needs a 'text_config' object"),
-    "layer_types of the wrong length": ({**LLAMA, "model_type": "gemma2", "head_dim": 128,
-                                         "layer_types": ["full_attention"]}, "'layer_types' must list 32 entries"),
+    "layer_types of the wrong length": (
+        {**LLAMA, "model_type": "gemma2", "head_dim": 128, "layer_types": ["full_attention"]},
+        "'layer_types' must list 32 entries",
+    ),
     # issue 33: refused before json.loads (its recursion crashed the browser's Pyodide), one level past the bound too
     "nested too deep": ('{"a":' * 50_000 + "1" + "}" * 50_000, "nested deeper than 32 levels, which no config.json is"),
     "nested one level too deep": ("[" * 33 + "]" * 33, "nested deeper than 32 levels"),
@@ -50,17 +69,28 @@ CASES = {
     "model_type as an object": ({**LLAMA, "model_type": {"a": 1}}, "unsupported model_type {'a': 1}"),
     # a real config.json is a few KB; 10 MB of padding is not one
     "10 MB of padding": (json.dumps({**LLAMA, "padding": "x" * 10_000_000}), "larger than 1 MiB"),
-    "a duplicated key": ('{"model_type": "llama", "hidden_size": 4096, "hidden_size": 8}',
-                         "key 'hidden_size' appears twice"),
+    "a duplicated key": (
+        '{"model_type": "llama", "hidden_size": 4096, "hidden_size": 8}',
+        "key 'hidden_size' appears twice",
+    ),
     # Gemma2Config accepts it, but every forward of the model builds a sliding-window mask and fails
-    "gemma2 without a window": ({**LLAMA, "model_type": "gemma2", "head_dim": 128, "sliding_window": None},
-                                "'sliding_window' is null, which modeling_gemma2.py cannot run"),
+    "gemma2 without a window": (
+        {**LLAMA, "model_type": "gemma2", "head_dim": 128, "sliding_window": None},
+        "'sliding_window' is null, which modeling_gemma2.py cannot run",
+    ),
     # the config classes type these float | None and int | None strictly: transformers refuses 50 and 2.0
-    "softcapping as an integer": ({**LLAMA, "model_type": "gemma2", "head_dim": 128, "attn_logit_softcapping": 50},
-                                  "'attn_logit_softcapping' must be a number with a decimal point (50.0) or null, got 50"),
-    "qwen3_moe window as a float": ({**LLAMA, "model_type": "qwen3_moe", "sliding_window": 2.0},
-                                    "'sliding_window' must be an integer, got 2.0"),
-    "hidden_act not text": ({**LLAMA, "hidden_act": 5}, "'hidden_act' must be a string (an activation such as 'silu'), got 5"),
+    "softcapping as an integer": (
+        {**LLAMA, "model_type": "gemma2", "head_dim": 128, "attn_logit_softcapping": 50},
+        "'attn_logit_softcapping' must be a number with a decimal point (50.0) or null, got 50",
+    ),
+    "qwen3_moe window as a float": (
+        {**LLAMA, "model_type": "qwen3_moe", "sliding_window": 2.0},
+        "'sliding_window' must be an integer, got 2.0",
+    ),
+    "hidden_act not text": (
+        {**LLAMA, "hidden_act": 5},
+        "'hidden_act' must be a string (an activation such as 'silu'), got 5",
+    ),
 }
 
 
@@ -81,8 +111,16 @@ def test_bad_config_exits_2_with_one_line_naming_the_file(cli, tmp_path, case):
 
 def test_a_multimodal_gemma3_is_refused_in_one_line_naming_its_text_config(cli, tmp_path):
     # the vision tower is not modelled (test_models_oracle.py builds it): one line, no figure
-    text = {"model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 32, "num_hidden_layers": 2,
-            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32, "vocab_size": 100}
+    text = {
+        "model_type": "gemma3_text",
+        "hidden_size": 64,
+        "intermediate_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 32,
+        "vocab_size": 100,
+    }
     text_only = cli("params", _write(tmp_path, "t.json", text), "--json")
     proc = cli("params", _write(tmp_path, "m.json", {"model_type": "gemma3", "text_config": text}), "--json")
     assert text_only.returncode == 0, text_only.stderr
@@ -117,10 +155,20 @@ def test_a_config_of_more_than_10_15_parameters_is_refused_like_params(cli, tmp_
 def test_many_layers_and_a_long_mlp_only_layers_list_answer_at_once(cli, tmp_path):
     # 65,536 layers (MAX_LAYERS) and 90,000 dense-layer indices in a 0.9 MB file: a list scanned
     # once per layer took hours (the command hung); a layer count past MAX_LAYERS is refused.
-    raw = {"model_type": "qwen3_moe", "vocab_size": 8, "hidden_size": 8, "intermediate_size": 8,
-           "num_hidden_layers": 2**16, "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 1,
-           "num_experts": 1, "num_experts_per_tok": 1, "moe_intermediate_size": 1,
-           "mlp_only_layers": list(range(10**7, 10**7 + 90_000))}
+    raw = {
+        "model_type": "qwen3_moe",
+        "vocab_size": 8,
+        "hidden_size": 8,
+        "intermediate_size": 8,
+        "num_hidden_layers": 2**16,
+        "num_attention_heads": 1,
+        "num_key_value_heads": 1,
+        "head_dim": 1,
+        "num_experts": 1,
+        "num_experts_per_tok": 1,
+        "moe_intermediate_size": 1,
+        "mlp_only_layers": list(range(10**7, 10**7 + 90_000)),
+    }
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = cli("params", _write(tmp_path, "config.json", raw), "--json")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

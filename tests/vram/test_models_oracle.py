@@ -27,8 +27,11 @@ from tests.vram.model_variants import FAMILIES, config as family_config
 from tests.vram.transformers_oracle import built, hf_config
 
 CONFIG_FILES = sorted(
-    [*(REPO_ROOT / "snippets" / "data" / "models").glob("*.json"), *LOCAL_CONFIGS.glob("*.json"),
-     *SHARED_CONFIGS.glob("*.json")],
+    [
+        *(REPO_ROOT / "snippets" / "data" / "models").glob("*.json"),
+        *LOCAL_CONFIGS.glob("*.json"),
+        *SHARED_CONFIGS.glob("*.json"),
+    ],
     key=lambda p: (p.parent.name, p.name),
 )
 
@@ -49,21 +52,42 @@ def _assert_counts_equal(raw: dict, source: str) -> None:
     assert vram.decoder_layer_params(config) == max(oracle.layers)
     assert vram.root_params(config) == oracle.total - sum(oracle.layers)
     resolved = hf_config(raw)
-    if hasattr(resolved, "kv_lora_rank"):  # latent attention: queries and keys of qk_head_dim (head_dim is the rotary part)
-        assert (config.head_dim, config.qk_rope_head_dim, config.kv_lora_rank, config.q_lora_rank, config.v_head_dim) == (
-            resolved.qk_head_dim, resolved.qk_rope_head_dim, resolved.kv_lora_rank, resolved.q_lora_rank or 0,
-            resolved.v_head_dim)
+    if hasattr(
+        resolved, "kv_lora_rank"
+    ):  # latent attention: queries and keys of qk_head_dim (head_dim is the rotary part)
+        assert (
+            config.head_dim,
+            config.qk_rope_head_dim,
+            config.kv_lora_rank,
+            config.q_lora_rank,
+            config.v_head_dim,
+        ) == (
+            resolved.qk_head_dim,
+            resolved.qk_rope_head_dim,
+            resolved.kv_lora_rank,
+            resolved.q_lora_rank or 0,
+            resolved.v_head_dim,
+        )
     else:
-        assert config.head_dim == (getattr(resolved, "head_dim", None) or resolved.hidden_size // resolved.num_attention_heads)
+        assert config.head_dim == (
+            getattr(resolved, "head_dim", None) or resolved.hidden_size // resolved.num_attention_heads
+        )
     assert config.num_key_value_heads == resolved.num_key_value_heads
     assert config.hidden_act == (getattr(resolved, "hidden_activation", None) or resolved.hidden_act)
     assert config.attn_logit_softcapping == getattr(resolved, "attn_logit_softcapping", None)
     assert config.final_logit_softcapping == getattr(resolved, "final_logit_softcapping", None)
-    assert config.norm_topk_prob == (resolved.model_type == "mixtral" or bool(getattr(resolved, "norm_topk_prob", False)))
+    assert config.norm_topk_prob == (
+        resolved.model_type == "mixtral" or bool(getattr(resolved, "norm_topk_prob", False))
+    )
     assert config.bidirectional_attention == bool(getattr(resolved, "use_bidirectional_attention", False))
     # DynamicCache keeps a chunked layer (llama4_text) as a window of attention_chunk_size
-    window = (config.sliding_window if "sliding_attention" in config.layer_types
-              else config.attention_chunk_size if "chunked_attention" in config.layer_types else None)
+    window = (
+        config.sliding_window
+        if "sliding_attention" in config.layer_types
+        else config.attention_chunk_size
+        if "chunked_attention" in config.layer_types
+        else None
+    )
     assert (config.layer_types, window) == oracle.cache_layers
 
 
@@ -90,11 +114,25 @@ def test_small_variants_equal_transformers(family):
 
 # --- ../shared/cases/oracles.md, "Parameter counts" ----------------------------------------
 
-GEMMA2_NO_HEAD_DIM = {"model_type": "gemma2", "vocab_size": 32000, "hidden_size": 1024, "intermediate_size": 2816,
-                      "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4}
-LLAMA_7B_SHAPE = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
-                  "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": None,
-                  "tie_word_embeddings": False}
+GEMMA2_NO_HEAD_DIM = {
+    "model_type": "gemma2",
+    "vocab_size": 32000,
+    "hidden_size": 1024,
+    "intermediate_size": 2816,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+}
+LLAMA_7B_SHAPE = {
+    "model_type": "llama",
+    "vocab_size": 32000,
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": None,
+    "tie_word_embeddings": False,
+}
 
 
 def test_gemma2_without_head_dim_uses_256():
@@ -121,11 +159,20 @@ def test_kv_heads_not_dividing_the_heads_are_refused_in_one_line(tmp_path):
 
 # --- published totals of the new families (model cards; not recomputed here) -------------
 
-@pytest.mark.parametrize("name, total_b, non_embedding_b, decimals", [
-    ("qwen3-8b.json", 8.2, 6.95, 2),  # Qwen/Qwen3-8B card: "Number of Parameters: 8.2B, Non-Embedding: 6.95B"
-    ("qwen3-32b.json", 32.8, 31.2, 1),  # Qwen/Qwen3-32B: "32.8B, Non-Embedding: 31.2B"
-    ("qwen3-30b-a3b.json", 30.5, 29.9, 1),  # Qwen/Qwen3-30B-A3B: "30.5B in total and 3.3B activated, Non-Embedding: 29.9B"
-])
+
+@pytest.mark.parametrize(
+    "name, total_b, non_embedding_b, decimals",
+    [
+        ("qwen3-8b.json", 8.2, 6.95, 2),  # Qwen/Qwen3-8B card: "Number of Parameters: 8.2B, Non-Embedding: 6.95B"
+        ("qwen3-32b.json", 32.8, 31.2, 1),  # Qwen/Qwen3-32B: "32.8B, Non-Embedding: 31.2B"
+        (
+            "qwen3-30b-a3b.json",
+            30.5,
+            29.9,
+            1,
+        ),  # Qwen/Qwen3-30B-A3B: "30.5B in total and 3.3B activated, Non-Embedding: 29.9B"
+    ],
+)
 def test_qwen3_cards(name, total_b, non_embedding_b, decimals):
     config = vram.load_model_config(REPO_ROOT / "snippets" / "data" / "models" / name)
     total = vram.count_params(config).total
@@ -161,14 +208,30 @@ def test_a_multimodal_gemma3_is_refused_because_transformers_builds_more_than_it
     import torch
     import transformers
 
-    text = {"model_type": "gemma3_text", "head_dim": 8, "hidden_size": 32, "intermediate_size": 16,
-            "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2, "sliding_window": 4}
-    vision = {"model_type": "siglip_vision_model", "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
-              "num_attention_heads": 2, "image_size": 28, "patch_size": 14}
+    text = {
+        "model_type": "gemma3_text",
+        "head_dim": 8,
+        "hidden_size": 32,
+        "intermediate_size": 16,
+        "num_attention_heads": 4,
+        "num_hidden_layers": 2,
+        "num_key_value_heads": 2,
+        "sliding_window": 4,
+    }
+    vision = {
+        "model_type": "siglip_vision_model",
+        "hidden_size": 16,
+        "intermediate_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "image_size": 28,
+        "patch_size": 14,
+    }
     raw = {"model_type": "gemma3", "text_config": text, "vision_config": vision, "mm_tokens_per_image": 4}
     with torch.device("meta"):
-        whole = transformers.Gemma3ForConditionalGeneration(transformers.Gemma3Config(
-            text_config=text, vision_config=vision, mm_tokens_per_image=4))
+        whole = transformers.Gemma3ForConditionalGeneration(
+            transformers.Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4)
+        )
     language_model = built({**text, "vocab_size": 262_208})  # Gemma3TextConfig's default vocabulary
     assert sum(p.numel() for p in whole.parameters()) > language_model.total
     with pytest.raises(vram.ConfigError, match="save its text_config as a file of its own") as refused:
@@ -187,32 +250,81 @@ def test_num_experts_and_num_local_experts_both_given_resolve_as_transformers(fa
     experts = {"num_experts": 3, "num_local_experts": 2}
     if order == "num_local_experts first":
         experts = dict(reversed(list(experts.items())))
-    raw = {"model_type": family, "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8,
-           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4,
-           "num_experts_per_tok": 1, **experts}
+    raw = {
+        "model_type": family,
+        "vocab_size": 16,
+        "hidden_size": 16,
+        "intermediate_size": 8,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 4,
+        "num_experts_per_tok": 1,
+        **experts,
+    }
     _assert_counts_equal(raw, f"<{family} with both expert keys>")
 
 
 EDGE_CONFIGS = {
     # EmbeddingGemma's switch: the window becomes W // 2 + 1 and every layer gets a mask
-    "gemma3_text bidirectional": {"model_type": "gemma3_text", "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8,
-                                  "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 1,
-                                  "head_dim": 4, "sliding_window": 7, "sliding_window_pattern": 2,
-                                  "use_bidirectional_attention": True},
+    "gemma3_text bidirectional": {
+        "model_type": "gemma3_text",
+        "vocab_size": 16,
+        "hidden_size": 16,
+        "intermediate_size": 8,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 1,
+        "head_dim": 4,
+        "sliding_window": 7,
+        "sliding_window_pattern": 2,
+        "use_bidirectional_attention": True,
+    },
     # renormalised top-k, experts every second layer, layer 3 dense by name
-    "qwen3_moe sparse step": {"model_type": "qwen3_moe", "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8,
-                              "moe_intermediate_size": 4, "num_hidden_layers": 4, "num_attention_heads": 4,
-                              "num_key_value_heads": 2, "head_dim": 4, "num_experts": 3, "num_experts_per_tok": 2,
-                              "decoder_sparse_step": 2, "mlp_only_layers": [3], "norm_topk_prob": True},
+    "qwen3_moe sparse step": {
+        "model_type": "qwen3_moe",
+        "vocab_size": 16,
+        "hidden_size": 16,
+        "intermediate_size": 8,
+        "moe_intermediate_size": 4,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 4,
+        "num_experts": 3,
+        "num_experts_per_tok": 2,
+        "decoder_sparse_step": 2,
+        "mlp_only_layers": [3],
+        "norm_topk_prob": True,
+    },
     # partial rotary changes no parameter
-    "phi3 partial rotary": {"model_type": "phi3", "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8,
-                            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
-                            "partial_rotary_factor": 0.5, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0},
+    "phi3 partial rotary": {
+        "model_type": "phi3",
+        "vocab_size": 16,
+        "hidden_size": 16,
+        "intermediate_size": 8,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "partial_rotary_factor": 0.5,
+        "pad_token_id": 0,
+        "bos_token_id": 0,
+        "eos_token_id": 0,
+    },
     # gpt_oss without its default attention biases; sinks stay
-    "gpt_oss no attention bias": {"model_type": "gpt_oss", "vocab_size": 16, "hidden_size": 16, "intermediate_size": 8,
-                                  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-                                  "head_dim": 4, "num_local_experts": 2, "num_experts_per_tok": 1,
-                                  "attention_bias": False},
+    "gpt_oss no attention bias": {
+        "model_type": "gpt_oss",
+        "vocab_size": 16,
+        "hidden_size": 16,
+        "intermediate_size": 8,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 4,
+        "num_local_experts": 2,
+        "num_experts_per_tok": 1,
+        "attention_bias": False,
+    },
 }
 
 

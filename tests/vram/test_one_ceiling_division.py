@@ -19,9 +19,14 @@ VRAM = Path(vram.__file__).parent
 
 def is_ceiling_division(node: ast.AST) -> bool:
     """``-(-a // b)``, the integer idiom for ceil(a / b)."""
-    return (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.BinOp)
-            and isinstance(node.operand.op, ast.FloorDiv) and isinstance(node.operand.left, ast.UnaryOp)
-            and isinstance(node.operand.left.op, ast.USub))
+    return (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.BinOp)
+        and isinstance(node.operand.op, ast.FloorDiv)
+        and isinstance(node.operand.left, ast.UnaryOp)
+        and isinstance(node.operand.left.op, ast.USub)
+    )
 
 
 def ceiling_functions() -> list[str]:
@@ -30,10 +35,17 @@ def ceiling_functions() -> list[str]:
     for path in sorted(VRAM.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_bytes())):
             if isinstance(node, ast.FunctionDef):
-                body = [statement for statement in node.body
-                        if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))]
-                if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None \
-                        and is_ceiling_division(body[0].value):
+                body = [
+                    statement
+                    for statement in node.body
+                    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
+                ]
+                if (
+                    len(body) == 1
+                    and isinstance(body[0], ast.Return)
+                    and body[0].value is not None
+                    and is_ceiling_division(body[0].value)
+                ):
                     found.append(f"{path.stem}.{node.name}")
     return found
 

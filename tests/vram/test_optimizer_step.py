@@ -49,8 +49,9 @@ def report(zygote) -> dict:
     out = Path(os.environ.get("TMPDIR", "/tmp")) / f"step-worker-{os.getpid()}.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
     # forked from the session's zygote (tests/conftest.py), which imported torch once
-    proc = subprocess.run([sys.executable, *zygote_worker(zygote, WORKER), str(out)], capture_output=True, text=True,
-                          timeout=600, env=env)
+    proc = subprocess.run(
+        [sys.executable, *zygote_worker(zygote, WORKER), str(out)], capture_output=True, text=True, timeout=600, env=env
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     try:
         return json.loads(out.read_text())
@@ -69,7 +70,9 @@ def test_step_peak_matches_the_allocator(report, name):
     assert shape.params == measured["params"]
     memory = fsdp2_memory(shape, n, stage, optimizer_impl=impl, moment="step")
     if stage != 2:  # stage 2's bf16 weights are resharded by the step: a negative working term
-        assert memory.model_states_bytes == sum(measured[k] for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes"))
+        assert memory.model_states_bytes == sum(
+            measured[k] for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes")
+        )
     assert measured["step_peak_bytes"] == pytest.approx(memory.per_gpu_bytes, rel=TOL)
 
 

@@ -51,14 +51,16 @@ def reports(tmp_path_factory, zygote) -> list[dict]:
 
 def _calc(report: dict, scenario: str) -> vram.LoraFsdp2Memory:
     data = report[scenario]
-    return vram.lora_fsdp2_memory(report["config"], data["lora_rank"], WORLD_SIZE, STAGES[scenario],
-                                  optimizer_impl=data["impl"], base_dtype="nf4")
+    return vram.lora_fsdp2_memory(
+        report["config"], data["lora_rank"], WORLD_SIZE, STAGES[scenario], optimizer_impl=data["impl"], base_dtype="nf4"
+    )
 
 
 def _linear_weights(config: dict) -> list[int]:
     """Elements of every decoder nn.Linear weight, by hand from the config (q, k, v, o, gate, up, down)."""
-    h, i, heads, kv = (config[k] for k in ("hidden_size", "intermediate_size", "num_attention_heads",
-                                           "num_key_value_heads"))
+    h, i, heads, kv = (
+        config[k] for k in ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads")
+    )
     d = h // heads
     per_layer = [h * heads * d, h * kv * d, h * kv * d, heads * d * h, h * i, h * i, i * h]
     return per_layer * config["num_hidden_layers"]
@@ -76,15 +78,20 @@ def test_the_packed_base_is_what_fsdp2_shards(reports):
     shape = qlora_fsdp2_shape(config)
     sizes = data["sizes"]
     assert (sizes["base"], sizes["block_base"], sizes["root"]) == (
-        shape.params, shape.decoder_layer_params, shape.root_params)
+        shape.params,
+        shape.decoder_layer_params,
+        shape.root_params,
+    )
     assert sizes["adapters"] == vram.lora_adapter_params(config, data["lora_rank"])
-    assert sizes["base"] == vram.count_params(vram.model_config_from_dict(config)).total - sum(weights) \
-        + sum(n // 4 for n in weights)
+    assert sizes["base"] == vram.count_params(vram.model_config_from_dict(config)).total - sum(weights) + sum(
+        n // 4 for n in weights
+    )
 
 
 def test_the_quantisation_state_stays_whole_on_every_rank(reports):
     """absmax (1 B per 64 weights), the nested absmax (4 B per 256 blocks) and the tables
     (NF4 code 16 x fp32, offset, nested code 256 x fp32): not parameters, not sharded."""
+
     def state(n: int) -> int:
         blocks = -(-n // 64)
         return blocks + 4 * -(-blocks // 256) + NF4_TABLE_BYTES
@@ -101,12 +108,21 @@ def test_persistent_shards(reports, scenario):
     whole quantisation state; fp32 adapter shards, gradient shards and AdamW states, 16A/N."""
     for report in reports[:1]:  # rank 0, as the calculator
         data, calc = report[scenario], _calc(report, scenario)
-        assert (data["base_weights_bytes"] + data["quant_state_bytes"], data["adapter_weights_bytes"],
-                data["gradients_bytes"], data["optimizer_bytes"]) == (
-            calc.base_weights_bytes, calc.adapter_weights_bytes, calc.adapter_gradients_bytes,
-            calc.adapter_optimizer_bytes)
-        assert calc.states_bytes == (2 * data["sizes"]["base"] + 16 * data["sizes"]["adapters"]) // WORLD_SIZE \
-            + data["quant_state_bytes"]
+        assert (
+            data["base_weights_bytes"] + data["quant_state_bytes"],
+            data["adapter_weights_bytes"],
+            data["gradients_bytes"],
+            data["optimizer_bytes"],
+        ) == (
+            calc.base_weights_bytes,
+            calc.adapter_weights_bytes,
+            calc.adapter_gradients_bytes,
+            calc.adapter_optimizer_bytes,
+        )
+        assert (
+            calc.states_bytes
+            == (2 * data["sizes"]["base"] + 16 * data["sizes"]["adapters"]) // WORLD_SIZE + data["quant_state_bytes"]
+        )
 
 
 @pytest.mark.parametrize("scenario", STAGES)
@@ -124,10 +140,18 @@ def test_what_the_qlora_peaks_are_made_of(reports):
         s = report["reshard_foreach"]["sizes"]
         block, a = s["block_base"] + s["block_adapters"], s["block_adapters"]
         assert report["reshard_foreach"]["peak_parts"] == {
-            "params": 2 * s["root"] + 4 * block, "grads": 2 * a, "reduce_scatter": 4 * a, "in_flight": 0}
+            "params": 2 * s["root"] + 4 * block,
+            "grads": 2 * a,
+            "reduce_scatter": 4 * a,
+            "in_flight": 0,
+        }
         everything = s["base"] + s["adapters"]
         assert report["keep_foreach"]["peak_parts"] == {
-            "params": 2 * everything + 2 * block, "grads": 0, "reduce_scatter": 0, "in_flight": 0}
+            "params": 2 * everything + 2 * block,
+            "grads": 0,
+            "reduce_scatter": 0,
+            "in_flight": 0,
+        }
         assert report["keep_foreach"]["unsharded_after_forward_bytes"] == 2 * everything
 
 
@@ -149,12 +173,23 @@ def test_the_job_offers_it_and_names_the_storage(reports, scenario):
     the constraint (bnb_4bit_quant_storage) in the notes and the accounting's name."""
     report = reports[0]
     calc = _calc(report, scenario)
-    answer = answer_job({"kind": "lora", "config": report["config"], "cards": WORLD_SIZE, "framework": "fsdp2",
-                         "zero_stage": STAGES[scenario], "rank": 8, "base_dtype": "nf4"})
+    answer = answer_job(
+        {
+            "kind": "lora",
+            "config": report["config"],
+            "cards": WORLD_SIZE,
+            "framework": "fsdp2",
+            "zero_stage": STAGES[scenario],
+            "rank": 8,
+            "base_dtype": "nf4",
+        }
+    )
     assert answer["per_gpu_bytes"] == calc.per_gpu_bytes and answer["backward_bytes"] == calc.backward_bytes
     assert dict((k, v) for k, v, _ in answer["parts"]) == {
-        "base": calc.base_weights_bytes, "working": calc.per_gpu_bytes - calc.states_bytes,
-        "adapters": calc.adapter_weights_bytes + calc.adapter_gradients_bytes + calc.adapter_optimizer_bytes}
+        "base": calc.base_weights_bytes,
+        "working": calc.per_gpu_bytes - calc.states_bytes,
+        "adapters": calc.adapter_weights_bytes + calc.adapter_gradients_bytes + calc.adapter_optimizer_bytes,
+    }
     assert any("bnb_4bit_quant_storage=torch.bfloat16" in note for note in answer["notes"])
     assert answer["accounting"] == {3: "qlora-fsdp2-reshard", 2: "qlora-fsdp2-keep"}[STAGES[scenario]]
 
@@ -170,10 +205,15 @@ def test_cpu_offload_policy_keeps_the_shards_in_host_memory(reports):
     for report in reports:
         data, config = report["reshard_offload"], report["config"]
         assert data["offload_to_cpu"] and data["host_devices"] == ["cpu"]
-        calc = vram.lora_offload_memory(config, data["lora_rank"], WORLD_SIZE, "fsdp2", 3, True, base_dtype="nf4",
-                                        gpus_per_machine=1)
-        assert calc.host_bytes == (data["base_weights_bytes"] + data["adapter_weights_bytes"] + data["gradients_bytes"]
-                                   + data["optimizer_bytes"])
+        calc = vram.lora_offload_memory(
+            config, data["lora_rank"], WORLD_SIZE, "fsdp2", 3, True, base_dtype="nf4", gpus_per_machine=1
+        )
+        assert calc.host_bytes == (
+            data["base_weights_bytes"]
+            + data["adapter_weights_bytes"]
+            + data["gradients_bytes"]
+            + data["optimizer_bytes"]
+        )
         assert data["peak_fsdp_buffers_bytes"] == report["reshard_foreach"]["peak_fsdp_buffers_bytes"]
         inputs = max(gather["input_bytes"] for gather in data["all_gathers"])
         assert calc.working_bytes == data["peak_fsdp_buffers_bytes"] + inputs

@@ -22,18 +22,21 @@ from tests.vram.transformers_oracle import built
 MODELS = REPO_ROOT / "snippets" / "data" / "models"
 
 
-@pytest.mark.parametrize("name, tp, whole", [
-    # gpt-oss-20b: 24 layers, hidden 2880, 32 experts. Norms 24 x 2 x 2880 + 2880; routers
-    # 24 x (32 x 2880 + 32); experts' down_proj_bias 24 x 32 x 2880; o_proj's bias (a
-    # row-parallel bias) 24 x 2880. Sinks: 64 heads, split.
-    ("gpt-oss-20b.json", 2, 141_120 + 2_212_608 + 2_211_840 + 69_120),
-    # Phi-4: 40 layers, hidden 5120; fused qkv_proj/gate_up_proj split; 10 KV heads -> 5 a GPU.
-    ("phi-4.json", 2, 40 * 2 * 5120 + 5120),
-    # Qwen3-30B-A3B: 48 layers, hidden 2048, head_dim 128, 128 experts. Norms 48 x 2 x 2048 +
-    # 2048, q_norm/k_norm 48 x 2 x 128, routers 48 x 128 x 2048.
-    ("qwen3-30b-a3b.json", 4, 198_656 + 12_288 + 12_582_912),
-    ("qwen3-8b.json", 8, 36 * 2 * 4096 + 4096 + 36 * 2 * 128),
-])
+@pytest.mark.parametrize(
+    "name, tp, whole",
+    [
+        # gpt-oss-20b: 24 layers, hidden 2880, 32 experts. Norms 24 x 2 x 2880 + 2880; routers
+        # 24 x (32 x 2880 + 32); experts' down_proj_bias 24 x 32 x 2880; o_proj's bias (a
+        # row-parallel bias) 24 x 2880. Sinks: 64 heads, split.
+        ("gpt-oss-20b.json", 2, 141_120 + 2_212_608 + 2_211_840 + 69_120),
+        # Phi-4: 40 layers, hidden 5120; fused qkv_proj/gate_up_proj split; 10 KV heads -> 5 a GPU.
+        ("phi-4.json", 2, 40 * 2 * 5120 + 5120),
+        # Qwen3-30B-A3B: 48 layers, hidden 2048, head_dim 128, 128 experts. Norms 48 x 2 x 2048 +
+        # 2048, q_norm/k_norm 48 x 2 x 128, routers 48 x 128 x 2048.
+        ("qwen3-30b-a3b.json", 4, 198_656 + 12_288 + 12_582_912),
+        ("qwen3-8b.json", 8, 36 * 2 * 4096 + 4096 + 36 * 2 * 128),
+    ],
+)
 def test_split_except_what_vllm_replicates(name, tp, whole):
     total = built(json.loads((MODELS / name).read_text())).total
     assert (total - whole) % tp == 0
@@ -58,8 +61,9 @@ def test_gpt_oss_kv_cache_is_what_vllm_reserves_on_its_sliding_half():
     config = MODELS / "gpt-oss-20b.json"
     assert vram.kv_cache_bytes(config, 32_768) == 2048 * (12 * 32_768 + 12 * 2_192)
     # two cards: 4 KV heads each, half of it
-    assert vram.serving_memory_per_gpu(config, context_length=32_768, tensor_parallel=2).kv_cache_bytes == \
-        1024 * (12 * 32_768 + 12 * 2_192)
+    assert vram.serving_memory_per_gpu(config, context_length=32_768, tensor_parallel=2).kv_cache_bytes == 1024 * (
+        12 * 32_768 + 12 * 2_192
+    )
     # `vllm serve` on an H100 chunks 8,192 tokens (EngineArgs.get_batch_defaults): at 8,192 tokens
     # the window layers then hold cdiv(8,192, 16) + 1 = 513 blocks, 8,208 tokens
     assert vram.kv_cache_tokens(config, 8_192, max_num_batched_tokens=8_192) == (8_208, 8_192) * 12
@@ -97,7 +101,14 @@ def test_a_vocabulary_of_32001_puts_16001_rows_on_each_of_two_cards():
     # A one-layer llama of hidden 8 (4 heads of 2, 2 KV heads, intermediate 16), untied: per card
     # 2 x 16,001 x 8 embedding and lm_head elements, the final norm 8, and the layer: q 4 x 8, k and
     # v 2 x 8 each, o 8 x 4, gate and up 8 x 8 each, down 8 x 8, two norms of 8.
-    config = {"model_type": "llama", "vocab_size": 32001, "hidden_size": 8, "intermediate_size": 16,
-              "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2}
+    config = {
+        "model_type": "llama",
+        "vocab_size": 32001,
+        "hidden_size": 8,
+        "intermediate_size": 16,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+    }
     layer = 32 + 16 + 16 + 32 + 64 + 64 + 64 + 16
     assert vram.serving_memory_per_gpu(config, tensor_parallel=2).params_per_gpu == 2 * 16_001 * 8 + 8 + layer

@@ -168,11 +168,18 @@ def test_ten_minutes_on_8_h100_cost_the_15_minute_minimum():
     assert billing.price_per_minute(Decimal("31.20")) == Decimal("0.52")
 
 
-@pytest.mark.parametrize("text, message", [
-    ("abc", "price_eur_per_hour must be a number"), ("31,20", "price_eur_per_hour must be a number"),
-    ("0", "price_eur_per_hour must be more than 0"), ("1e9", "price_eur_per_hour '1e9' is implausible"),
-    ("1000000000", "implausible"), ("nan", "must be a number"), ("-1", "must be a number"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("abc", "price_eur_per_hour must be a number"),
+        ("31,20", "price_eur_per_hour must be a number"),
+        ("0", "price_eur_per_hour must be more than 0"),
+        ("1e9", "price_eur_per_hour '1e9' is implausible"),
+        ("1000000000", "implausible"),
+        ("nan", "must be a number"),
+        ("-1", "must be a number"),
+    ],
+)
 def test_a_bad_price_is_one_line_naming_the_field(text, message):
     with pytest.raises(ValueError, match=message) as info:
         billing.parse_price(text)
@@ -215,8 +222,22 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
 
 
 def test_cli_time_json_with_the_guides_price(catalogue):
-    code, out, err = run_cli("time", "--config", str(LLAMA_8B), "--gpu", "h100", "--gpus", "8", "--zero-stage", "3",
-                             "--micro-batch", "2", "--tokens", "1e9", "--json")
+    code, out, err = run_cli(
+        "time",
+        "--config",
+        str(LLAMA_8B),
+        "--gpu",
+        "h100",
+        "--gpus",
+        "8",
+        "--zero-stage",
+        "3",
+        "--micro-batch",
+        "2",
+        "--tokens",
+        "1e9",
+        "--json",
+    )
     assert code == 0, err
     data = json.loads(out)
     assert data["price_source"] == "8x-h100" and data["price_eur_per_hour"] == "31.2"
@@ -226,22 +247,41 @@ def test_cli_time_json_with_the_guides_price(catalogue):
 
 
 def test_cli_a_typed_price_changes_the_cost():
-    common = ("time", "--config", str(LLAMA_1B), "--gpu", "rtx-4090", "--gpus", "4", "--zero-stage", "3",
-              "--tokens", "1e9", "--json")
+    common = (
+        "time",
+        "--config",
+        str(LLAMA_1B),
+        "--gpu",
+        "rtx-4090",
+        "--gpus",
+        "4",
+        "--zero-stage",
+        "3",
+        "--tokens",
+        "1e9",
+        "--json",
+    )
     guide = json.loads(run_cli(*common)[1])
     typed = json.loads(run_cli(*common, "--price-eur-per-hour", "4.72")[1])
     assert typed["price_source"] == "reader" and guide["price_source"] == "4x-rtx-4090"
     assert [Decimal(c) for c in typed["cost_eur"]] != [Decimal(c) for c in guide["cost_eur"]]
 
 
-@pytest.mark.parametrize("flag, value, field", [
-    ("--tokens", "0", "token count"), ("--tokens", "-5", "token count"), ("--tokens", "2.5", "token count"),
-    ("--price-eur-per-hour", "abc", "price_eur_per_hour"), ("--price-eur-per-hour", "1e9", "price_eur_per_hour"),
-])
+@pytest.mark.parametrize(
+    "flag, value, field",
+    [
+        ("--tokens", "0", "token count"),
+        ("--tokens", "-5", "token count"),
+        ("--tokens", "2.5", "token count"),
+        ("--price-eur-per-hour", "abc", "price_eur_per_hour"),
+        ("--price-eur-per-hour", "1e9", "price_eur_per_hour"),
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_line_naming_the_field(flag, value, field):
     extra = () if flag == "--tokens" else ("--tokens", "1e9")
-    code, out, err = run_cli("time", "--config", str(LLAMA_1B), "--gpu", "rtx-4090", "--gpus", "4",
-                             "--zero-stage", "3", *extra, flag, value)
+    code, out, err = run_cli(
+        "time", "--config", str(LLAMA_1B), "--gpu", "rtx-4090", "--gpus", "4", "--zero-stage", "3", *extra, flag, value
+    )
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and field in err and "Traceback" not in err
 
@@ -252,14 +292,41 @@ def test_cli_unknown_gpu_is_one_line():
 
 
 def test_cli_serve_prints_the_roofline_bound(llama8b):
-    code, out, err = run_cli("time", "--task", "serve", "--config", str(LLAMA_8B), "--gpu", "h100", "--gpus", "1",
-                             "--context", "2048", "--batch", "8", "--json")
+    code, out, err = run_cli(
+        "time",
+        "--task",
+        "serve",
+        "--config",
+        str(LLAMA_8B),
+        "--gpu",
+        "h100",
+        "--gpus",
+        "1",
+        "--context",
+        "2048",
+        "--batch",
+        "8",
+        "--json",
+    )
     assert code == 0, err
     data = json.loads(out)
     assert data["bytes_per_step"] == 2 * (P_8B - EMBEDDING_8B) + 8 * 2048 * 131_072
     assert data["tokens_per_s_at_most"] == pytest.approx(3350e9 * 8 / data["bytes_per_step"])
-    code, _, err = run_cli("time", "--task", "serve", "--config", str(LLAMA_8B), "--gpu", "h100", "--gpus", "1",
-                           "--context", "2048", "--tokens", "1e9")
+    code, _, err = run_cli(
+        "time",
+        "--task",
+        "serve",
+        "--config",
+        str(LLAMA_8B),
+        "--gpu",
+        "h100",
+        "--gpus",
+        "1",
+        "--context",
+        "2048",
+        "--tokens",
+        "1e9",
+    )
     assert code == 2 and "--tokens is for training" in err
 
 
@@ -279,20 +346,58 @@ def test_a_typed_price_changes_the_ranking(catalogue, llama1b):
 
 
 def test_cli_rank_says_what_it_ranks_by():
-    code, out, err = run_cli("time", "--rank", "--config", str(LLAMA_1B), "--zero-stage", "3", "--tokens", "1e9",
-                             "--price", "4x-rtx-4090=0.50", "--json")
+    code, out, err = run_cli(
+        "time",
+        "--rank",
+        "--config",
+        str(LLAMA_1B),
+        "--zero-stage",
+        "3",
+        "--tokens",
+        "1e9",
+        "--price",
+        "4x-rtx-4090=0.50",
+        "--json",
+    )
     assert code == 0, err
     data = json.loads(out)
     assert data["ranked_by"] == "cost" and [m["machine"] for m in data["machines"]] == ["4x-rtx-4090", "8x-h100"]
-    code, _, err = run_cli("time", "--rank", "--config", str(LLAMA_1B), "--zero-stage", "3", "--tokens", "1e9",
-                           "--price", "4x-rtx-4090=abc")
+    code, _, err = run_cli(
+        "time",
+        "--rank",
+        "--config",
+        str(LLAMA_1B),
+        "--zero-stage",
+        "3",
+        "--tokens",
+        "1e9",
+        "--price",
+        "4x-rtx-4090=abc",
+    )
     assert code == 2 and "price of 4x-rtx-4090 must be a number" in err and err.count("\n") == 1
 
 
 def test_cli_names_the_bound_of_both_illustrations():
-    code, out, _ = run_cli("time", "--config", str(LLAMA_8B), "--gpu", "a6000", "--gpus", "4", "--zero-stage", "3",
-                           "--recompute", "full", "--tokens", "1e9")
-    assert code == 0 and "bound: compute" in out and re.search(r"run of 1,000,000,000 tokens: [\d.]+ (h|days( \d+ h)?) to \d+ days( \d+ h)?", out)
+    code, out, _ = run_cli(
+        "time",
+        "--config",
+        str(LLAMA_8B),
+        "--gpu",
+        "a6000",
+        "--gpus",
+        "4",
+        "--zero-stage",
+        "3",
+        "--recompute",
+        "full",
+        "--tokens",
+        "1e9",
+    )
+    assert (
+        code == 0
+        and "bound: compute" in out
+        and re.search(r"run of 1,000,000,000 tokens: [\d.]+ (h|days( \d+ h)?) to \d+ days( \d+ h)?", out)
+    )
     code, out, _ = run_cli("time", "--config", str(LLAMA_1B), "--gpu", "rtx-4090", "--gpus", "4", "--zero-stage", "3")
     assert code == 0 and "bound: communication" in out and "pcie4-host" in out
 

@@ -89,15 +89,40 @@ def test_lora_at_zero3_gathers_the_frozen_base_twice(llama8b, cards):
 
 
 def test_cli_time_lora_gives_the_finders_figures(llama8b, cards):
-    code, out, err = run_cli("time", "--task", "lora", "--config", str(LLAMA_8B), "--gpu", "rtx-4090", "--gpus", "1",
-                             "--zero-stage", "0", "--base-dtype", "nf4", "--tokens", "1e9", "--json")
+    code, out, err = run_cli(
+        "time",
+        "--task",
+        "lora",
+        "--config",
+        str(LLAMA_8B),
+        "--gpu",
+        "rtx-4090",
+        "--gpus",
+        "1",
+        "--zero-stage",
+        "0",
+        "--base-dtype",
+        "nf4",
+        "--tokens",
+        "1e9",
+        "--json",
+    )
     assert code == 0, err
     data = json.loads(out)
     assert data["flops_per_token"] == list(timing.lora_flops_per_token(llama8b, 2048, ADAPTERS_8B_R16))
-    answer = answer_job({"kind": "lora", "config": llama8b, "cards": 1, "framework": "deepspeed", "zero_stage": 0,
-                         "base_dtype": "nf4", "reserve_mib": 2048, "gpus": [{"key": "rtx-4090", "memory_mib": memory_mib("rtx-4090"),
-                                                        "speed": card_speed(cards["rtx-4090"])}],
-                         "calibration": load_measured_data().calibration.as_job()})
+    answer = answer_job(
+        {
+            "kind": "lora",
+            "config": llama8b,
+            "cards": 1,
+            "framework": "deepspeed",
+            "zero_stage": 0,
+            "base_dtype": "nf4",
+            "reserve_mib": 2048,
+            "gpus": [{"key": "rtx-4090", "memory_mib": memory_mib("rtx-4090"), "speed": card_speed(cards["rtx-4090"])}],
+            "calibration": load_measured_data().calibration.as_job(),
+        }
+    )
     time = answer["fits"][0]["time"]
     assert time["run_s"] == data["run_s"] and time["step_s"] == data["step_s"]
     assert time["backing"] == data["backing"]  # the same published runs behind both
@@ -110,38 +135,106 @@ def test_cli_time_settles_the_recomputation_as_the_finder(llama8b, cards):
     (one more forward per step: test_full_recomputation_adds_one_forward_to_a_lora_step).
     ``python -m vram time`` must time the same run, not the one its ``--recompute`` default asks."""
     gpus = yaml.safe_load((FROZEN / "gpus.yaml").read_text(encoding="utf-8"))
-    job = {"kind": "lora", "config": llama8b, "cards": 1, "framework": "deepspeed", "zero_stage": 0,
-           "reserve_mib": gpus["reserve_mib"], "gpus": [{"key": "rtx-4090", "memory_mib": gpus["gpus"]["rtx-4090"]["memory_mib"],
-                                                         "speed": card_speed(cards["rtx-4090"])}],
-           "calibration": load_measured_data().calibration.as_job()}  # the published runs, as the CLI reads them
-    fit, = answer_job(job)["fits"]
+    job = {
+        "kind": "lora",
+        "config": llama8b,
+        "cards": 1,
+        "framework": "deepspeed",
+        "zero_stage": 0,
+        "reserve_mib": gpus["reserve_mib"],
+        "gpus": [
+            {
+                "key": "rtx-4090",
+                "memory_mib": gpus["gpus"]["rtx-4090"]["memory_mib"],
+                "speed": card_speed(cards["rtx-4090"]),
+            }
+        ],
+        "calibration": load_measured_data().calibration.as_job(),
+    }  # the published runs, as the CLI reads them
+    (fit,) = answer_job(job)["fits"]
     assert fit["recompute"] == "full"  # the case: only full recomputation fits
-    code, out, err = run_cli("time", "--task", "lora", "--config", str(LLAMA_8B), "--gpu", "rtx-4090", "--gpus", "1",
-                             "--zero-stage", "0", "--tokens", "1e9", "--json")
+    code, out, err = run_cli(
+        "time",
+        "--task",
+        "lora",
+        "--config",
+        str(LLAMA_8B),
+        "--gpu",
+        "rtx-4090",
+        "--gpus",
+        "1",
+        "--zero-stage",
+        "0",
+        "--tokens",
+        "1e9",
+        "--json",
+    )
     assert code == 0, err
     data = json.loads(out)
     assert (data["step_s"], data["run_s"]) == (fit["time"]["step_s"], fit["time"]["run_s"])
     assert data["recompute"] == "full" and data["fits"] is True
 
 
-@pytest.mark.parametrize("argv, field", [
-    (("--lora-rank", "0"), "lora_rank"), (("--base-dtype", "nf5"), "--base-dtype"),
-    (("--price-eur-per-hour", "0"), "price_eur_per_hour"), (("--price-eur-per-hour", "-1"), "price_eur_per_hour"),
-])
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (("--lora-rank", "0"), "lora_rank"),
+        (("--base-dtype", "nf5"), "--base-dtype"),
+        (("--price-eur-per-hour", "0"), "price_eur_per_hour"),
+        (("--price-eur-per-hour", "-1"), "price_eur_per_hour"),
+    ],
+)
 def test_cli_time_lora_bad_input_is_one_line(argv, field):
-    code, out, err = run_cli("time", "--task", "lora", "--config", str(LLAMA_8B), "--gpu", "h100", "--gpus", "1",
-                             "--zero-stage", "0", "--tokens", "1e9", *argv)
+    code, out, err = run_cli(
+        "time",
+        "--task",
+        "lora",
+        "--config",
+        str(LLAMA_8B),
+        "--gpu",
+        "h100",
+        "--gpus",
+        "1",
+        "--zero-stage",
+        "0",
+        "--tokens",
+        "1e9",
+        *argv,
+    )
     assert code == 2 and out == "" and err.count("\n") == 1 and field in err
 
 
 # ------------------------------------------------------------------ serving in the finder
 def test_the_finders_decode_bound_is_the_command_lines_rounded_up(llama8b, cards):
-    code, out, err = run_cli("time", "--task", "serve", "--config", str(LLAMA_8B), "--gpu", "h100", "--gpus", "2",
-                             "--context", "8192", "--batch", "4", "--json")
+    code, out, err = run_cli(
+        "time",
+        "--task",
+        "serve",
+        "--config",
+        str(LLAMA_8B),
+        "--gpu",
+        "h100",
+        "--gpus",
+        "2",
+        "--context",
+        "8192",
+        "--batch",
+        "4",
+        "--json",
+    )
     assert code == 0, err
     cli = json.loads(out)
-    answer = answer_job({"kind": "serving", "config": llama8b, "cards": 2, "context": 8192, "concurrent": 4,
-                         "reserve_mib": 2048, "gpus": [{"key": "h100", "memory_mib": memory_mib("h100"), "speed": card_speed(cards["h100"])}]})
+    answer = answer_job(
+        {
+            "kind": "serving",
+            "config": llama8b,
+            "cards": 2,
+            "context": 8192,
+            "concurrent": 4,
+            "reserve_mib": 2048,
+            "gpus": [{"key": "h100", "memory_mib": memory_mib("h100"), "speed": card_speed(cards["h100"])}],
+        }
+    )
     decode = answer["fits"][0]["decode"]
     assert decode["bytes_per_step"] == cli["bytes_per_step"]
     assert decode["tokens_per_s_per_sequence_at_most"] == math.ceil(cli["tokens_per_s_per_sequence_at_most"])
@@ -151,15 +244,18 @@ def test_the_finders_decode_bound_is_the_command_lines_rounded_up(llama8b, cards
 
 
 # ------------------------------------------------------------------ durations as the finder writes them
-@pytest.mark.parametrize("seconds, down, up", [
-    (42.5, [["s", 42]], [["s", 43]]),
-    (59 * 60 + 1, [["min", 59]], [["min", 60]]),
-    (4.25 * 3600, [["h", 4.2]], [["h", 4.3]]),
-    (47.99 * 3600, [["h", 47.9]], [["h", 48.0]]),
-    (2 * 86_400, [["days", 2]], [["days", 2]]),
-    (4 * 86_400 + 15.5 * 3600, [["days", 4], ["h", 15]], [["days", 4], ["h", 16]]),
-    (6 * 86_400 + 23.5 * 3600, [["days", 6], ["h", 23]], [["days", 7]]),
-])
+@pytest.mark.parametrize(
+    "seconds, down, up",
+    [
+        (42.5, [["s", 42]], [["s", 43]]),
+        (59 * 60 + 1, [["min", 59]], [["min", 60]]),
+        (4.25 * 3600, [["h", 4.2]], [["h", 4.3]]),
+        (47.99 * 3600, [["h", 47.9]], [["h", 48.0]]),
+        (2 * 86_400, [["days", 2]], [["days", 2]]),
+        (4 * 86_400 + 15.5 * 3600, [["days", 4], ["h", 15]], [["days", 4], ["h", 16]]),
+        (6 * 86_400 + 23.5 * 3600, [["days", 6], ["h", 23]], [["days", 7]]),
+    ],
+)
 def test_a_run_is_written_in_days_and_hours_rounded_outwards(seconds, down, up):
     assert timing.shown_duration(seconds, up=False) == down
     assert timing.shown_duration(seconds, up=True) == up
@@ -175,7 +271,13 @@ def test_a_duration_refuses_what_is_not_one(seconds):
 @pytest.mark.parametrize("kind", ["training", "lora"])
 def test_job_cli_refuses_a_bad_typed_price_in_one_line(price, kind):
     """The finder's validation (vram.billing.parse_price through vram.job) on the command line: exit 2."""
-    code, out, err = run_cli("job", "--config", str(LLAMA_8B), f"--kind={kind}", f"--gpu=rtx-5090={memory_mib('rtx-5090')}",
-                             f"--price=rtx-5090={price}")
+    code, out, err = run_cli(
+        "job",
+        "--config",
+        str(LLAMA_8B),
+        f"--kind={kind}",
+        f"--gpu=rtx-5090={memory_mib('rtx-5090')}",
+        f"--price=rtx-5090={price}",
+    )
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("vram: error: prices: prices.rtx-5090 ") and "euros per hour" in err, err

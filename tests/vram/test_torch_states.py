@@ -129,13 +129,22 @@ def test_mixed_precision_with_fp32_master_copy(optim_name, calculator_name, fp32
 def test_lora_adapter_shapes_match_a_real_low_rank_pair():
     """A rank-r adapter on a frozen Linear(in, out): A is r x in, B is out x r."""
     config = {
-        "model_type": "llama", "vocab_size": 10, "hidden_size": 16, "intermediate_size": 24,
-        "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "model_type": "llama",
+        "vocab_size": 10,
+        "hidden_size": 16,
+        "intermediate_size": 24,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
     }
     rank = 4
     # q_proj: 16 -> 16; v_proj: 16 -> 2 KV heads x 4 = 8 (shapes of the HF llama module).
-    adapters = [nn.Linear(16, rank, bias=False), nn.Linear(rank, 16, bias=False),
-                nn.Linear(16, rank, bias=False), nn.Linear(rank, 8, bias=False)]
+    adapters = [
+        nn.Linear(16, rank, bias=False),
+        nn.Linear(rank, 16, bias=False),
+        nn.Linear(16, rank, bias=False),
+        nn.Linear(rank, 8, bias=False),
+    ]
     real = sum(p.numel() for a in adapters for p in a.parameters())
     assert vram.lora_adapter_params(config, rank, ("q_proj", "v_proj")) == real
 
@@ -153,9 +162,16 @@ def test_kv_cache_matches_real_cache_tensors(shared_configs):
 
 # --- PyTorch AMP (fp32 parameters, bf16 autocast), AdamW: --framework fsdp2 --zero-stage 0 --
 
-AMP_LLAMA = {"model_type": "llama", "vocab_size": 3175, "hidden_size": 64, "intermediate_size": 577,
-             "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
-             "tie_word_embeddings": False}  # P = 776,064 (shared/cases/oracles.md)
+AMP_LLAMA = {
+    "model_type": "llama",
+    "vocab_size": 3175,
+    "hidden_size": 64,
+    "intermediate_size": 577,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "tie_word_embeddings": False,
+}  # P = 776,064 (shared/cases/oracles.md)
 
 
 def test_amp_adamw_is_4_4_8_plus_the_bf16_copies_autocast_keeps():
@@ -167,8 +183,9 @@ def test_amp_adamw_is_4_4_8_plus_the_bf16_copies_autocast_keeps():
     """
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    model = LlamaForCausalLM(LlamaConfig(**{k: v for k, v in AMP_LLAMA.items() if k != "model_type"},
-                                         attn_implementation="sdpa"))
+    model = LlamaForCausalLM(
+        LlamaConfig(**{k: v for k, v in AMP_LLAMA.items() if k != "model_type"}, attn_implementation="sdpa")
+    )
     linear_shapes = {tuple(m.weight.shape) for m in model.modules() if isinstance(m, nn.Linear)}
     copies: dict[int, int] = {}
 

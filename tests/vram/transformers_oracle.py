@@ -60,8 +60,9 @@ def _built(key: str) -> Built:
             model = AutoModelForCausalLM.from_config(config)
     unique = {id(p): p.numel() for p in model.parameters()}
     largest = max(sum(p.numel() for p in m.parameters(recurse=False)) for m in model.modules())
-    linear = sum(sum(p.numel() for p in m.parameters(recurse=False))
-                 for m in model.modules() if type(m) is torch.nn.Linear)
+    linear = sum(
+        sum(p.numel() for p in m.parameters(recurse=False)) for m in model.modules() if type(m) is torch.nn.Linear
+    )
     layers = tuple(sum(p.numel() for p in layer.parameters()) for layer in model.model.layers)
     kinds, kwargs = get_layer_types_and_kwargs(config.get_text_config(decoder=True))
     windows = {kw["sliding_window"] for kw in kwargs if "sliding_window" in kw}

@@ -66,11 +66,31 @@ def harness(tmp_path):
     linger.mkdir()
     for name in ("cron.deny", "at.deny"):  # as the administrator's set-up leaves them (PUBLISHING.md)
         (etc / name).write_text("daemon\ngpu-job\n")
-    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG_DIR": str(logs), "GH_ORG": "vramfarm", "RUNNER_GROUP_ID": "7",
-           "GH_TOKEN_FILE": str(token), "RUNNER_DIR": str(runner), "JOB_USER": "gpu-job", "ROUNDS": "2",
-           "ROUND_ROOT": str(scratch), "HOME": str(tmp_path / "broker-home"), "GH_PAT": TOKEN,
-           "CRON_DENY": str(etc / "cron.deny"), "AT_DENY": str(etc / "at.deny"), "LINGER_DIR": str(linger)}
-    return {"env": env, "logs": logs, "scratch": scratch, "token": token, "runner": runner, "etc": etc, "linger": linger}
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "LOG_DIR": str(logs),
+        "GH_ORG": "vramfarm",
+        "RUNNER_GROUP_ID": "7",
+        "GH_TOKEN_FILE": str(token),
+        "RUNNER_DIR": str(runner),
+        "JOB_USER": "gpu-job",
+        "ROUNDS": "2",
+        "ROUND_ROOT": str(scratch),
+        "HOME": str(tmp_path / "broker-home"),
+        "GH_PAT": TOKEN,
+        "CRON_DENY": str(etc / "cron.deny"),
+        "AT_DENY": str(etc / "at.deny"),
+        "LINGER_DIR": str(linger),
+    }
+    return {
+        "env": env,
+        "logs": logs,
+        "scratch": scratch,
+        "token": token,
+        "runner": runner,
+        "etc": etc,
+        "linger": linger,
+    }
 
 
 def run(harness):
@@ -90,13 +110,29 @@ def test_two_rounds_each_start_clean_and_never_see_the_token(harness):
     for n, seen in enumerate(rounds, start=1):
         assert seen["PIP_CONFIG_FILE"] == "/dev/null" and seen["PIP_NO_CACHE_DIR"] == "1", seen
         assert seen["GUIDE_NOTEBOOK_STORE"] == "off"
-        assert seen["XDG_CONFIG_HOME"] == f"{seen['HOME']}/.config" and seen["XDG_CACHE_HOME"] == f"{seen['HOME']}/.cache"
+        assert (
+            seen["XDG_CONFIG_HOME"] == f"{seen['HOME']}/.config" and seen["XDG_CACHE_HOME"] == f"{seen['HOME']}/.cache"
+        )
         assert Path(seen["HOME"]).parent == harness["scratch"] and Path(seen["PWD"]).parent == harness["scratch"]
         # nothing of the broker's environment: no token, no path to it, no other variable
         assert TOKEN not in json.dumps(seen) and str(harness["token"]) not in json.dumps(seen)
-        assert set(seen) <= {"HOME", "PATH", "LANG", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "PIP_CONFIG_FILE",
-                             "PIP_NO_CACHE_DIR", "PIP_DISABLE_PIP_VERSION_CHECK", "GUIDE_NOTEBOOK_STORE",
-                             "ACTIONS_RUNNER_INPUT_JITCONFIG", "PWD", "SHLVL", "_", "OLDPWD"}, sorted(seen)
+        assert set(seen) <= {
+            "HOME",
+            "PATH",
+            "LANG",
+            "XDG_CONFIG_HOME",
+            "XDG_CACHE_HOME",
+            "XDG_DATA_HOME",
+            "PIP_CONFIG_FILE",
+            "PIP_NO_CACHE_DIR",
+            "PIP_DISABLE_PIP_VERSION_CHECK",
+            "GUIDE_NOTEBOOK_STORE",
+            "ACTIONS_RUNNER_INPUT_JITCONFIG",
+            "PWD",
+            "SHLVL",
+            "_",
+            "OLDPWD",
+        }, sorted(seen)
         assert (logs / f"round{n}.home").read_text() == "", "a fresh HOME is empty"
         assert (logs / f"round{n}.runner").read_text().split() == ["run.sh"], "a fresh copy of the runner"
     assert rounds[0]["HOME"] != rounds[1]["HOME"] and rounds[0]["PWD"] != rounds[1]["PWD"]

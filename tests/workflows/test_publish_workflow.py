@@ -69,8 +69,12 @@ ZIZMOR_IGNORE = re.compile(r"#\s*zizmor:\s*ignore\[([\w,\s-]+)\]")
 def zizmor(*args: str) -> subprocess.CompletedProcess:
     program = shutil.which("zizmor") or str(Path(sys.executable).parent / "zizmor")
     # --no-config: a pull request's .github/zizmor.yml (or zizmor.yml) cannot switch a rule off
-    return subprocess.run([program, "--offline", "--no-config", "--color=never", *args, str(WORKFLOWS)],
-                          capture_output=True, text=True, cwd=REPO_ROOT)
+    return subprocess.run(
+        [program, "--offline", "--no-config", "--color=never", *args, str(WORKFLOWS)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
 
 
 def test_zizmor_auditor_finds_nothing_but_the_accepted_finding():
@@ -80,8 +84,12 @@ def test_zizmor_auditor_finds_nothing_but_the_accepted_finding():
         result = zizmor(f"--persona={persona}")
         assert result.returncode == 0, result.stdout + result.stderr
     assert "(1 ignored" in zizmor("--persona=auditor").stdout
-    ignores = [(path.name, number, line) for path in sorted(WORKFLOWS.glob("*.y*ml"))
-               for number, line in enumerate(path.read_text().splitlines(), start=1) if ZIZMOR_IGNORE.search(line)]
+    ignores = [
+        (path.name, number, line)
+        for path in sorted(WORKFLOWS.glob("*.y*ml"))
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if ZIZMOR_IGNORE.search(line)
+    ]
     assert len(ignores) == 1, ignores
     name, number, line = ignores[0]
     assert (name, ZIZMOR_IGNORE.search(line).group(1)) == ("publish.yml", "self-hosted-runner")
@@ -131,27 +139,41 @@ def test_the_attackers_workflow_and_config_are_caught(tmp_path):
     shutil.copytree(REPO_ROOT / ".github", tmp_path / ".github")
     (tmp_path / ".github" / "zizmor.yml").write_text("rules:\n  dangerous-triggers:\n    disable: true\n")
     attack = tmp_path / ".github" / "workflows" / "deploy.yml"
-    attack.write_text("on:\n  workflow_run:\n    workflows: [x]\n    types: [completed]\npermissions:\n  pages: write\n"
-                      "jobs:\n  d:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo\n")
+    attack.write_text(
+        "on:\n  workflow_run:\n    workflows: [x]\n    types: [completed]\npermissions:\n  pages: write\n"
+        "jobs:\n  d:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo\n"
+    )
     assert github_files(tmp_path) - SHIPPED == {".github/zizmor.yml", ".github/workflows/deploy.yml"}
     assert privileged_triggers(attack) == {"workflow_run"}
     (attack).write_text("on: pull_request_target\njobs: {}\n")
     assert privileged_triggers(attack) == {"pull_request_target"}
     # zizmor itself, configuration ignored, reports the trigger the config would have silenced
     program = shutil.which("zizmor") or str(Path(sys.executable).parent / "zizmor")
-    attack.write_text("on:\n  workflow_run:\n    workflows: [x]\n    types: [completed]\npermissions: {}\n"
-                      "jobs:\n  d:\n    runs-on: ubuntu-24.04\n    permissions:\n      pages: write\n"
-                      "    steps:\n      - run: echo\n")
-    result = subprocess.run([program, "--offline", "--no-config", "--color=never", "--persona=auditor", str(attack)],
-                            capture_output=True, text=True, cwd=tmp_path)
+    attack.write_text(
+        "on:\n  workflow_run:\n    workflows: [x]\n    types: [completed]\npermissions: {}\n"
+        "jobs:\n  d:\n    runs-on: ubuntu-24.04\n    permissions:\n      pages: write\n"
+        "    steps:\n      - run: echo\n"
+    )
+    result = subprocess.run(
+        [program, "--offline", "--no-config", "--color=never", "--persona=auditor", str(attack)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert result.returncode != 0 and "dangerous-triggers" in result.stdout
 
 
 def test_least_privilege_permissions_and_limits(workflow):
     assert workflow["permissions"] == {}
     assert workflow["concurrency"]["group"]
-    expected = {"test": {"contents": "read"}, "gpu": {"contents": "read"}, "record": {"contents": "read"}, "publish": {"contents": "read"},
-                "check-site": {"contents": "read"}, "deploy": {"pages": "write", "id-token": "write"}}
+    expected = {
+        "test": {"contents": "read"},
+        "gpu": {"contents": "read"},
+        "record": {"contents": "read"},
+        "publish": {"contents": "read"},
+        "check-site": {"contents": "read"},
+        "deploy": {"pages": "write", "id-token": "write"},
+    }
     assert {name: job["permissions"] for name, job in workflow["jobs"].items()} == expected
     for name, job in workflow["jobs"].items():
         assert 0 < job["timeout-minutes"] <= 60, name
@@ -194,21 +216,36 @@ def test_the_record_is_written_on_a_fresh_machine_from_the_gpu_jobs_outputs(work
     upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["name"] == "verification"
     assert {"verification/nccl_check.json", "verification/gpu-tests.xml"} <= set(upload["with"]["path"].split())
-    for event, ref, gpu in product(("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x"),
-                                   ("success", "failure", "skipped", "cancelled")):
+    for event, ref, gpu in product(
+        ("pull_request", "push", "workflow_dispatch"),
+        ("refs/heads/main", "refs/heads/x"),
+        ("success", "failure", "skipped", "cancelled"),
+    ):
         expected = event != "pull_request" and ref == "refs/heads/main" and gpu == "success"
         assert condition(record["if"], event, ref, {"gpu": gpu}) == expected, (event, ref, gpu)
     # what the record job runs imports the standard library and verify's parsers only
-    probe = subprocess.run([sys.executable, "-I", "-S", "-c", "import sys; sys.path.insert(0, '.'); import verify.write_record; "
-                            "print(sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names))"],
-                           capture_output=True, text=True, cwd=REPO_ROOT)
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            "import sys; sys.path.insert(0, '.'); import verify.write_record; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
     assert probe.returncode == 0, probe.stderr
     assert all(name.split(".")[0] in ("verify", "__main__") for name in eval(probe.stdout)), probe.stdout  # noqa: S307
 
 
 def test_only_push_and_manual_runs_on_main_reach_the_gpu_runner(workflow):
     gpu_if = workflow["jobs"]["gpu"]["if"]
-    for event, ref in product(("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x", "refs/pull/7/merge")):
+    for event, ref in product(
+        ("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x", "refs/pull/7/merge")
+    ):
         expected = event != "pull_request" and ref == "refs/heads/main"
         assert condition(gpu_if, event, ref, {}) == expected, (event, ref)
     assert all("self-hosted" not in str(job["runs-on"]) for name, job in workflow["jobs"].items() if name != "gpu")
@@ -218,11 +255,20 @@ def test_publish_needs_both_jobs_to_succeed_on_main(workflow):
     publish = workflow["jobs"]["publish"]
     assert sorted(publish["needs"]) == ["record", "test"]
     results = ("success", "failure", "skipped", "cancelled")
-    for event, ref, test, record in product(("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x"), results, results):
+    for event, ref, test, record in product(
+        ("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x"), results, results
+    ):
         expected = event != "pull_request" and ref == "refs/heads/main" and test == record == "success"
-        assert condition(publish["if"], event, ref, {"test": test, "record": record}) == expected, (event, ref, test, record)
+        assert condition(publish["if"], event, ref, {"test": test, "record": record}) == expected, (
+            event,
+            ref,
+            test,
+            record,
+        )
     order = [step.get("uses", step.get("run", "")).split("@")[0] for step in publish["steps"]]
-    assert order.index("actions/download-artifact") < order.index("make publish") < order.index("actions/upload-artifact")
+    assert (
+        order.index("actions/download-artifact") < order.index("make publish") < order.index("actions/upload-artifact")
+    )
     assert "actions/upload-pages-artifact" not in order  # the Pages archive comes from check-site only
     download = next(step for step in publish["steps"] if step.get("uses", "").startswith("actions/download-artifact@"))
     assert download["with"] == {"name": "verification", "path": "verification"}
@@ -238,8 +284,11 @@ def test_the_oidc_token_is_only_where_no_code_of_the_repository_runs(workflow):
     deploy = workflow["jobs"]["deploy"]
     assert deploy["needs"] == "check-site" and deploy["environment"]["name"] == "github-pages"
     assert [step["uses"].split("@")[0] for step in deploy["steps"]] == ["actions/deploy-pages"]
-    for event, ref, publish in product(("pull_request", "push", "workflow_dispatch"), ("refs/heads/main", "refs/heads/x"),
-                                       ("success", "failure", "skipped")):
+    for event, ref, publish in product(
+        ("pull_request", "push", "workflow_dispatch"),
+        ("refs/heads/main", "refs/heads/x"),
+        ("success", "failure", "skipped"),
+    ):
         expected = event != "pull_request" and ref == "refs/heads/main" and publish == "success"
         assert condition(deploy["if"], event, ref, {"check-site": publish}) == expected, (event, ref, publish)
         assert condition(workflow["jobs"]["check-site"]["if"], event, ref, {"publish": publish}) == expected
@@ -248,10 +297,17 @@ def test_the_oidc_token_is_only_where_no_code_of_the_repository_runs(workflow):
 def test_make_targets_called_by_the_workflow_exist():
     make_mk = (REPO_ROOT / "verify" / "make.mk").read_text()
     assert re.search(r"^gpu-check: gpu-outputs\n\t\$\(PY\) -m verify\.write_record verification$", make_mk, re.M)
-    assert re.search(r"^gpu-outputs:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n\t\$\(PY\) -m verify\.gpu_check --out verification$",
-                     make_mk, re.M)
-    assert re.search(r"^publish:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n\tGUIDE_PUBLISH=1 \$\(PY\) -m mkdocs build --strict.*\n"
-                     r"\t\$\(PY\) -m verify\.artifact site --manifest site-manifest\.json --tar artifact\.tar$", make_mk, re.M)
+    assert re.search(
+        r"^gpu-outputs:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n\t\$\(PY\) -m verify\.gpu_check --out verification$",
+        make_mk,
+        re.M,
+    )
+    assert re.search(
+        r"^publish:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n\tGUIDE_PUBLISH=1 \$\(PY\) -m mkdocs build --strict.*\n"
+        r"\t\$\(PY\) -m verify\.artifact site --manifest site-manifest\.json --tar artifact\.tar$",
+        make_mk,
+        re.M,
+    )
 
 
 def test_the_pages_archive_is_made_by_the_check_on_a_fresh_machine(workflow):
@@ -264,13 +320,23 @@ def test_the_pages_archive_is_made_by_the_check_on_a_fresh_machine(workflow):
     assert check["needs"] == "publish"
     steps = check["steps"]
     runs = [step["run"] for step in steps if "run" in step]
-    assert runs == ["python -m pip install --quiet --no-deps --require-hashes -r verify/requirements-artifact.txt",
-                    "python -m verify.artifact site --manifest site-manifest.json --tar artifact.tar"]
+    assert runs == [
+        "python -m pip install --quiet --no-deps --require-hashes -r verify/requirements-artifact.txt",
+        "python -m verify.artifact site --manifest site-manifest.json --tar artifact.tar",
+    ]
     download = next(step for step in steps if step.get("uses", "").startswith("actions/download-artifact@"))
     assert download["with"] == {"name": "site-build", "path": "site"}
-    uploads = {step["with"]["name"]: step["with"]["path"] for step in steps if step.get("uses", "").startswith("actions/upload-artifact@")}
+    uploads = {
+        step["with"]["name"]: step["with"]["path"]
+        for step in steps
+        if step.get("uses", "").startswith("actions/upload-artifact@")
+    }
     assert uploads == {"github-pages": "artifact.tar", "site-manifest": "site-manifest.json"}
-    handed = next(step for step in workflow["jobs"]["publish"]["steps"] if step.get("uses", "").startswith("actions/upload-artifact@"))
+    handed = next(
+        step
+        for step in workflow["jobs"]["publish"]["steps"]
+        if step.get("uses", "").startswith("actions/upload-artifact@")
+    )
     assert handed["with"]["name"] == "site-build" and handed["with"]["path"] == "site"
     pins = dict(line.split("==") for line in (REPO_ROOT / "constraints.txt").read_text().splitlines() if "==" in line)
     requirements = (REPO_ROOT / "verify" / "requirements-artifact.txt").read_text().replace("\\\n", " ")
@@ -320,6 +386,20 @@ def test_no_cache_or_record_is_committed():
     (validated markers, executed notebooks, mkdocs-jupyter's HTML, a record) is there only if
     a commit carries it (``git add -f``), and it would then skip work the publish build must
     do: mkdocs-jupyter's cached HTML goes on the notebook page as it is."""
-    tracked = subprocess.run(["git", "ls-files", "--", ".cache", "site", ":(glob)verification/*.json", ":(glob)verification/*.txt",
-                              ":(glob)verification/*.xml"], capture_output=True, text=True, cwd=REPO_ROOT, check=True).stdout.split()
+    tracked = subprocess.run(
+        [
+            "git",
+            "ls-files",
+            "--",
+            ".cache",
+            "site",
+            ":(glob)verification/*.json",
+            ":(glob)verification/*.txt",
+            ":(glob)verification/*.xml",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=True,
+    ).stdout.split()
     assert tracked == [], tracked

@@ -49,7 +49,11 @@ def whole(name: str, minimum: int, maximum: int) -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         stripped = text.strip()
-        if not (stripped.isascii() and stripped.isdigit()) or len(stripped) > 20 or not minimum <= int(stripped) <= maximum:
+        if (
+            not (stripped.isascii() and stripped.isdigit())
+            or len(stripped) > 20
+            or not minimum <= int(stripped) <= maximum
+        ):
             raise argparse.ArgumentTypeError(
                 f"{name} must be an integer from {minimum:,} to {maximum:,}, got {quote_text(text)}"
             )
@@ -76,8 +80,12 @@ def decimal_text(name: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         stripped = text.strip()
         whole_part, _, fraction = stripped.partition(".")
-        if not stripped.isascii() or not (whole_part or fraction) or not (whole_part + fraction).isdigit() \
-                or len(stripped) > 20:
+        if (
+            not stripped.isascii()
+            or not (whole_part or fraction)
+            or not (whole_part + fraction).isdigit()
+            or len(stripped) > 20
+        ):
             raise argparse.ArgumentTypeError(f"{name} must be a decimal number such as 0.9, got {quote_text(text)}")
         return float(stripped)
 
