@@ -24,7 +24,7 @@ from vram.calibration import (
     RULES,
     WIDTH_TARGET,
     Rule,
-    load_measured_data,  # noqa: E402
+    load_measured_data,
     validation_figures,
 )
 
@@ -83,7 +83,7 @@ def write_section(path: Path, table: str) -> None:
         "was written down and committed before it was validated (vram/calibration.py).\n\n" + table + "\n\n" + HISTORY
     )
     if SECTION in text:
-        text = re.sub(rf"{re.escape(SECTION)}\n.*?(?=\n## |\Z)", block.rstrip("\n") + "\n", text, flags=re.S)
+        text = re.sub(rf"{re.escape(SECTION)}\n.*?(?=\n## |\Z)", block.rstrip("\n") + "\n", text, flags=re.DOTALL)
     else:
         text = text.rstrip("\n") + "\n\n" + block
     path.write_text(text, encoding="utf-8")

@@ -42,10 +42,10 @@ from pathlib import Path
 if str(Path(__file__).resolve().parent.parent) not in sys.path:  # python bench/run.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import ENV, REPO, render  # noqa: E402
-from bench.instructions import instruction_ratio  # noqa: E402
-from bench.plain import make_plain_copy  # noqa: E402
-from verify.languages import DEFAULT_LANGUAGE, LANGUAGES  # noqa: E402
+from bench.common import ENV, REPO, render
+from bench.instructions import instruction_ratio
+from bench.plain import make_plain_copy
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
 
 BUDGET = {
     "build_ratio": 1.3,
@@ -120,9 +120,8 @@ INFO_PAGES: list[str] = []
 
 
 def bench_weight(site: Path) -> dict:
-    from bench.weight import page_weights
-
     from bench.finder import finder_timings
+    from bench.weight import page_weights
 
     return {
         "weights": page_weights(site, GUIDE_PAGES + NOTEBOOK_PAGES + INFO_PAGES),

@@ -141,7 +141,7 @@ class TemplateCache(InMemoryBytecodeCache):
         """Keep compiled templates in ``folder`` too (None: in memory only, as a publication build does)."""
         self.folder = folder
 
-    def get_bucket(self, environment, name, filename, source):  # noqa: ANN001 (jinja2.BytecodeCache's signature)
+    def get_bucket(self, environment, name, filename, source):  # jinja2.BytecodeCache's signature
         key = compiled_from(environment, name, filename, source)
         bucket = jinja2.bccache.Bucket(environment, key, self.get_source_checksum(source))
         self.load_bytecode(bucket)

@@ -157,7 +157,7 @@ def test_a_module_of_todays_catalogue_is_run_for_a_card():
 
 def test_contributing_names_the_command_for_each_change():
     text = (REPO_ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    sections = re.split(r"^### ", text, flags=re.M)[1:]
+    sections = re.split(r"^### ", text, flags=re.MULTILINE)[1:]
     titles = [section.splitlines()[0] for section in sections]
     for change, kind in (
         ("A page", "page"),

@@ -25,12 +25,12 @@ import yaml
 from packaging.requirements import Requirement
 
 import hooks.data.load as data_load
+import verify.pins
 import vram.catalogue
 from hooks.finder import compute, page
 from hooks.render.numbers import format_quantity, gpu_memory, pinned_version
 from tests.conftest import REPO_ROOT
 from verify import languages
-import verify.pins
 from verify.record import pinned_torch
 from vram.cli import build_parser, main
 from vram.fit import usable_bytes

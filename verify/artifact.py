@@ -507,8 +507,7 @@ def _shape(html_text: str) -> list:
             if (
                 number == 0
                 or node.tag in ("-comment", "script", "style")
-                or node.parent is not None
-                and node.parent.tag in ("script", "style")
+                or (node.parent is not None and node.parent.tag in ("script", "style"))
             ):
                 continue
             if node.tag == "-text":
@@ -701,10 +700,8 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
         for number, pre in enumerate(tree.css("pre"), start=1):
             for index, node in enumerate(pre.traverse()):
                 if index and not (
-                    node.tag == "code"
-                    and not node.attributes
-                    or node.tag == "span"
-                    and set(node.attributes) <= {"class"}
+                    (node.tag == "code" and not node.attributes)
+                    or (node.tag == "span" and set(node.attributes) <= {"class"})
                 ):
                     raise ArtifactError(
                         f"{page}: code block {number} holds <{node.tag} {' '.join(node.attributes)}>: a code block "

@@ -150,7 +150,7 @@ def collect(out_dir: Path, commands: Commands = Commands()) -> dict:
     Interrupted."""
     outputs: dict = {
         "outputs": 1,
-        "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "runner": os.environ.get("RUNNER_NAME"),
         "snippet": SNIPPET,
     }

@@ -243,7 +243,7 @@ class Record(Strict):
     @classmethod
     def _recent(cls, value: str, info: ValidationInfo) -> str:
         try:
-            moment = datetime.datetime.strptime(value, UTC_FORMAT).replace(tzinfo=datetime.timezone.utc)
+            moment = datetime.datetime.strptime(value, UTC_FORMAT).replace(tzinfo=datetime.UTC)
         except ValueError:
             raise ValueError(f"{value!r} is not a date and time ({UTC_FORMAT})") from None
         expected: Expected | None = info.context

@@ -28,7 +28,7 @@ MATERIAL_SCRIPTS = ("partials", "javascripts")  # under material/templates
 JUPYTER_TEMPLATE = ("templates", "mkdocs_html")  # under mkdocs_jupyter
 JUPYTER_INCLUDED_JS = ("clipboard.umd.js",)  # what its template inlines with include_js
 FEATURES = ("content.tabs.link", "content.code.copy")  # only decides which of Material's scripts render
-INLINE_SCRIPT_RE = re.compile(r"<script>(.*?)</script>", re.S)
+INLINE_SCRIPT_RE = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 
 # The policy of every page (issue 19). 'self': the site's own files (worker-src: Material's
 # search worker); data: images: the notebook's plots and Material's icons in its stylesheet.

@@ -243,7 +243,7 @@ def _attention_core(
     # repeat_kv is expand(b, kv, n/kv, s, d).reshape(b, n, s, d): a copy, except with one group
     # (n = kv: k and v themselves) and with one KV head (multi-query: the reshape is then a view,
     # which SDPA keeps as it is; eager's matmul views it as (b * n, s, d), a copy unless b = 1)
-    copies = n != kv and kv != 1 or (attention == "eager" and kv == 1 and n > 1 and b > 1)
+    copies = (n != kv and kv != 1) or (attention == "eager" and kv == 1 and n > 1 and b > 1)
     k_rep, v_rep = (at_n, at_n) if copies else (at_kv, v_sdpa)
     if attention == "sdpa":
         lse = FP32 * t * n  # log-sum-exp of the flash / memory-efficient kernel

@@ -12,7 +12,6 @@ The parts add the terms up, so a figure and its explanation cannot disagree.
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 
 from .validate import check_params
@@ -65,7 +64,7 @@ def format_formula(coefficients, number=str) -> str:
 
 def combined(terms, parts=GPU_PARTS) -> tuple[tuple[int, str], ...]:
     """The coefficients of ``terms`` in ``parts`` added up per symbol, in ``SYMBOLS`` order."""
-    total = {symbol: 0 for symbol in SYMBOLS}
+    total = dict.fromkeys(SYMBOLS, 0)
     for term in terms:
         if term.part in parts:
             for c, symbol in term.coefficients:

@@ -51,8 +51,9 @@ from __future__ import annotations
 import functools
 import math
 import statistics
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .catalogue import Card
 from .measurements import (
@@ -434,7 +435,7 @@ class Calibration:
     families: Mapping[str, str]
     names: Mapping[str, str]
 
-    def backing(self, gpu: str, key_without_family: tuple[str, str, str]) -> "Backing | None":
+    def backing(self, gpu: str, key_without_family: tuple[str, str, str]) -> Backing | None:
         """The range behind a job on ``gpu`` of class (family of ``gpu``, *key_without_family*),
         with the runs on that card itself; None when no run of that kind exists. A card in no
         family (one just added to the catalogue) reads the classes of every family."""

@@ -11,10 +11,11 @@ Units in names: ``*_tflops`` = 10^12 FLOP/s, ``*_gb_per_s`` = 10^9 bytes/s.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "snippets" / "data"
 

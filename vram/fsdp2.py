@@ -19,8 +19,8 @@ such as ``"adamw-fp32"`` or ``"sgd-fp32"`` for an fp32 model.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from math import prod
-from typing import Iterable, Sequence
 
 from .breakdown import FrameworkMemory, ModelShape, Term
 from .optimizer_step import DEFAULT_IMPL, check_optimizer_impl, step_temporary_coefficients

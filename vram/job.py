@@ -83,12 +83,14 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any
 
 from .accounting import accounting
 from .activations import activation_memory, default_attention
 from .breakdown import model_shape
+from .calibration import job_class, serving_class
 from .fit import fits, free_fraction, is_tight, mib_to_bytes, peak_bytes, training_verdict, usable_bytes
 from .frameworks import framework_memory
 from .job_input import (
@@ -113,10 +115,9 @@ from .job_input import (
 )
 from .lora import lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
 from .lora_offload import OffloadNotModelled, lora_offload_memory
+from .measurements import is_moe
 from .models import ModelConfig, count_params
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
-from .calibration import job_class, serving_class
-from .measurements import is_moe
 from .ranking import rank_runs, run_options
 from .serving import check_tensor_parallel, serving_memory_per_gpu
 from .timing import decode_bound, shown_duration

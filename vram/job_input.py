@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Mapping
+from typing import Any
 
 from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
 from .billing import parse_price
 from .calibration import Calibration, calibration_from_job
 from .catalogue import Bandwidth, Card
+from .families import MULTIMODAL_WRAPPERS, get_family, is_registered, model_types
 from .fit import TIGHT_FREE_FRACTION
 from .frameworks import FRAMEWORKS, OFFLOAD
 from .json_nesting import MAX_JSON_DEPTH, too_deep
 from .lora import ALL_LINEAR, BASE_DTYPES
-from .families import MULTIMODAL_WRAPPERS, get_family, is_registered, model_types
 from .models import (
     _REQUIRED,
     ConfigError,

@@ -57,19 +57,18 @@ PR #29587 "Add support for FSDP+QLoRA and DeepSpeed ZeRO3+QLoRA": a 70B base in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
-
-from dataclasses import replace
+from typing import Any
 
 from .breakdown import ModelShape, model_shape
 from .dtypes import NF4, nf4_bytes, tensor_bytes
-from .fsdp2 import fsdp2_model_states_per_rank, gathered_sizes, rank0_shard_params
 from .families import get_family, model_types
+from .fsdp2 import fsdp2_model_states_per_rank, gathered_sizes, rank0_shard_params
 from .models import ModelConfig, as_model_config, count_params, layer_modules
-from .sharding import check_world_size, check_zero_stage, model_states_per_gpu
 from .optimizer_step import step_temporary_coefficients
+from .sharding import check_world_size, check_zero_stage, model_states_per_gpu
 from .states import BytesPerParam, as_bytes_per_param
 from .units import ceil_div
 from .validate import check_int, check_params

@@ -52,9 +52,9 @@ gradients. Not modelled: ZeRO-1/2 with offload (refused), NVMe offload.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from math import prod
-from typing import Iterable
 
 from .breakdown import model_shape
 from .dtypes import NF4

@@ -62,11 +62,12 @@ from __future__ import annotations
 
 import json
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from math import prod
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .families import (
     CHUNKED,

@@ -9,9 +9,10 @@ end, then by key, so the order never depends on the input's order.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Mapping
+from typing import Any
 
 from .billing import parse_price, run_cost_eur
 from .catalogue import Card

@@ -71,10 +71,11 @@ blocks of 32 per GPU); the figures here are for the ``weight_dtype`` asked.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .dtypes import dtype_bits, tensor_bytes
 from .models import CHUNKED, SLIDING, ModelConfig, Module, as_model_config, count_params, layer_modules, root_modules

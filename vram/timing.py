@@ -112,14 +112,14 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from fractions import Fraction
 
 from .catalogue import Bandwidth, Card
 from .communication import allgather_bytes_per_gpu, bytes_per_gpu_per_step
-from .frameworks import OFFLOAD
 from .dtypes import NF4
+from .frameworks import OFFLOAD
 from .lora import ALL_LINEAR, _qlora_base_parts, lora_adapter_params, lora_memory_per_gpu
 from .models import SLIDING, ModelConfig, as_model_config, count_params
 from .serving import serving_memory_per_gpu
@@ -243,7 +243,7 @@ def lora_flops_per_token(
 
 
 def compute_seconds(
-    flops: int | float, bf16_dense_tflops: float, recompute: str = "none", utilisation: tuple[float, float] = MFU
+    flops: float, bf16_dense_tflops: float, recompute: str = "none", utilisation: tuple[float, float] = MFU
 ) -> Span:
     """Seconds of ``flops`` model FLOPs at the card's dense BF16 peak x ``utilisation`` [low, high]
     (x 4/3 with full recomputation): the calibrated range of the job's class

@@ -21,12 +21,12 @@ _SUFFIX_EXPONENT = {"": 0, "k": 3, "m": 6, "b": 9, "t": 12}
 MAX_PARAMS = 10**15
 
 
-def bytes_to_gb(n_bytes: int | float) -> float:
+def bytes_to_gb(n_bytes: float) -> float:
     """Bytes -> GB (10**9 bytes)."""
     return n_bytes / GB
 
 
-def bytes_to_gib(n_bytes: int | float) -> float:
+def bytes_to_gib(n_bytes: float) -> float:
     """Bytes -> GiB (2**30 bytes)."""
     return n_bytes / GIB
 

@@ -52,8 +52,8 @@ from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
-from hooks.render.code_blocks import code_blocks
 from hooks.errors import RenderError
+from hooks.render.code_blocks import code_blocks
 
 FORBIDDEN_ELEMENTS = {"style", "meta", "base", "iframe", "frame", "frameset", "object", "embed", "applet", "portal"}
 # What can be found by selector (fast); event handlers by their names in the text (a name

@@ -28,7 +28,7 @@ from hooks.errors import RenderError
 
 LINK_SCHEMES = ("http", "https", "mailto")  # of a notebook Markdown cell's links; relative links have none
 URL_NOISE_RE = re.compile(r"[\x00-\x20]")  # what the URL parser drops before reading a scheme ("java\tscript:")
-FRONT_MATTER_RE = re.compile(r"^-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)  # mkdocs.utils.meta.YAML_RE
+FRONT_MATTER_RE = re.compile(r"^-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.DOTALL)  # mkdocs.utils.meta.YAML_RE
 
 
 def check_front_matter(source: str) -> None:

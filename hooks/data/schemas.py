@@ -26,11 +26,10 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, StringConstraints, model_validator
 
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 from verify.record import LINK_CLASSES
 from vram.accounting import ACCOUNTINGS, accounting
 from vram.frameworks import OFFLOAD
-
-from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 
 
 class Data(BaseModel):
@@ -95,18 +94,18 @@ def check_text(value: dict[str, str], fields: Iterable[str] = (), required: bool
     return value
 
 
-def Text(*fields: str) -> Any:  # noqa: N802 (a type factory, used like a type)
+def Text(*fields: str) -> Any:  # a type factory, used like a type
     """A reader-facing text in every language; a template that may use only ``fields``."""
     return Annotated[dict[str, Name], AfterValidator(lambda value: check_text(value, fields))]
 
 
-def RequiredText(*fields: str) -> Any:  # noqa: N802
+def RequiredText(*fields: str) -> Any:
     """A ``Text`` that must use every one of ``fields`` in every language: a text that states
     a record (the verification note) cannot print a fixed claim instead of the record's values."""
     return Annotated[dict[str, Name], AfterValidator(lambda value: check_text(value, fields, required=True))]
 
 
-def Texts(fields_by_key: dict[str, tuple[str, ...]]) -> Any:  # noqa: N802
+def Texts(fields_by_key: dict[str, tuple[str, ...]]) -> Any:
     """A table of texts whose keys are among ``fields_by_key``, each using only its fields (a
     text the code looks up and the file lacks is the code's one-line error)."""
 
@@ -733,7 +732,7 @@ class VerificationFile(Data):
     when: RequiredText("date", "time")
     links: RequiredText("classes")
     and_: Text() = Field(alias="and")
-    link_classes: Texts({name: () for name in LINK_CLASSES})
+    link_classes: Texts(dict.fromkeys(LINK_CLASSES, ()))
     fixture: Text()
 
 

@@ -20,21 +20,9 @@ from typing import Any
 from babel.numbers import format_decimal, format_percent, get_decimal_symbol, get_group_symbol
 
 import vram
-from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
-from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes
-from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
-from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
-from vram.units import bytes_to_gb, bytes_to_gib
-
 from hooks.data.load import load_yaml, text
-from hooks.errors import RenderError
-from hooks.render.locale_format import format_duration_range, format_eur, format_number, format_quantity, unit_label
-from hooks.render.placeholders import Args
-from hooks.render.script_json import script_json
 from hooks.data.measurements import validation
-from hooks.render.typography import unit_space
-from verify.pins import pinned
-
+from hooks.errors import RenderError
 from hooks.finder.compute import (
     CUSTOM_MODEL,
     FINDER_YAML,
@@ -47,6 +35,16 @@ from hooks.finder.compute import (
     result,
     task_accountings,
 )
+from hooks.render.locale_format import format_duration_range, format_eur, format_number, format_quantity, unit_label
+from hooks.render.placeholders import Args
+from hooks.render.script_json import script_json
+from hooks.render.typography import unit_space
+from verify.pins import pinned
+from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
+from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes
+from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
+from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
+from vram.units import bytes_to_gb, bytes_to_gib
 
 
 def _label(catalogue: Catalogue, key: str, lang: str, **fields: Any) -> str:
@@ -339,7 +337,7 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
         f'{" hidden" if _hidden_at_first(catalogue, k) else ""}>{f}</div>'
         for f, k in zip(fields, kinds)
     )
-    body += f'\n<p class="finder-error" id="finder-error" role="alert" hidden></p>'
+    body += '\n<p class="finder-error" id="finder-error" role="alert" hidden></p>'
     labels = script_json(page_labels(catalogue, lang))
     return (
         f'<div class="finder" id="finder"><link rel="stylesheet" href="{assets}/finder.css">'

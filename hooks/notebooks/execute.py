@@ -384,7 +384,7 @@ def executed_notebook(
         rest = old.name[len(src.stem) + 1 :]
         if rest.startswith("running-"):  # another build's run in progress
             continue
-        if old not in found and (rest.count(".") == 1 and rest.endswith(".ipynb") or rest.endswith(".reads.json")):
+        if old not in found and ((rest.count(".") == 1 and rest.endswith(".ipynb")) or rest.endswith(".reads.json")):
             old.unlink(missing_ok=True)
     return dest, ran
 

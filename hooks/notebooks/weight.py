@@ -33,7 +33,7 @@ from hooks.cache import package_versions
 from hooks.errors import RenderError
 
 PLOTS_FOLDER = "assets/notebook/plots"
-IMG = re.compile(r"<img\b[^>]*>", re.I)
+IMG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # States and parts a static page's elements are not in when matched here: removed from a
 # selector before matching (the rule is then kept if its element exists).
@@ -41,7 +41,7 @@ DYNAMIC = re.compile(
     r"::?(?:-[a-z]+-)?(?:hover|focus(?:-within|-visible)?|active|visited|link|target|checked|disabled|"
     r"enabled|placeholder(?:-shown)?|selection|before|after|first-line|first-letter|marker|backdrop|"
     r"scrollbar(?:-[a-z-]+)?|[a-z-]*autofill|indeterminate|invalid|valid|read-only|focus-ring)\b(?!-)",
-    re.I,
+    re.IGNORECASE,
 )
 REQUIRED = re.compile(r"([.#])(-?[_a-zA-Z][\w-]*)|\[\s*([_a-zA-Z][\w-]*)|(?:^|(?<=[\s>+~]))([a-zA-Z][\w-]*)")
 PARENTHESES = re.compile(r"\([^()]*\)")

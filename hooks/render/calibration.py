@@ -22,14 +22,13 @@ import re
 
 from babel.numbers import format_percent
 
-from vram.calibration import COMPUTE_BOUND, COVERAGE_TARGET, WIDTH_TARGET, ClassRange, class_table, dispersion
-
 from hooks.data.load import label, load_model, load_yaml
 from hooks.data.measurements import measured_data, validation
 from hooks.errors import RenderError
 from hooks.render.locale_format import format_number
 from hooks.render.markdown_table import markdown_table
 from hooks.render.placeholders import Args
+from vram.calibration import COMPUTE_BOUND, COVERAGE_TARGET, WIDTH_TARGET, ClassRange, class_table, dispersion
 
 PLOT_DIR = "assets/calibration"
 PARTS = (

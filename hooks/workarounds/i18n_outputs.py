@@ -26,10 +26,9 @@ import re
 from pathlib import Path
 
 from hooks.render.script_json import script_json
-
 from hooks.render.typography import typeset_html, typeset_search_index
 
-CONFIG_RE = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</script>)', re.S)
+CONFIG_RE = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</script>)', re.DOTALL)
 
 
 def split_search_index(index: dict, languages: list[str], default: str) -> dict[str, dict]:
@@ -71,7 +70,7 @@ def alternate_homes_for_404(config) -> None:
         # static-i18n sets the attribute per page (config.extra.alternate = ...), which
         # Jinja reads before the item: reset both, or the last page's links stay.
         config.extra["alternate"] = homes
-        setattr(config.extra, "alternate", homes)
+        config.extra.alternate = homes
 
 
 def write_language_404(output: str, lang: str, site_dir: Path) -> str:

@@ -47,8 +47,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from tests.conftest import CHROMIUM, REPO_ROOT, run_root
-from tests.site.test_gates_common import SUBPATH_SITE_URL, html_files, page_url
-from tests.site.test_gates_common import subpath_site as build_subpath_site
+from tests.site.test_gates_common import SUBPATH_SITE_URL, html_files, page_url, subpath_site as build_subpath_site
 
 SUBPATH = urlsplit(SUBPATH_SITE_URL).path  # "/REPO/"
 LAUNCH_ARGS = [

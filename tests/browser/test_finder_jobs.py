@@ -41,10 +41,10 @@ from tests.browser.test_content_security_policy import LISTEN as CSP_LISTEN
 from tests.browser.test_finder import PATHS, choose, plain
 from tests.conftest import REPO_ROOT
 from vram.calibration import load_measured_data
-from vram.cli import main as vram_main
 from vram.catalogue import card_speed, load_catalogue as load_speeds, read_catalogue
-from vram.models import SUPPORTED_MODEL_TYPES
+from vram.cli import main as vram_main
 from vram.job import KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS
+from vram.models import SUPPORTED_MODEL_TYPES
 from vram.optimizer_step import OPTIMIZER_IMPLS
 from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
 

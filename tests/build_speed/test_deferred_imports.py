@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from hooks.workarounds.deferred_imports import DeferredModule, defer_import
-from verify.languages import LANGUAGES
 from hooks.notebooks.execute import executed_notebooks, machine_store
+from hooks.workarounds.deferred_imports import DeferredModule, defer_import
 from tests.conftest import REPO_ROOT, copy_build_caches
+from verify.languages import LANGUAGES
 
 MODULE = '''
 import pathlib

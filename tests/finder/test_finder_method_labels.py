@@ -29,10 +29,9 @@ from bs4 import BeautifulSoup
 import vram
 from hooks.finder.compute import finder_json, job, load_catalogue, task_accountings
 from hooks.finder.page import choice_text, finder_form, page_labels
-from vram.job import JobError
-
 from tests.finder.test_finder_render import plain, render_markdown
 from tests.hooks.conftest import data_dir  # noqa: F401  (a copy of snippets/data)
+from vram.job import JobError
 
 LANGS = ("it", "fr")
 MODELS = ("llama-3.1-8b", "qwen3-30b-a3b")  # a dense model and a mixture of experts

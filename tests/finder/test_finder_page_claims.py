@@ -18,8 +18,8 @@ import torch
 
 from hooks.finder.compute import finder_data
 from hooks.render.markdown import render_markdown
-from tests.conftest import REPO_ROOT
 from tests.catalogue import frozen_usable_bytes
+from tests.conftest import REPO_ROOT
 
 SPACES = str.maketrans({"\u00a0": " ", "\u202f": " "})
 P_8B = 8_030_261_248

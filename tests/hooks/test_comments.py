@@ -6,8 +6,8 @@ import markdown
 import pytest
 from bs4 import BeautifulSoup
 
-from hooks.render.comments import translate_comments
 from hooks.errors import RenderError
+from hooks.render.comments import translate_comments
 
 HTML = (
     '<div class="language-python highlight"><pre><span></span><code>'

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from hooks.errors import RenderError
 from hooks.checks.snippet_includes import check_snippets
+from hooks.errors import RenderError
 
 
 @pytest.fixture

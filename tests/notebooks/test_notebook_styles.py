@@ -11,8 +11,8 @@ from urllib.parse import urljoin
 
 import pytest
 
-from hooks.errors import RenderError
 from hooks.checks.external_loads import check_stylesheet
+from hooks.errors import RenderError
 from hooks.notebooks.styles import link_stylesheets
 
 PACKAGE = resources.files("mkdocs_jupyter").joinpath("templates", "mkdocs_html", "assets")

@@ -63,7 +63,7 @@ def test_headings_keep_the_same_anchors():
         lang: "\n".join(c.source for c in nb.cells if c.cell_type == "markdown") for lang, nb in notebooks().items()
     }
     ids = {
-        lang: re.findall(r'<h1 id="([^"]+)"', text) + re.findall(r"^##+ .*\{ #([\w-]+) \}$", text, re.M)
+        lang: re.findall(r'<h1 id="([^"]+)"', text) + re.findall(r"^##+ .*\{ #([\w-]+) \}$", text, re.MULTILINE)
         for lang, text in sources.items()
     }
     assert ids["it"] == ids["fr"] == ["memory-notebook", "per-card", "evidence"]

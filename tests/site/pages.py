@@ -11,7 +11,7 @@ from bs4 import BeautifulSoup
 from tests.conftest import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs"
-INCLUDE_RE = re.compile(r'^\s*--8<--\s+"([^"]+)"', re.M)
+INCLUDE_RE = re.compile(r'^\s*--8<--\s+"([^"]+)"', re.MULTILINE)
 
 
 def italian_pages(site: Path) -> list[Path]:

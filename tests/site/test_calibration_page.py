@@ -5,8 +5,8 @@ with a text alternative in each language, every source is a link to its commit."
 from __future__ import annotations
 
 import pytest
-from bs4 import BeautifulSoup
 from babel.numbers import format_percent
+from bs4 import BeautifulSoup
 
 from hooks.data.measurements import validation
 
@@ -58,9 +58,9 @@ def test_the_plot_points_are_listed_in_words_one_row_per_run(built_site, lang):
     """The plot's text alternative in full: under the image, a row per predicted run with its
     card, and whether it lies inside its range as leave-one-source-out decided; every card the
     plot colours is named (the legend is by card, hooks/render/calibration_plot.py)."""
+    from hooks.data.load import load_yaml
     from hooks.data.measurements import measured_data
     from hooks.render.calibration_plot import card_order
-    from hooks.data.load import load_yaml
 
     soup = BeautifulSoup((built_site / PAGES[lang]).read_text(encoding="utf-8"), "html.parser")
     rows = soup.select("details.calibration-points tbody tr")

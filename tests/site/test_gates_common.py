@@ -29,7 +29,7 @@ def html_files(site: Path) -> list[Path]:
 def page_url(site: Path, page: Path) -> str:
     """``fr/memory-formulas/index.html`` -> ``fr/memory-formulas/`` (relative to the site root)."""
     rel = page.relative_to(site).as_posix()
-    return rel[: -len("index.html")] if rel.endswith("index.html") else rel
+    return rel.removesuffix("index.html")
 
 
 def page_language(site: Path, page: Path) -> str:

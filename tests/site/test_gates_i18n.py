@@ -257,7 +257,7 @@ def material_strings(lang: str) -> dict[str, str]:
     text = (MATERIAL_LANGUAGES / f"{lang}.html").read_text(encoding="utf-8")
     return {
         key: json.loads(f'"{value}"')
-        for key, value in re.findall(r'^\s*"([\w.]+)": "((?:[^"\\]|\\.)*)",?$', text, re.M)
+        for key, value in re.findall(r'^\s*"([\w.]+)": "((?:[^"\\]|\\.)*)",?$', text, re.MULTILINE)
     }
 
 

@@ -24,7 +24,7 @@ import copy
 import re
 import shutil
 import subprocess
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import pytest
@@ -226,7 +226,7 @@ def glossary(lang: str) -> dict[str, list[str]]:
     return copy.deepcopy(_glossary(lang))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _glossary(lang: str):  # read once per process: term_drift reads it for every page
     return yaml.safe_load((WORD_LISTS / f"glossary.{lang}.yaml").read_text(encoding="utf-8"))
 
@@ -237,7 +237,7 @@ def _normalised(text: str) -> str:
 
 def _term_pattern(term: str) -> re.Pattern[str]:
     words = [re.escape(w) for w in _normalised(term).split(" ")]
-    return re.compile(r"(?<![\w'])" + r"\s+".join(words) + r"(?![\w])", re.I)
+    return re.compile(r"(?<![\w'])" + r"\s+".join(words) + r"(?![\w])", re.IGNORECASE)
 
 
 def term_drift(pages: dict[str, tuple[str, str]], interface: dict[str, list[str]] | None = None) -> list[str]:

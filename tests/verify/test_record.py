@@ -143,7 +143,7 @@ def test_the_pinned_torch_is_read_from_constraints():
 
 
 def test_a_record_from_the_future_is_refused_even_by_a_minute_past_the_skew():
-    now = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.timezone.utc)
+    now = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
     ok = fixture_record(utc="2026-12-01T12:04:00Z")
     assert check_record(ok, SHA, "r", allow_fixture=True, now=now)
     with pytest.raises(RecordError, match="is in the future"):

@@ -15,10 +15,10 @@ import markdown
 import pytest
 
 import hooks.render.comments
-from hooks.render.comments import load_catalogue
+from hooks.checks.same_code import TitledBlocks
 from hooks.data.schemas import safe_comment
 from hooks.errors import RenderError
-from hooks.checks.same_code import TitledBlocks
+from hooks.render.comments import load_catalogue
 from verify.extract import ExtractError, compare_code, python_ast
 
 ITALIAN = '''# prova.py: avvialo con  python prova.py

@@ -41,9 +41,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-from contextlib import contextmanager
 import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -320,7 +320,7 @@ def run_accumulation(micro_batches: int = 2) -> dict:
 
     def taken() -> dict:
         now = dict(counts)
-        counts.update({key: 0 for key in counts})
+        counts.update(dict.fromkeys(counts, 0))
         return now
 
     _fsdp_collectives._get_param_all_gather_inputs = counted("all_gathers", gather_inputs)

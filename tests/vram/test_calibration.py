@@ -17,8 +17,8 @@ from decimal import Decimal
 
 import pytest
 
-from tests.conftest import REPO_ROOT
 from tests.card_sources import memory_mib
+from tests.conftest import REPO_ROOT
 from vram import timing
 from vram.calibration import (
     COMPUTE_BOUND,
@@ -39,7 +39,6 @@ from vram.calibration import (
     source_centre,
     validation_figures,
 )
-from vram.catalogue import Bandwidth, Card
 from vram.job import answer_job
 from vram.measurements import IMPLAUSIBLE_SHARE, is_moe
 
@@ -102,7 +101,7 @@ def test_every_throughput_is_re_derived_from_its_cited_unit(measured):
 
 def test_answerai_rates_are_per_machine_as_their_text_confirms(measured):
     # the source's own sentence: 483 s for 1,024 x 2,048 tokens on two 4090 "2,200 tokens/second": per GPU
-    assert 1024 * 2048 / 483 / 2 == pytest.approx(2200, rel=0.02)
+    assert pytest.approx(2200, rel=0.02) == 1024 * 2048 / 483 / 2
     m = measured.measurements["answerai-7b-qlora-fsdp-2x4090"]
     assert m.per == "machine" and m.tokens_per_s_per_gpu == pytest.approx(1024 * 2048 / 466 / 2)
 

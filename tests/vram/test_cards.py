@@ -16,10 +16,9 @@ import yaml
 from inline_snapshot import snapshot
 
 import vram
-from vram.fit import MIB, mib_to_bytes, usable_bytes
-
-from tests.conftest import REPO_ROOT
 from tests.card_sources import CARD_SOURCES
+from tests.conftest import REPO_ROOT
+from vram.fit import MIB, mib_to_bytes, usable_bytes
 
 CATALOGUE = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "gpus.yaml").read_text(encoding="utf-8"))
 

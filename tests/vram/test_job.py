@@ -12,11 +12,10 @@ import json
 import pytest
 
 import vram
-from tests.conftest import REPO_ROOT
 from tests.card_sources import memory_mib
+from tests.conftest import REPO_ROOT
 from vram.job import JobError, answer_job, answer_json, dumps
 from vram.mxfp4 import mxfp4_weights_bytes_per_gpu
-
 
 pytestmark = pytest.mark.usefixtures("frozen_catalogue")  # the command line reads the frozen test catalogue
 

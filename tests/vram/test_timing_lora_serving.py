@@ -22,15 +22,15 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 import yaml
 
-from tests.conftest import REPO_ROOT
 from tests.card_sources import memory_mib
+from tests.catalogue import FROZEN
+from tests.conftest import REPO_ROOT
 from vram import timing
 from vram.calibration import load_measured_data
-from vram.cli import main
 from vram.catalogue import card_speed, load_catalogue
+from vram.cli import main
 from vram.job import answer_job
 from vram.models import load_model_config
-from tests.catalogue import FROZEN
 
 pytestmark = pytest.mark.usefixtures("frozen_catalogue")  # the command line reads the frozen test catalogue
 

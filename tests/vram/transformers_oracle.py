@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ def _key(cfg: dict) -> str:
     return json.dumps(cfg, sort_keys=True)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _hf_config(key: str):
     from transformers import AutoConfig
     from transformers.utils import logging as hf_logging
@@ -47,7 +47,7 @@ def hf_config(cfg: dict):
     return _hf_config(_key(cfg))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _built(key: str) -> Built:
     import torch
     from transformers import AutoModelForCausalLM

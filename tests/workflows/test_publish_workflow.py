@@ -296,17 +296,19 @@ def test_the_oidc_token_is_only_where_no_code_of_the_repository_runs(workflow):
 
 def test_make_targets_called_by_the_workflow_exist():
     make_mk = (REPO_ROOT / "verify" / "make.mk").read_text()
-    assert re.search(r"^gpu-check: gpu-outputs\n\t\$\(PY\) -m verify\.write_record verification$", make_mk, re.M)
+    assert re.search(
+        r"^gpu-check: gpu-outputs\n\t\$\(PY\) -m verify\.write_record verification$", make_mk, re.MULTILINE
+    )
     assert re.search(
         r"^gpu-outputs:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n\t\$\(PY\) -m verify\.gpu_check --out verification$",
         make_mk,
-        re.M,
+        re.MULTILINE,
     )
     assert re.search(
         r"^publish:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n\tGUIDE_PUBLISH=1 \$\(PY\) -m mkdocs build --strict.*\n"
         r"\t\$\(PY\) -m verify\.artifact site --manifest site-manifest\.json --tar artifact\.tar$",
         make_mk,
-        re.M,
+        re.MULTILINE,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..accounting import ACCOUNTINGS
 from ..activations import ATTENTION, RECOMPUTE
+from ..calibration import load_measured_data
 from ..catalogue import card_speed, read_catalogue
 from ..frameworks import FRAMEWORKS
 from ..job import JOB_FIELDS, KINDS, KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, answer_job, dumps
@@ -18,7 +19,6 @@ from ..models import load_model_config
 from ..optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
 from ..serving import VLLM_MAX_NUM_BATCHED_TOKENS
 from ..units import quote_text
-from ..calibration import load_measured_data
 from .common import decimal_text, emit, integer_text, size_rows, size_text
 from .time import _tokens, backing_line
 

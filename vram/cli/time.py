@@ -20,19 +20,22 @@ from __future__ import annotations
 
 import argparse
 import functools
+from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
 
 from ..activations import MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
 from ..billing import MINIMUM_MINUTES, billed_minutes, parse_price, run_cost_eur
+from ..calibration import job_class, load_measured_data
 from ..catalogue import Card, GuideCatalogue, read_catalogue
+from ..dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from ..frameworks import FRAMEWORKS
 from ..job import MAX_GRAD_ACCUM, RunSetting, asked_run, check_job, global_batch, settled_runs
-from ..models import ModelConfig, count_params, load_model_config
-from ..sharding import check_world_size
-from ..dtypes import DTYPE_BITS, WEIGHT_DTYPES
-from ..ranking import rank_runs, run_options
 from ..lora import ALL_LINEAR, BASE_DTYPES
+from ..measurements import is_moe
+from ..models import ModelConfig, count_params, load_model_config
+from ..ranking import rank_runs, run_options
+from ..sharding import check_world_size
 from ..timing import (
     CPU_ADAM_SOURCE,
     LORA_FLOPS_SOURCE,
@@ -45,8 +48,6 @@ from ..timing import (
     training_step,
 )
 from ..units import parse_count
-from ..calibration import job_class, load_measured_data
-from ..measurements import is_moe
 from .common import emit, whole
 
 MAX_TOKENS = 10**15  # 65 x the 15 trillion tokens Llama 3 was trained on: above it, a typo
