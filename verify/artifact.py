@@ -536,7 +536,9 @@ def _sanitised(page: str, text: str) -> None:
         raise ArtifactError(f"{page}: {problems[0]}")
     before, after = _shape(text), _shape(clean)
     if before != after:
-        index = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
+        index = next(
+            (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), min(len(before), len(after))
+        )
         found = repr(before[index] if index < len(before) else "(end)")
         raise ArtifactError(
             f"{page}: the allow-list sanitiser (nh3) refuses {found[:200]} "
@@ -732,7 +734,7 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
                 f"{page}: {len(blocks)} code blocks, {reference_page} has {len(reference)}: every language "
                 "shows the same blocks in the same order"
             )
-        for number, ((fence, code), (_, reference_code)) in enumerate(zip(blocks, reference), start=1):
+        for number, ((fence, code), (_, reference_code)) in enumerate(zip(blocks, reference, strict=True), start=1):
             try:
                 compare_code(
                     fence or "text",

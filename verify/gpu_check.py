@@ -87,7 +87,7 @@ def undumpable() -> None:
 def tool(cmd: list[str], timeout: float = 60) -> dict:
     """A system tool's exit status and output (nvidia-smi): run before any code of the checkout."""
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError as exc:
         return {"returncode": 127, "stdout": "", "stderr": str(exc)}
     except subprocess.TimeoutExpired:

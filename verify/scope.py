@@ -43,7 +43,7 @@ def check_scope() -> None:
         raise ScopeError(
             "unshare (util-linux) is not installed: the code under verification cannot run in a scope of its own"
         )
-    probe = subprocess.run([*UNSHARE, "true"], capture_output=True, text=True)
+    probe = subprocess.run([*UNSHARE, "true"], capture_output=True, text=True, check=False)
     if probe.returncode != 0:
         reason = (probe.stderr.strip().splitlines() or ["no message"])[-1]
         raise ScopeError(

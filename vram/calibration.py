@@ -220,11 +220,12 @@ def _class_runs(points: list[Point], key: tuple[str, str, str, str]) -> tuple[in
     serving = key[1] == "serving"
     steps = SERVING_RELAXATIONS if serving else RELAXATIONS
     for level, keep in enumerate(steps):
-        used = tuple(value if kept else ANY for value, kept in zip(key, keep))
+        used = tuple(value if kept else ANY for value, kept in zip(key, keep, strict=True))
         found = [
             p
             for p in points
-            if (p.arch == "serving") == serving and all(u == ANY or u == v for u, v in zip(used, p.class_key))
+            if (p.arch == "serving") == serving
+            and all(u == ANY or u == v for u, v in zip(used, p.class_key, strict=True))
         ]
         if found:
             return level, used, found
@@ -448,7 +449,7 @@ class Calibration:
             for p in self.points
             if p.gpu == gpu
             and p.arch == found.key[1]
-            and all(u == ANY or u == v for u, v in zip(found.used, p.class_key))
+            and all(u == ANY or u == v for u, v in zip(found.used, p.class_key, strict=True))
         )
         return Backing(found, self.names.get(family, gpu), on_card)
 

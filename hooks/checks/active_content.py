@@ -233,7 +233,7 @@ def _cells(notebook: Path) -> list[dict]:
 
 def _check_same_cells(executed: list[dict], source: list[dict]) -> None:
     shape = [(cell.get("cell_type"), _text(cell.get("source"))) for cell in source]
-    for number, (cell, expected) in enumerate(zip(executed, shape), start=1):
+    for number, (cell, expected) in enumerate(zip(executed, shape, strict=False), start=1):
         if (cell.get("cell_type"), _text(cell.get("source"))) != expected:
             raise RenderError(
                 f"cell {number} of the executed copy is not the notebook's cell {number}: "

@@ -335,7 +335,7 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
     body = "\n".join(
         f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}'
         f'{" hidden" if _hidden_at_first(catalogue, k) else ""}>{f}</div>'
-        for f, k in zip(fields, kinds)
+        for f, k in zip(fields, kinds, strict=True)
     )
     body += '\n<p class="finder-error" id="finder-error" role="alert" hidden></p>'
     labels = script_json(page_labels(catalogue, lang))
@@ -638,7 +638,7 @@ def render_result(
             cells.append(esc(run_text(catalogue, lang, fit["time"])))
         if decoding:
             cells.append(esc(decode_text(catalogue, lang, fit["decode"]) if "decode" in fit else ""))
-        body = "".join(f'\n<td data-label="{esc(h)}">{c}</td>' for h, c in zip(headings[1:], cells))
+        body = "".join(f'\n<td data-label="{esc(h)}">{c}</td>' for h, c in zip(headings[1:], cells, strict=False))
         rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>{body}</tr>')
     parts = _label(catalogue, "part_separator", lang).join(
         _label(

@@ -425,8 +425,8 @@ def executed_notebooks(
     with ThreadPoolExecutor(max_workers=max(1, min(len(sources), os.cpu_count() or 1))) as pool:
         futures = [
             pool.submit(executed_notebook, src, repo_root, lang, kernel_name, cache_dir, TIMEOUT_S, store)
-            for src, lang in zip(sources, langs)
+            for src, lang in zip(sources, langs, strict=True)
         ]
-        executed = {src: future.result()[0] for src, future in zip(sources, futures)}
+        executed = {src: future.result()[0] for src, future in zip(sources, futures, strict=True)}
     _executed[call] = (stamp, executed)
     return dict(executed)

@@ -306,7 +306,7 @@ def _typeset_page(html: str, lang: str, rule_set: TypographyFile, compiled_of: d
         if entry is not BREAK and entry[0] in compiled_of and _may_change(entry[1]):
             entry[1] = _apply(entry[1], compiled_of[entry[0]])
     _join_runs(texts, compiled_of)
-    for run, entry in zip(runs, texts):
+    for run, entry in zip(runs, texts, strict=True):
         if run is not BREAK and entry[1] != (run[0].text_content or ""):
             run[0].replace_with(entry[1])
             changed = True

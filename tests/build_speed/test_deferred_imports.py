@@ -89,7 +89,7 @@ def test_converter_loads_on_a_miss_only(repo_copy, built_site, compiled_code):
             "-d",
             str(repo_copy / f"site{n}"),
         ]
-        result = subprocess.run(cmd, cwd=repo_copy, env=env, capture_output=True, text=True, timeout=600)
+        result = subprocess.run(cmd, cwd=repo_copy, env=env, capture_output=True, text=True, timeout=600, check=False)
         assert result.returncode == 0, result.stderr[-3000:]
         runs.append(result.stderr)
         page = (repo_copy / f"site{n}" / "memory-notebook" / "index.html").read_text(encoding="utf-8")

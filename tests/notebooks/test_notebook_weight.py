@@ -45,7 +45,7 @@ def test_plots_become_files_with_alt_size_and_lazy_loading():
     assert "data:" not in out
     imgs = BeautifulSoup(out, "html.parser").find_all("img")
     names = [f"assets/notebook/plots/{hashlib.sha256(d).hexdigest()[:20]}.png" for d in (first, second)]
-    assert written == dict(zip(names, (first, second)))
+    assert written == dict(zip(names, (first, second), strict=True))
     assert [(i["src"], i["alt"], i.get("width"), i.get("height"), i.get("loading")) for i in imgs] == [
         ("../" + names[0], "Grafico : DDP", "640", "560", None),  # the first plot, at the top: not lazy
         ("../" + names[1], "Deux", "640", "320", "lazy"),

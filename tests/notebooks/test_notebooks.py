@@ -40,9 +40,13 @@ def test_code_cells_are_the_same_code_in_both_languages():
     code = {lang: [c.source for c in nb.cells if c.cell_type == "code"] for lang, nb in nbs.items()}
     assert len(code["it"]) >= 3
     assert [ast.dump(ast.parse(c)) for c in code["it"]] == [ast.dump(ast.parse(c)) for c in code["fr"]]
-    assert all(it != fr for it, fr in zip(code["it"], code["fr"]) if "#" in it), "a code cell keeps Italian comments"
+    assert all(it != fr for it, fr in zip(code["it"], code["fr"], strict=True) if "#" in it), (
+        "a code cell keeps Italian comments"
+    )
     markdown = {lang: [c.source for c in nb.cells if c.cell_type == "markdown"] for lang, nb in nbs.items()}
-    assert all(it != fr for it, fr in zip(markdown["it"], markdown["fr"])), "a Markdown cell is not translated"
+    assert all(it != fr for it, fr in zip(markdown["it"], markdown["fr"], strict=True)), (
+        "a Markdown cell is not translated"
+    )
 
 
 def test_committed_notebooks_hold_no_outputs():

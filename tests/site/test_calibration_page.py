@@ -68,7 +68,7 @@ def test_the_plot_points_are_listed_in_words_one_row_per_run(built_site, lang):
     measured = measured_data()
     assert len(rows) == len(checks)
     words = {"it": ("sì", "no"), "fr": ("oui", "non")}[lang]
-    for row, check in zip(rows, checks):
+    for row, check in zip(rows, checks, strict=True):
         cells = [" ".join(td.get_text(" ").split()) for td in row.find_all("td")]
         assert cells[0] == check.key and cells[1] == measured.cards[check.gpu].name
         assert cells[4] == words[0 if check.covered else 1]

@@ -153,6 +153,7 @@ def _hunspell(words: set[str], lang: str, personal: Path) -> set[str]:
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     return set(result.stdout.split())

@@ -156,6 +156,7 @@ def gpu_run(tmp_path: Path, built_site: Path, mode: str) -> dict:
         text=True,
         cwd=REPO_ROOT,
         timeout=300,
+        check=False,
     )
     assert collector.returncode == 0, collector.stderr[-3000:]
     alive_after_collector = held(lock)  # before any record is written
@@ -165,6 +166,7 @@ def gpu_run(tmp_path: Path, built_site: Path, mode: str) -> dict:
         text=True,
         cwd=REPO_ROOT,
         timeout=60,
+        check=False,
     )
     return {"out": out, "note": note, "lock": lock, "alive": alive_after_collector, "writer": writer}
 

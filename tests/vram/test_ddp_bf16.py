@@ -48,6 +48,7 @@ def report(zygote) -> dict:
         timeout=600,
         env=env,
         cwd=WORKER.parent,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     try:
