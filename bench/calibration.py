@@ -62,8 +62,10 @@ def rows(found: dict[str, dict] | None = None) -> list[tuple[str, str, str, str]
     target = f">= {COVERAGE_TARGET:.0%} with <= {WIDTH_TARGET}x"
     return [
         (
-            f"{LABELS[group]} ({f.runs} runs), rule {name}{' (the site)' if name == RULE.name else ''}: "
-            "coverage, median width (high / low)",
+            (
+                f"{LABELS[group]} ({f.runs} runs), rule {name}{' (the site)' if name == RULE.name else ''}: "
+                "coverage, median width (high / low)"
+            ),
             f"{f.coverage:.0%}, {f.median_width:.2f}x",
             target,
             "met" if f.meets_targets else "missed",

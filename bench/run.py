@@ -162,8 +162,10 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
         if counted:
             rows.append(
                 (
-                    f"Build ratio in instructions, callgrind, children included ({figures['full_ir'] / 1e9:.2f} G "
-                    f"/ {figures['plain_ir'] / 1e9:.2f} G)",
+                    (
+                        f"Build ratio in instructions, callgrind, children included ({figures['full_ir'] / 1e9:.2f} G "
+                        f"/ {figures['plain_ir'] / 1e9:.2f} G)"
+                    ),
                     f"{figures['ir_ratio']:.2f}x",
                     f"<= {BUDGET['build_ratio']}x",
                     verdict(figures["ir_ratio"] <= BUDGET["build_ratio"]),
@@ -232,8 +234,10 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
             rows.append(
                 (
                     "Finder: the worker's cold start, of which Pyodide / + vram.zip fetched / + vram.job imported",
-                    f"{boot['pyodide_ms'] / 1000:.1f} / {boot['archive_ms'] / 1000:.1f} / "
-                    f"{boot['import_ms'] / 1000:.1f} s",
+                    (
+                        f"{boot['pyodide_ms'] / 1000:.1f} / {boot['archive_ms'] / 1000:.1f} / "
+                        f"{boot['import_ms'] / 1000:.1f} s"
+                    ),
                     "",
                     "",
                 )
@@ -248,8 +252,10 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
             )
             rows.append(
                 (
-                    f"Finder: first use, gzip as served, up to the first computed answer ({len(first_use)} files; "
-                    f"Pyodide's runtime alone {runtime:.2f} MB; largest: {largest} MB)",
+                    (
+                        f"Finder: first use, gzip as served, up to the first computed answer ({len(first_use)} files; "
+                        f"Pyodide's runtime alone {runtime:.2f} MB; largest: {largest} MB)"
+                    ),
                     f"{total:.2f} MB",
                     f"<= {BUDGET['finder_first_use_mb']:.0f} MB",
                     verdict(total <= BUDGET["finder_first_use_mb"]),
@@ -257,8 +263,10 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
             )
         rows.append(
             (
-                "Finder: first answer for a reader typing a length (worker started on entering the field; "
-                "from the last key)",
+                (
+                    "Finder: first answer for a reader typing a length (worker started on entering the field; "
+                    "from the last key)"
+                ),
                 f"{figures['finder_typed_s']:.1f} s",
                 f"<= {BUDGET['finder_first_s']:.0f} s",
                 verdict(figures["finder_typed_s"] <= BUDGET["finder_first_s"]),

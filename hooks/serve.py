@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         print(address_in_use_message(*address), file=sys.stderr, flush=True)
         return 2
     command = watchmedo_command(args)
-    os.execv(command[0], command)  # SIGTERM and Ctrl-C reach watchmedo, which stops the server
+    os.execv(command[0], command)
 
 
 if __name__ == "__main__":

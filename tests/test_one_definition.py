@@ -75,7 +75,7 @@ def cli_json(capsys, *argv: str) -> dict:
 
 
 def test_the_reserve_reaches_the_finders_answers_and_page(reading):
-    data, moved = reading
+    _data, moved = reading
     catalogue = compute.load_catalogue()
     found = compute.finder_data(catalogue)
     assert catalogue.reserve_mib == found["reserve_mib"] == moved

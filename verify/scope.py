@@ -20,6 +20,7 @@ what the GPU runner needs): the verification never runs code outside a scope.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -68,10 +69,8 @@ def _children(pid: int) -> list[int]:
 
 
 def _signal_group(group: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def end_scope(proc: subprocess.Popen, grace_s: float) -> None:
@@ -88,10 +87,8 @@ def end_scope(proc: subprocess.Popen, grace_s: float) -> None:
     except subprocess.TimeoutExpired:
         pass
     for first in _children(proc.pid):  # the namespace's PID 1, as this namespace numbers it
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(first, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     try:
         proc.wait(DRAIN_S)
     except subprocess.TimeoutExpired:  # unshare itself stuck: its --kill-child ends the namespace

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from .validate import check_params
 
 GPU_PARTS = ("weights", "gradients", "optimizer", "working")
-PARTS = GPU_PARTS + ("host",)
+PARTS = (*GPU_PARTS, "host")
 # The symbols of a formula, each a count of elements: P parameters, P/N a 1/N shard of them,
 # PM/N the shards of the M GPUs of one machine, L the largest module (DeepSpeed ZeRO-3),
 # B one decoder layer (FSDP2's block), R the root module, O its output part (final norm and

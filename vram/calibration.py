@@ -224,8 +224,7 @@ def _class_runs(points: list[Point], key: tuple[str, str, str, str]) -> tuple[in
         found = [
             p
             for p in points
-            if (p.arch == "serving") == serving
-            and all(u == ANY or u == v for u, v in zip(used, p.class_key, strict=True))
+            if (p.arch == "serving") == serving and all(u in (ANY, v) for u, v in zip(used, p.class_key, strict=True))
         ]
         if found:
             return level, used, found
@@ -449,7 +448,7 @@ class Calibration:
             for p in self.points
             if p.gpu == gpu
             and p.arch == found.key[1]
-            and all(u == ANY or u == v for u, v in zip(found.used, p.class_key, strict=True))
+            and all(u in (ANY, v) for u, v in zip(found.used, p.class_key, strict=True))
         )
         return Backing(found, self.names.get(family, gpu), on_card)
 

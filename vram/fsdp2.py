@@ -240,8 +240,9 @@ def fsdp2_memory(
                 BF16 * shape.linear_params,
                 ((BF16, "W"),),
                 "bf16 copies of the nn.Linear weights cached by torch.autocast, forward to backward",
-            )
-        ] + buckets
+            ),
+            *buckets,
+        ]
         step = _step_terms(shape, 1, optimizer, optimizer_impl, "P") + buckets
         return _with_step(
             FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes)),
@@ -462,7 +463,7 @@ def _with_step(
     notes = memory.notes
     if use_step:
         what = ", ".join(t.what for t in step if t.key == "optimizer_step_temporary") or "no temporary"
-        notes = notes + (STEP_NOTE.format(impl=impl, what=what),)
+        notes = (*notes, STEP_NOTE.format(impl=impl, what=what))
     return FrameworkMemory(
         memory.framework,
         memory.params,

@@ -431,10 +431,7 @@ def lora_memory_per_gpu(
         packed, constants, rest = _qlora_base_parts(config)
     else:
         packed, constants, rest = 0, 0, tensor_bytes(count_params(config).total, base_dtype)
-    if zero_stage == 3:
-        base = ceil_div(packed + rest, world_size) + constants
-    else:
-        base = packed + constants + rest
+    base = ceil_div(packed + rest, world_size) + constants if zero_stage == 3 else packed + constants + rest
     return LoraMemory(
         base_weights_bytes=base,
         adapter_params=adapters,

@@ -867,7 +867,8 @@ def _mla_modules(config: ModelConfig) -> tuple[Module, ...]:
         ]
     else:
         q = [_linear("self_attn.q_proj", h, n * qk, False)]
-    return tuple(q) + (
+    return (
+        *q,
         _linear("self_attn.kv_a_proj_with_mqa", h, r + rope, config.qkv_bias),
         _norm("self_attn.kv_a_layernorm", r),
         _linear("self_attn.kv_b_proj", r, n * (nope + v), False),
@@ -914,7 +915,7 @@ def _dense_mlp(config: ModelConfig, prefix: str, width: int) -> list[Module]:
             _linear(f"{prefix}.gate_proj", h, width, config.mlp_bias),
             _linear(f"{prefix}.up_proj", h, width, config.mlp_bias),
         ]
-    return first + [_linear(f"{prefix}.down_proj", width, h, config.mlp_bias)]
+    return [*first, _linear(f"{prefix}.down_proj", width, h, config.mlp_bias)]
 
 
 def _mlp_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:

@@ -397,7 +397,7 @@ def summary_text(catalogue: Catalogue, lang: str, found: dict[str, Any], serving
     """The status line: what the figure per card holds, the reserve and (training, LoRA) the
     activations beside it, the card models that fit, whether the first needs full
     recomputation, and the cards whose margin is below the activations."""
-    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    names = {k: g["name"] for k, g in catalogue.gpus}
     reserve = format_quantity(
         bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"]
     )
@@ -558,14 +558,14 @@ def batch_text(catalogue: Catalogue, lang: str, batch: dict[str, Any], tokens: i
 def machine_names(catalogue: Catalogue, cards: int, keys: list[str]) -> str:
     """``2 × H100 80GB, 2 × RTX 4090 24GB``: the machines of ``cards`` such cards, each held on one
     line (no-break spaces around the ×, as finder.js writes them)."""
-    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    names = {k: g["name"] for k, g in catalogue.gpus}
     return ", ".join(f"{cards}\u00a0×\u00a0{names[key]}" for key in keys)
 
 
 def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any], cards: int) -> str:
     """The machines that fit, ranked for the run (``answer_job``'s ``run``), saying by what and,
     when by time, which machines have no price."""
-    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    names = {k: g["name"] for k, g in catalogue.gpus}
     return _label(
         catalogue,
         f"ranked_{run['ranked_by']}",
@@ -599,7 +599,7 @@ def render_result(
     """The results block; ``finder.js`` builds the same structure from the JSON. Each body cell
     carries its column's heading (``data-label``): on a phone each row shows as a card."""
     esc = html.escape
-    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    names = {k: g["name"] for k, g in catalogue.gpus}
     fits = found["fits"]
     summary = summary_text(catalogue, lang, found, catalogue.tasks[task]["kind"] == "serving")
     columns = ("col_card", "col_memory", "col_margin", "col_price") + (("col_run",) if "run" in found else ())

@@ -46,7 +46,7 @@ from verify.readers import ReadError, language_of, read_ahead, read_as
 
 COMMENT_CLASSES = {"c", "c1", "cm", "cs"}  # Pygments comment tokens; shebangs ("ch") stay as they are
 COMMENT_SELECTOR = ", ".join(f"span.{name}" for name in sorted(COMMENT_CLASSES))
-ANY_COMMENT_RE = re.compile(r'<span class="(?:%s)">' % "|".join(sorted(COMMENT_CLASSES)))
+ANY_COMMENT_RE = re.compile(rf'<span class="(?:{"|".join(sorted(COMMENT_CLASSES))})">')
 LANGUAGE_CLASS_RE = re.compile(r"\b(?:language|hl)-(\S+)")  # pymdownx.highlight (pygments_lang_class), a notebook cell
 MARKER_RE = re.compile(r"^(?P<marker>#+\s*|//\s*)(?P<body>.*?)(?P<trail>\s*)$", re.DOTALL)
 CATALOGUE = "snippets/comments.yaml"

@@ -106,7 +106,8 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         site: SiteServer = self.server.site  # type: ignore[attr-defined]
         page = site.root / "404.html"
         if code != 404 or not page.exists():
-            return super().send_error(code, message, explain)
+            super().send_error(code, message, explain)
+            return
         body = page.read_bytes()
         self.send_response(404)
         self.send_header("Content-Type", "text/html; charset=utf-8")

@@ -35,7 +35,7 @@ def plain(text: str) -> str:
 def python_result(lang: str, **choice) -> dict:
     """What the render layer (Python, Babel) shows for ``choice``: the expected page."""
     args = " ".join(f"{k}={v}" for k, v in choice.items())
-    soup = BeautifulSoup(render_markdown("{{ finder_table %s }}" % args, lang), "html.parser")
+    soup = BeautifulSoup(render_markdown("{{ finder_table " + args + " }}", lang), "html.parser")
     return {
         "status": plain(soup.select_one("#finder-status").get_text()),
         "caption": plain(soup.select_one("caption").get_text()) if soup.select_one("caption") else None,

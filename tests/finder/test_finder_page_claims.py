@@ -41,15 +41,19 @@ def margin_paragraph(lang: str) -> str:
     [
         (
             "it",
-            r"Llama 3\.1 8B chiede (\S+) GB per scheda: una RTX A6000, che dopo la riserva ne offre (\S+) GB, li contiene, "
-            r"ma quello che le resta è meno dei (\S+) GB di attivazioni con il gradient checkpointing, "
-            r"e la prima scheda che basta è la H100\.",
+            (
+                r"Llama 3\.1 8B chiede (\S+) GB per scheda: una RTX A6000, che dopo la riserva ne offre (\S+) GB, li contiene, "
+                r"ma quello che le resta è meno dei (\S+) GB di attivazioni con il gradient checkpointing, "
+                r"e la prima scheda che basta è la H100\."
+            ),
         ),
         (
             "fr",
-            r"Llama 3\.1 8B demande (\S+) Go par carte : une RTX A6000, qui en offre (\S+) Go après la réserve, les contient, "
-            r"mais ce qui lui reste est inférieur aux (\S+) Go d’activations avec le gradient checkpointing, "
-            r"et la première carte qui suffit est la H100\.",
+            (
+                r"Llama 3\.1 8B demande (\S+) Go par carte : une RTX A6000, qui en offre (\S+) Go après la réserve, les contient, "
+                r"mais ce qui lui reste est inférieur aux (\S+) Go d’activations avec le gradient checkpointing, "
+                r"et la première carte qui suffit est la H100\."
+            ),
         ),
     ],
 )

@@ -130,16 +130,20 @@ PHI4_FULL_RECOMPUTE_AT_LEAST = 40 * 2 * 2048 * 5120 + 45 * 2048 * 5120 + 4 * 204
             "it",
             [
                 r"già nei conti ideali del paper ZeRO un 13B chiede (\S+) GB\.",
-                r"Con un ottimizzatore a 8 bit Phi-4 14B ne chiede (\S+) GB: una \[B200\]\([^)]*\), con il gradient "
-                r"checkpointing$",
+                (
+                    r"Con un ottimizzatore a 8 bit Phi-4 14B ne chiede (\S+) GB: una \[B200\]\([^)]*\), con il gradient "
+                    r"checkpointing$"
+                ),
             ],
         ),
         (
             "fr",
             [
                 r"déjà dans les comptes idéaux de l’article ZeRO, un 13B demande (\S+) Go\.",
-                r"Avec un optimiseur 8 bits, Phi-4 14B en demande (\S+) Go : une \[B200\]\([^)]*\), avec le gradient "
-                r"checkpointing$",
+                (
+                    r"Avec un optimiseur 8 bits, Phi-4 14B en demande (\S+) Go : une \[B200\]\([^)]*\), avec le gradient "
+                    r"checkpointing$"
+                ),
             ],
         ),
     ],

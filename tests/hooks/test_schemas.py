@@ -115,8 +115,10 @@ DATA_CASES = {  # file, old text, new text, the line (regex)
         "finder.yaml",
         "    answers_of: full-adamw",
         "    answers_of: full-bf16",
-        r"finder\.yaml: tasks\.pretrain\.answers_of: 'full-bf16' is not a task "
-        r"of its own answers with the same kind, optimizer",
+        (
+            r"finder\.yaml: tasks\.pretrain\.answers_of: 'full-bf16' is not a task "
+            r"of its own answers with the same kind, optimizer"
+        ),
     ),
     "machine of no card": (
         "gpus.yaml",

@@ -93,7 +93,7 @@ def test_the_mermaid_loader_of_nbconverts_template_is_removed():
 
     from hooks.checks.external_loads import strip_inert_mermaid
 
-    folders = [p for p in jupyter_path("nbconvert", "templates", "lab")]
+    folders = list(jupyter_path("nbconvert", "templates", "lab"))
     assert nbconvert.__version__
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(folders))
     page = env.from_string(

@@ -161,7 +161,7 @@ def test_unknown_kernel_in_metadata_runs_with_the_configured_one_and_is_cached(t
 def test_another_checkout_with_the_same_inputs_reuses_the_store(tiny_repo, tmp_path):
     store = tmp_path / "store"
     src = tiny_repo / "docs" / "nb.it.ipynb"
-    first, ran = executed_notebook(src, tiny_repo, "it", "python3", store=store)
+    _first, ran = executed_notebook(src, tiny_repo, "it", "python3", store=store)
     assert ran and len(list(store.glob("nb.it.*.ipynb"))) == 1
     other = tmp_path / "other-checkout"
     shutil.copytree(tiny_repo, other, ignore=shutil.ignore_patterns(".cache"))

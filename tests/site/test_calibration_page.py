@@ -26,7 +26,7 @@ def _section(site, lang):
 
 @pytest.mark.parametrize("lang", PAGES)
 def test_the_section_shows_the_validation_and_the_plot(built_site, lang):
-    heading, parts = _section(built_site, lang)
+    _heading, parts = _section(built_site, lang)
     text = " ".join(" ".join(p.get_text(" ").split()) for p in parts if p.name in ("p", "table"))
     _, figures = validation()
 

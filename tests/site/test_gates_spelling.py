@@ -165,7 +165,7 @@ def misspelled(words: set[str], lang: str, workdir: Path) -> set[str]:
     such as ``dell'`` from a fixed list)."""
     personal = workdir / f"words.{lang}.dic"
     personal.write_text("\n".join(word_list(lang)) + "\n", encoding="utf-8")
-    rejected = {w for w in _hunspell(words, lang, personal)}
+    rejected = set(_hunspell(words, lang, personal))
     # hunspell prints a rejected compound by its parts: map them back to the input words
     bad_words = {w for w in words if w in rejected or any(p in rejected for p in re.split(r"['\-]", w))}
     parts_of = {}

@@ -125,7 +125,7 @@ def step(raw: dict, attention: str, seq: int, batch: int, *, checkpointing: bool
                 continue
             if node.name in WINDOWS:
                 windows[node.name] = (node.start_time_ns, node.end_time_ns)
-            walk(node.children, ops + (node.name,))
+            walk(node.children, (*ops, node.name))
 
     walk(prof.profiler.kineto_results.experimental_event_tree(), ())
     grad_ptrs = frozenset(p.grad.untyped_storage().data_ptr() for p in model.parameters() if p.grad is not None)

@@ -287,4 +287,4 @@ def test_gradient_accumulation_repeats_what_the_frameworks_repeat(reports):
         assert first == last  # the same collectives, buffers and gradient shards on every micro-batch
         assert first["peak_fsdp_buffers_bytes"] == report["llama_reshard_true"]["peak_fsdp_buffers_bytes"]
         assert first["gradients_bytes"] == report["llama_reshard_true"]["gradients_bytes"]
-        assert [m["buckets"] for m in accumulation["ddp"]["micro_batches"]][0] == 0
+        assert next(m["buckets"] for m in accumulation["ddp"]["micro_batches"]) == 0

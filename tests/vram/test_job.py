@@ -109,7 +109,7 @@ def test_gpt_oss_20b_mxfp4_16_sequences_of_8192_fit_a_32_gb_card(configs):
             "reserve_mib": RESERVE_MIB,
         }
     )
-    assert dict((k, b) for k, b, _ in answer["parts"])["weights"] == 13_761_264_768
+    assert {k: b for k, b, _ in answer["parts"]}["weights"] == 13_761_264_768
     fit = next(f for f in answer["fits"] if f["gpu"] == "rtx-5090")
     # vLLM: gpu_memory_utilization x total memory, the CUDA context and NCCL buffers inside it
     assert fit["capacity_bytes"] == int(0.9 * RTX_5090 * MIB) - RESERVE_MIB * MIB
@@ -497,7 +497,7 @@ def test_serving_says_which_prefill_chunk_it_assumes_and_the_reader_can_change_i
     }
     default = answer_job(job)
     assert default["max_num_batched_tokens"] == 2048  # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS
-    assert dict((part[0], part[1]) for part in default["parts"])["kv_cache"] == 16 * GPT_OSS_KV_8K[2048]
+    assert {part[0]: part[1] for part in default["parts"]}["kv_cache"] == 16 * GPT_OSS_KV_8K[2048]
     assert default["kv_per_sequence_bytes"] == GPT_OSS_KV_8K[2048]
     h100 = answer_job({**job, "max_num_batched_tokens": 8192})  # `vllm serve` on an H100
     assert h100["max_num_batched_tokens"] == 8192 and h100["kv_per_sequence_bytes"] == GPT_OSS_KV_8K[8192]

@@ -185,7 +185,7 @@ def test_the_job_offers_it_and_names_the_storage(reports, scenario):
         }
     )
     assert answer["per_gpu_bytes"] == calc.per_gpu_bytes and answer["backward_bytes"] == calc.backward_bytes
-    assert dict((k, v) for k, v, _ in answer["parts"]) == {
+    assert {k: v for k, v, _ in answer["parts"]} == {
         "base": calc.base_weights_bytes,
         "working": calc.per_gpu_bytes - calc.states_bytes,
         "adapters": calc.adapter_weights_bytes + calc.adapter_gradients_bytes + calc.adapter_optimizer_bytes,

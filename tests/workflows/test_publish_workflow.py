@@ -232,8 +232,10 @@ def test_the_record_is_written_on_a_fresh_machine_from_the_gpu_jobs_outputs(work
             "-I",
             "-S",
             "-c",
-            "import sys; sys.path.insert(0, '.'); import verify.write_record; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names))",
+            (
+                "import sys; sys.path.insert(0, '.'); import verify.write_record; "
+                "print(sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names))"
+            ),
         ],
         capture_output=True,
         text=True,

@@ -112,8 +112,10 @@ def _cmd_job(args: argparse.Namespace) -> None:
         print(dumps(answer))
         return
     lines = [
-        f"params: {answer['params']:,}; {answer['kind']} on {answer['cards']} card(s) "
-        "(GB = 10^9 bytes, GiB = 2^30 bytes):",
+        (
+            f"params: {answer['params']:,}; {answer['kind']} on {answer['cards']} card(s) "
+            "(GB = 10^9 bytes, GiB = 2^30 bytes):"
+        ),
         *size_rows([(part, size) for part, size, _ in answer["parts"]] + [("total", answer["per_gpu_bytes"])]),
     ]
     if "accounting" in answer:  # what the bytes assume, by name (vram.accounting)

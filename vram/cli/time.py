@@ -96,11 +96,15 @@ def _cmd_decode(args: argparse.Namespace, config: ModelConfig, card: Card) -> No
         "bound": "memory_bandwidth",
     }
     lines = [
-        f"decoding on {args.gpus} x {card.name} (tensor parallel {args.gpus}), {args.batch} x {args.context:,} tokens, "
-        f"weights {args.weight_dtype}, KV cache {args.kv_dtype}:",
+        (
+            f"decoding on {args.gpus} x {card.name} (tensor parallel {args.gpus}), {args.batch} x {args.context:,} tokens, "
+            f"weights {args.weight_dtype}, KV cache {args.kv_dtype}:"
+        ),
         f"  bytes read per step per GPU  {bound.bytes_per_step / 1e9:,.2f} GB at {card.memory_bandwidth_gb_per_s:g} GB/s",
-        f"  at most {bound.tokens_per_second_per_sequence:,.0f} tokens/s per sequence, "
-        f"{bound.tokens_per_second:,.0f} tokens/s in all (memory-bandwidth roofline: an upper bound, not a forecast)",
+        (
+            f"  at most {bound.tokens_per_second_per_sequence:,.0f} tokens/s per sequence, "
+            f"{bound.tokens_per_second:,.0f} tokens/s in all (memory-bandwidth roofline: an upper bound, not a forecast)"
+        ),
     ]
     emit(args, data, lines)
 
@@ -314,7 +318,8 @@ def _cmd_time(args: argparse.Namespace) -> None:
                 if given
                 else "time --task serve needs --context (tokens per sequence)"
             )
-        return _cmd_decode(args, config, card)
+        _cmd_decode(args, config, card)
+        return None
     if args.zero_stage is None:
         raise ValueError("time: --zero-stage is required for training (0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3)")
     run, fits = _settled(args, config, catalogue, args.gpu, args.gpus)
@@ -384,19 +389,25 @@ def _cmd_time(args: argparse.Namespace) -> None:
             }
         )
     lines = [
-        f"{args.gpus} x {card.name}, ZeRO-{args.zero_stage}, {args.micro_batch} x {args.seq_len:,} tokens per GPU per "
-        f"micro-batch, {run.grad_accum} micro-batch(es) per optimizer step: a global batch of {data['global_batch']:,} "
-        f"sequences, {data['tokens_per_step']:,} tokens (recompute {run.recompute}"
-        f"{', offload ' + run.offload if run.offload != 'none' else ''}):",
+        (
+            f"{args.gpus} x {card.name}, ZeRO-{args.zero_stage}, {args.micro_batch} x {args.seq_len:,} tokens per GPU per "
+            f"micro-batch, {run.grad_accum} micro-batch(es) per optimizer step: a global batch of {data['global_batch']:,} "
+            f"sequences, {data['tokens_per_step']:,} tokens (recompute {run.recompute}"
+            f"{', offload ' + run.offload if run.offload != 'none' else ''}):"
+        ),
         _memory_line(card, args.gpus, run, fits, args),
         f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f} GFLOP (6 x matmul params + attention, torchtitan's count)"
         if lora is None
         else f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f}-{step.flops_per_token_high / 1e9:,.1f} GFLOP "
         f"(LoRA rank {lora['rank']}, base {lora['base_dtype']}: frozen weights without weight gradients)",
-        f"  compute           {_span(data['compute_s'])} s at {card.bf16_dense_tflops:g} TFLOPS bf16 dense x MFU "
-        f"{share[0]:.0%}-{share[1]:.0%}",
-        f"  communication     {_span(data['communication_s'])} s over {card.peer.key} "
-        f"({card.peer.low_gb_per_s:g}-{card.peer.high_gb_per_s:g} GB/s busbw per direction)",
+        (
+            f"  compute           {_span(data['compute_s'])} s at {card.bf16_dense_tflops:g} TFLOPS bf16 dense x MFU "
+            f"{share[0]:.0%}-{share[1]:.0%}"
+        ),
+        (
+            f"  communication     {_span(data['communication_s'])} s over {card.peer.key} "
+            f"({card.peer.low_gb_per_s:g}-{card.peer.high_gb_per_s:g} GB/s busbw per direction)"
+        ),
     ]
     if args.offload_optimizer:
         lines.append(
