@@ -18,7 +18,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.common import render  # noqa: E402
-from vram.calibration import (
+from vram.calibration import (  # noqa: E402
     COVERAGE_TARGET,
     RULE,
     RULES,

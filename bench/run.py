@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     print(render(rows + accuracy, markdown=False))
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     args.output.write_text(
-        f"# Performance budget\n\nMeasured {datetime.date.today().isoformat()} on {machine} by "
+        f"# Performance budget\n\nMeasured {datetime.datetime.now(datetime.UTC).date().isoformat()} on {machine} by "
         f"`python -m bench.run` (bench/run.py).\n\n{render(rows, markdown=True)}\n",
         encoding="utf-8",
     )

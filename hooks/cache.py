@@ -33,6 +33,7 @@ Pure: no MkDocs import.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import os
@@ -149,10 +150,8 @@ class TemplateCache(InMemoryBytecodeCache):
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         if bucket.key not in self._store and self.folder is not None:
-            try:
+            with contextlib.suppress(OSError):  # not compiled yet (or pruned by a concurrent build)
                 self._store[bucket.key] = (self.folder / f"{bucket.key}.jinja").read_bytes()
-            except OSError:
-                pass  # not compiled yet (or pruned by a concurrent build)
         try:
             super().load_bytecode(bucket)
         except Exception:  # noqa: BLE001 (a damaged entry, which Jinja reads with pickle and marshal: compiled again)

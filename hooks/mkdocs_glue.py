@@ -60,7 +60,7 @@ from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_trans
 from hooks.data.load import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_assets, model_config_files  # noqa: E402
-from hooks.finder.pyodide_assets import (
+from hooks.finder.pyodide_assets import (  # noqa: E402
     BUNDLE_URI,
     LOCK_URI,
     STDLIB_URI,
@@ -91,7 +91,7 @@ from hooks.workarounds.i18n_outputs import (  # noqa: E402
 from hooks.workarounds.ipynb_pages import make_notebooks_pages  # noqa: E402
 from hooks.workarounds.theme_walk import use_pruned_theme_walk  # noqa: E402
 from verify.languages import DEFAULT_LANGUAGE  # noqa: E402
-from verify.theme_scripts import (
+from verify.theme_scripts import (  # noqa: E402
     hosts_finder,
     policy as content_security_policy,
     use_bytecode_cache as use_theme_scripts_cache,
@@ -124,7 +124,7 @@ def reported(where: str, source: str | None = None):
         raise PluginError(f"{where}: {exc}" if where else str(exc)) from None
     except Exception as exc:  # the boundary: a bug still ends in one line
         if serving():  # the server's log is all a contributor sees
-            log.error(f"unexpected error in the render layer ({where or 'build'}):", exc_info=True)
+            log.exception("unexpected error in the render layer (%s):", where or "build")
             raise PluginError(f"{where or 'build'}: unexpected {type(exc).__name__}: {exc} (traceback above)") from None
         log.debug("unexpected error in the render layer", exc_info=True)
         raise PluginError(

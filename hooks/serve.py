@@ -281,7 +281,7 @@ def serve_or_wait(serve_args: Sequence[str]) -> int:
     return 3
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: RET503 (os.execv does not return)
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["--server"]:
         return serve_or_wait(args[1:])
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         print(address_in_use_message(*address), file=sys.stderr, flush=True)
         return 2
     command = watchmedo_command(args)
-    os.execv(command[0], command)
+    os.execv(command[0], command)  # SIGTERM and Ctrl-C reach watchmedo, which stops the server
 
 
 if __name__ == "__main__":

@@ -154,11 +154,10 @@ def compare_code(name: str, reference: tuple[str, str], other: tuple[str, str]) 
     differing line."""
     (ref_code, ref_where), (other_code, other_where) = reference, other
     language = language_of(name)
-    if language is not None:
-        if tool_reading(language, ref_code, f"block {name!r}: {ref_where}") == tool_reading(
-            language, other_code, f"block {name!r}: {other_where}"
-        ):
-            return
+    if language is not None and tool_reading(language, ref_code, f"block {name!r}: {ref_where}") == tool_reading(
+        language, other_code, f"block {name!r}: {other_where}"
+    ):
+        return
     ref_lines, other_lines = code_lines(ref_code, name), code_lines(other_code, name)
     matcher = difflib.SequenceMatcher(
         a=[line for _, line in ref_lines], b=[line for _, line in other_lines], autojunk=False

@@ -113,8 +113,8 @@ def policy(base_url: str, serving: bool = False, finder: bool = False) -> str:
     ``'unsafe-inline'`` there instead of the theme's hashes (never in a built site:
     verify.artifact accepts only the hashed policy)."""
     parts = []
-    for directive, sources in POLICY:
-        sources = [*sources, *(FINDER_SOURCES.get(directive, []) if finder else [])]
+    for directive, listed in POLICY:
+        sources = [*listed, *(FINDER_SOURCES.get(directive, []) if finder else [])]
         if directive == "script-src":
             sources = [*sources, "'unsafe-inline'"] if serving else [*sources, *sorted(theme_hashes(base_url))]
         parts.append(" ".join([directive, *sources]))

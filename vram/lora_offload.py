@@ -212,9 +212,10 @@ def largest_group_shard(
         base = 0
         for module in layer_modules(config, index):
             for name, dims in module.shapes:
+                stored = dims
                 if packed and module.kind == "linear" and name == "weight":
-                    dims = (nf4_packed_bf16_rows(prod(dims)), 1)
-                base += fsdp2_chunk_rows(dims[0], n) * prod(dims[1:])
+                    stored = (nf4_packed_bf16_rows(prod(dims)), 1)
+                base += fsdp2_chunk_rows(stored[0], n) * prod(stored[1:])
         adapters = sum(
             fsdp2_chunk_rows(rank, n) * t.in_features + fsdp2_chunk_rows(t.out_features, n) * rank
             for t in lora_targets(config, index, target_modules)

@@ -61,6 +61,7 @@ file (a NaN rope factor, an unknown activation) where the calculator still count
 from __future__ import annotations
 
 import json
+import math
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -360,7 +361,7 @@ class _Reader:
         if value is None:
             return None
         # typed ``float | None`` in the (strict) config classes: a JSON integer such as 50 is refused
-        if not isinstance(value, float) or not value == value:
+        if not isinstance(value, float) or math.isnan(value):
             example = f" ({value}.0)" if isinstance(value, int) and not isinstance(value, bool) else ""
             raise self.fail(f"key {key!r} must be a number with a decimal point{example} or null, got {_short(value)}")
         return value
@@ -606,7 +607,7 @@ def _shared_expert_size(r: _Reader) -> int:
 
 def shown_model_type(value: Any) -> str:
     """A model_type for a message: its repr, and where it holds a character other than
-    printable ASCII (a look-alike such as the Cyrillic 'а' in 'llаma'), each such character's
+    printable ASCII (a look-alike such as the Cyrillic '\u0430' in 'll\u0430ma'), each such character's
     code point and Unicode name, so that the reader sees why it is not the one they meant."""
     if not isinstance(value, str):
         return _short(value)

@@ -59,9 +59,9 @@ def check_nav_translations(nav: list | None, translations: Mapping[str, Mapping[
     """``translations``: language -> its ``nav_translations`` (every language but the default).
     Raise RenderError for a nav entry without a title in a language, or a translation of no entry."""
     titles = nav_titles(nav)
-    for lang, table in translations.items():
+    for lang, given in translations.items():
         where = f"mkdocs.yml: plugins.i18n.languages ({lang}).nav_translations"
-        table = table or {}
+        table = given or {}
         missing = [title for title in titles if not isinstance(table.get(title), str) or not table[title].strip()]
         if missing:
             raise RenderError(f"{where}: no {lang} title for the nav entry {missing[0]!r}")

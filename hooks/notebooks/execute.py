@@ -207,7 +207,7 @@ def execute(src: Path, dest: Path, repo_root: Path, lang: str, kernel_name: str,
     name = _display_name(src, repo_root)
     try:
         nb = nbformat.read(src, as_version=4)
-    except Exception as exc:  # nbformat raises several unrelated types for a broken file
+    except Exception as exc:  # noqa: BLE001 (nbformat raises several unrelated types for a broken file)
         raise NotebookError(f"{name}: not a readable notebook ({type(exc).__name__}: {exc})") from None
     ipython_dir = dest.parent / f"ipython-{os.getpid()}-{threading.get_ident()}"
     startup = ipython_dir / "profile_default" / "startup"

@@ -258,7 +258,7 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
         replies = pages[lang].evaluate(PAGE_WORKER_JS, messages)
         with catalogue_read_once():
             expected_texts = [cpython(argv(job, path)) for _, path, job in jobs]
-        for (key, path, job), reply, expected in zip(jobs, replies, expected_texts, strict=True):
+        for (key, _path, job), reply, expected in zip(jobs, replies, expected_texts, strict=True):
             assert "failure" not in reply, (key, job, reply)
             assert as_cli_text(reply["text"]) == expected, (lang, key, job)
             answered += "error" not in json.loads(reply["text"])
@@ -296,7 +296,7 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
     assert pages["it"].locator('meta[http-equiv="Content-Security-Policy"]').count() == 1
     assert pages["it"].evaluate("window.__violations") == []
     # The in-process main() is the command line: a few in a real subprocess give the same text.
-    for key, path, job in drawn[:SUBPROCESS_SAMPLE]:
+    for _key, path, job in drawn[:SUBPROCESS_SAMPLE]:
         proc = subprocess.run(
             [sys.executable, "-m", "vram", *argv(job, path)],
             cwd=REPO_ROOT,
@@ -605,8 +605,8 @@ BAD = [  # (field values, what the line must say in it, in fr)
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_bad_input_is_one_line_in_the_page_language(pages, lang):
     page = pages[lang]
-    for values, italian, french in BAD:
-        values = dict(values)
+    for fields, italian, french in BAD:
+        values = dict(fields)
         use_form(
             page,
             model=values.pop("model", "llama-3.1-8b"),

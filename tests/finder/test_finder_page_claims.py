@@ -113,9 +113,11 @@ def test_each_peft_adapter_keeps_its_own_copy_of_its_input(lora_layer, autocast,
     assert {p.dtype for p in lora_layer.parameters() if p.requires_grad} == {torch.float32}  # the adapters
     x = torch.randn(8, 64, dtype=torch.bfloat16, requires_grad=True)
     saved: list[torch.Tensor] = []
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
-            lora_layer(x)
+    with (
+        torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast),
+        torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t),
+    ):
+        lora_layer(x)
     copies = [t for t in saved if t.shape == x.shape]
     # one per adapter (q_proj, k_proj), none of them x itself, which full fine-tuning keeps once for both
     assert len(copies) == 2 and len({t.untyped_storage().data_ptr() for t in copies}) == 2

@@ -11,7 +11,6 @@ from bs4 import BeautifulSoup
 from hooks.errors import RenderError
 from hooks.render.markdown import render_markdown
 from tests.catalogue import frozen_usable_bytes
-from tests.hooks.conftest import data_dir  # noqa: F401  (a copy of snippets/data, models included)
 
 NBSP, NNBSP = "\u00a0", "\u202f"
 

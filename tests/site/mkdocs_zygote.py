@@ -107,9 +107,10 @@ def run_child(request: dict) -> None:
     for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
         os.dup2(fd, target)
         os.close(fd)
-    sys.stdin = open(0, closefd=False)
-    sys.stdout = open(1, "w", closefd=False)
-    sys.stderr = open(2, "w", closefd=False, buffering=1)
+    # the child's standard streams, open for its whole life
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
@@ -127,7 +128,7 @@ def run_child(request: dict) -> None:
         else:
             print(exc.code, file=sys.stderr)
             code = 1
-    except BaseException:
+    except BaseException:  # noqa: BLE001 (as the interpreter does: any exception ends the child with its traceback)
         traceback.print_exc()
         code = 1
     try:

@@ -294,9 +294,11 @@ def test_no_english_interface_string(built_site):
         untranslated = {
             value for key, value in english.items() if not key.startswith("search.config") and own.get(key) != value
         }
-        for text in interface_texts(page):
-            if text in untranslated or any(phrase in text for phrase in OTHER_ENGLISH):
-                problems.append(f"{page.relative_to(built_site)}: {text!r}")
+        problems.extend(
+            f"{page.relative_to(built_site)}: {text!r}"
+            for text in interface_texts(page)
+            if text in untranslated or any(phrase in text for phrase in OTHER_ENGLISH)
+        )
     assert not problems
 
 

@@ -182,7 +182,9 @@ def misspellings(pages: dict[str, tuple[str, str]], workdir: Path) -> dict[str, 
     """``{name: (html, lang)}`` -> ``{name: sorted misspelled words}`` (pages with none left out)."""
     words_of = {name: set(tokens(prose(html, lang))) for name, (html, lang) in pages.items()}
     bad = {
-        lang: misspelled(set().union(*(words_of[n] for n, (_, l) in pages.items() if l == lang)), lang, workdir)
+        lang: misspelled(
+            set().union(*(words_of[n] for n, (_, page_lang) in pages.items() if page_lang == lang)), lang, workdir
+        )
         for lang in {lang for _, lang in pages.values()}
     }
     return {name: sorted(words_of[name] & bad[lang]) for name, (_, lang) in pages.items() if words_of[name] & bad[lang]}
@@ -248,9 +250,9 @@ def term_drift(pages: dict[str, tuple[str, str]], interface: dict[str, list[str]
     for name, (html, lang) in sorted(pages.items()):
         text = _normalised("\n".join([prose(html, lang), *(interface or {}).get(name, [])]))
         for term, variants in glossary(lang).items():
-            for variant in variants:
-                if _term_pattern(variant).search(text):
-                    problems.append(f"{name}: {variant!r} (use {term!r})")
+            problems.extend(
+                f"{name}: {variant!r} (use {term!r})" for variant in variants if _term_pattern(variant).search(text)
+            )
     return problems
 
 

@@ -16,7 +16,7 @@ import tarfile
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.verify.artifact_refusal import copied, refused, site  # noqa: F401 (copied, site: fixtures)
+from tests.verify.artifact_refusal import refused
 from verify.artifact import is_part_of
 
 NCCL = '<span class="filename">nccl_check.py</span><pre><span></span><code>'

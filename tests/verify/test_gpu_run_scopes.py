@@ -19,6 +19,7 @@ its forged "pass" in the record: the test's attacker is real.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -212,7 +213,5 @@ def test_control_without_the_scope_the_attacker_survives_and_forges_a_pass(tmp_p
         assert json.loads(record_path.read_text())["status"] == "pass", "the attacker forged the record"
     finally:
         pid = int(run["note"].read_text().split("pid=")[1])
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)  # it lives in this machine's namespace here
-        except ProcessLookupError:
-            pass

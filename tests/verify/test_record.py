@@ -27,7 +27,7 @@ def check(record, allow_fixture=True):
 
 def test_the_fixture_passes_only_when_fixtures_are_allowed():
     assert check(fixture_record())["status"] == "pass"
-    with pytest.raises(RecordError, match="rec.json: is a test fixture, not a GPU run"):
+    with pytest.raises(RecordError, match=r"rec\.json: is a test fixture, not a GPU run"):
         check(fixture_record(), allow_fixture=False)
 
 

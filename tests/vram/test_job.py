@@ -400,12 +400,12 @@ def test_the_command_line_prints_the_same_run(cli, configs):
                 },
             },
         ),
-        # a look-alike: the Cyrillic а (U+0430) in "llаma", shown with its code point on the page too
+        # a look-alike: the Cyrillic а (U+0430) in "llаma", shown with its code point on the page too  # noqa: RUF003
         (
             '{"model_type": "ll\u0430ma"}',
             "config_family",
             {
-                "key": "'llаma' (not plain ASCII: 'а' is U+0430 CYRILLIC SMALL LETTER A)",
+                "key": "'ll\u0430ma' (not plain ASCII: '\u0430' is U+0430 CYRILLIC SMALL LETTER A)",
                 "choices": list(vram.SUPPORTED_MODEL_TYPES),
             },
         ),

@@ -295,7 +295,8 @@ def _cmd_time(args: argparse.Namespace) -> None:
     if (args.gpu is None) != (args.gpus is None):
         raise ValueError("time: --gpu and --gpus go together (the machine: --gpus cards of --gpu)")
     if args.rank:
-        return _cmd_rank(args, config, catalogue)
+        _cmd_rank(args, config, catalogue)
+        return
     if args.price:
         raise ValueError("time: --price MACHINE=EUR goes with --rank; use --price-eur-per-hour for --gpu")
     if args.gpu is None:
@@ -319,7 +320,7 @@ def _cmd_time(args: argparse.Namespace) -> None:
                 else "time --task serve needs --context (tokens per sequence)"
             )
         _cmd_decode(args, config, card)
-        return None
+        return
     if args.zero_stage is None:
         raise ValueError("time: --zero-stage is required for training (0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3)")
     run, fits = _settled(args, config, catalogue, args.gpu, args.gpus)
