@@ -272,6 +272,7 @@ def _mlp(x: _Shape, config: ModelConfig, fam: Family, layer: int) -> int:
     inter = config.moe_intermediate_size or config.intermediate_size
     experts, k = config.num_local_experts, config.num_experts_per_tok
     spec = fam.experts
+    assert spec is not None  # config.is_moe
     if spec.router == "llama4":  # Llama4TextMoe: every expert on every token (E x t rows)
         rows = experts * t
         # top-k index, fp32 sigmoid, its cast kept by the scaling, the repeated tokens and their

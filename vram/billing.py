@@ -62,7 +62,7 @@ def billed_minutes(seconds: float) -> int:
     return max(MINIMUM_MINUTES, math.ceil(seconds / 60))
 
 
-def price_per_minute(price_eur_per_hour: Decimal) -> Fraction:
+def price_per_minute(price_eur_per_hour: Decimal | str) -> Fraction:
     """Euros per minute, exactly (31.20 EUR/h -> 0.52)."""
     return Fraction(parse_price(price_eur_per_hour)) / 60
 

@@ -141,7 +141,7 @@ class ClassRange:
     widened), ``level`` the relaxation step (0: the class itself)."""
 
     key: tuple[str, str, str, str]
-    used: tuple[str, str, str, str]
+    used: tuple[str, ...]
     low: float
     high: float
     runs: int
@@ -301,7 +301,7 @@ def class_table(points: Iterable[Point], rule: Rule = RULE) -> list[ClassRange]:
     """Every class that has published runs, with its range: the table a reader can check."""
     points = tuple(points)
     keys = sorted({p.class_key for p in points})
-    return [class_range(points, key, rule) for key in keys]
+    return [found for key in keys if (found := class_range(points, key, rule)) is not None]  # each key has runs
 
 
 # --- predicting a measured run: the validation ------------------------------------------------
@@ -485,11 +485,16 @@ class Backing:
         }
 
 
+def _point(row: Any) -> Point:
+    key, source, gpu, family, arch, task, offload = row[:7]
+    return Point(key, source, gpu, family, arch, task, offload, float(row[7]))
+
+
 def calibration_from_job(raw: Any) -> Calibration:
     """A ``Calibration`` from ``vram.job``'s ``calibration`` field (``Calibration.as_job``).
     Raises ValueError naming what is malformed."""
     try:
-        points = tuple(Point(*row[:7], float(row[7])) for row in raw["points"])
+        points = tuple(_point(row) for row in raw["points"])
         families, names = dict(raw["families"]), dict(raw["names"])
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise ValueError(f"calibration needs families, names and points rows of 8 values ({exc})") from None

@@ -67,7 +67,8 @@ def links_from_data(interconnects: Mapping[str, Any]) -> dict[str, Bandwidth]:
     """Every link of ``interconnects.yaml`` by key: its rows and its ``without_p2p`` paths."""
     links = {row["key"]: Bandwidth(row["key"], *row["bandwidth_gb_per_s"]) for row in interconnects["rows"]}
     for path in interconnects.get("without_p2p", []):
-        links[path["key"]] = Bandwidth(path["key"], *path["bandwidth_gb_per_s"], peer_to_peer=False)
+        low, high = path["bandwidth_gb_per_s"]
+        links[path["key"]] = Bandwidth(path["key"], low, high, peer_to_peer=False)
     return links
 
 

@@ -92,7 +92,7 @@ from .activations import activation_memory, default_attention
 from .breakdown import model_shape
 from .calibration import job_class, serving_class
 from .fit import fits, free_fraction, is_tight, mib_to_bytes, peak_bytes, training_verdict, usable_bytes
-from .frameworks import framework_memory
+from .frameworks import OFFLOAD, framework_memory
 from .job_input import (
     JOB_FIELDS,
     KINDS,
@@ -103,7 +103,6 @@ from .job_input import (
     MAX_MIB,
     MAX_RANK,
     MAX_TOKENS,
-    OFFLOAD,
     SERVING_WEIGHTS,
     TRAINING_OPTIMIZERS,
     GpuEntry,
@@ -554,8 +553,8 @@ def _run_times(job: Job, fit_list: list[dict[str, Any]], runs: dict[str, RunSett
     as ``time``, and the ranking (``rank_runs``: by cost when every fitting machine has a
     price, else by time). None when a fitting card has no ``speed``. ``prices``: gpu key ->
     EUR per hour of the machine of ``cards`` such cards."""
-    speeds = {gpu.key: gpu.speed for gpu in job.gpus}
-    if not fit_list or any(speeds[fit["gpu"]] is None for fit in fit_list):
+    speeds = {gpu.key: gpu.speed for gpu in job.gpus if gpu.speed is not None}
+    if not fit_list or any(fit["gpu"] not in speeds for fit in fit_list):
         return None
     options = []
     task = "full" if job.kind == "training" else "qlora" if job.base_dtype == "nf4" else "lora"

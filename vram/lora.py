@@ -66,7 +66,7 @@ from .breakdown import ModelShape, model_shape
 from .dtypes import NF4, nf4_bytes, tensor_bytes
 from .families import get_family, model_types
 from .fsdp2 import fsdp2_model_states_per_rank, gathered_sizes, rank0_shard_params
-from .models import ModelConfig, as_model_config, count_params, layer_modules
+from .models import ModelConfig, Module, as_model_config, count_params, layer_modules
 from .optimizer_step import step_temporary_coefficients
 from .sharding import check_world_size, check_zero_stage, model_states_per_gpu
 from .states import BytesPerParam, as_bytes_per_param
@@ -124,7 +124,7 @@ class LoraTarget:
         return rank * self.rank_factor * self.experts * (self.in_features + self.out_features)
 
 
-def _adapted_as_linear(config: ModelConfig, module) -> bool:
+def _adapted_as_linear(config: ModelConfig, module: Module) -> bool:
     """PEFT adapts this module as an nn.Linear: one, or llama4_text's router (a subclass)."""
     experts = config.family.experts
     return module.kind == "linear" or (module.kind == "router" and bool(experts and experts.router_is_linear))

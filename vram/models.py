@@ -595,7 +595,9 @@ def _rotary_dim(r: _Reader, head_dim: int) -> int:
 
 def _shared_expert_size(r: _Reader) -> int:
     """Width of the shared expert (0: none): qwen2_moe's ``shared_expert_intermediate_size``."""
-    shared = r.family.experts.shared
+    spec = r.family.experts
+    assert spec is not None  # called for a mixture-of-experts family only
+    shared = spec.shared
     if shared == "qwen2_moe":
         return r.size("shared_expert_intermediate_size")
     if shared == "llama4":  # Llama4TextMoe.shared_expert: one MLP of the experts' width
@@ -924,8 +926,10 @@ def _mlp_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
     if not config.moe_layers[layer]:
         return tuple(_dense_mlp(config, prefix, config.intermediate_size))
     spec = config.family.experts
+    assert spec is not None  # config.is_moe
     e, h, i = config.num_local_experts, config.hidden_size, config.moe_intermediate_size
     k = config.num_experts_per_tok
+    experts: tuple[tuple[str, tuple[int, ...]], ...]
     if spec.layout == "llama4":  # Llama4TextMoe: every expert runs on every token (their scores zero but the top-k)
         experts = (("gate_up_proj", (e, h, 2 * i)), ("down_proj", (e, i, h)))
         return (

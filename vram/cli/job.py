@@ -6,6 +6,7 @@ its ``--json`` is ``vram.job.dumps`` of the answer, the same text the page's wor
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
 from ..accounting import ACCOUNTINGS
@@ -23,7 +24,7 @@ from .common import decimal_text, emit, integer_text, size_rows, size_text
 from .time import _tokens, backing_line
 
 
-def _card(text: str) -> dict:
+def _card(text: str) -> dict[str, Any]:
     key, sep, mib = text.partition("=")
     if not sep or not key.strip() or not (mib.strip().isascii() and mib.strip().isdigit()) or len(mib) > 20:
         raise argparse.ArgumentTypeError(f"--gpu must be KEY=MEMORY_MIB (nvidia-smi's total), got {quote_text(text)}")
@@ -77,7 +78,7 @@ def _machine_ram(text: str) -> tuple[str, int | str]:
     return key.strip(), int(ram) if ram.isascii() and ram.isdigit() and len(ram) <= 20 else ram  # answer_job checks it
 
 
-def job_from_args(args: argparse.Namespace) -> dict:
+def job_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The job ``answer_job`` reads, from ``python -m vram job`` flags (unset ones left to its defaults)."""
     job = {name: getattr(args, name) for name in JOB_FLAGS if getattr(args, name) is not None}
     load_model_config(args.config)  # the file's own checks (a regular file, its size, UTF-8), naming it
@@ -97,7 +98,7 @@ def job_from_args(args: argparse.Namespace) -> dict:
     return job
 
 
-def _ram_verdict(fit: dict) -> str:
+def _ram_verdict(fit: Mapping[str, Any]) -> str:
     ram = fit.get("host_ram")
     if ram is None:
         return ""
@@ -178,7 +179,9 @@ def _cmd_job(args: argparse.Namespace) -> None:
 
 def add_job_command(sub: Any) -> argparse.ArgumentParser:
     """Register ``job`` on the subparsers ``sub``."""
-    j = sub.add_parser("job", help="one finder job: bytes per card and which cards fit (as the site's finder)")
+    j: argparse.ArgumentParser = sub.add_parser(
+        "job", help="one finder job: bytes per card and which cards fit (as the site's finder)"
+    )
     j.add_argument("--config", required=True, help="path to config.json")
     j.add_argument("--kind", choices=KINDS, help=f"default {JOB_FIELDS['kind']}")
     j.add_argument(

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import argparse
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from ..activations import MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
 from ..billing import MINIMUM_MINUTES, billed_minutes, parse_price, run_cost_eur
-from ..calibration import job_class, load_measured_data
+from ..calibration import Backing, job_class, load_measured_data
 from ..catalogue import Card, GuideCatalogue, read_catalogue
 from ..dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from ..frameworks import FRAMEWORKS
@@ -41,6 +41,7 @@ from ..timing import (
     LORA_FLOPS_SOURCE,
     MFU,
     MFU_SOURCE,
+    StepTime,
     decode_bound,
     lora_step,
     run_seconds,
@@ -174,7 +175,7 @@ def _settled(
     return (settled, True) if settled is not None else (asked_run(check_job(job)), False)
 
 
-def _backing(args: argparse.Namespace, config: ModelConfig, gpu: str):
+def _backing(args: argparse.Namespace, config: ModelConfig, gpu: str) -> Backing | None:
     """The published runs behind a time on ``gpu`` (``vram.calibration``: measurements.yaml)."""
     task = "full" if args.task != "lora" else "qlora" if args.base_dtype == "nf4" else "lora"
     return load_measured_data().calibration.backing(
@@ -182,7 +183,7 @@ def _backing(args: argparse.Namespace, config: ModelConfig, gpu: str):
     )
 
 
-def backing_line(backing: dict | None) -> str:
+def backing_line(backing: Mapping[str, Any] | None) -> str:
     """A time's backing (``vram.calibration.Backing.as_dict``) in words: "A100: 6 published runs
     (vectorlm-2024)", or that none backs this card or this kind of job."""
     if backing is None:
@@ -224,7 +225,7 @@ def _cmd_rank(args: argparse.Namespace, config: ModelConfig, catalogue: GuideCat
         if key not in chosen:
             raise ValueError(f"--price {key}=...: {key!r} is not a machine of the ranking ({', '.join(chosen)})")
         prices[key] = price
-    options, memory = [], {}
+    options, memory = [], dict[str, dict[str, Any]]()
     for key, (card, count) in chosen.items():
         run, fits = _settled(args, config, catalogue, card.key, count)
         backing = _backing(args, config, card.key)
@@ -333,7 +334,7 @@ def _cmd_time(args: argparse.Namespace) -> None:
         if lora is None
         else dict(offload=run.offload)
     )
-    timed = training_step if lora is None else functools.partial(lora_step, **lora)
+    timed: Callable[..., StepTime] = training_step if lora is None else functools.partial(lora_step, **lora)
     step = timed(
         config,
         card,
@@ -389,6 +390,7 @@ def _cmd_time(args: argparse.Namespace) -> None:
                 "flops_source": LORA_FLOPS_SOURCE,
             }
         )
+    flops_high = step.flops_per_token if step.flops_per_token_high is None else step.flops_per_token_high  # LoRA's
     lines = [
         (
             f"{args.gpus} x {card.name}, ZeRO-{args.zero_stage}, {args.micro_batch} x {args.seq_len:,} tokens per GPU per "
@@ -399,7 +401,7 @@ def _cmd_time(args: argparse.Namespace) -> None:
         _memory_line(card, args.gpus, run, fits, args),
         f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f} GFLOP (6 x matmul params + attention, torchtitan's count)"
         if lora is None
-        else f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f}-{step.flops_per_token_high / 1e9:,.1f} GFLOP "
+        else f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f}-{flops_high / 1e9:,.1f} GFLOP "
         f"(LoRA rank {lora['rank']}, base {lora['base_dtype']}: frozen weights without weight gradients)",
         (
             f"  compute           {_span(data['compute_s'])} s at {card.bf16_dense_tflops:g} TFLOPS bf16 dense x MFU "
@@ -426,11 +428,11 @@ def _cmd_time(args: argparse.Namespace) -> None:
             "slowest; published runs of such models add tensor parallelism inside the machine"
         )
     if args.tokens is not None:
-        run = run_seconds(args.tokens, step)
+        length = run_seconds(args.tokens, step)
         data["tokens"] = args.tokens
         data["optimizer_steps"] = batch["optimizer_steps"]
-        data["run_s"] = run.as_list()
-        lines.append(f"run of {args.tokens:,} tokens: {_duration(run.low)} to {_duration(run.high, True)}")
+        data["run_s"] = length.as_list()
+        lines.append(f"run of {args.tokens:,} tokens: {_duration(length.low)} to {_duration(length.high, True)}")
         price, source = args.price_eur_per_hour, "reader"
         if price is None:
             guide = [m for m in machines.values() if m.gpu == args.gpu and m.count == args.gpus]
@@ -441,8 +443,8 @@ def _cmd_time(args: argparse.Namespace) -> None:
                 {
                     "price_eur_per_hour": str(price),
                     "price_source": source,
-                    "billed_minutes": [billed_minutes(run.low), billed_minutes(run.high)],
-                    "cost_eur": [str(run_cost_eur(run.low, price)), str(run_cost_eur(run.high, price))],
+                    "billed_minutes": [billed_minutes(length.low), billed_minutes(length.high)],
+                    "cost_eur": [str(run_cost_eur(length.low, price)), str(run_cost_eur(length.high, price))],
                 }
             )
             where = "your price" if source == "reader" else f"the guide's price of {source}, from"
@@ -463,7 +465,9 @@ def _cmd_time(args: argparse.Namespace) -> None:
 
 def add_time_command(sub: Any) -> argparse.ArgumentParser:
     """Register ``time`` on the subparsers ``sub``."""
-    t = sub.add_parser("time", help="time per step, per run and its cost (estimates as ranges)")
+    t: argparse.ArgumentParser = sub.add_parser(
+        "time", help="time per step, per run and its cost (estimates as ranges)"
+    )
     t.add_argument("--config", required=True, help="path to config.json")
     t.add_argument("--gpu", help="a card of snippets/data/gpus.yaml: h100, rtx-4090, ...")
     t.add_argument("--gpus", type=whole("gpus", 1, 2**10), help="cards training together")
