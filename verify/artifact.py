@@ -59,15 +59,17 @@ import re
 import sys
 import tarfile
 import zipfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from posixpath import normpath
+from typing import Any
 from urllib.parse import urlsplit
 
 import nh3
 import yaml
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from verify.extract import ExtractError, blocks_in_html, compare_code
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
@@ -392,7 +394,9 @@ def _resolve(page: str, url: str, site_path: str) -> str | None:
     return None if target.startswith("../") or target == ".." else target
 
 
-def _check_scripts(page: str, tree, site_files: set[str], allowed_hashes: frozenset[str], site_path: str) -> None:
+def _check_scripts(
+    page: str, tree: LexborHTMLParser, site_files: set[str], allowed_hashes: frozenset[str], site_path: str
+) -> None:
     for node in tree.css("script"):
         attributes = dict(node.attributes)
         src = attributes.pop("src", None)
@@ -424,7 +428,7 @@ def _check_scripts(page: str, tree, site_files: set[str], allowed_hashes: frozen
             )
 
 
-def _check_policy(page: str, tree, bases: tuple[str, ...]) -> None:
+def _check_policy(page: str, tree: LexborHTMLParser, bases: tuple[str, ...]) -> None:
     metas = tree.css("meta[http-equiv]")
     head = tree.head
     first = next((child for child in head.iter() if child.tag not in ("-text", "-comment")), None) if head else None
@@ -453,7 +457,7 @@ LINK_RELS = {
 }  # <link rel>: what its href must be
 
 
-def _check_loads(page: str, tree, site_files: set[str], site_path: str, home: str) -> None:
+def _check_loads(page: str, tree: LexborHTMLParser, site_files: set[str], site_path: str, home: str) -> None:
     """What a page loads comes from the site: each <link> has a listed ``rel`` and names a
     file of the site (a stylesheet, the icon) or a page of it; each <img> a file of the site
     or a PNG/JPEG/GIF ``data:`` URL."""
@@ -481,8 +485,8 @@ def _check_loads(page: str, tree, site_files: set[str], site_path: str, home: st
             )
 
 
-def _filter(page: str, problems: list[str]):
-    def check(tag: str, name: str, value: str):
+def _filter(page: str, problems: list[str]) -> Callable[[str, str, str], str | None]:
+    def check(tag: str, name: str, value: str) -> str | None:
         if name == "id" and RESERVED_ID_RE.match(value):
             problems.append(f'an id="{value}" (Material\'s copy button would copy that element)')
             return None
@@ -496,10 +500,10 @@ def _filter(page: str, problems: list[str]):
     return check
 
 
-def _shape(html_text: str) -> list:
+def _shape(html_text: str) -> list[tuple[str | None, str | tuple[tuple[str, str], ...]]]:
     """The elements, attributes and texts of a document's head and body, in order."""
     tree = LexborHTMLParser(html_text)
-    shape = []
+    shape: list[tuple[str | None, str | tuple[tuple[str, str], ...]]] = []
     for root in (tree.head, tree.body):
         if root is None:
             continue
@@ -567,9 +571,9 @@ def check_page(page: str, text: str, site_files: set[str], site_path: str = "/",
     _sanitised(page, text)
 
 
-def _check_code_blocks(page: str, tree) -> None:
+def _check_code_blocks(page: str, tree: LexborHTMLParser) -> None:
     for title in tree.css("div.highlight > span.filename"):
-        code = title.parent.css_first("pre > code")
+        code = title.parent.css_first("pre > code") if title.parent is not None else None
         if code is None:
             continue
         for number, node in enumerate(code.traverse()):
@@ -676,7 +680,7 @@ def _check_notebook_blocks(page: str, blocks: list[str], notebook: Path) -> None
         position += 1
 
 
-def _fence_language(pre) -> str:
+def _fence_language(pre: LexborNode) -> str:
     classes = (pre.parent.attributes.get("class") or "").split() if pre.parent is not None else []
     return next((c.removeprefix("language-") for c in classes if c.startswith("language-")), "")
 
@@ -709,8 +713,8 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
                         f"{page}: code block {number} holds <{node.tag} {' '.join(node.attributes)}>: a code block "
                         "is Pygments' <code> and <span class> markup only, shown and copied as written"
                     )
-            code = pre.css_first("code")
-            blocks.append((_fence_language(pre), (code if code is not None else pre).text()))
+            code_node = pre.css_first("code")
+            blocks.append((_fence_language(pre), (code_node if code_node is not None else pre).text()))
         if page in notebooks:
             _check_notebook_blocks(page, [code for _, code in blocks], notebooks[page])
             continue
@@ -903,7 +907,7 @@ def check_static_files(files: dict[str, bytes], docs_dir: Path, custom_dir: Path
                 )
 
 
-def _stylesheet_rules(rules, found: set[str] | None = None) -> set[str]:
+def _stylesheet_rules(rules: Iterable[Any], found: set[str] | None = None) -> set[str]:
     """Every rule of a parsed stylesheet as tinycss2 serializes it: qualified rules (at the top
     or inside ``@media``/``@supports``), those blocks' preludes, other at-rules whole."""
     import tinycss2
@@ -1044,7 +1048,7 @@ def check_site(
     return files
 
 
-def manifest(files: list[SiteFile]) -> dict:
+def manifest(files: list[SiteFile]) -> dict[str, Any]:
     return {"files": [{"path": f.path, "bytes": len(f.data), "sha256": f.sha256} for f in files]}
 
 

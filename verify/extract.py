@@ -60,7 +60,7 @@ def blocks_in_html(html: str, lang: str, page: str) -> list[Block]:
     """Every titled code block of one page."""
     blocks = []
     for title in LexborHTMLParser(html).css("div.highlight > span.filename"):
-        code = title.parent.css_first("pre > code")
+        code = title.parent.css_first("pre > code") if title.parent is not None else None
         if code is not None:
             blocks.append(Block(title.text().strip(), lang, page, code.text()))
     return blocks

@@ -73,7 +73,7 @@ def _signal_group(group: int, sig: int) -> None:
         os.killpg(group, sig)
 
 
-def end_scope(proc: subprocess.Popen, grace_s: float) -> None:
+def end_scope(proc: subprocess.Popen[str], grace_s: float) -> None:
     """End the scope ``proc`` (the ``unshare`` process) started, and wait until every process of
     it is gone: SIGTERM to its process group (torchrun's ranks may clean up), then after
     ``grace_s`` SIGKILL to the namespace's first process (the kernel then kills the rest and
@@ -98,7 +98,7 @@ def end_scope(proc: subprocess.Popen, grace_s: float) -> None:
 
 def run_scoped(
     cmd: list[str], timeout: float, env: dict[str, str] | None = None, cwd: Path | None = None, grace_s: float = 10.0
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[str]:
     """Run ``cmd`` in a scope of its own (module docstring); stdout and stderr are captured as
     text. A timeout becomes status 124 (what it printed before is kept), a missing program 127.
     Every process of the scope is gone when this returns or raises. Raises ScopeError."""
