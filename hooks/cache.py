@@ -221,7 +221,7 @@ def environment_settings(environment: jinja2.Environment) -> bytes:
     known = _calls.get(key)
     if known is None:
         calls = [
-            sorted((name, str(_PassArg.from_obj(function))) for name, function in table.items())
+            sorted((name, str(_PassArg.from_obj(function))) for name, function in table.items())  # type: ignore[type-var]  # Jinja's two tables' callables join to "function", which from_obj's TypeVar refuses
             for table in (environment.filters, environment.tests)
         ]
         if len(_calls) >= 16:

@@ -218,7 +218,7 @@ class InterconnectsFile(Data):
             if keys.count(key) > 1:
                 raise ValueError(f"key {key!r} is used twice")
         for path in self.without_p2p:
-            (over,) = [row for row in self.rows if row.key == path.over] or [None]
+            over = next((row for row in self.rows if row.key == path.over), None)  # keys are unique (above)
             if over is None:
                 raise ValueError(f"without_p2p.{path.key}.over: {path.over!r} is not the key of a row")
             low, high = path.bandwidth_gb_per_s
@@ -427,9 +427,10 @@ class Measurement(Data):
         derived = self.derived_from
         if derived is None:
             return self
-        if derived.tokens is not None:
+        if derived.tokens is not None and derived.seconds is not None:
             value = derived.tokens / derived.seconds
-        else:
+        else:  # DerivedFrom._one_way: the other way is given whole
+            assert derived.global_batch is not None and derived.seq_len is not None and derived.step_s is not None
             value = derived.global_batch * derived.seq_len / derived.step_s
             value /= self.count if self.per == "gpu" else 1
         if abs(value - self.tokens_per_s) > 0.005 * value:

@@ -621,7 +621,7 @@ def _stored_or_computed(data_dir: Path, store: Path | None) -> str:
             temporary = stored.with_suffix(f".{os.getpid()}.tmp")
             temporary.write_text(content, encoding="utf-8")
             temporary.replace(stored)
-            for old in sorted(store.glob("*.json"), key=lambda path: path.stat().st_mtime_ns, reverse=True)[
+            for old in sorted(stored.parent.glob("*.json"), key=lambda path: path.stat().st_mtime_ns, reverse=True)[
                 STORE_KEEP:
             ]:
                 old.unlink(missing_ok=True)

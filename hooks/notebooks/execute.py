@@ -352,7 +352,7 @@ def executed_notebook(
     """
     cache_dir = cache_dir or repo_root / CACHE_SUBDIR
     ran = False
-    found = _recorded_copy(src, cache_dir, repo_root, lang, kernel_name)
+    found: tuple[Path, Path | None] | None = _recorded_copy(src, cache_dir, repo_root, lang, kernel_name)
     if found is None:
         broad = cache_dir / f"{src.stem}.{cache_key(src, repo_root, lang, kernel_name)[:20]}.ipynb"
         if broad.is_file():

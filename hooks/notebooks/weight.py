@@ -76,7 +76,8 @@ def plots_as_files(html: str, write, href) -> str:
         uri = f"{PLOTS_FOLDER}/{hashlib.sha256(data).hexdigest()[:20]}.png"
         write(uri, data)
         attrs["src"] = href(uri)
-        shown = int(attrs["width"]) if (attrs.get("width") or "").isdigit() else width_px
+        written = attrs.get("width") or ""
+        shown = int(written) if written.isdigit() else width_px
         attrs["width"], attrs["height"] = str(shown), str(round(shown * height_px / width_px))
         if count:
             attrs["loading"] = "lazy"  # below the fold: fetched when the reader scrolls near it
@@ -97,7 +98,7 @@ class _PageIndex:
         self._memo: dict[str, bool] = {}
         elements = self.soup.find_all(True)
         self.names = {"." + c for el in elements for c in el.get("class") or []}
-        self.names |= {"#" + el["id"] for el in elements if el.get("id")}
+        self.names |= {f"#{el['id']}" for el in elements if el.get("id")}
         self.names |= {"[" + name.lower() for el in elements for name in el.attrs}
         self.names |= {el.name.lower() for el in elements}
 

@@ -81,8 +81,8 @@ def translate_comments(
             if original is not None:
                 translated.append(Translated(div, original))
     read_ahead(pair for block in translated for pair in block.readings())  # the bash readers of the page at once
-    for block in translated:
-        check_same_code(block.div, block.original, lang)
+    for done_block in translated:
+        check_same_code(done_block.div, done_block.original, lang)
     return "".join(parts) + html[done:] if parts else html
 
 
