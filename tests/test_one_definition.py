@@ -120,7 +120,7 @@ CODE_DIRS = ("hooks", "verify", "vram", "bench")
 
 def literal_language_lists() -> list[str]:
     """Every tuple, list or set literal of two or more of the site's languages in the code."""
-    found = []
+    found: list[str] = []
     for folder in CODE_DIRS:
         for path in sorted((REPO_ROOT / folder).rglob("*.py")):
             found.extend(

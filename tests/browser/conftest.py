@@ -40,6 +40,7 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -103,7 +104,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         return super().translate_path("/" + url_path[len(site.prefix) :])
 
     def send_error(self, code, message=None, explain=None):
-        site: SiteServer = self.server.site  # type: ignore[attr-defined]
+        site: SiteServer = self.server.site
         page = site.root / "404.html"
         if code != 404 or not page.exists():
             super().send_error(code, message, explain)
@@ -117,7 +118,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
             self.wfile.write(body)
 
     def log_request(self, code="-", size="-"):
-        self.server.site.log.append((self.path, int(code) if str(code).isdigit() else 0))  # type: ignore[attr-defined]
+        self.server.site.log.append((self.path, int(code) if str(code).isdigit() else 0))
 
     def log_message(self, format, *args):  # quiet: the log list is the record
         pass
@@ -255,8 +256,8 @@ class Request:
 @dataclass
 class Recorder:
     requests: list[Request] = field(default_factory=list)
-    detach: object = None  # call to stop recording
-    unanswered: object = None  # call: how many recorded requests have neither finished nor failed yet
+    detach: Callable[[], None] | None = None  # call to stop recording
+    unanswered: Callable[[], int] = lambda: 0  # call: how many recorded requests have neither finished nor failed yet
 
     def failed(self) -> list[Request]:
         """Requests without a successful answer (4xx/5xx, or none at all)."""

@@ -171,7 +171,7 @@ def cpython(args: list[str]) -> str:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = vram_main(args)
+            code: int | str | None = vram_main(args)
         except SystemExit as exc:
             code = exc.code
     return out.getvalue().strip() if code == 0 else err.getvalue().strip()

@@ -22,7 +22,9 @@ def plain(text: str) -> str:
 def table_of(html: str) -> tuple[str, list[list[str]]]:
     soup = BeautifulSoup(html, "html.parser")
     rows = [[plain(c.get_text(" ", strip=True)) for c in tr.find_all(["th", "td"])] for tr in soup.select("tbody tr")]
-    return plain(soup.select_one("#finder-status").get_text()), rows
+    status = soup.select_one("#finder-status")
+    assert status is not None
+    return plain(status.get_text()), rows
 
 
 # The H200 reports 143,771 MiB (nvidia-smi, gpus.yaml) = 150.8 GB; less the 2,048 MiB reserve

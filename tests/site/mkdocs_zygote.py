@@ -176,21 +176,23 @@ class ZygoteBuilder:
             text=True,
             bufsize=1,
         )
-        assert json.loads(self.process.stdout.readline()) == {"ready": True}, "the mkdocs zygote did not start"
+        assert self.process.stdin is not None and self.process.stdout is not None  # PIPE
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        assert json.loads(self.stdout.readline()) == {"ready": True}, "the mkdocs zygote did not start"
 
     def run(self, argv: list[str], env: dict[str, str], cwd: Path, logs: Path) -> subprocess.CompletedProcess:
         assert argv[1:3] == ["-m", "mkdocs"], argv
         logs.mkdir(parents=True, exist_ok=True)
         out, err = logs / "mkdocs.stdout", logs / "mkdocs.stderr"
         request = {"argv": ["-m", *argv[3:]], "env": env, "cwd": str(cwd), "stdout": str(out), "stderr": str(err)}
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
-        started = json.loads(self.process.stdout.readline())
+        self.stdin.write(json.dumps(request) + "\n")
+        self.stdin.flush()
+        started = json.loads(self.stdout.readline())
         assert "pid" in started, f"the mkdocs zygote failed: {started}"
         limit = threading.Timer(600, os.kill, (started["pid"], signal.SIGKILL))  # as subprocess.run(timeout=600)
         limit.start()
         try:
-            ended = json.loads(self.process.stdout.readline())
+            ended = json.loads(self.stdout.readline())
         finally:
             limit.cancel()
         assert "exit" in ended, f"the mkdocs zygote failed: {ended}"
@@ -201,7 +203,7 @@ class ZygoteBuilder:
         )
 
     def close(self) -> None:
-        self.process.stdin.close()
+        self.stdin.close()
         self.process.wait(timeout=600)
 
 

@@ -78,7 +78,8 @@ def resolve(site: Path, page: Path, href: str, site_url: str = DEFAULT_SITE_URL)
 def _ids(text: str) -> frozenset[str]:
     soup = _parse(text)
     return frozenset(
-        {el["id"] for el in soup.find_all(id=True)} | {a["name"] for a in soup.find_all("a", attrs={"name": True})}
+        {str(el["id"]) for el in soup.find_all(id=True)}
+        | {str(a["name"]) for a in soup.find_all("a", attrs={"name": True})}
     )
 
 

@@ -271,13 +271,16 @@ def interface_texts(page) -> list[str]:
 @lru_cache(maxsize=64)
 def _interface_texts(html: str) -> tuple[str, ...]:
     soup = BeautifulSoup(html, "html.parser")
-    lang = soup.html["lang"]
+    assert soup.html is not None
+    lang = str(soup.html["lang"])
     for el in soup.select("[lang]"):
-        if el is not soup.html and not el["lang"].startswith(lang):
+        if el is not soup.html and not str(el["lang"]).startswith(lang):
             el.decompose()
-    texts = [" ".join(el[attr].split()) for el in soup.find_all(True) for attr in INTERFACE_ATTRIBUTES if el.get(attr)]
+    texts = [
+        " ".join(str(el[attr]).split()) for el in soup.find_all(True) for attr in INTERFACE_ATTRIBUTES if el.get(attr)
+    ]
     config = soup.select_one("script#__config")
-    texts += list(json.loads(config.string)["translations"].values()) if config else []
+    texts += list(json.loads(config.string or "")["translations"].values()) if config else []
     for el in soup.select("script, style, article, svg"):
         el.decompose()
     texts += [" ".join(s.split()) for s in soup.find_all(string=True) if s.strip() and not isinstance(s, Doctype)]

@@ -108,13 +108,13 @@ def prose(html: str, lang: str) -> str:
     parts = [soup.title.get_text(" ") if soup.title else ""]
     description = soup.find("meta", attrs={"name": "description"})
     if description and description.get("content"):
-        parts.append(description["content"])
+        parts.append(str(description["content"]))
     article = soup.select_one("article") or soup.body or soup
-    for el in article.find_all(attrs={"lang": True}):
-        if not el["lang"].lower().startswith(lang):
+    for el in article.find_all(lang=True):
+        if not str(el["lang"]).lower().startswith(lang):
             el.decompose()
-    parts += [el["alt"] for el in article.find_all(attrs={"alt": True})]  # plots in code cells too
-    parts += [el["title"] for el in article.find_all("abbr", attrs={"title": True})]
+    parts += [str(el["alt"]) for el in article.find_all(alt=True)]  # plots in code cells too
+    parts += [str(el["title"]) for el in article.find_all("abbr", attrs={"title": True})]
     for el in article.select(", ".join(SKIPPED)):
         el.decompose()
     parts.append(article.get_text(" "))
@@ -147,6 +147,7 @@ def word_list(lang: str) -> list[str]:
 def _hunspell(words: set[str], lang: str, personal: Path) -> set[str]:
     if not words:
         return set()
+    assert HUNSPELL is not None  # the spelling tests skip without it
     result = subprocess.run(
         [HUNSPELL, "-d", DICTIONARIES[lang], "-p", str(personal), "-l", "-i", "utf-8"],
         input="\n".join(sorted(words)) + "\n",
@@ -246,7 +247,7 @@ def _term_pattern(term: str) -> re.Pattern[str]:
 def term_drift(pages: dict[str, tuple[str, str]], interface: dict[str, list[str]] | None = None) -> list[str]:
     """``{name: (html, lang)}`` -> "page: 'variant' (use 'term')" for every forbidden variant in
     prose, and in the page's interface texts (``{name: [text]}``: navigation, labels)."""
-    problems = []
+    problems: list[str] = []
     for name, (html, lang) in sorted(pages.items()):
         text = _normalised("\n".join([prose(html, lang), *(interface or {}).get(name, [])]))
         for term, variants in glossary(lang).items():
@@ -352,6 +353,7 @@ def finder_strings(site: Path) -> dict[str, tuple[str, str]]:
     for lang in LANGUAGES:
         page = site / ("" if lang == LANGUAGES[0] else lang) / "gpu-finder" / "index.html"
         node = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select_one("#finder-labels")
+        assert node is not None and node.string is not None, page
         texts = [value for value in json.loads(node.string).values() if isinstance(value, str) and len(value) > 1]
         body = "".join(f"<p>{re.sub(r'{[a-z_]+}', ' ', text)}</p>" for text in texts)
         pages[f"{lang}: finder strings"] = (f'<html lang="{lang}"><body><article>{body}</article></body></html>', lang)

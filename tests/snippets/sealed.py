@@ -87,7 +87,7 @@ def watch_effects(script: str, log: Path) -> None:
     this says who). Tests read it with ``effects``."""
     target = os.path.realpath(script)
     descriptor = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    busy = []
+    busy: list[int] = []
 
     def hook(event: str, args: tuple) -> None:
         if busy or (event != "open" and event not in EFFECTS):

@@ -141,7 +141,8 @@ def write_record(path: Path, record: dict) -> Path:
     """``record`` at ``path``, with the gpu tests' JUnit report it counts beside it (``gpu-tests.xml``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record), encoding="utf-8")
-    tests = record.get("gpu_tests") if isinstance(record.get("gpu_tests"), dict) else {}
+    given = record.get("gpu_tests")
+    tests = given if isinstance(given, dict) else {}
     counts = {key: value for key, value in tests.items() if key != "status" and type(value) is int}
     path.with_name("gpu-tests.xml").write_text(junit_report(counts), encoding="utf-8")
     return path

@@ -18,7 +18,7 @@ from verify.record import RecordError, check_record, load_record, pinned_torch
 
 SHA = current_sha256()
 # torch's pin, read from constraints.txt by a route of its own (pinned_torch is what is tested)
-PINNED_TORCH = re.search(r"(?m)^torch==(\S+)$", (REPO_ROOT / "constraints.txt").read_text()).group(1)
+PINNED_TORCH = re.findall(r"(?m)^torch==(\S+)$", (REPO_ROOT / "constraints.txt").read_text())[0]
 
 
 def check(record, allow_fixture=True):
@@ -37,7 +37,7 @@ def test_a_one_gpu_run_is_recorded_without_busbw():
         check(changed(one_gpu_record(), "measured.busbw_gb_per_s", 0.5))
 
 
-RECORD_CASES = [  # (dotted field, value, what the line must say)
+RECORD_CASES: list[tuple[str, object, str]] = [  # (dotted field, value, what the line must say)
     ("gpu.count", 0, r"gpu\.count: Input should be greater than or equal to 1 \(got 0\)"),
     ("gpu.model", None, r"gpu\.model: Input should be a valid string \(got None\)"),
     ("measured.world_size", 1, r"measured: (ranks must be one line for each rank 0\.\.0|a busbw for one rank)"),

@@ -118,7 +118,7 @@ def page(*blocks: tuple[str, str]) -> str:
     )
 
 
-def build(pages: dict[str, list[tuple[str, str]]]) -> None:
+def build(pages: dict[str, list[list[tuple[str, str]]]]) -> None:
     """One build: the default language's pages, then the French ones (as static-i18n runs them)."""
     blocks = TitledBlocks()
     for lang in ("it", "fr"):

@@ -173,6 +173,7 @@ def finder_answer(catalogue, model_key: str, cards: int, method: str) -> tuple[f
     from hooks.finder import compute as finder
 
     found = finder.result(catalogue, model_key, TASK, cards, method)
+    assert found is not None, (model_key, cards, method)
     return found["per_gpu_gb"], {f["gpu"]: f["recompute"] for f in found["fits"]}, {s["gpu"] for s in found["short"]}
 
 

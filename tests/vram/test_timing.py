@@ -210,11 +210,11 @@ def test_decode_bound_is_bandwidth_over_the_weights_read(llama8b):
 
 
 # ------------------------------------------------------------------ the command line
-def run_cli(*argv: str) -> tuple[int, str, str]:
+def run_cli(*argv: str) -> tuple[int | str | None, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         try:
-            code = main(list(argv))
+            code: int | str | None = main(list(argv))
         except SystemExit as exc:
             code = exc.code
     return code, out.getvalue(), err.getvalue()

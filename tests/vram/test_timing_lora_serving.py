@@ -51,11 +51,11 @@ def cards(frozen_data_dir):
     return load_catalogue(frozen_data_dir)[0]
 
 
-def run_cli(*argv: str) -> tuple[int, str, str]:
+def run_cli(*argv: str) -> tuple[int | str | None, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         try:
-            code = main(list(argv))
+            code: int | str | None = main(list(argv))
         except SystemExit as exc:
             code = exc.code
     return code, out.getvalue(), err.getvalue()

@@ -13,6 +13,7 @@ import json
 import warnings
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class Built:
     linear: int
     layers: tuple[int, ...]  # parameters of each decoder layer
     cache_layers: tuple[tuple[str, ...], int | None]  # DynamicCache's layer kinds, and the window of the sliding ones
-    model: object  # the meta-device model (for PEFT)
+    model: Any  # the meta-device model (for PEFT)
 
 
 def _key(cfg: dict) -> str:

@@ -19,6 +19,7 @@ import subprocess
 import sys
 from itertools import product
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -35,7 +36,7 @@ def workflow() -> dict:
     return yaml.safe_load(PUBLISH.read_text())
 
 
-def triggers(workflow: dict) -> dict:
+def triggers(workflow: dict) -> Any:
     return workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
 
 
