@@ -400,7 +400,7 @@ def leave_one_source_out(
         if backing is None:
             continue
         predicted = predicted_span(m, cards[m.gpu], configs[m.model], backing)
-        measured = m.tokens_per_s if m.task == "serving" else m.tokens_per_s_per_gpu
+        measured = m.decoding_tokens_per_s if m.task == "serving" else m.tokens_per_s_per_gpu
         checks.append(Check(m.key, m.source, m.gpu, measured, predicted, backing, m.scale_check))
     return checks
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import date
 
+from babel.dates import format_date
 from babel.numbers import format_percent
 
 from vram.calibration import COMPUTE_BOUND, COVERAGE_TARGET, WIDTH_TARGET, ClassRange, class_table, dispersion
@@ -133,20 +135,25 @@ def calibration_table(raw: dict[str, str], lang: str) -> str:
     return markdown_table(header, body)
 
 
-def source_link(url: str) -> str:
-    """A source as a Markdown link whose text is the repository, file and commit of its URL."""
+def source_link(entry: dict[str, str], lang: str) -> str:
+    """A source as a Markdown link: the repository, file and commit of its URL, or for a page
+    outside git (``read``) the page's address and the day it was read."""
+    url = entry["url"]
     found = GITHUB_BLOB.match(url)
-    if not found:
+    if found:
+        repo, commit, path = found.groups()
+        return f"[`{repo}` `{path}` @ `{commit[:7]}`]({url})"
+    if not entry.get("read"):
         raise RenderError(f"snippets/data/measurements.yaml: source {url!r} is not a GitHub file at a commit")
-    repo, commit, path = found.groups()
-    return f"[`{repo}` `{path}` @ `{commit[:7]}`]({url})"
+    day = format_date(date.fromisoformat(str(entry["read"])), format="long", locale=lang)
+    return f"[`{url.removeprefix('https://')}`]({url}), " + _word("read", lang).format(date=day)
 
 
 def calibration_sources(raw: dict[str, str], lang: str) -> str:
     """``{{ calibration_sources }}``: a list of the sources (the link, then the key the table names)."""
     Args(raw, set())
     sources = load_yaml("measurements")["sources"]
-    return "\n".join(f"- {source_link(entry['url'])} (`{key}`)" for key, entry in sources.items())
+    return "\n".join(f"- {source_link(entry, lang)} (`{key}`)" for key, entry in sources.items())
 
 
 def calibration_plot(raw: dict[str, str], lang: str) -> str:

@@ -41,7 +41,8 @@ from vram.calibration import (
 )
 from vram.catalogue import Bandwidth, Card
 from vram.job import answer_job
-from vram.measurements import IMPLAUSIBLE_SHARE, is_moe
+from vram.measurements import ENGINES, IMPLAUSIBLE_SHARE, SERVER, is_moe, prefill_share
+from vram.serving import serving_memory_per_gpu
 
 DATA = REPO_ROOT / "snippets" / "data"
 
@@ -70,6 +71,9 @@ def test_the_dataset_has_the_spread_the_issue_asks_for(measured):
     assert {1, 2, 4, 8} <= one_machine and max(one_machine) <= 8
     serving = [m for m in ms if m.task == "serving"]
     assert any(m.batch == 1 for m in serving) and any(m.batch > 1 for m in serving)
+    # decoding by the servers the finder's serving job stands for, and by local engines
+    assert {"vllm", "tensorrt-llm", "lmdeploy", "llama.cpp"} <= {m.engine for m in serving}
+    assert {"a100-80gb", "h100", "h200", "l40s"} <= {m.gpu for m in serving if ENGINES[m.engine] == SERVER}
     assert all(m.nodes > 1 for m in ms if m.count > 8)  # more than 8 GPUs: a scale check, on several machines
 
 
@@ -78,6 +82,9 @@ def test_every_entry_has_a_source_that_names_a_commit(measured):
 
     data = yaml.safe_load((DATA / "measurements.yaml").read_text(encoding="utf-8"))
     for key, source in data["sources"].items():
+        if "read" in source:  # a page outside git (a CI run's page): the day it was read
+            assert not source["url"].startswith("https://github.com/"), key
+            continue
         assert source["url"].startswith("https://github.com/"), key
         assert "/blob/" in source["url"] and len(source["url"].split("/blob/")[1].split("/")[0]) == 40, key
     assert {m.source for m in measured.measurements.values()} == set(data["sources"])
@@ -98,6 +105,47 @@ def test_every_throughput_is_re_derived_from_its_cited_unit(measured):
         if m.task != "serving":
             per_gpu = m.tokens_per_s / m.count if m.per == "machine" else m.tokens_per_s
             assert m.tokens_per_s_per_gpu == per_gpu, key
+        elif m.per == "gpu":  # TensorRT-LLM's out tok/s/GPU: the machine decodes count times as many
+            assert m.decoding_tokens_per_s == m.tokens_per_s * m.count and m.count == m.tensor_parallel, key
+        else:
+            assert m.decoding_tokens_per_s == m.tokens_per_s, key
+
+
+def test_tensorrt_llm_rows_per_gpu_are_the_machines_rate_over_its_gpus(measured):
+    """TensorRT-LLM v0.6.1, H100 FP8, Llama 2 70B, batch 480 over 4 GPUs (tensor parallel), 128
+    tokens in, 2,048 out: 1,486 out tok/s/GPU, so the machine decodes 5,944 tokens/s, and its
+    share is of the 4-GPU machine's roofline (each GPU reads a quarter of the weights)."""
+    m = measured.measurements["trtllm-70b-fp8-b480-4xh100"]
+    assert m.decoding_tokens_per_s == 5944
+    bound = timing.decode_bound(measured.configs[m.model], 3350, 1152, 480, 4, "fp8", "fp8").tokens_per_second
+    share = next(p.share for p in measured.points if p.key == m.key)
+    assert share == pytest.approx(5944 / bound)
+
+
+def test_decoding_rows_measure_decoding_with_the_whole_batch_on_the_cards(measured):
+    """The rows of a decoding table the file keeps (its header): the prompt no longer than the
+    output, the prefills at the dense peak under a tenth of the measured run, and the batch's
+    weights and KV cache at the last token within the cards' memory (nvidia-smi's total; the
+    datasheet's for a card the catalogue lacks). LMDeploy's llama2-7b at batch 64 (128 + 2,048
+    tokens) needs 1.007 times an A100's 80 GiB and is left out; its batch 32 is in."""
+    import yaml
+
+    cards = yaml.safe_load((DATA / "measurements.yaml").read_text(encoding="utf-8"))["cards"]
+    known = 0
+    for m in measured.measurements.values():
+        if m.task != "serving" or not m.prompt:
+            continue
+        known += 1
+        card, config = measured.cards[m.gpu], measured.configs[m.model]
+        assert m.prompt <= m.output and prefill_share(m, card, config) < 0.1, m.key
+        held = serving_memory_per_gpu(config, m.weights, m.prompt + m.output, m.batch, m.kv_dtype, m.tensor_parallel)
+        memory = cards[m.gpu]["memory_gb"] * 10**9 if m.gpu in cards else memory_mib(m.gpu) * 2**20
+        assert held.weights_bytes + held.kv_cache_bytes <= memory, m.key
+    assert known >= 40
+    seven = serving_memory_per_gpu(measured.configs["llama-2-7b"], "bf16", 128 + 2048, 64)
+    assert (seven.weights_bytes + seven.kv_cache_bytes) / (memory_mib("a100-80gb") * 2**20) == pytest.approx(
+        1.007, abs=0.001
+    )
 
 
 def test_answerai_rates_are_per_machine_as_their_text_confirms(measured):
