@@ -30,7 +30,10 @@ from vram.calibration import (
 
 LABELS = {
     "training": "Time estimates against published training runs on one machine, leave-one-source-out",
-    "serving": "Decoding range against published decoding runs, leave-one-source-out",
+    "serving": "Decoding range against published decoding runs by server engines (vLLM, TensorRT-LLM, LMDeploy), "
+    "leave-one-source-out",
+    "serving_local": "Decoding range against published decoding runs by local engines (llama.cpp, MLC, ExLlamaV2), "
+    "leave-one-source-out",
     "scale": "Scale checks: runs over several machines, predicted with the one-machine model",
 }
 SECTION = "## Time estimates against published runs"

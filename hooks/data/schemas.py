@@ -279,6 +279,7 @@ class CalibrationTexts(Data):
             "bits": ("bits",),
             "single": (),
             "batched": (),
+            "parallel": (),
             "read": ("date",),
             "met": (),
             "missed": (),

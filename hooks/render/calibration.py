@@ -24,7 +24,15 @@ from datetime import date
 from babel.dates import format_date
 from babel.numbers import format_percent
 
-from vram.calibration import COMPUTE_BOUND, COVERAGE_TARGET, WIDTH_TARGET, ClassRange, class_table, dispersion
+from vram.calibration import (
+    COMPUTE_BOUND,
+    COVERAGE_TARGET,
+    RULE,
+    WIDTH_TARGET,
+    ClassRange,
+    class_table,
+    dispersion,
+)
 
 from hooks.data.load import label, load_model, load_yaml
 from hooks.data.measurements import measured_data, validation
@@ -88,7 +96,7 @@ def calibration(raw: dict[str, str], lang: str) -> str:
         return format_number(len(measured.measurements), lang, 0)
     if part == "sources":
         return format_number(len(load_yaml("measurements")["sources"]), lang, 0)
-    _, figures = validation(rule_name=args.str("rule", "R1"))
+    _, figures = validation(rule_name=args.str("rule", RULE.name))
     if group not in figures:
         raise RenderError(f"group={group} is not one of {', '.join(figures)}")
     found = figures[group]
