@@ -281,6 +281,7 @@ class CalibrationTexts(Data):
             "batched": (),
             "parallel": (),
             "read": ("date",),
+            "list_separator": (),
             "met": (),
             "missed": (),
         }
@@ -292,6 +293,7 @@ class CalibrationTexts(Data):
             "same": (),
             "scale": (),
             "serving": (),
+            "serving_local": (),
             "alt": ("runs", "coverage", "width"),
             "points": ("runs",),
             "col_run": (),

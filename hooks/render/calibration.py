@@ -1,12 +1,13 @@
 """The formulas page's "how good are these estimates": the validation figures, the class table,
 the sources and the plot, from ``vram.calibration`` (the code the times come from).
 
-- ``{{ calibration part=coverage|width|runs group=training|serving|scale rule=R1|R0 }}`` ->
-  ``66%``, ``1,7``, ``35``: leave-one-source-out figures (``vram.calibration.validation_figures``)
-  of the site's rule (default) or of the first one, R0;
+- ``{{ calibration part=coverage|width|runs group=training|serving|serving_local|scale rule=R2|R1|R0 }}``
+  -> ``66%``, ``1,7``, ``35``: leave-one-source-out figures (``vram.calibration.validation_figures``)
+  of the site's rule (default, ``vram.calibration.RULE``) or of an earlier one;
   ``part=verdict`` whether both targets are met (``raggiunto``/``non raggiunto``);
-  ``part=spread group=training|serving`` the dispersion of sources that sets R1's ranges
-  (``vram.calibration.dispersion``), ``part=measurements``
+  ``part=spread group=training|serving`` the dispersion of sources that sets the ranges
+  (``vram.calibration.dispersion``), ``part=single_source group=training|serving`` the classes
+  whose runs all come from one source, in words, ``part=measurements``
   and ``part=sources`` how many entries and sources the data holds, ``part=target_coverage``
   and ``part=target_width`` the targets.
 - ``{{ table name=calibration }}``: every class with published runs and its range.
@@ -53,6 +54,7 @@ PARTS = (
     "target_coverage",
     "target_width",
     "compute_bound",
+    "single_source",
 )
 GITHUB_BLOB = re.compile(r"^https://github\.com/([^/]+/[^/]+)/blob/([0-9a-f]{7,40})/(.+)$")
 
@@ -92,6 +94,16 @@ def calibration(raw: dict[str, str], lang: str) -> str:
         if group not in ("training", "serving"):
             raise RenderError(f"group={group} is not one of training, serving")
         return times(dispersion(measured.calibration.points, group == "serving"), lang)
+    if part == "single_source":  # classes leave-one-source-out can only predict from a nearer class
+        if group not in ("training", "serving"):
+            raise RenderError(f"group={group} is not one of training, serving")
+        alone = [
+            ", ".join(words[:1] + words[2:] if group == "serving" else words)  # the group already says decoding
+            for found in class_table(measured.calibration.points)
+            if len(found.sources) == 1 and (found.key[1] == "serving") == (group == "serving")
+            for words in [class_words(found, lang)]
+        ]
+        return _word("list_separator", lang).join(alone)
     if part == "measurements":
         return format_number(len(measured.measurements), lang, 0)
     if part == "sources":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from contextlib import redirect_stderr, redirect_stdout
 from decimal import Decimal
 
@@ -475,6 +476,38 @@ def test_cli_job_accepts_tokens_as_time_does(tmp_path):
     answer = json.loads(out.getvalue())
     assert answer["run"]["tokens"] == 10**8
     assert answer["fits"][0]["time"]["backing"]["family"] == "H100/H200"
+
+
+def test_cli_job_says_what_server_engines_reached_beside_the_roofline(measured):
+    """`vram job --kind serving` on two H100: the roofline, then the share of it that published
+    decoding runs of server engines reached in the job's class (H100/H200, 16 bits, tensor
+    parallel), per sequence, rounded outwards."""
+    from vram.cli import main
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        main(
+            [
+                "job",
+                "--config",
+                str(DATA / "models" / "llama-3.1-8b.json"),
+                "--kind",
+                "serving",
+                "--cards",
+                "2",
+                "--concurrent",
+                "8",
+                "--context",
+                "1024",
+                "--gpu",
+                f"h100={MEMORY_MIB['h100']}",
+            ]
+        )
+    line = next(line for line in out.getvalue().splitlines() if line.startswith("decoding on h100"))
+    bound = timing.decode_bound(measured.configs["llama-3.1-8b"], 3350, 1024, 8, 2).tokens_per_second_per_sequence
+    share = class_range(measured.calibration.points, ("hopper", "serving", "16", "parallel"))
+    low, high = math.floor(bound * share.low), math.ceil(bound * share.high)
+    assert f"server engines like vLLM reached {low:,}-{high:,} per sequence in published runs" in line
 
 
 # ------------------------------------------------------------------ what one machine's FSDP/ZeRO does not describe
