@@ -324,17 +324,8 @@ def test_tensor_parallel_decoding_is_a_regime_of_its_own_under_r2(measured):
         assert p.offload == regime, p.key
     assert {"single", "batched", "parallel"} == {p.offload for p in serving}
     assert serving_class("hopper", "fp8", 8, 2, SECOND_RULE)[3] == "batched"
-    job = {
-        "kind": "serving",
-        "config": (DATA / "models" / "llama-3.1-8b.json").read_text(encoding="utf-8"),
-        "context": 1024,
-        "concurrent": 8,
-        "gpus": [{"key": "h100", "memory_mib": MEMORY_MIB["h100"], "speed": SPEEDS["h100"]}],
-        "reserve_mib": RESERVE_MIB,
-        "calibration": measured.calibration.as_job(),
-    }
     for cards, regime in ((1, "batched"), (2, "parallel")):
-        decode = answer_job({**job, "cards": cards})["fits"][0]["decode"]
+        decode = answer_job(_serving_job(measured, cards=cards, concurrent=8))["fits"][0]["decode"]
         assert decode["backing"]["class"][1:] == ["serving", "16", regime]
 
 
@@ -438,8 +429,9 @@ def test_a_moe_run_warns_of_expert_parallelism(measured):
     assert "expert_parallel" in answer_job(job)["run"]["warnings"]
 
 
-def test_the_serving_answer_adds_the_published_share_of_the_roofline(measured):
-    job = {
+def _serving_job(measured, **extra):
+    """Llama 3.1 8B decoding 1,024-token contexts on this catalogue's H100, with the calibration."""
+    return {
         "kind": "serving",
         "config": (DATA / "models" / "llama-3.1-8b.json").read_text(encoding="utf-8"),
         "cards": 1,
@@ -447,8 +439,12 @@ def test_the_serving_answer_adds_the_published_share_of_the_roofline(measured):
         "gpus": [{"key": "h100", "memory_mib": MEMORY_MIB["h100"], "speed": SPEEDS["h100"]}],
         "reserve_mib": RESERVE_MIB,
         "calibration": measured.calibration.as_job(),
+        **extra,
     }
-    decode = answer_job(job)["fits"][0]["decode"]
+
+
+def test_the_serving_answer_adds_the_published_share_of_the_roofline(measured):
+    decode = answer_job(_serving_job(measured))["fits"][0]["decode"]
     low, high = decode["tokens_per_s_per_sequence"]
     assert low < high <= decode["tokens_per_s_per_sequence_at_most"]  # the roofline stays the upper bound
     share = class_range(measured.calibration.points, ("hopper", "serving", "16", "single"))
