@@ -93,6 +93,14 @@ DATA_CASES = {  # file, old text, new text, the line (regex)
         "  h200:",
         r"gpus\.yaml: invalid YAML \(line \d+\): duplicate key 'h200'",
     ),
+    "aliases (a billion laughs)": (  # 9^6 values in seven lines; 9^9 in ten took 31 s and 4.5 GB
+        "gpus.yaml",
+        "gpus:\n",
+        "laughs:\n  a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 7))
+        + "gpus:\n",
+        r"gpus\.yaml: invalid YAML \(line \d+\): an alias \(\*name\) repeats what an anchor",
+    ),
     "unknown key (a typo)": (
         "sharding.yaml",
         "  - zero_stage: 0",
