@@ -101,6 +101,24 @@ DATA_CASES = {  # file, old text, new text, the line (regex)
         + "gpus:\n",
         r"gpus\.yaml: invalid YAML \(line \d+\): an alias \(\*name\) repeats what an anchor",
     ),
+    "markup in a name": (  # Markdown passes HTML through: a link to another host in the guide's prose
+        "gpus.yaml",
+        "    short_name: H200\n",
+        '    short_name: \'H200 <a href="https://evil.example/">\'\n',
+        r"gpus\.yaml: gpus\.h200\.short_name: .*'<' would start HTML markup in the page",
+    ),
+    "a comment of the page in a measurement's title": (
+        "measurements.yaml",
+        "    title: ",
+        "    title: <!-- ",
+        r"measurements\.yaml: sources\.[a-z0-9._-]+\.title: .*'<' would start HTML markup",
+    ),
+    "a bidirectional override in a translation": (
+        "units.yaml",
+        "gb: {it: GB, fr: Go}",
+        "gb: {it: GB, fr: \"G\\u202eo\"}",
+        r"units\.yaml: labels\.gb\.fr: .*a format character \(U\+202E\)",
+    ),
     "unknown key (a typo)": (
         "sharding.yaml",
         "  - zero_stage: 0",
