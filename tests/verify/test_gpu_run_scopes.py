@@ -52,12 +52,14 @@ esac
 # the checkout the verifier imports), note what it could write, then forge everything it sees.
 ATTACKER = r"""
 import fcntl, json, os, sys, time
-out, lock_path, note, wait_s, targets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
+out, lock_path, note, limit_s, targets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
 middle = os.fork()
 if middle:
     os.waitpid(middle, 0)
-    time.sleep(float(wait_s))  # the build's own work; then it exits and its scope ends
-    sys.exit(0)
+    deadline = time.monotonic() + float(limit_s)
+    while not os.path.exists(note) and time.monotonic() < deadline:  # until the attacker is detached and noted
+        time.sleep(0.01)
+    sys.exit(0)  # the build's own work is done; its scope ends
 parent = os.getpid()
 if os.fork():
     os._exit(0)  # the middle process: its child is orphaned
@@ -76,8 +78,9 @@ for name, (path, text) in targets.items():
         wrote[name] = True
     except OSError as exc:
         wrote[name] = exc.strerror
-with open(note, "w") as f:
+with open(note + ".part", "w") as f:
     json.dump({"sid": os.getsid(0), "pid": os.getpid(), "wrote": wrote}, f)
+os.rename(note + ".part", note)  # whole when it appears: the build ends its scope as soon as it does
 forged = {"nccl_check.json": lambda r: {**r, "status": "pass", "failures": [],
                                         "gpu_tests": {**r["gpu_tests"], "status": "pass", "failed": 0, "passed": 3}},
           "outputs.json": lambda o: {**o, "gpu_tests": {"returncode": 0, "stderr_tail": ""}}}
@@ -124,7 +127,7 @@ if mode == "process-group":  # what the check did before issue 33: a process gro
 class StandIns(gpu_check.Commands):
     def build(self, dest):
         return [sys.executable, "-c", f"import os; os.symlink({site!r}, {str(dest)!r})\n{attacker}",
-                out, lock, note, "0.5", targets]
+                out, lock, note, "60", targets]
     def build_writable(self, dest):  # where the test's attacker leaves its lock and note
         return [*super().build_writable(dest), Path(evidence)]
     def check(self, script, nproc):
@@ -197,9 +200,6 @@ def gpu_run(tmp_path: Path, built_site: Path, mode: str) -> dict:
             timeout=300,
             env={**os.environ, "GITHUB_ENV": str(files["GITHUB_ENV"]), "HOME": str(files["home"].parent)},
         )
-        deadline = time.monotonic() + 60  # the note is the attacker's first act once detached
-        while not (evidence / "attacker.note").is_file() and time.monotonic() < deadline:
-            time.sleep(0.05)
         written = {name: path.is_file() and "verified code" in path.read_text() for name, path in files.items()}
     finally:
         files["checkout"].unlink(missing_ok=True)
