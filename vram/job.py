@@ -528,7 +528,7 @@ def _decode_bounds(job: Job, fit_list: list[dict[str, Any]]) -> None:
         backing = (
             None
             if job.calibration is None
-            else job.calibration.backing(fit["gpu"], serving_class("", job.weights, job.concurrent)[1:])
+            else job.calibration.backing(fit["gpu"], serving_class("", job.weights, job.concurrent, job.cards)[1:])
         )
         if backing is not None:  # the published decoding runs' share of the roofline: a realistic range
             low, high = backing.range.utilisation

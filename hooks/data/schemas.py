@@ -29,6 +29,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, St
 from verify.record import LINK_CLASSES
 from vram.accounting import ACCOUNTINGS, accounting
 from vram.frameworks import OFFLOAD
+from vram.measurements import ENGINES
 
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 
@@ -305,6 +306,9 @@ class CalibrationTexts(Data):
             "bits": ("bits",),
             "single": (),
             "batched": (),
+            "parallel": (),
+            "read": ("date",),
+            "list_separator": (),
             "met": (),
             "missed": (),
         }
@@ -316,6 +320,7 @@ class CalibrationTexts(Data):
             "same": (),
             "scale": (),
             "serving": (),
+            "serving_local": (),
             "alt": ("runs", "coverage", "width"),
             "points": ("runs",),
             "col_run": (),
@@ -364,6 +369,12 @@ Https = Annotated[str, StringConstraints(pattern=r"^https://[^\s<>\"]+$")]
 Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 
+def _engine(value: str) -> str:
+    if value not in ENGINES:
+        raise ValueError(f"engine: {value!r} is not one of {', '.join(sorted(ENGINES))}")
+    return value
+
+
 class MeasuredCard(Data):
     """A measured card the catalogue does not carry: gpus.yaml's datasheet fields."""
 
@@ -373,6 +384,7 @@ class MeasuredCard(Data):
     datasheet: Name
     peer_link: Key
     host_link: Key
+    memory_gb: Positive | None = None  # the datasheet's memory (10^9 bytes): whether a served batch fits
 
 
 class CardFamily(Data):
@@ -380,10 +392,20 @@ class CardFamily(Data):
     cards: Annotated[list[Key], Field(min_length=1)]
 
 
+GITHUB_AT_COMMIT = re.compile(r"^https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/")
+
+
 class MeasurementSource(Data):
     title: Name
     url: Https  # the page itself, at a commit where the source is a repository
     where: Name  # repository, file and commit (or paper and table, or the page's date)
+    read: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}$")] | None = None  # a page outside git
+
+    @model_validator(mode="after")
+    def _findable_again(self) -> Self:
+        if self.read is None and not GITHUB_AT_COMMIT.match(self.url):
+            raise ValueError("url: a GitHub file at a 40-hex commit, or a page with the date it was read (read)")
+        return self
 
 
 class DerivedFrom(Data):
@@ -428,6 +450,9 @@ class Measurement(Data):
     lora_targets: Annotated[list[Name], Field(min_length=1)] | None = None
     weights: Literal["bf16", "fp8", "int4"] = "bf16"
     kv_dtype: Literal["bf16", "fp8"] = "bf16"
+    engine: Annotated[str, AfterValidator(_engine)] | None = None  # decoding: vram.measurements.ENGINES
+    prompt: Count | None = None  # decoding: tokens of each prompt, where the source fixes them
+    output: Count | None = None  # decoding: tokens each sequence generates
     context: Count | None = None
     batch: Count = 1
     tokens_per_s: Positive
@@ -439,7 +464,7 @@ class Measurement(Data):
 
     @model_validator(mode="after")
     def _what_the_task_needs(self) -> Self:
-        needs = ["context"] if self.task == "serving" else ["seq_len", "micro_batch", "optimizer"]
+        needs = ["context", "engine"] if self.task == "serving" else ["seq_len", "micro_batch", "optimizer"]
         needs += ["lora_rank", "lora_targets"] if self.task in ("lora", "qlora") else []
         missing = [field for field in needs if getattr(self, field) is None]
         if missing:
@@ -448,6 +473,13 @@ class Measurement(Data):
             raise ValueError("per: sequence is for decoding one sequence (task serving, batch 1), and only for it")
         if (self.interconnect == "none") != (self.count == 1):
             raise ValueError(f"interconnect: none is for one GPU, and one GPU has none (count {self.count})")
+        if self.task != "serving" and (self.engine, self.prompt, self.output) != (None, None, None):
+            raise ValueError("engine, prompt and output are for decoding runs (task serving)")
+        if self.prompt is not None and self.output is not None and self.context != self.prompt + self.output // 2:
+            raise ValueError(
+                f"context: {self.context} is not the mean tokens in the cache, prompt + output / 2 "
+                f"= {self.prompt + self.output // 2}"
+            )
         return self
 
     @model_validator(mode="after")

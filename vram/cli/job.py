@@ -97,6 +97,22 @@ def job_from_args(args: argparse.Namespace) -> dict:
     return job
 
 
+def _decoding_line(gpu: str, decode: dict) -> str:
+    """A fitting card's decoding: the roofline, and where published runs back it, the share of that
+    roofline server engines like vLLM reached in the job's class (``vram.calibration``, rule R2)."""
+    line = (
+        f"decoding on {gpu}: at most {decode['tokens_per_s_per_sequence_at_most']:,} tokens/s per "
+        f"sequence, {decode['tokens_per_s_at_most']:,} in all (memory-bandwidth roofline, an upper bound)"
+    )
+    if "tokens_per_s_per_sequence" in decode:
+        low, high = decode["tokens_per_s_per_sequence"]
+        line += (
+            f"; server engines like vLLM reached {low:,}-{high:,} per sequence in published runs "
+            f"({backing_line(decode['backing'])})"
+        )
+    return line
+
+
 def _ram_verdict(fit: dict) -> str:
     ram = fit.get("host_ram")
     if ram is None:
@@ -163,12 +179,7 @@ def _cmd_job(args: argparse.Namespace) -> None:
                 f"run {t['run_s'][0] / 3600:.3g}-{t['run_s'][1] / 3600:.3g} h{cost}; {backing_line(t['backing'])}"
             )
         lines += [f"warning: {warning}" for warning in run.get("warnings", [])]
-    lines += [
-        f"decoding on {fit['gpu']}: at most {fit['decode']['tokens_per_s_per_sequence_at_most']:,} tokens/s per "
-        f"sequence, {fit['decode']['tokens_per_s_at_most']:,} in all (memory-bandwidth roofline, an upper bound)"
-        for fit in answer["fits"]
-        if "decode" in fit
-    ]
+    lines += [_decoding_line(fit["gpu"], fit["decode"]) for fit in answer["fits"] if "decode" in fit]
     lines += [f"warning: {warning}" for warning in answer.get("warnings", [])]
     lines += [f"note: {note}" for note in answer["notes"]]
     emit(args, answer, lines)
