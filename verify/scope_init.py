@@ -29,6 +29,7 @@ import ctypes
 import json
 import os
 import sys
+from typing import Any
 
 SYS_OPEN_TREE, SYS_MOVE_MOUNT, SYS_MOUNT_SETATTR = 428, 429, 442  # the same number on every architecture
 OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC = 1, os.O_CLOEXEC
@@ -90,7 +91,7 @@ def lock(uid: int, gid: int) -> None:
             f.write(text)
 
 
-def scope(spec: dict) -> dict[str, str]:
+def scope(spec: dict[str, Any]) -> dict[str, str]:
     """Do steps 1 to 5; return the environment for the command."""
     binds = [(path, writable, clone_tree(path)) for path, writable in spec["binds"]]
     set_attr(AT_FDCWD, "/", attr_set=MOUNT_ATTR_RDONLY)
