@@ -14,7 +14,7 @@ unless, by allow-list:
   scripts (its hash in ``theme_hashes``); each ``<style>`` only sets the properties Pygments
   writes; everything else passes the allow-list sanitiser nh3 (ammonia) unchanged: only the
   tags of ``TAGS``, the attributes of ``ATTRIBUTES`` (and ``data-md-``/``aria-`` ones), the URL
-  schemes of ``URL_SCHEMES``, ids that are unique on the page and not ``__code_…`` (the id
+  schemes of ``URL_SCHEMES`` (``data:`` only for an image's PNG, JPEG or GIF), ids that are unique on the page and not ``__code_…`` (the id
   Material's copy button looks for);
 - the code the finder's worker runs is the reviewed code (``check_calculator``): every file
   under ``assets/pyodide/`` is the pinned npm package's (``PYODIDE_SHA256``), the standard
@@ -269,6 +269,7 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
 }
 ATTRIBUTE_PREFIXES = frozenset({"data-md-", "aria-"})
 URL_SCHEMES = frozenset({"http", "https", "mailto"})  # and relative URLs; data: only for images (check_page)
+URL_ATTRIBUTES = frozenset({"href", "src"})  # the attributes of ATTRIBUTES that hold a URL
 RESERVED_ID_RE = re.compile(r"__code_")  # Material's copy button copies the first #__code_N it finds
 # What Pygments' stylesheets (the notebook cells' highlighting) set, and nothing that hides.
 STYLE_PROPERTIES = frozenset(
@@ -485,6 +486,15 @@ def _check_loads(page: str, tree: LexborHTMLParser, site_files: set[str], site_p
             )
 
 
+def url_scheme(value: str) -> str | None:
+    """The scheme a browser reads in the URL ``value`` (lower case), or None for a relative URL:
+    leading and trailing spaces and C0 controls stripped, tabs and newlines anywhere removed,
+    as the URL standard's parser does (`` DATA:``, ``da\tta:`` are ``data:``)."""
+    flat = re.sub(r"[\t\n\r]", "", value).strip("".join(map(chr, range(0x21))))
+    found = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", flat)
+    return found.group(1).lower() if found else None
+
+
 def _filter(page: str, problems: list[str]) -> Callable[[str, str, str], str | None]:
     def check(tag: str, name: str, value: str) -> str | None:
         if name == "id" and RESERVED_ID_RE.match(value):
@@ -493,8 +503,14 @@ def _filter(page: str, problems: list[str]) -> Callable[[str, str, str], str | N
         if name == "http-equiv" and value != "Content-Security-Policy":
             problems.append(f'a <meta http-equiv="{value}">')
             return None
-        if name == "src" and tag == "img" and value.startswith("data:"):
-            return value if re.match(r"data:image/(png|jpeg|gif);base64,", value) else None
+        if name in URL_ATTRIBUTES and url_scheme(value) == "data":
+            if tag == "img" and name == "src" and re.match(r"data:image/(png|jpeg|gif);base64,", value):
+                return value
+            problems.append(
+                f"<{tag} {name}={value[:40]!r}...>: a data: URL other than an image's PNG, JPEG or GIF "
+                "(a link to it downloads or opens content the site does not hold as a file)"
+            )
+            return None
         return value
 
     return check

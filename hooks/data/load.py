@@ -37,7 +37,29 @@ else:
 
 
 class UniqueKeyLoader(_SafeLoader):
-    """PyYAML's safe loader, refusing a mapping that names a key twice (PyYAML keeps the last one)."""
+    """PyYAML's safe loader, refusing a mapping that names a key twice (PyYAML keeps the last one)
+    and any alias (``*name``): a data file is a plain tree, written out in full. Nine lines of
+    aliases, each repeating the one above nine times, stand for 9^9 values: what walks them
+    (the schema's checks, the error line's ``repr``) took minutes and gigabytes, never a line."""
+
+    def construct_document(self, node):
+        seen: set[int] = set()
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if id(current) in seen:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    "an alias (*name) repeats what an anchor (&name) holds; write the data out in full",
+                    current.start_mark,
+                )
+            seen.add(id(current))
+            if isinstance(current, yaml.SequenceNode):
+                pending.extend(current.value)
+            elif isinstance(current, yaml.MappingNode):
+                pending.extend(part for pair in current.value for part in pair)
+        return super().construct_document(node)
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):

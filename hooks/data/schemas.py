@@ -58,7 +58,34 @@ class Data(BaseModel):
 
 
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
-Name = Annotated[str, StringConstraints(min_length=1)]
+HIDDEN_CATEGORIES = {
+    "Cc": "a control character",
+    "Cf": "a format character",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+    "Cs": "a surrogate",
+}
+
+
+def plain_text(text: str) -> str:
+    """``text`` if it is text only, as every data text written into a page must be: no ``<``
+    (the render layer writes data texts into Markdown, which passes HTML through: a tag or a
+    comment would be markup of the page, a link to another host, a hidden row) and no
+    character a reader does not see or that reorders what they see (a control character but a
+    newline or tab, a bidirectional override, a zero-width character, a line separator).
+    Raises ValueError naming the character."""
+    if "<" in text:
+        raise ValueError(
+            f"{text[:40]!r}: '<' would start HTML markup in the page; a data text is text only (write it in words)"
+        )
+    for char in text:
+        kind = HIDDEN_CATEGORIES.get(unicodedata.category(char))
+        if kind and char not in "\n\t":
+            raise ValueError(f"{text[:40]!r}: contains {kind} (U+{ord(char):04X}), not seen by a reader as written")
+    return text
+
+
+Name = Annotated[str, StringConstraints(min_length=1), AfterValidator(plain_text)]
 Count = Annotated[int, Field(ge=1)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 ZeroStage = Annotated[int, Field(ge=0, le=3)]
@@ -771,13 +798,6 @@ class VerificationFile(Data):
 
 # ---------------------------------------------------------------- snippets/comments.yaml
 CODING_COOKIE_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263, as tokenize applies it
-FORBIDDEN_CATEGORIES = {
-    "Cc": "a control character",
-    "Cf": "a format character",
-    "Zl": "a line separator",
-    "Zp": "a paragraph separator",
-    "Cs": "a surrogate",
-}
 CHARACTER_NAMES = {"\n": "a newline", "\r": "a carriage return", "\f": "a form feed", "\t": "a tab"}
 
 
@@ -788,7 +808,7 @@ def safe_comment(text: str) -> str:
     for char in text:
         if char == "\\":
             raise ValueError("contains a backslash, which could start an escape if Python decoded the file otherwise")
-        kind = CHARACTER_NAMES.get(char) or FORBIDDEN_CATEGORIES.get(unicodedata.category(char))
+        kind = CHARACTER_NAMES.get(char) or HIDDEN_CATEGORIES.get(unicodedata.category(char))
         if kind:
             raise ValueError(f"contains {kind} (U+{ord(char):04X}); a comment is one line of plain text")
     cookie = CODING_COOKIE_RE.match(f"# {text}")
@@ -812,7 +832,8 @@ def _comment(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
-Comment = Annotated[dict[str, Name], AfterValidator(_comment)]
+# a comment line is shown in a code block (Pygments escapes it): '<' is text there; safe_comment checks the rest
+Comment = Annotated[dict[str, Annotated[str, StringConstraints(min_length=1)]], AfterValidator(_comment)]
 
 
 class CommentsFile(RootModel[list[Comment]]):

@@ -93,6 +93,32 @@ DATA_CASES = {  # file, old text, new text, the line (regex)
         "  h200:",
         r"gpus\.yaml: invalid YAML \(line \d+\): duplicate key 'h200'",
     ),
+    "aliases (a billion laughs)": (  # 9^6 values in seven lines; 9^9 in ten took 31 s and 4.5 GB
+        "gpus.yaml",
+        "gpus:\n",
+        "laughs:\n  a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 7))
+        + "gpus:\n",
+        r"gpus\.yaml: invalid YAML \(line \d+\): an alias \(\*name\) repeats what an anchor",
+    ),
+    "markup in a name": (  # Markdown passes HTML through: a link to another host in the guide's prose
+        "gpus.yaml",
+        "    short_name: H200\n",
+        '    short_name: \'H200 <a href="https://evil.example/">\'\n',
+        r"gpus\.yaml: gpus\.h200\.short_name: .*'<' would start HTML markup in the page",
+    ),
+    "a comment of the page in a measurement's title": (
+        "measurements.yaml",
+        "    title: ",
+        "    title: <!-- ",
+        r"measurements\.yaml: sources\.[a-z0-9._-]+\.title: .*'<' would start HTML markup",
+    ),
+    "a bidirectional override in a translation": (
+        "units.yaml",
+        "gb: {it: GB, fr: Go}",
+        "gb: {it: GB, fr: \"G\\u202eo\"}",
+        r"units\.yaml: labels\.gb\.fr: .*a format character \(U\+202E\)",
+    ),
     "unknown key (a typo)": (
         "sharding.yaml",
         "  - zero_stage: 0",

