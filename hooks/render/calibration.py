@@ -25,6 +25,12 @@ from datetime import date
 from babel.dates import format_date
 from babel.numbers import format_percent
 
+from hooks.data.load import label, load_model, load_yaml
+from hooks.data.measurements import measured_data, validation
+from hooks.errors import RenderError
+from hooks.render.locale_format import format_number
+from hooks.render.markdown_table import markdown_table
+from hooks.render.placeholders import Args
 from vram.calibration import (
     COMPUTE_BOUND,
     COVERAGE_TARGET,
@@ -34,13 +40,6 @@ from vram.calibration import (
     class_table,
     dispersion,
 )
-
-from hooks.data.load import label, load_model, load_yaml
-from hooks.data.measurements import measured_data, validation
-from hooks.errors import RenderError
-from hooks.render.locale_format import format_number
-from hooks.render.markdown_table import markdown_table
-from hooks.render.placeholders import Args
 
 PLOT_DIR = "assets/calibration"
 PARTS = (
