@@ -50,7 +50,12 @@ def python_result(lang: str, **choice) -> dict:
 
 
 def shown(page) -> dict:
-    """What the page shows now."""
+    """What the page shows once the answer it is computing (a reference answer fetched from
+    finder-results.json, or the calculator's) has arrived."""
+    page.wait_for_function(
+        "() => document.getElementById('finder-form')?.getAttribute('data-state') !== 'computing'",
+        timeout=60_000,
+    )
     return page.evaluate("""() => {
         const text = (sel) => { const n = document.querySelector(sel); return n ? n.textContent : null; };
         return {
