@@ -476,7 +476,7 @@
       if (decode.tokens_per_s_per_sequence) {  // the published decoding runs' share of the bound (page.py's decode_text)
         var realistic = withUnit(span(formats.whole.format(decode.tokens_per_s_per_sequence[0]),
           formats.whole.format(decode.tokens_per_s_per_sequence[1])), "tokens_per_s");
-        shown += "; " + fill(labels.decode_realistic, { range: realistic }) + " (" + backingText(decode.backing) + ")";
+        shown += labels.part_separator + fill(labels.decode_realistic, { range: realistic }) + " (" + backingText(decode.backing) + ")";
       }
       return shown;
     }

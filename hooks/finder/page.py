@@ -505,7 +505,8 @@ def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
             lang,
             range=_with_unit(_span(catalogue, lang, low, high), "tokens_per_s", lang),
         )
-        shown += "; " + realistic + " (" + backing_text(catalogue, lang, decode["backing"]) + ")"
+        separator = _label(catalogue, "part_separator", lang)  # French: a thin no-break space before ;
+        shown += separator + realistic + " (" + backing_text(catalogue, lang, decode["backing"]) + ")"
     return shown
 
 

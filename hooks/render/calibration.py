@@ -8,7 +8,9 @@ the sources and the plot, from ``vram.calibration`` (the code the times come fro
   ``part=spread group=training|serving`` the dispersion of sources that sets R1's ranges
   (``vram.calibration.dispersion``), ``part=measurements``
   and ``part=sources`` how many entries and sources the data holds, ``part=target_coverage``
-  and ``part=target_width`` the targets.
+  and ``part=target_width`` the targets, ``part=compute_bound`` the share of a step above which
+  communication and offload make a run a check only, ``part=implausible`` the share of the peak
+  at or above which an entry stays only marked excluded (``vram.measurements.IMPLAUSIBLE_SHARE``).
 - ``{{ table name=calibration }}``: every class with published runs and its range.
 - ``{{ calibration_sources }}``: the sources as links (repository, file and commit).
 - ``{{ calibration_plot }}``: the plot (``hooks/render/calibration_plot.py``) with its text
@@ -23,6 +25,7 @@ import re
 from babel.numbers import format_percent
 
 from vram.calibration import COMPUTE_BOUND, COVERAGE_TARGET, WIDTH_TARGET, ClassRange, class_table, dispersion
+from vram.measurements import IMPLAUSIBLE_SHARE
 
 from hooks.data.load import label, load_model, load_yaml
 from hooks.data.measurements import measured_data, validation
@@ -43,6 +46,7 @@ PARTS = (
     "target_coverage",
     "target_width",
     "compute_bound",
+    "implausible",
 )
 GITHUB_BLOB = re.compile(r"^https://github\.com/([^/]+/[^/]+)/blob/([0-9a-f]{7,40})/(.+)$")
 
@@ -76,6 +80,8 @@ def calibration(raw: dict[str, str], lang: str) -> str:
         return format_number(WIDTH_TARGET, lang, 1)
     if part == "compute_bound":
         return percent(COMPUTE_BOUND, lang)
+    if part == "implausible":
+        return percent(IMPLAUSIBLE_SHARE, lang)
     measured = measured_data()
     group = args.str("group", "training")
     if part == "spread":
