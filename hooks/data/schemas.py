@@ -574,6 +574,8 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "ranked_cost": ("tokens", "order"),
     "run_source": ("coverage",),
     "ranked_time": ("tokens", "order", "unpriced"),
+    "ranked_one": ("tokens", "order"),
+    "ranked_one_unpriced": ("tokens", "order"),
     "backing_runs": ("family", "runs"),
     "backing_other": ("family", "runs"),
     "backing_none": ("runs",),
