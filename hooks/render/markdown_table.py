@@ -38,10 +38,10 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     )
 
 
-_TABLE = re.compile(r"<table>(.*?)</table>", re.S)
-_HEAD = re.compile(r"<thead>(.*?)</thead>", re.S)
-_HEADING = re.compile(r"<th\b[^>]*>(.*?)</th>", re.S)
-_BODY_ROW = re.compile(r"<tr>(.*?)</tr>", re.S)
+_TABLE = re.compile(r"<table>(.*?)</table>", re.DOTALL)
+_HEAD = re.compile(r"<thead>(.*?)</thead>", re.DOTALL)
+_HEADING = re.compile(r"<th\b[^>]*>(.*?)</th>", re.DOTALL)
+_BODY_ROW = re.compile(r"<tr>(.*?)</tr>", re.DOTALL)
 _BODY_CELL = re.compile(r"<td(\s[^>]*)?>")
 _TAG = re.compile(r"<[^>]+>")
 
@@ -60,9 +60,7 @@ def label_cells(page_html: str) -> str:
 
         def row(match: re.Match[str]) -> str:
             cells = iter(headings)
-            return _BODY_CELL.sub(
-                lambda c: f'<td{c.group(1) or ""} data-label="{next(cells, "")}">', match.group(0)
-            )
+            return _BODY_CELL.sub(lambda c: f'<td{c.group(1) or ""} data-label="{next(cells, "")}">', match.group(0))
 
         body_start = head.end()
         return "<table>" + inner[:body_start] + _BODY_ROW.sub(row, inner[body_start:]) + "</table>"

@@ -103,7 +103,9 @@ def _compile(lang: TypographyLanguage, units: list[str]) -> Compiled:
         elided = {a.lower(): form for a, form in lang.elide_before_vowel_numbers.items()}
         subs.append(
             (
-                re.compile(rf"(?<![\w’'])({articles})" + WHITESPACE + r"(?=(\d[\d.\u00a0\u202f]*(?:,\d+)?))", re.I),
+                re.compile(
+                    rf"(?<![\w’'])({articles})" + WHITESPACE + r"(?=(\d[\d.\u00a0\u202f]*(?:,\d+)?))", re.IGNORECASE
+                ),
                 lambda m, elided=elided: _elide(m, elided),
             )
         )

@@ -8,11 +8,11 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
+from hooks.data.load import load_yaml
 from hooks.errors import RenderError
 from hooks.render.markdown import render_markdown
 from tests.catalogue import frozen_usable_bytes
 from tests.hooks.conftest import data_dir  # noqa: F401  (a copy of snippets/data, models included)
-from hooks.data.load import load_yaml
 
 LABELS = load_yaml("finder")["labels"]  # the page's words: "tight", "no price" (native reading, issue 35)
 
