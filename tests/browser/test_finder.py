@@ -33,9 +33,13 @@ def plain(text: str) -> str:
 
 
 def python_result(lang: str, **choice) -> dict:
-    """What the render layer (Python, Babel) shows for ``choice``: the expected page."""
+    """What the render layer (Python, Babel, the typography of the page's language: "nell’82%")
+    shows for ``choice``: the expected page."""
+    from hooks.render.typography import typeset_html
+
     args = " ".join(f"{k}={v}" for k, v in choice.items())
-    soup = BeautifulSoup(render_markdown("{{ finder_table %s }}" % args, lang), "html.parser")
+    html = render_markdown("{{ finder_table %s }}" % args, lang)
+    soup = BeautifulSoup(typeset_html(f'<html lang="{lang}"><body>{html}</body></html>', lang), "html.parser")
     return {
         "status": plain(soup.select_one("#finder-status").get_text()),
         "caption": plain(soup.select_one("caption").get_text()) if soup.select_one("caption") else None,
