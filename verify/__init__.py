@@ -5,7 +5,8 @@
 - ``verify.record``: the verification record (what ran, where, what it measured) and
   the checks the publish build applies to it;
 - ``verify.scope``: the PID namespace each command of the checkout's code runs in, ended
-  and waited for before anything is recorded;
+  and waited for before anything is recorded (``verify/scope_init.py``, its first process:
+  every mount read-only but the command's own folders);
 - ``verify.gpu_check``: the GPU run, each command in its scope, collecting its outputs;
 - ``verify.write_record``: the record written from those outputs, running none of the
   verified code (``make gpu-check`` runs both; the workflow's ``record`` job the second);

@@ -14,7 +14,12 @@ neither ptrace it nor read its memory). Then each command that runs the checkout
 build, which executes the notebooks; the extracted NCCL check under torchrun; ``pytest -m
 gpu``) runs in a PID namespace (``verify.scope``) that is ended and waited for before the next
 step: a process that calls ``setsid``, closes its streams and waits for the record does not
-survive its step. The extraction of the blocks from the built pages runs here, on the pages
+survive its step. In its scope a command writes only its own folders (the build: the site's
+folder and ``.cache/``; the check: nothing; the gpu tests: their report's folder and
+``.cache/``) and its own ``/tmp`` and home; every other mount is read-only to it
+(``verify/scope_init.py``), so it cannot change what a later step of the job runs or reads
+(the upload action, ``$GITHUB_ENV``) nor the checkout and virtual environment this process
+imports from. The extraction of the blocks from the built pages runs here, on the pages
 the build left, after the build's scope ended. Outputs are kept in this process and written
 once every scope is gone; the previous run's files are removed first.
 
@@ -38,6 +43,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from verify.extract import ExtractError, extract
 from verify.record import BLOCKS, SNIPPET
@@ -55,19 +62,24 @@ PR_SET_DUMPABLE = 4  # prctl(2)
 
 
 def run(
-    cmd: list[str], timeout: float, env: dict[str, str] | None = None, grace_s: float = KILL_GRACE_S
-) -> subprocess.CompletedProcess:
+    cmd: list[str],
+    timeout: float,
+    env: dict[str, str] | None = None,
+    grace_s: float = KILL_GRACE_S,
+    binds: tuple[tuple[Path, bool], ...] = (),
+) -> subprocess.CompletedProcess[str]:
     """Run ``cmd`` in the repository, in a scope of its own (``verify.scope.run_scoped``): every
-    process it starts is gone when this returns. A timeout becomes status 124, a missing
+    process it starts is gone when this returns, and it could write only the writable folders
+    of ``binds`` (``(folder, writable)`` pairs). A timeout becomes status 124, a missing
     program 127. Raises ScopeError where no scope can be made."""
-    return run_scoped(cmd, timeout, env, cwd=REPO_ROOT, grace_s=grace_s)
+    return run_scoped(cmd, timeout, env, cwd=REPO_ROOT, grace_s=grace_s, binds=binds)
 
 
 class Interrupted(Exception):
     """A signal asked the check to stop."""
 
 
-def _interrupted(signum: int, frame) -> None:
+def _interrupted(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(f"stopped by {signal.Signals(signum).name}")
 
 
@@ -84,10 +96,10 @@ def undumpable() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-def tool(cmd: list[str], timeout: float = 60) -> dict:
+def tool(cmd: list[str], timeout: float = 60) -> dict[str, Any]:
     """A system tool's exit status and output (nvidia-smi): run before any code of the checkout."""
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError as exc:
         return {"returncode": 127, "stdout": "", "stderr": str(exc)}
     except subprocess.TimeoutExpired:
@@ -95,7 +107,7 @@ def tool(cmd: list[str], timeout: float = 60) -> dict:
     return {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
 
 
-def torch_versions() -> tuple[dict, int]:
+def torch_versions() -> tuple[dict[str, Any], int]:
     """PyTorch's view: versions and the number of CUDA devices it sees."""
     import torch
 
@@ -114,10 +126,15 @@ class Commands:
 
     python: str = sys.executable
     nvidia_smi: str = "nvidia-smi"
-    versions: Callable[[], tuple[dict, int]] = torch_versions
+    versions: Callable[[], tuple[dict[str, Any], int]] = torch_versions
 
     def build(self, site: Path) -> list[str]:
         return [self.python, "-m", "mkdocs", "build", "--strict", "-d", str(site)]
+
+    def build_writable(self, site: Path) -> list[Path]:
+        """What the build may write: the folder of the site it builds and the checkout's build
+        caches (``.cache/``); nothing else of the checkout, the runner or the machine."""
+        return [site.parent, REPO_ROOT / ".cache"]
 
     def check(self, script: Path, nproc: int) -> list[str]:
         return [self.python, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", str(script)]
@@ -137,20 +154,20 @@ class Commands:
         ]
 
 
-def _step(proc: subprocess.CompletedProcess, keep_stdout: bool = False) -> dict:
+def _step(proc: subprocess.CompletedProcess[str], keep_stdout: bool = False) -> dict[str, Any]:
     step = {"returncode": proc.returncode, "stderr_tail": proc.stderr[-TAIL_CHARS:]}
     if keep_stdout:
         step["stdout"] = proc.stdout
     return step
 
 
-def collect(out_dir: Path, commands: Commands = Commands()) -> dict:
+def collect(out_dir: Path, commands: Commands = Commands()) -> dict[str, Any]:
     """Run everything and return the collected outputs (``gpu-tests.xml``, ``nvidia-smi.txt``
     and ``topo.txt`` are written to ``out_dir`` once their scope is gone). Raises ScopeError,
     Interrupted."""
-    outputs: dict = {
+    outputs: dict[str, Any] = {
         "outputs": 1,
-        "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "runner": os.environ.get("RUNNER_NAME"),
         "snippet": SNIPPET,
     }
@@ -168,8 +185,13 @@ def collect(out_dir: Path, commands: Commands = Commands()) -> dict:
         return outputs
     check_scope()
     with tempfile.TemporaryDirectory() as tmp:
-        site, extracted = Path(tmp) / "site", Path(tmp) / "extracted"
-        build = run(commands.build(site), 600, env={"NO_MKDOCS_2_WARNING": "1"})
+        site, extracted = Path(tmp) / "build" / "site", Path(tmp) / "extracted"
+        writable = commands.build_writable(site)
+        for folder in writable:
+            folder.mkdir(parents=True, exist_ok=True)
+        build = run(
+            commands.build(site), 600, env={"NO_MKDOCS_2_WARNING": "1"}, binds=tuple((f, True) for f in writable)
+        )
         outputs["build"] = _step(build)
         if build.returncode != 0:
             return outputs
@@ -182,12 +204,19 @@ def collect(out_dir: Path, commands: Commands = Commands()) -> dict:
             commands.check(extracted / SNIPPET, nproc),
             CHECK_TIMEOUT_S + 180,
             env={"NCCL_CHECK_MIB": str(CHECK_MIB), "NCCL_CHECK_TIMEOUT": str(CHECK_TIMEOUT_S)},
+            binds=((extracted, False),),
         )
         outputs["check"] = _step(check, keep_stdout=True)
         print(check.stdout, end="")
         # made after the earlier scopes ended: none of them could plant a link there
         junit = Path(tempfile.mkdtemp(dir=tmp)) / JUNIT
-        tests = run(commands.gpu_tests(junit), 1800, env={"REQUIRE_GPU": "1"})
+        # the gpu tests build the site again (tests/conftest.py), with the checkout's build caches
+        tests = run(
+            commands.gpu_tests(junit),
+            1800,
+            env={"REQUIRE_GPU": "1"},
+            binds=((junit.parent, True), (REPO_ROOT / ".cache", True)),
+        )
         outputs["gpu_tests"] = _step(tests)
         print(tests.stdout[-TAIL_CHARS:], end="")
         if junit.is_file() and not junit.is_symlink():  # read once the scope that wrote it is gone

@@ -5,7 +5,11 @@ of the card's dense BF16 peak for training, of the decoding roofline for serving
 the range of its **class**:
 
 - training: (card family, dense or MoE, task: full / lora / qlora, offloaded or not);
-- serving: (card family, serving, weights: 16, 8 or 4 bits, one sequence or a batch).
+- serving: (card family, serving, weights: 16, 8 or 4 bits, regime). The regime, under ``RULE``
+  (R2): one sequence on one GPU (``single``), a batch on one GPU (``batched``) or tensor parallel
+  over several GPUs, whatever the batch (``parallel``); under R0 and R1: one sequence or a batch.
+  A point keeps the detailed regime (``single-tp``, ``batched-tp`` for tensor parallel runs) and a
+  rule reads it its way (``Rule.keyed``).
 
 Runs over several machines (scale checks) and entries marked ``excluded`` are never read.
 A class without a published run takes the first of these that has one (``RELAXATIONS``,
@@ -36,6 +40,15 @@ figures on the formulas page and in bench/results.md:
   The width of a range therefore says how far one set-up's published runs sit from another's,
   and nothing is read from a run being predicted: leave-one-source-out computes the
   dispersion from the other sources alone (a nested leave-one-source-out).
+- ``RULE`` (R2, what the site uses since it was written down and committed, before any of its
+  validation figures was computed): training exactly as R1. Decoding: (1) only runs of server
+  engines (``vram.measurements.ENGINES``: vLLM, SGLang, TensorRT-LLM, LMDeploy, TGI) are read,
+  because the finder's serving job is vLLM's; runs of local engines for one user (llama.cpp,
+  MLC LLM, ExLlamaV2) are still predicted, in a group of their own (``serving_local``), never
+  read; (2) tensor parallel runs make a regime of their own (``parallel``), because splitting
+  a model over GPUs adds per-layer communication the roofline does not count, and a finder job
+  on N cards is served tensor parallel over N; (3) centre, dispersion (of server runs only),
+  own runs and cap as R1. ``SECOND_RULE`` is R1, kept with its figures.
 
 Validation (``leave_one_source_out``): every run is predicted from a calibration that never saw
 its source, through the same time model the site uses (``predicted_span``). ``coverage`` is
@@ -48,15 +61,19 @@ Pure standard library: the browser computes the same ranges from the same points
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import statistics
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .catalogue import Card
 from .measurements import (
+    ENGINES,
     IMPLAUSIBLE_SHARE,
+    SERVER,
     Measurement,
     card_families,
     implied_share,
@@ -83,6 +100,8 @@ RELAXATIONS = (
     (False, False, False, False),
 )
 # (family, "serving", weights bits, regime)
+PARALLEL = "parallel"
+TP_SUFFIX = "-tp"  # a point's detailed regime: "single-tp", "batched-tp" for tensor parallel runs
 SERVING_RELAXATIONS = (
     (True, True, True, True),
     (True, True, False, True),
@@ -97,18 +116,39 @@ WEIGHT_BITS = {"bf16": "16", "fp8": "8", "int4": "4", "nf4": "4", "mxfp4": "4"}
 class Rule:
     """How a class's runs become its range (module docstring): ``name``; ``centred`` False for
     R0 (lowest to highest share, one-source classes widened by ``source_spread``), True for R1
-    (median of the sources' medians x/÷ ``dispersion``); ``compute_bound``: the largest share of
-    a run's measured step the model's communication and offload may take for the run to be read
-    (None: every run)."""
+    and R2 (median of the sources' medians x/÷ ``dispersion``); ``compute_bound``: the largest
+    share of a run's measured step the model's communication and offload may take for the run to
+    be read (None: every run); ``engines``: the kind of engine whose decoding runs are read
+    (``vram.measurements.ENGINES``; None: every engine); ``parallel``: tensor parallel decoding
+    is a regime of its own."""
 
     name: str
     centred: bool
     compute_bound: float | None
+    engines: str | None = None
+    parallel: bool = False
+
+    def regime(self, detailed: str) -> str:
+        """A decoding regime as this rule reads it: ``single`` or ``batched``, or ``parallel``
+        for a tensor parallel run (``single-tp``, ``batched-tp``) when the rule sets it apart."""
+        one_gpu = detailed.removesuffix(TP_SUFFIX)
+        return PARALLEL if self.parallel and detailed != one_gpu else one_gpu
+
+    def keyed(self, point: Point) -> Point:
+        """``point`` with its class as this rule reads it (a decoding regime; training unchanged)."""
+        if point.arch != "serving":
+            return point
+        return dataclasses.replace(point, offload=self.regime(point.offload))
+
+    def reads(self, m: Measurement) -> bool:
+        """Whether the rule calibrates on a run of ``m``'s engine (training runs: always)."""
+        return m.task != "serving" or self.engines is None or ENGINES[m.engine] == self.engines
 
 
 FIRST_RULE = Rule("R0", centred=False, compute_bound=None)
-RULE = Rule("R1", centred=True, compute_bound=COMPUTE_BOUND)
-RULES = (FIRST_RULE, RULE)
+SECOND_RULE = Rule("R1", centred=True, compute_bound=COMPUTE_BOUND)
+RULE = Rule("R2", centred=True, compute_bound=COMPUTE_BOUND, engines=SERVER, parallel=True)
+RULES = (FIRST_RULE, SECOND_RULE, RULE)
 
 
 @dataclass(frozen=True)
@@ -140,7 +180,7 @@ class ClassRange:
     widened), ``level`` the relaxation step (0: the class itself)."""
 
     key: tuple[str, str, str, str]
-    used: tuple[str, str, str, str]
+    used: tuple[str, ...]
     low: float
     high: float
     runs: int
@@ -161,16 +201,25 @@ def job_class(family: str, moe: bool, task: str, offload: bool) -> tuple[str, st
     return (family, "moe" if moe else "dense", task, "offload" if offload else "none")
 
 
-def serving_class(family: str, weights: str, batch: int) -> tuple[str, str, str, str]:
-    """The class of a decoding job: (family, "serving", weight bits, "single"/"batched")."""
-    return (family, "serving", WEIGHT_BITS[weights], "single" if batch == 1 else "batched")
+def detailed_regime(batch: int, tensor_parallel: int) -> str:
+    """``single`` or ``batched``, with ``TP_SUFFIX`` when the model is split over GPUs."""
+    return ("single" if batch == 1 else "batched") + (TP_SUFFIX if tensor_parallel > 1 else "")
+
+
+def serving_class(
+    family: str, weights: str, batch: int, tensor_parallel: int = 1, rule: Rule = RULE
+) -> tuple[str, str, str, str]:
+    """The class of a decoding job as ``rule`` reads it: (family, "serving", weight bits, regime:
+    ``Rule.regime`` of ``batch`` sequences over ``tensor_parallel`` GPUs)."""
+    return (family, "serving", WEIGHT_BITS[weights], rule.regime(detailed_regime(batch, tensor_parallel)))
 
 
 def point_of(m: Measurement, family: str, card: Card, config: ModelConfig) -> Point:
-    """``m`` as a calibration point on ``card`` (of ``family``), ``config`` its model."""
+    """``m`` as a calibration point on ``card`` (of ``family``), ``config`` its model; a decoding
+    run keeps its detailed regime (``detailed_regime``), which each rule reads its way."""
     share = implied_share(m, card, config)
     if m.task == "serving":
-        key = serving_class(family, m.weights, m.batch)
+        key = (family, "serving", WEIGHT_BITS[m.weights], detailed_regime(m.batch, m.tensor_parallel))
     else:
         key = job_class(family, is_moe(config), m.task, m.offload != "none")
     return Point(m.key, m.source, m.gpu, *key, share)
@@ -182,15 +231,17 @@ def calibration_points(
     link_shares: Mapping[str, float] | None = None,
     rule: Rule = RULE,
 ) -> list[Point]:
-    """The points a calibration reads: one machine, not excluded, and under ``rule``'s
+    """The points a calibration reads, keyed as ``rule`` reads them (``Rule.keyed``): one
+    machine, not excluded, of an engine the rule reads (``Rule.reads``), and under ``rule``'s
     ``compute_bound`` those whose ``link_shares`` (key -> the modelled communication and offload
     over the measured step, ``link_share``) is at most that."""
     link_shares = link_shares or {}
     return [
-        p
+        rule.keyed(p)
         for p in points
         if not measurements[p.key].excluded
         and not measurements[p.key].scale_check
+        and rule.reads(measurements[p.key])
         and (rule.compute_bound is None or link_shares.get(p.key, 0.0) <= rule.compute_bound)
     ]
 
@@ -219,11 +270,11 @@ def _class_runs(points: list[Point], key: tuple[str, str, str, str]) -> tuple[in
     serving = key[1] == "serving"
     steps = SERVING_RELAXATIONS if serving else RELAXATIONS
     for level, keep in enumerate(steps):
-        used = tuple(value if kept else ANY for value, kept in zip(key, keep))
+        used = tuple(value if kept else ANY for value, kept in zip(key, keep, strict=True))
         found = [
             p
             for p in points
-            if (p.arch == "serving") == serving and all(u == ANY or u == v for u, v in zip(used, p.class_key))
+            if (p.arch == "serving") == serving and all(u in (ANY, v) for u, v in zip(used, p.class_key, strict=True))
         ]
         if found:
             return level, used, found
@@ -300,7 +351,7 @@ def class_table(points: Iterable[Point], rule: Rule = RULE) -> list[ClassRange]:
     """Every class that has published runs, with its range: the table a reader can check."""
     points = tuple(points)
     keys = sorted({p.class_key for p in points})
-    return [class_range(points, key, rule) for key in keys]
+    return [found for key in keys if (found := class_range(points, key, rule)) is not None]  # each key has runs
 
 
 # --- predicting a measured run: the validation ------------------------------------------------
@@ -396,11 +447,11 @@ def leave_one_source_out(
         if m.excluded:
             continue
         others = tuple(p for p in calibrating if p.source != m.source)
-        backing = class_range(others, point.class_key, rule)
+        backing = class_range(others, rule.keyed(point).class_key, rule)
         if backing is None:
             continue
         predicted = predicted_span(m, cards[m.gpu], configs[m.model], backing)
-        measured = m.tokens_per_s if m.task == "serving" else m.tokens_per_s_per_gpu
+        measured = m.decoding_tokens_per_s if m.task == "serving" else m.tokens_per_s_per_gpu
         checks.append(Check(m.key, m.source, m.gpu, measured, predicted, backing, m.scale_check))
     return checks
 
@@ -434,7 +485,7 @@ class Calibration:
     families: Mapping[str, str]
     names: Mapping[str, str]
 
-    def backing(self, gpu: str, key_without_family: tuple[str, str, str]) -> "Backing | None":
+    def backing(self, gpu: str, key_without_family: tuple[str, str, str]) -> Backing | None:
         """The range behind a job on ``gpu`` of class (family of ``gpu``, *key_without_family*),
         with the runs on that card itself; None when no run of that kind exists. A card in no
         family (one just added to the catalogue) reads the classes of every family."""
@@ -447,7 +498,7 @@ class Calibration:
             for p in self.points
             if p.gpu == gpu
             and p.arch == found.key[1]
-            and all(u == ANY or u == v for u, v in zip(found.used, p.class_key))
+            and all(u in (ANY, v) for u, v in zip(found.used, p.class_key, strict=True))
         )
         return Backing(found, self.names.get(family, gpu), on_card)
 
@@ -484,11 +535,16 @@ class Backing:
         }
 
 
+def _point(row: Any) -> Point:
+    key, source, gpu, family, arch, task, offload = row[:7]
+    return Point(key, source, gpu, family, arch, task, offload, float(row[7]))
+
+
 def calibration_from_job(raw: Any) -> Calibration:
     """A ``Calibration`` from ``vram.job``'s ``calibration`` field (``Calibration.as_job``).
     Raises ValueError naming what is malformed."""
     try:
-        points = tuple(Point(*row[:7], float(row[7])) for row in raw["points"])
+        points = tuple(_point(row) for row in raw["points"])
         families, names = dict(raw["families"]), dict(raw["names"])
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise ValueError(f"calibration needs families, names and points rows of 8 values ({exc})") from None
@@ -608,20 +664,27 @@ class Figures:
         return meets_targets(self.coverage, self.median_width)
 
 
-GROUPS = ("training", "serving", "scale")
+GROUPS = ("training", "serving", "serving_local", "scale")
 
 
 def group_of(check: Check, measurements: Mapping[str, Measurement]) -> str:
-    """Which figure a check counts in: "scale" (several machines), "serving" or "training"."""
+    """Which figure a check counts in: "scale" (several machines), "serving" (decoding by a
+    server engine, the finder's job), "serving_local" (decoding by a local engine) or
+    "training"."""
+    m = measurements[check.key]
     if check.scale_check:
         return "scale"
-    return "serving" if measurements[check.key].task == "serving" else "training"
+    if m.task == "serving":
+        return "serving" if ENGINES[m.engine] == SERVER else "serving_local"
+    return "training"
 
 
 def validation_figures(checks: Iterable[Check], measurements: Mapping[str, Measurement]) -> dict[str, Figures]:
     """``Figures`` per group of ``GROUPS``: training on one machine (the times and costs the
-    finder ranks by), decoding (the realistic range beside the roofline), and the scale checks
-    (runs over several machines, predicted with the one-machine model)."""
+    finder ranks by), decoding by server engines (the realistic range beside the roofline),
+    decoding by local engines (predicted with the same range, which no rule since R2 reads
+    them for), and the scale checks (runs over several machines, predicted with the one-machine
+    model)."""
     checks = list(checks)
     found = {}
     for group in GROUPS:

@@ -14,7 +14,13 @@ What a measurement implies (``implied_share``), in the calculator's own conventi
   frozen parameter, 6 per adapter parameter). This is the model FLOPs utilisation (MFU) sources
   quote, in one FLOPs count for every source (theirs differ: torchtitan's, Megatron's, PaLM's).
 - **serving**: the share of the memory-bandwidth roofline (``vram.timing.decode_bound``) the run
-  reached, per sequence (``per: sequence``) or for all sequences (``per: machine``).
+  reached, per sequence (``per: sequence``) or for all sequences (``per: machine``; ``per: gpu``
+  is a machine's figure divided by its GPUs, as TensorRT-LLM's tables print it, and is multiplied
+  back: ``Measurement.decoding_tokens_per_s``).
+
+Decoding runs name their ``engine`` (``ENGINES``): a server, built to decode many requests at once
+with a paged KV cache (vLLM, SGLang, TensorRT-LLM, LMDeploy, TGI: what the finder's serving job
+runs), or a local engine for one user (llama.cpp, MLC LLM, ExLlamaV2).
 
 Units in names: ``_s`` seconds, ``tokens_per_s`` tokens per second.
 """
@@ -22,14 +28,26 @@ Units in names: ``_s`` seconds, ``tokens_per_s`` tokens per second.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .catalogue import Card, links_from_data
 from .lora import lora_adapter_params
 from .models import ModelConfig, count_params
 from .timing import RECOMPUTE_FACTOR, TERA, decode_bound, flops_per_token, lora_flops_per_token
 
+SERVER, LOCAL = "server", "local"
+ENGINES = {
+    "vllm": SERVER,
+    "sglang": SERVER,
+    "tensorrt-llm": SERVER,
+    "lmdeploy": SERVER,
+    "tgi": SERVER,
+    "llama.cpp": LOCAL,
+    "mlc-llm": LOCAL,
+    "exllamav2": LOCAL,
+}
 TRAINING_TASKS = ("full", "lora", "qlora")
 TASKS = (*TRAINING_TASKS, "serving")
 PER = ("gpu", "machine", "sequence")
@@ -62,6 +80,9 @@ class Measurement:
     lora_targets: tuple[str, ...] = ()
     weights: str = "bf16"
     kv_dtype: str = "bf16"
+    engine: str = ""
+    prompt: int = 0
+    output: int = 0
     context: int = 0
     batch: int = 1
     mfu_quoted: float | None = None
@@ -75,6 +96,12 @@ class Measurement:
         if self.task != "serving" and self.per == "machine":
             return self.tokens_per_s / self.count
         return self.tokens_per_s
+
+    @property
+    def decoding_tokens_per_s(self) -> float:
+        """Serving: tokens/s in the unit ``serving_bound`` compares with: per sequence for one
+        sequence, else all sequences of the machine (a ``per: gpu`` figure times the GPUs)."""
+        return self.tokens_per_s * self.count if self.per == "gpu" else self.tokens_per_s
 
     @property
     def scale_check(self) -> bool:
@@ -141,7 +168,7 @@ def training_flops_per_token(m: Measurement, config: ModelConfig) -> float:
 
 def serving_bound(m: Measurement, card: Card, config: ModelConfig) -> float:
     """The roofline tokens/s of ``m``'s decoding on ``card``: per sequence (``per:
-    sequence``) or for all ``batch`` sequences."""
+    sequence``) or for all ``batch`` sequences (``per: machine`` or ``gpu``)."""
     bound = decode_bound(
         config, card.memory_bandwidth_gb_per_s, m.context, m.batch, m.tensor_parallel, m.weights, m.kv_dtype
     )
@@ -152,5 +179,20 @@ def implied_share(m: Measurement, card: Card, config: ModelConfig) -> float:
     """What ``m`` implies (module docstring): the share of ``card``'s dense BF16 peak a
     training run used, or the share of the decoding roofline a serving run reached."""
     if m.task == "serving":
-        return m.tokens_per_s / serving_bound(m, card, config)
+        return m.decoding_tokens_per_s / serving_bound(m, card, config)
     return m.tokens_per_s_per_gpu * training_flops_per_token(m, config) / (card.bf16_dense_tflops * TERA)
+
+
+def prefill_share(m: Measurement, card: Card, config: ModelConfig) -> float:
+    """For a decoding run whose source fixes ``prompt`` and ``output``: the shortest time its
+    prefills can take (``batch`` x ``prompt`` tokens of a forward pass, a third of
+    ``vram.timing.flops_per_token``, at ``card``'s dense BF16 peak on each of its GPUs) over the
+    time the run took (the tokens it generated over the measured tokens/s). What tells a run that
+    measures decoding from one that measures prefills. Raises ValueError without prompt and
+    output."""
+    if not (m.prompt and m.output):
+        raise ValueError(f"{m.key}: the prefill's share needs the run's prompt and output")
+    prefill_flops = m.batch * m.prompt * flops_per_token(config, m.prompt) / 3
+    prefill_s = prefill_flops / (card.bf16_dense_tflops * TERA * m.count)
+    run_s = (m.batch if m.per != "sequence" else 1) * m.output / m.decoding_tokens_per_s
+    return prefill_s / run_s

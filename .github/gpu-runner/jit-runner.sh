@@ -85,6 +85,29 @@ cannot_schedule() {
 }
 cannot_schedule || exit 2
 
+# JOB_USER's groups: its own and those that open the GPUs' device files (video, render), no
+# other. A group such as docker, lxd or libvirt lets its members talk to a daemon that runs as
+# root, over a socket that the scope's read-only file system (verify/scope.py) still lets a
+# process connect to: a job in such a group is root on the machine, outside every scope.
+only_gpu_groups() {
+  local group primary
+  if ! primary=$(id -gn -- "$JOB_USER"); then
+    echo "jit-runner: no user $JOB_USER" >&2
+    return 1
+  fi
+  for group in $(id -Gn -- "$JOB_USER"); do
+    case " $primary video render " in
+      *" $group "*) ;;
+      *)
+        echo "jit-runner: $JOB_USER is in group $group: only its own group and video, render;" \
+          "a group that opens a daemon's socket (docker, lxd, libvirt) is root outside the job's scopes" >&2
+        return 1
+        ;;
+    esac
+  done
+}
+only_gpu_groups || exit 2
+
 round=0
 while [ "$rounds" -eq 0 ] || [ "$round" -lt "$rounds" ]; do
   round=$((round + 1))

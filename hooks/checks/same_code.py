@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from selectolax.lexbor import LexborHTMLParser
 
-from verify.extract import Block, ExtractError, blocks_in_html, check_runnable, compare, duplicate_message
-
-from hooks.render.code_blocks import code_blocks
 from hooks.errors import RenderError
+from hooks.render.code_blocks import code_blocks
+from verify.extract import Block, ExtractError, blocks_in_html, check_runnable, compare, duplicate_message
 from verify.languages import DEFAULT_LANGUAGE
 
 

@@ -15,7 +15,7 @@ read-only.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -30,8 +30,36 @@ DATA_DIR = SNIPPETS_DIR / "data"
 _parsed = Memo()  # path -> its data, while the file is unchanged
 
 
-class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML has it
-    """PyYAML's safe loader, refusing a mapping that names a key twice (PyYAML keeps the last one)."""
+if TYPE_CHECKING:
+    _SafeLoader = yaml.SafeLoader
+else:
+    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+
+
+class UniqueKeyLoader(_SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that names a key twice (PyYAML keeps the last one)
+    and any alias (``*name``): a data file is a plain tree, written out in full. Nine lines of
+    aliases, each repeating the one above nine times, stand for 9^9 values: what walks them
+    (the schema's checks, the error line's ``repr``) took minutes and gigabytes, never a line."""
+
+    def construct_document(self, node):
+        seen: set[int] = set()
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if id(current) in seen:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    "an alias (*name) repeats what an anchor (&name) holds; write the data out in full",
+                    current.start_mark,
+                )
+            seen.add(id(current))
+            if isinstance(current, yaml.SequenceNode):
+                pending.extend(current.value)
+            elif isinstance(current, yaml.MappingNode):
+                pending.extend(part for pair in current.value for part in pair)
+        return super().construct_document(node)
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):

@@ -26,11 +26,11 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, StringConstraints, model_validator
 
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 from verify.record import LINK_CLASSES
 from vram.accounting import ACCOUNTINGS, accounting
 from vram.frameworks import OFFLOAD
-
-from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
+from vram.measurements import ENGINES
 
 
 class Data(BaseModel):
@@ -58,7 +58,34 @@ class Data(BaseModel):
 
 
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
-Name = Annotated[str, StringConstraints(min_length=1)]
+HIDDEN_CATEGORIES = {
+    "Cc": "a control character",
+    "Cf": "a format character",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+    "Cs": "a surrogate",
+}
+
+
+def plain_text(text: str) -> str:
+    """``text`` if it is text only, as every data text written into a page must be: no ``<``
+    (the render layer writes data texts into Markdown, which passes HTML through: a tag or a
+    comment would be markup of the page, a link to another host, a hidden row) and no
+    character a reader does not see or that reorders what they see (a control character but a
+    newline or tab, a bidirectional override, a zero-width character, a line separator).
+    Raises ValueError naming the character."""
+    if "<" in text:
+        raise ValueError(
+            f"{text[:40]!r}: '<' would start HTML markup in the page; a data text is text only (write it in words)"
+        )
+    for char in text:
+        kind = HIDDEN_CATEGORIES.get(unicodedata.category(char))
+        if kind and char not in "\n\t":
+            raise ValueError(f"{text[:40]!r}: contains {kind} (U+{ord(char):04X}), not seen by a reader as written")
+    return text
+
+
+Name = Annotated[str, StringConstraints(min_length=1), AfterValidator(plain_text)]
 Count = Annotated[int, Field(ge=1)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 ZeroStage = Annotated[int, Field(ge=0, le=3)]
@@ -95,18 +122,18 @@ def check_text(value: dict[str, str], fields: Iterable[str] = (), required: bool
     return value
 
 
-def Text(*fields: str) -> Any:  # noqa: N802 (a type factory, used like a type)
+def Text(*fields: str) -> Any:  # a type factory, used like a type
     """A reader-facing text in every language; a template that may use only ``fields``."""
     return Annotated[dict[str, Name], AfterValidator(lambda value: check_text(value, fields))]
 
 
-def RequiredText(*fields: str) -> Any:  # noqa: N802
+def RequiredText(*fields: str) -> Any:
     """A ``Text`` that must use every one of ``fields`` in every language: a text that states
     a record (the verification note) cannot print a fixed claim instead of the record's values."""
     return Annotated[dict[str, Name], AfterValidator(lambda value: check_text(value, fields, required=True))]
 
 
-def Texts(fields_by_key: dict[str, tuple[str, ...]]) -> Any:  # noqa: N802
+def Texts(fields_by_key: dict[str, tuple[str, ...]]) -> Any:
     """A table of texts whose keys are among ``fields_by_key``, each using only its fields (a
     text the code looks up and the file lacks is the code's one-line error)."""
 
@@ -219,7 +246,7 @@ class InterconnectsFile(Data):
             if keys.count(key) > 1:
                 raise ValueError(f"key {key!r} is used twice")
         for path in self.without_p2p:
-            (over,) = [row for row in self.rows if row.key == path.over] or [None]
+            over = next((row for row in self.rows if row.key == path.over), None)  # keys are unique (above)
             if over is None:
                 raise ValueError(f"without_p2p.{path.key}.over: {path.over!r} is not the key of a row")
             low, high = path.bandwidth_gb_per_s
@@ -278,6 +305,9 @@ class CalibrationTexts(Data):
             "bits": ("bits",),
             "single": (),
             "batched": (),
+            "parallel": (),
+            "read": ("date",),
+            "list_separator": (),
             "met": (),
             "missed": (),
         }
@@ -289,6 +319,7 @@ class CalibrationTexts(Data):
             "same": (),
             "scale": (),
             "serving": (),
+            "serving_local": (),
             "alt": ("runs", "coverage", "width"),
             "points": ("runs",),
             "col_run": (),
@@ -337,6 +368,12 @@ Https = Annotated[str, StringConstraints(pattern=r"^https://[^\s<>\"]+$")]
 Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 
+def _engine(value: str) -> str:
+    if value not in ENGINES:
+        raise ValueError(f"engine: {value!r} is not one of {', '.join(sorted(ENGINES))}")
+    return value
+
+
 class MeasuredCard(Data):
     """A measured card the catalogue does not carry: gpus.yaml's datasheet fields."""
 
@@ -346,6 +383,7 @@ class MeasuredCard(Data):
     datasheet: Name
     peer_link: Key
     host_link: Key
+    memory_gb: Positive | None = None  # the datasheet's memory (10^9 bytes): whether a served batch fits
 
 
 class CardFamily(Data):
@@ -353,10 +391,20 @@ class CardFamily(Data):
     cards: Annotated[list[Key], Field(min_length=1)]
 
 
+GITHUB_AT_COMMIT = re.compile(r"^https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/")
+
+
 class MeasurementSource(Data):
     title: Name
     url: Https  # the page itself, at a commit where the source is a repository
     where: Name  # repository, file and commit (or paper and table, or the page's date)
+    read: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}$")] | None = None  # a page outside git
+
+    @model_validator(mode="after")
+    def _findable_again(self) -> Self:
+        if self.read is None and not GITHUB_AT_COMMIT.match(self.url):
+            raise ValueError("url: a GitHub file at a 40-hex commit, or a page with the date it was read (read)")
+        return self
 
 
 class DerivedFrom(Data):
@@ -401,6 +449,9 @@ class Measurement(Data):
     lora_targets: Annotated[list[Name], Field(min_length=1)] | None = None
     weights: Literal["bf16", "fp8", "int4"] = "bf16"
     kv_dtype: Literal["bf16", "fp8"] = "bf16"
+    engine: Annotated[str, AfterValidator(_engine)] | None = None  # decoding: vram.measurements.ENGINES
+    prompt: Count | None = None  # decoding: tokens of each prompt, where the source fixes them
+    output: Count | None = None  # decoding: tokens each sequence generates
     context: Count | None = None
     batch: Count = 1
     tokens_per_s: Positive
@@ -412,7 +463,7 @@ class Measurement(Data):
 
     @model_validator(mode="after")
     def _what_the_task_needs(self) -> Self:
-        needs = ["context"] if self.task == "serving" else ["seq_len", "micro_batch", "optimizer"]
+        needs = ["context", "engine"] if self.task == "serving" else ["seq_len", "micro_batch", "optimizer"]
         needs += ["lora_rank", "lora_targets"] if self.task in ("lora", "qlora") else []
         missing = [field for field in needs if getattr(self, field) is None]
         if missing:
@@ -421,6 +472,13 @@ class Measurement(Data):
             raise ValueError("per: sequence is for decoding one sequence (task serving, batch 1), and only for it")
         if (self.interconnect == "none") != (self.count == 1):
             raise ValueError(f"interconnect: none is for one GPU, and one GPU has none (count {self.count})")
+        if self.task != "serving" and (self.engine, self.prompt, self.output) != (None, None, None):
+            raise ValueError("engine, prompt and output are for decoding runs (task serving)")
+        if self.prompt is not None and self.output is not None and self.context != self.prompt + self.output // 2:
+            raise ValueError(
+                f"context: {self.context} is not the mean tokens in the cache, prompt + output / 2 "
+                f"= {self.prompt + self.output // 2}"
+            )
         return self
 
     @model_validator(mode="after")
@@ -428,9 +486,10 @@ class Measurement(Data):
         derived = self.derived_from
         if derived is None:
             return self
-        if derived.tokens is not None:
+        if derived.tokens is not None and derived.seconds is not None:
             value = derived.tokens / derived.seconds
-        else:
+        else:  # DerivedFrom._one_way: the other way is given whole
+            assert derived.global_batch is not None and derived.seq_len is not None and derived.step_s is not None
             value = derived.global_batch * derived.seq_len / derived.step_s
             value /= self.count if self.per == "gpu" else 1
         if abs(value - self.tokens_per_s) > 0.005 * value:
@@ -735,19 +794,12 @@ class VerificationFile(Data):
     when: RequiredText("date", "time")
     links: RequiredText("classes")
     and_: Text() = Field(alias="and")
-    link_classes: Texts({name: () for name in LINK_CLASSES})
+    link_classes: Texts(dict.fromkeys(LINK_CLASSES, ()))
     fixture: Text()
 
 
 # ---------------------------------------------------------------- snippets/comments.yaml
 CODING_COOKIE_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263, as tokenize applies it
-FORBIDDEN_CATEGORIES = {
-    "Cc": "a control character",
-    "Cf": "a format character",
-    "Zl": "a line separator",
-    "Zp": "a paragraph separator",
-    "Cs": "a surrogate",
-}
 CHARACTER_NAMES = {"\n": "a newline", "\r": "a carriage return", "\f": "a form feed", "\t": "a tab"}
 
 
@@ -758,7 +810,7 @@ def safe_comment(text: str) -> str:
     for char in text:
         if char == "\\":
             raise ValueError("contains a backslash, which could start an escape if Python decoded the file otherwise")
-        kind = CHARACTER_NAMES.get(char) or FORBIDDEN_CATEGORIES.get(unicodedata.category(char))
+        kind = CHARACTER_NAMES.get(char) or HIDDEN_CATEGORIES.get(unicodedata.category(char))
         if kind:
             raise ValueError(f"contains {kind} (U+{ord(char):04X}); a comment is one line of plain text")
     cookie = CODING_COOKIE_RE.match(f"# {text}")
@@ -782,7 +834,8 @@ def _comment(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
-Comment = Annotated[dict[str, Name], AfterValidator(_comment)]
+# a comment line is shown in a code block (Pygments escapes it): '<' is text there; safe_comment checks the rest
+Comment = Annotated[dict[str, Annotated[str, StringConstraints(min_length=1)]], AfterValidator(_comment)]
 
 
 class CommentsFile(RootModel[list[Comment]]):

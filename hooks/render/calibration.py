@@ -1,12 +1,13 @@
 """The formulas page's "how good are these estimates": the validation figures, the class table,
 the sources and the plot, from ``vram.calibration`` (the code the times come from).
 
-- ``{{ calibration part=coverage|width|runs group=training|serving|scale rule=R1|R0 }}`` ->
-  ``66%``, ``1,7``, ``35``: leave-one-source-out figures (``vram.calibration.validation_figures``)
-  of the site's rule (default) or of the first one, R0;
+- ``{{ calibration part=coverage|width|runs group=training|serving|serving_local|scale rule=R2|R1|R0 }}``
+  -> ``66%``, ``1,7``, ``35``: leave-one-source-out figures (``vram.calibration.validation_figures``)
+  of the site's rule (default, ``vram.calibration.RULE``) or of an earlier one;
   ``part=verdict`` whether both targets are met (``raggiunto``/``non raggiunto``);
-  ``part=spread group=training|serving`` the dispersion of sources that sets R1's ranges
-  (``vram.calibration.dispersion``), ``part=measurements``
+  ``part=spread group=training|serving`` the dispersion of sources that sets the ranges
+  (``vram.calibration.dispersion``), ``part=single_source group=training|serving`` the classes
+  whose runs all come from one source, in words, ``part=measurements``
   and ``part=sources`` how many entries and sources the data holds, ``part=target_coverage``
   and ``part=target_width`` the targets, ``part=compute_bound`` the share of a step above which
   communication and offload make a run a check only, ``part=implausible`` the share of the peak
@@ -21,11 +22,10 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import date
 
+from babel.dates import format_date
 from babel.numbers import format_percent
-
-from vram.calibration import COMPUTE_BOUND, COVERAGE_TARGET, WIDTH_TARGET, ClassRange, class_table, dispersion
-from vram.measurements import IMPLAUSIBLE_SHARE
 
 from hooks.data.load import label, load_model, load_yaml
 from hooks.data.measurements import measured_data, validation
@@ -33,6 +33,16 @@ from hooks.errors import RenderError
 from hooks.render.locale_format import format_number
 from hooks.render.markdown_table import markdown_table
 from hooks.render.placeholders import Args
+from vram.calibration import (
+    COMPUTE_BOUND,
+    COVERAGE_TARGET,
+    RULE,
+    WIDTH_TARGET,
+    ClassRange,
+    class_table,
+    dispersion,
+)
+from vram.measurements import IMPLAUSIBLE_SHARE
 
 PLOT_DIR = "assets/calibration"
 PARTS = (
@@ -46,6 +56,7 @@ PARTS = (
     "target_coverage",
     "target_width",
     "compute_bound",
+    "single_source",
     "implausible",
 )
 GITHUB_BLOB = re.compile(r"^https://github\.com/([^/]+/[^/]+)/blob/([0-9a-f]{7,40})/(.+)$")
@@ -88,11 +99,21 @@ def calibration(raw: dict[str, str], lang: str) -> str:
         if group not in ("training", "serving"):
             raise RenderError(f"group={group} is not one of training, serving")
         return times(dispersion(measured.calibration.points, group == "serving"), lang)
+    if part == "single_source":  # classes leave-one-source-out can only predict from a nearer class
+        if group not in ("training", "serving"):
+            raise RenderError(f"group={group} is not one of training, serving")
+        alone = [
+            ", ".join(words[:1] + words[2:] if group == "serving" else words)  # the group already says decoding
+            for found in class_table(measured.calibration.points)
+            if len(found.sources) == 1 and (found.key[1] == "serving") == (group == "serving")
+            for words in [class_words(found, lang)]
+        ]
+        return _word("list_separator", lang).join(alone)
     if part == "measurements":
         return format_number(len(measured.measurements), lang, 0)
     if part == "sources":
         return format_number(len(load_yaml("measurements")["sources"]), lang, 0)
-    _, figures = validation(rule_name=args.str("rule", "R1"))
+    _, figures = validation(rule_name=args.str("rule", RULE.name))
     if group not in figures:
         raise RenderError(f"group={group} is not one of {', '.join(figures)}")
     found = figures[group]
@@ -139,20 +160,25 @@ def calibration_table(raw: dict[str, str], lang: str) -> str:
     return markdown_table(header, body)
 
 
-def source_link(url: str) -> str:
-    """A source as a Markdown link whose text is the repository, file and commit of its URL."""
+def source_link(entry: dict[str, str], lang: str) -> str:
+    """A source as a Markdown link: the repository, file and commit of its URL, or for a page
+    outside git (``read``) the page's address and the day it was read."""
+    url = entry["url"]
     found = GITHUB_BLOB.match(url)
-    if not found:
+    if found:
+        repo, commit, path = found.groups()
+        return f"[`{repo}` `{path}` @ `{commit[:7]}`]({url})"
+    if not entry.get("read"):
         raise RenderError(f"snippets/data/measurements.yaml: source {url!r} is not a GitHub file at a commit")
-    repo, commit, path = found.groups()
-    return f"[`{repo}` `{path}` @ `{commit[:7]}`]({url})"
+    day = format_date(date.fromisoformat(str(entry["read"])), format="long", locale=lang)
+    return f"[`{url.removeprefix('https://')}`]({url}), " + _word("read", lang).format(date=day)
 
 
 def calibration_sources(raw: dict[str, str], lang: str) -> str:
     """``{{ calibration_sources }}``: a list of the sources (the link, then the key the table names)."""
     Args(raw, set())
     sources = load_yaml("measurements")["sources"]
-    return "\n".join(f"- {source_link(entry['url'])} (`{key}`)" for key, entry in sources.items())
+    return "\n".join(f"- {source_link(entry, lang)} (`{key}`)" for key, entry in sources.items())
 
 
 def calibration_plot(raw: dict[str, str], lang: str) -> str:

@@ -81,7 +81,7 @@ CARD_COLOURS = (
     "#7b4173",
     "#3182bd",
 )
-KIND_MARKERS = {"training": "o", "serving": "^", "scale": "s"}  # hollow for the scale checks
+KIND_MARKERS = {"training": "o", "serving": "^", "serving_local": "v", "scale": "s"}  # hollow for the scale checks
 
 
 def card_order(checks: list, families: dict) -> list[str]:
@@ -107,7 +107,7 @@ def draw(lang: str) -> bytes:
     cards = card_order(checks, families)
     if len(cards) > len(CARD_COLOURS):
         raise ValueError(f"the plot has {len(CARD_COLOURS)} colours for {len(cards)} measured cards: add colours")
-    colours = dict(zip(cards, CARD_COLOURS))
+    colours = dict(zip(cards, CARD_COLOURS, strict=False))
     figure, axes = plt.subplots(figsize=(9.6, 5.6), dpi=100)
     for check in checks:
         colour, group = colours[check.gpu], group_of(check, measured.measurements)
@@ -133,6 +133,7 @@ def draw(lang: str) -> bytes:
     low, high = min(values) / 1.5, max(values) * 1.5
     axes.plot([low, high], [low, high], color="#444444", linewidth=1, linestyle="--", label=texts["same"][lang])
     axes.plot([], [], marker="^", color="#444444", linestyle="none", label=texts["serving"][lang])
+    axes.plot([], [], marker="v", color="#444444", linestyle="none", label=texts["serving_local"][lang])
     axes.plot(
         [], [], marker="s", markerfacecolor="white", color="#444444", linestyle="none", label=texts["scale"][lang]
     )

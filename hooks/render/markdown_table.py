@@ -28,7 +28,7 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     def cells(tag: str, row: list[str], labelled: bool) -> str:
         return "".join(
             f'<{tag}{f" data-label={chr(34)}{_label(h)}{chr(34)}" if labelled else ""} markdown="span">{cell}</{tag}>'
-            for h, cell in zip(header, row)
+            for h, cell in zip(header, row, strict=False)
         )
 
     body = "\n".join(f'<tr markdown="1">{cells("td", row, True)}</tr>' for row in rows)

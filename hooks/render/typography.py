@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -70,7 +71,7 @@ INLINE = {
 class Compiled:
     """One language's rules as regular expressions, applied in order to a text."""
 
-    subs: tuple[tuple[re.Pattern[str], object], ...]
+    subs: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     before: dict[str, str]  # sign -> the space that precedes it
     after: dict[str, str]  # sign -> the space that follows it
     unit_start: re.Pattern[str] | None  # whitespace then a unit, at the start of a text
@@ -80,15 +81,17 @@ class Compiled:
 
 def _compile(lang: TypographyLanguage, units: list[str]) -> Compiled:
     """``lang``: one language's rules, as ``TypographyLanguage`` of hooks/data/schemas.py validates them."""
-    subs: list[tuple[re.Pattern[str], object]] = []
+    subs: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = []
     before = {sign: SPACES[space] for sign, space in lang.space_before.items()}
     after = {sign: SPACES[space] for sign, space in lang.space_after.items()}
     thousands, unit_space = lang.thousands, lang.units
     if before and all(len(sign) == 1 for sign in before):  # one pass for every sign: the space before each
         signs_class = "".join(re.escape(sign) for sign in before)  # run of spaces is followed by one sign only
-        subs.append(
-            (re.compile(WHITESPACE + f"(?=[{signs_class}])"), lambda m, before=before: before[m.string[m.end()]])
-        )
+
+        def space_before(m: re.Match[str], before: dict[str, str] = before) -> str:
+            return before[m.string[m.end()]]
+
+        subs.append((re.compile(WHITESPACE + f"(?=[{signs_class}])"), space_before))
     else:
         for sign, space in before.items():
             subs.append((re.compile(WHITESPACE + f"(?={re.escape(sign)})"), space))
@@ -97,16 +100,24 @@ def _compile(lang: TypographyLanguage, units: list[str]) -> Compiled:
     if thousands:
         sep = SPACES[thousands]
         group = re.compile(r"(?<![\w.,\u00a0\u202f-])\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)")
-        subs.append((group, lambda m, sep=sep: re.sub(r"[ \u00a0\u202f]", sep, m.group(0))))
+
+        def grouped(m: re.Match[str], sep: str = sep) -> str:
+            return re.sub(r"[ \u00a0\u202f]", sep, m.group(0))
+
+        subs.append((group, grouped))
     if lang.elide_before_vowel_numbers:
         articles = "|".join(re.escape(a) for a in sorted(lang.elide_before_vowel_numbers, key=len, reverse=True))
         elided = {a.lower(): form for a, form in lang.elide_before_vowel_numbers.items()}
+
+        def elide(m: re.Match[str], elided: dict[str, str] = elided) -> str:
+            return _elide(m, elided)
+
         subs.append(
             (
                 re.compile(
                     rf"(?<![\w’'])({articles})" + WHITESPACE + r"(?=(\d[\d.\u00a0\u202f]*(?:,\d+)?))", re.IGNORECASE
                 ),
-                lambda m, elided=elided: _elide(m, elided),
+                elide,
             )
         )
     unit_start = None
@@ -344,11 +355,11 @@ def _typeset_page(html: str, lang: str, rule_set: TypographyFile, compiled_of: d
         if entry is not BREAK and entry[0] in compiled_of and _may_change(entry[1]):
             entry[1] = _apply(entry[1], compiled_of[entry[0]])
     _join_runs(texts, compiled_of)
-    for run, entry in zip(runs, texts):
+    for run, entry in zip(runs, texts, strict=True):
         if run is not BREAK and entry[1] != (run[0].text_content or ""):
             run[0].replace_with(entry[1])
             changed = True
-    return tree.html if changed else html
+    return tree.html if changed and tree.html is not None else html
 
 
 def typeset_fragment(fragment: str, lang: str) -> str:

@@ -38,14 +38,18 @@ def python_result(lang: str, **choice) -> dict:
     from hooks.render.typography import typeset_html
 
     args = " ".join(f"{k}={v}" for k, v in choice.items())
-    html = render_markdown("{{ finder_table %s }}" % args, lang)
+    html = render_markdown("{{ finder_table " + args + " }}", lang)
     soup = BeautifulSoup(typeset_html(f'<html lang="{lang}"><body>{html}</body></html>', lang), "html.parser")
+    status, caption, why, note = (
+        soup.select_one(s) for s in ("#finder-status", "caption", "#finder-why", "#finder-note")
+    )
+    assert status is not None and why is not None and note is not None
     return {
-        "status": plain(soup.select_one("#finder-status").get_text()),
-        "caption": plain(soup.select_one("caption").get_text()) if soup.select_one("caption") else None,
+        "status": plain(status.get_text()),
+        "caption": plain(caption.get_text()) if caption else None,
         "rows": [[plain(c.get_text(" ")) for c in tr.select("th, td")] for tr in soup.select("tbody tr")],
-        "why": plain(soup.select_one("#finder-why").get_text()),
-        "note": plain(soup.select_one("#finder-note").get_text()),
+        "why": plain(why.get_text()),
+        "note": plain(note.get_text()),
     }
 
 

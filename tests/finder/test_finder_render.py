@@ -12,7 +12,6 @@ from hooks.data.load import load_yaml
 from hooks.errors import RenderError
 from hooks.render.markdown import render_markdown
 from tests.catalogue import frozen_usable_bytes
-from tests.hooks.conftest import data_dir  # noqa: F401  (a copy of snippets/data, models included)
 
 LABELS = load_yaml("finder")["labels"]  # the page's words: "tight", "no price" (native reading, issue 35)
 
@@ -26,7 +25,9 @@ def plain(text: str) -> str:
 def table_of(html: str) -> tuple[str, list[list[str]]]:
     soup = BeautifulSoup(html, "html.parser")
     rows = [[plain(c.get_text(" ", strip=True)) for c in tr.find_all(["th", "td"])] for tr in soup.select("tbody tr")]
-    return plain(soup.select_one("#finder-status").get_text()), rows
+    status = soup.select_one("#finder-status")
+    assert status is not None
+    return plain(status.get_text()), rows
 
 
 # The H200 reports 143,771 MiB (nvidia-smi, gpus.yaml) = 150.8 GB; less the 2,048 MiB reserve
@@ -53,17 +54,21 @@ def _reference_activations_8b() -> int:
         (
             "it",
             "GB",
-            "Servono 128,5 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per CUDA "
-            "e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine.",
+            (
+                "Servono 128,5 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per CUDA "
+                "e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine."
+            ),
             ("20,1 GB (", "% libero al picco) " + LABELS["tight"]["it"]),
             LABELS["no_price"]["it"],
         ),
         (
             "fr",
             "Go",
-            "Il faut 128,5 Go par carte pour les états du modèle et les tampons du framework, plus 2 Gio de réserve "
-            "pour CUDA et NCCL et la place des activations. Parmi les cartes du catalogue, 2 modèles suffisent, à commencer par la "
-            "H200 141GB, avec 20,1 Go de marge.",
+            (
+                "Il faut 128,5 Go par carte pour les états du modèle et les tampons du framework, plus 2 Gio de réserve "
+                "pour CUDA et NCCL et la place des activations. Parmi les cartes du catalogue, 2 modèles suffisent, à commencer par la "
+                "H200 141GB, avec 20,1 Go de marge."
+            ),
             ("20,1 Go (", " % libre au pic) " + LABELS["tight"]["fr"]),
             LABELS["no_price"]["fr"],
         ),
@@ -168,7 +173,7 @@ def test_rows_are_ordered_by_cost_when_every_machine_has_a_price():
         render_markdown("{{ finder_table model=llama-3.1-8b task=full-adamw cards=8 method=zero3 }}", "it")
     )
     by_time = vram.answer_job(reference)["run"]["order"]
-    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    names = {k: g["name"] for k, g in catalogue.gpus}
     assert [row[0] for row in rows] == [names[key] for key in by_time]
 
 
@@ -209,7 +214,7 @@ def test_static_table_for_lora_zero3_on_four_cards():
     # Llama 3.1 8B, LoRA rank 16 all-linear, ZeRO-3 on 4 cards: bf16 base 2 x 8,030,261,248 / 4
     # = 4,015,130,624 B; adapters (PEFT: 41,943,040 params) x 16 B / 4 = 167,772,160 B.
     html = render_markdown("{{ finder_table model=llama-3.1-8b task=lora cards=4 method=zero3 }}", "fr")
-    status, rows = table_of(html)
+    status, _rows = table_of(html)
     assert status.startswith("Il faut 4,2 Go par carte pour les états du modèle")
     why = plain(BeautifulSoup(html, "html.parser").select_one("#finder-why").get_text())
     assert "poids gelés du modèle : 4 Go ; adaptateurs LoRA" in why and "0,2 Go" in why

@@ -10,8 +10,8 @@ from __future__ import annotations
 import html5lib
 import pytest
 
-from hooks.errors import RenderError
 from hooks.checks.external_loads import check_no_external_loads, strip_inert_mathjax
+from hooks.errors import RenderError
 from hooks.finder.page import finder_form
 from hooks.render.script_json import script_json
 from hooks.render.typography import typeset_html
@@ -31,11 +31,18 @@ def page(body: str) -> str:
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_a_finder_label_cannot_swallow_the_page(data_dir, lang):
+    """A label that would open a comment or a script is refused by the data's schema (text
+    only, hooks/data/schemas.py ``plain_text``), in one line naming the file and the key; what
+    a label may hold (a ``-->``, ``&``, French quotes) leaves the page's
+    scripts as they are once the label is in the form's JSON island."""
     path = data_dir / "finder.yaml"
     text = path.read_text(encoding="utf-8")
     old = "legend: {it: La tua scelta, fr: Votre choix}"
     assert old in text, "update this test: the legend label changed"
     path.write_text(text.replace(old, 'legend: {it: "<!--<script>", fr: "<!--<script> « x »"}'), encoding="utf-8")
+    with pytest.raises(RenderError, match=r"finder\.yaml: labels\.legend\.it: .*'<' would start HTML markup"):
+        finder_form({"assets": "../assets"}, lang)
+    path.write_text(text.replace(old, 'legend: {it: "--> & ]]>", fr: "--> « x » & ]]>"}'), encoding="utf-8")
     form = finder_form({"assets": "../assets"}, lang)
     built = typeset_html(page(form), lang)  # the French typography rewrites the JSON island: it must stay safe
     assert scripts_a_browser_creates(built)[-1] == "after.js"

@@ -42,11 +42,36 @@ CASES = {
         "    tokens_per_s: fast\n",
         rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: Input should be a valid number",
     ),
+    "decoding without its engine": (
+        "    task: serving\n    engine: vllm\n    weights: bf16\n    kv_dtype: bf16\n    prompt: 32\n",
+        "    task: serving\n    weights: bf16\n    kv_dtype: bf16\n    prompt: 32\n",
+        rf"{WHERE}vllm-8b-b8-h200: a serving run needs engine",
+    ),
+    "an unknown engine": (
+        "    engine: vllm\n    weights: bf16\n    kv_dtype: bf16\n    prompt: 32\n",
+        "    engine: ollama\n    weights: bf16\n    kv_dtype: bf16\n    prompt: 32\n",
+        rf"{WHERE}vllm-8b-b8-h200\.engine: engine: 'ollama' is not one of exllamav2, llama\.cpp",
+    ),
+    "a context that is not prompt + output / 2": (
+        "    prompt: 32\n    output: 128\n    context: 96\n    batch: 8\n    tokens_per_s: 1228.67\n",
+        "    prompt: 32\n    output: 128\n    context: 128\n    batch: 8\n    tokens_per_s: 1228.67\n",
+        rf"{WHERE}vllm-8b-b8-h200: context: 128 is not the mean tokens in the cache",
+    ),
+    "a page neither at a commit nor dated": (
+        '    read: "2026-12-04"\n',
+        "",
+        (
+            r"snippets/data/measurements\.yaml: sources\.vllm-ci-h200-9515: url: a GitHub file at a 40-hex "
+            "commit, or a page with the date it was read"
+        ),
+    ),
     "implausible, not excluded": (
         "    tokens_per_s: 1650\n",
         "    tokens_per_s: 3650\n",
-        rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: implies 142% of RTX 4090 24GB's "
-        "dense BF16 peak; at or above 90% an entry stays only marked excluded",
+        (
+            rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: implies 142% of RTX 4090 24GB's "
+            "dense BF16 peak; at or above 90% an entry stays only marked excluded"
+        ),
     ),
 }
 

@@ -9,11 +9,11 @@ import re
 import pytest
 import yaml
 
+from hooks.checks.snippet_includes import check_snippets
+from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links
 from hooks.data.load import check_data_files, load_yaml
 from hooks.errors import RenderError
-from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links
 from hooks.render.markdown import render_markdown
-from hooks.checks.snippet_includes import check_snippets
 from tests.conftest import REPO_ROOT
 
 
@@ -93,6 +93,32 @@ DATA_CASES = {  # file, old text, new text, the line (regex)
         "  h200:",
         r"gpus\.yaml: invalid YAML \(line \d+\): duplicate key 'h200'",
     ),
+    "aliases (a billion laughs)": (  # 9^6 values in seven lines; 9^9 in ten took 31 s and 4.5 GB
+        "gpus.yaml",
+        "gpus:\n",
+        "laughs:\n  a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 7))
+        + "gpus:\n",
+        r"gpus\.yaml: invalid YAML \(line \d+\): an alias \(\*name\) repeats what an anchor",
+    ),
+    "markup in a name": (  # Markdown passes HTML through: a link to another host in the guide's prose
+        "gpus.yaml",
+        "    short_name: H200\n",
+        '    short_name: \'H200 <a href="https://evil.example/">\'\n',
+        r"gpus\.yaml: gpus\.h200\.short_name: .*'<' would start HTML markup in the page",
+    ),
+    "a comment of the page in a measurement's title": (
+        "measurements.yaml",
+        "    title: ",
+        "    title: <!-- ",
+        r"measurements\.yaml: sources\.[a-z0-9._-]+\.title: .*'<' would start HTML markup",
+    ),
+    "a bidirectional override in a translation": (
+        "units.yaml",
+        "gb: {it: GB, fr: Go}",
+        "gb: {it: GB, fr: \"G\\u202eo\"}",
+        r"units\.yaml: labels\.gb\.fr: .*a format character \(U\+202E\)",
+    ),
     "unknown key (a typo)": (
         "sharding.yaml",
         "  - zero_stage: 0",
@@ -115,8 +141,10 @@ DATA_CASES = {  # file, old text, new text, the line (regex)
         "finder.yaml",
         "    answers_of: full-adamw",
         "    answers_of: full-bf16",
-        r"finder\.yaml: tasks\.pretrain\.answers_of: 'full-bf16' is not a task "
-        r"of its own answers with the same kind, optimizer",
+        (
+            r"finder\.yaml: tasks\.pretrain\.answers_of: 'full-bf16' is not a task "
+            r"of its own answers with the same kind, optimizer"
+        ),
     ),
     "machine of no card": (
         "gpus.yaml",

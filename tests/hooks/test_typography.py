@@ -23,7 +23,9 @@ def page(body: str, lang: str = "fr") -> str:
 
 
 def body_text(html: str) -> str:
-    return LexborHTMLParser(html).body.text(deep=True)
+    body = LexborHTMLParser(html).body
+    assert body is not None
+    return body.text(deep=True)
 
 
 @pytest.mark.parametrize(

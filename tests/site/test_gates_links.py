@@ -125,6 +125,7 @@ OUTBOUND_HOSTS = {
     "www.deepspeed.ai",
     "github.com",
     "squidfunk.github.io",
+    "buildkite.com",  # a cited measurement's page outside git (measurements.yaml: vLLM's benchmark runs)
 }
 # What a reader needs to follow from both languages: the papers whose figures the guide
 # uses, and the documentation of each API it paraphrases.

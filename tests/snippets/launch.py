@@ -79,7 +79,7 @@ def zygote_worker(zygote: dict[str, str] | None, script: str | Path) -> list[str
     return [str(SCRIPT_ZYGOTE), "worker", str(script)] if zygote else [str(script)]
 
 
-def fork_ranks_cmd(*args: str | Path, zygote: dict[str, str] | None = None) -> list[str]:
+def fork_ranks_cmd(*args: str | int | Path, zygote: dict[str, str] | None = None) -> list[str]:
     """``python fork_ranks.py ARGS``; with ``zygote`` (the session's, whose environment the
     command must run with), fork_ranks.py itself forked from it: its one import of torch is
     the zygote's, and the ranks are forked from that child as fork_ranks.py forks them."""

@@ -75,33 +75,65 @@ def source_bytes(script: str, watch: bool = True) -> bytes:
 
 # What a script's run does beyond its output, in Python's audit events: start a process (which
 # could read the file for it; DeepSpeed runs `numactl --hardware`), connect a socket of its own
-# (torch.distributed's rendezvous and gloo are C++, not audited). Each language's run of a block
-# must do the same (``effects``), as it must print the same.
+# (torch.distributed's rendezvous and gloo are C++, not audited), call C through ctypes (which
+# would bypass the other events), and write, move or remove a file (a block that read its own
+# comments through its code objects, the decoy, could act only through a file elsewhere, which
+# no output comparison sees; in the temporary folder, whose names are random, only that it
+# wrote there is kept). Each language's run of a block must do the same (``effects``), as it
+# must print the same.
 EFFECTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile", "socket.connect",
-           "socket.sendto", "urllib.Request")
+           "socket.sendto", "urllib.Request", "ctypes.dlopen", "ctypes.dlsym")
+FILE_EFFECTS = ("os.rename", "os.remove", "os.rmdir", "os.mkdir", "os.symlink", "os.link", "os.chmod", "os.truncate")
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def _where(path, cwd: str) -> str:
+    """A path as the same in every language's run: the run's own folder is ``.``, the temporary
+    folder ``$TMP`` (a name made there at random is left out), anything else as it is."""
+    real = os.path.realpath(os.fsdecode(path))
+    tmp = os.path.realpath(__import__("tempfile").gettempdir())
+    if real == cwd or real.startswith(cwd + os.sep):
+        return "." + real[len(cwd):]
+    if real.startswith(tmp + os.sep):
+        return "$TMP"
+    return real
 
 
 def watch_effects(script: str, log: Path) -> None:
-    """In this process, append to ``log`` every audit event of ``EFFECTS``, and the Python stack
-    of every open of ``script`` (the inotify watch, ``SelfReads``, is what decides about opens:
-    this says who). Tests read it with ``effects``."""
+    """In this process, append to ``log`` every audit event of ``EFFECTS``, every write, move or
+    removal of a file (``FILE_EFFECTS``, an ``open`` for writing: its path by ``_where``, each
+    once), and the Python stack of every open of ``script`` (the inotify watch, ``SelfReads``,
+    is what decides about opens: this says who). Tests read it with ``effects``."""
     target = os.path.realpath(script)
+    cwd = os.path.realpath(os.getcwd())
     descriptor = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    busy = []
+    busy: list[int] = []
+    written: set[str] = set()
+
+    def note(line: str) -> None:
+        if line not in written:
+            written.add(line)
+            os.write(descriptor, line.encode())
 
     def hook(event: str, args: tuple) -> None:
-        if busy or (event != "open" and event not in EFFECTS):
+        if busy or (event != "open" and event not in EFFECTS and event not in FILE_EFFECTS):
             return
         busy.append(1)
         try:
             if event in EFFECTS:
                 os.write(descriptor, f"{event} {str(args)[:200]}\n".encode())
-            elif isinstance(args[0], (str, bytes, os.PathLike)) and os.path.realpath(os.fsdecode(args[0])) == target:
-                import traceback
+            elif event in FILE_EFFECTS:
+                if isinstance(args[0], (str, bytes, os.PathLike)):
+                    note(f"{event} {_where(args[0], cwd)}\n")
+            elif isinstance(args[0], (str, bytes, os.PathLike)):
+                if isinstance(args[2], int) and args[2] & WRITE_FLAGS:
+                    note(f"write {_where(args[0], cwd)}\n")
+                if os.path.realpath(os.fsdecode(args[0])) == target:
+                    import traceback
 
-                frames = traceback.StackSummary.extract(traceback.walk_stack(None), lookup_lines=False)
-                text = "".join(f"  {frame.filename}:{frame.lineno} {frame.name}\n" for frame in list(frames)[1:16])
-                os.write(descriptor, f"opened {script} (pid {os.getpid()}):\n{text}".encode())
+                    frames = traceback.StackSummary.extract(traceback.walk_stack(None), lookup_lines=False)
+                    text = "".join(f"  {frame.filename}:{frame.lineno} {frame.name}\n" for frame in list(frames)[1:16])
+                    os.write(descriptor, f"opened {script} (pid {os.getpid()}):\n{text}".encode())
         finally:
             busy.clear()
 

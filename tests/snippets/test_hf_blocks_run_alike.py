@@ -27,7 +27,7 @@ import pytest
 
 from tests.snippets.hf_checks import RECORD_HF, argv
 from tests.snippets.launch import PRELOAD_HF, fork_jobs
-from tests.snippets.sealed import SelfReads, run_as_main, seal
+from tests.snippets.sealed import SelfReads, effects, run_as_main, seal
 from verify.extract import extract
 from verify.languages import LANGUAGES
 
@@ -60,8 +60,12 @@ def runs(built_site, tmp_path_factory, zygote):
         folders[lang].mkdir()
         extract(built_site, folders[lang], BLOCKS, lang=lang)
     first = folders[LANGUAGES[0]]
+    # the ZeRO-3 run's own copy of the default language's script: each script's effects log is its runs' only
+    zero3_script = root / "zero3-script" / "train_hf.py"
+    zero3_script.parent.mkdir()
+    zero3_script.write_bytes((first / "train_hf.py").read_bytes())
     jobs = [(root / f"train-{lang}", 1, folders[lang] / "train_hf.py", [*TINY, "--output_dir", "out"]) for lang in LANGUAGES]
-    jobs.append((root / "zero3", 1, RECORD_HF, [str(root / "zero3" / "record"), str(first / "train_hf.py"), *TINY,
+    jobs.append((root / "zero3", 1, RECORD_HF, [str(root / "zero3" / "record"), str(zero3_script), *TINY,
                                                  "--deepspeed", str(first / "ds_zero3.json"), "--save_strategy", "steps",
                                                  "--save_steps", "3", "--output_dir", "out"]))
     jobs.append((root / "dcp", 1, first / "train_fsdp2.py", ["--tiny", "--epochs", "1", "--out", "out"]))
@@ -70,6 +74,8 @@ def runs(built_site, tmp_path_factory, zygote):
     scripts = [folders[lang] / name for lang in LANGUAGES for name in BLOCKS if name.endswith(".py")]
     other = {folders[lang] / name: folders[LANGUAGES[(i + 1) % len(LANGUAGES)]] / name
              for i, lang in enumerate(LANGUAGES) for name in BLOCKS if name.endswith(".py")}
+    scripts.append(zero3_script)
+    other[zero3_script] = other[first / "train_hf.py"]
     # the loaders read sealed copies, nothing may open the scripts, and their code objects point
     # at the other language's text (sealed.py)
     sealed = seal(scripts, root / "sealed", decoys=other)
@@ -93,13 +99,23 @@ def runs(built_site, tmp_path_factory, zygote):
             finally:
                 del os.environ[next(iter(sealed))]
     return {"root": root, "folders": folders, "done": dict(zip(LANGUAGES, done)), "converted": converted,
-            "self_reads": reads.opened()}
+            "self_reads": reads.opened(),
+            "effects": {lang: sorted(set(effects(root / "sealed", folders[lang] / "train_hf.py"))) for lang in LANGUAGES}}
 
 
 def test_no_script_reads_its_own_file(runs):
     """Issue 33, hole 3: what the comments say cannot change what a block does unless the
     block reads its own file; no process opened any of them during these runs (sealed.py)."""
     assert runs["self_reads"] == []
+
+
+def test_train_hf_does_the_same_in_every_language(runs):
+    """What train_hf.py's run did beyond its output (processes, sockets, files written, moved or
+    removed: sealed.py) is the same in every language: a block that read its comments through
+    its code objects could act only through a file elsewhere, which no output shows."""
+    did = runs["effects"]
+    assert any(line.startswith("write ./out/") for line in did[LANGUAGES[0]]), did[LANGUAGES[0]]
+    assert all(did[lang] == did[LANGUAGES[0]] for lang in LANGUAGES), did
 
 
 def test_the_languages_extract_different_text(runs):

@@ -5,8 +5,9 @@ that differ only in a comment; its payload prints a line when it finds the Frenc
 Run as the rehearsals run the guide's blocks (fork_ranks.py from the session's zygote, sealed
 sources, the other language's text behind the code objects), every construct is caught: an
 open of the file itself (inotify, whatever the path or the process), or, for what reads the
-code objects, the two languages' runs printing otherwise, which the rehearsals compare. The
-clean block passes. The guard does not know these constructs: the list below is the attack,
+code objects, the two languages' runs printing otherwise or acting otherwise (a file written
+beside their folders, which no output shows), which the rehearsals compare. The clean block
+passes. The guard does not know these constructs: the list below is the attack,
 not the defence."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from tests.snippets.launch import fork_jobs
-from tests.snippets.sealed import SelfReads, seal
+from tests.snippets.sealed import SelfReads, effects, seal
 from verify.languages import LANGUAGES
 
 pytestmark = pytest.mark.slow
@@ -31,9 +32,14 @@ READS = {  # construct -> how the payload gets its own text
     "inspect the module": "__import__('inspect').getsource(sys.modules['__main__'])",
     "inspect a function": "__import__('inspect').getsource(marker)",
     "a traceback": "''.join(__import__('traceback').format_stack())",
+    "a function's source, then a file elsewhere": "__import__('inspect').getsource(marker)",
     "nothing (clean)": "''",
 }
-PAYLOAD = "\n{comment}\nimport sys\n\n\ndef marker():  {comment}\n    return 0\n\n\ntext = {read}  {comment}\nprint('PAYLOAD' if 'français' in text else 'plain')\n"
+ACTS = {  # how the payload acts on what it read: a line on its output, or only a file beside its folder
+    "a function's source, then a file elsewhere": "open('../dropped.txt', 'a').write('x') if 'français' in text else None\nprint('plain')",
+}
+PRINTS = "print('PAYLOAD' if 'français' in text else 'plain')"
+PAYLOAD = "\n{comment}\nimport sys\n\n\ndef marker():  {comment}\n    return 0\n\n\ntext = {read}  {comment}\n{act}\n"
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +51,8 @@ def guarded(tmp_path_factory, zygote):
             folder = root / f"block{index}-{lang}"
             folder.mkdir()
             script = folder / "block.py"
-            script.write_text(PAYLOAD.format(comment=COMMENTS[lang], read=read), encoding="utf-8")
+            act = ACTS.get(name, PRINTS)
+            script.write_text(PAYLOAD.format(comment=COMMENTS[lang], read=read, act=act), encoding="utf-8")
             scripts[(name, lang)] = script
             jobs.append((folder, 1, script, []))
     other = {scripts[(name, lang)]: scripts[(name, LANGUAGES[(i + 1) % len(LANGUAGES)])]
@@ -54,17 +61,20 @@ def guarded(tmp_path_factory, zygote):
     with SelfReads(list(scripts.values())) as every:
         done = fork_jobs(jobs, root, zygote=zygote, env=sealed)
     opened = set(every.opened())
-    return {key: (run, script in opened) for (key, script), run in zip(scripts.items(), done)}
+    return {
+        key: (run, script in opened, effects(root / "sealed", script)) for (key, script), run in zip(scripts.items(), done)
+    }
 
 
 @pytest.mark.parametrize("construct", list(READS))
 def test_every_way_of_reading_itself_is_caught(guarded, construct):
     runs = {lang: guarded[(construct, lang)] for lang in LANGUAGES}
-    for lang, (run, _) in runs.items():
+    for lang, (run, _, _) in runs.items():
         assert run.returncode == 0, (construct, lang, run.stderr[-2000:])
-    opened = any(was_opened for _, was_opened in runs.values())
-    printed = {lang: run.stdout for lang, (run, _) in runs.items()}
-    differs = len(set(printed.values())) > 1
+    opened = any(was_opened for _, was_opened, _ in runs.values())
+    printed = {lang: run.stdout for lang, (run, _, _) in runs.items()}
+    did = {lang: tuple(sorted(set(done))) for lang, (_, _, done) in runs.items()}  # processes, sockets, files (sealed.py)
+    differs = len(set(printed.values())) > 1 or len(set(did.values())) > 1
     if construct == "nothing (clean)":
         assert not opened and not differs and printed[LANGUAGES[0]] == "plain\n"
     else:

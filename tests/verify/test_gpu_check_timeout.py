@@ -32,11 +32,11 @@ for rank in ranks:
 
 def marked(marker: str) -> list[psutil.Process]:
     """The live processes of this machine with ``marker`` on their command line."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        if marker in (proc.info["cmdline"] or []) and proc.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(proc)
-    return found
+    return [
+        proc
+        for proc in psutil.process_iter(["cmdline", "status"])
+        if marker in (proc.info["cmdline"] or []) and proc.info["status"] != psutil.STATUS_ZOMBIE
+    ]
 
 
 def gone(marker: str, limit_s: float = 60) -> bool:
@@ -50,7 +50,7 @@ def gone(marker: str, limit_s: float = 60) -> bool:
 
 def test_a_hanging_check_leaves_no_rank_alive(tmp_path):
     pids_file = tmp_path / "pids"
-    result = run([sys.executable, "-c", LAUNCHER, str(pids_file)], timeout=3, grace_s=1)
+    result = run([sys.executable, "-c", LAUNCHER, str(pids_file)], timeout=3, grace_s=1, binds=((tmp_path, True),))
     assert result.returncode == 124 and "timed out after 3 s" in result.stderr
     assert result.stdout == "ranks started\n"  # what it printed before the timeout is kept
     assert len(pids_file.read_text().split()) == 2
@@ -64,9 +64,10 @@ def test_a_command_that_finishes_and_a_missing_program():
 
 SIGNALLED = r"""
 import sys
+from pathlib import Path
 from verify.gpu_check import run, stop_on_signals
 stop_on_signals()
-run([sys.executable, "-c", sys.argv[1], sys.argv[2]], timeout=600, grace_s=1)
+run([sys.executable, "-c", sys.argv[1], sys.argv[2]], timeout=600, grace_s=1, binds=((Path(sys.argv[2]).parent, True),))
 """
 
 

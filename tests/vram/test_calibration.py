@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from contextlib import redirect_stderr, redirect_stdout
 from decimal import Decimal
 
 import pytest
 
-from tests.conftest import REPO_ROOT
 from tests.card_sources import memory_mib
+from tests.conftest import REPO_ROOT
 from vram import timing
 from vram.calibration import (
     COMPUTE_BOUND,
     COVERAGE_TARGET,
     FIRST_RULE,
     RULE,
+    SECOND_RULE,
     WIDTH_TARGET,
     Check,
     Point,
@@ -36,12 +38,13 @@ from vram.calibration import (
     load_measured_data,
     median_width,
     meets_targets,
+    serving_class,
     source_centre,
     validation_figures,
 )
-from vram.catalogue import Bandwidth, Card
 from vram.job import answer_job
-from vram.measurements import IMPLAUSIBLE_SHARE, is_moe
+from vram.measurements import ENGINES, IMPLAUSIBLE_SHARE, SERVER, is_moe, prefill_share
+from vram.serving import serving_memory_per_gpu
 
 DATA = REPO_ROOT / "snippets" / "data"
 
@@ -70,6 +73,9 @@ def test_the_dataset_has_the_spread_the_issue_asks_for(measured):
     assert {1, 2, 4, 8} <= one_machine and max(one_machine) <= 8
     serving = [m for m in ms if m.task == "serving"]
     assert any(m.batch == 1 for m in serving) and any(m.batch > 1 for m in serving)
+    # decoding by the servers the finder's serving job stands for, and by local engines
+    assert {"vllm", "tensorrt-llm", "lmdeploy", "llama.cpp"} <= {m.engine for m in serving}
+    assert {"a100-80gb", "h100", "h200", "l40s"} <= {m.gpu for m in serving if ENGINES[m.engine] == SERVER}
     assert all(m.nodes > 1 for m in ms if m.count > 8)  # more than 8 GPUs: a scale check, on several machines
 
 
@@ -78,6 +84,9 @@ def test_every_entry_has_a_source_that_names_a_commit(measured):
 
     data = yaml.safe_load((DATA / "measurements.yaml").read_text(encoding="utf-8"))
     for key, source in data["sources"].items():
+        if "read" in source:  # a page outside git (a CI run's page): the day it was read
+            assert not source["url"].startswith("https://github.com/"), key
+            continue
         assert source["url"].startswith("https://github.com/"), key
         assert "/blob/" in source["url"] and len(source["url"].split("/blob/")[1].split("/")[0]) == 40, key
     assert {m.source for m in measured.measurements.values()} == set(data["sources"])
@@ -98,11 +107,52 @@ def test_every_throughput_is_re_derived_from_its_cited_unit(measured):
         if m.task != "serving":
             per_gpu = m.tokens_per_s / m.count if m.per == "machine" else m.tokens_per_s
             assert m.tokens_per_s_per_gpu == per_gpu, key
+        elif m.per == "gpu":  # TensorRT-LLM's out tok/s/GPU: the machine decodes count times as many
+            assert m.decoding_tokens_per_s == m.tokens_per_s * m.count and m.count == m.tensor_parallel, key
+        else:
+            assert m.decoding_tokens_per_s == m.tokens_per_s, key
+
+
+def test_tensorrt_llm_rows_per_gpu_are_the_machines_rate_over_its_gpus(measured):
+    """TensorRT-LLM v0.6.1, H100 FP8, Llama 2 70B, batch 480 over 4 GPUs (tensor parallel), 128
+    tokens in, 2,048 out: 1,486 out tok/s/GPU, so the machine decodes 5,944 tokens/s, and its
+    share is of the 4-GPU machine's roofline (each GPU reads a quarter of the weights)."""
+    m = measured.measurements["trtllm-70b-fp8-b480-4xh100"]
+    assert m.decoding_tokens_per_s == 5944
+    bound = timing.decode_bound(measured.configs[m.model], 3350, 1152, 480, 4, "fp8", "fp8").tokens_per_second
+    share = next(p.share for p in measured.points if p.key == m.key)
+    assert share == pytest.approx(5944 / bound)
+
+
+def test_decoding_rows_measure_decoding_with_the_whole_batch_on_the_cards(measured):
+    """The rows of a decoding table the file keeps (its header): the prompt no longer than the
+    output, the prefills at the dense peak under a tenth of the measured run, and the batch's
+    weights and KV cache at the last token within the cards' memory (nvidia-smi's total; the
+    datasheet's for a card the catalogue lacks). LMDeploy's llama2-7b at batch 64 (128 + 2,048
+    tokens) needs 1.007 times an A100's 80 GiB and is left out; its batch 32 is in."""
+    import yaml
+
+    cards = yaml.safe_load((DATA / "measurements.yaml").read_text(encoding="utf-8"))["cards"]
+    known = 0
+    for m in measured.measurements.values():
+        if m.task != "serving" or not m.prompt:
+            continue
+        known += 1
+        card, config = measured.cards[m.gpu], measured.configs[m.model]
+        assert m.prompt <= m.output and prefill_share(m, card, config) < 0.1, m.key
+        held = serving_memory_per_gpu(config, m.weights, m.prompt + m.output, m.batch, m.kv_dtype, m.tensor_parallel)
+        memory = cards[m.gpu]["memory_gb"] * 10**9 if m.gpu in cards else memory_mib(m.gpu) * 2**20
+        assert held.weights_bytes + held.kv_cache_bytes <= memory, m.key
+    assert known >= 40
+    seven = serving_memory_per_gpu(measured.configs["llama-2-7b"], "bf16", 128 + 2048, 64)
+    assert (seven.weights_bytes + seven.kv_cache_bytes) / (memory_mib("a100-80gb") * 2**20) == pytest.approx(
+        1.007, abs=0.001
+    )
 
 
 def test_answerai_rates_are_per_machine_as_their_text_confirms(measured):
     # the source's own sentence: 483 s for 1,024 x 2,048 tokens on two 4090 "2,200 tokens/second": per GPU
-    assert 1024 * 2048 / 483 / 2 == pytest.approx(2200, rel=0.02)
+    assert pytest.approx(2200, rel=0.02) == 1024 * 2048 / 483 / 2
     m = measured.measurements["answerai-7b-qlora-fsdp-2x4090"]
     assert m.per == "machine" and m.tokens_per_s_per_gpu == pytest.approx(1024 * 2048 / 466 / 2)
 
@@ -249,14 +299,33 @@ def test_a_class_without_runs_widens_and_says_so(measured):
     assert b200.range.high - b200.range.low > h100.range.high - h100.range.low
 
 
-def test_scale_checks_excluded_and_link_bound_runs_are_not_calibrated_on(measured):
+def test_scale_checks_excluded_link_bound_and_local_engine_runs_are_not_calibrated_on(measured):
     keys = {p.key for p in measured.calibration.points}
     for m in measured.measurements.values():
         link_bound = measured.link_shares.get(m.key, 0.0) > COMPUTE_BOUND
-        assert (m.key in keys) == (not m.scale_check and not m.excluded and not link_bound), m.key
+        local = m.task == "serving" and ENGINES[m.engine] != SERVER  # R2 reads decoding by servers only
+        assert (m.key in keys) == (not m.scale_check and not m.excluded and not link_bound and not local), m.key
+    llamacpp = measured.measurements["llamacpp-8b-f16-4090"]
+    assert SECOND_RULE.reads(llamacpp) and not RULE.reads(llamacpp)  # R1 read every engine
     # Answer.AI's batch-1 FSDP LoRA on two 3090 without peer-to-peer, 512 tokens: the bf16 weights
     # gathered twice per step over the host path take most of the step the source measured
     assert measured.link_shares["answerai-7b-lora-fsdp-b1-512-2x3090"] > 0.5
+
+
+def test_tensor_parallel_decoding_is_a_regime_of_its_own_under_r2(measured):
+    """R2 keys a decoding run split over GPUs "parallel", whatever its batch; R1 read it as one
+    sequence or a batch. A finder job on N cards is served tensor parallel over N: on two H100
+    it reads the parallel class, on one the batched one (8 sequences)."""
+    serving = [p for p in measured.calibration.points if p.arch == "serving"]
+    for p in serving:
+        m = measured.measurements[p.key]
+        regime = "parallel" if m.tensor_parallel > 1 else "single" if m.batch == 1 else "batched"
+        assert p.offload == regime, p.key
+    assert {"single", "batched", "parallel"} == {p.offload for p in serving}
+    assert serving_class("hopper", "fp8", 8, 2, SECOND_RULE)[3] == "batched"
+    for cards, regime in ((1, "batched"), (2, "parallel")):
+        decode = answer_job(_serving_job(measured, cards=cards, concurrent=8))["fits"][0]["decode"]
+        assert decode["backing"]["class"][1:] == ["serving", "16", regime]
 
 
 # ------------------------------------------------------------------ validation
@@ -271,7 +340,9 @@ def test_the_validation_figures_stay_above_a_floor(checks, measured):
     training = figures["training"]
     assert training.runs >= 45
     assert training.coverage >= 0.65 and training.median_width <= 2.0
-    assert figures["serving"].coverage >= 0.7
+    serving = figures["serving"]  # decoding by server engines: the finder's range (R2: 77 %, 2.85x)
+    assert serving.runs >= 30 and serving.coverage >= 0.7 and serving.median_width <= 3.2
+    assert figures["serving_local"].coverage >= 0.6  # llama.cpp, MLC, ExLlamaV2: predicted, never read
     assert figures["scale"].coverage >= 0.6
 
 
@@ -357,8 +428,9 @@ def test_a_moe_run_warns_of_expert_parallelism(measured):
     assert "expert_parallel" in answer_job(job)["run"]["warnings"]
 
 
-def test_the_serving_answer_adds_the_published_share_of_the_roofline(measured):
-    job = {
+def _serving_job(measured, **extra):
+    """Llama 3.1 8B decoding 1,024-token contexts on this catalogue's H100, with the calibration."""
+    return {
         "kind": "serving",
         "config": (DATA / "models" / "llama-3.1-8b.json").read_text(encoding="utf-8"),
         "cards": 1,
@@ -366,8 +438,12 @@ def test_the_serving_answer_adds_the_published_share_of_the_roofline(measured):
         "gpus": [{"key": "h100", "memory_mib": MEMORY_MIB["h100"], "speed": SPEEDS["h100"]}],
         "reserve_mib": RESERVE_MIB,
         "calibration": measured.calibration.as_job(),
+        **extra,
     }
-    decode = answer_job(job)["fits"][0]["decode"]
+
+
+def test_the_serving_answer_adds_the_published_share_of_the_roofline(measured):
+    decode = answer_job(_serving_job(measured))["fits"][0]["decode"]
     low, high = decode["tokens_per_s_per_sequence"]
     assert low < high <= decode["tokens_per_s_per_sequence_at_most"]  # the roofline stays the upper bound
     share = class_range(measured.calibration.points, ("hopper", "serving", "16", "single"))
@@ -395,6 +471,38 @@ def test_cli_job_accepts_tokens_as_time_does(tmp_path):
     answer = json.loads(out.getvalue())
     assert answer["run"]["tokens"] == 10**8
     assert answer["fits"][0]["time"]["backing"]["family"] == "H100/H200"
+
+
+def test_cli_job_says_what_server_engines_reached_beside_the_roofline(measured):
+    """`vram job --kind serving` on two H100: the roofline, then the share of it that published
+    decoding runs of server engines reached in the job's class (H100/H200, 16 bits, tensor
+    parallel), per sequence, rounded outwards."""
+    from vram.cli import main
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        main(
+            [
+                "job",
+                "--config",
+                str(DATA / "models" / "llama-3.1-8b.json"),
+                "--kind",
+                "serving",
+                "--cards",
+                "2",
+                "--concurrent",
+                "8",
+                "--context",
+                "1024",
+                "--gpu",
+                f"h100={MEMORY_MIB['h100']}",
+            ]
+        )
+    line = next(line for line in out.getvalue().splitlines() if line.startswith("decoding on h100"))
+    bound = timing.decode_bound(measured.configs["llama-3.1-8b"], 3350, 1024, 8, 2).tokens_per_second_per_sequence
+    share = class_range(measured.calibration.points, ("hopper", "serving", "16", "parallel"))
+    low, high = math.floor(bound * share.low), math.ceil(bound * share.high)
+    assert f"server engines like vLLM reached {low:,}-{high:,} per sequence in published runs" in line
 
 
 # ------------------------------------------------------------------ what one machine's FSDP/ZeRO does not describe
