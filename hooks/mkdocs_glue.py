@@ -77,10 +77,10 @@ from hooks.notebooks.weight import CACHE_DIR as NOTEBOOK_CSS_CACHE, own_styleshe
 from hooks.render.calibration_plot import STORE_DIR as PLOT_STORE, plot_png, plot_uri  # noqa: E402
 from hooks.render.comments import check_catalogue_used, translate_comments  # noqa: E402
 from hooks.render.inline_code import keep_code_words  # noqa: E402
-from hooks.render.markdown_table import label_cells  # noqa: E402
 from hooks.render.interface import interface_strings, translate_interface  # noqa: E402
 from hooks.render.links_out import link_definitions  # noqa: E402
 from hooks.render.markdown import render_markdown  # noqa: E402
+from hooks.render.markdown_table import label_cells  # noqa: E402
 from hooks.render.typography import rules as typography_rules, typeset_html  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors, serving, set_serving  # noqa: E402
 from hooks.workarounds.i18n_outputs import (  # noqa: E402

@@ -138,7 +138,7 @@ def read_with_vowel(number: str) -> bool:
     separators, a decimal comma) starting with a vowel: uno, otto, undici, ottanta…, ottocento…,
     and the same words before -mila or -milioni (``11.000``: undicimila); ``1.000`` is mille.
     Only the integer part counts."""
-    digits = re.sub(r"\D", "", number.split(",")[0])
+    digits = re.sub(r"\D", "", number.split(",", maxsplit=1)[0])
     if not digits:
         return False
     value, groups = int(digits), 0
