@@ -80,6 +80,7 @@ from hooks.render.inline_code import keep_code_words  # noqa: E402
 from hooks.render.interface import interface_strings, translate_interface  # noqa: E402
 from hooks.render.links_out import link_definitions  # noqa: E402
 from hooks.render.markdown import render_markdown  # noqa: E402
+from hooks.render.markdown_table import label_cells  # noqa: E402
 from hooks.render.typography import rules as typography_rules, typeset_html  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors, serving, set_serving  # noqa: E402
 from hooks.workarounds.i18n_outputs import (  # noqa: E402
@@ -312,7 +313,7 @@ def on_page_content(html, page, config, files, **kwargs):
             )
         else:
             check_page_content(html)
-            html = keep_code_words(html)
+            html = label_cells(keep_code_words(html))  # pipe tables too: a card per row on a phone
         return translate_comments(html, build_language(config), used=_build["comments"])
 
 

@@ -633,6 +633,8 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "ranked_cost": ("tokens", "order"),
     "run_source": ("coverage",),
     "ranked_time": ("tokens", "order", "unpriced"),
+    "ranked_one": ("tokens", "order"),
+    "ranked_one_unpriced": ("tokens", "order"),
     "backing_runs": ("family", "runs"),
     "backing_other": ("family", "runs"),
     "backing_none": ("runs",),
@@ -877,12 +879,14 @@ Sign = Annotated[str, StringConstraints(pattern=r"^\S+$")]
 
 class TypographyLanguage(Data):
     """One language's rules of hooks/render/typography.yaml: the space before or after a sign, between
-    the groups of a number, between a number and its unit."""
+    the groups of a number, between a number and its unit; the elided form of an article before a
+    number read with a vowel (Italian: ``nel 82%`` -> ``nell’82%``)."""
 
     space_before: dict[Sign, Space] = {}
     space_after: dict[Sign, Space] = {}
     thousands: Space | None = None
     units: Space | None = None
+    elide_before_vowel_numbers: dict[Annotated[str, StringConstraints(pattern=r"^[a-z]+$")], Sign] = {}
 
 
 class TypographyFile(Data):

@@ -503,7 +503,8 @@ def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
             lang,
             range=_with_unit(_span(catalogue, lang, low, high), "tokens_per_s", lang),
         )
-        shown += "; " + realistic + " (" + backing_text(catalogue, lang, decode["backing"]) + ")"
+        separator = _label(catalogue, "part_separator", lang)  # French: a thin no-break space before ;
+        shown += separator + realistic + " (" + backing_text(catalogue, lang, decode["backing"]) + ")"
     return shown
 
 
@@ -564,8 +565,12 @@ def machine_names(catalogue: Catalogue, cards: int, keys: list[str]) -> str:
 
 def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any], cards: int) -> str:
     """The machines that fit, ranked for the run (``answer_job``'s ``run``), saying by what and,
-    when by time, which machines have no price."""
+    when by time, which machines have no price; one machine is named alone (nothing to rank),
+    with a word on its price when the guide gives none."""
     names = {k: g["name"] for k, g in catalogue.gpus}
+    if len(run["order"]) == 1:
+        key = "ranked_one_unpriced" if run.get("unpriced") else "ranked_one"
+        return _label(catalogue, key, lang, tokens=format_number(run["tokens"], lang, 0), order=names[run["order"][0]])
     return _label(
         catalogue,
         f"ranked_{run['ranked_by']}",
@@ -650,15 +655,20 @@ def render_result(
         )
         for k, v in found["parts"]
     )
-    note = note_text(catalogue, lang, model, task, option, found)
+    # The note in paragraphs (finder.js's noteText: the same groups): what the margin holds, the
+    # global batch, where the times come from with their warnings.
+    paragraphs = [note_text(catalogue, lang, model, task, option, found)]
     if catalogue.tasks[task]["kind"] != "serving":
-        note += " " + batch_text(catalogue, lang, reference_batch(catalogue, cards), JOB_FIELDS["tokens"])
+        paragraphs.append(batch_text(catalogue, lang, reference_batch(catalogue, cards), JOB_FIELDS["tokens"]))
     order = ""
+    sources = []
     if "run" in found:
-        note += " " + run_source_text(catalogue, lang)
         order = ranking_text(catalogue, lang, found["run"], cards)
-        note += "".join(" " + _label(catalogue, f"warn_{w}", lang) for w in found["run"].get("warnings", []))
-    note += "".join(" " + _label(catalogue, f"warn_{w}", lang) for w in found.get("warnings", []))  # no card fits
+        sources = [run_source_text(catalogue, lang)]
+        sources += [_label(catalogue, f"warn_{w}", lang) for w in found["run"].get("warnings", [])]
+    sources += [_label(catalogue, f"warn_{w}", lang) for w in found.get("warnings", [])]  # no card fits
+    paragraphs += [" ".join(sources)] if sources else []
+    note = " ".join(f"<p>{esc(paragraph)}</p>" for paragraph in paragraphs)  # a space: one text, read aloud
     table = (
         (
             f'<table id="finder-table">'
@@ -674,7 +684,7 @@ def render_result(
         f'<p class="finder-order" id="finder-order"{"" if order else " hidden"}>{esc(order)}</p>'
         f'<div class="finder-table-wrap" id="finder-table-wrap">{table}</div>'
         f'<p class="finder-why" id="finder-why">{esc(_label(catalogue, "why", lang, parts=parts))}</p>'
-        f'<p class="finder-note" id="finder-note">{esc(note)}</p></div>'
+        f'<div class="finder-note" id="finder-note">{note}</div></div>'
     )
 
 

@@ -9,7 +9,9 @@ the sources and the plot, from ``vram.calibration`` (the code the times come fro
   (``vram.calibration.dispersion``), ``part=single_source group=training|serving`` the classes
   whose runs all come from one source, in words, ``part=measurements``
   and ``part=sources`` how many entries and sources the data holds, ``part=target_coverage``
-  and ``part=target_width`` the targets.
+  and ``part=target_width`` the targets, ``part=compute_bound`` the share of a step above which
+  communication and offload make a run a check only, ``part=implausible`` the share of the peak
+  at or above which an entry stays only marked excluded (``vram.measurements.IMPLAUSIBLE_SHARE``).
 - ``{{ table name=calibration }}``: every class with published runs and its range.
 - ``{{ calibration_sources }}``: the sources as links (repository, file and commit).
 - ``{{ calibration_plot }}``: the plot (``hooks/render/calibration_plot.py``) with its text
@@ -40,6 +42,7 @@ from vram.calibration import (
     class_table,
     dispersion,
 )
+from vram.measurements import IMPLAUSIBLE_SHARE
 
 PLOT_DIR = "assets/calibration"
 PARTS = (
@@ -54,6 +57,7 @@ PARTS = (
     "target_width",
     "compute_bound",
     "single_source",
+    "implausible",
 )
 GITHUB_BLOB = re.compile(r"^https://github\.com/([^/]+/[^/]+)/blob/([0-9a-f]{7,40})/(.+)$")
 
@@ -87,6 +91,8 @@ def calibration(raw: dict[str, str], lang: str) -> str:
         return format_number(WIDTH_TARGET, lang, 1)
     if part == "compute_bound":
         return percent(COMPUTE_BOUND, lang)
+    if part == "implausible":
+        return percent(IMPLAUSIBLE_SHARE, lang)
     measured = measured_data()
     group = args.str("group", "training")
     if part == "spread":

@@ -1,7 +1,8 @@
 """Typography of the built pages, per language, from one rule set (``hooks/render/typography.yaml``).
 
 French puts a no-break space before ``: ; ! ?``, inside « », between the groups of a
-number and between a number and its unit; Italian only keeps a number with its unit.
+number and between a number and its unit; Italian keeps a number with its unit and elides
+an article before a number read with a vowel (``nel 82%`` -> ``nell’82%``: ``read_with_vowel``).
 No well-kept Python library does French typography, so this is a small rule engine:
 the YAML says which spaces become which no-break space; this module applies them.
 
@@ -104,6 +105,21 @@ def _compile(lang: TypographyLanguage, units: list[str]) -> Compiled:
             return re.sub(r"[ \u00a0\u202f]", sep, m.group(0))
 
         subs.append((group, grouped))
+    if lang.elide_before_vowel_numbers:
+        articles = "|".join(re.escape(a) for a in sorted(lang.elide_before_vowel_numbers, key=len, reverse=True))
+        elided = {a.lower(): form for a, form in lang.elide_before_vowel_numbers.items()}
+
+        def elide(m: re.Match[str], elided: dict[str, str] = elided) -> str:
+            return _elide(m, elided)
+
+        subs.append(
+            (
+                re.compile(
+                    rf"(?<![\w’'])({articles})" + WHITESPACE + r"(?=(\d[\d.\u00a0\u202f]*(?:,\d+)?))", re.IGNORECASE
+                ),
+                elide,
+            )
+        )
     unit_start = None
     if unit_space and units:
         names = "|".join(re.escape(u) for u in sorted(units, key=len, reverse=True))
@@ -115,6 +131,32 @@ def _compile(lang: TypographyLanguage, units: list[str]) -> Compiled:
     if signs:
         quick += f"|[{signs}]"
     return Compiled(tuple(subs), before, after, unit_start, SPACES[unit_space] if unit_space else "", re.compile(quick))
+
+
+def read_with_vowel(number: str) -> bool:
+    """Whether an Italian reader says ``number`` (``82``, ``1.000``, ``8,5``: digits, group
+    separators, a decimal comma) starting with a vowel: uno, otto, undici, ottanta…, ottocento…,
+    and the same words before -mila or -milioni (``11.000``: undicimila); ``1.000`` is mille.
+    Only the integer part counts."""
+    digits = re.sub(r"\D", "", number.split(",", maxsplit=1)[0])
+    if not digits:
+        return False
+    value, groups = int(digits), 0
+    while value >= 1000:
+        value, groups = value // 1000, groups + 1
+    if value == 1:
+        return groups == 0  # uno; but mille, un milione (never written with an article)
+    return value in (8, 11) or 80 <= value <= 89 or 800 <= value <= 899
+
+
+def _elide(match: re.Match[str], elided: dict[str, str]) -> str:
+    """The article of ``match`` elided before its number when the number is read with a vowel,
+    keeping a capital (``Il 80%`` -> ``L’80%``); otherwise the text as it was."""
+    article = match.group(1)
+    if not read_with_vowel(match.group(2)):
+        return match.group(0)
+    form = elided[article.lower()]
+    return form[0].upper() + form[1:] if article[0].isupper() else form
 
 
 _loaded = Memo()  # path -> (rule set, compiled rules), while the file is unchanged

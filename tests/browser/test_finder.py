@@ -33,9 +33,13 @@ def plain(text: str) -> str:
 
 
 def python_result(lang: str, **choice) -> dict:
-    """What the render layer (Python, Babel) shows for ``choice``: the expected page."""
+    """What the render layer (Python, Babel, the typography of the page's language: "nell’82%")
+    shows for ``choice``: the expected page."""
+    from hooks.render.typography import typeset_html
+
     args = " ".join(f"{k}={v}" for k, v in choice.items())
-    soup = BeautifulSoup(render_markdown("{{ finder_table " + args + " }}", lang), "html.parser")
+    html = render_markdown("{{ finder_table " + args + " }}", lang)
+    soup = BeautifulSoup(typeset_html(f'<html lang="{lang}"><body>{html}</body></html>', lang), "html.parser")
     status, caption, why, note = (
         soup.select_one(s) for s in ("#finder-status", "caption", "#finder-why", "#finder-note")
     )

@@ -549,7 +549,7 @@ BAD = [  # (field values, what the line must say in it, in fr)
     ),
     (
         {"model": "custom", "config": '{"model_type": "falcon", "hidden_size": 4544}'},
-        f"config.json del modello: il model_type «falcon» non è tra quelli che il calcolatore conosce ({FAMILIES}).",
+        f"config.json del modello: il model_type “falcon” non è tra quelli che il calcolatore conosce ({FAMILIES}).",
         f"config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît ({FAMILIES}).",
     ),
     # a multimodal Gemma 3 (its vision tower is not counted): what the command line tells, not "unknown family",
@@ -561,9 +561,9 @@ BAD = [  # (field values, what the line must say in it, in fr)
             '"intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8}}',
         },
         (
-            "config.json del modello: «gemma3» è il modello multimodale, con la parte che legge le immagini, che il "
+            "config.json del modello: “gemma3” è il modello multimodale, con la parte che legge le immagini, che il "
             "calcolatore non conta. Per il solo modello di testo incolla il suo text_config come config.json a sé, "
-            "aggiungendo \"vocab_size\": 262208 (i valori predefiniti della configurazione di «gemma3_text» che il file "
+            "aggiungendo \"vocab_size\": 262208 (i valori predefiniti della configurazione di “gemma3_text” che il file "
             "lascia sottintesi)."
         ),
         (

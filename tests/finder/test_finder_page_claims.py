@@ -83,7 +83,7 @@ def test_the_page_names_the_reference_and_the_tight_rule(lang, reference):
     assert "gpu_memory_utilization" in paragraph  # serving: the margin is inside vLLM's share
     # one rule for "tight", every kind of job: under a tenth of the card free at the job's peak
     page = (REPO_ROOT / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
-    (bullet,) = [line for line in page.splitlines() if line.startswith(("- **Stretto.**", "- **Serré.**"))]
+    (bullet,) = [line for line in page.splitlines() if line.startswith(("- **Al limite.**", "- **Serré.**"))]
     rule = render_markdown(bullet, lang).translate(SPACES)
     assert (
         "le resta libero meno del 10% della memoria che il lavoro può usare"

@@ -8,9 +8,12 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
+from hooks.data.load import load_yaml
 from hooks.errors import RenderError
 from hooks.render.markdown import render_markdown
 from tests.catalogue import frozen_usable_bytes
+
+LABELS = load_yaml("finder")["labels"]  # the page's words: "tight", "no price" (native reading, issue 35)
 
 NBSP, NNBSP = "\u00a0", "\u202f"
 
@@ -55,8 +58,8 @@ def _reference_activations_8b() -> int:
                 "Servono 128,5 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per CUDA "
                 "e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine."
             ),
-            ("20,1 GB (", "% libero al picco) stretto"),
-            "nessuno",
+            ("20,1 GB (", "% libero al picco) " + LABELS["tight"]["it"]),
+            LABELS["no_price"]["it"],
         ),
         (
             "fr",
@@ -66,8 +69,8 @@ def _reference_activations_8b() -> int:
                 "pour CUDA et NCCL et la place des activations. Parmi les cartes du catalogue, 2 modèles suffisent, à commencer par la "
                 "H200 141GB, avec 20,1 Go de marge."
             ),
-            ("20,1 Go (", " % libre au pic) serré"),
-            "aucun",
+            ("20,1 Go (", " % libre au pic) " + LABELS["tight"]["fr"]),
+            LABELS["no_price"]["fr"],
         ),
     ],
 )
@@ -145,7 +148,7 @@ def test_static_table_shows_a_guide_price_and_ranks_by_time_when_others_have_non
     _, rows = table_of(html)
     prices = {row[0]: row[3] for row in rows}
     assert plain(prices["RTX 4090 24GB"]) == "da 2,36 €/h (prezzo della guida)"  # gpus.yaml's 4x-rtx-4090
-    assert prices["RTX 3090 24GB"] == "nessuno"
+    assert prices["RTX 3090 24GB"] == LABELS["no_price"]["it"]
     order = plain(BeautifulSoup(html, "html.parser").select_one("#finder-order").get_text())
     assert "in ordine di tempo" in order and "manca il prezzo di 4 × RTX 3090 24GB" in order
     assert "4 × RTX 4090 24GB" not in order.split("manca il prezzo di")[1]  # it has one
@@ -200,7 +203,7 @@ def test_static_table_for_serving_on_two_cards():
     # keeps floor(0.9 x 81,559 MiB) - 2,048 MiB = 74,821,245,337 B, 2,924,042,649 B (4 %) more
     # than needed: tight, as the A100 80GB (3.3 GB); the RTX PRO 6000 96GB has 20 % free.
     assert "attivazioni" not in status
-    assert [("stretto" in row[2]) for row in rows][:3] == [True, True, False]
+    assert [(LABELS["tight"]["it"] in row[2]) for row in rows][:3] == [True, True, False]
     assert rows[0][2].startswith("2,9 GB (4%")
     assert [row[0] for row in rows][:3] == ["H100 80GB", "A100 80GB", "RTX PRO 6000 96GB"]
     caption = plain(BeautifulSoup(html, "html.parser").select_one("caption").get_text())
@@ -318,7 +321,7 @@ def test_headings_and_flags_say_what_the_cells_show(lang, memory_heading, recomp
     assert any(plain(row[2]).endswith(recompute) for row in rows), rows
     for row in rows:
         free = int(re.search(r"\((\d+)\s?%", row[2]).group(1))
-        assert (("stretto" if lang == "it" else "serré") in row[2]) == (free < 10), row
+        assert (LABELS["tight"][lang] in row[2]) == (free < 10), row
 
 
 @pytest.mark.parametrize(

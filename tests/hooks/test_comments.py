@@ -72,7 +72,7 @@ def test_catalogue_covers_the_snippets():
     from hooks.render.comments import load_catalogue
 
     catalogue = load_catalogue("fr")
-    assert catalogue["PyTorch puro, Hugging Face Trainer"] == "PyTorch standard, Hugging Face Trainer"
+    assert catalogue["PyTorch puro, Hugging Face Trainer"] == "PyTorch pur, Hugging Face Trainer"
 
 
 def highlighted(code: str, language: str) -> str:

@@ -69,7 +69,7 @@ def test_code_blocks_are_the_snippet_files(page_pairs, built_site):
 
 def test_french_comments_are_french(built_site):
     codes = "\n".join(code_blocks(soup(built_site / "fr" / "index.html")))
-    assert "# PyTorch standard, Hugging Face Trainer" in codes
+    assert "# PyTorch pur, Hugging Face Trainer" in codes
     assert "PyTorch puro" not in codes
 
 
