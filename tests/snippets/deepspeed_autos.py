@@ -44,7 +44,7 @@ def main(hidden_size: int, paths: list[str]) -> dict:
     from accelerate.state import AcceleratorState
     from accelerate.utils import DeepSpeedPlugin
 
-    deepspeed.comm.torch.build_shm_op = lambda: None
+    sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None  # type: ignore[attr-defined]  # the submodule, not PyTorch
     accelerate.accelerator.map_pytorch_optim_to_deepspeed = lambda optimizer: optimizer
     handed: dict = {}
 

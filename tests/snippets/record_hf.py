@@ -68,7 +68,7 @@ def dispatch_as_on_gpus() -> None:
     import deepspeed.comm
     import deepspeed.comm.torch  # noqa: F401
 
-    deepspeed.comm.torch.build_shm_op = lambda: None
+    sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None  # type: ignore[attr-defined]  # the submodule, not PyTorch
     partial_init = PartialState.__init__
 
     def partial_state(self, *args, **kwargs):

@@ -179,6 +179,7 @@ def filled(configs, tmp_path_factory, zygote) -> dict[str, dict]:
                           env={**os.environ, "MASTER_PORT": str(free_port()), **zygote}, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "deepspeed_shm_comm" not in done.stdout + done.stderr  # not JIT-built (deepspeed_autos.py)
     return {Path(path).name: by_filler for path, by_filler in json.loads(out.read_text(encoding="utf-8")).items()}
 
 

@@ -78,6 +78,15 @@ def test_the_launch_distributes_as_the_guide_says(line):
     check_distribution(name, ranks, PROCESSES, ddp_type="MULTI_CPU")
 
 
+def test_deepspeed_compiles_no_cpu_collective(launches):
+    """record_hf.py keeps DeepSpeed from JIT-compiling its shared-memory CPU collective (used
+    by ``inference_all_reduce`` only; about a minute of a C++ compiler on 2 cores, again after
+    each change of virtual environment): DeepSpeed prints a line when it builds or loads it."""
+    found, status = launches
+    for name in status:
+        assert "deepspeed_shm_comm" not in found.log(name), name
+
+
 def test_lora_trains_only_the_adapters(launches):
     found, status = launches
     assert status["LORA"] == 0, found.log("LORA")[-3000:]

@@ -39,6 +39,7 @@ def stages(tmp_path_factory, zygote) -> list[dict[int, dict]]:
     cmd = fork_ranks_cmd(WORLD_SIZE, WORKER, out, zygote=zygote)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "deepspeed_shm_comm" not in proc.stdout + proc.stderr  # not JIT-built (deepspeed_worker.py)
     reports = [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
     return [{s["stage"]: s for s in report["stages"]} for report in reports]
 
