@@ -179,14 +179,18 @@ def cpython(args: list[str]) -> str:
 
 @contextlib.contextmanager
 def catalogue_read_once():
-    """``cpython`` for many jobs: the command line's ``read_catalogue`` (PyYAML reading
-    gpus.yaml and interconnects.yaml, most of a run's time) answers every job with what it
-    read the first time, as each run reads the same files (the real read and the rest of
+    """``cpython`` for many jobs: the command line's ``read_catalogue`` and
+    ``load_measured_data`` (PyYAML reading gpus.yaml, interconnects.yaml, models.yaml and
+    measurements.yaml: most of a run's time, about 0.1 s a job) answer every job with what they
+    read the first time, as each run reads the same files (the real reads and the rest of
     ``python -m vram``: SUBPROCESS_SAMPLE runs in a subprocess, same text)."""
     import vram.cli.job as cli
 
-    once = read_catalogue()
-    with mock.patch.object(cli, "read_catalogue", lambda: once):
+    once, measured = read_catalogue(), load_measured_data()
+    with (
+        mock.patch.object(cli, "read_catalogue", lambda: once),
+        mock.patch.object(cli, "load_measured_data", lambda: measured),
+    ):
         yield
 
 
