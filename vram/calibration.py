@@ -625,14 +625,14 @@ def load_measured_data(data_dir: Any = None) -> MeasuredData:
 
     import yaml  # the command line only: the calculator itself is standard library
 
-    from .catalogue import DATA_DIR, cards_from_data
+    from .catalogue import DATA_DIR, cards_from_data, parse_yaml
     from .models import load_model_config
 
     folder = Path(data_dir) if data_dir is not None else DATA_DIR
     raw = {}
     for name in ("measurements", "gpus", "interconnects", "models"):
         try:
-            raw[name] = yaml.safe_load((folder / f"{name}.yaml").read_text(encoding="utf-8"))
+            raw[name] = parse_yaml((folder / f"{name}.yaml").read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
             raise ValueError(f"cannot read {folder / (name + '.yaml')}: {' '.join(str(exc).split())}") from None
     entries = {**raw["models"]["models"], **raw["measurements"].get("models", {})}
