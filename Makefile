@@ -40,7 +40,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 ## test: the whole test suite (browser and spelling tests skip without Chromium / hunspell; REQUIRE_BROWSER=1 / REQUIRE_SPELLING=1 make that a failure)
 test: $(TEST_STAMP) node_modules/.package-lock.json
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 ## lint: ruff's lint rules and format check, mypy's types (pyproject.toml; `make test` runs the same, tests/test_code_quality.py); `ruff format` and `ruff check --fix` fix most
 lint: $(TEST_STAMP)
@@ -50,7 +50,7 @@ lint: $(TEST_STAMP)
 
 ## test-page, test-snippet, test-card, test-model, test-translation, test-number, test-allowlist: the tests one kind of change can break (pytest -m KIND: tests/conftest.py CHANGE_KINDS)
 $(addprefix test-,$(TEST_KINDS)): test-%: $(TEST_STAMP) node_modules/.package-lock.json
-	$(PY) -m pytest -n 2 --dist loadfile -m $*
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m $*
 
 ## bench: the performance budget (build ratio, rebuild time, page weight, suite time), printed and written to bench/results.md
 bench: $(TEST_STAMP) node_modules/.package-lock.json

@@ -286,9 +286,32 @@ CHANGE_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Files of fewer tests than this that are not marked slow are the end of the run (below)
+FEW_TESTS = 10
+
+
+def heavy_files_first(items: list) -> list:
+    """The items, file by file (each file's in their order), in the order ``make test``'s two
+    workers take the files (``--dist loadfile --no-loadscope-reorder``): the files of at least
+    ``FEW_TESTS`` tests or marked ``slow`` (they build the site or start processes: most of the
+    run's time), most tests first as pytest-xdist would order them, then the other files, most
+    tests first. A file of a few slow tests handed out last kept one worker busy while the
+    other had nothing left; the small files of quick tests now fill the end instead."""
+    files: dict[Path, list] = {}
+    for item in items:
+        files.setdefault(Path(str(item.path)), []).append(item)
+
+    def last(tests: list) -> bool:
+        return len(tests) < FEW_TESTS and not any(test.get_closest_marker("slow") for test in tests)
+
+    ordered = sorted(files.values(), key=lambda tests: (last(tests), -len(tests)))
+    return [item for tests in ordered for item in tests]
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         path = Path(str(item.path)).resolve().relative_to(REPO_ROOT).as_posix()
         for kind, paths in CHANGE_KINDS.items():
             if any(path == where or path.startswith(where + "/") for where in paths):
                 item.add_marker(kind)
+    items[:] = heavy_files_first(items)

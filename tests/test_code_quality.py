@@ -13,6 +13,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.slow
+
 CHECKS = {
     "ruff check": (
         ["-m", "ruff", "check", "--output-format=concise", "--no-fix", "."],

@@ -15,6 +15,8 @@ from hooks.workarounds.deferred_imports import DeferredModule, defer_import
 from tests.conftest import REPO_ROOT, copy_build_caches
 from verify.languages import LANGUAGES
 
+pytestmark = pytest.mark.slow
+
 MODULE = '''
 import pathlib
 pathlib.Path(__file__).with_name("ran").write_text("yes")

@@ -13,8 +13,11 @@ import time
 import urllib.request
 
 import psutil
+import pytest
 
 from tests.snippets.launch import free_port
+
+pytestmark = pytest.mark.slow
 
 
 def _wait(predicate, timeout: float = 600.0) -> bool:

@@ -25,6 +25,8 @@ from tests.conftest import REPO_ROOT
 
 DATA_DIR = REPO_ROOT / "snippets" / "data"
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def data_copy(tmp_path):

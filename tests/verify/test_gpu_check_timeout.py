@@ -18,6 +18,8 @@ import pytest
 
 from verify.gpu_check import run
 
+pytestmark = pytest.mark.slow
+
 LAUNCHER = r"""
 import signal, subprocess, sys, time
 RANK = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"

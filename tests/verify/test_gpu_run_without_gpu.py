@@ -14,7 +14,7 @@ from tests.conftest import REPO_ROOT
 from tests.snippets.launch import SCRIPT_ZYGOTE
 from verify.record import RecordError, check_record
 
-pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+pytestmark = [pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU"), pytest.mark.slow]
 
 
 def test_gpu_check_writes_a_failed_record_and_exits_non_zero(tmp_path, zygote):
