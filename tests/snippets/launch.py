@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -77,6 +78,22 @@ def zygote_worker(zygote: dict[str, str] | None, script: str | Path) -> list[str
     script forked from the session's zygote, ``zygote`` in tests/conftest.py) when ``zygote`` (its
     environment: ``{"SCRIPT_ZYGOTE": socket}``) is given, else the script itself."""
     return [str(SCRIPT_ZYGOTE), "worker", str(script)] if zygote else [str(script)]
+
+
+def worker_report(zygote: dict[str, str], worker: Path, out: Path) -> dict:
+    """Run ``worker OUT`` forked from the session's zygote (tests/conftest.py, which imported
+    torch once), one thread, in the worker's folder; return the JSON report it wrote to ``out``."""
+    proc = subprocess.run(
+        [sys.executable, *zygote_worker(zygote, worker), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        env={**os.environ, "OMP_NUM_THREADS": "1", **zygote},
+        cwd=worker.parent,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(out.read_text())
 
 
 def fork_ranks_cmd(*args: str | int | Path, zygote: dict[str, str] | None = None) -> list[str]:
