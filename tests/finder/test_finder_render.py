@@ -374,3 +374,22 @@ def test_a_label_with_markup_is_shown_as_text_in_every_cell(lang, monkeypatch):
     assert soup.find("img") is None, html
     margins = [row.select("td")[1].get_text() for row in soup.select("tbody tr")]
     assert margins and all(margin.startswith(markup) for margin in margins), margins
+
+
+# A number of 1 takes the singular: "1 sequenze", "1 schede", "1 micro-lots accumulés" read as a
+# machine's sentence (a new reader's report). The batch sentence names each factor beside its
+# count instead, in both languages, and its figures are still the job's: 1 x 1 x 1 sequence of
+# 2,048 tokens, ceil(10^9 / 2,048) = 488,282 optimizer steps for the default billion tokens.
+ONE_BEFORE_PLURAL = re.compile(
+    r"(?<![\d.,\u00a0\u202f])1[ \u00a0\u202f]+(?:sequenze|schede|micro-batch accumulati|séquences|cartes|micro-lots)\b"
+)
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_batch_sentence_of_one_card_has_no_plural_after_one(lang):
+    html = render_markdown("{{ finder_table }}", lang)  # one card, micro-batch 1, no accumulation
+    note = BeautifulSoup(html, "html.parser").select_one("#finder-note").get_text()
+    batch = note[note.index("Batch globale" if lang == "it" else "Lot global") :]
+    assert not ONE_BEFORE_PLURAL.search(batch), batch
+    assert "488.282" in batch if lang == "it" else "488\u202f282" in batch
+    assert ("2.048 token" if lang == "it" else "2\u202f048 tokens") in batch
