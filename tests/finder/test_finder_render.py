@@ -377,17 +377,30 @@ def test_a_label_with_markup_is_shown_as_text_in_every_cell(lang, monkeypatch):
 
 
 # A number of 1 takes the singular: "1 sequenze", "1 schede", "1 micro-lots accumulés" read as a
-# machine's sentence (a new reader's report). The batch sentence names each factor beside its
-# count instead, in both languages, and its figures are still the job's: 1 x 1 x 1 sequence of
-# 2,048 tokens, ceil(10^9 / 2,048) = 488,282 optimizer steps for the default billion tokens.
+# machine's sentence (a new reader's report). Each count in the finder's sentences stands beside
+# its noun instead ("schede (1)", "jusqu’à 1"), in both languages.
 ONE_BEFORE_PLURAL = re.compile(
-    r"(?<![\d.,\u00a0\u202f])1[ \u00a0\u202f]+(?:sequenze|schede|micro-batch accumulati|séquences|cartes|micro-lots)\b"
+    r"(?<![\d.,\u00a0\u202f])1[ \u00a0\u202f]+"
+    r"(?:sequenze|schede|misure|micro-batch accumulati|séquences|cartes|mesures|micro-lots)\b"
 )
+COUNTS = ("count", "runs", "global_batch", "micro_batch", "grad_accum", "cards")  # what may be 1
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_no_plural_noun_follows_a_count_of_one(lang):
+    for key, label in LABELS.items():
+        fields = set(re.findall(r"{(\w+)}", label[lang]))
+        if fields & set(COUNTS) and not key.endswith("_many"):  # "_many": said of two or more
+            filled = label[lang].format(**{f: "1" if f in COUNTS else f"<{f}>" for f in fields})
+            assert not ONE_BEFORE_PLURAL.search(filled), (key, filled)
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_the_batch_sentence_of_one_card_has_no_plural_after_one(lang):
-    html = render_markdown("{{ finder_table }}", lang)  # one card, micro-batch 1, no accumulation
+    """The rendered note of the default job (one card, micro-batch 1, no accumulation): its
+    figures are the job's, 1 x 1 x 1 sequence of 2,048 tokens and ceil(10^9 / 2,048) = 488,282
+    optimizer steps for the default billion tokens."""
+    html = render_markdown("{{ finder_table }}", lang)
     note = BeautifulSoup(html, "html.parser").select_one("#finder-note").get_text()
     batch = note[note.index("Batch globale" if lang == "it" else "Lot global") :]
     assert not ONE_BEFORE_PLURAL.search(batch), batch
