@@ -515,17 +515,20 @@
       });
     }
 
-    // One machine is named alone, with a word on its price when it has none (page.py's ranking_text).
+    // One machine is named alone, with a word on its price when it has none; by time, the machines
+    // without a price are named, or the line says none has one (page.py's ranking_text).
     function rankingText(run, cards) {
       if (run.order.length === 1) {
         return fill(labels[(run.unpriced || []).length ? "ranked_one_unpriced" : "ranked_one"], {
           tokens: formats.whole.format(run.tokens), order: gpus[run.order[0]].name
         });
       }
-      return fill(labels["ranked_" + run.ranked_by], {
+      var unpriced = run.unpriced || [];
+      var nonePriced = run.ranked_by === "time" && run.order.every(function (key) { return unpriced.indexOf(key) >= 0; });
+      return fill(labels[nonePriced ? "ranked_time_none_priced" : "ranked_" + run.ranked_by], {
         tokens: formats.whole.format(run.tokens),
         order: run.order.map(function (key) { return gpus[key].name; }).join(", "),
-        unpriced: (run.unpriced || []).map(function (key) { return cards + NBSP + "×" + NBSP + gpus[key].name; }).join(", ")
+        unpriced: unpriced.map(function (key) { return cards + NBSP + "×" + NBSP + gpus[key].name; }).join(", ")
       });
     }
 

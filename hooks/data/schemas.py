@@ -633,6 +633,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "ranked_cost": ("tokens", "order"),
     "run_source": ("coverage",),
     "ranked_time": ("tokens", "order", "unpriced"),
+    "ranked_time_none_priced": ("tokens", "order"),
     "ranked_one": ("tokens", "order"),
     "ranked_one_unpriced": ("tokens", "order"),
     "backing_runs": ("family", "runs"),

@@ -565,19 +565,25 @@ def machine_names(catalogue: Catalogue, cards: int, keys: list[str]) -> str:
 
 def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any], cards: int) -> str:
     """The machines that fit, ranked for the run (``answer_job``'s ``run``), saying by what and,
-    when by time, which machines have no price; one machine is named alone (nothing to rank),
-    with a word on its price when the guide gives none."""
+    when by time, which machines have no price (or that none has one); one machine is named
+    alone (nothing to rank), with a word on its price when the guide gives none."""
     names = {k: g["name"] for k, g in catalogue.gpus}
     if len(run["order"]) == 1:
         key = "ranked_one_unpriced" if run.get("unpriced") else "ranked_one"
         return _label(catalogue, key, lang, tokens=format_number(run["tokens"], lang, 0), order=names[run["order"][0]])
+    if run["ranked_by"] == "time" and set(run["unpriced"]) >= set(run["order"]):  # no machine to name apart
+        label, named = "ranked_time_none_priced", {}
+    elif run["ranked_by"] == "time":
+        label, named = "ranked_time", {"unpriced": machine_names(catalogue, cards, run["unpriced"])}
+    else:
+        label, named = "ranked_cost", {}
     return _label(
         catalogue,
-        f"ranked_{run['ranked_by']}",
+        label,
         lang,
         tokens=format_number(run["tokens"], lang, 0),
         order=", ".join(names[key] for key in run["order"]),
-        **({"unpriced": machine_names(catalogue, cards, run["unpriced"])} if run["ranked_by"] == "time" else {}),
+        **named,
     )
 
 

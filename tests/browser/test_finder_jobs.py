@@ -786,6 +786,26 @@ def test_typed_prices_rank_the_machines_by_the_runs_cost(pages, lang):
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
+def test_when_no_machine_has_a_price_the_line_says_so_instead_of_naming_them_all(pages, lang):
+    """A new reader's report: on 2 cards the guide prices no machine, and the line listed all
+    nine as "without a price". It now says none has one, as page.py's ranking_text says it."""
+    from hooks.finder.compute import load_catalogue
+    from hooks.finder.page import ranking_text
+
+    page, labels = pages[lang], FINDER["labels"]
+    # a budget other than the reference one: the calculator answers (not finder-results.json)
+    use_form(page, model="llama-3.2-1b", task="full-adamw", cards=2, method="zero3", tokens=2_000_000_000)
+    run = json.loads(page_answer(page))["run"]
+    priced = {m["gpu"] for m in load_yaml("gpus")["machines"].values() if m["count"] == 2}
+    assert run["ranked_by"] == "time" and len(run["order"]) > 1 and not priced & set(run["order"])
+    order = plain(page.text_content("#finder-order"))
+    assert order == plain(ranking_text(load_catalogue(), lang, run, 2))
+    assert order.endswith(plain(labels["ranked_time_none_priced"][lang].split("{order}")[1]))
+    assert "2 × " not in order  # no machine listed twice
+    assert not page.errors
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
 def test_a_bad_price_is_one_line_naming_the_machine(pages, lang):
     page, labels = pages[lang], FINDER["labels"]
     field = labels["price_card"][lang].format(gpu="RTX 5090 32GB")
