@@ -71,6 +71,13 @@
     return formats.gb.format(value) + NBSP + labels.unit_gb;
   }
 
+  // A part that is not zero but rounds to it: "less than 0,1 GB", not "0 GB" (page.py's _part_gb).
+  function partGb(value) {
+    var shown = gb(value);
+    if (value <= 0 || shown !== gb(0)) return shown;
+    return fill(labels.part_below, { size: gb(0.1) });
+  }
+
   function byKey(list) {
     var map = {};
     list.forEach(function (item) { map[item.key] = item; });
@@ -629,7 +636,7 @@
       out.status.textContent = status;
       out.why.textContent = fill(labels.why, {
         parts: found.parts.map(function (part) {
-          return fill(labels.part_size, { part: labels["part_" + part[0]], size: gb(part[part.length - 1]) });
+          return fill(labels.part_size, { part: labels["part_" + part[0]], size: partGb(part[part.length - 1]) });
         }).join(labels.part_separator)
       });
       showNote(noteText(found, serving, context, job));

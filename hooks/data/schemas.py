@@ -559,6 +559,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "why": ("parts",),
     "part_size": ("part", "size"),
     "part_separator": (),
+    "part_below": ("size",),
     "activations_training": ("model", "seq", "micro_batch", "attention", "none", "full", "reserve"),
     "activations_lora": ("model", "seq", "micro_batch", "attention", "none", "full", "reserve"),
     "not_computed": (),

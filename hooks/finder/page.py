@@ -352,6 +352,15 @@ def _gb(gb: float, catalogue: Catalogue, lang: str) -> str:
     return format_quantity(gb, "gb", lang, catalogue.settings["decimals"])
 
 
+def _part_gb(gb: float, catalogue: Catalogue, lang: str) -> str:
+    """A part of a card's memory: ``0,02`` GB shown at the finder's decimals would read ``0 GB``,
+    so a part that is not zero but rounds to it reads "less than 0,1 GB" (finder.js's partGb)."""
+    shown = _gb(gb, catalogue, lang)
+    if gb <= 0 or shown != _gb(0, catalogue, lang):
+        return shown
+    return _label(catalogue, "part_below", lang, size=_gb(10 ** -catalogue.settings["decimals"], catalogue, lang))
+
+
 def choice_text(catalogue: Catalogue, lang: str, model: str, task: str, cards: int, option: str) -> str:
     """ "Llama 3.1 8B, Fine-tuning completo, AdamW, una scheda, DDP, PyTorch AMP (…)" — the table's
     caption; training and LoRA name the method, hence the framework, whatever the number of
@@ -657,7 +666,7 @@ def render_result(
             "part_size",
             lang,
             part=text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}"),
-            size=_gb(v, catalogue, lang),
+            size=_part_gb(v, catalogue, lang),
         )
         for k, v in found["parts"]
     )

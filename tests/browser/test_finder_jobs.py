@@ -805,6 +805,17 @@ def test_when_no_machine_has_a_price_the_line_says_so_instead_of_naming_them_all
     assert not page.errors
 
 
+@pytest.mark.parametrize(("lang", "said"), [("it", "meno di 0,1 GB."), ("fr", "moins de 0,1 Go.")])
+def test_a_part_that_rounds_to_zero_reads_as_page_py_writes_it(pages, lang, said):
+    """LoRA adapters of Llama 3.2 1B under ZeRO-3 on 8 cards: 0.02 GB per card
+    (tests/finder/test_finder_render.py), "less than 0,1 GB", not "0 GB", in the calculator's answer too."""
+    page = pages[lang]
+    use_form(page, model="llama-3.2-1b", task="lora", cards=8, method="zero3", tokens=2_000_000_000)
+    assert page_answer(page) is not None  # the calculator's answer, not finder-results.json's
+    assert plain(page.text_content("#finder-why")).endswith(said)
+    assert not page.errors
+
+
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_a_bad_price_is_one_line_naming_the_machine(pages, lang):
     page, labels = pages[lang], FINDER["labels"]

@@ -407,3 +407,24 @@ def test_the_batch_sentence_of_one_card_has_no_plural_after_one(lang):
     assert not ONE_BEFORE_PLURAL.search(batch), batch
     assert "488.282" in batch if lang == "it" else "488\u202f282" in batch
     assert ("2.048 token" if lang == "it" else "2\u202f048 tokens") in batch
+
+
+# LoRA rank 16 on every nn.Linear of Llama 3.2 1B trains 11,272,192 parameters (16 layers x 16 x
+# (2 x (2,048 + 2,048) + 2 x (2,048 + 512) + 3 x (2,048 + 8,192)), what PEFT's
+# print_trainable_parameters prints); with fp32 weights, gradients and AdamW's two moments,
+# 16 B each, split over 8 cards by ZeRO-3: 22,544,384 B, 0.02 GB. One decimal would show it as
+# "0 GB", as if the adapters cost nothing.
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [("it", "con gradienti e ottimizzatore: meno di 0,1 GB"), ("fr", "avec gradients et optimiseur : moins de 0,1 Go")],
+)
+def test_a_part_that_rounds_to_zero_reads_less_than_the_last_decimal(lang, said):
+    import vram
+    from hooks.finder.compute import job, load_catalogue
+
+    assert 11_272_192 == 16 * 16 * (2 * (2048 + 2048) + 2 * (2048 + 512) + 3 * (2048 + 8192))
+    answer = vram.answer_job(job(load_catalogue(), "llama-3.2-1b", "lora", 8, "zero3"))
+    assert dict((k, b) for k, b, _ in answer["parts"])["adapters"] == 11_272_192 * 16 // 8
+    html = render_markdown("{{ finder_table model=llama-3.2-1b task=lora cards=8 method=zero3 }}", lang)
+    why = plain(BeautifulSoup(html, "html.parser").select_one("#finder-why").get_text())
+    assert why.endswith(said + ".") and " 0 GB" not in why and " 0 Go" not in why
