@@ -660,6 +660,11 @@
         return JSON.stringify(key) + ": " + JSON.stringify(limits.add[key]);
       }).join(", ") : "";
       if (error.code === "config_multimodal" && !add) template = labels.error_config_no_text;
+      // a look-alike model_type: each character that is not plain ASCII, with its code point (vram's limits.characters)
+      var characters = Array.isArray(limits.characters) ? limits.characters.map(function (odd) {
+        return fill(labels.odd_character, { character: odd[0], code_point: odd[1], name: odd[2] });
+      }).join(", ") : "";
+      if (error.code === "config_family" && characters) template = labels.error_config_family_odd;
       var line = fill(template, {
         field: fieldName(error.field === "config" && controls.model.value !== CUSTOM ? "model"
           : error.field === "prices" ? "price_" + limits.key : error.field),
@@ -671,6 +676,7 @@
         column: typeof limits.column === "number" ? formats.whole.format(limits.column) : "",
         got: limits.got || "",
         add: add,
+        characters: characters,
         choices: Array.isArray(limits.choices) ? limits.choices.join(", ") : ""
       });
       if (error.code === "not_offered" && labels["refused_" + error.field]) line += " " + labels["refused_" + error.field];

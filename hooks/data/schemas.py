@@ -608,6 +608,8 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "error_config_unreadable": ("field",),
     "error_config_depth": ("field", "maximum"),
     "error_config_family": ("field", "key", "choices"),
+    "error_config_family_odd": ("field", "key", "characters", "choices"),
+    "odd_character": ("character", "code_point", "name"),
     "error_config_key": ("field", "key"),
     "error_config_multimodal": ("field", "key", "got", "add"),
     "error_config_no_text": ("field", "key", "got"),

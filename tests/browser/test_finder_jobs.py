@@ -552,6 +552,20 @@ BAD = [  # (field values, what the line must say in it, in fr)
         f"config.json del modello: il model_type “falcon” non è tra quelli che il calcolatore conosce ({FAMILIES}).",
         f"config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît ({FAMILIES}).",
     ),
+    # a look-alike (the Cyrillic а, U+0430): said in the page's language, with its code point (a new reader's
+    # report: the line held vram's English "(not plain ASCII: ...)" inside the Italian and French sentences)
+    (
+        {"model": "custom", "config": '{"model_type": "ll\u0430ma", "hidden_size": 4096}'},
+        (
+            "config.json del modello: il model_type “ll\u0430ma” contiene caratteri che non sono ASCII semplice "
+            f"(“\u0430” è U+0430 CYRILLIC SMALL LETTER A), quindi non è tra quelli che il calcolatore conosce ({FAMILIES})."
+        ),
+        (
+            "config.json du modèle : le model_type « ll\u0430ma » contient des caractères qui ne sont pas de l’ASCII "
+            "simple (« \u0430 » est U+0430 CYRILLIC SMALL LETTER A) ; il ne fait donc pas partie de ceux que le "
+            f"calculateur connaît ({FAMILIES})."
+        ),
+    ),
     # a multimodal Gemma 3 (its vision tower is not counted): what the command line tells, not "unknown family",
     # and the values to add, Gemma3TextConfig's defaults (tests/vram/test_job.py: transformers' own)
     (

@@ -405,8 +405,9 @@ def test_the_command_line_prints_the_same_run(cli, configs):
             '{"model_type": "ll\u0430ma"}',
             "config_family",
             {
-                "key": "'ll\u0430ma' (not plain ASCII: '\u0430' is U+0430 CYRILLIC SMALL LETTER A)",
+                "key": "ll\u0430ma",  # the page says it in its language, with each odd character's code point
                 "choices": list(vram.SUPPORTED_MODEL_TYPES),
+                "characters": [["\u0430", "U+0430", "CYRILLIC SMALL LETTER A"]],  # unicodedata, the standard's name
             },
         ),
     ],
