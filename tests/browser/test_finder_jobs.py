@@ -552,7 +552,7 @@ BAD = [  # (field values, what the line must say in it, in fr)
         f"config.json del modello: il model_type “falcon” non è tra quelli che il calcolatore conosce ({FAMILIES}).",
         f"config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît ({FAMILIES}).",
     ),
-    # a look-alike (the Cyrillic а, U+0430): said in the page's language, with its code point (a new reader's
+    # a look-alike (the Cyrillic a, U+0430): said in the page's language, with its code point (a new reader's
     # report: the line held vram's English "(not plain ASCII: ...)" inside the Italian and French sentences)
     (
         {"model": "custom", "config": '{"model_type": "ll\u0430ma", "hidden_size": 4096}'},

@@ -424,7 +424,7 @@ def test_a_part_that_rounds_to_zero_reads_less_than_the_last_decimal(lang, said)
 
     assert 11_272_192 == 16 * 16 * (2 * (2048 + 2048) + 2 * (2048 + 512) + 3 * (2048 + 8192))
     answer = vram.answer_job(job(load_catalogue(), "llama-3.2-1b", "lora", 8, "zero3"))
-    assert dict((k, b) for k, b, _ in answer["parts"])["adapters"] == 11_272_192 * 16 // 8
+    assert {k: b for k, b, _ in answer["parts"]}["adapters"] == 11_272_192 * 16 // 8
     html = render_markdown("{{ finder_table model=llama-3.2-1b task=lora cards=8 method=zero3 }}", lang)
     why = plain(BeautifulSoup(html, "html.parser").select_one("#finder-why").get_text())
     assert why.endswith(said + ".") and " 0 GB" not in why and " 0 Go" not in why
