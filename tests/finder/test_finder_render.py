@@ -428,3 +428,25 @@ def test_a_part_that_rounds_to_zero_reads_less_than_the_last_decimal(lang, said)
     html = render_markdown("{{ finder_table model=llama-3.2-1b task=lora cards=8 method=zero3 }}", lang)
     why = plain(BeautifulSoup(html, "html.parser").select_one("#finder-why").get_text())
     assert why.endswith(said + ".") and " 0 GB" not in why and " 0 Go" not in why
+
+
+# Llama 3.2 1B under ZeRO-3 on 8 cards: on the PCIe cards without peer-to-peer the collectives
+# outlast the compute (vram.job's "communication_bound"). The warning said "for models this
+# large the published runs add tensor parallelism": of a 1B model (a new reader's report). It
+# points to the rows the link limits, and keeps the published runs for the 70B models they are.
+@pytest.mark.parametrize(("lang", "large"), [("it", "così grandi"), ("fr", "aussi grands")])
+def test_the_communication_warning_does_not_call_a_small_model_large(lang, large):
+    import vram
+    from hooks.finder.compute import job, load_catalogue
+
+    answer = vram.answer_job(job(load_catalogue(), "llama-3.2-1b", "full-adamw", 8, "zero3"))
+    assert "communication_bound" in answer["run"]["warnings"]
+    soup = BeautifulSoup(
+        render_markdown("{{ finder_table model=llama-3.2-1b task=full-adamw cards=8 method=zero3 }}", lang),
+        "html.parser",
+    )
+    note = plain(soup.select_one("#finder-note").get_text())
+    warning = plain(LABELS["warn_communication_bound"][lang])
+    assert warning in note and large not in warning
+    limited = plain(LABELS["bound_communication"][lang])
+    assert any(limited in plain(td.get_text()) for td in soup.select("tbody td"))  # the rows it points to
