@@ -895,6 +895,7 @@
     form.addEventListener("submit", function (event) { event.preventDefault(); });
     restoreChoice();
     render();
+    if (changedBeforeStart) saveChoice();  // the link holds what the reader chose while finder.json loaded
     form.setAttribute("data-ready", "true");
   }
 
@@ -918,6 +919,13 @@
       });
     return loading;
   }
+
+  // A choice made before start() listens (the first keydown both loads finder.json and moves
+  // the select): start() answers it, and must also write it into the address.
+  var changedBeforeStart = false;
+  ["change", "input"].forEach(function (type) {
+    form.addEventListener(type, function () { changedBeforeStart = true; }, { once: true });
+  });
 
   form.hidden = false;
   var query = new URLSearchParams(location.search);
