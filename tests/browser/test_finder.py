@@ -280,7 +280,11 @@ def test_a_choice_made_while_the_data_loads_is_in_the_link(page, site_server):
     to share, and what the language switcher carries) stayed bare. finder.json is held here
     until the choice is made, so the order does not depend on the machine's speed."""
     held = []
-    page.route("**/finder.json", lambda route: held.append(route))
+
+    def hold(route) -> None:  # Playwright wants a Python function, not list.append
+        held.append(route)
+
+    page.route("**/finder.json", hold)
     page.goto(site_server.url(PATHS["it"]), wait_until="load")
     with page.expect_request("**/finder.json"):
         page.focus("#finder-model")  # the focus asks for finder.json

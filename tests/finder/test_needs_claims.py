@@ -184,8 +184,8 @@ def test_small_model_row_states_the_calculators_speedup_not_an_invented_one(lang
     and gives the calculator's range for it, the one the guide's DDP section gives, which four
     cards cannot push past four times one card's speed."""
     import vram
-    from hooks.render.timing import JOB, job_step
     from hooks.render.placeholders import Args
+    from hooks.render.timing import JOB, job_step
 
     said = render_markdown("{{ speedup model=llama-3.2-1b gpu=a6000 gpus=4 zero_stage=0 micro_batch=2 }}", lang)
     args = Args({"model": "llama-3.2-1b", "gpu": "a6000", "gpus": "4", "zero_stage": "0", "micro_batch": "2"}, JOB)
