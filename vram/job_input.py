@@ -34,6 +34,7 @@ from .models import (
     _DuplicateKey,
     _refuse_duplicate_keys,
     _short,
+    json_type_name,
     model_config_from_dict,
     odd_characters,
     shown_model_type,
@@ -89,7 +90,7 @@ JOB_FIELDS: dict[str, Any] = {
 class JobError(ValueError):
     """Bad job input: ``field`` (the job key), ``code`` ("integer", "choice", "fraction", "price",
     "too_long", "not_offered", "config_json" (with ``line`` and ``column``), "config_duplicate"
-    (``key``), "config_object" (``got``: the JSON type), "config_unreadable", "config_depth" (``maximum``:
+    (``key``), "config_object" (``got``: the JSON type as RFC 8259 names it, ``array`` for a list), "config_unreadable", "config_depth" (``maximum``:
     ``vram.json_nesting.MAX_JSON_DEPTH``), "config_family" (``key``, the supported ``choices`` and,
     for a model_type with characters other than printable ASCII, ``characters``: up to four
     [character, code point, Unicode name], ``vram.models.odd_characters``), "config_multimodal" (``key``: a multimodal wrapper such as gemma3,
@@ -274,7 +275,7 @@ def read_config(raw: Any) -> ModelConfig:
             ) from None
     if not isinstance(raw, dict):
         raise JobError(
-            "config", "config_object", f"expected a JSON object, got {type(raw).__name__}", got=type(raw).__name__
+            "config", "config_object", f"expected a JSON object, got {json_type_name(raw)}", got=json_type_name(raw)
         )
     model_type = raw.get("model_type")
     if isinstance(model_type, str) and model_type in MULTIMODAL_WRAPPERS:  # vram.models refuses it, saying how

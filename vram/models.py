@@ -607,6 +607,16 @@ def _shared_expert_size(r: _Reader) -> int:
     return 0
 
 
+def json_type_name(value: Any) -> str:
+    """The JSON type of a parsed value as RFC 8259 names it (``array`` for a list, ``string``,
+    ``number``, ``boolean``, ``null``, ``object``), the words of the text a reader pasted, not
+    Python's ``list`` or ``NoneType``; another Python type keeps its own name."""
+    if isinstance(value, bool):
+        return "boolean"
+    names = {list: "array", str: "string", int: "number", float: "number", dict: "object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
 def odd_characters(value: str) -> list[tuple[str, str, str]]:
     """The characters of ``value`` other than printable ASCII (a look-alike such as the Cyrillic
     '\u0430' in 'll\u0430ma'), each once, in order: (the character, its code point ``U+0430``, its
@@ -651,7 +661,7 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
     bound ``--params`` has).
     """
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{source}: expected a JSON object, got {type(raw).__name__}")
+        raise ConfigError(f"{source}: expected a JSON object, got {json_type_name(raw)}")
     model_type = raw.get("model_type")
     required = _REQUIRED
     if model_type == "gemma3":  # the multimodal model: refused, its vision tower is not modelled

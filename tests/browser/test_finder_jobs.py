@@ -533,8 +533,8 @@ BAD = [  # (field values, what the line must say in it, in fr)
     # the command line's facts (vram.job.read_config's fields), not a generic "not JSON"
     (
         {"model": "custom", "config": "[1, 2]"},
-        "config.json del modello: serve un oggetto JSON (tra parentesi graffe), non un valore di tipo list.",
-        "config.json du modèle : il faut un objet JSON (entre accolades), pas une valeur de type list.",
+        "config.json del modello: serve un oggetto JSON (tra parentesi graffe), non un valore di tipo array.",
+        "config.json du modèle : il faut un objet JSON (entre accolades), pas une valeur de type array.",
     ),
     (
         {"model": "custom", "config": '{"model_type": "llama", "model_type": "qwen2"}'},
