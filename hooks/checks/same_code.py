@@ -10,7 +10,10 @@ language (static-i18n builds the default language first, then each other one) an
   AST parsed from the bytes), or that does not parse;
 - a title present in one language and not in another (the same code under another title);
 - a title (an element of class ``filename``) outside a code block: written in a page's raw
-  HTML above another block, it would label that block with a snippet's name.
+  HTML above another block, it would label that block with a snippet's name;
+- a Python block, titled or not, that uses a name, attribute, import or environment variable
+  ``verify/block_names.py`` does not list (a block that could read its own comments, or ask
+  whether it runs in a rehearsal).
 
 Only the code blocks of a page are parsed (``hooks/render/code_blocks.py``). Raises RenderError.
 """
@@ -19,11 +22,25 @@ from __future__ import annotations
 
 from selectolax.lexbor import LexborHTMLParser
 
+from verify.block_names import PYTHON_FENCES, BlockNameError, check_names
 from verify.extract import Block, ExtractError, blocks_in_html, check_runnable, compare, duplicate_message
+from verify.readers import language_of
 
 from hooks.render.code_blocks import code_blocks
 from hooks.errors import RenderError
 from verify.languages import DEFAULT_LANGUAGE
+
+
+def untitled_python(spans: str) -> list[str]:
+    """The code of each Python block (a fence of ``PYTHON_FENCES``) without a title in ``spans``."""
+    found = []
+    for block in LexborHTMLParser(spans).css("div.highlight"):
+        classes = (block.attributes.get("class") or "").split()
+        code = block.css_first("pre > code")
+        if code is not None and block.css_first("span.filename") is None:
+            if any(c.removeprefix("language-") in PYTHON_FENCES for c in classes if c.startswith("language-")):
+                found.append(code.text())
+    return found
 
 
 class TitledBlocks:
@@ -39,10 +56,18 @@ class TitledBlocks:
         self.blocks[lang] = {}
 
     def add_page(self, html: str, lang: str, page: str) -> None:
-        """Check and remember the titled blocks of one built page. Raises RenderError."""
-        if "filename" not in html:
+        """Check and remember the titled blocks of one built page, and check the names every
+        Python block of it uses (``verify.block_names``). Raises RenderError."""
+        if "highlight" not in html:
             return
         spans = "".join(html[start:end] for start, end in code_blocks(html))
+        try:
+            for number, code in enumerate(untitled_python(spans), start=1):
+                check_names(code, f"untitled Python block {number} ({lang}, {page})")
+        except BlockNameError as exc:
+            raise RenderError(str(exc)) from None
+        if "filename" not in html:
+            return
         titles = len(LexborHTMLParser(html).css(".filename"))
         if titles != len(LexborHTMLParser(spans).css("div.highlight > span.filename")):
             raise RenderError(
@@ -56,6 +81,8 @@ class TitledBlocks:
                 if block.name in seen:
                     raise ExtractError(duplicate_message(block.name, lang, seen[block.name].page, page))
                 check_runnable(block)
+                if language_of(block.name) == "python":
+                    check_names(block.code, f"block {block.name!r} ({lang}, {page})")
                 if lang != DEFAULT_LANGUAGE:
                     if block.name not in reference:
                         raise ExtractError(
@@ -64,7 +91,7 @@ class TitledBlocks:
                         )
                     compare(block.name, reference[block.name], block)
                 seen[block.name] = block
-        except ExtractError as exc:
+        except (ExtractError, BlockNameError) as exc:
             raise RenderError(str(exc)) from None
 
     def finish(self, lang: str) -> None:
