@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.installed-test
 export NO_MKDOCS_2_WARNING := 1
 TEST_KINDS := page snippet card model translation number allowlist
 
-.PHONY: serve site test bench screenshots clean $(addprefix test-,$(TEST_KINDS))
+.PHONY: serve site test lint bench screenshots clean $(addprefix test-,$(TEST_KINDS))
 
 include verify/make.mk
 
@@ -41,6 +41,12 @@ node_modules/.package-lock.json: package.json package-lock.json
 ## test: the whole test suite (browser and spelling tests skip without Chromium / hunspell; REQUIRE_BROWSER=1 / REQUIRE_SPELLING=1 make that a failure)
 test: $(TEST_STAMP) node_modules/.package-lock.json
 	$(PY) -m pytest -n 2 --dist loadfile
+
+## lint: ruff's lint rules and format check, mypy's types (pyproject.toml; `make test` runs the same, tests/test_code_quality.py); `ruff format` and `ruff check --fix` fix most
+lint: $(TEST_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 ## test-page, test-snippet, test-card, test-model, test-translation, test-number, test-allowlist: the tests one kind of change can break (pytest -m KIND: tests/conftest.py CHANGE_KINDS)
 $(addprefix test-,$(TEST_KINDS)): test-%: $(TEST_STAMP) node_modules/.package-lock.json

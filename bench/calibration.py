@@ -18,13 +18,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.common import render  # noqa: E402
-from vram.calibration import (
+from vram.calibration import (  # noqa: E402
     COVERAGE_TARGET,
     RULE,
     RULES,
     WIDTH_TARGET,
     Rule,
-    load_measured_data,  # noqa: E402
+    load_measured_data,
     validation_figures,
 )
 
@@ -73,8 +73,10 @@ def rows(found: dict[str, dict] | None = None) -> list[tuple[str, str, str, str]
     target = f">= {COVERAGE_TARGET:.0%} with <= {WIDTH_TARGET}x"
     return [
         (
-            f"{LABELS[group]} ({f.runs} runs), rule {name}{' (the site)' if name == RULE.name else ''}: "
-            "coverage, median width (high / low)",
+            (
+                f"{LABELS[group]} ({f.runs} runs), rule {name}{' (the site)' if name == RULE.name else ''}: "
+                "coverage, median width (high / low)"
+            ),
             f"{f.coverage:.0%}, {f.median_width:.2f}x",
             target,
             "met" if f.meets_targets else "missed",
@@ -96,7 +98,7 @@ def write_section(path: Path, table: str) -> None:
         "down and committed before they were validated (vram/calibration.py).\n\n" + table + "\n\n" + HISTORY
     )
     if SECTION in text:
-        text = re.sub(rf"{re.escape(SECTION)}\n.*?(?=\n## |\Z)", block.rstrip("\n") + "\n", text, flags=re.S)
+        text = re.sub(rf"{re.escape(SECTION)}\n.*?(?=\n## |\Z)", block.rstrip("\n") + "\n", text, flags=re.DOTALL)
     else:
         text = text.rstrip("\n") + "\n\n" + block
     path.write_text(text, encoding="utf-8")

@@ -82,7 +82,7 @@ def instruction_ratio(repo: Path, plain_config: Path, env: dict[str, str], timeo
                 plain_config.parent,
             ),
         ):
-            warm = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s)
+            warm = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
             if warm.returncode != 0:
                 raise SystemExit(f"build failed ({' '.join(cmd)}):\n{warm.stderr[-3000:]}")
         builds = {

@@ -42,10 +42,10 @@ from pathlib import Path
 if str(Path(__file__).resolve().parent.parent) not in sys.path:  # python bench/run.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import ENV, REPO, render  # noqa: E402
-from bench.instructions import instruction_ratio  # noqa: E402
-from bench.plain import make_plain_copy  # noqa: E402
-from verify.languages import DEFAULT_LANGUAGE, LANGUAGES  # noqa: E402
+from bench.common import ENV, REPO, render
+from bench.instructions import instruction_ratio
+from bench.plain import make_plain_copy
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
 
 BUDGET = {
     "build_ratio": 1.3,
@@ -62,7 +62,7 @@ BUDGET = {
 
 def timed(cmd: list[str], cwd: Path, timeout: float = 1800) -> tuple[float, subprocess.CompletedProcess]:
     start = time.perf_counter()
-    result = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout, check=False)
     return time.perf_counter() - start, result
 
 
@@ -90,7 +90,7 @@ def bench_build(work: Path, repeat: int, instructions: bool = True) -> dict:
     for _ in range(repeat):
         full += build_times(None, work / "full", 1, strict=True)
         plain += build_times(plain_config, work / "plain", 1, strict=False)
-    ratios = [f / p for f, p in zip(full, plain)]
+    ratios = [f / p for f, p in zip(full, plain, strict=True)]
     figures = {
         "full_s": statistics.median(full),
         "plain_s": statistics.median(plain),
@@ -120,9 +120,8 @@ INFO_PAGES: list[str] = []
 
 
 def bench_weight(site: Path) -> dict:
-    from bench.weight import page_weights
-
     from bench.finder import finder_timings
+    from bench.weight import page_weights
 
     return {
         "weights": page_weights(site, GUIDE_PAGES + NOTEBOOK_PAGES + INFO_PAGES),
@@ -163,8 +162,10 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
         if counted:
             rows.append(
                 (
-                    f"Build ratio in instructions, callgrind, children included ({figures['full_ir'] / 1e9:.2f} G "
-                    f"/ {figures['plain_ir'] / 1e9:.2f} G)",
+                    (
+                        f"Build ratio in instructions, callgrind, children included ({figures['full_ir'] / 1e9:.2f} G "
+                        f"/ {figures['plain_ir'] / 1e9:.2f} G)"
+                    ),
                     f"{figures['ir_ratio']:.2f}x",
                     f"<= {BUDGET['build_ratio']}x",
                     verdict(figures["ir_ratio"] <= BUDGET["build_ratio"]),
@@ -233,8 +234,10 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
             rows.append(
                 (
                     "Finder: the worker's cold start, of which Pyodide / + vram.zip fetched / + vram.job imported",
-                    f"{boot['pyodide_ms'] / 1000:.1f} / {boot['archive_ms'] / 1000:.1f} / "
-                    f"{boot['import_ms'] / 1000:.1f} s",
+                    (
+                        f"{boot['pyodide_ms'] / 1000:.1f} / {boot['archive_ms'] / 1000:.1f} / "
+                        f"{boot['import_ms'] / 1000:.1f} s"
+                    ),
                     "",
                     "",
                 )
@@ -249,8 +252,10 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
             )
             rows.append(
                 (
-                    f"Finder: first use, gzip as served, up to the first computed answer ({len(first_use)} files; "
-                    f"Pyodide's runtime alone {runtime:.2f} MB; largest: {largest} MB)",
+                    (
+                        f"Finder: first use, gzip as served, up to the first computed answer ({len(first_use)} files; "
+                        f"Pyodide's runtime alone {runtime:.2f} MB; largest: {largest} MB)"
+                    ),
                     f"{total:.2f} MB",
                     f"<= {BUDGET['finder_first_use_mb']:.0f} MB",
                     verdict(total <= BUDGET["finder_first_use_mb"]),
@@ -258,8 +263,10 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
             )
         rows.append(
             (
-                "Finder: first answer for a reader typing a length (worker started on entering the field; "
-                "from the last key)",
+                (
+                    "Finder: first answer for a reader typing a length (worker started on entering the field; "
+                    "from the last key)"
+                ),
                 f"{figures['finder_typed_s']:.1f} s",
                 f"<= {BUDGET['finder_first_s']:.0f} s",
                 verdict(figures["finder_typed_s"] <= BUDGET["finder_first_s"]),
@@ -323,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     print(render(rows + accuracy, markdown=False))
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     args.output.write_text(
-        f"# Performance budget\n\nMeasured {datetime.date.today().isoformat()} on {machine} by "
+        f"# Performance budget\n\nMeasured {datetime.datetime.now(datetime.UTC).date().isoformat()} on {machine} by "
         f"`python -m bench.run` (bench/run.py).\n\n{render(rows, markdown=True)}\n",
         encoding="utf-8",
     )

@@ -33,6 +33,7 @@ Pure: no MkDocs import.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import os
@@ -141,7 +142,7 @@ class TemplateCache(InMemoryBytecodeCache):
         """Keep compiled templates in ``folder`` too (None: in memory only, as a publication build does)."""
         self.folder = folder
 
-    def get_bucket(self, environment, name, filename, source):  # noqa: ANN001 (jinja2.BytecodeCache's signature)
+    def get_bucket(self, environment, name, filename, source):  # jinja2.BytecodeCache's signature
         key = compiled_from(environment, name, filename, source)
         bucket = jinja2.bccache.Bucket(environment, key, self.get_source_checksum(source))
         self.load_bytecode(bucket)
@@ -149,10 +150,8 @@ class TemplateCache(InMemoryBytecodeCache):
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         if bucket.key not in self._store and self.folder is not None:
-            try:
+            with contextlib.suppress(OSError):  # not compiled yet (or pruned by a concurrent build)
                 self._store[bucket.key] = (self.folder / f"{bucket.key}.jinja").read_bytes()
-            except OSError:
-                pass  # not compiled yet (or pruned by a concurrent build)
         try:
             super().load_bytecode(bucket)
         except Exception:  # noqa: BLE001 (a damaged entry, which Jinja reads with pickle and marshal: compiled again)
@@ -222,7 +221,7 @@ def environment_settings(environment: jinja2.Environment) -> bytes:
     known = _calls.get(key)
     if known is None:
         calls = [
-            sorted((name, str(_PassArg.from_obj(function))) for name, function in table.items())
+            sorted((name, str(_PassArg.from_obj(function))) for name, function in table.items())  # type: ignore[type-var]  # Jinja's two tables' callables join to "function", which from_obj's TypeVar refuses
             for table in (environment.filters, environment.tests)
         ]
         if len(_calls) >= 16:

@@ -50,18 +50,17 @@ from hooks.checks.external_loads import (  # noqa: E402
     strip_inert_mathjax,
     strip_inert_mermaid,
 )
+from hooks.checks.images import check_image_sizes  # noqa: E402
 from hooks.checks.language_parity import check_language_parity  # noqa: E402
 from hooks.checks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
 from hooks.checks.same_code import TitledBlocks  # noqa: E402
-from hooks.checks.images import check_image_sizes  # noqa: E402
 from hooks.checks.snippet_includes import check_plain_files, check_snippets, own_content  # noqa: E402
 from hooks.checks.theme_files import check_theme_files_kept  # noqa: E402
 from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
 from hooks.data.load import check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
-from hooks.render.calibration_plot import STORE_DIR as PLOT_STORE, plot_png, plot_uri  # noqa: E402
 from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_assets, model_config_files  # noqa: E402
-from hooks.finder.pyodide_assets import (
+from hooks.finder.pyodide_assets import (  # noqa: E402
     BUNDLE_URI,
     LOCK_URI,
     STDLIB_URI,
@@ -69,17 +68,19 @@ from hooks.finder.pyodide_assets import (
     pyodide_files,
     stdlib_bundle,
     vram_bundle,
-)  # noqa: E402
+)
 from hooks.notebooks.html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebooks.pages import use_executed_notebooks  # noqa: E402
 from hooks.notebooks.styles import checked_stylesheets, drop_list_repr_style, stylesheet_files  # noqa: E402
 from hooks.notebooks.translated import check_notebook_language  # noqa: E402
 from hooks.notebooks.weight import CACHE_DIR as NOTEBOOK_CSS_CACHE, own_stylesheet, plots_as_files  # noqa: E402
+from hooks.render.calibration_plot import STORE_DIR as PLOT_STORE, plot_png, plot_uri  # noqa: E402
 from hooks.render.comments import check_catalogue_used, translate_comments  # noqa: E402
 from hooks.render.inline_code import keep_code_words  # noqa: E402
 from hooks.render.interface import interface_strings, translate_interface  # noqa: E402
 from hooks.render.links_out import link_definitions  # noqa: E402
 from hooks.render.markdown import render_markdown  # noqa: E402
+from hooks.render.markdown_table import label_cells  # noqa: E402
 from hooks.render.typography import rules as typography_rules, typeset_html  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors, serving, set_serving  # noqa: E402
 from hooks.workarounds.i18n_outputs import (  # noqa: E402
@@ -91,11 +92,11 @@ from hooks.workarounds.i18n_outputs import (  # noqa: E402
 from hooks.workarounds.ipynb_pages import make_notebooks_pages  # noqa: E402
 from hooks.workarounds.theme_walk import use_pruned_theme_walk  # noqa: E402
 from verify.languages import DEFAULT_LANGUAGE  # noqa: E402
-from verify.theme_scripts import (
+from verify.theme_scripts import (  # noqa: E402
     hosts_finder,
     policy as content_security_policy,
     use_bytecode_cache as use_theme_scripts_cache,
-)  # noqa: E402
+)
 
 log = logging.getLogger("mkdocs.hooks.guide")
 TEMPLATE_STORE = REPO_ROOT / ".cache" / "templates"  # hooks/cache.py: TemplateCache
@@ -122,9 +123,9 @@ def reported(where: str, source: str | None = None):
     except RenderError as exc:
         where = f"{where}{line_of(exc.written, source)}" if where else where
         raise PluginError(f"{where}: {exc}" if where else str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 (the boundary: a bug still ends in one line)
+    except Exception as exc:  # the boundary: a bug still ends in one line
         if serving():  # the server's log is all a contributor sees
-            log.error(f"unexpected error in the render layer ({where or 'build'}):", exc_info=True)
+            log.exception("unexpected error in the render layer (%s):", where or "build")
             raise PluginError(f"{where or 'build'}: unexpected {type(exc).__name__}: {exc} (traceback above)") from None
         log.debug("unexpected error in the render layer", exc_info=True)
         raise PluginError(
@@ -312,7 +313,7 @@ def on_page_content(html, page, config, files, **kwargs):
             )
         else:
             check_page_content(html)
-            html = keep_code_words(html)
+            html = label_cells(keep_code_words(html))  # pipe tables too: a card per row on a phone
         return translate_comments(html, build_language(config), used=_build["comments"])
 
 

@@ -150,10 +150,10 @@ def wait_for_edit(paths: Sequence[Path] = WATCHED, on_watching=lambda: None) -> 
     handler = Handler()
     for path in paths:
         if path.is_dir():
-            observer.schedule(handler, str(path), recursive=True)
+            observer.schedule(handler, str(path), recursive=True)  # type: ignore[arg-type]  # watchdog calls dispatch() only
     files = [path for path in paths if not path.is_dir()]
     for folder in {path.parent for path in files}:
-        observer.schedule(_Only(handler, files), str(folder), recursive=False)
+        observer.schedule(_Only(handler, files), str(folder), recursive=False)  # type: ignore[arg-type]  # as above
     observer.start()
     on_watching()
     try:
@@ -281,7 +281,7 @@ def serve_or_wait(serve_args: Sequence[str]) -> int:
     return 3
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: RET503 (os.execv does not return)
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["--server"]:
         return serve_or_wait(args[1:])

@@ -66,7 +66,7 @@ def _environ(node: ast.AST) -> bool:
 def python_reads(tree: ast.AST) -> set[str]:
     """Names read from the environment in a module: ``os.environ[...]``, ``os.environ.get/pop``,
     ``os.getenv``, ``"X" in os.environ``."""
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
             func = node.func
@@ -74,20 +74,20 @@ def python_reads(tree: ast.AST) -> set[str]:
                 isinstance(func, (ast.Attribute, ast.Name))
                 and getattr(func, "attr", getattr(func, "id", "")) == "getenv"
             ):
-                names.add(node.args[0].value)
+                names.add(str(node.args[0].value))
         elif (
             isinstance(node, ast.Subscript)
             and _environ(node.value)
             and isinstance(node.slice, ast.Constant)
             and isinstance(node.ctx, ast.Load)
         ):
-            names.add(node.slice.value)
+            names.add(str(node.slice.value))
         elif (
             isinstance(node, ast.Compare)
             and isinstance(node.left, ast.Constant)
             and any(_environ(c) for c in node.comparators)
         ):
-            names.add(node.left.value)
+            names.add(str(node.left.value))
     return names
 
 
@@ -97,7 +97,7 @@ def variables_read() -> dict[str, str]:
     that code's strings, the Makefiles, CI, the workflow and the notebooks (a name held in a
     constant and read later counts); the Makefile's ``NAME ?=`` (a value the caller's
     environment gives). The GPU runner's own scripts (``.github/gpu-runner/``) are PUBLISHING.md's."""
-    found = {}
+    found: dict[str, str] = {}
     for folder in CODE_DIRS:
         for path in sorted((REPO_ROOT / folder).rglob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -157,7 +157,7 @@ def test_a_module_of_todays_catalogue_is_run_for_a_card():
 
 def test_contributing_names_the_command_for_each_change():
     text = (REPO_ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    sections = re.split(r"^### ", text, flags=re.M)[1:]
+    sections = re.split(r"^### ", text, flags=re.MULTILINE)[1:]
     titles = [section.splitlines()[0] for section in sections]
     for change, kind in (
         ("A page", "page"),

@@ -59,9 +59,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     def visit(node: str, path: list[str]) -> None:
         for nxt in sorted(graph[node]):
             if nxt in path:
-                found.append(path[path.index(nxt) :] + [nxt])
+                found.append([*path[path.index(nxt) :], nxt])
             elif nxt not in done:
-                visit(nxt, path + [nxt])
+                visit(nxt, [*path, nxt])
         done.add(node)
 
     for start in sorted(graph):

@@ -25,12 +25,12 @@ import yaml
 from packaging.requirements import Requirement
 
 import hooks.data.load as data_load
+import verify.pins
 import vram.catalogue
 from hooks.finder import compute, page
 from hooks.render.numbers import format_quantity, gpu_memory, pinned_version
 from tests.conftest import REPO_ROOT
 from verify import languages
-import verify.pins
 from verify.record import pinned_torch
 from vram.cli import build_parser, main
 from vram.fit import usable_bytes
@@ -75,7 +75,7 @@ def cli_json(capsys, *argv: str) -> dict:
 
 
 def test_the_reserve_reaches_the_finders_answers_and_page(reading):
-    data, moved = reading
+    _data, moved = reading
     catalogue = compute.load_catalogue()
     found = compute.finder_data(catalogue)
     assert catalogue.reserve_mib == found["reserve_mib"] == moved
@@ -120,16 +120,16 @@ CODE_DIRS = ("hooks", "verify", "vram", "bench")
 
 def literal_language_lists() -> list[str]:
     """Every tuple, list or set literal of two or more of the site's languages in the code."""
-    found = []
+    found: list[str] = []
     for folder in CODE_DIRS:
         for path in sorted((REPO_ROOT / folder).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if (
-                    isinstance(node, (ast.Tuple, ast.List, ast.Set))
-                    and len(node.elts) >= 2
-                    and all(isinstance(e, ast.Constant) and e.value in languages.LANGUAGES for e in node.elts)
-                ):
-                    found.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
+            found.extend(
+                f"{path.relative_to(REPO_ROOT)}:{node.lineno}"
+                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(node, (ast.Tuple, ast.List, ast.Set))
+                and len(node.elts) >= 2
+                and all(isinstance(e, ast.Constant) and e.value in languages.LANGUAGES for e in node.elts)
+            )
     return found
 
 
@@ -138,7 +138,7 @@ def test_no_module_types_the_languages():
 
 
 def test_a_language_added_to_mkdocs_yml_is_the_sites(tmp_path):
-    config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=languages._ConfigLoader)
+    config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=languages._ConfigLoader)  # noqa: S506 (a SafeLoader)
     i18n = next(entry["i18n"] for entry in config["plugins"] if isinstance(entry, dict) and "i18n" in entry)
     i18n["languages"].append({"locale": "es", "name": "Español", "build": True})
     copy = tmp_path / "mkdocs.yml"
@@ -263,14 +263,18 @@ def test_no_page_or_label_types_a_pinned_version():
     typed = []
     for pattern in PROSE:
         for path in sorted(REPO_ROOT.glob(pattern)):
-            for match in re.finditer(
-                rf"\b({'|'.join(NAMED_PACKAGES)}) (\d+\.\d+(?:\.\d+)?)\b", path.read_text(encoding="utf-8")
-            ):
-                if verify.pins.pinned(NAMED_PACKAGES[match.group(1)]).startswith(match.group(2)):
-                    typed.append(f"{path.relative_to(REPO_ROOT)}: {match.group(0)}")
+            typed.extend(
+                f"{path.relative_to(REPO_ROOT)}: {match.group(0)}"
+                for match in re.finditer(
+                    rf"\b({'|'.join(NAMED_PACKAGES)}) (\d+\.\d+(?:\.\d+)?)\b", path.read_text(encoding="utf-8")
+                )
+                if verify.pins.pinned(NAMED_PACKAGES[match.group(1)]).startswith(match.group(2))
+            )
     commands = next(action for action in build_parser()._actions if action.dest == "command").choices
     for name, command in commands.items():
         for action in command._actions:
-            for match in re.finditer(rf"\b({'|'.join(NAMED_PACKAGES)}) (\d+\.\d+)", action.help or ""):
-                typed.append(f"vram {name} {'/'.join(action.option_strings)}: {match.group(0)}")
+            typed.extend(
+                f"vram {name} {'/'.join(action.option_strings)}: {match.group(0)}"
+                for match in re.finditer(rf"\b({'|'.join(NAMED_PACKAGES)}) (\d+\.\d+)", action.help or "")
+            )
     assert typed == [], "write {{ pinned package=NAME parts=2 }} (pages) or a label field the code fills"

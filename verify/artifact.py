@@ -59,15 +59,17 @@ import re
 import sys
 import tarfile
 import zipfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from posixpath import normpath
+from typing import Any
 from urllib.parse import urlsplit
 
 import nh3
 import yaml
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from verify.block_names import PYTHON_FENCES, BlockNameError, check_names
 from verify.extract import ExtractError, blocks_in_html, compare_code
@@ -394,7 +396,9 @@ def _resolve(page: str, url: str, site_path: str) -> str | None:
     return None if target.startswith("../") or target == ".." else target
 
 
-def _check_scripts(page: str, tree, site_files: set[str], allowed_hashes: frozenset[str], site_path: str) -> None:
+def _check_scripts(
+    page: str, tree: LexborHTMLParser, site_files: set[str], allowed_hashes: frozenset[str], site_path: str
+) -> None:
     for node in tree.css("script"):
         attributes = dict(node.attributes)
         src = attributes.pop("src", None)
@@ -426,7 +430,7 @@ def _check_scripts(page: str, tree, site_files: set[str], allowed_hashes: frozen
             )
 
 
-def _check_policy(page: str, tree, bases: tuple[str, ...]) -> None:
+def _check_policy(page: str, tree: LexborHTMLParser, bases: tuple[str, ...]) -> None:
     metas = tree.css("meta[http-equiv]")
     head = tree.head
     first = next((child for child in head.iter() if child.tag not in ("-text", "-comment")), None) if head else None
@@ -455,7 +459,7 @@ LINK_RELS = {
 }  # <link rel>: what its href must be
 
 
-def _check_loads(page: str, tree, site_files: set[str], site_path: str, home: str) -> None:
+def _check_loads(page: str, tree: LexborHTMLParser, site_files: set[str], site_path: str, home: str) -> None:
     """What a page loads comes from the site: each <link> has a listed ``rel`` and names a
     file of the site (a stylesheet, the icon) or a page of it; each <img> a file of the site
     or a PNG/JPEG/GIF ``data:`` URL."""
@@ -492,8 +496,8 @@ def url_scheme(value: str) -> str | None:
     return found.group(1).lower() if found else None
 
 
-def _filter(page: str, problems: list[str]):
-    def check(tag: str, name: str, value: str):
+def _filter(page: str, problems: list[str]) -> Callable[[str, str, str], str | None]:
+    def check(tag: str, name: str, value: str) -> str | None:
         if name == "id" and RESERVED_ID_RE.match(value):
             problems.append(f'an id="{value}" (Material\'s copy button would copy that element)')
             return None
@@ -513,10 +517,10 @@ def _filter(page: str, problems: list[str]):
     return check
 
 
-def _shape(html_text: str) -> list:
+def _shape(html_text: str) -> list[tuple[str | None, str | tuple[tuple[str, str], ...]]]:
     """The elements, attributes and texts of a document's head and body, in order."""
     tree = LexborHTMLParser(html_text)
-    shape = []
+    shape: list[tuple[str | None, str | tuple[tuple[str, str], ...]]] = []
     for root in (tree.head, tree.body):
         if root is None:
             continue
@@ -524,8 +528,7 @@ def _shape(html_text: str) -> list:
             if (
                 number == 0
                 or node.tag in ("-comment", "script", "style")
-                or node.parent is not None
-                and node.parent.tag in ("script", "style")
+                or (node.parent is not None and node.parent.tag in ("script", "style"))
             ):
                 continue
             if node.tag == "-text":
@@ -554,7 +557,9 @@ def _sanitised(page: str, text: str) -> None:
         raise ArtifactError(f"{page}: {problems[0]}")
     before, after = _shape(text), _shape(clean)
     if before != after:
-        index = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
+        index = next(
+            (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), min(len(before), len(after))
+        )
         found = repr(before[index] if index < len(before) else "(end)")
         raise ArtifactError(
             f"{page}: the allow-list sanitiser (nh3) refuses {found[:200]} "
@@ -583,9 +588,9 @@ def check_page(page: str, text: str, site_files: set[str], site_path: str = "/",
     _sanitised(page, text)
 
 
-def _check_code_blocks(page: str, tree) -> None:
+def _check_code_blocks(page: str, tree: LexborHTMLParser) -> None:
     for title in tree.css("div.highlight > span.filename"):
-        code = title.parent.css_first("pre > code")
+        code = title.parent.css_first("pre > code") if title.parent is not None else None
         if code is None:
             continue
         for number, node in enumerate(code.traverse()):
@@ -692,7 +697,7 @@ def _check_notebook_blocks(page: str, blocks: list[str], notebook: Path) -> None
         position += 1
 
 
-def _fence_language(pre) -> str:
+def _fence_language(pre: LexborNode) -> str:
     classes = (pre.parent.attributes.get("class") or "").split() if pre.parent is not None else []
     return next((c.removeprefix("language-") for c in classes if c.startswith("language-")), "")
 
@@ -718,17 +723,15 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
         for number, pre in enumerate(tree.css("pre"), start=1):
             for index, node in enumerate(pre.traverse()):
                 if index and not (
-                    node.tag == "code"
-                    and not node.attributes
-                    or node.tag == "span"
-                    and set(node.attributes) <= {"class"}
+                    (node.tag == "code" and not node.attributes)
+                    or (node.tag == "span" and set(node.attributes) <= {"class"})
                 ):
                     raise ArtifactError(
                         f"{page}: code block {number} holds <{node.tag} {' '.join(node.attributes)}>: a code block "
                         "is Pygments' <code> and <span class> markup only, shown and copied as written"
                     )
-            code = pre.css_first("code")
-            blocks.append((_fence_language(pre), (code if code is not None else pre).text()))
+            code_node = pre.css_first("code")
+            blocks.append((_fence_language(pre), (code_node if code_node is not None else pre).text()))
         if page in notebooks:
             _check_notebook_blocks(page, [code for _, code in blocks], notebooks[page])
             continue
@@ -758,7 +761,7 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
                 f"{page}: {len(blocks)} code blocks, {reference_page} has {len(reference)}: every language "
                 "shows the same blocks in the same order"
             )
-        for number, ((fence, code), (_, reference_code)) in enumerate(zip(blocks, reference), start=1):
+        for number, ((fence, code), (_, reference_code)) in enumerate(zip(blocks, reference, strict=True), start=1):
             try:
                 compare_code(
                     fence or "text",
@@ -927,7 +930,7 @@ def check_static_files(files: dict[str, bytes], docs_dir: Path, custom_dir: Path
                 )
 
 
-def _stylesheet_rules(rules, found: set[str] | None = None) -> set[str]:
+def _stylesheet_rules(rules: Iterable[Any], found: set[str] | None = None) -> set[str]:
     """Every rule of a parsed stylesheet as tinycss2 serializes it: qualified rules (at the top
     or inside ``@media``/``@supports``), those blocks' preludes, other at-rules whole."""
     import tinycss2
@@ -1068,7 +1071,7 @@ def check_site(
     return files
 
 
-def manifest(files: list[SiteFile]) -> dict:
+def manifest(files: list[SiteFile]) -> dict[str, Any]:
     return {"files": [{"path": f.path, "bytes": len(f.data), "sha256": f.sha256} for f in files]}
 
 

@@ -34,7 +34,7 @@ class ConfigError(Exception):
     """A tag outside the allow-lists, or YAML that does not parse: one line naming the line."""
 
 
-def _walk(node: yaml.Node, path: tuple, where: str) -> None:
+def _walk(node: yaml.Node, path: tuple[str | int, ...], where: str) -> None:
     tag = node.tag
     line = node.start_mark.line + 1
     if tag not in YAML_TYPES:

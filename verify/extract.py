@@ -60,7 +60,7 @@ def blocks_in_html(html: str, lang: str, page: str) -> list[Block]:
     """Every titled code block of one page."""
     blocks = []
     for title in LexborHTMLParser(html).css("div.highlight > span.filename"):
-        code = title.parent.css_first("pre > code")
+        code = title.parent.css_first("pre > code") if title.parent is not None else None
         if code is not None:
             blocks.append(Block(title.text().strip(), lang, page, code.text()))
     return blocks
@@ -154,11 +154,10 @@ def compare_code(name: str, reference: tuple[str, str], other: tuple[str, str]) 
     differing line."""
     (ref_code, ref_where), (other_code, other_where) = reference, other
     language = language_of(name)
-    if language is not None:
-        if tool_reading(language, ref_code, f"block {name!r}: {ref_where}") == tool_reading(
-            language, other_code, f"block {name!r}: {other_where}"
-        ):
-            return
+    if language is not None and tool_reading(language, ref_code, f"block {name!r}: {ref_where}") == tool_reading(
+        language, other_code, f"block {name!r}: {other_where}"
+    ):
+        return
     ref_lines, other_lines = code_lines(ref_code, name), code_lines(other_code, name)
     matcher = difflib.SequenceMatcher(
         a=[line for _, line in ref_lines], b=[line for _, line in other_lines], autojunk=False

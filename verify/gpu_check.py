@@ -43,6 +43,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from verify.extract import ExtractError, extract
 from verify.record import BLOCKS, SNIPPET
@@ -65,7 +67,7 @@ def run(
     env: dict[str, str] | None = None,
     grace_s: float = KILL_GRACE_S,
     binds: tuple[tuple[Path, bool], ...] = (),
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[str]:
     """Run ``cmd`` in the repository, in a scope of its own (``verify.scope.run_scoped``): every
     process it starts is gone when this returns, and it could write only the writable folders
     of ``binds`` (``(folder, writable)`` pairs). A timeout becomes status 124, a missing
@@ -77,7 +79,7 @@ class Interrupted(Exception):
     """A signal asked the check to stop."""
 
 
-def _interrupted(signum: int, frame) -> None:
+def _interrupted(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(f"stopped by {signal.Signals(signum).name}")
 
 
@@ -94,10 +96,10 @@ def undumpable() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-def tool(cmd: list[str], timeout: float = 60) -> dict:
+def tool(cmd: list[str], timeout: float = 60) -> dict[str, Any]:
     """A system tool's exit status and output (nvidia-smi): run before any code of the checkout."""
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError as exc:
         return {"returncode": 127, "stdout": "", "stderr": str(exc)}
     except subprocess.TimeoutExpired:
@@ -105,7 +107,7 @@ def tool(cmd: list[str], timeout: float = 60) -> dict:
     return {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
 
 
-def torch_versions() -> tuple[dict, int]:
+def torch_versions() -> tuple[dict[str, Any], int]:
     """PyTorch's view: versions and the number of CUDA devices it sees."""
     import torch
 
@@ -124,7 +126,7 @@ class Commands:
 
     python: str = sys.executable
     nvidia_smi: str = "nvidia-smi"
-    versions: Callable[[], tuple[dict, int]] = torch_versions
+    versions: Callable[[], tuple[dict[str, Any], int]] = torch_versions
 
     def build(self, site: Path) -> list[str]:
         return [self.python, "-m", "mkdocs", "build", "--strict", "-d", str(site)]
@@ -152,20 +154,20 @@ class Commands:
         ]
 
 
-def _step(proc: subprocess.CompletedProcess, keep_stdout: bool = False) -> dict:
+def _step(proc: subprocess.CompletedProcess[str], keep_stdout: bool = False) -> dict[str, Any]:
     step = {"returncode": proc.returncode, "stderr_tail": proc.stderr[-TAIL_CHARS:]}
     if keep_stdout:
         step["stdout"] = proc.stdout
     return step
 
 
-def collect(out_dir: Path, commands: Commands = Commands()) -> dict:
+def collect(out_dir: Path, commands: Commands = Commands()) -> dict[str, Any]:
     """Run everything and return the collected outputs (``gpu-tests.xml``, ``nvidia-smi.txt``
     and ``topo.txt`` are written to ``out_dir`` once their scope is gone). Raises ScopeError,
     Interrupted."""
-    outputs: dict = {
+    outputs: dict[str, Any] = {
         "outputs": 1,
-        "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "runner": os.environ.get("RUNNER_NAME"),
         "snippet": SNIPPET,
     }

@@ -11,14 +11,20 @@ one check that a per-language text has exactly these languages.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 MKDOCS_YML = Path(__file__).resolve().parent.parent / "mkdocs.yml"
 
 
-class _ConfigLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML has it
+if TYPE_CHECKING:
+    _SafeLoader = yaml.SafeLoader
+else:
+    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+
+
+class _ConfigLoader(_SafeLoader):
     """Reads mkdocs.yml without resolving the tags MkDocs resolves (``!ENV``, ``!relative``,
     ``!!python/name:``): any value with a tag PyYAML's safe loader does not know becomes None."""
 
@@ -46,8 +52,8 @@ def site_languages(path: Path = MKDOCS_YML) -> tuple[tuple[str, ...], str]:
     defaults = [entry.get("locale") for entry in entries if isinstance(entry, dict) and entry.get("default")]
     if not locales or not all(isinstance(locale, str) and locale for locale in locales) or len(defaults) != 1:
         raise ValueError(f"{path}: plugins.i18n.languages must list each locale, exactly one with default: true")
-    default = defaults[0]
-    return (default, *[locale for locale in locales if locale != default]), default
+    default = str(defaults[0])  # strings, checked above
+    return (default, *[str(locale) for locale in locales if locale != default]), default
 
 
 LANGUAGES, DEFAULT_LANGUAGE = site_languages()

@@ -30,8 +30,12 @@ import json
 import shutil
 import subprocess
 import tokenize
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import yaml
+
+T = TypeVar("T")
 
 # Pygments names a fence may use (pymdownx.highlight writes them as ``language-NAME``) and file suffixes.
 LANGUAGE_NAMES = {
@@ -82,9 +86,9 @@ def read_as(language: str, code: str) -> str:
     return reading
 
 
-def read_ahead(pairs) -> None:
+def read_ahead(pairs: Iterable[tuple[str, str]]) -> None:
     """Read every ``(language, code)`` of ``pairs`` into the cache, the bash ones in parallel."""
-    started = {}
+    started: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
     for language, code in pairs:
         if language == "bash" and (language, code) not in _readings and code not in started:
             try:
@@ -104,7 +108,7 @@ def _remember(key: tuple[str, str], outcome: tuple[str, str]) -> None:
     _readings[key] = outcome
 
 
-def _outcome(reader, argument) -> tuple[str, str]:
+def _outcome(reader: Callable[[T], str], argument: T) -> tuple[str, str]:
     try:
         return reader(argument), ""
     except ReadError as exc:
@@ -127,7 +131,7 @@ def _python(code: str) -> str:
         ) from None
 
 
-def _bash_start(code: str):
+def _bash_start(code: str) -> tuple[subprocess.Popen[bytes], str]:
     """The bash reader of ``code``, started: (process, code). Raises ReadError without bash."""
     bash = shutil.which("bash")
     if bash is None:
@@ -142,7 +146,7 @@ def _bash_start(code: str):
     return process, code
 
 
-def _bash_result(started) -> str:
+def _bash_result(started: tuple[subprocess.Popen[bytes], str]) -> str:
     process, code = started
     try:
         out, err = process.communicate(code.encode("utf-8"), timeout=BASH_TIMEOUT_S)

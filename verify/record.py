@@ -26,7 +26,6 @@ from typing import Any
 from verify.pins import pinned
 from verify.record_format import BUSBW_PLAUSIBLE_MAX_GB_PER_S, LINK_CLASSES, SCHEMA
 
-
 __all__ = [
     "BLOCKS",
     "BUSBW_PLAUSIBLE_MAX_GB_PER_S",
@@ -121,7 +120,7 @@ def check_record(
     future nor older than ``MAX_AGE`` before ``now``), a fixture when ``allow_fixture`` is
     false, or a stale snippet hash.
     """
-    if type(record.get("schema")) is not int or record["schema"] != SCHEMA:  # noqa: E721 (2.0 and True are not 2)
+    if type(record.get("schema")) is not int or record["schema"] != SCHEMA:  # 2.0 and True are not 2
         raise RecordError(
             f"{where}: schema {record.get('schema')!r}, this build reads schema {SCHEMA}; rerun `make gpu-check`"
         )
@@ -136,7 +135,7 @@ def check_record(
     from verify.record_schema import Expected, Record
     from verify.schema_errors import one_line
 
-    expected = Expected(SNIPPET, pinned_torch(), now or datetime.datetime.now(datetime.timezone.utc), MAX_AGE, BLOCKS)
+    expected = Expected(SNIPPET, pinned_torch(), now or datetime.datetime.now(datetime.UTC), MAX_AGE, BLOCKS)
     try:
         Record.model_validate(record, context=expected)
     except ValidationError as exc:

@@ -69,7 +69,7 @@ def _printed(value: float) -> float:
 
 
 Rate = Annotated[float, Field(ge=0.1, allow_inf_nan=False), AfterValidator(_printed)]
-LinkClass = Literal[LINK_CLASSES]
+LinkClass = Literal[LINK_CLASSES]  # type: ignore[valid-type]  # the tuple of record_format, its one definition: mypy reads only literal values here
 
 
 @dataclass(frozen=True)
@@ -156,14 +156,15 @@ class Measured(Strict):
                 f"the ranks ran on several hosts ({', '.join(sorted({line.host for line in self.ranks}))}): "
                 "the check runs on one machine"
             )
-        for where, line in [("the summary", self), *((f"rank {line.rank}", line) for line in self.ranks)]:
-            _close(line.algbw_gb_per_s, line.allreduce_per_s * self.size_bytes / 1e9, f"{where}: algbw_gb_per_s")
-            if n == 1 and line.busbw_gb_per_s is not None:
+        checked: list[tuple[str, Measured | RankLine]] = [("the summary", self)]
+        for where, figures in [*checked, *((f"rank {line.rank}", line) for line in self.ranks)]:
+            _close(figures.algbw_gb_per_s, figures.allreduce_per_s * self.size_bytes / 1e9, f"{where}: algbw_gb_per_s")
+            if n == 1 and figures.busbw_gb_per_s is not None:
                 raise ValueError(f"{where}: a busbw for one rank; nothing crosses a link (it must be null)")
             if n > 1:
-                if line.busbw_gb_per_s is None:
+                if figures.busbw_gb_per_s is None:
                     raise ValueError(f"{where}: no busbw for {n} ranks")
-                _close(line.busbw_gb_per_s, line.algbw_gb_per_s * 2 * (n - 1) / n, f"{where}: busbw_gb_per_s")
+                _close(figures.busbw_gb_per_s, figures.algbw_gb_per_s * 2 * (n - 1) / n, f"{where}: busbw_gb_per_s")
         slowest = min(self.ranks, key=lambda line: line.allreduce_per_s)
         if (self.allreduce_per_s, self.algbw_gb_per_s, self.busbw_gb_per_s) != (
             slowest.allreduce_per_s,
@@ -243,7 +244,7 @@ class Record(Strict):
     @classmethod
     def _recent(cls, value: str, info: ValidationInfo) -> str:
         try:
-            moment = datetime.datetime.strptime(value, UTC_FORMAT).replace(tzinfo=datetime.timezone.utc)
+            moment = datetime.datetime.strptime(value, UTC_FORMAT).replace(tzinfo=datetime.UTC)
         except ValueError:
             raise ValueError(f"{value!r} is not a date and time ({UTC_FORMAT})") from None
         expected: Expected | None = info.context

@@ -3,8 +3,14 @@ layer's data files (``hooks.data.load.validate``) and the GPU record (``verify.r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-def key_path(loc) -> str:
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+
+def key_path(loc: Sequence[int | str]) -> str:
     """``gpus.h200.memory_mib``, ``rows[1].link``: a pydantic ``loc``, list items counted from 1
     (``entry n`` at the top)."""
     where = ""
@@ -16,7 +22,7 @@ def key_path(loc) -> str:
     return where
 
 
-def one_line(error) -> str:
+def one_line(error: ValidationError) -> str:
     """The first problem of ``error`` (a ``pydantic.ValidationError``) as one line:
     ``key.path[n]: message (got value)``, and how many more problems there are. Several keys
     missing from one mapping are one problem naming each of them:

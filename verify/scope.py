@@ -25,6 +25,7 @@ what the GPU runner needs): the verification never runs code outside a scope.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -51,7 +52,7 @@ def check_scope() -> None:
         raise ScopeError(
             "unshare (util-linux) is not installed: the code under verification cannot run in a scope of its own"
         )
-    probe = subprocess.run(scoped(["true"], ()), capture_output=True, text=True)
+    probe = subprocess.run(scoped(["true"], ()), capture_output=True, text=True, check=False)
     if probe.returncode != 0:
         reason = (probe.stderr.strip().splitlines() or ["no message"])[-1]
         raise ScopeError(
@@ -89,13 +90,11 @@ def _children(pid: int) -> list[int]:
 
 
 def _signal_group(group: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
-def end_scope(proc: subprocess.Popen, grace_s: float) -> None:
+def end_scope(proc: subprocess.Popen[str], grace_s: float) -> None:
     """End the scope ``proc`` (the ``unshare`` process) started, and wait until every process of
     it is gone: SIGTERM to its process group (torchrun's ranks may clean up), then after
     ``grace_s`` SIGKILL to the namespace's first process (the kernel then kills the rest and
@@ -109,10 +108,8 @@ def end_scope(proc: subprocess.Popen, grace_s: float) -> None:
     except subprocess.TimeoutExpired:
         pass
     for first in _children(proc.pid):  # the namespace's PID 1, as this namespace numbers it
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(first, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     try:
         proc.wait(DRAIN_S)
     except subprocess.TimeoutExpired:  # unshare itself stuck: its --kill-child ends the namespace
@@ -128,7 +125,7 @@ def run_scoped(
     grace_s: float = 10.0,
     binds: tuple[tuple[Path, bool], ...] = (),
     capture: bool = True,
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[str]:
     """Run ``cmd`` in a scope of its own (module docstring); stdout and stderr are captured as
     text (with ``capture`` False they go to this process's own, and come back empty).
     ``binds``: the ``(folder, writable)`` pairs the step may see under ``/tmp`` or write (each

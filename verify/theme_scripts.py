@@ -28,7 +28,7 @@ MATERIAL_SCRIPTS = ("partials", "javascripts")  # under material/templates
 JUPYTER_TEMPLATE = ("templates", "mkdocs_html")  # under mkdocs_jupyter
 JUPYTER_INCLUDED_JS = ("clipboard.umd.js",)  # what its template inlines with include_js
 FEATURES = ("content.tabs.link", "content.code.copy")  # only decides which of Material's scripts render
-INLINE_SCRIPT_RE = re.compile(r"<script>(.*?)</script>", re.S)
+INLINE_SCRIPT_RE = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 
 # The policy of every page (issue 19). 'self': the site's own files (worker-src: Material's
 # search worker); data: images: the notebook's plots and Material's icons in its stylesheet.
@@ -113,8 +113,8 @@ def policy(base_url: str, serving: bool = False, finder: bool = False) -> str:
     ``'unsafe-inline'`` there instead of the theme's hashes (never in a built site:
     verify.artifact accepts only the hashed policy)."""
     parts = []
-    for directive, sources in POLICY:
-        sources = [*sources, *(FINDER_SOURCES.get(directive, []) if finder else [])]
+    for directive, listed in POLICY:
+        sources = [*listed, *(FINDER_SOURCES.get(directive, []) if finder else [])]
         if directive == "script-src":
             sources = [*sources, "'unsafe-inline'"] if serving else [*sources, *sorted(theme_hashes(base_url))]
         parts.append(" ".join([directive, *sources]))

@@ -12,6 +12,7 @@ legend are ignored.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from verify.record import LINK_CLASSES
 
@@ -49,7 +50,7 @@ def gpu_matrix(text: str) -> dict[int, list[str]]:
     )
     if header_at is None:
         raise TopologyError("no header row with GPU0, GPU1 ... found in nvidia-smi topo -m output")
-    gpu_columns = [int(GPU_RE.match(tok).group(1)) for tok in lines[header_at] if GPU_RE.match(tok)]
+    gpu_columns = [int(found.group(1)) for tok in lines[header_at] if (found := GPU_RE.match(tok))]
     rows: dict[int, list[str]] = {}
     for cells in lines[header_at + 1 :]:
         if cells[0].startswith("Legend"):
@@ -89,7 +90,7 @@ def classify_pairs(text: str) -> dict[str, str]:
     return pairs
 
 
-def summarize(pairs: dict[str, str]) -> dict:
+def summarize(pairs: dict[str, str]) -> dict[str, Any]:
     """Classes present (fastest first) and the slowest pair's class.
 
     The slowest pair is not always what NCCL uses: on a DGX-1 its rings stay on NVLink

@@ -22,6 +22,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from verify.junit import JUnitError, junit_counts
 from verify.nccl_output import OutputError, parse_rank_lines, slowest
@@ -35,7 +36,7 @@ class OutputsError(ValueError):
     """The collected outputs are missing or unreadable."""
 
 
-def load_outputs(folder: Path) -> dict:
+def load_outputs(folder: Path) -> dict[str, Any]:
     path = folder / "outputs.json"
     try:
         outputs = json.loads(path.read_text(encoding="utf-8"))
@@ -46,12 +47,12 @@ def load_outputs(folder: Path) -> dict:
     return outputs
 
 
-def _last_line(text: str) -> str:
+def _last_line(text: str | None) -> str:
     lines = [line for line in (text or "").strip().splitlines() if line.strip()]
     return lines[-1][:300] if lines else "no message"
 
 
-def inventory(smi: dict, failures: list[str]) -> dict:
+def inventory(smi: dict[str, Any], failures: list[str]) -> dict[str, Any]:
     """nvidia-smi's view (``--query-gpu=name,memory.total,driver_version``)."""
     if smi.get("returncode") != 0:
         failures.append(
@@ -68,7 +69,7 @@ def inventory(smi: dict, failures: list[str]) -> dict:
     }
 
 
-def link_classes(topo: dict, failures: list[str]) -> dict:
+def link_classes(topo: dict[str, Any], failures: list[str]) -> dict[str, Any]:
     if topo.get("returncode") != 0:
         failures.append(f"nvidia-smi topo -m failed ({topo.get('returncode')})")
         return summarize({})
@@ -79,7 +80,7 @@ def link_classes(topo: dict, failures: list[str]) -> dict:
         return summarize({})
 
 
-def measured(check: dict, nproc: int, failures: list[str]) -> dict:
+def measured(check: dict[str, Any], nproc: int, failures: list[str]) -> dict[str, Any]:
     """The slowest rank's numbers from the check's printed lines."""
     if check["returncode"] != 0:
         failures.append(f"{SNIPPET} exited {check['returncode']}: {_last_line(check['stderr_tail'])}")
@@ -106,7 +107,7 @@ def measured(check: dict, nproc: int, failures: list[str]) -> dict:
     }
 
 
-def gpu_tests(step: dict, junit: Path, failures: list[str]) -> dict:
+def gpu_tests(step: dict[str, Any], junit: Path, failures: list[str]) -> dict[str, Any]:
     """The report's counts, held against pytest's exit status."""
     try:
         counts = junit_counts(junit)
@@ -122,7 +123,7 @@ def gpu_tests(step: dict, junit: Path, failures: list[str]) -> dict:
     return {"status": "pass" if ok else "fail", **counts}
 
 
-def record_from(outputs: dict, folder: Path) -> dict:
+def record_from(outputs: dict[str, Any], folder: Path) -> dict[str, Any]:
     """The record the collected ``outputs`` (and ``folder``'s JUnit report) make."""
     failures: list[str] = []
     record = {

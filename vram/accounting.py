@@ -12,7 +12,8 @@ Pure: standard library and ``vram`` only (the browser's Pyodide runs it too).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .job_input import JOB_FIELDS
 

@@ -191,7 +191,7 @@ class _Core:
 def _eager_square(x: _Shape, config: ModelConfig) -> tuple[int, int]:
     """Eager attention's s*s tensors: what the core keeps, and what its softmax's backward
     allocates beyond that at its most (``activation_memory``: eager's backward)."""
-    t, w, n, b, s = x.t, x.w, x.n, x.b, x.s
+    w, n, b, s = x.w, x.n, x.b, x.s
     probs = b * n * s * s
     if config.attention_sinks:  # gpt_oss: softmax in the dtype over s + 1 columns, after a max
         square = w * b * n * s * (s + 1) + INT64 * b * n * s
@@ -243,7 +243,7 @@ def _attention_core(
     # repeat_kv is expand(b, kv, n/kv, s, d).reshape(b, n, s, d): a copy, except with one group
     # (n = kv: k and v themselves) and with one KV head (multi-query: the reshape is then a view,
     # which SDPA keeps as it is; eager's matmul views it as (b * n, s, d), a copy unless b = 1)
-    copies = n != kv and kv != 1 or (attention == "eager" and kv == 1 and n > 1 and b > 1)
+    copies = (kv not in (n, 1)) or (attention == "eager" and kv == 1 and n > 1 and b > 1)
     k_rep, v_rep = (at_n, at_n) if copies else (at_kv, v_sdpa)
     if attention == "sdpa":
         lse = FP32 * t * n  # log-sum-exp of the flash / memory-efficient kernel
@@ -272,6 +272,7 @@ def _mlp(x: _Shape, config: ModelConfig, fam: Family, layer: int) -> int:
     inter = config.moe_intermediate_size or config.intermediate_size
     experts, k = config.num_local_experts, config.num_experts_per_tok
     spec = fam.experts
+    assert spec is not None  # config.is_moe
     if spec.router == "llama4":  # Llama4TextMoe: every expert on every token (E x t rows)
         rows = experts * t
         # top-k index, fp32 sigmoid, its cast kept by the scaling, the repeated tokens and their

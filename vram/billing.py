@@ -23,7 +23,7 @@ _PRICE_RE = re.compile(r"\s*([0-9]{1,20}(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3}
 CENT = Decimal("0.01")
 
 
-def parse_price(text: str | int | float | Decimal, field: str = "price_eur_per_hour") -> Decimal:
+def parse_price(text: str | float | Decimal, field: str = "price_eur_per_hour") -> Decimal:
     """A price in euros per hour written as digits with an optional decimal point (``31.20``).
 
     Returns it exactly as a Decimal in (0, ``MAX_PRICE_EUR_PER_HOUR``]. Raises ValueError in one
@@ -62,7 +62,7 @@ def billed_minutes(seconds: float) -> int:
     return max(MINIMUM_MINUTES, math.ceil(seconds / 60))
 
 
-def price_per_minute(price_eur_per_hour: Decimal) -> Fraction:
+def price_per_minute(price_eur_per_hour: Decimal | str) -> Fraction:
     """Euros per minute, exactly (31.20 EUR/h -> 0.52)."""
     return Fraction(parse_price(price_eur_per_hour)) / 60
 

@@ -12,13 +12,18 @@ The parts add the terms up, so a figure and its explanation cannot disagree.
 from __future__ import annotations
 
 import functools
-
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .validate import check_params
 
+if TYPE_CHECKING:  # vram.models imports this module
+    from .models import ModelConfig
+
 GPU_PARTS = ("weights", "gradients", "optimizer", "working")
-PARTS = GPU_PARTS + ("host",)
+PARTS = (*GPU_PARTS, "host")
 # The symbols of a formula, each a count of elements: P parameters, P/N a 1/N shard of them,
 # PM/N the shards of the M GPUs of one machine, L the largest module (DeepSpeed ZeRO-3),
 # B one decoder layer (FSDP2's block), R the root module, O its output part (final norm and
@@ -52,7 +57,7 @@ class Term:
         return format_formula(self.coefficients)
 
 
-def format_formula(coefficients, number=str) -> str:
+def format_formula(coefficients: Iterable[tuple[int, str]], number: Callable[[int], str] = str) -> str:
     """``((2, "P"), (18, "P/N"), (16, "PM/N"))`` -> ``2P + 18P/N + 16P·M/N``; a negative
     coefficient is subtracted (``((6, "R"), (-2, "P"))`` -> ``6R − 2P``). ``number`` formats
     each coefficient's absolute value (default ``str``; the site passes its locale's)."""
@@ -63,9 +68,9 @@ def format_formula(coefficients, number=str) -> str:
     return text
 
 
-def combined(terms, parts=GPU_PARTS) -> tuple[tuple[int, str], ...]:
+def combined(terms: Iterable[Term], parts: tuple[str, ...] = GPU_PARTS) -> tuple[tuple[int, str], ...]:
     """The coefficients of ``terms`` in ``parts`` added up per symbol, in ``SYMBOLS`` order."""
-    total = {symbol: 0 for symbol in SYMBOLS}
+    total = dict.fromkeys(SYMBOLS, 0)
     for term in terms:
         if term.part in parts:
             for c, symbol in term.coefficients:
@@ -212,7 +217,7 @@ class ModelShape:
             raise ValueError(f"largest_layer_params {self.largest_layer_params:,} exceeds params {self.params:,}")
 
 
-def model_shape(config) -> ModelShape:
+def model_shape(config: ModelConfig | Mapping[str, Any] | str | Path) -> ModelShape:
     """``ModelShape`` of a ``vram.models.ModelConfig`` (or what ``as_model_config`` accepts).
 
     Uses ``vram.models``: ``count_params``, ``largest_layer_params``, ``decoder_layer_params``,
@@ -225,7 +230,7 @@ def model_shape(config) -> ModelShape:
 
 
 @functools.lru_cache(maxsize=256)  # a ModelConfig is frozen; pages and the finder ask about few models, often
-def _model_shape(config) -> ModelShape:
+def _model_shape(config: ModelConfig) -> ModelShape:
     from . import models
 
     root = models.root_params(config)

@@ -65,8 +65,9 @@ import dataclasses
 import functools
 import math
 import statistics
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .catalogue import Card
 from .measurements import (
@@ -179,7 +180,7 @@ class ClassRange:
     widened), ``level`` the relaxation step (0: the class itself)."""
 
     key: tuple[str, str, str, str]
-    used: tuple[str, str, str, str]
+    used: tuple[str, ...]
     low: float
     high: float
     runs: int
@@ -269,11 +270,11 @@ def _class_runs(points: list[Point], key: tuple[str, str, str, str]) -> tuple[in
     serving = key[1] == "serving"
     steps = SERVING_RELAXATIONS if serving else RELAXATIONS
     for level, keep in enumerate(steps):
-        used = tuple(value if kept else ANY for value, kept in zip(key, keep))
+        used = tuple(value if kept else ANY for value, kept in zip(key, keep, strict=True))
         found = [
             p
             for p in points
-            if (p.arch == "serving") == serving and all(u == ANY or u == v for u, v in zip(used, p.class_key))
+            if (p.arch == "serving") == serving and all(u in (ANY, v) for u, v in zip(used, p.class_key, strict=True))
         ]
         if found:
             return level, used, found
@@ -350,7 +351,7 @@ def class_table(points: Iterable[Point], rule: Rule = RULE) -> list[ClassRange]:
     """Every class that has published runs, with its range: the table a reader can check."""
     points = tuple(points)
     keys = sorted({p.class_key for p in points})
-    return [class_range(points, key, rule) for key in keys]
+    return [found for key in keys if (found := class_range(points, key, rule)) is not None]  # each key has runs
 
 
 # --- predicting a measured run: the validation ------------------------------------------------
@@ -484,7 +485,7 @@ class Calibration:
     families: Mapping[str, str]
     names: Mapping[str, str]
 
-    def backing(self, gpu: str, key_without_family: tuple[str, str, str]) -> "Backing | None":
+    def backing(self, gpu: str, key_without_family: tuple[str, str, str]) -> Backing | None:
         """The range behind a job on ``gpu`` of class (family of ``gpu``, *key_without_family*),
         with the runs on that card itself; None when no run of that kind exists. A card in no
         family (one just added to the catalogue) reads the classes of every family."""
@@ -497,7 +498,7 @@ class Calibration:
             for p in self.points
             if p.gpu == gpu
             and p.arch == found.key[1]
-            and all(u == ANY or u == v for u, v in zip(found.used, p.class_key))
+            and all(u in (ANY, v) for u, v in zip(found.used, p.class_key, strict=True))
         )
         return Backing(found, self.names.get(family, gpu), on_card)
 
@@ -534,11 +535,16 @@ class Backing:
         }
 
 
+def _point(row: Any) -> Point:
+    key, source, gpu, family, arch, task, offload = row[:7]
+    return Point(key, source, gpu, family, arch, task, offload, float(row[7]))
+
+
 def calibration_from_job(raw: Any) -> Calibration:
     """A ``Calibration`` from ``vram.job``'s ``calibration`` field (``Calibration.as_job``).
     Raises ValueError naming what is malformed."""
     try:
-        points = tuple(Point(*row[:7], float(row[7])) for row in raw["points"])
+        points = tuple(_point(row) for row in raw["points"])
         families, names = dict(raw["families"]), dict(raw["names"])
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise ValueError(f"calibration needs families, names and points rows of 8 values ({exc})") from None

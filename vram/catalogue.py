@@ -11,10 +11,11 @@ Units in names: ``*_tflops`` = 10^12 FLOP/s, ``*_gb_per_s`` = 10^9 bytes/s.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "snippets" / "data"
 
@@ -66,7 +67,8 @@ def links_from_data(interconnects: Mapping[str, Any]) -> dict[str, Bandwidth]:
     """Every link of ``interconnects.yaml`` by key: its rows and its ``without_p2p`` paths."""
     links = {row["key"]: Bandwidth(row["key"], *row["bandwidth_gb_per_s"]) for row in interconnects["rows"]}
     for path in interconnects.get("without_p2p", []):
-        links[path["key"]] = Bandwidth(path["key"], *path["bandwidth_gb_per_s"], peer_to_peer=False)
+        low, high = path["bandwidth_gb_per_s"]
+        links[path["key"]] = Bandwidth(path["key"], low, high, peer_to_peer=False)
     return links
 
 

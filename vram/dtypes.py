@@ -19,7 +19,7 @@ from .validate import check_int, lookup
 
 DTYPE_BITS: dict[str, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
 NF4 = "nf4"
-WEIGHT_DTYPES = tuple(DTYPE_BITS) + (NF4,)
+WEIGHT_DTYPES = (*DTYPE_BITS, NF4)
 
 
 def dtype_bits(dtype: str) -> int:

@@ -11,7 +11,7 @@ insert: the registry costs nothing at import.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from .family_entries import BUILTIN_FAMILIES
 from .family_spec import CHUNKED, FULL, LAYER_RULES, NORMS, QK_NORMS, REQUIRED_KEYS, SLIDING, Experts, Family
@@ -20,13 +20,13 @@ __all__ = [
     "CHUNKED",
     "FULL",
     "LAYER_RULES",
+    "MULTIMODAL_WRAPPERS",
     "NORMS",
     "QK_NORMS",
     "REQUIRED_KEYS",
     "SLIDING",
     "Experts",
     "Family",
-    "MULTIMODAL_WRAPPERS",
     "get_family",
     "is_registered",
     "model_types",
@@ -67,7 +67,7 @@ def get_family(model_type: str) -> Family:
     return _REGISTRY[model_type]
 
 
-def is_registered(model_type: Any) -> bool:
+def is_registered(model_type: Any) -> TypeGuard[str]:
     """True when ``model_type`` is a registered family's name."""
     return isinstance(model_type, str) and model_type in _REGISTRY
 

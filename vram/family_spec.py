@@ -9,9 +9,10 @@ library only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 # layer_types as transformers' DynamicCache and vLLM see each decoder layer
 FULL, SLIDING, CHUNKED = "full_attention", "sliding_attention", "chunked_attention"

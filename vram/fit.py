@@ -47,7 +47,7 @@ def usable_bytes(memory_mib: int, reserve_mib: int) -> int:
     return (memory_mib - reserve_mib) * MIB
 
 
-def free_fraction(required_bytes: int | float, capacity_bytes: int | float) -> float:
+def free_fraction(required_bytes: float, capacity_bytes: float) -> float:
     """Share of the capacity left free: (capacity - required) / capacity (negative: does not fit).
 
     Raises ValueError for a value that is not a finite int or float (bools, NaN, infinities,
@@ -67,7 +67,7 @@ def free_fraction(required_bytes: int | float, capacity_bytes: int | float) -> f
     return (capacity_bytes - required_bytes) / capacity_bytes
 
 
-def fits(required_bytes: int | float, capacity_bytes: int | float, min_free_fraction: float = 0.0) -> bool:
+def fits(required_bytes: float, capacity_bytes: float, min_free_fraction: float = 0.0) -> bool:
     """True if ``required_bytes`` fits ``capacity_bytes`` (e.g. ``usable_bytes``) leaving
     ``min_free_fraction`` (0-1) free; a requirement equal to the capacity fits.
 
@@ -127,7 +127,7 @@ def peak_bytes(per_gpu_bytes: int, backward_bytes: int, activations_bytes: int) 
     return max(per_gpu_bytes, backward_bytes + activations_bytes)
 
 
-def is_tight(peak: int | float, capacity_bytes: int | float, min_free_fraction: float = TIGHT_FREE_FRACTION) -> bool:
+def is_tight(peak: float, capacity_bytes: float, min_free_fraction: float = TIGHT_FREE_FRACTION) -> bool:
     """True when a job whose peak (``peak_bytes`` for training and LoRA, weights and KV cache
     for serving) fits ``capacity_bytes`` leaves less than ``min_free_fraction`` of it free: the
     one definition of "tight" (module docstring). A job that does not fit is not tight (it does

@@ -54,7 +54,10 @@ def zero_paper_memory(
     """
     mem = training_memory_per_gpu(params, world_size, zero_stage, optimizer, offload_optimizer, gpus_per_machine)
     bpp = as_bytes_per_param(optimizer)
-    symbol = lambda stage: "P/N" if zero_stage >= stage else "P"  # noqa: E731
+
+    def symbol(stage: int) -> str:
+        return "P/N" if zero_stage >= stage else "P"
+
     terms = [
         Term("weights", "weights", mem.weights_bytes, ((bpp.weights, symbol(3)),), "16-bit weights (ZeRO §3.1)"),
         Term(

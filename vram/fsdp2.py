@@ -19,8 +19,8 @@ such as ``"adamw-fp32"`` or ``"sgd-fp32"`` for an fp32 model.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from math import prod
-from typing import Iterable, Sequence
 
 from .breakdown import FrameworkMemory, ModelShape, Term
 from .optimizer_step import DEFAULT_IMPL, check_optimizer_impl, step_temporary_coefficients
@@ -211,7 +211,8 @@ def fsdp2_memory(
     check_optimizer_impl(optimizer_impl)
     if zero_stage == 0:
         shape = _need(shape, ("linear_params",), "under AMP copies every nn.Linear weight to bf16")
-        p = shape.params
+        p, linear = shape.params, shape.linear_params
+        assert linear is not None  # _need
         terms = [
             Term("weights", "fp32_weights", FP32 * p, ((FP32, "P"),), "fp32 parameters"),
             Term("gradients", "fp32_gradients", FP32 * p, ((FP32, "P"),), "fp32 gradients"),
@@ -237,11 +238,12 @@ def fsdp2_memory(
             Term(
                 "working",
                 "autocast_copies",
-                BF16 * shape.linear_params,
+                BF16 * linear,
                 ((BF16, "W"),),
                 "bf16 copies of the nn.Linear weights cached by torch.autocast, forward to backward",
-            )
-        ] + buckets
+            ),
+            *buckets,
+        ]
         step = _step_terms(shape, 1, optimizer, optimizer_impl, "P") + buckets
         return _with_step(
             FrameworkMemory(FRAMEWORK, p, n, zero_stage, tuple(terms), tuple(notes)),
@@ -330,13 +332,15 @@ def fsdp2_memory(
                 why="fused expert tensors hold whole experts" if experts else "padding",
             )
         )
-    if gathered_b > shape.decoder_layer_params:
-        experts = any(len(dims) == 3 for kind in shape.layer_shapes for dims in kind)
+    block = shape.decoder_layer_params
+    assert block is not None  # _need
+    if gathered_b > block:
+        experts = any(len(dims) == 3 for kind in shape.layer_shapes or () for dims in kind)
         notes.append(
             GATHER_NOTE.format(
                 n=n,
                 block=gathered_b,
-                extra=gathered_b - shape.decoder_layer_params,
+                extra=gathered_b - block,
                 why="a fused expert tensor of E experts holds N·ceil(E/N) of them" if experts else "padding",
             )
         )
@@ -462,7 +466,7 @@ def _with_step(
     notes = memory.notes
     if use_step:
         what = ", ".join(t.what for t in step if t.key == "optimizer_step_temporary") or "no temporary"
-        notes = notes + (STEP_NOTE.format(impl=impl, what=what),)
+        notes = (*notes, STEP_NOTE.format(impl=impl, what=what))
     return FrameworkMemory(
         memory.framework,
         memory.params,
@@ -485,6 +489,7 @@ def gathered_sizes(shape: ModelShape, world_size: int = 1) -> tuple[int, int, in
     their gradients are not padded. Raises ValueError for a bad world_size."""
     n = check_world_size(world_size)
     if shape.layer_shapes is None or shape.root_shapes is None or shape.param_shapes is None:
+        assert shape.root_params is not None and shape.decoder_layer_params is not None  # the callers' _need
         return shape.params, shape.root_params, shape.decoder_layer_params
     return (
         sum(count * n * fsdp2_chunk_rows(dims[0], n) * prod(dims[1:]) for dims, count in shape.param_shapes),
@@ -529,6 +534,7 @@ def working_moments(shape: ModelShape, zero_stage: int, world_size: int = 1) -> 
     """
     p, r, o = shape.params, shape.root_params, shape.output_params
     b, layers = shape.decoder_layer_params, shape.num_layers
+    assert r is not None and o is not None and b is not None and layers is not None  # fsdp2_memory's _need
     # all-gather outputs and reduce-scatter inputs: every parameter padded to N * ceil(dim0 / N) rows
     gp, gr, gb = gathered_sizes(shape, world_size)
 

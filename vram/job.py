@@ -83,14 +83,16 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any
 
 from .accounting import accounting
 from .activations import activation_memory, default_attention
 from .breakdown import model_shape
+from .calibration import job_class, serving_class
 from .fit import fits, free_fraction, is_tight, mib_to_bytes, peak_bytes, training_verdict, usable_bytes
-from .frameworks import framework_memory
+from .frameworks import OFFLOAD, framework_memory
 from .job_input import (
     JOB_FIELDS,
     KINDS,
@@ -101,7 +103,6 @@ from .job_input import (
     MAX_MIB,
     MAX_RANK,
     MAX_TOKENS,
-    OFFLOAD,
     SERVING_WEIGHTS,
     TRAINING_OPTIMIZERS,
     GpuEntry,
@@ -113,10 +114,9 @@ from .job_input import (
 )
 from .lora import lora_adapter_params, lora_fsdp2_memory, lora_memory_per_gpu
 from .lora_offload import OffloadNotModelled, lora_offload_memory
+from .measurements import is_moe
 from .models import ModelConfig, count_params
 from .mxfp4 import MXFP4, mxfp4_weights_bytes_per_gpu, ships_mxfp4
-from .calibration import job_class, serving_class
-from .measurements import is_moe
 from .ranking import rank_runs, run_options
 from .serving import check_tensor_parallel, serving_memory_per_gpu
 from .timing import decode_bound, shown_duration
@@ -137,17 +137,17 @@ __all__ = [  # vram.job_input's names, importable from here as before the split
     "TRAINING_OPTIMIZERS",
     "Job",
     "JobError",
-    "check_job",
-    "normalised",
-    "read_config",
     # this module's own
     "Need",
     "RunSetting",
     "answer_job",
-    "asked_run",
     "answer_json",
+    "asked_run",
+    "check_job",
     "dumps",
     "global_batch",
+    "normalised",
+    "read_config",
     "settle_run",
     "settled_runs",
     "training_need",
@@ -553,8 +553,8 @@ def _run_times(job: Job, fit_list: list[dict[str, Any]], runs: dict[str, RunSett
     as ``time``, and the ranking (``rank_runs``: by cost when every fitting machine has a
     price, else by time). None when a fitting card has no ``speed``. ``prices``: gpu key ->
     EUR per hour of the machine of ``cards`` such cards."""
-    speeds = {gpu.key: gpu.speed for gpu in job.gpus}
-    if not fit_list or any(speeds[fit["gpu"]] is None for fit in fit_list):
+    speeds = {gpu.key: gpu.speed for gpu in job.gpus if gpu.speed is not None}
+    if not fit_list or any(fit["gpu"] not in speeds for fit in fit_list):
         return None
     options = []
     task = "full" if job.kind == "training" else "qlora" if job.base_dtype == "nf4" else "lora"

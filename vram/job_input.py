@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Mapping
+from typing import Any
 
 from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
 from .billing import parse_price
 from .calibration import Calibration, calibration_from_job
 from .catalogue import Bandwidth, Card
+from .families import MULTIMODAL_WRAPPERS, get_family, is_registered, model_types
 from .fit import TIGHT_FREE_FRACTION
 from .frameworks import FRAMEWORKS, OFFLOAD
 from .json_nesting import MAX_JSON_DEPTH, too_deep
 from .lora import ALL_LINEAR, BASE_DTYPES
-from .families import MULTIMODAL_WRAPPERS, get_family, is_registered, model_types
 from .models import (
     _REQUIRED,
     ConfigError,
@@ -326,6 +327,12 @@ def targets(job: Mapping[str, Any]) -> str | tuple[str, ...]:
     return tuple(t.strip() for t in value.split(",") if t.strip())
 
 
+def _pair(value: Any) -> tuple[float, float]:
+    """[low, high] as two floats; ValueError or TypeError for anything else."""
+    low, high = value
+    return float(low), float(high)
+
+
 def speed_card(entry: Mapping[str, Any]) -> Card | None:
     """The ``speed`` of a ``gpus`` entry (``bf16_dense_tflops``, ``memory_bandwidth_gb_per_s``,
     ``peer_gb_per_s`` [low, high], ``peer_to_peer``, ``host_gb_per_s`` [low, high]: the cited
@@ -339,8 +346,8 @@ def speed_card(entry: Mapping[str, Any]) -> Card | None:
             entry["key"],
             float(speed["bf16_dense_tflops"]),
             float(speed["memory_bandwidth_gb_per_s"]),
-            Bandwidth("peer", *map(float, speed["peer_gb_per_s"]), peer_to_peer=bool(speed["peer_to_peer"])),
-            Bandwidth("host", *map(float, speed["host_gb_per_s"])),
+            Bandwidth("peer", *_pair(speed["peer_gb_per_s"]), peer_to_peer=bool(speed["peer_to_peer"])),
+            Bandwidth("host", *_pair(speed["host_gb_per_s"])),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise JobError(

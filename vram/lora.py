@@ -57,19 +57,18 @@ PR #29587 "Add support for FSDP+QLoRA and DeepSpeed ZeRO3+QLoRA": a 70B base in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
-
-from dataclasses import replace
+from typing import Any
 
 from .breakdown import ModelShape, model_shape
 from .dtypes import NF4, nf4_bytes, tensor_bytes
-from .fsdp2 import fsdp2_model_states_per_rank, gathered_sizes, rank0_shard_params
 from .families import get_family, model_types
-from .models import ModelConfig, as_model_config, count_params, layer_modules
-from .sharding import check_world_size, check_zero_stage, model_states_per_gpu
+from .fsdp2 import fsdp2_model_states_per_rank, gathered_sizes, rank0_shard_params
+from .models import ModelConfig, Module, as_model_config, count_params, layer_modules
 from .optimizer_step import step_temporary_coefficients
+from .sharding import check_world_size, check_zero_stage, model_states_per_gpu
 from .states import BytesPerParam, as_bytes_per_param
 from .units import ceil_div
 from .validate import check_int, check_params
@@ -125,7 +124,7 @@ class LoraTarget:
         return rank * self.rank_factor * self.experts * (self.in_features + self.out_features)
 
 
-def _adapted_as_linear(config: ModelConfig, module) -> bool:
+def _adapted_as_linear(config: ModelConfig, module: Module) -> bool:
     """PEFT adapts this module as an nn.Linear: one, or llama4_text's router (a subclass)."""
     experts = config.family.experts
     return module.kind == "linear" or (module.kind == "router" and bool(experts and experts.router_is_linear))
@@ -432,10 +431,7 @@ def lora_memory_per_gpu(
         packed, constants, rest = _qlora_base_parts(config)
     else:
         packed, constants, rest = 0, 0, tensor_bytes(count_params(config).total, base_dtype)
-    if zero_stage == 3:
-        base = ceil_div(packed + rest, world_size) + constants
-    else:
-        base = packed + constants + rest
+    base = ceil_div(packed + rest, world_size) + constants if zero_stage == 3 else packed + constants + rest
     return LoraMemory(
         base_weights_bytes=base,
         adapter_params=adapters,

@@ -52,9 +52,9 @@ gradients. Not modelled: ZeRO-1/2 with offload (refused), NVMe offload.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from math import prod
-from typing import Iterable
 
 from .breakdown import model_shape
 from .dtypes import NF4
@@ -69,7 +69,7 @@ from .lora import (
     nf4_packed_bf16_rows,
     qlora_fsdp2_shape,
 )
-from .models import as_model_config, count_params, layer_modules
+from .models import ModelConfig, as_model_config, count_params, layer_modules
 from .sharding import check_world_size, shard_elements
 from .validate import check_int
 
@@ -162,11 +162,13 @@ def lora_offload_memory(
     )
 
 
-def _constants(config, base_dtype: str) -> int:
+def _constants(config: ModelConfig, base_dtype: str) -> int:
     return _qlora_base_parts(config)[1] if base_dtype == NF4 else 0
 
 
-def _fsdp2(config, rank: int, n: int, zero_stage: int, targets, base_dtype: str, gpus: int) -> LoraOffloadMemory:
+def _fsdp2(
+    config: ModelConfig, rank: int, n: int, zero_stage: int, targets: str | Iterable[str], base_dtype: str, gpus: int
+) -> LoraOffloadMemory:
     memory = lora_fsdp2_memory(config, rank, n, zero_stage, targets, base_dtype=base_dtype)
     constants = _constants(config, base_dtype)
     shards = (
@@ -212,9 +214,10 @@ def largest_group_shard(
         base = 0
         for module in layer_modules(config, index):
             for name, dims in module.shapes:
+                stored = dims
                 if packed and module.kind == "linear" and name == "weight":
-                    dims = (nf4_packed_bf16_rows(prod(dims)), 1)
-                base += fsdp2_chunk_rows(dims[0], n) * prod(dims[1:])
+                    stored = (nf4_packed_bf16_rows(prod(dims)), 1)
+                base += fsdp2_chunk_rows(stored[0], n) * prod(stored[1:])
         adapters = sum(
             fsdp2_chunk_rows(rank, n) * t.in_features + fsdp2_chunk_rows(t.out_features, n) * rank
             for t in lora_targets(config, index, target_modules)
@@ -226,7 +229,13 @@ def largest_group_shard(
 
 
 def _deepspeed(
-    config, rank: int, n: int, offload_params: bool, targets, base_dtype: str, gpus: int
+    config: ModelConfig,
+    rank: int,
+    n: int,
+    offload_params: bool,
+    targets: str | Iterable[str],
+    base_dtype: str,
+    gpus: int,
 ) -> LoraOffloadMemory:
     if base_dtype not in ("bf16", NF4):
         raise ValueError(
@@ -236,6 +245,7 @@ def _deepspeed(
     base = qlora_fsdp2_shape(config).params if base_dtype == NF4 else count_params(config).total  # bf16 elements
     adapter_share, base_share = shard_elements(adapters, n), shard_elements(base, n)
     largest = model_shape(config).largest_layer_params
+    assert largest is not None  # known for a config
     host = HOST_OPTIMIZER_BYTES * adapter_share + (BF16 * (adapter_share + base_share) if offload_params else 0)
     on_gpu = 0 if offload_params else BF16
     note = DEEPSPEED_NOTE.format(

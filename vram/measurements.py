@@ -28,8 +28,9 @@ Units in names: ``_s`` seconds, ``tokens_per_s`` tokens per second.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .catalogue import Card, links_from_data
 from .lora import lora_adapter_params

@@ -61,12 +61,14 @@ file (a NaN rope factor, an unknown activation) where the calculator still count
 from __future__ import annotations
 
 import json
+import math
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from math import prod
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .families import (
     CHUNKED,
@@ -359,7 +361,7 @@ class _Reader:
         if value is None:
             return None
         # typed ``float | None`` in the (strict) config classes: a JSON integer such as 50 is refused
-        if not isinstance(value, float) or not value == value:
+        if not isinstance(value, float) or math.isnan(value):
             example = f" ({value}.0)" if isinstance(value, int) and not isinstance(value, bool) else ""
             raise self.fail(f"key {key!r} must be a number with a decimal point{example} or null, got {_short(value)}")
         return value
@@ -593,7 +595,9 @@ def _rotary_dim(r: _Reader, head_dim: int) -> int:
 
 def _shared_expert_size(r: _Reader) -> int:
     """Width of the shared expert (0: none): qwen2_moe's ``shared_expert_intermediate_size``."""
-    shared = r.family.experts.shared
+    spec = r.family.experts
+    assert spec is not None  # called for a mixture-of-experts family only
+    shared = spec.shared
     if shared == "qwen2_moe":
         return r.size("shared_expert_intermediate_size")
     if shared == "llama4":  # Llama4TextMoe.shared_expert: one MLP of the experts' width
@@ -605,7 +609,7 @@ def _shared_expert_size(r: _Reader) -> int:
 
 def shown_model_type(value: Any) -> str:
     """A model_type for a message: its repr, and where it holds a character other than
-    printable ASCII (a look-alike such as the Cyrillic 'а' in 'llаma'), each such character's
+    printable ASCII (a look-alike such as the Cyrillic '\u0430' in 'll\u0430ma'), each such character's
     code point and Unicode name, so that the reader sees why it is not the one they meant."""
     if not isinstance(value, str):
         return _short(value)
@@ -866,7 +870,8 @@ def _mla_modules(config: ModelConfig) -> tuple[Module, ...]:
         ]
     else:
         q = [_linear("self_attn.q_proj", h, n * qk, False)]
-    return tuple(q) + (
+    return (
+        *q,
         _linear("self_attn.kv_a_proj_with_mqa", h, r + rope, config.qkv_bias),
         _norm("self_attn.kv_a_layernorm", r),
         _linear("self_attn.kv_b_proj", r, n * (nope + v), False),
@@ -913,7 +918,7 @@ def _dense_mlp(config: ModelConfig, prefix: str, width: int) -> list[Module]:
             _linear(f"{prefix}.gate_proj", h, width, config.mlp_bias),
             _linear(f"{prefix}.up_proj", h, width, config.mlp_bias),
         ]
-    return first + [_linear(f"{prefix}.down_proj", width, h, config.mlp_bias)]
+    return [*first, _linear(f"{prefix}.down_proj", width, h, config.mlp_bias)]
 
 
 def _mlp_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
@@ -921,8 +926,10 @@ def _mlp_modules(config: ModelConfig, layer: int) -> tuple[Module, ...]:
     if not config.moe_layers[layer]:
         return tuple(_dense_mlp(config, prefix, config.intermediate_size))
     spec = config.family.experts
+    assert spec is not None  # config.is_moe
     e, h, i = config.num_local_experts, config.hidden_size, config.moe_intermediate_size
     k = config.num_experts_per_tok
+    experts: tuple[tuple[str, tuple[int, ...]], ...]
     if spec.layout == "llama4":  # Llama4TextMoe: every expert runs on every token (their scores zero but the top-k)
         experts = (("gate_up_proj", (e, h, 2 * i)), ("down_proj", (e, i, h)))
         return (

@@ -15,7 +15,9 @@ per GPU is rounded up to whole blocks of 32 (vLLM pads each expert's width to a 
 
 from __future__ import annotations
 
-from .models import ModelConfig, layer_modules, root_modules
+from collections.abc import Iterable
+
+from .models import ModelConfig, Module, layer_modules, root_modules
 from .serving import _share, check_tensor_parallel
 from .units import ceil_div
 
@@ -46,7 +48,7 @@ def mxfp4_weights_bytes_per_gpu(config: ModelConfig, tensor_parallel: int = 1) -
         )
     tp = check_tensor_parallel(config, tensor_parallel)
 
-    def held(modules) -> int:
+    def held(modules: Iterable[Module]) -> int:
         total = 0
         for module in modules:
             if module.tied:

@@ -9,9 +9,10 @@ end, then by key, so the order never depends on the input's order.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Mapping
+from typing import Any
 
 from .billing import parse_price, run_cost_eur
 from .catalogue import Card
@@ -97,9 +98,15 @@ def run_options(
     return options
 
 
+def _cost_order(option: RunOption) -> tuple[Decimal, Decimal, str]:
+    assert option.cost_eur is not None  # rank_runs orders by cost when every option has one
+    low, high = option.cost_eur
+    return low + high, high, option.key
+
+
 def rank_runs(options: list[RunOption]) -> tuple[str, list[RunOption]]:
     """``("cost", options)`` cheapest first when every option has a price, else ``("time",
     options)`` fastest first."""
     if options and all(o.cost_eur is not None for o in options):
-        return "cost", sorted(options, key=lambda o: (o.cost_eur[0] + o.cost_eur[1], o.cost_eur[1], o.key))
+        return "cost", sorted(options, key=_cost_order)
     return "time", sorted(options, key=lambda o: (o.run_s.middle, o.run_s.high, o.key))

@@ -71,13 +71,15 @@ blocks of 32 per GPU); the figures here are for the ``weight_dtype`` asked.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, cast
 
 from .dtypes import dtype_bits, tensor_bytes
-from .models import CHUNKED, SLIDING, ModelConfig, Module, as_model_config, count_params, layer_modules, root_modules
+from .family_spec import CHUNKED, SLIDING
+from .models import ModelConfig, Module, as_model_config, count_params, layer_modules, root_modules
 from .units import ceil_div
 from .validate import check_int, check_params
 
@@ -263,7 +265,7 @@ def serving_memory(
             kv_bytes_per_token = 0
         kv = kv_bytes_per_token * context_length * batch
     else:
-        config = as_model_config(model)
+        config = as_model_config(cast(ModelLike, model))  # a bool is refused there (TypeError), as any non-config
         params = count_params(config).total
         if kv_bytes_per_token is None:
             kv = kv_cache_bytes(config, context_length, batch, kv_dtype, server, max_num_batched_tokens)
@@ -291,11 +293,13 @@ def check_tensor_parallel(config: ModelLike, tensor_parallel: int) -> int:
     if not all(config.moe_layers):
         widths.append((config.family.mlp_width, config.intermediate_size))
     if config.is_moe:
-        key = config.family.experts.width
+        spec = config.family.experts
+        assert spec is not None  # config.is_moe
+        key = spec.width
         widths.append((key, config.moe_intermediate_size))
         if config.shared_expert_size:
             shared = {"qwen2_moe": "shared_expert_intermediate_size", "llama4": "intermediate_size"}.get(
-                config.family.experts.shared, "moe_intermediate_size x n_shared_experts"
+                spec.shared, "moe_intermediate_size x n_shared_experts"
             )
             widths.append((shared, config.shared_expert_size))
     for key, width in widths:
@@ -345,7 +349,7 @@ def _share(config: ModelConfig, module: Module, name: str, shape: tuple[int, ...
 
 
 def _params_per_gpu(config: ModelConfig, tp: int) -> int:
-    def held(modules) -> int:
+    def held(modules: Iterable[Module]) -> int:
         return sum(_share(config, m, name, shape, tp) for m in modules if not m.tied for name, shape in m.shapes)
 
     per_kind = {}

@@ -112,16 +112,17 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from fractions import Fraction
 
 from .catalogue import Bandwidth, Card
 from .communication import allgather_bytes_per_gpu, bytes_per_gpu_per_step
-from .frameworks import OFFLOAD
 from .dtypes import NF4
+from .family_spec import SLIDING
+from .frameworks import OFFLOAD
 from .lora import ALL_LINEAR, _qlora_base_parts, lora_adapter_params, lora_memory_per_gpu
-from .models import SLIDING, ModelConfig, as_model_config, count_params
+from .models import ModelConfig, as_model_config, count_params
 from .serving import serving_memory_per_gpu
 from .sharding import check_world_size, check_zero_stage
 from .validate import check_int, lookup
@@ -243,7 +244,7 @@ def lora_flops_per_token(
 
 
 def compute_seconds(
-    flops: int | float, bf16_dense_tflops: float, recompute: str = "none", utilisation: tuple[float, float] = MFU
+    flops: float, bf16_dense_tflops: float, recompute: str = "none", utilisation: tuple[float, float] = MFU
 ) -> Span:
     """Seconds of ``flops`` model FLOPs at the card's dense BF16 peak x ``utilisation`` [low, high]
     (x 4/3 with full recomputation): the calibrated range of the job's class
@@ -590,7 +591,7 @@ def run_seconds(tokens: int, step: StepTime) -> Span:
 DURATION_UNITS_S = {"days": 86_400, "h": 3_600, "min": 60, "s": 1}
 
 
-def shown_duration(seconds: float, up: bool) -> list[list]:
+def shown_duration(seconds: float, up: bool) -> list[list[str | float]]:
     """How a run's length is written: ``[[unit, number], ...]`` (units of ``DURATION_UNITS_S``),
     rounded down (``up`` False: a range's low end) or up, so a range never claims more than the
     model. Under a minute whole seconds; under an hour whole minutes; under two days hours to
@@ -604,7 +605,8 @@ def shown_duration(seconds: float, up: bool) -> list[list]:
     units = DURATION_UNITS_S
     if seconds >= 2 * units["days"]:
         days, hours = divmod(whole(exact / units["h"]), 24)
-        return [["days", days]] + ([["h", hours]] if hours else [])
+        shown: list[list[str | float]] = [["days", days]]
+        return [*shown, ["h", hours]] if hours else shown
     if seconds >= units["h"]:
         return [["h", whole(exact / units["h"] * 10) / 10]]
     if seconds >= units["min"]:

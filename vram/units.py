@@ -13,7 +13,7 @@ from fractions import Fraction
 GB = 10**9
 GIB = 2**30
 
-# ASCII only (re.ASCII): \d and \s would also take "٨" or "８" and odd spaces. The exponent
+# ASCII only (re.ASCII): \d and \s would also take "٨" or "８" and odd spaces. The exponent  # noqa: RUF003 (the example)
 # is read apart so that a huge one ("1e-99999999999999999") is refused before any arithmetic.
 _PARAMS_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)(?:[eE]([+-]?[0-9]+))?\s*([KkMmBbTt]?)\s*", re.ASCII)
 _SUFFIX_EXPONENT = {"": 0, "k": 3, "m": 6, "b": 9, "t": 12}
@@ -21,12 +21,12 @@ _SUFFIX_EXPONENT = {"": 0, "k": 3, "m": 6, "b": 9, "t": 12}
 MAX_PARAMS = 10**15
 
 
-def bytes_to_gb(n_bytes: int | float) -> float:
+def bytes_to_gb(n_bytes: float) -> float:
     """Bytes -> GB (10**9 bytes)."""
     return n_bytes / GB
 
 
-def bytes_to_gib(n_bytes: int | float) -> float:
+def bytes_to_gib(n_bytes: float) -> float:
     """Bytes -> GiB (2**30 bytes)."""
     return n_bytes / GIB
 

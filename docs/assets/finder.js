@@ -476,7 +476,7 @@
       if (decode.tokens_per_s_per_sequence) {  // the published decoding runs' share of the bound (page.py's decode_text)
         var realistic = withUnit(span(formats.whole.format(decode.tokens_per_s_per_sequence[0]),
           formats.whole.format(decode.tokens_per_s_per_sequence[1])), "tokens_per_s");
-        shown += "; " + fill(labels.decode_realistic, { range: realistic }) + " (" + backingText(decode.backing) + ")";
+        shown += labels.part_separator + fill(labels.decode_realistic, { range: realistic }) + " (" + backingText(decode.backing) + ")";
       }
       return shown;
     }
@@ -515,7 +515,13 @@
       });
     }
 
+    // One machine is named alone, with a word on its price when it has none (page.py's ranking_text).
     function rankingText(run, cards) {
+      if (run.order.length === 1) {
+        return fill(labels[(run.unpriced || []).length ? "ranked_one_unpriced" : "ranked_one"], {
+          tokens: formats.whole.format(run.tokens), order: gpus[run.order[0]].name
+        });
+      }
       return fill(labels["ranked_" + run.ranked_by], {
         tokens: formats.whole.format(run.tokens),
         order: run.order.map(function (key) { return gpus[key].name; }).join(", "),
@@ -527,11 +533,14 @@
       return formats.gb.format(data.reserve_gib) + NBSP + labels.unit_gib;
     }
 
+    // The note under the table in paragraphs (page.py's finder_table: the same groups): what the
+    // margin holds (with what was read from a pasted config.json), the machine's RAM and QLoRA's
+    // storage, the global batch, where the times come from with their warnings.
     function noteText(found, serving, context, job) {
       var reserve = reserveText();
-      var notes = [];
+      var holds = [], memory = [], batch = [], sources = [];
       if (serving) {
-        notes.push(fill(labels.serving_job, {
+        holds.push(fill(labels.serving_job, {
           concurrent: formats.whole.format(job ? job.concurrent : data.serving.concurrent), context: formats.whole.format(context),
           kv_dtype: job ? job.kv_dtype : data.serving.kv_dtype, kv: gb(found.kv_per_sequence_gb),
           share: formats.percent.format(job ? job.gpu_memory_utilization : data.serving.gpu_memory_utilization),
@@ -540,39 +549,50 @@
         }));
       } else if (job) {
         var act = found.activations;
-        notes.push(fill(labels.activations_job, {
+        holds.push(fill(labels.activations_job, {
           seq: formats.whole.format(act.seq_len), micro_batch: formats.whole.format(act.micro_batch),
           attention: act.attention, recompute: labels["recompute_" + act.recompute],
           asked: gb(act.gb), full: gb(act.full_gb), reserve: reserve
         }));
-        if (found.host_gb) notes.push(fill(labels.host_ram, { host: gb(found.host_gb) }));
+        if (found.host_gb) memory.push(fill(labels.host_ram, { host: gb(found.host_gb) }));
         if (found.fits.some(function (fit) { return fit.host_ram && fit.host_ram.holds === null; })) {
-          notes.push(labels.ram_unknown_why);
+          memory.push(labels.ram_unknown_why);
         }
         if ((found.notes || []).some(function (note) { return note.indexOf("bnb_4bit_quant_storage") >= 0; })) {
-          notes.push(labels.qlora_storage);  // vram.job's QLORA_STORAGE_NOTE: QLoRA split under ZeRO-3 or FSDP2
+          memory.push(labels.qlora_storage);  // vram.job's QLORA_STORAGE_NOTE: QLoRA split under ZeRO-3 or FSDP2
         }
       } else {
         var model = models[controls.model.value];
-        notes.push(fill(labels["activations_" + kind()], {
+        holds.push(fill(labels["activations_" + kind()], {
           model: model.name, seq: formats.whole.format(data.activations.seq_length),
           micro_batch: formats.whole.format(data.activations.micro_batch),
           attention: model.activation_gb.attention,
           none: gb(model.activation_gb.none), full: gb(model.activation_gb.full), reserve: reserve
         }));
       }
-      if (!serving) notes.push(batchText(found.batch || data.batches[controls.cards.value], job ? job.tokens : data.run_tokens));
+      if (!serving) batch.push(batchText(found.batch || data.batches[controls.cards.value], job ? job.tokens : data.run_tokens));
       if (found.run) {
-        notes.push(labels.run_source);  // the sources, as `python -m vram time` names them
-        (found.run.warnings || []).forEach(function (warning) { notes.push(labels["warn_" + warning]); });
+        sources.push(labels.run_source);  // the sources, as `python -m vram time` names them
+        (found.run.warnings || []).forEach(function (warning) { sources.push(labels["warn_" + warning]); });
       }
-      (found.warnings || []).forEach(function (warning) { notes.push(labels["warn_" + warning]); });  // no card fits
+      (found.warnings || []).forEach(function (warning) { sources.push(labels["warn_" + warning]); });  // no card fits
       if (job && controls.model.value === CUSTOM) {  // what vram read from the pasted config.json, to check
-        notes.unshift(fill(labels.config_read, {
+        holds.unshift(fill(labels.config_read, {
           family: found.model_type, layers: formats.whole.format(found.layers), params: formats.whole.format(found.params)
         }));
       }
-      return notes.join(" ");
+      return [holds, memory, batch, sources]
+        .filter(function (group) { return group.length; })
+        .map(function (group) { return group.join(" "); });
+    }
+
+    // The note's paragraphs, a space between them (its text reads as one, as page.py writes it).
+    function showNote(paragraphs) {
+      out.note.textContent = "";
+      paragraphs.forEach(function (text, i) {
+        if (i) out.note.appendChild(document.createTextNode(" "));
+        out.note.appendChild(element("p", text));
+      });
     }
 
     function show(found, job) {
@@ -609,7 +629,7 @@
           return fill(labels.part_size, { part: labels["part_" + part[0]], size: gb(part[part.length - 1]) });
         }).join(labels.part_separator)
       });
-      out.note.textContent = noteText(found, serving, context, job);
+      showNote(noteText(found, serving, context, job));
       offerPrices(fits);
     }
 

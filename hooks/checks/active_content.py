@@ -34,7 +34,7 @@ that reorders what is shown, i.e. no format character (bidirectional overrides a
 isolates, zero-width spaces and joiners, a soft hyphen, a byte-order mark), no control
 character but tab and line feed, no line or paragraph separator. Python accepts them in
 strings and comments, and the page copies them faithfully, so the code that ran is the code
-copied, but not the code read ("Trojan Source", CVE-2021-42574: ``"user‮ ⁦# admin⁩ ⁦"``
+copied, but not the code read ("Trojan Source", CVE-2021-42574: ``"user\u202e \u2066# admin\u2069 \u2066"``
 shows as a comment and runs as a string).
 
 Raises RenderError naming the element. Pure: no MkDocs import.
@@ -52,29 +52,16 @@ from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
-from hooks.render.code_blocks import code_blocks
 from hooks.errors import RenderError
+from hooks.render.code_blocks import code_blocks
 
 FORBIDDEN_ELEMENTS = {"style", "meta", "base", "iframe", "frame", "frameset", "object", "embed", "applet", "portal"}
 # What can be found by selector (fast); event handlers by their names in the text (a name
 # cannot be written with entities), then every element is read.
 SUSPECTS = ", ".join(["script", "link", *sorted(FORBIDDEN_ELEMENTS), "[style]", "[srcdoc]"])
-URL_SUSPECTS = ", ".join(
-    [
-        SUSPECTS,
-        "[href]",
-        "[src]",
-        "[action]",
-        "[formaction]",
-        "[data]",
-        "[poster]",
-        "[background]",
-        "[to]",
-        "[values]",
-        "[from]",
-        "[by]",
-    ]
-)  # read only when the page's text has a "script:"
+URL_SUSPECTS = (  # read only when the page's text has a "script:"
+    f"{SUSPECTS}, [href], [src], [action], [formaction], [data], [poster], [background], [to], [values], [from], [by]"
+)
 ATTRIBUTE_ON_RE = re.compile(r"on[^\s/>=]*\s*=")  # on a lowered text: an attribute named on…, if it starts a name
 NAME_STARTS_AFTER = set(" \t\n\r\f/\"'\x00")  # what may precede an attribute's name (HTML tokenizer)
 SCRIPT_SCHEMES = ("javascript:", "vbscript:")
@@ -126,8 +113,8 @@ def _problem(node) -> str | None:
             return f"a <link rel={rel!r} href={href!r}> that is not a stylesheet file of the site's assets/ folder"
     if tag in FORBIDDEN_ELEMENTS:
         return f"a <{tag}> element"
-    for name, value in attributes.items():
-        name = name.lower()
+    for written, value in attributes.items():
+        name = written.lower()
         if name.startswith("on"):
             return f"an event handler ({name}=) on <{tag}>"
         if name in ("style", "srcdoc"):
@@ -233,7 +220,7 @@ def _cells(notebook: Path) -> list[dict]:
 
 def _check_same_cells(executed: list[dict], source: list[dict]) -> None:
     shape = [(cell.get("cell_type"), _text(cell.get("source"))) for cell in source]
-    for number, (cell, expected) in enumerate(zip(executed, shape), start=1):
+    for number, (cell, expected) in enumerate(zip(executed, shape, strict=False), start=1):
         if (cell.get("cell_type"), _text(cell.get("source"))) != expected:
             raise RenderError(
                 f"cell {number} of the executed copy is not the notebook's cell {number}: "

@@ -141,6 +141,7 @@ def _same(reference: list, other: list, name: str, other_name: str, what: str, k
         if mine is not None and theirs is not None and key(mine) == key(theirs):
             continue
         if theirs is None:
+            assert mine is not None  # one of the two lists is the longer
             raise RenderError(f"{name}:{mine.line}: {what} {key(mine)!r} has none in {other_name}; {rule}")
         if mine is None:
             raise RenderError(f"{other_name}:{theirs.line}: {what} {key(theirs)!r} has none in {name}; {rule}")

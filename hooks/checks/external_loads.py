@@ -63,12 +63,14 @@ SOURCES = {
 }
 # (?=[uU@iI]): the first letters of the three forms, so the engine skips other positions at
 # once (twice as fast on mkdocs-jupyter's 580 KB stylesheet; under re.I it folds as they do)
-CSS_URL_RE = re.compile(r"""(?=[uU@iI])(?:url\(\s*['"]?([^'")\s]+)|(?:@import|image-set\()\s*['"]([^'"]+))""", re.I)
-UNSAFE_IN_SCRIPT_RE = re.compile(r"<!--|<script|</script", re.I)
+CSS_URL_RE = re.compile(
+    r"""(?=[uU@iI])(?:url\(\s*['"]?([^'")\s]+)|(?:@import|image-set\()\s*['"]([^'"]+))""", re.IGNORECASE
+)
+UNSAFE_IN_SCRIPT_RE = re.compile(r"<!--|<script|</script", re.IGNORECASE)
 MATHJAX_RE = re.compile(
     r"<!-- Load mathjax -->\s*<script src=\"\">\s*</script>\s*"
     r"(?:<!-- MathJax configuration -->\s*<script type=\"text/x-mathjax-config\">.*?</script>)?",
-    re.S,
+    re.DOTALL,
 )
 
 
@@ -172,7 +174,7 @@ MERMAID_LOADER_RE = re.compile(
     r'<script type="module">\s*document\.addEventListener\("DOMContentLoaded", async \(\) => \{\s*'
     r'const diagrams = document\.querySelectorAll\("\.jp-Mermaid > pre\.mermaid"\);(?:(?!</script>).)*</script>'
     r'\s*<style>\s*\.jp-Mermaid(?:(?!</style>).)*</style>(?:\s*<!-- End of mermaid configuration -->)?',
-    re.S,
+    re.DOTALL,
 )
 
 

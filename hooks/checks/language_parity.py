@@ -21,7 +21,7 @@ def check_language_parity(docs_dir: Path, languages: tuple[str, ...] = LANGUAGES
         stem, _, lang = rel.with_suffix("").name.rpartition(".")
         if not stem or lang not in languages:
             raise RenderError(
-                f"docs/{rel}: page without a language suffix ({', '.join(f'.{l}{path.suffix}' for l in languages)})"
+                f"docs/{rel}: page without a language suffix ({', '.join(f'.{code}{path.suffix}' for code in languages)})"
             )
         found[str(rel.parent / (stem + path.suffix))].add(lang)
     for page, langs in sorted(found.items()):

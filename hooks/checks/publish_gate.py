@@ -28,13 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from hooks.errors import RenderError
+from hooks.render.verification_note import insert_after_block, render_note
 from verify.extract import ExtractError, blocks_in_html, compare_code, titled_code
 from verify.junit import COUNTS, JUnitError, junit_counts
-from verify.record import DEFAULT_RECORD, SNIPPET, RecordError, check_record, load_record, snippet_sha256
-
-from hooks.errors import RenderError
 from verify.languages import DEFAULT_LANGUAGE
-from hooks.render.verification_note import insert_after_block, render_note
+from verify.record import DEFAULT_RECORD, SNIPPET, RecordError, check_record, load_record, snippet_sha256
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0", ""}
 

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 from selectolax.lexbor import LexborHTMLParser
 
+from hooks.errors import RenderError
+from hooks.render.code_blocks import code_blocks
 from verify.block_names import PYTHON_FENCES, BlockNameError, check_names
 from verify.extract import Block, ExtractError, blocks_in_html, check_runnable, compare, duplicate_message
-from verify.readers import language_of
-
-from hooks.render.code_blocks import code_blocks
-from hooks.errors import RenderError
 from verify.languages import DEFAULT_LANGUAGE
+from verify.readers import language_of
 
 
 def untitled_python(spans: str) -> list[str]:

@@ -108,7 +108,7 @@ def check_snippets(page_markdown: str, snippets_config: dict[str, Any]) -> None:
             }
         },
     )
-    preprocessor = md.preprocessors["snippet"]
+    preprocessor: Any = md.preprocessors["snippet"]  # pymdownx's SnippetPreprocessor (pymdownx has no types)
     resolve = preprocessor.get_snippet_path
     bases = [Path(base) for base in preprocessor.base_path]
 

@@ -28,7 +28,7 @@ from hooks.errors import RenderError
 
 LINK_SCHEMES = ("http", "https", "mailto")  # of a notebook Markdown cell's links; relative links have none
 URL_NOISE_RE = re.compile(r"[\x00-\x20]")  # what the URL parser drops before reading a scheme ("java\tscript:")
-FRONT_MATTER_RE = re.compile(r"^-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)  # mkdocs.utils.meta.YAML_RE
+FRONT_MATTER_RE = re.compile(r"^-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.DOTALL)  # mkdocs.utils.meta.YAML_RE
 
 
 def check_front_matter(source: str) -> None:
@@ -59,9 +59,9 @@ def check_nav_translations(nav: list | None, translations: Mapping[str, Mapping[
     """``translations``: language -> its ``nav_translations`` (every language but the default).
     Raise RenderError for a nav entry without a title in a language, or a translation of no entry."""
     titles = nav_titles(nav)
-    for lang, table in translations.items():
+    for lang, given in translations.items():
         where = f"mkdocs.yml: plugins.i18n.languages ({lang}).nav_translations"
-        table = table or {}
+        table = given or {}
         missing = [title for title in titles if not isinstance(table.get(title), str) or not table[title].strip()]
         if missing:
             raise RenderError(f"{where}: no {lang} title for the nav entry {missing[0]!r}")

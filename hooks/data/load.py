@@ -15,7 +15,7 @@ read-only.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -30,7 +30,13 @@ DATA_DIR = SNIPPETS_DIR / "data"
 _parsed = Memo()  # path -> its data, while the file is unchanged
 
 
-class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML has it
+if TYPE_CHECKING:
+    _SafeLoader = yaml.SafeLoader
+else:
+    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+
+
+class UniqueKeyLoader(_SafeLoader):
     """PyYAML's safe loader, refusing a mapping that names a key twice (PyYAML keeps the last one)
     and any alias (``*name``): a data file is a plain tree, written out in full. Nine lines of
     aliases, each repeating the one above nine times, stand for 9^9 values: what walks them

@@ -14,13 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import vram
-from vram.calibration import MeasuredData, measured_data as resolve
-from vram.catalogue import cards_from_data
-
 from hooks.cache import Memo, tree_stamp
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml
 from hooks.errors import RenderError
+from vram.calibration import MeasuredData, measured_data as resolve
+from vram.catalogue import cards_from_data
 
 MEASUREMENTS_YAML = "snippets/data/measurements.yaml"
 _memo = Memo()

@@ -26,12 +26,11 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, StringConstraints, model_validator
 
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 from verify.record import LINK_CLASSES
 from vram.accounting import ACCOUNTINGS, accounting
 from vram.frameworks import OFFLOAD
 from vram.measurements import ENGINES
-
-from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 
 
 class Data(BaseModel):
@@ -123,18 +122,18 @@ def check_text(value: dict[str, str], fields: Iterable[str] = (), required: bool
     return value
 
 
-def Text(*fields: str) -> Any:  # noqa: N802 (a type factory, used like a type)
+def Text(*fields: str) -> Any:  # a type factory, used like a type
     """A reader-facing text in every language; a template that may use only ``fields``."""
     return Annotated[dict[str, Name], AfterValidator(lambda value: check_text(value, fields))]
 
 
-def RequiredText(*fields: str) -> Any:  # noqa: N802
+def RequiredText(*fields: str) -> Any:
     """A ``Text`` that must use every one of ``fields`` in every language: a text that states
     a record (the verification note) cannot print a fixed claim instead of the record's values."""
     return Annotated[dict[str, Name], AfterValidator(lambda value: check_text(value, fields, required=True))]
 
 
-def Texts(fields_by_key: dict[str, tuple[str, ...]]) -> Any:  # noqa: N802
+def Texts(fields_by_key: dict[str, tuple[str, ...]]) -> Any:
     """A table of texts whose keys are among ``fields_by_key``, each using only its fields (a
     text the code looks up and the file lacks is the code's one-line error)."""
 
@@ -247,7 +246,7 @@ class InterconnectsFile(Data):
             if keys.count(key) > 1:
                 raise ValueError(f"key {key!r} is used twice")
         for path in self.without_p2p:
-            (over,) = [row for row in self.rows if row.key == path.over] or [None]
+            over = next((row for row in self.rows if row.key == path.over), None)  # keys are unique (above)
             if over is None:
                 raise ValueError(f"without_p2p.{path.key}.over: {path.over!r} is not the key of a row")
             low, high = path.bandwidth_gb_per_s
@@ -487,9 +486,10 @@ class Measurement(Data):
         derived = self.derived_from
         if derived is None:
             return self
-        if derived.tokens is not None:
+        if derived.tokens is not None and derived.seconds is not None:
             value = derived.tokens / derived.seconds
-        else:
+        else:  # DerivedFrom._one_way: the other way is given whole
+            assert derived.global_batch is not None and derived.seq_len is not None and derived.step_s is not None
             value = derived.global_batch * derived.seq_len / derived.step_s
             value /= self.count if self.per == "gpu" else 1
         if abs(value - self.tokens_per_s) > 0.005 * value:
@@ -633,6 +633,8 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "ranked_cost": ("tokens", "order"),
     "run_source": ("coverage",),
     "ranked_time": ("tokens", "order", "unpriced"),
+    "ranked_one": ("tokens", "order"),
+    "ranked_one_unpriced": ("tokens", "order"),
     "backing_runs": ("family", "runs"),
     "backing_other": ("family", "runs"),
     "backing_none": ("runs",),
@@ -792,7 +794,7 @@ class VerificationFile(Data):
     when: RequiredText("date", "time")
     links: RequiredText("classes")
     and_: Text() = Field(alias="and")
-    link_classes: Texts({name: () for name in LINK_CLASSES})
+    link_classes: Texts(dict.fromkeys(LINK_CLASSES, ()))
     fixture: Text()
 
 
@@ -877,12 +879,14 @@ Sign = Annotated[str, StringConstraints(pattern=r"^\S+$")]
 
 class TypographyLanguage(Data):
     """One language's rules of hooks/render/typography.yaml: the space before or after a sign, between
-    the groups of a number, between a number and its unit."""
+    the groups of a number, between a number and its unit; the elided form of an article before a
+    number read with a vowel (Italian: ``nel 82%`` -> ``nell’82%``)."""
 
     space_before: dict[Sign, Space] = {}
     space_after: dict[Sign, Space] = {}
     thousands: Space | None = None
     units: Space | None = None
+    elide_before_vowel_numbers: dict[Annotated[str, StringConstraints(pattern=r"^[a-z]+$")], Sign] = {}
 
 
 class TypographyFile(Data):

@@ -38,13 +38,6 @@ from pathlib import Path
 from typing import Any
 
 import vram
-from vram.catalogue import card_speed, cards_from_data
-from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes, usable_bytes
-from vram.accounting import job_accounting
-from vram.job import JOB_FIELDS, JobError, check_job, global_batch
-from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
-from vram.units import bytes_to_gb, bytes_to_gib
-
 from hooks.cache import Memo, hash_files, package_versions, tree_stamp
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml, relative
@@ -52,6 +45,12 @@ from hooks.data.measurements import measured_data
 from hooks.errors import RenderError
 from hooks.render.numbers import calculator_errors
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
+from vram.accounting import job_accounting
+from vram.catalogue import card_speed, cards_from_data
+from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes, usable_bytes
+from vram.job import JOB_FIELDS, JobError, check_job, global_batch
+from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
+from vram.units import bytes_to_gb, bytes_to_gib
 
 JSON_URI = "assets/finder.json"  # what the form needs: fetched on the reader's first use
 RESULTS_URI = "assets/finder-results.json"  # the reference answers: fetched when a choice needs one
@@ -622,7 +621,7 @@ def _stored_or_computed(data_dir: Path, store: Path | None) -> str:
             temporary = stored.with_suffix(f".{os.getpid()}.tmp")
             temporary.write_text(content, encoding="utf-8")
             temporary.replace(stored)
-            for old in sorted(store.glob("*.json"), key=lambda path: path.stat().st_mtime_ns, reverse=True)[
+            for old in sorted(stored.parent.glob("*.json"), key=lambda path: path.stat().st_mtime_ns, reverse=True)[
                 STORE_KEEP:
             ]:
                 old.unlink(missing_ok=True)

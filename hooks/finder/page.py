@@ -20,21 +20,9 @@ from typing import Any
 from babel.numbers import format_decimal, format_percent, get_decimal_symbol, get_group_symbol
 
 import vram
-from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
-from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes
-from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
-from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
-from vram.units import bytes_to_gb, bytes_to_gib
-
 from hooks.data.load import load_yaml, text
-from hooks.errors import RenderError
-from hooks.render.locale_format import format_duration_range, format_eur, format_number, format_quantity, unit_label
-from hooks.render.placeholders import Args
-from hooks.render.script_json import script_json
 from hooks.data.measurements import validation
-from hooks.render.typography import unit_space
-from verify.pins import pinned
-
+from hooks.errors import RenderError
 from hooks.finder.compute import (
     CUSTOM_MODEL,
     FINDER_YAML,
@@ -47,6 +35,16 @@ from hooks.finder.compute import (
     result,
     task_accountings,
 )
+from hooks.render.locale_format import format_duration_range, format_eur, format_number, format_quantity, unit_label
+from hooks.render.placeholders import Args
+from hooks.render.script_json import script_json
+from hooks.render.typography import unit_space
+from verify.pins import pinned
+from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
+from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes
+from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
+from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
+from vram.units import bytes_to_gb, bytes_to_gib
 
 
 def _label(catalogue: Catalogue, key: str, lang: str, **fields: Any) -> str:
@@ -337,9 +335,9 @@ def finder_form(raw: dict[str, str], lang: str) -> str:
     body = "\n".join(
         f'<div class="finder-field"{f" data-kinds={chr(34)}{k}{chr(34)}" if k else ""}'
         f'{" hidden" if _hidden_at_first(catalogue, k) else ""}>{f}</div>'
-        for f, k in zip(fields, kinds)
+        for f, k in zip(fields, kinds, strict=True)
     )
-    body += f'\n<p class="finder-error" id="finder-error" role="alert" hidden></p>'
+    body += '\n<p class="finder-error" id="finder-error" role="alert" hidden></p>'
     labels = script_json(page_labels(catalogue, lang))
     return (
         f'<div class="finder" id="finder"><link rel="stylesheet" href="{assets}/finder.css">'
@@ -399,7 +397,7 @@ def summary_text(catalogue: Catalogue, lang: str, found: dict[str, Any], serving
     """The status line: what the figure per card holds, the reserve and (training, LoRA) the
     activations beside it, the card models that fit, whether the first needs full
     recomputation, and the cards whose margin is below the activations."""
-    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    names = {k: g["name"] for k, g in catalogue.gpus}
     reserve = format_quantity(
         bytes_to_gib(mib_to_bytes(catalogue.reserve_mib)), "gib", lang, catalogue.settings["decimals"]
     )
@@ -505,7 +503,8 @@ def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
             lang,
             range=_with_unit(_span(catalogue, lang, low, high), "tokens_per_s", lang),
         )
-        shown += "; " + realistic + " (" + backing_text(catalogue, lang, decode["backing"]) + ")"
+        separator = _label(catalogue, "part_separator", lang)  # French: a thin no-break space before ;
+        shown += separator + realistic + " (" + backing_text(catalogue, lang, decode["backing"]) + ")"
     return shown
 
 
@@ -560,14 +559,18 @@ def batch_text(catalogue: Catalogue, lang: str, batch: dict[str, Any], tokens: i
 def machine_names(catalogue: Catalogue, cards: int, keys: list[str]) -> str:
     """``2 × H100 80GB, 2 × RTX 4090 24GB``: the machines of ``cards`` such cards, each held on one
     line (no-break spaces around the ×, as finder.js writes them)."""
-    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    names = {k: g["name"] for k, g in catalogue.gpus}
     return ", ".join(f"{cards}\u00a0×\u00a0{names[key]}" for key in keys)
 
 
 def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any], cards: int) -> str:
     """The machines that fit, ranked for the run (``answer_job``'s ``run``), saying by what and,
-    when by time, which machines have no price."""
-    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    when by time, which machines have no price; one machine is named alone (nothing to rank),
+    with a word on its price when the guide gives none."""
+    names = {k: g["name"] for k, g in catalogue.gpus}
+    if len(run["order"]) == 1:
+        key = "ranked_one_unpriced" if run.get("unpriced") else "ranked_one"
+        return _label(catalogue, key, lang, tokens=format_number(run["tokens"], lang, 0), order=names[run["order"][0]])
     return _label(
         catalogue,
         f"ranked_{run['ranked_by']}",
@@ -601,7 +604,7 @@ def render_result(
     """The results block; ``finder.js`` builds the same structure from the JSON. Each body cell
     carries its column's heading (``data-label``): on a phone each row shows as a card."""
     esc = html.escape
-    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    names = {k: g["name"] for k, g in catalogue.gpus}
     fits = found["fits"]
     summary = summary_text(catalogue, lang, found, catalogue.tasks[task]["kind"] == "serving")
     columns = ("col_card", "col_memory", "col_margin", "col_price") + (("col_run",) if "run" in found else ())
@@ -640,7 +643,7 @@ def render_result(
             cells.append(esc(run_text(catalogue, lang, fit["time"])))
         if decoding:
             cells.append(esc(decode_text(catalogue, lang, fit["decode"]) if "decode" in fit else ""))
-        body = "".join(f'\n<td data-label="{esc(h)}">{c}</td>' for h, c in zip(headings[1:], cells))
+        body = "".join(f'\n<td data-label="{esc(h)}">{c}</td>' for h, c in zip(headings[1:], cells, strict=False))
         rows.append(f'<tr><th scope="row">{esc(names[fit["gpu"]])}</th>{body}</tr>')
     parts = _label(catalogue, "part_separator", lang).join(
         _label(
@@ -652,15 +655,20 @@ def render_result(
         )
         for k, v in found["parts"]
     )
-    note = note_text(catalogue, lang, model, task, option, found)
+    # The note in paragraphs (finder.js's noteText: the same groups): what the margin holds, the
+    # global batch, where the times come from with their warnings.
+    paragraphs = [note_text(catalogue, lang, model, task, option, found)]
     if catalogue.tasks[task]["kind"] != "serving":
-        note += " " + batch_text(catalogue, lang, reference_batch(catalogue, cards), JOB_FIELDS["tokens"])
+        paragraphs.append(batch_text(catalogue, lang, reference_batch(catalogue, cards), JOB_FIELDS["tokens"]))
     order = ""
+    sources = []
     if "run" in found:
-        note += " " + run_source_text(catalogue, lang)
         order = ranking_text(catalogue, lang, found["run"], cards)
-        note += "".join(" " + _label(catalogue, f"warn_{w}", lang) for w in found["run"].get("warnings", []))
-    note += "".join(" " + _label(catalogue, f"warn_{w}", lang) for w in found.get("warnings", []))  # no card fits
+        sources = [run_source_text(catalogue, lang)]
+        sources += [_label(catalogue, f"warn_{w}", lang) for w in found["run"].get("warnings", [])]
+    sources += [_label(catalogue, f"warn_{w}", lang) for w in found.get("warnings", [])]  # no card fits
+    paragraphs += [" ".join(sources)] if sources else []
+    note = " ".join(f"<p>{esc(paragraph)}</p>" for paragraph in paragraphs)  # a space: one text, read aloud
     table = (
         (
             f'<table id="finder-table">'
@@ -676,7 +684,7 @@ def render_result(
         f'<p class="finder-order" id="finder-order"{"" if order else " hidden"}>{esc(order)}</p>'
         f'<div class="finder-table-wrap" id="finder-table-wrap">{table}</div>'
         f'<p class="finder-why" id="finder-why">{esc(_label(catalogue, "why", lang, parts=parts))}</p>'
-        f'<p class="finder-note" id="finder-note">{esc(note)}</p></div>'
+        f'<div class="finder-note" id="finder-note">{note}</div></div>'
     )
 
 

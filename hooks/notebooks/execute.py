@@ -207,7 +207,7 @@ def execute(src: Path, dest: Path, repo_root: Path, lang: str, kernel_name: str,
     name = _display_name(src, repo_root)
     try:
         nb = nbformat.read(src, as_version=4)
-    except Exception as exc:  # nbformat raises several unrelated types for a broken file
+    except Exception as exc:  # noqa: BLE001 (nbformat raises several unrelated types for a broken file)
         raise NotebookError(f"{name}: not a readable notebook ({type(exc).__name__}: {exc})") from None
     ipython_dir = dest.parent / f"ipython-{os.getpid()}-{threading.get_ident()}"
     startup = ipython_dir / "profile_default" / "startup"
@@ -352,7 +352,7 @@ def executed_notebook(
     """
     cache_dir = cache_dir or repo_root / CACHE_SUBDIR
     ran = False
-    found = _recorded_copy(src, cache_dir, repo_root, lang, kernel_name)
+    found: tuple[Path, Path | None] | None = _recorded_copy(src, cache_dir, repo_root, lang, kernel_name)
     if found is None:
         broad = cache_dir / f"{src.stem}.{cache_key(src, repo_root, lang, kernel_name)[:20]}.ipynb"
         if broad.is_file():
@@ -384,7 +384,7 @@ def executed_notebook(
         rest = old.name[len(src.stem) + 1 :]
         if rest.startswith("running-"):  # another build's run in progress
             continue
-        if old not in found and (rest.count(".") == 1 and rest.endswith(".ipynb") or rest.endswith(".reads.json")):
+        if old not in found and ((rest.count(".") == 1 and rest.endswith(".ipynb")) or rest.endswith(".reads.json")):
             old.unlink(missing_ok=True)
     return dest, ran
 
@@ -425,8 +425,8 @@ def executed_notebooks(
     with ThreadPoolExecutor(max_workers=max(1, min(len(sources), os.cpu_count() or 1))) as pool:
         futures = [
             pool.submit(executed_notebook, src, repo_root, lang, kernel_name, cache_dir, TIMEOUT_S, store)
-            for src, lang in zip(sources, langs)
+            for src, lang in zip(sources, langs, strict=True)
         ]
-        executed = {src: future.result()[0] for src, future in zip(sources, futures)}
+        executed = {src: future.result()[0] for src, future in zip(sources, futures, strict=True)}
     _executed[call] = (stamp, executed)
     return dict(executed)

@@ -30,9 +30,9 @@ from hooks.errors import RenderError
 
 ANCHOR_RE = re.compile(r"\s*\{\s*#([A-Za-z][\w-]*)\s*\}\s*$")
 HEADING_RE = re.compile(
-    r'<h([1-6]) id="([^"]*)">((?:(?!</h[1-6]>).)*?)(<a class="anchor-link" href="#)([^"]*)(">)', re.S
+    r'<h([1-6]) id="([^"]*)">((?:(?!</h[1-6]>).)*?)(<a class="anchor-link" href="#)([^"]*)(">)', re.DOTALL
 )
-CONFIG_RE = re.compile(r'<script id="__config" type="application/json">(.*?)</script>', re.S)
+CONFIG_RE = re.compile(r'<script id="__config" type="application/json">(.*?)</script>', re.DOTALL)
 COPY_LABEL = 'aria-label="Copy to Clipboard"'
 SEARCH_NOISE_RE = re.compile(
     r'(<clipboard-copy|<div(?= class="(?:clipboard-copy-txt|jp-InputPrompt |jp-OutputPrompt )))([\s>])'

@@ -19,8 +19,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from verify.languages import LANGUAGES
 from hooks.notebooks.execute import executed_notebooks, machine_store
+from verify.languages import LANGUAGES
 
 
 def jupyter_kernel(config) -> str:

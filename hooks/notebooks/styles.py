@@ -15,12 +15,12 @@ Pure: no MkDocs import.
 from __future__ import annotations
 
 import functools
-import re
 import html as html_lib
+import re
 from importlib import resources
 
-from hooks.errors import RenderError
 from hooks.checks.external_loads import check_stylesheet
+from hooks.errors import RenderError
 
 PACKAGE_ASSETS = ("templates", "mkdocs_html", "assets")  # in the mkdocs_jupyter package
 STYLESHEETS = ("index.css", "theme-light.css", "theme-dark.css")

@@ -59,7 +59,7 @@ def check_translated_notebook(notebook: Path, original: Path, catalogue: dict[st
     mine, theirs = _cells(notebook), _cells(original)
     if [c.get("cell_type") for c in mine] != [c.get("cell_type") for c in theirs]:
         raise RenderError(f"{notebook.name}: its cells are not those of {original.name} (types, in order)")
-    for number, (cell, other) in enumerate(zip(mine, theirs), start=1):
+    for number, (cell, other) in enumerate(zip(mine, theirs, strict=True), start=1):
         if cell.get("cell_type") != "code":
             continue
         where = f"{notebook.name}: code cell {number}"
@@ -75,7 +75,7 @@ def check_translated_notebook(notebook: Path, original: Path, catalogue: dict[st
         got, expected = comments(source), comments(original_source)
         if [place for place, _ in got] != [place for place, _ in expected]:
             raise RenderError(f"{where}: its comments are not where {original.name} has them")
-        for (_, text), (_, italian) in zip(got, expected):
+        for (_, text), (_, italian) in zip(got, expected, strict=True):
             if italian not in catalogue:
                 raise RenderError(f"{where}: code comment {italian!r} has no translation in snippets/comments.yaml")
             if text != catalogue[italian]:

@@ -33,7 +33,7 @@ from hooks.cache import package_versions
 from hooks.errors import RenderError
 
 PLOTS_FOLDER = "assets/notebook/plots"
-IMG = re.compile(r"<img\b[^>]*>", re.I)
+IMG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # States and parts a static page's elements are not in when matched here: removed from a
 # selector before matching (the rule is then kept if its element exists).
@@ -41,7 +41,7 @@ DYNAMIC = re.compile(
     r"::?(?:-[a-z]+-)?(?:hover|focus(?:-within|-visible)?|active|visited|link|target|checked|disabled|"
     r"enabled|placeholder(?:-shown)?|selection|before|after|first-line|first-letter|marker|backdrop|"
     r"scrollbar(?:-[a-z-]+)?|[a-z-]*autofill|indeterminate|invalid|valid|read-only|focus-ring)\b(?!-)",
-    re.I,
+    re.IGNORECASE,
 )
 REQUIRED = re.compile(r"([.#])(-?[_a-zA-Z][\w-]*)|\[\s*([_a-zA-Z][\w-]*)|(?:^|(?<=[\s>+~]))([a-zA-Z][\w-]*)")
 PARENTHESES = re.compile(r"\([^()]*\)")
@@ -76,7 +76,8 @@ def plots_as_files(html: str, write, href) -> str:
         uri = f"{PLOTS_FOLDER}/{hashlib.sha256(data).hexdigest()[:20]}.png"
         write(uri, data)
         attrs["src"] = href(uri)
-        shown = int(attrs["width"]) if (attrs.get("width") or "").isdigit() else width_px
+        written = attrs.get("width") or ""
+        shown = int(written) if written.isdigit() else width_px
         attrs["width"], attrs["height"] = str(shown), str(round(shown * height_px / width_px))
         if count:
             attrs["loading"] = "lazy"  # below the fold: fetched when the reader scrolls near it
@@ -97,7 +98,7 @@ class _PageIndex:
         self._memo: dict[str, bool] = {}
         elements = self.soup.find_all(True)
         self.names = {"." + c for el in elements for c in el.get("class") or []}
-        self.names |= {"#" + el["id"] for el in elements if el.get("id")}
+        self.names |= {f"#{el['id']}" for el in elements if el.get("id")}
         self.names |= {"[" + name.lower() for el in elements for name in el.attrs}
         self.names |= {el.name.lower() for el in elements}
 

@@ -9,7 +9,9 @@ the sources and the plot, from ``vram.calibration`` (the code the times come fro
   (``vram.calibration.dispersion``), ``part=single_source group=training|serving`` the classes
   whose runs all come from one source, in words, ``part=measurements``
   and ``part=sources`` how many entries and sources the data holds, ``part=target_coverage``
-  and ``part=target_width`` the targets.
+  and ``part=target_width`` the targets, ``part=compute_bound`` the share of a step above which
+  communication and offload make a run a check only, ``part=implausible`` the share of the peak
+  at or above which an entry stays only marked excluded (``vram.measurements.IMPLAUSIBLE_SHARE``).
 - ``{{ table name=calibration }}``: every class with published runs and its range.
 - ``{{ calibration_sources }}``: the sources as links (repository, file and commit).
 - ``{{ calibration_plot }}``: the plot (``hooks/render/calibration_plot.py``) with its text
@@ -25,6 +27,12 @@ from datetime import date
 from babel.dates import format_date
 from babel.numbers import format_percent
 
+from hooks.data.load import label, load_model, load_yaml
+from hooks.data.measurements import measured_data, validation
+from hooks.errors import RenderError
+from hooks.render.locale_format import format_number
+from hooks.render.markdown_table import markdown_table
+from hooks.render.placeholders import Args
 from vram.calibration import (
     COMPUTE_BOUND,
     COVERAGE_TARGET,
@@ -34,13 +42,7 @@ from vram.calibration import (
     class_table,
     dispersion,
 )
-
-from hooks.data.load import label, load_model, load_yaml
-from hooks.data.measurements import measured_data, validation
-from hooks.errors import RenderError
-from hooks.render.locale_format import format_number
-from hooks.render.markdown_table import markdown_table
-from hooks.render.placeholders import Args
+from vram.measurements import IMPLAUSIBLE_SHARE
 
 PLOT_DIR = "assets/calibration"
 PARTS = (
@@ -55,6 +57,7 @@ PARTS = (
     "target_width",
     "compute_bound",
     "single_source",
+    "implausible",
 )
 GITHUB_BLOB = re.compile(r"^https://github\.com/([^/]+/[^/]+)/blob/([0-9a-f]{7,40})/(.+)$")
 
@@ -88,6 +91,8 @@ def calibration(raw: dict[str, str], lang: str) -> str:
         return format_number(WIDTH_TARGET, lang, 1)
     if part == "compute_bound":
         return percent(COMPUTE_BOUND, lang)
+    if part == "implausible":
+        return percent(IMPLAUSIBLE_SHARE, lang)
     measured = measured_data()
     group = args.str("group", "training")
     if part == "spread":

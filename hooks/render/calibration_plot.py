@@ -107,7 +107,7 @@ def draw(lang: str) -> bytes:
     cards = card_order(checks, families)
     if len(cards) > len(CARD_COLOURS):
         raise ValueError(f"the plot has {len(CARD_COLOURS)} colours for {len(cards)} measured cards: add colours")
-    colours = dict(zip(cards, CARD_COLOURS))
+    colours = dict(zip(cards, CARD_COLOURS, strict=False))
     figure, axes = plt.subplots(figsize=(9.6, 5.6), dpi=100)
     for check in checks:
         colour, group = colours[check.gpu], group_of(check, measured.measurements)

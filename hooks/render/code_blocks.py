@@ -60,7 +60,9 @@ def titled_block(html: str, name: str) -> tuple[int, int] | None:
     ``verify.extract`` reads it): a ``<span class="filename">`` written elsewhere on the page
     does not count. Raises RenderError for an unclosed block."""
     for start, end in code_blocks(html):
-        title = TITLE_RE.match(html, BLOCK_START_RE.match(html, start).end())
+        opening = BLOCK_START_RE.match(html, start)
+        assert opening is not None  # code_blocks found a block there
+        title = TITLE_RE.match(html, opening.end())
         if title and html_lib.unescape(title.group(1)).strip() == name:
             return title.start(), end
     return None

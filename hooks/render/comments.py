@@ -36,21 +36,19 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from selectolax.lexbor import LexborHTMLParser
 
-from verify.readers import ReadError, language_of, read_ahead, read_as
-
-from hooks.render.code_blocks import code_blocks
 from hooks.data.load import SNIPPETS_DIR, load_model
 from hooks.errors import RenderError
+from hooks.render.code_blocks import code_blocks
 from verify.languages import DEFAULT_LANGUAGE
+from verify.readers import ReadError, language_of, read_ahead, read_as
 
 COMMENT_CLASSES = {"c", "c1", "cm", "cs"}  # Pygments comment tokens; shebangs ("ch") stay as they are
 COMMENT_SELECTOR = ", ".join(f"span.{name}" for name in sorted(COMMENT_CLASSES))
-ANY_COMMENT_RE = re.compile(r'<span class="(?:%s)">' % "|".join(sorted(COMMENT_CLASSES)))
+ANY_COMMENT_RE = re.compile(rf'<span class="(?:{"|".join(sorted(COMMENT_CLASSES))})">')
 LANGUAGE_CLASS_RE = re.compile(r"\b(?:language|hl)-(\S+)")  # pymdownx.highlight (pygments_lang_class), a notebook cell
-MARKER_RE = re.compile(r"^(?P<marker>#+\s*|//\s*)(?P<body>.*?)(?P<trail>\s*)$", re.S)
+MARKER_RE = re.compile(r"^(?P<marker>#+\s*|//\s*)(?P<body>.*?)(?P<trail>\s*)$", re.DOTALL)
 CATALOGUE = "snippets/comments.yaml"
 
 
@@ -83,8 +81,8 @@ def translate_comments(
             if original is not None:
                 translated.append(Translated(div, original))
     read_ahead(pair for block in translated for pair in block.readings())  # the bash readers of the page at once
-    for block in translated:
-        check_same_code(block.div, block.original, lang)
+    for done_block in translated:
+        check_same_code(done_block.div, done_block.original, lang)
     return "".join(parts) + html[done:] if parts else html
 
 

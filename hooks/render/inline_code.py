@@ -4,7 +4,8 @@ Browsers break a line after a hyphen, also inside ``<code>`` (no CSS property st
 so a phone showed "passa -" / "-mixed_precision", which invites copying ``-mixed_precision``.
 Each word of an inline code element (``<code>`` outside ``<pre>``, plain text) that holds a
 hyphen is wrapped in ``<span class="code-word">`` (``white-space: nowrap`` in guide.css); the
-line may still break at the code's spaces. The text, what a reader copies, is unchanged.
+line may still break at the code's spaces, and after a path's slashes (a long source path
+ran 90 px off a phone's screen). The text, what a reader copies, is unchanged.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 
 INLINE_CODE = re.compile(r"<code>([^<]*-[^<]*)</code>")
-WORD = re.compile(r"[^\s]*-[^\s]*")
+WORD = re.compile(r"[^\s/]*-[^\s/]*")  # a path breaks at its slashes: only its hyphenated part is held whole
 OPEN_TAG = re.compile(r"<(\w+)[^<>]*>\s*\Z")
 
 

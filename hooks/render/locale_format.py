@@ -8,6 +8,7 @@ fr ``Go``), joined to the number with a no-break space.
 from __future__ import annotations
 
 import functools
+from decimal import Decimal
 
 from babel import Locale
 from babel.numbers import format_currency, format_decimal
@@ -76,6 +77,6 @@ def format_duration_range(low: list[list], high: list[list], lang: str, space: s
     return units.range_words[lang].format(low=low_text, high=high_text)
 
 
-def format_eur(amount: float, lang: str) -> str:
+def format_eur(amount: float | Decimal, lang: str) -> str:
     """A price in euros, ``2,36 €`` in both locales."""
     return format_currency(amount, "EUR", locale=_locale(lang))

@@ -14,14 +14,14 @@ from pathlib import Path
 
 from hooks.cache import Memo, file_stamp, tree_stamp
 from hooks.errors import RenderError
-from hooks.render.catalogue_prose import CATALOGUE_PROSE
 from hooks.finder.page import FINDER
-from verify.languages import LANGUAGES
+from hooks.render.calibration import CALIBRATION
+from hooks.render.catalogue_prose import CATALOGUE_PROSE
 from hooks.render.numbers import NUMBERS
 from hooks.render.placeholders import expand
 from hooks.render.tables import table
 from hooks.render.timing import TIMING
-from hooks.render.calibration import CALIBRATION
+from verify.languages import LANGUAGES
 
 RENDERERS = {"table": table, **NUMBERS, **FINDER, **TIMING, **CATALOGUE_PROSE, **CALIBRATION}
 RENDER_DIR = Path(__file__).resolve().parent

@@ -15,14 +15,13 @@ from contextlib import contextmanager
 import vram
 import vram.fit
 import vram.loading
-from vram.units import bytes_to_gb
-
 from hooks.cache import Memo, file_stamp
 from hooks.data.load import load_model, load_yaml
 from hooks.errors import RenderError
 from hooks.render.locale_format import format_eur, format_number, format_quantity, format_range
 from hooks.render.placeholders import Args
 from verify.pins import pinned
+from vram.units import bytes_to_gb
 
 PARTS = ("weights", "gradients", "optimizer", "total")
 ROUNDING = {"round", "floor", "decimals"}

@@ -7,6 +7,7 @@ arguments and every error names the placeholder.
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Callable, Mapping
 
@@ -80,7 +81,7 @@ class Args:
             raise RenderError(f"missing argument {key}=")
         return default
 
-    def params(self, key: str = "params") -> int:
+    def params(self, key: builtins.str = "params") -> builtins.int:
         from vram.units import parse_params
 
         try:
@@ -88,7 +89,13 @@ class Args:
         except (ValueError, ArithmeticError) as exc:  # 1e400: a float overflow
             raise RenderError(f"{key}={self.str(key)}: {exc}") from None
 
-    def int(self, key: str, default: int | None = None, minimum: int | None = None, maximum: int | None = None) -> int:
+    def int(
+        self,
+        key: builtins.str,
+        default: builtins.int | None = None,
+        minimum: builtins.int | None = None,
+        maximum: builtins.int | None = None,
+    ) -> builtins.int:
         raw = self._args.get(key)
         if raw is None:
             if default is None:
@@ -102,7 +109,7 @@ class Args:
             raise RenderError(f"{key}={raw} is out of range [{minimum}, {maximum}]")
         return value
 
-    def ints(self, key: str, minimum: int = 1) -> list[int]:
+    def ints(self, key: builtins.str, minimum: builtins.int = 1) -> list[builtins.int]:
         values = []
         for raw in self.str(key).split(","):
             try:

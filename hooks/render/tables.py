@@ -10,16 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import vram
-from vram.units import bytes_to_gb
-
 from hooks.data.load import label, load_model
 from hooks.errors import RenderError
+from hooks.render.calibration import calibration_table
 from hooks.render.locale_format import format_quantity, format_range
 from hooks.render.markdown_table import markdown_table
 from hooks.render.numbers import calculator_errors, model_config
 from hooks.render.placeholders import Args
 from hooks.render.timing import run_cost_table
-from hooks.render.calibration import calibration_table
+from vram.units import bytes_to_gb
 
 
 def _columns(data, lang: str, where: str, keys: list[str]) -> list[str]:

@@ -32,14 +32,9 @@ import vram.billing
 import vram.catalogue
 import vram.timing
 import vram.units
-
-from vram.calibration import job_class
-from vram.measurements import is_moe
-
 from hooks.data.load import label, load_model, load_yaml
 from hooks.data.measurements import measured_data
 from hooks.errors import RenderError
-from hooks.render.markdown_table import markdown_table
 from hooks.render.locale_format import (
     format_duration_range,
     format_eur,
@@ -48,8 +43,11 @@ from hooks.render.locale_format import (
     format_range,
     unit_label,
 )
+from hooks.render.markdown_table import markdown_table
 from hooks.render.numbers import calculator_errors, model_config
 from hooks.render.placeholders import Args
+from vram.calibration import job_class
+from vram.measurements import is_moe
 
 JOB = {"model", "gpu", "gpus", "zero_stage", "seq_len", "micro_batch", "recompute", "offload"}
 DURATIONS = (("days", 86_400), ("h", 3_600), ("min", 60))  # the largest unit the range's high end has twice

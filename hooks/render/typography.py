@@ -1,7 +1,8 @@
 """Typography of the built pages, per language, from one rule set (``hooks/render/typography.yaml``).
 
 French puts a no-break space before ``: ; ! ?``, inside « », between the groups of a
-number and between a number and its unit; Italian only keeps a number with its unit.
+number and between a number and its unit; Italian keeps a number with its unit and elides
+an article before a number read with a vowel (``nel 82%`` -> ``nell’82%``: ``read_with_vowel``).
 No well-kept Python library does French typography, so this is a small rule engine:
 the YAML says which spaces become which no-break space; this module applies them.
 
@@ -22,9 +23,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -69,7 +71,7 @@ INLINE = {
 class Compiled:
     """One language's rules as regular expressions, applied in order to a text."""
 
-    subs: tuple[tuple[re.Pattern[str], object], ...]
+    subs: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     before: dict[str, str]  # sign -> the space that precedes it
     after: dict[str, str]  # sign -> the space that follows it
     unit_start: re.Pattern[str] | None  # whitespace then a unit, at the start of a text
@@ -79,15 +81,17 @@ class Compiled:
 
 def _compile(lang: TypographyLanguage, units: list[str]) -> Compiled:
     """``lang``: one language's rules, as ``TypographyLanguage`` of hooks/data/schemas.py validates them."""
-    subs: list[tuple[re.Pattern[str], object]] = []
+    subs: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = []
     before = {sign: SPACES[space] for sign, space in lang.space_before.items()}
     after = {sign: SPACES[space] for sign, space in lang.space_after.items()}
     thousands, unit_space = lang.thousands, lang.units
     if before and all(len(sign) == 1 for sign in before):  # one pass for every sign: the space before each
         signs_class = "".join(re.escape(sign) for sign in before)  # run of spaces is followed by one sign only
-        subs.append(
-            (re.compile(WHITESPACE + f"(?=[{signs_class}])"), lambda m, before=before: before[m.string[m.end()]])
-        )
+
+        def space_before(m: re.Match[str], before: dict[str, str] = before) -> str:
+            return before[m.string[m.end()]]
+
+        subs.append((re.compile(WHITESPACE + f"(?=[{signs_class}])"), space_before))
     else:
         for sign, space in before.items():
             subs.append((re.compile(WHITESPACE + f"(?={re.escape(sign)})"), space))
@@ -96,7 +100,26 @@ def _compile(lang: TypographyLanguage, units: list[str]) -> Compiled:
     if thousands:
         sep = SPACES[thousands]
         group = re.compile(r"(?<![\w.,\u00a0\u202f-])\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)")
-        subs.append((group, lambda m, sep=sep: re.sub(r"[ \u00a0\u202f]", sep, m.group(0))))
+
+        def grouped(m: re.Match[str], sep: str = sep) -> str:
+            return re.sub(r"[ \u00a0\u202f]", sep, m.group(0))
+
+        subs.append((group, grouped))
+    if lang.elide_before_vowel_numbers:
+        articles = "|".join(re.escape(a) for a in sorted(lang.elide_before_vowel_numbers, key=len, reverse=True))
+        elided = {a.lower(): form for a, form in lang.elide_before_vowel_numbers.items()}
+
+        def elide(m: re.Match[str], elided: dict[str, str] = elided) -> str:
+            return _elide(m, elided)
+
+        subs.append(
+            (
+                re.compile(
+                    rf"(?<![\w’'])({articles})" + WHITESPACE + r"(?=(\d[\d.\u00a0\u202f]*(?:,\d+)?))", re.IGNORECASE
+                ),
+                elide,
+            )
+        )
     unit_start = None
     if unit_space and units:
         names = "|".join(re.escape(u) for u in sorted(units, key=len, reverse=True))
@@ -108,6 +131,32 @@ def _compile(lang: TypographyLanguage, units: list[str]) -> Compiled:
     if signs:
         quick += f"|[{signs}]"
     return Compiled(tuple(subs), before, after, unit_start, SPACES[unit_space] if unit_space else "", re.compile(quick))
+
+
+def read_with_vowel(number: str) -> bool:
+    """Whether an Italian reader says ``number`` (``82``, ``1.000``, ``8,5``: digits, group
+    separators, a decimal comma) starting with a vowel: uno, otto, undici, ottanta…, ottocento…,
+    and the same words before -mila or -milioni (``11.000``: undicimila); ``1.000`` is mille.
+    Only the integer part counts."""
+    digits = re.sub(r"\D", "", number.split(",", maxsplit=1)[0])
+    if not digits:
+        return False
+    value, groups = int(digits), 0
+    while value >= 1000:
+        value, groups = value // 1000, groups + 1
+    if value == 1:
+        return groups == 0  # uno; but mille, un milione (never written with an article)
+    return value in (8, 11) or 80 <= value <= 89 or 800 <= value <= 899
+
+
+def _elide(match: re.Match[str], elided: dict[str, str]) -> str:
+    """The article of ``match`` elided before its number when the number is read with a vowel,
+    keeping a capital (``Il 80%`` -> ``L’80%``); otherwise the text as it was."""
+    article = match.group(1)
+    if not read_with_vowel(match.group(2)):
+        return match.group(0)
+    form = elided[article.lower()]
+    return form[0].upper() + form[1:] if article[0].isupper() else form
 
 
 _loaded = Memo()  # path -> (rule set, compiled rules), while the file is unchanged
@@ -306,11 +355,11 @@ def _typeset_page(html: str, lang: str, rule_set: TypographyFile, compiled_of: d
         if entry is not BREAK and entry[0] in compiled_of and _may_change(entry[1]):
             entry[1] = _apply(entry[1], compiled_of[entry[0]])
     _join_runs(texts, compiled_of)
-    for run, entry in zip(runs, texts):
+    for run, entry in zip(runs, texts, strict=True):
         if run is not BREAK and entry[1] != (run[0].text_content or ""):
             run[0].replace_with(entry[1])
             changed = True
-    return tree.html if changed else html
+    return tree.html if changed and tree.html is not None else html
 
 
 def typeset_fragment(fragment: str, lang: str) -> str:

@@ -16,9 +16,9 @@ import html as html_lib
 
 from babel.dates import format_date, format_time
 
-from hooks.render.code_blocks import titled_block
 from hooks.data.load import load_model
 from hooks.errors import RenderError
+from hooks.render.code_blocks import titled_block
 from hooks.render.locale_format import format_number, format_quantity
 
 DATA = "snippets/data/verification.yaml"
@@ -35,12 +35,12 @@ def _t(data, key: str, lang: str) -> str:
 
 def _when(utc: str, data, lang: str) -> str:
     try:
-        moment = datetime.datetime.strptime(utc, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+        moment = datetime.datetime.strptime(utc, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
     except ValueError:
         raise RenderError(f"verification record: utc {utc!r} is not YYYY-MM-DDTHH:MM:SSZ") from None
     return _t(data, "when", lang).format(
         date=format_date(moment, "long", locale=lang),
-        time=format_time(moment, "HH:mm", tzinfo=datetime.timezone.utc, locale=lang),
+        time=format_time(moment, "HH:mm", tzinfo=datetime.UTC, locale=lang),
     )
 
 

@@ -26,10 +26,9 @@ import re
 from pathlib import Path
 
 from hooks.render.script_json import script_json
-
 from hooks.render.typography import typeset_html, typeset_search_index
 
-CONFIG_RE = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</script>)', re.S)
+CONFIG_RE = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</script>)', re.DOTALL)
 
 
 def split_search_index(index: dict, languages: list[str], default: str) -> dict[str, dict]:
@@ -45,9 +44,7 @@ def split_search_index(index: dict, languages: list[str], default: str) -> dict[
     for entry in index["docs"]:
         location = entry["location"]
         lang = next((lang for lang in others if location.startswith(f"{lang}/")), default)
-        if lang != default:
-            entry = {**entry, "location": location[len(lang) + 1 :]}
-        docs[lang].append(entry)
+        docs[lang].append(entry if lang == default else {**entry, "location": location[len(lang) + 1 :]})
     return {lang: {**index, "config": {**index["config"], "lang": [lang]}, "docs": docs[lang]} for lang in languages}
 
 
@@ -71,7 +68,7 @@ def alternate_homes_for_404(config) -> None:
         # static-i18n sets the attribute per page (config.extra.alternate = ...), which
         # Jinja reads before the item: reset both, or the last page's links stay.
         config.extra["alternate"] = homes
-        setattr(config.extra, "alternate", homes)
+        config.extra.alternate = homes
 
 
 def write_language_404(output: str, lang: str, site_dir: Path) -> str:
@@ -94,5 +91,5 @@ def write_search_indexes(config) -> None:
         root = Path(config.site_dir) if lang == i18n.default_language else Path(config.site_dir) / lang
         out = root / "search" / "search_index.json"
         out.parent.mkdir(parents=True, exist_ok=True)
-        index = typeset_search_index(index, lang)  # results show the pages' typography
-        out.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+        typeset = typeset_search_index(index, lang)  # results show the pages' typography
+        out.write_text(json.dumps(typeset, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")

@@ -40,6 +40,7 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -47,8 +48,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from tests.conftest import CHROMIUM, REPO_ROOT, run_root
-from tests.site.test_gates_common import SUBPATH_SITE_URL, html_files, page_url
-from tests.site.test_gates_common import subpath_site as build_subpath_site
+from tests.site.test_gates_common import SUBPATH_SITE_URL, html_files, page_url, subpath_site as build_subpath_site
 
 SUBPATH = urlsplit(SUBPATH_SITE_URL).path  # "/REPO/"
 LAUNCH_ARGS = [
@@ -104,10 +104,11 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         return super().translate_path("/" + url_path[len(site.prefix) :])
 
     def send_error(self, code, message=None, explain=None):
-        site: SiteServer = self.server.site  # type: ignore[attr-defined]
+        site: SiteServer = self.server.site
         page = site.root / "404.html"
         if code != 404 or not page.exists():
-            return super().send_error(code, message, explain)
+            super().send_error(code, message, explain)
+            return
         body = page.read_bytes()
         self.send_response(404)
         self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -117,7 +118,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
             self.wfile.write(body)
 
     def log_request(self, code="-", size="-"):
-        self.server.site.log.append((self.path, int(code) if str(code).isdigit() else 0))  # type: ignore[attr-defined]
+        self.server.site.log.append((self.path, int(code) if str(code).isdigit() else 0))
 
     def log_message(self, format, *args):  # quiet: the log list is the record
         pass
@@ -255,8 +256,8 @@ class Request:
 @dataclass
 class Recorder:
     requests: list[Request] = field(default_factory=list)
-    detach: object = None  # call to stop recording
-    unanswered: object = None  # call: how many recorded requests have neither finished nor failed yet
+    detach: Callable[[], None] | None = None  # call to stop recording
+    unanswered: Callable[[], int] = lambda: 0  # call: how many recorded requests have neither finished nor failed yet
 
     def failed(self) -> list[Request]:
         """Requests without a successful answer (4xx/5xx, or none at all)."""

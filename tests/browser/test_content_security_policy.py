@@ -153,7 +153,7 @@ def test_only_the_finders_pages_allow_webassembly_and_blob_workers(built_site):
     for path in pages:
         text = path.read_text(encoding="utf-8")
         meta = LexborHTMLParser(text).css_first('meta[http-equiv="Content-Security-Policy"]')
-        policy = dict((part.split()[0], part.split()[1:]) for part in meta.attributes["content"].split("; "))
+        policy = {part.split()[0]: part.split()[1:] for part in meta.attributes["content"].split("; ")}
         finder = hosts_finder(text)
         finders += [path.relative_to(built_site).as_posix()] if finder else []
         assert ("'wasm-unsafe-eval'" in policy["script-src"]) == finder, path

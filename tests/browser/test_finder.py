@@ -33,20 +33,33 @@ def plain(text: str) -> str:
 
 
 def python_result(lang: str, **choice) -> dict:
-    """What the render layer (Python, Babel) shows for ``choice``: the expected page."""
+    """What the render layer (Python, Babel, the typography of the page's language: "nell’82%")
+    shows for ``choice``: the expected page."""
+    from hooks.render.typography import typeset_html
+
     args = " ".join(f"{k}={v}" for k, v in choice.items())
-    soup = BeautifulSoup(render_markdown("{{ finder_table %s }}" % args, lang), "html.parser")
+    html = render_markdown("{{ finder_table " + args + " }}", lang)
+    soup = BeautifulSoup(typeset_html(f'<html lang="{lang}"><body>{html}</body></html>', lang), "html.parser")
+    status, caption, why, note = (
+        soup.select_one(s) for s in ("#finder-status", "caption", "#finder-why", "#finder-note")
+    )
+    assert status is not None and why is not None and note is not None
     return {
-        "status": plain(soup.select_one("#finder-status").get_text()),
-        "caption": plain(soup.select_one("caption").get_text()) if soup.select_one("caption") else None,
+        "status": plain(status.get_text()),
+        "caption": plain(caption.get_text()) if caption else None,
         "rows": [[plain(c.get_text(" ")) for c in tr.select("th, td")] for tr in soup.select("tbody tr")],
-        "why": plain(soup.select_one("#finder-why").get_text()),
-        "note": plain(soup.select_one("#finder-note").get_text()),
+        "why": plain(why.get_text()),
+        "note": plain(note.get_text()),
     }
 
 
 def shown(page) -> dict:
-    """What the page shows now."""
+    """What the page shows once the answer it is computing (a reference answer fetched from
+    finder-results.json, or the calculator's) has arrived."""
+    page.wait_for_function(
+        "() => document.getElementById('finder-form')?.getAttribute('data-state') !== 'computing'",
+        timeout=60_000,
+    )
     return page.evaluate("""() => {
         const text = (sel) => { const n = document.querySelector(sel); return n ? n.textContent : null; };
         return {

@@ -41,10 +41,10 @@ from tests.browser.test_content_security_policy import LISTEN as CSP_LISTEN
 from tests.browser.test_finder import PATHS, choose, plain
 from tests.conftest import REPO_ROOT
 from vram.calibration import load_measured_data
-from vram.cli import main as vram_main
 from vram.catalogue import card_speed, load_catalogue as load_speeds, read_catalogue
-from vram.models import SUPPORTED_MODEL_TYPES
+from vram.cli import main as vram_main
 from vram.job import KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS
+from vram.models import SUPPORTED_MODEL_TYPES
 from vram.optimizer_step import OPTIMIZER_IMPLS
 from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
 
@@ -114,7 +114,7 @@ def random_job(rng: random.Random, config_path, kind: str) -> dict:
     )
     if kind == "training":
         job.update(
-            optimizer=rng.choice(TRAINING_OPTIMIZERS + ("adamw", "adam8bit")),
+            optimizer=rng.choice((*TRAINING_OPTIMIZERS, "adamw", "adam8bit")),
             offload=rng.choice(OFFLOAD + ("none",) * 4),
         )
         if job["offload"] != "none":  # the machine's RAM for one card's machine: holds the offload or not
@@ -171,7 +171,7 @@ def cpython(args: list[str]) -> str:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = vram_main(args)
+            code: int | str | None = vram_main(args)
         except SystemExit as exc:
             code = exc.code
     return out.getvalue().strip() if code == 0 else err.getvalue().strip()
@@ -258,7 +258,7 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
         replies = pages[lang].evaluate(PAGE_WORKER_JS, messages)
         with catalogue_read_once():
             expected_texts = [cpython(argv(job, path)) for _, path, job in jobs]
-        for (key, path, job), reply, expected in zip(jobs, replies, expected_texts):
+        for (key, _path, job), reply, expected in zip(jobs, replies, expected_texts, strict=True):
             assert "failure" not in reply, (key, job, reply)
             assert as_cli_text(reply["text"]) == expected, (lang, key, job)
             answered += "error" not in json.loads(reply["text"])
@@ -296,9 +296,14 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
     assert pages["it"].locator('meta[http-equiv="Content-Security-Policy"]').count() == 1
     assert pages["it"].evaluate("window.__violations") == []
     # The in-process main() is the command line: a few in a real subprocess give the same text.
-    for key, path, job in drawn[:SUBPROCESS_SAMPLE]:
+    for _key, path, job in drawn[:SUBPROCESS_SAMPLE]:
         proc = subprocess.run(
-            [sys.executable, "-m", "vram", *argv(job, path)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "vram", *argv(job, path)],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert (proc.stdout.strip() if proc.returncode == 0 else proc.stderr.strip()) == cpython(argv(job, path))
 
@@ -533,14 +538,18 @@ BAD = [  # (field values, what the line must say in it, in fr)
     ),
     (
         {"model": "custom", "config": '{"model_type": "llama", "model_type": "qwen2"}'},
-        "config.json del modello: la chiave model_type compare due volte (un parser JSON ne terrebbe una sola senza "
-        "avvisare): lasciane una.",
-        "config.json du modèle : la clé model_type apparaît deux fois (un analyseur JSON n’en garderait qu’une sans "
-        "prévenir) : n’en gardez qu’une.",
+        (
+            "config.json del modello: la chiave model_type compare due volte (un parser JSON ne terrebbe una sola senza "
+            "avvisare): lasciane una."
+        ),
+        (
+            "config.json du modèle : la clé model_type apparaît deux fois (un analyseur JSON n’en garderait qu’une sans "
+            "prévenir) : n’en gardez qu’une."
+        ),
     ),
     (
         {"model": "custom", "config": '{"model_type": "falcon", "hidden_size": 4544}'},
-        f"config.json del modello: il model_type «falcon» non è tra quelli che il calcolatore conosce ({FAMILIES}).",
+        f"config.json del modello: il model_type “falcon” non è tra quelli che il calcolatore conosce ({FAMILIES}).",
         f"config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît ({FAMILIES}).",
     ),
     # a multimodal Gemma 3 (its vision tower is not counted): what the command line tells, not "unknown family",
@@ -551,14 +560,18 @@ BAD = [  # (field values, what the line must say in it, in fr)
             "config": '{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560, '
             '"intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8}}',
         },
-        "config.json del modello: «gemma3» è il modello multimodale, con la parte che legge le immagini, che il "
-        "calcolatore non conta. Per il solo modello di testo incolla il suo text_config come config.json a sé, "
-        "aggiungendo \"vocab_size\": 262208 (i valori predefiniti della configurazione di «gemma3_text» che il file "
-        "lascia sottintesi).",
-        "config.json du modèle : « gemma3 » est le modèle multimodal, avec la partie qui lit les images, que le "
-        "calculateur ne compte pas. Pour le seul modèle de texte, collez son text_config comme un config.json à part, "
-        "en y ajoutant \"vocab_size\": 262208 (les valeurs par défaut de la configuration de « gemma3_text » que le "
-        "fichier laisse sous-entendues).",
+        (
+            "config.json del modello: “gemma3” è il modello multimodale, con la parte che legge le immagini, che il "
+            "calcolatore non conta. Per il solo modello di testo incolla il suo text_config come config.json a sé, "
+            "aggiungendo \"vocab_size\": 262208 (i valori predefiniti della configurazione di “gemma3_text” che il file "
+            "lascia sottintesi)."
+        ),
+        (
+            "config.json du modèle : « gemma3 » est le modèle multimodal, avec la partie qui lit les images, que le "
+            "calculateur ne compte pas. Pour le seul modèle de texte, collez son text_config comme un config.json à part, "
+            "en y ajoutant \"vocab_size\": 262208 (les valeurs par défaut de la configuration de « gemma3_text » que le "
+            "fichier laisse sous-entendues)."
+        ),
     ),
     # issue 33: 50,000 levels crashed Pyodide inside json.loads ("the calculator did not load"); refused before it
     (
@@ -592,8 +605,8 @@ BAD = [  # (field values, what the line must say in it, in fr)
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_bad_input_is_one_line_in_the_page_language(pages, lang):
     page = pages[lang]
-    for values, italian, french in BAD:
-        values = dict(values)
+    for fields, italian, french in BAD:
+        values = dict(fields)
         use_form(
             page,
             model=values.pop("model", "llama-3.1-8b"),
@@ -693,6 +706,7 @@ def test_the_run_shows_the_command_lines_time_and_cost(pages, lang):
         zip(
             table_cards(page),
             page.eval_on_selector_all("#finder-table tbody tr", "rows => rows.map(r => r.children[3].textContent)"),
+            strict=True,
         )
     )
     assert plain(prices["RTX A6000 48GB"]) == ("4,00 €/h (votre prix)" if lang == "fr" else "4,00 €/h (il tuo prezzo)")
@@ -1049,7 +1063,7 @@ def test_the_serving_verdict_names_its_prefill_chunk_and_the_reader_sets_it(page
         "#finder-note"
     )
     use_form(page, **job, max_num_batched_tokens=8192)
-    assert page_answer(page) == cli_for("gpt-oss-20b", flags + ["--max-num-batched-tokens=8192"])
+    assert page_answer(page) == cli_for("gpt-oss-20b", [*flags, "--max-num-batched-tokens=8192"])
     assert json.loads(page_answer(page))["kv_per_sequence_bytes"] > default["kv_per_sequence_bytes"]
     assert "max_num_batched_tokens=8192" in page.url
     use_form(page, **job, max_num_batched_tokens=0)
@@ -1063,7 +1077,7 @@ def test_pre_training_shows_the_global_batch_and_the_steps_for_a_token_budget(pa
     """Pre-training is the training job (finder.yaml's answers_of): its reference answer is the
     precomputed one, shown with the task's name; with a token budget and accumulation the page
     asks the calculator, and its answer is the command line's, steps and run included."""
-    page, labels = pages[lang], FINDER["labels"]
+    page, _labels = pages[lang], FINDER["labels"]
     use_form(page, model="llama-3.2-1b", task="pretrain", cards=8, method="fsdp2-reshard")
     assert page_answer(page) is None  # the reference job: full fine-tuning's precomputed answer
     assert plain(FINDER["tasks"]["pretrain"]["label"][lang]) in plain(page.text_content("#finder-table caption"))

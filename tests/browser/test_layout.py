@@ -99,7 +99,7 @@ METHOD_LABELS_JS = r"""() => {
 
 
 PAGES = ("", "memory-formulas/", "gpu-finder/")
-TABLES_PAGE, FINDER_PAGE = "", "gpu-finder/"
+TABLES_PAGE, FORMULAS_PAGE, FINDER_PAGE = "", "memory-formulas/", "gpu-finder/"
 
 
 @pytest.fixture(scope="module")
@@ -117,11 +117,11 @@ def layout(reused_page, site_server):
         }
         if size == "phone":
             found["page_overflow"] = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-        if path == TABLES_PAGE and size == "phone":
+        if path in (TABLES_PAGE, FORMULAS_PAGE) and size == "phone":
             page.wait_for_selector(
                 "article .md-typeset__scrollwrap table", state="attached"
             )  # Material's script wraps them
-            found["cells"] = page.evaluate(CELLS_JS, "article table")
+            found["cells"] = page.evaluate(CELLS_JS, "article table:not(details table)")  # a closed list is not shown
             found["split_in_table_code"] = page.evaluate(SPLIT_WORDS_JS, "article table code")
             found["needs_rows"] = page.eval_on_selector_all(
                 ".needs-table tbody tr",
@@ -200,6 +200,18 @@ def test_phone_every_figure_of_the_guides_tables_is_on_the_screen(layout, lang):
     assert len(tables) >= 5 and len(cells) >= 60  # needs, sharding, frameworks, links, cost
     assert figures_off_screen(cells) == []
     assert found["split_in_table_code"] == []  # SHARD_GRA / D_OP
+
+
+@pytest.mark.parametrize("lang", ROOTS)
+def test_phone_every_figure_of_the_formulas_tables_is_on_the_screen(layout, lang):
+    """The formulas page's own pipe tables (the stages, the frameworks' formulas, the validation)
+    scrolled sideways on a phone, their sources and targets off the screen: labelled by the render
+    layer (hooks/render/markdown_table.py's label_cells), each row is a card as in the guide."""
+    found = layout(lang, "phone", FORMULAS_PAGE)
+    assert found["page_overflow"] <= 0
+    cells = found["cells"]
+    assert len({cell["table"] for cell in cells}) >= 4 and len(cells) >= 50  # stages, formulas, classes, validation
+    assert figures_off_screen(cells) == []
 
 
 @pytest.mark.parametrize("lang", ROOTS)

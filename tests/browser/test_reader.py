@@ -57,6 +57,7 @@ def prose_words(site) -> dict[str, set[str]]:
         article = BeautifulSoup((site / path / "index.html").read_text(encoding="utf-8"), "html.parser").select_one(
             "article"
         )
+        assert article is not None, path
         for el in article.select("pre, code, script, style, .clipboard-copy-txt"):
             el.decompose()
         found[path] = {fold(w.lower()) for w in WORD_SPLIT.split(article.get_text(" "))}

@@ -9,8 +9,7 @@ import shutil
 import pytest
 
 import hooks.data.load
-from hooks.render import markdown as render
-from hooks.render import typography
+from hooks.render import markdown as render, typography
 from tests.conftest import REPO_ROOT
 
 PAGE = "{{ table name=sharding params=8e9 world_sizes=4 }} {{ gpu_memory gpu=h100 }}"

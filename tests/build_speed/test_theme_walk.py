@@ -17,7 +17,7 @@ def config():
     return load_config(str(REPO_ROOT / "mkdocs.yml"))
 
 
-def theme_files(config, env) -> list[tuple[str, str]]:
+def theme_files(config, env) -> list[tuple[str, str | None]]:
     files = get_files(config)
     files.add_files_from_theme(env, config)
     return sorted((file.src_uri, file.abs_src_path) for file in files)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.hooks.conftest import data_dir  # noqa: F401 (a fixture: a copy of snippets/data, models included)
+
 
 @pytest.fixture(autouse=True)
 def _frozen(request):

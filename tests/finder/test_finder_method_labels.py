@@ -29,10 +29,8 @@ from bs4 import BeautifulSoup
 import vram
 from hooks.finder.compute import finder_json, job, load_catalogue, task_accountings
 from hooks.finder.page import choice_text, finder_form, page_labels
-from vram.job import JobError
-
 from tests.finder.test_finder_render import plain, render_markdown
-from tests.hooks.conftest import data_dir  # noqa: F401  (a copy of snippets/data)
+from vram.job import JobError
 
 LANGS = ("it", "fr")
 MODELS = ("llama-3.1-8b", "qwen3-30b-a3b")  # a dense model and a mixture of experts
@@ -142,7 +140,7 @@ def test_the_script_gets_every_label_a_task_can_show(lang):
         assert text == (catalogue.accountings[name][lang] if name else labels[f"method_{key}"])
 
 
-def test_a_computed_method_without_its_label_is_one_line(data_dir):  # noqa: F811 (the fixture)
+def test_a_computed_method_without_its_label_is_one_line(data_dir):
     """finder.yaml lacking the label of an accounting a task reaches: the build stops, naming the key."""
     from hooks.errors import RenderError
     from tests.hooks.test_schemas import edit

@@ -18,8 +18,8 @@ import torch
 
 from hooks.finder.compute import finder_data
 from hooks.render.markdown import render_markdown
-from tests.conftest import REPO_ROOT
 from tests.catalogue import frozen_usable_bytes
+from tests.conftest import REPO_ROOT
 
 SPACES = str.maketrans({"\u00a0": " ", "\u202f": " "})
 P_8B = 8_030_261_248
@@ -41,15 +41,19 @@ def margin_paragraph(lang: str) -> str:
     [
         (
             "it",
-            r"Llama 3\.1 8B chiede (\S+) GB per scheda: una RTX A6000, che dopo la riserva ne offre (\S+) GB, li contiene, "
-            r"ma quello che le resta è meno dei (\S+) GB di attivazioni con il gradient checkpointing, "
-            r"e la prima scheda che basta è la H100\.",
+            (
+                r"Llama 3\.1 8B chiede (\S+) GB per scheda: una RTX A6000, che dopo la riserva ne offre (\S+) GB, li contiene, "
+                r"ma quello che le resta è meno dei (\S+) GB di attivazioni con il gradient checkpointing, "
+                r"e la prima scheda che basta è la H100\."
+            ),
         ),
         (
             "fr",
-            r"Llama 3\.1 8B demande (\S+) Go par carte : une RTX A6000, qui en offre (\S+) Go après la réserve, les contient, "
-            r"mais ce qui lui reste est inférieur aux (\S+) Go d’activations avec le gradient checkpointing, "
-            r"et la première carte qui suffit est la H100\.",
+            (
+                r"Llama 3\.1 8B demande (\S+) Go par carte : une RTX A6000, qui en offre (\S+) Go après la réserve, les contient, "
+                r"mais ce qui lui reste est inférieur aux (\S+) Go d’activations avec le gradient checkpointing, "
+                r"et la première carte qui suffit est la H100\."
+            ),
         ),
     ],
 )
@@ -79,7 +83,7 @@ def test_the_page_names_the_reference_and_the_tight_rule(lang, reference):
     assert "gpu_memory_utilization" in paragraph  # serving: the margin is inside vLLM's share
     # one rule for "tight", every kind of job: under a tenth of the card free at the job's peak
     page = (REPO_ROOT / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
-    (bullet,) = [line for line in page.splitlines() if line.startswith(("- **Stretto.**", "- **Serré.**"))]
+    (bullet,) = [line for line in page.splitlines() if line.startswith(("- **Al limite.**", "- **Serré.**"))]
     rule = render_markdown(bullet, lang).translate(SPACES)
     assert (
         "le resta libero meno del 10% della memoria che il lavoro può usare"
@@ -109,9 +113,11 @@ def test_each_peft_adapter_keeps_its_own_copy_of_its_input(lora_layer, autocast,
     assert {p.dtype for p in lora_layer.parameters() if p.requires_grad} == {torch.float32}  # the adapters
     x = torch.randn(8, 64, dtype=torch.bfloat16, requires_grad=True)
     saved: list[torch.Tensor] = []
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
-            lora_layer(x)
+    with (
+        torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast),
+        torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t),
+    ):
+        lora_layer(x)
     copies = [t for t in saved if t.shape == x.shape]
     # one per adapter (q_proj, k_proj), none of them x itself, which full fine-tuning keeps once for both
     assert len(copies) == 2 and len({t.untyped_storage().data_ptr() for t in copies}) == 2

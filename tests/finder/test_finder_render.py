@@ -8,10 +8,12 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
+from hooks.data.load import load_yaml
 from hooks.errors import RenderError
 from hooks.render.markdown import render_markdown
 from tests.catalogue import frozen_usable_bytes
-from tests.hooks.conftest import data_dir  # noqa: F401  (a copy of snippets/data, models included)
+
+LABELS = load_yaml("finder")["labels"]  # the page's words: "tight", "no price" (native reading, issue 35)
 
 NBSP, NNBSP = "\u00a0", "\u202f"
 
@@ -23,7 +25,9 @@ def plain(text: str) -> str:
 def table_of(html: str) -> tuple[str, list[list[str]]]:
     soup = BeautifulSoup(html, "html.parser")
     rows = [[plain(c.get_text(" ", strip=True)) for c in tr.find_all(["th", "td"])] for tr in soup.select("tbody tr")]
-    return plain(soup.select_one("#finder-status").get_text()), rows
+    status = soup.select_one("#finder-status")
+    assert status is not None
+    return plain(status.get_text()), rows
 
 
 # The H200 reports 143,771 MiB (nvidia-smi, gpus.yaml) = 150.8 GB; less the 2,048 MiB reserve
@@ -50,19 +54,23 @@ def _reference_activations_8b() -> int:
         (
             "it",
             "GB",
-            "Servono 128,5 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per CUDA "
-            "e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine.",
-            ("20,1 GB (", "% libero al picco) stretto"),
-            "nessuno",
+            (
+                "Servono 128,5 GB per scheda tra stati del modello e buffer del framework, più 2 GiB di riserva per CUDA "
+                "e NCCL e il posto per le attivazioni. Bastano 2 modelli di scheda del catalogo, a partire dalla H200 141GB, con 20,1 GB di margine."
+            ),
+            ("20,1 GB (", "% libero al picco) " + LABELS["tight"]["it"]),
+            LABELS["no_price"]["it"],
         ),
         (
             "fr",
             "Go",
-            "Il faut 128,5 Go par carte pour les états du modèle et les tampons du framework, plus 2 Gio de réserve "
-            "pour CUDA et NCCL et la place des activations. Parmi les cartes du catalogue, 2 modèles suffisent, à commencer par la "
-            "H200 141GB, avec 20,1 Go de marge.",
-            ("20,1 Go (", " % libre au pic) serré"),
-            "aucun",
+            (
+                "Il faut 128,5 Go par carte pour les états du modèle et les tampons du framework, plus 2 Gio de réserve "
+                "pour CUDA et NCCL et la place des activations. Parmi les cartes du catalogue, 2 modèles suffisent, à commencer par la "
+                "H200 141GB, avec 20,1 Go de marge."
+            ),
+            ("20,1 Go (", " % libre au pic) " + LABELS["tight"]["fr"]),
+            LABELS["no_price"]["fr"],
         ),
     ],
 )
@@ -140,7 +148,7 @@ def test_static_table_shows_a_guide_price_and_ranks_by_time_when_others_have_non
     _, rows = table_of(html)
     prices = {row[0]: row[3] for row in rows}
     assert plain(prices["RTX 4090 24GB"]) == "da 2,36 €/h (prezzo della guida)"  # gpus.yaml's 4x-rtx-4090
-    assert prices["RTX 3090 24GB"] == "nessuno"
+    assert prices["RTX 3090 24GB"] == LABELS["no_price"]["it"]
     order = plain(BeautifulSoup(html, "html.parser").select_one("#finder-order").get_text())
     assert "in ordine di tempo" in order and "manca il prezzo di 4 × RTX 3090 24GB" in order
     assert "4 × RTX 4090 24GB" not in order.split("manca il prezzo di")[1]  # it has one
@@ -165,7 +173,7 @@ def test_rows_are_ordered_by_cost_when_every_machine_has_a_price():
         render_markdown("{{ finder_table model=llama-3.1-8b task=full-adamw cards=8 method=zero3 }}", "it")
     )
     by_time = vram.answer_job(reference)["run"]["order"]
-    names = dict((k, g["name"]) for k, g in catalogue.gpus)
+    names = {k: g["name"] for k, g in catalogue.gpus}
     assert [row[0] for row in rows] == [names[key] for key in by_time]
 
 
@@ -195,7 +203,7 @@ def test_static_table_for_serving_on_two_cards():
     # keeps floor(0.9 x 81,559 MiB) - 2,048 MiB = 74,821,245,337 B, 2,924,042,649 B (4 %) more
     # than needed: tight, as the A100 80GB (3.3 GB); the RTX PRO 6000 96GB has 20 % free.
     assert "attivazioni" not in status
-    assert [("stretto" in row[2]) for row in rows][:3] == [True, True, False]
+    assert [(LABELS["tight"]["it"] in row[2]) for row in rows][:3] == [True, True, False]
     assert rows[0][2].startswith("2,9 GB (4%")
     assert [row[0] for row in rows][:3] == ["H100 80GB", "A100 80GB", "RTX PRO 6000 96GB"]
     caption = plain(BeautifulSoup(html, "html.parser").select_one("caption").get_text())
@@ -206,7 +214,7 @@ def test_static_table_for_lora_zero3_on_four_cards():
     # Llama 3.1 8B, LoRA rank 16 all-linear, ZeRO-3 on 4 cards: bf16 base 2 x 8,030,261,248 / 4
     # = 4,015,130,624 B; adapters (PEFT: 41,943,040 params) x 16 B / 4 = 167,772,160 B.
     html = render_markdown("{{ finder_table model=llama-3.1-8b task=lora cards=4 method=zero3 }}", "fr")
-    status, rows = table_of(html)
+    status, _rows = table_of(html)
     assert status.startswith("Il faut 4,2 Go par carte pour les états du modèle")
     why = plain(BeautifulSoup(html, "html.parser").select_one("#finder-why").get_text())
     assert "poids gelés du modèle : 4 Go ; adaptateurs LoRA" in why and "0,2 Go" in why
@@ -313,7 +321,7 @@ def test_headings_and_flags_say_what_the_cells_show(lang, memory_heading, recomp
     assert any(plain(row[2]).endswith(recompute) for row in rows), rows
     for row in rows:
         free = int(re.search(r"\((\d+)\s?%", row[2]).group(1))
-        assert (("stretto" if lang == "it" else "serré") in row[2]) == (free < 10), row
+        assert (LABELS["tight"][lang] in row[2]) == (free < 10), row
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,10 @@ UNIT = r"(?:s|min|h|giorni|jours|tokens?/s)(?![^\W\d_])"
 
 def by_card(choice: dict, lang: str, column: int) -> dict[str, str]:
     soup = BeautifulSoup(finder_table(choice, lang), "html.parser")
-    return {row.th.get_text(): row.select("th, td")[column].get_text() for row in soup.select("#finder-table tbody tr")}
+    return {
+        row.select("th")[0].get_text(): row.select("th, td")[column].get_text()
+        for row in soup.select("#finder-table tbody tr")
+    }
 
 
 def cells(choice: dict, lang: str, column: int) -> list[str]:

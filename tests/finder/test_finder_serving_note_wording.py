@@ -28,7 +28,9 @@ def note(lang: str) -> str:
     html = render_markdown(
         f"{{{{ finder_table model=llama-3.1-8b task=serve-bf16 cards={CARDS} context={CONTEXT} }}}}", lang
     )
-    text = BeautifulSoup(html, "html.parser").select_one("#finder-note").get_text()
+    note = BeautifulSoup(html, "html.parser").select_one("#finder-note")
+    assert note is not None
+    text = note.get_text()
     return re.sub(r"[\u00a0\u202f]", " ", text)
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-import hooks.finder.compute as compute
 from hooks.cache import Memo
+from hooks.finder import compute
 from tests.conftest import REPO_ROOT
 
 DATA_DIR = REPO_ROOT / "snippets" / "data"

@@ -22,13 +22,17 @@ CHOICE = "{{ finder_table model=llama-3.1-70b task=full-adamw cards=8 method=zer
     [
         (
             "it",
-            r"Basta un solo modello di scheda del catalogo, la B200, con [\d,]+ GB di margine\. "
-            r"Su questa scheda le attivazioni ci stanno solo con il gradient checkpointing\.$",
+            (
+                r"Basta un solo modello di scheda del catalogo, la B200, con [\d,]+ GB di margine\. "
+                r"Su questa scheda le attivazioni ci stanno solo con il gradient checkpointing\.$"
+            ),
         ),
         (
             "fr",
-            r"Un seul modèle de carte du catalogue suffit, la B200, avec [\d,]+ Go de marge\. "
-            r"Sur cette carte, les activations ne tiennent qu’avec le gradient checkpointing\.$",
+            (
+                r"Un seul modèle de carte du catalogue suffit, la B200, avec [\d,]+ Go de marge\. "
+                r"Sur cette carte, les activations ne tiennent qu’avec le gradient checkpointing\.$"
+            ),
         ),
     ],
 )

@@ -68,7 +68,7 @@ def test_fsdp2_script_on_every_gpu_reports_its_peak_and_resumes(extracted, tmp_p
         cwd=tmp_path,
     )
     assert first.returncode == 0, first.stderr[-4000:]
-    peaks = dict(re.findall(r"^rank (\d+): peak ([\d.]+) GB allocated$", first.stdout, re.M))
+    peaks = dict(re.findall(r"^rank (\d+): peak ([\d.]+) GB allocated$", first.stdout, re.MULTILINE))
     assert sorted(map(int, peaks)) == list(range(n))
     metadata = FileSystemReader(tmp_path / "ckpt" / "epoch-1" / "model").read_metadata().state_dict_metadata
     tied = json.loads((tmp_path / "ckpt" / "epoch-1" / "config.json").read_text(encoding="utf-8"))[
@@ -93,7 +93,7 @@ def test_fsdp2_script_on_every_gpu_reports_its_peak_and_resumes(extracted, tmp_p
         cwd=tmp_path,
     )
     assert resumed.returncode == 0, resumed.stderr[-4000:]
-    assert "resumed from" in resumed.stdout and re.findall(r"^epoch (\d+):", resumed.stdout, re.M) == ["1"]
+    assert "resumed from" in resumed.stdout and re.findall(r"^epoch (\d+):", resumed.stdout, re.MULTILINE) == ["1"]
     # the DCP checkpoint the GPUs wrote, through the guide's dcp_to_hf.py (the CPU rehearsal's checks)
     check_dcp_to_hf(extracted, tmp_path / "ckpt" / "epoch-2", tmp_path / "hf")
 
@@ -118,7 +118,12 @@ def test_the_allocator_variable_the_guide_names_turns_on_expandable_segments(env
         key: value for key, value in os.environ.items() if key not in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
     }
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE_SEGMENTS], capture_output=True, text=True, timeout=120, env={**clean, **env}
+        [sys.executable, "-c", PROBE_SEGMENTS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**clean, **env},
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == expandable

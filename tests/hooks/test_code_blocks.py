@@ -5,8 +5,8 @@ from __future__ import annotations
 import markdown
 import pytest
 
-from hooks.render.code_blocks import code_blocks, titled_block
 from hooks.errors import RenderError
+from hooks.render.code_blocks import code_blocks, titled_block
 
 SOURCE = '''Testo.
 

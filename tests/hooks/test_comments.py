@@ -6,8 +6,8 @@ import markdown
 import pytest
 from bs4 import BeautifulSoup
 
-from hooks.render.comments import translate_comments
 from hooks.errors import RenderError
+from hooks.render.comments import translate_comments
 
 HTML = (
     '<div class="language-python highlight"><pre><span></span><code>'
@@ -21,7 +21,7 @@ HTML = (
 
 def code_tokens(html: str) -> list[str]:
     soup = BeautifulSoup(html, "html.parser")
-    return [s.get_text() for s in soup.select("code span") if not {"c1", "c"} & set(s.get("class", []))]
+    return [s.get_text() for s in soup.select("code span") if not {"c1", "c"} & set(s.get_attribute_list("class"))]
 
 
 def test_french_comment_replaced_code_untouched():
@@ -72,7 +72,7 @@ def test_catalogue_covers_the_snippets():
     from hooks.render.comments import load_catalogue
 
     catalogue = load_catalogue("fr")
-    assert catalogue["PyTorch puro, Hugging Face Trainer"] == "PyTorch standard, Hugging Face Trainer"
+    assert catalogue["PyTorch puro, Hugging Face Trainer"] == "PyTorch pur, Hugging Face Trainer"
 
 
 def highlighted(code: str, language: str) -> str:

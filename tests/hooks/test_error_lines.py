@@ -4,8 +4,6 @@ and CONTRIBUTING.md's "A card" names every field the schema requires."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from hooks.data import schemas

@@ -10,8 +10,8 @@ from __future__ import annotations
 import html5lib
 import pytest
 
-from hooks.errors import RenderError
 from hooks.checks.external_loads import check_no_external_loads, strip_inert_mathjax
+from hooks.errors import RenderError
 from hooks.finder.page import finder_form
 from hooks.render.script_json import script_json
 from hooks.render.typography import typeset_html

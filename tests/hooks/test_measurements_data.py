@@ -68,8 +68,10 @@ CASES = {
     "implausible, not excluded": (
         "    tokens_per_s: 1650\n",
         "    tokens_per_s: 3650\n",
-        rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: implies 142% of RTX 4090 24GB's "
-        "dense BF16 peak; at or above 90% an entry stays only marked excluded",
+        (
+            rf"{WHERE}torchtune-8b-full-4090\.tokens_per_s: implies 142% of RTX 4090 24GB's "
+            "dense BF16 peak; at or above 90% an entry stays only marked excluded"
+        ),
     ),
 }
 

@@ -11,10 +11,10 @@ import zipfile
 
 import pytest
 
-import hooks.notebooks.styles as styles
 from hooks.errors import RenderError
 from hooks.finder.compute import model_config_files
 from hooks.finder.pyodide_assets import VRAM_DIR, vram_bundle
+from hooks.notebooks import styles
 
 
 def test_the_package_stylesheets_are_checked_once_per_text_and_origin(monkeypatch):

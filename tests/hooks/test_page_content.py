@@ -14,8 +14,8 @@ import html5lib
 import markdown
 import pytest
 
-from hooks.errors import RenderError
 from hooks.checks.active_content import check_notebook_cells, check_page_content
+from hooks.errors import RenderError
 from tests.conftest import REPO_ROOT
 
 EXTENSIONS = ["attr_list", "md_in_html", "pymdownx.highlight", "pymdownx.superfences"]

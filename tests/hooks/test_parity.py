@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hooks.errors import RenderError
 from hooks.checks.language_parity import check_language_parity
+from hooks.errors import RenderError
 
 
 def write(docs, *names):

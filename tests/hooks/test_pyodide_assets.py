@@ -17,7 +17,7 @@ import pytest
 
 from hooks.errors import RenderError
 from hooks.finder.compute import model_config_files
-from hooks.finder.pyodide_assets import PYODIDE_DIR, PYODIDE_FILES, pyodide_files, vram_bundle
+from hooks.finder.pyodide_assets import PYODIDE_DIR, pyodide_files, vram_bundle
 from tests.conftest import REPO_ROOT
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from hooks.checks.active_content import check_article_content, check_page_content
 from hooks.errors import RenderError
 from hooks.render.interface import STRINGS_FILE, interface_strings
-from hooks.checks.active_content import check_article_content, check_page_content
 
 ISLAND = '<script type="{kind}">{body}</script>'
 ATTACK_ENTRY = "  - attribute: type\n    en: Application/JSON\n    it: module\n    fr: module\n"

@@ -9,11 +9,11 @@ import re
 import pytest
 import yaml
 
+from hooks.checks.snippet_includes import check_snippets
+from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links
 from hooks.data.load import check_data_files, load_yaml
 from hooks.errors import RenderError
-from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links
 from hooks.render.markdown import render_markdown
-from hooks.checks.snippet_includes import check_snippets
 from tests.conftest import REPO_ROOT
 
 
@@ -141,8 +141,10 @@ DATA_CASES = {  # file, old text, new text, the line (regex)
         "finder.yaml",
         "    answers_of: full-adamw",
         "    answers_of: full-bf16",
-        r"finder\.yaml: tasks\.pretrain\.answers_of: 'full-bf16' is not a task "
-        r"of its own answers with the same kind, optimizer",
+        (
+            r"finder\.yaml: tasks\.pretrain\.answers_of: 'full-bf16' is not a task "
+            r"of its own answers with the same kind, optimizer"
+        ),
     ),
     "machine of no card": (
         "gpus.yaml",

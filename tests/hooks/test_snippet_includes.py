@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from hooks.errors import RenderError
 from hooks.checks.snippet_includes import check_snippets
+from hooks.errors import RenderError
 
 
 @pytest.fixture
@@ -126,8 +126,10 @@ def test_a_content_folder_outside_the_checkout_is_refused(tmp_path):
     [
         (
             "# --8<-- [start:one]\nx\n# --8<-- [end:onee]\ny\n",
-            r"f\.py:3: section marker \[end:onee\] closes no section; "
-            r"section 'one' \(line 1\) is still open",
+            (
+                r"f\.py:3: section marker \[end:onee\] closes no section; "
+                r"section 'one' \(line 1\) is still open"
+            ),
         ),
         ("# --8<-- [start:one]\nx\n", r"f\.py:1: section 'one' has no \[end:one\]"),
         ("x\n# --8<-- [end:one]\n", r"f\.py:2: section marker \[end:one\] closes no section$"),

@@ -99,3 +99,30 @@ def test_needs_table(lang, header, one_card_8b):
     assert len(table) == 6  # header + the articles' five jobs
     assert table[2][1].startswith(one_card_8b)
     assert not any("{{" in cell for row in table for cell in row)
+
+
+def test_a_pages_own_pipe_table_is_labelled_like_the_render_layers():
+    """The formulas page writes its tables in Markdown: each body cell gets its column's
+    heading (inline code as its text), as ``markdown_table`` labels the data tables, so a phone
+    shows each row as a card; a table already labelled, or without a heading row, is left alone."""
+    import markdown
+    from bs4 import BeautifulSoup
+
+    from hooks.render.markdown_table import label_cells
+
+    def parse_html(text: str) -> BeautifulSoup:
+        return BeautifulSoup(text, "html.parser")
+
+    source = "| Stadio | Memoria `P` & co |\n|---|:---|\n| DDP (0) | P · 16 |\n| ZeRO-3 | P · 16 / N |\n"
+    html = label_cells(markdown.markdown(source, extensions=["tables"]))
+    rows = [
+        [(td.get("data-label"), td.get_text()) for td in tr.select("td")] for tr in parse_html(html).select("tbody tr")
+    ]
+    assert rows == [
+        [("Stadio", "DDP (0)"), ("Memoria P & co", "P · 16")],
+        [("Stadio", "ZeRO-3"), ("Memoria P & co", "P · 16 / N")],
+    ]
+    assert parse_html(html).select_one("tbody td:nth-child(2)")["style"] == "text-align: left;"  # kept
+    assert label_cells(html) == html  # labelled once
+    bare = "<table>\n<tbody>\n<tr><td>x</td></tr>\n</tbody>\n</table>"
+    assert label_cells(bare) == bare

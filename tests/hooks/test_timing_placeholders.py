@@ -149,7 +149,7 @@ def test_more_cards_never_read_slower_than_fewer():
         )
         for n in (2, 4)
     )
-    assert 1 <= two[0] and two[1] <= 2 and two[0] <= four[0] and two[1] <= four[1] <= 4
+    assert two[0] >= 1 and two[1] <= 2 and two[0] <= four[0] and two[1] <= four[1] <= 4
 
 
 GUIDE_JOBS = [  # every training job the guide times: (model, card, cards, zero_stage, micro_batch, recompute)

@@ -23,7 +23,9 @@ def page(body: str, lang: str = "fr") -> str:
 
 
 def body_text(html: str) -> str:
-    return LexborHTMLParser(html).body.text(deep=True)
+    body = LexborHTMLParser(html).body
+    assert body is not None
+    return body.text(deep=True)
 
 
 @pytest.mark.parametrize(
@@ -54,6 +56,28 @@ def test_french_text(source, expected):
 def test_italian_keeps_its_punctuation_and_only_binds_units():
     source = "Una domanda: quanti GB? Sopra i 1.000 GB/s; al 100%. Sì !"
     assert typeset_text(source, "it") == f"Una domanda: quanti GB? Sopra i 1.000{NBSP}GB/s; al 100%. Sì !"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # Italian elides the article before a figure read with a vowel, as before a word
+        # (Treccani, "elisione": l’8%, l’11 settembre, dell’800): uno, otto, undici, ottanta…,
+        # ottocento…; mille, diciotto, venticinque and the rest keep the full article.
+        ("nel 82% dei casi", "nell’82% dei casi"),
+        ("almeno il 80% di copertura", "almeno l’80% di copertura"),
+        ("Il 80% delle misure", "L’80% delle misure"),
+        ("più del 8,5% dello step", "più dell’8,5% dello step"),
+        ("il 11%, al 1% e dal 800", "l’11%, all’1% e dall’800"),
+        ("il 11.000 e il 8.000", "l’11.000 e l’8.000"),
+        ("più del 25%, il 18%, sul 100%, nel 2026, il 1.000", "più del 25%, il 18%, sul 100%, nel 2026, il 1.000"),
+        ("delle 8 schede, gli 8 rank", "delle 8 schede, gli 8 rank"),  # not one of the articles
+    ],
+)
+def test_italian_elides_an_article_before_a_number_read_with_a_vowel(source, expected):
+    assert typeset_text(source, "it") == expected
+    assert typeset_text(expected, "it") == expected
+    assert typeset_text(source, "fr") == source  # French has no such rule
 
 
 def test_a_language_without_rules_is_left_alone():

@@ -10,9 +10,9 @@ import json
 import markdown
 import pytest
 
-from hooks.errors import RenderError
-from hooks.checks.unchecked_by_mkdocs import check_notebook_links
 from hooks.checks.active_content import check_notebook_cells
+from hooks.checks.unchecked_by_mkdocs import check_notebook_links
+from hooks.errors import RenderError
 
 SITE = {"memory-notebook/", "index.html", ""}
 

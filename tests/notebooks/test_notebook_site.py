@@ -282,6 +282,7 @@ def _serve(repo: Path, out: Path, script: Path) -> list:
         capture_output=True,
         text=True,
         timeout=420,
+        check=False,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(result.stdout.splitlines()[-1])

@@ -11,8 +11,8 @@ from urllib.parse import urljoin
 
 import pytest
 
-from hooks.errors import RenderError
 from hooks.checks.external_loads import check_stylesheet
+from hooks.errors import RenderError
 from hooks.notebooks.styles import link_stylesheets
 
 PACKAGE = resources.files("mkdocs_jupyter").joinpath("templates", "mkdocs_html", "assets")
@@ -75,7 +75,7 @@ def test_a_style_that_differs_in_one_byte_stays_inline():
     ],
 )
 def test_a_stylesheet_that_loads_from_another_origin_is_refused(css):
-    with pytest.raises(RenderError, match="cdn.example"):
+    with pytest.raises(RenderError, match=r"cdn\.example"):
         check_stylesheet(css, "https://guide.example")
 
 
@@ -93,7 +93,7 @@ def test_the_mermaid_loader_of_nbconverts_template_is_removed():
 
     from hooks.checks.external_loads import strip_inert_mermaid
 
-    folders = [p for p in jupyter_path("nbconvert", "templates", "lab")]
+    folders = list(jupyter_path("nbconvert", "templates", "lab"))
     assert nbconvert.__version__
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(folders))
     page = env.from_string(

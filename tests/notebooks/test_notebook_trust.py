@@ -13,9 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 import hooks.notebooks.execute as notebooks
+from hooks.checks.active_content import check_notebook_cells
 from hooks.errors import RenderError
 from hooks.notebooks.pages import use_executed_notebooks
-from hooks.checks.active_content import check_notebook_cells
 
 
 def notebook(*cells: dict) -> dict:

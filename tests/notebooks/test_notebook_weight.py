@@ -15,7 +15,6 @@ from bs4 import BeautifulSoup
 
 from hooks.errors import RenderError
 from hooks.notebooks.weight import own_stylesheet, plots_as_files, used_rules
-
 from tests.conftest import REPO_ROOT  # noqa: F401  (the repository on sys.path)
 
 
@@ -46,7 +45,7 @@ def test_plots_become_files_with_alt_size_and_lazy_loading():
     assert "data:" not in out
     imgs = BeautifulSoup(out, "html.parser").find_all("img")
     names = [f"assets/notebook/plots/{hashlib.sha256(d).hexdigest()[:20]}.png" for d in (first, second)]
-    assert written == dict(zip(names, (first, second)))
+    assert written == dict(zip(names, (first, second), strict=True))
     assert [(i["src"], i["alt"], i.get("width"), i.get("height"), i.get("loading")) for i in imgs] == [
         ("../" + names[0], "Grafico : DDP", "640", "560", None),  # the first plot, at the top: not lazy
         ("../" + names[1], "Deux", "640", "320", "lazy"),
@@ -119,8 +118,8 @@ def test_the_page_links_one_pruned_stylesheet_and_a_changed_copy_stays_inline():
 
 def test_notebook_code_cells_are_focusable():
     """A cell's long line scrolls sideways: the keyboard must reach it (axe's scrollable-region-focusable)."""
-    from hooks.render.code_blocks import notebook_cells
     from hooks.notebooks.html import focusable_cells
+    from hooks.render.code_blocks import notebook_cells
 
     cell = '<div class="highlight-ipynb hl-python"><pre><span class="n">x</span>\n</pre></div>'
     out = focusable_cells(cell)
@@ -132,7 +131,7 @@ def test_a_kept_stylesheet_is_reused_under_its_digest_and_never_by_a_publication
     """The pruned stylesheet is kept in .cache under the SHA-256 of its inputs: a development
     build reads it back; a publication build (no cache folder) computes the rules, so a file
     there that adds a rule (body { display: none }) never reaches a published page."""
-    import hooks.notebooks.weight as weight
+    from hooks.notebooks import weight
 
     css = ".jp-CodeCell { color: red }\n@media print { .jp-CodeCell { color: black } }\n.jp-Panel { color: blue }\n"
     page = '<div class="jp-CodeCell">x</div>'

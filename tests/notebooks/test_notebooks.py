@@ -40,9 +40,13 @@ def test_code_cells_are_the_same_code_in_both_languages():
     code = {lang: [c.source for c in nb.cells if c.cell_type == "code"] for lang, nb in nbs.items()}
     assert len(code["it"]) >= 3
     assert [ast.dump(ast.parse(c)) for c in code["it"]] == [ast.dump(ast.parse(c)) for c in code["fr"]]
-    assert all(it != fr for it, fr in zip(code["it"], code["fr"]) if "#" in it), "a code cell keeps Italian comments"
+    assert all(it != fr for it, fr in zip(code["it"], code["fr"], strict=True) if "#" in it), (
+        "a code cell keeps Italian comments"
+    )
     markdown = {lang: [c.source for c in nb.cells if c.cell_type == "markdown"] for lang, nb in nbs.items()}
-    assert all(it != fr for it, fr in zip(markdown["it"], markdown["fr"])), "a Markdown cell is not translated"
+    assert all(it != fr for it, fr in zip(markdown["it"], markdown["fr"], strict=True)), (
+        "a Markdown cell is not translated"
+    )
 
 
 def test_committed_notebooks_hold_no_outputs():
@@ -63,7 +67,7 @@ def test_headings_keep_the_same_anchors():
         lang: "\n".join(c.source for c in nb.cells if c.cell_type == "markdown") for lang, nb in notebooks().items()
     }
     ids = {
-        lang: re.findall(r'<h1 id="([^"]+)"', text) + re.findall(r"^##+ .*\{ #([\w-]+) \}$", text, re.M)
+        lang: re.findall(r'<h1 id="([^"]+)"', text) + re.findall(r"^##+ .*\{ #([\w-]+) \}$", text, re.MULTILINE)
         for lang, text in sources.items()
     }
     assert ids["it"] == ids["fr"] == ["memory-notebook", "per-card", "evidence"]
@@ -157,7 +161,7 @@ def test_unknown_kernel_in_metadata_runs_with_the_configured_one_and_is_cached(t
 def test_another_checkout_with_the_same_inputs_reuses_the_store(tiny_repo, tmp_path):
     store = tmp_path / "store"
     src = tiny_repo / "docs" / "nb.it.ipynb"
-    first, ran = executed_notebook(src, tiny_repo, "it", "python3", store=store)
+    _first, ran = executed_notebook(src, tiny_repo, "it", "python3", store=store)
     assert ran and len(list(store.glob("nb.it.*.ipynb"))) == 1
     other = tmp_path / "other-checkout"
     shutil.copytree(tiny_repo, other, ignore=shutil.ignore_patterns(".cache"))

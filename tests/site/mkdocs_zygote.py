@@ -107,9 +107,10 @@ def run_child(request: dict) -> None:
     for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
         os.dup2(fd, target)
         os.close(fd)
-    sys.stdin = open(0, "r", closefd=False)
-    sys.stdout = open(1, "w", closefd=False)
-    sys.stderr = open(2, "w", closefd=False, buffering=1)
+    # the child's standard streams, open for its whole life
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
@@ -127,7 +128,7 @@ def run_child(request: dict) -> None:
         else:
             print(exc.code, file=sys.stderr)
             code = 1
-    except BaseException:
+    except BaseException:  # noqa: BLE001 (as the interpreter does: any exception ends the child with its traceback)
         traceback.print_exc()
         code = 1
     try:
@@ -175,21 +176,23 @@ class ZygoteBuilder:
             text=True,
             bufsize=1,
         )
-        assert json.loads(self.process.stdout.readline()) == {"ready": True}, "the mkdocs zygote did not start"
+        assert self.process.stdin is not None and self.process.stdout is not None  # PIPE
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        assert json.loads(self.stdout.readline()) == {"ready": True}, "the mkdocs zygote did not start"
 
     def run(self, argv: list[str], env: dict[str, str], cwd: Path, logs: Path) -> subprocess.CompletedProcess:
         assert argv[1:3] == ["-m", "mkdocs"], argv
         logs.mkdir(parents=True, exist_ok=True)
         out, err = logs / "mkdocs.stdout", logs / "mkdocs.stderr"
         request = {"argv": ["-m", *argv[3:]], "env": env, "cwd": str(cwd), "stdout": str(out), "stderr": str(err)}
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
-        started = json.loads(self.process.stdout.readline())
+        self.stdin.write(json.dumps(request) + "\n")
+        self.stdin.flush()
+        started = json.loads(self.stdout.readline())
         assert "pid" in started, f"the mkdocs zygote failed: {started}"
         limit = threading.Timer(600, os.kill, (started["pid"], signal.SIGKILL))  # as subprocess.run(timeout=600)
         limit.start()
         try:
-            ended = json.loads(self.process.stdout.readline())
+            ended = json.loads(self.stdout.readline())
         finally:
             limit.cancel()
         assert "exit" in ended, f"the mkdocs zygote failed: {ended}"
@@ -200,7 +203,7 @@ class ZygoteBuilder:
         )
 
     def close(self) -> None:
-        self.process.stdin.close()
+        self.stdin.close()
         self.process.wait(timeout=600)
 
 

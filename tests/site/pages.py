@@ -11,7 +11,7 @@ from bs4 import BeautifulSoup
 from tests.conftest import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs"
-INCLUDE_RE = re.compile(r'^\s*--8<--\s+"([^"]+)"', re.M)
+INCLUDE_RE = re.compile(r'^\s*--8<--\s+"([^"]+)"', re.MULTILINE)
 
 
 def italian_pages(site: Path) -> list[Path]:
@@ -55,6 +55,6 @@ def switcher_target(page_file: Path, site: Path, lang: str) -> Path | None:
     if link is None:
         return None
     base = "http://site/" + str(page_file.relative_to(site))
-    path = urlparse(urljoin(base, link["href"])).path.lstrip("/")
+    path = urlparse(urljoin(base, str(link["href"]))).path.lstrip("/")
     target = site / path
     return target / "index.html" if path == "" or path.endswith("/") else target

@@ -109,18 +109,24 @@ def huge_image(root):
 CASES = {
     "misspelt section end marker": (
         misspelt_section_end,
-        r"docs/index\.it\.md:\d+: snippets/fixes/sectioned\.sh:3: section marker "
-        r"\[end:onee\] closes no section; section 'one' \(line 1\) is still open",
+        (
+            r"docs/index\.it\.md:\d+: snippets/fixes/sectioned\.sh:3: section marker "
+            r"\[end:onee\] closes no section; section 'one' \(line 1\) is still open"
+        ),
     ),
     "price with a decimal comma": (
         price_with_a_comma,
-        r"^ERROR +- +snippets/data/gpus\.yaml: machines\.[\w-]+: price_eur_per_hour_from: "
-        r"a number written with a decimal comma",
+        (
+            r"^ERROR +- +snippets/data/gpus\.yaml: machines\.[\w-]+: price_eur_per_hour_from: "
+            r"a number written with a decimal comma"
+        ),
     ),
     "heading anchor set twice": (
         duplicated_anchor,
-        r"^ERROR +- +docs/memory-formulas\.it\.md:\d+: heading anchor '#[\w-]+' is set "
-        r"twice on this page \(first at line \d+\)",
+        (
+            r"^ERROR +- +docs/memory-formulas\.it\.md:\d+: heading anchor '#[\w-]+' is set "
+            r"twice on this page \(first at line \d+\)"
+        ),
     ),
     "image over the size limit": (
         huge_image,
@@ -175,33 +181,45 @@ CASES = {
     ),
     "comment not in the catalogue": (
         lambda r: edit(r, "snippets/checks/topology.sh", "topo -m", "topo -m  # collegamenti"),
-        r"docs/index\.fr\.md: snippets/checks/topology\.sh:\d+: code comment 'collegamenti' has no "
-        r"'fr' translation; add to snippets/comments\.yaml and translate:\n- it: collegamenti\n  fr: ''",
+        (
+            r"docs/index\.fr\.md: snippets/checks/topology\.sh:\d+: code comment 'collegamenti' has no "
+            r"'fr' translation; add to snippets/comments\.yaml and translate:\n- it: collegamenti\n  fr: ''"
+        ),
     ),
     "orphaned comment translation": (
         lambda r: edit(r, "snippets/nccl_check.py", "  # riscaldamento", ""),
-        r"^ERROR +- +snippets/comments\.yaml:\d+: 'riscaldamento' is the comment of no "
-        r"code block of any page",
+        (
+            r"^ERROR +- +snippets/comments\.yaml:\d+: 'riscaldamento' is the comment of no "
+            r"code block of any page"
+        ),
     ),
     "code block typed into a page": (
         lambda r: append_to_pages(r, "gpu-finder", "\n```bash\nnvidia-smi\n```\n"),
-        r"^ERROR +- +docs/gpu-finder\.it\.md:\d+: a code block typed into the page: write it once in "
-        r"snippets/ and include it",
+        (
+            r"^ERROR +- +docs/gpu-finder\.it\.md:\d+: a code block typed into the page: write it once in "
+            r"snippets/ and include it"
+        ),
     ),
     "languages include other snippets": (
         lambda r: edit(r, "docs/index.fr.md", TOPOLOGY, '--8<-- "checks/first_minutes.sh"'),
-        r"^ERROR +- +docs/index\.fr\.md:\d+: code block '--8<-- \"checks/first_minutes\.sh\"' where "
-        r"docs/index\.it\.md:\d+ has '--8<-- \"checks/topology\.sh\"'",
+        (
+            r"^ERROR +- +docs/index\.fr\.md:\d+: code block '--8<-- \"checks/first_minutes\.sh\"' where "
+            r"docs/index\.it\.md:\d+ has '--8<-- \"checks/topology\.sh\"'"
+        ),
     ),
     "heading anchor of one language": (
         lambda r: edit(r, "docs/memory-formulas.fr.md", "{ #sharding }", "{ #partitionnement }"),
-        r"^ERROR +- +docs/memory-formulas\.fr\.md:\d+: heading anchor '#partitionnement' where "
-        r"docs/memory-formulas\.it\.md:\d+ has '#sharding'",
+        (
+            r"^ERROR +- +docs/memory-formulas\.fr\.md:\d+: heading anchor '#partitionnement' where "
+            r"docs/memory-formulas\.it\.md:\d+ has '#sharding'"
+        ),
     ),
     "comment translation with a coding cookie": (
         comment_attack,
-        r"snippets/comments\.yaml: entry \d+: fr: "
-        r"matches Python's coding-cookie rule",
+        (
+            r"snippets/comments\.yaml: entry \d+: fr: "
+            r"matches Python's coding-cookie rule"
+        ),
     ),
     "second nccl_check.py block": (
         second_check_block,
@@ -217,8 +235,10 @@ CASES = {
     ),
     "include of a symbolic link": (
         include_environment,
-        r"snippets/host\.txt: snippets/host\.txt is a symbolic link "
-        r"\(to /proc/self/environ\)",
+        (
+            r"snippets/host\.txt: snippets/host\.txt is a symbolic link "
+            r"\(to /proc/self/environ\)"
+        ),
     ),  # every file of snippets/, before any page
     "static file linked to the environment": (
         lambda r: (r / "docs/assets/env.txt").symlink_to("/proc/self/environ"),

@@ -57,7 +57,7 @@ def test_code_blocks_are_the_snippet_files(page_pairs, built_site):
             continue
         it_blocks, fr_blocks = code_blocks(soup(it_page)), code_blocks(soup(fr_page))
         assert len(it_blocks) == len(includes) == len(fr_blocks), f"{stem}: every code block must come from a snippet"
-        for name, it_code, fr_code in zip(includes, it_blocks, fr_blocks):
+        for name, it_code, fr_code in zip(includes, it_blocks, fr_blocks, strict=True):
             source = (REPO_ROOT / "snippets" / name).read_text(encoding="utf-8")
             assert it_code == source, f"{stem}: Italian block differs from snippets/{name}"
             assert without_comments(fr_code, name) == without_comments(source, name), (
@@ -69,7 +69,7 @@ def test_code_blocks_are_the_snippet_files(page_pairs, built_site):
 
 def test_french_comments_are_french(built_site):
     codes = "\n".join(code_blocks(soup(built_site / "fr" / "index.html")))
-    assert "# PyTorch standard, Hugging Face Trainer" in codes
+    assert "# PyTorch pur, Hugging Face Trainer" in codes
     assert "PyTorch puro" not in codes
 
 

@@ -5,8 +5,8 @@ with a text alternative in each language, every source is a link to its commit."
 from __future__ import annotations
 
 import pytest
-from bs4 import BeautifulSoup
 from babel.numbers import format_percent
+from bs4 import BeautifulSoup
 
 from hooks.data.measurements import validation
 
@@ -26,7 +26,7 @@ def _section(site, lang):
 
 @pytest.mark.parametrize("lang", PAGES)
 def test_the_section_shows_the_validation_and_the_plot(built_site, lang):
-    heading, parts = _section(built_site, lang)
+    _heading, parts = _section(built_site, lang)
     text = " ".join(" ".join(p.get_text(" ").split()) for p in parts if p.name in ("p", "table"))
     _, figures = validation()
 
@@ -58,9 +58,9 @@ def test_the_plot_points_are_listed_in_words_one_row_per_run(built_site, lang):
     """The plot's text alternative in full: under the image, a row per predicted run with its
     card, and whether it lies inside its range as leave-one-source-out decided; every card the
     plot colours is named (the legend is by card, hooks/render/calibration_plot.py)."""
+    from hooks.data.load import load_yaml
     from hooks.data.measurements import measured_data
     from hooks.render.calibration_plot import card_order
-    from hooks.data.load import load_yaml
 
     soup = BeautifulSoup((built_site / PAGES[lang]).read_text(encoding="utf-8"), "html.parser")
     rows = soup.select("details.calibration-points tbody tr")
@@ -68,7 +68,7 @@ def test_the_plot_points_are_listed_in_words_one_row_per_run(built_site, lang):
     measured = measured_data()
     assert len(rows) == len(checks)
     words = {"it": ("sì", "no"), "fr": ("oui", "non")}[lang]
-    for row, check in zip(rows, checks):
+    for row, check in zip(rows, checks, strict=True):
         cells = [" ".join(td.get_text(" ").split()) for td in row.find_all("td")]
         assert cells[0] == check.key and cells[1] == measured.cards[check.gpu].name
         assert cells[4] == words[0 if check.covered else 1]

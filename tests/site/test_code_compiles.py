@@ -35,11 +35,14 @@ def test_blocks_compile(built_site, tmp_path):
         elif language in ("bash", "sh", "shell"):
             script = tmp_path / "block.sh"
             script.write_text(code, encoding="utf-8")
-            result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+            result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, check=False)
             assert result.returncode == 0, f"{page}: {result.stderr}"
             if shutil.which("shellcheck"):
                 result = subprocess.run(
-                    ["shellcheck", "--shell=bash", "--severity=error", str(script)], capture_output=True, text=True
+                    ["shellcheck", "--shell=bash", "--severity=error", str(script)],
+                    capture_output=True,
+                    text=True,
+                    check=False,
                 )
                 assert result.returncode == 0, f"{page}:\n{code}\n{result.stdout}"
             seen["bash"] += 1

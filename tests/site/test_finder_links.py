@@ -40,7 +40,7 @@ def finder_links(site, lang: str) -> list[tuple[str, dict[str, str], str]]:
         page = site / ("" if lang == LANGUAGES[0] else lang) / name
         soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
         for link in soup.select("article a[href]"):
-            parts = urlsplit(link["href"])
+            parts = urlsplit(str(link["href"]))
             if parts.path.rstrip("/").endswith("gpu-finder") and not parts.netloc:
                 query = {key: values[0] for key, values in parse_qs(parts.query).items()}
                 found.append((name, query, " ".join(link.get_text().split())))

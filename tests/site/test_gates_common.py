@@ -29,7 +29,7 @@ def html_files(site: Path) -> list[Path]:
 def page_url(site: Path, page: Path) -> str:
     """``fr/memory-formulas/index.html`` -> ``fr/memory-formulas/`` (relative to the site root)."""
     rel = page.relative_to(site).as_posix()
-    return rel[: -len("index.html")] if rel.endswith("index.html") else rel
+    return rel.removesuffix("index.html")
 
 
 def page_language(site: Path, page: Path) -> str:
@@ -78,7 +78,8 @@ def resolve(site: Path, page: Path, href: str, site_url: str = DEFAULT_SITE_URL)
 def _ids(text: str) -> frozenset[str]:
     soup = _parse(text)
     return frozenset(
-        {el["id"] for el in soup.find_all(id=True)} | {a["name"] for a in soup.find_all("a", attrs={"name": True})}
+        {str(el["id"]) for el in soup.find_all(id=True)}
+        | {str(a["name"]) for a in soup.find_all("a", attrs={"name": True})}
     )
 
 

@@ -257,7 +257,7 @@ def material_strings(lang: str) -> dict[str, str]:
     text = (MATERIAL_LANGUAGES / f"{lang}.html").read_text(encoding="utf-8")
     return {
         key: json.loads(f'"{value}"')
-        for key, value in re.findall(r'^\s*"([\w.]+)": "((?:[^"\\]|\\.)*)",?$', text, re.M)
+        for key, value in re.findall(r'^\s*"([\w.]+)": "((?:[^"\\]|\\.)*)",?$', text, re.MULTILINE)
     }
 
 
@@ -271,13 +271,16 @@ def interface_texts(page) -> list[str]:
 @lru_cache(maxsize=64)
 def _interface_texts(html: str) -> tuple[str, ...]:
     soup = BeautifulSoup(html, "html.parser")
-    lang = soup.html["lang"]
+    assert soup.html is not None
+    lang = str(soup.html["lang"])
     for el in soup.select("[lang]"):
-        if el is not soup.html and not el["lang"].startswith(lang):
+        if el is not soup.html and not str(el["lang"]).startswith(lang):
             el.decompose()
-    texts = [" ".join(el[attr].split()) for el in soup.find_all(True) for attr in INTERFACE_ATTRIBUTES if el.get(attr)]
+    texts = [
+        " ".join(str(el[attr]).split()) for el in soup.find_all(True) for attr in INTERFACE_ATTRIBUTES if el.get(attr)
+    ]
     config = soup.select_one("script#__config")
-    texts += list(json.loads(config.string)["translations"].values()) if config else []
+    texts += list(json.loads(config.string or "")["translations"].values()) if config else []
     for el in soup.select("script, style, article, svg"):
         el.decompose()
     texts += [" ".join(s.split()) for s in soup.find_all(string=True) if s.strip() and not isinstance(s, Doctype)]
@@ -294,9 +297,11 @@ def test_no_english_interface_string(built_site):
         untranslated = {
             value for key, value in english.items() if not key.startswith("search.config") and own.get(key) != value
         }
-        for text in interface_texts(page):
-            if text in untranslated or any(phrase in text for phrase in OTHER_ENGLISH):
-                problems.append(f"{page.relative_to(built_site)}: {text!r}")
+        problems.extend(
+            f"{page.relative_to(built_site)}: {text!r}"
+            for text in interface_texts(page)
+            if text in untranslated or any(phrase in text for phrase in OTHER_ENGLISH)
+        )
     assert not problems
 
 

@@ -176,7 +176,8 @@ def test_code_holds_no_no_break_space(built_site):
 
 
 HAND_TYPED = re.compile(
-    r"(?:\u00a0|\u202f|&nbsp;|&#160;|&#xa0;|&#8239;|&#x202f;)(?=[:;!?»])|«(?:\u00a0|\u202f|&nbsp;|&#160;|&#8239;)", re.I
+    r"(?:\u00a0|\u202f|&nbsp;|&#160;|&#xa0;|&#8239;|&#x202f;)(?=[:;!?»])|«(?:\u00a0|\u202f|&nbsp;|&#160;|&#8239;)",
+    re.IGNORECASE,
 )
 SOURCES = [
     "docs/**/*.md",

@@ -14,7 +14,7 @@ XHTML = "{http://www.w3.org/1999/xhtml}"
 LOADING = {"stylesheet", "preload", "modulepreload", "icon", "manifest", "prefetch", "preconnect"}
 
 
-def loads(page: str) -> list[str]:
+def loads(page: str) -> list[str | None]:
     """Every URL the browser fetches by itself for this page's script and link elements."""
     tree = html5lib.parse(page)
     urls = [script.get("src") for script in tree.iter(f"{XHTML}script") if script.get("src") is not None]

@@ -44,7 +44,7 @@ def main(hidden_size: int, paths: list[str]) -> dict:
     from accelerate.state import AcceleratorState
     from accelerate.utils import DeepSpeedPlugin
 
-    sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None
+    deepspeed.comm.torch.build_shm_op = lambda: None
     accelerate.accelerator.map_pytorch_optim_to_deepspeed = lambda optimizer: optimizer
     handed: dict = {}
 

@@ -12,6 +12,7 @@ line, ``n`` times the micro-batch: the same samples per step) within ``TOLERANCE
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import json
 import sys
 import warnings
@@ -104,7 +105,7 @@ class Launches:
                 *self.rebased(script_args), *self.script_args, "--per_device_train_batch_size", str(micro_batch),
                 "--output_dir", str(self.root / name / "out")]
 
-    def job(self, name: str, words: list[str], processes: int, extra: list[str] = (), env: dict | None = None) -> dict:
+    def job(self, name: str, words: list[str], processes: int, extra: Sequence[str] = (), env: dict | None = None) -> dict:
         """The line as a job of launch_hf.py on ``processes`` processes: each rank gets
         SAMPLES_PER_STEP / processes samples per step, so every run sees the same samples."""
         assert SAMPLES_PER_STEP % processes == 0, processes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -82,7 +83,23 @@ def zygote_worker(zygote: dict[str, str] | None, script: str | Path) -> list[str
     return [str(SCRIPT_ZYGOTE), "worker", str(script)] if zygote else [str(SEALED), str(script)]
 
 
-def fork_ranks_cmd(*args: str | Path, zygote: dict[str, str] | None = None) -> list[str]:
+def worker_report(zygote: dict[str, str], worker: Path, out: Path) -> dict:
+    """Run ``worker OUT`` forked from the session's zygote (tests/conftest.py, which imported
+    torch once), one thread, in the worker's folder; return the JSON report it wrote to ``out``."""
+    proc = subprocess.run(
+        [sys.executable, *zygote_worker(zygote, worker), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        env={**os.environ, "OMP_NUM_THREADS": "1", **zygote},
+        cwd=worker.parent,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(out.read_text())
+
+
+def fork_ranks_cmd(*args: str | int | Path, zygote: dict[str, str] | None = None) -> list[str]:
     """``python fork_ranks.py ARGS``; with ``zygote`` (the session's, whose environment the
     command must run with), fork_ranks.py itself forked from it: its one import of torch is
     the zygote's, and the ranks are forked from that child as fork_ranks.py forks them."""

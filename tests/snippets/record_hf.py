@@ -68,7 +68,7 @@ def dispatch_as_on_gpus() -> None:
     import deepspeed.comm
     import deepspeed.comm.torch  # noqa: F401
 
-    sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None
+    deepspeed.comm.torch.build_shm_op = lambda: None
     partial_init = PartialState.__init__
 
     def partial_state(self, *args, **kwargs):

@@ -26,7 +26,7 @@ def main() -> None:
 
     record_dir, script = Path(sys.argv[1]), sys.argv[2]
     sys.argv = sys.argv[2:]
-    written = []
+    written: list[str] = []
 
     def after_step(optimizer, *_):
         if written:

@@ -49,7 +49,7 @@ FDS = array.array("i", [0, 1, 2])
 
 
 def receive(conn: socket.socket) -> tuple[dict, list[int]]:
-    data, fds = b"", []
+    data, fds = b"", list[int]()
     while not data.endswith(b"\n"):
         chunk, ancdata, _, _ = conn.recvmsg(1 << 20, socket.CMSG_SPACE(3 * FDS.itemsize))
         if not chunk:
@@ -105,7 +105,7 @@ def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
     sys.modules["__main__"] = main
     try:
         if module:
-            runpy._run_module_as_main(module, alter_argv=True)  # what `python -m` runs (argv[0]: its file)
+            runpy._run_module_as_main(module, alter_argv=True)  # type: ignore[attr-defined]  # what `python -m` runs (argv[0]: its file); private, so not in typeshed
         else:
             main.__dict__.update(__file__=sys.argv[0], __cached__=None, __spec__=None, __loader__=None,
                                  __builtins__=builtins)
@@ -212,6 +212,7 @@ def serving(modules: list[str], env: dict[str, str], cwd):
         path = os.path.join(sockets, "zygote.sock")
         server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", path, ",".join(modules)], cwd=cwd,
                                   stdout=subprocess.PIPE, text=True, env={**env, "SCRIPT_ZYGOTE": path})
+        assert server.stdout is not None  # stdout=PIPE
         try:
             for line in server.stdout:
                 if line == "ready\n":

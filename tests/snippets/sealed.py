@@ -118,7 +118,8 @@ def watch_effects(script: str, log: Path) -> None:
     target = os.path.realpath(script)
     cwd = os.path.realpath(os.getcwd())
     descriptor = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    busy, written = [], set()
+    busy: list[int] = []
+    written: set[str] = set()
 
     def note(line: str) -> None:
         if line not in written:

@@ -1,5 +1,5 @@
 """The artifact tests' shared parts: a module's copy of the built site, put back after each test
-(fixtures ``copied`` and ``site``: import them), and the check's one-line refusal (``refused``)."""
+(fixtures ``copied`` and ``site``, offered to tests/verify by its conftest.py), and the check's one-line refusal (``refused``)."""
 
 from __future__ import annotations
 

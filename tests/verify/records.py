@@ -14,12 +14,38 @@ from verify.record import BLOCKS
 
 FIXTURE = REPO_ROOT / "verification" / "fixtures" / "nccl_check.json"
 # The run time tests give the fixture: recent (records older than a week are refused), whole minutes.
-RUN_TIME = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=2)).replace(second=0, microsecond=0)
+RUN_TIME = (datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=2)).replace(second=0, microsecond=0)
 
 
 MONTHS = {
-    "it": "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre dicembre".split(),
-    "fr": "janvier février mars avril mai juin juillet août septembre octobre novembre décembre".split(),
+    "it": [
+        "gennaio",
+        "febbraio",
+        "marzo",
+        "aprile",
+        "maggio",
+        "giugno",
+        "luglio",
+        "agosto",
+        "settembre",
+        "ottobre",
+        "novembre",
+        "dicembre",
+    ],
+    "fr": [
+        "janvier",
+        "février",
+        "mars",
+        "avril",
+        "mai",
+        "juin",
+        "juillet",
+        "août",
+        "septembre",
+        "octobre",
+        "novembre",
+        "décembre",
+    ],
 }
 
 
@@ -115,7 +141,8 @@ def write_record(path: Path, record: dict) -> Path:
     """``record`` at ``path``, with the gpu tests' JUnit report it counts beside it (``gpu-tests.xml``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record), encoding="utf-8")
-    tests = record.get("gpu_tests") if isinstance(record.get("gpu_tests"), dict) else {}
-    counts = {key: value for key, value in tests.items() if key != "status" and type(value) is int}  # noqa: E721
+    given = record.get("gpu_tests")
+    tests = given if isinstance(given, dict) else {}
+    counts = {key: value for key, value in tests.items() if key != "status" and type(value) is int}
     path.with_name("gpu-tests.xml").write_text(junit_report(counts), encoding="utf-8")
     return path

@@ -14,8 +14,8 @@ cells of its .ipynb (a fence in a Markdown cell is no cell and never ran).
 from __future__ import annotations
 
 from tests.conftest import REPO_ROOT
+from tests.verify.artifact_refusal import refused
 from verify.artifact import notebook_pages
-from tests.verify.artifact_refusal import copied, refused, site  # noqa: F401 (copied, site: fixtures)
 
 ACCELERATE_END = 'bf16<span class="w"> </span>train_hf.py\n</code></pre></div>'
 RAW = (

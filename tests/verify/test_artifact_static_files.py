@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from tests.verify.artifact_refusal import copied, refused, site  # noqa: F401 (copied, site: fixtures)
+from tests.verify.artifact_refusal import refused
 
 
 @pytest.mark.parametrize(

@@ -32,11 +32,11 @@ for rank in ranks:
 
 def marked(marker: str) -> list[psutil.Process]:
     """The live processes of this machine with ``marker`` on their command line."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        if marker in (proc.info["cmdline"] or []) and proc.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(proc)
-    return found
+    return [
+        proc
+        for proc in psutil.process_iter(["cmdline", "status"])
+        if marker in (proc.info["cmdline"] or []) and proc.info["status"] != psutil.STATUS_ZOMBIE
+    ]
 
 
 def gone(marker: str, limit_s: float = 60) -> bool:

@@ -23,6 +23,7 @@ its forged "pass" in the record: the test's attacker is real.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -198,6 +199,7 @@ def gpu_run(tmp_path: Path, built_site: Path, mode: str) -> dict:
             text=True,
             cwd=REPO_ROOT,
             timeout=300,
+            check=False,
             env={**os.environ, "GITHUB_ENV": str(files["GITHUB_ENV"]), "HOME": str(files["home"].parent)},
         )
         written = {name: path.is_file() and "verified code" in path.read_text() for name, path in files.items()}
@@ -211,6 +213,7 @@ def gpu_run(tmp_path: Path, built_site: Path, mode: str) -> dict:
         text=True,
         cwd=REPO_ROOT,
         timeout=60,
+        check=False,
     )
     note = json.loads((evidence / "attacker.note").read_text())
     return {"out": out, "note": note, "written": written, "alive": alive_after_collector, "writer": writer}
@@ -258,7 +261,5 @@ def test_control_without_the_scope_the_attacker_survives_and_forges_a_pass(tmp_p
         assert json.loads(record_path.read_text())["status"] == "pass", "the attacker forged the record"
     finally:
         pid = run["note"]["pid"]
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)  # it lives in this machine's namespace here
-        except ProcessLookupError:
-            pass

@@ -8,8 +8,7 @@ import json
 import pytest
 
 from tests.gpu.test_on_gpu import PROBE
-from tests.snippets.launch import fork_ranks_cmd
-from tests.snippets.launch import run as harness_run
+from tests.snippets.launch import fork_ranks_cmd, run as harness_run
 
 pytestmark = pytest.mark.slow
 

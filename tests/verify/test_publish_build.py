@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from bs4 import BeautifulSoup
 
-from hooks.errors import RenderError
 from hooks.checks.publish_gate import check_site_url
-from verify.artifact import check_site
+from hooks.errors import RenderError
 from tests.verify.records import changed, current_sha256, fixture_record, run_date, write_record
+from verify.artifact import check_site
 
 pytestmark = pytest.mark.slow
 

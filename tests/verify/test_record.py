@@ -18,7 +18,7 @@ from verify.record import RecordError, check_record, load_record, pinned_torch
 
 SHA = current_sha256()
 # torch's pin, read from constraints.txt by a route of its own (pinned_torch is what is tested)
-PINNED_TORCH = re.search(r"(?m)^torch==(\S+)$", (REPO_ROOT / "constraints.txt").read_text()).group(1)
+PINNED_TORCH = re.findall(r"(?m)^torch==(\S+)$", (REPO_ROOT / "constraints.txt").read_text())[0]
 
 
 def check(record, allow_fixture=True):
@@ -27,7 +27,7 @@ def check(record, allow_fixture=True):
 
 def test_the_fixture_passes_only_when_fixtures_are_allowed():
     assert check(fixture_record())["status"] == "pass"
-    with pytest.raises(RecordError, match="rec.json: is a test fixture, not a GPU run"):
+    with pytest.raises(RecordError, match=r"rec\.json: is a test fixture, not a GPU run"):
         check(fixture_record(), allow_fixture=False)
 
 
@@ -37,7 +37,7 @@ def test_a_one_gpu_run_is_recorded_without_busbw():
         check(changed(one_gpu_record(), "measured.busbw_gb_per_s", 0.5))
 
 
-RECORD_CASES = [  # (dotted field, value, what the line must say)
+RECORD_CASES: list[tuple[str, object, str]] = [  # (dotted field, value, what the line must say)
     ("gpu.count", 0, r"gpu\.count: Input should be greater than or equal to 1 \(got 0\)"),
     ("gpu.model", None, r"gpu\.model: Input should be a valid string \(got None\)"),
     ("measured.world_size", 1, r"measured: (ranks must be one line for each rank 0\.\.0|a busbw for one rank)"),
@@ -143,7 +143,7 @@ def test_the_pinned_torch_is_read_from_constraints():
 
 
 def test_a_record_from_the_future_is_refused_even_by_a_minute_past_the_skew():
-    now = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.timezone.utc)
+    now = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
     ok = fixture_record(utc="2026-12-01T12:04:00Z")
     assert check_record(ok, SHA, "r", allow_fixture=True, now=now)
     with pytest.raises(RecordError, match="is in the future"):

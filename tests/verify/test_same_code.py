@@ -15,10 +15,10 @@ import markdown
 import pytest
 
 import hooks.render.comments
-from hooks.render.comments import load_catalogue
+from hooks.checks.same_code import TitledBlocks
 from hooks.data.schemas import safe_comment
 from hooks.errors import RenderError
-from hooks.checks.same_code import TitledBlocks
+from hooks.render.comments import load_catalogue
 from verify.extract import ExtractError, compare_code, python_ast
 
 ITALIAN = '''# prova.py: avvialo con  python prova.py
@@ -39,7 +39,7 @@ FRENCH_GOOD = ITALIAN.replace("avvialo con", "à lancer avec").replace("riscalda
 def run(code: str, tmp_path) -> str:
     path = tmp_path / "prova.py"
     path.write_bytes(code.encode("utf-8"))  # what verify.extract writes
-    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60).stdout
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60, check=False).stdout
 
 
 def test_the_attack_is_real_python_runs_an_extra_line(tmp_path):
@@ -118,7 +118,7 @@ def page(*blocks: tuple[str, str]) -> str:
     )
 
 
-def build(pages: dict[str, list[tuple[str, str]]]) -> None:
+def build(pages: dict[str, list[list[tuple[str, str]]]]) -> None:
     """One build: the default language's pages, then the French ones (as static-i18n runs them)."""
     blocks = TitledBlocks()
     for lang in ("it", "fr"):

@@ -18,7 +18,7 @@ import pytest
 
 from hooks.checks.theme_files import check_theme_files_kept
 from hooks.errors import RenderError
-from tests.conftest import REPO_ROOT, build_site
+from tests.conftest import build_site
 from verify.artifact import ArtifactError, check_theme_files
 
 THEME = Path(str(resources.files("material") / "templates"))

@@ -6,8 +6,8 @@ import pytest
 
 from hooks.errors import RenderError
 from hooks.render.verification_note import insert_after_block, render_note
-from verify.extract import titled_code
 from tests.verify.records import fixture_record, one_gpu_record, run_date
+from verify.extract import titled_code
 
 BLOCK = (
     '<li><div class="highlight"><span class="filename">nccl_check.py</span><pre><span></span><code>'

@@ -87,7 +87,7 @@ def test_the_publish_gate_holds_the_record_to_the_junit_report(tmp_path):
     ):
         check_gpu_tests(record, junit)
     junit.unlink()
-    with pytest.raises(RenderError, match="gpu-tests.xml: no JUnit report of the gpu tests"):
+    with pytest.raises(RenderError, match=r"gpu-tests\.xml: no JUnit report of the gpu tests"):
         check_gpu_tests(record, junit)
 
 
@@ -103,5 +103,5 @@ def test_the_publish_gate_holds_the_record_to_the_junit_report(tmp_path):
 def test_a_malformed_report_is_refused(tmp_path, text):
     junit = tmp_path / "gpu-tests.xml"
     junit.write_text(text)
-    with pytest.raises(JUnitError, match="gpu-tests.xml"):
+    with pytest.raises(JUnitError, match=r"gpu-tests\.xml"):
         junit_counts(junit)

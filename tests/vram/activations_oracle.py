@@ -54,7 +54,7 @@ class Saved:
 class _Held:
     """What the autograd graph keeps in place of a saved tensor."""
 
-    __slots__ = ("tensor", "__weakref__")
+    __slots__ = ("__weakref__", "tensor")
 
     def __init__(self, tensor: torch.Tensor):
         self.tensor = tensor

@@ -86,13 +86,15 @@ class Step:
         to the start of ``until``)."""
         start = self.windows[window][0]
         end = self.windows[until][0] if until else self.windows[window][1]
-        live, before, peak = 0, None, 0
+        live, peak = 0, 0
+        before: int | None = None
         for event, counted in self._kept(grads, cpu_temporaries):
             if event.time_ns >= start and before is None:
                 before = live
             live += event.bytes if counted else 0
             if start <= event.time_ns <= end:
                 peak = max(peak, live)
+        assert before is not None, f"no allocation after {window!r} started"
         return before, peak
 
     @property
@@ -125,7 +127,7 @@ def step(raw: dict, attention: str, seq: int, batch: int, *, checkpointing: bool
                 continue
             if node.name in WINDOWS:
                 windows[node.name] = (node.start_time_ns, node.end_time_ns)
-            walk(node.children, ops + (node.name,))
+            walk(node.children, (*ops, node.name))
 
     walk(prof.profiler.kineto_results.experimental_event_tree(), ())
     grad_ptrs = frozenset(p.grad.untyped_storage().data_ptr() for p in model.parameters() if p.grad is not None)

@@ -36,6 +36,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=60,
+        check=False,
     )
 
 
@@ -75,6 +76,7 @@ def cli(vram_zygote):
             capture_output=True,
             text=True,
             timeout=60,
+            check=False,
         )
 
     return run

@@ -15,11 +15,10 @@ import warnings
 
 import torch
 import torch.distributed as dist
+from step_worker import IMPLS, LLAMA, _build, _live_bytes, _no_op_allreduce
 from torch.autograd.profiler import record_function
 from torch.nn.parallel import DistributedDataParallel
 from torch.testing._internal.distributed.fake_pg import FakeStore
-
-from step_worker import IMPLS, LLAMA, _build, _live_bytes, _no_op_allreduce
 
 # name: (world_size, AdamW implementation)
 SCENARIOS = {

@@ -22,7 +22,7 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.testing._internal.distributed.fake_pg import FakeStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fsdp2_worker import _groups, fsdp_buffer_peak, model_sizes  # noqa: E402
+from fsdp2_worker import _groups, fsdp_buffer_peak, model_sizes
 
 # hidden 48, vocabulary 96 and the 2 x 12 KV rows divide by 3 and 6: only the experts (dim 0 = E)
 # and the router (E rows) are padded

@@ -41,10 +41,11 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-from contextlib import contextmanager
 import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -320,7 +321,7 @@ def run_accumulation(micro_batches: int = 2) -> dict:
 
     def taken() -> dict:
         now = dict(counts)
-        counts.update({key: 0 for key in counts})
+        counts.update(dict.fromkeys(counts, 0))
         return now
 
     _fsdp_collectives._get_param_all_gather_inputs = counted("all_gathers", gather_inputs)
@@ -332,7 +333,7 @@ def run_accumulation(micro_batches: int = 2) -> dict:
         fully_shard(model, mp_policy=mp_policy)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
         groups = _groups(model)
-        fsdp2 = {"micro_batches": []}
+        fsdp2: dict[str, Any] = {"micro_batches": []}
         for _ in range(micro_batches):
             peak = {"total": 0}
             tokens = torch.randint(0, LLAMA["vocab_size"], (2, 8))
@@ -358,7 +359,7 @@ def run_accumulation(micro_batches: int = 2) -> dict:
     ddp = DistributedDataParallel(model)
     ddp.register_comm_hook(None, counted_hook)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    ddp_report = {"micro_batches": []}
+    ddp_report: dict[str, Any] = {"micro_batches": []}
     for index in range(micro_batches):
         tokens = torch.randint(0, LLAMA["vocab_size"], (2, 8))
         with ddp.no_sync() if index < micro_batches - 1 else contextlib.nullcontext():

@@ -45,8 +45,8 @@ from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully
 from torch.distributed.fsdp._fully_shard import _fsdp_collectives
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fsdp2_worker import LLAMA, _fsdp_buffers, _groups, _local, _nbytes, fsdp_buffer_peak, llama  # noqa: E402
-from step_worker import IMPLS, _live_bytes  # noqa: E402
+from fsdp2_worker import LLAMA, _fsdp_buffers, _groups, _local, _nbytes, fsdp_buffer_peak, llama
+from step_worker import IMPLS, _live_bytes
 
 # name: (reshard_after_forward, AdamW implementation, LoRA rank); rank 160 makes a block's
 # adapters (297k) more than twice its base (123k): then a block's reduce-scatter holds the most.

@@ -23,12 +23,11 @@ import os
 import sys
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fsdp2_worker import LLAMA, llama  # noqa: E402
-from lora_fsdp2_worker import main  # noqa: E402
+from fsdp2_worker import llama
+from lora_fsdp2_worker import main
 
 # name: (reshard_after_forward, AdamW implementation, LoRA rank[, CPUOffloadPolicy])
 SCENARIOS = {

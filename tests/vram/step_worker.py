@@ -96,13 +96,15 @@ def _live_bytes(prof, window_name: str) -> tuple[int, int]:
 
     walk(prof.profiler.kineto_results.experimental_event_tree())
     ((start, end),) = window
-    live, before, peak = 0, None, 0
+    live, peak = 0, 0
+    before: int | None = None
     for time, size in sorted(events):
         if time >= start and before is None:
             before = live
         live += size
         if start <= time <= end:
             peak = max(peak, live)
+    assert before is not None, f"no allocation after {window_name!r} started"
     return before, peak
 
 

@@ -13,9 +13,8 @@ from dataclasses import replace
 import pytest
 
 import vram
-from vram.activations import activation_memory
-
 from tests.conftest import REPO_ROOT
+from vram.activations import activation_memory
 
 LLAMA_8B = REPO_ROOT / "snippets" / "data" / "models" / "llama-3.1-8b.json"
 

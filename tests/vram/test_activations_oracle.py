@@ -17,7 +17,7 @@ import torch
 import transformers
 
 import vram
-from tests.vram.activations_oracle import DTYPES, attention_core_saves, build_model, measure
+from tests.vram.activations_oracle import attention_core_saves, build_model, measure
 from vram.activations import activation_memory, default_attention
 
 SEQ, BATCH = 128, 2

@@ -18,8 +18,8 @@ from decimal import Decimal
 
 import pytest
 
-from tests.conftest import REPO_ROOT
 from tests.card_sources import memory_mib
+from tests.conftest import REPO_ROOT
 from vram import timing
 from vram.calibration import (
     COMPUTE_BOUND,
@@ -42,7 +42,6 @@ from vram.calibration import (
     source_centre,
     validation_figures,
 )
-from vram.catalogue import Bandwidth, Card
 from vram.job import answer_job
 from vram.measurements import ENGINES, IMPLAUSIBLE_SHARE, SERVER, is_moe, prefill_share
 from vram.serving import serving_memory_per_gpu
@@ -153,7 +152,7 @@ def test_decoding_rows_measure_decoding_with_the_whole_batch_on_the_cards(measur
 
 def test_answerai_rates_are_per_machine_as_their_text_confirms(measured):
     # the source's own sentence: 483 s for 1,024 x 2,048 tokens on two 4090 "2,200 tokens/second": per GPU
-    assert 1024 * 2048 / 483 / 2 == pytest.approx(2200, rel=0.02)
+    assert pytest.approx(2200, rel=0.02) == 1024 * 2048 / 483 / 2
     m = measured.measurements["answerai-7b-qlora-fsdp-2x4090"]
     assert m.per == "machine" and m.tokens_per_s_per_gpu == pytest.approx(1024 * 2048 / 466 / 2)
 

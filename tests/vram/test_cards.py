@@ -16,10 +16,9 @@ import yaml
 from inline_snapshot import snapshot
 
 import vram
-from vram.fit import MIB, mib_to_bytes, usable_bytes
-
-from tests.conftest import REPO_ROOT
 from tests.card_sources import CARD_SOURCES
+from tests.conftest import REPO_ROOT
+from vram.fit import MIB, mib_to_bytes, usable_bytes
 
 CATALOGUE = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "gpus.yaml").read_text(encoding="utf-8"))
 
@@ -83,7 +82,7 @@ def test_8b_with_8bit_adam_fits_one_h100_after_the_reserve():
         (lambda: usable_bytes(1000, 1000), "reserve_mib 1000 must be less than memory_mib 1000"),
         (lambda: usable_bytes(0, 0), "memory_mib"),
         (lambda: usable_bytes(1000, -1), "reserve_mib"),
-        (lambda: mib_to_bytes(1.5), "mib"),
+        (lambda: mib_to_bytes(1.5), "mib"),  # type: ignore[arg-type]  # the wrong type is the case
     ],
 )
 def test_bad_capacities_are_refused(call, match):

@@ -10,6 +10,7 @@ the bytes of the files it writes (each tensor adds a header of a few KB).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -39,7 +40,7 @@ def test_dcp_writes_4_plus_8_bytes_per_parameter(tmp_path):
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_the_formulas_page_names_the_framework_of_each_checkpoint_figure(lang):
     source = vram.__file__.rsplit("/vram/", 1)[0] + f"/docs/memory-formulas.{lang}.md"
-    text = open(source, encoding="utf-8").read()
+    text = Path(source).read_text(encoding="utf-8")
     sentence = next(line for line in text.splitlines() if "{{ checkpoint params=8e9 }}" in line)
     rendered = render_markdown(sentence, lang).replace("\u00a0", " ").replace("\u202f", " ")
     assert "DeepSpeed" in rendered and "train_fsdp2.py" in rendered

@@ -144,7 +144,7 @@ def test_estimate_json_contract_for_every_framework(cli, shared_configs, framewo
             "--json",
         ).stdout
     )
-    assert CONTRACT_KEYS <= set(data)
+    assert set(data) >= CONTRACT_KEYS
     assert data["framework"] == framework and data["params"] == P8B
     parts = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "working_bytes", "activation_bytes")
     assert data["per_gpu_bytes"] == sum(data[k] for k in parts)

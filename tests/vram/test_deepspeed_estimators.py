@@ -16,14 +16,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import vram
+from tests.vram.transformers_oracle import built
 from vram.deepspeed_zero import deepspeed_memory
 from vram.frameworks import framework_memory
-
-from tests.vram.transformers_oracle import built
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS_DIR = REPO / "snippets" / "data" / "models"

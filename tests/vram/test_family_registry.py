@@ -20,10 +20,9 @@ import pytest
 import torch
 
 import vram
-from vram.families import Family, get_family, model_types, register_family, unregister_family
-
 from tests.vram import model_variants, test_activations_oracle, test_kv_cache_oracle
 from tests.vram.transformers_oracle import built, hf_config
+from vram.families import Family, get_family, model_types, register_family, unregister_family
 
 FAMILIES = model_types()
 
@@ -99,9 +98,11 @@ def test_layer_norms_are_the_norms_transformers_builds(model_type):
 @pytest.mark.parametrize("model_type", FAMILIES)
 def test_peft_defaults_and_converted_expert_names(model_type):
     from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as DEFAULTS
+    from peft.utils.transformers_weight_conversion import (
+        _MODEL_TO_CONVERSION_PATTERN as PEFT_PATTERNS,
+        _MOE_TARGET_MODULE_MAPPING,
+    )
     from transformers.conversion_mapping import _MODEL_TO_CONVERSION_PATTERN
-    from peft.utils.transformers_weight_conversion import _MODEL_TO_CONVERSION_PATTERN as PEFT_PATTERNS
-    from peft.utils.transformers_weight_conversion import _MOE_TARGET_MODULE_MAPPING
 
     family = get_family(model_type)
     assert family.peft_targets == tuple(DEFAULTS.get(model_type, ()))
@@ -181,8 +182,9 @@ def test_one_entry_per_model_type():
 
 
 def test_the_calculator_readmes_list_of_families_is_the_registrys():
-    from tests.conftest import REPO_ROOT
     import re
+
+    from tests.conftest import REPO_ROOT
 
     text = " ".join((REPO_ROOT / "vram" / "README.md").read_text(encoding="utf-8").split())
     listed = re.search(r"in `vram/family_entries.py`: ([a-z0-9_, ]+);", text).group(1)
@@ -255,6 +257,7 @@ BAD_FAMILY_CONFIGS = [
 
 def _finder_templates() -> dict[str, str]:
     import yaml
+
     from tests.conftest import REPO_ROOT
 
     labels = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "finder.yaml").read_text(encoding="utf-8"))

@@ -34,7 +34,7 @@ import json
 import math
 import random
 import warnings
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -42,7 +42,6 @@ import torch
 import yaml
 
 import vram
-
 from tests.catalogue import FROZEN, frozen
 from tests.vram.transformers_oracle import built, hf_config
 
@@ -174,6 +173,7 @@ def finder_answer(catalogue, model_key: str, cards: int, method: str) -> tuple[f
     from hooks.finder import compute as finder
 
     found = finder.result(catalogue, model_key, TASK, cards, method)
+    assert found is not None, (model_key, cards, method)
     return found["per_gpu_gb"], {f["gpu"]: f["recompute"] for f in found["fits"]}, {s["gpu"] for s in found["short"]}
 
 
@@ -281,7 +281,7 @@ def _one_layer(cfg: dict) -> dict:
     return one
 
 
-@lru_cache(maxsize=None)
+@cache
 def _lora_sizes(model_key: str) -> dict[str, int]:
     """P (parameters, tied once), A (PEFT's trainable adapters), and the NF4 base's parts."""
     from peft import LoraConfig, get_peft_model

@@ -50,7 +50,7 @@ def reports(tmp_path_factory, zygote) -> list[dict]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
     # fork_ranks.py forked from the session's zygote (tests/conftest.py), which imported torch once
     cmd = fork_ranks_cmd(PRELOAD_MIXTRAL, WORLD_SIZE, WORKER, out, json.dumps(MIXTRAL), zygote=zygote)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
 

@@ -56,7 +56,7 @@ def reports(tmp_path_factory, zygote) -> list[dict]:
     # not what this measures; tests/snippets/fork_ranks.py), fork_ranks.py itself forked from the
     # session's zygote (tests/conftest.py), which imported torch once
     cmd = fork_ranks_cmd(WORLD_SIZE, WORKER, out, zygote=zygote)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
 
@@ -287,4 +287,4 @@ def test_gradient_accumulation_repeats_what_the_frameworks_repeat(reports):
         assert first == last  # the same collectives, buffers and gradient shards on every micro-batch
         assert first["peak_fsdp_buffers_bytes"] == report["llama_reshard_true"]["peak_fsdp_buffers_bytes"]
         assert first["gradients_bytes"] == report["llama_reshard_true"]["gradients_bytes"]
-        assert [m["buckets"] for m in accumulation["ddp"]["micro_batches"]][0] == 0
+        assert next(m["buckets"] for m in accumulation["ddp"]["micro_batches"]) == 0

@@ -16,9 +16,8 @@ import yaml
 
 import vram
 import vram.fit
-from vram import gb_to_bytes
-
 from tests.card_sources import memory_mib
+from vram import gb_to_bytes
 
 P8B, P13B = 8 * 10**9, 13 * 10**9
 

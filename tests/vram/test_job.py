@@ -12,11 +12,10 @@ import json
 import pytest
 
 import vram
-from tests.conftest import REPO_ROOT
 from tests.card_sources import memory_mib
+from tests.conftest import REPO_ROOT
 from vram.job import JobError, answer_job, answer_json, dumps
 from vram.mxfp4 import mxfp4_weights_bytes_per_gpu
-
 
 pytestmark = pytest.mark.usefixtures("frozen_catalogue")  # the command line reads the frozen test catalogue
 
@@ -110,7 +109,7 @@ def test_gpt_oss_20b_mxfp4_16_sequences_of_8192_fit_a_32_gb_card(configs):
             "reserve_mib": RESERVE_MIB,
         }
     )
-    assert dict((k, b) for k, b, _ in answer["parts"])["weights"] == 13_761_264_768
+    assert {k: b for k, b, _ in answer["parts"]}["weights"] == 13_761_264_768
     fit = next(f for f in answer["fits"] if f["gpu"] == "rtx-5090")
     # vLLM: gpu_memory_utilization x total memory, the CUDA context and NCCL buffers inside it
     assert fit["capacity_bytes"] == int(0.9 * RTX_5090 * MIB) - RESERVE_MIB * MIB
@@ -401,12 +400,12 @@ def test_the_command_line_prints_the_same_run(cli, configs):
                 },
             },
         ),
-        # a look-alike: the Cyrillic а (U+0430) in "llаma", shown with its code point on the page too
+        # a look-alike: the Cyrillic а (U+0430) in "llаma", shown with its code point on the page too  # noqa: RUF003
         (
             '{"model_type": "ll\u0430ma"}',
             "config_family",
             {
-                "key": "'llаma' (not plain ASCII: 'а' is U+0430 CYRILLIC SMALL LETTER A)",
+                "key": "'ll\u0430ma' (not plain ASCII: '\u0430' is U+0430 CYRILLIC SMALL LETTER A)",
                 "choices": list(vram.SUPPORTED_MODEL_TYPES),
             },
         ),
@@ -498,7 +497,7 @@ def test_serving_says_which_prefill_chunk_it_assumes_and_the_reader_can_change_i
     }
     default = answer_job(job)
     assert default["max_num_batched_tokens"] == 2048  # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS
-    assert dict((part[0], part[1]) for part in default["parts"])["kv_cache"] == 16 * GPT_OSS_KV_8K[2048]
+    assert {part[0]: part[1] for part in default["parts"]}["kv_cache"] == 16 * GPT_OSS_KV_8K[2048]
     assert default["kv_per_sequence_bytes"] == GPT_OSS_KV_8K[2048]
     h100 = answer_job({**job, "max_num_batched_tokens": 8192})  # `vllm serve` on an H100
     assert h100["max_num_batched_tokens"] == 8192 and h100["kv_per_sequence_bytes"] == GPT_OSS_KV_8K[8192]

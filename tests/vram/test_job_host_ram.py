@@ -15,8 +15,8 @@ import math
 import pytest
 
 from hooks.data.load import load_yaml
-from tests.conftest import REPO_ROOT
 from tests.card_sources import memory_mib
+from tests.conftest import REPO_ROOT
 from vram.job import JobError, answer_job, answer_json
 
 MODELS = REPO_ROOT / "snippets" / "data" / "models"

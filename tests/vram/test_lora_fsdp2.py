@@ -39,7 +39,7 @@ def reports(tmp_path_factory, zygote) -> list[dict]:
     # fork_ranks.py forked from the session's zygote (tests/conftest.py: torch and transformers
     # imported once); it imports PEFT, then forks the ranks
     cmd = fork_ranks_cmd("--preload=transformers,peft", WORLD_SIZE, WORKER, out, zygote=zygote)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
 
@@ -158,7 +158,7 @@ def test_the_job_offers_it(reports, scenario):
     answer = answer_job(_job(reports[0]["config"], stage, optimizer_impl=impl))
     assert answer["per_gpu_bytes"] == calc.per_gpu_bytes
     assert answer["backward_bytes"] == calc.backward_bytes
-    assert dict((k, v) for k, v, _ in answer["parts"]) == {
+    assert {k: v for k, v, _ in answer["parts"]} == {
         "base": calc.base_weights_bytes,
         "working": calc.per_gpu_bytes - calc.states_bytes,
         "adapters": calc.adapter_weights_bytes + calc.adapter_gradients_bytes + calc.adapter_optimizer_bytes,

@@ -60,7 +60,7 @@ def test_deepspeed_zero3_offload_is_the_estimators(zero3, config, base_dtype, of
     constants = vram.qlora_base_bytes(config) - 2 * base if base_dtype == "nf4" else 0
     for n in (1, 2, 4, 8):
         memory = vram.lora_offload_memory(config, 16, n, "deepspeed", 3, offload_params, base_dtype=base_dtype)
-        cpu_adapters, gpu, largest = zero3(adapters + base, meta.largest_module, n, offload_params)
+        _cpu_adapters, gpu, largest = zero3(adapters + base, meta.largest_module, n, offload_params)
         assert largest == memory.working_bytes
         if n == 1 or (adapters % n == 0 and base % n == 0):  # the estimator truncates 2P/N, DeepSpeed pads
             assert memory.per_gpu_bytes - constants == gpu, n

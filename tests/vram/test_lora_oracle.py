@@ -111,7 +111,7 @@ def test_half_a_fused_pair_is_refused_like_peft():
 
 
 def test_gpt_oss_experts_are_not_lora_targets():
-    with pytest.raises(ValueError, match="experts of gpt_oss is not an nn.Linear"):
+    with pytest.raises(ValueError, match=r"experts of gpt_oss is not an nn\.Linear"):
         vram.lora_adapter_params(MODELS / "gpt-oss-20b.json", 8, ["experts"])
 
 

@@ -90,7 +90,7 @@ def test_mixtral_all_linear_follows_pefts_transformers_5_conversion(local_config
     assert vram.lora_adapter_params(config, 8, ["q_proj", "v_proj"]) == 32 * 8 * (8192 + 5120)  # PEFT's default
     with pytest.raises(ValueError, match="w1 of mixtral need w3 too"):
         vram.lora_adapter_params(config, 8, ("w1",))
-    with pytest.raises(ValueError, match="experts of mixtral is not an nn.Linear"):
+    with pytest.raises(ValueError, match=r"experts of mixtral is not an nn\.Linear"):
         vram.lora_adapter_params(config, 8, ("experts",))
 
 
@@ -193,6 +193,7 @@ def test_qlora_base_counts_the_tables_bitsandbytes_keeps_per_tensor():
         "num_key_value_heads": 2,
     }
     sizes = [4096, 2048, 2048, 4096, 8192, 8192, 8192]  # one layer's nn.Linear weights
-    per_tensor = [n // 2 + -(-n // 64) + 4 * -(-(-(-n // 64)) // 256) + 1_092 for n in sizes]
+    blocks = [-(-n // 64) for n in sizes]  # ceil(n / 64)
+    per_tensor = [n // 2 + b + 4 * -(-b // 256) + 1_092 for n, b in zip(sizes, blocks, strict=True)]
     rest = 2 * (100 * 64) + 64 + 2 * 2 * 64  # embedding and lm_head, final norm, two norms a layer
     assert vram.qlora_base_bytes(config) == 2 * sum(per_tensor) + 2 * rest

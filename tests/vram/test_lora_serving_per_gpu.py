@@ -20,9 +20,8 @@ from __future__ import annotations
 import pytest
 
 import vram
-from vram import GB
-
 from tests.conftest import REPO_ROOT
+from vram import GB
 
 REPO_CONFIGS = REPO_ROOT / "snippets" / "data" / "models"
 

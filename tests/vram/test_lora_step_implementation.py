@@ -56,5 +56,5 @@ def test_the_lora_figure_counts_no_step_temporary():
 )
 def test_the_page_names_the_implementation_the_lora_figures_assume(lang, words):
     page = (DATA.parents[1] / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
-    lora = next(line for line in page.splitlines() if line.startswith("- **LoRA e") or line.startswith("- **LoRA et"))
+    lora = next(line for line in page.splitlines() if line.startswith(("- **LoRA e", "- **LoRA et")))
     assert all(word in lora for word in words)

@@ -95,13 +95,15 @@ def test_unsupported_model_type_is_a_clear_value_error(tmp_path, shared_configs)
 
 
 def test_a_look_alike_model_type_is_shown_with_its_code_points(tmp_path, shared_configs):
-    # "llаma" with the Cyrillic а (U+0430, CYRILLIC SMALL LETTER A in the Unicode standard) looks
+    # "llаma" with the Cyrillic а (U+0430, CYRILLIC SMALL LETTER A in the Unicode standard) looks  # noqa: RUF003
     # like llama in any font: the line says which character is not the one meant.
     path = _write(tmp_path, {**_llama(shared_configs), "model_type": "ll\u0430ma"})
     with pytest.raises(ConfigError) as info:
         vram.count_params(path)
     message = str(info.value)
-    assert "unsupported model_type 'llаma' (not plain ASCII: 'а' is U+0430 CYRILLIC SMALL LETTER A)" in message
+    assert (
+        "unsupported model_type 'll\u0430ma' (not plain ASCII: '\u0430' is U+0430 CYRILLIC SMALL LETTER A)" in message
+    )
     assert "\n" not in message
 
 

@@ -145,7 +145,7 @@ def test_a_path_that_is_not_a_regular_file_is_refused_without_reading_it(cli, tm
 def test_a_config_of_more_than_10_15_parameters_is_refused_like_params(cli, tmp_path):
     # every size is at most MAX_SIZE (2^24), yet two layers of 2^24 x 2^24 MLP matrices (3 x 2^48 each)
     # make 1.7e15 parameters: implausible, as --params 1e30 is
-    sizes = {key: 2**24 for key in ("vocab_size", "hidden_size", "intermediate_size", "num_attention_heads")}
+    sizes = dict.fromkeys(("vocab_size", "hidden_size", "intermediate_size", "num_attention_heads"), 2**24)
     raw = {"model_type": "llama", **sizes, "num_hidden_layers": 2, "num_key_value_heads": 1, "head_dim": 1}
     proc = cli("params", _write(tmp_path, "config.json", raw))
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr

@@ -19,12 +19,11 @@ import pytest
 from hypothesis import given, settings
 
 import vram
-from vram.models import ConfigError
-
 from tests.conftest import REPO_ROOT
 from tests.vram.conftest import LOCAL_CONFIGS, SHARED_CONFIGS
 from tests.vram.model_variants import FAMILIES, config as family_config
 from tests.vram.transformers_oracle import built, hf_config
+from vram.models import ConfigError
 
 CONFIG_FILES = sorted(
     [

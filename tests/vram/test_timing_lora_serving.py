@@ -22,15 +22,15 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 import yaml
 
-from tests.conftest import REPO_ROOT
 from tests.card_sources import memory_mib
+from tests.catalogue import FROZEN
+from tests.conftest import REPO_ROOT
 from vram import timing
 from vram.calibration import load_measured_data
-from vram.cli import main
 from vram.catalogue import card_speed, load_catalogue
+from vram.cli import main
 from vram.job import answer_job
 from vram.models import load_model_config
-from tests.catalogue import FROZEN
 
 pytestmark = pytest.mark.usefixtures("frozen_catalogue")  # the command line reads the frozen test catalogue
 
@@ -51,11 +51,11 @@ def cards(frozen_data_dir):
     return load_catalogue(frozen_data_dir)[0]
 
 
-def run_cli(*argv: str) -> tuple[int, str, str]:
+def run_cli(*argv: str) -> tuple[int | str | None, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         try:
-            code = main(list(argv))
+            code: int | str | None = main(list(argv))
         except SystemExit as exc:
             code = exc.code
     return code, out.getvalue(), err.getvalue()

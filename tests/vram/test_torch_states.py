@@ -113,7 +113,7 @@ def test_mixed_precision_with_fp32_master_copy(optim_name, calculator_name, fp32
     master = [p.detach().float().clone().requires_grad_(True) for p in model.parameters()]
     optimizer = OPTIMIZERS[optim_name](master)
     model(torch.randint(0, 50, (2, 5))).float().sum().backward()
-    for p, m in zip(model.parameters(), master):
+    for p, m in zip(model.parameters(), master, strict=True):
         m.grad = p.grad.float()
         if fp32_grads:
             p.grad = None  # the fp32 buffer is the only gradient kept

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -22,14 +23,14 @@ class Built:
     linear: int
     layers: tuple[int, ...]  # parameters of each decoder layer
     cache_layers: tuple[tuple[str, ...], int | None]  # DynamicCache's layer kinds, and the window of the sliding ones
-    model: object  # the meta-device model (for PEFT)
+    model: Any  # the meta-device model (for PEFT)
 
 
 def _key(cfg: dict) -> str:
     return json.dumps(cfg, sort_keys=True)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _hf_config(key: str):
     from transformers import AutoConfig
     from transformers.utils import logging as hf_logging
@@ -47,7 +48,7 @@ def hf_config(cfg: dict):
     return _hf_config(_key(cfg))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _built(key: str) -> Built:
     import torch
     from transformers import AutoModelForCausalLM

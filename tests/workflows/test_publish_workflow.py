@@ -19,6 +19,7 @@ import subprocess
 import sys
 from itertools import product
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -35,7 +36,7 @@ def workflow() -> dict:
     return yaml.safe_load(PUBLISH.read_text())
 
 
-def triggers(workflow: dict) -> dict:
+def triggers(workflow: dict) -> Any:
     return workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
 
 
@@ -74,6 +75,7 @@ def zizmor(*args: str) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,
+        check=False,
     )
 
 
@@ -159,6 +161,7 @@ def test_the_attackers_workflow_and_config_are_caught(tmp_path):
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        check=False,
     )
     assert result.returncode != 0 and "dangerous-triggers" in result.stdout
 
@@ -230,12 +233,15 @@ def test_the_record_is_written_on_a_fresh_machine_from_the_gpu_jobs_outputs(work
             "-I",
             "-S",
             "-c",
-            "import sys; sys.path.insert(0, '.'); import verify.write_record; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names))",
+            (
+                "import sys; sys.path.insert(0, '.'); import verify.write_record; "
+                "print(sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names))"
+            ),
         ],
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,
+        check=False,
     )
     assert probe.returncode == 0, probe.stderr
     assert all(name.split(".")[0] in ("verify", "__main__") for name in eval(probe.stdout)), probe.stdout  # noqa: S307
@@ -308,17 +314,19 @@ def test_the_publication_build_runs_in_a_scope_the_runner_allows(workflow):
 
 def test_make_targets_called_by_the_workflow_exist():
     make_mk = (REPO_ROOT / "verify" / "make.mk").read_text()
-    assert re.search(r"^gpu-check: gpu-outputs\n\t\$\(PY\) -m verify\.write_record verification$", make_mk, re.M)
+    assert re.search(
+        r"^gpu-check: gpu-outputs\n\t\$\(PY\) -m verify\.write_record verification$", make_mk, re.MULTILINE
+    )
     assert re.search(
         r"^gpu-outputs:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n\t\$\(PY\) -m verify\.gpu_check --out verification$",
         make_mk,
-        re.M,
+        re.MULTILINE,
     )
     assert re.search(
         r"^publish:.*\n\t\$\(PY\) -m verify.config mkdocs.yml\n"
         r"\t\$\(PY\) -m verify\.publish site --manifest site-manifest\.json --tar artifact\.tar$",
         make_mk,
-        re.M,
+        re.MULTILINE,
     )
 
 
@@ -369,7 +377,7 @@ def test_actionlint_knows_the_gpu_label():
 def shellcheck(path) -> subprocess.CompletedProcess:
     """Debian's shellcheck: installed by the test job (apt-get) and on the development machines; never skipped."""
     assert shutil.which("shellcheck"), "shellcheck is not installed (apt-get install shellcheck)"
-    return subprocess.run(["shellcheck", str(path)], capture_output=True, text=True)
+    return subprocess.run(["shellcheck", str(path)], capture_output=True, text=True, check=False)
 
 
 def test_the_jit_runner_script_passes_shellcheck_and_registers_one_job_runners():

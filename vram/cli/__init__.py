@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from .common import OneLineParser, fail
 from .job import add_job_command

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from ..units import bytes_to_gb, bytes_to_gib, parse_params, quote_text
 

@@ -6,10 +6,12 @@ its ``--json`` is ``vram.job.dumps`` of the answer, the same text the page's wor
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
 from ..accounting import ACCOUNTINGS
 from ..activations import ATTENTION, RECOMPUTE
+from ..calibration import load_measured_data
 from ..catalogue import card_speed, read_catalogue
 from ..frameworks import FRAMEWORKS
 from ..job import JOB_FIELDS, KINDS, KV_DTYPES, OFFLOAD, SERVING_WEIGHTS, TRAINING_OPTIMIZERS, answer_job, dumps
@@ -18,12 +20,11 @@ from ..models import load_model_config
 from ..optimizer_step import DEFAULT_IMPL, OPTIMIZER_IMPLS
 from ..serving import VLLM_MAX_NUM_BATCHED_TOKENS
 from ..units import quote_text
-from ..calibration import load_measured_data
 from .common import decimal_text, emit, integer_text, size_rows, size_text
 from .time import _tokens, backing_line
 
 
-def _card(text: str) -> dict:
+def _card(text: str) -> dict[str, Any]:
     key, sep, mib = text.partition("=")
     if not sep or not key.strip() or not (mib.strip().isascii() and mib.strip().isdigit()) or len(mib) > 20:
         raise argparse.ArgumentTypeError(f"--gpu must be KEY=MEMORY_MIB (nvidia-smi's total), got {quote_text(text)}")
@@ -77,7 +78,7 @@ def _machine_ram(text: str) -> tuple[str, int | str]:
     return key.strip(), int(ram) if ram.isascii() and ram.isdigit() and len(ram) <= 20 else ram  # answer_job checks it
 
 
-def job_from_args(args: argparse.Namespace) -> dict:
+def job_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The job ``answer_job`` reads, from ``python -m vram job`` flags (unset ones left to its defaults)."""
     job = {name: getattr(args, name) for name in JOB_FLAGS if getattr(args, name) is not None}
     load_model_config(args.config)  # the file's own checks (a regular file, its size, UTF-8), naming it
@@ -97,7 +98,7 @@ def job_from_args(args: argparse.Namespace) -> dict:
     return job
 
 
-def _decoding_line(gpu: str, decode: dict) -> str:
+def _decoding_line(gpu: str, decode: Mapping[str, Any]) -> str:
     """A fitting card's decoding: the roofline, and where published runs back it, the share of that
     roofline server engines like vLLM reached in the job's class (``vram.calibration``, rule R2)."""
     line = (
@@ -113,7 +114,7 @@ def _decoding_line(gpu: str, decode: dict) -> str:
     return line
 
 
-def _ram_verdict(fit: dict) -> str:
+def _ram_verdict(fit: Mapping[str, Any]) -> str:
     ram = fit.get("host_ram")
     if ram is None:
         return ""
@@ -128,8 +129,10 @@ def _cmd_job(args: argparse.Namespace) -> None:
         print(dumps(answer))
         return
     lines = [
-        f"params: {answer['params']:,}; {answer['kind']} on {answer['cards']} card(s) "
-        "(GB = 10^9 bytes, GiB = 2^30 bytes):",
+        (
+            f"params: {answer['params']:,}; {answer['kind']} on {answer['cards']} card(s) "
+            "(GB = 10^9 bytes, GiB = 2^30 bytes):"
+        ),
         *size_rows([(part, size) for part, size, _ in answer["parts"]] + [("total", answer["per_gpu_bytes"])]),
     ]
     if "accounting" in answer:  # what the bytes assume, by name (vram.accounting)
@@ -187,7 +190,9 @@ def _cmd_job(args: argparse.Namespace) -> None:
 
 def add_job_command(sub: Any) -> argparse.ArgumentParser:
     """Register ``job`` on the subparsers ``sub``."""
-    j = sub.add_parser("job", help="one finder job: bytes per card and which cards fit (as the site's finder)")
+    j: argparse.ArgumentParser = sub.add_parser(
+        "job", help="one finder job: bytes per card and which cards fit (as the site's finder)"
+    )
     j.add_argument("--config", required=True, help="path to config.json")
     j.add_argument("--kind", choices=KINDS, help=f"default {JOB_FIELDS['kind']}")
     j.add_argument(

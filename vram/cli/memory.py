@@ -204,8 +204,10 @@ def _cmd_estimate(args: argparse.Namespace) -> None:
     if act is not None:
         rows.append(
             (
-                f"activations ({act.attention}, recompute {act.recompute}, "
-                f"{args.micro_batch or 1} x {args.seq_len:,} tokens)",
+                (
+                    f"activations ({act.attention}, recompute {act.recompute}, "
+                    f"{args.micro_batch or 1} x {args.seq_len:,} tokens)"
+                ),
                 activation,
             )
         )
@@ -245,8 +247,10 @@ def _cmd_serve(args: argparse.Namespace) -> None:
         "total_bytes": mem.total_bytes,
     }
     lines = [
-        f"params: {mem.params:,}; weights in {args.weight_dtype}, KV cache in {args.kv_dtype}, "
-        f"{args.batch} x {args.context:,} tokens, {SERVER_NAMES[args.server]} (GB = 10^9 bytes, GiB = 2^30 bytes):",
+        (
+            f"params: {mem.params:,}; weights in {args.weight_dtype}, KV cache in {args.kv_dtype}, "
+            f"{args.batch} x {args.context:,} tokens, {SERVER_NAMES[args.server]} (GB = 10^9 bytes, GiB = 2^30 bytes):"
+        ),
         *size_rows([("weights", mem.weights_bytes), ("KV cache", mem.kv_cache_bytes), ("total", mem.total_bytes)]),
     ]
     emit(args, data, lines)
@@ -265,8 +269,10 @@ def _cmd_lora(args: argparse.Namespace) -> None:
         "total_bytes": mem.total_bytes,
     }
     lines = [
-        f"adapter params: {mem.adapter_params:,} (rank {args.rank}; {targets if isinstance(targets, str) else ', '.join(targets)}); "
-        f"base in {args.base_dtype} (GB = 10^9 bytes, GiB = 2^30 bytes):",
+        (
+            f"adapter params: {mem.adapter_params:,} (rank {args.rank}; {targets if isinstance(targets, str) else ', '.join(targets)}); "
+            f"base in {args.base_dtype} (GB = 10^9 bytes, GiB = 2^30 bytes):"
+        ),
         *size_rows(
             [
                 ("base weights", mem.base_weights_bytes),

@@ -20,24 +20,28 @@ from __future__ import annotations
 
 import argparse
 import functools
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
 
 from ..activations import MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
 from ..billing import MINIMUM_MINUTES, billed_minutes, parse_price, run_cost_eur
+from ..calibration import Backing, job_class, load_measured_data
 from ..catalogue import Card, GuideCatalogue, read_catalogue
+from ..dtypes import DTYPE_BITS, WEIGHT_DTYPES
 from ..frameworks import FRAMEWORKS
 from ..job import MAX_GRAD_ACCUM, RunSetting, asked_run, check_job, global_batch, settled_runs
-from ..models import ModelConfig, count_params, load_model_config
-from ..sharding import check_world_size
-from ..dtypes import DTYPE_BITS, WEIGHT_DTYPES
-from ..ranking import rank_runs, run_options
 from ..lora import ALL_LINEAR, BASE_DTYPES
+from ..measurements import is_moe
+from ..models import ModelConfig, count_params, load_model_config
+from ..ranking import rank_runs, run_options
+from ..sharding import check_world_size
 from ..timing import (
     CPU_ADAM_SOURCE,
     LORA_FLOPS_SOURCE,
     MFU,
     MFU_SOURCE,
+    StepTime,
     decode_bound,
     lora_step,
     run_seconds,
@@ -45,8 +49,6 @@ from ..timing import (
     training_step,
 )
 from ..units import parse_count
-from ..calibration import job_class, load_measured_data
-from ..measurements import is_moe
 from .common import emit, whole
 
 MAX_TOKENS = 10**15  # 65 x the 15 trillion tokens Llama 3 was trained on: above it, a typo
@@ -95,11 +97,15 @@ def _cmd_decode(args: argparse.Namespace, config: ModelConfig, card: Card) -> No
         "bound": "memory_bandwidth",
     }
     lines = [
-        f"decoding on {args.gpus} x {card.name} (tensor parallel {args.gpus}), {args.batch} x {args.context:,} tokens, "
-        f"weights {args.weight_dtype}, KV cache {args.kv_dtype}:",
+        (
+            f"decoding on {args.gpus} x {card.name} (tensor parallel {args.gpus}), {args.batch} x {args.context:,} tokens, "
+            f"weights {args.weight_dtype}, KV cache {args.kv_dtype}:"
+        ),
         f"  bytes read per step per GPU  {bound.bytes_per_step / 1e9:,.2f} GB at {card.memory_bandwidth_gb_per_s:g} GB/s",
-        f"  at most {bound.tokens_per_second_per_sequence:,.0f} tokens/s per sequence, "
-        f"{bound.tokens_per_second:,.0f} tokens/s in all (memory-bandwidth roofline: an upper bound, not a forecast)",
+        (
+            f"  at most {bound.tokens_per_second_per_sequence:,.0f} tokens/s per sequence, "
+            f"{bound.tokens_per_second:,.0f} tokens/s in all (memory-bandwidth roofline: an upper bound, not a forecast)"
+        ),
     ]
     emit(args, data, lines)
 
@@ -169,7 +175,7 @@ def _settled(
     return (settled, True) if settled is not None else (asked_run(check_job(job)), False)
 
 
-def _backing(args: argparse.Namespace, config: ModelConfig, gpu: str):
+def _backing(args: argparse.Namespace, config: ModelConfig, gpu: str) -> Backing | None:
     """The published runs behind a time on ``gpu`` (``vram.calibration``: measurements.yaml)."""
     task = "full" if args.task != "lora" else "qlora" if args.base_dtype == "nf4" else "lora"
     return load_measured_data().calibration.backing(
@@ -177,7 +183,7 @@ def _backing(args: argparse.Namespace, config: ModelConfig, gpu: str):
     )
 
 
-def backing_line(backing: dict | None) -> str:
+def backing_line(backing: Mapping[str, Any] | None) -> str:
     """A time's backing (``vram.calibration.Backing.as_dict``) in words: "A100: 6 published runs
     (vectorlm-2024)", or that none backs this card or this kind of job."""
     if backing is None:
@@ -219,7 +225,7 @@ def _cmd_rank(args: argparse.Namespace, config: ModelConfig, catalogue: GuideCat
         if key not in chosen:
             raise ValueError(f"--price {key}=...: {key!r} is not a machine of the ranking ({', '.join(chosen)})")
         prices[key] = price
-    options, memory = [], {}
+    options, memory = [], dict[str, dict[str, Any]]()
     for key, (card, count) in chosen.items():
         run, fits = _settled(args, config, catalogue, card.key, count)
         backing = _backing(args, config, card.key)
@@ -290,7 +296,8 @@ def _cmd_time(args: argparse.Namespace) -> None:
     if (args.gpu is None) != (args.gpus is None):
         raise ValueError("time: --gpu and --gpus go together (the machine: --gpus cards of --gpu)")
     if args.rank:
-        return _cmd_rank(args, config, catalogue)
+        _cmd_rank(args, config, catalogue)
+        return
     if args.price:
         raise ValueError("time: --price MACHINE=EUR goes with --rank; use --price-eur-per-hour for --gpu")
     if args.gpu is None:
@@ -313,7 +320,8 @@ def _cmd_time(args: argparse.Namespace) -> None:
                 if given
                 else "time --task serve needs --context (tokens per sequence)"
             )
-        return _cmd_decode(args, config, card)
+        _cmd_decode(args, config, card)
+        return
     if args.zero_stage is None:
         raise ValueError("time: --zero-stage is required for training (0 DDP, 1-2 ZeRO-1/2, 3 ZeRO-3)")
     run, fits = _settled(args, config, catalogue, args.gpu, args.gpus)
@@ -326,7 +334,7 @@ def _cmd_time(args: argparse.Namespace) -> None:
         if lora is None
         else dict(offload=run.offload)
     )
-    timed = training_step if lora is None else functools.partial(lora_step, **lora)
+    timed: Callable[..., StepTime] = training_step if lora is None else functools.partial(lora_step, **lora)
     step = timed(
         config,
         card,
@@ -382,20 +390,27 @@ def _cmd_time(args: argparse.Namespace) -> None:
                 "flops_source": LORA_FLOPS_SOURCE,
             }
         )
+    flops_high = step.flops_per_token if step.flops_per_token_high is None else step.flops_per_token_high  # LoRA's
     lines = [
-        f"{args.gpus} x {card.name}, ZeRO-{args.zero_stage}, {args.micro_batch} x {args.seq_len:,} tokens per GPU per "
-        f"micro-batch, {run.grad_accum} micro-batch(es) per optimizer step: a global batch of {data['global_batch']:,} "
-        f"sequences, {data['tokens_per_step']:,} tokens (recompute {run.recompute}"
-        f"{', offload ' + run.offload if run.offload != 'none' else ''}):",
+        (
+            f"{args.gpus} x {card.name}, ZeRO-{args.zero_stage}, {args.micro_batch} x {args.seq_len:,} tokens per GPU per "
+            f"micro-batch, {run.grad_accum} micro-batch(es) per optimizer step: a global batch of {data['global_batch']:,} "
+            f"sequences, {data['tokens_per_step']:,} tokens (recompute {run.recompute}"
+            f"{', offload ' + run.offload if run.offload != 'none' else ''}):"
+        ),
         _memory_line(card, args.gpus, run, fits, args),
         f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f} GFLOP (6 x matmul params + attention, torchtitan's count)"
         if lora is None
-        else f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f}-{step.flops_per_token_high / 1e9:,.1f} GFLOP "
+        else f"  FLOPs per token   {step.flops_per_token / 1e9:,.1f}-{flops_high / 1e9:,.1f} GFLOP "
         f"(LoRA rank {lora['rank']}, base {lora['base_dtype']}: frozen weights without weight gradients)",
-        f"  compute           {_span(data['compute_s'])} s at {card.bf16_dense_tflops:g} TFLOPS bf16 dense x MFU "
-        f"{share[0]:.0%}-{share[1]:.0%}",
-        f"  communication     {_span(data['communication_s'])} s over {card.peer.key} "
-        f"({card.peer.low_gb_per_s:g}-{card.peer.high_gb_per_s:g} GB/s busbw per direction)",
+        (
+            f"  compute           {_span(data['compute_s'])} s at {card.bf16_dense_tflops:g} TFLOPS bf16 dense x MFU "
+            f"{share[0]:.0%}-{share[1]:.0%}"
+        ),
+        (
+            f"  communication     {_span(data['communication_s'])} s over {card.peer.key} "
+            f"({card.peer.low_gb_per_s:g}-{card.peer.high_gb_per_s:g} GB/s busbw per direction)"
+        ),
     ]
     if args.offload_optimizer:
         lines.append(
@@ -413,11 +428,11 @@ def _cmd_time(args: argparse.Namespace) -> None:
             "slowest; published runs of such models add tensor parallelism inside the machine"
         )
     if args.tokens is not None:
-        run = run_seconds(args.tokens, step)
+        length = run_seconds(args.tokens, step)
         data["tokens"] = args.tokens
         data["optimizer_steps"] = batch["optimizer_steps"]
-        data["run_s"] = run.as_list()
-        lines.append(f"run of {args.tokens:,} tokens: {_duration(run.low)} to {_duration(run.high, True)}")
+        data["run_s"] = length.as_list()
+        lines.append(f"run of {args.tokens:,} tokens: {_duration(length.low)} to {_duration(length.high, True)}")
         price, source = args.price_eur_per_hour, "reader"
         if price is None:
             guide = [m for m in machines.values() if m.gpu == args.gpu and m.count == args.gpus]
@@ -428,8 +443,8 @@ def _cmd_time(args: argparse.Namespace) -> None:
                 {
                     "price_eur_per_hour": str(price),
                     "price_source": source,
-                    "billed_minutes": [billed_minutes(run.low), billed_minutes(run.high)],
-                    "cost_eur": [str(run_cost_eur(run.low, price)), str(run_cost_eur(run.high, price))],
+                    "billed_minutes": [billed_minutes(length.low), billed_minutes(length.high)],
+                    "cost_eur": [str(run_cost_eur(length.low, price)), str(run_cost_eur(length.high, price))],
                 }
             )
             where = "your price" if source == "reader" else f"the guide's price of {source}, from"
@@ -450,7 +465,9 @@ def _cmd_time(args: argparse.Namespace) -> None:
 
 def add_time_command(sub: Any) -> argparse.ArgumentParser:
     """Register ``time`` on the subparsers ``sub``."""
-    t = sub.add_parser("time", help="time per step, per run and its cost (estimates as ranges)")
+    t: argparse.ArgumentParser = sub.add_parser(
+        "time", help="time per step, per run and its cost (estimates as ranges)"
+    )
     t.add_argument("--config", required=True, help="path to config.json")
     t.add_argument("--gpu", help="a card of snippets/data/gpus.yaml: h100, rtx-4090, ...")
     t.add_argument("--gpus", type=whole("gpus", 1, 2**10), help="cards training together")
