@@ -19,6 +19,9 @@ today's blocks and reviewed:
   so no ``__file__``, ``__loader__``, ``__import__``, ``eval``, ``exec``, ``getattr``, ``globals``;
 - ``ATTRIBUTES``: every attribute taken on anything else (a variable, a call's result):
   ``args.epochs``, ``loss.item``; so no ``f_code``, ``co_filename``, ``__dict__``, ``__globals__``;
+- ``FILE_CALLS``: ``open``, ``pathlib.Path``, ``os.statvfs`` only of a path the reader passes
+  (``X.OPTION``, ``OPTION`` in ``PATH_OPTIONS``) or of one of ``FILE_CONSTANTS``; no attribute
+  is assigned (``args.data = ...``);
 - ``ENVIRONMENT``: ``os.environ`` only as a lookup of one of these names, written as a string
   (``os.environ.get("LOCAL_RANK")``, ``os.environ["LOCAL_RANK"]``, ``"LOCAL_RANK" in os.environ``);
   any other use of ``os.environ`` (a loop over it, a name in a variable) is refused.
@@ -224,6 +227,14 @@ ENVIRONMENT = frozenset(
     }
 )
 
+# What a block may open or list: a file the reader names on the command line (``args.data``,
+# ``args.out``, ``args.checkpoint``: the value of one of these options) or one of these fixed
+# paths. So no ``open("/proc/self/environ")`` or ``open("train_hf.py")``: what tells a rehearsal
+# from the reader's run, or the block's own text, is not a file the block can name.
+FILE_CALLS = frozenset({"open", "pathlib.Path", "os.statvfs"})
+PATH_OPTIONS = frozenset({"checkpoint", "data", "out"})
+FILE_CONSTANTS = frozenset({"/dev/shm"})
+
 PYTHON_FENCES = ("python", "py", "python3", "py3")  # a fence's language that Pygments reads as Python
 WHERE = "verify/block_names.py; CONTRIBUTING.md, 'A new name in a code block'"
 
@@ -330,6 +341,37 @@ def _environment_use(node: ast.Attribute, path: str, parents: dict[ast.AST, ast.
         yield node, f"the environment variable {name}"
 
 
+def _call_path(call: ast.Call, aliases: dict[str, str], bound: set[str]) -> str | None:
+    """The dotted name a call calls (``open``, ``pathlib.Path``), or None when it calls anything else."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        if func.id in aliases:
+            return aliases[func.id]
+        return func.id if func.id not in bound else None
+    if isinstance(func, ast.Attribute):
+        root, names = _chain(func)
+        if isinstance(root, ast.Name) and root.id in aliases:
+            return ".".join([aliases[root.id], *names])
+    return None
+
+
+def _file_use(call: ast.Call, path: str, aliases: dict[str, str]) -> str | None:
+    """What is refused about a call of ``FILE_CALLS`` (``path``), or None: its first argument must be
+    one of ``FILE_CONSTANTS`` or ``X.OPTION`` (``OPTION`` in ``PATH_OPTIONS``, ``X`` no module)."""
+    first = call.args[0] if call.args else None
+    if isinstance(first, ast.Constant) and first.value in FILE_CONSTANTS:
+        return None
+    if (
+        isinstance(first, ast.Attribute)
+        and first.attr in PATH_OPTIONS
+        and isinstance(first.value, ast.Name)
+        and first.value.id not in aliases
+    ):
+        return None
+    argument = ast.unparse(first) if first is not None else "no argument"
+    return f"{path}({argument}) (a file the reader does not name on the command line)"
+
+
 def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
     """Each use the allow-lists refuse, as (node, what)."""
     aliases, bound = _imports(tree, where), _bound(tree)
@@ -342,6 +384,9 @@ def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
                 if node.id not in BUILTINS:
                     yield node, node.id
         elif isinstance(node, ast.Attribute):
+            if not isinstance(node.ctx, ast.Load):
+                yield node, f"an assignment to .{node.attr}"
+                continue
             parent = parents.get(node)
             if isinstance(parent, ast.Attribute) and parent.value is node:
                 continue  # checked with the whole chain
@@ -358,6 +403,10 @@ def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
                 if link.attr not in ATTRIBUTES:
                     yield link, f".{link.attr}"
                 link = link.value
+        elif isinstance(node, ast.Call):
+            path = _call_path(node, aliases, bound)
+            if path in FILE_CALLS and (refused := _file_use(node, path, aliases)):
+                yield node, refused
         elif isinstance(node, ast.keyword) and node.arg and node.arg.startswith("__"):
             yield node, node.arg
 
@@ -366,5 +415,10 @@ def check_names(code: str, where: str) -> None:
     """Raise BlockNameError for the first use in ``code`` (a Python block; ``where`` names it in
     the message: title, language, page) that the allow-lists above do not hold."""
     tree = ast.parse(code)
-    for node, what in sorted(_uses(tree, where), key=lambda use: getattr(use[0], "lineno", 0)):
+    def place(use: tuple[ast.AST, str]) -> tuple[int, int, int, int]:  # the first, then the innermost
+        node = use[0]
+        return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0), getattr(node, "end_lineno", 0) or 0,
+                getattr(node, "end_col_offset", 0) or 0)
+
+    for node, what in sorted(_uses(tree, where), key=place):
         raise _refuse(where, node, what)
