@@ -322,13 +322,14 @@ class ArmsCheck:
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
         if checked:
-            self.summary = f"arms of the bound blocks: {checked - len(problems)} of {checked} taken by their test's runs"
+            self.summary = (
+                f"arms of the bound blocks: {checked - len(problems)} of {checked} taken by their test's runs"
+            )
         if problems:
             path, name = self.NODE.split("::")
             report = TestReport(self.NODE, (path, None, name), {}, "failed", "\n".join(problems), "call")
             session.config.hook.pytest_runtest_logreport(report=report)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.summary:

@@ -258,9 +258,7 @@ def _bound(tree: ast.AST) -> set[str]:
             names.add(node.name)
         elif isinstance(node, ast.arg):
             names.add(node.arg)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
             names.add(node.name)
         elif isinstance(node, ast.MatchMapping) and node.rest:
             names.add(node.rest)
@@ -307,6 +305,7 @@ def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
 def _environment_name(node: ast.AST, parent: ast.AST, grandparent: ast.AST | None) -> str | None:
     """The listed-or-not name a use of ``os.environ`` (``node``) looks up, or None when the use is
     not a lookup of a name written as a string."""
+    key: ast.expr | None
     if isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load):
         key = parent.slice
     elif isinstance(parent, ast.Compare) and parent.comparators == [node] and len(parent.ops) == 1:
@@ -378,11 +377,9 @@ def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
     parents = _parents(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
-            if node.id.startswith("__") and node.id not in BUILTINS:
+            dunder = node.id.startswith("__") and node.id not in BUILTINS
+            if dunder or (isinstance(node.ctx, ast.Load) and node.id not in (aliases.keys() | bound | BUILTINS)):
                 yield node, node.id
-            elif isinstance(node.ctx, ast.Load) and node.id not in aliases and node.id not in bound:
-                if node.id not in BUILTINS:
-                    yield node, node.id
         elif isinstance(node, ast.Attribute):
             if not isinstance(node.ctx, ast.Load):
                 yield node, f"an assignment to .{node.attr}"
@@ -404,8 +401,8 @@ def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
                     yield link, f".{link.attr}"
                 link = link.value
         elif isinstance(node, ast.Call):
-            path = _call_path(node, aliases, bound)
-            if path in FILE_CALLS and (refused := _file_use(node, path, aliases)):
+            called = _call_path(node, aliases, bound)
+            if called in FILE_CALLS and (refused := _file_use(node, called, aliases)):
                 yield node, refused
         elif isinstance(node, ast.keyword) and node.arg and node.arg.startswith("__"):
             yield node, node.arg
@@ -415,10 +412,15 @@ def check_names(code: str, where: str) -> None:
     """Raise BlockNameError for the first use in ``code`` (a Python block; ``where`` names it in
     the message: title, language, page) that the allow-lists above do not hold."""
     tree = ast.parse(code)
+
     def place(use: tuple[ast.AST, str]) -> tuple[int, int, int, int]:  # the first, then the innermost
         node = use[0]
-        return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0), getattr(node, "end_lineno", 0) or 0,
-                getattr(node, "end_col_offset", 0) or 0)
+        return (
+            getattr(node, "lineno", 0),
+            getattr(node, "col_offset", 0),
+            getattr(node, "end_lineno", 0) or 0,
+            getattr(node, "end_col_offset", 0) or 0,
+        )
 
     for node, what in sorted(_uses(tree, where), key=place):
         raise _refuse(where, node, what)

@@ -36,9 +36,9 @@ def untitled_python(spans: str) -> list[str]:
     for block in LexborHTMLParser(spans).css("div.highlight"):
         classes = (block.attributes.get("class") or "").split()
         code = block.css_first("pre > code")
-        if code is not None and block.css_first("span.filename") is None:
-            if any(c.removeprefix("language-") in PYTHON_FENCES for c in classes if c.startswith("language-")):
-                found.append(code.text())
+        python = any(c.removeprefix("language-") in PYTHON_FENCES for c in classes if c.startswith("language-"))
+        if code is not None and python and block.css_first("span.filename") is None:
+            found.append(code.text())
     return found
 
 

@@ -66,7 +66,7 @@ def inside(position: Position, span: Span) -> bool:
 
 def code_objects(source: str) -> list[CodeType]:
     """The module's code object and every one nested in it (functions, lambdas, comprehensions)."""
-    found, pending = [], [compile(source, "<block>", "exec")]
+    found, pending = [], [compile(source, "<block>", "exec", dont_inherit=True)]
     while pending:
         code = pending.pop()
         found.append(code)
@@ -112,7 +112,7 @@ class Taken:
 
 def span(nodes: Sequence[ast.AST]) -> Span:
     first, last = nodes[0], nodes[-1]
-    return (first.lineno, first.col_offset, last.end_lineno, last.end_col_offset)  # type: ignore[attr-defined,return-value]
+    return (first.lineno, first.col_offset, last.end_lineno, last.end_col_offset)  # type: ignore[attr-defined]
 
 
 def _filters(node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> Iterable[tuple[ast.expr, ast.AST]]:

@@ -36,6 +36,7 @@ import struct
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 ENV = "REHEARSAL_SEALED"
 ARMS = "REHEARSAL_ARMS"  # a folder: each run of a script writes there what its own code executed (``Executions``)
@@ -168,7 +169,7 @@ class Executions:
     def __init__(self, filename: str):
         self.filename = filename
         self.counts: dict[types.CodeType, dict[int, int]] = {}
-        self.previous = None
+        self.previous: Any = None  # the trace function in place before start()
 
     def start(self) -> None:
         filename, codes = self.filename, self.counts
@@ -245,15 +246,15 @@ def execute(script: str, namespace: dict, watch: bool = True) -> None:
     if not helper:
         taken = {name: os.environ.pop(name) for name in list(os.environ) if name.startswith(TELLS)}
         _taken.update(taken)
-    code = compile(source, filename, "exec")
+    code = compile(source, filename, "exec", dont_inherit=True)  # as python runs it: no future flag of this module
     executions = Executions(filename) if arms else None
     try:
-        if executions:
+        if executions and arms:
             executions.start()
         try:
             exec(code, namespace)
         finally:
-            if executions:
+            if executions and arms:
                 executions.stop()
                 executions.write(arms, script, source, test)
     finally:
