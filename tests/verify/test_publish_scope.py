@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import REPO_ROOT
-from tests.verify.test_gpu_run_scopes import runner_files
+from tests.verify.test_gpu_run_scopes import DETACH_AND_NOTE, runner_files
 
 PAGE = "<p>Una H100 per 9,7 ore: 23,40 €</p>\n"
 FORGED = "<p>Una H100 per 9,7 ore: 2,34 €</p>\n"
@@ -52,27 +52,7 @@ if middle:
     while not os.path.exists(note) and time.monotonic() < deadline:  # until the attacker is detached and noted
         time.sleep(0.01)
     sys.exit(0)  # the build returns
-parent = os.getpid()
-if os.fork():
-    os._exit(0)  # the middle process: its child is orphaned
-os.setsid()
-lock = open(lock_path, "w")
-fcntl.flock(lock, fcntl.LOCK_EX)
-for fd in (0, 1, 2):
-    os.close(fd)
-while os.getppid() == parent:
-    time.sleep(0.01)
-wrote = {}
-for name, (path, text) in targets.items():
-    try:
-        with open(path, "a") as f:
-            f.write(text)
-        wrote[name] = True
-    except OSError as exc:
-        wrote[name] = exc.strerror
-with open(note + ".part", "w") as f:
-    json.dump({"sid": os.getsid(0), "pid": os.getpid(), "wrote": wrote}, f)
-os.rename(note + ".part", note)
+""" + DETACH_AND_NOTE + r"""
 while True:  # until the build has returned
     try:
         os.kill(build, 0)
