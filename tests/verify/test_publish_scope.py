@@ -38,7 +38,8 @@ PAGE = "<p>Una H100 per 9,7 ore: 23,40 €</p>\n"
 FORGED = "<p>Una H100 per 9,7 ore: 2,34 €</p>\n"
 
 # The stand-in build: write the page, start the attacker, return once it has detached.
-BUILD = r"""
+BUILD = (
+    r"""
 import fcntl, json, os, sys, time
 site, evidence, page, forged, targets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
 index, note, lock_path = os.path.join(site, "index.html"), os.path.join(evidence, "note"), os.path.join(evidence, "lock")
@@ -52,7 +53,9 @@ if middle:
     while not os.path.exists(note) and time.monotonic() < deadline:  # until the attacker is detached and noted
         time.sleep(0.01)
     sys.exit(0)  # the build returns
-""" + DETACH_AND_NOTE + r"""
+"""
+    + DETACH_AND_NOTE
+    + r"""
 while True:  # until the build has returned
     try:
         os.kill(build, 0)
@@ -64,6 +67,7 @@ with open(index, "w") as f:
 open(os.path.join(evidence, "forged"), "w").close()
 time.sleep(600)
 """
+)
 
 # The stand-in check, in a fresh process after the build: what it read, and whether the attacker lived.
 CHECK = r"""
