@@ -20,8 +20,8 @@ today's blocks and reviewed:
 - ``ATTRIBUTES``: every attribute taken on anything else (a variable, a call's result):
   ``args.epochs``, ``loss.item``; so no ``f_code``, ``co_filename``, ``__dict__``, ``__globals__``;
 - ``FILE_CALLS``: ``open``, ``pathlib.Path``, ``os.statvfs`` only of a path the reader passes
-  (``X.OPTION``, ``OPTION`` in ``PATH_OPTIONS``) or of one of ``FILE_CONSTANTS``; no attribute
-  is assigned (``args.data = ...``);
+  (``X.OPTION``, ``OPTION`` in ``PATH_OPTIONS``) or of one of ``FILE_CONSTANTS``, and only
+  called (not ``o = open``); no attribute is assigned (``args.data = ...``);
 - ``ENVIRONMENT``: ``os.environ`` only as a lookup of one of these names, written as a string
   (``os.environ.get("LOCAL_RANK")``, ``os.environ["LOCAL_RANK"]``, ``"LOCAL_RANK" in os.environ``);
   any other use of ``os.environ`` (a loop over it, a name in a variable) is refused.
@@ -371,6 +371,14 @@ def _file_use(call: ast.Call, path: str, aliases: dict[str, str]) -> str | None:
     return f"{path}({argument}) (a file the reader does not name on the command line)"
 
 
+def _uncalled(node: ast.expr, path: str, parents: dict[ast.AST, ast.AST]) -> Iterator[tuple[ast.AST, str]]:
+    """A name of ``FILE_CALLS`` (``path``) anywhere but called (``o = open``, ``map(open, ...)``):
+    its argument would escape ``_file_use``."""
+    parent = parents.get(node)
+    if path in FILE_CALLS and not (isinstance(parent, ast.Call) and parent.func is node):
+        yield node, f"{path} used otherwise than called"
+
+
 def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
     """Each use the allow-lists refuse, as (node, what)."""
     aliases, bound = _imports(tree, where), _bound(tree)
@@ -380,6 +388,8 @@ def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
             dunder = node.id.startswith("__") and node.id not in BUILTINS
             if dunder or (isinstance(node.ctx, ast.Load) and node.id not in (aliases.keys() | bound | BUILTINS)):
                 yield node, node.id
+            elif isinstance(node.ctx, ast.Load):
+                yield from _uncalled(node, aliases.get(node.id, node.id if node.id not in bound else ""), parents)
         elif isinstance(node, ast.Attribute):
             if not isinstance(node.ctx, ast.Load):
                 yield node, f"an assignment to .{node.attr}"
@@ -394,6 +404,8 @@ def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
                     yield from _environment_use(node, path, parents)
                 elif path not in MODULE_PATHS:
                     yield node, path
+                else:
+                    yield from _uncalled(node, path, parents)
                 continue
             link: ast.expr = node
             while isinstance(link, ast.Attribute):  # every attribute of a chain on anything else

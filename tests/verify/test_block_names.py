@@ -72,6 +72,8 @@ EVASIONS = {
     "a path in a variable": ('path = "/proc/self/cmdline"\nopen(path)\n', 2, "open(path)"),
     "a glob of the folder": ('from pathlib import Path\nPath(".").glob("*.py")\n', 2, "pathlib.Path('.')"),
     "an option overwritten": (ARGS + 'args.data = "train_hf.py"\nopen(args.data)\n', 3, "an assignment to .data"),
+    "open under another name": ('o = open\no("/proc/self/environ")\n', 1, "open used otherwise than called"),
+    "Path passed on": ('import pathlib\n[make(".") for make in [pathlib.Path]]\n', 2, "pathlib.Path used otherwise"),
     "os.system under another name": ('import os as o\no.system("id")\n', 2, "os.system"),
 }
 
