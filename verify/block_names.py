@@ -22,6 +22,8 @@ today's blocks and reviewed:
 - ``FILE_CALLS``: ``open``, ``pathlib.Path``, ``os.statvfs`` only of a path the reader passes
   (``X.OPTION``, ``OPTION`` in ``PATH_OPTIONS``) or of one of ``FILE_CONSTANTS``, and only
   called (not ``o = open``); no attribute is assigned (``args.data = ...``);
+- ``KEYWORDS``: every keyword argument of a call (``encoding=``, ``output_dir=``); no ``**``
+  mapping, no ``trust_remote_code=`` (code fetched when it runs);
 - ``ENVIRONMENT``: ``os.environ`` only as a lookup of one of these names, written as a string
   (``os.environ.get("LOCAL_RANK")``, ``os.environ["LOCAL_RANK"]``, ``"LOCAL_RANK" in os.environ``);
   any other use of ``os.environ`` (a loop over it, a name in a variable) is refused.
@@ -211,6 +213,70 @@ ATTRIBUTES = frozenset(
         "vocab_size",
         "world_size",
         "zero_grad",
+    }
+)
+
+# Every keyword argument a call may pass (``f(name=...)``); no ``**mapping``. So no
+# ``from_pretrained(..., trust_remote_code=True)``: code fetched at run time, which no check reads.
+KEYWORDS = frozenset(
+    {
+        "action",
+        "args",
+        "assign",
+        "batch_size",
+        "bf16",
+        "checkpoint_id",
+        "choices",
+        "default",
+        "device",
+        "device_ids",
+        "dtype",
+        "encoding",
+        "exist_ok",
+        "flush",
+        "generator",
+        "head_dim",
+        "hidden_size",
+        "intermediate_size",
+        "key",
+        "learning_rate",
+        "logging_steps",
+        "lora_alpha",
+        "lr",
+        "max_length",
+        "max_shard_size",
+        "max_steps",
+        "mesh",
+        "mesh_dim_names",
+        "model",
+        "model_state_dict",
+        "mp_policy",
+        "num_attention_heads",
+        "num_hidden_layers",
+        "num_key_value_heads",
+        "optim_state_dict",
+        "output_dir",
+        "padding",
+        "param_dtype",
+        "r",
+        "reduce_dtype",
+        "report_to",
+        "return_tensors",
+        "sampler",
+        "save_strategy",
+        "seconds",
+        "shuffle",
+        "start",
+        "strict",
+        "target_modules",
+        "task_type",
+        "tie_word_embeddings",
+        "timeout",
+        "train_dataset",
+        "truncation",
+        "type",
+        "use_cpu",
+        "vocab_size",
     }
 )
 
@@ -416,8 +482,8 @@ def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
             called = _call_path(node, aliases, bound)
             if called in FILE_CALLS and (refused := _file_use(node, called, aliases)):
                 yield node, refused
-        elif isinstance(node, ast.keyword) and node.arg and node.arg.startswith("__"):
-            yield node, node.arg
+        elif isinstance(node, ast.keyword) and node.arg not in KEYWORDS:
+            yield node, f"the keyword argument {node.arg}" if node.arg else "a ** argument"
 
 
 def check_names(code: str, where: str) -> None:

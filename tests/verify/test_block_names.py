@@ -74,6 +74,12 @@ EVASIONS = {
     "an option overwritten": (ARGS + 'args.data = "train_hf.py"\nopen(args.data)\n', 3, "an assignment to .data"),
     "open under another name": ('o = open\no("/proc/self/environ")\n', 1, "open used otherwise than called"),
     "Path passed on": ('import pathlib\n[make(".") for make in [pathlib.Path]]\n', 2, "pathlib.Path used otherwise"),
+    "code from the Hub": (
+        'from transformers import AutoModelForCausalLM\nAutoModelForCausalLM.from_pretrained("a/b", trust_remote_code=True)\n',
+        2,
+        "the keyword argument trust_remote_code",
+    ),
+    "keywords from a mapping": ('print(**{"file": None})\n', 1, "a ** argument"),
     "os.system under another name": ('import os as o\no.system("id")\n', 2, "os.system"),
 }
 
