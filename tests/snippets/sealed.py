@@ -18,9 +18,11 @@ It can reach that text in two ways, and the rehearsals close both:
   way behaves, in each language's run, as the other language's would: the runs' outputs, which
   the tests compare language against language, then differ.
 
-Both hold for every path a rehearsal runs (``tests/snippets/test_branches.py`` lists that every
-branch of a bound block is run somewhere), whatever construct reads: a list of constructs
-would be one short. Used by ``fork_ranks.py``, ``script_zygote.py``, ``record_hf.py`` and
+Both hold for every path a rehearsal runs (every arm of a bound block is taken by a run:
+``execute`` measures which, ``tests/snippets/arms.py`` checks it), whatever construct reads: a
+list of constructs would be one short; and ``verify/block_names.py`` refuses, before anything
+runs, a block using any name today's blocks do not need. The loader also takes the
+rehearsal's own variables out of the block's environment while it runs (``TELLS``). Used by ``fork_ranks.py``, ``script_zygote.py``, ``record_hf.py`` and
 ``run_as_main`` (the converters run in-process).
 """
 
