@@ -15,6 +15,8 @@ today's blocks and reviewed:
 - ``MODULE_PATHS``: every chain of attributes through an imported name, in full
   (``os.path.join``, ``torch.accelerator.current_accelerator``, ``transformers.Trainer``:
   ``from transformers import Trainer`` then ``Trainer``);
+  a module itself is used only so (no ``m = os``, ``f(sys)``: its other attributes would
+  escape the list);
 - ``BUILTINS``: every name the block uses and does not bind itself (``print``, ``open``, ``int``);
   so no ``__file__``, ``__loader__``, ``__import__``, ``eval``, ``exec``, ``getattr``, ``globals``;
 - ``ATTRIBUTES``: every attribute taken on anything else (a variable, a call's result):
@@ -449,6 +451,12 @@ def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
     """Each use the allow-lists refuse, as (node, what)."""
     aliases, bound = _imports(tree, where), _bound(tree)
     parents = _parents(tree)
+    modules = {  # the names ``import X`` binds (a module, not a function or class of one)
+        alias.asname or alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             dunder = node.id.startswith("__") and node.id not in BUILTINS
@@ -456,6 +464,9 @@ def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
                 yield node, node.id
             elif isinstance(node.ctx, ast.Load):
                 yield from _uncalled(node, aliases.get(node.id, node.id if node.id not in bound else ""), parents)
+                parent = parents.get(node)
+                if node.id in modules and not (isinstance(parent, ast.Attribute) and parent.value is node):
+                    yield node, f"the module {aliases[node.id]} used otherwise than through its listed attributes"
         elif isinstance(node, ast.Attribute):
             if not isinstance(node.ctx, ast.Load):
                 yield node, f"an assignment to .{node.attr}"

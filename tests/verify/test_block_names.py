@@ -80,6 +80,7 @@ EVASIONS = {
         "the keyword argument trust_remote_code",
     ),
     "keywords from a mapping": ('print(**{"file": None})\n', 1, "a ** argument"),
+    "a module under another name": ("import os\nread = os\nread.read(0, 1)\n", 2, "the module os used otherwise"),
     "os.system under another name": ('import os as o\no.system("id")\n', 2, "os.system"),
 }
 
