@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 from tests.snippets.arms import Taken, arms, runs, unmeasurable, untaken
 from tests.snippets.branches import BRANCHES, gpu_only, python_blocks
@@ -92,11 +94,21 @@ unused = lambda: 1  # lambda: never runs
 # What the two runs take, by Python's semantics (the comments of TOY). ``or``/``and`` in ``pick``:
 # ``mode != "small"`` is evaluated when x is truthy (x = 1, 2 in "big", x = 1 in "small") and
 # skipped when x == 0 (every run).
-BOTH = {"def pick: runs", "if x and mode != 'small': false", "and mode != 'small': evaluated",
-        "and mode != 'small': skipped", "loop range(size + 1): body", "filter line.strip(): kept",
-        "filter line.strip(): dropped"}
-BIG = BOTH | {"ifexp mode == 'big': true", "if x and mode != 'small': true", "case 'big': runs",
-              "except ValueError: runs"}
+BOTH = {
+    "def pick: runs",
+    "if x and mode != 'small': false",
+    "and mode != 'small': evaluated",
+    "and mode != 'small': skipped",
+    "loop range(size + 1): body",
+    "filter line.strip(): kept",
+    "filter line.strip(): dropped",
+}
+BIG = BOTH | {
+    "ifexp mode == 'big': true",
+    "if x and mode != 'small': true",
+    "case 'big': runs",
+    "except ValueError: runs",
+}
 SMALL = BOTH | {"ifexp mode == 'big': false", "case _: runs"}
 NEVER = {"lambda : runs"}
 
@@ -108,14 +120,27 @@ def toy_runs(tmp_path: Path, *modes: str) -> tuple[str, Path]:
     folder.mkdir()
     for mode in modes:
         test = f"tests/{mode}.py::test_{mode} (call)"
-        done = subprocess.run([sys.executable, str(SEALED), str(block), mode], capture_output=True, text=True,
-                              env={**os.environ, ARMS: str(folder), "PYTEST_CURRENT_TEST": test}, timeout=60, check=False)
+        done = subprocess.run(
+            [sys.executable, str(SEALED), str(block), mode],
+            capture_output=True,
+            text=True,
+            env={**os.environ, ARMS: str(folder), "PYTEST_CURRENT_TEST": test},
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
     return TOY, folder
 
 
-def test_a_run_shows_exactly_the_arms_it_took(tmp_path):
-    source, folder = toy_runs(tmp_path, "big", "small")
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory) -> tuple[str, Path, Path]:
+    """TOY's two runs, "big" and "small" (each started by a test of its own module), and its folder."""
+    tmp_path = tmp_path_factory.mktemp("toy")
+    return (*toy_runs(tmp_path, "big", "small"), tmp_path)
+
+
+def test_a_run_shows_exactly_the_arms_it_took(toy):
+    source, folder, _ = toy
     names = {arm.name for arm in arms(source)}
     assert names == BIG | SMALL | NEVER
     (measured,) = runs(folder).values()
@@ -125,8 +150,8 @@ def test_a_run_shows_exactly_the_arms_it_took(tmp_path):
         assert {arm.name for arm in arms(source) if arm.taken(taken)} == expected, run.test
 
 
-def test_the_check_names_the_line_and_the_arm_no_run_of_its_test_took(tmp_path):
-    source, folder = toy_runs(tmp_path, "big", "small")
+def test_the_check_names_the_line_and_the_arm_no_run_of_its_test_took(toy):
+    _, folder, tmp_path = toy
     branches = {("toy.py", name): "tests/big.py::test_big" for name in BIG | NEVER}
     branches |= {("toy.py", name): "tests/small.py::test_small" for name in SMALL - BIG}
     branches[("toy.py", "case 'big': runs")] = "tests/small.py::test_small"  # listed against the wrong test
@@ -134,14 +159,18 @@ def test_the_check_names_the_line_and_the_arm_no_run_of_its_test_took(tmp_path):
     due, problems = untaken(folder, passed, False, {"toy.py": tmp_path / "toy.py"}, branches, tmp_path)
     assert due == len(BIG | SMALL | NEVER)
     assert problems == [
-        "toy.py:13: 'case 'big': runs': no run of tests/small.py::test_small took this arm; "
-        "only runs of tests/big.py took it",
+        (
+            "toy.py:13: 'case 'big': runs': no run of tests/small.py::test_small took this arm; "
+            "only runs of tests/big.py took it"
+        ),
         "toy.py:19: 'lambda : runs': no run of tests/big.py::test_big took this arm",
     ]
     # an arm whose test did not pass in the session, or a gpu test's without REQUIRE_GPU=1, is not due
     assert untaken(folder, {"tests/small.py::test_small"}, False, {"toy.py": tmp_path / "toy.py"}, branches, tmp_path)[
-        1] == [problems[0]]
+        1
+    ] == [problems[0]]
     gpu = {key: "tests/gpu/x.py::test_x" if key[1] == "lambda : runs" else test for key, test in branches.items()}
     assert untaken(folder, passed, False, {"toy.py": tmp_path / "toy.py"}, gpu, tmp_path)[1] == [problems[0]]
     assert untaken(folder, passed | {"tests/gpu/x.py::test_x"}, True, {"toy.py": tmp_path / "toy.py"}, gpu, tmp_path)[
-        1] == [problems[0], problems[1].replace("tests/big.py::test_big", "tests/gpu/x.py::test_x")]
+        1
+    ] == [problems[0], problems[1].replace("tests/big.py::test_big", "tests/gpu/x.py::test_x")]
