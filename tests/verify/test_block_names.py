@@ -113,3 +113,47 @@ def test_the_build_refuses_a_titled_block_and_an_untitled_one():
     untitled = page(("x.py", "import inspect\n")).replace('<span class="filename">x.py</span>', "")
     with pytest.raises(RenderError, match=r"^untitled Python block 1 \(it, docs/p1.it.md\), line 1: import inspect"):
         blocks.add_page(untitled, "it", "docs/p1.it.md")
+
+
+LISTS = (
+    "IMPORTS",
+    "MODULE_PATHS",
+    "BUILTINS",
+    "ATTRIBUTES",
+    "KEYWORDS",
+    "ENVIRONMENT",
+    "PATH_OPTIONS",
+    "FILE_CONSTANTS",
+)
+
+
+def test_every_entry_of_the_lists_is_needed_by_a_block(monkeypatch):
+    """The lists stay what today's blocks need: without any one entry, some file of snippets/
+    is refused (an entry no block needs is one more way through)."""
+    import ast
+
+    import verify.block_names as names
+
+    sources = [path.read_text(encoding="utf-8") for path in sorted((REPO_ROOT / "snippets").rglob("*.py"))]
+    trees = [(source, ast.parse(source)) for source in sources]
+
+    def refused(entry: str) -> bool:  # by a block whose text holds the entry's last name (the others cannot need it)
+        try:
+            for source, tree in trees:
+                if entry.rsplit(".", 1)[-1] not in source:
+                    continue
+                for _ in names._uses(tree, "b.py"):
+                    return True
+        except BlockNameError:  # an import off the list
+            return True
+        return False
+
+    unneeded = []
+    for list_name in LISTS:
+        entries = getattr(names, list_name)
+        for entry in sorted(entries):
+            monkeypatch.setattr(names, list_name, entries - {entry})
+            if not refused(entry):
+                unneeded.append(f"{list_name}: {entry}")
+        monkeypatch.setattr(names, list_name, entries)
+    assert unneeded == []
