@@ -31,13 +31,14 @@ from verify.readers import language_of
 
 
 def untitled_python(spans: str) -> list[str]:
-    """The code of each Python block (a fence of ``PYTHON_FENCES``) without a title in ``spans``."""
+    """The code of each Python block (a fence of ``PYTHON_FENCES``) in ``spans`` without a
+    Python title (none, or one whose tool is not Python: the titled path checks the others)."""
     found = []
     for block in LexborHTMLParser(spans).css("div.highlight"):
         classes = (block.attributes.get("class") or "").split()
-        code = block.css_first("pre > code")
+        code, title = block.css_first("pre > code"), block.css_first("span.filename")
         python = any(c.removeprefix("language-") in PYTHON_FENCES for c in classes if c.startswith("language-"))
-        if code is not None and python and block.css_first("span.filename") is None:
+        if code is not None and python and (title is None or language_of(title.text().strip()) != "python"):
             found.append(code.text())
     return found
 
@@ -62,7 +63,7 @@ class TitledBlocks:
         spans = "".join(html[start:end] for start, end in code_blocks(html))
         try:
             for number, code in enumerate(untitled_python(spans), start=1):
-                check_names(code, f"untitled Python block {number} ({lang}, {page})")
+                check_names(code, f"Python block {number} without a .py title ({lang}, {page})")
         except BlockNameError as exc:
             raise RenderError(str(exc)) from None
         if "filename" not in html:

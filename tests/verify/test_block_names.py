@@ -103,16 +103,22 @@ def test_the_projects_own_blocks_pass():
 
 def test_the_build_refuses_a_titled_block_and_an_untitled_one():
     """Every build (``TitledBlocks``, the same hook the site build runs) refuses the French
-    block that reads its own comment, naming block, language, page and line; and an untitled
-    Python block too (no title, so not bound, but shown)."""
+    block that reads its own comment, naming block, language, page and line; and a Python block
+    without a title (not bound, but shown) or under a title that is no Python file."""
     attack = ITALIAN.replace('print("ok")', 'print(open(__file__).read().count("#"))')
     blocks = TitledBlocks()
     blocks.start("it")
     with pytest.raises(RenderError, match=r"^block 'prova.py' \(it, docs/p0.it.md\), line 5: open\(__file__\)"):
         blocks.add_page(page(("prova.py", attack)), "it", "docs/p0.it.md")
     untitled = page(("x.py", "import inspect\n")).replace('<span class="filename">x.py</span>', "")
-    with pytest.raises(RenderError, match=r"^untitled Python block 1 \(it, docs/p1.it.md\), line 1: import inspect"):
+    with pytest.raises(
+        RenderError, match=r"^Python block 1 without a .py title \(it, docs/p1.it.md\), line 1: import inspect"
+    ):
         blocks.add_page(untitled, "it", "docs/p1.it.md")
+    with pytest.raises(
+        RenderError, match=r"^Python block 1 without a .py title \(it, docs/p2.it.md\), line 1: import inspect"
+    ):
+        blocks.add_page(page(("x.txt", "import inspect\n")), "it", "docs/p2.it.md")  # a Python fence, another title
 
 
 LISTS = (
