@@ -315,3 +315,57 @@ def pytest_collection_modifyitems(config, items):
             if any(path == where or path.startswith(where + "/") for where in paths):
                 item.add_marker(kind)
     items[:] = heavy_files_first(items)
+
+
+# Every arm of every bound block is taken by a run of the test tests/snippets/branches.py names for
+# it (issue 33, hole 2): the loader of the rehearsals (tests/snippets/sealed.py) writes what each
+# run of a block executed into the folder REHEARSAL_ARMS names, one per session, made here before
+# xdist starts its workers (they and every process they start inherit it); at the end of the
+# session the controller checks the arms whose test passed, and reports a failure naming each
+# arm no run took (ArmsCheck.NODE).
+class ArmsCheck:
+    NODE = "tests/snippets/test_branches.py::every arm was taken by a run of its test"
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.passed: set[str] = set()
+        self.summary = ""
+
+    def pytest_runtest_logreport(self, report):  # the controller also gets every worker's reports
+        if report.when == "call" and report.passed:
+            self.passed.add(report.nodeid)
+
+    def pytest_sessionfinish(self, session):
+        from _pytest.reports import TestReport
+
+        from tests.snippets.branches import untaken_in_session
+
+        try:
+            checked, problems = untaken_in_session(self.folder, self.passed, os.environ.get("REQUIRE_GPU") == "1")
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        if checked:
+            self.summary = (
+                f"arms of the bound blocks: {checked - len(problems)} of {checked} taken by their test's runs"
+            )
+        if problems:
+            path, name = self.NODE.split("::")
+            report = TestReport(self.NODE, (path, None, name), {}, "failed", "\n".join(problems), "call")
+            session.config.hook.pytest_runtest_logreport(report=report)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.summary:
+            terminalreporter.write_line(self.summary)
+
+
+def pytest_configure(config):
+    import tempfile
+
+    from tests.snippets.sealed import ARMS
+
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller made the folder
+        return
+    folder = Path(tempfile.mkdtemp(prefix="rehearsal-arms-"))
+    os.environ[ARMS] = str(folder)
+    config.pluginmanager.register(ArmsCheck(folder), "arms-check")

@@ -71,6 +71,7 @@ import nh3
 import yaml
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from verify.block_names import PYTHON_FENCES, BlockNameError, check_names
 from verify.extract import ExtractError, blocks_in_html, compare_code
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
 from verify.theme_scripts import hosts_finder, policy, script_hash, theme_hashes
@@ -734,6 +735,12 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
         if page in notebooks:
             _check_notebook_blocks(page, [code for _, code in blocks], notebooks[page])
             continue
+        for number, (fence, code) in enumerate(blocks, start=1):
+            if fence in PYTHON_FENCES:  # what a Python block may use (issue 33: comments are not behaviour)
+                try:
+                    check_names(code, f"{page}: code block {number}")
+                except (BlockNameError, SyntaxError) as exc:
+                    raise ArtifactError(str(exc)) from None
         shown[page] = blocks
     for page, blocks in shown.items():
         first = page.split("/")[0]

@@ -13,8 +13,7 @@ gpu-outputs: $(TEST_STAMP)
 	$(PY) -m verify.config mkdocs.yml
 	$(PY) -m verify.gpu_check --out verification
 
-## publish: strict build for publication into site/ (refuses a missing, stale, failed or fixture record; GUIDE_VERIFICATION_RECORD overrides the path), then the check of site/ as uploaded, in a fresh process: site-manifest.json and artifact.tar (the files checked)
+## publish: strict build for publication into site/ (refuses a missing, stale, failed or fixture record; GUIDE_VERIFICATION_RECORD overrides the path) in a scope ended before anything reads site/ (verify/publish.py), then the check of site/ as uploaded, in a fresh process: site-manifest.json and artifact.tar (the files checked)
 publish: $(STAMP)
 	$(PY) -m verify.config mkdocs.yml
-	GUIDE_PUBLISH=1 $(PY) -m mkdocs build --strict --site-dir site
-	$(PY) -m verify.artifact site --manifest site-manifest.json --tar artifact.tar
+	$(PY) -m verify.publish site --manifest site-manifest.json --tar artifact.tar

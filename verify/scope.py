@@ -124,21 +124,24 @@ def run_scoped(
     cwd: Path | None = None,
     grace_s: float = 10.0,
     binds: tuple[tuple[Path, bool], ...] = (),
+    capture: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``cmd`` in a scope of its own (module docstring); stdout and stderr are captured as
-    text. ``binds``: the ``(folder, writable)`` pairs the step may see under ``/tmp`` or write
-    (each folder must exist); everything else is read-only to it. A timeout becomes status 124
-    (what it printed before is kept), a missing program 127, a scope that could not be
-    confined 125 (its one line in stderr). Every process of the scope is gone when this
-    returns or raises. Raises ScopeError."""
+    text (with ``capture`` False they go to this process's own, and come back empty).
+    ``binds``: the ``(folder, writable)`` pairs the step may see under ``/tmp`` or write (each
+    folder must exist); everything else is read-only to it. A timeout becomes status 124 (what
+    it printed before is kept), a missing program 127, a scope that could not be confined 125
+    (its one line in stderr). Every process of the scope is gone when this returns or raises.
+    Raises ScopeError."""
     check_scope()
     if cwd is not None:  # the step's working folder, read-only unless a writable bind says otherwise
         binds = ((cwd, False), *binds)
+    streams = subprocess.PIPE if capture else None
     proc = subprocess.Popen(
         scoped(cmd, binds),
         cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=streams,
+        stderr=streams,
         text=True,
         env={**os.environ, **(env or {})},
         start_new_session=True,
@@ -146,7 +149,7 @@ def run_scoped(
     try:
         try:
             out, err = proc.communicate(timeout=timeout)
-            return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+            return subprocess.CompletedProcess(cmd, proc.returncode, out or "", err or "")
         except subprocess.TimeoutExpired:
             end_scope(proc, grace_s)
             deadline = time.monotonic() + 5

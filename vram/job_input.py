@@ -34,7 +34,9 @@ from .models import (
     _DuplicateKey,
     _refuse_duplicate_keys,
     _short,
+    json_type_name,
     model_config_from_dict,
+    odd_characters,
     shown_model_type,
 )
 from .mxfp4 import MXFP4
@@ -88,9 +90,10 @@ JOB_FIELDS: dict[str, Any] = {
 class JobError(ValueError):
     """Bad job input: ``field`` (the job key), ``code`` ("integer", "choice", "fraction", "price",
     "too_long", "not_offered", "config_json" (with ``line`` and ``column``), "config_duplicate"
-    (``key``), "config_object" (``got``: the JSON type), "config_unreadable", "config_depth" (``maximum``:
-    ``vram.json_nesting.MAX_JSON_DEPTH``), "config_family" (``key``
-    and the supported ``choices``), "config_multimodal" (``key``: a multimodal wrapper such as gemma3,
+    (``key``), "config_object" (``got``: the JSON type as RFC 8259 names it, ``array`` for a list), "config_unreadable", "config_depth" (``maximum``:
+    ``vram.json_nesting.MAX_JSON_DEPTH``), "config_family" (``key``, the supported ``choices`` and,
+    for a model_type with characters other than printable ASCII, ``characters``: up to four
+    [character, code point, Unicode name], ``vram.models.odd_characters``), "config_multimodal" (``key``: a multimodal wrapper such as gemma3,
     ``got``: the model_type of its ``text_config``, which saved alone is read where the registry has it;
     ``add``: what that file must add, ``text_config_additions``), "config_key", "config_value")
     and ``limits`` (what was allowed: minimum/maximum or the choices)."""
@@ -272,7 +275,7 @@ def read_config(raw: Any) -> ModelConfig:
             ) from None
     if not isinstance(raw, dict):
         raise JobError(
-            "config", "config_object", f"expected a JSON object, got {type(raw).__name__}", got=type(raw).__name__
+            "config", "config_object", f"expected a JSON object, got {json_type_name(raw)}", got=json_type_name(raw)
         )
     model_type = raw.get("model_type")
     if isinstance(model_type, str) and model_type in MULTIMODAL_WRAPPERS:  # vram.models refuses it, saying how
@@ -291,13 +294,14 @@ def read_config(raw: Any) -> ModelConfig:
                 **({"add": add} if add else {}),
             ) from None
     if not is_registered(model_type):
-        shown = shown_model_type(model_type)
+        odd = odd_characters(model_type)[:4] if isinstance(model_type, str) else []
         raise JobError(
             "config",
             "config_family",
-            f"unsupported model_type {shown}; supported: {', '.join(model_types())}",
-            key=shown if isinstance(model_type, str) and not model_type.isascii() else str(model_type)[:40],
+            f"unsupported model_type {shown_model_type(model_type)}; supported: {', '.join(model_types())}",
+            key=str(model_type)[:40],
             choices=list(model_types()),
+            **({"characters": [list(c) for c in odd]} if odd else {}),
         )
     missing = sorted(_REQUIRED - set(raw))
     if missing:

@@ -607,18 +607,36 @@ def _shared_expert_size(r: _Reader) -> int:
     return 0
 
 
-def shown_model_type(value: Any) -> str:
-    """A model_type for a message: its repr, and where it holds a character other than
-    printable ASCII (a look-alike such as the Cyrillic '\u0430' in 'll\u0430ma'), each such character's
-    code point and Unicode name, so that the reader sees why it is not the one they meant."""
-    if not isinstance(value, str):
-        return _short(value)
-    odd = [c for c in dict.fromkeys(value) if not (" " <= c <= "~")]
-    if not odd:
-        return _short(value)
+def json_type_name(value: Any) -> str:
+    """The JSON type of a parsed value as RFC 8259 names it (``array`` for a list, ``string``,
+    ``number``, ``boolean``, ``null``, ``object``), the words of the text a reader pasted, not
+    Python's ``list`` or ``NoneType``; another Python type keeps its own name."""
+    if isinstance(value, bool):
+        return "boolean"
+    names = {list: "array", str: "string", int: "number", float: "number", dict: "object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def odd_characters(value: str) -> list[tuple[str, str, str]]:
+    """The characters of ``value`` other than printable ASCII (a look-alike such as the Cyrillic
+    '\u0430' in 'll\u0430ma'), each once, in order: (the character, its code point ``U+0430``, its
+    Unicode name, ``UNNAMED`` for one the standard does not name)."""
     import unicodedata
 
-    names = ", ".join(f"{c!r} is U+{ord(c):04X} {unicodedata.name(c, 'UNNAMED')}" for c in odd[:4])
+    odd = [c for c in dict.fromkeys(value) if not (" " <= c <= "~")]
+    return [(c, f"U+{ord(c):04X}", unicodedata.name(c, "UNNAMED")) for c in odd]
+
+
+def shown_model_type(value: Any) -> str:
+    """A model_type for a message: its repr, and where it holds a character other than
+    printable ASCII (``odd_characters``), each such character's code point and Unicode name,
+    so that the reader sees why it is not the one they meant."""
+    if not isinstance(value, str):
+        return _short(value)
+    odd = odd_characters(value)
+    if not odd:
+        return _short(value)
+    names = ", ".join(f"{c!r} is {point} {name}" for c, point, name in odd[:4])
     more = f" and {len(odd) - 4} more" if len(odd) > 4 else ""
     return f"{_short(value)} (not plain ASCII: {names}{more})"
 
@@ -643,7 +661,7 @@ def model_config_from_dict(raw: Mapping[str, Any], source: str = "<config>") -> 
     bound ``--params`` has).
     """
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{source}: expected a JSON object, got {type(raw).__name__}")
+        raise ConfigError(f"{source}: expected a JSON object, got {json_type_name(raw)}")
     model_type = raw.get("model_type")
     required = _REQUIRED
     if model_type == "gemma3":  # the multimodal model: refused, its vision tower is not modelled

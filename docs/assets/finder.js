@@ -71,6 +71,13 @@
     return formats.gb.format(value) + NBSP + labels.unit_gb;
   }
 
+  // A part that is not zero but rounds to it: "less than 0,1 GB", not "0 GB" (page.py's _part_gb).
+  function partGb(value) {
+    var shown = gb(value);
+    if (value <= 0 || shown !== gb(0)) return shown;
+    return fill(labels.part_below, { size: gb(0.1) });
+  }
+
   function byKey(list) {
     var map = {};
     list.forEach(function (item) { map[item.key] = item; });
@@ -515,17 +522,20 @@
       });
     }
 
-    // One machine is named alone, with a word on its price when it has none (page.py's ranking_text).
+    // One machine is named alone, with a word on its price when it has none; by time, the machines
+    // without a price are named, or the line says none has one (page.py's ranking_text).
     function rankingText(run, cards) {
       if (run.order.length === 1) {
         return fill(labels[(run.unpriced || []).length ? "ranked_one_unpriced" : "ranked_one"], {
           tokens: formats.whole.format(run.tokens), order: gpus[run.order[0]].name
         });
       }
-      return fill(labels["ranked_" + run.ranked_by], {
+      var unpriced = run.unpriced || [];
+      var nonePriced = run.ranked_by === "time" && run.order.every(function (key) { return unpriced.indexOf(key) >= 0; });
+      return fill(labels[nonePriced ? "ranked_time_none_priced" : "ranked_" + run.ranked_by], {
         tokens: formats.whole.format(run.tokens),
         order: run.order.map(function (key) { return gpus[key].name; }).join(", "),
-        unpriced: (run.unpriced || []).map(function (key) { return cards + NBSP + "×" + NBSP + gpus[key].name; }).join(", ")
+        unpriced: unpriced.map(function (key) { return cards + NBSP + "×" + NBSP + gpus[key].name; }).join(", ")
       });
     }
 
@@ -626,7 +636,7 @@
       out.status.textContent = status;
       out.why.textContent = fill(labels.why, {
         parts: found.parts.map(function (part) {
-          return fill(labels.part_size, { part: labels["part_" + part[0]], size: gb(part[part.length - 1]) });
+          return fill(labels.part_size, { part: labels["part_" + part[0]], size: partGb(part[part.length - 1]) });
         }).join(labels.part_separator)
       });
       showNote(noteText(found, serving, context, job));
@@ -650,6 +660,11 @@
         return JSON.stringify(key) + ": " + JSON.stringify(limits.add[key]);
       }).join(", ") : "";
       if (error.code === "config_multimodal" && !add) template = labels.error_config_no_text;
+      // a look-alike model_type: each character that is not plain ASCII, with its code point (vram's limits.characters)
+      var characters = Array.isArray(limits.characters) ? limits.characters.map(function (odd) {
+        return fill(labels.odd_character, { character: odd[0], code_point: odd[1], name: odd[2] });
+      }).join(", ") : "";
+      if (error.code === "config_family" && characters) template = labels.error_config_family_odd;
       var line = fill(template, {
         field: fieldName(error.field === "config" && controls.model.value !== CUSTOM ? "model"
           : error.field === "prices" ? "price_" + limits.key : error.field),
@@ -661,6 +676,7 @@
         column: typeof limits.column === "number" ? formats.whole.format(limits.column) : "",
         got: limits.got || "",
         add: add,
+        characters: characters,
         choices: Array.isArray(limits.choices) ? limits.choices.join(", ") : ""
       });
       if (error.code === "not_offered" && labels["refused_" + error.field]) line += " " + labels["refused_" + error.field];
@@ -879,6 +895,7 @@
     form.addEventListener("submit", function (event) { event.preventDefault(); });
     restoreChoice();
     render();
+    if (changedBeforeStart) saveChoice();  // the link holds what the reader chose while finder.json loaded
     form.setAttribute("data-ready", "true");
   }
 
@@ -902,6 +919,13 @@
       });
     return loading;
   }
+
+  // A choice made before start() listens (the first keydown both loads finder.json and moves
+  // the select): start() answers it, and must also write it into the address.
+  var changedBeforeStart = false;
+  ["change", "input"].forEach(function (type) {
+    form.addEventListener(type, function () { changedBeforeStart = true; }, { once: true });
+  });
 
   form.hidden = false;
   var query = new URLSearchParams(location.search);

@@ -10,7 +10,10 @@ language (static-i18n builds the default language first, then each other one) an
   AST parsed from the bytes), or that does not parse;
 - a title present in one language and not in another (the same code under another title);
 - a title (an element of class ``filename``) outside a code block: written in a page's raw
-  HTML above another block, it would label that block with a snippet's name.
+  HTML above another block, it would label that block with a snippet's name;
+- a Python block, titled or not, that uses a name, attribute, import or environment variable
+  ``verify/block_names.py`` does not list (a block that could read its own comments, or ask
+  whether it runs in a rehearsal).
 
 Only the code blocks of a page are parsed (``hooks/render/code_blocks.py``). Raises RenderError.
 """
@@ -21,8 +24,23 @@ from selectolax.lexbor import LexborHTMLParser
 
 from hooks.errors import RenderError
 from hooks.render.code_blocks import code_blocks
+from verify.block_names import PYTHON_FENCES, BlockNameError, check_names
 from verify.extract import Block, ExtractError, blocks_in_html, check_runnable, compare, duplicate_message
 from verify.languages import DEFAULT_LANGUAGE
+from verify.readers import language_of
+
+
+def untitled_python(spans: str) -> list[str]:
+    """The code of each Python block (a fence of ``PYTHON_FENCES``) in ``spans`` without a
+    Python title (none, or one whose tool is not Python: the titled path checks the others)."""
+    found = []
+    for block in LexborHTMLParser(spans).css("div.highlight"):
+        classes = (block.attributes.get("class") or "").split()
+        code, title = block.css_first("pre > code"), block.css_first("span.filename")
+        python = any(c.removeprefix("language-") in PYTHON_FENCES for c in classes if c.startswith("language-"))
+        if code is not None and python and (title is None or language_of(title.text().strip()) != "python"):
+            found.append(code.text())
+    return found
 
 
 class TitledBlocks:
@@ -38,10 +56,18 @@ class TitledBlocks:
         self.blocks[lang] = {}
 
     def add_page(self, html: str, lang: str, page: str) -> None:
-        """Check and remember the titled blocks of one built page. Raises RenderError."""
-        if "filename" not in html:
+        """Check and remember the titled blocks of one built page, and check the names every
+        Python block of it uses (``verify.block_names``). Raises RenderError."""
+        if "highlight" not in html:
             return
         spans = "".join(html[start:end] for start, end in code_blocks(html))
+        try:
+            for number, code in enumerate(untitled_python(spans), start=1):
+                check_names(code, f"Python block {number} without a .py title ({lang}, {page})")
+        except BlockNameError as exc:
+            raise RenderError(str(exc)) from None
+        if "filename" not in html:
+            return
         titles = len(LexborHTMLParser(html).css(".filename"))
         if titles != len(LexborHTMLParser(spans).css("div.highlight > span.filename")):
             raise RenderError(
@@ -55,6 +81,8 @@ class TitledBlocks:
                 if block.name in seen:
                     raise ExtractError(duplicate_message(block.name, lang, seen[block.name].page, page))
                 check_runnable(block)
+                if language_of(block.name) == "python":
+                    check_names(block.code, f"block {block.name!r} ({lang}, {page})")
                 if lang != DEFAULT_LANGUAGE:
                     if block.name not in reference:
                         raise ExtractError(
@@ -63,7 +91,7 @@ class TitledBlocks:
                         )
                     compare(block.name, reference[block.name], block)
                 seen[block.name] = block
-        except ExtractError as exc:
+        except (ExtractError, BlockNameError) as exc:
             raise RenderError(str(exc)) from None
 
     def finish(self, lang: str) -> None:

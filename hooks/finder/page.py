@@ -352,6 +352,15 @@ def _gb(gb: float, catalogue: Catalogue, lang: str) -> str:
     return format_quantity(gb, "gb", lang, catalogue.settings["decimals"])
 
 
+def _part_gb(gb: float, catalogue: Catalogue, lang: str) -> str:
+    """A part of a card's memory: ``0,02`` GB shown at the finder's decimals would read ``0 GB``,
+    so a part that is not zero but rounds to it reads "less than 0,1 GB" (finder.js's partGb)."""
+    shown = _gb(gb, catalogue, lang)
+    if gb <= 0 or shown != _gb(0, catalogue, lang):
+        return shown
+    return _label(catalogue, "part_below", lang, size=_gb(10 ** -catalogue.settings["decimals"], catalogue, lang))
+
+
 def choice_text(catalogue: Catalogue, lang: str, model: str, task: str, cards: int, option: str) -> str:
     """ "Llama 3.1 8B, Fine-tuning completo, AdamW, una scheda, DDP, PyTorch AMP (…)" — the table's
     caption; training and LoRA name the method, hence the framework, whatever the number of
@@ -565,19 +574,25 @@ def machine_names(catalogue: Catalogue, cards: int, keys: list[str]) -> str:
 
 def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any], cards: int) -> str:
     """The machines that fit, ranked for the run (``answer_job``'s ``run``), saying by what and,
-    when by time, which machines have no price; one machine is named alone (nothing to rank),
-    with a word on its price when the guide gives none."""
+    when by time, which machines have no price (or that none has one); one machine is named
+    alone (nothing to rank), with a word on its price when the guide gives none."""
     names = {k: g["name"] for k, g in catalogue.gpus}
     if len(run["order"]) == 1:
         key = "ranked_one_unpriced" if run.get("unpriced") else "ranked_one"
         return _label(catalogue, key, lang, tokens=format_number(run["tokens"], lang, 0), order=names[run["order"][0]])
+    if run["ranked_by"] == "time" and set(run["unpriced"]) >= set(run["order"]):  # no machine to name apart
+        label, named = "ranked_time_none_priced", {}
+    elif run["ranked_by"] == "time":
+        label, named = "ranked_time", {"unpriced": machine_names(catalogue, cards, run["unpriced"])}
+    else:
+        label, named = "ranked_cost", {}
     return _label(
         catalogue,
-        f"ranked_{run['ranked_by']}",
+        label,
         lang,
         tokens=format_number(run["tokens"], lang, 0),
         order=", ".join(names[key] for key in run["order"]),
-        **({"unpriced": machine_names(catalogue, cards, run["unpriced"])} if run["ranked_by"] == "time" else {}),
+        **named,
     )
 
 
@@ -651,7 +666,7 @@ def render_result(
             "part_size",
             lang,
             part=text(catalogue.parts[k], lang, f"{FINDER_YAML}: parts.{k}"),
-            size=_gb(v, catalogue, lang),
+            size=_part_gb(v, catalogue, lang),
         )
         for k, v in found["parts"]
     )

@@ -274,6 +274,29 @@ def test_keyboard_alone_drives_the_finder(page, site_server, lang):
     assert page.get_attribute("#finder-status", "role") == "status"
 
 
+def test_a_choice_made_while_the_data_loads_is_in_the_link(page, site_server):
+    """A new reader's report: the first key pressed on the model control both starts loading
+    finder.json and moves the select; the answer followed the choice, but the address (the link
+    to share, and what the language switcher carries) stayed bare. finder.json is held here
+    until the choice is made, so the order does not depend on the machine's speed."""
+    held = []
+
+    def hold(route) -> None:  # Playwright wants a Python function, not list.append
+        held.append(route)
+
+    page.route("**/finder.json", hold)
+    page.goto(site_server.url(PATHS["it"]), wait_until="load")
+    with page.expect_request("**/finder.json"):
+        page.focus("#finder-model")  # the focus asks for finder.json
+    page.keyboard.press("ArrowDown")  # llama-3.1-8b -> mistral-7b, before the data is there
+    assert len(held) == 1 and page.get_attribute("#finder-form", "data-ready") is None
+    held[0].continue_()
+    page.wait_for_selector('#finder-form[data-ready="true"]', state="visible", timeout=10_000)
+    expected = python_result("it", model="mistral-7b", task="full-adamw", cards=1, method="ddp")
+    assert normalised(shown(page)) == expected
+    assert "model=mistral-7b" in page.url and "method=ddp" in page.url
+
+
 @pytest.fixture(scope="module")
 def without_javascript(chromium):
     """One page with JavaScript off, for both languages."""

@@ -537,8 +537,8 @@ BAD = [  # (field values, what the line must say in it, in fr)
     # the command line's facts (vram.job.read_config's fields), not a generic "not JSON"
     (
         {"model": "custom", "config": "[1, 2]"},
-        "config.json del modello: serve un oggetto JSON (tra parentesi graffe), non un valore di tipo list.",
-        "config.json du modèle : il faut un objet JSON (entre accolades), pas une valeur de type list.",
+        "config.json del modello: serve un oggetto JSON (tra parentesi graffe), non un valore di tipo array.",
+        "config.json du modèle : il faut un objet JSON (entre accolades), pas une valeur de type array.",
     ),
     (
         {"model": "custom", "config": '{"model_type": "llama", "model_type": "qwen2"}'},
@@ -555,6 +555,20 @@ BAD = [  # (field values, what the line must say in it, in fr)
         {"model": "custom", "config": '{"model_type": "falcon", "hidden_size": 4544}'},
         f"config.json del modello: il model_type “falcon” non è tra quelli che il calcolatore conosce ({FAMILIES}).",
         f"config.json du modèle : le model_type « falcon » ne fait pas partie de ceux que le calculateur connaît ({FAMILIES}).",
+    ),
+    # a look-alike (the Cyrillic a, U+0430): said in the page's language, with its code point (a new reader's
+    # report: the line held vram's English "(not plain ASCII: ...)" inside the Italian and French sentences)
+    (
+        {"model": "custom", "config": '{"model_type": "ll\u0430ma", "hidden_size": 4096}'},
+        (
+            "config.json del modello: il model_type “ll\u0430ma” contiene caratteri che non sono ASCII semplice "
+            f"(“\u0430” è U+0430 CYRILLIC SMALL LETTER A), quindi non è tra quelli che il calcolatore conosce ({FAMILIES})."
+        ),
+        (
+            "config.json du modèle : le model_type « ll\u0430ma » contient des caractères qui ne sont pas de l’ASCII "
+            "simple (« \u0430 » est U+0430 CYRILLIC SMALL LETTER A) ; il ne fait donc pas partie de ceux que le "
+            f"calculateur connaît ({FAMILIES})."
+        ),
     ),
     # a multimodal Gemma 3 (its vision tower is not counted): what the command line tells, not "unknown family",
     # and the values to add, Gemma3TextConfig's defaults (tests/vram/test_job.py: transformers' own)
@@ -786,6 +800,37 @@ def test_typed_prices_rank_the_machines_by_the_runs_cost(pages, lang):
     assert orders["0.01"][0] == smallest and orders["10000"][-1] == smallest  # the ranking changed
     shown = page.eval_on_selector_all(".finder-price:not([hidden]) input", "inputs => inputs.map(i => i.name)")
     assert sorted(shown) == sorted(f"price_{gpu}" for gpu in fitting)  # a field for each machine that fits
+    assert not page.errors
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_when_no_machine_has_a_price_the_line_says_so_instead_of_naming_them_all(pages, lang):
+    """A new reader's report: on 2 cards the guide prices no machine, and the line listed all
+    nine as "without a price". It now says none has one, as page.py's ranking_text says it."""
+    from hooks.finder.compute import load_catalogue
+    from hooks.finder.page import ranking_text
+
+    page, labels = pages[lang], FINDER["labels"]
+    # a budget other than the reference one: the calculator answers (not finder-results.json)
+    use_form(page, model="llama-3.2-1b", task="full-adamw", cards=2, method="zero3", tokens=2_000_000_000)
+    run = json.loads(page_answer(page))["run"]
+    priced = {m["gpu"] for m in load_yaml("gpus")["machines"].values() if m["count"] == 2}
+    assert run["ranked_by"] == "time" and len(run["order"]) > 1 and not priced & set(run["order"])
+    order = plain(page.text_content("#finder-order"))
+    assert order == plain(ranking_text(load_catalogue(), lang, run, 2))
+    assert order.endswith(plain(labels["ranked_time_none_priced"][lang].split("{order}")[1]))
+    assert "2 × " not in order  # no machine listed twice
+    assert not page.errors
+
+
+@pytest.mark.parametrize(("lang", "said"), [("it", "meno di 0,1 GB."), ("fr", "moins de 0,1 Go.")])
+def test_a_part_that_rounds_to_zero_reads_as_page_py_writes_it(pages, lang, said):
+    """LoRA adapters of Llama 3.2 1B under ZeRO-3 on 8 cards: 0.02 GB per card
+    (tests/finder/test_finder_render.py), "less than 0,1 GB", not "0 GB", in the calculator's answer too."""
+    page = pages[lang]
+    use_form(page, model="llama-3.2-1b", task="lora", cards=8, method="zero3", tokens=2_000_000_000)
+    assert page_answer(page) is not None  # the calculator's answer, not finder-results.json's
+    assert plain(page.text_content("#finder-why")).endswith(said)
     assert not page.errors
 
 

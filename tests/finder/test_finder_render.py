@@ -90,15 +90,16 @@ def test_static_table_of_the_papers_accounting(lang, unit, summary, margin_words
     # against the H200's 989, NVIDIA's datasheets) first, and the page says why not by cost
     assert [row[0] for row in rows] == ["B200", "H200 141GB"]
     order = plain(BeautifulSoup(html, "html.parser").select_one("#finder-order").get_text())
+    # neither has one: the line says so instead of naming every machine (a new reader's report)
     assert order.endswith(
         (
-            "manca il prezzo di 1 × H200 141GB, 1 × B200: la guida indica il prezzo solo di alcune "
-            "macchine, e per le altre puoi scriverlo tu nei campi dei prezzi qui sopra."
+            "B200, H200 141GB. La guida non indica il prezzo di nessuna di queste macchine: scrivi i prezzi "
+            "nei campi qui sopra per ordinarle per costo."
         )
         if lang == "it"
         else (
-            "faute de prix pour 1 × H200 141GB, 1 × B200 : le guide ne donne le prix que de certaines "
-            "machines ; pour les autres, saisissez le vôtre dans les champs de prix ci-dessus."
+            "B200, H200 141GB. Le guide ne donne le prix d’aucune de ces machines : saisissez les prix dans "
+            "les champs ci-dessus pour les classer par coût."
         )
     )
     soup = BeautifulSoup(html, "html.parser")
@@ -374,3 +375,78 @@ def test_a_label_with_markup_is_shown_as_text_in_every_cell(lang, monkeypatch):
     assert soup.find("img") is None, html
     margins = [row.select("td")[1].get_text() for row in soup.select("tbody tr")]
     assert margins and all(margin.startswith(markup) for margin in margins), margins
+
+
+# A number of 1 takes the singular: "1 sequenze", "1 schede", "1 micro-lots accumulés" read as a
+# machine's sentence (a new reader's report). Each count in the finder's sentences stands beside
+# its noun instead ("schede (1)", "jusqu’à 1"), in both languages.
+ONE_BEFORE_PLURAL = re.compile(
+    r"(?<![\d.,\u00a0\u202f])1[ \u00a0\u202f]+"
+    r"(?:sequenze|schede|misure|micro-batch accumulati|séquences|cartes|mesures|micro-lots)\b"
+)
+COUNTS = ("count", "runs", "global_batch", "micro_batch", "grad_accum", "cards")  # what may be 1
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_no_plural_noun_follows_a_count_of_one(lang):
+    for key, label in LABELS.items():
+        fields = set(re.findall(r"{(\w+)}", label[lang]))
+        if fields & set(COUNTS) and not key.endswith("_many"):  # "_many": said of two or more
+            filled = label[lang].format(**{f: "1" if f in COUNTS else f"<{f}>" for f in fields})
+            assert not ONE_BEFORE_PLURAL.search(filled), (key, filled)
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_batch_sentence_of_one_card_has_no_plural_after_one(lang):
+    """The rendered note of the default job (one card, micro-batch 1, no accumulation): its
+    figures are the job's, 1 x 1 x 1 sequence of 2,048 tokens and ceil(10^9 / 2,048) = 488,282
+    optimizer steps for the default billion tokens."""
+    html = render_markdown("{{ finder_table }}", lang)
+    note = BeautifulSoup(html, "html.parser").select_one("#finder-note").get_text()
+    batch = note[note.index("Batch globale" if lang == "it" else "Lot global") :]
+    assert not ONE_BEFORE_PLURAL.search(batch), batch
+    assert "488.282" in batch if lang == "it" else "488\u202f282" in batch
+    assert ("2.048 token" if lang == "it" else "2\u202f048 tokens") in batch
+
+
+# LoRA rank 16 on every nn.Linear of Llama 3.2 1B trains 11,272,192 parameters (16 layers x 16 x
+# (2 x (2,048 + 2,048) + 2 x (2,048 + 512) + 3 x (2,048 + 8,192)), what PEFT's
+# print_trainable_parameters prints); with fp32 weights, gradients and AdamW's two moments,
+# 16 B each, split over 8 cards by ZeRO-3: 22,544,384 B, 0.02 GB. One decimal would show it as
+# "0 GB", as if the adapters cost nothing.
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [("it", "con gradienti e ottimizzatore: meno di 0,1 GB"), ("fr", "avec gradients et optimiseur : moins de 0,1 Go")],
+)
+def test_a_part_that_rounds_to_zero_reads_less_than_the_last_decimal(lang, said):
+    import vram
+    from hooks.finder.compute import job, load_catalogue
+
+    assert 11_272_192 == 16 * 16 * (2 * (2048 + 2048) + 2 * (2048 + 512) + 3 * (2048 + 8192))
+    answer = vram.answer_job(job(load_catalogue(), "llama-3.2-1b", "lora", 8, "zero3"))
+    assert {k: b for k, b, _ in answer["parts"]}["adapters"] == 11_272_192 * 16 // 8
+    html = render_markdown("{{ finder_table model=llama-3.2-1b task=lora cards=8 method=zero3 }}", lang)
+    why = plain(BeautifulSoup(html, "html.parser").select_one("#finder-why").get_text())
+    assert why.endswith(said + ".") and " 0 GB" not in why and " 0 Go" not in why
+
+
+# Llama 3.2 1B under ZeRO-3 on 8 cards: on the PCIe cards without peer-to-peer the collectives
+# outlast the compute (vram.job's "communication_bound"). The warning said "for models this
+# large the published runs add tensor parallelism": of a 1B model (a new reader's report). It
+# points to the rows the link limits, and keeps the published runs for the 70B models they are.
+@pytest.mark.parametrize(("lang", "large"), [("it", "così grandi"), ("fr", "aussi grands")])
+def test_the_communication_warning_does_not_call_a_small_model_large(lang, large):
+    import vram
+    from hooks.finder.compute import job, load_catalogue
+
+    answer = vram.answer_job(job(load_catalogue(), "llama-3.2-1b", "full-adamw", 8, "zero3"))
+    assert "communication_bound" in answer["run"]["warnings"]
+    soup = BeautifulSoup(
+        render_markdown("{{ finder_table model=llama-3.2-1b task=full-adamw cards=8 method=zero3 }}", lang),
+        "html.parser",
+    )
+    note = plain(soup.select_one("#finder-note").get_text())
+    warning = plain(LABELS["warn_communication_bound"][lang])
+    assert warning in note and large not in warning
+    limited = plain(LABELS["bound_communication"][lang])
+    assert any(limited in plain(td.get_text()) for td in soup.select("tbody td"))  # the rows it points to

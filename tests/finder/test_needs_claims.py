@@ -175,3 +175,22 @@ def number(text: str) -> float:
 
 def data_params(data, model: str) -> int:
     return next(entry["params"] for entry in data["models"] if entry["key"] == model)
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_small_model_row_states_the_calculators_speedup_not_an_invented_one(lang):
+    """The row said "from 40 hours to 10", a fourfold speed-up that no source gave (a new reader's
+    report; the guide's own estimate for this job is lower at its low end). It now names a job
+    and gives the calculator's range for it, the one the guide's DDP section gives, which four
+    cards cannot push past four times one card's speed."""
+    import vram
+    from hooks.render.placeholders import Args
+    from hooks.render.timing import JOB, job_step
+
+    said = render_markdown("{{ speedup model=llama-3.2-1b gpu=a6000 gpus=4 zero_stage=0 micro_batch=2 }}", lang)
+    args = Args({"model": "llama-3.2-1b", "gpu": "a6000", "gpus": "4", "zero_stage": "0", "micro_batch": "2"}, JOB)
+    span = vram.timing.speedup(job_step(args, gpus=1), job_step(args))
+    assert 1 < span.low <= span.high <= 4  # no more than linear in the cards
+    cell = needs_cell(lang, 4, 2)
+    assert re.sub(r"<[^>]+>", "", said).strip().replace("\u00a0", " ").replace("\u202f", " ") in cell
+    assert "Llama 3.2 1B" in cell and "4 RTX A6000" in cell and "40" not in cell

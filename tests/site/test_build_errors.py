@@ -193,6 +193,13 @@ CASES = {
             r"code block of any page"
         ),
     ),
+    "a Python block that could read its own comments": (  # issue 33, hole 3: verify/block_names.py
+        lambda r: edit(r, "snippets/train.py", "import torch\n", "import torch\nimport inspect\n"),
+        (
+            r"^ERROR +- +docs/index\.it\.md: block 'train\.py' \(it, docs/index\.it\.md\), line \d+: "
+            r"import inspect is not on the allow-list \(verify/block_names\.py"
+        ),
+    ),
     "code block typed into a page": (
         lambda r: append_to_pages(r, "gpu-finder", "\n```bash\nnvidia-smi\n```\n"),
         (

@@ -27,7 +27,7 @@ import socket
 import sys
 import types
 
-from sealed import code_filename, source_bytes  # tests/snippets/sealed.py (this script's folder is first on sys.path)
+from sealed import execute  # tests/snippets/sealed.py (this script's folder is first on sys.path)
 
 import torch  # noqa: F401  (imported once, before forking)
 import torch.distributed  # noqa: F401
@@ -53,8 +53,7 @@ def run_rank(rank: int, world: int, port: int, script: str, args: list[str]) -> 
     main.__dict__.update(__file__=script, __cached__=None, __spec__=None, __loader__=None, __builtins__=builtins)
     sys.modules["__main__"] = main
     try:
-        code = compile(source_bytes(script), code_filename(script), "exec")  # in a rehearsal: the sealed copy, the decoy
-        exec(code, main.__dict__)
+        execute(script, main.__dict__)  # in a rehearsal: the sealed copy, the decoy, its arms measured
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or 0

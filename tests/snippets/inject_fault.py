@@ -16,11 +16,12 @@ which the script then imports.
 """
 
 import os
-import runpy
 import sys
 import time
 
 import torch.distributed as dist
+
+from sealed import run_as_main  # tests/snippets/sealed.py (this script's folder is first on sys.path)
 
 fault, script = sys.argv[1], sys.argv[2]
 sys.argv = sys.argv[2:]
@@ -47,4 +48,4 @@ elif int(os.environ["RANK"]) == 1:
         sys.exit(f"inject_fault.py: unknown fault {fault!r} (absent, corrupt, world=N, stall)")
 # the script's globals kept until the process ends, as python keeps them (freed on return, a DDP
 # model's gloo process group can deadlock in its destructor: tests/snippets/test_script_zygote.py)
-SCRIPT_GLOBALS = runpy.run_path(script, run_name="__main__")
+SCRIPT_GLOBALS = run_as_main(script, sys.argv[1:])  # sealed.py: sealed copy, decoy, arms measured

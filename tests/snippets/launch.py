@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -42,12 +43,12 @@ def torchrun_cmd(*args: str | Path, nproc: int = 2, nnodes: int = 1, node_rank: 
     session's) the agent is forked from it (``script_zygote.py worker -m torch.distributed.run``:
     torchrun's own code, run as ``-m`` runs it, after the zygote's import of torch) and each
     worker it starts runs ``args`` forked from it too (``script_zygote.py worker ARGS``)."""
+    options = [f"--nproc_per_node={nproc}", f"--nnodes={nnodes}", f"--node_rank={node_rank}", "--master_addr=127.0.0.1",
+               f"--master_port={port or free_port()}"]
+    worker = [*zygote_worker(zygote, args[0]), *map(str, args[1:])]
     if zygote:
-        return [sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "torch.distributed.run",
-                *torchrun_cmd(*zygote_worker(zygote, args[0]), *args[1:], nproc=nproc, nnodes=nnodes, node_rank=node_rank,
-                              port=port)[3:]]
-    return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--nnodes={nnodes}",
-            f"--node_rank={node_rank}", "--master_addr=127.0.0.1", f"--master_port={port or free_port()}", *map(str, args)]
+        return [sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "torch.distributed.run", *options, *worker]
+    return [sys.executable, "-m", "torch.distributed.run", *options, *worker]
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = HANG_LIMIT_S, cwd: Path | None = None) -> Run:
@@ -61,6 +62,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = HANG
 # What train_fsdp2.py builds (transformers' Qwen3 under --tiny): imported once before the ranks fork
 PRELOAD_HF = "--preload=transformers,transformers.models.auto.modeling_auto,transformers.models.qwen3.modeling_qwen3"
 SCRIPT_ZYGOTE = HERE / "script_zygote.py"
+SEALED = HERE / "sealed.py"
 # What the published scripts and the recording wrappers import (nccl_check.py, train.py,
 # train_fsdp2.py --tiny: transformers' Qwen3; train_hf.py and record_hf.py: the Trainer,
 # accelerate's launch and state, DeepSpeed, PEFT; the vram workers: PEFT): once, in the
@@ -75,8 +77,26 @@ WORKER_IMPORTS = ["torch", "torch.distributed", "torch.distributed.checkpoint", 
 def zygote_worker(zygote: dict[str, str] | None, script: str | Path) -> list[str]:
     """What a launcher runs as a worker of ``script``: ``script_zygote.py worker SCRIPT`` (the
     script forked from the session's zygote, ``zygote`` in tests/conftest.py) when ``zygote`` (its
-    environment: ``{"SCRIPT_ZYGOTE": socket}``) is given, else the script itself."""
-    return [str(SCRIPT_ZYGOTE), "worker", str(script)] if zygote else [str(script)]
+    environment: ``{"SCRIPT_ZYGOTE": socket}``) is given, else ``sealed.py SCRIPT``, which runs it
+    as ``python SCRIPT`` would; either way through ``sealed.execute`` (the sealed copy in a
+    rehearsal that made one, the arms it takes measured)."""
+    return [str(SCRIPT_ZYGOTE), "worker", str(script)] if zygote else [str(SEALED), str(script)]
+
+
+def worker_report(zygote: dict[str, str], worker: Path, out: Path) -> dict:
+    """Run ``worker OUT`` forked from the session's zygote (tests/conftest.py, which imported
+    torch once), one thread, in the worker's folder; return the JSON report it wrote to ``out``."""
+    proc = subprocess.run(
+        [sys.executable, *zygote_worker(zygote, worker), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        env={**os.environ, "OMP_NUM_THREADS": "1", **zygote},
+        cwd=worker.parent,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(out.read_text())
 
 
 def fork_ranks_cmd(*args: str | int | Path, zygote: dict[str, str] | None = None) -> list[str]:

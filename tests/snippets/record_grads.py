@@ -8,7 +8,6 @@ note each micro-batch, a global optimizer step pre-hook copies weights and gradi
 trained model without its DDP wrapper}``.
 """
 
-import runpy
 import sys
 
 import torch
@@ -16,10 +15,13 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.utils.data import DataLoader
 
 
+
 KEPT: list[dict] = []  # the scripts' globals (main)
 
 
 def main() -> None:
+    from sealed import run_as_main  # tests/snippets/sealed.py (this script's folder is first on sys.path)
+
     out, script = sys.argv[1], sys.argv[2]
     sys.argv = sys.argv[2:]
     pending: list = []
@@ -41,7 +43,7 @@ def main() -> None:
     register_optimizer_step_pre_hook(before_step)
     # the script's globals kept until the process ends, as python keeps them (freed on return, a DDP
     # model's gloo process group can deadlock in its destructor: tests/snippets/test_script_zygote.py)
-    namespace = runpy.run_path(script, run_name="__main__")
+    namespace = run_as_main(script, sys.argv[1:])  # sealed.py: sealed copy, decoy, arms measured
     KEPT.append(namespace)
     torch.save({"steps": steps, "module": namespace["model"].module}, out)
 

@@ -9,7 +9,6 @@ element counts.
 
 import json
 import os
-import runpy
 import sys
 from pathlib import Path
 
@@ -18,10 +17,13 @@ from torch.distributed.tensor import DTensor
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 
+
 KEPT: list[dict] = []  # the scripts' globals (main)
 
 
 def main() -> None:
+    from sealed import run_as_main  # tests/snippets/sealed.py (this script's folder is first on sys.path)
+
     record_dir, script = Path(sys.argv[1]), sys.argv[2]
     sys.argv = sys.argv[2:]
     written: list[str] = []
@@ -42,7 +44,7 @@ def main() -> None:
     register_optimizer_step_post_hook(after_step)
     # the script's globals kept until the process ends, as python keeps them (freed on return, a DDP
     # model's gloo process group can deadlock in its destructor: tests/snippets/test_script_zygote.py)
-    KEPT.append(runpy.run_path(script, run_name="__main__"))
+    KEPT.append(run_as_main(script, sys.argv[1:]))  # sealed.py: sealed copy, decoy, arms measured
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ indices), ``allreduce_rounds``, ``allreduce_buckets``, ``optimizer_steps``,
 import hashlib
 import json
 import os
-import runpy
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_
 from torch.nn.parallel import DistributedDataParallel
 from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import DistributedSampler
+
 
 
 KEPT: list[dict] = []  # the scripts' globals (main)
@@ -36,6 +36,8 @@ def weights_sha256(state_dict) -> str:
 
 
 def main() -> None:
+    from sealed import run_as_main  # tests/snippets/sealed.py (this script's folder is first on sys.path)
+
     record_dir, script = Path(sys.argv[1]), sys.argv[2]
     sys.argv = sys.argv[2:]
     epochs: list[list[int]] = []
@@ -65,7 +67,7 @@ def main() -> None:
     register_optimizer_step_post_hook(lambda *_: counts.__setitem__("optimizer_steps", counts["optimizer_steps"] + 1))
     # the script's globals kept until the process ends, as python keeps them (freed on return, a DDP
     # model's gloo process group can deadlock in its destructor: tests/snippets/test_script_zygote.py)
-    namespace = runpy.run_path(script, run_name="__main__")
+    namespace = run_as_main(script, sys.argv[1:])  # sealed.py: sealed copy, decoy, arms measured
     KEPT.append(namespace)
     model = namespace["model"]
     state = model.module.state_dict() if hasattr(model, "module") else model.state_dict()

@@ -41,9 +41,9 @@ import threading
 import traceback
 
 try:  # run as a script (serve, worker): its folder is first on sys.path
-    from sealed import code_filename, source_bytes  # the sealed copy and the decoy in a rehearsal
+    from sealed import execute  # the sealed copy, the decoy and the arms' measure in a rehearsal
 except ImportError:  # imported by the tests
-    from tests.snippets.sealed import code_filename, source_bytes
+    from tests.snippets.sealed import execute
 
 FDS = array.array("i", [0, 1, 2])
 
@@ -107,10 +107,9 @@ def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
         if module:
             runpy._run_module_as_main(module, alter_argv=True)  # type: ignore[attr-defined]  # what `python -m` runs (argv[0]: its file); private, so not in typeshed
         else:
-            code_object = compile(source_bytes(sys.argv[0]), code_filename(sys.argv[0]), "exec")
             main.__dict__.update(__file__=sys.argv[0], __cached__=None, __spec__=None, __loader__=None,
                                  __builtins__=builtins)
-            exec(code_object, main.__dict__)
+            execute(sys.argv[0], main.__dict__)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, (int, type(None))):

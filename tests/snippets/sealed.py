@@ -18,9 +18,11 @@ It can reach that text in two ways, and the rehearsals close both:
   way behaves, in each language's run, as the other language's would: the runs' outputs, which
   the tests compare language against language, then differ.
 
-Both hold for every path a rehearsal runs (``tests/snippets/test_branches.py`` lists that every
-branch of a bound block is run somewhere), whatever construct reads: a list of constructs
-would be one short. Used by ``fork_ranks.py``, ``script_zygote.py``, ``record_hf.py`` and
+Both hold for every path a rehearsal runs (every arm of a bound block is taken by a run:
+``execute`` measures which, ``tests/snippets/arms.py`` checks it), whatever construct reads: a
+list of constructs would be one short; and ``verify/block_names.py`` refuses, before anything
+runs, a block using any name today's blocks do not need. The loader also takes the
+rehearsal's own variables out of the block's environment while it runs (``TELLS``). Used by ``fork_ranks.py``, ``script_zygote.py``, ``record_hf.py`` and
 ``run_as_main`` (the converters run in-process).
 """
 
@@ -36,8 +38,20 @@ import struct
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 ENV = "REHEARSAL_SEALED"
+ARMS = "REHEARSAL_ARMS"  # a folder: each run of a script writes there what its own code executed (``Executions``)
+# What tells a script it runs in a rehearsal: taken out of its environment while it runs (``execute``)
+TELLS = ("REHEARSAL_", "PYTEST_", "SCRIPT_ZYGOTE")
+HELPERS = Path(__file__).resolve().parent.parent  # tests/: the suite's own scripts keep every setting
+_taken: dict[str, str] = {}  # the tells ``execute`` took out of os.environ while its script runs
+_measuring: list[bool] = []  # while ``Executions.write`` writes its file (not the script's effect)
+
+
+def setting(name: str) -> str | None:
+    """A rehearsal's setting: from the environment, or taken out of it while a script runs."""
+    return os.environ.get(name) or _taken.get(name)
 IN_OPEN = 0x20
 IN_Q_OVERFLOW = 0x4000
 IN_NONBLOCK = os.O_NONBLOCK
@@ -55,7 +69,7 @@ def decoy_path(folder: str | Path, script: str | Path) -> Path:
 
 def code_filename(script: str) -> str:
     """The file name to compile ``script`` with: its decoy in a rehearsal that made one."""
-    folder = os.environ.get(ENV)
+    folder = setting(ENV)
     if folder and (decoy := decoy_path(folder, script)).is_file():
         return str(decoy)
     return script
@@ -64,7 +78,7 @@ def code_filename(script: str) -> str:
 def source_bytes(script: str, watch: bool = True) -> bytes:
     """The source of ``script``: its sealed copy when the rehearsal made one (and, with
     ``watch``, this process's ``watch_effects``), else the file."""
-    folder = os.environ.get(ENV)
+    folder = setting(ENV)
     if folder and (copy := sealed_copy(folder, script)).is_file():
         if watch:
             watch_effects(script, copy.with_suffix(".effects"))
@@ -116,7 +130,7 @@ def watch_effects(script: str, log: Path) -> None:
             os.write(descriptor, line.encode())
 
     def hook(event: str, args: tuple) -> None:
-        if busy or (event != "open" and event not in EFFECTS and event not in FILE_EFFECTS):
+        if busy or _measuring or (event != "open" and event not in EFFECTS and event not in FILE_EFFECTS):
             return
         busy.append(1)
         try:
@@ -147,6 +161,110 @@ def effects(folder: Path, script: Path) -> list[str]:
     return log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
 
 
+class Executions:
+    """What a script's own code executed, measured while it runs: ``sys.settrace`` with opcode
+    events on the frames of the code objects compiled from the script (``filename``) only, every
+    other frame left at once (no line or opcode events there), counting how many times each
+    instruction ran. ``tests/snippets/arms.py`` compiles the block itself and matches the
+    instructions' source positions with the branches of its AST."""
+
+    def __init__(self, filename: str):
+        self.filename = filename
+        self.counts: dict[types.CodeType, dict[int, int]] = {}
+        self.previous: Any = None  # the trace function in place before start()
+
+    def start(self) -> None:
+        filename, codes = self.filename, self.counts
+
+        def call(frame, event, arg):  # every Python call of the process: as little as possible
+            if frame.f_code.co_filename != filename:
+                return None
+            frame.f_trace_lines = False
+            frame.f_trace_opcodes = True
+            counts = codes.setdefault(frame.f_code, {})
+
+            def local(frame, event, arg):
+                if event == "opcode":
+                    counts[frame.f_lasti] = counts.get(frame.f_lasti, 0) + 1
+                return local
+
+            return local
+
+        self.previous = sys.gettrace()
+        sys.settrace(call)
+
+    def stop(self) -> None:
+        sys.settrace(self.previous)
+
+    def write(self, folder: str, script: str, source: bytes, test: str | None) -> None:
+        """One file per run in ``folder``: the script's name, its AST's SHA-256 (lines and
+        columns included: the same for every language's block, whose comments alone differ), the
+        test that started the run, and per code object (``code_key``) each instruction's offset
+        and how many times it ran."""
+        import json
+        import tempfile
+
+        record = {
+            "script": os.path.basename(script),
+            "ast": ast_sha256(source),
+            "test": (test or "").rsplit(" (", 1)[0],
+            "code": {code_key(code): counts for code, counts in self.counts.items()},
+        }
+        _measuring.append(True)
+        try:
+            handle, part = tempfile.mkstemp(dir=folder, prefix=f"{os.path.basename(script)}.{os.getpid()}.", suffix=".part")
+            with os.fdopen(handle, "w", encoding="utf-8") as f:
+                json.dump(record, f)
+            os.rename(part, part.removesuffix(".part") + ".json")
+        finally:
+            _measuring.clear()
+
+
+def ast_sha256(source: str | bytes) -> str:
+    """A block's AST with lines and columns: the same for every language's text of it."""
+    import ast
+
+    return hashlib.sha256(ast.dump(ast.parse(source), include_attributes=True).encode()).hexdigest()
+
+
+def code_key(code: types.CodeType) -> str:
+    """A code object's name in ``Executions``' files: its qualified name and the SHA-256 of its
+    instructions' positions (two lambdas of one line differ in their columns)."""
+    return f"{code.co_qualname}:{hashlib.sha256(repr(list(code.co_positions())).encode()).hexdigest()[:16]}"
+
+
+def execute(script: str, namespace: dict, watch: bool = True) -> None:
+    """Run ``script``'s code in ``namespace`` as the loaders do: its source from
+    ``source_bytes`` (the sealed copy in a rehearsal), compiled with ``code_filename`` (the
+    decoy); unless it is one of the suite's own scripts (``tests/``: a wrapper, a launcher), its
+    arms measured (``Executions``) when the rehearsal names a folder for them (``ARMS``), and without
+    the environment variables that would tell it runs in a rehearsal (``TELLS``, given back when
+    it returns)."""
+    source = source_bytes(script, watch)
+    filename = code_filename(script)
+    helper = os.path.realpath(script).startswith(str(HELPERS) + os.sep)
+    arms, test = None if helper else setting(ARMS), setting("PYTEST_CURRENT_TEST")
+    taken = {}
+    if not helper:
+        taken = {name: os.environ.pop(name) for name in list(os.environ) if name.startswith(TELLS)}
+        _taken.update(taken)
+    code = compile(source, filename, "exec", dont_inherit=True)  # as python runs it: no future flag of this module
+    executions = Executions(filename) if arms else None
+    try:
+        if executions and arms:
+            executions.start()
+        try:
+            exec(code, namespace)
+        finally:
+            if executions and arms:
+                executions.stop()
+                executions.write(arms, script, source, test)
+    finally:
+        os.environ.update(taken)
+        for name in taken:
+            _taken.pop(name, None)
+
+
 def run_as_main(script: str, argv: list[str] | None = None, watch: bool = True) -> dict:
     """Run ``script`` in this process as ``python script ARGV`` runs it (a fresh ``__main__``),
     its source from ``source_bytes``; returns its globals. ``SystemExit`` propagates. ``watch``:
@@ -157,7 +275,7 @@ def run_as_main(script: str, argv: list[str] | None = None, watch: bool = True) 
     main.__dict__.update(__file__=script, __cached__=None, __spec__=None, __loader__=None, __builtins__=builtins)
     sys.modules["__main__"] = main
     try:
-        exec(compile(source_bytes(script, watch), code_filename(script), "exec"), main.__dict__)
+        execute(script, main.__dict__, watch)
         return main.__dict__
     finally:
         sys.argv = saved_argv
@@ -236,3 +354,13 @@ class SelfReads:
 
     def opened(self) -> list[Path]:
         return sorted(self.found)
+
+
+if __name__ == "__main__":
+    # ``python sealed.py SCRIPT ARGS``: what ``python SCRIPT ARGS`` does, through ``execute``
+    # (for a launcher that starts the script itself: torchrun without the session's zygote)
+    import importlib
+
+    loader = importlib.import_module("sealed")  # this file as the suite's scripts import it (one copy)
+    sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[1]))
+    loader.run_as_main(sys.argv[1], sys.argv[2:])

@@ -7,7 +7,7 @@ Three runs of the published script on 2 ranks: A trains 2 epochs without a stop;
 1 epoch (a run interrupted right after its checkpoint); A and B on ranks forked after one
 import of torch (tests/snippets/fork_ranks.py: torchrun's environment, real gloo ranks), then
 torchrun with the same command and ``--epochs 2`` must resume from B's checkpoint and end
-exactly where A ended.
+exactly where A ended, skipping a later checkpoint whose save was cut short.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from tests.conftest import REPO_ROOT
 from tests.snippets.hf_checks import check_dcp_to_hf
-from tests.snippets.launch import HERE, PRELOAD_HF, fork_jobs, torchrun
+from tests.snippets.launch import HERE, PRELOAD_HF, fork_jobs, torchrun, zygote_worker
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +45,9 @@ def runs(extracted, tmp_path_factory, zygote):
                                           (root, 2, HERE / "save_on_rank0_only.py", [root / "ckpt"])], root,
                                          preload=PRELOAD_HF, zygote=zygote)
     # B resumed with the reader's launcher and the same command (its workers forked from the
-    # session's zygote, which imported torch and transformers once)
+    # session's zygote, which imported torch and transformers once), after a save of its second
+    # epoch cut short (a folder without optim/.metadata): the script skips it
+    (root / "b" / "epoch-2" / "optim").mkdir(parents=True)
     resumed = torchrun(script, "--tiny", "--out", root / "b", "--epochs", "2", cwd=root, zygote=zygote)
     for run in (whole, first, resumed):
         assert run.returncode == 0, run.stderr[-3000:]
@@ -133,7 +135,7 @@ def test_dcp_to_hf_gives_a_folder_from_pretrained_loads_with_the_trained_logits(
 
 def test_started_with_plain_python_it_says_how_to_launch(extracted):
     env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
-    proc = subprocess.run([sys.executable, str(extracted / "train_fsdp2.py")], capture_output=True, text=True, env=env,
+    proc = subprocess.run([sys.executable, *zygote_worker(None, extracted / "train_fsdp2.py")], capture_output=True, text=True, env=env,
                           timeout=60)
     assert proc.returncode != 0
     assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 train_fsdp2.py"]

@@ -32,7 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.snippets.launch import CPU_REHEARSAL, INJECT_FAULT, fork_ranks_cmd, free_port, single_process, torchrun
+from tests.snippets.launch import (CPU_REHEARSAL, INJECT_FAULT, fork_ranks_cmd, free_port, single_process, torchrun,
+                                   zygote_worker)
 from tests.snippets.launch import run as harness_run
 from verify.nccl_output import parse_rank_lines
 
@@ -153,7 +154,7 @@ def test_timing_is_taken_after_a_synchronize(extracted):
 def test_started_with_plain_python_it_says_how_to_launch(extracted):
     """The mistake the guide warns about: one line naming torchrun, exit non-zero, no traceback."""
     env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
-    proc = subprocess.run([sys.executable, str(extracted / "nccl_check.py")], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, *zygote_worker(None, extracted / "nccl_check.py")], capture_output=True, text=True,
                           env=env, timeout=60)
     assert proc.returncode != 0
     assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 nccl_check.py"]

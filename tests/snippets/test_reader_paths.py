@@ -8,7 +8,7 @@ here with ``save_pretrained`` (no download) and a small text file.
   as a reader passes them. What the Trainer computed its first loss on (``record_hf.py``) is
   held to rows built here from the text with the ``tokenizers`` library alone: pad tokens
   carry the label -100 (ignored), every real token is its own label (learnt), every line of
-  the file is seen once in the first step. The first logged loss equals the cross-entropy of
+  the file is seen once in the first step, its blank lines dropped. The first logged loss equals the cross-entropy of
   those rows computed here in fp32 from the saved weights (shifted labels, -100 ignored,
   averaged over the tokens of both ranks), within bf16's rounding; the loss then falls.
 - ``train_fsdp2.py --model FOLDER`` (its ``from_pretrained`` branch) on 2 ranks, one epoch, from a
@@ -110,7 +110,8 @@ def reader_hf(extracted, tmp_path_factory, zygote):
     root = tmp_path_factory.mktemp("reader-hf")
     folder, pad = tiny_folder(root / "model")
     data = root / "train.txt"
-    data.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    # blank and blank-looking lines, which the script drops: the rows are LINES alone
+    data.write_text("\n".join(LINES[:3]) + "\n\n  \n" + "\n".join(LINES[3:]) + "\n", encoding="utf-8")
     args = ["--model", str(folder), "--data", str(data), "--seq_len", str(SEQ_LEN), "--max_steps", str(STEPS),
             "--logging_steps", "1", "--learning_rate", "1e-2"]
     launches = Launches(extracted, root, worker=(SCRIPT_ZYGOTE, "worker", RECORD_HF), script_args=args)

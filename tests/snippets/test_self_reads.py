@@ -79,3 +79,26 @@ def test_every_way_of_reading_itself_is_caught(guarded, construct):
         assert not opened and not differs and printed[LANGUAGES[0]] == "plain\n"
     else:
         assert opened or differs, f"{construct}: not caught ({printed})"
+
+
+def test_a_rehearsed_block_sees_no_variable_that_tells_it_is_rehearsed(tmp_path):
+    """The loader takes the rehearsal's own settings (``sealed.TELLS``) out of the environment
+    while the block runs, so ``os.environ`` is the one a reader's run has plus torchrun's; the
+    allow-list of verify/block_names.py refuses the other ways to read them."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.snippets.launch import SEALED
+
+    block = tmp_path / "block.py"
+    block.write_text("import os\nprint(sorted(name for name in os.environ if 'REHEARSAL' in name or 'PYTEST' in name"
+                     " or 'ZYGOTE' in name))\n", encoding="utf-8")
+    tells = {"REHEARSAL_SEALED": str(tmp_path / "none"), "REHEARSAL_ARMS": "", "PYTEST_CURRENT_TEST": "t.py::t (call)",
+             "SCRIPT_ZYGOTE": str(tmp_path / "z.sock")}
+    done = subprocess.run([sys.executable, str(SEALED), str(block)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **tells}, check=False)
+    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+    direct = subprocess.run([sys.executable, str(block)], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, **tells}, check=False)
+    assert direct.stdout != "[]\n"  # the control: without the loader the block sees them

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.snippets.launch import RECORD_TRAINING, free_port, single_process, torchrun
+from tests.snippets.launch import RECORD_TRAINING, free_port, single_process, torchrun, zygote_worker
 from tests.snippets.record_training import weights_sha256
 
 pytestmark = pytest.mark.slow
@@ -68,7 +68,7 @@ def test_ranks_see_disjoint_samples_and_end_with_identical_weights(extracted, tm
 
 def test_started_with_plain_python_it_says_how_to_launch(extracted):
     env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
-    proc = subprocess.run([sys.executable, str(extracted / "train.py")], capture_output=True, text=True, env=env,
+    proc = subprocess.run([sys.executable, *zygote_worker(None, extracted / "train.py")], capture_output=True, text=True, env=env,
                           timeout=60)
     assert proc.returncode != 0
     assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 train.py"]

@@ -98,3 +98,16 @@ def test_a_notebook_cell_shown_twice_or_out_of_order_is_refused(site):
     block = text[first : text.index("</pre>", first) + len("</pre>")]
     plant(site, "memory-notebook/index.html", block, old=NOTEBOOK_FIRST_TEXT)  # the first cell, shown again before it
     refused(site, "memory-notebook/index.html: code block 2", "is not a code cell")
+
+
+def test_a_python_block_that_uses_a_name_off_the_allow_list_is_refused(site):
+    """The site as uploaded is checked again by ``verify.block_names`` (issue 33, hole 3): a
+    Python block that reads its own text is refused naming the page, the block and the line."""
+    block = (
+        '\n<div class="language-python highlight"><pre><span></span><code><span class="kn">import</span> '
+        '<span class="nn">inspect</span>\n</code></pre></div>\n'
+    )
+    for page in ("index.html", "fr/index.html"):
+        plant(site, page, block)
+    message = refused(site, ", line 1: import inspect is not on the allow-list")
+    assert message.startswith("fr/index.html: code block "), message  # the pages in order: fr/ first

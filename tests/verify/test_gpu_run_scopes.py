@@ -48,19 +48,10 @@ case "$1" in
 esac
 """
 
-# The attacker, forked from the build stand-in: detach, keep a lock while alive, try to change what
-# a later step runs or reads (the action that uploads the outputs, $GITHUB_ENV, the job's home,
-# the checkout the verifier imports), note what it could write, then forge everything it sees.
-ATTACKER = r"""
-import fcntl, json, os, sys, time
-out, lock_path, note, limit_s, targets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
-middle = os.fork()
-if middle:
-    os.waitpid(middle, 0)
-    deadline = time.monotonic() + float(limit_s)
-    while not os.path.exists(note) and time.monotonic() < deadline:  # until the attacker is detached and noted
-        time.sleep(0.01)
-    sys.exit(0)  # the build's own work is done; its scope ends
+# What every attacker stand-in does once started: detach (an orphan in a session of its own, a
+# lock held while alive, no standard streams), try to append to each of ``targets`` and note,
+# whole, what it could write.
+DETACH_AND_NOTE = r"""
 parent = os.getpid()
 if os.fork():
     os._exit(0)  # the middle process: its child is orphaned
@@ -82,6 +73,25 @@ for name, (path, text) in targets.items():
 with open(note + ".part", "w") as f:
     json.dump({"sid": os.getsid(0), "pid": os.getpid(), "wrote": wrote}, f)
 os.rename(note + ".part", note)  # whole when it appears: the build ends its scope as soon as it does
+"""
+
+# The attacker, forked from the build stand-in: detach, keep a lock while alive, try to change what
+# a later step runs or reads (the action that uploads the outputs, $GITHUB_ENV, the job's home,
+# the checkout the verifier imports), note what it could write, then forge everything it sees.
+ATTACKER = (
+    r"""
+import fcntl, json, os, sys, time
+out, lock_path, note, limit_s, targets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
+middle = os.fork()
+if middle:
+    os.waitpid(middle, 0)
+    deadline = time.monotonic() + float(limit_s)
+    while not os.path.exists(note) and time.monotonic() < deadline:  # until the attacker is detached and noted
+        time.sleep(0.01)
+    sys.exit(0)  # the build's own work is done; its scope ends
+"""
+    + DETACH_AND_NOTE
+    + r"""
 forged = {"nccl_check.json": lambda r: {**r, "status": "pass", "failures": [],
                                         "gpu_tests": {**r["gpu_tests"], "status": "pass", "failed": 0, "passed": 3}},
           "outputs.json": lambda o: {**o, "gpu_tests": {"returncode": 0, "stderr_tail": ""}}}
@@ -100,6 +110,7 @@ while True:
         open(junit, "w").write(open(junit).read().replace("failures=\"1\"", "failures=\"0\""))
     time.sleep(0.02)
 """
+)
 
 RANK_LINES = "".join(
     f"rank {rank}/2 local_rank {rank} cuda:{rank} stand-in: 41.3 all-reduce/s of 1.07 GB, algbw 44.4 GB/s, "

@@ -13,16 +13,13 @@ element of the largest tensor, ``fused`` none) and, on more than one GPU, DDP's 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import vram
 from tests.card_sources import memory_mib
-from tests.snippets.launch import zygote_worker
+from tests.snippets.launch import worker_report
 from vram.job import answer_job
 
 WORKER = Path(__file__).resolve().parent / "ddp_bf16_worker.py"
@@ -37,24 +34,8 @@ SCENARIOS = {
 
 
 @pytest.fixture(scope="module")
-def report(zygote) -> dict:
-    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"ddp-bf16-worker-{os.getpid()}.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
-    # forked from the session's zygote (tests/conftest.py), which imported torch once
-    proc = subprocess.run(
-        [sys.executable, *zygote_worker(zygote, WORKER), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=WORKER.parent,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    try:
-        return json.loads(out.read_text())
-    finally:
-        out.unlink(missing_ok=True)
+def report(zygote, tmp_path_factory) -> dict:
+    return worker_report(zygote, WORKER, tmp_path_factory.mktemp("ddp_bf16") / "report.json")
 
 
 @pytest.fixture(scope="module")

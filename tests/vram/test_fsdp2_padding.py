@@ -17,34 +17,19 @@ scenario. The calculator reads the same config dicts; the expected bytes are the
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import vram
-from tests.snippets.launch import zygote_worker
+from tests.snippets.launch import worker_report
 
 WORKER = Path(__file__).resolve().parent / "fsdp2_padding_worker.py"
 
 
 @pytest.fixture(scope="module")
 def report(zygote, tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("fsdp2_padding") / "report.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
-    proc = subprocess.run(
-        [sys.executable, *zygote_worker(zygote, WORKER), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(out.read_text())
+    return worker_report(zygote, WORKER, tmp_path_factory.mktemp("fsdp2_padding") / "report.json")
 
 
 SCENARIOS = ("e4_n3_stage3", "e4_n3_stage2", "e8_n6_stage3", "e4_n3_one_layer", "vocab_n3_root")

@@ -360,7 +360,9 @@ def test_the_command_line_prints_the_same_run(cli, configs):
 @pytest.mark.parametrize(
     "text, code, limits",
     [
-        ("[1, 2]", "config_object", {"got": "list"}),
+        ("[1, 2]", "config_object", {"got": "array"}),  # JSON's word for it (RFC 8259), not Python's
+        ('"llama"', "config_object", {"got": "string"}),
+        ("null", "config_object", {"got": "null"}),
         ('{"model_type": "llama", "model_type": "qwen2"}', "config_duplicate", {"key": "model_type"}),
         ('{"model_type": "llama",\n  "hidden_size": }', "config_json", {"line": 2, "column": 18}),
         ('{"model_type": "falcon"}', "config_family", {"key": "falcon", "choices": list(vram.SUPPORTED_MODEL_TYPES)}),
@@ -405,8 +407,9 @@ def test_the_command_line_prints_the_same_run(cli, configs):
             '{"model_type": "ll\u0430ma"}',
             "config_family",
             {
-                "key": "'ll\u0430ma' (not plain ASCII: '\u0430' is U+0430 CYRILLIC SMALL LETTER A)",
+                "key": "ll\u0430ma",  # the page says it in its language, with each odd character's code point
                 "choices": list(vram.SUPPORTED_MODEL_TYPES),
+                "characters": [["\u0430", "U+0430", "CYRILLIC SMALL LETTER A"]],  # unicodedata, the standard's name
             },
         ),
     ],

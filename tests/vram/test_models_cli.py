@@ -61,9 +61,9 @@ CASES = {
     # issue 33: refused before json.loads (its recursion crashed the browser's Pyodide), one level past the bound too
     "nested too deep": ('{"a":' * 50_000 + "1" + "}" * 50_000, "nested deeper than 32 levels, which no config.json is"),
     "nested one level too deep": ("[" * 33 + "]" * 33, "nested deeper than 32 levels"),
-    "nested as deep as allowed": ("[" * 32 + "]" * 32, "expected a JSON object, got list"),
+    "nested as deep as allowed": ("[" * 32 + "]" * 32, "expected a JSON object, got array"),
     "not UTF-8": (b"\xff\xfe{}", "not a UTF-8 text file"),
-    "a JSON list": ("[1, 2]", "expected a JSON object, got list"),
+    "a JSON list": ("[1, 2]", "expected a JSON object, got array"),
     # model_type must be text: a list or an object once ended in a TypeError traceback
     "model_type as a list": ({**LLAMA, "model_type": ["llama"]}, "unsupported model_type ['llama']"),
     "model_type as an object": ({**LLAMA, "model_type": {"a": 1}}, "unsupported model_type {'a': 1}"),

@@ -16,16 +16,12 @@ the expected bytes are the measured ones.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import vram
-from tests.snippets.launch import zygote_worker
+from tests.snippets.launch import worker_report
 from vram.fsdp2 import fsdp2_memory
 
 WORKER = Path(__file__).resolve().parent / "step_worker.py"
@@ -45,23 +41,8 @@ SCENARIOS = {
 
 
 @pytest.fixture(scope="module")
-def report(zygote) -> dict:
-    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"step-worker-{os.getpid()}.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", **zygote}
-    # forked from the session's zygote (tests/conftest.py), which imported torch once
-    proc = subprocess.run(
-        [sys.executable, *zygote_worker(zygote, WORKER), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    try:
-        return json.loads(out.read_text())
-    finally:
-        out.unlink(missing_ok=True)
+def report(zygote, tmp_path_factory) -> dict:
+    return worker_report(zygote, WORKER, tmp_path_factory.mktemp("step") / "report.json")
 
 
 def _shape(report: dict, key: str) -> vram.ModelShape:

@@ -1,0 +1,515 @@
+"""What a Python block of the pages may use, by allow-list (issue 33, hole 3: comments are not
+behaviour).
+
+A block's languages differ only in their comments, so the Italian and the French block behave
+alike unless the code reads its own text: its file (``__file__``, ``sys.argv[0]``, a glob), its
+code objects (``inspect``, ``linecache``, ``tokenize``, ``traceback``, a frame's ``f_code``,
+``co_filename``) or the loader's (``__loader__``, ``__spec__``). The rehearsals catch a block that
+does (``tests/snippets/sealed.py``), but only on the paths they run, and a block could first
+ask whether it runs in one (an environment variable, a loaded module, its parent process) and
+read its comments only outside. A list of such constructs is always one short; so the code
+of every Python block of the pages may use only what this module lists, all of it read from
+today's blocks and reviewed:
+
+- ``IMPORTS``: ``import X`` (``X``) and ``from X import n`` (``X.n``); no relative or ``*`` import;
+- ``MODULE_PATHS``: every chain of attributes through an imported name, in full
+  (``os.path.join``, ``torch.accelerator.current_accelerator``, ``transformers.Trainer``:
+  ``from transformers import Trainer`` then ``Trainer``);
+  a module itself is used only so (no ``m = os``, ``f(sys)``: its other attributes would
+  escape the list);
+- ``BUILTINS``: every name the block uses and does not bind itself (``print``, ``open``, ``int``);
+  so no ``__file__``, ``__loader__``, ``__import__``, ``eval``, ``exec``, ``getattr``, ``globals``;
+- ``ATTRIBUTES``: every attribute taken on anything else (a variable, a call's result):
+  ``args.epochs``, ``loss.item``; so no ``f_code``, ``co_filename``, ``__dict__``, ``__globals__``;
+- ``FILE_CALLS``: ``open``, ``pathlib.Path``, ``os.statvfs`` only of a path the reader passes
+  (``X.OPTION``, ``OPTION`` in ``PATH_OPTIONS``) or of one of ``FILE_CONSTANTS``, and only
+  called (not ``o = open``); no attribute is assigned (``args.data = ...``);
+- ``KEYWORDS``: every keyword argument of a call (``encoding=``, ``output_dir=``); no ``**``
+  mapping, no ``trust_remote_code=`` (code fetched when it runs);
+- ``ENVIRONMENT``: ``os.environ`` only as a lookup of one of these names, written as a string
+  (``os.environ.get("LOCAL_RANK")``, ``os.environ["LOCAL_RANK"]``, ``"LOCAL_RANK" in os.environ``);
+  any other use of ``os.environ`` (a loop over it, a name in a variable) is refused.
+
+A dunder name (``__x__``) is refused wherever it appears unless listed. ``check_names`` raises
+``BlockNameError`` with one line naming the block, the line and the name; the build calls it on
+every Python block of every page after the last rewrite (``hooks/checks/same_code.py``), the
+artifact check again on the pages as uploaded (``verify/artifact.py``). A block that needs a
+new name adds it here, in a reviewed change that says why (CONTRIBUTING.md, "A new name in a
+code block"). Standard library only (``verify/artifact.py`` runs where only its pinned
+libraries are installed).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+IMPORTS = frozenset(
+    {
+        "argparse",
+        "contextlib",
+        "dataclasses.dataclass",
+        "datetime",
+        "deepspeed.utils.zero_to_fp32.get_fp32_state_dict_from_zero_checkpoint",
+        "gc",
+        "os",
+        "pathlib",
+        "pathlib.Path",
+        "peft.LoraConfig",
+        "peft.get_peft_model",
+        "shutil",
+        "sys",
+        "time",
+        "torch",
+        "torch.distributed",
+        "torch.distributed.checkpoint",
+        "torch.distributed.checkpoint.state_dict.get_state_dict",
+        "torch.distributed.checkpoint.state_dict.set_state_dict",
+        "torch.distributed.device_mesh.init_device_mesh",
+        "torch.distributed.fsdp.MixedPrecisionPolicy",
+        "torch.distributed.fsdp.fully_shard",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.utils.data.DataLoader",
+        "torch.utils.data.DistributedSampler",
+        "torch.utils.data.TensorDataset",
+        "transformers.AutoConfig",
+        "transformers.AutoModelForCausalLM",
+        "transformers.AutoTokenizer",
+        "transformers.HfArgumentParser",
+        "transformers.Trainer",
+        "transformers.TrainingArguments",
+    }
+)
+
+MODULE_PATHS = frozenset(
+    {
+        "argparse.ArgumentParser",
+        "contextlib.nullcontext",
+        "datetime.timedelta",
+        "gc.collect",
+        "os.makedirs",
+        "os.path.join",
+        "os.statvfs",
+        "os.uname",
+        "pathlib.Path",
+        "shutil.copy",
+        "sys.exit",
+        "sys.stdout.flush",
+        "sys.stdout.write",
+        "time.perf_counter",
+        "torch.Generator",
+        "torch.accelerator.current_accelerator",
+        "torch.accelerator.max_memory_allocated",
+        "torch.accelerator.set_device_index",
+        "torch.accelerator.synchronize",
+        "torch.all",
+        "torch.arange",
+        "torch.bfloat16",
+        "torch.cuda.is_available",
+        "torch.device",
+        "torch.distributed.all_reduce",
+        "torch.distributed.checkpoint.FileSystemReader",
+        "torch.distributed.checkpoint.load",
+        "torch.distributed.checkpoint.save",
+        "torch.distributed.destroy_process_group",
+        "torch.distributed.get_default_backend_for_device",
+        "torch.distributed.get_rank",
+        "torch.distributed.get_world_size",
+        "torch.distributed.init_process_group",
+        "torch.float32",
+        "torch.full",
+        "torch.manual_seed",
+        "torch.nn.Linear",
+        "torch.nn.ReLU",
+        "torch.nn.Sequential",
+        "torch.nn.functional.cross_entropy",
+        "torch.nn.functional.mse_loss",
+        "torch.optim.AdamW",
+        "torch.randint",
+        "torch.randn",
+        "torch.save",
+        "transformers.AutoConfig.for_model",
+        "transformers.AutoConfig.from_pretrained",
+        "transformers.AutoModelForCausalLM.from_config",
+        "transformers.AutoModelForCausalLM.from_pretrained",
+        "transformers.AutoTokenizer.from_pretrained",
+    }
+)
+
+BUILTINS = frozenset(
+    {
+        "RuntimeError",
+        "SystemExit",
+        "bool",
+        "enumerate",
+        "int",
+        "len",
+        "max",
+        "min",
+        "open",
+        "print",
+        "range",
+        "set",
+        "sorted",
+        "str",
+        "zip",
+    }
+)
+
+ATTRIBUTES = frozenset(
+    {
+        "accelerator",
+        "accumulation_steps",
+        "add_argument",
+        "backward",
+        "config",
+        "data",
+        "distributed_type",
+        "dtype",
+        "end_training",
+        "epochs",
+        "exists",
+        "f_bavail",
+        "f_frsize",
+        "flatten",
+        "float",
+        "glob",
+        "is_world_process_zero",
+        "item",
+        "layers",
+        "load_state_dict",
+        "logits",
+        "lora",
+        "manual_seed",
+        "masked_fill",
+        "model",
+        "module",
+        "name",
+        "nbytes",
+        "no_sync",
+        "nodename",
+        "out",
+        "parameters",
+        "parse_args",
+        "parse_args_into_dataclasses",
+        "read",
+        "read_metadata",
+        "removeprefix",
+        "save_model",
+        "save_pretrained",
+        "seq_len",
+        "set_defaults",
+        "set_epoch",
+        "splitlines",
+        "state_dict",
+        "state_dict_metadata",
+        "step",
+        "strip",
+        "checkpoint",
+        "tie_weights",
+        "tiny",
+        "to",
+        "to_empty",
+        "train",
+        "type",
+        "vocab_size",
+        "world_size",
+        "zero_grad",
+    }
+)
+
+# Every keyword argument a call may pass (``f(name=...)``); no ``**mapping``. So no
+# ``from_pretrained(..., trust_remote_code=True)``: code fetched at run time, which no check reads.
+KEYWORDS = frozenset(
+    {
+        "action",
+        "args",
+        "assign",
+        "batch_size",
+        "bf16",
+        "checkpoint_id",
+        "choices",
+        "default",
+        "device",
+        "device_ids",
+        "dtype",
+        "encoding",
+        "exist_ok",
+        "flush",
+        "generator",
+        "head_dim",
+        "hidden_size",
+        "intermediate_size",
+        "key",
+        "learning_rate",
+        "logging_steps",
+        "lora_alpha",
+        "lr",
+        "max_length",
+        "max_shard_size",
+        "max_steps",
+        "mesh",
+        "mesh_dim_names",
+        "model",
+        "model_state_dict",
+        "mp_policy",
+        "num_attention_heads",
+        "num_hidden_layers",
+        "num_key_value_heads",
+        "optim_state_dict",
+        "output_dir",
+        "padding",
+        "param_dtype",
+        "r",
+        "reduce_dtype",
+        "report_to",
+        "return_tensors",
+        "sampler",
+        "save_strategy",
+        "seconds",
+        "shuffle",
+        "start",
+        "strict",
+        "target_modules",
+        "task_type",
+        "tie_word_embeddings",
+        "timeout",
+        "train_dataset",
+        "truncation",
+        "type",
+        "use_cpu",
+        "vocab_size",
+    }
+)
+
+ENVIRONMENT = frozenset(
+    {
+        "ACCELERATE_MIXED_PRECISION",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "NCCL_CHECK_ALLOW_CPU",
+        "NCCL_CHECK_MIB",
+        "NCCL_CHECK_MIN_SHM_MB",
+        "NCCL_CHECK_TIMEOUT",
+        "NCCL_SHM_DISABLE",
+    }
+)
+
+# What a block may open or list: a file the reader names on the command line (``args.data``,
+# ``args.out``, ``args.checkpoint``: the value of one of these options) or one of these fixed
+# paths. So no ``open("/proc/self/environ")`` or ``open("train_hf.py")``: what tells a rehearsal
+# from the reader's run, or the block's own text, is not a file the block can name.
+FILE_CALLS = frozenset({"open", "pathlib.Path", "os.statvfs"})
+PATH_OPTIONS = frozenset({"checkpoint", "data", "out"})
+FILE_CONSTANTS = frozenset({"/dev/shm"})
+
+PYTHON_FENCES = ("python", "py", "python3", "py3")  # a fence's language that Pygments reads as Python
+WHERE = "verify/block_names.py; CONTRIBUTING.md, 'A new name in a code block'"
+
+
+class BlockNameError(ValueError):
+    """A block uses a name, attribute, import or environment variable the allow-list lacks."""
+
+
+def _refuse(where: str, node: ast.AST, what: str) -> BlockNameError:
+    return BlockNameError(f"{where}, line {getattr(node, 'lineno', '?')}: {what} is not on the allow-list ({WHERE})")
+
+
+def _bound(tree: ast.AST) -> set[str]:
+    """Every name the block binds itself: assignments, loop and ``with`` targets, functions,
+    classes, arguments, ``except ... as``, captures of ``case``, imports."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+    return names
+
+
+def _imports(tree: ast.AST, where: str) -> dict[str, str]:
+    """Each name an import binds -> the dotted path it stands for. Raises BlockNameError."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name not in IMPORTS:
+                    raise _refuse(where, node, f"import {alias.name}")
+                if alias.asname:
+                    aliases[alias.asname] = alias.name
+                else:
+                    aliases[alias.name.split(".")[0]] = alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level or node.module is None:
+                raise _refuse(where, node, "a relative import")
+            for alias in node.names:
+                path = f"{node.module}.{alias.name}"
+                if alias.name == "*" or path not in IMPORTS:
+                    raise _refuse(where, node, f"from {node.module} import {alias.name}")
+                aliases[alias.asname or alias.name] = path
+    return aliases
+
+
+def _chain(node: ast.Attribute) -> tuple[ast.expr, list[str]]:
+    """The root of an attribute chain and its attribute names (``a.b.c`` -> ``a``, ``[b, c]``)."""
+    names: list[str] = []
+    root: ast.expr = node
+    while isinstance(root, ast.Attribute):
+        names.insert(0, root.attr)
+        root = root.value
+    return root, names
+
+
+def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    return {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+
+
+def _environment_name(node: ast.AST, parent: ast.AST, grandparent: ast.AST | None) -> str | None:
+    """The listed-or-not name a use of ``os.environ`` (``node``) looks up, or None when the use is
+    not a lookup of a name written as a string."""
+    key: ast.expr | None
+    if isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load):
+        key = parent.slice
+    elif isinstance(parent, ast.Compare) and parent.comparators == [node] and len(parent.ops) == 1:
+        key = parent.left if isinstance(parent.ops[0], (ast.In, ast.NotIn)) else None
+    elif (
+        isinstance(parent, ast.Attribute)
+        and parent.attr == "get"
+        and isinstance(grandparent, ast.Call)
+        and grandparent.func is parent
+        and grandparent.args
+    ):
+        key = grandparent.args[0]
+    else:
+        return None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
+def _environment_use(node: ast.Attribute, path: str, parents: dict[ast.AST, ast.AST]) -> Iterator[tuple[ast.AST, str]]:
+    """A chain through ``os.environ`` (``node``, the whole chain): refused unless a lookup of a
+    listed name (``os.environ[NAME]``, ``os.environ.get(NAME...)``, ``NAME in os.environ``)."""
+    environ: ast.expr = node
+    while isinstance(environ, ast.Attribute) and isinstance(environ.value, ast.Attribute):
+        environ = environ.value  # down to the ``os.environ`` node (an import of os is the root)
+    if path not in ("os.environ", "os.environ.get"):
+        yield node, path
+        return
+    parent = parents[environ]
+    name = _environment_name(environ, parent, parents.get(parent))
+    if name is None:
+        yield node, "os.environ used otherwise than a lookup of a name written as a string"
+    elif name not in ENVIRONMENT:
+        yield node, f"the environment variable {name}"
+
+
+def _call_path(call: ast.Call, aliases: dict[str, str], bound: set[str]) -> str | None:
+    """The dotted name a call calls (``open``, ``pathlib.Path``), or None when it calls anything else."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        if func.id in aliases:
+            return aliases[func.id]
+        return func.id if func.id not in bound else None
+    if isinstance(func, ast.Attribute):
+        root, names = _chain(func)
+        if isinstance(root, ast.Name) and root.id in aliases:
+            return ".".join([aliases[root.id], *names])
+    return None
+
+
+def _file_use(call: ast.Call, path: str, aliases: dict[str, str]) -> str | None:
+    """What is refused about a call of ``FILE_CALLS`` (``path``), or None: its first argument must be
+    one of ``FILE_CONSTANTS`` or ``X.OPTION`` (``OPTION`` in ``PATH_OPTIONS``, ``X`` no module)."""
+    first = call.args[0] if call.args else None
+    if isinstance(first, ast.Constant) and first.value in FILE_CONSTANTS:
+        return None
+    if (
+        isinstance(first, ast.Attribute)
+        and first.attr in PATH_OPTIONS
+        and isinstance(first.value, ast.Name)
+        and first.value.id not in aliases
+    ):
+        return None
+    argument = ast.unparse(first) if first is not None else "no argument"
+    return f"{path}({argument}) (a file the reader does not name on the command line)"
+
+
+def _uncalled(node: ast.expr, path: str, parents: dict[ast.AST, ast.AST]) -> Iterator[tuple[ast.AST, str]]:
+    """A name of ``FILE_CALLS`` (``path``) anywhere but called (``o = open``, ``map(open, ...)``):
+    its argument would escape ``_file_use``."""
+    parent = parents.get(node)
+    if path in FILE_CALLS and not (isinstance(parent, ast.Call) and parent.func is node):
+        yield node, f"{path} used otherwise than called"
+
+
+def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
+    """Each use the allow-lists refuse, as (node, what)."""
+    aliases, bound = _imports(tree, where), _bound(tree)
+    parents = _parents(tree)
+    modules = {  # the names ``import X`` binds (a module, not a function or class of one)
+        alias.asname or alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            dunder = node.id.startswith("__") and node.id not in BUILTINS
+            if dunder or (isinstance(node.ctx, ast.Load) and node.id not in (aliases.keys() | bound | BUILTINS)):
+                yield node, node.id
+            elif isinstance(node.ctx, ast.Load):
+                yield from _uncalled(node, aliases.get(node.id, node.id if node.id not in bound else ""), parents)
+                parent = parents.get(node)
+                if node.id in modules and not (isinstance(parent, ast.Attribute) and parent.value is node):
+                    yield node, f"the module {aliases[node.id]} used otherwise than through its listed attributes"
+        elif isinstance(node, ast.Attribute):
+            if not isinstance(node.ctx, ast.Load):
+                yield node, f"an assignment to .{node.attr}"
+                continue
+            parent = parents.get(node)
+            if isinstance(parent, ast.Attribute) and parent.value is node:
+                continue  # checked with the whole chain
+            root, names = _chain(node)
+            if isinstance(root, ast.Name) and root.id in aliases:
+                path = ".".join([aliases[root.id], *names])
+                if path == "os.environ" or path.startswith("os.environ."):
+                    yield from _environment_use(node, path, parents)
+                elif path not in MODULE_PATHS:
+                    yield node, path
+                else:
+                    yield from _uncalled(node, path, parents)
+                continue
+            link: ast.expr = node
+            while isinstance(link, ast.Attribute):  # every attribute of a chain on anything else
+                if link.attr not in ATTRIBUTES:
+                    yield link, f".{link.attr}"
+                link = link.value
+        elif isinstance(node, ast.Call):
+            called = _call_path(node, aliases, bound)
+            if called in FILE_CALLS and (refused := _file_use(node, called, aliases)):
+                yield node, refused
+        elif isinstance(node, ast.keyword) and node.arg not in KEYWORDS:
+            yield node, f"the keyword argument {node.arg}" if node.arg else "a ** argument"
+
+
+def check_names(code: str, where: str) -> None:
+    """Raise BlockNameError for the first use in ``code`` (a Python block; ``where`` names it in
+    the message: title, language, page) that the allow-lists above do not hold."""
+    tree = ast.parse(code)
+
+    def place(use: tuple[ast.AST, str]) -> tuple[int, int, int, int]:  # the first, then the innermost
+        node = use[0]
+        return (
+            getattr(node, "lineno", 0),
+            getattr(node, "col_offset", 0),
+            getattr(node, "end_lineno", 0) or 0,
+            getattr(node, "end_col_offset", 0) or 0,
+        )
+
+    for node, what in sorted(_uses(tree, where), key=place):
+        raise _refuse(where, node, what)
