@@ -326,8 +326,8 @@ def pytest_collection_modifyitems(config, items):
 class ArmsCheck:
     NODE = "tests/snippets/test_branches.py::every arm was taken by a run of its test"
 
-    def __init__(self, folder: Path):
-        self.folder = folder
+    def __init__(self, folder: Path, outer: str | None):
+        self.folder, self.outer = folder, outer  # outer: the folder of a session this one runs inside
         self.passed: set[str] = set()
         self.summary = ""
 
@@ -344,6 +344,14 @@ class ArmsCheck:
             checked, problems = untaken_in_session(self.folder, self.passed, os.environ.get("REQUIRE_GPU") == "1")
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
+            # a session run by a test (pytest.main, tests/verify/test_gpu_run_without_gpu.py) gives the
+            # process back the folder of the session around it, whose later rehearsals write there
+            from tests.snippets.sealed import ARMS
+
+            if self.outer is None:
+                os.environ.pop(ARMS, None)
+            else:
+                os.environ[ARMS] = self.outer
         if checked:
             self.summary = (
                 f"arms of the bound blocks: {checked - len(problems)} of {checked} taken by their test's runs"
@@ -366,6 +374,7 @@ def pytest_configure(config):
 
     if hasattr(config, "workerinput"):  # an xdist worker: the controller made the folder
         return
+    outer = os.environ.get(ARMS)
     folder = Path(tempfile.mkdtemp(prefix="rehearsal-arms-"))
     os.environ[ARMS] = str(folder)
-    config.pluginmanager.register(ArmsCheck(folder), "arms-check")
+    config.pluginmanager.register(ArmsCheck(folder, outer), "arms-check")
