@@ -25,6 +25,17 @@ from sealed import run_as_main  # tests/snippets/sealed.py (this script's folder
 
 fault, script = sys.argv[1], sys.argv[2]
 sys.argv = sys.argv[2:]
+if fault == "absent":
+    # The ranks start the script together (a barrier on torchrun's own store, bounded like a hang),
+    # so that the script's short timeout measures the collective rank 1 never enters, not how
+    # much later than rank 0 a loaded machine started rank 1 (its rendezvous has the same timeout).
+    import datetime
+
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                          timeout=datetime.timedelta(seconds=600))
+    store.add("inject_fault.started", 1)
+    while store.add("inject_fault.started", 0) < int(os.environ["WORLD_SIZE"]):
+        time.sleep(0.01)
 if fault.startswith("world="):
     dist.get_world_size = lambda *args, **kwargs: int(fault.removeprefix("world="))
 elif fault == "stall":
