@@ -93,6 +93,13 @@ def test_switcher_follows_hash_changes(page, site_server):
     page.goto(site_server.url("fr/memory-formulas/"), wait_until="networkidle")
     section = page.eval_on_selector_all("article h2[id]", "els => els.map(e => e.id)")[0]
     page.click(f'article a.headerlink[href="#{section}"]')
+    # hashchange is dispatched after the click returns: wait for it (a limit no load reaches), then check
+    page.wait_for_function("() => location.hash !== ''", timeout=60_000)
+    page.wait_for_function(
+        "h => document.querySelector('a.md-select__link[hreflang=\"it\"]').getAttribute('href').endsWith(h)",
+        arg=f"#{section}",
+        timeout=60_000,
+    )
     href = page.get_attribute('a.md-select__link[hreflang="it"]', "href")
     assert href.endswith(f"/REPO/memory-formulas/#{section}"), href
 
