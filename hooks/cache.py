@@ -102,6 +102,55 @@ def hash_files(digest: hashlib._Hash, files: Iterable[Path], root: Path) -> None
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
 
 
+def inputs_digest(label: str, parts: Iterable[str], *trees: tuple[Iterable[Path], Path]) -> str:
+    """SHA-256 (hex) of ``label``, each of ``parts`` (versions, settings, a page's text) and,
+    for each ``(files, root)`` of ``trees``, each file by its path relative to ``root`` and its
+    bytes (``hash_files``): the key of a result in a ``stored`` folder."""
+    digest = hashlib.sha256(label.encode() + b"\0")
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    for files, root in trees:
+        digest.update(b"files\0")
+        hash_files(digest, files, root)
+    return digest.hexdigest()
+
+
+def stored(folder: Path | None, key: str, compute: Callable[[], bytes], *, suffix: str, keep: int) -> bytes:
+    """``compute()``'s bytes, kept in ``folder`` as ``<key><suffix>`` and read from there by the
+    next build process that asks with the same ``key``, the SHA-256 of every input of the
+    computation (``inputs_digest``), so an edited input reads another entry. With no folder (a
+    publication build: anyone who writes the checkout writes ``.cache/``) always computed. A
+    file is written under a temporary name, then renamed (concurrent builds share the folder);
+    the ``keep`` newest files of ``suffix`` stay; an unwritable folder computes every time.
+    Raises what ``compute`` raises."""
+    path = folder / f"{key}{suffix}" if folder is not None else None
+    if path is not None:
+        try:
+            return path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # not computed yet (or pruned by a concurrent build): computed below
+    content = compute()
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            temporary.write_bytes(content)
+            temporary.replace(path)
+            entries = sorted(path.parent.glob(f"*{suffix}"), key=_modified, reverse=True)
+            for old in entries[keep:]:
+                old.unlink(missing_ok=True)
+        except OSError:
+            pass  # a read-only checkout computes it every time
+    return content
+
+
+def _modified(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:  # removed by a concurrent build meanwhile
+        return 0
+
+
 class InMemoryBytecodeCache(jinja2.BytecodeCache):
     """A ``jinja2.BytecodeCache`` in a dict: bucket key -> marshalled code."""
 

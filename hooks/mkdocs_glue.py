@@ -79,7 +79,7 @@ from hooks.render.comments import check_catalogue_used, translate_comments  # no
 from hooks.render.inline_code import keep_code_words  # noqa: E402
 from hooks.render.interface import interface_strings, translate_interface  # noqa: E402
 from hooks.render.links_out import link_definitions  # noqa: E402
-from hooks.render.markdown import render_markdown  # noqa: E402
+from hooks.render.markdown import STORE_DIR as PAGE_STORE, render_markdown  # noqa: E402
 from hooks.render.markdown_table import label_cells  # noqa: E402
 from hooks.render.typography import rules as typography_rules, typeset_html  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors, serving, set_serving  # noqa: E402
@@ -284,7 +284,7 @@ def on_page_read_source(page, config, **kwargs):
 def on_page_markdown(markdown, page, config, files, **kwargs):
     with reported(page_file(page), page.file.content_string):
         check_front_matter(page.file.content_string)
-        rendered = render_markdown(markdown, build_language(config))
+        rendered = render_markdown(markdown, build_language(config), store=unless_publication(PAGE_STORE))
         rendered += "\n" + link_definitions(config.extra, rendered)
         check_snippets(rendered, config.mdx_configs.get("pymdownx.snippets", {}))  # includes in data text too
         return rendered

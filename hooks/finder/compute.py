@@ -30,7 +30,6 @@ edit (``mkdocs serve`` shows them); ``finder_json`` can keep its text in ``.cach
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import vram
-from hooks.cache import Memo, hash_files, package_versions, tree_stamp
+from hooks.cache import Memo, inputs_digest as cache_digest, package_versions, stored, tree_stamp
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml, relative
 from hooks.data.measurements import measured_data
@@ -565,8 +564,25 @@ def finder_assets(data_dir: Path | None = None, store: Path | None = None) -> di
     answers (the models, tasks, cards, prices, which choices are offered and why the others
     are not: what the form and the first job the calculator computes need), and
     ``RESULTS_URI``, the reference answers (``results``), which the page fetches only when a
-    choice needs one. Raises RenderError."""
-    return _split(finder_json(data_dir, store))
+    choice needs one. With a ``store`` (``finder_json``), the two texts are kept there too,
+    under the same digest as finder.json. Raises RenderError."""
+    folder = data_dir or data_module.DATA_DIR
+    return _assets_memo.get((folder, store), tree_stamp(folder), lambda: _stored_assets(folder, store))
+
+
+_assets_memo = Memo()  # (data folder, store) -> finder_assets, while nothing there changes
+
+
+def _stored_assets(data_dir: Path, store: Path | None) -> dict[str, str]:
+    if store is None:
+        return _split(finder_json(data_dir, store))
+
+    def joined() -> bytes:  # JSON text holds no NUL (json.dumps escapes control characters)
+        split = _split(finder_json(data_dir, store))
+        return f"{split[JSON_URI]}\0{split[RESULTS_URI]}".encode()
+
+    form, _, results = stored(store, inputs_digest(data_dir), joined, suffix=".assets", keep=STORE_KEEP).decode().partition("\0")
+    return {JSON_URI: form, RESULTS_URI: results}
 
 
 @functools.lru_cache(maxsize=2)
@@ -592,42 +608,28 @@ def inputs_digest(data_dir: Path) -> str:
     every ``.py`` of ``CODE_DIRS`` (the calculator, the render layer and its schemas, the
     languages), the site's languages (``verify.languages``, read from ``mkdocs.yml``), and the
     versions of Python and of ``LIBRARIES``."""
-    digest = hashlib.sha256(b"finder.json\0")
-    for part in (*library_versions(), f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}"):
-        digest.update(part.encode() + b"\0")
-    digest.update(b"data\0")
-    hash_files(digest, data_dir.rglob("*"), data_dir)
-    digest.update(b"code\0")
     root = data_module.REPO_ROOT
-    hash_files(
-        digest,
-        [path for folder in CODE_DIRS for path in (root / folder).rglob("*.py") if "__pycache__" not in path.parts],
-        root,
+    return cache_digest(
+        "finder.json",
+        (*library_versions(), f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}"),
+        (data_dir.rglob("*"), data_dir),
+        (code_files(root), root),
     )
-    return digest.hexdigest()
+
+
+def code_files(root: Path) -> list[Path]:
+    """Every ``.py`` of ``CODE_DIRS`` under ``root``: the checkout's code a computation can import."""
+    return [path for folder in CODE_DIRS for path in (root / folder).rglob("*.py") if "__pycache__" not in path.parts]
 
 
 def _stored_or_computed(data_dir: Path, store: Path | None) -> str:
-    stored = store / f"{inputs_digest(data_dir)}.json" if store is not None else None
-    if stored is not None:
-        try:
-            return stored.read_text(encoding="utf-8")
-        except (FileNotFoundError, NotADirectoryError):
-            pass  # not computed yet (or pruned by a concurrent build): computed below
-    content = _dumps(finder_data(load_catalogue(data_dir)))
-    if stored is not None:
-        try:
-            stored.parent.mkdir(parents=True, exist_ok=True)
-            temporary = stored.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(content, encoding="utf-8")
-            temporary.replace(stored)
-            for old in sorted(stored.parent.glob("*.json"), key=lambda path: path.stat().st_mtime_ns, reverse=True)[
-                STORE_KEEP:
-            ]:
-                old.unlink(missing_ok=True)
-        except OSError:
-            pass  # a read-only checkout computes it every time
-    return content
+    return stored(
+        store,
+        inputs_digest(data_dir),
+        lambda: _dumps(finder_data(load_catalogue(data_dir))).encode(),
+        suffix=".json",
+        keep=STORE_KEEP,
+    ).decode()
 
 
 # --- the page's parts, in the reader's language ---------------------------------------------

@@ -6,13 +6,17 @@ reads (``snippets/data/``: the data files and the models' configs; the render la
 files, ``hooks/render/*.yaml``), so a page whose Markdown and those files are unchanged since the last
 rebuild of a ``mkdocs serve`` process is not rendered again (``hooks.cache.Memo``, stamped by
 their modification times and sizes); a code edit restarts the server (``hooks/serve.py``).
+A development build also keeps each rendered page in ``.cache/pages`` (``STORE_DIR``, through
+``hooks.cache.stored``) under the SHA-256 of the page's Markdown, the language and everything
+the renderers read or run (``render_inputs_digest``), so the next build process renders only
+what changed; a publication build renders every page (``store=None``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from hooks.cache import Memo, file_stamp, tree_stamp
+from hooks.cache import Memo, file_stamp, inputs_digest, stored, tree_stamp
 from hooks.errors import RenderError
 from hooks.finder.page import FINDER
 from hooks.render.calibration import CALIBRATION
@@ -21,7 +25,7 @@ from hooks.render.numbers import NUMBERS
 from hooks.render.placeholders import expand
 from hooks.render.tables import table
 from hooks.render.timing import TIMING
-from verify.languages import LANGUAGES
+from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
 
 RENDERERS = {"table": table, **NUMBERS, **FINDER, **TIMING, **CATALOGUE_PROSE, **CALIBRATION}
 RENDER_DIR = Path(__file__).resolve().parent
@@ -29,8 +33,15 @@ _rendered = Memo()  # (markdown, lang) -> the rendered Markdown, while what it r
 KEEP = 64  # rendered pages kept (each language of each page, and the versions an edit replaced)
 
 
-def render_markdown(markdown: str, lang: str) -> str:
-    """Expand every ``{{ ... }}`` placeholder of ``markdown`` for ``lang``.
+STORE_DIR = Path(__file__).resolve().parents[2] / ".cache" / "pages"  # rendered pages, by render_inputs_digest
+# the installed distributions the renderers import (besides Python's own library)
+LIBRARIES = ("Babel", "pydantic", "pydantic-core", "PyYAML", "selectolax", "annotated-types", "typing_extensions")
+
+
+def render_markdown(markdown: str, lang: str, store: Path | None = None) -> str:
+    """Expand every ``{{ ... }}`` placeholder of ``markdown`` for ``lang``; with a ``store``
+    folder (a development build: ``STORE_DIR``), the result is kept there and read by the next
+    build process whose inputs are unchanged (module docstring).
 
     Raises RenderError (unknown placeholder, table, key, bad argument, missing
     translation, unreadable data file).
@@ -39,7 +50,43 @@ def render_markdown(markdown: str, lang: str) -> str:
         raise RenderError(f"unknown language {lang!r} (known: {', '.join(LANGUAGES)})")
     if len(_rendered) >= KEEP:
         _rendered.clear()
-    return _rendered.get((markdown, lang), inputs_stamp(), lambda: _render(markdown, lang))
+    return _rendered.get((markdown, lang, store), inputs_stamp(), lambda: _stored_or_rendered(markdown, lang, store))
+
+
+def _stored_or_rendered(markdown: str, lang: str, store: Path | None) -> str:
+    if store is None:
+        return _render(markdown, lang)
+    key = inputs_digest("rendered page", (render_inputs_digest(), lang, markdown))
+    return stored(store, key, lambda: _render(markdown, lang).encode(), suffix=".md", keep=KEEP).decode()
+
+
+_digests = Memo()
+
+
+def render_inputs_digest() -> str:
+    """SHA-256 (hex) of everything a renderer reads or runs besides the page: every file of
+    ``snippets/`` and of the data folder the loaders read now, the rule files
+    (``hooks/render/*.yaml``), every ``.py`` of ``hooks/``, ``vram/`` and ``verify/``, the
+    site's languages, and the versions of Python and of ``LIBRARIES``. Kept while none of
+    those files changes."""
+    from hooks.cache import package_versions
+    from hooks.data import load
+    from hooks.finder.compute import CODE_DIRS, code_files
+
+    root = Path(__file__).resolve().parents[2]
+    code = tree_stamp(*(root / folder for folder in CODE_DIRS), pattern="*.py")
+    return _digests.get(
+        (load.DATA_DIR, load.SNIPPETS_DIR),
+        (inputs_stamp(), tree_stamp(load.SNIPPETS_DIR), code),
+        lambda: inputs_digest(
+            "render inputs",
+            (*package_versions(LIBRARIES), f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}"),
+            (load.SNIPPETS_DIR.rglob("*"), load.SNIPPETS_DIR),
+            (load.DATA_DIR.rglob("*"), load.DATA_DIR),
+            (RENDER_DIR.glob("*.yaml"), RENDER_DIR),
+            (code_files(root), root),
+        ),
+    )
 
 
 def inputs_stamp() -> tuple:
