@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -581,7 +580,9 @@ def _stored_assets(data_dir: Path, store: Path | None) -> dict[str, str]:
         split = _split(finder_json(data_dir, store))
         return f"{split[JSON_URI]}\0{split[RESULTS_URI]}".encode()
 
-    form, _, results = stored(store, inputs_digest(data_dir), joined, suffix=".assets", keep=STORE_KEEP).decode().partition("\0")
+    form, _, results = (
+        stored(store, inputs_digest(data_dir), joined, suffix=".assets", keep=STORE_KEEP).decode().partition("\0")
+    )
     return {JSON_URI: form, RESULTS_URI: results}
 
 
