@@ -115,6 +115,14 @@ def inputs_digest(label: str, parts: Iterable[str], *trees: tuple[Iterable[Path]
     return digest.hexdigest()
 
 
+CODE_DIRS = ("hooks", "vram", "verify")  # the checkout's own code: every .py a computation can import
+
+
+def code_files(root: Path) -> list[Path]:
+    """Every ``.py`` of ``CODE_DIRS`` under ``root`` (the checkout): what a cached computation runs."""
+    return [path for folder in CODE_DIRS for path in (root / folder).rglob("*.py") if "__pycache__" not in path.parts]
+
+
 def stored(folder: Path | None, key: str, compute: Callable[[], bytes], *, suffix: str, keep: int) -> bytes:
     """``compute()``'s bytes, kept in ``folder`` as ``<key><suffix>`` and read from there by the
     next build process that asks with the same ``key``, the SHA-256 of every input of the

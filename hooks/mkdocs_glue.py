@@ -57,12 +57,13 @@ from hooks.checks.same_code import TitledBlocks  # noqa: E402
 from hooks.checks.snippet_includes import check_plain_files, check_snippets, own_content  # noqa: E402
 from hooks.checks.theme_files import check_theme_files_kept  # noqa: E402
 from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
-from hooks.data.load import check_data_files  # noqa: E402
+from hooks.data.load import STORE_DIR as DATA_CHECKED_STORE, check_data_files  # noqa: E402
 from hooks.errors import RenderError  # noqa: E402
 from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_assets, model_config_files  # noqa: E402
 from hooks.finder.pyodide_assets import (  # noqa: E402
     BUNDLE_URI,
     LOCK_URI,
+    STDLIB_STORE,
     STDLIB_URI,
     lock_file,
     pyodide_files,
@@ -197,7 +198,7 @@ def on_pre_build(config, **kwargs):
     with reported(""):
         check_language_parity(Path(config.docs_dir))
         check_page_conventions(Path(config.docs_dir))
-        check_data_files()
+        check_data_files(store=unless_publication(DATA_CHECKED_STORE))
         interface_strings()  # hooks/render/interface.yaml and hooks/render/typography.yaml, before any page uses them
         typography_rules()
         check_nav_translations(config.nav, nav_translations(config))
@@ -239,7 +240,7 @@ def on_files(files, config, **kwargs):
     with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
         for uri, make in (
             (BUNDLE_URI, lambda: vram_bundle(model_config_files())),
-            (STDLIB_URI, stdlib_bundle),
+            (STDLIB_URI, lambda: stdlib_bundle(store=unless_publication(STDLIB_STORE))),
             (LOCK_URI, lock_file),
         ):
             if not_generated(files, uri):

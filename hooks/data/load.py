@@ -147,14 +147,43 @@ def load_yaml(name: str, data_dir: Path | None = None) -> Any:
     return _load(name, data_dir)[0]
 
 
-def check_data_files(data_dir: Path | None = None) -> None:
-    """Validate every YAML file of ``snippets/data`` and ``snippets/comments.yaml``. Raises RenderError."""
+STORE_DIR = REPO_ROOT / ".cache" / "data-checked"  # an empty entry per set of data files found valid
+LIBRARIES = ("pydantic", "pydantic-core", "PyYAML", "annotated-types", "typing_extensions")  # what validating runs
+
+
+def check_data_files(data_dir: Path | None = None, store: Path | None = None) -> None:
+    """Validate every YAML file of ``snippets/data`` and ``snippets/comments.yaml``. With a
+    ``store`` folder (a development build: ``STORE_DIR``), files found valid leave an entry
+    there under the SHA-256 of their bytes, of every ``.py`` of the checkout (the schemas and
+    what they import), of the site's languages and of the versions of Python and of
+    ``LIBRARIES``; the next build process with the same inputs checks nothing again.
+    Raises RenderError."""
+    from hooks.cache import code_files, inputs_digest, package_versions, stored
+    from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
+
     data_dir = data_dir or DATA_DIR
-    for path in sorted(data_dir.glob("*.y*ml")):
+    files = sorted(data_dir.glob("*.y*ml"))
+    for path in files:
         if path.suffix == ".yml":
             raise RenderError(f"snippets/data/{path.name}: name data files .yaml")
-        load_model(path.stem, data_dir)
-    load_model("comments", SNIPPETS_DIR)
+
+    def check() -> bytes:
+        for path in files:
+            load_model(path.stem, data_dir)
+        load_model("comments", SNIPPETS_DIR)
+        return b""
+
+    if store is None:
+        check()
+        return
+    key = inputs_digest(
+        "valid data files",
+        (*package_versions(LIBRARIES), f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}"),
+        (files, data_dir),
+        ([SNIPPETS_DIR / "comments.yaml"], SNIPPETS_DIR),
+        (code_files(REPO_ROOT), REPO_ROOT),
+    )
+    stored(store, key, check, suffix=".ok", keep=8)
 
 
 def label(texts: dict[str, dict[str, str]], key: str, lang: str, where: str) -> str:

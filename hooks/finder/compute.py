@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import vram
-from hooks.cache import Memo, inputs_digest as cache_digest, package_versions, stored, tree_stamp
+from hooks.cache import CODE_DIRS, Memo, code_files, inputs_digest as cache_digest, package_versions, stored, tree_stamp
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml, relative
 from hooks.data.measurements import measured_data
@@ -526,7 +526,6 @@ def finder_data(catalogue: Catalogue | None = None) -> dict[str, Any]:
 
 _json_memo = Memo()  # (data folder, store) -> finder.json's text, while nothing there changes
 STORE_DIR = data_module.REPO_ROOT / ".cache" / "finder"  # finder.json under the SHA-256 of its inputs
-CODE_DIRS = ("hooks", "vram", "verify")  # the checkout's own code: every .py the computation can import
 # Every installed distribution computing finder.json imports (tests/finder/test_finder_store.py
 # checks the list against what a computation really imports), and Python itself.
 LIBRARIES = (
@@ -616,11 +615,6 @@ def inputs_digest(data_dir: Path) -> str:
         (data_dir.rglob("*"), data_dir),
         (code_files(root), root),
     )
-
-
-def code_files(root: Path) -> list[Path]:
-    """Every ``.py`` of ``CODE_DIRS`` under ``root``: the checkout's code a computation can import."""
-    return [path for folder in CODE_DIRS for path in (root / folder).rglob("*.py") if "__pycache__" not in path.parts]
 
 
 def _stored_or_computed(data_dir: Path, store: Path | None) -> str:

@@ -28,6 +28,7 @@ import json
 import zipfile
 from pathlib import Path
 
+from hooks.cache import inputs_digest, stored
 from hooks.data import load as data_module
 from hooks.errors import RenderError
 
@@ -78,13 +79,39 @@ def _zip(members: list[tuple[str, bytes]]) -> bytes:
     return buffer.getvalue()
 
 
-def stdlib_bundle(folder: Path = PYODIDE_DIR, listing: Path = STDLIB_MEMBERS) -> bytes:
-    """The bytes of ``assets/pyodide-stdlib.zip`` (module docstring). Raises RenderError naming
-    a listed member the package does not hold (a Pyodide upgrade: run ``python -m
-    hooks.finder.pyodide_stdlib``)."""
-    key = ("stdlib", folder, listing.read_bytes())
-    if key in _built:
-        return _built[key]
+STDLIB_STORE = data_module.REPO_ROOT / ".cache" / "pyodide-stdlib"  # the trimmed stdlib, by stdlib_digest
+
+
+def stdlib_bundle(folder: Path = PYODIDE_DIR, listing: Path = STDLIB_MEMBERS, store: Path | None = None) -> bytes:
+    """The bytes of ``assets/pyodide-stdlib.zip`` (module docstring). With a ``store`` folder (a
+    development build: ``STDLIB_STORE``), kept there under ``stdlib_digest`` and read by the
+    next build process. Raises RenderError naming a listed member the package does not hold (a
+    Pyodide upgrade: run ``python -m hooks.finder.pyodide_stdlib``)."""
+    key = ("stdlib", folder, listing.read_bytes(), store)
+    if key not in _built:
+        _built[key] = stored(
+            store, stdlib_digest(folder, listing), lambda: _stdlib_zip(folder, listing), suffix=".zip", keep=4
+        )
+    return _built[key]
+
+
+def stdlib_digest(folder: Path, listing: Path) -> str:
+    """SHA-256 (hex) of what ``stdlib_bundle`` zips: the listing, the package's stdlib archive,
+    this module (how it zips), and the versions of Python and zlib (how it compresses)."""
+    import sys
+    import zlib
+
+    package = _package_file(folder, PACKAGE_STDLIB)
+    return inputs_digest(
+        "pyodide stdlib",
+        (sys.version, zlib.ZLIB_RUNTIME_VERSION),
+        ([listing], listing.parent),
+        ([package], package.parent),
+        ([Path(__file__)], Path(__file__).parent),
+    )
+
+
+def _stdlib_zip(folder: Path, listing: Path) -> bytes:
     names = stdlib_members(listing)
     with zipfile.ZipFile(_package_file(folder, PACKAGE_STDLIB)) as package:
         held = set(package.namelist())
@@ -94,8 +121,7 @@ def stdlib_bundle(folder: Path = PYODIDE_DIR, listing: Path = STDLIB_MEMBERS) ->
                 f"{listing.relative_to(data_module.REPO_ROOT)}: {missing[0]} is not in "
                 f"node_modules/pyodide/{PACKAGE_STDLIB}: run `python -m hooks.finder.pyodide_stdlib`"
             )
-        _built[key] = _zip([(name, package.read(name)) for name in names])
-    return _built[key]
+        return _zip([(name, package.read(name)) for name in names])
 
 
 def lock_file(folder: Path = PYODIDE_DIR) -> bytes:

@@ -69,9 +69,8 @@ def render_inputs_digest() -> str:
     (``hooks/render/*.yaml``), every ``.py`` of ``hooks/``, ``vram/`` and ``verify/``, the
     site's languages, and the versions of Python and of ``LIBRARIES``. Kept while none of
     those files changes."""
-    from hooks.cache import package_versions
+    from hooks.cache import CODE_DIRS, code_files, package_versions
     from hooks.data import load
-    from hooks.finder.compute import CODE_DIRS, code_files
 
     root = Path(__file__).resolve().parents[2]
     code = tree_stamp(*(root / folder for folder in CODE_DIRS), pattern="*.py")
