@@ -1,0 +1,88 @@
+"""What a development build keeps in ``.cache/`` besides finder.json (tests/finder/test_finder_store.py):
+the rendered pages (``hooks/render/markdown.py``), the data files found valid
+(``hooks/data/load.py``) and the trimmed Pyodide standard library (``hooks/finder/pyodide_assets.py``).
+
+Each is read back only under the SHA-256 of its inputs (a forged entry shows that the store is
+read; an edited input shows that it is then not), and never by a publication build (no store).
+Expected values: the computation itself, with no store.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from hooks.cache import code_files
+from hooks.data import load
+from hooks.errors import RenderError
+from hooks.finder import pyodide_assets
+from hooks.render import markdown
+from tests.conftest import REPO_ROOT
+
+PAGE = "Memoria: {{ memory params=8e9 zero_stage=3 world_size=4 }}."
+
+
+def test_a_rendered_page_is_reused_under_its_inputs_and_never_without_a_store(data_dir, tmp_path, monkeypatch):
+    store = tmp_path / "pages"
+    monkeypatch.setattr(markdown, "_rendered", markdown.Memo())
+    rendered = markdown.render_markdown(PAGE, "it", store=store)
+    assert rendered == markdown.render_markdown(PAGE, "it")  # the store keeps what rendering gives
+    (entry,) = store.glob("*.md")
+    assert entry.read_text(encoding="utf-8") == rendered
+
+    entry.write_text("forged", encoding="utf-8")  # what anyone who writes the checkout can do
+    monkeypatch.setattr(markdown, "_rendered", markdown.Memo())  # a new build process
+    assert markdown.render_markdown(PAGE, "it", store=store) == "forged"  # proves the store is read
+    assert markdown.render_markdown(PAGE, "it", store=None) == rendered  # a publication build renders
+    assert markdown.render_markdown(PAGE, "fr", store=store) != "forged"  # another language, another key
+
+    units = data_dir / "units.yaml"
+    units.write_text(units.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    monkeypatch.setattr(markdown, "_rendered", markdown.Memo())
+    assert markdown.render_markdown(PAGE, "it", store=store) == rendered  # an edited data file: rendered again
+
+
+def test_the_render_key_covers_the_snippets_and_the_code_the_renderers_run(data_dir, tmp_path, monkeypatch):
+    snippets = tmp_path / "snippets"
+    shutil.copytree(REPO_ROOT / "snippets", snippets, ignore=shutil.ignore_patterns("data"))
+    monkeypatch.setattr(load, "SNIPPETS_DIR", snippets)
+    before = markdown.render_inputs_digest()
+    comments = snippets / "comments.yaml"
+    comments.write_text(comments.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert markdown.render_inputs_digest() != before
+    code = {path.relative_to(REPO_ROOT).as_posix() for path in code_files(REPO_ROOT)}
+    for module in ("vram/job.py", "hooks/render/tables.py", "hooks/data/schemas.py", "verify/languages.py"):
+        assert module in code  # every .py a renderer can import is in the key
+
+
+def test_valid_data_files_are_checked_again_once_one_changes(data_dir, tmp_path):
+    store = tmp_path / "checked"
+    load.check_data_files(data_dir, store=store)
+    assert len(list(store.glob("*.ok"))) == 1
+    load.check_data_files(data_dir, store=store)  # the same files: the entry is reused, none added
+    assert len(list(store.glob("*.ok"))) == 1
+
+    gpus = data_dir / "gpus.yaml"
+    gpus.write_text(gpus.read_text(encoding="utf-8") + "\nnot_a_key: 1\n", encoding="utf-8")
+    with pytest.raises(RenderError, match=r"gpus\.yaml"):
+        load.check_data_files(data_dir, store=store)
+    with pytest.raises(RenderError, match=r"gpus\.yaml"):
+        load.check_data_files(data_dir)  # a publication build checks every time
+
+
+@pytest.mark.skipif(not (pyodide_assets.PYODIDE_DIR / "pyodide.mjs").exists(), reason="run `npm ci`")
+def test_the_stored_standard_library_is_the_computed_one_and_read_back(tmp_path, monkeypatch):
+    store = tmp_path / "stdlib"
+    monkeypatch.setattr(pyodide_assets, "_built", {})
+    computed = pyodide_assets.stdlib_bundle()
+    assert pyodide_assets.stdlib_bundle(store=store) == computed
+    (entry,) = store.glob("*.zip")
+    entry.write_bytes(b"forged")
+    monkeypatch.setattr(pyodide_assets, "_built", {})  # a new build process
+    assert pyodide_assets.stdlib_bundle(store=store) == b"forged"  # proves the store is read
+    assert pyodide_assets.stdlib_bundle() == computed  # a publication build zips
+
+    listing = tmp_path / "members.txt"
+    listing.write_text(pyodide_assets.STDLIB_MEMBERS.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert pyodide_assets.stdlib_digest(pyodide_assets.PYODIDE_DIR, listing) != entry.stem  # an edited listing
