@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import vram
-from hooks.cache import CODE_DIRS, Memo, code_files, inputs_digest as cache_digest, package_versions, stored, tree_stamp
+from hooks.cache import Memo, code_files, inputs_digest as cache_digest, package_versions, stored, tree_stamp
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml, relative
 from hooks.data.measurements import measured_data

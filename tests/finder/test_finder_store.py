@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hooks.cache import Memo
+from hooks.cache import CODE_DIRS, Memo
 from hooks.finder import compute
 from tests.conftest import REPO_ROOT
 
@@ -52,7 +52,7 @@ def test_a_stored_text_is_reused_under_its_digest_and_never_without_a_store(data
 
 def test_the_digest_changes_with_every_kind_of_input(data_copy, tmp_path, monkeypatch):
     root = tmp_path / "root"
-    for folder in compute.CODE_DIRS:
+    for folder in CODE_DIRS:
         shutil.copytree(REPO_ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(compute.data_module, "REPO_ROOT", root)
     seen = {compute.inputs_digest(data_copy)}
