@@ -10,7 +10,7 @@ string or a bool; a text is a string; unknown keys are refused (a typo is not ig
 
 Texts shown to readers are ``Text``: a mapping with exactly the site's languages
 (``mkdocs.yml``), each a non-empty string. A text the code fills with ``str.format`` (or
-``finder.js``'s ``fill``) declares the fields the code passes, ``Text("choice")``, or, for
+``finder.js``'s ``fill``, or the notebook's ``fill``: ``str.replace`` of each ``{field}``) declares the fields the code passes, ``Text("choice")``, or, for
 the tables of labels, ``FINDER_LABEL_FIELDS`` / ``NOTEBOOK_LABEL_FIELDS``: any other field
 (``{nope}``) or a lone brace is refused; ``{{`` and ``}}`` are literal braces.
 
@@ -659,7 +659,8 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "ram_unknown": (),
     "ram_unknown_why": (),
 }
-# The fields the code cells of docs/memory-notebook.*.ipynb pass to each label.
+# The fields the code cells of docs/memory-notebook.*.ipynb pass to each label (their ``fill``:
+# str.replace, not str.format, which would read any attribute a label's field names).
 NOTEBOOK_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "cards_axis": (),
     "per_card_axis": ("unit",),
