@@ -30,19 +30,40 @@ today's blocks and reviewed:
   (``os.environ.get("LOCAL_RANK")``, ``os.environ["LOCAL_RANK"]``, ``"LOCAL_RANK" in os.environ``);
   any other use of ``os.environ`` (a loop over it, a name in a variable) is refused.
 
-A dunder name (``__x__``) is refused wherever it appears unless listed. ``check_names`` raises
+A dunder name (``__x__``) is refused wherever it appears unless listed, and so is binding a name
+of Python's builtins that ``BUILTINS`` lacks (``g = eval`` then ``eval = 0``: the name would count
+as the block's own, and its first use reaches Python's). ``check_names`` raises
 ``BlockNameError`` with one line naming the block, the line and the name; the build calls it on
 every Python block of every page after the last rewrite (``hooks/checks/same_code.py``), the
-artifact check again on the pages as uploaded (``verify/artifact.py``). A block that needs a
-new name adds it here, in a reviewed change that says why (CONTRIBUTING.md, "A new name in a
-code block"). Standard library only (``verify/artifact.py`` runs where only its pinned
-libraries are installed).
+artifact check again on the pages as uploaded (``verify/artifact.py``).
+
+The notebooks of ``docs/`` run in IPython, where a cell can read the text of every cell (``In``,
+``_ih``, ``_i3``, ``get_ipython()``, ``%history``); the French notebook runs French comments
+(``hooks/notebooks/translated.py``). ``check_cells`` checks the code cells of one notebook as
+one program (a cell uses what the others bind) by the ``NOTEBOOK_`` lists, which hold only what
+today's cells need (each group names its cell); it refuses a line of IPython (``%``, ``!``,
+``?``), code that is not Python, and binding a name of IPython's namespace (``IPYTHON_NAMES``).
+The build calls it on every notebook before any is executed or taken from a cache
+(``hooks/notebooks/cell_names.py``), the artifact check again on the notebook pages as uploaded.
+
+A block or cell that needs a new name adds it here, in a reviewed change that says why
+(CONTRIBUTING.md, "A new name in a code block"). Standard library only (``verify/artifact.py``
+runs where only its pinned libraries are installed).
+
+What names cannot hold: a value's own reflection. So no ``.format`` on a notebook's labels
+(``"{0.__globals__[In]}".format(f)`` reads attributes a string names; the notebook fills its
+labels with ``str.replace``), and a file a cell names through a listed path (``Path("snippets/data")
+/ name``) is read wherever ``name`` leads: what the kernel opens is recorded, not refused
+(``hooks/notebooks/execute.py``).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
+import re
 from collections.abc import Iterator
+from typing import NamedTuple
 
 IMPORTS = frozenset(
     {
@@ -303,6 +324,186 @@ FILE_CALLS = frozenset({"open", "pathlib.Path", "os.statvfs"})
 PATH_OPTIONS = frozenset({"checkpoint", "data", "out"})
 FILE_CONSTANTS = frozenset({"/dev/shm"})
 
+
+# The notebooks of docs/ (``docs/*.ipynb``, executed at every build): their code cells are one
+# program (a cell uses what the cells before it bound), checked with these lists instead (the
+# blocks' lists are not theirs: a notebook's names are no snippet's). Each group names the cell
+# of docs/memory-notebook.it.ipynb (and .fr) that needs it.
+NOTEBOOK_IMPORTS = frozenset(
+    {
+        # cell 1 (set-up: data, labels, figures and tables in the page's language)
+        "IPython.display.HTML",
+        "IPython.display.display",
+        "babel.numbers.format_decimal",
+        "base64",
+        "html",
+        "io",
+        "matplotlib.pyplot",
+        "os",
+        "pathlib.Path",
+        "torch",
+        "vram",
+        "yaml",
+        # cell 3 (FSDP2 on one process: what rank 0 keeps)
+        "torch.distributed",
+        "torch.distributed.fsdp.MixedPrecisionPolicy",
+        "torch.distributed.fsdp.fully_shard",
+    }
+)
+NOTEBOOK_MODULE_PATHS = frozenset(
+    {
+        # cell 1
+        "base64.b64encode",
+        "html.escape",
+        "io.BytesIO",
+        "matplotlib.pyplot.close",
+        "matplotlib.pyplot.rcParams.update",
+        "matplotlib.pyplot.subplots",
+        "yaml.safe_load",
+        # cell 2 (memory per card of Llama 3.1 8B, by the calculator)
+        "vram.bytes_to_gb",
+        "vram.count_params",
+        "vram.fit.mib_to_bytes",
+        "vram.load_model_config",
+        "vram.model_states_per_gpu",
+        # cell 3
+        "torch.bfloat16",
+        "torch.distributed.destroy_process_group",
+        "torch.distributed.init_process_group",
+        "torch.float32",
+        "torch.manual_seed",
+        "torch.nn.GELU",
+        "torch.nn.Linear",
+        "torch.nn.Sequential",
+        "torch.optim.AdamW",
+        "torch.randn",
+    }
+)
+NOTEBOOK_BUILTINS = frozenset(
+    {
+        # cell 1; ``display`` too: it imports IPython.display.display, the function IPython's
+        # builtins already hold (so it may bind that name)
+        "display",
+        "round",
+        "str",
+        # cell 2
+        "enumerate",
+        "list",
+        "max",
+        "range",
+        "zip",
+        # cell 3
+        "sum",
+    }
+)
+NOTEBOOK_ATTRIBUTES = frozenset(
+    {
+        # cell 1 (read_text: only of Path("snippets/data") / a file name: see NOTEBOOK_FILE_CONSTANTS)
+        "decode",
+        "getvalue",
+        "items",
+        "join",
+        "read_text",
+        "replace",
+        "savefig",
+        # cell 2 (and cell 4: plot, set, grid, legend, total_bytes)
+        "axhline",
+        "grid",
+        "legend",
+        "plot",
+        "secondary_yaxis",
+        "set",
+        "set_yticks",
+        "tick_params",
+        "total",
+        "total_bytes",
+        "values",
+        # cell 3
+        "backward",
+        "element_size",
+        "grad",
+        "mean",
+        "numel",
+        "parameters",
+        "pow",
+        "state",
+        "step",
+        "to_local",
+        # cell 4 (the measured points in the colour of ZeRO-3's line)
+        "get_color",
+    }
+)
+NOTEBOOK_KEYWORDS = frozenset(
+    {
+        # cell 1
+        "dpi",
+        "encoding",
+        "figsize",
+        "format",
+        "layout",
+        "locale",
+        # cell 2 (and cell 4: matplotlib's styles; the fields of the labels, filled by cell 1's fill)
+        "alpha",
+        "axis",
+        "cards",
+        "color",
+        "columnspacing",
+        "ddp",
+        "frameon",
+        "handlelength",
+        "label",
+        "labels",
+        "length",
+        "linestyle",
+        "linewidth",
+        "loc",
+        "marker",
+        "model",
+        "ncols",
+        "unit",
+        "xlabel",
+        "xticks",
+        "ylabel",
+        "ylim",
+        "zero1",
+        "zero2",
+        "zero3",
+        # cell 3
+        "bias",
+        "lr",
+        "mp_policy",
+        "param_dtype",
+        "rank",
+        "reduce_dtype",
+        "world_size",
+        # cell 4
+        "markeredgewidth",
+        "markerfacecolor",
+        "markersize",
+        "measured",
+        "params",
+        "predicted",
+    }
+)
+NOTEBOOK_ENVIRONMENT = frozenset({"GUIDE_LANG"})  # cell 1: the page's language (hooks/notebooks/execute.py sets it)
+# cell 1: the site's data, ``Path("snippets/data")``; nothing else by name (no ``open``)
+NOTEBOOK_FILE_CALLS = frozenset({"pathlib.Path"})
+NOTEBOOK_PATH_OPTIONS: frozenset[str] = frozenset()
+NOTEBOOK_FILE_CONSTANTS = frozenset({"snippets/data"})
+
+# What a block or cell may not bind (``x = eval``, ``def In(): ...``, ``for _ih in ...``) unless
+# its BUILTINS list holds it: a name Python's builtins define, and in a notebook a name of
+# IPython's namespace (its cells' text: ``In``, ``_ih``, ``_i3``; its outputs: ``Out``, ``_3``;
+# the shell: ``get_ipython``). Bound anywhere, the name would count as the block's own
+# everywhere, and a use before the binding reaches Python's or IPython's (``g = eval; eval = 0``).
+IPYTHON_NAMES = frozenset(
+    {"In", "Out", "_", "__", "___", "_i", "_ii", "_iii", "_ih", "_oh", "_dh", "get_ipython", "display", "exit", "quit"}
+)
+IPYTHON_NUMBERED = re.compile(r"_i?\d+")  # _i3: the text of cell 3; _3: its output
+PYTHON_NAMES = frozenset(dir(builtins)) - IPYTHON_NAMES  # the same in a process where IPython runs
+# An IPython line (a magic, a shell command, help): the kernel would run it, Python cannot parse it.
+IPYTHON_ESCAPES = ("%", "!", "?")
+
 PYTHON_FENCES = ("python", "py", "python3", "py3")  # a fence's language that Pygments reads as Python
 WHERE = "verify/block_names.py; CONTRIBUTING.md, 'A new name in a code block'"
 
@@ -311,49 +512,113 @@ class BlockNameError(ValueError):
     """A block uses a name, attribute, import or environment variable the allow-list lacks."""
 
 
+class _Lists(NamedTuple):
+    """The lists one kind of code is checked with (a page's blocks, a notebook's cells)."""
+
+    imports: frozenset[str]
+    module_paths: frozenset[str]
+    builtins: frozenset[str]
+    attributes: frozenset[str]
+    keywords: frozenset[str]
+    environment: frozenset[str]
+    file_calls: frozenset[str]
+    path_options: frozenset[str]
+    file_constants: frozenset[str]
+    notebook: bool
+
+
+def _block_lists() -> _Lists:  # read when called: a test may take an entry out
+    return _Lists(
+        IMPORTS,
+        MODULE_PATHS,
+        BUILTINS,
+        ATTRIBUTES,
+        KEYWORDS,
+        ENVIRONMENT,
+        FILE_CALLS,
+        PATH_OPTIONS,
+        FILE_CONSTANTS,
+        notebook=False,
+    )
+
+
+def _notebook_lists() -> _Lists:
+    return _Lists(
+        NOTEBOOK_IMPORTS,
+        NOTEBOOK_MODULE_PATHS,
+        NOTEBOOK_BUILTINS,
+        NOTEBOOK_ATTRIBUTES,
+        NOTEBOOK_KEYWORDS,
+        NOTEBOOK_ENVIRONMENT,
+        NOTEBOOK_FILE_CALLS,
+        NOTEBOOK_PATH_OPTIONS,
+        NOTEBOOK_FILE_CONSTANTS,
+        notebook=True,
+    )
+
+
 def _refuse(where: str, node: ast.AST, what: str) -> BlockNameError:
     return BlockNameError(f"{where}, line {getattr(node, 'lineno', '?')}: {what} is not on the allow-list ({WHERE})")
 
 
-def _bound(tree: ast.AST) -> set[str]:
-    """Every name the block binds itself: assignments, loop and ``with`` targets, functions,
-    classes, arguments, ``except ... as``, captures of ``case``, imports."""
-    names: set[str] = set()
+def _bindings(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    """(node, name) of every name the block binds itself: assignments, loop and ``with``
+    targets, functions, classes, arguments, ``except ... as``, captures of ``case``, imports."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
+            yield node, node.id
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
+            yield node, node.name
         elif isinstance(node, ast.arg):
-            names.add(node.arg)
+            yield node, node.arg
         elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            names.add(node.name)
+            yield node, node.name
         elif isinstance(node, ast.MatchMapping) and node.rest:
-            names.add(node.rest)
-    return names
+            yield node, node.rest
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    yield alias, alias.asname or alias.name.split(".")[0]
 
 
-def _imports(tree: ast.AST, where: str) -> dict[str, str]:
-    """Each name an import binds -> the dotted path it stands for. Raises BlockNameError."""
+def _bound(tree: ast.AST) -> set[str]:
+    """Every name the block binds itself, imports aside (``_imports``)."""
+    return {name for node, name in _bindings(tree) if not isinstance(node, ast.alias)}
+
+
+def _reserved(name: str, lists: _Lists) -> bool:
+    """Whether a block may not bind ``name`` (``PYTHON_NAMES``, in a notebook ``IPYTHON_NAMES``)."""
+    if name in lists.builtins:
+        return False
+    return name in PYTHON_NAMES or (
+        lists.notebook and (name in IPYTHON_NAMES or IPYTHON_NUMBERED.fullmatch(name) is not None)
+    )
+
+
+def _imports(tree: ast.AST, lists: _Lists) -> tuple[dict[str, str], list[tuple[ast.AST, str]]]:
+    """(each name an import binds -> the dotted path it stands for, the imports refused)."""
     aliases: dict[str, str] = {}
+    refused: list[tuple[ast.AST, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name not in IMPORTS:
-                    raise _refuse(where, node, f"import {alias.name}")
-                if alias.asname:
+                if alias.name not in lists.imports:
+                    refused.append((node, f"import {alias.name}"))
+                elif alias.asname:
                     aliases[alias.asname] = alias.name
                 else:
                     aliases[alias.name.split(".")[0]] = alias.name.split(".")[0]
         elif isinstance(node, ast.ImportFrom):
             if node.level or node.module is None:
-                raise _refuse(where, node, "a relative import")
+                refused.append((node, "a relative import"))
+                continue
             for alias in node.names:
                 path = f"{node.module}.{alias.name}"
-                if alias.name == "*" or path not in IMPORTS:
-                    raise _refuse(where, node, f"from {node.module} import {alias.name}")
-                aliases[alias.asname or alias.name] = path
-    return aliases
+                if alias.name == "*" or path not in lists.imports:
+                    refused.append((node, f"from {node.module} import {alias.name}"))
+                else:
+                    aliases[alias.asname or alias.name] = path
+    return aliases, refused
 
 
 def _chain(node: ast.Attribute) -> tuple[ast.expr, list[str]]:
@@ -391,7 +656,9 @@ def _environment_name(node: ast.AST, parent: ast.AST, grandparent: ast.AST | Non
     return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
-def _environment_use(node: ast.Attribute, path: str, parents: dict[ast.AST, ast.AST]) -> Iterator[tuple[ast.AST, str]]:
+def _environment_use(
+    node: ast.Attribute, path: str, parents: dict[ast.AST, ast.AST], lists: _Lists
+) -> Iterator[tuple[ast.AST, str]]:
     """A chain through ``os.environ`` (``node``, the whole chain): refused unless a lookup of a
     listed name (``os.environ[NAME]``, ``os.environ.get(NAME...)``, ``NAME in os.environ``)."""
     environ: ast.expr = node
@@ -404,7 +671,7 @@ def _environment_use(node: ast.Attribute, path: str, parents: dict[ast.AST, ast.
     name = _environment_name(environ, parent, parents.get(parent))
     if name is None:
         yield node, "os.environ used otherwise than a lookup of a name written as a string"
-    elif name not in ENVIRONMENT:
+    elif name not in lists.environment:
         yield node, f"the environment variable {name}"
 
 
@@ -422,15 +689,15 @@ def _call_path(call: ast.Call, aliases: dict[str, str], bound: set[str]) -> str 
     return None
 
 
-def _file_use(call: ast.Call, path: str, aliases: dict[str, str]) -> str | None:
+def _file_use(call: ast.Call, path: str, aliases: dict[str, str], lists: _Lists) -> str | None:
     """What is refused about a call of ``FILE_CALLS`` (``path``), or None: its first argument must be
     one of ``FILE_CONSTANTS`` or ``X.OPTION`` (``OPTION`` in ``PATH_OPTIONS``, ``X`` no module)."""
     first = call.args[0] if call.args else None
-    if isinstance(first, ast.Constant) and first.value in FILE_CONSTANTS:
+    if isinstance(first, ast.Constant) and first.value in lists.file_constants:
         return None
     if (
         isinstance(first, ast.Attribute)
-        and first.attr in PATH_OPTIONS
+        and first.attr in lists.path_options
         and isinstance(first.value, ast.Name)
         and first.value.id not in aliases
     ):
@@ -439,17 +706,24 @@ def _file_use(call: ast.Call, path: str, aliases: dict[str, str]) -> str | None:
     return f"{path}({argument}) (a file the reader does not name on the command line)"
 
 
-def _uncalled(node: ast.expr, path: str, parents: dict[ast.AST, ast.AST]) -> Iterator[tuple[ast.AST, str]]:
+def _uncalled(
+    node: ast.expr, path: str, parents: dict[ast.AST, ast.AST], lists: _Lists
+) -> Iterator[tuple[ast.AST, str]]:
     """A name of ``FILE_CALLS`` (``path``) anywhere but called (``o = open``, ``map(open, ...)``):
     its argument would escape ``_file_use``."""
     parent = parents.get(node)
-    if path in FILE_CALLS and not (isinstance(parent, ast.Call) and parent.func is node):
+    if path in lists.file_calls and not (isinstance(parent, ast.Call) and parent.func is node):
         yield node, f"{path} used otherwise than called"
 
 
-def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
-    """Each use the allow-lists refuse, as (node, what)."""
-    aliases, bound = _imports(tree, where), _bound(tree)
+def _uses(tree: ast.AST, lists: _Lists | None = None) -> Iterator[tuple[ast.AST, str]]:
+    """Each use the allow-lists (``lists``; a page's blocks' by default) refuse, as (node, what)."""
+    lists = lists or _block_lists()
+    (aliases, refused), bound = _imports(tree, lists), _bound(tree)
+    yield from refused
+    for node, name in _bindings(tree):
+        if _reserved(name, lists):
+            yield node, f"{name} (a name of Python's or IPython's, bound by the code)"
     parents = _parents(tree)
     modules = {  # the names ``import X`` binds (a module, not a function or class of one)
         alias.asname or alias.name.split(".")[0]
@@ -459,11 +733,12 @@ def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
     }
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
-            dunder = node.id.startswith("__") and node.id not in BUILTINS
-            if dunder or (isinstance(node.ctx, ast.Load) and node.id not in (aliases.keys() | bound | BUILTINS)):
+            dunder = node.id.startswith("__") and node.id not in lists.builtins
+            if dunder or (isinstance(node.ctx, ast.Load) and node.id not in (aliases.keys() | bound | lists.builtins)):
                 yield node, node.id
             elif isinstance(node.ctx, ast.Load):
-                yield from _uncalled(node, aliases.get(node.id, node.id if node.id not in bound else ""), parents)
+                path = aliases.get(node.id, node.id if node.id not in bound else "")
+                yield from _uncalled(node, path, parents, lists)
                 parent = parents.get(node)
                 if node.id in modules and not (isinstance(parent, ast.Attribute) and parent.value is node):
                     yield node, f"the module {aliases[node.id]} used otherwise than through its listed attributes"
@@ -478,38 +753,71 @@ def _uses(tree: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
             if isinstance(root, ast.Name) and root.id in aliases:
                 path = ".".join([aliases[root.id], *names])
                 if path == "os.environ" or path.startswith("os.environ."):
-                    yield from _environment_use(node, path, parents)
-                elif path not in MODULE_PATHS:
+                    yield from _environment_use(node, path, parents, lists)
+                elif path not in lists.module_paths:
                     yield node, path
                 else:
-                    yield from _uncalled(node, path, parents)
+                    yield from _uncalled(node, path, parents, lists)
                 continue
             link: ast.expr = node
             while isinstance(link, ast.Attribute):  # every attribute of a chain on anything else
-                if link.attr not in ATTRIBUTES:
+                if link.attr not in lists.attributes:
                     yield link, f".{link.attr}"
                 link = link.value
         elif isinstance(node, ast.Call):
             called = _call_path(node, aliases, bound)
-            if called in FILE_CALLS and (refused := _file_use(node, called, aliases)):
-                yield node, refused
-        elif isinstance(node, ast.keyword) and node.arg not in KEYWORDS:
+            if called in lists.file_calls and (refused_file := _file_use(node, called, aliases, lists)):
+                yield node, refused_file
+        elif isinstance(node, ast.keyword) and node.arg not in lists.keywords:
             yield node, f"the keyword argument {node.arg}" if node.arg else "a ** argument"
+
+
+def _place(use: tuple[ast.AST, str]) -> tuple[int, int, int, int]:
+    """Where a use is, to sort them: the first, then the innermost."""
+    node = use[0]
+    return (
+        getattr(node, "lineno", 0),
+        getattr(node, "col_offset", 0),
+        getattr(node, "end_lineno", 0) or 0,
+        getattr(node, "end_col_offset", 0) or 0,
+    )
 
 
 def check_names(code: str, where: str) -> None:
     """Raise BlockNameError for the first use in ``code`` (a Python block; ``where`` names it in
-    the message: title, language, page) that the allow-lists above do not hold."""
-    tree = ast.parse(code)
-
-    def place(use: tuple[ast.AST, str]) -> tuple[int, int, int, int]:  # the first, then the innermost
-        node = use[0]
-        return (
-            getattr(node, "lineno", 0),
-            getattr(node, "col_offset", 0),
-            getattr(node, "end_lineno", 0) or 0,
-            getattr(node, "end_col_offset", 0) or 0,
-        )
-
-    for node, what in sorted(_uses(tree, where), key=place):
+    the message: title, language, page) that the allow-lists above do not hold. Raises
+    SyntaxError for code that is not Python."""
+    for node, what in sorted(_uses(ast.parse(code)), key=_place):
         raise _refuse(where, node, what)
+
+
+def check_cells(cells: list[tuple[str, str]]) -> None:
+    """Raise BlockNameError, in one line naming the cell (``where``) and its line, for the
+    first thing in the code cells of a notebook (``cells``: (code, where), in order) that the
+    ``NOTEBOOK_`` lists do not hold: a line IPython reads and Python cannot (``%history``,
+    ``!ls``, ``?x``), code that is not Python, or a use of a name the cells do not bind
+    (``In``, ``_ih``, ``get_ipython``, ``inspect``...). The cells are one program: a cell uses
+    what the others bind."""
+    body: list[ast.stmt] = []
+    starts: list[tuple[int, str]] = []  # (the program's line before the cell's first, where)
+    offset = 0
+    for code, where in cells:
+        for number, text in enumerate(code.splitlines(), start=1):
+            if text.lstrip().startswith(IPYTHON_ESCAPES):
+                raise BlockNameError(
+                    f"{where}, line {number}: {text.strip()[:40]!r}, a line of IPython (a magic, a shell "
+                    f"command or help), is no Python: a cell is plain Python ({WHERE})"
+                )
+        try:
+            tree = ast.parse(code)
+        except SyntaxError as exc:
+            raise BlockNameError(f"{where}, line {exc.lineno}: not Python ({exc.msg}) ({WHERE})") from None
+        ast.increment_lineno(tree, offset)
+        body += tree.body
+        starts.append((offset, where))
+        offset += len(code.splitlines()) + 1
+    program = ast.Module(body=body, type_ignores=[])
+    for node, what in sorted(_uses(program, _notebook_lists()), key=_place):
+        line: int = getattr(node, "lineno", 0)
+        start, cell = next(((s, w) for s, w in reversed(starts) if s < line), starts[0])
+        raise BlockNameError(f"{cell}, line {line - start}: {what} is not on the allow-list ({WHERE})")

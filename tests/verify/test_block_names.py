@@ -144,15 +144,9 @@ def test_every_entry_of_the_lists_is_needed_by_a_block(monkeypatch):
     trees = [(source, ast.parse(source)) for source in sources]
 
     def refused(entry: str) -> bool:  # by a block whose text holds the entry's last name (the others cannot need it)
-        try:
-            for source, tree in trees:
-                if entry.rsplit(".", 1)[-1] not in source:
-                    continue
-                for _ in names._uses(tree, "b.py"):
-                    return True
-        except BlockNameError:  # an import off the list
-            return True
-        return False
+        return any(
+            next(names._uses(tree), None) is not None for source, tree in trees if entry.rsplit(".", 1)[-1] in source
+        )
 
     unneeded = []
     for list_name in LISTS:
@@ -160,6 +154,95 @@ def test_every_entry_of_the_lists_is_needed_by_a_block(monkeypatch):
         for entry in sorted(entries):
             monkeypatch.setattr(names, list_name, entries - {entry})
             if not refused(entry):
+                unneeded.append(f"{list_name}: {entry}")
+        monkeypatch.setattr(names, list_name, entries)
+    assert unneeded == []
+
+
+def test_a_builtin_bound_after_its_use_is_refused():
+    """``g = eval`` then ``eval = 0``: the binding made ``eval`` the block's own everywhere, and
+    the first line still reaches Python's ``eval``. Binding a name of Python's builtins that
+    BUILTINS lacks is refused where it is bound."""
+    with pytest.raises(BlockNameError, match=r"^b\.py, line 2: eval \(a name of Python's or IPython's"):
+        check_names('g = eval\neval = None\ng("1")\n', "b.py")
+    check_names("for n in range(3):\n    print(n)\n", "b.py")  # a listed builtin read, a name of its own bound
+
+
+# (code cells, the cell and line refused, the construct named): IPython's own ways to a cell's text
+# (IPython's reference, "Input caching system" and "Built-in magic commands": %history)
+CELL_EVASIONS = {
+    "_ih": (["x = 1", "text = _ih[-1]"], "cell 2, line 1", "_ih"),
+    "In": (["text = In[1]"], "cell 1, line 1", "In"),
+    "_i1": (["x = 1", "text = _i1"], "cell 2, line 1", "_i1"),
+    "Out": (["text = Out"], "cell 1, line 1", "Out"),
+    "get_ipython": (["h = get_ipython().history_manager"], "cell 1, line 1", "get_ipython"),
+    "%history": (["x = 1\n%history -n"], "cell 1, line 2", "'%history -n', a line of IPython"),
+    "an indented magic": (["if True:\n    %history"], "cell 1, line 2", "'%history', a line of IPython"),
+    "!shell": (["!cat x.ipynb"], "cell 1, line 1", "'!cat x.ipynb', a line of IPython"),
+    "?help": (["?round"], "cell 1, line 1", "'?round', a line of IPython"),
+    "x? help": (["round?"], "cell 1, line 1", "not Python"),
+    "a system assignment": (["files = !ls"], "cell 1, line 1", "not Python"),
+    "inspect": (["import inspect\ninspect.getsource(round)"], "cell 1, line 1", "import inspect"),
+    "str.format": (['def f():\n    pass\n"{0.__globals__}".format(f)'], "cell 1, line 3", ".format"),
+    "open": (['open("docs/memory-notebook.fr.ipynb")'], "cell 1, line 1", "open"),
+    "a blocks' name": (["print(1)"], "cell 1, line 1", "print"),
+    "In bound later": (["text = In", "In = []"], "cell 2, line 1", "In (a name of Python's or IPython's"),
+    "a numbered output bound": (["_3 = 0"], "cell 1, line 1", "_3 (a name of"),
+}
+
+
+@pytest.mark.parametrize("name", CELL_EVASIONS)
+def test_each_cell_evasion_is_refused_in_one_line_naming_the_cell_and_the_line(name):
+    from verify.block_names import check_cells
+
+    cells, place, construct = CELL_EVASIONS[name]
+    with pytest.raises(BlockNameError) as caught:
+        check_cells([(code, f"docs/nb.fr.ipynb: code cell {n}") for n, code in enumerate(cells, start=1)])
+    message = str(caught.value)
+    assert message.startswith(f"docs/nb.fr.ipynb: code {place}: {construct}"), message
+    assert "\n" not in message and "verify/block_names.py" in message
+
+
+def test_cells_are_one_program():
+    """A name one cell binds (an import too) is the others' own, checked as the import's path."""
+    from verify.block_names import check_cells
+
+    check_cells([("import os\nLANG = os.environ.get('GUIDE_LANG', 'it')", "c1"), ("x = LANG", "c2")])
+    with pytest.raises(BlockNameError, match=r"^c2, line 1: os\.system is not on the allow-list"):
+        check_cells([("import os", "c1"), ("os.system('id')", "c2")])
+
+
+NOTEBOOK_LISTS = tuple(f"NOTEBOOK_{name}" for name in LISTS)
+
+
+def test_every_entry_of_the_notebook_lists_is_needed_by_a_cell(monkeypatch):
+    """The notebook lists stay what today's notebooks need: without any one entry, a notebook of
+    docs/ is refused."""
+    import json
+
+    import verify.block_names as names
+
+    notebooks = []
+    for path in sorted((REPO_ROOT / "docs").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        notebooks.append([("".join(c["source"]), path.name) for c in cells if c["cell_type"] == "code"])
+    assert notebooks
+
+    def refused() -> bool:
+        try:
+            for cells in notebooks:
+                names.check_cells(cells)
+        except BlockNameError:
+            return True
+        return False
+
+    assert not refused()
+    unneeded = []
+    for list_name in NOTEBOOK_LISTS:
+        entries = getattr(names, list_name)
+        for entry in sorted(entries):
+            monkeypatch.setattr(names, list_name, entries - {entry})
+            if not refused():
                 unneeded.append(f"{list_name}: {entry}")
         monkeypatch.setattr(names, list_name, entries)
     assert unneeded == []
