@@ -204,7 +204,7 @@ def execute(src: Path, dest: Path, repo_root: Path, lang: str, kernel_name: str,
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    name = _display_name(src, repo_root)
+    name = display_name(src, repo_root)
     try:
         nb = nbformat.read(src, as_version=4)
     except Exception as exc:  # noqa: BLE001 (nbformat raises several unrelated types for a broken file)
@@ -253,7 +253,8 @@ def execute(src: Path, dest: Path, repo_root: Path, lang: str, kernel_name: str,
     partial.replace(dest)
 
 
-def _display_name(src: Path, repo_root: Path) -> str:
+def display_name(src: Path, repo_root: Path) -> str:
+    """``src`` as a message names it: relative to ``repo_root`` (``docs/NAME.fr.ipynb``) if inside."""
     try:
         return src.resolve().relative_to(repo_root.resolve()).as_posix()
     except ValueError:
@@ -362,7 +363,7 @@ def executed_notebook(
         _copy_into(stored[0], found[0])
         _copy_into(stored[1], found[1])
     if found is None:
-        build_log.info(f"executing {_display_name(src, repo_root)} ({lang}): {why_run(src, cache_dir, repo_root)}")
+        build_log.info(f"executing {display_name(src, repo_root)} ({lang}): {why_run(src, cache_dir, repo_root)}")
         running = cache_dir / f"{src.stem}.running-{os.getpid()}-{threading.get_ident()}.ipynb"
         execute(src, running, repo_root, lang, kernel_name, timeout_s)
         ran = True
@@ -398,6 +399,11 @@ def notebook_language(src: Path, languages: tuple[str, ...]) -> str:
     return lang
 
 
+def notebook_sources(docs_dir: Path) -> list[Path]:
+    """Every notebook of ``docs_dir`` (all languages; Jupyter's checkpoints aside), resolved, sorted."""
+    return sorted(p.resolve() for p in docs_dir.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
 _executed: dict[tuple, tuple[tuple, dict[Path, Path]]] = {}  # per call: (stamps of the inputs, result)
 
 
@@ -415,7 +421,7 @@ def executed_notebooks(
     order) that fails. While no notebook or dependency file changes (size and mtime) and
     every executed copy is still there, a process answers a second call without hashing.
     """
-    sources = sorted(p.resolve() for p in docs_dir.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    sources = notebook_sources(docs_dir)
     langs = [notebook_language(src, languages) for src in sources]
     call = (docs_dir, repo_root, languages, kernel_name, cache_dir, store)
     stamp = tuple((str(path), *file_stamp(path)) for path in [*sources, *dependency_files(repo_root)])

@@ -2,7 +2,8 @@
 
 (That MkDocs treats ``.ipynb`` files as pages at all is ``hooks/workarounds/ipynb_pages.py``.)
 
-- ``use_executed_notebooks``: every notebook page is rendered from its executed copy
+- ``use_executed_notebooks``: every notebook's cells are checked first (``hooks/notebooks/cell_names.py``:
+  the names they use), then every notebook page is rendered from its executed copy
   (``hooks/notebooks/execute.py``: executed once per change, cached), and mkdocs-jupyter gets one
   HTML cache folder per language and checkout: it evicts, after each language pass, what
   that pass did not use, so one shared folder never hits (and its writes are not atomic).
@@ -19,7 +20,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from hooks.notebooks.execute import executed_notebooks, machine_store
+from hooks.notebooks.cell_names import check_notebook_names
+from hooks.notebooks.execute import display_name, executed_notebooks, machine_store, notebook_sources
 from verify.languages import LANGUAGES
 
 
@@ -33,11 +35,15 @@ def use_executed_notebooks(files, config, lang: str, publication: bool = False):
     """Point every notebook page at its executed copy (all languages run at once, in parallel);
     a ``publication`` build reuses no executed copy or HTML of the checkout or the machine.
 
-    Raises NotebookError (a RenderError) naming the notebook whose cell raised."""
+    Every notebook is first checked by ``check_notebook_names`` (the names its cells use), so
+    none that it refuses runs or is shown from a cache. Raises RenderError naming the notebook,
+    the cell and the line, or NotebookError (a RenderError) naming the notebook whose cell raised."""
     notebooks = [f for f in files if f.src_uri.endswith(".ipynb") and f.abs_src_path]
     if not notebooks:
         return files
     root = Path(os.path.abspath(os.path.dirname(config.config_file_path)))  # -f ../mkdocs.yml from docs/ too
+    for source in notebook_sources(Path(config.docs_dir)):  # every one executed_notebooks runs, all languages
+        check_notebook_names(source, display_name(source, root))
     trusted = not publication
     executed = executed_notebooks(
         Path(config.docs_dir),

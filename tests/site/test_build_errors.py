@@ -50,6 +50,17 @@ def comment_attack(root):
     path.write_text(yaml.safe_dump(entries, allow_unicode=True), encoding="utf-8")
 
 
+def notebook_line(root, lang, cell, text):
+    """``text`` as the first line of code cell ``cell`` (from 1) of ``docs/memory-notebook.<lang>.ipynb``."""
+    import json
+
+    path = root / f"docs/memory-notebook.{lang}.ipynb"
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"][cell - 1]
+    code["source"] = [text + "\n", *code["source"]]
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def second_check_block(root):
     append_to_pages(root, "index", '\n```python title="nccl_check.py"\n--8<-- "nccl_check.py"\n```\n')
 
@@ -199,6 +210,17 @@ CASES = {
             r"^ERROR +- +docs/index\.it\.md: block 'train\.py' \(it, docs/index\.it\.md\), line \d+: "
             r"import inspect is not on the allow-list \(verify/block_names\.py"
         ),
+    ),
+    "a notebook cell that could read the cells' text": (  # issue 33, hole 3, in IPython
+        lambda r: notebook_line(r, "fr", 2, "text = _ih[-1]"),
+        (
+            r"^ERROR +- +docs/memory-notebook\.fr\.ipynb: code cell 2, line 1: _ih is not on the allow-list "
+            r"\(verify/block_names\.py"
+        ),
+    ),
+    "an IPython magic in a notebook cell": (
+        lambda r: notebook_line(r, "it", 3, "%history -n"),
+        r"^ERROR +- +docs/memory-notebook\.it\.ipynb: code cell 3, line 1: '%history -n', a line of IPython",
     ),
     "code block typed into a page": (
         lambda r: append_to_pages(r, "gpu-finder", "\n```bash\nnvidia-smi\n```\n"),

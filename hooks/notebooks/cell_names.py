@@ -1,0 +1,46 @@
+"""No notebook runs, or is shown from a cache, unless its code cells use only the names
+``verify/block_names.py`` lists for notebooks (issue 33, hole 3: comments are not behaviour).
+
+A notebook runs in IPython, where a cell can read the text of every cell (``In``, ``_ih``,
+``get_ipython()``, ``%history``), and the French notebook runs French comments
+(``hooks/notebooks/translated.py``): a cell that read its comments would compute and show
+otherwise in French. ``check_notebook_names`` reads a notebook of ``docs/`` and passes its code
+cells, in order, to ``verify.block_names.check_cells``; ``hooks/notebooks/pages.py`` calls it
+on every notebook before any is executed or taken from a cache. Cells count among the code
+cells from 1, as the page numbers them (``In [2]``: code cell 2). Pure: no MkDocs import.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hooks.errors import RenderError
+from verify.block_names import BlockNameError, check_cells
+
+
+def code_cells(cells: list, name: str) -> list[tuple[str, str]]:
+    """(source, ``NAME: code cell N``) of each code cell of ``cells`` (a notebook's, in order)."""
+    found = []
+    for cell in cells:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            found.append(("".join(source) if isinstance(source, list) else str(source), ""))
+    return [(source, f"{name}: code cell {number}") for number, (source, _) in enumerate(found, start=1)]
+
+
+def check_notebook_names(notebook: Path, name: str) -> None:
+    """Raise RenderError, one line naming ``name`` (the notebook as the message shows it:
+    ``docs/memory-notebook.fr.ipynb``), the code cell and its line, for a line of IPython
+    (``%history``, ``!ls``), code that is not Python or a name the notebook lists lack."""
+    try:
+        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError, AttributeError) as exc:
+        raise RenderError(f"{name}: not a readable notebook ({exc})") from None
+    found = code_cells(cells if isinstance(cells, list) else [], name)
+    if not found:
+        return
+    try:
+        check_cells(found)
+    except BlockNameError as exc:
+        raise RenderError(str(exc)) from None
