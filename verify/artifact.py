@@ -28,6 +28,9 @@ unless, by allow-list:
 - every code block of a Markdown page is an include (``check_code_blocks_are_snippets``): its
   text is a file of ``snippets/`` or a section of one (default language), or the same code to
   its tool as the default language's block at the same place, with only Pygments' markup;
+  every Python block uses only the names ``verify/block_names.py`` lists, and on a notebook
+  page the blocks, with the cells the page does not show, only those it lists for notebooks
+  (``check_cells``: no cell reads the cells' text);
 - every file copied from ``docs/`` or ``overrides/`` is the checkout's, every script and
   stylesheet has a source (``check_static_files``), and each search index holds only the
   markup Material's search keeps (``check_search_indexes``): the site as uploaded, whatever a
@@ -71,7 +74,7 @@ import nh3
 import yaml
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from verify.block_names import PYTHON_FENCES, BlockNameError, check_names
+from verify.block_names import PYTHON_FENCES, BlockNameError, check_cells, check_names
 from verify.extract import ExtractError, blocks_in_html, compare_code
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
 from verify.theme_scripts import hosts_finder, policy, script_hash, theme_hashes
@@ -674,16 +677,40 @@ def notebook_pages(docs_dir: Path) -> dict[str, Path]:
     return pages
 
 
+def _notebook_code_cells(notebook: Path) -> list[str]:
+    """The source of each code cell of ``notebook``, in order."""
+    return [
+        "".join(cell.get("source", [])) if isinstance(cell.get("source"), list) else cell.get("source", "")
+        for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+        if cell.get("cell_type") == "code"
+    ]
+
+
+def _check_notebook_names(page: str, blocks: list[str], notebook: Path) -> None:
+    """What the code a notebook page shows, and the cells it does not show (the set-up cell), use:
+    the names ``verify.block_names.check_cells`` allows a notebook (issue 33, hole 3), as one
+    program: the page's blocks as uploaded, after the notebook's cells that no block shows as
+    they are (a block is checked, whatever ``_check_notebook_blocks`` says of it next). Raises
+    ArtifactError naming the page and its block, or the notebook and its cell, and the line."""
+    cells = _notebook_code_cells(notebook)
+    hidden = [
+        (code, f"{notebook.name}: code cell {number} (not shown)")
+        for number, code in enumerate(cells, start=1)
+        if code + "\n" not in blocks
+    ]
+    shown = [(code, f"{page}: code block {number}") for number, code in enumerate(blocks, start=1)]
+    try:
+        check_cells(hidden + shown)
+    except BlockNameError as exc:
+        raise ArtifactError(str(exc)) from None
+
+
 def _check_notebook_blocks(page: str, blocks: list[str], notebook: Path) -> None:
     """A notebook page's code blocks are code cells of its notebook, in the notebook's order (a
     cell the page leaves out, the set-up cell, is skipped): a fence or ``<pre>`` in a Markdown
     cell is no cell, never ran and is refused, and so is a text output (none yet: reading
     them needs the executed notebook)."""
-    cells = [
-        ("".join(cell.get("source", [])) if isinstance(cell.get("source"), list) else cell.get("source", "")) + "\n"
-        for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
-        if cell.get("cell_type") == "code"
-    ]
+    cells = [code + "\n" for code in _notebook_code_cells(notebook)]
     position = 0
     for number, code in enumerate(blocks, start=1):
         while position < len(cells) and cells[position] != code:
@@ -733,6 +760,7 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
             code_node = pre.css_first("code")
             blocks.append((_fence_language(pre), (code_node if code_node is not None else pre).text()))
         if page in notebooks:
+            _check_notebook_names(page, [code for _, code in blocks], notebooks[page])
             _check_notebook_blocks(page, [code for _, code in blocks], notebooks[page])
             continue
         for number, (fence, code) in enumerate(blocks, start=1):

