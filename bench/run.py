@@ -233,7 +233,7 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
         if boot:  # what the cold start spends its time on, cumulative from the worker's start
             rows.append(
                 (
-                    "Finder: the worker's cold start, of which Pyodide / + vram.zip fetched / + vram.job imported",
+                    "Finder: the worker's cold start, of which Pyodide / + vram.zip.zst unpacked / + vram.job imported",
                     (
                         f"{boot['pyodide_ms'] / 1000:.1f} / {boot['archive_ms'] / 1000:.1f} / "
                         f"{boot['import_ms'] / 1000:.1f} s"
