@@ -1139,7 +1139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("site_dir", type=Path)
     parser.add_argument("--snippets", type=Path, default=Path("snippets"))
     parser.add_argument(
-        "--calculator", type=Path, default=CALCULATOR_DIR, help="the vram/ sources assets/vram.zip must hold"
+        "--calculator", type=Path, default=CALCULATOR_DIR, help="the vram/ sources assets/vram.zip.zst must hold"
     )
     parser.add_argument(
         "--pyodide",
