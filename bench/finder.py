@@ -60,9 +60,9 @@ def typed_first_answer_s(browser, url: str) -> float:
 def finder_timings(site, page_path: str = "gpu-finder/") -> dict:
     """``first_s``: the first job that is not precomputed, from a cold start (the change made
     at once, so the worker starts with it); ``boot_ms``: the worker's phases in that start
-    (Pyodide loaded, vram.zip fetched, vram.job imported; ms since the worker started);
+    (Pyodide loaded, vram.zip.zst fetched and unpacked, vram.job imported; ms since the worker started);
     ``first_use``: every file the page, its form and that first answer loaded, bytes as served
-    (gzip where GitHub Pages compresses), by path; ``later_ms``: the median of ``LATER`` jobs
+    (gzip where GitHub Pages compresses, a packed .zst as it is), by path; ``later_ms``: the median of ``LATER`` jobs
     after it (each a new sequence length); ``typed_s``: a reader typing the length
     (``typed_first_answer_s``)."""
     from playwright.sync_api import sync_playwright

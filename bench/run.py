@@ -23,7 +23,8 @@ written to bench/results.md.
 5. The finder (bench/finder.py): its pages before the first interaction (weighed as 3., no
    Python: <= 300 KB), the first answer the calculator computes in the browser after a cold
    start of Pyodide (<= 2 s on an idle machine) and the later ones (<= 200 ms), with the
-   machine's load average; what its first use downloads up to that answer (<= 4 MB gzip).
+   machine's load average; what its first use downloads up to that answer, as GitHub Pages serves
+   it: gzip where it compresses, the packed .zst files as they are (<= 4 MB).
 """
 
 from __future__ import annotations
@@ -233,7 +234,7 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
         if boot:  # what the cold start spends its time on, cumulative from the worker's start
             rows.append(
                 (
-                    "Finder: the worker's cold start, of which Pyodide / + vram.zip fetched / + vram.job imported",
+                    "Finder: the worker's cold start, of which Pyodide / + vram.zip.zst unpacked / + vram.job imported",
                     (
                         f"{boot['pyodide_ms'] / 1000:.1f} / {boot['archive_ms'] / 1000:.1f} / "
                         f"{boot['import_ms'] / 1000:.1f} s"
@@ -253,7 +254,7 @@ def table(figures: dict) -> list[tuple[str, str, str, str]]:
             rows.append(
                 (
                     (
-                        f"Finder: first use, gzip as served, up to the first computed answer ({len(first_use)} files; "
+                        f"Finder: first use as served (gzip, .zst as is), up to the first computed answer ({len(first_use)} files; "
                         f"Pyodide's runtime alone {runtime:.2f} MB; largest: {largest} MB)"
                     ),
                     f"{total:.2f} MB",

@@ -14,7 +14,9 @@ from tests.browser.conftest import LAUNCH_ARGS, recorded, serve_site
 from tests.conftest import CHROMIUM
 
 # GitHub Pages compresses text and WebAssembly on the fly (a .wasm is served gzip-encoded:
-# maxence-charriere/go-app#866); the zip archives are deflated member by member already.
+# maxence-charriere/go-app#866), by content type: a file of another type goes as it is (a .gz
+# is sent as application/octet-stream with no Content-Encoding: isaacs/github#611). The
+# finder's packed files (.zst: Zstandard, hooks/finder/pyodide_assets.py) are sent as they are.
 COMPRESSED = {".html", ".css", ".js", ".mjs", ".json", ".xml", ".svg", ".txt", ".map", ".ttf", ".otf", ".wasm"}
 KIND = {"document": "html", "stylesheet": "css", "script": "js", "font": "fonts", "image": "images"}
 

@@ -63,12 +63,14 @@ from hooks.finder.compute import JSON_URI, STORE_DIR as FINDER_STORE, finder_ass
 from hooks.finder.pyodide_assets import (  # noqa: E402
     BUNDLE_URI,
     LOCK_URI,
-    STDLIB_STORE,
+    PACK_STORE,
     STDLIB_URI,
+    WASM_URI,
+    fzstd_files,
     lock_file,
+    packed_runtime,
     pyodide_files,
-    stdlib_bundle,
-    vram_bundle,
+    vram_packed,
 )
 from hooks.notebooks.html import notebook_content, translate_copy_buttons  # noqa: E402
 from hooks.notebooks.pages import use_executed_notebooks  # noqa: E402
@@ -237,15 +239,18 @@ def on_files(files, config, **kwargs):
                     config, uri, content=plot_png(build_language(config), store=unless_publication(PLOT_STORE))
                 )
             )
-    with reported(BUNDLE_URI):  # the finder's worker: Pyodide and the calculator's own sources
-        for uri, make in (
-            (BUNDLE_URI, lambda: vram_bundle(model_config_files())),
-            (STDLIB_URI, lambda: stdlib_bundle(store=unless_publication(STDLIB_STORE))),
-            (LOCK_URI, lock_file),
-        ):
+    with reported(BUNDLE_URI):  # the finder's worker: Pyodide, fzstd and the calculator's own sources
+        store = unless_publication(PACK_STORE)
+        made = {
+            BUNDLE_URI: lambda: vram_packed(model_config_files(), store=store),
+            WASM_URI: lambda: packed_runtime(store=store)[WASM_URI],
+            STDLIB_URI: lambda: packed_runtime(store=store)[STDLIB_URI],
+            LOCK_URI: lock_file,
+        }
+        for uri, make in made.items():
             if not_generated(files, uri):
                 files.append(File.generated(config, uri, content=make()))
-        for uri, path in pyodide_files().items():
+        for uri, path in {**pyodide_files(), **fzstd_files()}.items():
             if not_generated(files, uri):
                 files.append(File.generated(config, uri, abs_src_path=str(path)))
     with reported(""):

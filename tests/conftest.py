@@ -140,8 +140,9 @@ def repo_copy(tmp_path) -> Path:
 
 # The build's caches under .cache/ (hooks/cache.py): each entry is named after the SHA-256 of
 # the inputs it was made from (executed notebooks, mkdocs-jupyter's HTML, the pruned notebook
-# stylesheets, finder.json, compiled templates), so a copy reuses an entry only where its own inputs are the same
-BUILD_CACHES = ("notebooks", "mkdocs-jupyter", "notebook-css", "finder", "templates")
+# stylesheets, finder.json, compiled templates, the finder's packed WebAssembly and archives), so a
+# copy reuses an entry only where its own inputs are the same
+BUILD_CACHES = ("notebooks", "mkdocs-jupyter", "notebook-css", "finder", "templates", "packed")
 
 
 def copy_build_caches(copy: Path, names: tuple[str, ...] = BUILD_CACHES) -> None:

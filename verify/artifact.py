@@ -17,12 +17,14 @@ unless, by allow-list:
   schemes of ``URL_SCHEMES`` (``data:`` only for an image's PNG, JPEG or GIF), ids that are unique on the page and not ``__code_…`` (the id
   Material's copy button looks for);
 - the code the finder's worker runs is the reviewed code (``check_calculator``): every file
-  under ``assets/pyodide/`` is the pinned npm package's (``PYODIDE_SHA256``), the standard
-  library the site ships holds only members of the package's, each byte for byte, and its
-  lock file is the package's without packages (``check_pyodide_stdlib``), and
-  ``assets/vram.zip`` holds exactly the checkout's ``vram/*.py`` and the finder models'
+  under ``assets/pyodide/`` is the pinned npm package's (``PYODIDE_SHA256``; the WebAssembly
+  once unpacked), and so is every file under ``assets/fzstd/`` (``FZSTD_SHA256``), the
+  standard library the site ships holds only members of the package's, each byte for byte,
+  and its lock file is the package's without packages (``check_pyodide_stdlib``), and
+  ``assets/vram.zip.zst`` holds exactly the checkout's ``vram/*.py`` and the finder models'
   ``config.json``, byte for byte (a file the theme's ``overrides/assets/`` or ``docs/assets/``
-  put there instead is refused);
+  put there instead is refused); a packed file (``.zst``) is one Zstandard frame, checked as
+  the worker unpacks it (``unpacked``);
 - the theme's own files (``assets/`` paths of mkdocs-material's ``templates/``) are the
   installed theme's bytes (``check_theme_files``): ``overrides/assets/`` adds, never replaces;
 - every code block of a Markdown page is an include (``check_code_blocks_are_snippets``): its
@@ -105,10 +107,12 @@ FILE_TYPES: tuple[tuple[str, str], ...] = (
     # calculator's own sources; their bytes are checked too (check_calculator)
     ("assets/pyodide/pyodide.mjs", "Pyodide's loader (PYODIDE_SHA256)"),
     ("assets/pyodide/pyodide.asm.mjs", "Pyodide's runtime (PYODIDE_SHA256)"),
-    ("assets/pyodide/pyodide.asm.wasm", "Pyodide's runtime (PYODIDE_SHA256)"),
-    ("assets/pyodide-stdlib.zip", "the part of Pyodide's standard library the worker imports (STDLIB_ARCHIVE)"),
+    ("assets/pyodide/pyodide.asm.wasm.zst", "Pyodide's runtime, packed (PYODIDE_SHA256 unpacked)"),
+    ("assets/pyodide-stdlib.zip.zst", "the part of Pyodide's standard library the worker imports (STDLIB_ARCHIVE)"),
     ("assets/pyodide-lock.json", "Pyodide's lock file without packages (LOCK_FILE)"),
-    ("assets/vram.zip", "the calculator's sources for Pyodide (CALCULATOR_BUNDLE)"),
+    ("assets/vram.zip.zst", "the calculator's sources for Pyodide (CALCULATOR_BUNDLE)"),
+    ("assets/fzstd/index.mjs", "fzstd, which unpacks the .zst files in the worker (FZSTD_SHA256)"),
+    ("assets/fzstd/LICENSE", "fzstd's licence (FZSTD_SHA256)"),
 )
 
 # The elements our Markdown extensions, Material's templates and the notebooks' template
@@ -293,7 +297,8 @@ STYLE_PROPERTIES = frozenset(
 # The files the finder's worker runs (hooks/finder/pyodide_assets.py): the npm package
 # pyodide@314.0.7 (package-lock.json) as `npm ci` installs it, by SHA-256 of each file; a new
 # version updates these (tests/verify/test_artifact_calculator.py compares them with
-# node_modules/pyodide). A file of the site under assets/pyodide/ is one of them, byte for byte.
+# node_modules/pyodide). A file of the site under assets/pyodide/ is one of them, byte for byte,
+# or packed (PACKED: Zstandard) into the file's name + ".zst", unpacking to it byte for byte.
 PYODIDE_DIR = "assets/pyodide/"
 PYODIDE_SHA256 = {
     "pyodide.mjs": "6f1d60f7bf529beb300f0f47983c921d3982363640ba20af0e38efdddbc66109",
@@ -302,18 +307,30 @@ PYODIDE_SHA256 = {
     "python_stdlib.zip": "fa1957e5777068fc4f7437f96d860ae2fbe9c19732ba06c84e004ec16dd7dd7a",
     "pyodide-lock.json": "5dc2fc119108bc148c7457dc86e7675b5c87e1cafd420b9c34c1eaef7b36c010",
 }
-PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm")  # copied whole; the other two trimmed
+# shipped whole (the wasm packed); the other two trimmed
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm")
+PACKED = ".zst"
+PYODIDE_PACKED = ("pyodide.asm.wasm",)  # shipped packed, as "<name>.zst"; the others as they are
+PACKED_LIMIT = 64 * 2**20  # bytes a packed file may unpack to (the largest, the WebAssembly, is 9.2 MiB)
+# The npm package fzstd@0.1.1 (package-lock.json), which unpacks them in the worker: site path
+# under assets/fzstd/ -> (its file in the package, SHA-256); tests/verify/test_artifact_calculator.py
+# compares them with node_modules/fzstd.
+FZSTD_DIR = "assets/fzstd/"
+FZSTD_SHA256 = {
+    "index.mjs": ("esm/index.mjs", "1a901fc5a58c349bbdb4f2aa1e688637ef56891ec58243a9f0cd863166b0d2a4"),
+    "LICENSE": ("LICENSE", "62249119bb7df6e54300f37a37145c26a6d4420410aac8881a119c5b427cf751"),
+}
 # The package's standard library and lock file, as the site ships them (hooks/finder/pyodide_assets.py):
 # STDLIB_ARCHIVE holds members of the package's python_stdlib.zip, each once and byte for byte;
 # LOCK_FILE is the package's lock file's "info" with no packages. Both are read from the
 # package folder (node_modules/pyodide), itself checked against PYODIDE_SHA256 first.
-STDLIB_ARCHIVE = "assets/pyodide-stdlib.zip"
+STDLIB_ARCHIVE = "assets/pyodide-stdlib.zip.zst"
 LOCK_FILE = "assets/pyodide-lock.json"
 PYODIDE_PACKAGE = Path(__file__).resolve().parent.parent / "node_modules" / "pyodide"
-# The calculator's archive the worker imports: exactly vram/<name>.py for every
+# The calculator's archive the worker imports (packed): exactly vram/<name>.py for every
 # vram/*.py of the checkout and configs/<model>.json for every model of
 # snippets/data/models.yaml, each member the bytes of that file, and nothing else.
-CALCULATOR_BUNDLE = "assets/vram.zip"
+CALCULATOR_BUNDLE = "assets/vram.zip.zst"
 CALCULATOR_DIR = Path(__file__).resolve().parent.parent / "vram"
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"  # which pages are notebooks (notebook_pages); static files
 OVERRIDES_DIR = (
@@ -832,16 +849,31 @@ def _pinned_package_file(package_dir: Path, name: str) -> bytes:
     return data
 
 
+def unpacked(path: str, data: bytes) -> bytes:
+    """The bytes a packed file (``PACKED``) unpacks to, as the worker's fzstd unpacks it: exactly
+    one Zstandard frame, nothing after it, its size in its header and at most ``PACKED_LIMIT``.
+    Raises ArtifactError naming the file."""
+    import zstandard
+
+    try:
+        size = zstandard.frame_content_size(data)
+        if size < 0 or size > PACKED_LIMIT:
+            raise ArtifactError(f"{path}: does not say its unpacked size, or says more than {PACKED_LIMIT} bytes")
+        return zstandard.ZstdDecompressor().decompress(data, allow_extra_data=False)
+    except zstandard.ZstdError as exc:
+        raise ArtifactError(f"{path}: not one Zstandard frame and nothing else ({exc})") from None
+
+
 def check_pyodide_stdlib(files: dict[str, bytes], package_dir: Path) -> None:
-    """``STDLIB_ARCHIVE`` holds only members of the pinned package's ``python_stdlib.zip``, each
-    once and byte for byte (a module of our own there would shadow the standard library in the
+    """``STDLIB_ARCHIVE``, unpacked, holds only members of the pinned package's ``python_stdlib.zip``,
+    each once and byte for byte (a module of our own there would shadow the standard library in the
     worker), and ``LOCK_FILE`` is the package's lock file's ``info`` with no packages. Raises
     ArtifactError naming the file and the member."""
     if STDLIB_ARCHIVE in files:
         package = zipfile.ZipFile(io.BytesIO(_pinned_package_file(package_dir, "python_stdlib.zip")))
         held = set(package.namelist())
         try:
-            with zipfile.ZipFile(io.BytesIO(files[STDLIB_ARCHIVE])) as archive:
+            with zipfile.ZipFile(io.BytesIO(unpacked(STDLIB_ARCHIVE, files[STDLIB_ARCHIVE]))) as archive:
                 names = [info.filename for info in archive.infolist()]
                 for name in names:
                     if name not in held or names.count(name) > 1:
@@ -869,24 +901,34 @@ def check_calculator(
     files: dict[str, bytes], calculator_dir: Path, snippets_dir: Path, package_dir: Path = PYODIDE_PACKAGE
 ) -> None:
     """The code the finder's worker runs is the reviewed code: every file under
-    ``assets/pyodide/`` is the npm package's (``PYODIDE_SHA256``), the standard library and
-    lock file the site ships are the package's (``check_pyodide_stdlib``), and
-    ``CALCULATOR_BUNDLE`` is a zip of exactly ``calculator_members`` (no other member, none
-    twice, each byte for byte). Raises ArtifactError naming the file."""
+    ``assets/pyodide/`` is the npm package's (``PYODIDE_SHA256``), as it is or packed (the
+    WebAssembly), every file under ``assets/fzstd/`` fzstd's (``FZSTD_SHA256``), the standard
+    library and lock file the site ships are the package's (``check_pyodide_stdlib``), and
+    ``CALCULATOR_BUNDLE`` is a packed zip of exactly ``calculator_members`` (no other member,
+    none twice, each byte for byte). Raises ArtifactError naming the file."""
+    shipped = {name + PACKED if name in PYODIDE_PACKED else name: name for name in PYODIDE_FILES}
     for path, data in files.items():
         if path.startswith(PYODIDE_DIR):
-            name = path[len(PYODIDE_DIR) :]
-            if name not in PYODIDE_FILES or PYODIDE_SHA256.get(name) != hashlib.sha256(data).hexdigest():
+            name = shipped.get(path[len(PYODIDE_DIR) :], "")
+            content = unpacked(path, data) if name in PYODIDE_PACKED else data
+            if PYODIDE_SHA256.get(name) != hashlib.sha256(content).hexdigest():
                 raise ArtifactError(
                     f"{path}: not the file of the npm package pyodide that package-lock.json pins "
                     "(verify/artifact.py, PYODIDE_SHA256)"
+                )
+        elif path.startswith(FZSTD_DIR):
+            pinned = FZSTD_SHA256.get(path[len(FZSTD_DIR) :])
+            if pinned is None or pinned[1] != hashlib.sha256(data).hexdigest():
+                raise ArtifactError(
+                    f"{path}: not the file of the npm package fzstd that package-lock.json pins "
+                    "(verify/artifact.py, FZSTD_SHA256)"
                 )
     check_pyodide_stdlib(files, package_dir)
     if CALCULATOR_BUNDLE not in files:
         return
     expected = calculator_members(calculator_dir, snippets_dir)
     try:
-        with zipfile.ZipFile(io.BytesIO(files[CALCULATOR_BUNDLE])) as archive:
+        with zipfile.ZipFile(io.BytesIO(unpacked(CALCULATOR_BUNDLE, files[CALCULATOR_BUNDLE]))) as archive:
             names = [info.filename for info in archive.infolist()]
             if len(names) != len(set(names)) or set(names) != set(expected):
                 extra = sorted(set(names) - set(expected)) or sorted({n for n in names if names.count(n) > 1})
@@ -1125,7 +1167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("site_dir", type=Path)
     parser.add_argument("--snippets", type=Path, default=Path("snippets"))
     parser.add_argument(
-        "--calculator", type=Path, default=CALCULATOR_DIR, help="the vram/ sources assets/vram.zip must hold"
+        "--calculator", type=Path, default=CALCULATOR_DIR, help="the vram/ sources assets/vram.zip.zst must hold"
     )
     parser.add_argument(
         "--pyodide",

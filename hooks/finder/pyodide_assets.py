@@ -1,30 +1,41 @@
 """The files that let the finder run ``vram`` in the reader's browser, from the site's own origin.
 
-- ``assets/pyodide/``: Pyodide's runtime, copied from the npm package ``pyodide`` (exact
-  version pinned in package-lock.json; ``npm ci`` puts it in ``node_modules/pyodide``),
-  byte for byte: its loader, JavaScript runtime and WebAssembly (``PYODIDE_FILES``).
-- ``assets/pyodide-stdlib.zip``: the part of the package's standard library
+- ``assets/pyodide/``: Pyodide's runtime, from the npm package ``pyodide`` (exact version
+  pinned in package-lock.json; ``npm ci`` puts it in ``node_modules/pyodide``): its loader and
+  JavaScript runtime copied byte for byte (``PYODIDE_COPIED``), its WebAssembly packed
+  (``pyodide.asm.wasm.zst``, below).
+- ``assets/pyodide-stdlib.zip.zst``: the part of the package's standard library
   (``python_stdlib.zip``, 2.5 MB compressed) that Pyodide's start and the worker import,
   about a quarter of it: the members named in ``pyodide_stdlib.txt`` (beside this module;
   ``python -m hooks.finder.pyodide_stdlib`` writes it from what a run of the worker's steps
-  imports), each the package's member byte for byte. The worker passes it as ``stdLibURL``.
+  imports), each the package's member byte for byte, stored (the packing compresses them
+  together). The worker gives it to Pyodide as ``stdLibURL``.
 - ``assets/pyodide-lock.json``: the package's lock file without its package list (its
   ``info``, which Pyodide checks against its ABI, and ``"packages": {}``): the calculator is
   standard library only, and the full list is 120 KB the finder never reads.
-- ``assets/vram.zip``: ``vram/<name>.py`` for every ``vram/*.py`` and ``configs/<model
+- ``assets/vram.zip.zst``: ``vram/<name>.py`` for every ``vram/*.py`` and ``configs/<model
   key>.json`` for every finder model's ``config.json``, each the bytes of the checkout's
-  file (deflated, which unzipping undoes exactly; fixed timestamps, so the same checkout
-  gives the same archive). The worker puts it on ``sys.path`` as it is (zipimport) and
-  reads a model's config.json from it.
+  file (stored; fixed timestamps, so the same checkout gives the same archive). The worker
+  puts it on ``sys.path`` as it is (zipimport) and reads a model's config.json from it.
+- ``assets/fzstd/``: the npm package ``fzstd`` (pinned in package-lock.json), its ES module
+  and licence byte for byte (``FZSTD_FILES``): the worker unpacks the ``.zst`` files with it.
 
-``verify/artifact.py`` checks the published copies of all of them against the package and
-the checkout. Pure: no MkDocs import; the glue adds them to the build's files.
+Packed (``pack``): one Zstandard frame (level ``PACK_LEVEL``) of the file, served as it is.
+GitHub Pages compresses text and WebAssembly on the fly with gzip, and a zip not at all
+(``bench/weight.py``): packed, these three files weigh a fifth less than gzip makes of them
+(``bench/README.md``, the finder's first use). Unpacking gives the original bytes: the
+WebAssembly is the package's file, each zip member the package's or the checkout's.
+
+``verify/artifact.py`` checks the published copies of all of them against the packages and
+the checkout, unpacked. Pure: no MkDocs import; the glue adds them to the build's files.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -34,14 +45,22 @@ from hooks.errors import RenderError
 
 PYODIDE_DIR = data_module.REPO_ROOT / "node_modules" / "pyodide"
 PYODIDE_URI = "assets/pyodide"
-PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm")
-PACKAGE_STDLIB, PACKAGE_LOCK = "python_stdlib.zip", "pyodide-lock.json"  # the package's, trimmed for the site
-STDLIB_URI = "assets/pyodide-stdlib.zip"
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm")  # what the site ships of the package
+PYODIDE_COPIED = ("pyodide.mjs", "pyodide.asm.mjs")  # as they are (Pyodide imports the runtime with import())
+PACKAGE_WASM, PACKAGE_STDLIB, PACKAGE_LOCK = "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"
+PACKED = ".zst"  # the suffix of a packed file: Zstandard
+PACK_LEVEL = 19  # the smallest of the levels that need no --ultra window (22 saves 0.1 %, decodes alike)
+WASM_URI = f"{PYODIDE_URI}/{PACKAGE_WASM}{PACKED}"
+STDLIB_URI = f"assets/pyodide-stdlib.zip{PACKED}"
 LOCK_URI = "assets/pyodide-lock.json"
 STDLIB_MEMBERS = Path(__file__).with_name("pyodide_stdlib.txt")
-BUNDLE_URI = "assets/vram.zip"
+BUNDLE_URI = f"assets/vram.zip{PACKED}"
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can say: the archive depends on the files only
 VRAM_DIR = data_module.REPO_ROOT / "vram"
+FZSTD_DIR = data_module.REPO_ROOT / "node_modules" / "fzstd"
+FZSTD_FILES = {"assets/fzstd/index.mjs": "esm/index.mjs", "assets/fzstd/LICENSE": "LICENSE"}  # site URI: package file
+# Development builds keep what they packed, by the SHA-256 of its inputs (publication builds pack)
+PACK_STORE = data_module.REPO_ROOT / ".cache" / "packed"
 
 
 def _package_file(folder: Path, name: str) -> Path:
@@ -49,16 +68,36 @@ def _package_file(folder: Path, name: str) -> Path:
     if not path.is_file():
         where = folder.relative_to(data_module.REPO_ROOT) if folder.is_relative_to(data_module.REPO_ROOT) else folder
         raise RenderError(
-            f"{where}/{name} not found: run `npm ci` (Pyodide, pinned in package-lock.json; "
+            f"{where}/{name} not found: run `npm ci` (Pyodide and fzstd, pinned in package-lock.json; "
             "`make site` and `make serve` do it)"
         )
     return path
 
 
 def pyodide_files(folder: Path = PYODIDE_DIR) -> dict[str, Path]:
-    """Site URI -> file of the npm package, for each of ``PYODIDE_FILES``. Raises RenderError
+    """Site URI -> file of the npm package, for each of ``PYODIDE_COPIED``. Raises RenderError
     (one line saying how to get it) when the package is not installed."""
-    return {f"{PYODIDE_URI}/{name}": _package_file(folder, name) for name in PYODIDE_FILES}
+    return {f"{PYODIDE_URI}/{name}": _package_file(folder, name) for name in PYODIDE_COPIED}
+
+
+def fzstd_files(folder: Path = FZSTD_DIR) -> dict[str, Path]:
+    """Site URI -> file of the npm package fzstd, for each of ``FZSTD_FILES``. Raises
+    RenderError when the package is not installed."""
+    return {uri: _package_file(folder, name) for uri, name in FZSTD_FILES.items()}
+
+
+def pack(data: bytes) -> bytes:
+    """``data`` as one Zstandard frame at ``PACK_LEVEL``, its size in the frame's header."""
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=PACK_LEVEL, write_content_size=True).compress(data)
+
+
+def _packer_versions() -> tuple[str, ...]:
+    """What decides the packed bytes besides the input: Python, zstandard and its libzstd."""
+    import zstandard
+
+    return (sys.version, zstandard.__version__, ".".join(map(str, zstandard.ZSTD_VERSION)), str(PACK_LEVEL))
 
 
 def stdlib_members(listing: Path = STDLIB_MEMBERS) -> list[str]:
@@ -70,58 +109,57 @@ def stdlib_members(listing: Path = STDLIB_MEMBERS) -> list[str]:
 
 def _zip(members: list[tuple[str, bytes]]) -> bytes:
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
         for name, data in members:
             info = zipfile.ZipInfo(name, ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = zipfile.ZIP_STORED
             info.external_attr = 0o644 << 16
             archive.writestr(info, data)
     return buffer.getvalue()
 
 
-STDLIB_STORE = data_module.REPO_ROOT / ".cache" / "pyodide-stdlib"  # the trimmed stdlib, by stdlib_digest
-
-
-def stdlib_bundle(folder: Path = PYODIDE_DIR, listing: Path = STDLIB_MEMBERS, store: Path | None = None) -> bytes:
-    """The bytes of ``assets/pyodide-stdlib.zip`` (module docstring). With a ``store`` folder (a
-    development build: ``STDLIB_STORE``), kept there under ``stdlib_digest`` and read by the
-    next build process. Raises RenderError naming a listed member the package does not hold (a
-    Pyodide upgrade: run ``python -m hooks.finder.pyodide_stdlib``)."""
-    key = ("stdlib", folder, listing.read_bytes(), store)
-    if key not in _built:
-        _built[key] = stored(
-            store, stdlib_digest(folder, listing), lambda: _stdlib_zip(folder, listing), suffix=".zip", keep=4
-        )
-    return _built[key]
-
-
-def stdlib_digest(folder: Path, listing: Path) -> str:
-    """SHA-256 (hex) of what ``stdlib_bundle`` zips: the listing, the package's stdlib archive,
-    this module (how it zips), and the versions of Python and zlib (how it compresses)."""
-    import sys
-    import zlib
-
-    package = _package_file(folder, PACKAGE_STDLIB)
-    return inputs_digest(
-        "pyodide stdlib",
-        (sys.version, zlib.ZLIB_RUNTIME_VERSION),
-        ([listing], listing.parent),
-        ([package], package.parent),
-        ([Path(__file__)], Path(__file__).parent),
-    )
-
-
-def _stdlib_zip(folder: Path, listing: Path) -> bytes:
+def stdlib_bundle(folder: Path = PYODIDE_DIR, listing: Path = STDLIB_MEMBERS) -> bytes:
+    """The standard library's archive the worker gives Pyodide (module docstring), unpacked.
+    Raises RenderError naming a listed member the package does not hold (a Pyodide upgrade:
+    run ``python -m hooks.finder.pyodide_stdlib``)."""
     names = stdlib_members(listing)
     with zipfile.ZipFile(_package_file(folder, PACKAGE_STDLIB)) as package:
         held = set(package.namelist())
         missing = [name for name in names if name not in held]
         if missing:
+            where = (
+                listing.relative_to(data_module.REPO_ROOT) if listing.is_relative_to(data_module.REPO_ROOT) else listing
+            )
             raise RenderError(
-                f"{listing.relative_to(data_module.REPO_ROOT)}: {missing[0]} is not in "
-                f"node_modules/pyodide/{PACKAGE_STDLIB}: run `python -m hooks.finder.pyodide_stdlib`"
+                f"{where}: {missing[0]} is not in node_modules/pyodide/{PACKAGE_STDLIB}: "
+                "run `python -m hooks.finder.pyodide_stdlib`"
             )
         return _zip([(name, package.read(name)) for name in names])
+
+
+def packed_runtime(
+    folder: Path = PYODIDE_DIR, listing: Path = STDLIB_MEMBERS, store: Path | None = None
+) -> dict[str, bytes]:
+    """``WASM_URI`` and ``STDLIB_URI`` -> their bytes: the package's WebAssembly and
+    ``stdlib_bundle``, packed. Packed once per process for the same inputs; with a ``store``
+    folder (a development build: ``PACK_STORE``), kept there under the SHA-256 of the inputs
+    (the package's files, the listing, this module, ``_packer_versions``) and read by the next
+    build process. Raises RenderError as ``stdlib_bundle`` does, or when the package is missing."""
+    wasm, package = _package_file(folder, PACKAGE_WASM), _package_file(folder, PACKAGE_STDLIB)
+    key = (folder, listing.read_bytes(), store, *(path.stat().st_mtime_ns for path in (wasm, package)))
+    if key not in _built:
+        module = ([Path(__file__)], Path(__file__).parent)
+        wasm_key = inputs_digest("pyodide wasm", _packer_versions(), ([wasm], folder), module)
+        stdlib_key = inputs_digest(
+            "pyodide stdlib", _packer_versions(), ([listing], listing.parent), ([package], folder), module
+        )
+        _built[key] = {
+            WASM_URI: stored(store, wasm_key, lambda: pack(wasm.read_bytes()), suffix=".wasm.zst", keep=2),
+            STDLIB_URI: stored(
+                store, stdlib_key, lambda: pack(stdlib_bundle(folder, listing)), suffix=".zip.zst", keep=4
+            ),
+        }
+    return _built[key]
 
 
 def lock_file(folder: Path = PYODIDE_DIR) -> bytes:
@@ -131,15 +169,29 @@ def lock_file(folder: Path = PYODIDE_DIR) -> bytes:
 
 
 def vram_bundle(model_configs: dict[str, Path], vram_dir: Path = VRAM_DIR) -> bytes:
-    """The bytes of ``assets/vram.zip`` (module docstring)."""
+    """The calculator's archive (module docstring), unpacked."""
+    return _vram(model_configs, vram_dir)[0]
+
+
+def vram_packed(model_configs: dict[str, Path], vram_dir: Path = VRAM_DIR, store: Path | None = None) -> bytes:
+    """The bytes of ``BUNDLE_URI``: ``vram_bundle``, packed; with a ``store`` folder (a
+    development build: ``PACK_STORE``), kept there under the SHA-256 of the archive."""
+    bundle, packed = _vram(model_configs, vram_dir)
+    if store not in packed:
+        key = inputs_digest("vram bundle", (*_packer_versions(), hashlib.sha256(bundle).hexdigest()))
+        packed[store] = stored(store, key, lambda: pack(bundle), suffix=".vram.zst", keep=4)
+    return packed[store]
+
+
+def _vram(model_configs: dict[str, Path], vram_dir: Path) -> tuple[bytes, dict]:
+    """(the archive, its packed bytes by store) for the checkout's files as they are now."""
     members = [(f"vram/{path.name}", path) for path in sorted(vram_dir.glob("*.py"))]
     members += [(f"configs/{key}.json", path) for key, path in sorted(model_configs.items())]
     contents = tuple((name, path.read_bytes()) for name, path in members)
-    if _last_bundle and _last_bundle[0] == contents:
-        return _last_bundle[1]  # the other language's pass: the same bytes, deflated once
-    _last_bundle[:] = [contents, _zip(list(contents))]
-    return _last_bundle[1]
+    if not (_last_bundle and _last_bundle[0] == contents):  # else the other language's pass: the same bytes
+        _last_bundle[:] = [contents, _zip(list(contents)), {}]
+    return _last_bundle[1], _last_bundle[2]
 
 
-_last_bundle: list = []  # [the members' names and bytes, the archive] of the last call in this process
-_built: dict = {}  # the standard library's archive, by package folder and member list
+_last_bundle: list = []  # [the members' names and bytes, the archive, its packed bytes by store] of the last call
+_built: dict = {}  # the packed WebAssembly and standard library, by package folder, member list and store

@@ -4,7 +4,7 @@ the finder's worker imports, the standard library the site ships (``pyodide_asse
     python -m hooks.finder.pyodide_stdlib          # after a Pyodide upgrade or a new import in vram/
 
 Node (which ``npm`` brings) runs the pinned package with its whole standard library and does
-what ``docs/assets/finder-worker.js`` does: start Pyodide, put ``assets/vram.zip`` on
+what ``docs/assets/finder-worker.js`` does: start Pyodide, put the calculator's archive on
 ``sys.path``, import ``vram.job``, and answer jobs of every kind the page sends (training,
 LoRA, QLoRA under FSDP2, serving, a run with prices, the offload's host RAM) and the bad
 inputs it refuses (not JSON, a key twice, an unknown family, a multimodal gemma3, a missing
@@ -28,7 +28,7 @@ from hooks.finder.pyodide_assets import PACKAGE_STDLIB, PYODIDE_DIR, STDLIB_MEMB
 
 HEADER = """\
 # The members of node_modules/pyodide/python_stdlib.zip the finder's worker imports: the standard
-# library the site ships as assets/pyodide-stdlib.zip (hooks/finder/pyodide_assets.py), each member
+# library the site ships as assets/pyodide-stdlib.zip.zst (hooks/finder/pyodide_assets.py), each member
 # the package's byte for byte (verify/artifact.py). Written by `python -m hooks.finder.pyodide_stdlib`
 # from what Pyodide's start, `import vram.job` and every kind of job import; do not edit by hand.
 """

@@ -282,14 +282,20 @@ def test_random_jobs_equal_the_command_line_byte_for_byte(pages):
     # Pyodide and the calculator came from the site itself (the worker's requests are the page's)
     origin = "/".join(pages["it"].url.split("/")[:3])
     urls = [request.url for request in pages["it"].requests.requests]
-    assert {url.rsplit("/", 1)[1] for url in urls if "/assets/pyodide/" in url} >= {"pyodide.asm.wasm", "pyodide.mjs"}
+    assert {url.rsplit("/", 1)[1] for url in urls if "/assets/pyodide/" in url} >= {
+        "pyodide.asm.wasm.zst",
+        "pyodide.mjs",
+    }
     # the standard library trimmed to what the worker imports, the lock file without packages
     # (hooks/finder/pyodide_assets.py): every job above ran on them; the package's whole
-    # library (2.5 MB compressed) and lock file (120 KB) are not fetched
-    assert [url for url in urls if url.endswith("/assets/pyodide-stdlib.zip")]
+    # library (2.5 MB compressed) and lock file (120 KB) are not fetched. The WebAssembly and
+    # the two archives come packed (.zst), unpacked by fzstd in the worker: never unpacked.
+    assert [url for url in urls if url.endswith("/assets/pyodide-stdlib.zip.zst")]
     assert [url for url in urls if url.endswith("/assets/pyodide-lock.json")]
     assert not [url for url in urls if url.endswith(("/python_stdlib.zip", "/pyodide/pyodide-lock.json"))]
-    assert [url for url in urls if url.endswith("/assets/vram.zip")]
+    assert [url for url in urls if url.endswith("/assets/vram.zip.zst")]
+    assert [url for url in urls if url.endswith("/assets/fzstd/index.mjs")]
+    assert not [url for url in urls if url.endswith((".wasm", ".zip"))]
     # and the worker's blob: wrapper (finder.js: the page's own policy applies to it), one, of this origin
     wrappers = [url for url in urls if url.startswith("blob:")]
     assert len(wrappers) <= 1 and all(
@@ -1188,6 +1194,8 @@ def test_the_calculators_worker_lives_under_the_pages_policy(pages, site_server,
         "seen": [f"connect-src {outside}"],
         "scope": "DedicatedWorkerGlobalScope",
     }
+    # the fetch that unpacked Pyodide's files while it started is the browser's own again
+    assert worker.evaluate("() => Function.prototype.toString.call(self.fetch).includes('[native code]')")
     assert not page.errors
 
 

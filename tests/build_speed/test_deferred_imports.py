@@ -66,8 +66,9 @@ def test_converter_loads_on_a_miss_only(repo_copy, built_site, compiled_code):
     """First build of a copy: mkdocs-jupyter's HTML cache is empty, the converter runs and
     the notebook page has its outputs. Second build: the cache answers, nbconvert is never imported.
     The copy holds the checkout's other build caches (the notebooks' pruned stylesheets, the
-    finder's JSON: ``built_site`` left them), which the converter does not read, and its code compiled."""
-    copy_build_caches(repo_copy, ("notebook-css", "finder"))
+    finder's JSON and packed files: ``built_site`` left them), which the converter does not read,
+    and its code compiled."""
+    copy_build_caches(repo_copy, ("notebook-css", "finder", "packed"))
     shutil.copytree(compiled_code, repo_copy, dirs_exist_ok=True)
     executed = executed_notebooks(REPO_ROOT / "docs", REPO_ROOT, LANGUAGES, "python3", store=machine_store())
     cache = repo_copy / ".cache" / "notebooks"

@@ -1,6 +1,6 @@
 """Work a build does once per process, not once per language pass (static-i18n runs every
 MkDocs event again for each language): the check of mkdocs-jupyter's stylesheets and the
-deflating of assets/vram.zip. What is reused is keyed by the exact input, so a changed input
+zipping and packing of assets/vram.zip.zst. What is reused is keyed by the exact input, so a changed input
 is checked or built again; a failed check is never remembered."""
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ import shutil
 import zipfile
 
 import pytest
+import zstandard
 
 from hooks.errors import RenderError
 from hooks.finder.compute import model_config_files
-from hooks.finder.pyodide_assets import VRAM_DIR, vram_bundle
+from hooks.finder.pyodide_assets import VRAM_DIR, vram_bundle, vram_packed
 from hooks.notebooks import styles
 
 
@@ -45,8 +46,9 @@ def test_a_stylesheet_that_fails_is_checked_again(monkeypatch):
 
 def test_the_bundle_is_reused_only_for_the_same_bytes(tmp_path):
     configs = model_config_files()
-    first = vram_bundle(configs)
-    assert vram_bundle(configs) is first  # the other language's pass: not deflated again
+    first, packed = vram_bundle(configs), vram_packed(configs)
+    assert vram_bundle(configs) is first  # the other language's pass: not zipped again
+    assert vram_packed(configs) is packed  # nor packed again
     vram_copy = tmp_path / "vram"
     shutil.copytree(VRAM_DIR, vram_copy, ignore=shutil.ignore_patterns("__pycache__"))
     assert vram_bundle(configs, vram_copy) == first  # the same bytes elsewhere: the same archive
@@ -54,3 +56,4 @@ def test_the_bundle_is_reused_only_for_the_same_bytes(tmp_path):
     edited.write_bytes(edited.read_bytes() + b"# edited\n")
     changed = vram_bundle(configs, vram_copy)
     assert zipfile.ZipFile(io.BytesIO(changed)).read("vram/units.py") == edited.read_bytes()
+    assert zstandard.ZstdDecompressor().decompress(vram_packed(configs, vram_copy)) == changed  # packed again

@@ -2,8 +2,13 @@
 
 - the vram archive carries every ``vram/*.py`` and every finder model's config.json exactly
   (each member's bytes are the file's), and the same checkout gives the same archive;
-- Pyodide is the npm package pinned in package-lock.json (the built site's copy:
+- Pyodide and fzstd are the npm packages pinned in package-lock.json (the built site's copy:
   tests/site/test_pyodide_site.py);
+- a packed file is one Zstandard frame that says its size and unpacks to the bytes packed (the
+  oracle: zstandard's decompressor, as verify/artifact.py unpacks), and the archives store their
+  members, so that packing compresses them together: the standard library packed weighs less
+  than the same members deflated one by one, the zip this site shipped before (zlib's own
+  compressor, at the level zipfile uses);
 - without ``npm ci`` the build stops with one line saying so.
 """
 
@@ -12,12 +17,24 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+import zlib
 
 import pytest
+import zstandard
 
 from hooks.errors import RenderError
 from hooks.finder.compute import model_config_files
-from hooks.finder.pyodide_assets import PYODIDE_DIR, pyodide_files, vram_bundle
+from hooks.finder.pyodide_assets import (
+    PACK_STORE,
+    PYODIDE_DIR,
+    STDLIB_URI,
+    fzstd_files,
+    pack,
+    packed_runtime,
+    pyodide_files,
+    stdlib_bundle,
+    vram_bundle,
+)
 from tests.conftest import REPO_ROOT
 
 
@@ -34,19 +51,43 @@ def test_the_bundle_is_the_calculator_and_the_configs_byte_for_byte():
     assert vram_bundle(configs) == vram_bundle(configs)  # the same checkout, the same archive
 
 
-def test_pyodide_is_pinned_exactly_in_the_lock_file():
+@pytest.mark.parametrize("name", ["pyodide", "fzstd"])
+def test_the_worker_s_npm_packages_are_pinned_exactly_in_the_lock_file(name):
     lock = json.loads((REPO_ROOT / "package-lock.json").read_text())
     package = json.loads((REPO_ROOT / "package.json").read_text())
-    version = package["dependencies"]["pyodide"]
+    version = package["dependencies"][name]
     assert version[0].isdigit() and all(part.isdigit() for part in version.split("."))  # no range
-    entry = lock["packages"]["node_modules/pyodide"]
+    entry = lock["packages"][f"node_modules/{name}"]
     assert entry["version"] == version and entry["integrity"].startswith("sha512-")
 
 
-def test_without_npm_ci_the_build_says_what_to_run(tmp_path):
-    with pytest.raises(RenderError, match=r"pyodide\.mjs not found: run `npm ci`") as raised:
-        pyodide_files(tmp_path)
+@pytest.mark.parametrize("files, name", [(pyodide_files, "pyodide.mjs"), (fzstd_files, "index.mjs")])
+def test_without_npm_ci_the_build_says_what_to_run(tmp_path, files, name):
+    with pytest.raises(RenderError, match=rf"{name.replace('.', '[.]')} not found: run `npm ci`") as raised:
+        files(tmp_path)
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("data", [b"", b"x", bytes(range(256)) * 300])
+def test_a_packed_file_is_one_frame_that_says_its_size_and_unpacks_to_the_bytes(data):
+    packed = pack(data)
+    assert zstandard.frame_content_size(packed) == len(data)
+    assert zstandard.ZstdDecompressor().decompress(packed, allow_extra_data=False) == data
+
+
+def test_the_archives_store_their_members_and_packed_weigh_less_than_deflated_one_by_one():
+    configs = model_config_files()
+    for archive in (zipfile.ZipFile(io.BytesIO(vram_bundle(configs))), zipfile.ZipFile(io.BytesIO(stdlib_bundle()))):
+        assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_STORED}
+    members = zipfile.ZipFile(io.BytesIO(stdlib_bundle()))
+    # a raw deflate stream per member, as a deflated zip holds them (zipfile's default level)
+    deflated = 0
+    for info in members.infolist():
+        compressor = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
+        deflated += len(compressor.compress(members.read(info)) + compressor.flush())
+    packed = packed_runtime(store=PACK_STORE)[STDLIB_URI]
+    assert zstandard.ZstdDecompressor().decompress(packed) == stdlib_bundle()
+    assert len(packed) < 0.9 * deflated, (len(packed), deflated)
 
 
 def test_every_standard_library_module_vram_imports_ships_in_the_trimmed_library():

@@ -1,16 +1,33 @@
 """The built site ships the finder's calculator unchanged: Pyodide's files as the pinned npm
-package has them (assets/pyodide/, nothing else there) and the vram bundle of this checkout."""
+package has them (assets/pyodide/, nothing else there; the WebAssembly packed), fzstd's as its
+package has them, and the vram bundle of this checkout. The oracle for a packed file: what
+zstandard unpacks it to."""
 
 from __future__ import annotations
 
+import zstandard
+
 from hooks.finder.compute import model_config_files
-from hooks.finder.pyodide_assets import PYODIDE_DIR, PYODIDE_FILES, pyodide_files, vram_bundle
+from hooks.finder.pyodide_assets import (
+    PYODIDE_DIR,
+    fzstd_files,
+    pyodide_files,
+    stdlib_bundle,
+    vram_bundle,
+)
 
 
 def test_the_site_ships_pyodide_and_the_bundle_unchanged(built_site):
     assert PYODIDE_DIR.is_dir(), f"Pyodide missing: run `npm ci` at the repository root ({PYODIDE_DIR})"
     shipped = sorted(path.name for path in (built_site / "assets" / "pyodide").iterdir())
-    assert shipped == sorted(PYODIDE_FILES)
-    for uri, path in pyodide_files().items():
+    assert shipped == ["pyodide.asm.mjs", "pyodide.asm.wasm.zst", "pyodide.mjs"]
+    for uri, path in {**pyodide_files(), **fzstd_files()}.items():
         assert (built_site / uri).read_bytes() == path.read_bytes(), uri
-    assert (built_site / "assets" / "vram.zip").read_bytes() == vram_bundle(model_config_files())
+    assert sorted(path.name for path in (built_site / "assets" / "fzstd").iterdir()) == ["LICENSE", "index.mjs"]
+
+    def unpacked(uri: str) -> bytes:
+        return zstandard.ZstdDecompressor().decompress((built_site / uri).read_bytes(), allow_extra_data=False)
+
+    assert unpacked("assets/pyodide/pyodide.asm.wasm.zst") == (PYODIDE_DIR / "pyodide.asm.wasm").read_bytes()
+    assert unpacked("assets/pyodide-stdlib.zip.zst") == stdlib_bundle()
+    assert unpacked("assets/vram.zip.zst") == vram_bundle(model_config_files())

@@ -78,13 +78,18 @@ def test_a_file_of_no_listed_type_fails(site, name):
     "name",
     [
         "assets/pyodide/pyodide.asm.wasm",
+        "assets/pyodide/pyodide.asm.wasm.zst",
         "assets/pyodide/pyodide.mjs",
         "assets/pyodide/pyodide.asm.js",
         "assets/pyodide/python_stdlib.zip",
         "assets/pyodide/pyodide-lock.json",
         "assets/pyodide/micropip-0.9-py3-none-any.whl",
         "assets/vram.zip",
+        "assets/vram.zip.zst",
         "assets/vram-bundle.zip",
+        "assets/pyodide-stdlib.zip.zst",
+        "assets/fzstd/index.mjs",
+        "assets/fzstd/index.js",
     ],
 )
 def test_the_calculators_runtime_files_are_listed_by_name_and_bytes(site, name):

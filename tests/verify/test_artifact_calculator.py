@@ -10,6 +10,9 @@ theme at a path it generates (one line naming the file), and the artifact check 
 archive that is not exactly the checkout's ``vram/*.py`` and the models' ``config.json`` (the
 oracle: the files themselves, read here), and any Pyodide file that is not the npm package's
 (the oracle: ``node_modules/pyodide``, installed by ``npm ci`` from package-lock.json).
+The WebAssembly and the two archives are published packed (Zstandard): the check unpacks
+them as the worker does (one frame, nothing after it) and checks what comes out; fzstd, which
+unpacks them in the worker, is the npm package's file (the oracle: ``node_modules/fzstd``).
 """
 
 from __future__ import annotations
@@ -20,23 +23,33 @@ import warnings
 import zipfile
 
 import pytest
+import zstandard
 
 from hooks.finder.compute import model_config_files
 from hooks.finder.pyodide_assets import (
     BUNDLE_URI,
+    FZSTD_DIR,
+    FZSTD_FILES,
     LOCK_URI,
+    PACK_STORE,
+    PYODIDE_COPIED,
     PYODIDE_DIR,
     PYODIDE_FILES,
     PYODIDE_URI,
     STDLIB_URI,
+    WASM_URI,
+    fzstd_files,
     lock_file,
+    pack,
+    packed_runtime,
     stdlib_bundle,
-    vram_bundle,
+    vram_packed,
 )
 from tests.conftest import REPO_ROOT
 from verify import artifact
 from verify.artifact import (
     CALCULATOR_BUNDLE,
+    FZSTD_SHA256,
     LOCK_FILE,
     PYODIDE_SHA256,
     STDLIB_ARCHIVE,
@@ -48,23 +61,33 @@ SNIPPETS, VRAM = REPO_ROOT / "snippets", REPO_ROOT / "vram"
 
 
 def genuine() -> dict[str, bytes]:
-    files = {f"{PYODIDE_URI}/{name}": (PYODIDE_DIR / name).read_bytes() for name in PYODIDE_FILES}
-    files[BUNDLE_URI] = vram_bundle(model_config_files())
-    files[STDLIB_URI] = stdlib_bundle()
+    """What the build publishes (packed with the development builds' store: the same bytes)."""
+    files = {f"{PYODIDE_URI}/{name}": (PYODIDE_DIR / name).read_bytes() for name in PYODIDE_COPIED}
+    files |= packed_runtime(store=PACK_STORE)
+    files[BUNDLE_URI] = vram_packed(model_config_files(), store=PACK_STORE)
     files[LOCK_URI] = lock_file()
+    files |= {uri: path.read_bytes() for uri, path in fzstd_files().items()}
     return files
 
 
-def rezipped(bundle: bytes, change=lambda name, data: data, extra: dict[str, bytes] | None = None) -> bytes:
+def unpack(packed: bytes) -> bytes:
+    return zstandard.ZstdDecompressor().decompress(packed)
+
+
+def rezipped(packed: bytes, change=lambda name, data: data, extra: dict[str, bytes] | None = None) -> bytes:
+    """The packed archive with members changed or added, packed again (a zip's members deflated)."""
     out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(bundle)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+    with (
+        zipfile.ZipFile(io.BytesIO(unpack(packed))) as source,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
         for info in source.infolist():
             target.writestr(info, change(info.filename, source.read(info)))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # zipfile warns about a duplicate name: the attack
             for name, data in (extra or {}).items():
                 target.writestr(name, data)
-    return out.getvalue()
+    return pack(out.getvalue())
 
 
 def refused(files: dict[str, bytes], *match: str) -> None:
@@ -78,10 +101,17 @@ def refused(files: dict[str, bytes], *match: str) -> None:
 def test_the_pins_are_the_files_of_the_npm_package_the_build_copies():
     assert PYODIDE_URI == "assets/pyodide" and BUNDLE_URI == CALCULATOR_BUNDLE
     assert (STDLIB_URI, LOCK_URI, PYODIDE_FILES) == (STDLIB_ARCHIVE, LOCK_FILE, artifact.PYODIDE_FILES)
+    assert f"{artifact.PYODIDE_DIR}pyodide.asm.wasm{artifact.PACKED}" == WASM_URI
+    assert set(PYODIDE_COPIED) == set(PYODIDE_FILES) - set(artifact.PYODIDE_PACKED) and PYODIDE_COPIED
     assert set(PYODIDE_SHA256) == set(PYODIDE_FILES) | {"python_stdlib.zip", "pyodide-lock.json"}
     for name in PYODIDE_SHA256:
         assert hashlib.sha256((PYODIDE_DIR / name).read_bytes()).hexdigest() == PYODIDE_SHA256[name], (
             f"node_modules/pyodide/{name} changed (package-lock.json): update verify/artifact.py, PYODIDE_SHA256"
+        )
+    assert {artifact.FZSTD_DIR + name: file for name, (file, _) in FZSTD_SHA256.items()} == FZSTD_FILES
+    for file, sha256 in FZSTD_SHA256.values():
+        assert hashlib.sha256((FZSTD_DIR / file).read_bytes()).hexdigest() == sha256, (
+            f"node_modules/fzstd/{file} changed (package-lock.json): update verify/artifact.py, FZSTD_SHA256"
         )
 
 
@@ -115,17 +145,24 @@ ATTACKS = {
         "vram/job.py",
     ),
     "a member left out": (lambda b: _without(b, "vram/fit.py"), "vram/fit.py"),
-    "not a zip": (lambda b: b"\0", "not a readable zip"),
+    "not a zip": (lambda b: pack(b"\0"), "not a readable zip"),
+    "not packed": (unpack, "not one Zstandard frame"),
+    # fzstd unpacks a second frame too (the archive the worker reads would not be the one checked)
+    "a second frame after the archive": (lambda b: b + pack(b"PK\5\6" + bytes(18)), "not one Zstandard frame"),
+    "a frame that does not say its size": (
+        lambda b: zstandard.ZstdCompressor(write_content_size=False).compress(unpack(b)),
+        "unpacked size",
+    ),
 }
 
 
-def _without(bundle: bytes, name: str) -> bytes:
+def _without(packed: bytes, name: str) -> bytes:
     out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(bundle)) as source, zipfile.ZipFile(out, "w") as target:
+    with zipfile.ZipFile(io.BytesIO(unpack(packed))) as source, zipfile.ZipFile(out, "w") as target:
         for info in source.infolist():
             if info.filename != name:
                 target.writestr(info, source.read(info))
-    return out.getvalue()
+    return pack(out.getvalue())
 
 
 @pytest.mark.parametrize("attack", list(ATTACKS), ids=list(ATTACKS))
@@ -140,6 +177,7 @@ def test_the_standard_library_shipped_is_members_of_the_packages_byte_for_byte()
     """The oracle: node_modules/pyodide/python_stdlib.zip itself (its SHA-256 pinned)."""
     package = zipfile.ZipFile(PYODIDE_DIR / "python_stdlib.zip")
     shipped = zipfile.ZipFile(io.BytesIO(stdlib_bundle()))
+    assert unpack(genuine()[STDLIB_URI]) == stdlib_bundle()  # what is published, unpacked
     names = shipped.namelist()
     assert len(names) == len(set(names)) and 50 < len(names) < len(package.namelist()) / 2
     assert all(shipped.read(name) == package.read(name) for name in names)
@@ -180,8 +218,27 @@ def test_a_pyodide_file_that_is_not_the_npm_packages_is_refused(name):
     refused(files, f"{PYODIDE_URI}/{name}", "PYODIDE_SHA256")
 
 
+@pytest.mark.parametrize("name", ["pyodide.asm.wasm", "pyodide.asm.mjs", "python_stdlib.zip"])
+def test_a_packed_pyodide_file_is_checked_unpacked(name):
+    """Packed, the WebAssembly is checked as what it unpacks to: another WebAssembly (here one
+    byte more), a file of the package the site ships as it is, or one it does not ship, is refused."""
+    files = genuine()
+    files[f"{PYODIDE_URI}/{name}.zst"] = pack((PYODIDE_DIR / name).read_bytes() + (b"\0" if "wasm" in name else b""))
+    refused(files, f"{PYODIDE_URI}/{name}.zst", "PYODIDE_SHA256")
+
+
+@pytest.mark.parametrize("name", ["index.mjs", "LICENSE", "index.js"])
+def test_an_fzstd_file_that_is_not_the_npm_packages_is_refused(name):
+    """fzstd unpacks the calculator's files in the worker: another script there could hand
+    Pyodide any bytes. The oracle: node_modules/fzstd (FZSTD_SHA256, checked above)."""
+    files = genuine()
+    path = f"{artifact.FZSTD_DIR}{name}"
+    files[path] = files.get(path, b"") + b"\n"
+    refused(files, path, "FZSTD_SHA256")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("planted", ["overrides/assets/vram.zip", "docs/assets/finder.json"])
+@pytest.mark.parametrize("planted", ["overrides/assets/vram.zip.zst", "docs/assets/finder.json"])
 def test_the_build_refuses_a_file_at_a_path_it_writes_itself(planted, warm_repo_copy, tmp_path, forked_build_site):
     """The attack as a pull request writes it: the strict build stops with one line naming the file.
     (A copy built once before: finder.json, generated before the calculator's archive, is read
