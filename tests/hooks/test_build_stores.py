@@ -1,6 +1,6 @@
 """What a development build keeps in ``.cache/`` besides finder.json (tests/finder/test_finder_store.py):
 the rendered pages (``hooks/render/markdown.py``), the data files found valid
-(``hooks/data/load.py``) and the trimmed Pyodide standard library (``hooks/finder/pyodide_assets.py``).
+(``hooks/data/load.py``) and the packed Pyodide runtime (``hooks/finder/pyodide_assets.py``).
 
 Each is read back only under the SHA-256 of its inputs (a forged entry shows that the store is
 read; an edited input shows that it is then not), and never by a publication build (no store).
@@ -72,17 +72,19 @@ def test_valid_data_files_are_checked_again_once_one_changes(data_dir, tmp_path)
 
 
 @pytest.mark.skipif(not (pyodide_assets.PYODIDE_DIR / "pyodide.mjs").exists(), reason="run `npm ci`")
-def test_the_stored_standard_library_is_the_computed_one_and_read_back(tmp_path, monkeypatch):
-    store = tmp_path / "stdlib"
+def test_the_stored_packed_runtime_is_the_computed_one_and_read_back(tmp_path, monkeypatch):
+    store = tmp_path / "packed"
+    stdlib = pyodide_assets.STDLIB_URI
     monkeypatch.setattr(pyodide_assets, "_built", {})
-    computed = pyodide_assets.stdlib_bundle()
-    assert pyodide_assets.stdlib_bundle(store=store) == computed
-    (entry,) = store.glob("*.zip")
+    computed = pyodide_assets.packed_runtime()
+    assert pyodide_assets.packed_runtime(store=store) == computed
+    (entry,) = store.glob("*.zip.zst")
     entry.write_bytes(b"forged")
     monkeypatch.setattr(pyodide_assets, "_built", {})  # a new build process
-    assert pyodide_assets.stdlib_bundle(store=store) == b"forged"  # proves the store is read
-    assert pyodide_assets.stdlib_bundle() == computed  # a publication build zips
+    assert pyodide_assets.packed_runtime(store=store)[stdlib] == b"forged"  # proves the store is read
+    assert pyodide_assets.packed_runtime()[stdlib] == computed[stdlib]  # a publication build packs
 
     listing = tmp_path / "members.txt"
     listing.write_text(pyodide_assets.STDLIB_MEMBERS.read_text(encoding="utf-8") + "\n", encoding="utf-8")
-    assert pyodide_assets.stdlib_digest(pyodide_assets.PYODIDE_DIR, listing) != entry.stem  # an edited listing
+    monkeypatch.setattr(pyodide_assets, "_built", {})
+    assert pyodide_assets.packed_runtime(listing=listing, store=store)[stdlib] == computed[stdlib]  # an edited listing
