@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import hashlib
 import os
 import subprocess
@@ -336,14 +337,19 @@ TEMPLATE_CACHE = TemplateCache()  # one per process: every build and language pa
 
 def package_versions(names: Iterable[str]) -> tuple[str, ...]:
     """``python=<sys.version>`` then ``name=version`` of each of ``names`` (``name=absent`` when not
-    installed): the libraries a cached result depends on, for its cache key."""
+    installed): the libraries a cached result depends on, for its cache key. Each version is read
+    once per process (importlib.metadata searches every folder of sys.path on each call),
+    which is also the version whose modules the process has imported."""
     import sys
+
+    return (f"python={sys.version}", *(f"{name}={_version(name)}" for name in names))
+
+
+@functools.cache
+def _version(name: str) -> str:
     from importlib import metadata
 
-    versions = [f"python={sys.version}"]
-    for name in names:
-        try:
-            versions.append(f"{name}={metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            versions.append(f"{name}=absent")
-    return tuple(versions)
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "absent"

@@ -83,6 +83,7 @@ from hooks.render.links_out import link_definitions  # noqa: E402
 from hooks.render.markdown import STORE_DIR as PAGE_STORE, render_markdown  # noqa: E402
 from hooks.render.markdown_table import label_cells  # noqa: E402
 from hooks.render.typography import rules as typography_rules, typeset_html  # noqa: E402
+from hooks.search_entries import STORE_DIR as SEARCH_STORE, use_stored_entries  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors, serving, set_serving  # noqa: E402
 from hooks.workarounds.i18n_outputs import (  # noqa: E402
     alternate_homes_for_404,
@@ -204,6 +205,9 @@ def on_pre_build(config, **kwargs):
         check_nav_translations(config.nav, nav_translations(config))
     _build["blocks"].start(build_language(config))
     _build["comments"] = set()
+    search = config.plugins.get("material/search") or config.plugins.get("search")
+    # each page's search entries, kept by a development build (hooks/search_entries.py)
+    use_stored_entries(getattr(search, "search_index", None), unless_publication(SEARCH_STORE))
 
 
 @event_priority(-150)  # after the i18n plugin (-100), which rebuilds the file list per language

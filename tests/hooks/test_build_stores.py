@@ -1,5 +1,6 @@
 """What a development build keeps in ``.cache/`` besides finder.json (tests/finder/test_finder_store.py):
-the rendered pages (``hooks/render/markdown.py``), the data files found valid
+the rendered pages (``hooks/render/markdown.py``), the pages' search entries
+(``hooks/search_entries.py``), the data files found valid
 (``hooks/data/load.py``) and the trimmed Pyodide standard library (``hooks/finder/pyodide_assets.py``).
 
 Each is read back only under the SHA-256 of its inputs (a forged entry shows that the store is
@@ -9,6 +10,7 @@ Expected values: the computation itself, with no store.
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -86,3 +88,64 @@ def test_the_stored_standard_library_is_the_computed_one_and_read_back(tmp_path,
     listing = tmp_path / "members.txt"
     listing.write_text(pyodide_assets.STDLIB_MEMBERS.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     assert pyodide_assets.stdlib_digest(pyodide_assets.PYODIDE_DIR, listing) != entry.stem  # an edited listing
+
+
+def _search_page(content: str):
+    from types import SimpleNamespace
+
+    toc = [SimpleNamespace(id="memoria", url="#memoria", children=[])]
+    return SimpleNamespace(meta={}, content=content, toc=toc, url="formule/", title="Formule")
+
+
+def test_search_entries_are_read_back_under_their_inputs_and_never_without_a_store(tmp_path):
+    from material.plugins.search.plugin import SearchIndex
+
+    from hooks import search_entries
+
+    html = '<h1 id="formule">Formule</h1><p>Testo</p><h2 id="memoria">Memoria</h2><p>Parametri <code>8e9</code></p>'
+    plain = SearchIndex()
+    plain.add_entry_from_context(_search_page(html))  # what the plugin itself writes, no store
+    assert [entry["location"] for entry in plain.entries] == ["formule/", "formule/#memoria"]
+
+    store = tmp_path / "search"
+    first = SearchIndex()
+    search_entries.use_stored_entries(first, store)
+    first.add_entry_from_context(_search_page(html))
+    assert first.entries == plain.entries  # computed, then kept
+    (entry,) = store.glob("*.json")
+    assert json.loads(entry.read_text(encoding="utf-8")) == plain.entries
+
+    entry.write_text('[{"location": "forged", "title": "", "text": ""}]', encoding="utf-8")
+    again = SearchIndex()  # the next build process
+    search_entries.use_stored_entries(again, store)
+    again.add_entry_from_context(_search_page(html))
+    assert again.entries == [{"location": "forged", "title": "", "text": ""}]  # proves the store is read
+
+    publication = SearchIndex()
+    search_entries.use_stored_entries(publication, None)  # a publication build parses every page
+    publication.add_entry_from_context(_search_page(html))
+    assert publication.entries == plain.entries
+
+    edited = SearchIndex()
+    search_entries.use_stored_entries(edited, store)
+    edited.add_entry_from_context(_search_page(html.replace("Testo", "Testo nuovo")))
+    assert edited.entries[0]["text"] == "<p>Testo nuovo</p>"  # an edited page: parsed again
+    assert len(list(store.glob("*.json"))) == 2
+
+
+def test_the_search_entries_key_covers_what_the_plugin_reads():
+    from hooks.search_entries import entries_key
+
+    page = _search_page("<h1 id='formule'>Formule</h1>")
+    key = entries_key(page)
+    assert entries_key(_search_page("<h1 id='formule'>Formule</h1>")) == key
+    for name, value in (
+        ("url", "fr/formules/"),
+        ("title", "Formules"),
+        ("meta", {"search": {"boost": 2}}),
+        ("toc", []),
+        ("content", "<h1 id='formule'>Formule!</h1>"),
+    ):
+        changed = _search_page(page.content)
+        setattr(changed, name, value)
+        assert entries_key(changed) != key, name
