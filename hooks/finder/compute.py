@@ -117,8 +117,11 @@ def _load_models(models: Any, config_files: dict[str, Path]) -> dict[str, Model]
 
 
 def model_config_files(data_dir: Path | None = None) -> dict[str, Path]:
-    """Model key -> its config.json, as models.yaml names them (the worker's bundle ships them)."""
-    return dict(load_catalogue(data_dir).config_files)
+    """Model key -> its config.json, as models.yaml names them (the worker's bundle ships them).
+    Reads models.yaml alone: the catalogue's checks (``load_catalogue``: each config found and
+    parsed) are where the finder's answers are computed. Raises RenderError naming the file and key."""
+    folder = data_dir or data_module.DATA_DIR
+    return _config_files(load_model("models", folder), folder)
 
 
 _catalogue_memo = Memo()  # data folder -> its Catalogue, while nothing there changes
