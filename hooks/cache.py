@@ -124,6 +124,25 @@ def code_files(root: Path) -> list[Path]:
     return [path for folder in CODE_DIRS for path in (root / folder).rglob("*.py") if "__pycache__" not in path.parts]
 
 
+_tree_digests = Memo()  # (what, folder) -> its files' SHA-256, while tree_stamp says none changed
+
+
+def code_digest(root: Path) -> str:
+    """SHA-256 (hex) of ``code_files(root)`` (each by its path relative to ``root`` and its bytes):
+    hashed once per process while no ``.py`` there is edited, added or removed (``tree_stamp``),
+    so the keys of every store that covers the checkout's code share one reading of it."""
+    stamp = tree_stamp(*(root / folder for folder in CODE_DIRS), pattern="*.py")
+    return _tree_digests.get(("code", root), stamp, lambda: inputs_digest("code", (), (code_files(root), root)))
+
+
+def tree_digest(folder: Path) -> str:
+    """SHA-256 (hex) of every file under ``folder`` (by its path relative to ``folder`` and its
+    bytes), hashed once per process while none is edited, added or removed (``tree_stamp``)."""
+    return _tree_digests.get(
+        ("tree", folder), tree_stamp(folder), lambda: inputs_digest("tree", (), (folder.rglob("*"), folder))
+    )
+
+
 def stored(folder: Path | None, key: str, compute: Callable[[], bytes], *, suffix: str, keep: int) -> bytes:
     """``compute()``'s bytes, kept in ``folder`` as ``<key><suffix>`` and read from there by the
     next build process that asks with the same ``key``, the SHA-256 of every input of the

@@ -36,7 +36,15 @@ from pathlib import Path
 from typing import Any
 
 import vram
-from hooks.cache import Memo, code_files, inputs_digest as cache_digest, package_versions, stored, tree_stamp
+from hooks.cache import (
+    Memo,
+    code_digest,
+    inputs_digest as cache_digest,
+    package_versions,
+    stored,
+    tree_digest,
+    tree_stamp,
+)
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml, relative
 from hooks.data.measurements import measured_data
@@ -611,12 +619,14 @@ def inputs_digest(data_dir: Path) -> str:
     every ``.py`` of ``CODE_DIRS`` (the calculator, the render layer and its schemas, the
     languages), the site's languages (``verify.languages``, read from ``mkdocs.yml``), and the
     versions of Python and of ``LIBRARIES``."""
-    root = data_module.REPO_ROOT
     return cache_digest(
         "finder.json",
-        (*library_versions(), f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}"),
-        (data_dir.rglob("*"), data_dir),
-        (code_files(root), root),
+        (
+            *library_versions(),
+            f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}",
+            tree_digest(data_dir),
+            code_digest(data_module.REPO_ROOT),
+        ),
     )
 
 

@@ -149,3 +149,27 @@ def test_the_search_entries_key_covers_what_the_plugin_reads():
         changed = _search_page(page.content)
         setattr(changed, name, value)
         assert entries_key(changed) != key, name
+
+
+def test_the_shared_digests_are_the_files_bytes_and_follow_an_edit(tmp_path):
+    """code_digest and tree_digest (one reading per process, shared by the stores' keys) are
+    the SHA-256 that inputs_digest gives for the same files, and change after an edit."""
+    from hooks.cache import code_digest, inputs_digest, tree_digest
+
+    for folder in ("hooks", "vram", "verify"):
+        shutil.copytree(REPO_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    sources = [path for folder in ("hooks", "vram", "verify") for path in (tmp_path / folder).rglob("*.py")]
+    expected = inputs_digest("code", (), (sources, tmp_path))
+    assert code_digest(tmp_path) == expected
+    job = tmp_path / "vram" / "job.py"
+    job.write_text(job.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    edited = code_digest(tmp_path)
+    assert edited != expected
+    (tmp_path / "hooks" / "notes.txt").write_text("not code", encoding="utf-8")
+    assert code_digest(tmp_path) == edited  # only .py files count
+
+    data = tmp_path / "vram"
+    before = tree_digest(data)
+    assert before == inputs_digest("tree", (), (data.rglob("*"), data))
+    (data / "new.txt").write_text("added", encoding="utf-8")
+    assert tree_digest(data) != before
