@@ -53,7 +53,7 @@ from hooks.checks.external_loads import (  # noqa: E402
 from hooks.checks.images import check_image_sizes  # noqa: E402
 from hooks.checks.language_parity import check_language_parity  # noqa: E402
 from hooks.checks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
-from hooks.checks.same_code import TitledBlocks  # noqa: E402
+from hooks.checks.same_code import STORE_DIR as BLOCK_NAMES_STORE, TitledBlocks  # noqa: E402
 from hooks.checks.snippet_includes import check_plain_files, check_snippets, own_content  # noqa: E402
 from hooks.checks.theme_files import check_theme_files_kept  # noqa: E402
 from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
@@ -203,7 +203,7 @@ def on_pre_build(config, **kwargs):
         interface_strings()  # hooks/render/interface.yaml and hooks/render/typography.yaml, before any page uses them
         typography_rules()
         check_nav_translations(config.nav, nav_translations(config))
-    _build["blocks"].start(build_language(config))
+    _build["blocks"].start(build_language(config), unless_publication(BLOCK_NAMES_STORE))
     _build["comments"] = set()
     search = config.plugins.get("material/search") or config.plugins.get("search")
     # each page's search entries, kept by a development build (hooks/search_entries.py)

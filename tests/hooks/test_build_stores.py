@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -173,3 +174,30 @@ def test_the_shared_digests_are_the_files_bytes_and_follow_an_edit(tmp_path):
     assert before == inputs_digest("tree", (), (data.rglob("*"), data))
     (data / "new.txt").write_text("added", encoding="utf-8")
     assert tree_digest(data) != before
+
+
+def test_a_block_accepted_by_check_names_is_kept_under_its_code_and_never_without_a_store(tmp_path, monkeypatch):
+    from hooks.checks import same_code
+    from verify.block_names import BlockNameError
+
+    store = tmp_path / "block-names"
+    accepted = "gpus = 2\nprint(gpus * 4)\n"
+    same_code.checked_names(accepted, "block 'a.py' (it, docs/a.it.md)", store)
+    (entry,) = store.glob("*.ok")
+    assert entry.name == f"{same_code.names_key(accepted)}.ok"
+
+    refused = "import inspect\n"  # not on verify/block_names.py's allow-list
+    with pytest.raises(BlockNameError, match="import inspect"):
+        same_code.checked_names(refused, "block 'b.py' (it, docs/b.it.md)", store)
+    assert len(list(store.glob("*.ok"))) == 1  # a refused block leaves nothing: checked on every build
+
+    (store / f"{same_code.names_key(refused)}.ok").write_bytes(b"")  # a forged entry
+    same_code.checked_names(refused, "block 'b.py' (it, docs/b.it.md)", store)  # proves the store is read
+    with pytest.raises(BlockNameError, match="import inspect"):
+        same_code.checked_names(refused, "block 'b.py' (it, docs/b.it.md)", None)  # a publication build checks
+
+    rules = tmp_path / "block_names.py"  # an edited allow-list names another entry
+    rules.write_bytes(Path(same_code.block_names.__file__).read_bytes() + b"\n# edited\n")
+    before = same_code.names_key(refused)
+    monkeypatch.setattr(same_code.block_names, "__file__", str(rules))
+    assert same_code.names_key(refused) != before
