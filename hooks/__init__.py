@@ -9,7 +9,8 @@ Top level: what MkDocs or ``make`` runs, and what every room shares.
 - ``mkdocs_glue.py``: the hook file. ``serve.py``: ``make serve`` (``mkdocs serve`` under
   ``watchmedo auto-restart``). ``errors.py``: ``RenderError``, the one error type of the rooms.
   ``cache.py``: the build's caches (file stamps, the stamp-keyed memo, file hashes, compiled
-  templates).
+  templates). ``search_entries.py``: each page's search index entries, kept by a development
+  build (Material's search plugin parses every page's HTML again otherwise).
 
 Rooms (subpackages). Only ``workarounds/`` imports MkDocs (beside the hook file and
 ``serve.py``): the other rooms are plain functions a new generator could call. No module

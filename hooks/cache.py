@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import hashlib
 import os
 import subprocess
@@ -121,6 +122,25 @@ CODE_DIRS = ("hooks", "vram", "verify")  # the checkout's own code: every .py a 
 def code_files(root: Path) -> list[Path]:
     """Every ``.py`` of ``CODE_DIRS`` under ``root`` (the checkout): what a cached computation runs."""
     return [path for folder in CODE_DIRS for path in (root / folder).rglob("*.py") if "__pycache__" not in path.parts]
+
+
+_tree_digests = Memo()  # (what, folder) -> its files' SHA-256, while tree_stamp says none changed
+
+
+def code_digest(root: Path) -> str:
+    """SHA-256 (hex) of ``code_files(root)`` (each by its path relative to ``root`` and its bytes):
+    hashed once per process while no ``.py`` there is edited, added or removed (``tree_stamp``),
+    so the keys of every store that covers the checkout's code share one reading of it."""
+    stamp = tree_stamp(*(root / folder for folder in CODE_DIRS), pattern="*.py")
+    return _tree_digests.get(("code", root), stamp, lambda: inputs_digest("code", (), (code_files(root), root)))
+
+
+def tree_digest(folder: Path) -> str:
+    """SHA-256 (hex) of every file under ``folder`` (by its path relative to ``folder`` and its
+    bytes), hashed once per process while none is edited, added or removed (``tree_stamp``)."""
+    return _tree_digests.get(
+        ("tree", folder), tree_stamp(folder), lambda: inputs_digest("tree", (), (folder.rglob("*"), folder))
+    )
 
 
 def stored(folder: Path | None, key: str, compute: Callable[[], bytes], *, suffix: str, keep: int) -> bytes:
@@ -336,14 +356,19 @@ TEMPLATE_CACHE = TemplateCache()  # one per process: every build and language pa
 
 def package_versions(names: Iterable[str]) -> tuple[str, ...]:
     """``python=<sys.version>`` then ``name=version`` of each of ``names`` (``name=absent`` when not
-    installed): the libraries a cached result depends on, for its cache key."""
+    installed): the libraries a cached result depends on, for its cache key. Each version is read
+    once per process (importlib.metadata searches every folder of sys.path on each call),
+    which is also the version whose modules the process has imported."""
     import sys
+
+    return (f"python={sys.version}", *(f"{name}={_version(name)}" for name in names))
+
+
+@functools.cache
+def _version(name: str) -> str:
     from importlib import metadata
 
-    versions = [f"python={sys.version}"]
-    for name in names:
-        try:
-            versions.append(f"{name}={metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            versions.append(f"{name}=absent")
-    return tuple(versions)
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "absent"

@@ -53,7 +53,7 @@ from hooks.checks.external_loads import (  # noqa: E402
 from hooks.checks.images import check_image_sizes  # noqa: E402
 from hooks.checks.language_parity import check_language_parity  # noqa: E402
 from hooks.checks.publish_gate import check_verified_block, insert_note, open_gate  # noqa: E402
-from hooks.checks.same_code import TitledBlocks  # noqa: E402
+from hooks.checks.same_code import STORE_DIR as BLOCK_NAMES_STORE, TitledBlocks  # noqa: E402
 from hooks.checks.snippet_includes import check_plain_files, check_snippets, own_content  # noqa: E402
 from hooks.checks.theme_files import check_theme_files_kept  # noqa: E402
 from hooks.checks.unchecked_by_mkdocs import check_front_matter, check_nav_translations, check_notebook_links  # noqa: E402
@@ -85,6 +85,7 @@ from hooks.render.links_out import link_definitions  # noqa: E402
 from hooks.render.markdown import STORE_DIR as PAGE_STORE, render_markdown  # noqa: E402
 from hooks.render.markdown_table import label_cells  # noqa: E402
 from hooks.render.typography import rules as typography_rules, typeset_html  # noqa: E402
+from hooks.search_entries import STORE_DIR as SEARCH_STORE, use_stored_entries  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors, serving, set_serving  # noqa: E402
 from hooks.workarounds.i18n_outputs import (  # noqa: E402
     alternate_homes_for_404,
@@ -204,8 +205,11 @@ def on_pre_build(config, **kwargs):
         interface_strings()  # hooks/render/interface.yaml and hooks/render/typography.yaml, before any page uses them
         typography_rules()
         check_nav_translations(config.nav, nav_translations(config))
-    _build["blocks"].start(build_language(config))
+    _build["blocks"].start(build_language(config), unless_publication(BLOCK_NAMES_STORE))
     _build["comments"] = set()
+    search = config.plugins.get("material/search") or config.plugins.get("search")
+    # each page's search entries, kept by a development build (hooks/search_entries.py)
+    use_stored_entries(getattr(search, "search_index", None), unless_publication(SEARCH_STORE))
 
 
 @event_priority(-150)  # after the i18n plugin (-100), which rebuilds the file list per language

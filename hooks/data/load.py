@@ -158,7 +158,7 @@ def check_data_files(data_dir: Path | None = None, store: Path | None = None) ->
     what they import), of the site's languages and of the versions of Python and of
     ``LIBRARIES``; the next build process with the same inputs checks nothing again.
     Raises RenderError."""
-    from hooks.cache import code_files, inputs_digest, package_versions, stored
+    from hooks.cache import code_digest, inputs_digest, package_versions, stored
     from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
 
     data_dir = data_dir or DATA_DIR
@@ -178,10 +178,13 @@ def check_data_files(data_dir: Path | None = None, store: Path | None = None) ->
         return
     key = inputs_digest(
         "valid data files",
-        (*package_versions(LIBRARIES), f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}"),
+        (
+            *package_versions(LIBRARIES),
+            f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}",
+            code_digest(REPO_ROOT),
+        ),
         (files, data_dir),
         ([SNIPPETS_DIR / "comments.yaml"], SNIPPETS_DIR),
-        (code_files(REPO_ROOT), REPO_ROOT),
     )
     stored(store, key, check, suffix=".ok", keep=8)
 

@@ -36,7 +36,15 @@ from pathlib import Path
 from typing import Any
 
 import vram
-from hooks.cache import Memo, code_files, inputs_digest as cache_digest, package_versions, stored, tree_stamp
+from hooks.cache import (
+    Memo,
+    code_digest,
+    inputs_digest as cache_digest,
+    package_versions,
+    stored,
+    tree_digest,
+    tree_stamp,
+)
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml, relative
 from hooks.data.measurements import measured_data
@@ -117,8 +125,11 @@ def _load_models(models: Any, config_files: dict[str, Path]) -> dict[str, Model]
 
 
 def model_config_files(data_dir: Path | None = None) -> dict[str, Path]:
-    """Model key -> its config.json, as models.yaml names them (the worker's bundle ships them)."""
-    return dict(load_catalogue(data_dir).config_files)
+    """Model key -> its config.json, as models.yaml names them (the worker's bundle ships them).
+    Reads models.yaml alone: the catalogue's checks (``load_catalogue``: each config found and
+    parsed) are where the finder's answers are computed. Raises RenderError naming the file and key."""
+    folder = data_dir or data_module.DATA_DIR
+    return _config_files(load_model("models", folder), folder)
 
 
 _catalogue_memo = Memo()  # data folder -> its Catalogue, while nothing there changes
@@ -608,12 +619,14 @@ def inputs_digest(data_dir: Path) -> str:
     every ``.py`` of ``CODE_DIRS`` (the calculator, the render layer and its schemas, the
     languages), the site's languages (``verify.languages``, read from ``mkdocs.yml``), and the
     versions of Python and of ``LIBRARIES``."""
-    root = data_module.REPO_ROOT
     return cache_digest(
         "finder.json",
-        (*library_versions(), f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}"),
-        (data_dir.rglob("*"), data_dir),
-        (code_files(root), root),
+        (
+            *library_versions(),
+            f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}",
+            tree_digest(data_dir),
+            code_digest(data_module.REPO_ROOT),
+        ),
     )
 
 

@@ -18,7 +18,7 @@ import hashlib
 import io
 from pathlib import Path
 
-from hooks.cache import Memo, hash_files, package_versions, tree_stamp
+from hooks.cache import Memo, hash_files, package_versions, tree_digest, tree_stamp
 from hooks.data import load as data_module
 from hooks.data.load import load_model, load_yaml
 from hooks.data.measurements import measured_data, validation
@@ -38,8 +38,7 @@ def inputs_digest(lang: str) -> str:
     digest = hashlib.sha256(f"calibration plot\0{lang}\0".encode())
     for part in package_versions(("matplotlib", "numpy")):
         digest.update(part.encode() + b"\0")
-    folder = data_module.DATA_DIR
-    hash_files(digest, folder.rglob("*"), folder)
+    digest.update(tree_digest(data_module.DATA_DIR).encode() + b"\0")  # every data file
     root = data_module.REPO_ROOT
     hash_files(digest, [*(root / "vram").glob("*.py"), Path(__file__)], root)
     return digest.hexdigest()

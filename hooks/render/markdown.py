@@ -60,31 +60,26 @@ def _stored_or_rendered(markdown: str, lang: str, store: Path | None) -> str:
     return stored(store, key, lambda: _render(markdown, lang).encode(), suffix=".md", keep=KEEP).decode()
 
 
-_digests = Memo()
-
-
 def render_inputs_digest() -> str:
     """SHA-256 (hex) of everything a renderer reads or runs besides the page: every file of
     ``snippets/`` and of the data folder the loaders read now, the rule files
     (``hooks/render/*.yaml``), every ``.py`` of ``hooks/``, ``vram/`` and ``verify/``, the
-    site's languages, and the versions of Python and of ``LIBRARIES``. Kept while none of
-    those files changes."""
-    from hooks.cache import CODE_DIRS, code_files, package_versions
+    site's languages, and the versions of Python and of ``LIBRARIES``. Each folder is read once
+    per process while none of its files changes (``hooks.cache.tree_digest``, ``code_digest``)."""
+    from hooks.cache import code_digest, package_versions, tree_digest
     from hooks.data import load
 
     root = Path(__file__).resolve().parents[2]
-    code = tree_stamp(*(root / folder for folder in CODE_DIRS), pattern="*.py")
-    return _digests.get(
-        (load.DATA_DIR, load.SNIPPETS_DIR),
-        (inputs_stamp(), tree_stamp(load.SNIPPETS_DIR), code),
-        lambda: inputs_digest(
-            "render inputs",
-            (*package_versions(LIBRARIES), f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}"),
-            (load.SNIPPETS_DIR.rglob("*"), load.SNIPPETS_DIR),
-            (load.DATA_DIR.rglob("*"), load.DATA_DIR),
-            (RENDER_DIR.glob("*.yaml"), RENDER_DIR),
-            (code_files(root), root),
+    return inputs_digest(
+        "render inputs",
+        (
+            *package_versions(LIBRARIES),
+            f"languages={LANGUAGES!r} default={DEFAULT_LANGUAGE!r}",
+            tree_digest(load.SNIPPETS_DIR),
+            tree_digest(load.DATA_DIR),
+            code_digest(root),
         ),
+        (RENDER_DIR.glob("*.yaml"), RENDER_DIR),
     )
 
 

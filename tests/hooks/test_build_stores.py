@@ -1,6 +1,7 @@
 """What a development build keeps in ``.cache/`` besides finder.json (tests/finder/test_finder_store.py):
-the rendered pages (``hooks/render/markdown.py``), the data files found valid
-(``hooks/data/load.py``) and the packed Pyodide runtime (``hooks/finder/pyodide_assets.py``).
+the rendered pages (``hooks/render/markdown.py``), the pages' search entries
+(``hooks/search_entries.py``), the data files found valid (``hooks/data/load.py``), the
+packed Pyodide runtime (``hooks/finder/pyodide_assets.py``) and the accepted block names.
 
 Each is read back only under the SHA-256 of its inputs (a forged entry shows that the store is
 read; an edited input shows that it is then not), and never by a publication build (no store).
@@ -9,7 +10,9 @@ Expected values: the computation itself, with no store.
 
 from __future__ import annotations
 
+import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +91,115 @@ def test_the_stored_packed_runtime_is_the_computed_one_and_read_back(tmp_path, m
     listing.write_text(pyodide_assets.STDLIB_MEMBERS.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     monkeypatch.setattr(pyodide_assets, "_built", {})
     assert pyodide_assets.packed_runtime(listing=listing, store=store)[stdlib] == computed[stdlib]  # an edited listing
+
+
+def _search_page(content: str):
+    from types import SimpleNamespace
+
+    toc = [SimpleNamespace(id="memoria", url="#memoria", children=[])]
+    return SimpleNamespace(meta={}, content=content, toc=toc, url="formule/", title="Formule")
+
+
+def test_search_entries_are_read_back_under_their_inputs_and_never_without_a_store(tmp_path):
+    from material.plugins.search.plugin import SearchIndex
+
+    from hooks import search_entries
+
+    html = '<h1 id="formule">Formule</h1><p>Testo</p><h2 id="memoria">Memoria</h2><p>Parametri <code>8e9</code></p>'
+    plain = SearchIndex()
+    plain.add_entry_from_context(_search_page(html))  # what the plugin itself writes, no store
+    assert [entry["location"] for entry in plain.entries] == ["formule/", "formule/#memoria"]
+
+    store = tmp_path / "search"
+    first = SearchIndex()
+    search_entries.use_stored_entries(first, store)
+    first.add_entry_from_context(_search_page(html))
+    assert first.entries == plain.entries  # computed, then kept
+    (entry,) = store.glob("*.json")
+    assert json.loads(entry.read_text(encoding="utf-8")) == plain.entries
+
+    entry.write_text('[{"location": "forged", "title": "", "text": ""}]', encoding="utf-8")
+    again = SearchIndex()  # the next build process
+    search_entries.use_stored_entries(again, store)
+    again.add_entry_from_context(_search_page(html))
+    assert again.entries == [{"location": "forged", "title": "", "text": ""}]  # proves the store is read
+
+    publication = SearchIndex()
+    search_entries.use_stored_entries(publication, None)  # a publication build parses every page
+    publication.add_entry_from_context(_search_page(html))
+    assert publication.entries == plain.entries
+
+    edited = SearchIndex()
+    search_entries.use_stored_entries(edited, store)
+    edited.add_entry_from_context(_search_page(html.replace("Testo", "Testo nuovo")))
+    assert edited.entries[0]["text"] == "<p>Testo nuovo</p>"  # an edited page: parsed again
+    assert len(list(store.glob("*.json"))) == 2
+
+
+def test_the_search_entries_key_covers_what_the_plugin_reads():
+    from hooks.search_entries import entries_key
+
+    page = _search_page("<h1 id='formule'>Formule</h1>")
+    key = entries_key(page)
+    assert entries_key(_search_page("<h1 id='formule'>Formule</h1>")) == key
+    for name, value in (
+        ("url", "fr/formules/"),
+        ("title", "Formules"),
+        ("meta", {"search": {"boost": 2}}),
+        ("toc", []),
+        ("content", "<h1 id='formule'>Formule!</h1>"),
+    ):
+        changed = _search_page(page.content)
+        setattr(changed, name, value)
+        assert entries_key(changed) != key, name
+
+
+def test_the_shared_digests_are_the_files_bytes_and_follow_an_edit(tmp_path):
+    """code_digest and tree_digest (one reading per process, shared by the stores' keys) are
+    the SHA-256 that inputs_digest gives for the same files, and change after an edit."""
+    from hooks.cache import code_digest, inputs_digest, tree_digest
+
+    for folder in ("hooks", "vram", "verify"):
+        shutil.copytree(REPO_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    sources = [path for folder in ("hooks", "vram", "verify") for path in (tmp_path / folder).rglob("*.py")]
+    expected = inputs_digest("code", (), (sources, tmp_path))
+    assert code_digest(tmp_path) == expected
+    job = tmp_path / "vram" / "job.py"
+    job.write_text(job.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    edited = code_digest(tmp_path)
+    assert edited != expected
+    (tmp_path / "hooks" / "notes.txt").write_text("not code", encoding="utf-8")
+    assert code_digest(tmp_path) == edited  # only .py files count
+
+    data = tmp_path / "vram"
+    before = tree_digest(data)
+    assert before == inputs_digest("tree", (), (data.rglob("*"), data))
+    (data / "new.txt").write_text("added", encoding="utf-8")
+    assert tree_digest(data) != before
+
+
+def test_a_block_accepted_by_check_names_is_kept_under_its_code_and_never_without_a_store(tmp_path, monkeypatch):
+    from hooks.checks import same_code
+    from verify.block_names import BlockNameError
+
+    store = tmp_path / "block-names"
+    accepted = "gpus = 2\nprint(gpus * 4)\n"
+    same_code.checked_names(accepted, "block 'a.py' (it, docs/a.it.md)", store)
+    (entry,) = store.glob("*.ok")
+    assert entry.name == f"{same_code.names_key(accepted)}.ok"
+
+    refused = "import inspect\n"  # not on verify/block_names.py's allow-list
+    with pytest.raises(BlockNameError, match="import inspect"):
+        same_code.checked_names(refused, "block 'b.py' (it, docs/b.it.md)", store)
+    assert len(list(store.glob("*.ok"))) == 1  # a refused block leaves nothing: checked on every build
+
+    (store / f"{same_code.names_key(refused)}.ok").write_bytes(b"")  # a forged entry
+    same_code.checked_names(refused, "block 'b.py' (it, docs/b.it.md)", store)  # proves the store is read
+    with pytest.raises(BlockNameError, match="import inspect"):
+        same_code.checked_names(refused, "block 'b.py' (it, docs/b.it.md)", None)  # a publication build checks
+
+    rules = tmp_path / "block_names.py"  # an edited allow-list names another entry
+    rules.write_bytes(Path(same_code.block_names.__file__).read_bytes() + b"\n# edited\n")
+    before = same_code.names_key(refused)
+    monkeypatch.setattr(same_code.block_names, "__file__", str(rules))
+    assert same_code.names_key(refused) != before

@@ -51,6 +51,21 @@ def test_the_bundle_is_the_calculator_and_the_configs_byte_for_byte():
     assert vram_bundle(configs) == vram_bundle(configs)  # the same checkout, the same archive
 
 
+def test_the_bundled_configs_are_those_models_yaml_names_as_the_catalogue_reads_them():
+    """model_config_files reads models.yaml alone (not the whole catalogue): the same paths as
+    the checked catalogue's, and as the file itself writes them (read with plain PyYAML)."""
+    import yaml
+
+    from hooks.data import load
+    from hooks.finder.compute import load_catalogue
+
+    data = load.DATA_DIR  # the frozen test catalogue (tests/conftest.py)
+    written = yaml.safe_load((data / "models.yaml").read_text(encoding="utf-8"))["models"]
+    configs = model_config_files()
+    assert configs == {key: data / "models" / entry["config"] for key, entry in written.items()}
+    assert configs == load_catalogue().config_files
+
+
 @pytest.mark.parametrize("name", ["pyodide", "fzstd"])
 def test_the_worker_s_npm_packages_are_pinned_exactly_in_the_lock_file(name):
     lock = json.loads((REPO_ROOT / "package-lock.json").read_text())
