@@ -7,7 +7,10 @@ A notebook runs in IPython, where a cell can read the text of every cell (``In``
 otherwise in French. ``check_notebook_names`` reads a notebook of ``docs/`` and passes its code
 cells, in order, to ``verify.block_names.check_cells``; ``hooks/notebooks/pages.py`` calls it
 on every notebook before any is executed or taken from a cache. Cells count among the code
-cells from 1, as the page numbers them (``In [2]``: code cell 2). Pure: no MkDocs import.
+cells from 1, as the page numbers them (``In [2]``: code cell 2). A development build keeps an
+empty entry per accepted notebook in ``.cache/block-names`` (``hooks.checks.same_code``'s store,
+under the SHA-256 of Python's version, the allow-lists and the cells' code); a publication build
+checks every time. Pure: no MkDocs import.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hooks.cache import stored
+from hooks.checks.same_code import KEEP, names_key
 from hooks.errors import RenderError
 from verify.block_names import BlockNameError, check_cells
 
@@ -29,10 +34,11 @@ def code_cells(cells: list, name: str) -> list[tuple[str, str]]:
     return [(source, f"{name}: code cell {number}") for number, (source, _) in enumerate(found, start=1)]
 
 
-def check_notebook_names(notebook: Path, name: str) -> None:
+def check_notebook_names(notebook: Path, name: str, store: Path | None = None) -> None:
     """Raise RenderError, one line naming ``name`` (the notebook as the message shows it:
     ``docs/memory-notebook.fr.ipynb``), the code cell and its line, for a line of IPython
-    (``%history``, ``!ls``), code that is not Python or a name the notebook lists lack."""
+    (``%history``, ``!ls``), code that is not Python or a name the notebook lists lack. With a
+    ``store`` (a development build), cells accepted before are not checked again."""
     try:
         cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
     except (OSError, ValueError, AttributeError) as exc:
@@ -40,7 +46,21 @@ def check_notebook_names(notebook: Path, name: str) -> None:
     found = code_cells(cells if isinstance(cells, list) else [], name)
     if not found:
         return
-    try:
-        check_cells(found)
-    except BlockNameError as exc:
-        raise RenderError(str(exc)) from None
+
+    def check() -> bytes:
+        try:
+            check_cells(found)
+        except BlockNameError as exc:
+            raise RenderError(str(exc)) from None
+        return b""
+
+    if store is None:
+        check()
+        return
+    stored(
+        store,
+        names_key("\0".join(["notebook cells", *(source for source, _ in found)])),
+        check,
+        suffix=".ok",
+        keep=KEEP,
+    )

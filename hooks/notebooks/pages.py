@@ -20,6 +20,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from hooks.checks.same_code import STORE_DIR as BLOCK_NAMES_STORE
 from hooks.notebooks.cell_names import check_notebook_names
 from hooks.notebooks.execute import display_name, executed_notebooks, machine_store, notebook_sources
 from verify.languages import LANGUAGES
@@ -43,7 +44,7 @@ def use_executed_notebooks(files, config, lang: str, publication: bool = False):
         return files
     root = Path(os.path.abspath(os.path.dirname(config.config_file_path)))  # -f ../mkdocs.yml from docs/ too
     for source in notebook_sources(Path(config.docs_dir)):  # every one executed_notebooks runs, all languages
-        check_notebook_names(source, display_name(source, root))
+        check_notebook_names(source, display_name(source, root), store=None if publication else BLOCK_NAMES_STORE)
     trusted = not publication
     executed = executed_notebooks(
         Path(config.docs_dir),

@@ -203,3 +203,25 @@ def test_a_block_accepted_by_check_names_is_kept_under_its_code_and_never_withou
     before = same_code.names_key(refused)
     monkeypatch.setattr(same_code.block_names, "__file__", str(rules))
     assert same_code.names_key(refused) != before
+
+
+def test_notebook_cells_accepted_are_not_checked_again_and_always_in_a_publication_build(tmp_path):
+    from hooks.checks.same_code import names_key
+    from hooks.notebooks.cell_names import check_notebook_names
+
+    store = tmp_path / "block-names"
+    notebook = tmp_path / "n.ipynb"
+    cells = [{"cell_type": "code", "source": "x = 6 * 7\n"}]
+    notebook.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    check_notebook_names(notebook, "docs/n.ipynb", store=store)
+    assert len(list(store.glob("*.ok"))) == 1
+
+    cells.append({"cell_type": "code", "source": "_ih\n"})  # IPython's list of the cells' text
+    notebook.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    with pytest.raises(RenderError, match=r"docs/n\.ipynb: code cell 2, line 1: _ih"):
+        check_notebook_names(notebook, "docs/n.ipynb", store=store)  # edited cells: another key
+    forged = names_key("\0".join(["notebook cells", "x = 6 * 7\n", "_ih\n"]))
+    (store / f"{forged}.ok").write_bytes(b"")  # what anyone who writes the checkout can do
+    check_notebook_names(notebook, "docs/n.ipynb", store=store)  # proves the store is read
+    with pytest.raises(RenderError, match=r"_ih"):
+        check_notebook_names(notebook, "docs/n.ipynb")  # a publication build checks
