@@ -9,8 +9,7 @@ Top level: what MkDocs or ``make`` runs, and what every room shares.
 - ``mkdocs_glue.py``: the hook file. ``serve.py``: ``make serve`` (``mkdocs serve`` under
   ``watchmedo auto-restart``). ``errors.py``: ``RenderError``, the one error type of the rooms.
   ``cache.py``: the build's caches (file stamps, the stamp-keyed memo, file hashes, compiled
-  templates). ``search_entries.py``: each page's search index entries, kept by a development
-  build (Material's search plugin parses every page's HTML again otherwise).
+  templates).
 
 Rooms (subpackages). Only ``workarounds/`` imports MkDocs (beside the hook file and
 ``serve.py``): the other rooms are plain functions a new generator could call. No module
@@ -22,7 +21,9 @@ imports, directly or through others, a module that imports it:
 - ``render/``: the page transform, ``render_markdown(markdown, lang) -> markdown``
   (placeholders, tables, numbers, time and cost, catalogue facts in prose, locale formatting) and the HTML rewrites of a
   built page (comment translation, typography, interface strings, inline code, the
-  verification note, the rental links).
+  verification note, the rental links), and each page's search index entries, kept by a
+  development build (``search_entries.py``: Material's search plugin parses every page's HTML
+  again otherwise).
 - ``finder/``: "find the GPU": the answers ``vram`` computes (``compute.py``), the page that
   shows them (``page.py``), the files that run ``vram`` in the reader's browser
   (``pyodide_assets.py``).

@@ -84,8 +84,8 @@ from hooks.render.interface import interface_strings, translate_interface  # noq
 from hooks.render.links_out import link_definitions  # noqa: E402
 from hooks.render.markdown import STORE_DIR as PAGE_STORE, render_markdown  # noqa: E402
 from hooks.render.markdown_table import label_cells  # noqa: E402
+from hooks.render.search_entries import STORE_DIR as SEARCH_STORE, use_stored_entries  # noqa: E402
 from hooks.render.typography import rules as typography_rules, typeset_html  # noqa: E402
-from hooks.search_entries import STORE_DIR as SEARCH_STORE, use_stored_entries  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors, serving, set_serving  # noqa: E402
 from hooks.workarounds.i18n_outputs import (  # noqa: E402
     alternate_homes_for_404,
@@ -208,7 +208,7 @@ def on_pre_build(config, **kwargs):
     _build["blocks"].start(build_language(config), unless_publication(BLOCK_NAMES_STORE))
     _build["comments"] = set()
     search = config.plugins.get("material/search") or config.plugins.get("search")
-    # each page's search entries, kept by a development build (hooks/search_entries.py)
+    # each page's search entries, kept by a development build (hooks/render/search_entries.py)
     use_stored_entries(getattr(search, "search_index", None), unless_publication(SEARCH_STORE))
 
 

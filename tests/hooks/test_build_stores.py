@@ -1,6 +1,6 @@
 """What a development build keeps in ``.cache/`` besides finder.json (tests/finder/test_finder_store.py):
 the rendered pages (``hooks/render/markdown.py``), the pages' search entries
-(``hooks/search_entries.py``), the data files found valid (``hooks/data/load.py``), the
+(``hooks/render/search_entries.py``), the data files found valid (``hooks/data/load.py``), the
 packed Pyodide runtime (``hooks/finder/pyodide_assets.py``) and the accepted block names.
 
 Each is read back only under the SHA-256 of its inputs (a forged entry shows that the store is
@@ -103,7 +103,7 @@ def _search_page(content: str):
 def test_search_entries_are_read_back_under_their_inputs_and_never_without_a_store(tmp_path):
     from material.plugins.search.plugin import SearchIndex
 
-    from hooks import search_entries
+    from hooks.render import search_entries
 
     html = '<h1 id="formule">Formule</h1><p>Testo</p><h2 id="memoria">Memoria</h2><p>Parametri <code>8e9</code></p>'
     plain = SearchIndex()
@@ -137,7 +137,7 @@ def test_search_entries_are_read_back_under_their_inputs_and_never_without_a_sto
 
 
 def test_the_search_entries_key_covers_what_the_plugin_reads():
-    from hooks.search_entries import entries_key
+    from hooks.render.search_entries import entries_key
 
     page = _search_page("<h1 id='formule'>Formule</h1>")
     key = entries_key(page)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from hooks.cache import inputs_digest, package_versions, stored
 
-STORE_DIR = Path(__file__).resolve().parent.parent / ".cache" / "search"  # entries, by entries_key
+STORE_DIR = Path(__file__).resolve().parents[2] / ".cache" / "search"  # entries, by entries_key
 KEEP = 64  # pages' entries kept (each language of each page, and the versions an edit replaced)
 READ_META = ("search", "tags", "title")  # the front matter keys SearchIndex reads
 
