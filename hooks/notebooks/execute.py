@@ -36,7 +36,11 @@ this checkout's ``vram``) and ``GUIDE_LANG`` set to the page language (the code 
 the same in every language; labels and alt text follow ``GUIDE_LANG``).
 
 A cell that raises is a ``NotebookError`` naming the notebook, the cell and the exception;
-nothing is cached for it. Pure: no MkDocs import.
+nothing is cached for it. So is a run that read a file of the checkout outside ``READABLE``
+(``snippets/`` and ``vram/``, one source for every language; ``readable``): a cell that read its notebook, the
+other language's or a page (``docs/``) could compute and show otherwise in each language
+(issue 33, hole 3; the names a cell may use are checked before it runs:
+``hooks/notebooks/cell_names.py``). Pure: no MkDocs import.
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ CACHE_SUBDIR = Path(".cache") / "notebooks"
 DEPENDENCIES = (("vram", "**/*.py"), ("snippets/data", "**/*"))
 TOOLS = ("torch", "matplotlib", "babel", "pyyaml", "ipykernel", "nbclient", "nbformat")
 TIMEOUT_S = 300
+READABLE = ("snippets/", "vram/")  # what a notebook may read in the checkout: the same in every language
+INSTALL_METADATA = (".egg-info", ".dist-info")  # `pip install -e .`'s record of the project (entry points)
 build_log = logging.getLogger("mkdocs.hooks.guide.notebooks")  # the build's log (MkDocs prints this logger's INFO)
 
 
@@ -181,6 +187,14 @@ def recorded_reads(log: Path, repo_root: Path) -> list[str]:
             continue
         found.add(rel.as_posix() + ("/" if folder else ""))
     return sorted(found)
+
+
+def readable(read: str) -> bool:
+    """Whether a notebook may read ``read`` (a path relative to the checkout, as
+    ``recorded_reads`` gives it): a file of ``READABLE``, or the metadata an editable install of
+    the project keeps at the root (``importlib.metadata`` reads its entry points)."""
+    top = read.split("/", 1)[0]
+    return read.startswith(READABLE) or (read != top and top.endswith(INSTALL_METADATA))
 
 
 def _error_cell(nb) -> tuple[int, str]:
@@ -370,6 +384,12 @@ def executed_notebook(
         log = running.with_name(running.name + ".reads.log")
         reads = recorded_reads(log, repo_root)
         log.unlink(missing_ok=True)
+        if unreadable := [read for read in reads if not readable(read)]:
+            running.unlink(missing_ok=True)
+            raise NotebookError(
+                f"{display_name(src, repo_root)}: the notebook read {unreadable[0]}, outside "
+                f"{' and '.join(READABLE)} (hooks/notebooks/execute.py READABLE: what every language reads alike)"
+            )
         key20 = cache_key(src, repo_root, lang, kernel_name, reads)[:20]
         found = cache_dir / f"{src.stem}.{key20}.ipynb", cache_dir / f"{src.stem}.{key20}.reads.json"
         found[1].write_text(json.dumps(reads, indent=0) + "\n", encoding="utf-8")

@@ -363,3 +363,29 @@ def test_installed_packages_in_the_checkout_are_no_read(tiny_repo, monkeypatch):
     key = cache_key(src, tiny_repo, "it", "python3", reads)
     (lookalike / "data.txt").write_text("4\n")  # a read of the checkout: another key, so the notebook runs again
     assert cache_key(src, tiny_repo, "it", "python3", reads) != key
+
+
+def test_a_run_that_reads_outside_the_shared_sources_is_refused_and_not_cached(tiny_repo):
+    """A cell that reads its own notebook (here through a path that leaves snippets/data) would
+    see each language's comments: the build stops, naming the notebook and the file read."""
+    src = write(
+        tiny_repo / "docs" / "nb.it.ipynb",
+        new_code_cell(
+            "from pathlib import Path\nprint(len((Path('snippets/data') / '../../docs/nb.it.ipynb').read_text()))"
+        ),
+    )
+    cache = tiny_repo / ".cache" / "notebooks"
+    with pytest.raises(
+        NotebookError, match=r"^docs/nb\.it\.ipynb: the notebook read docs/nb\.it\.ipynb, outside snippets/ and vram/"
+    ):
+        executed_notebook(src, tiny_repo, "it", "python3", cache_dir=cache)
+    assert not list(cache.glob("nb.*.ipynb"))  # nothing kept that a later build could show
+
+
+def test_what_a_notebook_may_read_is_the_shared_sources_and_the_install_record():
+    from hooks.notebooks.execute import readable
+
+    assert readable("snippets/data/gpus.yaml") and readable("vram/job.py") and readable("vram/")
+    assert readable("multi_gpu_guide.egg-info/entry_points.txt")  # importlib.metadata, under pip install -e .
+    assert not readable("docs/memory-notebook.fr.ipynb")
+    assert not readable("snippets.fr/x.py") and not readable("vram.egg-info")  # a look-alike, a file at the root
