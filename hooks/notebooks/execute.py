@@ -156,12 +156,13 @@ def environment_folders(root: Path) -> list[Path]:
     return folders
 
 
-def recorded_reads(log: Path, repo_root: Path) -> list[str]:
+def recorded_reads(log: Path, repo_root: Path, caches: bool = False) -> list[str]:
     """The checkout's files and folders a run read (from its log), relative to ``repo_root``:
     a module's cached bytecode counts as its source; caches, the repository metadata and
     this environment's folders don't (``environment_folders``: a virtual environment inside the
     checkout is no content of it; the packages of ``TOOLS`` count by their versions, wherever
-    the environment lives)."""
+    the environment lives). With ``caches``, reads in ``.cache`` and ``.git`` count too (what
+    ``readable`` judges: an executed copy in ``.cache`` holds a language's comments)."""
     import importlib.util
 
     root, found = repo_root.resolve(), set()
@@ -180,7 +181,7 @@ def recorded_reads(log: Path, repo_root: Path) -> list[str]:
             continue
         if (
             not rel.parts
-            or rel.parts[0] in {".cache", ".git"}
+            or (rel.parts[0] in {".cache", ".git"} and not caches)
             or "__pycache__" in rel.parts
             or any(rel.is_relative_to(folder) for folder in installed)
         ):
@@ -383,8 +384,9 @@ def executed_notebook(
         ran = True
         log = running.with_name(running.name + ".reads.log")
         reads = recorded_reads(log, repo_root)
+        unreadable = [read for read in recorded_reads(log, repo_root, caches=True) if not readable(read)]
         log.unlink(missing_ok=True)
-        if unreadable := [read for read in reads if not readable(read)]:
+        if unreadable:
             running.unlink(missing_ok=True)
             raise NotebookError(
                 f"{display_name(src, repo_root)}: the notebook read {unreadable[0]}, outside "

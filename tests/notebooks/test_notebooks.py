@@ -389,3 +389,16 @@ def test_what_a_notebook_may_read_is_the_shared_sources_and_the_install_record()
     assert readable("multi_gpu_guide.egg-info/entry_points.txt")  # importlib.metadata, under pip install -e .
     assert not readable("docs/memory-notebook.fr.ipynb")
     assert not readable("snippets.fr/x.py") and not readable("vram.egg-info")  # a look-alike, a file at the root
+
+
+def test_a_run_that_reads_the_cache_is_refused(tiny_repo):
+    """An executed copy in .cache/notebooks holds the other language's comments: reading there
+    is refused like any read outside the shared sources (the cache key leaves .cache out)."""
+    (tiny_repo / ".cache").mkdir()
+    (tiny_repo / ".cache" / "copy.txt").write_text("# un commentaire\n")
+    src = write(
+        tiny_repo / "docs" / "nb.it.ipynb",
+        new_code_cell("from pathlib import Path\nprint((Path('snippets/data') / '../../.cache/copy.txt').read_text())"),
+    )
+    with pytest.raises(NotebookError, match=r"the notebook read \.cache/copy\.txt, outside snippets/ and vram/"):
+        executed_notebook(src, tiny_repo, "it", "python3", cache_dir=tiny_repo / ".cache" / "notebooks")
