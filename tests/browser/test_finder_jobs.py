@@ -82,7 +82,7 @@ def random_job(rng: random.Random, config_path, kind: str) -> dict:
         "tight_free_fraction": 0.1,
     }
     tokens = (
-        rng.choice([rng.randint(1, 8192), rng.randint(1, maximum), maximum])
+        rng.choice([rng.randint(1, min(8192, maximum)), rng.randint(1, maximum), maximum])  # OLMo 2: 4,096
         if rng.random() < 0.9
         else rng.choice([maximum + rng.randint(1, 999), 0])
     )  # a tenth refused: beyond the model, or none
@@ -530,6 +530,46 @@ def test_a_pasted_config_of_an_unshipped_family(pages):
         None, ["--kind=training", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--seq-len=4096"], UNSHIPPED
     )
     assert page.is_visible("#finder-table")
+    assert not page.errors
+
+
+# issue 32: a reader's own config.json of the families added for it (public copies, models.yaml)
+UPLOADED = [MODELS_DIR / "granite-3.3-8b-instruct.json", MODELS_DIR / "olmo-2-1124-7b.json"]
+
+
+@pytest.mark.parametrize("config", UPLOADED, ids=lambda path: path.stem)
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_an_uploaded_config_of_a_new_family_is_answered_as_the_command_line(pages, lang, config):
+    from tests.vram.transformers_oracle import built
+
+    page = pages[lang]
+    text = config.read_text()
+    page.select_option("#finder-model", "custom")
+    page.fill("#finder-config", text)
+    raw = json.loads(text)
+    params = built(raw).total  # transformers' model on the meta device, not vram's count
+    grouped = f"{params:,}".replace(",", "." if lang == "it" else " ")
+    read = (
+        f"Letto dal config.json: model_type {raw['model_type']}, {raw['num_hidden_layers']} layer, {grouped} parametri."
+        if lang == "it"
+        else f"Lu dans le config.json : model_type {raw['model_type']}, {raw['num_hidden_layers']} couches, "
+        f"{grouped} paramètres."
+    )
+    seq = min(8192, raw["max_position_embeddings"])  # OLMo 2 7B reads 4,096 tokens at most
+    for values, flags in (
+        (
+            {"task": "full-adamw", "cards": 2, "method": "fsdp2-reshard", "seq_len": 4096},
+            ["--kind=training", "--cards=2", "--framework=fsdp2", "--zero-stage=3", "--seq-len=4096"],
+        ),
+        (  # the QLoRA job of the form (FORM_JOBS), with this config
+            {"task": "qlora", "cards": 4, "method": "zero3", "rank": 64, "seq_len": seq},
+            [*FORM_JOBS[3][1][:-1], f"--seq-len={seq}"],
+        ),
+    ):
+        use_form(page, **values)
+        assert page_answer(page) == cli_for(None, flags, config), values
+        assert "error" not in json.loads(page_answer(page))
+        assert read in plain(page.text_content("#finder-note"))
     assert not page.errors
 
 
