@@ -53,8 +53,9 @@ runs where only its pinned libraries are installed).
 What names cannot hold: a value's own reflection. So no ``.format`` on a notebook's labels
 (``"{0.__globals__[In]}".format(f)`` reads attributes a string names; the notebook fills its
 labels with ``str.replace``), and a file a cell names through a listed path (``Path("snippets/data")
-/ name``) is read wherever ``name`` leads: what the kernel opens is recorded, not refused
-(``hooks/notebooks/execute.py``).
+/ name``) is read wherever ``name`` leads: what the kernel opens is recorded and judged after
+the run, a read outside what every language reads alike failing the build
+(``hooks/notebooks/execute.py``, ``READABLE``, ``OUTSIDE_READABLE``).
 """
 
 from __future__ import annotations
