@@ -828,7 +828,7 @@ def _class_level(statement: ast.stmt) -> Iterator[tuple[ast.AST, str]]:
         stack.extend(ast.iter_child_nodes(node))
 
 
-def _file_use(call: ast.Call, path: str, aliases: dict[str, str], lists: _Lists, parsed: dict[str, str]) -> str | None:
+def _file_use(call: ast.Call, path: str, aliases: dict[str, str], lists: _Lists, parsed: set[str]) -> str | None:
     """What is refused about a call of ``FILE_CALLS`` (``path``), or None: its first argument must be
     one of ``FILE_CONSTANTS`` or ``X.OPTION`` (``OPTION`` in ``PATH_OPTIONS``, ``X`` in ``parsed``:
     what a parser returned from the reader's command line, ``_parsers``)."""
