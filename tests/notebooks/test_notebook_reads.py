@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -72,79 +72,60 @@ def checkout(tmp_path, monkeypatch):
     return root, outside, store
 
 
-def refused(root: Path, cell: str, match: str, store: Path | None = None) -> None:
-    """Run a notebook of one ``cell`` in ``root``: the build stops with ``match`` (a regex of the
-    message after the notebook's name), one line, and keeps no executed copy."""
-    src = write(root / "docs" / "nb.it.ipynb", cell)
-    cache = root / ".cache" / "notebooks"
-    with pytest.raises(NotebookError) as caught:
-        executed_notebook(src, root, "it", "python3", cache_dir=cache, store=store)
-    message = str(caught.value)
-    assert message.startswith("docs/nb.it.ipynb: the notebook read "), message
-    assert re.search(match, message), message
-    assert "\n" not in message
-    assert not list(cache.glob("nb.*")), "a refused run kept something a later build could show"
-    if store is not None:
-        assert sorted(p.name for p in store.iterdir()) == ["nb.fr.0123456789abcdef0123.ipynb"]
-
-
-def test_a_copy_in_the_store_of_executed_notebooks_is_refused(checkout):
-    """Before: read, and the run kept in .cache/notebooks and the store."""
-    root, _, store = checkout
-    copy = store / "nb.fr.0123456789abcdef0123.ipynb"
-    refused(
-        root,
-        f"from pathlib import Path\nprint(Path({str(copy)!r}).read_text())",
-        rf"read {copy}, in a folder of executed notebooks",
-        store=store,
-    )
-
-
-def test_the_machines_store_is_refused_when_the_build_does_not_use_it(checkout, monkeypatch):
-    """A publication build uses no store, but the machine's is there (``machine_store``)."""
-    root, _, store = checkout
+def test_each_read_outside_what_a_notebook_may_read_is_refused(checkout, monkeypatch):
+    """One run reads, each in its own ``try``: a copy in the store, the machine's store listed
+    (a publication build uses no store, but the machine's is there), the standard library's
+    ``os.py`` through ``..`` out of ``snippets/data`` (a file a run may read, by a path that
+    leaves the checkout), a link of ``snippets/data`` to a file outside, that file itself; and
+    ``os.py`` by its own path (allowed). Each refused read is one reason, in the run's order."""
+    root, outside, store = checkout
     monkeypatch.setenv("GUIDE_NOTEBOOK_STORE", str(store))
     copy = store / "nb.fr.0123456789abcdef0123.ipynb"
-    refused(
-        root,
-        f"from pathlib import Path\nprint(sorted(p.name for p in Path({str(store)!r}).iterdir()))",
-        rf"read {store}/, in a folder of executed notebooks",
-    )
-    assert copy.is_file()
-
-
-def test_a_path_that_leaves_the_checkout_through_dotdot_is_refused(checkout):
-    """Even to a file a run may read (the standard library's os.py): the checkout's names are
-    judged in the checkout, and a path that leaves it is no name of it."""
-    root, _, _ = checkout
     target = Path(os.path.realpath(os.__file__))
     relative = os.path.relpath(target, root / "snippets" / "data")
     assert relative.startswith("../")
-    refused(
-        root,
-        f"from pathlib import Path\nprint(len((Path('snippets/data') / {relative!r}).read_text()))",
-        rf"read snippets/data/{re.escape(relative)}, which leaves the checkout "
-        rf"\(through \.\. or a link\) for {target}$",
-    )
-
-
-def test_a_link_out_of_the_checkout_is_refused(checkout):
-    root, outside, _ = checkout
     (root / "snippets" / "data" / "link.txt").symlink_to(outside / "secret.txt")
-    refused(
-        root,
-        "from pathlib import Path\nprint(Path('snippets/data/link.txt').read_text())",
-        rf"read snippets/data/link\.txt, which leaves the checkout \(through \.\. or a link\) for {outside}/secret\.txt",
+    reads = [
+        f"Path({str(copy)!r}).read_text()",
+        f"sorted(p.name for p in Path({str(store)!r}).iterdir())",
+        f"(Path('snippets/data') / {relative!r}).read_text()",
+        "Path('snippets/data/link.txt').read_text()",
+        f"Path({str(outside / 'secret.txt')!r}).read_text()",
+        f"Path({str(target)!r}).read_text()",
+    ]
+    cell = "from pathlib import Path\n" + "".join(f"try:\n    {read}\nexcept OSError:\n    pass\n" for read in reads)
+    src = write(root / "docs" / "nb.it.ipynb", cell)
+    dest = root / ".cache" / "notebooks" / "nb.it.run.ipynb"
+    log = dest.with_name(dest.name + ".reads.log")
+    with tempfile.TemporaryDirectory(prefix="guide-kernel-") as kernel_tmp:
+        notebooks.execute(src, dest, root, "it", "python3", kernel_tmp=Path(kernel_tmp))
+        denied = [Path(os.path.realpath(notebooks.machine_store()))]
+        why = notebooks.refused_reads(log, root, notebooks.outside_readable(Path(kernel_tmp)), denied)
+    assert why[:2] == [
+        f"read {copy}, in a folder of executed notebooks (every language's copies)",
+        f"read {store}/, in a folder of executed notebooks (every language's copies)",
+    ]
+    assert why[2] == f"read snippets/data/{relative}, which leaves the checkout (through .. or a link) for {target}"
+    assert why[3] == (
+        f"read snippets/data/link.txt, which leaves the checkout (through .. or a link) for {outside}/secret.txt"
     )
+    assert why[4].startswith(f"read {outside}/secret.txt, outside the checkout and what a notebook may read there (")
+    assert len(why) == 5  # os.py by its own path: Python's installation
 
 
-def test_a_file_outside_every_allowed_folder_is_refused(checkout):
-    root, outside, _ = checkout
-    refused(
-        root,
-        f"print(open({str(outside / 'secret.txt')!r}).read())",
-        rf"read {outside}/secret\.txt, outside the checkout and what a notebook may read there \(Python's installation",
+def test_a_refused_run_fails_the_build_and_keeps_nothing(checkout):
+    """Before: the copy in the store was read, and the run kept in .cache/notebooks and the store."""
+    root, _, store = checkout
+    copy = store / "nb.fr.0123456789abcdef0123.ipynb"
+    src = write(root / "docs" / "nb.it.ipynb", f"from pathlib import Path\nprint(Path({str(copy)!r}).read_text())")
+    cache = root / ".cache" / "notebooks"
+    with pytest.raises(NotebookError) as caught:
+        executed_notebook(src, root, "it", "python3", cache_dir=cache, store=store)
+    assert str(caught.value) == (
+        f"docs/nb.it.ipynb: the notebook read {copy}, in a folder of executed notebooks (every language's copies)"
     )
+    assert not list(cache.glob("nb.*")), "a refused run kept something a later build could show"
+    assert sorted(p.name for p in store.iterdir()) == [copy.name]
 
 
 def test_the_kernels_temporary_folder_is_its_own_and_removed(checkout):
@@ -228,10 +209,8 @@ def test_the_bytes_checked_are_the_bytes_run(tmp_path, monkeypatch):
     root = tmp_path / "repo"
     (root / "mkdocs.yml").parent.mkdir(parents=True)
     (root / "mkdocs.yml").write_text("site_name: x\n", encoding="utf-8")
-    files = []
-    for lang in ("it", "fr"):
-        src = write(root / "docs" / f"calcolo.{lang}.ipynb", "6 * 7")
-        files.append(SimpleNamespace(src_uri=src.name, abs_src_path=str(src)))
+    src = write(root / "docs" / "calcolo.it.ipynb", "6 * 7")
+    files = [SimpleNamespace(src_uri=src.name, abs_src_path=str(src))]
     config = SimpleNamespace(
         config_file_path=str(root / "mkdocs.yml"),
         docs_dir=str(root / "docs"),
@@ -247,6 +226,6 @@ def test_the_bytes_checked_are_the_bytes_run(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pages, "check_notebook_names", check_then_save)
     built = pages.use_executed_notebooks(files, config, "it")
-    assert sorted(saved) == ["calcolo.fr.ipynb", "calcolo.it.ipynb"]
-    assert [outputs(Path(f.abs_src_path)) for f in built] == ["42", "42"]
+    assert saved == ["calcolo.it.ipynb"]
+    assert [outputs(Path(f.abs_src_path)) for f in built] == ["42"]
     assert all("_ih" in (root / "docs" / name).read_text() for name in saved)
