@@ -567,16 +567,17 @@ def executed_notebook(
         try:
             with tempfile.TemporaryDirectory(prefix="guide-kernel-") as kernel_tmp:
                 execute(src, running, repo_root, lang, kernel_name, timeout_s, source, Path(kernel_tmp))
-                refused = refused_reads(log, repo_root, outside_readable(Path(kernel_tmp)), denied)
+                allowed = outside_readable(Path(kernel_tmp))
+                refused = [f"the notebook {why}" for why in refused_reads(log, repo_root, allowed, denied)]
             reads = recorded_reads(log, repo_root)
         except ValueError as exc:  # a log the kernel's hook did not write
-            refused, reads = [str(exc)], []
+            refused, reads = [f"what the run read cannot be judged ({exc})"], []
         finally:
             log.unlink(missing_ok=True)
         ran = True
         if refused:
             running.unlink(missing_ok=True)
-            raise NotebookError(f"{display_name(src, repo_root)}: the notebook {refused[0]}")
+            raise NotebookError(f"{display_name(src, repo_root)}: {refused[0]}")
         key20 = cache_key(src, repo_root, lang, kernel_name, reads, source)[:20]
         found = cache_dir / f"{src.stem}.{key20}.ipynb", cache_dir / f"{src.stem}.{key20}.reads.json"
         found[1].write_text(json.dumps(reads, indent=0) + "\n", encoding="utf-8")
