@@ -22,8 +22,10 @@ today's blocks and reviewed:
 - ``ATTRIBUTES``: every attribute taken on anything else (a variable, a call's result):
   ``args.epochs``, ``loss.item``; so no ``f_code``, ``co_filename``, ``__dict__``, ``__globals__``;
 - ``FILE_CALLS``: ``open``, ``pathlib.Path``, ``os.statvfs`` only of a path the reader passes
-  (``X.OPTION``, ``OPTION`` in ``PATH_OPTIONS``) or of one of ``FILE_CONSTANTS``, and only
-  called (not ``o = open``); no attribute is assigned (``args.data = ...``);
+  (``X.OPTION``, ``OPTION`` in ``PATH_OPTIONS``, ``X`` what one of ``PARSERS`` returned from one of
+  ``PARSE_CALLS`` without arguments, the option's default one of ``PATH_DEFAULTS``) or of one of
+  ``FILE_CONSTANTS``, and only called (not ``o = open``); no attribute is assigned
+  (``args.data = ...``);
 - ``KEYWORDS``: every keyword argument of a call (``encoding=``, ``output_dir=``); no ``**``
   mapping, no ``trust_remote_code=`` (code fetched when it runs);
 - ``ENVIRONMENT``: ``os.environ`` only as a lookup of one of these names, written as a string
@@ -53,8 +55,9 @@ runs where only its pinned libraries are installed).
 What names cannot hold: a value's own reflection. So no ``.format`` on a notebook's labels
 (``"{0.__globals__[In]}".format(f)`` reads attributes a string names; the notebook fills its
 labels with ``str.replace``), and a file a cell names through a listed path (``Path("snippets/data")
-/ name``) is read wherever ``name`` leads: what the kernel opens is recorded, not refused
-(``hooks/notebooks/execute.py``).
+/ name``) is read wherever ``name`` leads: what the kernel opens is recorded and judged after
+the run, a read outside what every language reads alike failing the build
+(``hooks/notebooks/execute.py``, ``READABLE``, ``OUTSIDE_READABLE``).
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 IMPORTS = frozenset(
@@ -323,6 +326,16 @@ ENVIRONMENT = frozenset(
 FILE_CALLS = frozenset({"open", "pathlib.Path", "os.statvfs"})
 PATH_OPTIONS = frozenset({"checkpoint", "data", "out"})
 FILE_CONSTANTS = frozenset({"/dev/shm"})
+# ``X.OPTION`` is the reader's only when ``X`` is what one of ``PARSERS`` returns from one of
+# ``PARSE_CALLS`` called without arguments (``args = parser.parse_args()``, ``script, args =
+# parser.parse_args_into_dataclasses()``; every binding of ``X`` and of the parser so), and the
+# option's default, if any, is one of ``PATH_DEFAULTS``: no file of snippets/ (``add_argument(
+# "--out", default="checkpoints")``, the dataclass field ``data: str = "train.txt"``; no other
+# keyword for a path option, no ``set_defaults`` of one, no class attribute of its name).
+# So no ``class A: data = "train_hf.py"`` then ``open(A.data)``, no ``default="train_hf.py"``.
+PARSERS = frozenset({"argparse.ArgumentParser", "transformers.HfArgumentParser"})
+PARSE_CALLS = frozenset({"parse_args", "parse_args_into_dataclasses"})
+PATH_DEFAULTS = frozenset({"checkpoints", "train.txt"})
 
 
 # The notebooks of docs/ (``docs/*.ipynb``, executed at every build): their code cells are one
@@ -689,20 +702,147 @@ def _call_path(call: ast.Call, aliases: dict[str, str], bound: set[str]) -> str 
     return None
 
 
-def _file_use(call: ast.Call, path: str, aliases: dict[str, str], lists: _Lists) -> str | None:
+def _assigned(tree: ast.AST, parents: dict[ast.AST, ast.AST]) -> dict[str, list[ast.expr | None]]:
+    """Each name the block binds -> the value of each of its bindings: the right side of
+    ``name = value`` or ``a, name = value`` (one target of names), None for any other binding
+    (a loop, an argument, a class, ``with ... as``, an import, ``a = name = value``)."""
+    values: dict[str, list[ast.expr | None]] = {}
+    for node, name in _bindings(tree):
+        parent, value = parents.get(node), None
+        if isinstance(node, ast.Name) and isinstance(parent, ast.Assign) and parent.targets == [node]:
+            value = parent.value
+        elif isinstance(node, ast.Name) and isinstance(parent, ast.Tuple):
+            assign = parents.get(parent)
+            if isinstance(assign, ast.Assign) and assign.targets == [parent]:
+                value = assign.value
+        values.setdefault(name, []).append(value)
+    return values
+
+
+def _parsers(tree: ast.AST, aliases: dict[str, str], bound: set[str], parents: dict[ast.AST, ast.AST]) -> set[str]:
+    """The names that hold the reader's arguments: every binding of each is a call without
+    arguments of one of ``PARSE_CALLS`` on a name every binding of which is a call of one of
+    ``PARSERS`` (``args = parser.parse_args()``, ``parser = argparse.ArgumentParser()``)."""
+    values = _assigned(tree, parents)
+
+    def every(name: str, test: Callable[[ast.expr], bool]) -> bool:
+        return bool(values.get(name)) and all(value is not None and test(value) for value in values[name])
+
+    def parser(value: ast.expr) -> bool:  # through an import the block does not bind again
+        root = value.func if isinstance(value, ast.Call) else None
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return (
+            isinstance(value, ast.Call)
+            and isinstance(root, ast.Name)
+            and root.id not in bound
+            and _call_path(value, aliases, bound) in PARSERS
+        )
+
+    parsers = {name for name in values if every(name, parser)}
+
+    def parsed(value: ast.expr) -> bool:
+        return (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in PARSE_CALLS
+            and isinstance(value.func.value, ast.Name)
+            and value.func.value.id in parsers
+            and not value.args
+            and not value.keywords
+        )
+
+    return {name for name in values if every(name, parsed)}
+
+
+def _option_names(call: ast.Call) -> list[str] | None:
+    """The destinations ``add_argument(...)`` declares (``"--out"`` -> ``out``), None when a name
+    is not written as a string."""
+    names = []
+    for arg in call.args:
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+            return None
+        names.append(arg.value.lstrip("-").replace("-", "_"))
+    return names
+
+
+def _path_defaults(tree: ast.AST, lists: _Lists) -> Iterator[tuple[ast.AST, str]]:
+    """What would give a path option a value the reader did not write: an option of that name
+    declared with another keyword than ``default=`` or a default outside ``PATH_DEFAULTS``,
+    named otherwise than by strings, given a default by ``set_defaults``, or a name of a class
+    (a dataclass field, a class attribute) bound otherwise than ``NAME: type = DEFAULT``."""
+
+    def default(value: ast.expr | None, where: ast.AST, name: str) -> Iterator[tuple[ast.AST, str]]:
+        if value is not None and not (isinstance(value, ast.Constant) and value.value in PATH_DEFAULTS):
+            yield where, f"the default {ast.unparse(value)} of the path option {name} (not one of PATH_DEFAULTS)"
+
+    if not lists.path_options:
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "add_argument":
+                names = _option_names(node)
+                if names is None:
+                    yield node, "add_argument with an option not named by a string"
+                    continue
+                for name in (n for n in names if n in lists.path_options):
+                    for keyword in node.keywords:
+                        if keyword.arg != "default":
+                            yield keyword, f"the keyword argument {keyword.arg} of the path option {name}"
+                        else:
+                            yield from default(keyword.value, keyword, name)
+            elif node.func.attr == "set_defaults":
+                for keyword in node.keywords:
+                    if keyword.arg in lists.path_options:
+                        yield keyword, f"a default of the path option {keyword.arg} by set_defaults"
+        elif isinstance(node, ast.ClassDef):
+            for statement in node.body:
+                for child, name in _class_level(statement):
+                    if name not in lists.path_options:
+                        continue
+                    if isinstance(statement, ast.AnnAssign) and child is statement.target:
+                        yield from default(statement.value, statement, name)
+                    else:
+                        yield (
+                            child,
+                            f"{name} bound in the class {node.name} otherwise than as a field (NAME: type = default)",
+                        )
+
+
+def _class_level(statement: ast.stmt) -> Iterator[tuple[ast.AST, str]]:
+    """(node, name) of each name a statement of a class body binds in the class itself (not
+    in the bodies of the functions or classes it defines)."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield statement, statement.name
+        return
+    stack: list[ast.AST] = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node, node.name
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            yield node, node.id
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _file_use(call: ast.Call, path: str, aliases: dict[str, str], lists: _Lists, parsed: set[str]) -> str | None:
     """What is refused about a call of ``FILE_CALLS`` (``path``), or None: its first argument must be
-    one of ``FILE_CONSTANTS`` or ``X.OPTION`` (``OPTION`` in ``PATH_OPTIONS``, ``X`` no module)."""
+    one of ``FILE_CONSTANTS`` or ``X.OPTION`` (``OPTION`` in ``PATH_OPTIONS``, ``X`` in ``parsed``:
+    what a parser returned from the reader's command line, ``_parsers``)."""
     first = call.args[0] if call.args else None
     if isinstance(first, ast.Constant) and first.value in lists.file_constants:
         return None
-    if (
-        isinstance(first, ast.Attribute)
-        and first.attr in lists.path_options
-        and isinstance(first.value, ast.Name)
-        and first.value.id not in aliases
-    ):
-        return None
     argument = ast.unparse(first) if first is not None else "no argument"
+    if isinstance(first, ast.Attribute) and first.attr in lists.path_options and isinstance(first.value, ast.Name):
+        if first.value.id in parsed:
+            return None
+        return (
+            f"{path}({argument}) ({first.value.id} is not what an ArgumentParser's parse_args() returned: "
+            "a file the reader does not name on the command line)"
+        )
     return f"{path}({argument}) (a file the reader does not name on the command line)"
 
 
@@ -725,6 +865,8 @@ def _uses(tree: ast.AST, lists: _Lists | None = None) -> Iterator[tuple[ast.AST,
         if _reserved(name, lists):
             yield node, f"{name} (a name of Python's or IPython's, bound by the code)"
     parents = _parents(tree)
+    parsed = _parsers(tree, aliases, bound, parents) if lists.path_options else set()
+    yield from _path_defaults(tree, lists)
     modules = {  # the names ``import X`` binds (a module, not a function or class of one)
         alias.asname or alias.name.split(".")[0]
         for node in ast.walk(tree)
@@ -766,7 +908,7 @@ def _uses(tree: ast.AST, lists: _Lists | None = None) -> Iterator[tuple[ast.AST,
                 link = link.value
         elif isinstance(node, ast.Call):
             called = _call_path(node, aliases, bound)
-            if called in lists.file_calls and (refused_file := _file_use(node, called, aliases, lists)):
+            if called in lists.file_calls and (refused_file := _file_use(node, called, aliases, lists, parsed)):
                 yield node, refused_file
         elif isinstance(node, ast.keyword) and node.arg not in lists.keywords:
             yield node, f"the keyword argument {node.arg}" if node.arg else "a ** argument"

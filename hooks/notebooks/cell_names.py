@@ -10,7 +10,8 @@ on every notebook before any is executed or taken from a cache. Cells count amon
 cells from 1, as the page numbers them (``In [2]``: code cell 2). A development build keeps an
 empty entry per accepted notebook in ``.cache/block-names`` (``hooks.checks.same_code``'s store,
 under the SHA-256 of Python's version, the allow-lists and the cells' code); a publication build
-checks every time. Pure: no MkDocs import.
+checks every time. The caller reads each notebook once and runs the bytes it checked
+(``hooks/notebooks/pages.py``). Pure: no MkDocs import.
 """
 
 from __future__ import annotations
@@ -34,13 +35,16 @@ def code_cells(cells: list, name: str) -> list[tuple[str, str]]:
     return [(source, f"{name}: code cell {number}") for number, (source, _) in enumerate(found, start=1)]
 
 
-def check_notebook_names(notebook: Path, name: str, store: Path | None = None) -> None:
+def check_notebook_names(notebook: Path, name: str, store: Path | None = None, source: bytes | None = None) -> None:
     """Raise RenderError, one line naming ``name`` (the notebook as the message shows it:
     ``docs/memory-notebook.fr.ipynb``), the code cell and its line, for a line of IPython
     (``%history``, ``!ls``), code that is not Python or a name the notebook lists lack. With a
-    ``store`` (a development build), cells accepted before are not checked again."""
+    ``store`` (a development build), cells accepted before are not checked again. ``source``:
+    the notebook's bytes, read once by the caller, which then runs these bytes (None reads
+    ``notebook``)."""
     try:
-        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+        text = (notebook.read_bytes() if source is None else source).decode("utf-8")
+        cells = json.loads(text).get("cells", [])
     except (OSError, ValueError, AttributeError) as exc:
         raise RenderError(f"{name}: not a readable notebook ({exc})") from None
     found = code_cells(cells if isinstance(cells, list) else [], name)

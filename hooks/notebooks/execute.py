@@ -40,7 +40,13 @@ nothing is cached for it. So is a run that read a file of the checkout outside `
 (``snippets/`` and ``vram/``, one source for every language; ``readable``): a cell that read its notebook, the
 other language's or a page (``docs/``) could compute and show otherwise in each language
 (issue 33, hole 3; the names a cell may use are checked before it runs:
-``hooks/notebooks/cell_names.py``). Pure: no MkDocs import.
+``hooks/notebooks/cell_names.py``). Outside the checkout a run may read only what an honest
+run reads (``OUTSIDE_READABLE``, ``outside_readable``: Python's installation, matplotlib's
+folders, the time-zone database, ``/proc``'s process table, the kernel's own temporary folder,
+removed after the run); never a folder of executed notebooks (the machine's store holds every
+language's copies), nor through a path that starts in the checkout and leaves it (``..``, a
+link): ``refused_reads``, on the paths the kernel resolved as it read. The notebook's bytes are
+read once (``source``): what the build checked is what runs. Pure: no MkDocs import.
 """
 
 from __future__ import annotations
@@ -50,10 +56,13 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from hooks.cache import file_stamp, hash_files, package_versions
 from hooks.errors import RenderError
@@ -85,15 +94,23 @@ def tool_versions() -> tuple[str, ...]:
     return package_versions(TOOLS)
 
 
-def cache_key(src: Path, repo_root: Path, lang: str, kernel_name: str, reads: list[str] | None = None) -> str:
-    """SHA-256 of the notebook, language, kernel, tool versions and what it reads: ``reads``
+def cache_key(
+    src: Path,
+    repo_root: Path,
+    lang: str,
+    kernel_name: str,
+    reads: list[str] | None = None,
+    source: bytes | None = None,
+) -> str:
+    """SHA-256 of the notebook (``source``, its bytes as checked; None reads ``src``), language,
+    kernel, tool versions and what it reads: ``reads``
     (paths relative to ``repo_root`` as a run recorded them; a folder ends in ``/`` and counts
     by its names, ``__pycache__`` aside: bytecode is no input, its source is a read), or every
     dependency file when None."""
     digest = hashlib.sha256()
     for part in (f"lang={lang}", f"kernel={kernel_name}", *tool_versions()):
         digest.update(part.encode() + b"\0")
-    digest.update(src.read_bytes() + b"\0")
+    digest.update((src.read_bytes() if source is None else source) + b"\0")
     if reads is None:
         hash_files(digest, dependency_files(repo_root), repo_root)
         return digest.hexdigest()
@@ -114,13 +131,16 @@ def cache_key(src: Path, repo_root: Path, lang: str, kernel_name: str, reads: li
     return digest.hexdigest()
 
 
-# An IPython start-up file for the kernel: every file of the checkout it opens, and every
-# folder it lists, goes to $GUIDE_READS_LOG (one absolute path a line; a folder with a
-# trailing /). The log is opened before the hook is installed: writing to it opens nothing.
+# An IPython start-up file for the kernel: every file it opens, and every folder it lists,
+# goes to $GUIDE_READS_LOG, one JSON list a line: [folder?, the path as the code wrote it
+# (absolute: joined to the working folder, its ``..`` kept), the same path with its links and
+# ``..`` resolved then (os.path.realpath)]. The log is opened, and the functions the hook calls
+# are taken, before the hook is installed: writing to it opens nothing.
 READS_HOOK = """\
 def _guide_record_reads():
-    import os, sys
+    import json, os, sys
     log = open(os.environ["GUIDE_READS_LOG"], "a", encoding="utf-8", buffering=1)
+    dumps, fsdecode, getcwd, join, realpath = json.dumps, os.fsdecode, os.getcwd, os.path.join, os.path.realpath
 
     def hook(event, args):
         if event == "open" or event in ("os.listdir", "os.scandir"):
@@ -128,8 +148,8 @@ def _guide_record_reads():
             if path is None and event != "open":
                 path = "."
             if isinstance(path, (str, bytes, os.PathLike)):
-                path = os.path.abspath(os.fsdecode(path))
-                log.write(path + ("/" if event != "open" else "") + "\\n")
+                raw = join(getcwd(), fsdecode(path))
+                log.write(dumps([event != "open", raw, realpath(raw)]) + "\\n")
 
     sys.addaudithook(hook)
 
@@ -137,6 +157,29 @@ def _guide_record_reads():
 _guide_record_reads()
 del _guide_record_reads
 """
+
+
+class Read(NamedTuple):
+    """One line of a run's reads log (``READS_HOOK``)."""
+
+    folder: bool  # a listing (os.listdir, os.scandir), not an open
+    raw: str  # absolute, as the code wrote it (``..`` and links kept)
+    real: str  # resolved by the kernel when it read (os.path.realpath)
+
+
+def logged_reads(log: Path) -> list[Read]:
+    """The reads ``log`` holds, in order (none if there is no log). Raises ValueError for a
+    line the hook did not write (a run whose log cannot be trusted is refused)."""
+    reads = []
+    for number, line in enumerate(log.read_text(encoding="utf-8").splitlines() if log.is_file() else [], start=1):
+        try:
+            folder, raw, real = json.loads(line)
+        except (ValueError, TypeError):
+            raise ValueError(f"line {number} of {log.name} is no read the kernel's hook wrote") from None
+        if not (isinstance(folder, bool) and isinstance(raw, str) and isinstance(real, str)):
+            raise ValueError(f"line {number} of {log.name} is no read the kernel's hook wrote")
+        reads.append(Read(folder, raw, real))
+    return reads
 
 
 def environment_folders(root: Path) -> list[Path]:
@@ -156,38 +199,43 @@ def environment_folders(root: Path) -> list[Path]:
     return folders
 
 
+def _checkout_read(read: Read, root: Path, installed: list[Path], caches: bool) -> str | None:
+    """``read`` as ``recorded_reads`` counts it (relative to ``root``, a folder ending in ``/``),
+    or None: outside the checkout, or no content of it (see ``recorded_reads``)."""
+    import importlib.util
+
+    path = Path(read.real)
+    if path.suffix == ".pyc" and "__pycache__" in path.parts:
+        try:
+            path = Path(importlib.util.source_from_cache(str(path)))
+        except ValueError:
+            return None
+    try:
+        rel = path.resolve().relative_to(root)
+    except ValueError:
+        return None
+    if (
+        not rel.parts
+        or (rel.parts[0] in {".cache", ".git"} and not caches)
+        or "__pycache__" in rel.parts
+        or any(rel.is_relative_to(folder) for folder in installed)
+    ):
+        return None
+    return rel.as_posix() + ("/" if read.folder else "")
+
+
 def recorded_reads(log: Path, repo_root: Path, caches: bool = False) -> list[str]:
     """The checkout's files and folders a run read (from its log), relative to ``repo_root``:
     a module's cached bytecode counts as its source; caches, the repository metadata and
     this environment's folders don't (``environment_folders``: a virtual environment inside the
     checkout is no content of it; the packages of ``TOOLS`` count by their versions, wherever
     the environment lives). With ``caches``, reads in ``.cache`` and ``.git`` count too (what
-    ``readable`` judges: an executed copy in ``.cache`` holds a language's comments)."""
-    import importlib.util
-
-    root, found = repo_root.resolve(), set()
+    ``readable`` judges: an executed copy in ``.cache`` holds a language's comments). Raises
+    ValueError for a log the kernel's hook did not write (``logged_reads``)."""
+    root = repo_root.resolve()
     installed = environment_folders(root)
-    for line in log.read_text(encoding="utf-8").splitlines() if log.is_file() else []:
-        folder = line.endswith("/")
-        path = Path(line.rstrip("/"))
-        if path.suffix == ".pyc" and "__pycache__" in path.parts:
-            try:
-                path = Path(importlib.util.source_from_cache(str(path)))
-            except ValueError:
-                continue
-        try:
-            rel = path.resolve().relative_to(root)
-        except ValueError:
-            continue
-        if (
-            not rel.parts
-            or (rel.parts[0] in {".cache", ".git"} and not caches)
-            or "__pycache__" in rel.parts
-            or any(rel.is_relative_to(folder) for folder in installed)
-        ):
-            continue
-        found.add(rel.as_posix() + ("/" if folder else ""))
-    return sorted(found)
+    found = {_checkout_read(read, root, installed, caches) for read in logged_reads(log)}
+    return sorted(rel for rel in found if rel is not None)
 
 
 def readable(read: str) -> bool:
@@ -196,6 +244,111 @@ def readable(read: str) -> bool:
     the project keeps at the root (``importlib.metadata`` reads its entry points)."""
     top = read.split("/", 1)[0]
     return read.startswith(READABLE) or (read != top and top.endswith(INSTALL_METADATA))
+
+
+# What a notebook may read outside the checkout (``outside_readable``), found by recording an
+# honest run of docs/memory-notebook.*.ipynb (tests/notebooks/test_notebook_reads.py): Python's
+# installation (the standard library, site-packages: what it imports), matplotlib's
+# configuration and cache folders and the font folders it scans when its cache is cold, the
+# time-zone database (babel, under TZ=UTC), the process table (ipykernel ends its children
+# through psutil; torch reads its own memory map) and the kernel's own temporary folder.
+OUTSIDE_READABLE = (
+    "Python's installation, matplotlib's configuration, cache and font folders, the time-zone "
+    "database, /proc's process table, the kernel's temporary folder"
+)
+PROCESS_TABLE = re.compile(r"/proc(/stat|/\d+/(stat|maps))?")  # /proc/self/maps resolves to /proc/PID/maps
+
+
+def python_folders() -> list[Path]:
+    """The folders of this interpreter's installation that its imports read: the standard
+    library and site-packages (``sysconfig``, ``site``) and the zip archives of ``sys.path``."""
+    import site
+    import sys
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    folders = [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")]
+    folders += site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    folders += [entry for entry in sys.path if entry.endswith(".zip")]
+    return [Path(os.path.realpath(folder)) for folder in folders]
+
+
+def matplotlib_folders() -> list[Path]:
+    """matplotlib's configuration and cache folders (``MPLCONFIGDIR``, else the XDG ones) and
+    the font folders it scans for its font cache (``font_manager``), as matplotlib names them;
+    none without matplotlib."""
+    try:
+        import matplotlib
+        from matplotlib import font_manager
+    except ImportError:
+        return []
+    fonts = [
+        *font_manager.X11FontDirectories,
+        *font_manager.OSXFontDirectories,
+        *font_manager.MSUserFontDirectories,
+    ]
+    folders = [matplotlib.get_configdir(), matplotlib.get_cachedir(), *fonts]
+    return [Path(os.path.realpath(folder)) for folder in folders]
+
+
+def outside_readable(kernel_tmp: Path) -> list[Path]:
+    """The folders outside the checkout a notebook's run may read (``OUTSIDE_READABLE``),
+    resolved; ``kernel_tmp``: the kernel's temporary folder (its TMPDIR and IPython's)."""
+    import zoneinfo
+
+    return [
+        *python_folders(),
+        *matplotlib_folders(),
+        *(Path(os.path.realpath(folder)) for folder in zoneinfo.TZPATH),
+        Path(os.path.realpath(kernel_tmp)),
+    ]
+
+
+def _within(path: Path, folders: list[Path]) -> bool:
+    return any(path == folder or path.is_relative_to(folder) for folder in folders)
+
+
+def refused_reads(log: Path, repo_root: Path, allowed: list[Path], denied: list[Path]) -> list[str]:
+    """Why each read of the run that ``log`` records is refused, in the order of the reads
+    (one line each, without the notebook's name): in the checkout, a file outside ``READABLE``
+    (``readable``); outside it, a path that starts in the checkout (``..``, a link: the
+    checkout's content is judged in the checkout), one under ``denied`` (the executed
+    notebooks' folders: every language's copies) or one under none of ``allowed``
+    (``outside_readable``). Both the path the kernel resolved and the one resolved now
+    (a link changed since) are judged. Raises ValueError for a log the hook did not write."""
+    root = repo_root.resolve()
+    starts = [Path(os.path.abspath(repo_root)).parts, root.parts]
+    installed = environment_folders(root)
+    refused: list[str] = []
+    for read in logged_reads(log):
+        raw = Path(read.raw)
+        slash = "/" if read.folder else ""
+        for real in dict.fromkeys([Path(read.real), Path(os.path.realpath(read.raw))]):
+            inside = _checkout_read(read._replace(real=str(real)), root, installed, caches=True)
+            if inside is not None:
+                why = (
+                    None
+                    if readable(inside)
+                    else f"read {inside}, outside {' and '.join(READABLE)} "
+                    "(hooks/notebooks/execute.py READABLE: what every language reads alike)"
+                )
+            elif real == root or real.is_relative_to(root):
+                why = None  # the checkout's caches of bytecode, its environment: recorded_reads
+            elif any(raw.parts[: len(start)] == start for start in starts):
+                shown = Path(*next(raw.parts[len(s) :] for s in starts if raw.parts[: len(s)] == s)).as_posix()
+                why = f"read {shown}{slash}, which leaves the checkout (through .. or a link) for {real}{slash}"
+            elif _within(real, denied):
+                why = f"read {real}{slash}, in a folder of executed notebooks (every language's copies)"
+            elif _within(real, allowed) or PROCESS_TABLE.fullmatch(real.as_posix()):
+                why = None
+            else:
+                why = (
+                    f"read {real}{slash}, outside the checkout and what a notebook may read there "
+                    f"({OUTSIDE_READABLE}: hooks/notebooks/execute.py OUTSIDE_READABLE)"
+                )
+            if why and why not in refused:
+                refused.append(why)
+    return refused
 
 
 def _error_cell(nb) -> tuple[int, str]:
@@ -207,12 +360,30 @@ def _error_cell(nb) -> tuple[int, str]:
     return 0, ""
 
 
-def execute(src: Path, dest: Path, repo_root: Path, lang: str, kernel_name: str, timeout_s: int = TIMEOUT_S) -> None:
-    """Run every cell of ``src`` with ``kernel_name`` and write the executed notebook to ``dest``.
+def execute(
+    src: Path,
+    dest: Path,
+    repo_root: Path,
+    lang: str,
+    kernel_name: str,
+    timeout_s: int = TIMEOUT_S,
+    source: bytes | None = None,
+    kernel_tmp: Path | None = None,
+) -> None:
+    """Run every cell of ``src`` with ``kernel_name`` and write the executed notebook to ``dest``;
+    the kernel records what it reads in ``dest``'s ``.reads.log`` (``READS_HOOK``).
 
+    ``source``: the notebook's bytes as the build checked them (read once: an editor saving in
+    between changes nothing that runs); None reads ``src`` now. ``kernel_tmp``: the kernel's
+    temporary folder (its ``TMPDIR``, IPython's folder), which the caller removes; None makes
+    one and removes it. The kernel runs with ``TZ=UTC`` (no machine's time zone is an input).
     Raises NotebookError naming ``src`` (relative to ``repo_root``) for an unreadable
     notebook, a missing kernel, a cell that raises, a timeout or a dead kernel.
     """
+    if kernel_tmp is None:
+        with tempfile.TemporaryDirectory(prefix="guide-kernel-") as folder:
+            execute(src, dest, repo_root, lang, kernel_name, timeout_s, source, Path(folder))
+        return
     # Imported here: a build whose notebooks all come from the cache never loads them.
     import nbformat
     from jupyter_client.kernelspec import NoSuchKernel
@@ -221,10 +392,10 @@ def execute(src: Path, dest: Path, repo_root: Path, lang: str, kernel_name: str,
 
     name = display_name(src, repo_root)
     try:
-        nb = nbformat.read(src, as_version=4)
+        nb = nbformat.reads((src.read_bytes() if source is None else source).decode("utf-8"), as_version=4)
     except Exception as exc:  # noqa: BLE001 (nbformat raises several unrelated types for a broken file)
         raise NotebookError(f"{name}: not a readable notebook ({type(exc).__name__}: {exc})") from None
-    ipython_dir = dest.parent / f"ipython-{os.getpid()}-{threading.get_ident()}"
+    ipython_dir = kernel_tmp / "ipython"
     startup = ipython_dir / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-guide-reads.py").write_text(READS_HOOK, encoding="utf-8")
@@ -237,6 +408,8 @@ def execute(src: Path, dest: Path, repo_root: Path, lang: str, kernel_name: str,
         "MPLBACKEND": "Agg",
         "IPYTHONDIR": str(ipython_dir),
         "GUIDE_READS_LOG": str(reads_log),
+        "TMPDIR": str(kernel_tmp),
+        "TZ": "UTC",
     }
     client = NotebookClient(
         nb,
@@ -261,8 +434,6 @@ def execute(src: Path, dest: Path, repo_root: Path, lang: str, kernel_name: str,
         raise NotebookError(
             f"{name}: kernel {kernel_name!r} is not installed (mkdocs.yml: mkdocs-jupyter kernel_name)"
         ) from None
-    finally:
-        shutil.rmtree(ipython_dir, ignore_errors=True)
     partial = dest.with_suffix(".partial")
     nbformat.write(nb, partial)
     partial.replace(dest)
@@ -299,7 +470,9 @@ def _key20(manifest: Path, stem: str) -> str:
     return manifest.name[len(stem) + 1 :].split(".")[0]
 
 
-def _recorded_copy(src: Path, folder: Path, repo_root: Path, lang: str, kernel_name: str) -> tuple[Path, Path] | None:
+def _recorded_copy(
+    src: Path, folder: Path, repo_root: Path, lang: str, kernel_name: str, source: bytes | None = None
+) -> tuple[Path, Path] | None:
     """(executed copy, its reads record) in ``folder`` whose record still gives its key, or None."""
     for manifest in sorted(folder.glob(f"{src.stem}.*.reads.json")) if folder.is_dir() else []:
         key20 = _key20(manifest, src.stem)
@@ -312,7 +485,7 @@ def _recorded_copy(src: Path, folder: Path, repo_root: Path, lang: str, kernel_n
             isinstance(reads, list)
             and all(isinstance(r, str) for r in reads)
             and copy.is_file()
-            and cache_key(src, repo_root, lang, kernel_name, reads)[:20] == key20
+            and cache_key(src, repo_root, lang, kernel_name, reads, source)[:20] == key20
         ):
             return copy, manifest
     return None
@@ -358,41 +531,54 @@ def executed_notebook(
     cache_dir: Path | None = None,
     timeout_s: int = TIMEOUT_S,
     store: Path | None = None,
+    source: bytes | None = None,
 ) -> tuple[Path, bool]:
     """(path of the executed copy of ``src``, True if it was executed now, False if cached).
 
-    Looked up, in ``cache_dir`` then in ``store`` (a folder shared by the checkouts of this
-    machine), by the reads each copy recorded; a copy without a record by the key of every
-    dependency file. A run is saved in both (best effort: a store that cannot be written is
-    skipped). Older copies of the same notebook in ``cache_dir`` are removed. Raises NotebookError.
+    ``source``: the notebook's bytes as the build checked them; the key and the run use these,
+    never the file again (None: read ``src`` once, now). Looked up, in ``cache_dir`` then in
+    ``store`` (a folder shared by the checkouts of this machine), by the reads each copy
+    recorded; a copy without a record by the key of every dependency file. A run is saved in
+    both (best effort: a store that cannot be written is skipped), unless it read what
+    ``refused_reads`` refuses: then nothing is kept and NotebookError names the first such
+    read. Older copies of the same notebook in ``cache_dir`` are removed. Raises NotebookError.
     """
     cache_dir = cache_dir or repo_root / CACHE_SUBDIR
+    source = src.read_bytes() if source is None else source
     ran = False
-    found: tuple[Path, Path | None] | None = _recorded_copy(src, cache_dir, repo_root, lang, kernel_name)
+    found: tuple[Path, Path | None] | None = _recorded_copy(src, cache_dir, repo_root, lang, kernel_name, source)
     if found is None:
-        broad = cache_dir / f"{src.stem}.{cache_key(src, repo_root, lang, kernel_name)[:20]}.ipynb"
+        broad = cache_dir / f"{src.stem}.{cache_key(src, repo_root, lang, kernel_name, source=source)[:20]}.ipynb"
         if broad.is_file():
             found = broad, None
-    if found is None and store is not None and (stored := _recorded_copy(src, store, repo_root, lang, kernel_name)):
+    if (
+        found is None
+        and store is not None
+        and (stored := _recorded_copy(src, store, repo_root, lang, kernel_name, source))
+    ):
         found = cache_dir / stored[0].name, cache_dir / stored[1].name
         _copy_into(stored[0], found[0])
         _copy_into(stored[1], found[1])
     if found is None:
         build_log.info(f"executing {display_name(src, repo_root)} ({lang}): {why_run(src, cache_dir, repo_root)}")
         running = cache_dir / f"{src.stem}.running-{os.getpid()}-{threading.get_ident()}.ipynb"
-        execute(src, running, repo_root, lang, kernel_name, timeout_s)
-        ran = True
         log = running.with_name(running.name + ".reads.log")
-        reads = recorded_reads(log, repo_root)
-        unreadable = [read for read in recorded_reads(log, repo_root, caches=True) if not readable(read)]
-        log.unlink(missing_ok=True)
-        if unreadable:
+        denied = [Path(os.path.realpath(folder)) for folder in (cache_dir, store, machine_store()) if folder]
+        try:
+            with tempfile.TemporaryDirectory(prefix="guide-kernel-") as kernel_tmp:
+                execute(src, running, repo_root, lang, kernel_name, timeout_s, source, Path(kernel_tmp))
+                allowed = outside_readable(Path(kernel_tmp))
+                refused = [f"the notebook {why}" for why in refused_reads(log, repo_root, allowed, denied)]
+            reads = recorded_reads(log, repo_root)
+        except ValueError as exc:  # a log the kernel's hook did not write
+            refused, reads = [f"what the run read cannot be judged ({exc})"], []
+        finally:
+            log.unlink(missing_ok=True)
+        ran = True
+        if refused:
             running.unlink(missing_ok=True)
-            raise NotebookError(
-                f"{display_name(src, repo_root)}: the notebook read {unreadable[0]}, outside "
-                f"{' and '.join(READABLE)} (hooks/notebooks/execute.py READABLE: what every language reads alike)"
-            )
-        key20 = cache_key(src, repo_root, lang, kernel_name, reads)[:20]
+            raise NotebookError(f"{display_name(src, repo_root)}: {refused[0]}")
+        key20 = cache_key(src, repo_root, lang, kernel_name, reads, source)[:20]
         found = cache_dir / f"{src.stem}.{key20}.ipynb", cache_dir / f"{src.stem}.{key20}.reads.json"
         found[1].write_text(json.dumps(reads, indent=0) + "\n", encoding="utf-8")
         running.replace(found[0])
@@ -436,25 +622,35 @@ def executed_notebooks(
     kernel_name: str,
     cache_dir: Path | None = None,
     store: Path | None = None,
+    sources: dict[Path, bytes] | None = None,
 ) -> dict[Path, Path]:
     """Every notebook of ``docs_dir`` (all languages) -> its executed copy, running the stale ones in parallel.
 
-    Keys are resolved source paths. Raises NotebookError for the first notebook (in name
-    order) that fails. While no notebook or dependency file changes (size and mtime) and
-    every executed copy is still there, a process answers a second call without hashing.
+    ``sources``: each notebook (resolved path) -> its bytes as the build checked them
+    (``hooks/notebooks/pages.py``); exactly these run, whatever the files hold by then (under
+    ``mkdocs serve`` an editor may save between the check and the run). None reads every
+    notebook of ``docs_dir`` once, now. Keys are resolved source paths. Raises NotebookError
+    for the first notebook (in name order) that fails. While no notebook's bytes or dependency
+    file changes (size and mtime) and every executed copy is still there, a process answers a
+    second call without running anything.
     """
-    sources = notebook_sources(docs_dir)
-    langs = [notebook_language(src, languages) for src in sources]
+    if sources is None:
+        sources = {src: src.read_bytes() for src in notebook_sources(docs_dir)}
+    paths = sorted(sources)
+    langs = [notebook_language(src, languages) for src in paths]
     call = (docs_dir, repo_root, languages, kernel_name, cache_dir, store)
-    stamp = tuple((str(path), *file_stamp(path)) for path in [*sources, *dependency_files(repo_root)])
+    stamp = (
+        *((str(src), hashlib.sha256(sources[src]).hexdigest()) for src in paths),
+        *((str(path), *file_stamp(path)) for path in dependency_files(repo_root)),
+    )
     known = _executed.get(call)
     if known and known[0] == stamp and all(dest.is_file() for dest in known[1].values()):
         return dict(known[1])  # the other language's pass of the same build: nothing was edited since
-    with ThreadPoolExecutor(max_workers=max(1, min(len(sources), os.cpu_count() or 1))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(len(paths), os.cpu_count() or 1))) as pool:
         futures = [
-            pool.submit(executed_notebook, src, repo_root, lang, kernel_name, cache_dir, TIMEOUT_S, store)
-            for src, lang in zip(sources, langs, strict=True)
+            pool.submit(executed_notebook, src, repo_root, lang, kernel_name, cache_dir, TIMEOUT_S, store, sources[src])
+            for src, lang in zip(paths, langs, strict=True)
         ]
-        executed = {src: future.result()[0] for src, future in zip(sources, futures, strict=True)}
+        executed = {src: future.result()[0] for src, future in zip(paths, futures, strict=True)}
     _executed[call] = (stamp, executed)
     return dict(executed)

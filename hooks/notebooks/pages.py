@@ -2,8 +2,9 @@
 
 (That MkDocs treats ``.ipynb`` files as pages at all is ``hooks/workarounds/ipynb_pages.py``.)
 
-- ``use_executed_notebooks``: every notebook's cells are checked first (``hooks/notebooks/cell_names.py``:
-  the names they use), then every notebook page is rendered from its executed copy
+- ``use_executed_notebooks``: every notebook is read once and its cells are checked first
+  (``hooks/notebooks/cell_names.py``: the names they use), then those bytes run (never the file
+  read again: an editor's save in between under ``mkdocs serve`` runs at the next build), and every notebook page is rendered from its executed copy
   (``hooks/notebooks/execute.py``: executed once per change, cached), and mkdocs-jupyter gets one
   HTML cache folder per language and checkout: it evicts, after each language pass, what
   that pass did not use, so one shared folder never hits (and its writes are not atomic).
@@ -21,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from hooks.checks.same_code import STORE_DIR as BLOCK_NAMES_STORE
+from hooks.errors import RenderError
 from hooks.notebooks.cell_names import check_notebook_names
 from hooks.notebooks.execute import display_name, executed_notebooks, machine_store, notebook_sources
 from verify.languages import LANGUAGES
@@ -43,8 +45,15 @@ def use_executed_notebooks(files, config, lang: str, publication: bool = False):
     if not notebooks:
         return files
     root = Path(os.path.abspath(os.path.dirname(config.config_file_path)))  # -f ../mkdocs.yml from docs/ too
-    for source in notebook_sources(Path(config.docs_dir)):  # every one executed_notebooks runs, all languages
-        check_notebook_names(source, display_name(source, root), store=None if publication else BLOCK_NAMES_STORE)
+    # Every notebook executed_notebooks runs, all languages, read once: the bytes checked here are
+    # the bytes that run (under mkdocs serve an editor may save a notebook between the two).
+    sources = {
+        source: notebook_bytes(source, display_name(source, root)) for source in notebook_sources(Path(config.docs_dir))
+    }
+    for source, text in sources.items():
+        check_notebook_names(
+            source, display_name(source, root), store=None if publication else BLOCK_NAMES_STORE, source=text
+        )
     trusted = not publication
     executed = executed_notebooks(
         Path(config.docs_dir),
@@ -53,6 +62,7 @@ def use_executed_notebooks(files, config, lang: str, publication: bool = False):
         jupyter_kernel(config),
         cache_dir=None if trusted else publication_dir() / "notebooks",
         store=machine_store() if trusted else None,
+        sources=sources,
     )
     for file in notebooks:
         file.abs_src_path = str(executed[Path(file.abs_src_path).resolve()])
@@ -61,6 +71,14 @@ def use_executed_notebooks(files, config, lang: str, publication: bool = False):
         jupyter.config["cache"] = trusted
         jupyter.config["cache_dir"] = str((root / ".cache" if trusted else publication_dir()) / "mkdocs-jupyter" / lang)
     return files
+
+
+def notebook_bytes(source: Path, name: str) -> bytes:
+    """The bytes of the notebook ``source`` (``name``: as a message shows it); RenderError if unreadable."""
+    try:
+        return source.read_bytes()
+    except OSError as exc:
+        raise RenderError(f"{name}: not a readable notebook ({exc})") from None
 
 
 @functools.cache

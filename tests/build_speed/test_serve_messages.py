@@ -110,10 +110,11 @@ def test_a_notebook_run_is_logged_with_the_changed_file_it_reads(tmp_path, monke
     data.write_text("a: 1\n", encoding="utf-8")
     cache = repo / ".cache" / "notebooks"
 
-    def run(src, dest, repo_root, lang, kernel_name, timeout_s):  # the kernel: reads gpus.yaml
+    def run(src, dest, repo_root, lang, kernel_name, timeout_s, source, kernel_tmp):  # the kernel: reads gpus.yaml
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
-        dest.with_name(dest.name + ".reads.log").write_text(f"{data}\n", encoding="utf-8")
+        dest.write_bytes(source)
+        read = json.dumps([False, str(data), str(data.resolve())])  # as READS_HOOK writes it
+        dest.with_name(dest.name + ".reads.log").write_text(f"{read}\n", encoding="utf-8")
 
     monkeypatch.setattr(notebooks, "execute", run)
     with caplog.at_level(logging.INFO, logger="mkdocs.hooks.guide.notebooks"):

@@ -1,4 +1,8 @@
-"""Run extracted scripts under ``python -m torch.distributed.run`` on CPU (gloo)."""
+"""Run extracted scripts under ``python -m torch.distributed.run`` on CPU (gloo).
+
+Every command runs with a temporary folder of its own (``TMPDIR``), removed after it: torchrun's
+agent makes a ``torchelastic_*`` folder there per run (its workers' logs), which under ``/tmp``
+outlived every rehearsal. ``Run.left`` says what the command left in it."""
 
 from __future__ import annotations
 
@@ -7,8 +11,9 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -29,6 +34,8 @@ class Run:
     stdout: str
     stderr: str
     seconds: float  # for a failure message only: wall time under load proves nothing
+    tmp: str = ""  # the command's TMPDIR, removed when it ended
+    left: list[str] = field(default_factory=list)  # what the command left there (torchelastic_*)
 
 
 def free_port() -> int:
@@ -52,11 +59,14 @@ def torchrun_cmd(*args: str | Path, nproc: int = 2, nnodes: int = 1, node_rank: 
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = HANG_LIMIT_S, cwd: Path | None = None) -> Run:
-    """Run ``cmd`` with the rehearsal environment; returns its output and duration."""
+    """Run ``cmd`` with the rehearsal environment and ``TMPDIR`` a folder of its own, removed
+    when it ends; returns its output, duration, that folder and what it left there."""
     start = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                          env={**os.environ, **CPU_REHEARSAL, **(env or {})})
-    return Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+    with tempfile.TemporaryDirectory(prefix="rehearsal-tmp-") as tmp:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                              env={**os.environ, **CPU_REHEARSAL, **(env or {}), "TMPDIR": tmp})
+        left = sorted(os.listdir(tmp))
+    return Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start, tmp, left)
 
 
 # What train_fsdp2.py builds (transformers' Qwen3 under --tiny): imported once before the ranks fork

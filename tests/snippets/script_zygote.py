@@ -91,6 +91,9 @@ def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
     sys.stdout, sys.stderr = (python_stream(fd, request.get("streams", {}).get(name, {})) for fd, name in ((1, "stdout"), (2, "stderr")))
     os.environ.clear()
     os.environ.update(request["env"])
+    import tempfile
+
+    tempfile.tempdir = None  # gettempdir() kept the zygote's answer: the worker's TMPDIR, as `python` would
     os.chdir(request["cwd"])
     module = request["argv"][1] if request["argv"][0] == "-m" else None
     sys.argv = request["argv"][1:] if module else request["argv"]  # runpy puts the module's file first, as -m does

@@ -22,6 +22,7 @@ from tests.verify.test_same_code import ITALIAN, page
 from verify.block_names import BlockNameError, check_names
 
 ARGS = "import argparse\nargs = argparse.ArgumentParser().parse_args()\n"
+PARSER = "import argparse\nparser = argparse.ArgumentParser()\n"
 # (the block, the line refused, the construct the message names)
 EVASIONS = {
     "open(__file__)": ("print(open(__file__).read())\n", 1, "open(__file__)"),
@@ -72,6 +73,68 @@ EVASIONS = {
     "a path in a variable": ('path = "/proc/self/cmdline"\nopen(path)\n', 2, "open(path)"),
     "a glob of the folder": ('from pathlib import Path\nPath(".").glob("*.py")\n', 2, "pathlib.Path('.')"),
     "an option overwritten": (ARGS + 'args.data = "train_hf.py"\nopen(args.data)\n', 3, "an assignment to .data"),
+    # what the reader names: the options an ArgumentParser parsed, without a default naming a file of snippets/
+    "a class attribute": ('class A:\n    x = 1\nopen(A.data)\n', 3, "open(A.data) (A is not what an ArgumentParser"),
+    "a field of a class of the block": (
+        'class A:\n    data: str = "train.txt"\nopen(A.data)\n',
+        3,
+        "open(A.data) (A is not what an ArgumentParser",
+    ),
+    "a class attribute named as an option": ('class A:\n    data = "train_hf.py"\n', 2, "data bound in the class A"),
+    "a method named as an option": ("class A:\n    def out(self):\n        pass\n", 2, "out bound in the class A"),
+    "a parser's default": (
+        PARSER + 'parser.add_argument("--data", default="train_hf.py")\nargs = parser.parse_args()\nopen(args.data)\n',
+        3,
+        "the default 'train_hf.py' of the path option data",
+    ),
+    "a dataclass field's default": (
+        (
+            "from dataclasses import dataclass\nfrom transformers import HfArgumentParser\n@dataclass\nclass S:\n"
+            '    data: str = "train_hf.py"\n(s,) = HfArgumentParser((S,)).parse_args_into_dataclasses()\nopen(s.data)\n'
+        ),
+        5,
+        "the default 'train_hf.py' of the path option data",
+    ),
+    "a converter": (
+        PARSER + 'parser.add_argument("--data", type=str.strip)\nargs = parser.parse_args()\nopen(args.data)\n',
+        3,
+        "the keyword argument type of the path option data",
+    ),
+    "set_defaults": (PARSER + 'parser.set_defaults(out="train_hf.py")\n', 3, "a default of the path option out"),
+    "an option named by a variable": (
+        PARSER + 'name = "--data"\nparser.add_argument(name)\n',
+        4,
+        "add_argument with an option not named by a string",
+    ),
+    "arguments the block passes": (
+        PARSER + 'parser.add_argument("--data")\nargs = parser.parse_args(args=["--data", "train_hf.py"])\n'
+        "open(args.data)\n",
+        5,
+        "open(args.data) (args is not what an ArgumentParser",
+    ),
+    "another object's parse_args": (
+        "class P:\n    def parse_args():\n        pass\nargs = P.parse_args()\nopen(args.data)\n",
+        5,
+        "open(args.data) (args is not what",
+    ),
+    "a parser's name bound again": (
+        (
+            "import argparse\nclass P:\n    pass\nargparse = P\nargs = argparse.ArgumentParser().parse_args()\n"
+            "open(args.data)\n"
+        ),
+        6,
+        "open(args.data) (args is not what",
+    ),
+    "the parsed arguments bound again": (
+        ARGS + "class A:\n    x = 1\nargs = A\nopen(args.data)\n",
+        6,
+        "open(args.data) (args is not what",
+    ),
+    "a loop over parsed arguments": (
+        ARGS + "for each in [args]:\n    open(each.data)\n",
+        4,
+        "open(each.data) (each is not what",
+    ),
     "open under another name": ('o = open\no("/proc/self/environ")\n', 1, "open used otherwise than called"),
     "Path passed on": ('import pathlib\n[make(".") for make in [pathlib.Path]]\n', 2, "pathlib.Path used otherwise"),
     "code from the Hub": (
@@ -130,6 +193,9 @@ LISTS = (
     "ENVIRONMENT",
     "PATH_OPTIONS",
     "FILE_CONSTANTS",
+    "PARSERS",
+    "PARSE_CALLS",
+    "PATH_DEFAULTS",
 )
 
 
@@ -212,7 +278,9 @@ def test_cells_are_one_program():
         check_cells([("import os", "c1"), ("os.system('id')", "c2")])
 
 
-NOTEBOOK_LISTS = tuple(f"NOTEBOOK_{name}" for name in LISTS)
+# what tells the reader's arguments from others: blocks only (a notebook names no path option)
+BLOCK_ONLY = ("PARSERS", "PARSE_CALLS", "PATH_DEFAULTS")
+NOTEBOOK_LISTS = tuple(f"NOTEBOOK_{name}" for name in LISTS if name not in BLOCK_ONLY)
 
 
 def test_every_entry_of_the_notebook_lists_is_needed_by_a_cell(monkeypatch):
