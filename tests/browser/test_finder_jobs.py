@@ -534,7 +534,11 @@ def test_a_pasted_config_of_an_unshipped_family(pages):
 
 
 # issue 32: a reader's own config.json of the families added for it (public copies, models.yaml)
-UPLOADED = [MODELS_DIR / "granite-3.3-8b-instruct.json", MODELS_DIR / "olmo-2-1124-7b.json"]
+UPLOADED = [
+    MODELS_DIR / "granite-3.3-8b-instruct.json",
+    MODELS_DIR / "olmo-2-1124-7b.json",
+    MODELS_DIR / "glm-4-9b-0414.json",
+]
 
 
 @pytest.mark.parametrize("config", UPLOADED, ids=lambda path: path.stem)

@@ -58,6 +58,7 @@ SHIPPED = [
     "phi-4.json",
     "gpt-oss-20b.json",
     "qwen3-8b.json",
+    "glm-4-9b-0414.json",  # fused gate_up_proj, q/k/v biases
 ]
 
 
