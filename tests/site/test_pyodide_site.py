@@ -1,7 +1,7 @@
 """The built site ships the finder's calculator unchanged: Pyodide's files as the pinned npm
 package has them (assets/pyodide/, nothing else there; the WebAssembly packed), fzstd's as its
-package has them, and the vram bundle of this checkout. The oracle for a packed file: what
-zstandard unpacks it to."""
+package has them, and the vram bundle of this checkout, compiled as the standard library is
+(verify/precompile.py). The oracle for a packed file: what zstandard unpacks it to."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import zstandard
 from hooks.finder.compute import model_config_files
 from hooks.finder.pyodide_assets import (
     PYODIDE_DIR,
+    compiled,
     fzstd_files,
     pyodide_files,
     stdlib_bundle,
     vram_bundle,
 )
+from verify.precompile import CALCULATOR_PREFIX, STDLIB_PREFIX
 
 
 def test_the_site_ships_pyodide_and_the_bundle_unchanged(built_site):
@@ -29,5 +31,5 @@ def test_the_site_ships_pyodide_and_the_bundle_unchanged(built_site):
         return zstandard.ZstdDecompressor().decompress((built_site / uri).read_bytes(), allow_extra_data=False)
 
     assert unpacked("assets/pyodide/pyodide.asm.wasm.zst") == (PYODIDE_DIR / "pyodide.asm.wasm").read_bytes()
-    assert unpacked("assets/pyodide-stdlib.zip.zst") == stdlib_bundle()
-    assert unpacked("assets/vram.zip.zst") == vram_bundle(model_config_files())
+    assert unpacked("assets/pyodide-stdlib.zip.zst") == compiled(stdlib_bundle(), STDLIB_PREFIX)
+    assert unpacked("assets/vram.zip.zst") == compiled(vram_bundle(model_config_files()), CALCULATOR_PREFIX)
