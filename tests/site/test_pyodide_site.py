@@ -1,22 +1,28 @@
 """The built site ships the finder's calculator unchanged: Pyodide's files as the pinned npm
 package has them (assets/pyodide/, nothing else there; the WebAssembly packed), fzstd's as its
-package has them, and the vram bundle of this checkout, compiled as the standard library is
-(verify/precompile.py). The oracle for a packed file: what zstandard unpacks it to."""
+package has them, and the standard library and vram archives the build compiles (pyodide_assets,
+verify/precompile.py; checked against a fresh compilation by tests/verify/test_artifact.py).
+The oracle for a packed file: what zstandard unpacks it to."""
 
 from __future__ import annotations
+
+import io
+import zipfile
 
 import zstandard
 
 from hooks.finder.compute import model_config_files
 from hooks.finder.pyodide_assets import (
+    PACK_STORE,
     PYODIDE_DIR,
-    compiled,
+    STDLIB_URI,
     fzstd_files,
+    packed_runtime,
     pyodide_files,
     stdlib_bundle,
     vram_bundle,
+    vram_packed,
 )
-from verify.precompile import CALCULATOR_PREFIX, STDLIB_PREFIX
 
 
 def test_the_site_ships_pyodide_and_the_bundle_unchanged(built_site):
@@ -31,5 +37,13 @@ def test_the_site_ships_pyodide_and_the_bundle_unchanged(built_site):
         return zstandard.ZstdDecompressor().decompress((built_site / uri).read_bytes(), allow_extra_data=False)
 
     assert unpacked("assets/pyodide/pyodide.asm.wasm.zst") == (PYODIDE_DIR / "pyodide.asm.wasm").read_bytes()
-    assert unpacked("assets/pyodide-stdlib.zip.zst") == compiled(stdlib_bundle(), STDLIB_PREFIX)
-    assert unpacked("assets/vram.zip.zst") == compiled(vram_bundle(model_config_files()), CALCULATOR_PREFIX)
+    configs = model_config_files()
+    for uri, packed, sources in (
+        ("assets/pyodide-stdlib.zip.zst", packed_runtime(store=PACK_STORE)[STDLIB_URI], stdlib_bundle()),
+        ("assets/vram.zip.zst", vram_packed(configs, store=PACK_STORE), vram_bundle(configs)),
+    ):
+        assert unpacked(uri) == zstandard.ZstdDecompressor().decompress(packed), uri
+        names = zipfile.ZipFile(io.BytesIO(sources)).namelist()  # the checkout's files, each compiled
+        assert zipfile.ZipFile(io.BytesIO(unpacked(uri))).namelist() == [
+            n + "c" if n.endswith(".py") else n for n in names
+        ]
