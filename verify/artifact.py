@@ -19,12 +19,14 @@ unless, by allow-list:
 - the code the finder's worker runs is the reviewed code (``check_calculator``): every file
   under ``assets/pyodide/`` is the pinned npm package's (``PYODIDE_SHA256``; the WebAssembly
   once unpacked), and so is every file under ``assets/fzstd/`` (``FZSTD_SHA256``), the
-  standard library the site ships holds only members of the package's, each byte for byte,
-  and its lock file is the package's without packages (``check_pyodide_stdlib``), and
+  standard library the site ships holds only modules of the package's, each once, and its
+  lock file is the package's without packages (``check_lock_file``), and
   ``assets/vram.zip.zst`` holds exactly the checkout's ``vram/*.py`` and the finder models'
-  ``config.json``, byte for byte (a file the theme's ``overrides/assets/`` or ``docs/assets/``
-  put there instead is refused); a packed file (``.zst``) is one Zstandard frame, checked as
-  the worker unpacks it (``unpacked``);
+  ``config.json`` (a file the theme's ``overrides/assets/`` or ``docs/assets/`` put there
+  instead is refused); each module is byte for byte what ``verify/precompile.py`` compiles
+  from the package's or the checkout's file with the pinned package's own CPython (run here
+  again, under Node.js), each config.json the checkout's file; a packed file (``.zst``) is one
+  Zstandard frame, checked as the worker unpacks it (``unpacked``);
 - the theme's own files (``assets/`` paths of mkdocs-material's ``templates/``) are the
   installed theme's bytes (``check_theme_files``): ``overrides/assets/`` adds, never replaces;
 - every code block of a Markdown page is an include (``check_code_blocks_are_snippets``): its
@@ -76,6 +78,7 @@ import nh3
 import yaml
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from verify import precompile
 from verify.block_names import PYTHON_FENCES, BlockNameError, check_cells, check_names
 from verify.extract import ExtractError, blocks_in_html, compare_code
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
@@ -104,13 +107,13 @@ FILE_TYPES: tuple[tuple[str, str], ...] = (
     ("sitemap.xml", "the sitemap"),
     ("sitemap.xml.gz", "the sitemap, compressed"),
     # the calculator in the reader's browser (issue 20): Pyodide's runtime, self-hosted, and the
-    # calculator's own sources; their bytes are checked too (check_calculator)
+    # calculator's own code, compiled; their bytes are checked too (check_calculator)
     ("assets/pyodide/pyodide.mjs", "Pyodide's loader (PYODIDE_SHA256)"),
     ("assets/pyodide/pyodide.asm.mjs", "Pyodide's runtime (PYODIDE_SHA256)"),
     ("assets/pyodide/pyodide.asm.wasm.zst", "Pyodide's runtime, packed (PYODIDE_SHA256 unpacked)"),
     ("assets/pyodide-stdlib.zip.zst", "the part of Pyodide's standard library the worker imports (STDLIB_ARCHIVE)"),
     ("assets/pyodide-lock.json", "Pyodide's lock file without packages (LOCK_FILE)"),
-    ("assets/vram.zip.zst", "the calculator's sources for Pyodide (CALCULATOR_BUNDLE)"),
+    ("assets/vram.zip.zst", "the calculator's code for Pyodide, compiled (CALCULATOR_BUNDLE)"),
     ("assets/fzstd/index.mjs", "fzstd, which unpacks the .zst files in the worker (FZSTD_SHA256)"),
     ("assets/fzstd/LICENSE", "fzstd's licence (FZSTD_SHA256)"),
 )
@@ -321,15 +324,16 @@ FZSTD_SHA256 = {
     "LICENSE": ("LICENSE", "62249119bb7df6e54300f37a37145c26a6d4420410aac8881a119c5b427cf751"),
 }
 # The package's standard library and lock file, as the site ships them (hooks/finder/pyodide_assets.py):
-# STDLIB_ARCHIVE holds members of the package's python_stdlib.zip, each once and byte for byte;
+# STDLIB_ARCHIVE holds modules of the package's python_stdlib.zip, each once, compiled
+# (verify/precompile.py: <name>.pyc, byte for byte what the package compiles of <name>.py);
 # LOCK_FILE is the package's lock file's "info" with no packages. Both are read from the
 # package folder (node_modules/pyodide), itself checked against PYODIDE_SHA256 first.
 STDLIB_ARCHIVE = "assets/pyodide-stdlib.zip.zst"
 LOCK_FILE = "assets/pyodide-lock.json"
 PYODIDE_PACKAGE = Path(__file__).resolve().parent.parent / "node_modules" / "pyodide"
-# The calculator's archive the worker imports (packed): exactly vram/<name>.py for every
-# vram/*.py of the checkout and configs/<model>.json for every model of
-# snippets/data/models.yaml, each member the bytes of that file, and nothing else.
+# The calculator's archive the worker imports (packed): exactly vram/<name>.pyc for every
+# vram/*.py of the checkout (compiled from it, verify/precompile.py) and configs/<model>.json
+# for every model of snippets/data/models.yaml (the bytes of that file), and nothing else.
 CALCULATOR_BUNDLE = "assets/vram.zip.zst"
 CALCULATOR_DIR = Path(__file__).resolve().parent.parent / "vram"
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"  # which pages are notebooks (notebook_pages); static files
@@ -819,7 +823,8 @@ def check_code_blocks_are_snippets(pages: dict[str, str], snippets_dir: Path, do
 
 # ------------------------------------------------------------------ calculator
 def calculator_members(calculator_dir: Path, snippets_dir: Path) -> dict[str, bytes]:
-    """What ``CALCULATOR_BUNDLE`` must hold: member name -> the bytes of the checkout's file."""
+    """What ``CALCULATOR_BUNDLE`` is made of: member name -> the bytes of the checkout's file
+    (``vram/<name>.py``, shipped compiled as ``vram/<name>.pyc``; ``configs/<model>.json``)."""
     members = {f"vram/{path.name}": path.read_bytes() for path in sorted(calculator_dir.glob("*.py"))}
     models_dir = (snippets_dir / "data" / "models").resolve()
     models = yaml.safe_load((snippets_dir / "data" / "models.yaml").read_text(encoding="utf-8"))["models"]
@@ -864,29 +869,72 @@ def unpacked(path: str, data: bytes) -> bytes:
         raise ArtifactError(f"{path}: not one Zstandard frame and nothing else ({exc})") from None
 
 
-def check_pyodide_stdlib(files: dict[str, bytes], package_dir: Path) -> None:
-    """``STDLIB_ARCHIVE``, unpacked, holds only members of the pinned package's ``python_stdlib.zip``,
-    each once and byte for byte (a module of our own there would shadow the standard library in the
-    worker), and ``LOCK_FILE`` is the package's lock file's ``info`` with no packages. Raises
-    ArtifactError naming the file and the member."""
-    if STDLIB_ARCHIVE in files:
-        package = zipfile.ZipFile(io.BytesIO(_pinned_package_file(package_dir, "python_stdlib.zip")))
-        held = set(package.namelist())
-        try:
-            with zipfile.ZipFile(io.BytesIO(unpacked(STDLIB_ARCHIVE, files[STDLIB_ARCHIVE]))) as archive:
-                names = [info.filename for info in archive.infolist()]
-                for name in names:
-                    if name not in held or names.count(name) > 1:
-                        raise ArtifactError(
-                            f"{STDLIB_ARCHIVE}: {name!r} is {'not a member of' if name not in held else 'twice in'} "
-                            "the pinned package's python_stdlib.zip"
-                        )
-                    if archive.read(name) != package.read(name):
-                        raise ArtifactError(
-                            f"{STDLIB_ARCHIVE}: {name} is not the pinned package's member byte for byte"
-                        )
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
-            raise ArtifactError(f"{STDLIB_ARCHIVE}: not a readable zip ({exc})") from None
+def _module_source(name: str) -> str:
+    """The source a member of a shipped archive is compiled from: ``x.pyc`` from ``x.py``; any
+    other member is shipped as it is."""
+    return name[:-1] if name.endswith(".pyc") else name
+
+
+def _read_archive(path: str, packed: bytes) -> list[tuple[str, bytes]]:
+    """The members of the packed zip at ``path`` (``unpacked``), in order. Raises ArtifactError
+    naming the file when it is not a readable zip."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(unpacked(path, packed))) as archive:
+            return [(info.filename, archive.read(info)) for info in archive.infolist()]
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+        raise ArtifactError(f"{path}: not a readable zip ({exc})") from None
+
+
+def _compile_all(sources: dict[str, list[tuple[str, bytes]]], package_dir: Path) -> dict[str, dict[str, bytes]]:
+    """Each archive's ``[(name, source bytes)]`` as ``verify.precompile`` makes it (``.py``
+    compiled by the pinned package, whose files are checked first, the rest as it is), in one
+    Node.js process: archive path -> {member name: bytes}. Raises ArtifactError when Node.js
+    fails or is missing."""
+    for name in precompile.COMPILER_FILES:
+        _pinned_package_file(package_dir, name)
+    prefixes = {STDLIB_ARCHIVE: precompile.STDLIB_PREFIX, CALCULATOR_BUNDLE: precompile.CALCULATOR_PREFIX}
+    jobs = []
+    for path, members in sources.items():
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w") as archive:
+            for name, data in members:
+                archive.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), data)  # the same sources, the same key
+        jobs.append((out.getvalue(), prefixes[path]))
+    try:
+        results = precompile.precompiled(jobs, package_dir)
+    except precompile.PrecompileError as exc:
+        raise ArtifactError(f"cannot check the finder's compiled Python: {exc}") from None
+    compiled = {}
+    for path, result in zip(sources, results, strict=True):
+        with zipfile.ZipFile(io.BytesIO(result)) as archive:
+            compiled[path] = {info.filename: archive.read(info) for info in archive.infolist()}
+    return compiled
+
+
+def _stdlib_sources(files: dict[str, bytes], package: zipfile.ZipFile) -> list[tuple[str, bytes]]:
+    """The package's members ``STDLIB_ARCHIVE`` is made of, in its order: each member compiled
+    from a ``.py`` of the package's ``python_stdlib.zip`` (``x.pyc``) or another member of it,
+    each module once. Raises ArtifactError naming a member that is not (a source, or one the
+    package does not have: a module of our own there would shadow the standard library)."""
+    names = [name for name, _ in _read_archive(STDLIB_ARCHIVE, files[STDLIB_ARCHIVE])]
+    held = set(package.namelist())
+    modules = [_module_source(name) for name in names]
+    for name, module in zip(names, modules, strict=True):
+        if module not in held or modules.count(module) > 1:
+            raise ArtifactError(
+                f"{STDLIB_ARCHIVE}: {name!r} is {'not a member of' if module not in held else 'twice in'} "
+                "the pinned package's python_stdlib.zip"
+            )
+        if name.endswith(".py"):
+            raise ArtifactError(
+                f"{STDLIB_ARCHIVE}: {name!r} is a source; the site ships the package's modules compiled"
+            )
+    return [(module, package.read(module)) for module in modules]
+
+
+def check_lock_file(files: dict[str, bytes], package_dir: Path) -> None:
+    """``LOCK_FILE`` is the package's lock file's ``info`` with no packages. Raises
+    ArtifactError naming the file."""
     if LOCK_FILE in files:
         info = json.loads(_pinned_package_file(package_dir, "pyodide-lock.json"))["info"]
         try:
@@ -902,10 +950,12 @@ def check_calculator(
 ) -> None:
     """The code the finder's worker runs is the reviewed code: every file under
     ``assets/pyodide/`` is the npm package's (``PYODIDE_SHA256``), as it is or packed (the
-    WebAssembly), every file under ``assets/fzstd/`` fzstd's (``FZSTD_SHA256``), the standard
-    library and lock file the site ships are the package's (``check_pyodide_stdlib``), and
-    ``CALCULATOR_BUNDLE`` is a packed zip of exactly ``calculator_members`` (no other member,
-    none twice, each byte for byte). Raises ArtifactError naming the file."""
+    WebAssembly), every file under ``assets/fzstd/`` fzstd's (``FZSTD_SHA256``), the lock file
+    the package's without packages (``check_lock_file``), ``STDLIB_ARCHIVE`` members of the
+    package's standard library (``_stdlib_sources``) and ``CALCULATOR_BUNDLE`` exactly
+    ``calculator_members`` (no other member, none twice), each byte for byte what
+    ``verify.precompile`` compiles from the package's or the checkout's file (the pinned
+    package compiles them again here) or that file itself. Raises ArtifactError naming the file."""
     shipped = {name + PACKED if name in PYODIDE_PACKED else name: name for name in PYODIDE_FILES}
     for path, data in files.items():
         if path.startswith(PYODIDE_DIR):
@@ -923,25 +973,32 @@ def check_calculator(
                     f"{path}: not the file of the npm package fzstd that package-lock.json pins "
                     "(verify/artifact.py, FZSTD_SHA256)"
                 )
-    check_pyodide_stdlib(files, package_dir)
-    if CALCULATOR_BUNDLE not in files:
+    check_lock_file(files, package_dir)
+    sources: dict[str, list[tuple[str, bytes]]] = {}
+    if STDLIB_ARCHIVE in files:
+        package = zipfile.ZipFile(io.BytesIO(_pinned_package_file(package_dir, "python_stdlib.zip")))
+        sources[STDLIB_ARCHIVE] = _stdlib_sources(files, package)
+    if CALCULATOR_BUNDLE in files:
+        members = _read_archive(CALCULATOR_BUNDLE, files[CALCULATOR_BUNDLE])
+        names = [name for name, _ in members]
+        calculator = calculator_members(calculator_dir, snippets_dir)
+        expected = [(name + "c" if name.endswith(".py") else name) for name in calculator]
+        if len(names) != len(set(names)) or set(names) != set(expected):
+            extra = sorted(set(names) - set(expected)) or sorted({n for n in names if names.count(n) > 1})
+            raise ArtifactError(
+                f"{CALCULATOR_BUNDLE}: holds {extra[0] if extra else 'not every file'!r}; the calculator's "
+                f"archive is vram/*.py compiled and the models' config.json, each once (missing: "
+                f"{', '.join(sorted(set(expected) - set(names))) or 'none'})"
+            )
+        sources[CALCULATOR_BUNDLE] = sorted(calculator.items())
+    if not sources:
         return
-    expected = calculator_members(calculator_dir, snippets_dir)
-    try:
-        with zipfile.ZipFile(io.BytesIO(unpacked(CALCULATOR_BUNDLE, files[CALCULATOR_BUNDLE]))) as archive:
-            names = [info.filename for info in archive.infolist()]
-            if len(names) != len(set(names)) or set(names) != set(expected):
-                extra = sorted(set(names) - set(expected)) or sorted({n for n in names if names.count(n) > 1})
-                raise ArtifactError(
-                    f"{CALCULATOR_BUNDLE}: holds {extra[0] if extra else 'not every file'!r}; the calculator's "
-                    f"archive is vram/*.py and the models' config.json, each once (missing: "
-                    f"{', '.join(sorted(set(expected) - set(names))) or 'none'})"
-                )
-            for name in names:
-                if archive.read(name) != expected[name]:
-                    raise ArtifactError(f"{CALCULATOR_BUNDLE}: {name} is not the checkout's file byte for byte")
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
-        raise ArtifactError(f"{CALCULATOR_BUNDLE}: not a readable zip ({exc})") from None
+    compiled = _compile_all(sources, package_dir)
+    for path, what in ((STDLIB_ARCHIVE, "the pinned package's member"), (CALCULATOR_BUNDLE, "the checkout's file")):
+        for name, data in _read_archive(path, files[path]) if path in files else ():
+            if compiled[path].get(name) != data:
+                how = " compiled (verify/precompile.py)" if name.endswith(".pyc") else ""
+                raise ArtifactError(f"{path}: {name} is not {what}{how} byte for byte")
 
 
 # ----------------------------------------------------------------------- theme

@@ -1,8 +1,9 @@
 /* The finder's calculator in the reader's browser: Pyodide (assets/pyodide/, the site's own
  * copy of the pinned npm package, with the part of its standard library this worker imports,
  * assets/pyodide-stdlib.zip.zst, and its lock file without packages) runs the guide's vram
- * package, whose sources come unchanged in assets/vram.zip.zst, imported from the archive as
- * it is. A message {id, job, model} or {id, job, configText} is answered with {id, text}:
+ * package, assets/vram.zip.zst, imported from the archive as it is. Both archives hold their
+ * modules compiled (<name>.pyc, by the pinned package's own CPython: verify/precompile.py),
+ * so that starting compiles no Python source. A message {id, job, model} or {id, job, configText} is answered with {id, text}:
  * vram.job.answer_json of the job with that model's config.json (read from the archive), the
  * same JSON text as `python -m vram job ... --json` (or {"error": ...}). No formula lives here.
  * The .zst files are Zstandard-packed (GitHub Pages would send them gzip-compressed at best,

@@ -8,26 +8,35 @@
   (``python_stdlib.zip``, 2.5 MB compressed) that Pyodide's start and the worker import,
   about a quarter of it: the members named in ``pyodide_stdlib.txt`` (beside this module;
   ``python -m hooks.finder.pyodide_stdlib`` writes it from what a run of the worker's steps
-  imports), each the package's member byte for byte, stored (the packing compresses them
-  together). The worker gives it to Pyodide as ``stdLibURL``.
+  imports), each compiled from the package's member (``verify/precompile.py``: ``<name>.pyc``,
+  the bytecode the package's own CPython makes of it, without docstrings, each function's
+  lines reduced to its first), stored (the packing compresses them together). The worker
+  gives it to Pyodide as ``stdLibURL``.
 - ``assets/pyodide-lock.json``: the package's lock file without its package list (its
   ``info``, which Pyodide checks against its ABI, and ``"packages": {}``): the calculator is
   standard library only, and the full list is 120 KB the finder never reads.
-- ``assets/vram.zip.zst``: ``vram/<name>.py`` for every ``vram/*.py`` and ``configs/<model
-  key>.json`` for every finder model's ``config.json``, each the bytes of the checkout's
-  file (stored; fixed timestamps, so the same checkout gives the same archive). The worker
-  puts it on ``sys.path`` as it is (zipimport) and reads a model's config.json from it.
+- ``assets/vram.zip.zst``: ``vram/<name>.pyc`` compiled (as above) from every ``vram/*.py``
+  of the checkout, and ``configs/<model key>.json`` for every finder model's ``config.json``,
+  the bytes of the checkout's file (stored; fixed timestamps, so the same checkout gives the
+  same archive). The worker puts it on ``sys.path`` as it is (zipimport) and reads a model's
+  config.json from it.
 - ``assets/fzstd/``: the npm package ``fzstd`` (pinned in package-lock.json), its ES module
   and licence byte for byte (``FZSTD_FILES``): the worker unpacks the ``.zst`` files with it.
+
+Compiled, the worker's cold start no longer compiles 3 MB of Python source in WebAssembly
+(``verify/precompile.py`` says what it cost): ``vram_bundle`` and ``stdlib_bundle`` are the
+sources, ``vram_packed`` and ``packed_runtime`` what is published.
 
 Packed (``pack``): one Zstandard frame (level ``PACK_LEVEL``) of the file, served as it is.
 GitHub Pages compresses text and WebAssembly on the fly with gzip, and a zip not at all
 (``bench/weight.py``): packed, these three files weigh a fifth less than gzip makes of them
 (``bench/README.md``, the finder's first use). Unpacking gives the original bytes: the
-WebAssembly is the package's file, each zip member the package's or the checkout's.
+WebAssembly is the package's file, each zip member compiled from the package's or the
+checkout's file, or the checkout's file.
 
 ``verify/artifact.py`` checks the published copies of all of them against the packages and
-the checkout, unpacked. Pure: no MkDocs import; the glue adds them to the build's files.
+the checkout, unpacked (compiling the sources again). Pure: no MkDocs import; the glue adds
+them to the build's files.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ from pathlib import Path
 from hooks.cache import inputs_digest, stored
 from hooks.data import load as data_module
 from hooks.errors import RenderError
+from verify import precompile
 
 PYODIDE_DIR = data_module.REPO_ROOT / "node_modules" / "pyodide"
 PYODIDE_URI = "assets/pyodide"
@@ -137,26 +147,56 @@ def stdlib_bundle(folder: Path = PYODIDE_DIR, listing: Path = STDLIB_MEMBERS) ->
         return _zip([(name, package.read(name)) for name in names])
 
 
+def compiled(archive: bytes, prefix: str, folder: Path = PYODIDE_DIR) -> bytes:
+    """``archive`` (a zip of sources) with each ``.py`` member compiled by the package's CPython
+    (``verify.precompile``: ``<name>.pyc``, its code's file name ``prefix + name``), the other
+    members as they are, stored as ``_zip`` stores. Raises RenderError (one line) when Node.js
+    is missing or fails."""
+    try:
+        (result,) = precompile.precompiled([(archive, prefix)], folder)
+    except precompile.PrecompileError as exc:
+        raise RenderError(str(exc)) from None
+    with zipfile.ZipFile(io.BytesIO(result)) as members:
+        return _zip([(info.filename, members.read(info)) for info in members.infolist()])
+
+
+def _compiler_digest(folder: Path) -> str:
+    """SHA-256 of what decides a compiled archive besides its sources: the package's files that
+    compile (``precompile.COMPILER_FILES``) and ``verify/precompile.py``, once per process while
+    none of them changes."""
+    files = [_package_file(folder, name) for name in precompile.COMPILER_FILES] + [Path(precompile.__file__)]
+    stamp = (folder, *((path.stat().st_mtime_ns, path.stat().st_size) for path in files))
+    if stamp not in _compilers:
+        _compilers[stamp] = inputs_digest("pyodide compiler", (), (files[:-1], folder), (files[-1:], files[-1].parent))
+    return _compilers[stamp]
+
+
 def packed_runtime(
     folder: Path = PYODIDE_DIR, listing: Path = STDLIB_MEMBERS, store: Path | None = None
 ) -> dict[str, bytes]:
     """``WASM_URI`` and ``STDLIB_URI`` -> their bytes: the package's WebAssembly and
-    ``stdlib_bundle``, packed. Packed once per process for the same inputs; with a ``store``
-    folder (a development build: ``PACK_STORE``), kept there under the SHA-256 of the inputs
-    (the package's files, the listing, this module, ``_packer_versions``) and read by the next
-    build process. Raises RenderError as ``stdlib_bundle`` does, or when the package is missing."""
+    ``stdlib_bundle`` compiled (``compiled``), packed. Made once per process for the same
+    inputs; with a ``store`` folder (a development build: ``PACK_STORE``), kept there under the
+    SHA-256 of the inputs (the package's files, the listing, this module, the compiler,
+    ``_packer_versions``) and read by the next build process. Raises RenderError as
+    ``stdlib_bundle`` and ``compiled`` do, or when the package is missing."""
     wasm, package = _package_file(folder, PACKAGE_WASM), _package_file(folder, PACKAGE_STDLIB)
     key = (folder, listing.read_bytes(), store, *(path.stat().st_mtime_ns for path in (wasm, package)))
     if key not in _built:
         module = ([Path(__file__)], Path(__file__).parent)
-        wasm_key = inputs_digest("pyodide wasm", _packer_versions(), ([wasm], folder), module)
+        compiler = _compiler_digest(folder)  # the WebAssembly and the package's standard library among them
+        wasm_key = inputs_digest("pyodide wasm", (*_packer_versions(), compiler), module)
         stdlib_key = inputs_digest(
-            "pyodide stdlib", _packer_versions(), ([listing], listing.parent), ([package], folder), module
+            "pyodide stdlib", (*_packer_versions(), compiler), ([listing], listing.parent), module
         )
         _built[key] = {
             WASM_URI: stored(store, wasm_key, lambda: pack(wasm.read_bytes()), suffix=".wasm.zst", keep=2),
             STDLIB_URI: stored(
-                store, stdlib_key, lambda: pack(stdlib_bundle(folder, listing)), suffix=".zip.zst", keep=4
+                store,
+                stdlib_key,
+                lambda: pack(compiled(stdlib_bundle(folder, listing), precompile.STDLIB_PREFIX, folder)),
+                suffix=".zip.zst",
+                keep=4,
             ),
         }
     return _built[key]
@@ -173,13 +213,26 @@ def vram_bundle(model_configs: dict[str, Path], vram_dir: Path = VRAM_DIR) -> by
     return _vram(model_configs, vram_dir)[0]
 
 
-def vram_packed(model_configs: dict[str, Path], vram_dir: Path = VRAM_DIR, store: Path | None = None) -> bytes:
-    """The bytes of ``BUNDLE_URI``: ``vram_bundle``, packed; with a ``store`` folder (a
-    development build: ``PACK_STORE``), kept there under the SHA-256 of the archive."""
+def vram_packed(
+    model_configs: dict[str, Path], vram_dir: Path = VRAM_DIR, store: Path | None = None, folder: Path = PYODIDE_DIR
+) -> bytes:
+    """The bytes of ``BUNDLE_URI``: ``vram_bundle`` compiled (``compiled``), packed; with a
+    ``store`` folder (a development build: ``PACK_STORE``), kept there under the SHA-256 of the
+    archive, the compiler and this module. Raises RenderError as ``compiled`` does."""
     bundle, packed = _vram(model_configs, vram_dir)
     if store not in packed:
-        key = inputs_digest("vram bundle", (*_packer_versions(), hashlib.sha256(bundle).hexdigest()))
-        packed[store] = stored(store, key, lambda: pack(bundle), suffix=".vram.zst", keep=4)
+        key = inputs_digest(
+            "vram bundle",
+            (*_packer_versions(), _compiler_digest(folder), hashlib.sha256(bundle).hexdigest()),
+            ([Path(__file__)], Path(__file__).parent),
+        )
+        packed[store] = stored(
+            store,
+            key,
+            lambda: pack(compiled(bundle, precompile.CALCULATOR_PREFIX, folder)),
+            suffix=".vram.zst",
+            keep=4,
+        )
     return packed[store]
 
 
@@ -195,3 +248,4 @@ def _vram(model_configs: dict[str, Path], vram_dir: Path) -> tuple[bytes, dict]:
 
 _last_bundle: list = []  # [the members' names and bytes, the archive, its packed bytes by store] of the last call
 _built: dict = {}  # the packed WebAssembly and standard library, by package folder, member list and store
+_compilers: dict = {}  # _compiler_digest by package folder and its files' modification times

@@ -29,7 +29,7 @@ from hooks.finder.pyodide_assets import PACKAGE_STDLIB, PYODIDE_DIR, STDLIB_MEMB
 HEADER = """\
 # The members of node_modules/pyodide/python_stdlib.zip the finder's worker imports: the standard
 # library the site ships as assets/pyodide-stdlib.zip.zst (hooks/finder/pyodide_assets.py), each member
-# the package's byte for byte (verify/artifact.py). Written by `python -m hooks.finder.pyodide_stdlib`
+# compiled from the package's (verify/precompile.py, verify/artifact.py). Written by `python -m hooks.finder.pyodide_stdlib`
 # from what Pyodide's start, `import vram.job` and every kind of job import; do not edit by hand.
 """
 

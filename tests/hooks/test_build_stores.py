@@ -80,6 +80,7 @@ def test_the_stored_packed_runtime_is_the_computed_one_and_read_back(tmp_path, m
     stdlib = pyodide_assets.STDLIB_URI
     monkeypatch.setattr(pyodide_assets, "_built", {})
     monkeypatch.setattr(pyodide_assets, "pack", lambda data: data[:4096])  # the store, not Zstandard, is tested here
+    monkeypatch.setattr(pyodide_assets, "compiled", lambda archive, prefix, folder=None: archive)  # nor compiling
     computed = pyodide_assets.packed_runtime()
     assert pyodide_assets.packed_runtime(store=store) == computed
     (entry,) = store.glob("*.zip.zst")
@@ -92,6 +93,14 @@ def test_the_stored_packed_runtime_is_the_computed_one_and_read_back(tmp_path, m
     listing.write_text(pyodide_assets.STDLIB_MEMBERS.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     monkeypatch.setattr(pyodide_assets, "_built", {})
     assert pyodide_assets.packed_runtime(listing=listing, store=store)[stdlib] == computed[stdlib]  # an edited listing
+
+    (forged,) = [entry for entry in store.glob("*.zip.zst") if entry.read_bytes() != b"forged"]
+    forged.write_bytes(b"forged")
+    compiler = tmp_path / "precompile.py"  # verify/precompile.py edited: how the sources are compiled
+    compiler.write_text(Path(pyodide_assets.precompile.__file__).read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    monkeypatch.setattr(pyodide_assets.precompile, "__file__", str(compiler))
+    monkeypatch.setattr(pyodide_assets, "_built", {})
+    assert pyodide_assets.packed_runtime(listing=listing, store=store)[stdlib] == computed[stdlib]  # not the entry
 
 
 def _search_page(content: str):

@@ -6,14 +6,18 @@
   tests/site/test_pyodide_site.py);
 - a packed file is one Zstandard frame that says its size and unpacks to the bytes packed (the
   oracle: zstandard's decompressor, as verify/artifact.py unpacks), and the archives store their
-  members, so that packing compresses them together: the standard library packed weighs less
-  than the same members deflated one by one, the zip this site shipped before (zlib's own
-  compressor, at the level zipfile uses);
+  members, so that packing compresses them together: the standard library packed, compiled,
+  weighs less than its sources deflated one by one, the zip this site shipped before (zlib's
+  own compressor, at the level zipfile uses), and no more than its sources packed;
+- what is published is the sources compiled (verify/precompile.py; tests/verify/test_precompile.py
+  runs them): each ``x.py`` becomes ``x.pyc``, in the same order, a model's config.json stays
+  the checkout's bytes;
 - without ``npm ci`` the build stops with one line saying so.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import zipfile
@@ -34,8 +38,10 @@ from hooks.finder.pyodide_assets import (
     pyodide_files,
     stdlib_bundle,
     vram_bundle,
+    vram_packed,
 )
 from tests.conftest import REPO_ROOT
+from verify.precompile import PYC_FLAGS
 
 
 def test_the_bundle_is_the_calculator_and_the_configs_byte_for_byte():
@@ -101,8 +107,29 @@ def test_the_archives_store_their_members_and_packed_weigh_less_than_deflated_on
         compressor = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
         deflated += len(compressor.compress(members.read(info)) + compressor.flush())
     packed = packed_runtime(store=PACK_STORE)[STDLIB_URI]
-    assert zstandard.ZstdDecompressor().decompress(packed) == stdlib_bundle()
+    published = zipfile.ZipFile(io.BytesIO(zstandard.ZstdDecompressor().decompress(packed)))
+    assert {info.compress_type for info in published.infolist()} == {zipfile.ZIP_STORED}
     assert len(packed) < 0.9 * deflated, (len(packed), deflated)
+    assert len(packed) < 1.02 * len(pack(stdlib_bundle()))  # compiled, about the weight of the sources
+
+
+def test_what_is_published_is_the_sources_compiled_in_order():
+    configs = model_config_files()
+    for sources, packed in (
+        (stdlib_bundle(), packed_runtime(store=PACK_STORE)[STDLIB_URI]),
+        (vram_bundle(configs), vram_packed(configs, store=PACK_STORE)),
+    ):
+        source = zipfile.ZipFile(io.BytesIO(sources))
+        published = zipfile.ZipFile(io.BytesIO(zstandard.ZstdDecompressor().decompress(packed)))
+        expected = [name + "c" if name.endswith(".py") else name for name in source.namelist()]
+        assert published.namelist() == expected
+        magic = {published.read(name)[:4] for name in expected if name.endswith(".pyc")}
+        assert len(magic) == 1 and magic != {importlib.util.MAGIC_NUMBER}  # one compiler: Pyodide's 3.14, not this 3.11
+        for name in source.namelist():
+            if name.endswith(".py"):  # PEP 552: hash-based, unchecked
+                assert published.read(name + "c")[4:8] == PYC_FLAGS.to_bytes(4, "little"), name
+            else:
+                assert published.read(name) == source.read(name), name
 
 
 def test_every_standard_library_module_vram_imports_ships_in_the_trimmed_library():

@@ -13,6 +13,9 @@ oracle: the files themselves, read here), and any Pyodide file that is not the n
 The WebAssembly and the two archives are published packed (Zstandard): the check unpacks
 them as the worker does (one frame, nothing after it) and checks what comes out; fzstd, which
 unpacks them in the worker, is the npm package's file (the oracle: ``node_modules/fzstd``).
+The archives' Python is published compiled (``verify/precompile.py``): a ``.pyc`` of its own,
+even a well-formed one (here compiled by this interpreter from a planted source), is refused,
+and so is a source shipped beside or instead of its compiled module.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from verify.artifact import (
     ArtifactError,
     check_calculator,
 )
+from verify.precompile import pyc
 
 SNIPPETS, VRAM = REPO_ROOT / "snippets", REPO_ROOT / "vram"
 
@@ -120,9 +124,14 @@ def test_the_archive_the_build_makes_and_the_npm_files_pass():
 
 
 ADDED = "\n\ndef answer_json(text):\n    return '{\"error\": {\"code\": \"planted\"}}'\n"
+PLANTED = pyc((VRAM / "job.py").read_bytes() + ADDED.encode(), "/home/pyodide/vram.zip/vram/job.py")
 ATTACKS = {
     "a calculator of its own": (
-        lambda b: rezipped(b, lambda n, d: d + ADDED.encode() if n == "vram/job.py" else d),
+        lambda b: rezipped(b, lambda n, d: PLANTED if n == "vram/job.pyc" else d),
+        "vram/job.pyc",
+    ),
+    "a source beside the compiled module (zipimport reads either)": (
+        lambda b: rezipped(b, extra={"vram/job.py": (VRAM / "job.py").read_bytes() + ADDED.encode()}),
         "vram/job.py",
     ),
     "a module that shadows the standard library": (
@@ -141,10 +150,10 @@ ATTACKS = {
         "configs/llama-3.2-1b.json",
     ),
     "a member twice (the last one wins when unpacked)": (
-        lambda b: rezipped(b, extra={"vram/job.py": ADDED.encode()}),
-        "vram/job.py",
+        lambda b: rezipped(b, extra={"vram/job.pyc": PLANTED}),
+        "vram/job.pyc",
     ),
-    "a member left out": (lambda b: _without(b, "vram/fit.py"), "vram/fit.py"),
+    "a member left out": (lambda b: _without(b, "vram/fit.pyc"), "vram/fit.pyc"),
     "not a zip": (lambda b: pack(b"\0"), "not a readable zip"),
     "not packed": (unpack, "not one Zstandard frame"),
     # fzstd unpacks a second frame too (the archive the worker reads would not be the one checked)
@@ -173,28 +182,40 @@ def test_an_archive_that_is_not_the_checkouts_calculator_is_refused(attack):
     refused(files, BUNDLE_URI, named)
 
 
-def test_the_standard_library_shipped_is_members_of_the_packages_byte_for_byte():
-    """The oracle: node_modules/pyodide/python_stdlib.zip itself (its SHA-256 pinned)."""
+def test_the_standard_library_shipped_is_modules_of_the_packages_compiled():
+    """The oracle: node_modules/pyodide/python_stdlib.zip itself (its SHA-256 pinned): each
+    member published is a module of it, compiled (``x.pyc`` from ``x.py``), each once."""
     package = zipfile.ZipFile(PYODIDE_DIR / "python_stdlib.zip")
-    shipped = zipfile.ZipFile(io.BytesIO(stdlib_bundle()))
-    assert unpack(genuine()[STDLIB_URI]) == stdlib_bundle()  # what is published, unpacked
-    names = shipped.namelist()
-    assert len(names) == len(set(names)) and 50 < len(names) < len(package.namelist()) / 2
-    assert all(shipped.read(name) == package.read(name) for name in names)
-    assert "json/__init__.py" in names and "decimal.py" in names  # what vram imports (json, decimal)
+    sources = zipfile.ZipFile(io.BytesIO(stdlib_bundle())).namelist()
+    shipped = zipfile.ZipFile(io.BytesIO(unpack(genuine()[STDLIB_URI]))).namelist()  # what is published
+    assert shipped == [name + "c" for name in sources]
+    assert len(sources) == len(set(sources)) and 50 < len(sources) < len(package.namelist()) / 2
+    assert set(sources) <= set(package.namelist()) and all(name.endswith(".py") for name in sources)
+    assert "json/__init__.py" in sources and "decimal.py" in sources  # what vram imports (json, decimal)
 
 
 STDLIB_ATTACKS = {
     "a module of its own that shadows the standard library": (
-        lambda b: rezipped(b, lambda n, d: b"raise SystemExit" if n == "json/__init__.py" else d),
-        "json/__init__.py",
+        lambda b: rezipped(
+            b, lambda n, d: pyc(b"raise SystemExit", "/lib/python314.zip/" + n[:-1]) if n == "json/__init__.pyc" else d
+        ),
+        "json/__init__.pyc",
     ),
     "a module the package does not have": (
-        lambda b: rezipped(b, extra={"sitecustomize.py": b"import os"}),
-        "sitecustomize.py",
+        lambda b: rezipped(b, extra={"sitecustomize.pyc": pyc(b"import os", "sitecustomize.py")}),
+        "sitecustomize.pyc",
     ),
-    "a member twice": (lambda b: rezipped(b, extra={"decimal.py": b"x = 1"}), "decimal.py"),
+    "a member twice": (lambda b: rezipped(b, extra={"decimal.pyc": pyc(b"x = 1", "decimal.py")}), "decimal.pyc"),
+    "a module both compiled and as source": (lambda b: rezipped(b, extra={"decimal.py": b"x = 1"}), "decimal.py"),
+    "a module of the package as its source": (
+        lambda b: rezipped(b, extra={"colorsys.py": package_member("colorsys.py")}),
+        "colorsys.py",
+    ),
 }
+
+
+def package_member(name: str) -> bytes:
+    return zipfile.ZipFile(PYODIDE_DIR / "python_stdlib.zip").read(name)
 
 
 @pytest.mark.parametrize("attack", list(STDLIB_ATTACKS), ids=list(STDLIB_ATTACKS))
