@@ -140,9 +140,25 @@ def repo_copy(tmp_path) -> Path:
 
 # The build's caches under .cache/ (hooks/cache.py): each entry is named after the SHA-256 of
 # the inputs it was made from (executed notebooks, mkdocs-jupyter's HTML, the pruned notebook
-# stylesheets, finder.json, compiled templates, the finder's packed WebAssembly and archives), so a
-# copy reuses an entry only where its own inputs are the same
-BUILD_CACHES = ("notebooks", "mkdocs-jupyter", "notebook-css", "finder", "templates", "packed")
+# stylesheets, finder.json, compiled templates, the finder's packed WebAssembly and archives, the
+# rendered pages, their search entries, the calibration plot, the data files and Python blocks
+# found valid), so a copy reuses an entry only where its own inputs are the same. Every store a
+# development build writes (tests/site/test_build_errors.py checks that an unbroken copy
+# with these writes none): one left out is computed again by every build of a copy (the rendered
+# pages alone, about 2 CPU-seconds a build)
+BUILD_CACHES = (
+    "notebooks",
+    "mkdocs-jupyter",
+    "notebook-css",
+    "finder",
+    "templates",
+    "packed",
+    "pages",
+    "search",
+    "calibration",
+    "data-checked",
+    "block-names",
+)
 
 
 def copy_build_caches(copy: Path, names: tuple[str, ...] = BUILD_CACHES) -> None:

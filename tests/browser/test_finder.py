@@ -17,9 +17,9 @@ from babel.numbers import format_decimal
 from bs4 import BeautifulSoup
 
 from hooks.data.load import load_yaml
-from hooks.finder.compute import finder_data
 from hooks.render.markdown import render_markdown
 from tests.conftest import REPO_ROOT
+from tests.finder.answers import finder_answers
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -91,7 +91,7 @@ def guide_prices(cards: int) -> dict[str, float]:
 @functools.cache
 def reference_results() -> dict:
     """finder_data's precomputed answers (what the built page's JSON holds), computed once."""
-    return finder_data()["results"]
+    return finder_answers()["results"]
 
 
 def computed(model: str, task: str, cards: str, option: str | None = None) -> bool:
@@ -239,7 +239,7 @@ def test_first_paint_shows_only_the_tasks_fields(page, site_server):
     # a price field only for the machines that fit, before the script runs as after
     assert first_prices == page.eval_on_selector_all(".finder-price input", prices)
     assert first_prices == [
-        "price_" + fit["gpu"] for fit in finder_data()["results"]["llama-3.1-8b"]["full-adamw"]["1"]["ddp"]["fits"]
+        "price_" + fit["gpu"] for fit in finder_answers()["results"]["llama-3.1-8b"]["full-adamw"]["1"]["ddp"]["fits"]
     ]
 
 

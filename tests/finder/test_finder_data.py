@@ -19,6 +19,7 @@ from hooks.data.load import load_yaml
 from hooks.finder import compute
 from hooks.finder.compute import finder_json
 from tests.catalogue import FROZEN, frozen_usable_bytes
+from tests.finder.answers import remember
 from vram.mxfp4 import mxfp4_weights_bytes_per_gpu
 
 MODELS_DIR = FROZEN / "models"  # the frozen test catalogue's (tests/finder/conftest.py)
@@ -50,6 +51,7 @@ def computed(frozen_data_dir) -> tuple[dict, str]:
         patch.setattr(compute, "_json_memo", Memo())  # computed here, not taken from an earlier call
         text = finder_json(frozen_data_dir)
     assert len(calls) == 1, "finder_json computes finder_data once"
+    remember(frozen_data_dir, calls[0])  # the same answers for the other tests of the frozen catalogue
     return calls[0], text
 
 

@@ -16,10 +16,10 @@ import re
 import pytest
 import torch
 
-from hooks.finder.compute import finder_data
 from hooks.render.markdown import render_markdown
 from tests.catalogue import frozen_usable_bytes
 from tests.conftest import REPO_ROOT
+from tests.finder.answers import finder_answers
 
 SPACES = str.maketrans({"\u00a0": " ", "\u202f": " "})
 P_8B = 8_030_261_248
@@ -66,7 +66,7 @@ def test_the_pages_example_holds(lang, example):
     assert need == round(6 * P_8B / 1e9, 1) == 48.2
     assert usable == round(A6000_USABLE / 1e9, 1) == 49.4
     assert A6000_USABLE - 6 * P_8B < FULL_RECOMPUTE_8B_AT_LEAST <= activations * 1e9 + 0.05e9
-    got = finder_data()["results"]["llama-3.1-8b"]["full-adamw"]["8"]["zero1"]
+    got = finder_answers()["results"]["llama-3.1-8b"]["full-adamw"]["8"]["zero1"]
     assert [fit["gpu"] for fit in got["short"]] == ["a6000"] and got["fits"][0]["gpu"] == "h100"
 
 

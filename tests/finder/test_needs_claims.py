@@ -17,17 +17,17 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from hooks.finder.compute import finder_data
 from hooks.render.markdown import render_markdown
 from tests.card_sources import memory_mib
 from tests.conftest import REPO_ROOT
+from tests.finder.answers import finder_answers
 
 TODAYS_CATALOGUE = True  # the table's claims are about the service's cards as they are (tests/finder/conftest.py)
 
 
 @pytest.fixture(scope="module")
 def data() -> dict:
-    return finder_data()
+    return finder_answers()
 
 
 def answer(data, model, task, cards, option) -> dict[str, str]:

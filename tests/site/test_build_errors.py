@@ -329,3 +329,21 @@ def test_bad_input_fails_the_build(case, warm_repo_copy, tmp_path, forked_build_
     records = re.split(r"\n(?=(?:ERROR|WARNING|INFO|DEBUG) )", result.stderr)  # a message may go on for lines
     errors = [record.rstrip("\n") for record in records if record.startswith(("ERROR", "WARNING"))]
     assert any(re.search(message, error) for error in errors), "\n".join(errors) or result.stderr[-3000:]
+
+
+def test_an_unbroken_copy_builds_and_computes_nothing_again(warm_repo_copy, tmp_path, forked_build_site):
+    """The control of the cases above: the copy as it is builds, and its build finds what it
+    would compute in the caches the copy got (``tests.conftest.BUILD_CACHES``), so a case's
+    build computes again only what its break changed. A store missing from the list would be
+    written here (and computed again by every case). The compiled templates are the exception:
+    their entries are named after the template's file too, and the copy's ``overrides/`` are
+    other files (the theme's own templates are found)."""
+    caches = warm_repo_copy / ".cache"
+
+    def entries() -> set[str]:
+        return {path.relative_to(caches).as_posix() for path in caches.rglob("*") if path.is_file()}
+
+    before = entries()
+    result = forked_build_site(tmp_path / "out", config=warm_repo_copy / "mkdocs.yml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(entry for entry in entries() - before if not entry.startswith("templates/")) == []
