@@ -34,9 +34,10 @@ site: $(STAMP) node_modules/.package-lock.json
 	$(PY) -m mkdocs build --strict
 
 # Pyodide for the finder (copied into site/assets/pyodide/) and axe-core for the accessibility
-# gate (npm registry, exact pins in package-lock.json)
+# gate (npm registry, exact pins and sha512 integrity in package-lock.json; no package's install
+# script runs)
 node_modules/.package-lock.json: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 
 ## test: the whole test suite (browser and spelling tests skip without Chromium / hunspell; REQUIRE_BROWSER=1 / REQUIRE_SPELLING=1 make that a failure)
 test: $(TEST_STAMP) node_modules/.package-lock.json

@@ -312,6 +312,44 @@ def test_the_publication_build_runs_in_a_scope_the_runner_allows(workflow):
     assert runs.index(switch) < runs.index("make publish")
 
 
+def test_every_build_and_check_of_the_workflow_gets_the_pinned_npm_packages(workflow, tmp_path):
+    """A fresh runner has no node_modules: each make target a job calls that builds the site
+    (which copies Pyodide and fzstd from node_modules) installs them first, as make itself
+    plans it (``make -n -B``, in a copy without node_modules); check-site, which compares the
+    site with them and runs no make target, installs them before the check. No package's
+    install script runs (``--ignore-scripts``): the lock's integrity hashes pin the files."""
+    for name in (
+        "Makefile",
+        "verify",
+        "package.json",
+        "package-lock.json",
+        "requirements.txt",
+        "requirements-test.txt",
+        "constraints.txt",
+        "pyproject.toml",
+    ):
+        source = REPO_ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, tmp_path / name)
+    install = "npm ci --ignore-scripts --no-audit --no-fund --loglevel=error"
+    targets = {
+        step["run"].split()[1]: job for job, step in all_steps(workflow) if step.get("run", "").startswith("make ")
+    }
+    assert set(targets) == {"test", "site", "gpu-outputs", "publish"}, targets
+    for target, job in targets.items():
+        planned = subprocess.run(
+            ["make", "-n", "-B", "-C", str(tmp_path), target], capture_output=True, text=True, check=False
+        )
+        commands = planned.stdout.splitlines()
+        assert install in commands, (job, target, planned.stdout + planned.stderr)
+    checks = [step["run"] for step in workflow["jobs"]["check-site"]["steps"] if "run" in step]
+    assert checks.index(install) < checks.index(
+        "python -m verify.artifact site --manifest site-manifest.json --tar artifact.tar"
+    )
+
+
 def test_make_targets_called_by_the_workflow_exist():
     make_mk = (REPO_ROOT / "verify" / "make.mk").read_text()
     assert re.search(
@@ -342,6 +380,7 @@ def test_the_pages_archive_is_made_by_the_check_on_a_fresh_machine(workflow):
     runs = [step["run"] for step in steps if "run" in step]
     assert runs == [
         "python -m pip install --quiet --no-deps --require-hashes -r verify/requirements-artifact.txt",
+        "npm ci --ignore-scripts --no-audit --no-fund --loglevel=error",
         "python -m verify.artifact site --manifest site-manifest.json --tar artifact.tar",
     ]
     download = next(step for step in steps if step.get("uses", "").startswith("actions/download-artifact@"))
