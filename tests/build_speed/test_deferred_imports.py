@@ -12,7 +12,7 @@ import pytest
 
 from hooks.notebooks.execute import executed_notebooks, machine_store
 from hooks.workarounds.deferred_imports import DeferredModule, defer_import
-from tests.conftest import REPO_ROOT, copy_build_caches
+from tests.conftest import BUILD_CACHES, REPO_ROOT, copy_build_caches
 from verify.languages import LANGUAGES
 
 pytestmark = pytest.mark.slow
@@ -65,10 +65,11 @@ def _imported(stderr: str, module: str) -> bool:
 def test_converter_loads_on_a_miss_only(repo_copy, built_site, compiled_code):
     """First build of a copy: mkdocs-jupyter's HTML cache is empty, the converter runs and
     the notebook page has its outputs. Second build: the cache answers, nbconvert is never imported.
-    The copy holds the checkout's other build caches (the notebooks' pruned stylesheets, the
-    finder's JSON and packed files: ``built_site`` left them), which the converter does not read,
+    The copy holds the checkout's other build caches (``BUILD_CACHES`` but mkdocs-jupyter's and
+    the executed notebooks, placed below: the pruned stylesheets, the finder's JSON and packed
+    files, the rendered pages...: ``built_site`` left them), which the converter does not read,
     and its code compiled."""
-    copy_build_caches(repo_copy, ("notebook-css", "finder", "packed"))
+    copy_build_caches(repo_copy, tuple(name for name in BUILD_CACHES if name not in ("mkdocs-jupyter", "notebooks")))
     shutil.copytree(compiled_code, repo_copy, dirs_exist_ok=True)
     executed = executed_notebooks(REPO_ROOT / "docs", REPO_ROOT, LANGUAGES, "python3", store=machine_store())
     cache = repo_copy / ".cache" / "notebooks"

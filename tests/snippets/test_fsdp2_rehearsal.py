@@ -133,9 +133,10 @@ def test_dcp_to_hf_gives_a_folder_from_pretrained_loads_with_the_trained_logits(
     check_dcp_to_hf(extracted, runs["root"] / "b" / "epoch-2", tmp_path)
 
 
-def test_started_with_plain_python_it_says_how_to_launch(extracted):
-    env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
-    proc = subprocess.run([sys.executable, *zygote_worker(None, extracted / "train_fsdp2.py")], capture_output=True, text=True, env=env,
+def test_started_with_plain_python_it_says_how_to_launch(extracted, zygote):
+    # forked from the session's zygote, which imported torch once, as ``python SCRIPT`` runs it
+    env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")} | zygote
+    proc = subprocess.run([sys.executable, *zygote_worker(zygote, extracted / "train_fsdp2.py")], capture_output=True, text=True, env=env,
                           timeout=60)
     assert proc.returncode != 0
     assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 train_fsdp2.py"]

@@ -151,10 +151,11 @@ def test_timing_is_taken_after_a_synchronize(extracted):
     assert clock_reads == 2
 
 
-def test_started_with_plain_python_it_says_how_to_launch(extracted):
+def test_started_with_plain_python_it_says_how_to_launch(extracted, zygote):
     """The mistake the guide warns about: one line naming torchrun, exit non-zero, no traceback."""
-    env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
-    proc = subprocess.run([sys.executable, *zygote_worker(None, extracted / "nccl_check.py")], capture_output=True, text=True,
+    # forked from the session's zygote, which imported torch once, as ``python SCRIPT`` runs it
+    env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")} | zygote
+    proc = subprocess.run([sys.executable, *zygote_worker(zygote, extracted / "nccl_check.py")], capture_output=True, text=True,
                           env=env, timeout=60)
     assert proc.returncode != 0
     assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 nccl_check.py"]

@@ -66,9 +66,10 @@ def test_ranks_see_disjoint_samples_and_end_with_identical_weights(extracted, tm
     assert list(checkpoints.iterdir()) == [checkpoints / "checkpoint.pt"]
 
 
-def test_started_with_plain_python_it_says_how_to_launch(extracted):
-    env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")}
-    proc = subprocess.run([sys.executable, *zygote_worker(None, extracted / "train.py")], capture_output=True, text=True, env=env,
+def test_started_with_plain_python_it_says_how_to_launch(extracted, zygote):
+    # forked from the session's zygote, which imported torch once, as ``python SCRIPT`` runs it
+    env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")} | zygote
+    proc = subprocess.run([sys.executable, *zygote_worker(zygote, extracted / "train.py")], capture_output=True, text=True, env=env,
                           timeout=60)
     assert proc.returncode != 0
     assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 train.py"]
