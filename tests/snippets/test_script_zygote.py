@@ -88,8 +88,8 @@ def test_a_module_runs_as_python_dash_m_runs_it(bare_zygote, tmp_path):
 HELD = '''import argparse, os, sys, weakref
 held = argparse.Namespace()
 weakref.finalize(held, os.write, 1, b"freed while the process ran on\\n").atexit = False
-print(__name__, sys.modules["__main__"].__dict__.get("held") is held, flush=True)
-'''
+os.write(1, f'{__name__} {sys.modules["__main__"].__dict__.get("held") is held}\\n'.encode())
+'''  # one write(2) per rank, under PIPE_BUF: two ranks' lines never interleave (print wrote its parts apart)
 
 
 def test_a_scripts_objects_live_until_the_process_ends(zygote, tmp_path):
