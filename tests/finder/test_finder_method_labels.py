@@ -27,8 +27,9 @@ import pytest
 from bs4 import BeautifulSoup
 
 import vram
-from hooks.finder.compute import finder_json, job, load_catalogue, task_accountings
+from hooks.finder.compute import job, load_catalogue, task_accountings
 from hooks.finder.page import choice_text, finder_form, page_labels
+from tests.finder.answers import finder_text
 from tests.finder.test_finder_render import plain, render_markdown
 from vram.job import JobError
 
@@ -127,7 +128,7 @@ def test_the_script_gets_every_label_a_task_can_show(lang):
     its label in the page's labels, and each method its own name for the tasks that refuse it."""
     catalogue = load_catalogue()
     labels = page_labels(catalogue, lang)
-    tasks = json.loads(finder_json())["tasks"]
+    tasks = json.loads(finder_text())["tasks"]
     names = {name for task in tasks for name in task["accounting"].values()}
     assert names and all(labels[f"accounting_{name}"] == catalogue.accountings[name][lang] for name in names)
     assert all(f"method_{key}" in labels for key in catalogue.methods)

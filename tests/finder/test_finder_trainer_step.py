@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 
-from hooks.finder.compute import answer, finder_json, load_catalogue
+from hooks.finder.compute import answer, load_catalogue
+from tests.finder.answers import finder_text
 
 BF16_TRAINING_BYTES_PER_PARAM = 2 + 2 + 2 + 2  # weights, gradients, exp_avg, exp_avg_sq (all bf16)
 
@@ -38,7 +39,7 @@ def test_the_all_bf16_task_is_counted_with_the_trainers_default_step(tmp_path):
     tasks = bf16_tasks(catalogue)
     assert tasks, "the finder offers an all-bf16 task"
     expected = trainer_default_impl(tmp_path)
-    shipped = {task["key"]: task for task in json.loads(finder_json())["tasks"]}
+    shipped = {task["key"]: task for task in json.loads(finder_text())["tasks"]}
     for key in tasks:
         assert shipped[key]["optimizer_impl"] == expected  # what the page's worker sends to vram
         for model in catalogue.models.values():
@@ -51,7 +52,7 @@ def test_the_all_bf16_task_is_counted_with_the_trainers_default_step(tmp_path):
 
 def test_the_other_training_tasks_keep_the_guides_scripts_step():
     catalogue = load_catalogue()
-    shipped = {task["key"]: task for task in json.loads(finder_json())["tasks"]}
+    shipped = {task["key"]: task for task in json.loads(finder_text())["tasks"]}
     others = [
         key
         for key, task in catalogue.tasks.items()

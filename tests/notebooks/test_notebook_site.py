@@ -29,8 +29,8 @@ import yaml
 from bs4 import BeautifulSoup
 from nbformat.v4 import new_code_cell
 
-from hooks.finder.compute import finder_json
 from tests.conftest import REPO_ROOT, build_site
+from tests.finder.answers import finder_text
 
 pytestmark = pytest.mark.slow
 
@@ -174,7 +174,7 @@ def test_the_evidence_is_a_measurement_of_fsdp2(built_site, lang):
 def test_both_languages_read_one_finder_json(built_site):
     """One copy of the finder's data for both languages: finder.json (what the form needs) and
     finder-results.json (the answers, fetched when a choice needs one), together finder_json's."""
-    data = json.loads(finder_json())
+    data = json.loads(finder_text())
     results = data.pop("results")
     assert json.loads((built_site / "assets" / "finder.json").read_text(encoding="utf-8")) == data
     assert json.loads((built_site / "assets" / "finder-results.json").read_text(encoding="utf-8")) == results
