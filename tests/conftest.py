@@ -37,11 +37,12 @@ def build_site(
     return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=600, check=False)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def forked_build_site():
     """``build_site`` with the same command, working directory and environment, run by a
-    process that imported MkDocs' stack once (tests/site/mkdocs_zygote.py): for a module that
-    builds many times. Each build still imports the project's code from its own folder."""
+    process that imported MkDocs' stack once (tests/site/mkdocs_zygote.py), one per worker for
+    the session (the modules that build copies share it: about a CPU-second of imports each).
+    Each build still imports the project's code from its own folder."""
     from tests.site.mkdocs_zygote import ZygoteBuilder
 
     builder = ZygoteBuilder(build_command(Path("unused"))[2])
