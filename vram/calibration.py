@@ -484,11 +484,21 @@ class Calibration:
     points: tuple[Point, ...]
     families: Mapping[str, str]
     names: Mapping[str, str]
+    _backings: dict[tuple[str, tuple[str, ...]], Backing | None] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def backing(self, gpu: str, key_without_family: tuple[str, str, str]) -> Backing | None:
         """The range behind a job on ``gpu`` of class (family of ``gpu``, *key_without_family*),
         with the runs on that card itself; None when no run of that kind exists. A card in no
-        family (one just added to the catalogue) reads the classes of every family."""
+        family (one just added to the catalogue) reads the classes of every family. Each answer
+        is kept: the calibration is frozen, and a finder page asks the same few thousand times."""
+        asked = (gpu, key_without_family)
+        if asked not in self._backings:
+            self._backings[asked] = self._backing(gpu, key_without_family)
+        return self._backings[asked]
+
+    def _backing(self, gpu: str, key_without_family: tuple[str, str, str]) -> Backing | None:
         family = self.families.get(gpu, "")
         found = class_range(self.points, (family, *key_without_family))
         if found is None:

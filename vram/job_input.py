@@ -494,7 +494,16 @@ def calibration(job: Mapping[str, Any]) -> Calibration | None:
     raw = job["calibration"]
     if raw is None:
         return None
+    if _last_read and _last_read[0][0] is raw:
+        return _last_read[0][1]
     try:
-        return calibration_from_job(raw)
+        read = calibration_from_job(raw)
     except ValueError as exc:
         raise JobError("calibration", "choice", str(exc)) from None
+    _last_read[:] = [(raw, read)]
+    return read
+
+
+# The calibration object the last job handed in, and what it read as: the jobs of one finder
+# page share one object (never changed once built), read once. Held, so its id is not reused.
+_last_read: list[tuple[object, Calibration]] = []

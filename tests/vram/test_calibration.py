@@ -421,6 +421,20 @@ def test_published_runs_make_the_a100_machine_the_cheaper_8b_full_fine_tune(meas
     assert sum(cost["a100-80gb"]) < sum(cost["h100"])
 
 
+def test_each_job_reads_its_own_calibration_not_the_last_one(measured):
+    """A calibration is read once per object handed in: a job with another calibration (the same
+    runs, every share halved) gets that calibration's range, exactly half the first's."""
+    first = measured.calibration.as_job()
+    halved = first | {"points": [[*row[:7], row[7] / 2] for row in first["points"]]}
+    shares = []
+    for calibration in (first, halved, first):
+        fits = answer_job(_job(calibration))["fits"]
+        shares.append({fit["gpu"]: fit["time"]["backing"]["share"] for fit in fits})
+    assert shares[0] == shares[2]
+    for gpu, (low, high) in shares[0].items():
+        assert shares[1][gpu] == pytest.approx([low / 2, high / 2], rel=1e-12)
+
+
 def test_a_moe_run_warns_of_expert_parallelism(measured):
     job = _job(measured.calibration.as_job())
     job["config"] = (DATA / "models" / "qwen3-30b-a3b.json").read_text(encoding="utf-8")
