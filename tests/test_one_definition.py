@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 import hooks.data.load as data_load
 import verify.pins
@@ -153,10 +154,11 @@ def test_the_spelling_dictionaries_installed_are_the_sites_languages(installer):
 
 
 # ------------------------------------------------------------------ the pinned versions
-REQUIREMENT_FILES = ("requirements.txt", "requirements-test.txt")
+REQUIREMENT_FILES = ("requirements.txt", "requirements-test.txt", "requirements-build.txt")
 # A file pip installs in hash-checking mode must pin each package itself: the same versions
-# as constraints.txt (tests/workflows/test_publish_workflow.py checks it too).
-LOCKED_FILES = ("verify/requirements-artifact.txt",)
+# as constraints.txt (tests/workflows/test_publish_workflow.py and test_locked_installs.py check
+# their hashes too). lock/ is written from constraints.txt by `make lock`.
+LOCKED_FILES = ("verify/requirements-artifact.txt", "lock/build.txt", "lock/site.txt", "lock/test.txt")
 
 
 def requirements(name: str) -> list[Requirement]:
@@ -170,11 +172,11 @@ def requirements(name: str) -> list[Requirement]:
 
 
 def pins(text: str) -> dict[str, str]:
-    found = {}
+    found: dict[str, str] = {}
     for line in text.splitlines():
         if line.split("#")[0].strip():
             requirement = Requirement(line.split("#")[0].strip())
-            found[requirement.name.lower()] = next(iter(requirement.specifier)).version
+            found[canonicalize_name(requirement.name)] = next(iter(requirement.specifier)).version
     return found
 
 
@@ -190,7 +192,9 @@ def test_requirement_files_name_packages_and_constraints_pin_them(name):
     pinned = pins(constraints.read_text(encoding="utf-8"))
     for requirement in requirements(name):
         assert not requirement.specifier, f"{name}: {requirement}: pin it in constraints.txt only"
-        assert requirement.name.lower() in pinned, f"{name}: {requirement.name} has no pin in constraints.txt"
+        assert canonicalize_name(requirement.name) in pinned, (
+            f"{name}: {requirement.name} has no pin in constraints.txt"
+        )
 
 
 @pytest.mark.parametrize("name", LOCKED_FILES)
@@ -198,7 +202,7 @@ def test_locked_files_pin_the_constraints_versions(name):
     pinned = pins((REPO_ROOT / "constraints.txt").read_text(encoding="utf-8"))
     for requirement in requirements(name):
         versions = [spec.version for spec in requirement.specifier if spec.operator == "=="]
-        assert versions == [pinned.get(requirement.name.lower())], (
+        assert versions == [pinned.get(canonicalize_name(requirement.name))], (
             f"{name}: {requirement}: constraints.txt pins another"
         )
 
@@ -209,7 +213,7 @@ def test_constraints_pin_each_package_once_exactly():
         for line in (REPO_ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines()
         if line.split("#")[0].strip()
     ]
-    names = [Requirement(line).name.lower() for line in lines]
+    names = [canonicalize_name(Requirement(line).name) for line in lines]
     assert len(names) == len(set(names))
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+==[^=\s]+", line.strip()) for line in lines)
 

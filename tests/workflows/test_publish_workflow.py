@@ -13,6 +13,7 @@ as far as a file can show it) and the ephemeral just-in-time runners of
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -312,38 +313,77 @@ def test_the_publication_build_runs_in_a_scope_the_runner_allows(workflow):
     assert runs.index(switch) < runs.index("make publish")
 
 
+# What make reads to plan the workflow's targets (verify/make.mk, the install stamps' inputs)
+MAKE_INPUTS = (
+    "Makefile",
+    "verify",
+    "package.json",
+    "package-lock.json",
+    "requirements.txt",
+    "requirements-test.txt",
+    "requirements-build.txt",
+    "constraints.txt",
+    "pyproject.toml",
+    "lock",
+)
+
+
+def make_checkout(root: Path) -> Path:
+    """A copy of what make reads, without .venv or node_modules (a fresh runner's checkout)."""
+    for name in MAKE_INPUTS:
+        source = REPO_ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, root / name)
+    return root
+
+
+def plain_env() -> dict[str, str]:
+    """This process's environment, less the Makefile's switch (and the flags of a make that runs the tests)."""
+    return {name: value for name, value in os.environ.items() if name not in ("LOCKED", "MAKEFLAGS", "MAKELEVEL")}
+
+
+def job_env(workflow: dict, job: str, step: dict) -> dict[str, str]:
+    """The environment a step's command runs in: ``plain_env()`` plus the workflow's, the
+    job's and the step's ``env``."""
+    env = plain_env()
+    for level in (workflow, workflow["jobs"][job], step):
+        env.update({name: str(value) for name, value in level.get("env", {}).items()})
+    return env
+
+
+def make_targets(workflow: dict) -> dict[str, tuple[str, dict]]:
+    """Each make target a step runs: its job and step."""
+    return {
+        step["run"].split()[1]: (job, step)
+        for job, step in all_steps(workflow)
+        if step.get("run", "").startswith("make ")
+    }
+
+
+def planned(root: Path, target: str, env: dict[str, str]) -> list[str]:
+    """The commands ``make`` would run for ``target`` from scratch (``make -n -B``)."""
+    result = subprocess.run(
+        ["make", "-n", "-B", "-C", str(root), target], capture_output=True, text=True, env=env, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.splitlines()
+
+
 def test_every_build_and_check_of_the_workflow_gets_the_pinned_npm_packages(workflow, tmp_path):
     """A fresh runner has no node_modules: each make target a job calls that builds the site
     (which copies Pyodide and fzstd from node_modules) installs them first, as make itself
-    plans it (``make -n -B``, in a copy without node_modules); check-site, which compares the
-    site with them and runs no make target, installs them before the check. No package's
-    install script runs (``--ignore-scripts``): the lock's integrity hashes pin the files."""
-    for name in (
-        "Makefile",
-        "verify",
-        "package.json",
-        "package-lock.json",
-        "requirements.txt",
-        "requirements-test.txt",
-        "constraints.txt",
-        "pyproject.toml",
-    ):
-        source = REPO_ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, tmp_path / name)
+    plans it (``make -n -B``, in a copy without node_modules, in the job's environment);
+    check-site, which compares the site with them and runs no make target, installs them
+    before the check. No package's install script runs (``--ignore-scripts``): the lock's
+    integrity hashes pin the files."""
+    root = make_checkout(tmp_path)
     install = "npm ci --ignore-scripts --no-audit --no-fund --loglevel=error"
-    targets = {
-        step["run"].split()[1]: job for job, step in all_steps(workflow) if step.get("run", "").startswith("make ")
-    }
+    targets = make_targets(workflow)
     assert set(targets) == {"test", "site", "gpu-outputs", "publish"}, targets
-    for target, job in targets.items():
-        planned = subprocess.run(
-            ["make", "-n", "-B", "-C", str(tmp_path), target], capture_output=True, text=True, check=False
-        )
-        commands = planned.stdout.splitlines()
-        assert install in commands, (job, target, planned.stdout + planned.stderr)
+    for target, (job, step) in targets.items():
+        assert install in planned(root, target, job_env(workflow, job, step)), (job, target)
     checks = [step["run"] for step in workflow["jobs"]["check-site"]["steps"] if "run" in step]
     assert checks.index(install) < checks.index(
         "python -m verify.artifact site --manifest site-manifest.json --tar artifact.tar"
