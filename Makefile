@@ -76,9 +76,10 @@ site: $(STAMP) node_modules/.package-lock.json
 
 # Pyodide for the finder (copied into site/assets/pyodide/) and axe-core for the accessibility
 # gate (npm registry, exact pins and sha512 integrity in package-lock.json; no package's install
-# script runs)
+# script runs, no git command: verify/npm_sources.py refuses anything but registry tarballs first)
 node_modules/.package-lock.json: package.json package-lock.json
-	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	$(PYTHON) -m verify.npm_sources
+	npm ci --ignore-scripts --git=false --no-audit --no-fund --loglevel=error
 
 ## test: the whole test suite (browser and spelling tests skip without Chromium / hunspell; REQUIRE_BROWSER=1 / REQUIRE_SPELLING=1 make that a failure)
 test: $(TEST_STAMP) node_modules/.package-lock.json

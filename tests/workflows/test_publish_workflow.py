@@ -379,13 +379,15 @@ def test_every_build_and_check_of_the_workflow_gets_the_pinned_npm_packages(work
     before the check. No package's install script runs (``--ignore-scripts``): the lock's
     integrity hashes pin the files."""
     root = make_checkout(tmp_path)
-    install = "npm ci --ignore-scripts --no-audit --no-fund --loglevel=error"
+    install = "npm ci --ignore-scripts --git=false --no-audit --no-fund --loglevel=error"
     targets = make_targets(workflow)
     assert set(targets) == {"test", "site", "gpu-outputs", "publish"}, targets
     for target, (job, step) in targets.items():
-        assert install in planned(root, target, job_env(workflow, job, step)), (job, target)
+        plan = planned(root, target, job_env(workflow, job, step))
+        assert install in plan, (job, target)
+        assert plan.index("python3 -m verify.npm_sources") < plan.index(install), (job, target)
     checks = [step["run"] for step in workflow["jobs"]["check-site"]["steps"] if "run" in step]
-    assert checks.index(install) < checks.index(
+    assert checks.index("python -m verify.npm_sources") < checks.index(install) < checks.index(
         "python -m verify.artifact site --manifest site-manifest.json --tar artifact.tar"
     )
 
@@ -420,7 +422,8 @@ def test_the_pages_archive_is_made_by_the_check_on_a_fresh_machine(workflow):
     runs = [step["run"] for step in steps if "run" in step]
     assert runs == [
         "python -m pip install --quiet --no-deps --require-hashes -r verify/requirements-artifact.txt",
-        "npm ci --ignore-scripts --no-audit --no-fund --loglevel=error",
+        "python -m verify.npm_sources",
+        "npm ci --ignore-scripts --git=false --no-audit --no-fund --loglevel=error",
         "python -m verify.artifact site --manifest site-manifest.json --tar artifact.tar",
     ]
     download = next(step for step in steps if step.get("uses", "").startswith("actions/download-artifact@"))
