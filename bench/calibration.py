@@ -57,6 +57,11 @@ HISTORY = """History (leave-one-source-out; training on one machine / decoding /
   R1 82%, 1.65x / 82%, 3.34x / 86%, 2.96x / 75%, 1.49x; every decoding run 84%, 3.34x.
   R0 59%, 1.44x / 68%, 3.84x / 59%, 2.32x / 75%, 1.55x; every decoding run 64%, 3.84x.
   No other rule was tried; training keeps R1's rule (R2 is R1 there), so its figures did not move.
+- holdout at b9c92ab, an out-of-sample check of R2 as frozen at 091d827 (bench/holdout.py): 15 training runs of 3
+  sources collected afterwards (universal-llm-trainer, torchao on B200, NVIDIA dgxc-benchmarking HF PEFT + FSDP),
+  predicted from a calibration of the 13 old sources only. R2 0%, 1.55x (13 runs on one machine) / scale 0%, 1.54x
+  (2). Every run is slower than its range's low end (measured / low: 0.13 to 0.72, median 0.52; QLoRA 0.13 to 0.19).
+  No rule, class or time-model code was changed after this figure.
 """
 
 
