@@ -101,6 +101,9 @@ def test_every_throughput_is_re_derived_from_its_cited_unit(measured):
         if derived and "tokens" in derived:  # the run's tokens over its seconds: the whole machine's rate
             assert m.per == "machine"
             assert m.tokens_per_s == pytest.approx(derived["tokens"] / derived["seconds"], abs=0.01), key
+        elif derived and "samples_per_s" in derived:  # the Trainer's train_samples_per_second x the packed length
+            assert m.per == "machine"
+            assert m.tokens_per_s == pytest.approx(derived["samples_per_s"] * derived["seq_len"], abs=0.01), key
         elif derived:  # NeMo AutoModel: global batch x sequence / step time, over the run's GPUs
             rate = derived["global_batch"] * derived["seq_len"] / derived["step_s"] / m.count
             assert m.tokens_per_s == pytest.approx(rate, rel=5e-4), key
@@ -292,7 +295,7 @@ def test_a_held_out_source_never_shapes_its_own_prediction(measured):
 
 
 def test_a_class_without_runs_widens_and_says_so(measured):
-    b200 = measured.calibration.backing("b200", ("dense", "full", "none"))  # no published B200 run
+    b200 = measured.calibration.backing("b200", ("moe", "full", "none"))  # no published MoE run on a B200
     assert not b200.range.exact and b200.on_card == 0 and b200.range.runs > 1
     h100 = measured.calibration.backing("h100", ("dense", "full", "none"))
     assert h100.range.exact and h100.on_card > 0
