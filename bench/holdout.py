@@ -63,8 +63,10 @@ def held_out_checks(measured: MeasuredData, held: tuple[str, ...] = NEW_SOURCES,
 def main() -> int:
     measured = load_measured_data()
     checks = held_out_checks(measured)
-    print(f"R{RULE.name[1:]} calibrated on {len({p.source for p in measured.points} - set(NEW_SOURCES))} old sources; "
-          f"{len(checks)} runs of {len(NEW_SOURCES)} new sources, tokens/s per GPU:")
+    print(
+        f"R{RULE.name[1:]} calibrated on {len({p.source for p in measured.points} - set(NEW_SOURCES))} old sources; "
+        f"{len(checks)} runs of {len(NEW_SOURCES)} new sources, tokens/s per GPU:"
+    )
     for c in checks:
         used = "/".join(c.backing.used) + ("" if c.backing.exact else f" (relaxed {c.backing.level})")
         print(

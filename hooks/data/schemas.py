@@ -425,9 +425,7 @@ class DerivedFrom(Data):
         by_step = None not in (self.global_batch, self.seq_len, self.step_s)
         by_samples = self.samples_per_s is not None and self.seq_len is not None
         if [by_time, by_step, by_samples].count(True) != 1 or (by_samples and by_step):
-            raise ValueError(
-                "give tokens and seconds, global_batch, seq_len and step_s, or samples_per_s and seq_len"
-            )
+            raise ValueError("give tokens and seconds, global_batch, seq_len and step_s, or samples_per_s and seq_len")
         return self
 
 
