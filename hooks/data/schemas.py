@@ -320,7 +320,9 @@ class CalibrationTexts(Data):
             "scale": (),
             "serving": (),
             "serving_local": (),
+            "holdout": (),
             "alt": ("runs", "coverage", "width"),
+            "alt_holdout": ("runs", "inside"),
             "points": ("runs",),
             "col_run": (),
             "col_card": (),
@@ -399,6 +401,9 @@ class MeasurementSource(Data):
     url: Https  # the page itself, at a commit where the source is a repository
     where: Name  # repository, file and commit (or paper and table, or the page's date)
     read: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}$")] | None = None  # a page outside git
+    # held out of the calibration, with the reason: its runs are predicted (vram.calibration's
+    # "holdout" group), never calibrated on
+    holdout: Name | None = None
 
     @model_validator(mode="after")
     def _findable_again(self) -> Self:

@@ -295,7 +295,7 @@ def test_a_held_out_source_never_shapes_its_own_prediction(measured):
 
 
 def test_a_class_without_runs_widens_and_says_so(measured):
-    b200 = measured.calibration.backing("b200", ("moe", "full", "none"))  # no published MoE run on a B200
+    b200 = measured.calibration.backing("b200", ("dense", "full", "none"))  # its one run is held out: none is read
     assert not b200.range.exact and b200.on_card == 0 and b200.range.runs > 1
     h100 = measured.calibration.backing("h100", ("dense", "full", "none"))
     assert h100.range.exact and h100.on_card > 0
@@ -307,7 +307,8 @@ def test_scale_checks_excluded_link_bound_and_local_engine_runs_are_not_calibrat
     for m in measured.measurements.values():
         link_bound = measured.link_shares.get(m.key, 0.0) > COMPUTE_BOUND
         local = m.task == "serving" and ENGINES[m.engine] != SERVER  # R2 reads decoding by servers only
-        assert (m.key in keys) == (not m.scale_check and not m.excluded and not link_bound and not local), m.key
+        read = not m.scale_check and not m.excluded and not link_bound and not local and m.holdout is None
+        assert (m.key in keys) == read, m.key
     llamacpp = measured.measurements["llamacpp-8b-f16-4090"]
     assert SECOND_RULE.reads(llamacpp) and not RULE.reads(llamacpp)  # R1 read every engine
     # Answer.AI's batch-1 FSDP LoRA on two 3090 without peer-to-peer, 512 tokens: the bf16 weights
