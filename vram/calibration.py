@@ -11,7 +11,9 @@ the range of its **class**:
   A point keeps the detailed regime (``single-tp``, ``batched-tp`` for tensor parallel runs) and a
   rule reads it its way (``Rule.keyed``).
 
-Runs over several machines (scale checks) and entries marked ``excluded`` are never read.
+Runs over several machines (scale checks), entries marked ``excluded`` and the runs of a source
+marked ``holdout`` (``Measurement.held_out``: sources collected after the rule was frozen, a
+validation set) are never read.
 A class without a published run takes the first of these that has one (``RELAXATIONS``,
 ``SERVING_RELAXATIONS``), each wider than the last, and says so (``ClassRange.exact`` False,
 ``level``): the same family with every training task; every family with the same kind of
@@ -51,7 +53,9 @@ figures on the formulas page and in bench/results.md:
   own runs and cap as R1. ``SECOND_RULE`` is R1, kept with its figures.
 
 Validation (``leave_one_source_out``): every run is predicted from a calibration that never saw
-its source, through the same time model the site uses (``predicted_span``). ``coverage`` is
+its source, through the same time model the site uses (``predicted_span``). A held-out source is
+never in any calibration, so its runs are predicted from the calibration of every source the
+calibration reads, and counted in a group of their own (``group_of``: ``holdout``). ``coverage`` is
 the share of measured values inside their predicted range, ``median_width`` the median of
 high / low. Both matter together: a range wide enough to cover everything has coverage 1 and
 no value (``WIDTH_TARGET``).
@@ -232,7 +236,8 @@ def calibration_points(
     rule: Rule = RULE,
 ) -> list[Point]:
     """The points a calibration reads, keyed as ``rule`` reads them (``Rule.keyed``): one
-    machine, not excluded, of an engine the rule reads (``Rule.reads``), and under ``rule``'s
+    machine, not excluded, not of a held-out source (``Measurement.held_out``), of an engine the
+    rule reads (``Rule.reads``), and under ``rule``'s
     ``compute_bound`` those whose ``link_shares`` (key -> the modelled communication and offload
     over the measured step, ``link_share``) is at most that."""
     link_shares = link_shares or {}
@@ -241,6 +246,7 @@ def calibration_points(
         for p in points
         if not measurements[p.key].excluded
         and not measurements[p.key].scale_check
+        and not measurements[p.key].held_out
         and rule.reads(measurements[p.key])
         and (rule.compute_bound is None or link_shares.get(p.key, 0.0) <= rule.compute_bound)
     ]
@@ -428,6 +434,12 @@ class Check:
     def width(self) -> float:
         return self.predicted.high / self.predicted.low
 
+    @property
+    def measured_over_low(self) -> float:
+        """The measured value over the predicted range's low end: below 1 for a run slower than
+        its range, at least 1 for one inside or above it."""
+        return self.measured / self.predicted.low
+
 
 def leave_one_source_out(
     points: list[Point],
@@ -438,7 +450,8 @@ def leave_one_source_out(
     rule: Rule = RULE,
 ) -> list[Check]:
     """Every non-excluded run (scale checks included, flagged) predicted from the calibration
-    points (``calibration_points`` under ``rule``) of every other source. ``configs``: model key
+    points (``calibration_points`` under ``rule``) of every other source; a held-out source's
+    runs therefore from every source the calibration reads (none of it is ever read). ``configs``: model key
     -> its config; ``link_shares``: ``MeasuredData.link_shares``."""
     calibrating = calibration_points(points, measurements, link_shares, rule)
     checks = []
@@ -674,14 +687,17 @@ class Figures:
         return meets_targets(self.coverage, self.median_width)
 
 
-GROUPS = ("training", "serving", "serving_local", "scale")
+GROUPS = ("training", "serving", "serving_local", "scale", "holdout")
 
 
 def group_of(check: Check, measurements: Mapping[str, Measurement]) -> str:
-    """Which figure a check counts in: "scale" (several machines), "serving" (decoding by a
+    """Which figure a check counts in: "holdout" (a run of a held-out source, on one machine or
+    several: ``Measurement.held_out``), "scale" (several machines), "serving" (decoding by a
     server engine, the finder's job), "serving_local" (decoding by a local engine) or
     "training"."""
     m = measurements[check.key]
+    if m.held_out:
+        return "holdout"
     if check.scale_check:
         return "scale"
     if m.task == "serving":
@@ -693,8 +709,8 @@ def validation_figures(checks: Iterable[Check], measurements: Mapping[str, Measu
     """``Figures`` per group of ``GROUPS``: training on one machine (the times and costs the
     finder ranks by), decoding by server engines (the realistic range beside the roofline),
     decoding by local engines (predicted with the same range, which no rule since R2 reads
-    them for), and the scale checks (runs over several machines, predicted with the one-machine
-    model)."""
+    them for), the scale checks (runs over several machines, predicted with the one-machine
+    model) and the held-out sources' runs (never calibrated on: an out-of-sample check)."""
     checks = list(checks)
     found = {}
     for group in GROUPS:

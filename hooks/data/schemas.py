@@ -320,7 +320,9 @@ class CalibrationTexts(Data):
             "scale": (),
             "serving": (),
             "serving_local": (),
+            "holdout": (),
             "alt": ("runs", "coverage", "width"),
+            "alt_holdout": ("runs", "inside"),
             "points": ("runs",),
             "col_run": (),
             "col_card": (),
@@ -399,6 +401,9 @@ class MeasurementSource(Data):
     url: Https  # the page itself, at a commit where the source is a repository
     where: Name  # repository, file and commit (or paper and table, or the page's date)
     read: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}$")] | None = None  # a page outside git
+    # held out of the calibration, with the reason: its runs are predicted (vram.calibration's
+    # "holdout" group), never calibrated on
+    holdout: Name | None = None
 
     @model_validator(mode="after")
     def _findable_again(self) -> Self:
@@ -408,21 +413,24 @@ class MeasurementSource(Data):
 
 
 class DerivedFrom(Data):
-    """The source's own figures a throughput is computed from: ``tokens`` / ``seconds``, or
-    ``global_batch`` x ``seq_len`` / ``step_s`` (per GPU: divided by the run's GPUs)."""
+    """The source's own figures a throughput is computed from: ``tokens`` / ``seconds``,
+    ``global_batch`` x ``seq_len`` / ``step_s``, or ``samples_per_s`` x ``seq_len`` (samples packed
+    to ``seq_len`` tokens each: the machine's rate); per GPU: divided by the run's GPUs."""
 
     tokens: Count | None = None
     seconds: Positive | None = None
     global_batch: Count | None = None
     seq_len: Count | None = None
     step_s: Positive | None = None
+    samples_per_s: Positive | None = None
 
     @model_validator(mode="after")
     def _one_way(self) -> Self:
         by_time = self.tokens is not None and self.seconds is not None
         by_step = None not in (self.global_batch, self.seq_len, self.step_s)
-        if by_time == by_step:
-            raise ValueError("give tokens and seconds, or global_batch, seq_len and step_s")
+        by_samples = self.samples_per_s is not None and self.seq_len is not None
+        if [by_time, by_step, by_samples].count(True) != 1 or (by_samples and by_step):
+            raise ValueError("give tokens and seconds, global_batch, seq_len and step_s, or samples_per_s and seq_len")
         return self
 
 
@@ -488,6 +496,9 @@ class Measurement(Data):
             return self
         if derived.tokens is not None and derived.seconds is not None:
             value = derived.tokens / derived.seconds
+        elif derived.samples_per_s is not None:  # DerivedFrom._one_way: samples packed to seq_len
+            assert derived.seq_len is not None
+            value = derived.samples_per_s * derived.seq_len / (self.count if self.per == "gpu" else 1)
         else:  # DerivedFrom._one_way: the other way is given whole
             assert derived.global_batch is not None and derived.seq_len is not None and derived.step_s is not None
             value = derived.global_batch * derived.seq_len / derived.step_s

@@ -1,14 +1,19 @@
 """The formulas page's "how good are these estimates": the validation figures, the class table,
 the sources and the plot, from ``vram.calibration`` (the code the times come from).
 
-- ``{{ calibration part=coverage|width|runs group=training|serving|serving_local|scale rule=R2|R1|R0 }}``
+- ``{{ calibration part=coverage|width|runs group=training|serving|serving_local|scale|holdout rule=R2|R1|R0 }}``
   -> ``66%``, ``1,7``, ``35``: leave-one-source-out figures (``vram.calibration.validation_figures``)
-  of the site's rule (default, ``vram.calibration.RULE``) or of an earlier one;
+  of the site's rule (default, ``vram.calibration.RULE``) or of an earlier one (``holdout``: the
+  runs of the sources held out of the calibration, predicted from all the others);
   ``part=verdict`` whether both targets are met (``raggiunto``/``non raggiunto``);
+  ``part=inside`` how many of the group's runs lie inside their range; ``part=measured_low_min``
+  and ``part=measured_low_max`` the smallest and largest measured ÷ predicted low end of the
+  group's runs (``vram.calibration.Check.measured_over_low``, to two decimals, rounded outwards);
   ``part=spread group=training|serving`` the dispersion of sources that sets the ranges
   (``vram.calibration.dispersion``), ``part=single_source group=training|serving`` the classes
   whose runs all come from one source, in words, ``part=measurements``
-  and ``part=sources`` how many entries and sources the data holds, ``part=target_coverage``
+  and ``part=sources`` how many entries and sources the data holds besides the held-out sources
+  (with ``group=holdout``: the held-out ones), ``part=target_coverage``
   and ``part=target_width`` the targets, ``part=compute_bound`` the share of a step above which
   communication and offload make a run a check only, ``part=implausible`` the share of the peak
   at or above which an entry stays only marked excluded (``vram.measurements.IMPLAUSIBLE_SHARE``).
@@ -41,6 +46,7 @@ from vram.calibration import (
     ClassRange,
     class_table,
     dispersion,
+    group_of,
 )
 from vram.measurements import IMPLAUSIBLE_SHARE
 
@@ -58,6 +64,9 @@ PARTS = (
     "compute_bound",
     "single_source",
     "implausible",
+    "inside",
+    "measured_low_min",
+    "measured_low_max",
 )
 GITHUB_BLOB = re.compile(r"^https://github\.com/([^/]+/[^/]+)/blob/([0-9a-f]{7,40})/(.+)$")
 
@@ -109,14 +118,25 @@ def calibration(raw: dict[str, str], lang: str) -> str:
             for words in [class_words(found, lang)]
         ]
         return _word("list_separator", lang).join(alone)
-    if part == "measurements":
-        return format_number(len(measured.measurements), lang, 0)
-    if part == "sources":
-        return format_number(len(load_yaml("measurements")["sources"]), lang, 0)
-    _, figures = validation(rule_name=args.str("rule", RULE.name))
+    if part in ("measurements", "sources"):  # the data the calibration reads from, or (holdout) the held-out data
+        if group not in ("training", "holdout"):
+            raise RenderError(f"group={group} is not one of training, holdout (for part={part})")
+        held = group == "holdout"
+        if part == "measurements":
+            return format_number(sum(m.held_out == held for m in measured.measurements.values()), lang, 0)
+        sources = load_yaml("measurements")["sources"].values()
+        return format_number(sum((entry.get("holdout") is not None) == held for entry in sources), lang, 0)
+    checks, figures = validation(rule_name=args.str("rule", RULE.name))
     if group not in figures:
         raise RenderError(f"group={group} is not one of {', '.join(figures)}")
     found = figures[group]
+    if part in ("inside", "measured_low_min", "measured_low_max"):
+        chosen = [c for c in checks if group_of(c, measured.measurements) == group]
+        if part == "inside":
+            return format_number(sum(c.covered for c in chosen), lang, 0)
+        if part == "measured_low_min":
+            return format_number(math.floor(min(c.measured_over_low for c in chosen) * 100) / 100, lang, 2)
+        return format_number(math.ceil(max(c.measured_over_low for c in chosen) * 100) / 100, lang, 2)
     if part == "coverage":
         return percent(found.coverage, lang)
     if part == "width":
@@ -183,7 +203,8 @@ def calibration_sources(raw: dict[str, str], lang: str) -> str:
 
 def calibration_plot(raw: dict[str, str], lang: str) -> str:
     """``{{ calibration_plot }}``: the plot as a Markdown image with its text alternative
-    (the runs, the training coverage and the median width, in ``lang``), then every point in
+    (the runs, the training coverage and the median width, and where sources are held out how many
+    of their runs lie inside, in ``lang``), then every point in
     words: a table in a collapsed ``<details>`` (run, card, what was measured, the range
     predicted without its source, whether it lies inside), the text a reader without the image
     reads."""
@@ -201,6 +222,11 @@ def calibration_plot(raw: dict[str, str], lang: str) -> str:
         width=times(training.median_width, lang),
     )
     measured = measured_data()
+    if "holdout" in figures:  # the plot's diamonds (hooks/render/calibration_plot.py)
+        held = [c for c in checks if group_of(c, measured.measurements) == "holdout"]
+        alt += " " + label(plot, "alt_holdout", lang, where).format(
+            runs=format_number(len(held), lang, 0), inside=format_number(sum(c.covered for c in held), lang, 0)
+        )
     header = [
         label(plot, key, lang, where) for key in ("col_run", "col_card", "col_measured", "col_predicted", "col_inside")
     ]

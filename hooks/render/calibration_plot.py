@@ -4,7 +4,8 @@ One point per measurement of ``measurements.yaml`` that is not excluded: on the 
 source measured, on the y axis the range ``vram.calibration.leave_one_source_out`` predicted
 without that source (a vertical segment), log scales, a colour per card (named in the legend),
 round markers for training on one machine, triangles for decoding, hollow squares for the
-scale checks (several machines), the diagonal where prediction = measurement. The page lists
+scale checks (several machines), diamonds for the runs of the sources held out of the
+calibration (``vram.calibration.group_of``: ``holdout``), the diagonal where prediction = measurement. The page lists
 the same points in words under the image (``hooks/render/calibration.py``).
 Drawn with matplotlib (Agg) once per language; the PNG is kept in ``.cache/calibration`` under
 the SHA-256 of what it is drawn from (the data folder, ``vram/``, this module, the language's
@@ -80,7 +81,8 @@ CARD_COLOURS = (
     "#7b4173",
     "#3182bd",
 )
-KIND_MARKERS = {"training": "o", "serving": "^", "serving_local": "v", "scale": "s"}  # hollow for the scale checks
+# hollow for the scale checks; diamonds for the runs of the held-out sources (vram.calibration.group_of)
+KIND_MARKERS = {"training": "o", "serving": "^", "serving_local": "v", "scale": "s", "holdout": "D"}
 
 
 def card_order(checks: list, families: dict) -> list[str]:
@@ -136,6 +138,8 @@ def draw(lang: str) -> bytes:
     axes.plot(
         [], [], marker="s", markerfacecolor="white", color="#444444", linestyle="none", label=texts["scale"][lang]
     )
+    if any(group_of(c, measured.measurements) == "holdout" for c in checks):
+        axes.plot([], [], marker="D", color="#444444", linestyle="none", label=texts["holdout"][lang])
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlim(low, high)

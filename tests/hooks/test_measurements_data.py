@@ -65,6 +65,21 @@ CASES = {
             "commit, or a page with the date it was read"
         ),
     ),
+    "packed samples per second that do not give the rate": (
+        "    derived_from: {samples_per_s: 16.287, seq_len: 2048}\n",
+        "    derived_from: {samples_per_s: 16.287, seq_len: 4096}\n",
+        rf"{WHERE}dgxc-hf-mistral-7b-lora-8xh100: tokens_per_s: 33355\.8 is not what derived_from gives, 66711\.55",
+    ),
+    "samples per second mixed with a step time": (
+        "    derived_from: {samples_per_s: 16.287, seq_len: 2048}\n",
+        "    derived_from: {samples_per_s: 16.287, seq_len: 2048, global_batch: 512, step_s: 31.4}\n",
+        rf"{WHERE}dgxc-hf-mistral-7b-lora-8xh100\.derived_from: give tokens and seconds, global_batch, seq_len",
+    ),
+    "a held-out source without its reason": (
+        '    holdout: "collected after rule R2 was frozen (091d827): predicted, never calibrated on"\n',
+        "    holdout: true\n",
+        r"snippets/data/measurements\.yaml: sources\.universal-llm-trainer-2025\.holdout: Input should be a valid string",
+    ),
     "implausible, not excluded": (
         "    tokens_per_s: 1650\n",
         "    tokens_per_s: 3650\n",

@@ -74,3 +74,56 @@ def test_the_plot_points_are_listed_in_words_one_row_per_run(built_site, lang):
         assert cells[4] == words[0 if check.covered else 1]
     named = {" ".join(td.get_text(" ").split()) for row in rows for td in row.find_all("td")[1:2]}
     assert named == {measured.cards[card].name for card in card_order(checks, load_yaml("measurements")["families"])}
+
+
+HOLDOUT_ROW = {
+    "it": "Fonti raccolte dopo aver fissato la regola",
+    "fr": "Sources recueillies après que la règle a été figée",
+}
+
+
+@pytest.mark.parametrize("lang", PAGES)
+def test_the_held_out_sources_have_their_row_and_their_ratios(built_site, lang):
+    """The sources collected after the rule was frozen (measurements.yaml ``holdout``): their own
+    row, with the holdout group's figures recomputed here from the checks, and the sentence that
+    says how much slower than their ranges' low ends they ran. The words say "all slower": the
+    data must still say so."""
+    import math
+
+    from hooks.data.measurements import measured_data
+    from hooks.render.locale_format import format_number
+    from vram.calibration import group_of
+
+    def spaced(value: str) -> str:
+        return value.replace("\u202f", " ").replace("\u00a0", " ")
+
+    _heading, parts = _section(built_site, lang)
+    checks, _ = validation()
+    held = [c for c in checks if group_of(c, measured_data().measurements) == "holdout"]
+    assert len(held) == 15 and all(c.measured < c.predicted.low for c in held)  # the page: none inside, all slower
+    rows = [
+        [spaced(" ".join(td.get_text(" ").split())) for td in tr.find_all("td")]
+        for p in parts
+        if p.name == "table"
+        for tr in p.select("tbody tr")
+    ]
+    (row,) = [r for r in rows if r[0].startswith(HOLDOUT_ROW[lang])]
+    coverage = sum(c.covered for c in held) / len(held)
+    width = sorted(c.predicted.high / c.predicted.low for c in held)[len(held) // 2]  # 15 runs: the middle one
+    assert row[1] == "15" and row[2] == spaced(format_percent(coverage, locale=lang))
+    assert row[3].rstrip("× ") == format_number(math.ceil(width * 10) / 10, lang, 1)
+    ratios = [c.measured / c.predicted.low for c in held]
+    low = format_number(math.floor(min(ratios) * 100) / 100, lang, 2)
+    high = format_number(math.ceil(max(ratios) * 100) / 100, lang, 2)
+    text = spaced(" ".join(" ".join(p.get_text(" ").split()) for p in parts if p.name == "p"))
+    words = {"it": f"da {low} a {high} volte", "fr": f"de {low} à {high} fois"}[lang]
+    assert words in text and {"it": "0 su 15", "fr": "0 sur 15"}[lang] in text
+    home = {"it": "index.html", "fr": "fr/index.html"}[lang]
+    said = spaced(
+        " ".join(BeautifulSoup((built_site / home).read_text(encoding="utf-8"), "html.parser").get_text(" ").split())
+    )
+    clause = {
+        "it": "sulle 3 fonti raccolte dopo che la regola era stata fissata ne contiene 0 su 15, tutte più lente",
+        "fr": "sur les 3 sources recueillies après que la règle a été figée, elle en contient 0 sur 15, toutes plus lentes",
+    }
+    assert clause[lang] in said  # the home page's clause: the same parts, the same figures

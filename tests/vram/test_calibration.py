@@ -101,6 +101,9 @@ def test_every_throughput_is_re_derived_from_its_cited_unit(measured):
         if derived and "tokens" in derived:  # the run's tokens over its seconds: the whole machine's rate
             assert m.per == "machine"
             assert m.tokens_per_s == pytest.approx(derived["tokens"] / derived["seconds"], abs=0.01), key
+        elif derived and "samples_per_s" in derived:  # the Trainer's train_samples_per_second x the packed length
+            assert m.per == "machine"
+            assert m.tokens_per_s == pytest.approx(derived["samples_per_s"] * derived["seq_len"], abs=0.01), key
         elif derived:  # NeMo AutoModel: global batch x sequence / step time, over the run's GPUs
             rate = derived["global_batch"] * derived["seq_len"] / derived["step_s"] / m.count
             assert m.tokens_per_s == pytest.approx(rate, rel=5e-4), key
@@ -292,7 +295,7 @@ def test_a_held_out_source_never_shapes_its_own_prediction(measured):
 
 
 def test_a_class_without_runs_widens_and_says_so(measured):
-    b200 = measured.calibration.backing("b200", ("dense", "full", "none"))  # no published B200 run
+    b200 = measured.calibration.backing("b200", ("dense", "full", "none"))  # its one run is held out: none is read
     assert not b200.range.exact and b200.on_card == 0 and b200.range.runs > 1
     h100 = measured.calibration.backing("h100", ("dense", "full", "none"))
     assert h100.range.exact and h100.on_card > 0
@@ -304,7 +307,8 @@ def test_scale_checks_excluded_link_bound_and_local_engine_runs_are_not_calibrat
     for m in measured.measurements.values():
         link_bound = measured.link_shares.get(m.key, 0.0) > COMPUTE_BOUND
         local = m.task == "serving" and ENGINES[m.engine] != SERVER  # R2 reads decoding by servers only
-        assert (m.key in keys) == (not m.scale_check and not m.excluded and not link_bound and not local), m.key
+        read = not m.scale_check and not m.excluded and not link_bound and not local and m.holdout is None
+        assert (m.key in keys) == read, m.key
     llamacpp = measured.measurements["llamacpp-8b-f16-4090"]
     assert SECOND_RULE.reads(llamacpp) and not RULE.reads(llamacpp)  # R1 read every engine
     # Answer.AI's batch-1 FSDP LoRA on two 3090 without peer-to-peer, 512 tokens: the bf16 weights
