@@ -21,7 +21,7 @@ from babel.numbers import format_decimal, format_percent, get_decimal_symbol, ge
 
 import vram
 from hooks.data.load import load_yaml, text
-from hooks.data.measurements import validation
+from hooks.data.measurements import measured_data, validation
 from hooks.errors import RenderError
 from hooks.finder.compute import (
     CUSTOM_MODEL,
@@ -41,6 +41,7 @@ from hooks.render.script_json import script_json
 from hooks.render.typography import unit_space
 from verify.pins import pinned
 from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
+from vram.calibration import group_of
 from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes
 from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
 from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
@@ -90,10 +91,22 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
 
 def run_source_text(catalogue: Catalogue, lang: str) -> str:
     """Where the run's time and cost come from (the datasheets' peaks x the utilisation of the
-    published runs of the job's class, ``vram.calibration``) and how often the range held the
-    measurement on sources it had not seen (the training coverage); under a table with a run."""
-    _, figures = validation()
-    return _label(catalogue, "run_source", lang, coverage=format_percent(figures["training"].coverage, locale=lang))
+    published runs of the job's class, ``vram.calibration``), how often the range held the
+    measurement on sources it had not seen (the training coverage), and what the held-out
+    sources gave (``group_of`` ``holdout``: runs, inside their range, slower than its low end);
+    under a table with a run."""
+    checks, figures = validation()
+    measurements = measured_data().measurements
+    held = [c for c in checks if group_of(c, measurements) == "holdout"]
+    return _label(
+        catalogue,
+        "run_source",
+        lang,
+        coverage=format_percent(figures["training"].coverage, locale=lang),
+        held_runs=format_number(len(held), lang, 0),
+        held_inside=format_number(sum(c.covered for c in held), lang, 0),
+        held_slower=format_number(sum(c.measured < c.predicted.low for c in held), lang, 0),
+    )
 
 
 def backing_text(catalogue: Catalogue, lang: str, backing: dict[str, Any] | None) -> str:

@@ -138,7 +138,7 @@ def test_the_time_column_names_its_sources(lang, heading, no_measurement):
     and the note under a table with a run gives the validation's coverage, from the same data."""
     from babel.numbers import format_percent
 
-    from hooks.data.measurements import validation
+    from hooks.data.measurements import measured_data, validation
 
     page = (REPO_ROOT / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
     (bullet,) = [line for line in page.splitlines() if line.startswith(heading)]
@@ -146,5 +146,13 @@ def test_the_time_column_names_its_sources(lang, heading, no_measurement):
     assert "gpus.yaml" in shown and "python -m vram time" in shown and no_measurement in shown
     assert "torchtitan" not in shown  # one published run no longer stands for every card
     table = " ".join(render_markdown("{{ finder_table }}", lang).translate(SPACES).split())
-    _, figures = validation()
+    checks, figures = validation()
     assert format_percent(figures["training"].coverage, locale=lang).translate(SPACES) in table
+    held = [c for c in checks if measured_data().measurements[c.key].held_out]
+    inside, slower = sum(c.covered for c in held), sum(c.measured < c.predicted.low for c in held)
+    said = {
+        "it": f"Su {len(held)} misure di fonti raccolte dopo, e tenute da parte, ne contiene {inside}; {slower} sono",
+        "fr": f"Sur {len(held)} mesures de sources recueillies ensuite, et mises de côté, elle en contient {inside} ; "
+        f"{slower} ont",
+    }
+    assert held and said[lang] in table  # what the held-out sources gave, next to the coverage
