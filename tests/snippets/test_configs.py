@@ -22,7 +22,6 @@ import inspect
 import json
 import os
 import shlex
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.snippets.launch import zygote_worker
+from tests.snippets.launch import free_port, zygote_worker
 
 SNIPPETS = REPO_ROOT / "snippets"
 DEEPSPEED = {"ds_zero2.json": (2, False, False), "ds_zero2_offload.json": (2, True, False),
@@ -157,12 +156,6 @@ def test_deepspeed_configs_parse_as_deepspeed_reads_them(configs, name):
     assert (config.train_micro_batch_size_per_gpu, config.gradient_accumulation_steps) == (MICRO_BATCH, ACCUMULATION)
     # the reduction buckets follow the model, not DeepSpeed's default of 5e8 elements
     assert config.zero_config.reduce_bucket_size == 16_777_216  # 4,096^2
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 AUTOS_HIDDEN_SIZE = 64  # the worker's small model
