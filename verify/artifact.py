@@ -69,6 +69,7 @@ import re
 import sys
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -889,8 +890,10 @@ def _read_archive(path: str, packed: bytes) -> tuple[bytes, list[tuple[str, byte
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             return data, [(info.filename, archive.read(info)) for info in archive.infolist()]
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, zlib.error) as exc:
         raise ArtifactError(f"{path}: not a readable zip ({exc})") from None
+    except (RuntimeError, NotImplementedError) as exc:  # an encrypted member, an unknown compression method
+        raise ArtifactError(f"{path}: not a zip the worker reads ({exc})") from None
 
 
 def check_canonical(path: str, data: bytes, members: list[tuple[str, bytes]]) -> None:

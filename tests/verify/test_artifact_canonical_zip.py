@@ -198,3 +198,33 @@ def test_an_archive_that_is_not_its_members_canonical_archive_is_refused(variant
     else:
         assert unpack(changed) != built
         refused(files, uri, NOT_CANONICAL, "byte ")
+
+
+def _flags_and_method(packed: bytes, flags: int, method: int) -> bytes:
+    """The archive with every member's general purpose flags and compression method changed,
+    in its local header and its directory entry alike (the bytes themselves unchanged)."""
+    data = bytearray(unpack(packed))
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        headers = [info.header_offset + 6 for info in archive.infolist()]  # a local header's flags
+    count, _, entry = struct.unpack_from("<HLL", data, len(data) - 22 + 10)  # the end record's
+    for _ in range(count):  # each directory entry's flags, then the next entry
+        headers.append(entry + 8)
+        entry += 46 + sum(struct.unpack_from("<3H", data, entry + 28))
+    for at in headers:
+        data[at : at + 4] = struct.pack("<2H", flags, method)
+    return pack(bytes(data))
+
+
+UNREADABLE = {
+    "members said encrypted": (1, 0, "not a zip the worker reads"),
+    "an unknown compression method": (0, 99, "not a zip the worker reads"),
+    "stored bytes said deflated": (0, 8, "not a readable zip"),
+}
+
+
+@pytest.mark.parametrize("kind", list(UNREADABLE), ids=list(UNREADABLE))
+def test_an_archive_zipfile_cannot_read_is_refused_in_one_line(kind):
+    flags, method, message = UNREADABLE[kind]
+    files = genuine()
+    files[BUNDLE_URI] = _flags_and_method(files[BUNDLE_URI], flags, method)
+    refused(files, BUNDLE_URI, message)
