@@ -25,8 +25,11 @@ unless, by allow-list:
   ``config.json`` (a file the theme's ``overrides/assets/`` or ``docs/assets/`` put there
   instead is refused); each module is byte for byte what ``verify/precompile.py`` compiles
   from the package's or the checkout's file with the pinned package's own CPython (run here
-  again, under Node.js), each config.json the checkout's file; a packed file (``.zst``) is one
-  Zstandard frame, checked as the worker unpacks it (``unpacked``);
+  again, under Node.js), each config.json the checkout's file; each of the two archives is
+  byte for byte what the build's zip writer writes of those members (``check_canonical``,
+  ``verify/archive.py``), so the worker's ``zipimport`` cannot read other members from it than
+  this ``zipfile`` does; a packed file (``.zst``) is one Zstandard frame, checked as the
+  worker unpacks it (``unpacked``);
 - the theme's own files (``assets/`` paths of mkdocs-material's ``templates/``) are the
   installed theme's bytes (``check_theme_files``): ``overrides/assets/`` adds, never replaces;
 - every code block of a Markdown page is an include (``check_code_blocks_are_snippets``): its
@@ -66,7 +69,8 @@ import re
 import sys
 import tarfile
 import zipfile
-from collections.abc import Callable, Iterable
+import zlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath
@@ -78,7 +82,7 @@ import nh3
 import yaml
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from verify import precompile
+from verify import archive as zip_writer, precompile
 from verify.block_names import PYTHON_FENCES, BlockNameError, check_cells, check_names
 from verify.extract import ExtractError, blocks_in_html, compare_code
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES
@@ -581,14 +585,18 @@ def _sanitised(page: str, text: str) -> None:
         raise ArtifactError(f"{page}: {problems[0]}")
     before, after = _shape(text), _shape(clean)
     if before != after:
-        index = next(
-            (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), min(len(before), len(after))
-        )
+        index = _first_difference(before, after)
         found = repr(before[index] if index < len(before) else "(end)")
         raise ArtifactError(
             f"{page}: the allow-list sanitiser (nh3) refuses {found[:200]} "
             "(verify/artifact.py: TAGS, ATTRIBUTES, URL_SCHEMES)"
         )
+
+
+def _first_difference(one: Sequence[Any], other: Sequence[Any]) -> int:
+    """The index of the first item where two different sequences differ (the shorter one's
+    length when it is the start of the other)."""
+    return next((i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b), min(len(one), len(other)))
 
 
 def check_page(page: str, text: str, site_files: set[str], site_path: str = "/", home: str = "/") -> None:
@@ -875,14 +883,32 @@ def _module_source(name: str) -> str:
     return name[:-1] if name.endswith(".pyc") else name
 
 
-def _read_archive(path: str, packed: bytes) -> list[tuple[str, bytes]]:
-    """The members of the packed zip at ``path`` (``unpacked``), in order. Raises ArtifactError
-    naming the file when it is not a readable zip."""
+def _read_archive(path: str, packed: bytes) -> tuple[bytes, list[tuple[str, bytes]]]:
+    """The packed zip at ``path`` unpacked (``unpacked``), and its members as ``zipfile`` reads
+    them, in order. Raises ArtifactError naming the file when it is not a readable zip."""
+    data = unpacked(path, packed)
     try:
-        with zipfile.ZipFile(io.BytesIO(unpacked(path, packed))) as archive:
-            return [(info.filename, archive.read(info)) for info in archive.infolist()]
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return data, [(info.filename, archive.read(info)) for info in archive.infolist()]
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, zlib.error) as exc:
         raise ArtifactError(f"{path}: not a readable zip ({exc})") from None
+    except (RuntimeError, NotImplementedError) as exc:  # an encrypted member, an unknown compression method
+        raise ArtifactError(f"{path}: not a zip the worker reads ({exc})") from None
+
+
+def check_canonical(path: str, data: bytes, members: list[tuple[str, bytes]]) -> None:
+    """The unpacked archive ``data`` is byte for byte what ``verify.archive.canonical_zip`` (the
+    build's writer) writes of the ``members`` read from it: then ``zipfile`` here and the
+    worker's ``zipimport`` read the same members from it, as nothing else is in it (no comment,
+    extra field, gap, data descriptor, second directory, byte before or after). Raises
+    ArtifactError naming the file and the first byte that differs."""
+    canonical = zip_writer.canonical_zip(members)
+    if data != canonical:
+        offset = _first_difference(data, canonical)
+        raise ArtifactError(
+            f"{path}: the archive is not the canonical archive of its members (verify/archive.py; "
+            f"byte {offset} of {len(data)} differs)"
+        )
 
 
 def _compile_all(sources: dict[str, list[tuple[str, bytes]]], package_dir: Path) -> dict[str, dict[str, bytes]]:
@@ -895,11 +921,7 @@ def _compile_all(sources: dict[str, list[tuple[str, bytes]]], package_dir: Path)
     prefixes = {STDLIB_ARCHIVE: precompile.STDLIB_PREFIX, CALCULATOR_BUNDLE: precompile.CALCULATOR_PREFIX}
     jobs = []
     for path, members in sources.items():
-        out = io.BytesIO()
-        with zipfile.ZipFile(out, "w") as archive:
-            for name, data in members:
-                archive.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), data)  # the same sources, the same key
-        jobs.append((out.getvalue(), prefixes[path]))
+        jobs.append((zip_writer.canonical_zip(members), prefixes[path]))  # the same sources, the same key
     try:
         results = precompile.precompiled(jobs, package_dir)
     except precompile.PrecompileError as exc:
@@ -911,12 +933,11 @@ def _compile_all(sources: dict[str, list[tuple[str, bytes]]], package_dir: Path)
     return compiled
 
 
-def _stdlib_sources(files: dict[str, bytes], package: zipfile.ZipFile) -> list[tuple[str, bytes]]:
-    """The package's members ``STDLIB_ARCHIVE`` is made of, in its order: each member compiled
+def _stdlib_sources(names: list[str], package: zipfile.ZipFile) -> list[tuple[str, bytes]]:
+    """The package's members ``STDLIB_ARCHIVE`` is made of, in its order (its members' ``names``): each member compiled
     from a ``.py`` of the package's ``python_stdlib.zip`` (``x.pyc``) or another member of it,
     each module once. Raises ArtifactError naming a member that is not (a source, or one the
     package does not have: a module of our own there would shadow the standard library)."""
-    names = [name for name, _ in _read_archive(STDLIB_ARCHIVE, files[STDLIB_ARCHIVE])]
     held = set(package.namelist())
     modules = [_module_source(name) for name in names]
     for name, module in zip(names, modules, strict=True):
@@ -955,7 +976,8 @@ def check_calculator(
     package's standard library (``_stdlib_sources``) and ``CALCULATOR_BUNDLE`` exactly
     ``calculator_members`` (no other member, none twice), each byte for byte what
     ``verify.precompile`` compiles from the package's or the checkout's file (the pinned
-    package compiles them again here) or that file itself. Raises ArtifactError naming the file."""
+    package compiles them again here) or that file itself, and each archive then the canonical
+    archive of those members (``check_canonical``). Raises ArtifactError naming the file."""
     shipped = {name + PACKED if name in PYODIDE_PACKED else name: name for name in PYODIDE_FILES}
     for path, data in files.items():
         if path.startswith(PYODIDE_DIR):
@@ -974,13 +996,13 @@ def check_calculator(
                     "(verify/artifact.py, FZSTD_SHA256)"
                 )
     check_lock_file(files, package_dir)
+    archives = {path: _read_archive(path, files[path]) for path in (STDLIB_ARCHIVE, CALCULATOR_BUNDLE) if path in files}
     sources: dict[str, list[tuple[str, bytes]]] = {}
-    if STDLIB_ARCHIVE in files:
+    if STDLIB_ARCHIVE in archives:
         package = zipfile.ZipFile(io.BytesIO(_pinned_package_file(package_dir, "python_stdlib.zip")))
-        sources[STDLIB_ARCHIVE] = _stdlib_sources(files, package)
-    if CALCULATOR_BUNDLE in files:
-        members = _read_archive(CALCULATOR_BUNDLE, files[CALCULATOR_BUNDLE])
-        names = [name for name, _ in members]
+        sources[STDLIB_ARCHIVE] = _stdlib_sources([name for name, _ in archives[STDLIB_ARCHIVE][1]], package)
+    if CALCULATOR_BUNDLE in archives:
+        names = [name for name, _ in archives[CALCULATOR_BUNDLE][1]]
         calculator = calculator_members(calculator_dir, snippets_dir)
         expected = [(name + "c" if name.endswith(".py") else name) for name in calculator]
         if len(names) != len(set(names)) or set(names) != set(expected):
@@ -995,10 +1017,12 @@ def check_calculator(
         return
     compiled = _compile_all(sources, package_dir)
     for path, what in ((STDLIB_ARCHIVE, "the pinned package's member"), (CALCULATOR_BUNDLE, "the checkout's file")):
-        for name, data in _read_archive(path, files[path]) if path in files else ():
+        for name, data in archives[path][1] if path in archives else ():
             if compiled[path].get(name) != data:
                 how = " compiled (verify/precompile.py)" if name.endswith(".pyc") else ""
                 raise ArtifactError(f"{path}: {name} is not {what}{how} byte for byte")
+    for path, (data, members) in archives.items():  # the members accepted: now the bytes around them
+        check_canonical(path, data, members)
 
 
 # ----------------------------------------------------------------------- theme

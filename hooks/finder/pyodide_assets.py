@@ -19,7 +19,8 @@
   of the checkout, and ``configs/<model key>.json`` for every finder model's ``config.json``,
   the bytes of the checkout's file (stored; fixed timestamps, so the same checkout gives the
   same archive). The worker puts it on ``sys.path`` as it is (zipimport) and reads a model's
-  config.json from it.
+  config.json from it. Both archives are written by ``verify.archive.canonical_zip``, the
+  writer the check uses: it accepts only that writer's bytes of the members it accepted.
 - ``assets/fzstd/``: the npm package ``fzstd`` (pinned in package-lock.json), its ES module
   and licence byte for byte (``FZSTD_FILES``): the worker unpacks the ``.zst`` files with it.
 
@@ -51,7 +52,7 @@ from pathlib import Path
 from hooks.cache import inputs_digest, stored
 from hooks.data import load as data_module
 from hooks.errors import RenderError
-from verify import precompile
+from verify import archive as zip_writer, precompile
 
 PYODIDE_DIR = data_module.REPO_ROOT / "node_modules" / "pyodide"
 PYODIDE_URI = "assets/pyodide"
@@ -65,7 +66,6 @@ STDLIB_URI = f"assets/pyodide-stdlib.zip{PACKED}"
 LOCK_URI = "assets/pyodide-lock.json"
 STDLIB_MEMBERS = Path(__file__).with_name("pyodide_stdlib.txt")
 BUNDLE_URI = f"assets/vram.zip{PACKED}"
-ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can say: the archive depends on the files only
 VRAM_DIR = data_module.REPO_ROOT / "vram"
 FZSTD_DIR = data_module.REPO_ROOT / "node_modules" / "fzstd"
 FZSTD_FILES = {"assets/fzstd/index.mjs": "esm/index.mjs", "assets/fzstd/LICENSE": "LICENSE"}  # site URI: package file
@@ -117,17 +117,6 @@ def stdlib_members(listing: Path = STDLIB_MEMBERS) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
-def _zip(members: list[tuple[str, bytes]]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name, data in members:
-            info = zipfile.ZipInfo(name, ZIP_TIME)
-            info.compress_type = zipfile.ZIP_STORED
-            info.external_attr = 0o644 << 16
-            archive.writestr(info, data)
-    return buffer.getvalue()
-
-
 def stdlib_bundle(folder: Path = PYODIDE_DIR, listing: Path = STDLIB_MEMBERS) -> bytes:
     """The standard library's archive the worker gives Pyodide (module docstring), unpacked.
     Raises RenderError naming a listed member the package does not hold (a Pyodide upgrade:
@@ -144,20 +133,26 @@ def stdlib_bundle(folder: Path = PYODIDE_DIR, listing: Path = STDLIB_MEMBERS) ->
                 f"{where}: {missing[0]} is not in node_modules/pyodide/{PACKAGE_STDLIB}: "
                 "run `python -m hooks.finder.pyodide_stdlib`"
             )
-        return _zip([(name, package.read(name)) for name in names])
+        return zip_writer.canonical_zip([(name, package.read(name)) for name in names])
 
 
 def compiled(archive: bytes, prefix: str, folder: Path = PYODIDE_DIR) -> bytes:
     """``archive`` (a zip of sources) with each ``.py`` member compiled by the package's CPython
     (``verify.precompile``: ``<name>.pyc``, its code's file name ``prefix + name``), the other
-    members as they are, stored as ``_zip`` stores. Raises RenderError (one line) when Node.js
-    is missing or fails."""
+    members as they are, written by ``verify.archive.canonical_zip`` (the archive the check accepts).
+    Raises RenderError (one line) when Node.js is missing or fails."""
     try:
         (result,) = precompile.precompiled([(archive, prefix)], folder)
     except precompile.PrecompileError as exc:
         raise RenderError(str(exc)) from None
     with zipfile.ZipFile(io.BytesIO(result)) as members:
-        return _zip([(info.filename, members.read(info)) for info in members.infolist()])
+        return zip_writer.canonical_zip([(info.filename, members.read(info)) for info in members.infolist()])
+
+
+def _writer_files() -> tuple[list[Path], Path]:
+    """What decides an archive's bytes besides its members and the compiler, as ``inputs_digest``
+    takes files: this module and the zip writer (``verify/archive.py``)."""
+    return [Path(__file__), Path(zip_writer.__file__)], data_module.REPO_ROOT
 
 
 def _compiler_digest(folder: Path) -> str:
@@ -177,7 +172,7 @@ def packed_runtime(
     """``WASM_URI`` and ``STDLIB_URI`` -> their bytes: the package's WebAssembly and
     ``stdlib_bundle`` compiled (``compiled``), packed. Made once per process for the same
     inputs; with a ``store`` folder (a development build: ``PACK_STORE``), kept there under the
-    SHA-256 of the inputs (the package's files, the listing, this module, the compiler,
+    SHA-256 of the inputs (the package's files, the listing, this module, the zip writer, the compiler,
     ``_packer_versions``) and read by the next build process. Raises RenderError as
     ``stdlib_bundle`` and ``compiled`` do, or when the package is missing."""
     wasm, package = _package_file(folder, PACKAGE_WASM), _package_file(folder, PACKAGE_STDLIB)
@@ -187,7 +182,7 @@ def packed_runtime(
         compiler = _compiler_digest(folder)  # the WebAssembly and the package's standard library among them
         wasm_key = inputs_digest("pyodide wasm", (*_packer_versions(), compiler), module)
         stdlib_key = inputs_digest(
-            "pyodide stdlib", (*_packer_versions(), compiler), ([listing], listing.parent), module
+            "pyodide stdlib", (*_packer_versions(), compiler), ([listing], listing.parent), _writer_files()
         )
         _built[key] = {
             WASM_URI: stored(store, wasm_key, lambda: pack(wasm.read_bytes()), suffix=".wasm.zst", keep=2),
@@ -218,13 +213,13 @@ def vram_packed(
 ) -> bytes:
     """The bytes of ``BUNDLE_URI``: ``vram_bundle`` compiled (``compiled``), packed; with a
     ``store`` folder (a development build: ``PACK_STORE``), kept there under the SHA-256 of the
-    archive, the compiler and this module. Raises RenderError as ``compiled`` does."""
+    archive, the compiler, this module and the zip writer. Raises RenderError as ``compiled`` does."""
     bundle, packed = _vram(model_configs, vram_dir)
     if store not in packed:
         key = inputs_digest(
             "vram bundle",
             (*_packer_versions(), _compiler_digest(folder), hashlib.sha256(bundle).hexdigest()),
-            ([Path(__file__)], Path(__file__).parent),
+            _writer_files(),
         )
         packed[store] = stored(
             store,
@@ -242,7 +237,7 @@ def _vram(model_configs: dict[str, Path], vram_dir: Path) -> tuple[bytes, dict]:
     members += [(f"configs/{key}.json", path) for key, path in sorted(model_configs.items())]
     contents = tuple((name, path.read_bytes()) for name, path in members)
     if not (_last_bundle and _last_bundle[0] == contents):  # else the other language's pass: the same bytes
-        _last_bundle[:] = [contents, _zip(list(contents)), {}]
+        _last_bundle[:] = [contents, zip_writer.canonical_zip(list(contents)), {}]
     return _last_bundle[1], _last_bundle[2]
 
 
