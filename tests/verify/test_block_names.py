@@ -138,8 +138,9 @@ EVASIONS = {
     "open under another name": ('o = open\no("/proc/self/environ")\n', 1, "open used otherwise than called"),
     "Path passed on": ('import pathlib\n[make(".") for make in [pathlib.Path]]\n', 2, "pathlib.Path used otherwise"),
     "code from the Hub": (
-        'from transformers import AutoModelForCausalLM\nAutoModelForCausalLM.from_pretrained("a/b", trust_remote_code=True)\n',
-        2,
+        PARSER + "args = parser.parse_args()\nfrom transformers import AutoModelForCausalLM\n"
+        "AutoModelForCausalLM.from_pretrained(args.model, trust_remote_code=True)\n",
+        5,
         "the keyword argument trust_remote_code",
     ),
     "keywords from a mapping": ('print(**{"file": None})\n', 1, "a ** argument"),
