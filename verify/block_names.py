@@ -379,11 +379,16 @@ PATH_CALLS = {
 }
 # The methods (an attribute of ``ATTRIBUTES``, on any object) that take a path argument.
 PATH_METHODS = {
-    "save_model": PathArguments((0,), ("output_dir",)),  # transformers.Trainer
-    "save_pretrained": PathArguments((0,), ("save_directory",)),  # a model's, a config's
+    # HfArgumentParser's reads its arguments from a file (args_filename, the 4th): no argument
+    "parse_args_into_dataclasses": PathArguments(positional=0),
+    # transformers.Trainer's (output_dir); accelerate.Accelerator's (model, save_directory)
+    "save_model": PathArguments((0,), ("output_dir", "save_directory"), positional=1),
+    "save_pretrained": PathArguments((0,), ("save_directory",), positional=1),  # a model's, a config's
+    "train": PathArguments((0,), ("resume_from_checkpoint",)),  # transformers.Trainer's (a Module's: mode)
 }
 # The methods whose object is the path they read (``pathlib.Path``'s that touch the file
-# system): the object must be a path of the reader's. ``glob``'s pattern is a part (``_part``).
+# system): the object must be a path of the reader's, an argument a part (``glob``'s pattern,
+# ``_Paths.part``).
 PATH_RECEIVERS = frozenset({"exists", "glob"})
 # Calls whose result is a path: the first argument a path (or one of ``FILE_CONSTANTS``), every
 # other one a part written in the block, holding no ``..`` and no absolute component.
@@ -1196,7 +1201,10 @@ def _path_uses(call: ast.Call, called: str | None, paths: _Paths, lists: _Lists)
             yield call, f"{name}({_shown(call, node)}) {why}"
     receiver = call.func.value if method in lists.path_receivers and isinstance(call.func, ast.Attribute) else None
     if receiver is not None and (why := paths.refused(receiver)) is not None:
-        yield call, f"{ast.unparse(receiver)}.{method}() {why}"
+        yield call, f".{method}() of {ast.unparse(receiver)} {why}"
+    if receiver is not None and (starred or call.keywords or not all(paths.part(arg) for arg in call.args)):
+        shown = ", ".join(ast.unparse(arg) for arg in [*call.args, *call.keywords])
+        yield call, f".{method}({shown}) (a pattern with '..' or an absolute part, or not written in the code)"
     if method in lists.memory_writes:
         target = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "fname"), None)
         if starred or target is None or not paths.memory(target):
