@@ -21,10 +21,16 @@ today's blocks and reviewed:
   so no ``__file__``, ``__loader__``, ``__import__``, ``eval``, ``exec``, ``getattr``, ``globals``;
 - ``ATTRIBUTES``: every attribute taken on anything else (a variable, a call's result):
   ``args.epochs``, ``loss.item``; so no ``f_code``, ``co_filename``, ``__dict__``, ``__globals__``;
-- ``FILE_CALLS``: ``open``, ``pathlib.Path``, ``os.statvfs`` only of a path the reader passes
-  (``X.OPTION``, ``OPTION`` in ``PATH_OPTIONS``, ``X`` what one of ``PARSERS`` returned from one of
-  ``PARSE_CALLS`` without arguments, the option's default one of ``PATH_DEFAULTS``) or of one of
-  ``FILE_CONSTANTS``, and only called (not ``o = open``); no attribute is assigned
+- ``PATH_CALLS``, ``PATH_METHODS``, ``PATH_KEYWORDS``: every path argument of a call that takes
+  one (``open``, ``shutil.copy``, ``torch.save``, ``os.makedirs``, DCP's ``checkpoint_id``,
+  ``from_pretrained``, ``save_pretrained``...: tests/verify/test_block_names.py finds them in the
+  lists by their signatures) is a path the reader passes (``X.OPTION``, ``OPTION`` in
+  ``PATH_OPTIONS``, ``X`` what one of ``PARSERS`` returned from one of ``PARSE_CALLS`` without
+  arguments, the option's default one of ``PATH_DEFAULTS``), a path joined under one with parts
+  written in the block that hold no ``..`` and no absolute part (``PATH_JOINS``:
+  ``os.path.join(args.out, "x")``, ``Path(args.out) / "x"``; a name every binding of which holds
+  one, ``_Paths``), or one of ``FILE_CONSTANTS``; the object of ``PATH_RECEIVERS`` (``.exists()``,
+  ``.glob(PART)``) too. Each is only called (not ``o = open``); no attribute is assigned
   (``args.data = ...``);
 - ``KEYWORDS``: every keyword argument of a call (``encoding=``, ``output_dir=``); no ``**``
   mapping, no ``trust_remote_code=`` (code fetched when it runs);
@@ -44,7 +50,11 @@ The notebooks of ``docs/`` run in IPython, where a cell can read the text of eve
 (``hooks/notebooks/translated.py``). ``check_cells`` checks the code cells of one notebook as
 one program (a cell uses what the others bind) by the ``NOTEBOOK_`` lists, which hold only what
 today's cells need (each group names its cell); it refuses a line of IPython (``%``, ``!``,
-``?``), code that is not Python, and binding a name of IPython's namespace (``IPYTHON_NAMES``).
+``?``), code that is not Python, binding a name of IPython's namespace (``IPYTHON_NAMES``), a
+change of matplotlib's settings other than ``SETTINGS_CALLS`` of a dict written in the cell with
+keys of ``NOTEBOOK_SETTINGS`` (``figure.hooks`` names modules matplotlib imports), ``savefig`` to
+anything but ``io.BytesIO`` and a path joined with a written part holding ``..`` or an absolute
+part.
 The build calls it on every notebook before any is executed or taken from a cache
 (``hooks/notebooks/cell_names.py``), the artifact check again on the notebook pages as uploaded.
 
