@@ -21,10 +21,16 @@ today's blocks and reviewed:
   so no ``__file__``, ``__loader__``, ``__import__``, ``eval``, ``exec``, ``getattr``, ``globals``;
 - ``ATTRIBUTES``: every attribute taken on anything else (a variable, a call's result):
   ``args.epochs``, ``loss.item``; so no ``f_code``, ``co_filename``, ``__dict__``, ``__globals__``;
-- ``FILE_CALLS``: ``open``, ``pathlib.Path``, ``os.statvfs`` only of a path the reader passes
-  (``X.OPTION``, ``OPTION`` in ``PATH_OPTIONS``, ``X`` what one of ``PARSERS`` returned from one of
-  ``PARSE_CALLS`` without arguments, the option's default one of ``PATH_DEFAULTS``) or of one of
-  ``FILE_CONSTANTS``, and only called (not ``o = open``); no attribute is assigned
+- ``PATH_CALLS``, ``PATH_METHODS``, ``PATH_KEYWORDS``: every path argument of a call that takes
+  one (``open``, ``shutil.copy``, ``torch.save``, ``os.makedirs``, DCP's ``checkpoint_id``,
+  ``from_pretrained``, ``save_pretrained``...: tests/verify/test_block_names.py finds them in the
+  lists by their signatures) is a path the reader passes (``X.OPTION``, ``OPTION`` in
+  ``PATH_OPTIONS``, ``X`` what one of ``PARSERS`` returned from one of ``PARSE_CALLS`` without
+  arguments, the option's default one of ``PATH_DEFAULTS``), a path joined under one with parts
+  written in the block that hold no ``..`` and no absolute part (``PATH_JOINS``:
+  ``os.path.join(args.out, "x")``, ``Path(args.out) / "x"``; a name every binding of which holds
+  one, ``_Paths``), or one of ``FILE_CONSTANTS``; the object of ``PATH_RECEIVERS`` (``.exists()``,
+  ``.glob(PART)``) too. Each is only called (not ``o = open``); no attribute is assigned
   (``args.data = ...``);
 - ``KEYWORDS``: every keyword argument of a call (``encoding=``, ``output_dir=``); no ``**``
   mapping, no ``trust_remote_code=`` (code fetched when it runs);
@@ -44,7 +50,11 @@ The notebooks of ``docs/`` run in IPython, where a cell can read the text of eve
 (``hooks/notebooks/translated.py``). ``check_cells`` checks the code cells of one notebook as
 one program (a cell uses what the others bind) by the ``NOTEBOOK_`` lists, which hold only what
 today's cells need (each group names its cell); it refuses a line of IPython (``%``, ``!``,
-``?``), code that is not Python, and binding a name of IPython's namespace (``IPYTHON_NAMES``).
+``?``), code that is not Python, binding a name of IPython's namespace (``IPYTHON_NAMES``), a
+change of matplotlib's settings other than ``SETTINGS_CALLS`` of a dict written in the cell with
+keys of ``NOTEBOOK_SETTINGS`` (``figure.hooks`` names modules matplotlib imports), ``savefig`` to
+anything but ``io.BytesIO`` and a path joined with a written part holding ``..`` or an absolute
+part.
 The build calls it on every notebook before any is executed or taken from a cache
 (``hooks/notebooks/cell_names.py``), the artifact check again on the notebook pages as uploaded.
 
@@ -319,12 +329,14 @@ ENVIRONMENT = frozenset(
     }
 )
 
-# What a block may open or list: a file the reader names on the command line (``args.data``,
-# ``args.out``, ``args.checkpoint``: the value of one of these options) or one of these fixed
-# paths. So no ``open("/proc/self/environ")`` or ``open("train_hf.py")``: what tells a rehearsal
-# from the reader's run, or the block's own text, is not a file the block can name.
-FILE_CALLS = frozenset({"open", "pathlib.Path", "os.statvfs"})
-PATH_OPTIONS = frozenset({"checkpoint", "data", "out"})
+# What a block may open, list, copy, save or load: a file or folder the reader names on the
+# command line (``args.data``, ``args.out``, ``args.checkpoint``, ``args.model``: the value of one
+# of these options), a path joined under one with parts written in the block
+# (``os.path.join(args.out, "checkpoint.pt")``, ``Path(args.checkpoint) / "model"``), or one of
+# these fixed paths. So no ``open("/proc/self/environ")``, ``open("train_hf.py")`` nor
+# ``shutil.copy("train_hf.py", args.data)``: what tells a rehearsal from the reader's run, or the
+# block's own text, is not a file the block can name (``PATH_CALLS``).
+PATH_OPTIONS = frozenset({"checkpoint", "data", "model", "out"})
 FILE_CONSTANTS = frozenset({"/dev/shm"})
 # ``X.OPTION`` is the reader's only when ``X`` is what one of ``PARSERS`` returns from one of
 # ``PARSE_CALLS`` called without arguments (``args = parser.parse_args()``, ``script, args =
@@ -335,7 +347,65 @@ FILE_CONSTANTS = frozenset({"/dev/shm"})
 # So no ``class A: data = "train_hf.py"`` then ``open(A.data)``, no ``default="train_hf.py"``.
 PARSERS = frozenset({"argparse.ArgumentParser", "transformers.HfArgumentParser"})
 PARSE_CALLS = frozenset({"parse_args", "parse_args_into_dataclasses"})
-PATH_DEFAULTS = frozenset({"checkpoints", "train.txt"})
+PATH_DEFAULTS = frozenset({"Qwen/Qwen3-0.6B", "checkpoints", "train.txt"})
+
+
+class PathArguments(NamedTuple):
+    """The arguments of a call that name a file or folder: the positional ones at ``positions``
+    (from 0) and the keyword ones named ``keywords``; ``positional``: how many positional
+    arguments the call may take at all (None: any; a path parameter further on is then out of
+    reach, its keyword not being in ``KEYWORDS``)."""
+
+    positions: tuple[int, ...] = ()
+    keywords: tuple[str, ...] = ()
+    positional: int | None = None
+
+
+# Every call the lists admit that takes a path (its library's signature: ``typeshed`` for the
+# standard library, the annotations of torch, transformers and DeepSpeed), with the arguments
+# that are paths; each such argument must be a path of the reader's (``_Paths``: ``X.OPTION``,
+# a name every binding of which holds one, a path joined under one) or, given directly, one of
+# ``FILE_CONSTANTS``. tests/verify/test_block_names.py finds the path parameters of every
+# callable of the lists by their signatures: one without a rule here fails it.
+PATH_CALLS = {
+    "open": PathArguments((0,), ("file",)),
+    "os.makedirs": PathArguments((0,), ("name",)),
+    "os.statvfs": PathArguments((0,), ("path",)),
+    "shutil.copy": PathArguments((0, 1), ("src", "dst")),
+    "torch.save": PathArguments((1,), ("f",)),
+    "torch.distributed.init_process_group": PathArguments((1,), ("init_method",)),  # file:// (a FileStore)
+    "torch.distributed.checkpoint.FileSystemReader": PathArguments((0,), ("path",)),
+    "torch.distributed.checkpoint.load": PathArguments((), ("checkpoint_id",), positional=1),
+    "torch.distributed.checkpoint.save": PathArguments((), ("checkpoint_id",), positional=1),
+    "deepspeed.utils.zero_to_fp32.get_fp32_state_dict_from_zero_checkpoint": PathArguments(
+        (0,), ("checkpoint_dir",), positional=1
+    ),
+    "transformers.AutoConfig.from_pretrained": PathArguments((0,), ("pretrained_model_name_or_path",), positional=1),
+    "transformers.AutoModelForCausalLM.from_pretrained": PathArguments(
+        (0,), ("pretrained_model_name_or_path",), positional=1
+    ),
+    "transformers.AutoTokenizer.from_pretrained": PathArguments((0,), ("pretrained_model_name_or_path",), positional=1),
+    "transformers.TrainingArguments": PathArguments((0,), ("output_dir",), positional=1),
+}
+# The methods (an attribute of ``ATTRIBUTES``, on any object) that take a path argument.
+PATH_METHODS = {
+    # HfArgumentParser's reads its arguments from a file (args_filename, the 4th): no argument
+    "parse_args_into_dataclasses": PathArguments(positional=0),
+    # transformers.Trainer's (output_dir); accelerate.Accelerator's (model, save_directory)
+    "save_model": PathArguments((0,), ("output_dir", "save_directory"), positional=1),
+    "save_pretrained": PathArguments((0,), ("save_directory",), positional=1),  # a model's, a config's
+    "train": PathArguments((0,), ("resume_from_checkpoint",)),  # transformers.Trainer's (a Module's: mode)
+}
+# The methods whose object is the path they read (``pathlib.Path``'s that touch the file
+# system): the object must be a path of the reader's, an argument a part (``glob``'s pattern,
+# ``_Paths.part``).
+PATH_RECEIVERS = frozenset({"exists", "glob"})
+# Calls whose result is a path: the first argument a path (or one of ``FILE_CONSTANTS``), every
+# other one a part written in the block, holding no ``..`` and no absolute component.
+PATH_JOINS = frozenset({"os.path.join", "pathlib.Path"})
+# Keyword arguments that are paths in every call (an option of TrainingArguments, DCP's
+# checkpoint): in ``set_defaults`` also one of ``PATH_DEFAULTS`` (a default the reader overrides).
+PATH_KEYWORDS = frozenset({"checkpoint_id", "output_dir"})
 
 
 # The notebooks of docs/ (``docs/*.ipynb``, executed at every build): their code cells are one
@@ -499,10 +569,32 @@ NOTEBOOK_KEYWORDS = frozenset(
     }
 )
 NOTEBOOK_ENVIRONMENT = frozenset({"GUIDE_LANG"})  # cell 1: the page's language (hooks/notebooks/execute.py sets it)
-# cell 1: the site's data, ``Path("snippets/data")``; nothing else by name (no ``open``)
-NOTEBOOK_FILE_CALLS = frozenset({"pathlib.Path"})
+# cell 1: the site's data, ``Path("snippets/data")``; nothing else by name (no ``open``): what a
+# cell reads under it (``DATA / name``) is judged when it runs (hooks/notebooks/execute.py)
 NOTEBOOK_PATH_OPTIONS: frozenset[str] = frozenset()
 NOTEBOOK_FILE_CONSTANTS = frozenset({"snippets/data"})
+# cell 1: matplotlib's settings, only by ``SETTINGS_CALLS`` with a dict written in the cell whose
+# keys are these strings and whose values are constants. A setting can name code: matplotlib
+# imports and calls the ``"module:attribute"`` strings of ``figure.hooks`` for every new figure
+# (so ``{"figure.hooks": ["inspect:..."]}`` would reach a module no list holds).
+NOTEBOOK_SETTINGS = frozenset(
+    {
+        "axes.labelsize",
+        "font.size",
+        "legend.fontsize",
+        "lines.linewidth",
+        "lines.markersize",
+        "xtick.labelsize",
+        "ytick.labelsize",
+    }
+)
+# The calls that change matplotlib's settings (rcParams, rc, rc_context, style): any of the
+# NOTEBOOK_MODULE_PATHS that does is here (tests/verify/test_block_names.py).
+SETTINGS_CALLS = frozenset({"matplotlib.pyplot.rcParams.update"})
+# cell 1: a figure is written only to memory: ``savefig``'s file is a name every binding of
+# which is ``io.BytesIO()`` (no ``fig.savefig(Path("snippets/data") / "/abs/x.png")``).
+MEMORY_WRITES = frozenset({"savefig"})
+MEMORY_FILES = frozenset({"io.BytesIO"})
 
 # What a block or cell may not bind (``x = eval``, ``def In(): ...``, ``for _ih in ...``) unless
 # its BUILTINS list holds it: a name Python's builtins define, and in a notebook a name of
@@ -534,10 +626,14 @@ class _Lists(NamedTuple):
     attributes: frozenset[str]
     keywords: frozenset[str]
     environment: frozenset[str]
-    file_calls: frozenset[str]
     path_options: frozenset[str]
     file_constants: frozenset[str]
     notebook: bool
+    path_calls: dict[str, PathArguments]
+    path_methods: dict[str, PathArguments]
+    path_receivers: frozenset[str]
+    settings: frozenset[str] = frozenset()
+    memory_writes: frozenset[str] = frozenset()
 
 
 def _block_lists() -> _Lists:  # read when called: a test may take an entry out
@@ -548,10 +644,12 @@ def _block_lists() -> _Lists:  # read when called: a test may take an entry out
         ATTRIBUTES,
         KEYWORDS,
         ENVIRONMENT,
-        FILE_CALLS,
         PATH_OPTIONS,
         FILE_CONSTANTS,
         notebook=False,
+        path_calls=PATH_CALLS,
+        path_methods=PATH_METHODS,
+        path_receivers=PATH_RECEIVERS,
     )
 
 
@@ -563,10 +661,14 @@ def _notebook_lists() -> _Lists:
         NOTEBOOK_ATTRIBUTES,
         NOTEBOOK_KEYWORDS,
         NOTEBOOK_ENVIRONMENT,
-        NOTEBOOK_FILE_CALLS,
         NOTEBOOK_PATH_OPTIONS,
         NOTEBOOK_FILE_CONSTANTS,
         notebook=True,
+        path_calls={},
+        path_methods={},
+        path_receivers=frozenset(),
+        settings=NOTEBOOK_SETTINGS,
+        memory_writes=MEMORY_WRITES,
     )
 
 
@@ -828,32 +930,333 @@ def _class_level(statement: ast.stmt) -> Iterator[tuple[ast.AST, str]]:
         stack.extend(ast.iter_child_nodes(node))
 
 
-def _file_use(call: ast.Call, path: str, aliases: dict[str, str], lists: _Lists, parsed: set[str]) -> str | None:
-    """What is refused about a call of ``FILE_CALLS`` (``path``), or None: its first argument must be
-    one of ``FILE_CONSTANTS`` or ``X.OPTION`` (``OPTION`` in ``PATH_OPTIONS``, ``X`` in ``parsed``:
-    what a parser returned from the reader's command line, ``_parsers``)."""
-    first = call.args[0] if call.args else None
-    if isinstance(first, ast.Constant) and first.value in lists.file_constants:
-        return None
-    argument = ast.unparse(first) if first is not None else "no argument"
-    if isinstance(first, ast.Attribute) and first.attr in lists.path_options and isinstance(first.value, ast.Name):
-        if first.value.id in parsed:
-            return None
-        return (
-            f"{path}({argument}) ({first.value.id} is not what an ArgumentParser's parse_args() returned: "
-            "a file the reader does not name on the command line)"
+def _safe_part(text: str) -> bool:
+    """Whether ``text``, joined under a path, stays under it: no absolute part, no ``..``."""
+    return not text.startswith("/") and ".." not in text.split("/") and "\0" not in text
+
+
+def _written_part_refused(node: ast.expr) -> bool:
+    """Whether ``node``, the right side of ``path / node``, is a string written in the code that
+    leaves the path (``"/abs"``, ``"../x"``, ``f"/{x}"``, ``f"{x}/../y"``); other values: no."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return not _safe_part(node.value)
+    if isinstance(node, ast.JoinedStr):
+        pieces = [v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+        first = node.values[0] if node.values else None
+        leading = isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("/")
+        return leading or any(".." in piece for piece in pieces)
+    return False
+
+
+class _Paths:
+    """The paths of the reader's in one block's code: ``X.OPTION`` (``X`` one of ``parsed``,
+    ``OPTION`` a path option), a join under one with parts written in the block (``_part``:
+    ``os.path.join(P, "x")``, ``Path(P)``, ``P / "x"``, ``P / f"epoch-{n + 1}"`` with ``n`` an int
+    of ``range``), and a name every binding of which holds one: assigned one, a loop's name over
+    ``P.glob(PART)`` or a list of paths, a function's parameter that every call passes one (the
+    function called only by its name), a ``key=`` lambda's over a list of paths. The names are
+    the largest set so (every binding's value is a path of the others'), as ``_bindings`` sees
+    them: by name, in every scope."""
+
+    def __init__(
+        self,
+        tree: ast.AST,
+        aliases: dict[str, str],
+        bound: set[str],
+        parents: dict[ast.AST, ast.AST],
+        parsed: set[str],
+        lists: _Lists,
+    ) -> None:
+        self.aliases, self.bound, self.parents, self.parsed, self.lists = aliases, bound, parents, parsed, lists
+        self.bindings: dict[str, list[ast.AST]] = {}
+        for node, name in _bindings(tree):
+            if name not in aliases:
+                self.bindings.setdefault(name, []).append(node)
+        self.loads: dict[str, list[ast.Name]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                self.loads.setdefault(node.id, []).append(node)
+        self.paths, self.lists_of, self.ints = set(self.bindings), set(self.bindings), set(self.bindings)
+        while True:  # the largest fixed point: drop a name while one of its bindings holds no path
+            paths = {n for n in self.paths if all(self._binds(b, self.path) for b in self.bindings[n])}
+            lists_of = {n for n in self.lists_of if all(self._binds(b, self.path_list) for b in self.bindings[n])}
+            ints = {n for n in self.ints if all(self._binds_int(b) for b in self.bindings[n])}
+            if (paths, lists_of, ints) == (self.paths, self.lists_of, self.ints):
+                break
+            self.paths, self.lists_of, self.ints = paths, lists_of, ints
+
+    def _builtin(self, node: ast.expr, *names: str) -> bool:
+        """Whether ``node`` calls one of Python's ``names`` (not bound again by the code)."""
+        return isinstance(node, ast.Call) and _call_path(node, self.aliases, self.bound) in names
+
+    def _binds(self, node: ast.AST, holds: Callable[[ast.expr], bool]) -> bool:
+        """Whether the binding ``node`` gives its name a value ``holds`` accepts (a loop's name:
+        each item of a list of paths, when ``holds`` is ``path``)."""
+        parent = self.parents.get(node)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            if isinstance(parent, ast.Assign) and parent.targets == [node]:
+                return holds(parent.value)
+            if isinstance(parent, (ast.For, ast.comprehension)) and parent.target is node:
+                return holds == self.path and self.path_list(parent.iter)
+            return False
+        if isinstance(node, ast.arg) and holds == self.path:
+            return self._parameter(node)
+        return False
+
+    def _binds_int(self, node: ast.AST) -> bool:
+        parent = self.parents.get(node)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            if isinstance(parent, ast.Assign) and parent.targets == [node]:
+                return self.integer(parent.value)
+            if isinstance(parent, (ast.For, ast.comprehension)) and parent.target is node:
+                return self._builtin(parent.iter, "range")
+        return False
+
+    def _parameter(self, node: ast.arg) -> bool:
+        """Whether a parameter holds a path in every call: of a function without decorators,
+        outside a class, bound once, its name used only to call it with a path there and without
+        ``*``; or of a lambda given as ``key=`` to ``max``, ``min`` or ``sorted`` of a list of paths."""
+        arguments = self.parents.get(node)
+        function = self.parents.get(arguments) if arguments is not None else None
+        if not isinstance(arguments, ast.arguments) or arguments.vararg is node or arguments.kwarg is node:
+            return False
+        positional = [*arguments.posonlyargs, *arguments.args]
+        if node not in positional or positional.index(node) >= len(positional) - len(arguments.defaults):
+            return False
+        index = positional.index(node)
+        if isinstance(function, ast.Lambda):
+            keyword = self.parents.get(function)
+            call = self.parents.get(keyword) if keyword is not None else None
+            return (
+                len(positional) == 1
+                and isinstance(keyword, ast.keyword)
+                and keyword.arg == "key"
+                and isinstance(call, ast.Call)
+                and self._builtin(call, "max", "min", "sorted")
+                and len(call.args) == 1
+                and self.path_list(call.args[0])
+            )
+        if not isinstance(function, ast.FunctionDef) or function.decorator_list:
+            return False
+        if isinstance(self.parents.get(function), ast.ClassDef) or self.bindings.get(function.name) != [function]:
+            return False
+        calls = []
+        for use in self.loads.get(function.name, []):
+            call = self.parents.get(use)
+            if not (isinstance(call, ast.Call) and call.func is use):
+                return False
+            calls.append(call)
+        return all(
+            len(call.args) > index
+            and not any(isinstance(arg, ast.Starred) for arg in call.args[: index + 1])
+            and self.path(call.args[index])
+            for call in calls
         )
-    return f"{path}({argument}) (a file the reader does not name on the command line)"
+
+    def path(self, node: ast.expr) -> bool:
+        """Whether ``node`` is a path of the reader's (see the class)."""
+        if isinstance(node, ast.Name):
+            return node.id in self.paths
+        if isinstance(node, ast.Attribute):
+            return (
+                node.attr in self.lists.path_options
+                and isinstance(node.value, ast.Name)
+                and node.value.id in self.parsed
+            )
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            return self.path(node.left) and self.part(node.right)
+        if isinstance(node, ast.Call):
+            called = _call_path(node, self.aliases, self.bound)
+            if called in PATH_JOINS:
+                return (
+                    bool(node.args)
+                    and not node.keywords
+                    and self.path(node.args[0])
+                    and all(self.part(arg) for arg in node.args[1:])
+                )
+            if called in ("max", "min"):
+                return (
+                    len(node.args) == 1
+                    and self.path_list(node.args[0])
+                    and all(keyword.arg == "key" for keyword in node.keywords)
+                )
+        return False
+
+    def path_list(self, node: ast.expr) -> bool:
+        """Whether ``node`` is a collection of paths of the reader's: ``P.glob(PART)``, a list
+        comprehension of paths, ``sorted`` of one, a name every binding of which holds one."""
+        if isinstance(node, ast.Name):
+            return node.id in self.lists_of
+        if isinstance(node, ast.ListComp):
+            return self.path(node.elt)
+        if isinstance(node, ast.Call) and self._builtin(node, "sorted"):
+            return len(node.args) == 1 and self.path_list(node.args[0])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "glob":
+            return self.path(node.func.value) and len(node.args) == 1 and not node.keywords and self.part(node.args[0])
+        return False
+
+    def integer(self, node: ast.expr) -> bool:
+        """Whether ``node`` is an int written in the code, of ``range`` or arithmetic of those
+        (its digits are a part: no ``/``, no ``..``)."""
+        if isinstance(node, ast.Constant):
+            return type(node.value) is int
+        if isinstance(node, ast.Name):
+            return node.id in self.ints
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
+            return self.integer(node.left) and self.integer(node.right)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return self.integer(node.operand)
+        return False
+
+    def part(self, node: ast.expr) -> bool:
+        """Whether ``node`` is a part written in the code that a join keeps under its path: a
+        string with no absolute part and no ``..`` (``"model"``, ``"tokenizer*"``), or an
+        f-string of ints (``integer``) and pieces without ``/`` or ``..`` (``f"epoch-{n + 1}"``)."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, str) and _safe_part(node.value)
+        if isinstance(node, ast.JoinedStr):
+            return all(
+                (isinstance(v, ast.Constant) and "/" not in str(v.value) and ".." not in str(v.value))
+                or (isinstance(v, ast.FormattedValue) and v.format_spec is None and self.integer(v.value))
+                for v in node.values
+            )
+        return False
+
+    def refused(self, node: ast.expr) -> str | None:
+        """Why ``node``, given as a path, is refused, or None: a path of the reader's, or one of
+        the lists' fixed paths written as it is."""
+        if isinstance(node, ast.Constant) and node.value in self.lists.file_constants:
+            return None
+        if self.path(node):
+            return None
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in self.lists.path_options
+            and isinstance(node.value, ast.Name)
+            and node.value.id not in self.parsed
+        ):
+            return (
+                f"({node.value.id} is not what an ArgumentParser's parse_args() returned: "
+                "a file the reader does not name on the command line)"
+            )
+        return (
+            "(a file the reader does not name on the command line, nor one joined under such a "
+            "file with parts written in the block, without '..' or an absolute part)"
+        )
+
+    def memory(self, node: ast.expr) -> bool:
+        """Whether ``node`` is a name every binding of which is a call without arguments of one
+        of ``MEMORY_FILES`` (``buffer = io.BytesIO()``)."""
+        if not isinstance(node, ast.Name) or not self.bindings.get(node.id):
+            return False
+        for binding in self.bindings[node.id]:
+            parent = self.parents.get(binding)
+            if not (isinstance(binding, ast.Name) and isinstance(parent, ast.Assign) and parent.targets == [binding]):
+                return False
+            value = parent.value
+            if not (
+                isinstance(value, ast.Call)
+                and _call_path(value, self.aliases, self.bound) in MEMORY_FILES
+                and not value.args
+                and not value.keywords
+            ):
+                return False
+        return True
+
+
+def _shown(call: ast.Call, node: ast.expr) -> str:
+    """``node`` as an argument of ``call`` is written (``dst=args.out``, ``'/proc/x'``)."""
+    for keyword in call.keywords:
+        if keyword.value is node and keyword.arg:
+            return f"{keyword.arg}={ast.unparse(node)}"
+    return ast.unparse(node)
+
+
+def _path_uses(call: ast.Call, called: str | None, paths: _Paths, lists: _Lists) -> Iterator[tuple[ast.AST, str]]:
+    """What is refused about the paths a call passes: each argument of ``PATH_CALLS``,
+    ``PATH_METHODS`` and ``PATH_KEYWORDS`` that is not a path of the reader's (``_Paths``),
+    the object of ``PATH_RECEIVERS``, the parts of ``PATH_JOINS``; in a notebook, ``savefig``
+    to anything but memory and matplotlib's settings outside ``NOTEBOOK_SETTINGS``."""
+    method = call.func.attr if called is None and isinstance(call.func, ast.Attribute) else None
+    name = called or f".{method}"
+    spec = lists.path_calls.get(called) if called else lists.path_methods.get(method or "")
+    starred = any(isinstance(arg, ast.Starred) for arg in call.args)
+    checked: list[ast.expr] = []
+    if spec is not None:
+        if starred:
+            yield call, f"{name} with a * argument (its paths would not be checked)"
+            return
+        if spec.positional is not None and len(call.args) > spec.positional:
+            yield call, f"{name} with more than {spec.positional} positional argument(s)"
+        checked += [call.args[i] for i in spec.positions if i < len(call.args)]
+        checked += [k.value for k in call.keywords if k.arg in spec.keywords]
+    for keyword in call.keywords:
+        if keyword.arg in PATH_KEYWORDS and keyword.value not in checked:
+            default = isinstance(keyword.value, ast.Constant) and keyword.value.value in PATH_DEFAULTS
+            if not (method == "set_defaults" and default):
+                checked.append(keyword.value)
+    if called in PATH_JOINS:
+        if starred or call.keywords or not call.args:
+            yield call, f"{name} of anything but a path and parts written in the code"
+            return
+        checked.append(call.args[0])
+        for part in call.args[1:]:
+            if not paths.part(part):
+                yield (
+                    call,
+                    f"{name}(..., {ast.unparse(part)}) (a part with '..' or an absolute part, or not written in the code)",
+                )
+    for node in checked:
+        if (why := paths.refused(node)) is not None:
+            yield call, f"{name}({_shown(call, node)}) {why}"
+    receiver = call.func.value if method in lists.path_receivers and isinstance(call.func, ast.Attribute) else None
+    if receiver is not None and (why := paths.refused(receiver)) is not None:
+        yield call, f".{method}() of {ast.unparse(receiver)} {why}"
+    if receiver is not None and (starred or call.keywords or not all(paths.part(arg) for arg in call.args)):
+        shown = ", ".join(ast.unparse(arg) for arg in [*call.args, *call.keywords])
+        yield call, f".{method}({shown}) (a pattern with '..' or an absolute part, or not written in the code)"
+    if method in lists.memory_writes:
+        target = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "fname"), None)
+        if starred or target is None or not paths.memory(target):
+            shown = ast.unparse(target) if target is not None else ""
+            yield call, f".{method}({shown}) (a figure is written only to a name bound to io.BytesIO())"
+    if called in SETTINGS_CALLS:
+        yield from _settings_use(call, called, lists)
+
+
+def _settings_use(call: ast.Call, called: str, lists: _Lists) -> Iterator[tuple[ast.AST, str]]:
+    """A change of matplotlib's settings: one dict written in the call, its keys strings of the
+    lists' settings, its values constants."""
+    mapping = call.args[0] if len(call.args) == 1 and not call.keywords else None
+    if not isinstance(mapping, ast.Dict):
+        yield call, f"{called} of anything but a dict written in the call"
+        return
+    for key, value in zip(mapping.keys, mapping.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value in lists.settings):
+            shown = ast.unparse(key) if key is not None else "**"
+            yield key or mapping, f"the setting {shown} of {called}"
+        elif not isinstance(value, ast.Constant):
+            yield value, f"the setting {key.value!r} of {called} given {ast.unparse(value)} (not a constant)"
 
 
 def _uncalled(
-    node: ast.expr, path: str, parents: dict[ast.AST, ast.AST], lists: _Lists
+    node: ast.expr, path: str, parents: dict[ast.AST, ast.AST], lists: _Lists, parser: Callable[[ast.AST], bool]
 ) -> Iterator[tuple[ast.AST, str]]:
-    """A name of ``FILE_CALLS`` (``path``) anywhere but called (``o = open``, ``map(open, ...)``):
-    its argument would escape ``_file_use``."""
+    """A name that takes a path (``PATH_CALLS``, ``PATH_JOINS``, ``SETTINGS_CALLS``) anywhere but
+    called (``o = open``, ``map(open, ...)``): its arguments would escape ``_path_uses``. A class
+    whose fields a parser reads (``HfArgumentParser((ScriptArguments, TrainingArguments))``,
+    ``parser`` tells) is the reader's options: its paths are the command line's, its defaults
+    checked (``PATH_KEYWORDS`` in ``set_defaults``)."""
     parent = parents.get(node)
-    if path in lists.file_calls and not (isinstance(parent, ast.Call) and parent.func is node):
-        yield node, f"{path} used otherwise than called"
+    named = lists.path_calls.keys() | PATH_JOINS | SETTINGS_CALLS
+    if path not in named or (isinstance(parent, ast.Call) and parent.func is node):
+        return
+    holder = parents.get(parent) if isinstance(parent, ast.Tuple) else None
+    if (parent is not None and parser(parent)) or (
+        isinstance(holder, ast.Call) and parser(holder) and holder.args == [parent]
+    ):
+        return
+    yield node, f"{path} used otherwise than called"
 
 
 def _uses(tree: ast.AST, lists: _Lists | None = None) -> Iterator[tuple[ast.AST, str]]:
@@ -866,6 +1269,12 @@ def _uses(tree: ast.AST, lists: _Lists | None = None) -> Iterator[tuple[ast.AST,
             yield node, f"{name} (a name of Python's or IPython's, bound by the code)"
     parents = _parents(tree)
     parsed = _parsers(tree, aliases, bound, parents) if lists.path_options else set()
+    paths = _Paths(tree, aliases, bound, parents, parsed, lists)
+    methods = lists.path_methods.keys() | lists.path_receivers | lists.memory_writes
+
+    def parser(call: ast.AST) -> bool:  # a call of PARSERS (the classes given to it are options)
+        return isinstance(call, ast.Call) and _call_path(call, aliases, bound) in PARSERS
+
     yield from _path_defaults(tree, lists)
     modules = {  # the names ``import X`` binds (a module, not a function or class of one)
         alias.asname or alias.name.split(".")[0]
@@ -880,7 +1289,7 @@ def _uses(tree: ast.AST, lists: _Lists | None = None) -> Iterator[tuple[ast.AST,
                 yield node, node.id
             elif isinstance(node.ctx, ast.Load):
                 path = aliases.get(node.id, node.id if node.id not in bound else "")
-                yield from _uncalled(node, path, parents, lists)
+                yield from _uncalled(node, path, parents, lists, parser)
                 parent = parents.get(node)
                 if node.id in modules and not (isinstance(parent, ast.Attribute) and parent.value is node):
                     yield node, f"the module {aliases[node.id]} used otherwise than through its listed attributes"
@@ -899,17 +1308,20 @@ def _uses(tree: ast.AST, lists: _Lists | None = None) -> Iterator[tuple[ast.AST,
                 elif path not in lists.module_paths:
                     yield node, path
                 else:
-                    yield from _uncalled(node, path, parents, lists)
+                    yield from _uncalled(node, path, parents, lists, parser)
                 continue
             link: ast.expr = node
             while isinstance(link, ast.Attribute):  # every attribute of a chain on anything else
                 if link.attr not in lists.attributes:
                     yield link, f".{link.attr}"
+                elif link.attr in methods and not (isinstance(up := parents.get(link), ast.Call) and up.func is link):
+                    yield link, f".{link.attr} used otherwise than called"
                 link = link.value
         elif isinstance(node, ast.Call):
             called = _call_path(node, aliases, bound)
-            if called in lists.file_calls and (refused_file := _file_use(node, called, aliases, lists, parsed)):
-                yield node, refused_file
+            yield from _path_uses(node, called, paths, lists)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and _written_part_refused(node.right):
+            yield node, f"{ast.unparse(node)} (a path joined with an absolute part or '..')"
         elif isinstance(node, ast.keyword) and node.arg not in lists.keywords:
             yield node, f"the keyword argument {node.arg}" if node.arg else "a ** argument"
 

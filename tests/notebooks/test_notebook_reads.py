@@ -230,3 +230,35 @@ def test_the_bytes_checked_are_the_bytes_run(tmp_path, monkeypatch):
     assert saved == ["calcolo.it.ipynb"]
     assert [outputs(Path(f.abs_src_path)) for f in built] == ["42"]
     assert all("_ih" in (root / "docs" / name).read_text() for name in saved)
+
+
+def test_a_figure_written_outside_what_a_notebook_may_read_is_refused(checkout):
+    """A write opens its file too (the audit event ``open``, whatever the mode): a figure saved
+    through a name the check cannot follow (``Path("snippets/data") / name``, ``name`` absolute
+    or with ``..``; the names check refuses one written in the cell, and ``savefig`` to anything
+    but ``io.BytesIO``) is judged after the run as the reads are, and refused."""
+    root, outside, _ = checkout
+    (root / "docs").mkdir()
+    cell = (
+        "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nfrom pathlib import Path\n"
+        "fig, ax = plt.subplots()\n"
+        f"for name in [{str(outside / 'abs.png')!r}, '../../docs/x.png']:\n"
+        "    fig.savefig(Path('snippets/data') / name)\n"
+    )
+    src = write(root / "docs" / "nb.it.ipynb", cell)
+    dest = root / ".cache" / "notebooks" / "nb.it.run.ipynb"
+    log = dest.with_name(dest.name + ".reads.log")
+    with tempfile.TemporaryDirectory(prefix="guide-kernel-") as kernel_tmp:
+        notebooks.execute(src, dest, root, "it", "python3", kernel_tmp=Path(kernel_tmp))
+        why = notebooks.refused_reads(log, root, notebooks.outside_readable(Path(kernel_tmp)), [])
+    assert (outside / "abs.png").is_file() and (root / "docs" / "x.png").is_file()  # both written
+    assert why == [
+        (
+            f"read {outside}/abs.png, outside the checkout and what a notebook may read there "
+            f"({notebooks.OUTSIDE_READABLE}: hooks/notebooks/execute.py OUTSIDE_READABLE)"
+        ),
+        (
+            "read docs/x.png, outside snippets/ and vram/ (hooks/notebooks/execute.py READABLE: what every "
+            "language reads alike)"
+        ),
+    ]
