@@ -387,8 +387,10 @@ def test_every_build_and_check_of_the_workflow_gets_the_pinned_npm_packages(work
         assert install in plan, (job, target)
         assert plan.index("python3 -m verify.npm_sources") < plan.index(install), (job, target)
     checks = [step["run"] for step in workflow["jobs"]["check-site"]["steps"] if "run" in step]
-    assert checks.index("python -m verify.npm_sources") < checks.index(install) < checks.index(
-        "python -m verify.artifact site --manifest site-manifest.json --tar artifact.tar"
+    assert (
+        checks.index("python -m verify.npm_sources")
+        < checks.index(install)
+        < checks.index("python -m verify.artifact site --manifest site-manifest.json --tar artifact.tar")
     )
 
 
