@@ -78,6 +78,15 @@ HISTORY = """History (leave-one-source-out; training on one machine / decoding /
   1.65x (51) / 76%, 2.85x / 68%, 1.79x / 75%, 1.49x (16)). Held out (15 runs: 13 on one machine, 2 scale checks):
   R2 0%, 1.55x; R1 0%, 1.55x; R0 13%, 1.80x. Under R2 every run is slower than its range's low end (measured /
   low 0.13 to 0.72).
+- holdout2, 2 more held-out sources, both tuned stacks in their own configurations (Transformer Engine, flash
+  attention, distributed optimizer): NVIDIA dgxc-benchmarking v24.11.1's NeMo 24.09 Llama 3.1 8B BF16 recipe on
+  DGX H100 (8 GPUs, and 16 as a scale check) and BAAI FlagPerf's Megatron-LM (core_v0.6.0) Llama 3 8B on H100 (8,
+  and 16 as a scale check). The other groups unchanged. Held out, before / after (15 / 19 runs): R2 0%, 1.55x /
+  0%, 1.62x; R1 the same; R0 13%, 1.80x / 11%, 1.74x. Under R2 the 4 new runs are faster than their range's high
+  end (measured / high: NeMo 1.33 and 1.32 on 16, Megatron-LM 1.06 and 1.04 on 16; measured / low 2.16, 2.15,
+  1.72, 1.69), the 15 earlier ones still slower than its low end: a tuned loop is no guarantee of falling inside
+  (torchtitan on power-limited B200 below, NeMo and Megatron-LM on H100 above). No rule, constant or time-model
+  code was changed.
 """
 
 

@@ -645,7 +645,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "bound_communication": (),
     "bound_offload": (),
     "ranked_cost": ("tokens", "order"),
-    "run_source": ("coverage", "held_runs", "held_inside", "held_slower"),
+    "run_source": ("coverage", "held_runs", "held_inside", "held_slower", "held_faster"),
     "ranked_time": ("tokens", "order", "unpriced"),
     "ranked_time_none_priced": ("tokens", "order"),
     "ranked_one": ("tokens", "order"),

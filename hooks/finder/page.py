@@ -93,7 +93,8 @@ def run_source_text(catalogue: Catalogue, lang: str) -> str:
     """Where the run's time and cost come from (the datasheets' peaks x the utilisation of the
     published runs of the job's class, ``vram.calibration``), how often the range held the
     measurement on sources it had not seen (the training coverage), and what the held-out
-    sources gave (``group_of`` ``holdout``: runs, inside their range, slower than its low end);
+    sources gave (``group_of`` ``holdout``: runs, inside their range, slower than its low end,
+    faster than its high end);
     under a table with a run."""
     checks, figures = validation()
     measurements = measured_data().measurements
@@ -106,6 +107,7 @@ def run_source_text(catalogue: Catalogue, lang: str) -> str:
         held_runs=format_number(len(held), lang, 0),
         held_inside=format_number(sum(c.covered for c in held), lang, 0),
         held_slower=format_number(sum(c.measured < c.predicted.low for c in held), lang, 0),
+        held_faster=format_number(sum(c.measured > c.predicted.high for c in held), lang, 0),
     )
 
 

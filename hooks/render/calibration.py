@@ -6,9 +6,12 @@ the sources and the plot, from ``vram.calibration`` (the code the times come fro
   of the site's rule (default, ``vram.calibration.RULE``) or of an earlier one (``holdout``: the
   runs of the sources held out of the calibration, predicted from all the others);
   ``part=verdict`` whether both targets are met (``raggiunto``/``non raggiunto``);
-  ``part=inside`` how many of the group's runs lie inside their range; ``part=measured_low_min``
-  and ``part=measured_low_max`` the smallest and largest measured ÷ predicted low end of the
-  group's runs (``vram.calibration.Check.measured_over_low``, to two decimals, rounded outwards);
+  ``part=inside`` how many of the group's runs lie inside their range, ``part=slower`` how many
+  below its low end, ``part=faster`` how many above its high end; ``part=measured_low_min`` and
+  ``part=measured_low_max`` the smallest and largest measured ÷ predicted low end of the group's
+  runs below their range (``vram.calibration.Check.measured_over_low``), ``part=measured_high_min``
+  and ``part=measured_high_max`` the same of measured ÷ predicted high end for the runs above it
+  (to two decimals, rounded outwards; a group with no such run is an error);
   ``part=spread group=training|serving`` the dispersion of sources that sets the ranges
   (``vram.calibration.dispersion``), ``part=single_source group=training|serving`` the classes
   whose runs all come from one source, in words, ``part=measurements``
@@ -67,7 +70,17 @@ PARTS = (
     "inside",
     "measured_low_min",
     "measured_low_max",
+    "slower",
+    "faster",
+    "measured_high_min",
+    "measured_high_max",
 )
+SIDE_PARTS = {  # part -> (which runs: below their range's low end or above its high end, the ratio, outwards)
+    "measured_low_min": ("slower", "low", math.floor),
+    "measured_low_max": ("slower", "low", math.ceil),
+    "measured_high_min": ("faster", "high", math.floor),
+    "measured_high_max": ("faster", "high", math.ceil),
+}
 GITHUB_BLOB = re.compile(r"^https://github\.com/([^/]+/[^/]+)/blob/([0-9a-f]{7,40})/(.+)$")
 
 
@@ -130,13 +143,24 @@ def calibration(raw: dict[str, str], lang: str) -> str:
     if group not in figures:
         raise RenderError(f"group={group} is not one of {', '.join(figures)}")
     found = figures[group]
-    if part in ("inside", "measured_low_min", "measured_low_max"):
+    if part in ("inside", "slower", "faster", *SIDE_PARTS):
         chosen = [c for c in checks if group_of(c, measured.measurements) == group]
+        sides = {
+            "slower": [c for c in chosen if c.measured < c.predicted.low],
+            "faster": [c for c in chosen if c.measured > c.predicted.high],
+        }
         if part == "inside":
             return format_number(sum(c.covered for c in chosen), lang, 0)
-        if part == "measured_low_min":
-            return format_number(math.floor(min(c.measured_over_low for c in chosen) * 100) / 100, lang, 2)
-        return format_number(math.ceil(max(c.measured_over_low for c in chosen) * 100) / 100, lang, 2)
+        if part in sides:
+            return format_number(len(sides[part]), lang, 0)
+        side, end, outwards = SIDE_PARTS[part]
+        ratios = [c.measured / (c.predicted.low if end == "low" else c.predicted.high) for c in sides[side]]
+        if not ratios:
+            raise RenderError(
+                f"part={part}: no run of group={group} lies {'below' if side == 'slower' else 'above'} its range"
+            )
+        value = min(ratios) if outwards is math.floor else max(ratios)
+        return format_number(outwards(value * 100) / 100, lang, 2)
     if part == "coverage":
         return percent(found.coverage, lang)
     if part == "width":

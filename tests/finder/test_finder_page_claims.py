@@ -150,9 +150,14 @@ def test_the_time_column_names_its_sources(lang, heading, no_measurement):
     assert format_percent(figures["training"].coverage, locale=lang).translate(SPACES) in table
     held = [c for c in checks if measured_data().measurements[c.key].held_out]
     inside, slower = sum(c.covered for c in held), sum(c.measured < c.predicted.low for c in held)
+    faster = sum(c.measured > c.predicted.high for c in held)
     said = {
-        "it": f"Su {len(held)} misure di fonti raccolte dopo, e tenute da parte, ne contiene {inside}; {slower} sono",
+        "it": f"Su {len(held)} misure di fonti raccolte dopo, e tenute da parte, ne contiene {inside}; {slower} sono "
+        f"state più lente del suo estremo basso, per lo più cicli di training basati su Hugging Face Transformers, "
+        f"e {faster} più rapide del suo estremo alto",
         "fr": f"Sur {len(held)} mesures de sources recueillies ensuite, et mises de côté, elle en contient {inside} ; "
-        f"{slower} ont",
+        f"{slower} ont été plus lentes que sa borne basse, pour la plupart des boucles d’entraînement bâties sur "
+        f"Hugging Face Transformers, et {faster} plus rapides que sa borne haute",
     }
+    assert inside + slower + faster == len(held) and slower and faster  # the words name both sides
     assert held and said[lang] in table  # what the held-out sources gave, next to the coverage
