@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 from typing import Any
 
 from babel.numbers import format_decimal, format_percent, get_decimal_symbol, get_group_symbol
@@ -93,19 +94,28 @@ def run_source_text(catalogue: Catalogue, lang: str) -> str:
     """Where the run's time and cost come from (the datasheets' peaks x the utilisation of the
     published runs of the job's class, ``vram.calibration``), how often the range held the
     measurement on sources it had not seen (the training coverage), and what the held-out
-    sources gave (``group_of`` ``holdout``: runs, inside their range, slower than its low end);
-    under a table with a run."""
+    sources gave (``group_of`` ``holdout``: runs and sources, inside their range, and for those
+    slower than it how many times the longest time of their range they took, the time ratio
+    ``predicted.low / measured`` of a throughput range, rounded outwards to one decimal);
+    under a table with a run. Raises RenderError when no held-out run was slower than its
+    range (the label says some were)."""
     checks, figures = validation()
     measurements = measured_data().measurements
     held = [c for c in checks if group_of(c, measurements) == "holdout"]
+    slower = [c.predicted.low / c.measured for c in held if c.measured < c.predicted.low]
+    if not slower:
+        raise RenderError(f"{FINDER_YAML}: labels.run_source: no held-out run was slower than its range")
     return _label(
         catalogue,
         "run_source",
         lang,
         coverage=format_percent(figures["training"].coverage, locale=lang),
         held_runs=format_number(len(held), lang, 0),
+        held_sources=format_number(len({c.source for c in held}), lang, 0),
         held_inside=format_number(sum(c.covered for c in held), lang, 0),
-        held_slower=format_number(sum(c.measured < c.predicted.low for c in held), lang, 0),
+        held_slower=format_number(len(slower), lang, 0),
+        slower_low=format_number(math.floor(min(slower) * 10) / 10, lang, 1),
+        slower_high=format_number(math.ceil(max(slower) * 10) / 10, lang, 1),
     )
 
 
