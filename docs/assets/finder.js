@@ -483,7 +483,9 @@
       if (decode.tokens_per_s_per_sequence) {  // the published decoding runs' share of the bound (page.py's decode_text)
         var realistic = withUnit(span(formats.whole.format(decode.tokens_per_s_per_sequence[0]),
           formats.whole.format(decode.tokens_per_s_per_sequence[1])), "tokens_per_s");
-        shown += labels.part_separator + fill(labels.decode_realistic, { range: realistic }) + " (" + backingText(decode.backing) + ")";
+        var backing = typeof decode.backing === "number" ? data.backings[decode.backing] : decode.backing;
+        var label = backing && !backing.exact ? labels.decode_estimated : labels.decode_realistic;  // no run of this card and job
+        shown += labels.part_separator + fill(label, { range: realistic }) + " (" + backingText(decode.backing) + ")";
       }
       return shown;
     }

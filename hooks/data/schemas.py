@@ -662,6 +662,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "backing_other": ("family", "runs"),
     "backing_none": ("runs",),
     "decode_realistic": ("range",),
+    "decode_estimated": ("range",),
     "warn_expert_parallel": (),
     "warn_several_machines": (),
     "warn_communication_bound": (),

@@ -518,7 +518,9 @@ def duration_span(catalogue: Catalogue, lang: str, low: list[list], high: list[l
 
 def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
     """A fitting card's decoding bound (``answer_job``'s ``decode``): tokens/s at most, per
-    sequence and in all (one figure when they are the same: one sequence)."""
+    sequence and in all (one figure when they are the same: one sequence), and the published
+    decoding runs' range per sequence: "in the published runs" when runs of this card's family
+    and job back it, an estimate from other classes' runs when none does (``backing.exact``)."""
     per_sequence, total = (
         _with_unit(format_number(decode[key], lang, 0), "tokens_per_s", lang)
         for key in ("tokens_per_s_per_sequence_at_most", "tokens_per_s_at_most")
@@ -529,14 +531,15 @@ def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
         shown = _label(catalogue, "decode_cell", lang, per_sequence=per_sequence, total=total)
     if "tokens_per_s_per_sequence" in decode:  # the published decoding runs' share of that bound
         low, high = (format_number(n, lang, 0) for n in decode["tokens_per_s_per_sequence"])
+        backing = decode["backing"]  # none of this card and job: a range from other classes' runs
         realistic = _label(
             catalogue,
-            "decode_realistic",
+            "decode_estimated" if backing is not None and not backing["exact"] else "decode_realistic",
             lang,
             range=_with_unit(_span(catalogue, lang, low, high), "tokens_per_s", lang),
         )
         separator = _label(catalogue, "part_separator", lang)  # French: a thin no-break space before ;
-        shown += separator + realistic + " (" + backing_text(catalogue, lang, decode["backing"]) + ")"
+        shown += separator + realistic + " (" + backing_text(catalogue, lang, backing) + ")"
     return shown
 
 

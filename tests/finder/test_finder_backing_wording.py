@@ -43,3 +43,24 @@ def test_a_range_from_other_classes_says_how_many_runs_it_reads(lang):
     for card, runs in widened.items():
         assert shown[card].endswith(WIDENED[lang].format(runs=runs)), shown[card]
         assert "))" not in shown[card]
+
+
+SERVE = {"model": "llama-3.1-8b", "task": "serve-bf16", "cards": "1", "context": "8192"}
+PUBLISHED = {"it": "nelle misure pubblicate", "fr": "dans les mesures publiées"}
+ESTIMATED = {
+    "it": "con server di inferenza come vLLM, una stima da misure di altre classi: ",
+    "fr": "avec des serveurs d’inférence comme vLLM, une estimation d’après des mesures d’autres classes : ",
+}
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_a_decoding_range_from_other_classes_is_called_an_estimate(lang):
+    """No published decoding run of the card's family: the range is not “in the published runs”."""
+    answers = finder_answers()
+    found = answers["results"][SERVE["model"]][SERVE["task"]][SERVE["cards"]][SERVE["context"]]
+    names = {g["key"]: g["name"] for g in answers["gpus"]}
+    exact = {names[fit["gpu"]]: answers["backings"][fit["decode"]["backing"]]["exact"] for fit in found["fits"]}
+    assert set(exact.values()) == {True, False}  # A100: published vLLM runs; H100 and others: none
+    for card, cell in cells(SERVE, lang, 4).items():
+        assert (PUBLISHED[lang] in cell) == exact[card], cell
+        assert (ESTIMATED[lang] in cell) != exact[card], cell
