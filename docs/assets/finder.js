@@ -495,7 +495,7 @@
       if (typeof backing === "number") backing = data.backings[backing];  // finder.json names each once
       if (!backing) return "";
       var runs = formats.whole.format(backing.runs);
-      if (!backing.exact) return fill(labels.backing_none, { runs: runs });
+      if (!backing.exact) return backing.runs === 1 ? labels.backing_none_one : fill(labels.backing_none_many, { runs: runs });
       return fill(backing.on_card ? labels.backing_runs : labels.backing_other, { family: backing.family, runs: runs });
     }
 

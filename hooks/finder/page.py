@@ -125,8 +125,8 @@ def backing_text(catalogue: Catalogue, lang: str, backing: dict[str, Any] | None
     if backing is None:
         return ""
     runs = format_number(backing["runs"], lang, 0)
-    if not backing["exact"]:
-        return _label(catalogue, "backing_none", lang, runs=runs)
+    if not backing["exact"]:  # one run: no plural after "1"
+        return _label(catalogue, "backing_none_one" if backing["runs"] == 1 else "backing_none_many", lang, runs=runs)
     key = "backing_runs" if backing["on_card"] else "backing_other"
     return _label(catalogue, key, lang, family=backing["family"], runs=runs)
 

@@ -64,3 +64,18 @@ def test_a_decoding_range_from_other_classes_is_called_an_estimate(lang):
     for card, cell in cells(SERVE, lang, 4).items():
         assert (PUBLISHED[lang] in cell) == exact[card], cell
         assert (ESTIMATED[lang] in cell) != exact[card], cell
+
+
+@pytest.mark.parametrize(
+    "lang, one",
+    [
+        ("it", "intervallo ricavato da una sola misura di un’altra classe"),
+        ("fr", "fourchette calculée sur une seule mesure d’une autre classe"),
+    ],
+)
+def test_a_range_from_one_run_of_another_class_is_singular(lang, one):
+    from hooks.finder.compute import load_catalogue
+    from hooks.finder.page import backing_text
+
+    said = backing_text(load_catalogue(), lang, {"family": "B200", "runs": 1, "on_card": 0, "exact": False})
+    assert said.endswith(one) and "1" not in said
