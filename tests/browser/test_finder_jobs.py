@@ -797,8 +797,8 @@ def guide_example(lang: str) -> str:
 
 
 RANKED = {
-    "it": "in ordine di costo, dalla macchina più economica",
-    "fr": "par coût, de la machine la moins chère à la plus chère",
+    "it": "in ordine di costo (il punto medio di ogni intervallo), dalla macchina più economica",
+    "fr": "par coût (le milieu de chaque fourchette), de la machine la moins chère à la plus chère",
 }
 
 

@@ -178,6 +178,36 @@ def test_rows_are_ordered_by_cost_when_every_machine_has_a_price():
     assert [row[0] for row in rows] == [names[key] for key in by_time]
 
 
+@pytest.mark.parametrize(
+    "lang, by_cost, by_time",
+    [
+        (
+            "it",
+            "in ordine di costo (il punto medio di ogni intervallo)",
+            "in ordine di tempo (il punto medio di ogni intervallo)",
+        ),
+        ("fr", "par coût (le milieu de chaque fourchette)", "par durée (le milieu de chaque fourchette)"),
+    ],
+)
+def test_the_ranking_line_says_which_point_of_the_ranges_it_sorts_by(lang, by_cost, by_time):
+    """The machines are ranked by the middle of each run's range (cost, else time): the line says
+    so, and the order is that of (low + high) / 2 of the costs and of the times."""
+    import vram
+    from hooks.finder.compute import job, load_catalogue
+    from hooks.finder.page import ranking_text
+
+    catalogue = load_catalogue()
+    reference = job(catalogue, "llama-3.1-8b", "full-adamw", 8, "zero3")
+    fits = vram.answer_job(reference)["fits"]
+    by_price = vram.answer_job({**reference, "prices": {fit["gpu"]: "10" for fit in fits}})
+    middles = {fit["gpu"]: sum(float(c) for c in fit["time"]["cost_eur"]) / 2 for fit in by_price["fits"]}
+    assert by_price["run"]["order"] == sorted(middles, key=lambda key: (middles[key], key))
+    assert by_cost in plain(ranking_text(catalogue, lang, by_price["run"], 8))
+    unpriced = vram.answer_job(reference)
+    assert unpriced["run"]["ranked_by"] == "time" and len(unpriced["run"]["order"]) > 1
+    assert by_time in plain(ranking_text(catalogue, lang, unpriced["run"], 8))
+
+
 def test_static_table_for_serving_and_no_card():
     status, rows = table_of(
         render_markdown("{{ finder_table model=llama-3.1-70b task=full-adamw cards=1 method=paper }}", "fr")
