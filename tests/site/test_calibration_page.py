@@ -127,3 +127,30 @@ def test_the_held_out_sources_have_their_row_and_their_ratios(built_site, lang):
         "fr": "sur les 3 sources recueillies après que la règle a été figée, elle en contient 0 sur 15, toutes plus lentes",
     }
     assert clause[lang] in said  # the home page's clause: the same parts, the same figures
+
+
+@pytest.mark.parametrize(
+    "lang, heading",
+    [
+        ("it", "Intervallo di utilizzo ricavato dalle misure (training: "),
+        ("fr", "Fourchette d’utilisation d’après les mesures (entraînement : "),
+    ],
+)
+def test_the_class_tables_share_column_is_called_a_range_from_the_runs(lang, heading):
+    """Each cell of the column is a range the rule computes from a class's runs (class_range: its
+    lowest and highest share, or the sources' centre x/÷ their dispersion), not a measured value:
+    the heading says so."""
+    import math
+
+    from hooks.data.measurements import measured_data
+    from hooks.render.calibration import calibration_table
+    from vram.calibration import class_table
+
+    soup = BeautifulSoup(calibration_table({"name": "calibration"}, lang), "html.parser")
+    header = soup.select("thead th")[3].get_text()
+    assert header.startswith(heading) and "misurato" not in header and "mesurée" not in header
+    first = class_table(measured_data().calibration.points)[0]
+    low, high = math.floor(first.low * 100), math.ceil(first.high * 100)
+    cell = soup.select("tbody tr")[0].select("td")[3]
+    assert low < high and cell["data-label"] == header  # on a phone, the card shows the same name
+    assert cell.get_text().startswith(str(low)) and str(high) in cell.get_text()  # a range: low to high
