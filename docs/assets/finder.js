@@ -585,7 +585,13 @@
       if (!serving) batch.push(batchText(found.batch || data.batches[controls.cards.value], job ? job.tokens : data.run_tokens));
       if (found.run) {
         sources.push(labels.run_source);  // the sources, as `python -m vram time` names them
-        (found.run.warnings || []).forEach(function (warning) { sources.push(labels["warn_" + warning]); });
+        var params = job ? found.params : (models[controls.model.value] || {}).params;  // page.py's warning_texts
+        (found.run.warnings || []).forEach(function (warning) {
+          sources.push(labels["warn_" + warning]);
+          if (warning === "communication_bound" && params >= Number(labels.tensor_parallel_params)) {
+            sources.push(labels.warn_tensor_parallel);
+          }
+        });
       }
       (found.warnings || []).forEach(function (warning) { sources.push(labels["warn_" + warning]); });  // no card fits
       if (job && controls.model.value === CUSTOM) {  // what vram read from the pasted config.json, to check

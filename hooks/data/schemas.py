@@ -667,6 +667,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "warn_expert_parallel": (),
     "warn_several_machines": (),
     "warn_communication_bound": (),
+    "warn_tensor_parallel": (),
     "tokens": (),
     "prices": (),
     "price_card": ("gpu",),

@@ -44,7 +44,8 @@ from verify.pins import pinned
 from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
 from vram.calibration import group_of
 from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes
-from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
+from vram.job import JOB_FIELDS, KV_DTYPES, MACHINE_GPUS_MAX, OFFLOAD
+from vram.models import count_params
 from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
 from vram.units import bytes_to_gb, bytes_to_gib
 
@@ -71,6 +72,7 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     labels["unit_gb"] = unit_label("gb", lang)
     labels["unit_gib"] = unit_label("gib", lang)
     labels["run_source"] = run_source_text(catalogue, lang)
+    labels["tensor_parallel_params"] = str(tensor_parallel_params())  # warn_tensor_parallel's rule (warning_texts)
     # The reader types numbers as the page writes them: the locale's symbols (Babel), which
     # finder.js accepts beside the canonical point and the URL keeps canonical.
     labels["decimal_symbol"] = get_decimal_symbol(lang)
@@ -117,6 +119,34 @@ def run_source_text(catalogue: Catalogue, lang: str) -> str:
         slower_low=format_number(math.floor(min(slower) * 10) / 10, lang, 1),
         slower_high=format_number(math.ceil(max(slower) * 10) / 10, lang, 1),
     )
+
+
+def tensor_parallel_params() -> int:
+    """The parameters of the smallest model whose published training run on one machine (at most
+    ``vram.job.MACHINE_GPUS_MAX`` GPUs) also split its layers over them (``tensor_parallel`` > 1,
+    measurements.yaml: NeMo AutoModel's Llama 3 70B LoRA, TP 2 on 8 H100): from it up, a
+    communication-bound job gets ``warn_tensor_parallel``. Raises RenderError when no run does."""
+    measured = measured_data()
+    sizes = [
+        count_params(measured.configs[m.model]).total
+        for m in measured.measurements.values()
+        if m.task != "serving" and m.tensor_parallel > 1 and m.count <= MACHINE_GPUS_MAX
+    ]
+    if not sizes:
+        raise RenderError("snippets/data/measurements.yaml: no training run on one machine with tensor_parallel > 1")
+    return min(sizes)
+
+
+def warning_texts(catalogue: Catalogue, lang: str, warnings: list[str], params: int) -> list[str]:
+    """The run's warnings (``answer_job``'s ``run.warnings``) in ``lang``; after the
+    communication-bound one, for a model of at least ``tensor_parallel_params`` parameters, what
+    the published runs of such models add (tensor parallelism). finder.js's noteText: the same."""
+    texts = []
+    for warning in warnings:
+        texts.append(_label(catalogue, f"warn_{warning}", lang))
+        if warning == "communication_bound" and params >= tensor_parallel_params():
+            texts.append(_label(catalogue, "warn_tensor_parallel", lang))
+    return texts
 
 
 def backing_text(catalogue: Catalogue, lang: str, backing: dict[str, Any] | None) -> str:
@@ -706,7 +736,8 @@ def render_result(
     if "run" in found:
         order = ranking_text(catalogue, lang, found["run"], cards)
         sources = [run_source_text(catalogue, lang)]
-        sources += [_label(catalogue, f"warn_{w}", lang) for w in found["run"].get("warnings", [])]
+        params = catalogue.models[model].params.total
+        sources += warning_texts(catalogue, lang, found["run"].get("warnings", []), params)
     sources += [_label(catalogue, f"warn_{w}", lang) for w in found.get("warnings", [])]  # no card fits
     paragraphs += [" ".join(sources)] if sources else []
     note = " ".join(f"<p>{esc(paragraph)}</p>" for paragraph in paragraphs)  # a space: one text, read aloud

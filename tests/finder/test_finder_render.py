@@ -480,3 +480,34 @@ def test_the_communication_warning_does_not_call_a_small_model_large(lang, large
     assert warning in note and large not in warning
     limited = plain(LABELS["bound_communication"][lang])
     assert any(limited in plain(td.get_text()) for td in soup.select("tbody td"))  # the rows it points to
+
+
+# The warning's second sentence names what the published runs of 70B models did (NeMo AutoModel's
+# Llama 3 70B LoRA: TP 2 inside one machine of 8 H100, measurements.yaml); an 8B job bound by
+# the link got it too (a new reader's report). Llama 3.1 70B: 70,553,706,496 parameters
+# (config.json, the calculator's count agrees: tests/vram), Llama 3.1 8B: 8,030,261,248.
+@pytest.mark.parametrize("lang", ["it", "fr"])
+@pytest.mark.parametrize(
+    ("model", "task", "method", "params", "said"),
+    [
+        ("llama-3.1-8b", "full-adamw", "zero3", 8_030_261_248, False),
+        ("llama-3.2-1b", "full-adamw", "zero3", None, False),
+        ("llama-3.1-70b", "lora", "zero3", 70_553_706_496, True),
+    ],
+)
+def test_the_70b_sentence_follows_the_communication_warning_only_for_such_models(
+    lang, model, task, method, params, said
+):
+    import vram
+    from hooks.finder.compute import job, load_catalogue
+    from hooks.finder.page import tensor_parallel_params
+
+    answer = vram.answer_job(job(load_catalogue(), model, task, 8, method))
+    assert "communication_bound" in answer["run"]["warnings"]
+    assert params is None or answer["params"] == params
+    assert tensor_parallel_params() == 70_553_706_496  # the smallest model split by TP on one machine
+    html = render_markdown(f"{{{{ finder_table model={model} task={task} cards=8 method={method} }}}}", lang)
+    note = plain(BeautifulSoup(html, "html.parser").select_one("#finder-note").get_text())
+    assert plain(LABELS["warn_communication_bound"][lang]) in note
+    assert (plain(LABELS["warn_tensor_parallel"][lang]) in note) is said
+    assert ("70B" in note) is said
