@@ -154,3 +154,21 @@ def test_the_class_tables_share_column_is_called_a_range_from_the_runs(lang, hea
     cell = soup.select("tbody tr")[0].select("td")[3]
     assert low < high and cell["data-label"] == header  # on a phone, the card shows the same name
     assert cell.get_text().startswith(str(low)) and str(high) in cell.get_text()  # a range: low to high
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_class_tables_data_labels_are_typeset_like_their_headings(lang):
+    """On a phone each row is a card whose labels come from ``data-label``: typeset by the same
+    rule set as the ``<th>`` it repeats (French: a no-break space before “:” and “;”, never a
+    plain one that lets the colon start a line)."""
+    from hooks.render.markdown import render_markdown
+    from hooks.render.typography import typeset_html
+
+    html = render_markdown("{{ table name=calibration }}", lang)
+    soup = BeautifulSoup(typeset_html(f'<html lang="{lang}"><body>{html}</body></html>', lang), "html.parser")
+    headings = [th.get_text() for th in soup.select("thead th")]
+    rows = soup.select("tbody tr")
+    assert rows and all([td["data-label"] for td in row.select("td")] == headings for row in rows)
+    share = headings[3]
+    assert (" :" not in share and " ;" not in share) if lang == "fr" else ": " in share
+    assert lang == "it" or (("\u00a0:" in share or "\u202f:" in share) and ("\u202f;" in share or "\u00a0;" in share))
