@@ -672,6 +672,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "prices": (),
     "price_card": ("gpu",),
     "error_price": ("field", "example", "minimum", "maximum"),
+    "error_price_ambiguous": ("field", "got", "decimal", "thousands"),
     "col_decode": (),
     "decode_cell": ("per_sequence", "total"),
     "decode_one": ("per_sequence",),
