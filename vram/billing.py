@@ -21,6 +21,24 @@ MINIMUM_MINUTES = 15
 MAX_PRICE_EUR_PER_HOUR = 10_000  # far above any machine of 8 GPUs; above it, a typo
 _PRICE_RE = re.compile(r"\s*([0-9]{1,20}(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?)\s*", re.ASCII)
 CENT = Decimal("0.01")
+# "1.200": one to three digits (not a leading 0), a point, exactly three digits. Italian (and many French readers)
+# write thousands so; the calculator's point is a decimal point: 1.2 or 1200 EUR/h?
+_AMBIGUOUS_RE = re.compile(r"\s*([1-9][0-9]{0,2})\.([0-9]{3})\s*", re.ASCII)
+
+
+class AmbiguousPrice(ValueError):
+    """A price written ``1.200``: a decimal point or a thousands separator. ``decimal`` and
+    ``thousands`` are its two readings (``"1.2"``, ``"1200"``), ``got`` the text as given."""
+
+    def __init__(self, field: str, got: str) -> None:
+        whole, three = _AMBIGUOUS_RE.fullmatch(got).groups()  # type: ignore[union-attr]
+        self.got = got.strip()
+        self.decimal = f"{whole}.{three.rstrip('0')}".rstrip(".")
+        self.thousands = str(int(whole + three))
+        super().__init__(
+            f"{field} {quote_text(self.got)} is ambiguous: a point followed by three digits also separates "
+            f"thousands; write {self.decimal} or {self.thousands}"
+        )
 
 
 def parse_price(text: str | float | Decimal, field: str = "price_eur_per_hour") -> Decimal:
@@ -28,7 +46,9 @@ def parse_price(text: str | float | Decimal, field: str = "price_eur_per_hour") 
 
     Returns it exactly as a Decimal in (0, ``MAX_PRICE_EUR_PER_HOUR``]. Raises ValueError in one
     line naming ``field`` for anything else: not a number (``abc``, ``31,20``, ``-1``, ``nan``),
-    zero, less than a cent or more than 10,000 EUR/h (``1e-9``, ``1e9``, ``1000000000``). An exponent has at most three
+    zero, less than a cent or more than 10,000 EUR/h (``1e-9``, ``1e9``, ``1000000000``); and
+    ``AmbiguousPrice`` (a ValueError) for a text of one to three digits (no leading 0), a point and
+    exactly three digits (``1.200``: 1.2 or, as Italian writes thousands, 1200). An exponent has at most three
     digits, so no input is slow.
     """
     if isinstance(text, bool):
@@ -39,6 +59,8 @@ def parse_price(text: str | float | Decimal, field: str = "price_eur_per_hour") 
             raise ValueError(f"{field} must be a number of euros per hour such as 31.20, got {quote_text(text)}")
         value = Decimal(shown) if not isinstance(text, Decimal) else text
     else:
+        if isinstance(text, str) and _AMBIGUOUS_RE.fullmatch(text):
+            raise AmbiguousPrice(field, text)
         match = _PRICE_RE.fullmatch(text) if isinstance(text, str) else None
         if not match:
             raise ValueError(f"{field} must be a number of euros per hour such as 31.20, got {quote_text(text)}")

@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from .activations import ATTENTION, MAX_MICRO_BATCH, MAX_SEQ_LEN, RECOMPUTE
-from .billing import parse_price
+from .billing import AmbiguousPrice, parse_price
 from .calibration import Calibration, calibration_from_job
 from .catalogue import Bandwidth, Card
 from .families import MULTIMODAL_WRAPPERS, get_family, is_registered, model_types
@@ -89,6 +89,7 @@ JOB_FIELDS: dict[str, Any] = {
 
 class JobError(ValueError):
     """Bad job input: ``field`` (the job key), ``code`` ("integer", "choice", "fraction", "price",
+    "price_ambiguous" (``key``, ``got``, its two readings ``decimal`` and ``thousands``: 1.200),
     "too_long", "not_offered", "config_json" (with ``line`` and ``column``), "config_duplicate"
     (``key``), "config_object" (``got``: the JSON type as RFC 8259 names it, ``array`` for a list), "config_unreadable", "config_depth" (``maximum``:
     ``vram.json_nesting.MAX_JSON_DEPTH``), "config_family" (``key``, the supported ``choices`` and,
@@ -402,6 +403,16 @@ def prices(job: Mapping[str, Any]) -> dict[str, Decimal]:
     for key, price in given.items():
         try:
             parsed[key] = parse_price(price, f"prices.{key}")
+        except AmbiguousPrice as exc:  # "1.200": the page says it in the reader's language
+            raise JobError(
+                "prices",
+                "price_ambiguous",
+                str(exc),
+                key=str(key)[:40],
+                got=exc.got,
+                decimal=exc.decimal,
+                thousands=exc.thousands,
+            ) from None
         except ValueError as exc:
             raise JobError("prices", "price", str(exc), key=str(key)[:40]) from None
     return parsed

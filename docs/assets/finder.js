@@ -111,8 +111,26 @@
       if (new RegExp("^[0-9]{1,3}(" + escaped(group) + "[0-9]{3})+$").test(flat)) return flat.split(group).join("");
       return typed;
     }
+    if (PRICES.indexOf(name) >= 0) return canonicalPrice(typed);
     if (DECIMALS.indexOf(name) >= 0 && /^[0-9]*[.,][0-9]+$/.test(typed)) return typed.replace(",", ".");
     return typed;
+  }
+
+  // A price as the page writes it: thousands grouped with the locale's sign (fr: a space, it: a
+  // point) and a decimal comma -> "1200.5". "1.200" alone (a point, three digits, no comma) stays
+  // as typed: 1.2 or 1200? vram.billing.parse_price refuses it, as the command line does. A
+  // decimal comma before three digits ("1,200": 1.2) loses its trailing zeros, so that it never
+  // reads as that ambiguous text.
+  function canonicalPrice(typed) {
+    var sign = labels.group_symbol;
+    var flat = /^[ \u00a0\u202f]$/.test(sign) ? typed.replace(/[ \u00a0\u202f]/g, sign) : typed;
+    var grouped = new RegExp("^([0-9]{1,3}(?:" + escaped(sign) + "[0-9]{3})+)(?:,([0-9]+))?$").exec(flat);
+    var ambiguous = sign === "." && grouped && grouped[2] === undefined && grouped[1].split(".").length === 2;
+    if (grouped && !ambiguous) return grouped[1].split(sign).join("") + (grouped[2] !== undefined ? "." + grouped[2] : "");
+    var comma = /^([0-9]*),([0-9]+)$/.exec(typed);
+    if (!comma) return typed;
+    var fraction = comma[2].length === 3 ? comma[2].replace(/0+$/, "") : comma[2];
+    return (comma[1] || "0") + (fraction ? "." + fraction : "");
   }
 
   // The canonical text (a link's value) as the page writes it: "0.9" -> "0,9", 1000000000 grouped.
@@ -483,7 +501,9 @@
       if (decode.tokens_per_s_per_sequence) {  // the published decoding runs' share of the bound (page.py's decode_text)
         var realistic = withUnit(span(formats.whole.format(decode.tokens_per_s_per_sequence[0]),
           formats.whole.format(decode.tokens_per_s_per_sequence[1])), "tokens_per_s");
-        shown += labels.part_separator + fill(labels.decode_realistic, { range: realistic }) + " (" + backingText(decode.backing) + ")";
+        var backing = typeof decode.backing === "number" ? data.backings[decode.backing] : decode.backing;
+        var label = backing && !backing.exact ? labels.decode_estimated : labels.decode_realistic;  // no run of this card and job
+        shown += labels.part_separator + fill(label, { range: realistic }) + " (" + backingText(decode.backing) + ")";
       }
       return shown;
     }
@@ -493,7 +513,7 @@
       if (typeof backing === "number") backing = data.backings[backing];  // finder.json names each once
       if (!backing) return "";
       var runs = formats.whole.format(backing.runs);
-      if (!backing.exact) return fill(labels.backing_none, { runs: runs });
+      if (!backing.exact) return backing.runs === 1 ? labels.backing_none_one : fill(labels.backing_none_many, { runs: runs });
       return fill(backing.on_card ? labels.backing_runs : labels.backing_other, { family: backing.family, runs: runs });
     }
 
@@ -583,7 +603,13 @@
       if (!serving) batch.push(batchText(found.batch || data.batches[controls.cards.value], job ? job.tokens : data.run_tokens));
       if (found.run) {
         sources.push(labels.run_source);  // the sources, as `python -m vram time` names them
-        (found.run.warnings || []).forEach(function (warning) { sources.push(labels["warn_" + warning]); });
+        var params = job ? found.params : (models[controls.model.value] || {}).params;  // page.py's warning_texts
+        (found.run.warnings || []).forEach(function (warning) {
+          sources.push(labels["warn_" + warning]);
+          if (warning === "communication_bound" && params >= Number(labels.tensor_parallel_params)) {
+            sources.push(labels.warn_tensor_parallel);
+          }
+        });
       }
       (found.warnings || []).forEach(function (warning) { sources.push(labels["warn_" + warning]); });  // no card fits
       if (job && controls.model.value === CUSTOM) {  // what vram read from the pasted config.json, to check
@@ -677,7 +703,10 @@
         got: limits.got || "",
         add: add,
         characters: characters,
-        choices: Array.isArray(limits.choices) ? limits.choices.join(", ") : ""
+        choices: Array.isArray(limits.choices) ? limits.choices.join(", ") : "",
+        // a price of "1.200": its two readings (vram's AmbiguousPrice), the decimal one as the page writes it
+        decimal: typeof limits.decimal === "string" ? limits.decimal.replace(".", labels.decimal_symbol) : "",
+        thousands: limits.thousands || ""
       });
       if (error.code === "not_offered" && labels["refused_" + error.field]) line += " " + labels["refused_" + error.field];
       var price = error.field === "prices" ? controls["price_" + limits.key] : null;

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 from typing import Any
 
 from babel.numbers import format_decimal, format_percent, get_decimal_symbol, get_group_symbol
@@ -43,7 +44,8 @@ from verify.pins import pinned
 from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
 from vram.calibration import group_of
 from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes
-from vram.job import JOB_FIELDS, KV_DTYPES, OFFLOAD
+from vram.job import JOB_FIELDS, KV_DTYPES, MACHINE_GPUS_MAX, OFFLOAD
+from vram.models import count_params
 from vram.serving import VLLM_MAX_NUM_BATCHED_TOKENS
 from vram.units import bytes_to_gb, bytes_to_gib
 
@@ -70,6 +72,7 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     labels["unit_gb"] = unit_label("gb", lang)
     labels["unit_gib"] = unit_label("gib", lang)
     labels["run_source"] = run_source_text(catalogue, lang)
+    labels["tensor_parallel_params"] = str(tensor_parallel_params())  # warn_tensor_parallel's rule (warning_texts)
     # The reader types numbers as the page writes them: the locale's symbols (Babel), which
     # finder.js accepts beside the canonical point and the URL keeps canonical.
     labels["decimal_symbol"] = get_decimal_symbol(lang)
@@ -93,22 +96,63 @@ def run_source_text(catalogue: Catalogue, lang: str) -> str:
     """Where the run's time and cost come from (the datasheets' peaks x the utilisation of the
     published runs of the job's class, ``vram.calibration``), how often the range held the
     measurement on sources it had not seen (the training coverage), and what the held-out
-    sources gave (``group_of`` ``holdout``: runs, inside their range, slower than its low end,
-    faster than its high end);
-    under a table with a run."""
+    sources gave (``group_of`` ``holdout``: runs and sources, inside their range; for those slower
+    than it, how many times the longest time of their range they took (``predicted.low /
+    measured`` of a throughput range), for those faster, how many times the shortest
+    (``predicted.high / measured``), rounded outwards to one and two decimals); under a table with a
+    run. Raises RenderError when no held-out run was slower, or none faster, than its range (the
+    label says some were)."""
     checks, figures = validation()
     measurements = measured_data().measurements
     held = [c for c in checks if group_of(c, measurements) == "holdout"]
+    slower = [c.predicted.low / c.measured for c in held if c.measured < c.predicted.low]
+    faster = [c.predicted.high / c.measured for c in held if c.measured > c.predicted.high]
+    if not slower or not faster:
+        side = "slower" if not slower else "faster"
+        raise RenderError(f"{FINDER_YAML}: labels.run_source: no held-out run was {side} than its range")
     return _label(
         catalogue,
         "run_source",
         lang,
         coverage=format_percent(figures["training"].coverage, locale=lang),
         held_runs=format_number(len(held), lang, 0),
+        held_sources=format_number(len({c.source for c in held}), lang, 0),
         held_inside=format_number(sum(c.covered for c in held), lang, 0),
-        held_slower=format_number(sum(c.measured < c.predicted.low for c in held), lang, 0),
-        held_faster=format_number(sum(c.measured > c.predicted.high for c in held), lang, 0),
+        held_slower=format_number(len(slower), lang, 0),
+        slower_low=format_number(math.floor(min(slower) * 10) / 10, lang, 1),
+        slower_high=format_number(math.ceil(max(slower) * 10) / 10, lang, 1),
+        held_faster=format_number(len(faster), lang, 0),
+        faster_low=format_number(math.floor(min(faster) * 100) / 100, lang, 2),
+        faster_high=format_number(math.ceil(max(faster) * 100) / 100, lang, 2),
     )
+
+
+def tensor_parallel_params() -> int:
+    """The parameters of the smallest model whose published training run on one machine (at most
+    ``vram.job.MACHINE_GPUS_MAX`` GPUs) also split its layers over them (``tensor_parallel`` > 1,
+    measurements.yaml: NeMo AutoModel's Llama 3 70B LoRA, TP 2 on 8 H100): from it up, a
+    communication-bound job gets ``warn_tensor_parallel``. Raises RenderError when no run does."""
+    measured = measured_data()
+    sizes = [
+        count_params(measured.configs[m.model]).total
+        for m in measured.measurements.values()
+        if m.task != "serving" and m.tensor_parallel > 1 and m.count <= MACHINE_GPUS_MAX
+    ]
+    if not sizes:
+        raise RenderError("snippets/data/measurements.yaml: no training run on one machine with tensor_parallel > 1")
+    return min(sizes)
+
+
+def warning_texts(catalogue: Catalogue, lang: str, warnings: list[str], params: int) -> list[str]:
+    """The run's warnings (``answer_job``'s ``run.warnings``) in ``lang``; after the
+    communication-bound one, for a model of at least ``tensor_parallel_params`` parameters, what
+    the published runs of such models add (tensor parallelism). finder.js's noteText: the same."""
+    texts = []
+    for warning in warnings:
+        texts.append(_label(catalogue, f"warn_{warning}", lang))
+        if warning == "communication_bound" and params >= tensor_parallel_params():
+            texts.append(_label(catalogue, "warn_tensor_parallel", lang))
+    return texts
 
 
 def backing_text(catalogue: Catalogue, lang: str, backing: dict[str, Any] | None) -> str:
@@ -117,8 +161,8 @@ def backing_text(catalogue: Catalogue, lang: str, backing: dict[str, Any] | None
     if backing is None:
         return ""
     runs = format_number(backing["runs"], lang, 0)
-    if not backing["exact"]:
-        return _label(catalogue, "backing_none", lang, runs=runs)
+    if not backing["exact"]:  # one run: no plural after "1"
+        return _label(catalogue, "backing_none_one" if backing["runs"] == 1 else "backing_none_many", lang, runs=runs)
     key = "backing_runs" if backing["on_card"] else "backing_other"
     return _label(catalogue, key, lang, family=backing["family"], runs=runs)
 
@@ -510,7 +554,9 @@ def duration_span(catalogue: Catalogue, lang: str, low: list[list], high: list[l
 
 def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
     """A fitting card's decoding bound (``answer_job``'s ``decode``): tokens/s at most, per
-    sequence and in all (one figure when they are the same: one sequence)."""
+    sequence and in all (one figure when they are the same: one sequence), and the published
+    decoding runs' range per sequence: "in the published runs" when runs of this card's family
+    and job back it, an estimate from other classes' runs when none does (``backing.exact``)."""
     per_sequence, total = (
         _with_unit(format_number(decode[key], lang, 0), "tokens_per_s", lang)
         for key in ("tokens_per_s_per_sequence_at_most", "tokens_per_s_at_most")
@@ -521,14 +567,15 @@ def decode_text(catalogue: Catalogue, lang: str, decode: dict[str, Any]) -> str:
         shown = _label(catalogue, "decode_cell", lang, per_sequence=per_sequence, total=total)
     if "tokens_per_s_per_sequence" in decode:  # the published decoding runs' share of that bound
         low, high = (format_number(n, lang, 0) for n in decode["tokens_per_s_per_sequence"])
+        backing = decode["backing"]  # none of this card and job: a range from other classes' runs
         realistic = _label(
             catalogue,
-            "decode_realistic",
+            "decode_estimated" if backing is not None and not backing["exact"] else "decode_realistic",
             lang,
             range=_with_unit(_span(catalogue, lang, low, high), "tokens_per_s", lang),
         )
         separator = _label(catalogue, "part_separator", lang)  # French: a thin no-break space before ;
-        shown += separator + realistic + " (" + backing_text(catalogue, lang, decode["backing"]) + ")"
+        shown += separator + realistic + " (" + backing_text(catalogue, lang, backing) + ")"
     return shown
 
 
@@ -695,7 +742,8 @@ def render_result(
     if "run" in found:
         order = ranking_text(catalogue, lang, found["run"], cards)
         sources = [run_source_text(catalogue, lang)]
-        sources += [_label(catalogue, f"warn_{w}", lang) for w in found["run"].get("warnings", [])]
+        params = catalogue.models[model].params.total
+        sources += warning_texts(catalogue, lang, found["run"].get("warnings", []), params)
     sources += [_label(catalogue, f"warn_{w}", lang) for w in found.get("warnings", [])]  # no card fits
     paragraphs += [" ".join(sources)] if sources else []
     note = " ".join(f"<p>{esc(paragraph)}</p>" for paragraph in paragraphs)  # a space: one text, read aloud

@@ -9,7 +9,7 @@ the YAML says which spaces become which no-break space; this module applies them
 ``typeset_html(html, lang)`` parses a whole page (selectolax), typesets its text nodes
 in the language each one is written in (the page's ``lang``, or the nearest element's
 ``lang``), and the attributes a reader hears or sees (``attributes`` of the rule set:
-``alt``, ``aria-label``, ``title``) the same way; it never touches other attributes, URLs (a rule only replaces whitespace that is
+``alt``, ``aria-label``, ``title``, ``data-label``) the same way; it never touches other attributes, URLs (a rule only replaces whitespace that is
 there, and a URL has none) or the text inside the ``skip`` elements (``code``, ``pre``,
 ``kbd``, ``script``...). A space split from its sign by an inline element
 (``mot <em>x</em> :``) is handled across the two text nodes. The JSON islands of the

@@ -141,6 +141,24 @@ CHOICES = [
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_70b_sentence_of_the_link_warning_follows_the_model_as_in_python(page, site_server, lang):
+    """Both jobs are bound by the link (vram.job's communication_bound); only the 70B one gets the
+    sentence on the published 70B runs' tensor parallelism (page.py's warning_texts), in the
+    browser as in Python. The notes only: the rows' cost of the 70B run is compared elsewhere."""
+    from tests.finder.test_finder_render import LABELS
+
+    open_finder(page, site_server, lang)
+    for choice, said in (
+        ({"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero3"}, False),
+        ({"model": "llama-3.1-70b", "task": "lora", "cards": 8, "method": "zero3"}, True),
+    ):
+        choose(page, **choice)
+        note = normalised(shown(page))["note"]
+        assert note == python_result(lang, **choice)["note"], choice
+        assert (plain(LABELS["warn_tensor_parallel"][lang]) in note) is said, choice
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
 def test_choices_show_what_python_computed_in_the_page_locale(page, site_server, lang):
     open_finder(page, site_server, lang)
     for choice in CHOICES:

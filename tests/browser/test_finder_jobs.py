@@ -797,8 +797,8 @@ def guide_example(lang: str) -> str:
 
 
 RANKED = {
-    "it": "in ordine di costo, dalla macchina più economica",
-    "fr": "par coût, de la machine la moins chère à la plus chère",
+    "it": "in ordine di costo (il punto medio di ogni intervallo), dalla macchina più economica",
+    "fr": "par coût (le milieu de chaque fourchette), de la machine la moins chère à la plus chère",
 }
 
 
@@ -1038,6 +1038,35 @@ def test_numbers_typed_as_the_page_writes_them(pages, lang):
     assert "tokens=2000000000" in page.url and "price_a6000=4.50" in page.url
     use_form(page, model="llama-3.1-8b", task="full-adamw", cards=8, method="zero3", price_a6000="tanto")
     assert guide_example(lang) in plain(page.text_content("#finder-error"))  # as the reader writes it: 31,20, not 31.20
+    assert not page.errors
+
+
+# "1.200" in the price field: Italian writes thousands with a point (Babel), the calculator's point
+# is decimal. Refused in one line naming both readings, as the command line refuses it; the decimal
+# comma ("1,200": 1.2) and the page's own grouping with a comma or a space ("1.200,50", "1 200,50")
+# are read, as the command line reads their canonical text.
+UNAMBIGUOUS = {"it": (("1,200", "1.2"), ("1.200,50", "1200.50")), "fr": (("1,200", "1.2"), ("1 200,50", "1200.50"))}
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_a_price_with_a_point_before_three_digits_is_refused_as_ambiguous(pages, lang):
+    page, labels = pages[lang], FINDER["labels"]
+    field = labels["price_card"][lang].format(gpu="RTX 5090 32GB")
+    expected = plain(
+        labels["error_price_ambiguous"][lang].format(field=field, got="1.200", decimal="1,2", thousands="1200")
+    )
+    choice = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": 8, "method": "zero3"}
+    use_form(page, **choice, **{"price_rtx-5090": "1.200"})
+    assert plain(page.text_content("#finder-error")) == expected
+    assert page.is_visible("#finder-error") and page.is_hidden("#finder-results")
+    flags = ["--kind=training", "--cards=8", "--framework=deepspeed", "--zero-stage=3", "--optimizer=adamw"]
+    flags += ["--seq-len=2048", "--micro-batch=1", "--recompute=none", "--offload=none", "--tokens=1000000000"]
+    code = cli_for("llama-3.1-8b", [*flags, "--price=rtx-5090=1.200"])
+    assert code.startswith("vram: error: prices: prices.rtx-5090 '1.200' is ambiguous") and "\n" not in code, code
+    for typed, canonical in UNAMBIGUOUS[lang]:
+        use_form(page, **choice, price_a6000=typed)
+        assert page.is_hidden("#finder-error") and f"price_a6000={canonical}" in page.url, typed
+        assert page_answer(page) == cli_for("llama-3.1-8b", [*flags, f"--price=a6000={canonical}"]), typed
     assert not page.errors
 
 

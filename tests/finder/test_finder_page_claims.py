@@ -12,6 +12,7 @@ and the activations, against independent values:
 from __future__ import annotations
 
 import re
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 import pytest
 import torch
@@ -149,15 +150,39 @@ def test_the_time_column_names_its_sources(lang, heading, no_measurement):
     checks, figures = validation()
     assert format_percent(figures["training"].coverage, locale=lang).translate(SPACES) in table
     held = [c for c in checks if measured_data().measurements[c.key].held_out]
-    inside, slower = sum(c.covered for c in held), sum(c.measured < c.predicted.low for c in held)
-    faster = sum(c.measured > c.predicted.high for c in held)
+    inside = sum(c.covered for c in held)
+    # a run slower than its range: its time per token (1 / measured tokens/s) over the longest
+    # time the range allows (1 / its lowest tokens/s); a faster one: over the shortest (1 / its
+    # highest tokens/s); rounded outwards to a tenth
+    times = [(1 / c.measured) / (1 / c.predicted.low) for c in held if c.measured < c.predicted.low]
+    shorter = [(1 / c.measured) / (1 / c.predicted.high) for c in held if c.measured > c.predicted.high]
+    assert inside + len(times) + len(shorter) == len(held) and times and shorter  # the words name both sides
+
+    def outwards(values, step):
+        return (
+            Decimal(min(values)).quantize(Decimal(step), rounding=ROUND_FLOOR),
+            Decimal(max(values)).quantize(Decimal(step), rounding=ROUND_CEILING),
+        )
+
+    def comma(d: Decimal) -> str:  # both languages write 1,3 and 8 (no trailing ,0)
+        return str(d.normalize()).replace(".", ",")
+
+    (low, high), (short_low, short_high) = outwards(times, "0.1"), outwards(shorter, "0.01")
+    sources = len({c.source for c in held})
     said = {
-        "it": f"Su {len(held)} misure di fonti raccolte dopo, e tenute da parte, ne contiene {inside}; {slower} sono "
-        f"state più lente del suo estremo basso, per lo più cicli di training basati su Hugging Face Transformers, "
-        f"e {faster} più rapide del suo estremo alto",
-        "fr": f"Sur {len(held)} mesures de sources recueillies ensuite, et mises de côté, elle en contient {inside} ; "
-        f"{slower} ont été plus lentes que sa borne basse, pour la plupart des boucles d’entraînement bâties sur "
-        f"Hugging Face Transformers, et {faster} plus rapides que sa borne haute",
+        "it": f"Delle {len(held)} misure di {sources} fonti raccolte dopo che la regola era stata fissata, "
+        f"l’intervallo ne contiene {inside}. Di queste, {len(times)} hanno richiesto da {comma(low)} a "
+        f"{comma(high)} volte il tempo più lungo del loro intervallo (erano per lo più cicli di training basati su "
+        "Hugging Face Transformers, come lo script train_hf.py di questa guida, che usa il Trainer di "
+        f"transformers); altre {len(shorter)}, con NeMo e Megatron-LM, da {comma(short_low)} a "
+        f"{comma(short_high)} volte il tempo più breve",
+        "fr": f"Sur les {len(held)} mesures de {sources} sources recueillies après que la règle a été figée, "
+        f"la fourchette en contient {inside}. Parmi elles, {len(times)} ont pris de {comma(low)} à "
+        f"{comma(high)} fois la durée la plus longue de leur fourchette (pour la plupart des boucles "
+        "d’entraînement bâties sur Hugging Face Transformers, comme le script train_hf.py de ce guide, qui "
+        f"utilise le Trainer de transformers) ; {len(shorter)} autres, avec NeMo et Megatron-LM, de "
+        f"{comma(short_low)} à {comma(short_high)} fois la durée la plus courte",
     }
-    assert inside + slower + faster == len(held) and slower and faster  # the words name both sides
-    assert held and said[lang] in table  # what the held-out sources gave, next to the coverage
+    assert said[lang] in table  # what the held-out sources gave, next to the coverage
+    # the guide's train_hf.py is such a loop: it trains with transformers' Trainer
+    assert "Trainer(model=" in (REPO_ROOT / "snippets" / "train_hf.py").read_text(encoding="utf-8")

@@ -104,12 +104,13 @@ def test_code_pre_kbd_script_style_and_other_attributes_are_never_touched():
 
 
 def test_spoken_attributes_follow_their_language():
-    """alt, aria-label and title are read aloud or shown: typeset in the language of their
-    element (its own lang, or the nearest one), never inside code, never other attributes."""
+    """alt, aria-label, title and data-label (a cell's heading, shown on a phone) are read aloud
+    or shown: typeset in the language of their element (its own lang, or the nearest one), never
+    inside code, never other attributes (data-md-color-scheme, href...)."""
     html = page(
         '<nav aria-label="Quand le modèle ne tient pas : FSDP"><img alt="Graphique : DDP ; ZeRO" src="a.png">'
         '<p lang="it"><abbr title="Domanda: 1 000 GB ?">x</abbr></p>'
-        '<code title="a : b">c</code><a href="x" data-label="a : b" aria-label="« Trouvez le GPU »">y</a></nav>'
+        '<code title="a : b">c</code><a href="x" data-label="a : b" data-note="a : b" aria-label="« Trouvez le GPU »">y</a></nav>'
     )
     out = LexborHTMLParser(typeset_html(html, "fr"))
     assert out.css_first("nav").attributes["aria-label"] == f"Quand le modèle ne tient pas{NBSP}: FSDP"
@@ -117,7 +118,8 @@ def test_spoken_attributes_follow_their_language():
     assert out.css_first("img").attributes["src"] == "a.png"
     assert out.css_first("abbr").attributes["title"] == "Domanda: 1 000 GB ?".replace("0 GB", f"0{NBSP}GB")
     assert out.css_first("code").attributes["title"] == "a : b"
-    assert out.css_first("a").attributes["data-label"] == "a : b"
+    assert out.css_first("a").attributes["data-label"] == f"a{NBSP}: b"
+    assert out.css_first("a").attributes["data-note"] == "a : b"
     assert out.css_first("a").attributes["aria-label"] == f"«{NNBSP}Trouvez le GPU{NNBSP}»"
 
 

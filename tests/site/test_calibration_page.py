@@ -164,3 +164,48 @@ def test_the_held_out_sources_have_their_row_and_their_ratios(built_site, lang):
         f"sur {len(held)} : {len(slower)} plus lentes que prévu, {len(faster)} plus rapides",
     }
     assert clause[lang] in said  # the home page's clause: the same parts, the same figures
+
+
+@pytest.mark.parametrize(
+    "lang, heading",
+    [
+        ("it", "Intervallo di utilizzo ricavato dalle misure (training: "),
+        ("fr", "Fourchette d’utilisation d’après les mesures (entraînement : "),
+    ],
+)
+def test_the_class_tables_share_column_is_called_a_range_from_the_runs(lang, heading):
+    """Each cell of the column is a range the rule computes from a class's runs (class_range: its
+    lowest and highest share, or the sources' centre x/÷ their dispersion), not a measured value:
+    the heading says so."""
+    import math
+
+    from hooks.data.measurements import measured_data
+    from hooks.render.calibration import calibration_table
+    from vram.calibration import class_table
+
+    soup = BeautifulSoup(calibration_table({"name": "calibration"}, lang), "html.parser")
+    header = soup.select("thead th")[3].get_text()
+    assert header.startswith(heading) and "misurato" not in header and "mesurée" not in header
+    first = class_table(measured_data().calibration.points)[0]
+    low, high = math.floor(first.low * 100), math.ceil(first.high * 100)
+    cell = soup.select("tbody tr")[0].select("td")[3]
+    assert low < high and cell["data-label"] == header  # on a phone, the card shows the same name
+    assert cell.get_text().startswith(str(low)) and str(high) in cell.get_text()  # a range: low to high
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_class_tables_data_labels_are_typeset_like_their_headings(lang):
+    """On a phone each row is a card whose labels come from ``data-label``: typeset by the same
+    rule set as the ``<th>`` it repeats (French: a no-break space before “:” and “;”, never a
+    plain one that lets the colon start a line)."""
+    from hooks.render.markdown import render_markdown
+    from hooks.render.typography import typeset_html
+
+    html = render_markdown("{{ table name=calibration }}", lang)
+    soup = BeautifulSoup(typeset_html(f'<html lang="{lang}"><body>{html}</body></html>', lang), "html.parser")
+    headings = [th.get_text() for th in soup.select("thead th")]
+    rows = soup.select("tbody tr")
+    assert rows and all([td["data-label"] for td in row.select("td")] == headings for row in rows)
+    share = headings[3]
+    assert (" :" not in share and " ;" not in share) if lang == "fr" else ": " in share
+    assert lang == "it" or (("\u00a0:" in share or "\u202f:" in share) and ("\u202f;" in share or "\u00a0;" in share))

@@ -7,7 +7,8 @@ every search-index entry is compared before and after. What must not change: the
 finder's labels excepted: prose the rule set typesets on purpose), the text a notebook cell's
 copy button copies (``.clipboard-copy-txt``), and every attribute of every element
 (``data-*``, Material's copy-button targets) but the spoken ones (``alt``, ``aria-label``,
-``title``: prose, typeset on purpose) outside code elements. The code of the pages holds text the French
+``title``) and a table cell's ``data-label`` (its column's heading, shown on a phone): prose,
+typeset on purpose, outside code elements. The code of the pages holds text the French
 rules would change if they reached it (asserted below), so a pass that touched code would be
 seen. selectolax reads both sides; the oracle is equality of the text, element by element.
 """
@@ -31,7 +32,7 @@ import hooks.render.typography as typography
 
 PROTECTED = "code, pre, kbd, samp, textarea, script, style, .clipboard-copy-txt"
 CODE_TAGS = {"code", "pre", "kbd", "samp", "textarea", "script", "style"}
-SPOKEN = {"alt", "aria-label", "title"}
+SPOKEN = {"alt", "aria-label", "title", "data-label"}  # data-label: the heading a phone shows
 seen = {"pages": [], "index_entries": 0, "code": [], "violations": []}
 
 
@@ -39,7 +40,7 @@ def protected(html):
     tree = LexborHTMLParser(html)
     texts = [node.text(deep=True) for node in tree.css(PROTECTED) if node.attributes.get("id") != "finder-labels"]
     # an attribute written without a value reads as None, once serialized as "": the same to HTML
-    # the attributes a reader hears or sees (alt, aria-label, title) are prose the rule set
+    # the attributes a reader hears or sees (alt, aria-label, title, data-label) are prose the rule set
     # typesets on purpose, except on code elements
     attributes = [(node.tag, sorted((name, value or "") for name, value in node.attributes.items()
                                     if name not in SPOKEN or node.tag in CODE_TAGS))

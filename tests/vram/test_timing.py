@@ -417,3 +417,30 @@ def test_the_time_model_imports_only_the_standard_library(module):
         else:
             continue
         assert all(name.split(".")[0] in sys.stdlib_module_names or name == "__future__" for name in names), names
+
+
+# "1.200": Italian writes thousands with a point (Babel: get_group_symbol("it") == "."), the
+# calculator's point is a decimal one. Neither reading is taken: both are named in one line.
+@pytest.mark.parametrize(
+    "text, decimal, thousands",
+    [
+        ("1.200", "1.2", "1200"),
+        ("10.000", "10", "10000"),
+        (" 1.230 ", "1.23", "1230"),
+        ("999.999", "999.999", "999999"),
+    ],
+)
+def test_a_point_before_exactly_three_digits_is_refused_as_ambiguous(text, decimal, thousands):
+    from babel.numbers import get_group_symbol
+
+    assert get_group_symbol("it") == "."  # the reading the calculator's decimal point collides with
+    with pytest.raises(billing.AmbiguousPrice, match="is ambiguous") as info:
+        billing.parse_price(text, "prices.h100")
+    assert (info.value.decimal, info.value.thousands, info.value.got) == (decimal, thousands, text.strip())
+    assert Decimal(decimal) * 1000 == Decimal(thousands)  # the two readings of the same digits
+    assert "\n" not in str(info.value) and str(info.value).startswith("prices.h100 ")
+
+
+@pytest.mark.parametrize("text", ["1.2", "1.20", "31.20", "1200", "1.2000", "0.125", "1234.567"])
+def test_an_unambiguous_price_is_read(text):
+    assert billing.parse_price(text) == Decimal(text)

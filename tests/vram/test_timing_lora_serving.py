@@ -281,3 +281,29 @@ def test_job_cli_refuses_a_bad_typed_price_in_one_line(price, kind):
     )
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("vram: error: prices: prices.rtx-5090 ") and "euros per hour" in err, err
+
+
+def test_job_cli_refuses_an_ambiguous_price_naming_both_readings():
+    """The finder's answer (vram.job: code price_ambiguous, with both readings) on the command line: exit 2."""
+    from vram.job_input import JobError
+
+    code, out, err = run_cli(
+        "job", "--config", str(LLAMA_8B), f"--gpu=rtx-5090={memory_mib('rtx-5090')}", "--price=rtx-5090=1.200"
+    )
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("vram: error: prices: prices.rtx-5090 '1.200' is ambiguous") and "1.2 or 1200" in err, err
+    job = {
+        "kind": "training",
+        "config": json.loads(LLAMA_8B.read_text()),
+        "cards": 8,
+        "framework": "deepspeed",
+        "zero_stage": 3,
+        "gpus": [{"key": "rtx-5090", "memory_mib": memory_mib("rtx-5090")}],
+        "reserve_mib": 2048,
+        "tokens": 10**9,
+        "prices": {"rtx-5090": "1.200"},
+    }
+    with pytest.raises(JobError) as info:
+        answer_job(job)
+    assert info.value.as_dict()["code"] == "price_ambiguous"
+    assert info.value.limits == {"key": "rtx-5090", "got": "1.200", "decimal": "1.2", "thousands": "1200"}

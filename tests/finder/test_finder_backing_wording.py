@@ -1,0 +1,81 @@
+"""What the finder's cells say of the published runs behind a time (``answer_job``'s backing),
+read on the frozen test catalogue: a range computed from runs of other classes names the count
+as such (“intervallo ricavato da 12 misure di altre classi”), not as a bare number in brackets
+inside brackets (“… di altre classi (12))”)."""
+
+from __future__ import annotations
+
+import pytest
+from bs4 import BeautifulSoup
+
+from hooks.finder.page import finder_table
+from tests.finder.answers import finder_answers
+
+SPACES = str.maketrans({"\u00a0": " ", "\u202f": " "})  # the render layer's typography aside
+FULL_8_CARDS = {"model": "llama-3.1-8b", "task": "full-adamw", "cards": "8", "method": "zero1"}
+WIDENED = {
+    "it": "(nessuna misura pubblicata per questa scheda e questo lavoro: intervallo ricavato da {runs} misure di altre classi)",
+    "fr": "(aucune mesure publiée pour cette carte et ce travail : fourchette calculée sur {runs} mesures d’autres classes)",
+}
+
+
+def cells(choice: dict, lang: str, column: int) -> dict[str, str]:
+    soup = BeautifulSoup(finder_table(choice, lang), "html.parser")
+    return {
+        row.th.get_text(): row.select("th, td")[column].get_text().translate(SPACES)
+        for row in soup.select("#finder-table tbody tr")
+    }
+
+
+def backings(choice: dict, option: str) -> dict[str, dict]:
+    """Card name -> the backing the calculator gave its run (finder.json's shared list)."""
+    answers = finder_answers()
+    found = answers["results"][choice["model"]][choice["task"]][choice["cards"]][option]
+    names = {g["key"]: g["name"] for g in answers["gpus"]}
+    return {names[fit["gpu"]]: answers["backings"][fit["time"]["backing"]] for fit in found["fits"]}
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_a_range_from_other_classes_says_how_many_runs_it_reads(lang):
+    shown, backing = cells(FULL_8_CARDS, lang, 4), backings(FULL_8_CARDS, FULL_8_CARDS["method"])
+    widened = {card: b["runs"] for card, b in backing.items() if not b["exact"]}
+    assert widened  # B200 and RTX PRO 6000: no published full fine-tuning on their families
+    for card, runs in widened.items():
+        assert shown[card].endswith(WIDENED[lang].format(runs=runs)), shown[card]
+        assert "))" not in shown[card]
+
+
+SERVE = {"model": "llama-3.1-8b", "task": "serve-bf16", "cards": "1", "context": "8192"}
+PUBLISHED = {"it": "nelle misure pubblicate", "fr": "dans les mesures publiées"}
+ESTIMATED = {
+    "it": "con server di inferenza come vLLM, una stima da misure di altre classi: ",
+    "fr": "avec des serveurs d’inférence comme vLLM, une estimation d’après des mesures d’autres classes : ",
+}
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_a_decoding_range_from_other_classes_is_called_an_estimate(lang):
+    """No published decoding run of the card's family: the range is not “in the published runs”."""
+    answers = finder_answers()
+    found = answers["results"][SERVE["model"]][SERVE["task"]][SERVE["cards"]][SERVE["context"]]
+    names = {g["key"]: g["name"] for g in answers["gpus"]}
+    exact = {names[fit["gpu"]]: answers["backings"][fit["decode"]["backing"]]["exact"] for fit in found["fits"]}
+    assert set(exact.values()) == {True, False}  # A100: published vLLM runs; H100 and others: none
+    for card, cell in cells(SERVE, lang, 4).items():
+        assert (PUBLISHED[lang] in cell) == exact[card], cell
+        assert (ESTIMATED[lang] in cell) != exact[card], cell
+
+
+@pytest.mark.parametrize(
+    "lang, one",
+    [
+        ("it", "intervallo ricavato da una sola misura di un’altra classe"),
+        ("fr", "fourchette calculée sur une seule mesure d’une autre classe"),
+    ],
+)
+def test_a_range_from_one_run_of_another_class_is_singular(lang, one):
+    from hooks.finder.compute import load_catalogue
+    from hooks.finder.page import backing_text
+
+    said = backing_text(load_catalogue(), lang, {"family": "B200", "runs": 1, "on_card": 0, "exact": False})
+    assert said.endswith(one) and "1" not in said
