@@ -32,7 +32,7 @@
     whole: new Intl.NumberFormat(lang, { maximumFractionDigits: 0, useGrouping: "always" }),
     decimal: new Intl.NumberFormat(lang, { maximumFractionDigits: 2, useGrouping: "always" }),
     percent: new Intl.NumberFormat(lang, { style: "percent", maximumFractionDigits: 0 }),
-    eur: new Intl.NumberFormat(lang, { style: "currency", currency: "EUR" })
+    eur: new Intl.NumberFormat(lang, { style: "currency", currency: "EUR", useGrouping: "always" })
   };
   var CHOICE = ["model", "task", "cards", "method", "context"];
   // The task names the optimizer (training) or the weights' format (serving); these are the rest.
