@@ -543,8 +543,20 @@
     }
 
     // One machine is named alone, with a word on its price when it has none; by time, the machines
-    // without a price are named, or the line says none has one (page.py's ranking_text).
-    function rankingText(run, cards) {
+    // without a price are named, or the line says none has one; when the first of several has no
+    // published run of its own class, a sentence says so (page.py's ranking_text).
+    function rankingText(found, cards) {
+      var run = found.run;
+      var ranked = rankedText(run, cards);
+      var first = found.fits.filter(function (fit) { return fit.gpu === run.order[0]; })[0];
+      var backing = first && first.time ? first.time.backing : null;
+      if (run.order.length > 1 && backing && !backing.exact) {
+        ranked += " " + fill(labels.ranked_first_unbacked, { gpu: gpus[first.gpu].name });
+      }
+      return ranked;
+    }
+
+    function rankedText(run, cards) {
       if (run.order.length === 1) {
         return fill(labels[(run.unpriced || []).length ? "ranked_one_unpriced" : "ranked_one"], {
           tokens: formats.whole.format(run.tokens), order: gpus[run.order[0]].name
@@ -650,7 +662,7 @@
         if (fits[0].recompute === "full" && (job ? job.recompute : "none") !== "full") status += " " + labels.summary_recompute;
         out.wrap.appendChild(table(found, controls.cards.value, serving, context, job));
       }
-      out.order.textContent = found.run && fits.length ? rankingText(found.run, controls.cards.value) : "";
+      out.order.textContent = found.run && fits.length ? rankingText(found, controls.cards.value) : "";
       out.order.hidden = !out.order.textContent;
       if (found.short.length) {  // they hold the model states, not the activations
         status += " " + fill(labels.summary_short, {

@@ -661,6 +661,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "ranked_time_none_priced": ("tokens", "order"),
     "ranked_one": ("tokens", "order"),
     "ranked_one_unpriced": ("tokens", "order"),
+    "ranked_first_unbacked": ("gpu",),
     "backing_runs": ("family", "runs"),
     "backing_other": ("family", "runs"),
     "backing_none_many": ("runs",),

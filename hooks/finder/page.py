@@ -637,11 +637,23 @@ def machine_names(catalogue: Catalogue, cards: int, keys: list[str]) -> str:
     return ", ".join(f"{cards}\u00a0×\u00a0{names[key]}" for key in keys)
 
 
-def ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any], cards: int) -> str:
+def ranking_text(catalogue: Catalogue, lang: str, found: dict[str, Any], cards: int) -> str:
     """The machines that fit, ranked for the run (``answer_job``'s ``run``), saying by what and,
     when by time, which machines have no price (or that none has one); one machine is named
-    alone (nothing to rank), with a word on its price when the guide gives none."""
+    alone (nothing to rank), with a word on its price when the guide gives none. When the first
+    of several has no published run of its own class (its time's ``backing.exact`` false), a
+    sentence says so: its place rests on other classes' runs."""
+    run = found["run"]
     names = {k: g["name"] for k, g in catalogue.gpus}
+    ranked = _ranking_text(catalogue, lang, run, cards, names)
+    first = next(fit for fit in found["fits"] if fit["gpu"] == run["order"][0])
+    backing = first.get("time", {}).get("backing")
+    if len(run["order"]) > 1 and backing is not None and not backing["exact"]:
+        ranked += " " + _label(catalogue, "ranked_first_unbacked", lang, gpu=names[first["gpu"]])
+    return ranked
+
+
+def _ranking_text(catalogue: Catalogue, lang: str, run: dict[str, Any], cards: int, names: dict[str, str]) -> str:
     if len(run["order"]) == 1:
         key = "ranked_one_unpriced" if run.get("unpriced") else "ranked_one"
         return _label(catalogue, key, lang, tokens=format_number(run["tokens"], lang, 0), order=names[run["order"][0]])
@@ -743,7 +755,7 @@ def render_result(
     order = ""
     sources = []
     if "run" in found:
-        order = ranking_text(catalogue, lang, found["run"], cards)
+        order = ranking_text(catalogue, lang, found, cards)
         sources = [run_source_text(catalogue, lang)]
         params = catalogue.models[model].params.total
         sources += warning_texts(catalogue, lang, found["run"].get("warnings", []), params)

@@ -90,16 +90,20 @@ def test_static_table_of_the_papers_accounting(lang, unit, summary, margin_words
     # against the H200's 989, NVIDIA's datasheets) first, and the page says why not by cost
     assert [row[0] for row in rows] == ["B200", "H200 141GB"]
     order = plain(BeautifulSoup(html, "html.parser").select_one("#finder-order").get_text())
-    # neither has one: the line says so instead of naming every machine (a new reader's report)
+    # neither has one: the line says so instead of naming every machine (a new reader's report);
+    # then, the B200 having no published run of its class, that its place rests on other classes'
     assert order.endswith(
         (
             "B200, H200 141GB. La guida non indica il prezzo di nessuna di queste macchine: scrivi i prezzi "
-            "nei campi qui sopra per ordinarle per costo."
+            "nei campi qui sopra per ordinarle per costo. La prima, B200, non ha misure pubblicate per questo "
+            "lavoro: il suo intervallo viene da misure di altre classi, e il suo posto in questo ordine è meno sicuro."
         )
         if lang == "it"
         else (
             "B200, H200 141GB. Le guide ne donne le prix d’aucune de ces machines : saisissez les prix dans "
-            "les champs ci-dessus pour les classer par coût."
+            "les champs ci-dessus pour les classer par coût. La première, B200, n’a aucune mesure publiée pour "
+            "ce travail : sa fourchette vient de mesures d’autres classes, et sa place dans ce classement est "
+            "moins sûre."
         )
     )
     soup = BeautifulSoup(html, "html.parser")
@@ -202,10 +206,10 @@ def test_the_ranking_line_says_which_point_of_the_ranges_it_sorts_by(lang, by_co
     by_price = vram.answer_job({**reference, "prices": {fit["gpu"]: "10" for fit in fits}})
     middles = {fit["gpu"]: sum(float(c) for c in fit["time"]["cost_eur"]) / 2 for fit in by_price["fits"]}
     assert by_price["run"]["order"] == sorted(middles, key=lambda key: (middles[key], key))
-    assert by_cost in plain(ranking_text(catalogue, lang, by_price["run"], 8))
+    assert by_cost in plain(ranking_text(catalogue, lang, by_price, 8))
     unpriced = vram.answer_job(reference)
     assert unpriced["run"]["ranked_by"] == "time" and len(unpriced["run"]["order"]) > 1
-    assert by_time in plain(ranking_text(catalogue, lang, unpriced["run"], 8))
+    assert by_time in plain(ranking_text(catalogue, lang, unpriced, 8))
 
 
 def test_static_table_for_serving_and_no_card():
