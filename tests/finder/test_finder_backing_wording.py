@@ -21,10 +21,8 @@ WIDENED = {
 
 def cells(choice: dict, lang: str, column: int) -> dict[str, str]:
     soup = BeautifulSoup(finder_table(choice, lang), "html.parser")
-    return {
-        row.th.get_text(): row.select("th, td")[column].get_text().translate(SPACES)
-        for row in soup.select("#finder-table tbody tr")
-    }
+    rows = [row.select("th, td") for row in soup.select("#finder-table tbody tr")]
+    return {found[0].get_text(): found[column].get_text().translate(SPACES) for found in rows}
 
 
 def backings(choice: dict, option: str) -> dict[str, dict]:
