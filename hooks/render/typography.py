@@ -300,6 +300,8 @@ def _typeset_attributes(tree, page_lang: str, rule_set: TypographyFile, compiled
         return False
     skip, changed = set(rule_set.skip), False
     for node in tree.css(", ".join(f"[{name}]" for name in names)):
+        if not any(_may_change(node.attributes.get(name) or "") for name in names):
+            continue  # most data-label values: one word, nothing a rule could change
         lang = _language_of(node, page_lang, skip)
         if lang not in compiled_of:
             continue
