@@ -85,7 +85,7 @@ from hooks.render.links_out import link_definitions  # noqa: E402
 from hooks.render.markdown import STORE_DIR as PAGE_STORE, render_markdown  # noqa: E402
 from hooks.render.markdown_table import label_cells  # noqa: E402
 from hooks.render.search_entries import STORE_DIR as SEARCH_STORE, use_stored_entries  # noqa: E402
-from hooks.render.typography import rules as typography_rules, typeset_html  # noqa: E402
+from hooks.render.typography import STORE_DIR as TYPESET_STORE, rules as typography_rules, typeset_html  # noqa: E402
 from hooks.serve import check_code_unchanged, forget_logged_errors, serving, set_serving  # noqa: E402
 from hooks.workarounds.i18n_outputs import (  # noqa: E402
     alternate_homes_for_404,
@@ -354,7 +354,9 @@ def on_post_page(output, page, config, **kwargs):
     lang = build_language(config)
     with reported(page_file(page)):
         html = insert_note(output, lang, _build["verified"])
-        html = typeset_html(translate_interface(translate_copy_buttons(html), lang), lang)
+        html = typeset_html(
+            translate_interface(translate_copy_buttons(html), lang), lang, store=unless_publication(TYPESET_STORE)
+        )
         if lang != DEFAULT_LANGUAGE:  # its search and links resolve against its own root
             html = rebase_config(html, lang)
         # every rewrite is above: the checks below see the page as published

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import selectolax
 from selectolax.lexbor import LexborHTMLParser
 
-from hooks.cache import Memo, file_stamp
+from hooks.cache import Memo, file_stamp, inputs_digest, stored
 from hooks.data.load import parse_yaml, relative, validate
 from hooks.errors import RenderError
 from hooks.render.script_json import script_json
@@ -39,6 +40,8 @@ if TYPE_CHECKING:  # pydantic loads only when a file is validated (deferred impo
     from hooks.data.schemas import TypographyFile, TypographyLanguage
 
 RULES_FILE = Path(__file__).with_name("typography.yaml")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STORE_DIR = REPO_ROOT / ".cache" / "typeset"  # typeset pages of development builds, by their inputs' SHA-256
 SPACES = {"nbsp": "\u00a0", "nnbsp": "\u202f"}
 WHITESPACE = r"[ \t\r\n\f\u00a0\u202f\u2009]+"  # what a rule replaces (no-break spaces too: one space, the right one)
 INLINE = {
@@ -319,16 +322,28 @@ _typeset: dict[
 KEEP = 256  # pages and fragments kept: a `mkdocs serve` rebuild typesets only what changed
 
 
-def typeset_html(html: str, lang: str) -> str:
+def typeset_html(html: str, lang: str, store: Path | None = None) -> str:
     """A whole page with the typography of ``lang`` (and of any ``lang=`` inside it). Returns ``html`` itself when no rule applies. Raises RenderError for a
     broken rule set, or a JSON island that is not JSON. The result of the same ``html`` and
-    ``lang`` under the same rules (the rule file unchanged) is kept for the process."""
+    ``lang`` under the same rules (the rule file unchanged) is kept for the process; with a
+    ``store`` folder (a development build: ``STORE_DIR``) also on disk, under the SHA-256 of
+    the page, the language, this module, the rule file and selectolax's version, for the next
+    build process (``hooks.cache.stored``)."""
     rule_set, compiled_of = rules()
     kept = _typeset.get((lang, html))
     if kept is None or kept[0] is not compiled_of:
         if len(_typeset) >= KEEP:
             _typeset.clear()
-        out = _typeset_page(html, lang, rule_set, compiled_of)
+        if store is None:
+            out = _typeset_page(html, lang, rule_set, compiled_of)
+        else:
+            key = inputs_digest(
+                "typeset", [lang, html, selectolax.__version__], ([Path(__file__), RULES_FILE], REPO_ROOT)
+            )
+            typeset = stored(
+                store, key, lambda: _typeset_page(html, lang, rule_set, compiled_of).encode(), suffix=".html", keep=KEEP
+            ).decode()
+            out = html if typeset == html else typeset
         kept = _typeset[(lang, html)] = (compiled_of, None if out is html else out)
     return html if kept[1] is None else kept[1]
 

@@ -235,3 +235,35 @@ def test_notebook_cells_accepted_are_not_checked_again_and_always_in_a_publicati
     check_notebook_names(notebook, "docs/n.ipynb", store=store)  # proves the store is read
     with pytest.raises(RenderError, match=r"_ih"):
         check_notebook_names(notebook, "docs/n.ipynb")  # a publication build checks
+
+
+TYPESET_PAGE = '<html lang="fr"><body><p>Il faut 38,2 Go : voir « ici » ; 100 %.</p></body></html>'
+
+
+def test_a_typeset_page_is_reused_under_its_inputs_and_never_without_a_store(tmp_path, monkeypatch):
+    from hooks.render import typography
+
+    store = tmp_path / "typeset"
+    monkeypatch.setattr(typography, "_typeset", {})
+    typeset = typography.typeset_html(TYPESET_PAGE, "fr", store=store)
+    assert "Go&nbsp;: voir «\u202fici" in typeset  # the French rules applied
+    monkeypatch.setattr(typography, "_typeset", {})
+    assert typeset == typography.typeset_html(TYPESET_PAGE, "fr")  # the store keeps what typesetting gives
+    (entry,) = store.glob("*.html")
+    assert entry.read_text(encoding="utf-8") == typeset
+
+    entry.write_text("forged", encoding="utf-8")
+    monkeypatch.setattr(typography, "_typeset", {})  # a new build process
+    assert typography.typeset_html(TYPESET_PAGE, "fr", store=store) == "forged"  # proves the store is read
+    monkeypatch.setattr(typography, "_typeset", {})
+    assert typography.typeset_html(TYPESET_PAGE, "fr", store=None) == typeset  # a publication build typesets
+    monkeypatch.setattr(typography, "_typeset", {})
+    assert typography.typeset_html(TYPESET_PAGE, "it", store=store) != "forged"  # another language, another key
+
+    hashed = []
+    real = typography.inputs_digest
+    monkeypatch.setattr(typography, "inputs_digest", lambda *args: hashed.append(args) or real(*args))
+    monkeypatch.setattr(typography, "_typeset", {})
+    typography.typeset_html(TYPESET_PAGE + " ", "fr", store=store)
+    ((files, root),) = hashed[0][2:]
+    assert root == REPO_ROOT and {Path(typography.__file__), typography.RULES_FILE} <= set(files)  # rules and code
