@@ -159,6 +159,7 @@ BUILD_CACHES = (
     "calibration",
     "data-checked",
     "block-names",
+    "typeset",
 )
 
 

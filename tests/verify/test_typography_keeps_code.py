@@ -51,8 +51,8 @@ def protected(html):
 typeset_html, typeset_search_index = typography.typeset_html, typography.typeset_search_index
 
 
-def checked_html(html, lang):
-    out = typeset_html(html, lang)
+def checked_html(html, lang, store=None):
+    out = typeset_html(html, lang, store=store)
     before, after = protected(html), protected(out)
     title = LexborHTMLParser(html).css_first("title")
     seen["pages"].append([lang, title.text() if title else "?"])
