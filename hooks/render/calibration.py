@@ -18,7 +18,9 @@ the sources and the plot, from ``vram.calibration`` (the code the times come fro
   and ``part=sources`` how many entries and sources the data holds besides the held-out sources
   (with ``group=holdout``: the held-out ones), ``part=target_coverage``
   and ``part=target_width`` the targets, ``part=compute_bound`` the share of a step above which
-  communication and offload make a run a check only, ``part=implausible`` the share of the peak
+  communication and offload make a run a check only, ``part=excluded`` how many of the
+  calibration's entries are kept out with a reason (``excluded``: an implied share at or above
+  ``part=implausible``), ``part=implausible`` the share of the peak
   at or above which an entry stays only marked excluded (``vram.measurements.IMPLAUSIBLE_SHARE``).
 - ``{{ table name=calibration }}``: every class with published runs and its range.
 - ``{{ calibration_sources }}``: the sources as links (repository, file and commit).
@@ -67,6 +69,7 @@ PARTS = (
     "compute_bound",
     "single_source",
     "implausible",
+    "excluded",
     "inside",
     "measured_low_min",
     "measured_low_max",
@@ -131,6 +134,8 @@ def calibration(raw: dict[str, str], lang: str) -> str:
             for words in [class_words(found, lang)]
         ]
         return _word("list_separator", lang).join(alone)
+    if part == "excluded":  # entries of the calibration's data kept out with their reason
+        return format_number(sum(bool(m.excluded) and not m.held_out for m in measured.measurements.values()), lang, 0)
     if part in ("measurements", "sources"):  # the data the calibration reads from, or (holdout) the held-out data
         if group not in ("training", "holdout"):
             raise RenderError(f"group={group} is not one of training, holdout (for part={part})")

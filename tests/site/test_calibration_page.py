@@ -209,3 +209,24 @@ def test_the_class_tables_data_labels_are_typeset_like_their_headings(lang):
     share = headings[3]
     assert (" :" not in share and " ;" not in share) if lang == "fr" else ": " in share
     assert lang == "it" or (("\u00a0:" in share or "\u202f:" in share) and ("\u202f;" in share or "\u00a0;" in share))
+
+
+@pytest.mark.parametrize("lang", PAGES)
+def test_the_page_says_how_many_entries_are_kept_out_and_of_how_many(built_site, lang):
+    """The 126 entries the calibration's text counts include those kept out at or above the
+    plausible share of the peak (measurements.yaml ``excluded``); the validation rows count the
+    others. The page says how many, counted here from the data file itself."""
+    import yaml
+
+    from tests.conftest import REPO_ROOT
+
+    raw = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "measurements.yaml").read_text(encoding="utf-8"))
+    held = {key for key, source in raw["sources"].items() if source.get("holdout")}
+    entries = [m for m in raw["measurements"].values() if m["source"] not in held]
+    excluded = sum("excluded" in m for m in entries)
+    assert excluded > 0
+    text = " ".join(
+        BeautifulSoup((built_site / PAGES[lang]).read_text(encoding="utf-8"), "html.parser").get_text(" ").split()
+    )
+    said = {"it": f"({excluded} delle {len(entries)})", "fr": f"({excluded} des {len(entries)})"}[lang]
+    assert said in text.replace("\u202f", " ").replace("\u00a0", " ")
