@@ -231,7 +231,8 @@ def calibration_sources(raw: dict[str, str], lang: str) -> str:
 
 
 def calibration_plot(raw: dict[str, str], lang: str) -> str:
-    """``{{ calibration_plot }}``: the plot as a Markdown image with its text alternative
+    """``{{ calibration_plot }}``: the plot as a Markdown image with its text alternative, a link
+    to itself (at full size: on a phone the page shrinks it)
     (the runs, the training coverage and the median width, and where sources are held out how many
     of their runs lie inside, in ``lang``), then every point in
     words: a table in a collapsed ``<details>`` (run, card, what was measured, the range
@@ -280,7 +281,7 @@ def calibration_plot(raw: dict[str, str], lang: str) -> str:
     table = markdown_table(header, rows)
     summary = label(plot, "points", lang, where).format(runs=format_number(len(checks), lang, 0))
     return (
-        f"![{alt}]({plot_uri(lang)})\n\n<details class=\"calibration-points\" markdown=\"1\">\n"
+        f"[![{alt}]({plot_uri(lang)})]({plot_uri(lang)})\n\n<details class=\"calibration-points\" markdown=\"1\">\n"
         f"<summary>{summary}</summary>\n\n{table}\n\n</details>"
     )
 

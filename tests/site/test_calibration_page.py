@@ -38,6 +38,8 @@ def test_the_section_shows_the_validation_and_the_plot(built_site, lang):
     assert len(images) == 1 and len(images[0]["alt"]) > 80
     plot = (built_site / PAGES[lang]).parent / images[0]["src"]
     assert plot.resolve().is_file() and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    link = images[0].find_parent("a")  # at full size: on a phone the page shrinks it (a new reader's report)
+    assert link is not None and link["href"] == images[0]["src"]
     links = [a["href"] for p in parts for a in p.find_all("a") if "/blob/" in a.get("href", "")]
     assert len(links) >= 10 and all(href.startswith("https://github.com/") for href in links)
 
