@@ -41,6 +41,8 @@ if TYPE_CHECKING:  # pydantic loads only when a file is validated (deferred impo
 
 RULES_FILE = Path(__file__).with_name("typography.yaml")
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# what a typeset page depends on besides itself: this module, its rules and the JSON islands' writer
+TYPESET_CODE = (Path(__file__), RULES_FILE, Path(__file__).with_name("script_json.py"))
 STORE_DIR = REPO_ROOT / ".cache" / "typeset"  # typeset pages of development builds, by their inputs' SHA-256
 SPACES = {"nbsp": "\u00a0", "nnbsp": "\u202f"}
 WHITESPACE = r"[ \t\r\n\f\u00a0\u202f\u2009]+"  # what a rule replaces (no-break spaces too: one space, the right one)
@@ -327,7 +329,7 @@ def typeset_html(html: str, lang: str, store: Path | None = None) -> str:
     broken rule set, or a JSON island that is not JSON. The result of the same ``html`` and
     ``lang`` under the same rules (the rule file unchanged) is kept for the process; with a
     ``store`` folder (a development build: ``STORE_DIR``) also on disk, under the SHA-256 of
-    the page, the language, this module, the rule file and selectolax's version, for the next
+    the page, the language, ``TYPESET_CODE`` and selectolax's version, for the next
     build process (``hooks.cache.stored``)."""
     rule_set, compiled_of = rules()
     kept = _typeset.get((lang, html))
@@ -337,9 +339,7 @@ def typeset_html(html: str, lang: str, store: Path | None = None) -> str:
         if store is None:
             out = _typeset_page(html, lang, rule_set, compiled_of)
         else:
-            key = inputs_digest(
-                "typeset", [lang, html, selectolax.__version__], ([Path(__file__), RULES_FILE], REPO_ROOT)
-            )
+            key = inputs_digest("typeset", [lang, html, selectolax.__version__], (TYPESET_CODE, REPO_ROOT))
             typeset = stored(
                 store, key, lambda: _typeset_page(html, lang, rule_set, compiled_of).encode(), suffix=".html", keep=KEEP
             ).decode()

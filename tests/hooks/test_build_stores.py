@@ -266,4 +266,5 @@ def test_a_typeset_page_is_reused_under_its_inputs_and_never_without_a_store(tmp
     monkeypatch.setattr(typography, "_typeset", {})
     typography.typeset_html(TYPESET_PAGE + " ", "fr", store=store)
     ((files, root),) = hashed[0][2:]
-    assert root == REPO_ROOT and {Path(typography.__file__), typography.RULES_FILE} <= set(files)  # rules and code
+    code = {Path(typography.__file__), typography.RULES_FILE, REPO_ROOT / "hooks" / "render" / "script_json.py"}
+    assert root == REPO_ROOT and code <= set(files)  # the rules and the code that typesets
