@@ -4,7 +4,8 @@ Each measurement of ``measurements.yaml`` implies a share (``vram.measurements.i
 of the card's dense BF16 peak for training, of the decoding roofline for serving). A job reads
 the range of its **class**:
 
-- training: (card family, dense or MoE, task: full / lora / qlora, offloaded or not);
+- training: (card family, dense or MoE, task: full / lora / qlora, offloaded or not, model code:
+  ``transformers`` or ``own``; ``MODEL_CODES``, read only by a rule with ``model_code``, R3);
 - serving: (card family, serving, weights: 16, 8 or 4 bits, regime). The regime, under ``RULE``
   (R2): one sequence on one GPU (``single``), a batch on one GPU (``batched``) or tensor parallel
   over several GPUs, whatever the batch (``parallel``); under R0 and R1: one sequence or a batch.
@@ -12,8 +13,8 @@ the range of its **class**:
   rule reads it its way (``Rule.keyed``).
 
 Runs over several machines (scale checks), entries marked ``excluded`` and the runs of a source
-marked ``holdout`` (``Measurement.held_out``: sources collected after the rule was frozen, a
-validation set) are never read.
+collected after the rule was frozen (``held_out``: the source's ``collected_after`` names that rule
+or a later one; a validation set for that rule) are never read.
 A class without a published run takes the first of these that has one (``RELAXATIONS``,
 ``SERVING_RELAXATIONS``), each wider than the last, and says so (``ClassRange.exact`` False,
 ``level``): the same family with every training task; every family with the same kind of
@@ -51,11 +52,31 @@ figures on the formulas page and in bench/results.md:
   a model over GPUs adds per-layer communication the roofline does not count, and a finder job
   on N cards is served tensor parallel over N; (3) centre, dispersion (of server runs only),
   own runs and cap as R1. ``SECOND_RULE`` is R1, kept with its figures.
+- ``RULE`` (R3, what the site uses since it was written down and committed, before any of its
+  figures was computed; ``THIRD_RULE`` is R2, kept with its figures). Why: five sources collected
+  after R2 was frozen fell outside R2's ranges in 19 runs of 19, on both sides: loops over Hugging
+  Face transformers' model code slower than the low end, Megatron-LM and NeMo faster than the high
+  end; on the same card and job the model's code moved the time by more than a range's width.
+  R3 is R2 with these changes, decoding unchanged: (1) a training run's class also has its
+  ``model_code`` (measurements.yaml): ``transformers``, the forward pass is transformers' modeling
+  code (``AutoModelForCausalLM``, whatever loop drives it, whatever ``attn_implementation``), as
+  this guide's ``train_hf.py`` and ``train_fsdp2.py`` build their models; or ``own``, the training
+  framework's own implementation of the model, or transformers' layers replaced by fused kernels
+  (torchtitan, torchtune, fms, Megatron-LM, NeMo, NeMo AutoModel with Transformer Engine, Liger,
+  Unsloth); (2) a class without a run is widened as before with the model code kept at every step
+  but the last (every run of that kind); (3) a job's model code is ``GUIDE_MODEL_CODE``
+  (``transformers``, this guide's scripts) unless the job names another (``model_code``);
+  (4) the five sources collected after R2 was frozen (``collected_after: R2``) are read: they were
+  held out from R0, R1 and R2, whose held-out figures stay as computed; R3's own held-out set is
+  the sources collected after R3 was committed (``collected_after: R3``); (5) centre, dispersion
+  (now over classes with their model code), compute bound, own runs and cap as R2. R3's figures are
+  reported whatever they are, and R3 is the site's rule from its commit on: R2 was shown to place
+  transformers-code runs, the guide's own, too fast.
 
 Validation (``leave_one_source_out``): every run is predicted from a calibration that never saw
-its source, through the same time model the site uses (``predicted_span``). A held-out source is
-never in any calibration, so its runs are predicted from the calibration of every source the
-calibration reads, and counted in a group of their own (``group_of``: ``holdout``). ``coverage`` is
+its source, through the same time model the site uses (``predicted_span``). A source held out
+from a rule is never in that rule's calibration, so its runs are predicted from the calibration
+of every source the rule reads, and counted in a group of their own (``group_of``: ``holdout``). ``coverage`` is
 the share of measured values inside their predicted range, ``median_width`` the median of
 high / low. Both matter together: a range wide enough to cover everything has coverage 1 and
 no value (``WIDTH_TARGET``).
@@ -93,25 +114,29 @@ COVERAGE_TARGET = 0.8
 WIDTH_TARGET = 1.5
 COMPUTE_BOUND = 0.25  # R1 reads a run only if modelled communication + offload <= this share of its measured step
 ANY = "*"
-# How a training class is widened when it has no run: (family, arch, task, offload) -> each
-# tuple says which of the four stay (True) and which become ANY.
+# What computes a training run's forward pass (R3's class dimension, module docstring): transformers'
+# modeling code, or the framework's own implementation (or fused kernels in transformers' place).
+MODEL_CODES = ("transformers", "own")
+GUIDE_MODEL_CODE = "transformers"  # this guide's train_hf.py and train_fsdp2.py: AutoModelForCausalLM
+# How a training class is widened when it has no run: (family, arch, task, offload, model code) ->
+# each tuple says which of the five stay (True) and which become ANY.
 RELAXATIONS = (
-    (True, True, True, True),
-    (True, True, False, True),
-    (False, True, True, True),
-    (False, True, False, True),
-    (False, False, False, True),
-    (False, False, False, False),
+    (True, True, True, True, True),
+    (True, True, False, True, True),
+    (False, True, True, True, True),
+    (False, True, False, True, True),
+    (False, False, False, True, True),
+    (False, False, False, False, False),
 )
 # (family, "serving", weights bits, regime)
 PARALLEL = "parallel"
 TP_SUFFIX = "-tp"  # a point's detailed regime: "single-tp", "batched-tp" for tensor parallel runs
-SERVING_RELAXATIONS = (
-    (True, True, True, True),
-    (True, True, False, True),
-    (False, True, True, True),
-    (False, True, False, True),
-    (False, True, False, False),
+SERVING_RELAXATIONS = (  # the fifth: a decoding class's model code, always ANY
+    (True, True, True, True, True),
+    (True, True, False, True, True),
+    (False, True, True, True, True),
+    (False, True, False, True, True),
+    (False, True, False, False, True),
 )
 WEIGHT_BITS = {"bf16": "16", "fp8": "8", "int4": "4", "nf4": "4", "mxfp4": "4"}
 
@@ -124,13 +149,14 @@ class Rule:
     share of a run's measured step the model's communication and offload may take for the run to
     be read (None: every run); ``engines``: the kind of engine whose decoding runs are read
     (``vram.measurements.ENGINES``; None: every engine); ``parallel``: tensor parallel decoding
-    is a regime of its own."""
+    is a regime of its own; ``model_code``: a training class has its model code (R3)."""
 
     name: str
     centred: bool
     compute_bound: float | None
     engines: str | None = None
     parallel: bool = False
+    model_code: bool = False
 
     def regime(self, detailed: str) -> str:
         """A decoding regime as this rule reads it: ``single`` or ``batched``, or ``parallel``
@@ -139,10 +165,18 @@ class Rule:
         return PARALLEL if self.parallel and detailed != one_gpu else one_gpu
 
     def keyed(self, point: Point) -> Point:
-        """``point`` with its class as this rule reads it (a decoding regime; training unchanged)."""
+        """``point`` with its class as this rule reads it: a decoding regime (``regime``); a
+        training run's model code, or ANY for a rule without ``model_code``."""
         if point.arch != "serving":
-            return point
+            return point if self.model_code else dataclasses.replace(point, code=ANY)
         return dataclasses.replace(point, offload=self.regime(point.offload))
+
+    def job_key(self, key: tuple[str, ...]) -> tuple[str, ...]:
+        """A training job's class (``job_class``) as this rule reads it: the model code ANY for a
+        rule without ``model_code``; a decoding class as given."""
+        if key[1] == "serving" or self.model_code:
+            return key
+        return (*key[:4], ANY)
 
     def reads(self, m: Measurement) -> bool:
         """Whether the rule calibrates on a run of ``m``'s engine (training runs: always)."""
@@ -151,8 +185,16 @@ class Rule:
 
 FIRST_RULE = Rule("R0", centred=False, compute_bound=None)
 SECOND_RULE = Rule("R1", centred=True, compute_bound=COMPUTE_BOUND)
-RULE = Rule("R2", centred=True, compute_bound=COMPUTE_BOUND, engines=SERVER, parallel=True)
-RULES = (FIRST_RULE, SECOND_RULE, RULE)
+THIRD_RULE = Rule("R2", centred=True, compute_bound=COMPUTE_BOUND, engines=SERVER, parallel=True)
+RULE = Rule("R3", centred=True, compute_bound=COMPUTE_BOUND, engines=SERVER, parallel=True, model_code=True)
+RULES = (FIRST_RULE, SECOND_RULE, THIRD_RULE, RULE)  # in the order they were frozen
+
+
+def held_out(m: Measurement, rule: Rule) -> bool:
+    """Whether ``m``'s source was collected after ``rule`` was frozen (its ``collected_after``
+    names ``rule`` or a later rule of ``RULES``): ``rule`` never reads it, a held-out run."""
+    names = [r.name for r in RULES]
+    return m.collected_after is not None and names.index(rule.name) <= names.index(m.collected_after)
 
 
 @dataclass(frozen=True)
@@ -167,14 +209,15 @@ class Point:
     task: str  # full, lora, qlora; serving: the weights' bits ("16", "8", "4")
     offload: str  # training: "none" or "offload"; serving: "single" or "batched"
     share: float
+    code: str = ANY  # training: the run's model code (MODEL_CODES); decoding: ANY
 
     @property
-    def class_key(self) -> tuple[str, str, str, str]:
-        return (self.family, self.arch, self.task, self.offload)
+    def class_key(self) -> tuple[str, str, str, str, str]:
+        return (self.family, self.arch, self.task, self.offload, self.code)
 
     def as_list(self) -> list[Any]:
         """The point as plain JSON values (``Point(*as_list())`` gives it back)."""
-        return [self.key, self.source, self.gpu, self.family, self.arch, self.task, self.offload, self.share]
+        return [self.key, self.source, self.gpu, self.family, self.arch, self.task, self.offload, self.share, self.code]
 
 
 @dataclass(frozen=True)
@@ -183,7 +226,7 @@ class ClassRange:
     ``sources``; ``key`` the class asked for, ``used`` the class the runs come from (ANY where
     widened), ``level`` the relaxation step (0: the class itself)."""
 
-    key: tuple[str, str, str, str]
+    key: tuple[str, ...]
     used: tuple[str, ...]
     low: float
     high: float
@@ -200,9 +243,12 @@ class ClassRange:
         return (self.low, self.high)
 
 
-def job_class(family: str, moe: bool, task: str, offload: bool) -> tuple[str, str, str, str]:
-    """The class of a training job: (family, "dense"/"moe", task, "offload"/"none")."""
-    return (family, "moe" if moe else "dense", task, "offload" if offload else "none")
+def job_class(
+    family: str, moe: bool, task: str, offload: bool, model_code: str = GUIDE_MODEL_CODE
+) -> tuple[str, str, str, str, str]:
+    """The class of a training job: (family, "dense"/"moe", task, "offload"/"none", model code:
+    ``MODEL_CODES``, by default this guide's scripts')."""
+    return (family, "moe" if moe else "dense", task, "offload" if offload else "none", model_code)
 
 
 def detailed_regime(batch: int, tensor_parallel: int) -> str:
@@ -212,10 +258,10 @@ def detailed_regime(batch: int, tensor_parallel: int) -> str:
 
 def serving_class(
     family: str, weights: str, batch: int, tensor_parallel: int = 1, rule: Rule = RULE
-) -> tuple[str, str, str, str]:
+) -> tuple[str, str, str, str, str]:
     """The class of a decoding job as ``rule`` reads it: (family, "serving", weight bits, regime:
-    ``Rule.regime`` of ``batch`` sequences over ``tensor_parallel`` GPUs)."""
-    return (family, "serving", WEIGHT_BITS[weights], rule.regime(detailed_regime(batch, tensor_parallel)))
+    ``Rule.regime`` of ``batch`` sequences over ``tensor_parallel`` GPUs, ANY: no model code)."""
+    return (family, "serving", WEIGHT_BITS[weights], rule.regime(detailed_regime(batch, tensor_parallel)), ANY)
 
 
 def point_of(m: Measurement, family: str, card: Card, config: ModelConfig) -> Point:
@@ -224,9 +270,9 @@ def point_of(m: Measurement, family: str, card: Card, config: ModelConfig) -> Po
     share = implied_share(m, card, config)
     if m.task == "serving":
         key = (family, "serving", WEIGHT_BITS[m.weights], detailed_regime(m.batch, m.tensor_parallel))
-    else:
-        key = job_class(family, is_moe(config), m.task, m.offload != "none")
-    return Point(m.key, m.source, m.gpu, *key, share)
+        return Point(m.key, m.source, m.gpu, *key, share)
+    key = job_class(family, is_moe(config), m.task, m.offload != "none", m.model_code)
+    return Point(m.key, m.source, m.gpu, *key[:4], share, key[4])
 
 
 def calibration_points(
@@ -236,7 +282,7 @@ def calibration_points(
     rule: Rule = RULE,
 ) -> list[Point]:
     """The points a calibration reads, keyed as ``rule`` reads them (``Rule.keyed``): one
-    machine, not excluded, not of a held-out source (``Measurement.held_out``), of an engine the
+    machine, not excluded, not of a source held out from ``rule`` (``held_out``), of an engine the
     rule reads (``Rule.reads``), and under ``rule``'s
     ``compute_bound`` those whose ``link_shares`` (key -> the modelled communication and offload
     over the measured step, ``link_share``) is at most that."""
@@ -246,7 +292,7 @@ def calibration_points(
         for p in points
         if not measurements[p.key].excluded
         and not measurements[p.key].scale_check
-        and not measurements[p.key].held_out
+        and not held_out(measurements[p.key], rule)
         and rule.reads(measurements[p.key])
         and (rule.compute_bound is None or link_shares.get(p.key, 0.0) <= rule.compute_bound)
     ]
@@ -270,7 +316,7 @@ def source_spread(points: Iterable[Point]) -> float:
     return statistics.median(ratios) if ratios else 1.0
 
 
-def _class_runs(points: list[Point], key: tuple[str, str, str, str]) -> tuple[int, tuple[str, ...], list[Point]] | None:
+def _class_runs(points: list[Point], key: tuple[str, ...]) -> tuple[int, tuple[str, ...], list[Point]] | None:
     """(relaxation level, the class used with ANY where widened, its runs) for ``key``: the first
     of ``RELAXATIONS`` (``SERVING_RELAXATIONS``) with a run; None when no run of that kind exists."""
     serving = key[1] == "serving"
@@ -327,16 +373,17 @@ def _dispersion_cached(points: tuple[Point, ...], serving: bool) -> float:
     return dispersion(points, serving)
 
 
-def class_range(points: Iterable[Point], key: tuple[str, str, str, str], rule: Rule = RULE) -> ClassRange | None:
-    """The range of class ``key`` read from ``points`` (already the calibration's: one machine,
-    not excluded; module docstring) under ``rule``, the class relaxed as ``RELAXATIONS`` say
+def class_range(points: Iterable[Point], key: tuple[str, ...], rule: Rule = RULE) -> ClassRange | None:
+    """The range of class ``key`` (as ``rule`` reads it: ``Rule.job_key``) read from ``points``
+    (already the calibration's, keyed by ``rule``: one machine, not excluded; module docstring)
+    under ``rule``, the class relaxed as ``RELAXATIONS`` say
     when it has no run; None when no point of that kind (training or serving) exists at all.
     R0: the runs' lowest to highest share, widened by ``source_spread`` when they come from one
     source. R1: ``source_centre`` x/÷ ``dispersion``, holding the class's own runs. The high end
     never passes the highest share any run of that kind reached: no forecast is faster than the
     fastest published run."""
     points = tuple(points)
-    found = _class_runs(list(points), key)
+    found = _class_runs(list(points), rule.job_key(key))
     if found is None:
         return None
     level, used, runs = found
@@ -425,6 +472,7 @@ class Check:
     predicted: Span
     backing: ClassRange
     scale_check: bool
+    held_out: bool = False  # its source was collected after the predicting rule was frozen (``held_out``)
 
     @property
     def covered(self) -> bool:
@@ -450,8 +498,8 @@ def leave_one_source_out(
     rule: Rule = RULE,
 ) -> list[Check]:
     """Every non-excluded run (scale checks included, flagged) predicted from the calibration
-    points (``calibration_points`` under ``rule``) of every other source; a held-out source's
-    runs therefore from every source the calibration reads (none of it is ever read). ``configs``: model key
+    points (``calibration_points`` under ``rule``) of every other source; the runs of a source held
+    out from ``rule`` therefore from every source ``rule`` reads (none of it is ever read). ``configs``: model key
     -> its config; ``link_shares``: ``MeasuredData.link_shares``."""
     calibrating = calibration_points(points, measurements, link_shares, rule)
     checks = []
@@ -465,7 +513,7 @@ def leave_one_source_out(
             continue
         predicted = predicted_span(m, cards[m.gpu], configs[m.model], backing)
         measured = m.decoding_tokens_per_s if m.task == "serving" else m.tokens_per_s_per_gpu
-        checks.append(Check(m.key, m.source, m.gpu, measured, predicted, backing, m.scale_check))
+        checks.append(Check(m.key, m.source, m.gpu, measured, predicted, backing, m.scale_check, held_out(m, rule)))
     return checks
 
 
@@ -501,8 +549,9 @@ class Calibration:
         default_factory=dict, init=False, repr=False, compare=False
     )
 
-    def backing(self, gpu: str, key_without_family: tuple[str, str, str]) -> Backing | None:
-        """The range behind a job on ``gpu`` of class (family of ``gpu``, *key_without_family*),
+    def backing(self, gpu: str, key_without_family: tuple[str, ...]) -> Backing | None:
+        """The range behind a job on ``gpu`` of class (family of ``gpu``, *key_without_family*:
+        ``job_class`` or ``serving_class`` without their first value),
         with the runs on that card itself; None when no run of that kind exists. A card in no
         family (one just added to the catalogue) reads the classes of every family. Each answer
         is kept: the calibration is frozen, and a finder page asks the same few thousand times."""
@@ -511,7 +560,7 @@ class Calibration:
             self._backings[asked] = self._backing(gpu, key_without_family)
         return self._backings[asked]
 
-    def _backing(self, gpu: str, key_without_family: tuple[str, str, str]) -> Backing | None:
+    def _backing(self, gpu: str, key_without_family: tuple[str, ...]) -> Backing | None:
         family = self.families.get(gpu, "")
         found = class_range(self.points, (family, *key_without_family))
         if found is None:
@@ -559,8 +608,8 @@ class Backing:
 
 
 def _point(row: Any) -> Point:
-    key, source, gpu, family, arch, task, offload = row[:7]
-    return Point(key, source, gpu, family, arch, task, offload, float(row[7]))
+    key, source, gpu, family, arch, task, offload, share, code = row
+    return Point(key, source, gpu, family, arch, task, offload, float(share), code)
 
 
 def calibration_from_job(raw: Any) -> Calibration:
@@ -570,10 +619,10 @@ def calibration_from_job(raw: Any) -> Calibration:
         points = tuple(_point(row) for row in raw["points"])
         families, names = dict(raw["families"]), dict(raw["names"])
     except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise ValueError(f"calibration needs families, names and points rows of 8 values ({exc})") from None
+        raise ValueError(f"calibration needs families, names and points rows of 9 values ({exc})") from None
     for p in points:
-        if not 0 < p.share <= 1 or p.family not in names:
-            raise ValueError(f"calibration point {p.key!r}: a share in (0, 1] and a known family")
+        if not 0 < p.share <= 1 or p.family not in names or p.code not in (*MODEL_CODES, ANY):
+            raise ValueError(f"calibration point {p.key!r}: a share in (0, 1], a known family and model code")
     return Calibration(points, families, names)
 
 
@@ -691,12 +740,12 @@ GROUPS = ("training", "serving", "serving_local", "scale", "holdout")
 
 
 def group_of(check: Check, measurements: Mapping[str, Measurement]) -> str:
-    """Which figure a check counts in: "holdout" (a run of a held-out source, on one machine or
-    several: ``Measurement.held_out``), "scale" (several machines), "serving" (decoding by a
+    """Which figure a check counts in: "holdout" (a run of a source held out from the rule
+    that predicted it, on one machine or several: ``Check.held_out``), "scale" (several machines), "serving" (decoding by a
     server engine, the finder's job), "serving_local" (decoding by a local engine) or
     "training"."""
     m = measurements[check.key]
-    if m.held_out:
+    if check.held_out:
         return "holdout"
     if check.scale_check:
         return "scale"

@@ -88,7 +88,9 @@ class Measurement:
     mfu_quoted: float | None = None
     excluded: str | None = None
     table: str = ""
-    holdout: str | None = None  # its source's ``holdout`` (measurements.yaml ``sources``): why it is never read
+    model_code: str = ""  # training: transformers or own (vram.calibration.MODEL_CODES)
+    holdout: str | None = None  # its source's ``holdout`` (measurements.yaml ``sources``): why a rule never reads it
+    collected_after: str | None = None  # its source's: the last rule frozen before it was collected
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -105,13 +107,6 @@ class Measurement:
         return self.tokens_per_s * self.count if self.per == "gpu" else self.tokens_per_s
 
     @property
-    def held_out(self) -> bool:
-        """A run of a source held out of the calibration (the source's ``holdout`` says why,
-        e.g. collected after the rule was frozen): predicted and reported in a group of its own,
-        never calibrated on."""
-        return self.holdout is not None
-
-    @property
     def scale_check(self) -> bool:
         """A run over several machines: predicted and shown, never calibrated on (the
         guide's model is one machine)."""
@@ -120,13 +115,14 @@ class Measurement:
 
 def measurements_from_data(data: Mapping[str, Any]) -> list[Measurement]:
     """The ``measurements`` of ``measurements.yaml`` as ``Measurement`` values (the file's
-    numbers as written; the schema has checked them), each with its source's ``holdout`` (None
-    for a source the calibration reads). Raises KeyError or TypeError on a malformed mapping."""
+    numbers as written; the schema has checked them), each with its source's ``holdout`` and
+    ``collected_after`` (None for a source every rule reads). Raises KeyError or TypeError on a malformed mapping."""
     sources = data.get("sources", {})
     found = []
     for key, entry in data["measurements"].items():
         fields = {"key": key, **{k: v for k, v in entry.items() if k not in ("derived_from", "note")}}
-        fields["holdout"] = sources.get(entry.get("source"), {}).get("holdout")
+        source = sources.get(entry.get("source"), {})
+        fields["holdout"], fields["collected_after"] = source.get("holdout"), source.get("collected_after")
         if "lora_targets" in fields:
             fields["lora_targets"] = tuple(fields["lora_targets"])
         found.append(Measurement(**fields))

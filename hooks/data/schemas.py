@@ -29,6 +29,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, St
 from verify.languages import DEFAULT_LANGUAGE, LANGUAGES, check_languages
 from verify.record import LINK_CLASSES
 from vram.accounting import ACCOUNTINGS, accounting
+from vram.calibration import MODEL_CODES, RULES
 from vram.frameworks import OFFLOAD
 from vram.measurements import ENGINES
 
@@ -402,13 +403,23 @@ class MeasurementSource(Data):
     where: Name  # repository, file and commit (or paper and table, or the page's date)
     read: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}$")] | None = None  # a page outside git
     # held out of the calibration, with the reason: its runs are predicted (vram.calibration's
-    # "holdout" group), never calibrated on
+    # "holdout" group), never calibrated on by the rule named in collected_after or an earlier one
     holdout: Name | None = None
+    collected_after: str | None = None  # the last rule frozen before the source was collected
 
     @model_validator(mode="after")
     def _findable_again(self) -> Self:
         if self.read is None and not GITHUB_AT_COMMIT.match(self.url):
             raise ValueError("url: a GitHub file at a 40-hex commit, or a page with the date it was read (read)")
+        return self
+
+    @model_validator(mode="after")
+    def _held_out_from_a_rule(self) -> Self:
+        names = [rule.name for rule in RULES]
+        if self.collected_after is not None and self.collected_after not in names:
+            raise ValueError(f"collected_after: {self.collected_after!r} is not one of {', '.join(names)}")
+        if (self.holdout is None) != (self.collected_after is None):
+            raise ValueError("holdout and collected_after go together: why, and after which rule it was collected")
         return self
 
 
@@ -467,11 +478,12 @@ class Measurement(Data):
     derived_from: DerivedFrom | None = None
     mfu_quoted: Share | None = None
     excluded: Name | None = None  # why the calibration does not read it
+    model_code: Literal[MODEL_CODES] | None = None  # training: transformers or own (vram.calibration)
     note: Name | None = None
 
     @model_validator(mode="after")
     def _what_the_task_needs(self) -> Self:
-        needs = ["context", "engine"] if self.task == "serving" else ["seq_len", "micro_batch", "optimizer"]
+        needs = ["context", "engine"] if self.task == "serving" else ["seq_len", "micro_batch", "optimizer", "model_code"]
         needs += ["lora_rank", "lora_targets"] if self.task in ("lora", "qlora") else []
         missing = [field for field in needs if getattr(self, field) is None]
         if missing:
@@ -482,6 +494,8 @@ class Measurement(Data):
             raise ValueError(f"interconnect: none is for one GPU, and one GPU has none (count {self.count})")
         if self.task != "serving" and (self.engine, self.prompt, self.output) != (None, None, None):
             raise ValueError("engine, prompt and output are for decoding runs (task serving)")
+        if self.task == "serving" and self.model_code is not None:
+            raise ValueError("model_code is for training runs (the decoding engine's code is its engine)")
         if self.prompt is not None and self.output is not None and self.context != self.prompt + self.output // 2:
             raise ValueError(
                 f"context: {self.context} is not the mean tokens in the cache, prompt + output / 2 "
