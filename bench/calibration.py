@@ -137,7 +137,10 @@ def write_section(path: Path, table: str) -> None:
         "x/÷ the dispersion of sources, compute-bound training runs only) R2, the site's (R1, and for "
         "decoding only server engines' runs, tensor parallel runs a regime of their own) and R3 (R2 with the "
         "model's code, transformers or the framework's own, in the training class; not the site's: see the "
-        "history) were each written down and committed before they were validated (vram/calibration.py).\n\n" + table + "\n\n" + HISTORY
+        "history) were each written down and committed before they were validated (vram/calibration.py).\n\n"
+        + table
+        + "\n\n"
+        + HISTORY
     )
     if SECTION in text:
         text = re.sub(rf"{re.escape(SECTION)}\n.*?(?=\n## |\Z)", block.rstrip("\n") + "\n", text, flags=re.DOTALL)

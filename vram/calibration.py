@@ -64,7 +64,7 @@ figures on the formulas page and in bench/results.md:
   framework's own implementation of the model, or transformers' layers replaced by fused kernels
   (torchtitan, torchtune, fms, Megatron-LM, NeMo, NeMo AutoModel with Transformer Engine, Liger,
   Unsloth); (2) a class without a run is widened as before with the model code kept at every step
-  but the last (every run of that kind); (3) a job's model code is ``GUIDE_MODEL_CODE``
+  but the last (every run of that kind); (3) a job's model code is ``SCRIPTS_MODEL_CODE``
   (``transformers``, this guide's scripts) unless the job names another (``model_code``);
   (4) the five sources collected after R2 was frozen (``collected_after: R2``) are read: they were
   held out from R0, R1 and R2, whose held-out figures stay as computed; R3's own held-out set is
@@ -126,7 +126,7 @@ ANY = "*"
 # What computes a training run's forward pass (R3's class dimension, module docstring): transformers'
 # modeling code, or the framework's own implementation (or fused kernels in transformers' place).
 MODEL_CODES = ("transformers", "own")
-GUIDE_MODEL_CODE = "transformers"  # this guide's train_hf.py and train_fsdp2.py: AutoModelForCausalLM
+SCRIPTS_MODEL_CODE = "transformers"  # this guide's train_hf.py and train_fsdp2.py: AutoModelForCausalLM
 # How a training class is widened when it has no run: (family, arch, task, offload, model code) ->
 # each tuple says which of the five stay (True) and which become ANY.
 RELAXATIONS = (
@@ -253,7 +253,7 @@ class ClassRange:
 
 
 def job_class(
-    family: str, moe: bool, task: str, offload: bool, model_code: str = GUIDE_MODEL_CODE
+    family: str, moe: bool, task: str, offload: bool, model_code: str = SCRIPTS_MODEL_CODE
 ) -> tuple[str, str, str, str, str]:
     """The class of a training job: (family, "dense"/"moe", task, "offload"/"none", model code:
     ``MODEL_CODES``, by default this guide's scripts')."""
@@ -278,9 +278,9 @@ def point_of(m: Measurement, family: str, card: Card, config: ModelConfig) -> Po
     run keeps its detailed regime (``detailed_regime``), which each rule reads its way."""
     share = implied_share(m, card, config)
     if m.task == "serving":
-        key = (family, "serving", WEIGHT_BITS[m.weights], detailed_regime(m.batch, m.tensor_parallel))
-        return Point(m.key, m.source, m.gpu, *key, share)
-    key = job_class(family, is_moe(config), m.task, m.offload != "none", m.model_code)
+        key = (family, "serving", WEIGHT_BITS[m.weights], detailed_regime(m.batch, m.tensor_parallel), ANY)
+    else:
+        key = job_class(family, is_moe(config), m.task, m.offload != "none", m.model_code)
     return Point(m.key, m.source, m.gpu, *key[:4], share, key[4])
 
 

@@ -303,6 +303,8 @@ class CalibrationTexts(Data):
             "lora": (),
             "qlora": (),
             "offload": (),
+            "transformers": (),
+            "own": (),
             "bits": ("bits",),
             "single": (),
             "batched": (),
@@ -483,7 +485,9 @@ class Measurement(Data):
 
     @model_validator(mode="after")
     def _what_the_task_needs(self) -> Self:
-        needs = ["context", "engine"] if self.task == "serving" else ["seq_len", "micro_batch", "optimizer", "model_code"]
+        needs = (
+            ["context", "engine"] if self.task == "serving" else ["seq_len", "micro_batch", "optimizer", "model_code"]
+        )
         needs += ["lora_rank", "lora_targets"] if self.task in ("lora", "qlora") else []
         missing = [field for field in needs if getattr(self, field) is None]
         if missing:

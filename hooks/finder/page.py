@@ -42,7 +42,7 @@ from hooks.render.script_json import script_json
 from hooks.render.typography import unit_space
 from verify.pins import pinned
 from vram.billing import CENT, MAX_PRICE_EUR_PER_HOUR
-from vram.calibration import group_of
+from vram.calibration import RULE, group_of, held_out
 from vram.fit import TIGHT_FREE_FRACTION, mib_to_bytes
 from vram.job import JOB_FIELDS, KV_DTYPES, MACHINE_GPUS_MAX, OFFLOAD
 from vram.models import count_params
@@ -139,7 +139,7 @@ def tensor_parallel_params() -> int:
     sizes = [
         count_params(measured.configs[m.model]).total
         for m in measured.measurements.values()
-        if m.task != "serving" and m.tensor_parallel > 1 and m.count <= MACHINE_GPUS_MAX and not m.held_out
+        if m.task != "serving" and m.tensor_parallel > 1 and m.count <= MACHINE_GPUS_MAX and not held_out(m, RULE)
     ]
     if not sizes:
         raise RenderError("snippets/data/measurements.yaml: no training run on one machine with tensor_parallel > 1")

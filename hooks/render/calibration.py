@@ -1,9 +1,9 @@
 """The formulas page's "how good are these estimates": the validation figures, the class table,
 the sources and the plot, from ``vram.calibration`` (the code the times come from).
 
-- ``{{ calibration part=coverage|width|runs group=training|serving|serving_local|scale|holdout rule=R2|R1|R0 }}``
+- ``{{ calibration part=coverage|width|runs group=training|serving|serving_local|scale|holdout rule=R2|R1|R0|R3 }}``
   -> ``66%``, ``1,7``, ``35``: leave-one-source-out figures (``vram.calibration.validation_figures``)
-  of the site's rule (default, ``vram.calibration.RULE``) or of an earlier one (``holdout``: the
+  of the site's rule (default, ``vram.calibration.RULE``) or of another (``holdout``: the
   runs of the sources held out of the calibration, predicted from all the others);
   ``part=verdict`` whether both targets are met (``raggiunto``/``non raggiunto``);
   ``part=inside`` how many of the group's runs lie inside their range, ``part=slower`` how many
@@ -44,6 +44,7 @@ from hooks.render.locale_format import format_number
 from hooks.render.markdown_table import markdown_table
 from hooks.render.placeholders import Args
 from vram.calibration import (
+    ANY,
     COMPUTE_BOUND,
     COVERAGE_TARGET,
     RULE,
@@ -52,6 +53,7 @@ from vram.calibration import (
     class_table,
     dispersion,
     group_of,
+    held_out,
 )
 from vram.measurements import IMPLAUSIBLE_SHARE
 
@@ -135,15 +137,17 @@ def calibration(raw: dict[str, str], lang: str) -> str:
         ]
         return _word("list_separator", lang).join(alone)
     if part == "excluded":  # entries of the calibration's data kept out with their reason
-        return format_number(sum(bool(m.excluded) and not m.held_out for m in measured.measurements.values()), lang, 0)
+        return format_number(
+            sum(bool(m.excluded) and not held_out(m, RULE) for m in measured.measurements.values()), lang, 0
+        )
     if part in ("measurements", "sources"):  # the data the calibration reads from, or (holdout) the held-out data
         if group not in ("training", "holdout"):
             raise RenderError(f"group={group} is not one of training, holdout (for part={part})")
         held = group == "holdout"
         if part == "measurements":
-            return format_number(sum(m.held_out == held for m in measured.measurements.values()), lang, 0)
-        sources = load_yaml("measurements")["sources"].values()
-        return format_number(sum((entry.get("holdout") is not None) == held for entry in sources), lang, 0)
+            return format_number(sum(held_out(m, RULE) == held for m in measured.measurements.values()), lang, 0)
+        sources = {m.source for m in measured.measurements.values() if held_out(m, RULE) == held}
+        return format_number(len(sources), lang, 0)
     checks, figures = validation(rule_name=args.str("rule", RULE.name))
     if group not in figures:
         raise RenderError(f"group={group} is not one of {', '.join(figures)}")
@@ -176,13 +180,15 @@ def calibration(raw: dict[str, str], lang: str) -> str:
 
 
 def class_words(found: ClassRange, lang: str) -> list[str]:
-    """The class of a range in words: family, kind of model, task (with its offload or weights)."""
-    family, arch, task, last = found.key
+    """The class of a range in words: family, kind of model, task (with its offload or weights, and
+    the model code under a rule that reads it)."""
+    family, arch, task, last, code = found.key
     names = load_yaml("measurements")["families"]
     if arch == "serving":
         regime = _word(last, lang)
         return [names[family]["name"], _word("serving", lang), f"{_word('bits', lang).format(bits=task)}, {regime}"]
     shown = _word(task, lang) + (f", {_word('offload', lang)}" if last == "offload" else "")
+    shown += f", {_word(code, lang)}" if code != ANY else ""
     return [names[family]["name"], _word(arch, lang), shown]
 
 

@@ -139,7 +139,7 @@ def test_the_time_column_names_its_sources(lang, heading, no_measurement):
     and the note under a table with a run gives the validation's coverage, from the same data."""
     from babel.numbers import format_percent
 
-    from hooks.data.measurements import measured_data, validation
+    from hooks.data.measurements import validation
 
     page = (REPO_ROOT / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
     (bullet,) = [line for line in page.splitlines() if line.startswith(heading)]
@@ -149,7 +149,7 @@ def test_the_time_column_names_its_sources(lang, heading, no_measurement):
     table = " ".join(render_markdown("{{ finder_table }}", lang).translate(SPACES).split())
     checks, figures = validation()
     assert format_percent(figures["training"].coverage, locale=lang).translate(SPACES) in table
-    held = [c for c in checks if measured_data().measurements[c.key].held_out]
+    held = [c for c in checks if c.held_out]
     inside = sum(c.covered for c in held)
     # a run slower than its range: its time per token (1 / measured tokens/s) over the longest
     # time the range allows (1 / its lowest tokens/s); a faster one: over the shortest (1 / its

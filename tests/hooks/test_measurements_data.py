@@ -80,6 +80,31 @@ CASES = {
         "    holdout: true\n",
         r"snippets/data/measurements\.yaml: sources\.universal-llm-trainer-2025\.holdout: Input should be a valid string",
     ),
+    "a training run without its model code": (
+        "    model: llama-3.1-8b\n    task: full\n    model_code: own\n    seq_len: 2048\n",
+        "    model: llama-3.1-8b\n    task: full\n    seq_len: 2048\n",
+        rf"{WHERE}torchtune-8b-full-4090: a full run needs model_code",
+    ),
+    "a model code no rule knows": (
+        "    model: llama-3.1-8b\n    task: full\n    model_code: own\n    seq_len: 2048\n",
+        "    model: llama-3.1-8b\n    task: full\n    model_code: hf\n    seq_len: 2048\n",
+        rf"{WHERE}torchtune-8b-full-4090\.model_code: Input should be 'transformers' or 'own'",
+    ),
+    "a model code on a decoding run": (
+        '    table: "Latency tests, latency_llama8B_tp1, H200, mean latency 833.421 ms"\n',
+        '    table: "Latency tests, latency_llama8B_tp1, H200, mean latency 833.421 ms"\n    model_code: own\n',
+        rf"{WHERE}vllm-8b-b8-h200: model_code is for training runs",
+    ),
+    "a held-out source collected after a rule that does not exist": (
+        "    collected_after: R2\n",
+        "    collected_after: R9\n",
+        r"snippets/data/measurements\.yaml: sources\.universal-llm-trainer-2025: collected_after: 'R9' is not one of R0, R1, R2, R3",
+    ),
+    "a held-out source without the rule it was collected after": (
+        "    collected_after: R2\n",
+        "",
+        r"snippets/data/measurements\.yaml: sources\.universal-llm-trainer-2025: holdout and collected_after go together",
+    ),
     "implausible, not excluded": (
         "    tokens_per_s: 1650\n",
         "    tokens_per_s: 3650\n",

@@ -22,10 +22,13 @@ from tests.card_sources import memory_mib
 from tests.conftest import REPO_ROOT
 from vram import timing
 from vram.calibration import (
+    ANY,
     COMPUTE_BOUND,
     COVERAGE_TARGET,
     FIRST_RULE,
+    LOOP_RULE,
     RULE,
+    SCRIPTS_MODEL_CODE,
     SECOND_RULE,
     WIDTH_TARGET,
     Check,
@@ -34,6 +37,7 @@ from vram.calibration import (
     class_table,
     coverage,
     dispersion,
+    job_class,
     leave_one_source_out,
     load_measured_data,
     median_width,
@@ -329,7 +333,7 @@ def test_tensor_parallel_decoding_is_a_regime_of_its_own_under_r2(measured):
     assert serving_class("hopper", "fp8", 8, 2, SECOND_RULE)[3] == "batched"
     for cards, regime in ((1, "batched"), (2, "parallel")):
         decode = answer_job(_serving_job(measured, cards=cards, concurrent=8))["fits"][0]["decode"]
-        assert decode["backing"]["class"][1:] == ["serving", "16", regime]
+        assert decode["backing"]["class"][1:4] == ["serving", "16", regime]
 
 
 # ------------------------------------------------------------------ validation
@@ -429,7 +433,7 @@ def test_each_job_reads_its_own_calibration_not_the_last_one(measured):
     """A calibration is read once per object handed in: a job with another calibration (the same
     runs, every share halved) gets that calibration's range, exactly half the first's."""
     first = measured.calibration.as_job()
-    halved = first | {"points": [[*row[:7], row[7] / 2] for row in first["points"]]}
+    halved = first | {"points": [[*row[:7], row[7] / 2, *row[8:]] for row in first["points"]]}
     shares = []
     for calibration in (first, halved, first):
         fits = answer_job(_job(calibration))["fits"]
@@ -464,7 +468,7 @@ def test_the_serving_answer_adds_the_published_share_of_the_roofline(measured):
     decode = answer_job(_serving_job(measured))["fits"][0]["decode"]
     low, high = decode["tokens_per_s_per_sequence"]
     assert low < high <= decode["tokens_per_s_per_sequence_at_most"]  # the roofline stays the upper bound
-    share = class_range(measured.calibration.points, ("hopper", "serving", "16", "single"))
+    share = class_range(measured.calibration.points, ("hopper", "serving", "16", "single", ANY))
     assert low <= decode["tokens_per_s_per_sequence_at_most"] * share.low
 
 
@@ -518,7 +522,7 @@ def test_cli_job_says_what_server_engines_reached_beside_the_roofline(measured):
         )
     line = next(line for line in out.getvalue().splitlines() if line.startswith("decoding on h100"))
     bound = timing.decode_bound(measured.configs["llama-3.1-8b"], 3350, 1024, 8, 2).tokens_per_second_per_sequence
-    share = class_range(measured.calibration.points, ("hopper", "serving", "16", "parallel"))
+    share = class_range(measured.calibration.points, ("hopper", "serving", "16", "parallel", ANY))
     low, high = math.floor(bound * share.low), math.ceil(bound * share.high)
     assert f"server engines like vLLM reached {low:,}-{high:,} per sequence in published runs" in line
 
@@ -586,3 +590,74 @@ def test_a_link_bound_job_warns_that_published_runs_add_tensor_parallelism(measu
     assert slow["fits"][0]["time"]["communication_s"][0] >= 3 * 7 / 8 * 2 * 8.03e9 / 25e9 * 0.99
     fast = answer_job(_job(measured.calibration.as_job()))
     assert "communication_bound" not in fast["run"].get("warnings", [])
+
+
+def _coded(key, source, share, code, family="a100"):
+    return Point(key, source, "a100-80gb", family, "dense", "full", "none", share, code)
+
+
+def test_r3_reads_a_class_of_its_model_code_and_r2_every_code():
+    """By hand: on A100, two transformers-code sources at 0.2 and 0.3, two own-code sources at 0.6
+    and 0.7. R3 keys each run by its code: a transformers-code job's centre is median(0.2, 0.3) =
+    0.25 and an own-code job's median(0.6, 0.7) = 0.65; R2 reads all four: median = 0.45, whatever
+    the job's code. The range holds the class's own runs (rule 4)."""
+    runs = (
+        _coded("t1", "t", 0.2, "transformers"),
+        _coded("u1", "u", 0.3, "transformers"),
+        _coded("o1", "o", 0.6, "own"),
+        _coded("p1", "p", 0.7, "own"),
+    )
+    for rule, code, centre in (
+        (LOOP_RULE, "transformers", 0.25),
+        (LOOP_RULE, "own", 0.65),
+        (RULE, "transformers", 0.45),
+        (RULE, "own", 0.45),
+    ):
+        points = tuple(rule.keyed(p) for p in runs)
+        found = class_range(points, ("a100", "dense", "full", "none", code), rule)
+        mine = [p.share for p in runs if rule is RULE or p.code == code]
+        assert found.runs == len(mine) and found.exact
+        assert source_centre([p for p in points if rule is RULE or p.code == code]) == pytest.approx(centre)
+        assert found.low <= min(mine) and max(mine) <= found.high
+
+
+def test_r3_keeps_the_model_code_when_it_widens_a_class_until_the_last_step():
+    """A transformers-code job on A100 with transformers-code runs only on H100 and own-code runs
+    only on A100: R3 reads the H100 runs (every family, the same code: the third widening step),
+    not the A100 runs of the other code; R2 reads the A100 runs (its own class)."""
+    runs = (_coded("h1", "h", 0.3, "transformers", family="hopper"), _coded("o1", "o", 0.7, "own"))
+    found = class_range(
+        tuple(LOOP_RULE.keyed(p) for p in runs), ("a100", "dense", "full", "none", "transformers"), LOOP_RULE
+    )
+    assert found.used == (ANY, "dense", "full", "none", "transformers") and found.sources == ("h",)
+    found = class_range(tuple(RULE.keyed(p) for p in runs), ("a100", "dense", "full", "none", "transformers"), RULE)
+    assert found.used[0] == "a100" and found.sources == ("o",)
+    only_own = (_coded("o1", "o", 0.7, "own"),)  # no run of the job's code anywhere: the last step, every run
+    found = class_range(
+        tuple(LOOP_RULE.keyed(p) for p in only_own), ("a100", "dense", "full", "none", "transformers"), LOOP_RULE
+    )
+    assert found.used == (ANY,) * 5 and found.level == 5
+
+
+def test_the_guides_scripts_build_transformers_models():
+    """The guide's model code (what a finder job is under R3) read from its scripts' syntax trees:
+    each builds its model with transformers' AutoModelForCausalLM."""
+    import ast
+
+    for name in ("train_hf.py", "train_fsdp2.py"):
+        tree = ast.parse((REPO_ROOT / "snippets" / name).read_text(encoding="utf-8"))
+        imported = {
+            (node.module, alias.name)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
+        built = {
+            node.func.value.id
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        }
+        assert ("transformers", "AutoModelForCausalLM") in imported and "AutoModelForCausalLM" in built, name
+    assert SCRIPTS_MODEL_CODE == "transformers" and job_class("a100", False, "full", False)[4] == SCRIPTS_MODEL_CODE
