@@ -33,7 +33,23 @@ def frozen_data(dest: Path) -> Path:
     other data name, the published measurements', stay). Returns ``dest``."""
     shutil.copytree(REAL_DATA, dest)
     shutil.copytree(FROZEN, dest, dirs_exist_ok=True)
+    _keep_measured_models(dest)
     return dest
+
+
+def _keep_measured_models(dest: Path) -> None:
+    """The published measurements are not the catalogue: a model they name that the real
+    ``models.yaml`` lists and the frozen one does not is listed, in ``dest`` only, among the
+    measurements' own ``models`` (which the finder does not show), so that they read the same
+    configs with either catalogue."""
+    path = dest / "measurements.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    known = set(frozen("models")["models"]) | set(data.get("models", {}))
+    real = yaml.safe_load((REAL_DATA / "models.yaml").read_text(encoding="utf-8"))["models"]
+    missing = sorted({entry["model"] for entry in data["measurements"].values()} - known)
+    if missing:
+        data.setdefault("models", {}).update({key: real[key] for key in missing if key in real})
+        path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
 
 
 def frozen(name: str) -> Any:

@@ -52,13 +52,19 @@ def measured():
 # The sources collected after a rule was frozen, that rule, and how many runs each published:
 # after R2 (091d827), three Hugging Face Transformers-based or power-limited sources first, then
 # two tuned stacks (NeMo, Megatron-LM) whose one-machine and two-machine runs are held out the
-# same way.
+# same way; after R3 (05f7f82), three transformers-code sources and three own-code ones.
 HELD_RUNS = {
     "universal-llm-trainer-2025": ("R2", 10),
     "torchao-mx-b200-2025": ("R2", 1),
     "dgxc-hf-peft-fsdp-2024": ("R2", 4),
     "dgxc-nemo-llama31-2024": ("R2", 2),
     "flagperf-llama3-8b-megatron-2024": ("R2", 2),
+    "fms-acceleration-a100-2025": ("R3", 13),
+    "optimum-benchmark-llamas-2023": ("R3", 15),
+    "optimum-benchmark-llamas-2023-08": ("R3", 4),
+    "torchao-float8-h100-2025": ("R3", 1),
+    "olmo-core-h100-2025": ("R3", 2),
+    "torchtune-flags-a100-2024": ("R3", 5),
 }
 HOLDING = [rule for rule in RULES if held_from(rule.name)]  # the rules that have a held-out set
 
