@@ -1,10 +1,12 @@
 """The formulas page's "how good are these estimates": the validation figures, the class table,
 the sources and the plot, from ``vram.calibration`` (the code the times come from).
 
-- ``{{ calibration part=coverage|width|runs group=training|serving|serving_local|scale|holdout rule=R2|R1|R0|R3 }}``
+- ``{{ calibration part=coverage|width|runs group=training|serving|serving_local|scale|holdout rule=R2|R1|R0|R3
+  after=R2|R3 }}``
   -> ``66%``, ``1,7``, ``35``: leave-one-source-out figures (``vram.calibration.validation_figures``)
   of the site's rule (default, ``vram.calibration.RULE``) or of another (``holdout``: the
-  runs of the sources held out of the calibration, predicted from all the others);
+  runs of the sources held out of the calibration, predicted from all the others; with
+  ``after``, only those of the sources collected after that rule was frozen: one round);
   ``part=verdict`` whether both targets are met (``raggiunto``/``non raggiunto``);
   ``part=inside`` how many of the group's runs lie inside their range, ``part=slower`` how many
   below its low end, ``part=faster`` how many above its high end; ``part=measured_low_min`` and
@@ -48,14 +50,18 @@ from vram.calibration import (
     COMPUTE_BOUND,
     COVERAGE_TARGET,
     RULE,
+    RULES,
     WIDTH_TARGET,
     ClassRange,
+    Figures,
     class_table,
+    coverage,
     dispersion,
     group_of,
     held_out,
+    median_width,
 )
-from vram.measurements import IMPLAUSIBLE_SHARE
+from vram.measurements import IMPLAUSIBLE_SHARE, Measurement
 
 PLOT_DIR = "assets/calibration"
 PARTS = (
@@ -108,7 +114,7 @@ def times(value: float, lang: str) -> str:
 
 
 def calibration(raw: dict[str, str], lang: str) -> str:
-    args = Args(raw, {"part", "group", "rule"})
+    args = Args(raw, {"part", "group", "rule", "after"})
     part = args.str("part")
     if part not in PARTS:
         raise RenderError(f"part={part} is not one of {', '.join(PARTS)}")
@@ -122,6 +128,13 @@ def calibration(raw: dict[str, str], lang: str) -> str:
         return percent(IMPLAUSIBLE_SHARE, lang)
     measured = measured_data()
     group = args.str("group", "training")
+    after = args.str("after", "")  # group=holdout: only the sources collected after that rule was frozen
+    if after and (group != "holdout" or after not in {rule.name for rule in RULES}):
+        raise RenderError(f"after={after}: the name of a rule ({', '.join(r.name for r in RULES)}), with group=holdout")
+
+    def this_round(m: Measurement) -> bool:
+        return not after or m.collected_after == after
+
     if part == "spread":
         if group not in ("training", "serving"):
             raise RenderError(f"group={group} is not one of training, serving")
@@ -144,16 +157,20 @@ def calibration(raw: dict[str, str], lang: str) -> str:
         if group not in ("training", "holdout"):
             raise RenderError(f"group={group} is not one of training, holdout (for part={part})")
         held = group == "holdout"
+        chosen_runs = [m for m in measured.measurements.values() if held_out(m, RULE) == held and this_round(m)]
         if part == "measurements":
-            return format_number(sum(held_out(m, RULE) == held for m in measured.measurements.values()), lang, 0)
-        sources = {m.source for m in measured.measurements.values() if held_out(m, RULE) == held}
-        return format_number(len(sources), lang, 0)
+            return format_number(len(chosen_runs), lang, 0)
+        return format_number(len({m.source for m in chosen_runs}), lang, 0)
     checks, figures = validation(rule_name=args.str("rule", RULE.name))
     if group not in figures:
         raise RenderError(f"group={group} is not one of {', '.join(figures)}")
-    found = figures[group]
+    chosen = [
+        c for c in checks if group_of(c, measured.measurements) == group and this_round(measured.measurements[c.key])
+    ]
+    if not chosen:
+        raise RenderError(f"after={after}: no run of group={group} was collected after that rule")
+    found = Figures(len(chosen), coverage(chosen), median_width(chosen)) if after else figures[group]
     if part in ("inside", "slower", "faster", *SIDE_PARTS):
-        chosen = [c for c in checks if group_of(c, measured.measurements) == group]
         sides = {
             "slower": [c for c in chosen if c.measured < c.predicted.low],
             "faster": [c for c in chosen if c.measured > c.predicted.high],

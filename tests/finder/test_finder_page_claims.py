@@ -139,7 +139,7 @@ def test_the_time_column_names_its_sources(lang, heading, no_measurement):
     and the note under a table with a run gives the validation's coverage, from the same data."""
     from babel.numbers import format_percent
 
-    from hooks.data.measurements import validation
+    from hooks.data.measurements import measured_data, validation
 
     page = (REPO_ROOT / "docs" / f"gpu-finder.{lang}.md").read_text(encoding="utf-8")
     (bullet,) = [line for line in page.splitlines() if line.startswith(heading)]
@@ -157,6 +157,14 @@ def test_the_time_column_names_its_sources(lang, heading, no_measurement):
     times = [(1 / c.measured) / (1 / c.predicted.low) for c in held if c.measured < c.predicted.low]
     shorter = [(1 / c.measured) / (1 / c.predicted.high) for c in held if c.measured > c.predicted.high]
     assert inside + len(times) + len(shorter) == len(held) and times and shorter  # the words name both sides
+    # the words' names: the faster runs' stacks, and mostly transformers-code loops among the slower
+    assert {c.source for c in held if c.measured > c.predicted.high} == {
+        "dgxc-nemo-llama31-2024",
+        "flagperf-llama3-8b-megatron-2024",
+        "olmo-core-h100-2025",
+    }
+    codes = [measured_data().measurements[c.key].model_code for c in held if c.measured < c.predicted.low]
+    assert codes.count("transformers") > len(codes) / 2
 
     def outwards(values, step):
         return (
@@ -174,13 +182,13 @@ def test_the_time_column_names_its_sources(lang, heading, no_measurement):
         f"l’intervallo ne contiene {inside}. Di queste, {len(times)} hanno richiesto da {comma(low)} a "
         f"{comma(high)} volte il tempo più lungo del loro intervallo (erano per lo più cicli di training basati su "
         "Hugging Face Transformers, come lo script train_hf.py di questa guida, che usa il Trainer di "
-        f"transformers); altre {len(shorter)}, con NeMo e Megatron-LM, da {comma(short_low)} a "
+        f"transformers); altre {len(shorter)}, con NeMo, Megatron-LM e OLMo-core, da {comma(short_low)} a "
         f"{comma(short_high)} volte il tempo più breve",
         "fr": f"Sur les {len(held)} mesures de {sources} sources recueillies après que la règle a été figée, "
         f"la fourchette en contient {inside}. Parmi elles, {len(times)} ont pris de {comma(low)} à "
         f"{comma(high)} fois la durée la plus longue de leur fourchette (pour la plupart des boucles "
         "d’entraînement bâties sur Hugging Face Transformers, comme le script train_hf.py de ce guide, qui "
-        f"utilise le Trainer de transformers) ; {len(shorter)} autres, avec NeMo et Megatron-LM, de "
+        f"utilise le Trainer de transformers) ; {len(shorter)} autres, avec NeMo, Megatron-LM et OLMo-core, de "
         f"{comma(short_low)} à {comma(short_high)} fois la durée la plus courte",
     }
     assert said[lang] in table  # what the held-out sources gave, next to the coverage

@@ -86,11 +86,12 @@ HOLDOUT_ROW = {
 
 @pytest.mark.parametrize("lang", PAGES)
 def test_the_held_out_sources_have_their_row_and_their_ratios(built_site, lang):
-    """The sources collected after the rule was frozen (measurements.yaml ``holdout``): their own
-    row, with the holdout group's figures recomputed here from the checks, and the sentences that
-    say how much slower than their ranges' low ends, or faster than their high ends, they ran.
-    The words name which sources ran slower (Hugging Face Transformers-based loops, torchtitan on
-    power-limited B200) and which faster (NeMo, Megatron-LM): the data must still say so."""
+    """The sources collected after a rule was frozen (measurements.yaml ``holdout``,
+    ``collected_after``): their own row, with the holdout group's figures recomputed here from the
+    checks, and for each round (after R2, after R3) the sentences that say how many fell inside and
+    how much slower than their ranges' low ends, or faster than their high ends, the others ran.
+    The words name which sources ran slower and which faster in each round, that IBM's
+    fms-acceleration runs fell inside but one, and R3's figures: the data must still say so."""
     import math
     import statistics
 
@@ -104,20 +105,12 @@ def test_the_held_out_sources_have_their_row_and_their_ratios(built_site, lang):
 
     _heading, parts = _section(built_site, lang)
     checks, _ = validation()
-    held = [c for c in checks if group_of(c, measured_data().measurements) == "holdout"]
+    measurements = measured_data().measurements
+    held = [c for c in checks if group_of(c, measurements) == "holdout"]
     data = load_yaml("measurements")  # the held-out entries counted from the file itself, not from vram
     held_sources = {key for key, entry in data["sources"].items() if entry.get("holdout")}
     assert len(held) == sum(m["source"] in held_sources for m in data["measurements"].values())
-    slower = [c for c in held if c.measured < c.predicted.low]
-    faster = [c for c in held if c.measured > c.predicted.high]
-    assert {c.source for c in slower} == {
-        "universal-llm-trainer-2025",
-        "dgxc-hf-peft-fsdp-2024",
-        "torchao-mx-b200-2025",
-    }
-    assert {c.source for c in faster} == {"dgxc-nemo-llama31-2024", "flagperf-llama3-8b-megatron-2024"}
     inside = sum(c.covered for c in held)
-    assert inside + len(slower) + len(faster) == len(held)
     rows = [
         [spaced(" ".join(td.get_text(" ").split())) for td in tr.find_all("td")]
         for p in parts
@@ -136,25 +129,69 @@ def test_the_held_out_sources_have_their_row_and_their_ratios(built_site, lang):
             format_number(math.ceil(max(ratios) * 100) / 100, lang, 2),
         )
 
-    below = outwards([c.measured / c.predicted.low for c in slower])
-    above = outwards([c.measured / c.predicted.high for c in faster])
     text = spaced(" ".join(" ".join(p.get_text(" ").split()) for p in parts if p.name == "p"))
-    words = {
+    named = {  # the sources the words name on each side, round by round
+        "R2": (
+            {"universal-llm-trainer-2025", "dgxc-hf-peft-fsdp-2024", "torchao-mx-b200-2025"},
+            {"dgxc-nemo-llama31-2024", "flagperf-llama3-8b-megatron-2024"},
+        ),
+        "R3": (
+            {
+                "optimum-benchmark-llamas-2023",
+                "optimum-benchmark-llamas-2023-08",
+                "fms-acceleration-a100-2025",
+                "torchtune-flags-a100-2024",
+            },
+            {"olmo-core-h100-2025"},
+        ),
+    }
+    for after, (slower_named, faster_named) in named.items():
+        chosen = [c for c in held if measurements[c.key].collected_after == after]
+        slower = [c for c in chosen if c.measured < c.predicted.low]
+        faster = [c for c in chosen if c.measured > c.predicted.high]
+        assert ({c.source for c in slower}, {c.source for c in faster}) == (slower_named, faster_named), after
+        inside_now = sum(c.covered for c in chosen)
+        below = outwards([c.measured / c.predicted.low for c in slower])
+        above = outwards([c.measured / c.predicted.high for c in faster])
+        sources = len({c.source for c in chosen})
+        words = {
+            "it": (
+                f"{len(chosen)} misure di {sources} fonti",
+                f"l’intervallo ne contiene {inside_now}",
+                f"{len(slower)} sono più lente dell’estremo basso",
+                f"da {below[0]} a {below[1]} volte il suo valore",
+                f"{len(faster)} sono più rapide dell’estremo alto, da {above[0]} a {above[1]} volte",
+            ),
+            "fr": (
+                f"{len(chosen)} mesures de {sources} sources",
+                f"la fourchette en contient {inside_now}",
+                f"{len(slower)} sont plus lentes que la borne basse",
+                f"en atteignent de {below[0]} à {below[1]} fois la valeur",
+                f"{len(faster)}",
+            ),
+        }[lang]
+        assert all(w in text for w in words), (after, [w for w in words if w not in text])
+        if after == "R3":  # "one of fms-acceleration and one of torchtune" among the slower; all but one inside
+            fms = [c for c in chosen if c.source == "fms-acceleration-a100-2025"]
+            assert sum(c.covered for c in fms) == len(fms) - 1
+            assert [c.source for c in slower].count("fms-acceleration-a100-2025") == 1
+            assert [c.source for c in slower].count("torchtune-flags-a100-2024") == 1
+    _, loop_figures = validation(rule_name="R3")
+    r3 = {
         "it": (
-            f"{inside} su {len(held)}",
-            f"{len(slower)} sono più lente dell’estremo basso del proprio intervallo, da {below[0]} a {below[1]} volte",
-            f"{len(faster)} sono più rapide dell’estremo alto, da {above[0]} a {above[1]} volte",
+            f"contiene la misura nel {spaced(format_percent(loop_figures['training'].coverage, locale=lang))} dei casi",
+            f"con intervalli larghi in mediana {format_number(math.ceil(loop_figures['training'].median_width * 10) / 10, lang, 1)} volte",
         ),
         "fr": (
-            f"{inside} sur {len(held)}",
-            (
-                f"{len(slower)} sont plus lentes que la borne basse de leur fourchette et en atteignent de {below[0]} "
-                f"à {below[1]} fois"
-            ),
-            f"{len(faster)} sont plus rapides que la borne haute et en atteignent de {above[0]} à {above[1]} fois",
+            f"elle contient la mesure dans {spaced(format_percent(loop_figures['training'].coverage, locale=lang))} des cas",
+            f"larges en médiane de {format_number(math.ceil(loop_figures['training'].median_width * 10) / 10, lang, 1)} fois",
         ),
     }[lang]
-    assert all(w in text for w in words), [w for w in words if w not in text]
+    assert all(w in text for w in r3), [w for w in r3 if w not in text]
+    assert loop_figures["training"].median_width > 10  # "an interval so wide is no answer": the words' premise
+    slower = [c for c in held if c.measured < c.predicted.low]
+    faster = [c for c in held if c.measured > c.predicted.high]
+    assert inside + len(slower) + len(faster) == len(held)
     home = {"it": "index.html", "fr": "fr/index.html"}[lang]
     said = spaced(
         " ".join(BeautifulSoup((built_site / home).read_text(encoding="utf-8"), "html.parser").get_text(" ").split())
@@ -232,3 +269,39 @@ def test_the_page_says_how_many_entries_are_kept_out_and_of_how_many(built_site,
     )
     said = {"it": f"({excluded} delle {len(entries)})", "fr": f"({excluded} des {len(entries)})"}[lang]
     assert said in text.replace("\u202f", " ").replace("\u00a0", " ")
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (
+            {"part": "inside", "group": "training", "after": "R3"},
+            "after=R3: the name of a rule (R0, R1, R2, R3), with group=holdout",
+        ),
+        ({"part": "inside", "group": "holdout", "after": "R9"}, "after=R9: the name of a rule"),
+        (
+            {"part": "inside", "group": "holdout", "after": "R1"},
+            "after=R1: no run of group=holdout was collected after that rule",
+        ),
+    ],
+)
+def test_a_round_of_held_out_sources_must_exist(raw, message):
+    """``after`` picks one round of held-out sources; a round no source was collected in, or a
+    group that is not the held-out one, is one line, not an empty figure."""
+    from hooks.errors import RenderError
+    from hooks.render.calibration import calibration
+
+    with pytest.raises(RenderError) as info:
+        calibration(raw, "it")
+    assert str(info.value).startswith(message)
+
+
+def test_one_round_adds_up_to_the_held_out_group():
+    """The two rounds' runs, inside counts and sides add up to the whole held-out group."""
+    from hooks.render.calibration import calibration
+
+    def count(part, **extra):
+        return int(calibration({"part": part, "group": "holdout", **extra}, "it").replace(".", ""))
+
+    for part in ("runs", "inside", "slower", "faster", "measurements"):
+        assert count(part) == count(part, after="R2") + count(part, after="R3"), part
