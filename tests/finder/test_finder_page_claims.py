@@ -179,18 +179,25 @@ def test_the_time_column_names_its_sources(lang, heading, no_measurement):
     sources = len({c.source for c in held})
     said = {
         "it": f"Delle {len(held)} misure di {sources} fonti raccolte dopo che la regola era stata fissata, "
-        f"l’intervallo ne contiene {inside}. Di queste, {len(times)} hanno richiesto da {comma(low)} a "
+        f"l’intervallo ne contiene {inside}. Delle altre, {len(times)} hanno richiesto da {comma(low)} a "
         f"{comma(high)} volte il tempo più lungo del loro intervallo (erano per lo più cicli di training basati su "
         "Hugging Face Transformers, come lo script train_hf.py di questa guida, che usa il Trainer di "
-        f"transformers); altre {len(shorter)}, con NeMo, Megatron-LM e OLMo-core, da {comma(short_low)} a "
-        f"{comma(short_high)} volte il tempo più breve",
+        f"transformers) e {len(shorter)}, con NeMo, Megatron-LM e OLMo-core, da {comma(short_low)} a "
+        f"{comma(short_high)} volte il tempo più breve. Il ciclo di training conta quanto la scheda: prima di "
+        "noleggiare una macchina per giorni, misura per qualche minuto quanto dura su di essa uno step del tuo "
+        "ciclo, e moltiplicalo per gli step che servono, scritti qui sopra.",
         "fr": f"Sur les {len(held)} mesures de {sources} sources recueillies après que la règle a été figée, "
-        f"la fourchette en contient {inside}. Parmi elles, {len(times)} ont pris de {comma(low)} à "
+        f"la fourchette en contient {inside}. Parmi les autres, {len(times)} ont pris de {comma(low)} à "
         f"{comma(high)} fois la durée la plus longue de leur fourchette (pour la plupart des boucles "
         "d’entraînement bâties sur Hugging Face Transformers, comme le script train_hf.py de ce guide, qui "
-        f"utilise le Trainer de transformers) ; {len(shorter)} autres, avec NeMo, Megatron-LM et OLMo-core, de "
-        f"{comma(short_low)} à {comma(short_high)} fois la durée la plus courte",
+        f"utilise le Trainer de transformers) et {len(shorter)}, avec NeMo, Megatron-LM et OLMo-core, de "
+        f"{comma(short_low)} à {comma(short_high)} fois la durée la plus courte. La boucle d’entraînement compte "
+        "autant que la carte : avant de louer une machine pour des jours, mesurez-y pendant quelques minutes la "
+        "durée d’une étape de votre boucle, et multipliez-la par le nombre d’étapes nécessaires, indiqué plus haut.",
     }
-    assert said[lang] in table  # what the held-out sources gave, next to the coverage
+    assert said[lang] in table  # what the held-out sources gave, next to the coverage, and what to do about it
+    # "the steps needed, above": the note's earlier paragraph gives them (batch_text, vram.job.global_batch)
+    steps = {"it": "step", "fr": "étapes"}[lang]
+    assert table.index(f" {steps}.</p>") < table.index(said[lang][:40])
     # the guide's train_hf.py is such a loop: it trains with transformers' Trainer
     assert "Trainer(model=" in (REPO_ROOT / "snippets" / "train_hf.py").read_text(encoding="utf-8")
