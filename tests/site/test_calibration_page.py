@@ -158,14 +158,16 @@ def test_the_held_out_sources_have_their_row_and_their_ratios(built_site, lang):
             "it": (
                 f"{len(chosen)} misure di {sources} fonti",
                 f"l’intervallo ne contiene {inside_now}",
-                f"{len(slower)} sono più lente dell’estremo basso",
+                (f"ne contiene {inside_now}; " if after == "R2" else "Delle altre, ")
+                + f"{len(slower)} sono più lente dell’estremo basso",
                 f"da {below[0]} a {below[1]} volte il suo valore",
                 f"{len(faster)} sono più rapide dell’estremo alto, da {above[0]} a {above[1]} volte",
             ),
             "fr": (
                 f"{len(chosen)} mesures de {sources} sources",
                 f"la fourchette en contient {inside_now}",
-                f"{len(slower)} sont plus lentes que la borne basse",
+                (f"en contient {inside_now} ; " if after == "R2" else "Parmi les autres, ")
+                + f"{len(slower)} sont plus lentes que la borne basse",
                 f"en atteignent de {below[0]} à {below[1]} fois la valeur",
                 f"{len(faster)}",
             ),
@@ -192,6 +194,13 @@ def test_the_held_out_sources_have_their_row_and_their_ratios(built_site, lang):
     slower = [c for c in held if c.measured < c.predicted.low]
     faster = [c for c in held if c.measured > c.predicted.high]
     assert inside + len(slower) + len(faster) == len(held)
+    overall = {  # the formulas page's sentence on both rounds: the misses on each side, not "not all on one side"
+        "it": f"ne cadono {inside} su {len(held)}; delle altre, {len(slower)} sono più lente del previsto e "
+        f"{len(faster)} più rapide",
+        "fr": f"Il en tombe {inside} sur {len(held)} dans leur fourchette ; parmi les autres, {len(slower)} sont "
+        f"plus lentes que prévu et {len(faster)} plus rapides",
+    }[lang]
+    assert overall in text
     home = {"it": "index.html", "fr": "fr/index.html"}[lang]
     said = spaced(
         " ".join(BeautifulSoup((built_site / home).read_text(encoding="utf-8"), "html.parser").get_text(" ").split())
