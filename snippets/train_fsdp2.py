@@ -4,6 +4,7 @@ import gc
 import os
 import pathlib
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -97,6 +98,7 @@ if done:
 
 for epoch in range(start, args.epochs):
     sampler.set_epoch(epoch)  # un ordine diverso a ogni epoca
+    started, seen = time.perf_counter(), 0
     for step, (inputs, targets) in enumerate(loader):
         logits = model(inputs.to(device)).logits.float()  # logit in fp32 per la loss
         logits = logits.flatten(0, 1)
@@ -108,9 +110,15 @@ for epoch in range(start, args.epochs):
             # dopo il primo step: la memoria vera, da confrontare con il calcolatore
             peak_gb = torch.accelerator.max_memory_allocated() / 1e9
             print(f"rank {rank}: peak {peak_gb:.3f} GB allocated", flush=True)
+        seen += inputs.numel()  # token di questo rank
+    if acc:
+        torch.accelerator.synchronize()  # il tempo vero: la GPU ha finito
+    seconds = time.perf_counter() - started
     save_checkpoint(out / f"epoch-{epoch + 1}")
     if rank == 0:  # log solo dal rank 0
-        print(f"epoch {epoch}: loss {loss.item():.4f}", flush=True)
+        # token/s per GPU: la velocità del tuo ciclo (la prima epoca conta anche l’avvio)
+        speed = f"{seen / seconds:.0f} tokens/s per GPU ({seen} tokens in {seconds:.2f} s)"
+        print(f"epoch {epoch}: loss {loss.item():.4f}; {speed}", flush=True)
 # FSDP2 lega il gruppo di processi a modello e ottimizzatore: liberali prima di chiudere
 del model, optimizer
 gc.collect()

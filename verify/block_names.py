@@ -221,6 +221,7 @@ ATTRIBUTES = frozenset(
         "name",
         "nbytes",
         "no_sync",
+        "numel",
         "nodename",
         "out",
         "parameters",

@@ -239,5 +239,7 @@ def untaken(
             if module not in taken or not arm.taken(taken[module]):
                 elsewhere = sorted(name for name, run in taken.items() if arm.taken(run))
                 where = f"; only runs of {', '.join(elsewhere)} took it" if elsewhere else ""
-                problems.append(f"{path.relative_to(root)}:{arm.line}: '{arm.name}': no run of {test} took this arm{where}")
+                problems.append(
+                    f"{path.relative_to(root)}:{arm.line}: '{arm.name}': no run of {test} took this arm{where}"
+                )
     return due, problems

@@ -48,18 +48,19 @@ DCP_TO_HF = FSDP + "test_dcp_to_hf_gives_a_folder_from_pretrained_loads_with_the
 
 BRANCHES = {
     ("nccl_check.py", "if 'LOCAL_RANK' not in os.environ: false"): NCCL_RUNS,
-    ("nccl_check.py", "if 'LOCAL_RANK' not in os.environ: true"): NCCL + "test_started_with_plain_python_it_says_how_to_launch",
-    ("nccl_check.py", "and os.environ.get('NCCL_SHM_DISABLE') != '1': evaluated"):
-        NCCL + "test_small_dev_shm_fails_fast_naming_it_and_the_fix",
+    ("nccl_check.py", "if 'LOCAL_RANK' not in os.environ: true"): NCCL
+    + "test_started_with_plain_python_it_says_how_to_launch",
+    ("nccl_check.py", "and os.environ.get('NCCL_SHM_DISABLE') != '1': evaluated"): NCCL
+    + "test_small_dev_shm_fails_fast_naming_it_and_the_fix",
     ("nccl_check.py", "and os.environ.get('NCCL_SHM_DISABLE') != '1': skipped"): NCCL_RUNS,
     ("nccl_check.py", "if free_shm_mb < min_shm_mb and os.environ.get('NCCL_SHM_DISABLE') != '1': false"): NCCL_RUNS,
-    ("nccl_check.py", "if free_shm_mb < min_shm_mb and os.environ.get('NCCL_SHM_DISABLE') != '1': true"):
-        NCCL + "test_small_dev_shm_fails_fast_naming_it_and_the_fix",
+    ("nccl_check.py", "if free_shm_mb < min_shm_mb and os.environ.get('NCCL_SHM_DISABLE') != '1': true"): NCCL
+    + "test_small_dev_shm_fails_fast_naming_it_and_the_fix",
     ("nccl_check.py", "and os.environ.get('NCCL_CHECK_ALLOW_CPU') != '1': evaluated"): NCCL_RUNS,
     ("nccl_check.py", "and os.environ.get('NCCL_CHECK_ALLOW_CPU') != '1': skipped"): NCCL_GPU,
     ("nccl_check.py", "if acc is None and os.environ.get('NCCL_CHECK_ALLOW_CPU') != '1': false"): NCCL_RUNS,
-    ("nccl_check.py", "if acc is None and os.environ.get('NCCL_CHECK_ALLOW_CPU') != '1': true"):
-        NCCL + "test_without_a_gpu_it_refuses_unless_the_cpu_rehearsal_is_asked_for",
+    ("nccl_check.py", "if acc is None and os.environ.get('NCCL_CHECK_ALLOW_CPU') != '1': true"): NCCL
+    + "test_without_a_gpu_it_refuses_unless_the_cpu_rehearsal_is_asked_for",
     ("nccl_check.py", "if acc is None: false"): NCCL_GPU,
     ("nccl_check.py", "if acc is None: true"): NCCL_RUNS,
     ("nccl_check.py", "def sync: runs"): NCCL_RUNS,
@@ -71,11 +72,13 @@ BRANCHES = {
     ("nccl_check.py", "if not torch.all(x == expected): true"): NCCL + "test_a_wrong_sum_fails_loudly_on_every_rank",
     ("nccl_check.py", "loop range(3): body"): NCCL_RUNS,
     ("nccl_check.py", "loop range(10): body"): NCCL_RUNS,
-    ("nccl_check.py", "except RuntimeError: runs"): NCCL + "test_a_rank_that_never_joins_becomes_an_error_naming_the_collective",
+    ("nccl_check.py", "except RuntimeError: runs"): NCCL
+    + "test_a_rank_that_never_joins_becomes_an_error_naming_the_collective",
     ("nccl_check.py", "if n > 1: false"): NCCL + "test_one_rank_claims_no_bus_bandwidth",
     ("nccl_check.py", "if n > 1: true"): NCCL_RUNS,
     ("train.py", "if 'LOCAL_RANK' not in os.environ: false"): TRAIN_RUNS,
-    ("train.py", "if 'LOCAL_RANK' not in os.environ: true"): TRAIN + "test_started_with_plain_python_it_says_how_to_launch",
+    ("train.py", "if 'LOCAL_RANK' not in os.environ: true"): TRAIN
+    + "test_started_with_plain_python_it_says_how_to_launch",
     ("train.py", "ifexp acc: false"): TRAIN_RUNS,
     ("train.py", "ifexp acc: true"): TRAIN_GPU,
     ("train.py", "if acc: false"): TRAIN_RUNS,
@@ -91,7 +94,8 @@ BRANCHES = {
     ("train.py", "if rank == 0: false"): TRAIN_RUNS,  # two ranks: rank 1 skips it
     ("train.py", "if rank == 0: true"): TRAIN_RUNS,
     ("train_fsdp2.py", "if 'LOCAL_RANK' not in os.environ: false"): FSDP_RUNS,
-    ("train_fsdp2.py", "if 'LOCAL_RANK' not in os.environ: true"): FSDP + "test_started_with_plain_python_it_says_how_to_launch",
+    ("train_fsdp2.py", "if 'LOCAL_RANK' not in os.environ: true"): FSDP
+    + "test_started_with_plain_python_it_says_how_to_launch",
     ("train_fsdp2.py", "ifexp acc: false"): FSDP_RUNS,
     ("train_fsdp2.py", "ifexp acc: true"): FSDP_GPU,
     ("train_fsdp2.py", "if acc: false"): FSDP_RUNS,
@@ -99,7 +103,10 @@ BRANCHES = {
     ("train_fsdp2.py", "if args.tiny: false"): READER + "test_train_fsdp2_trains_the_folders_model",
     ("train_fsdp2.py", "if args.tiny: true"): FSDP_RUNS,
     ("train_fsdp2.py", "if nodes > 1: false"): FSDP_RUNS,
-    ("train_fsdp2.py", "if nodes > 1: true"): "tests/snippets/test_two_machines.py::test_two_machines_make_one_world_of_four_with_hsdp",
+    (
+        "train_fsdp2.py",
+        "if nodes > 1: true",
+    ): "tests/snippets/test_two_machines.py::test_two_machines_make_one_world_of_four_with_hsdp",
     ("train_fsdp2.py", "loop model.model.layers: body"): FSDP_RUNS,
     ("train_fsdp2.py", "def load_checkpoint: runs"): FSDP_RESUMED,
     ("train_fsdp2.py", "def save_checkpoint: runs"): FSDP_RUNS,
@@ -134,7 +141,8 @@ BRANCHES = {
     ("zero_to_hf.py", "ifexp args.dtype == 'bf16': true"): ZERO_TO_HF,
     ("zero_to_hf.py", "loop Path(args.checkpoint).glob('tokenizer*'): body"): ZERO_TO_HF,  # a tokenizer file copied
     ("dcp_to_hf.py", "if set(saved) != set(state): false"): DCP_TO_HF,
-    ("dcp_to_hf.py", "if set(saved) != set(state): true"): READER + "test_dcp_to_hf_refuses_a_config_whose_names_are_not_the_checkpoints",
+    ("dcp_to_hf.py", "if set(saved) != set(state): true"): READER
+    + "test_dcp_to_hf_refuses_a_config_whose_names_are_not_the_checkpoints",
     ("dcp_to_hf.py", "ifexp args.dtype == 'bf16': false"): DCP_TO_HF,
     ("dcp_to_hf.py", "ifexp args.dtype == 'bf16': true"): DCP_TO_HF,
 }

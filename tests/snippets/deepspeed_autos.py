@@ -31,8 +31,15 @@ class _Handed(Exception):
 
 
 def main(hidden_size: int, paths: list[str]) -> dict:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ.get("MASTER_PORT", "29561"), RANK="0",
-                      WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", ACCELERATE_USE_DEEPSPEED="true")
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=os.environ.get("MASTER_PORT", "29561"),
+        RANK="0",
+        WORLD_SIZE="1",
+        LOCAL_RANK="0",
+        LOCAL_WORLD_SIZE="1",
+        ACCELERATE_USE_DEEPSPEED="true",
+    )
     import deepspeed
     import deepspeed.comm.torch  # noqa: F401
     import torch
@@ -53,23 +60,36 @@ def main(hidden_size: int, paths: list[str]) -> dict:
         raise _Handed
 
     deepspeed.initialize = initialize
-    config = LlamaConfig(hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_attention_heads=4,
-                         num_key_value_heads=2, num_hidden_layers=1, vocab_size=128)
+    config = LlamaConfig(
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_hidden_layers=1,
+        vocab_size=128,
+    )
     model = LlamaForCausalLM(config)
     out = {}
     for path in paths:
         handed.clear()
         AcceleratorState._reset_state(True)
-        accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(hf_ds_config=path), mixed_precision="bf16",
-                                  gradient_accumulation_steps=2)
+        accelerator = Accelerator(
+            deepspeed_plugin=DeepSpeedPlugin(hf_ds_config=path), mixed_precision="bf16", gradient_accumulation_steps=2
+        )
         loader = torch.utils.data.DataLoader(list(range(64)), batch_size=8)
         try:
             accelerator.prepare(model, torch.optim.AdamW(model.parameters()), loader)
         except _Handed:
             pass
         trainer = HfTrainerDeepSpeedConfig(path)
-        args = TrainingArguments(output_dir=os.devnull, bf16=True, per_device_train_batch_size=8,
-                                 gradient_accumulation_steps=2, report_to=[], use_cpu=True)
+        args = TrainingArguments(
+            output_dir=os.devnull,
+            bf16=True,
+            per_device_train_batch_size=8,
+            gradient_accumulation_steps=2,
+            report_to=[],
+            use_cpu=True,
+        )
         trainer.trainer_config_process(args)
         trainer.trainer_config_finalize(args, model, num_training_steps=10)
         out[path] = {"accelerate": dict(handed), "trainer": trainer.config}

@@ -42,8 +42,14 @@ def free_port() -> int:
 
 
 def run_rank(rank: int, world: int, port: int, script: str, args: list[str]) -> int:
-    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(world),
+        LOCAL_WORLD_SIZE=str(world),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+    )
     sys.argv = [script, *args]
     # The script runs in a fresh __main__ module kept in sys.modules until the rank's os._exit,
     # as in `python script.py` (script_zygote.py does the same): runpy.run_path's temporary

@@ -39,8 +39,16 @@ TINY = ["--tiny", "--max_steps", str(STEPS), "--logging_steps", "1", "--learning
 # different order on n ranks: under DeepSpeed and DDP/autocast the logged loss is an fp32
 # mean (observed differences on CPU < 1e-3); FSDP2 with MixedPrecisionPolicy(param_dtype=bf16)
 # returns a bf16 loss, whose spacing near 5.5 is 2^-5 = 0.03125 (one step either way).
-TOLERANCE = {"DDP": 2e-3, "LORA": 2e-3, "ZERO2": 2e-3, "ZERO3": 2e-3, "TRAINER_ZERO3": 2e-3, "FSDP2": 0.032,
-             "ZERO2_OFFLOAD": 2e-3, "ZERO3_OFFLOAD": 2e-3}
+TOLERANCE = {
+    "DDP": 2e-3,
+    "LORA": 2e-3,
+    "ZERO2": 2e-3,
+    "ZERO3": 2e-3,
+    "TRAINER_ZERO3": 2e-3,
+    "FSDP2": 0.032,
+    "ZERO2_OFFLOAD": 2e-3,
+    "ZERO3_OFFLOAD": 2e-3,
+}
 # the ZeRO-3 lines also leave a checkpoint (the Trainer's checkpoint-STEPS); the Trainer's own
 # line trains the tiny model with its output layer untied from the embedding (record_hf.py)
 CHECKPOINTS = {"ZERO3": "tied", "TRAINER_ZERO3": "untied"}
@@ -63,7 +71,7 @@ def the_line(path: Path, *needles: str) -> list[str]:
 def with_processes(args: list[str], n: int) -> list[str]:
     if "--num_processes" in args:
         at = args.index("--num_processes")
-        return args[:at] + ["--num_processes", str(n)] + args[at + 2:]
+        return args[:at] + ["--num_processes", str(n)] + args[at + 2 :]
     return ["--num_processes", str(n), *args]
 
 
@@ -77,9 +85,14 @@ def with_config(words: list[str], config: str) -> list[str]:
 def guide_lines() -> dict[str, list[str]]:
     """name -> words of the guide's line (the CPU rehearsal's six)."""
     deepspeed = the_line(CONFIGS_SH, "--use_deepspeed")
-    return {"DDP": the_line(ACCELERATE_SH, "train_hf.py"), "LORA": the_line(CONFIGS_SH, "--lora"),
-            "FSDP2": the_line(CONFIGS_SH, "--config_file"), "ZERO3": deepspeed,
-            "ZERO2": with_config(deepspeed, "ds_zero2.json"), "TRAINER_ZERO3": the_line(CONFIGS_SH, "torchrun")}
+    return {
+        "DDP": the_line(ACCELERATE_SH, "train_hf.py"),
+        "LORA": the_line(CONFIGS_SH, "--lora"),
+        "FSDP2": the_line(CONFIGS_SH, "--config_file"),
+        "ZERO3": deepspeed,
+        "ZERO2": with_config(deepspeed, "ds_zero2.json"),
+        "TRAINER_ZERO3": the_line(CONFIGS_SH, "torchrun"),
+    }
 
 
 def offload_lines() -> dict[str, list[str]]:
@@ -92,8 +105,9 @@ class Launches:
     ``worker`` is the worker command before its arguments: record_hf.py, or on CPU
     ``script_zygote.py worker record_hf.py`` (record_hf.py forked from a zygote)."""
 
-    def __init__(self, extracted: Path, root: Path, worker: tuple[str | Path, ...] = (RECORD_HF,),
-                 script_args: list[str] = TINY):
+    def __init__(
+        self, extracted: Path, root: Path, worker: tuple[str | Path, ...] = (RECORD_HF,), script_args: list[str] = TINY
+    ):
         self.extracted, self.root, self.worker_command = extracted, root, [str(word) for word in worker]
         self.script_args = list(script_args)  # TINY, or a reader's --model FOLDER --data FILE (test_reader_paths.py)
 
@@ -101,19 +115,31 @@ class Launches:
         return [str(self.extracted / arg) if (self.extracted / arg).is_file() else arg for arg in args]
 
     def worker(self, name: str, script_args: list[str], micro_batch: int) -> list[str]:
-        return [*self.worker_command, str(self.root / name / "record"), str(self.extracted / "train_hf.py"),
-                *self.rebased(script_args), *self.script_args, "--per_device_train_batch_size", str(micro_batch),
-                "--output_dir", str(self.root / name / "out")]
+        return [
+            *self.worker_command,
+            str(self.root / name / "record"),
+            str(self.extracted / "train_hf.py"),
+            *self.rebased(script_args),
+            *self.script_args,
+            "--per_device_train_batch_size",
+            str(micro_batch),
+            "--output_dir",
+            str(self.root / name / "out"),
+        ]
 
-    def job(self, name: str, words: list[str], processes: int, extra: Sequence[str] = (), env: dict | None = None) -> dict:
+    def job(
+        self, name: str, words: list[str], processes: int, extra: Sequence[str] = (), env: dict | None = None
+    ) -> dict:
         """The line as a job of launch_hf.py on ``processes`` processes: each rank gets
         SAMPLES_PER_STEP / processes samples per step, so every run sees the same samples."""
         assert SAMPLES_PER_STEP % processes == 0, processes
         script = words.index("train_hf.py")
-        worker = [*self.worker(name, words[script + 1:], SAMPLES_PER_STEP // processes), *extra]
+        worker = [*self.worker(name, words[script + 1 :], SAMPLES_PER_STEP // processes), *extra]
         if words[:2] == ["accelerate", "launch"]:
             launch = with_processes(self.rebased(words[2:script]), processes)
-            if processes > 1 and not any(flag in launch for flag in ("--config_file", "--use_deepspeed", "--multi_gpu")):
+            if processes > 1 and not any(
+                flag in launch for flag in ("--config_file", "--use_deepspeed", "--multi_gpu")
+            ):
                 # what accelerate infers from more than one GPU (commands/launch.py,
                 # _validate_launch_command); without GPUs it starts one process
                 launch.append("--multi_gpu")
@@ -124,8 +150,13 @@ class Launches:
             args = torchrun_cmd(*worker, nproc=processes)[3:]
             launcher = "torchrun"
         (self.root / name).mkdir(parents=True, exist_ok=True)
-        return {"name": name, "launcher": launcher, "args": args, "log": str(self.root / name / "log.txt"),
-                "env": env or {}}
+        return {
+            "name": name,
+            "launcher": launcher,
+            "args": args,
+            "log": str(self.root / name / "log.txt"),
+            "env": env or {},
+        }
 
     def jobs(self, lines: dict[str, list[str]], processes: int) -> list[dict]:
         """Every line on ``processes`` processes and its reference on one."""
@@ -244,7 +275,11 @@ def check_zero_to_hf(extracted: Path, folder: Path, tied: bool, tmp_path: Path) 
         assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
         model, info = AutoModelForCausalLM.from_pretrained(out, output_loading_info=True)
         assert {key: list(value) for key, value in info.items()} == {
-            "missing_keys": [], "unexpected_keys": [], "mismatched_keys": [], "error_msgs": []}
+            "missing_keys": [],
+            "unexpected_keys": [],
+            "mismatched_keys": [],
+            "error_msgs": [],
+        }
         assert model.config.tie_word_embeddings is tied
         assert (model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()) is tied
         state = model.state_dict()
@@ -306,7 +341,11 @@ def check_dcp_to_hf(extracted: Path, folder: Path, tmp_path: Path) -> None:
         assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
         model, info = AutoModelForCausalLM.from_pretrained(out, output_loading_info=True)
         assert {key: list(value) for key, value in info.items()} == {
-            "missing_keys": [], "unexpected_keys": [], "mismatched_keys": [], "error_msgs": []}
+            "missing_keys": [],
+            "unexpected_keys": [],
+            "mismatched_keys": [],
+            "error_msgs": [],
+        }
         assert model.config.tie_word_embeddings
         assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
         want = torch.bfloat16 if dtype == "bf16" else torch.float32

@@ -31,8 +31,12 @@ if fault == "absent":
     # much later than rank 0 a loaded machine started rank 1 (its rendezvous has the same timeout).
     import datetime
 
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
-                          timeout=datetime.timedelta(seconds=600))
+    store = dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        is_master=False,
+        timeout=datetime.timedelta(seconds=600),
+    )
     store.add("inject_fault.started", 1)
     while store.add("inject_fault.started", 0) < int(os.environ["WORLD_SIZE"]):
         time.sleep(0.01)

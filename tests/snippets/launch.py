@@ -44,27 +44,46 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def torchrun_cmd(*args: str | Path, nproc: int = 2, nnodes: int = 1, node_rank: int = 0, port: int | None = None,
-                 zygote: dict[str, str] | None = None) -> list[str]:
+def torchrun_cmd(
+    *args: str | Path,
+    nproc: int = 2,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    port: int | None = None,
+    zygote: dict[str, str] | None = None,
+) -> list[str]:
     """``python -m torch.distributed.run`` with these options and ``args``; with ``zygote`` (the
     session's) the agent is forked from it (``script_zygote.py worker -m torch.distributed.run``:
     torchrun's own code, run as ``-m`` runs it, after the zygote's import of torch) and each
     worker it starts runs ``args`` forked from it too (``script_zygote.py worker ARGS``)."""
-    options = [f"--nproc_per_node={nproc}", f"--nnodes={nnodes}", f"--node_rank={node_rank}", "--master_addr=127.0.0.1",
-               f"--master_port={port or free_port()}"]
+    options = [
+        f"--nproc_per_node={nproc}",
+        f"--nnodes={nnodes}",
+        f"--node_rank={node_rank}",
+        "--master_addr=127.0.0.1",
+        f"--master_port={port or free_port()}",
+    ]
     worker = [*zygote_worker(zygote, args[0]), *map(str, args[1:])]
     if zygote:
         return [sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "torch.distributed.run", *options, *worker]
     return [sys.executable, "-m", "torch.distributed.run", *options, *worker]
 
 
-def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = HANG_LIMIT_S, cwd: Path | None = None) -> Run:
+def run(
+    cmd: list[str], env: dict[str, str] | None = None, timeout: float = HANG_LIMIT_S, cwd: Path | None = None
+) -> Run:
     """Run ``cmd`` with the rehearsal environment and ``TMPDIR`` a folder of its own, removed
     when it ends; returns its output, duration, that folder and what it left there."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rehearsal-tmp-") as tmp:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                              env={**os.environ, **CPU_REHEARSAL, **(env or {}), "TMPDIR": tmp})
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd,
+            env={**os.environ, **CPU_REHEARSAL, **(env or {}), "TMPDIR": tmp},
+        )
         left = sorted(os.listdir(tmp))
     return Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start, tmp, left)
 
@@ -77,11 +96,26 @@ SEALED = HERE / "sealed.py"
 # train_fsdp2.py --tiny: transformers' Qwen3; train_hf.py and record_hf.py: the Trainer,
 # accelerate's launch and state, DeepSpeed, PEFT; the vram workers: PEFT): once, in the
 # session's zygote (``zygote`` in tests/conftest.py)
-WORKER_IMPORTS = ["torch", "torch.distributed", "torch.distributed.checkpoint", "torch.distributed.checkpoint.state_dict",
-                  "torch.distributed.device_mesh", "torch.distributed.fsdp", "torch.distributed.tensor", "torch.optim.optimizer",
-                  "torch.utils.data", "torch.nn.parallel", "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
-                  *PRELOAD_HF.removeprefix("--preload=").split(","), "transformers.trainer", "accelerate",
-                  "accelerate.commands.launch", "deepspeed", "deepspeed.comm.torch", "peft"]
+WORKER_IMPORTS = [
+    "torch",
+    "torch.distributed",
+    "torch.distributed.checkpoint",
+    "torch.distributed.checkpoint.state_dict",
+    "torch.distributed.device_mesh",
+    "torch.distributed.fsdp",
+    "torch.distributed.tensor",
+    "torch.optim.optimizer",
+    "torch.utils.data",
+    "torch.nn.parallel",
+    "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
+    *PRELOAD_HF.removeprefix("--preload=").split(","),
+    "transformers.trainer",
+    "accelerate",
+    "accelerate.commands.launch",
+    "deepspeed",
+    "deepspeed.comm.torch",
+    "peft",
+]
 
 
 def zygote_worker(zygote: dict[str, str] | None, script: str | Path) -> list[str]:
@@ -116,8 +150,14 @@ def fork_ranks_cmd(*args: str | int | Path, zygote: dict[str, str] | None = None
     return [sys.executable, *zygote_worker(zygote, FORK_RANKS), *map(str, args)]
 
 
-def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeout: float = HANG_LIMIT_S,
-              preload: str | None = None, zygote: dict[str, str] | None = None, env: dict[str, str] | None = None) -> list[Run]:
+def fork_jobs(
+    jobs: list[tuple[Path, int, Path, list[str]]],
+    folder: Path,
+    timeout: float = HANG_LIMIT_S,
+    preload: str | None = None,
+    zygote: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+) -> list[Run]:
     """Run each ``(cwd, world_size, script, args)`` as ``fork_ranks.py`` does (its ranks forked,
     torchrun's environment, the rehearsal environment), all after ONE import of torch, two at a
     time; their output is kept in ``folder``; ``preload``: fork_ranks.py's ``--preload=...`` (e.g.
@@ -126,30 +166,58 @@ def fork_jobs(jobs: list[tuple[Path, int, Path, list[str]]], folder: Path, timeo
     Returns one Run per job, in order (``seconds``: the whole batch's)."""
     import json
 
-    specs = [{"world": world, "script": str(script), "args": [str(a) for a in args], "cwd": str(cwd),
-              "stdout": str(folder / f"job{i}.stdout"), "stderr": str(folder / f"job{i}.stderr")}
-             for i, (cwd, world, script, args) in enumerate(jobs)]
+    specs = [
+        {
+            "world": world,
+            "script": str(script),
+            "args": [str(a) for a in args],
+            "cwd": str(cwd),
+            "stdout": str(folder / f"job{i}.stdout"),
+            "stderr": str(folder / f"job{i}.stderr"),
+        }
+        for i, (cwd, world, script, args) in enumerate(jobs)
+    ]
     jobs_path = folder / "jobs.json"
     jobs_path.write_text(json.dumps(specs), encoding="utf-8")
-    driver = run(fork_ranks_cmd(*([preload] if preload else []), "--jobs", jobs_path, zygote=zygote),
-                 {**(env or {}), **(zygote or {})}, timeout=timeout, cwd=folder)
+    driver = run(
+        fork_ranks_cmd(*([preload] if preload else []), "--jobs", jobs_path, zygote=zygote),
+        {**(env or {}), **(zygote or {})},
+        timeout=timeout,
+        cwd=folder,
+    )
     assert driver.returncode == 0, driver.stderr[-3000:]
     statuses = json.loads(Path(f"{jobs_path}.status.json").read_text(encoding="utf-8"))
     read = lambda path: Path(path).read_text(encoding="utf-8", errors="replace")  # noqa: E731
-    return [Run(status, read(spec["stdout"]), read(spec["stderr"]), driver.seconds) for spec, status in zip(specs, statuses)]
+    return [
+        Run(status, read(spec["stdout"]), read(spec["stderr"]), driver.seconds) for spec, status in zip(specs, statuses)
+    ]
 
 
-def torchrun(*args: str | Path, env: dict[str, str] | None = None, timeout: float = HANG_LIMIT_S, cwd: Path | None = None,
-             wrap: list[str] | None = None, zygote: dict[str, str] | None = None, **launch) -> Run:
+def torchrun(
+    *args: str | Path,
+    env: dict[str, str] | None = None,
+    timeout: float = HANG_LIMIT_S,
+    cwd: Path | None = None,
+    wrap: list[str] | None = None,
+    zygote: dict[str, str] | None = None,
+    **launch,
+) -> Run:
     """Run ``torchrun ARGS`` (optionally prefixed by ``wrap``). With ``zygote`` (the session's,
     tests/conftest.py) the agent and each worker it starts are forked from a process that
     imported torch once (``torchrun_cmd``): the launcher's code, its rendezvous, the workers'
     environment, their signals and exit statuses stay torchrun's."""
-    return run((wrap or []) + torchrun_cmd(*args, zygote=zygote, **launch), {**(env or {}), **(zygote or {})}, timeout, cwd)
+    return run(
+        (wrap or []) + torchrun_cmd(*args, zygote=zygote, **launch), {**(env or {}), **(zygote or {})}, timeout, cwd
+    )
 
 
-def single_process(script: Path, env: dict[str, str] | None = None, wrap: list[str] | None = None,
-                   args: list[str | Path] | None = None, zygote: dict[str, str] | None = None) -> Run:
+def single_process(
+    script: Path,
+    env: dict[str, str] | None = None,
+    wrap: list[str] | None = None,
+    args: list[str | Path] | None = None,
+    zygote: dict[str, str] | None = None,
+) -> Run:
     """Run ``script ARGS`` as torchrun's first worker would (LOCAL_RANK=0), without the
     launcher: for the checks that fail before the process group exists, or a one-rank run
     (give RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in ``env``), where the launcher's

@@ -15,7 +15,6 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.utils.data import DataLoader
 
 
-
 KEPT: list[dict] = []  # the scripts' globals (main)
 
 
@@ -35,8 +34,13 @@ def main() -> None:
 
     def before_step(optimizer, *_):
         params = [p for group in optimizer.param_groups for p in group["params"]]
-        steps.append({"weights": [p.detach().clone() for p in params], "grads": [p.grad.clone() for p in params],
-                      "batches": list(pending)})
+        steps.append(
+            {
+                "weights": [p.detach().clone() for p in params],
+                "grads": [p.grad.clone() for p in params],
+                "batches": list(pending),
+            }
+        )
         pending.clear()
 
     DataLoader.__iter__ = recording_iter

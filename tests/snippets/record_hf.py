@@ -45,7 +45,8 @@ FIRST_BATCH: list[dict] = []  # the first batch the Trainer computed a loss on, 
 
 def wants_sharding() -> bool:
     return "--deepspeed" in sys.argv or any(
-        os.environ.get(key, "").lower() == "true" for key in ("ACCELERATE_USE_FSDP", "ACCELERATE_USE_DEEPSPEED"))
+        os.environ.get(key, "").lower() == "true" for key in ("ACCELERATE_USE_FSDP", "ACCELERATE_USE_DEEPSPEED")
+    )
 
 
 def dispatch_as_on_gpus() -> None:
@@ -87,24 +88,38 @@ def record(trainer) -> dict:
 
     model, wrapped = trainer.model, trainer.model_wrapped
     params = dict(model.named_parameters())
-    out = {"world_size": dist.get_world_size() if dist.is_initialized() else 1,
-           "distributed_type": trainer.accelerator.distributed_type.name,
-           "wrapper": type(wrapped).__name__,
-           "dtensors": {name: {"placements": [repr(p) for p in param.placements], "mesh_size": param.device_mesh.size(),
-                               "local": param.to_local().numel(), "global": param.numel()}
-                        for name, param in params.items() if isinstance(param, DTensor)},
-           "zero": None,
-           "trainable": sorted(name for name, param in params.items() if param.requires_grad),
-           "losses": [entry["loss"] for entry in trainer.state.log_history if "loss" in entry],
-           "first_batch": FIRST_BATCH[0] if FIRST_BATCH else None}
+    out = {
+        "world_size": dist.get_world_size() if dist.is_initialized() else 1,
+        "distributed_type": trainer.accelerator.distributed_type.name,
+        "wrapper": type(wrapped).__name__,
+        "dtensors": {
+            name: {
+                "placements": [repr(p) for p in param.placements],
+                "mesh_size": param.device_mesh.size(),
+                "local": param.to_local().numel(),
+                "global": param.numel(),
+            }
+            for name, param in params.items()
+            if isinstance(param, DTensor)
+        },
+        "zero": None,
+        "trainable": sorted(name for name, param in params.items() if param.requires_grad),
+        "losses": [entry["loss"] for entry in trainer.state.log_history if "loss" in entry],
+        "first_batch": FIRST_BATCH[0] if FIRST_BATCH else None,
+    }
     if hasattr(wrapped, "zero_optimization_stage"):
-        out["zero"] = {"stage": wrapped.zero_optimization_stage(),
-                       "params": {name: {"ds_numel": param.ds_numel, "partition": param.ds_tensor.numel()}
-                                  for name, param in params.items() if hasattr(param, "ds_tensor")},
-                       "model_params": sum(param.numel() for param in params.values()),
-                       "fp32_partition": sum(t.numel() for t in getattr(wrapped.optimizer, "single_partition_of_fp32_groups", [])),
-                       # the optimizer ZeRO wraps: DeepSpeedCPUAdam under offload
-                       "base_optimizer": type(getattr(wrapped.optimizer, "optimizer", None)).__name__}
+        out["zero"] = {
+            "stage": wrapped.zero_optimization_stage(),
+            "params": {
+                name: {"ds_numel": param.ds_numel, "partition": param.ds_tensor.numel()}
+                for name, param in params.items()
+                if hasattr(param, "ds_tensor")
+            },
+            "model_params": sum(param.numel() for param in params.values()),
+            "fp32_partition": sum(t.numel() for t in getattr(wrapped.optimizer, "single_partition_of_fp32_groups", [])),
+            # the optimizer ZeRO wraps: DeepSpeedCPUAdam under offload
+            "base_optimizer": type(getattr(wrapped.optimizer, "optimizer", None)).__name__,
+        }
     return out
 
 
@@ -119,7 +134,9 @@ def main() -> None:
 
     if os.environ.get("RECORD_HF_UNTIED") == "1":
         for_model = transformers.AutoConfig.for_model
-        transformers.AutoConfig.for_model = lambda *args, **kwargs: for_model(*args, **{**kwargs, "tie_word_embeddings": False})
+        transformers.AutoConfig.for_model = lambda *args, **kwargs: for_model(
+            *args, **{**kwargs, "tie_word_embeddings": False}
+        )
 
     train = transformers.Trainer.train
 
@@ -135,7 +152,9 @@ def main() -> None:
 
     def recording_compute_loss(self, model, inputs, *args, **kwargs):
         if not FIRST_BATCH:
-            FIRST_BATCH.append({key: inputs[key].tolist() for key in ("input_ids", "attention_mask", "labels") if key in inputs})
+            FIRST_BATCH.append(
+                {key: inputs[key].tolist() for key in ("input_ids", "attention_mask", "labels") if key in inputs}
+            )
         return compute_loss(self, model, inputs, *args, **kwargs)
 
     transformers.Trainer.compute_loss = recording_compute_loss

@@ -17,7 +17,6 @@ from torch.distributed.tensor import DTensor
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 
-
 KEPT: list[dict] = []  # the scripts' globals (main)
 
 
@@ -32,11 +31,20 @@ def main() -> None:
         if written:
             return
         params = [p for group in optimizer.param_groups for p in group["params"]]
-        record = {"world_size": dist.get_world_size(),
-                  "params": [{"placements": [repr(p) for p in param.placements], "mesh": list(param.device_mesh.shape),
-                              "local": param.to_local().numel(), "global": param.numel()}
-                             for param in params if isinstance(param, DTensor)],
-                  "plain": sum(not isinstance(param, DTensor) for param in params)}
+        record = {
+            "world_size": dist.get_world_size(),
+            "params": [
+                {
+                    "placements": [repr(p) for p in param.placements],
+                    "mesh": list(param.device_mesh.shape),
+                    "local": param.to_local().numel(),
+                    "global": param.numel(),
+                }
+                for param in params
+                if isinstance(param, DTensor)
+            ],
+            "plain": sum(not isinstance(param, DTensor) for param in params),
+        }
         record_dir.mkdir(parents=True, exist_ok=True)
         (record_dir / f"rank{os.environ['RANK']}.json").write_text(json.dumps(record), encoding="utf-8")
         written.append(True)

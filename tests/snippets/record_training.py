@@ -23,7 +23,6 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import DistributedSampler
 
 
-
 KEPT: list[dict] = []  # the scripts' globals (main)
 
 
@@ -72,8 +71,12 @@ def main() -> None:
     model = namespace["model"]
     state = model.module.state_dict() if hasattr(model, "module") else model.state_dict()
     record_dir.mkdir(parents=True, exist_ok=True)
-    record = {"epochs": epochs, **counts, "weights_sha256": weights_sha256(state),
-              "TORCH_NCCL_ASYNC_ERROR_HANDLING": os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING")}
+    record = {
+        "epochs": epochs,
+        **counts,
+        "weights_sha256": weights_sha256(state),
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING"),
+    }
     (record_dir / f"rank{os.environ['RANK']}.json").write_text(json.dumps(record))
 
 

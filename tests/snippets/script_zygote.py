@@ -63,8 +63,12 @@ def receive(conn: socket.socket) -> tuple[dict, list[int]]:
 
 def stream_settings(stream) -> dict:
     """How the interpreter set up ``stream`` (``python -u`` or PYTHONUNBUFFERED: written through)."""
-    return {"write_through": stream.write_through, "line_buffering": stream.line_buffering,
-            "encoding": stream.encoding, "errors": stream.errors}
+    return {
+        "write_through": stream.write_through,
+        "line_buffering": stream.line_buffering,
+        "encoding": stream.encoding,
+        "errors": stream.errors,
+    }
 
 
 def python_stream(fd: int, settings: dict):
@@ -74,9 +78,13 @@ def python_stream(fd: int, settings: dict):
 
     raw = io.FileIO(fd, "w", closefd=False)
     through = settings.get("write_through", False)
-    return io.TextIOWrapper(raw if through else io.BufferedWriter(raw), encoding=settings.get("encoding", "utf-8"),
-                            errors=settings.get("errors", "strict"), line_buffering=settings.get("line_buffering", fd == 2),
-                            write_through=through)
+    return io.TextIOWrapper(
+        raw if through else io.BufferedWriter(raw),
+        encoding=settings.get("encoding", "utf-8"),
+        errors=settings.get("errors", "strict"),
+        line_buffering=settings.get("line_buffering", fd == 2),
+        write_through=through,
+    )
 
 
 def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
@@ -88,7 +96,9 @@ def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
-    sys.stdout, sys.stderr = (python_stream(fd, request.get("streams", {}).get(name, {})) for fd, name in ((1, "stdout"), (2, "stderr")))
+    sys.stdout, sys.stderr = (
+        python_stream(fd, request.get("streams", {}).get(name, {})) for fd, name in ((1, "stdout"), (2, "stderr"))
+    )
     os.environ.clear()
     os.environ.update(request["env"])
     import tempfile
@@ -110,8 +120,9 @@ def run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
         if module:
             runpy._run_module_as_main(module, alter_argv=True)  # type: ignore[attr-defined]  # what `python -m` runs (argv[0]: its file); private, so not in typeshed
         else:
-            main.__dict__.update(__file__=sys.argv[0], __cached__=None, __spec__=None, __loader__=None,
-                                 __builtins__=builtins)
+            main.__dict__.update(
+                __file__=sys.argv[0], __cached__=None, __spec__=None, __loader__=None, __builtins__=builtins
+            )
             execute(sys.argv[0], main.__dict__)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -175,8 +186,12 @@ def worker(argv: list[str]) -> int:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(os.environ["SCRIPT_ZYGOTE"])
     argv = argv if argv[0] == "-m" else [os.path.abspath(argv[0]), *argv[1:]]
-    request = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd(),
-               "streams": {"stdout": stream_settings(sys.stdout), "stderr": stream_settings(sys.stderr)}}
+    request = {
+        "argv": argv,
+        "env": dict(os.environ),
+        "cwd": os.getcwd(),
+        "streams": {"stdout": stream_settings(sys.stdout), "stderr": stream_settings(sys.stderr)},
+    }
     conn.sendmsg([json.dumps(request).encode() + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, FDS)])
     replies = conn.makefile("r", encoding="utf-8")
     child = json.loads(replies.readline())["pid"]
@@ -213,8 +228,13 @@ def serving(modules: list[str], env: dict[str, str], cwd):
     # a short path: a Unix socket's name holds at most 107 bytes, a deep --basetemp may not fit
     with tempfile.TemporaryDirectory(prefix="zyg") as sockets:
         path = os.path.join(sockets, "zygote.sock")
-        server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", path, ",".join(modules)], cwd=cwd,
-                                  stdout=subprocess.PIPE, text=True, env={**env, "SCRIPT_ZYGOTE": path})
+        server = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "serve", path, ",".join(modules)],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**env, "SCRIPT_ZYGOTE": path},
+        )
         assert server.stdout is not None  # stdout=PIPE
         try:
             for line in server.stdout:

@@ -52,6 +52,8 @@ _measuring: list[bool] = []  # while ``Executions.write`` writes its file (not t
 def setting(name: str) -> str | None:
     """A rehearsal's setting: from the environment, or taken out of it while a script runs."""
     return os.environ.get(name) or _taken.get(name)
+
+
 IN_OPEN = 0x20
 IN_Q_OVERFLOW = 0x4000
 IN_NONBLOCK = os.O_NONBLOCK
@@ -95,8 +97,19 @@ def source_bytes(script: str, watch: bool = True) -> bytes:
 # no output comparison sees; in the temporary folder, whose names are random, only that it
 # wrote there is kept). Each language's run of a block must do the same (``effects``), as it
 # must print the same.
-EFFECTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile", "socket.connect",
-           "socket.sendto", "urllib.Request", "ctypes.dlopen", "ctypes.dlsym")
+EFFECTS = (
+    "subprocess.Popen",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.startfile",
+    "socket.connect",
+    "socket.sendto",
+    "urllib.Request",
+    "ctypes.dlopen",
+    "ctypes.dlsym",
+)
 FILE_EFFECTS = ("os.rename", "os.remove", "os.rmdir", "os.mkdir", "os.symlink", "os.link", "os.chmod", "os.truncate")
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
@@ -107,7 +120,7 @@ def _where(path, cwd: str) -> str:
     real = os.path.realpath(os.fsdecode(path))
     tmp = os.path.realpath(__import__("tempfile").gettempdir())
     if real == cwd or real.startswith(cwd + os.sep):
-        return "." + real[len(cwd):]
+        return "." + real[len(cwd) :]
     if real.startswith(tmp + os.sep):
         return "$TMP"
     return real
@@ -212,7 +225,9 @@ class Executions:
         }
         _measuring.append(True)
         try:
-            handle, part = tempfile.mkstemp(dir=folder, prefix=f"{os.path.basename(script)}.{os.getpid()}.", suffix=".part")
+            handle, part = tempfile.mkstemp(
+                dir=folder, prefix=f"{os.path.basename(script)}.{os.getpid()}.", suffix=".part"
+            )
             with os.fdopen(handle, "w", encoding="utf-8") as f:
                 json.dump(record, f)
             os.rename(part, part.removesuffix(".part") + ".json")

@@ -39,7 +39,7 @@ class ShellLineError(ValueError):
 
 def _split_comment(line: str) -> tuple[str, str]:
     match = COMMENT_RE.search(line)
-    return (line, "") if match is None else (line[:match.start()], line[match.start():])
+    return (line, "") if match is None else (line[: match.start()], line[match.start() :])
 
 
 def command_lines(path: Path) -> list[list[str]]:
@@ -53,8 +53,10 @@ def command_lines(path: Path) -> list[list[str]]:
         where = f"{path.name}:{number}"
         code, comment = _split_comment(line)
         if comment.endswith("\\"):
-            raise ShellLineError(f"{where}: a comment ending in a backslash (bash ends it at the line's end; "
-                                 "a reader that joins lines hides the next one)")
+            raise ShellLineError(
+                f"{where}: a comment ending in a backslash (bash ends it at the line's end; "
+                "a reader that joins lines hides the next one)"
+            )
         continued = code.endswith("\\")
         if continued:
             if comment or not code[:-1].endswith((" ", "\t")):
@@ -63,8 +65,10 @@ def command_lines(path: Path) -> list[list[str]]:
         line_words = BLANKS_RE.split(code.strip(" \t")) if code.strip(" \t") else []
         for word in line_words:
             if not WORD_RE.fullmatch(word):
-                raise ShellLineError(f"{where}: {word!r} is not a plain word to bash (allowed: letters, digits, "
-                                     f"'_./=:,+@%-' and ${', $'.join(sorted(PLACEHOLDERS))}: tests/snippets/shell_words.py)")
+                raise ShellLineError(
+                    f"{where}: {word!r} is not a plain word to bash (allowed: letters, digits, "
+                    f"'_./=:,+@%-' and ${', $'.join(sorted(PLACEHOLDERS))}: tests/snippets/shell_words.py)"
+                )
             for name in PLACEHOLDER_RE.findall(word):
                 if name not in PLACEHOLDERS:
                     raise ShellLineError(f"{where}: ${name} is not a placeholder the guide asks the reader to set")
@@ -75,8 +79,10 @@ def command_lines(path: Path) -> list[list[str]]:
             continue
         if words:
             if words[0] not in COMMANDS:
-                raise ShellLineError(f"{path.name}:{start}: the line starts with {words[0]!r}, not one of "
-                                     f"{', '.join(sorted(COMMANDS))} (a NAME=value prefix changes what runs)")
+                raise ShellLineError(
+                    f"{path.name}:{start}: the line starts with {words[0]!r}, not one of "
+                    f"{', '.join(sorted(COMMANDS))} (a NAME=value prefix changes what runs)"
+                )
             commands.append(words)
         words = []
     if words:

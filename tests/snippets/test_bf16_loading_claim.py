@@ -18,8 +18,14 @@ import transformers
 
 @pytest.fixture(scope="module")
 def bf16_checkpoint(tmp_path_factory):
-    config = transformers.LlamaConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                      num_attention_heads=2, num_key_value_heads=2, vocab_size=64)
+    config = transformers.LlamaConfig(
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        vocab_size=64,
+    )
     folder = tmp_path_factory.mktemp("bf16-llama")
     transformers.LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(folder)
     return folder
@@ -39,7 +45,8 @@ def test_accelerate_and_the_trainer_add_no_fp32_copy_without_fsdp_or_deepspeed(b
     from accelerate import Accelerator
 
     prepared = Accelerator(mixed_precision="bf16", cpu=True).prepare(
-        transformers.AutoModelForCausalLM.from_pretrained(bf16_checkpoint))
+        transformers.AutoModelForCausalLM.from_pretrained(bf16_checkpoint)
+    )
     assert dtypes(prepared) == {torch.bfloat16}
 
     args = transformers.TrainingArguments(output_dir=str(tmp_path), bf16=True, use_cpu=True, report_to=[])
@@ -58,6 +65,8 @@ def test_the_trainer_takes_accelerate_launchs_mixed_precision(monkeypatch, tmp_p
     Accelerator or the Trainer; the launcher passes it as ACCELERATE_MIXED_PRECISION, which the
     Trainer's arguments read (test_configs.py checks the launcher sets it)."""
     monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "bf16")
-    assert transformers.TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[]).mixed_precision == "bf16"
+    assert (
+        transformers.TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[]).mixed_precision == "bf16"
+    )
     monkeypatch.delenv("ACCELERATE_MIXED_PRECISION")
     assert transformers.TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[]).mixed_precision == "no"

@@ -32,8 +32,12 @@ from tests.conftest import REPO_ROOT
 from tests.snippets.launch import free_port, zygote_worker
 
 SNIPPETS = REPO_ROOT / "snippets"
-DEEPSPEED = {"ds_zero2.json": (2, False, False), "ds_zero2_offload.json": (2, True, False),
-             "ds_zero3.json": (3, False, False), "ds_zero3_offload.json": (3, True, True)}
+DEEPSPEED = {
+    "ds_zero2.json": (2, False, False),
+    "ds_zero2_offload.json": (2, True, False),
+    "ds_zero3.json": (3, False, False),
+    "ds_zero3_offload.json": (3, True, True),
+}
 MICRO_BATCH, ACCUMULATION = 8, 2  # what a DataLoader and Accelerator(gradient_accumulation_steps=) would give
 HIDDEN_SIZE = 4096  # Llama 3.1 8B's hidden_size (snippets/data/models/llama-3.1-8b.json)
 
@@ -103,11 +107,12 @@ def fsdp_plugin(monkeypatch, env: dict[str, str], **overrides: str):
     return FullyShardedDataParallelPlugin()
 
 
-
 def test_accelerate_fsdp2_config_as_a_worker_reads_it(accelerate_launch, monkeypatch):
     from torch.distributed.fsdp import CPUOffloadPolicy, StateDictType
 
-    (args,) = [line for line in lines(SNIPPETS / "launch" / "configs.sh", "accelerate launch") if "--config_file" in line]
+    (args,) = [
+        line for line in lines(SNIPPETS / "launch" / "configs.sh", "accelerate launch") if "--config_file" in line
+    ]
     assert args[args.index("--config_file") + 1] == "accelerate_fsdp2.yaml"
     launcher, env = accelerate_launch(args[2:])
     assert env["ACCELERATE_USE_FSDP"] == "true" and env["ACCELERATE_MIXED_PRECISION"] == "bf16"
@@ -133,11 +138,17 @@ def deepspeed_config(path: Path, mixed_precision: str, world_size: int = 1):
     plugin = DeepSpeedPlugin(hf_ds_config=str(path))
     plugin.set_mixed_precision(mixed_precision)
     plugin.fill_match("gradient_accumulation_steps", must_match=False, gradient_accumulation_steps=ACCUMULATION)
-    plugin.deepspeed_config_process(must_match=False, train_micro_batch_size_per_gpu=MICRO_BATCH,
-                                    train_batch_size=MICRO_BATCH * ACCUMULATION * world_size, gradient_clipping=1.0,
-                                    **{"zero_optimization.reduce_bucket_size": HIDDEN_SIZE * HIDDEN_SIZE,
-                                       "zero_optimization.stage3_prefetch_bucket_size": int(0.9 * HIDDEN_SIZE * HIDDEN_SIZE),
-                                       "zero_optimization.stage3_param_persistence_threshold": 10 * HIDDEN_SIZE})
+    plugin.deepspeed_config_process(
+        must_match=False,
+        train_micro_batch_size_per_gpu=MICRO_BATCH,
+        train_batch_size=MICRO_BATCH * ACCUMULATION * world_size,
+        gradient_clipping=1.0,
+        **{
+            "zero_optimization.reduce_bucket_size": HIDDEN_SIZE * HIDDEN_SIZE,
+            "zero_optimization.stage3_prefetch_bucket_size": int(0.9 * HIDDEN_SIZE * HIDDEN_SIZE),
+            "zero_optimization.stage3_param_persistence_threshold": 10 * HIDDEN_SIZE,
+        },
+    )
     return DeepSpeedConfig(plugin.deepspeed_config)
 
 
@@ -167,10 +178,19 @@ def filled(configs, tmp_path_factory, zygote) -> dict[str, dict]:
     out = tmp_path_factory.mktemp("autos") / "filled.json"
     worker = Path(__file__).with_name("deepspeed_autos.py")
     # forked from the session's zygote (tests/conftest.py: torch and transformers imported once)
-    done = subprocess.run([sys.executable, *zygote_worker(zygote, worker), str(out), str(AUTOS_HIDDEN_SIZE),
-                           *(str(configs / n) for n in DEEPSPEED)],
-                          env={**os.environ, "MASTER_PORT": str(free_port()), **zygote}, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            *zygote_worker(zygote, worker),
+            str(out),
+            str(AUTOS_HIDDEN_SIZE),
+            *(str(configs / n) for n in DEEPSPEED),
+        ],
+        env={**os.environ, "MASTER_PORT": str(free_port()), **zygote},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "deepspeed_shm_comm" not in done.stdout + done.stderr  # not JIT-built (deepspeed_autos.py)
     return {Path(path).name: by_filler for path, by_filler in json.loads(out.read_text(encoding="utf-8")).items()}
@@ -206,10 +226,17 @@ def test_without_the_auto_keys_deepspeed_keeps_two_buffers_of_5e8_elements():
 
     assert DeepSpeedZeroConfig(stage=2).reduce_bucket_size == 500_000_000
     assert DeepSpeedZeroConfig(stage=2, reduce_bucket_size="auto").reduce_bucket_size == 500_000_000
-    alone = DeepSpeedZeroConfig(stage=3, reduce_bucket_size="auto", stage3_prefetch_bucket_size="auto",
-                                stage3_param_persistence_threshold="auto")
+    alone = DeepSpeedZeroConfig(
+        stage=3,
+        reduce_bucket_size="auto",
+        stage3_prefetch_bucket_size="auto",
+        stage3_param_persistence_threshold="auto",
+    )
     assert (alone.reduce_bucket_size, alone.prefetch_bucket_size, alone.param_persistence_threshold) == (
-        500_000_000, 50_000_000, 100_000)  # DeepSpeed 0.19's defaults
+        500_000_000,
+        50_000_000,
+        100_000,
+    )  # DeepSpeed 0.19's defaults
     buckets = inspect.getsource(DeepSpeedZeroOptimizer.setup_buckets)
     assert buckets.count("torch.empty(int(self.reduce_bucket_size)") == 2 and "if self.overlap_comm:" in buckets
 
@@ -225,7 +252,9 @@ def test_deepspeed_refuses_a_misspelt_key(configs, tmp_path):
 
 
 def test_deepspeed_launch_line_hands_the_config_to_deepspeed(accelerate_launch, monkeypatch):
-    (args,) = [line for line in lines(SNIPPETS / "launch" / "configs.sh", "accelerate launch") if "--use_deepspeed" in line]
+    (args,) = [
+        line for line in lines(SNIPPETS / "launch" / "configs.sh", "accelerate launch") if "--use_deepspeed" in line
+    ]
     launcher, env = accelerate_launch(args[2:])
     assert launcher == "deepspeed_launcher" and env["ACCELERATE_USE_DEEPSPEED"] == "true"
     config_file = Path(env["ACCELERATE_DEEPSPEED_CONFIG_FILE"])
@@ -240,7 +269,7 @@ def test_trainer_line_passes_training_arguments_that_exist():
 
     (args,) = lines(SNIPPETS / "launch" / "configs.sh", "torchrun")
     script = args.index("train_hf.py")
-    flags = {arg.removeprefix("--") for arg in args[script + 1:] if arg.startswith("--")}
+    flags = {arg.removeprefix("--") for arg in args[script + 1 :] if arg.startswith("--")}
     assert flags <= {field.name for field in dataclasses.fields(TrainingArguments)}
     assert args[args.index("--deepspeed") + 1] in DEEPSPEED
 
@@ -284,15 +313,21 @@ def test_torchrun_cheat_sheet_means_what_the_guide_says(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # torchrun sets it in os.environ otherwise
     launched = []
-    monkeypatch.setattr(torchrun_module, "elastic_launch",
-                        lambda config, entrypoint: (lambda *args: launched.append((config, args))))
-    commands = [words for words in (shlex.split(line, comments=True)
-                for line in shell_lines(SNIPPETS / "launch" / "torchrun_cheatsheet.sh")) if words]
+    monkeypatch.setattr(
+        torchrun_module, "elastic_launch", lambda config, entrypoint: lambda *args: launched.append((config, args))
+    )
+    commands = [
+        words
+        for words in (
+            shlex.split(line, comments=True) for line in shell_lines(SNIPPETS / "launch" / "torchrun_cheatsheet.sh")
+        )
+        if words
+    ]
     envs = []
     for words in commands:
         start = words.index("torchrun")
         envs.append(dict(word.split("=", 1) for word in words[:start]))
-        torchrun_module.run(torchrun_module.get_args_parser().parse_args(words[start + 1:]))
+        torchrun_module.run(torchrun_module.get_args_parser().parse_args(words[start + 1 :]))
     endpoints = [(config.rdzv_backend, config.rdzv_endpoint, config.nproc_per_node) for config, _ in launched]
     assert endpoints[0] == ("c10d", "localhost:0", 4)  # --standalone --nproc_per_node=gpu
     assert endpoints[1:3] == [("static", "127.0.0.1:29500", 2), ("static", "127.0.0.1:29501", 2)]
@@ -326,13 +361,17 @@ def fsdp1_only_keys(config: dict) -> list[str]:
     fsdp = config.get("fsdp_config", {})
     assert fsdp.get("fsdp_version") == 2, "an FSDP2 config says fsdp_version: 2"
     wrong = [key for key in fsdp if ARGUMENT_KEY_MAPPING.get(key) != key]
-    wrong += [f"{key}: {fsdp[key]}" for key, values in ARGUMENT_VALUE_MAPPING.items()
-              if key in fsdp and ARGUMENT_KEY_MAPPING.get(key) == key and fsdp[key] in values]
+    wrong += [
+        f"{key}: {fsdp[key]}"
+        for key, values in ARGUMENT_VALUE_MAPPING.items()
+        if key in fsdp and ARGUMENT_KEY_MAPPING.get(key) == key and fsdp[key] in values
+    ]
     return wrong
 
 
-FSDP2_YAMLS = sorted(path for path in (SNIPPETS / "configs").glob("*.yaml")
-                     if "fsdp_version: 2" in path.read_text(encoding="utf-8"))
+FSDP2_YAMLS = sorted(
+    path for path in (SNIPPETS / "configs").glob("*.yaml") if "fsdp_version: 2" in path.read_text(encoding="utf-8")
+)
 
 
 @pytest.mark.parametrize("path", FSDP2_YAMLS, ids=lambda path: path.name)
@@ -342,9 +381,17 @@ def test_fsdp2_yaml_has_no_fsdp1_only_keys(path):
     assert fsdp1_only_keys(yaml.safe_load(path.read_text(encoding="utf-8"))) == []
 
 
-@pytest.mark.parametrize("key, value", [("fsdp_sharding_strategy", "SHARD_GRAD_OP"), ("fsdp_use_orig_params", True),
-                                        ("fsdp_backward_prefetch", "BACKWARD_PRE"), ("fsdp_sync_module_states", True),
-                                        ("fsdp_reshard_after_forward", "FULL_SHARD"), ("fsdp_shard_strategy", "x")])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("fsdp_sharding_strategy", "SHARD_GRAD_OP"),
+        ("fsdp_use_orig_params", True),
+        ("fsdp_backward_prefetch", "BACKWARD_PRE"),
+        ("fsdp_sync_module_states", True),
+        ("fsdp_reshard_after_forward", "FULL_SHARD"),
+        ("fsdp_shard_strategy", "x"),
+    ],
+)
 def test_the_fsdp1_lint_refuses_what_fsdp2_ignores(key, value):
     """The lint can fail: accelerate silently ignores ``fsdp_sharding_strategy: SHARD_GRAD_OP``
     under ``fsdp_version: 2`` and reshards fully (FullyShardedDataParallelPlugin reads

@@ -40,10 +40,16 @@ def runs(extracted, tmp_path_factory, zygote):
     script = extracted / "train_fsdp2.py"
     # A and the interrupted B: 2 gloo ranks each, forked after one import of torch (cheaper)
     # (and, in the same batch, the guide's mistake of saving under ``if rank == 0``)
-    whole, first, rank0_only = fork_jobs([(root, 2, script, ["--tiny", "--out", root / "a", "--epochs", "2"]),
-                                          (root, 2, script, ["--tiny", "--out", root / "b", "--epochs", "1"]),
-                                          (root, 2, HERE / "save_on_rank0_only.py", [root / "ckpt"])], root,
-                                         preload=PRELOAD_HF, zygote=zygote)
+    whole, first, rank0_only = fork_jobs(
+        [
+            (root, 2, script, ["--tiny", "--out", root / "a", "--epochs", "2"]),
+            (root, 2, script, ["--tiny", "--out", root / "b", "--epochs", "1"]),
+            (root, 2, HERE / "save_on_rank0_only.py", [root / "ckpt"]),
+        ],
+        root,
+        preload=PRELOAD_HF,
+        zygote=zygote,
+    )
     # B resumed with the reader's launcher and the same command (its workers forked from the
     # session's zygote, which imported torch and transformers once), after a save of its second
     # epoch cut short (a folder without optim/.metadata): the script skips it
@@ -77,8 +83,9 @@ def test_resumed_run_ends_with_the_weights_of_an_uninterrupted_run(runs, tmp_pat
     assert_same(state(a / "epoch-2" / "optim", tmp_path), state(b / "epoch-2" / "optim", tmp_path), "optim")
     after_one = state(b / "epoch-1" / "model", tmp_path)
     after_two = state(b / "epoch-2" / "model", tmp_path)
-    assert not torch.equal(after_one["model.embed_tokens.weight"], after_two["model.embed_tokens.weight"]), \
+    assert not torch.equal(after_one["model.embed_tokens.weight"], after_two["model.embed_tokens.weight"]), (
         "the second epoch changed nothing"
+    )
 
 
 def test_the_resumed_run_starts_from_the_checkpoint(runs):
@@ -86,6 +93,25 @@ def test_the_resumed_run_starts_from_the_checkpoint(runs):
     assert re.findall(r"^resumed from (\S+)$", runs["resumed"].stdout, re.M) == [str(runs["root"] / "b" / "epoch-1")]
     assert re.findall(r"^epoch (\d+):", runs["resumed"].stdout, re.M) == ["1"]
     assert re.findall(r"^epoch (\d+):", runs["whole"].stdout, re.M) == ["0", "1"]
+
+
+def test_each_epoch_says_how_many_tokens_a_gpu_trained_on_and_how_fast(runs):
+    """The line a reader times their loop by: tokens per GPU and per second. Oracle: the script's
+    data, 256 sequences of 32 tokens (33 drawn, shifted by one for the targets), dealt by
+    DistributedSampler over 2 ranks: 128 x 32 tokens per rank and epoch; the rate is those tokens
+    over the seconds the line prints."""
+    found = re.findall(
+        r"^epoch (\d+): loss [\d.]+; (\d+) tokens/s per GPU \((\d+) tokens in ([\d.]+) s\)$",
+        runs["whole"].stdout,
+        re.M,
+    )
+    assert [epoch for epoch, *_ in found] == ["0", "1"], runs["whole"].stdout
+    for _, rate, tokens, seconds in found:
+        assert int(tokens) == 256 // 2 * 32
+        assert (
+            float(seconds) > 0
+            and abs(int(rate) - int(tokens) / float(seconds)) <= 0.5 + int(tokens) / float(seconds) * 0.01
+        )
 
 
 def test_every_block_and_the_root_are_sharded_and_kept_in_fp32(runs):
@@ -136,8 +162,13 @@ def test_dcp_to_hf_gives_a_folder_from_pretrained_loads_with_the_trained_logits(
 def test_started_with_plain_python_it_says_how_to_launch(extracted, zygote):
     # forked from the session's zygote, which imported torch once, as ``python SCRIPT`` runs it
     env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")} | zygote
-    proc = subprocess.run([sys.executable, *zygote_worker(zygote, extracted / "train_fsdp2.py")], capture_output=True, text=True, env=env,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, *zygote_worker(zygote, extracted / "train_fsdp2.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode != 0
     assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 train_fsdp2.py"]
 

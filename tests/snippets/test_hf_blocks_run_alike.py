@@ -64,16 +64,39 @@ def runs(built_site, tmp_path_factory, zygote):
     zero3_script = root / "zero3-script" / "train_hf.py"
     zero3_script.parent.mkdir()
     zero3_script.write_bytes((first / "train_hf.py").read_bytes())
-    jobs = [(root / f"train-{lang}", 1, folders[lang] / "train_hf.py", [*TINY, "--output_dir", "out"]) for lang in LANGUAGES]
-    jobs.append((root / "zero3", 1, RECORD_HF, [str(root / "zero3" / "record"), str(zero3_script), *TINY,
-                                                 "--deepspeed", str(first / "ds_zero3.json"), "--save_strategy", "steps",
-                                                 "--save_steps", "3", "--output_dir", "out"]))
+    jobs = [
+        (root / f"train-{lang}", 1, folders[lang] / "train_hf.py", [*TINY, "--output_dir", "out"]) for lang in LANGUAGES
+    ]
+    jobs.append(
+        (
+            root / "zero3",
+            1,
+            RECORD_HF,
+            [
+                str(root / "zero3" / "record"),
+                str(zero3_script),
+                *TINY,
+                "--deepspeed",
+                str(first / "ds_zero3.json"),
+                "--save_strategy",
+                "steps",
+                "--save_steps",
+                "3",
+                "--output_dir",
+                "out",
+            ],
+        )
+    )
     jobs.append((root / "dcp", 1, first / "train_fsdp2.py", ["--tiny", "--epochs", "1", "--out", "out"]))
     for cwd, *_ in jobs:
         cwd.mkdir()
     scripts = [folders[lang] / name for lang in LANGUAGES for name in BLOCKS if name.endswith(".py")]
-    other = {folders[lang] / name: folders[LANGUAGES[(i + 1) % len(LANGUAGES)]] / name
-             for i, lang in enumerate(LANGUAGES) for name in BLOCKS if name.endswith(".py")}
+    other = {
+        folders[lang] / name: folders[LANGUAGES[(i + 1) % len(LANGUAGES)]] / name
+        for i, lang in enumerate(LANGUAGES)
+        for name in BLOCKS
+        if name.endswith(".py")
+    }
     scripts.append(zero3_script)
     other[zero3_script] = other[first / "train_hf.py"]
     # the loaders read sealed copies, nothing may open the scripts, and their code objects point
@@ -91,16 +114,23 @@ def runs(built_site, tmp_path_factory, zygote):
             warnings.simplefilter("ignore")
             try:
                 for lang in LANGUAGES:
-                    for name, checkpoint in (("zero_to_hf.py", root / "zero3" / "out" / "checkpoint-3"),
-                                             ("dcp_to_hf.py", root / "dcp" / "out" / "epoch-1")):
+                    for name, checkpoint in (
+                        ("zero_to_hf.py", root / "zero3" / "out" / "checkpoint-3"),
+                        ("dcp_to_hf.py", root / "dcp" / "out" / "epoch-1"),
+                    ):
                         out = root / f"{name.removesuffix('.py')}-{lang}"
                         run_as_main(str(folders[lang] / name), [str(checkpoint), str(out)], watch=False)
                         converted[(lang, name)] = out
             finally:
                 del os.environ[next(iter(sealed))]
-    return {"root": root, "folders": folders, "done": dict(zip(LANGUAGES, done)), "converted": converted,
-            "self_reads": reads.opened(),
-            "effects": {lang: sorted(set(effects(root / "sealed", folders[lang] / "train_hf.py"))) for lang in LANGUAGES}}
+    return {
+        "root": root,
+        "folders": folders,
+        "done": dict(zip(LANGUAGES, done)),
+        "converted": converted,
+        "self_reads": reads.opened(),
+        "effects": {lang: sorted(set(effects(root / "sealed", folders[lang] / "train_hf.py"))) for lang in LANGUAGES},
+    }
 
 
 def test_no_script_reads_its_own_file(runs):
@@ -146,4 +176,3 @@ def test_each_converter_writes_the_same_folder_in_every_language(runs, name):
         assert (other / "config.json").read_bytes() == (reference / "config.json").read_bytes(), lang
         first, second = tensors(reference), tensors(other)
         assert second.keys() == first.keys() and all((second[k] == first[k]).all() for k in first), (lang, name)
-

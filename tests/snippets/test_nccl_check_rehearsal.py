@@ -32,8 +32,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.snippets.launch import (CPU_REHEARSAL, INJECT_FAULT, fork_ranks_cmd, free_port, single_process, torchrun,
-                                   zygote_worker)
+from tests.snippets.launch import (
+    CPU_REHEARSAL,
+    INJECT_FAULT,
+    fork_ranks_cmd,
+    free_port,
+    single_process,
+    torchrun,
+    zygote_worker,
+)
 from tests.snippets.launch import run as harness_run
 from verify.nccl_output import parse_rank_lines
 
@@ -70,7 +77,9 @@ def test_without_a_gpu_it_refuses_unless_the_cpu_rehearsal_is_asked_for(extracte
 
 def test_small_dev_shm_fails_fast_naming_it_and_the_fix(extracted, zygote):
     free_mb = shutil.disk_usage("/dev/shm").free // 10**6
-    run = single_process(extracted / "nccl_check.py", env={"NCCL_CHECK_MIN_SHM_MB": str(free_mb + 10**6)}, zygote=zygote)
+    run = single_process(
+        extracted / "nccl_check.py", env={"NCCL_CHECK_MIN_SHM_MB": str(free_mb + 10**6)}, zygote=zygote
+    )
     assert run.returncode != 0
     assert "/dev/shm" in run.stderr and "--shm-size" in run.stderr and "NCCL_SHM_DISABLE=1" in run.stderr
     assert no_rank_line(run.stdout)
@@ -83,7 +92,9 @@ def _can_mount_tmpfs() -> bool:
     return probe.returncode == 0
 
 
-@pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs root and mount namespaces (unshare -m) to mount a 64 MB /dev/shm")
+@pytest.mark.skipif(
+    not _can_mount_tmpfs(), reason="needs root and mount namespaces (unshare -m) to mount a 64 MB /dev/shm"
+)
 def test_real_64mb_dev_shm_fails_fast(extracted):
     """Case 8 for real: a container-sized /dev/shm (Docker's default, 64 MB), in a private mount namespace."""
     wrap = ["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$@"', "sh"]
@@ -99,8 +110,9 @@ def test_a_rank_that_never_joins_becomes_an_error_naming_the_collective(extracte
     counted, not timed: gloo's own message names the 3,000 ms it waited, and rank 1 was still
     asleep (ended by the launcher's SIGTERM) when rank 0 gave up."""
     timeout_s = 3
-    run = torchrun(INJECT_FAULT, "absent", extracted / "nccl_check.py", env={"NCCL_CHECK_TIMEOUT": str(timeout_s)},
-                   zygote=zygote)
+    run = torchrun(
+        INJECT_FAULT, "absent", extracted / "nccl_check.py", env={"NCCL_CHECK_TIMEOUT": str(timeout_s)}, zygote=zygote
+    )
     assert run.returncode == 1  # torchrun's own exit status when a worker failed (ChildFailedError)
     assert "ChildFailedError" in run.stderr
     assert f"rank 0: all_reduce failed or did not finish within {timeout_s} s" in run.stderr, run.stderr[-3000:]
@@ -124,9 +136,14 @@ def test_two_nodes_with_one_device_each_use_local_rank(extracted, zygote):
     """Case 10: ranks 0 and 1 on two 'nodes' (two launchers here) both have LOCAL_RANK 0."""
     port = free_port()
     with ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda node: torchrun(extracted / "nccl_check.py", nproc=1, nnodes=2, node_rank=node, port=port,
-                                                             zygote=zygote),
-                             (0, 1)))
+        runs = list(
+            pool.map(
+                lambda node: torchrun(
+                    extracted / "nccl_check.py", nproc=1, nnodes=2, node_rank=node, port=port, zygote=zygote
+                ),
+                (0, 1),
+            )
+        )
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:] + runs[1].stderr[-2000:]
     lines = parse_rank_lines(runs[0].stdout + runs[1].stdout)
     assert [(line.rank, line.world, line.local_rank) for line in lines] == [(0, 2, 0), (1, 2, 0)]
@@ -137,7 +154,9 @@ def test_timing_is_taken_after_a_synchronize(extracted):
     the accelerator's ``synchronize`` (read from the script's syntax tree)."""
     tree = ast.parse((extracted / "nccl_check.py").read_bytes())
     (sync,) = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "sync"]
-    assert "torch.accelerator.synchronize()" in {ast.unparse(call) for call in ast.walk(sync) if isinstance(call, ast.Call)}
+    assert "torch.accelerator.synchronize()" in {
+        ast.unparse(call) for call in ast.walk(sync) if isinstance(call, ast.Call)
+    }
     clock_reads = 0
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -155,8 +174,13 @@ def test_started_with_plain_python_it_says_how_to_launch(extracted, zygote):
     """The mistake the guide warns about: one line naming torchrun, exit non-zero, no traceback."""
     # forked from the session's zygote, which imported torch once, as ``python SCRIPT`` runs it
     env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")} | zygote
-    proc = subprocess.run([sys.executable, *zygote_worker(zygote, extracted / "nccl_check.py")], capture_output=True, text=True,
-                          env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, *zygote_worker(zygote, extracted / "nccl_check.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode != 0
     assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 nccl_check.py"]
     assert proc.stdout == ""
@@ -175,7 +199,9 @@ def test_32_ranks_sum_exactly(extracted, zygote):
     """../shared/cases/integrity.md, Runtime: 32 gloo ranks, NCCL_CHECK_MIB=1, pass. The sum
     1 + ... + 32 = 528 is beyond bf16's exact integers (256); 32 processes forked after one
     import of torch (fork_ranks.py) instead of 32 torchrun workers."""
-    run = harness_run(fork_ranks_cmd("32", extracted / "nccl_check.py", zygote=zygote), env={"NCCL_CHECK_MIB": "1", **zygote})
+    run = harness_run(
+        fork_ranks_cmd("32", extracted / "nccl_check.py", zygote=zygote), env={"NCCL_CHECK_MIB": "1", **zygote}
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     lines = parse_rank_lines(run.stdout)
     assert len(lines) == 32 and {line.checked_sum for line in lines} == {32 * 33 // 2}

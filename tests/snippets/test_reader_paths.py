@@ -43,10 +43,16 @@ pytestmark = pytest.mark.slow
 PROCESSES = 2
 SEQ_LEN = 12
 STEPS = 3
-LINES = ["la scheda somma i gradienti", "ogni rank vede una fetta diversa dei dati", "il modello impara",
-         "le etichette dei token di riempimento valgono meno cento", "una riga",
-         "una riga lunga che supera la lunghezza massima delle sequenze e viene tagliata qui",
-         "la perdita scende a ogni passo del trainer", "i token veri sono le loro etichette"]
+LINES = [
+    "la scheda somma i gradienti",
+    "ogni rank vede una fetta diversa dei dati",
+    "il modello impara",
+    "le etichette dei token di riempimento valgono meno cento",
+    "una riga",
+    "una riga lunga che supera la lunghezza massima delle sequenze e viene tagliata qui",
+    "la perdita scende a ogni passo del trainer",
+    "i token veri sono le loro etichette",
+]
 BF16_TOLERANCE = 0.05  # bf16 keeps 8 significant bits: ~0.4 % of a loss near 3.8 through two layers
 
 
@@ -62,8 +68,17 @@ def tiny_folder(folder: Path) -> tuple[Path, int]:
     backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>").save_pretrained(folder)
-    config = AutoConfig.for_model("qwen3", vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                  num_attention_heads=4, num_key_value_heads=2, head_dim=8, pad_token_id=0)
+    config = AutoConfig.for_model(
+        "qwen3",
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        pad_token_id=0,
+    )
     torch.manual_seed(1)
     AutoModelForCausalLM.from_config(config, dtype=torch.float32).save_pretrained(folder)
     return folder, vocab["<pad>"]
@@ -80,8 +95,13 @@ def expected_rows(folder: Path) -> list[dict]:
     for line in LINES:
         ids = tokenizer.encode(line).ids[:SEQ_LEN]
         padding = SEQ_LEN - len(ids)
-        rows.append({"input_ids": ids + [pad] * padding, "attention_mask": [1] * len(ids) + [0] * padding,
-                     "labels": ids + [-100] * padding})
+        rows.append(
+            {
+                "input_ids": ids + [pad] * padding,
+                "attention_mask": [1] * len(ids) + [0] * padding,
+                "labels": ids + [-100] * padding,
+            }
+        )
     return rows
 
 
@@ -112,8 +132,20 @@ def reader_hf(extracted, tmp_path_factory, zygote):
     data = root / "train.txt"
     # blank and blank-looking lines, which the script drops: the rows are LINES alone
     data.write_text("\n".join(LINES[:3]) + "\n\n  \n" + "\n".join(LINES[3:]) + "\n", encoding="utf-8")
-    args = ["--model", str(folder), "--data", str(data), "--seq_len", str(SEQ_LEN), "--max_steps", str(STEPS),
-            "--logging_steps", "1", "--learning_rate", "1e-2"]
+    args = [
+        "--model",
+        str(folder),
+        "--data",
+        str(data),
+        "--seq_len",
+        str(SEQ_LEN),
+        "--max_steps",
+        str(STEPS),
+        "--logging_steps",
+        "1",
+        "--learning_rate",
+        "1e-2",
+    ]
     launches = Launches(extracted, root, worker=(SCRIPT_ZYGOTE, "worker", RECORD_HF), script_args=args)
     words = guide_lines()["DDP"]
     job = launches.job("READER", words, PROCESSES)
@@ -123,9 +155,15 @@ def reader_hf(extracted, tmp_path_factory, zygote):
     sealed = seal([script], root / "sealed")
     env = {"HF_HOME": str(root / "hf-home"), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **sealed}
     with SelfReads([script]) as reads:
-        done = run([sys.executable, str(SCRIPT_ZYGOTE), "worker", str(LAUNCH_HF), str(root / "jobs.json")],
-                   {**env, **zygote}, 1200, root)
-    assert done.returncode == 0 and json.loads(done.stdout.splitlines()[-1]) == {"READER": 0}, launches.log("READER")[-3000:]
+        done = run(
+            [sys.executable, str(SCRIPT_ZYGOTE), "worker", str(LAUNCH_HF), str(root / "jobs.json")],
+            {**env, **zygote},
+            1200,
+            root,
+        )
+    assert done.returncode == 0 and json.loads(done.stdout.splitlines()[-1]) == {"READER": 0}, launches.log("READER")[
+        -3000:
+    ]
     return {"ranks": launches.records("READER"), "folder": folder, "pad": pad, "self_reads": reads.opened()}
 
 
@@ -142,7 +180,9 @@ def test_the_readers_text_is_padded_and_only_real_tokens_are_labels(reader_hf):
                 assert kept or token == pad
     expected = expected_rows(reader_hf["folder"])
     # rows padded, and one line cut at --seq_len (truncation=True)
-    assert any(0 in row["attention_mask"] for row in expected) and any(0 not in row["attention_mask"] for row in expected)
+    assert any(0 in row["attention_mask"] for row in expected) and any(
+        0 not in row["attention_mask"] for row in expected
+    )
     key = lambda row: json.dumps(row, sort_keys=True)  # noqa: E731
     assert sorted(map(key, seen)) == sorted(map(key, expected)), "each line of the file once in the first step"
     assert reader_hf["self_reads"] == []
@@ -159,8 +199,11 @@ def test_the_first_loss_is_the_cross_entropy_of_the_real_tokens_and_it_falls(rea
 
 def call_of(script: Path, name: str) -> ast.Call:
     """The one call of ``name`` (a function or method name) in ``script``'s source."""
-    calls = [node for node in ast.walk(ast.parse(script.read_text(encoding="utf-8")))
-             if isinstance(node, ast.Call) and name in (getattr(node.func, "attr", None), getattr(node.func, "id", None))]
+    calls = [
+        node
+        for node in ast.walk(ast.parse(script.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and name in (getattr(node.func, "attr", None), getattr(node.func, "id", None))
+    ]
     assert len(calls) == 1, f"{script.name}: {len(calls)} calls of {name}"
     return calls[0]
 
@@ -173,7 +216,10 @@ def keyword(call: ast.Call, name: str):
 def tiny_config_of(script: Path) -> dict:
     """The keyword arguments of the snippet's ``AutoConfig.for_model("qwen3", ...)`` (its ``--tiny`` model)."""
     call = call_of(script, "for_model")
-    return {"model_type": ast.literal_eval(call.args[0]), **{kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}}
+    return {
+        "model_type": ast.literal_eval(call.args[0]),
+        **{kw.arg: ast.literal_eval(kw.value) for kw in call.keywords},
+    }
 
 
 @pytest.fixture(scope="module")

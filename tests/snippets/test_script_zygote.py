@@ -43,11 +43,21 @@ def test_streams_and_exit_status_are_the_interpreters(bare_zygote, tmp_path, fla
     script = tmp_path / "streams.py"
     script.write_text(STREAMS, encoding="utf-8")
     run_env = {**env, **zygote, **({"PYTHONUNBUFFERED": unbuffered} if unbuffered else {})}
-    plain, forked = (subprocess.run([sys.executable, *flags, *prefix, str(script), "3"], capture_output=True, text=True,
-                                    env=run_env, timeout=120)
-                     for prefix in ([], [str(SCRIPT_ZYGOTE), "worker"]))
-    assert (forked.returncode, forked.stdout, forked.stderr) == (plain.returncode, plain.stdout, plain.stderr) == \
-        (3, plain.stdout, plain.stderr)
+    plain, forked = (
+        subprocess.run(
+            [sys.executable, *flags, *prefix, str(script), "3"],
+            capture_output=True,
+            text=True,
+            env=run_env,
+            timeout=120,
+        )
+        for prefix in ([], [str(SCRIPT_ZYGOTE), "worker"])
+    )
+    assert (
+        (forked.returncode, forked.stdout, forked.stderr)
+        == (plain.returncode, plain.stdout, plain.stderr)
+        == (3, plain.stdout, plain.stderr)
+    )
     assert plain.stdout.startswith("FileIO True" if flags or unbuffered else "BufferedWriter False"), plain.stdout
 
 
@@ -73,13 +83,24 @@ def test_a_module_runs_as_python_dash_m_runs_it(bare_zygote, tmp_path):
     env, zygote = bare_zygote
     (tmp_path / "probe_module.py").write_text(
         "import os, sys\nprint(__name__, sys.argv, sys.path[0] in ('', os.getcwd()), flush=True)\nsys.exit(sys.argv[1])\n",
-        encoding="utf-8")
-    plain, forked = (subprocess.run([sys.executable, *prefix, "-m", "probe_module", "stop", "here"], capture_output=True,
-                                    text=True, env={**env, **zygote}, cwd=tmp_path, timeout=120)
-                     for prefix in ([], [str(SCRIPT_ZYGOTE), "worker"]))
+        encoding="utf-8",
+    )
+    plain, forked = (
+        subprocess.run(
+            [sys.executable, *prefix, "-m", "probe_module", "stop", "here"],
+            capture_output=True,
+            text=True,
+            env={**env, **zygote},
+            cwd=tmp_path,
+            timeout=120,
+        )
+        for prefix in ([], [str(SCRIPT_ZYGOTE), "worker"])
+    )
     assert (forked.returncode, forked.stdout, forked.stderr) == (plain.returncode, plain.stdout, plain.stderr)
-    assert plain.stdout == f"__main__ {[str(tmp_path / 'probe_module.py'), 'stop', 'here']} True\n" and plain.returncode == 1
-
+    assert (
+        plain.stdout == f"__main__ {[str(tmp_path / 'probe_module.py'), 'stop', 'here']} True\n"
+        and plain.returncode == 1
+    )
 
 
 # No function or class of its own (as train.py): nothing ties the script's globals into a
@@ -103,7 +124,12 @@ def test_a_scripts_objects_live_until_the_process_ends(zygote, tmp_path):
     script.write_text(HELD, encoding="utf-8")
     plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert (plain.returncode, plain.stdout) == (0, "__main__ True\n")
-    for cmd, ranks in (([sys.executable, *zygote_worker(zygote, script)], 1), (fork_ranks_cmd("2", script, zygote=zygote), 2)):
-        run = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **zygote}, cwd=tmp_path, timeout=120)
+    for cmd, ranks in (
+        ([sys.executable, *zygote_worker(zygote, script)], 1),
+        (fork_ranks_cmd("2", script, zygote=zygote), 2),
+    ):
+        run = subprocess.run(
+            cmd, capture_output=True, text=True, env={**os.environ, **zygote}, cwd=tmp_path, timeout=120
+        )
         assert run.returncode == 0, run.stderr[-2000:]
         assert run.stdout == plain.stdout * ranks, cmd

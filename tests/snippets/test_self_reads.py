@@ -55,14 +55,18 @@ def guarded(tmp_path_factory, zygote):
             script.write_text(PAYLOAD.format(comment=COMMENTS[lang], read=read, act=act), encoding="utf-8")
             scripts[(name, lang)] = script
             jobs.append((folder, 1, script, []))
-    other = {scripts[(name, lang)]: scripts[(name, LANGUAGES[(i + 1) % len(LANGUAGES)])]
-             for name in READS for i, lang in enumerate(LANGUAGES)}
+    other = {
+        scripts[(name, lang)]: scripts[(name, LANGUAGES[(i + 1) % len(LANGUAGES)])]
+        for name in READS
+        for i, lang in enumerate(LANGUAGES)
+    }
     sealed = seal(list(scripts.values()), root / "sealed", decoys=other)
     with SelfReads(list(scripts.values())) as every:
         done = fork_jobs(jobs, root, zygote=zygote, env=sealed)
     opened = set(every.opened())
     return {
-        key: (run, script in opened, effects(root / "sealed", script)) for (key, script), run in zip(scripts.items(), done)
+        key: (run, script in opened, effects(root / "sealed", script))
+        for (key, script), run in zip(scripts.items(), done)
     }
 
 
@@ -73,7 +77,9 @@ def test_every_way_of_reading_itself_is_caught(guarded, construct):
         assert run.returncode == 0, (construct, lang, run.stderr[-2000:])
     opened = any(was_opened for _, was_opened, _ in runs.values())
     printed = {lang: run.stdout for lang, (run, _, _) in runs.items()}
-    did = {lang: tuple(sorted(set(done))) for lang, (_, _, done) in runs.items()}  # processes, sockets, files (sealed.py)
+    did = {
+        lang: tuple(sorted(set(done))) for lang, (_, _, done) in runs.items()
+    }  # processes, sockets, files (sealed.py)
     differs = len(set(printed.values())) > 1 or len(set(did.values())) > 1
     if construct == "nothing (clean)":
         assert not opened and not differs and printed[LANGUAGES[0]] == "plain\n"
@@ -92,13 +98,32 @@ def test_a_rehearsed_block_sees_no_variable_that_tells_it_is_rehearsed(tmp_path)
     from tests.snippets.launch import SEALED
 
     block = tmp_path / "block.py"
-    block.write_text("import os\nprint(sorted(name for name in os.environ if 'REHEARSAL' in name or 'PYTEST' in name"
-                     " or 'ZYGOTE' in name))\n", encoding="utf-8")
-    tells = {"REHEARSAL_SEALED": str(tmp_path / "none"), "REHEARSAL_ARMS": "", "PYTEST_CURRENT_TEST": "t.py::t (call)",
-             "SCRIPT_ZYGOTE": str(tmp_path / "z.sock")}
-    done = subprocess.run([sys.executable, str(SEALED), str(block)], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **tells}, check=False)
+    block.write_text(
+        "import os\nprint(sorted(name for name in os.environ if 'REHEARSAL' in name or 'PYTEST' in name"
+        " or 'ZYGOTE' in name))\n",
+        encoding="utf-8",
+    )
+    tells = {
+        "REHEARSAL_SEALED": str(tmp_path / "none"),
+        "REHEARSAL_ARMS": "",
+        "PYTEST_CURRENT_TEST": "t.py::t (call)",
+        "SCRIPT_ZYGOTE": str(tmp_path / "z.sock"),
+    }
+    done = subprocess.run(
+        [sys.executable, str(SEALED), str(block)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **tells},
+        check=False,
+    )
     assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
-    direct = subprocess.run([sys.executable, str(block)], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, **tells}, check=False)
+    direct = subprocess.run(
+        [sys.executable, str(block)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **tells},
+        check=False,
+    )
     assert direct.stdout != "[]\n"  # the control: without the loader the block sees them

@@ -31,8 +31,17 @@ ACCUMULATION = 4  # its default --accumulation-steps
 
 def test_ranks_see_disjoint_samples_and_end_with_identical_weights(extracted, tmp_path, zygote):
     record_dir, checkpoints = tmp_path / "record", tmp_path / "checkpoints"
-    run = torchrun(RECORD_TRAINING, record_dir, extracted / "train.py", "--out", checkpoints, "--epochs", str(EPOCHS),
-                   cwd=tmp_path, zygote=zygote)  # each worker forked from the session's zygote
+    run = torchrun(
+        RECORD_TRAINING,
+        record_dir,
+        extracted / "train.py",
+        "--out",
+        checkpoints,
+        "--epochs",
+        str(EPOCHS),
+        cwd=tmp_path,
+        zygote=zygote,
+    )  # each worker forked from the session's zygote
     assert run.returncode == 0, run.stderr[-3000:]
     ranks = [json.loads((record_dir / f"rank{r}.json").read_text()) for r in (0, 1)]
 
@@ -69,8 +78,13 @@ def test_ranks_see_disjoint_samples_and_end_with_identical_weights(extracted, tm
 def test_started_with_plain_python_it_says_how_to_launch(extracted, zygote):
     # forked from the session's zygote, which imported torch once, as ``python SCRIPT`` runs it
     env = {key: value for key, value in os.environ.items() if key not in ("LOCAL_RANK", "RANK", "WORLD_SIZE")} | zygote
-    proc = subprocess.run([sys.executable, *zygote_worker(zygote, extracted / "train.py")], capture_output=True, text=True, env=env,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, *zygote_worker(zygote, extracted / "train.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode != 0
     assert proc.stderr.splitlines() == ["Start it with torchrun: torchrun --nproc_per_node=4 train.py"]
 
@@ -86,8 +100,12 @@ def test_last_shorter_group_weighs_every_micro_batch_the_same(extracted, tmp_pat
     full group and for the shorter last one, which dividing by 5 would scale by 4/5."""
     out = tmp_path / "grads.pt"
     env = {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
-    done = single_process(RECORD_GRADS, env=env, args=[out, extracted / "train.py", "--epochs", "1",
-                                                       "--accumulation-steps", "5", "--out", tmp_path / "ck"], zygote=zygote)
+    done = single_process(
+        RECORD_GRADS,
+        env=env,
+        args=[out, extracted / "train.py", "--epochs", "1", "--accumulation-steps", "5", "--out", tmp_path / "ck"],
+        zygote=zygote,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     record = torch.load(out, weights_only=False)
     steps = record["steps"]

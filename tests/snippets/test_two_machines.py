@@ -43,8 +43,11 @@ def machine_command(port: int, record, script, out) -> list[str]:
     (``script_zygote.py worker``) are forked from the session's zygote, which imported torch
     and transformers once (the agents' code, their rendezvous and the workers' environment
     are torchrun's own)."""
-    (words,) = [shlex.split(line, comments=True) for line in LINE.read_text(encoding="utf-8").replace("\\\n", " ").splitlines()
-                if line.startswith("torchrun")]
+    (words,) = [
+        shlex.split(line, comments=True)
+        for line in LINE.read_text(encoding="utf-8").replace("\\\n", " ").splitlines()
+        if line.startswith("torchrun")
+    ]
     assert "--nnodes=2" in words and "--rdzv-backend=c10d" in words and words[-1] == "train_fsdp2.py"
     args = []
     for word in words[1:-1]:
@@ -54,8 +57,24 @@ def machine_command(port: int, record, script, out) -> list[str]:
             assert word == "--rdzv-endpoint=$MASTER_IP:29500"
             word = f"--rdzv-endpoint=127.0.0.1:{port}"
         args.append(word)
-    return [sys.executable, str(SCRIPT_ZYGOTE), "worker", "-m", "torch.distributed.run", *args, str(SCRIPT_ZYGOTE), "worker",
-            str(RECORD_MESH), str(record), str(script), "--tiny", "--out", str(out), "--epochs", "1"]
+    return [
+        sys.executable,
+        str(SCRIPT_ZYGOTE),
+        "worker",
+        "-m",
+        "torch.distributed.run",
+        *args,
+        str(SCRIPT_ZYGOTE),
+        "worker",
+        str(RECORD_MESH),
+        str(record),
+        str(script),
+        "--tiny",
+        "--out",
+        str(out),
+        "--epochs",
+        "1",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +88,25 @@ def machines(extracted, tmp_path_factory, zygote):
         nodes = [pool.submit(run, command, zygote, 300, root) for command in commands]
         # the reference: the 4 ranks on one machine, forked after one import of torch (fork_ranks.py:
         # torchrun's environment for each; 4 torchrun workers would import torch 4 times)
-        one = pool.submit(run, fork_ranks_cmd(PRELOAD_HF, "4", RECORD_MESH, root / "fsdp-record", script, "--tiny", "--out",
-                                              root / "fsdp", "--epochs", "1", zygote=zygote), zygote, 300, root)
+        one = pool.submit(
+            run,
+            fork_ranks_cmd(
+                PRELOAD_HF,
+                "4",
+                RECORD_MESH,
+                root / "fsdp-record",
+                script,
+                "--tiny",
+                "--out",
+                root / "fsdp",
+                "--epochs",
+                "1",
+                zygote=zygote,
+            ),
+            zygote,
+            300,
+            root,
+        )
         nodes, one = [node.result() for node in nodes], one.result()
     for launched in (*nodes, one):
         assert launched.returncode == 0, launched.stderr[-3000:]
@@ -106,7 +142,7 @@ def test_two_machines_train_as_one_machine_with_the_same_ranks(machines, tmp_pat
     assert set(hsdp) == set(fsdp)
     for key in fsdp:
         torch.testing.assert_close(hsdp[key], fsdp[key], atol=ATOL, rtol=0)
-    losses = [re.findall(r"^epoch 0: loss ([\d.]+)$", launched.stdout, re.M) for launched in (*nodes, one)]
+    losses = [re.findall(r"^epoch 0: loss ([\d.]+);", launched.stdout, re.M) for launched in (*nodes, one)]
     printed = [float(value) for found in losses for value in found]
     assert len(printed) == 2  # rank 0 of the two machines, and of the one machine
     assert abs(printed[0] - printed[1]) <= LOSS_TOL
