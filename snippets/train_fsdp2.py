@@ -111,14 +111,14 @@ for epoch in range(start, args.epochs):
             peak_gb = torch.accelerator.max_memory_allocated() / 1e9
             print(f"rank {rank}: peak {peak_gb:.3f} GB allocated", flush=True)
         seen += inputs.numel()  # token di questo rank
-    if acc:
-        torch.accelerator.synchronize()  # il tempo vero: la GPU ha finito
+    last_loss = loss.item()  # aspetta che la GPU finisca: il tempo è quello vero
     seconds = time.perf_counter() - started
     save_checkpoint(out / f"epoch-{epoch + 1}")
     if rank == 0:  # log solo dal rank 0
-        # token/s per GPU: la velocità del tuo ciclo (la prima epoca conta anche l’avvio)
-        speed = f"{seen / seconds:.0f} tokens/s per GPU ({seen} tokens in {seconds:.2f} s)"
-        print(f"epoch {epoch}: loss {loss.item():.4f}; {speed}", flush=True)
+        # la velocità del tuo ciclo (la prima epoca conta anche l’avvio)
+        speed = seen / seconds
+        print(f"epoch {epoch}: loss {last_loss:.4f}; {speed:.0f} tokens/s per GPU"
+              f" ({seen} tokens in {seconds:.2f} s)", flush=True)
 # FSDP2 lega il gruppo di processi a modello e ottimizzatore: liberali prima di chiudere
 del model, optimizer
 gc.collect()
