@@ -305,3 +305,64 @@ def test_one_round_adds_up_to_the_held_out_group():
 
     for part in ("runs", "inside", "slower", "faster", "measurements"):
         assert count(part) == count(part, after="R2") + count(part, after="R3"), part
+
+
+@pytest.mark.parametrize("rule", ["R0", "R1", "R2", "R3"])
+def test_the_counts_of_the_data_are_the_named_rules(rule):
+    """``part=measurements``, ``sources`` and ``excluded`` count the data as the rule named reads
+    it: a rule holds out the sources collected after it or a later rule was frozen (R3 reads the
+    sources collected after R2). Oracle: the YAML file read with PyYAML and the order in which the
+    rules were frozen (the project's history, typed here)."""
+    import yaml
+
+    from hooks.render.calibration import calibration
+    from tests.conftest import REPO_ROOT
+
+    order = ("R0", "R1", "R2", "R3")
+    data = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "measurements.yaml").read_text(encoding="utf-8"))
+    held = {
+        key
+        for key, entry in data["sources"].items()
+        if "collected_after" in entry and order.index(rule) <= order.index(entry["collected_after"])
+    }
+    entries = data["measurements"].values()
+
+    def count(part, group="training"):
+        return int(calibration({"part": part, "group": group, "rule": rule}, "it").replace(".", ""))
+
+    assert count("measurements", "holdout") == sum(e["source"] in held for e in entries)
+    assert count("sources", "holdout") == len({e["source"] for e in entries} & held)
+    assert count("measurements") == sum(e["source"] not in held for e in entries)
+    assert count("sources") == len({e["source"] for e in entries} - held)
+    assert count("excluded") == sum("excluded" in e and e["source"] not in held for e in entries)
+
+
+@pytest.mark.parametrize("part", ["measurements", "sources", "excluded", "spread", "single_source", "coverage"])
+def test_an_unknown_rule_is_an_error_whatever_the_part(part):
+    """A figure of a rule that does not exist is one line, never the site's rule's figure."""
+    from hooks.errors import RenderError
+    from hooks.render.calibration import calibration
+
+    with pytest.raises(RenderError, match=r"^rule=R9 is not one of R0, R1, R2, R3"):
+        calibration({"part": part, "rule": "R9"}, "it")
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_single_source_classes_of_r3_name_their_model_code(lang):
+    """``part=single_source rule=R3``: R3's training classes have a model code, and the words say
+    which (snippets/data/timing.yaml's ``transformers`` and ``own``, read here with PyYAML); the
+    site's rule (R2) has none, and its words name no code."""
+    import yaml
+
+    from hooks.render.calibration import calibration
+    from tests.conftest import REPO_ROOT
+
+    words = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "timing.yaml").read_text(encoding="utf-8"))
+    words = words["calibration"]["words"]
+    codes = {words[code][lang] for code in ("transformers", "own")}
+    separator = words["list_separator"][lang]
+    r3 = calibration({"part": "single_source", "rule": "R3"}, lang).split(separator)
+    assert r3 and all(any(item.endswith(", " + code) for code in codes) for item in r3), r3
+    assert {code for code in codes if any(item.endswith(code) for item in r3)} == codes  # both codes have one
+    r2 = calibration({"part": "single_source"}, lang)
+    assert not any(code in r2 for code in codes)
