@@ -347,6 +347,62 @@ def test_an_unknown_rule_is_an_error_whatever_the_part(part):
         calibration({"part": part, "rule": "R9"}, "it")
 
 
+PROSE = {  # what the formulas page says of the held-out runs and of R3, in both languages
+    "fms": (
+        "sequenze impacchettate da 4.096 token, su una o due A100",
+        "séquences empaquetées de 4 096 tokens, sur une ou deux A100",
+    ),
+    "optimum": (
+        "con esempi di 256 token, pochi per ogni step",
+        "avec des exemples de 256 tokens, peu nombreux à chaque étape",
+    ),
+    "olmo": ("OLMo-core di AllenAI su otto H100", "OLMo-core, d’AllenAI, sur huit H100"),
+    "b200": (
+        "una scheda su cui la calibrazione non ha misure",
+        "une carte sur laquelle la calibration n’a aucune mesure",
+    ),
+    "r3": (
+        "le fonti costruite su transformers non concordano tra loro più di quanto concordino con le altre",
+        "les sources bâties sur transformers ne s’accordent pas mieux entre elles qu’avec les autres",
+    ),
+}
+
+
+def test_the_held_out_and_r3_paragraphs_say_what_the_data_holds():
+    """The facts the prose states about the held-out runs and R3, read from the data: IBM's
+    fms-acceleration runs packed 4,096-token sequences on one or two A100; optimum-benchmark's
+    256-token examples, a few (at most 16) per step; OLMo-core's runs on eight H100; no run of the
+    site's calibration on the B200 torchtitan's power-limited run used; and under R3, the runs on
+    transformers' code reach both a lower and a higher share of the peak than any run on a
+    framework's own code (the model code does not order the runs: transformers-code sources
+    disagree among themselves at least as much as with the others)."""
+    from hooks.data.measurements import measured_data
+    from tests.conftest import REPO_ROOT
+    from vram.calibration import LOOP_RULE, calibration_points
+
+    for lang in ("it", "fr"):
+        text = (REPO_ROOT / "docs" / f"memory-formulas.{lang}.md").read_text(encoding="utf-8")
+        said = [words[lang == "fr"] for words in PROSE.values()]
+        assert all(w in text for w in said), [w for w in said if w not in text]
+    measured = measured_data()
+    runs = measured.measurements.values()
+    fms = [m for m in runs if m.source == "fms-acceleration-a100-2025"]
+    assert {m.seq_len for m in fms} == {4096} and {m.count for m in fms} == {1, 2}
+    assert {measured.calibration.families[m.gpu] for m in fms} == {"a100"}
+    optimum = [m for m in runs if m.source.startswith("optimum-benchmark-llamas")]
+    assert {m.seq_len for m in optimum} == {256} and max(m.micro_batch for m in optimum) <= 16
+    olmo = [m for m in runs if m.source == "olmo-core-h100-2025"]
+    assert {(m.gpu, m.count) for m in olmo} == {("h100", 8)}
+    b200 = [m for m in runs if m.source == "torchao-mx-b200-2025"]
+    assert {m.gpu for m in b200} == {"b200"}
+    assert not [p for p in measured.calibration.points if p.family == measured.calibration.families["b200"]]
+    read = calibration_points(measured.points, measured.measurements, measured.link_shares, LOOP_RULE)
+    shares = {
+        code: [p.share for p in read if p.arch != "serving" and p.code == code] for code in ("transformers", "own")
+    }
+    assert min(shares["transformers"]) < min(shares["own"]) and max(shares["own"]) < max(shares["transformers"])
+
+
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_the_single_source_classes_of_r3_name_their_model_code(lang):
     """``part=single_source rule=R3``: R3's training classes have a model code, and the words say
