@@ -422,3 +422,28 @@ def test_the_single_source_classes_of_r3_name_their_model_code(lang):
     assert {code for code in codes if any(item.endswith(code) for item in r3)} == codes  # both codes have one
     r2 = calibration({"part": "single_source"}, lang)
     assert not any(code in r2 for code in codes)
+
+
+def test_an_excluded_run_of_a_held_out_source_counts_for_the_rules_that_read_it(tmp_path, monkeypatch):
+    """``part=excluded`` counts the entries a rule reads that are kept out with a reason: an
+    entry of a source collected after R2 marked excluded (in a copy of the data) is not among
+    R2's (R2 never reads that source) and is among R3's (R3 reads it)."""
+    import shutil
+
+    import hooks.data.load
+    from hooks.render.calibration import calibration
+    from tests.conftest import REPO_ROOT
+
+    def count(rule):
+        return int(calibration({"part": "excluded", "rule": rule}, "it"))
+
+    before = {rule: count(rule) for rule in ("R2", "R3")}
+    folder = tmp_path / "data"
+    shutil.copytree(REPO_ROOT / "snippets" / "data", folder)
+    path = folder / "measurements.yaml"
+    entry = "  ult-8b-full-a100:\n    source: universal-llm-trainer-2025\n"  # collected after R2
+    text = path.read_text(encoding="utf-8")
+    assert entry in text
+    path.write_text(text.replace(entry, entry + "    excluded: a test's copy\n", 1), encoding="utf-8")
+    monkeypatch.setattr(hooks.data.load, "DATA_DIR", folder)
+    assert {rule: count(rule) for rule in ("R2", "R3")} == {"R2": before["R2"], "R3": before["R3"] + 1}
