@@ -447,3 +447,25 @@ def test_an_excluded_run_of_a_held_out_source_counts_for_the_rules_that_read_it(
     path.write_text(text.replace(entry, entry + "    excluded: a test's copy\n", 1), encoding="utf-8")
     monkeypatch.setattr(hooks.data.load, "DATA_DIR", folder)
     assert {rule: count(rule) for rule in ("R2", "R3")} == {"R2": before["R2"], "R3": before["R3"] + 1}
+
+
+def test_a_held_out_run_is_predicted_from_the_sources_the_rule_reads_not_the_other_held_out_ones():
+    """The page says each held-out run is predicted from every source the rule reads, the other
+    held-out sources left out (not "every other source"): the range behind each held-out run of
+    the site's rule comes from sources none of which is held out (measurements.yaml ``holdout``,
+    read with PyYAML)."""
+    import yaml
+
+    from tests.conftest import REPO_ROOT
+
+    said = {
+        "it": "prevista dalla calibrazione di tutte le fonti che la regola legge, le altre tenute da parte escluse",
+        "fr": "prévue par la calibration de toutes les sources que la règle lit, sans les autres sources mises de côté",
+    }
+    for lang, words in said.items():
+        assert words in (REPO_ROOT / "docs" / f"memory-formulas.{lang}.md").read_text(encoding="utf-8")
+    data = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "measurements.yaml").read_text(encoding="utf-8"))
+    held = {key for key, entry in data["sources"].items() if "holdout" in entry}
+    checks, _ = validation()
+    backed = [c for c in checks if c.held_out]
+    assert backed and all(not set(c.backing.sources) & held for c in backed)
