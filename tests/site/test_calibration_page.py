@@ -469,3 +469,16 @@ def test_a_held_out_run_is_predicted_from_the_sources_the_rule_reads_not_the_oth
     checks, _ = validation()
     backed = [c for c in checks if c.held_out]
     assert backed and all(not set(c.backing.sources) & held for c in backed)
+
+
+@pytest.mark.parametrize(
+    "raw", [{"group": "holdout", "after": "R3"}, {"group": "serving"}], ids=["a round of held-out", "decoding"]
+)
+def test_the_excluded_count_refuses_a_group_it_does_not_count(raw):
+    """``part=excluded`` counts the excluded entries of the data the rule reads, whatever their
+    task: a group (or a round of held-out sources) it would silently not apply is one line."""
+    from hooks.errors import RenderError
+    from hooks.render.calibration import calibration
+
+    with pytest.raises(RenderError, match=r"^part=excluded counts the data the rule reads"):
+        calibration({"part": "excluded", **raw}, "it")
