@@ -158,6 +158,8 @@ def calibration(raw: dict[str, str], lang: str) -> str:
         ]
         return _word("list_separator", lang).join(alone)
     if part == "excluded":  # entries of the calibration's data kept out with their reason
+        if group != "training" or after:
+            raise RenderError(f"part=excluded counts the data the rule reads, every task: no group={group} or after")
         return format_number(
             sum(bool(m.excluded) and not held_out(m, rule) for m in measured.measurements.values()), lang, 0
         )
