@@ -618,6 +618,9 @@ class Backing:
 
 def _point(row: Any) -> Point:
     key, source, gpu, family, arch, task, offload, share, code = row
+    names = (key, source, gpu, family, arch, task, offload, code)
+    if isinstance(row, str | dict) or not all(isinstance(value, str) for value in names):
+        raise TypeError(f"a row is a list of eight strings and a share, not {row!r:.80}")
     return Point(key, source, gpu, family, arch, task, offload, float(share), code)
 
 
@@ -627,7 +630,7 @@ def calibration_from_job(raw: Any) -> Calibration:
     try:
         points = tuple(_point(row) for row in raw["points"])
         families, names = dict(raw["families"]), dict(raw["names"])
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:  # OverflowError: float(10**400)
         raise ValueError(f"calibration needs families, names and points rows of 9 values ({exc})") from None
     for p in points:
         if not 0 < p.share <= 1 or p.family not in names or p.code not in (*MODEL_CODES, ANY):
@@ -663,8 +666,9 @@ def measured_data(
     """Resolve ``measurements.yaml`` (``data``, schema-checked) against the catalogue's cards,
     ``interconnects.yaml`` and ``configs`` (model key -> config, for every model the runs name).
     Raises ValueError in one line naming the entry and key: a card in no catalogue, a family
-    card the catalogue lacks, an unknown interconnect or model, or a run implying at least 90 %
-    of the peak (or the roofline) that is not marked excluded."""
+    card the catalogue lacks, an unknown interconnect or model, a source's ``collected_after``
+    that names no rule of ``RULES``, a training run's ``model_code`` not one of ``MODEL_CODES``,
+    or a run implying at least 90 % of the peak (or the roofline) that is not marked excluded."""
     cards = {**catalogue_cards, **measured_cards(data, interconnects)}
     families = card_families(data)
     for family, entry in data["families"].items():
@@ -672,6 +676,12 @@ def measured_data(
             if card not in cards:
                 raise ValueError(f"families.{family}.cards: {card!r} is not a card of gpus.yaml or of cards")
     links = {row["key"] for row in interconnects["rows"]} | {p["key"] for p in interconnects.get("without_p2p", [])}
+    rule_names = [rule.name for rule in RULES]
+    for key, source in data.get("sources", {}).items():  # the command line reads the file without the schema
+        if source.get("collected_after", rule_names[0]) not in rule_names:
+            raise ValueError(
+                f"sources.{key}.collected_after: {source['collected_after']!r} is not one of {', '.join(rule_names)}"
+            )
     measurements = {m.key: m for m in measurements_from_data(data)}
     points = []
     for m in measurements.values():
@@ -682,6 +692,8 @@ def measured_data(
             raise ValueError(f"{where}.interconnect: {m.interconnect!r} is not a key of interconnects.yaml")
         if m.model not in configs:
             raise ValueError(f"{where}.model: {m.model!r} is not a model of models.yaml or of models")
+        if m.task != "serving" and m.model_code not in MODEL_CODES:
+            raise ValueError(f"{where}.model_code: {m.model_code!r} is not one of {', '.join(MODEL_CODES)}")
         point = point_of(m, families[m.gpu], cards[m.gpu], configs[m.model])
         if point.share >= IMPLAUSIBLE_SHARE and not m.excluded:
             what = "the decoding roofline" if m.task == "serving" else f"{cards[m.gpu].name}'s dense BF16 peak"

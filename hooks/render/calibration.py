@@ -24,6 +24,8 @@ the sources and the plot, from ``vram.calibration`` (the code the times come fro
   calibration's entries are kept out with a reason (``excluded``: an implied share at or above
   ``part=implausible``), ``part=implausible`` the share of the peak
   at or above which an entry stays only marked excluded (``vram.measurements.IMPLAUSIBLE_SHARE``).
+  Every part that reads the data reads it as ``rule`` does (which sources it holds out, which
+  points it calibrates on); an unknown rule is an error.
 - ``{{ table name=calibration }}``: every class with published runs and its range.
 - ``{{ calibration_sources }}``: the sources as links (repository, file and commit).
 - ``{{ calibration_plot }}``: the plot (``hooks/render/calibration_plot.py``) with its text
@@ -54,6 +56,7 @@ from vram.calibration import (
     WIDTH_TARGET,
     ClassRange,
     Figures,
+    calibration_points,
     class_table,
     coverage,
     dispersion,
@@ -128,8 +131,13 @@ def calibration(raw: dict[str, str], lang: str) -> str:
         return percent(IMPLAUSIBLE_SHARE, lang)
     measured = measured_data()
     group = args.str("group", "training")
+    rules = {rule.name: rule for rule in RULES}
+    rule = rules.get(args.str("rule", RULE.name))  # every part that reads the data reads it as this rule does
+    if rule is None:
+        raise RenderError(f"rule={args.str('rule')} is not one of {', '.join(rules)}")
+    read = calibration_points(measured.points, measured.measurements, measured.link_shares, rule)
     after = args.str("after", "")  # group=holdout: only the sources collected after that rule was frozen
-    if after and (group != "holdout" or after not in {rule.name for rule in RULES}):
+    if after and (group != "holdout" or after not in rules):
         raise RenderError(f"after={after}: the name of a rule ({', '.join(r.name for r in RULES)}), with group=holdout")
 
     def this_round(m: Measurement) -> bool:
@@ -138,30 +146,32 @@ def calibration(raw: dict[str, str], lang: str) -> str:
     if part == "spread":
         if group not in ("training", "serving"):
             raise RenderError(f"group={group} is not one of training, serving")
-        return times(dispersion(measured.calibration.points, group == "serving"), lang)
+        return times(dispersion(read, group == "serving"), lang)
     if part == "single_source":  # classes leave-one-source-out can only predict from a nearer class
         if group not in ("training", "serving"):
             raise RenderError(f"group={group} is not one of training, serving")
         alone = [
             ", ".join(words[:1] + words[2:] if group == "serving" else words)  # the group already says decoding
-            for found in class_table(measured.calibration.points)
+            for found in class_table(read, rule)
             if len(found.sources) == 1 and (found.key[1] == "serving") == (group == "serving")
             for words in [class_words(found, lang)]
         ]
         return _word("list_separator", lang).join(alone)
     if part == "excluded":  # entries of the calibration's data kept out with their reason
+        if group != "training" or after:
+            raise RenderError(f"part=excluded counts the data the rule reads, every task: no group={group} or after")
         return format_number(
-            sum(bool(m.excluded) and not held_out(m, RULE) for m in measured.measurements.values()), lang, 0
+            sum(bool(m.excluded) and not held_out(m, rule) for m in measured.measurements.values()), lang, 0
         )
     if part in ("measurements", "sources"):  # the data the calibration reads from, or (holdout) the held-out data
         if group not in ("training", "holdout"):
             raise RenderError(f"group={group} is not one of training, holdout (for part={part})")
         held = group == "holdout"
-        chosen_runs = [m for m in measured.measurements.values() if held_out(m, RULE) == held and this_round(m)]
+        chosen_runs = [m for m in measured.measurements.values() if held_out(m, rule) == held and this_round(m)]
         if part == "measurements":
             return format_number(len(chosen_runs), lang, 0)
         return format_number(len({m.source for m in chosen_runs}), lang, 0)
-    checks, figures = validation(rule_name=args.str("rule", RULE.name))
+    checks, figures = validation(rule_name=rule.name)
     if group not in figures:
         raise RenderError(f"group={group} is not one of {', '.join(figures)}")
     chosen = [

@@ -314,3 +314,180 @@ def test_one_round_adds_up_to_the_held_out_group():
 
     for part in ("runs", "inside", "slower", "faster", "measurements"):
         assert count(part) == count(part, after="R2") + count(part, after="R3"), part
+
+
+@pytest.mark.parametrize("rule", ["R0", "R1", "R2", "R3"])
+def test_the_counts_of_the_data_are_the_named_rules(rule):
+    """``part=measurements``, ``sources`` and ``excluded`` count the data as the rule named reads
+    it: a rule holds out the sources collected after it or a later rule was frozen (R3 reads the
+    sources collected after R2). Oracle: the YAML file read with PyYAML and the order in which the
+    rules were frozen (the project's history, typed here)."""
+    import yaml
+
+    from hooks.render.calibration import calibration
+    from tests.conftest import REPO_ROOT
+
+    order = ("R0", "R1", "R2", "R3")
+    data = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "measurements.yaml").read_text(encoding="utf-8"))
+    held = {
+        key
+        for key, entry in data["sources"].items()
+        if "collected_after" in entry and order.index(rule) <= order.index(entry["collected_after"])
+    }
+    entries = data["measurements"].values()
+
+    def count(part, group="training"):
+        return int(calibration({"part": part, "group": group, "rule": rule}, "it").replace(".", ""))
+
+    assert count("measurements", "holdout") == sum(e["source"] in held for e in entries)
+    assert count("sources", "holdout") == len({e["source"] for e in entries} & held)
+    assert count("measurements") == sum(e["source"] not in held for e in entries)
+    assert count("sources") == len({e["source"] for e in entries} - held)
+    assert count("excluded") == sum("excluded" in e and e["source"] not in held for e in entries)
+
+
+@pytest.mark.parametrize("part", ["measurements", "sources", "excluded", "spread", "single_source", "coverage"])
+def test_an_unknown_rule_is_an_error_whatever_the_part(part):
+    """A figure of a rule that does not exist is one line, never the site's rule's figure."""
+    from hooks.errors import RenderError
+    from hooks.render.calibration import calibration
+
+    with pytest.raises(RenderError, match=r"^rule=R9 is not one of R0, R1, R2, R3"):
+        calibration({"part": part, "rule": "R9"}, "it")
+
+
+PROSE = {  # what the formulas page says of the held-out runs and of R3, in both languages
+    "fms": (
+        "sequenze impacchettate da 4.096 token, su una o due A100",
+        "séquences empaquetées de 4 096 tokens, sur une ou deux A100",
+    ),
+    "optimum": (
+        "con esempi di 256 token, pochi per ogni step",
+        "avec des exemples de 256 tokens, peu nombreux à chaque étape",
+    ),
+    "olmo": ("OLMo-core di AllenAI su otto H100", "OLMo-core, d’AllenAI, sur huit H100"),
+    "b200": (
+        "una scheda su cui la calibrazione non ha misure",
+        "une carte sur laquelle la calibration n’a aucune mesure",
+    ),
+    "r3": (
+        "le fonti costruite su transformers non concordano tra loro più di quanto concordino con le altre",
+        "les sources bâties sur transformers ne s’accordent pas mieux entre elles qu’avec les autres",
+    ),
+}
+
+
+def test_the_held_out_and_r3_paragraphs_say_what_the_data_holds():
+    """The facts the prose states about the held-out runs and R3, read from the data: IBM's
+    fms-acceleration runs packed 4,096-token sequences on one or two A100; optimum-benchmark's
+    256-token examples, a few (at most 16) per step; OLMo-core's runs on eight H100; no run of the
+    site's calibration on the B200 torchtitan's power-limited run used; and under R3, the runs on
+    transformers' code reach both a lower and a higher share of the peak than any run on a
+    framework's own code (the model code does not order the runs: transformers-code sources
+    disagree among themselves at least as much as with the others)."""
+    from hooks.data.measurements import measured_data
+    from tests.conftest import REPO_ROOT
+    from vram.calibration import LOOP_RULE, calibration_points
+
+    for lang in ("it", "fr"):
+        text = (REPO_ROOT / "docs" / f"memory-formulas.{lang}.md").read_text(encoding="utf-8")
+        said = [words[lang == "fr"] for words in PROSE.values()]
+        assert all(w in text for w in said), [w for w in said if w not in text]
+    measured = measured_data()
+    runs = measured.measurements.values()
+    fms = [m for m in runs if m.source == "fms-acceleration-a100-2025"]
+    assert {m.seq_len for m in fms} == {4096} and {m.count for m in fms} == {1, 2}
+    assert {measured.calibration.families[m.gpu] for m in fms} == {"a100"}
+    optimum = [m for m in runs if m.source.startswith("optimum-benchmark-llamas")]
+    assert {m.seq_len for m in optimum} == {256} and max(m.micro_batch for m in optimum) <= 16
+    olmo = [m for m in runs if m.source == "olmo-core-h100-2025"]
+    assert {(m.gpu, m.count) for m in olmo} == {("h100", 8)}
+    b200 = [m for m in runs if m.source == "torchao-mx-b200-2025"]
+    assert {m.gpu for m in b200} == {"b200"}
+    assert not [p for p in measured.calibration.points if p.family == measured.calibration.families["b200"]]
+    read = calibration_points(measured.points, measured.measurements, measured.link_shares, LOOP_RULE)
+    shares = {
+        code: [p.share for p in read if p.arch != "serving" and p.code == code] for code in ("transformers", "own")
+    }
+    assert min(shares["transformers"]) < min(shares["own"]) and max(shares["own"]) < max(shares["transformers"])
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_the_single_source_classes_of_r3_name_their_model_code(lang):
+    """``part=single_source rule=R3``: R3's training classes have a model code, and the words say
+    which (snippets/data/timing.yaml's ``transformers`` and ``own``, read here with PyYAML); the
+    site's rule (R2) has none, and its words name no code."""
+    import yaml
+
+    from hooks.render.calibration import calibration
+    from tests.conftest import REPO_ROOT
+
+    words = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "timing.yaml").read_text(encoding="utf-8"))
+    words = words["calibration"]["words"]
+    codes = {words[code][lang] for code in ("transformers", "own")}
+    separator = words["list_separator"][lang]
+    r3 = calibration({"part": "single_source", "rule": "R3"}, lang).split(separator)
+    assert r3 and all(any(item.endswith(", " + code) for code in codes) for item in r3), r3
+    assert {code for code in codes if any(item.endswith(code) for item in r3)} == codes  # both codes have one
+    r2 = calibration({"part": "single_source"}, lang)
+    assert not any(code in r2 for code in codes)
+
+
+def test_an_excluded_run_of_a_held_out_source_counts_for_the_rules_that_read_it(tmp_path, monkeypatch):
+    """``part=excluded`` counts the entries a rule reads that are kept out with a reason: an
+    entry of a source collected after R2 marked excluded (in a copy of the data) is not among
+    R2's (R2 never reads that source) and is among R3's (R3 reads it)."""
+    import shutil
+
+    import hooks.data.load
+    from hooks.render.calibration import calibration
+    from tests.conftest import REPO_ROOT
+
+    def count(rule):
+        return int(calibration({"part": "excluded", "rule": rule}, "it"))
+
+    before = {rule: count(rule) for rule in ("R2", "R3")}
+    folder = tmp_path / "data"
+    shutil.copytree(REPO_ROOT / "snippets" / "data", folder)
+    path = folder / "measurements.yaml"
+    entry = "  ult-8b-full-a100:\n    source: universal-llm-trainer-2025\n"  # collected after R2
+    text = path.read_text(encoding="utf-8")
+    assert entry in text
+    path.write_text(text.replace(entry, entry + "    excluded: a test's copy\n", 1), encoding="utf-8")
+    monkeypatch.setattr(hooks.data.load, "DATA_DIR", folder)
+    assert {rule: count(rule) for rule in ("R2", "R3")} == {"R2": before["R2"], "R3": before["R3"] + 1}
+
+
+def test_a_held_out_run_is_predicted_from_the_sources_the_rule_reads_not_the_other_held_out_ones():
+    """The page says each held-out run is predicted from every source the rule reads, the other
+    held-out sources left out (not "every other source"): the range behind each held-out run of
+    the site's rule comes from sources none of which is held out (measurements.yaml ``holdout``,
+    read with PyYAML)."""
+    import yaml
+
+    from tests.conftest import REPO_ROOT
+
+    said = {
+        "it": "prevista dalla calibrazione di tutte le fonti che la regola legge, le altre tenute da parte escluse",
+        "fr": "prévue par la calibration de toutes les sources que la règle lit, sans les autres sources mises de côté",
+    }
+    for lang, words in said.items():
+        assert words in (REPO_ROOT / "docs" / f"memory-formulas.{lang}.md").read_text(encoding="utf-8")
+    data = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "measurements.yaml").read_text(encoding="utf-8"))
+    held = {key for key, entry in data["sources"].items() if "holdout" in entry}
+    checks, _ = validation()
+    backed = [c for c in checks if c.held_out]
+    assert backed and all(not set(c.backing.sources) & held for c in backed)
+
+
+@pytest.mark.parametrize(
+    "raw", [{"group": "holdout", "after": "R3"}, {"group": "serving"}], ids=["a round of held-out", "decoding"]
+)
+def test_the_excluded_count_refuses_a_group_it_does_not_count(raw):
+    """``part=excluded`` counts the excluded entries of the data the rule reads, whatever their
+    task: a group (or a round of held-out sources) it would silently not apply is one line."""
+    from hooks.errors import RenderError
+    from hooks.render.calibration import calibration
+
+    with pytest.raises(RenderError, match=r"^part=excluded counts the data the rule reads"):
+        calibration({"part": "excluded", **raw}, "it")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import shutil
 from contextlib import redirect_stderr, redirect_stdout
 from decimal import Decimal
 
@@ -661,3 +662,75 @@ def test_the_guides_scripts_build_transformers_models():
         }
         assert ("transformers", "AutoModelForCausalLM") in imported and "AutoModelForCausalLM" in built, name
     assert SCRIPTS_MODEL_CODE == "transformers" and job_class("a100", False, "full", False)[4] == SCRIPTS_MODEL_CODE
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        # a share JSON writes as a 400-digit integer: Python's json reads an int that float()
+        # cannot hold (OverflowError); the page's JavaScript would have sent null (an error line)
+        ["k", "s", "a100-80gb", "a100", "dense", "full", "none", 10**400, "*"],
+        [["k"], "s", "a100-80gb", "a100", "dense", "full", "none", 0.5, "*"],  # a key that is no string
+        "kxgadfn1*",  # nine characters, not nine values (family "a" is a name)
+        ["k", "s", "a100-80gb", "a100", "dense", "full", "none", 0.5, "onw"],  # no model code of MODEL_CODES
+    ],
+    ids=["huge share", "list key", "string row", "unknown model code"],
+)
+def test_a_malformed_calibration_row_is_one_error_not_a_traceback(measured, row):
+    """``answer_json`` (what the page's worker calls; the command line prints the same text)
+    answers bad input with ``{"error": ...}`` naming the field: a calibration row that is not
+    eight strings and a share in (0, 1] is such input, whatever JSON value stands in it."""
+    from vram.job import answer_json
+
+    calibration = measured.calibration.as_job() | {"names": {"a100": "A100", "a": "A"}, "points": [row]}
+    answer = json.loads(answer_json(json.dumps(_job(calibration))))
+    assert answer.get("error", {}).get("field") == "calibration", answer
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        (
+            "    collected_after: R2\n",
+            "    collected_after: R9\n",
+            r"^sources\.[a-z0-9-]+\.collected_after: 'R9' is not one of R0, R1, R2, R3$",
+        ),
+        (
+            "    model_code: own\n",
+            "    model_code: onw\n",
+            r"^measurements\.[a-z0-9.-]+\.model_code: 'onw' is not one of transformers, own$",
+        ),
+        ("    model_code: own\n", "", r"^measurements\.[a-z0-9.-]+\.model_code: '' is not one of transformers, own$"),
+    ],
+    ids=["rule no one froze", "model code typo", "no model code"],
+)
+def test_the_command_lines_data_names_a_bad_rule_or_model_code(tmp_path, old, new, message):
+    """The command line reads measurements.yaml without the site's schema: a ``collected_after``
+    no rule has (once ``'R9' is not in list``) or a training run's model code R3 would read as a
+    class of its own (once silently) is one line naming the entry and key."""
+    folder = tmp_path / "data"
+    shutil.copytree(DATA, folder)
+    path = folder / "measurements.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        load_measured_data(folder)
+
+
+def test_a_calibration_comes_back_from_its_json_with_each_runs_model_code(measured):
+    """``Calibration.as_job`` -> JSON text -> ``calibration_from_job`` gives the same points,
+    model code included, for the site's calibration (R2: every code ANY) and for one keyed as R3
+    reads it (each training run's own code), which the page's worker would read the same way."""
+    from vram.calibration import Calibration, calibration_from_job, calibration_points
+
+    site = measured.calibration
+    loop = Calibration(
+        tuple(calibration_points(measured.points, measured.measurements, measured.link_shares, LOOP_RULE)),
+        site.families,
+        site.names,
+    )
+    assert {p.code for p in loop.points if p.arch != "serving"} == {"transformers", "own"}
+    for calibration in (site, loop):
+        back = calibration_from_job(json.loads(json.dumps(calibration.as_job())))
+        assert back.points == calibration.points and back == calibration
