@@ -144,8 +144,8 @@ def write_section(path: Path, table: str) -> None:
         f"{SECTION}\n\n`python -m bench.calibration` (also printed by `make bench`). Not a gate: the targets "
         "are the issue's, the figures what the published measurements give. Rule R0 is the first "
         "calibration (lowest to highest share per class, one-source classes widened); R1 (the source median "
-        "x/÷ the dispersion of sources, compute-bound training runs only) R2, the site's (R1, and for "
-        "decoding only server engines' runs, tensor parallel runs a regime of their own) and R3 (R2 with the "
+        "x/÷ the dispersion of sources, compute-bound training runs only), R2, the site's (R1, and for "
+        "decoding only server engines' runs, tensor parallel runs a regime of their own), and R3 (R2 with the "
         "model's code, transformers or the framework's own, in the training class; not the site's: see the "
         "history) were each written down and committed before they were validated (vram/calibration.py).\n\n"
         + table
