@@ -137,8 +137,11 @@ def bench_suite(pytest_args: list[str]) -> dict:
     seconds, result = timed(
         ["env", f"PYTEST_ADDOPTS={env_args}", "make", "--no-print-directory", "test"], REPO, timeout=3600
     )
-    summary = (result.stdout.strip().splitlines() or ["?"])[-1]
-    return {"suite_s": seconds, "suite_summary": summary, "suite_rc": result.returncode}
+    lines = result.stdout.strip().splitlines() or ["?"]
+    failed = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
+    for line in failed:  # which test failed, on the console: a timed run is not rerun to find it
+        print(line, file=sys.stderr)
+    return {"suite_s": seconds, "suite_summary": lines[-1], "suite_rc": result.returncode}
 
 
 def verdict(ok: bool) -> str:
