@@ -514,7 +514,9 @@
       if (!backing) return "";
       var runs = formats.whole.format(backing.runs);
       if (!backing.exact) return backing.runs === 1 ? labels.backing_none_one : fill(labels.backing_none_many, { runs: runs });
-      return fill(backing.on_card ? labels.backing_runs : labels.backing_other, { family: backing.family, runs: runs });
+      var count = backing.sources.length;
+      var sources = count === 1 ? labels.backing_sources_one : fill(labels.backing_sources_many, { sources: formats.whole.format(count) });
+      return fill(backing.on_card ? labels.backing_runs : labels.backing_other, { family: backing.family, runs: runs, sources: sources });
     }
 
     function runText(time) {

@@ -315,7 +315,7 @@ def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
 
 
 TIME_SHOWN = ("step_s", "bound", "run_shown", "price_eur_per_hour", "cost_eur")
-BACKING_SHOWN = ("family", "runs", "on_card", "exact")  # which published runs back a time (vram.calibration.Backing)
+BACKING_SHOWN = ("family", "runs", "sources", "on_card", "exact")  # which published runs back a time (vram.calibration.Backing)
 
 
 def intern_backings(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -341,7 +341,7 @@ def intern_backings(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def backing_shown(backing: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What the page says of a time's backing: the family's name, its runs, those on the card."""
+    """What the page says of a time's backing: the family's name, its runs and their sources, those on the card."""
     return None if backing is None else {key: backing[key] for key in BACKING_SHOWN}
 
 

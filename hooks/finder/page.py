@@ -160,14 +160,21 @@ def warning_texts(catalogue: Catalogue, lang: str, warnings: list[str], params: 
 
 def backing_text(catalogue: Catalogue, lang: str, backing: dict[str, Any] | None) -> str:
     """Which published runs back a time (``answer_job``'s ``backing``): on this card's family,
-    none on this card, or none of this class (a widened range); empty without a calibration."""
+    with how many sources they come from, none on this card, or none of this class (a widened
+    range); empty without a calibration."""
     if backing is None:
         return ""
     runs = format_number(backing["runs"], lang, 0)
     if not backing["exact"]:  # one run: no plural after "1"
         return _label(catalogue, "backing_none_one" if backing["runs"] == 1 else "backing_none_many", lang, runs=runs)
     key = "backing_runs" if backing["on_card"] else "backing_other"
-    return _label(catalogue, key, lang, family=backing["family"], runs=runs)
+    count = len(backing["sources"])
+    sources = (
+        _label(catalogue, "backing_sources_one", lang)
+        if count == 1
+        else _label(catalogue, "backing_sources_many", lang, sources=format_number(count, lang, 0))
+    )
+    return _label(catalogue, key, lang, family=backing["family"], runs=runs, sources=sources)
 
 
 def _task_label(catalogue: Catalogue, key: str, lang: str) -> str:

@@ -77,3 +77,33 @@ def test_a_range_from_one_run_of_another_class_is_singular(lang, one):
 
     said = backing_text(load_catalogue(), lang, {"family": "B200", "runs": 1, "on_card": 0, "exact": False})
     assert said.endswith(one) and "1" not in said
+
+
+SOURCES = {"it": ("(una sola fonte)", "({n} fonti)"), "fr": ("(une seule source)", "({n} sources)")}
+
+
+LORA_1_CARD = {"model": "llama-3.1-8b", "task": "lora", "cards": "1", "method": "ddp"}
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_a_time_backed_by_its_class_says_how_many_sources_its_runs_come_from(lang):
+    """Runs of one source check nothing against another's: the cell says so. Oracle: the source
+    keys finder.json's backing lists (the calculator's), each a source of measurements.yaml."""
+    import yaml
+
+    from tests.conftest import REPO_ROOT
+
+    data = (REPO_ROOT / "snippets" / "data" / "measurements.yaml").read_text(encoding="utf-8")
+    known = yaml.safe_load(data)["sources"]
+    counts = set()
+    for choice in (FULL_8_CARDS, LORA_1_CARD):
+        shown, backing = cells(choice, lang, 4), backings(choice, choice["method"])
+        for card, b in backing.items():
+            if not b["exact"]:
+                continue
+            assert set(b["sources"]) <= set(known)
+            one, many = SOURCES[lang]
+            words = one if len(b["sources"]) == 1 else many.format(n=len(b["sources"]))
+            assert shown[card].endswith(words + ")"), shown[card]
+            counts.add(len(b["sources"]))
+    assert 1 in counts and any(n > 1 for n in counts)  # a full fine-tune: one source; LoRA on A100: two
