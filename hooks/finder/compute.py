@@ -315,7 +315,13 @@ def card_capacity_bytes(catalogue: Catalogue, gpu: dict[str, Any]) -> int:
 
 
 TIME_SHOWN = ("step_s", "bound", "run_shown", "price_eur_per_hour", "cost_eur")
-BACKING_SHOWN = ("family", "runs", "sources", "on_card", "exact")  # which published runs back a time (vram.calibration.Backing)
+BACKING_SHOWN = (
+    "family",
+    "runs",
+    "sources",
+    "on_card",
+    "exact",
+)  # which published runs back a time (vram.calibration.Backing)
 
 
 def intern_backings(results: dict[str, Any]) -> list[dict[str, Any]]:
