@@ -625,6 +625,9 @@
           }
         });
       }
+      if (serving && (found.fits || []).some(function (fit) { return fit.decode && fit.decode.backing !== null && fit.decode.backing !== undefined; })) {
+        sources.push(labels.decode_source);  // page.py's decode_source_text: how far the range beside the roofline held
+      }
       (found.warnings || []).forEach(function (warning) { sources.push(labels["warn_" + warning]); });  // no card fits
       if (job && controls.model.value === CUSTOM) {  // what vram read from the pasted config.json, to check
         holds.unshift(fill(labels.config_read, {

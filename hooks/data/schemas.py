@@ -680,6 +680,7 @@ FINDER_LABEL_FIELDS: dict[str, tuple[str, ...]] = {
     "ranked_one": ("tokens", "order"),
     "ranked_one_unpriced": ("tokens", "order"),
     "ranked_first_unbacked": ("gpu",),
+    "decode_source": ("coverage", "width"),
     "backing_runs": ("family", "runs", "sources"),
     "backing_other": ("family", "runs", "sources"),
     "backing_sources_one": (),

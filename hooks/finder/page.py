@@ -72,6 +72,7 @@ def page_labels(catalogue: Catalogue, lang: str) -> dict[str, str]:
     labels["unit_gb"] = unit_label("gb", lang)
     labels["unit_gib"] = unit_label("gib", lang)
     labels["run_source"] = run_source_text(catalogue, lang)
+    labels["decode_source"] = decode_source_text(catalogue, lang)
     labels["tensor_parallel_params"] = str(tensor_parallel_params())  # warn_tensor_parallel's rule (warning_texts)
     # The reader types numbers as the page writes them: the locale's symbols (Babel), which
     # finder.js accepts beside the canonical point and the URL keeps canonical.
@@ -124,6 +125,21 @@ def run_source_text(catalogue: Catalogue, lang: str) -> str:
         held_faster=format_number(len(faster), lang, 0),
         faster_low=format_number(math.floor(min(faster) * 100) / 100, lang, 2),
         faster_high=format_number(math.ceil(max(faster) * 100) / 100, lang, 2),
+    )
+
+
+def decode_source_text(catalogue: Catalogue, lang: str) -> str:
+    """How far to trust the decoding range beside the roofline: the server engines' group of the
+    validation (``validation_figures`` ``serving``: coverage, median width rounded up to a
+    tenth, as the formulas page writes it); under a serving table."""
+    _checks, figures = validation()
+    found = figures["serving"]
+    return _label(
+        catalogue,
+        "decode_source",
+        lang,
+        coverage=format_percent(found.coverage, locale=lang),
+        width=format_number(math.ceil(found.median_width * 10) / 10, lang, 1),
     )
 
 
@@ -766,6 +782,10 @@ def render_result(
         sources = [run_source_text(catalogue, lang)]
         params = catalogue.models[model].params.total
         sources += warning_texts(catalogue, lang, found["run"].get("warnings", []), params)
+    if catalogue.tasks[task]["kind"] == "serving" and any(
+        fit.get("decode", {}).get("backing") is not None for fit in fits
+    ):
+        sources = [decode_source_text(catalogue, lang)]
     sources += [_label(catalogue, f"warn_{w}", lang) for w in found.get("warnings", [])]  # no card fits
     paragraphs += [" ".join(sources)] if sources else []
     note = " ".join(f"<p>{esc(paragraph)}</p>" for paragraph in paragraphs)  # a space: one text, read aloud

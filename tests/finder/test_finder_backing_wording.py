@@ -107,3 +107,37 @@ def test_a_time_backed_by_its_class_says_how_many_sources_its_runs_come_from(lan
             assert shown[card].endswith(words + ")"), shown[card]
             counts.add(len(b["sources"]))
     assert 1 in counts and any(n > 1 for n in counts)  # a full fine-tune: one source; LoRA on A100: two
+
+
+@pytest.mark.parametrize("lang", ["it", "fr"])
+def test_a_serving_table_says_how_far_its_realistic_range_held(lang):
+    """Under a serving table, the server engines' validation (coverage, median width rounded up to
+    a tenth, recomputed here from the checks); under a training table, not."""
+    import math
+    import statistics
+
+    from babel.numbers import format_percent
+
+    from hooks.data.measurements import measured_data, validation
+    from vram.measurements import ENGINES, SERVER
+
+    checks, _ = validation()
+    measurements = measured_data().measurements
+    chosen = [
+        c
+        for c in checks
+        if not c.held_out
+        and not c.scale_check
+        and measurements[c.key].task == "serving"
+        and ENGINES[measurements[c.key].engine] == SERVER
+    ]
+    coverage = format_percent(sum(c.covered for c in chosen) / len(chosen), locale=lang)
+    width = str(math.ceil(statistics.median(c.predicted.high / c.predicted.low for c in chosen) * 10) / 10)
+    words = {
+        "it": f"contiene la misura nel {coverage} dei casi ed è largo in mediana {width.replace('.', ',')} volte",
+        "fr": f"contient la mesure dans {coverage} des cas et elle est large en médiane de {width.replace('.', ',')} fois",
+    }[lang].translate(SPACES)
+    serving = BeautifulSoup(finder_table(SERVE, lang), "html.parser").select_one("#finder-note").get_text(" ")
+    training = BeautifulSoup(finder_table(FULL_8_CARDS, lang), "html.parser").select_one("#finder-note").get_text(" ")
+    assert words in serving.translate(SPACES)
+    assert words not in training.translate(SPACES)
