@@ -18,7 +18,13 @@ import pytest
 
 from tests.snippets.launch import torchrun
 
-WORKER = "import os, tempfile\nprint(os.environ['RANK'], tempfile.gettempdir(), flush=True)\n"
+# one write of the whole line: two ranks share the pipe, and print() of several parts under
+# PYTHONUNBUFFERED writes each part apart, so the ranks' lines could interleave ("0 1 /tmp/x")
+WORKER = (
+    "import os, sys, tempfile\n"
+    "sys.stdout.write(os.environ['RANK'] + ' ' + tempfile.gettempdir() + '\\n')\n"
+    "sys.stdout.flush()\n"
+)
 
 
 @pytest.mark.slow
