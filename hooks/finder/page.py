@@ -36,6 +36,7 @@ from hooks.finder.compute import (
     result,
     task_accountings,
 )
+from hooks.render.calibration import percent, times
 from hooks.render.locale_format import format_duration_range, format_eur, format_number, format_quantity, unit_label
 from hooks.render.placeholders import Args
 from hooks.render.script_json import script_json
@@ -131,15 +132,16 @@ def run_source_text(catalogue: Catalogue, lang: str) -> str:
 def decode_source_text(catalogue: Catalogue, lang: str) -> str:
     """How far to trust the decoding range beside the roofline: the server engines' group of the
     validation (``validation_figures`` ``serving``: coverage, median width rounded up to a
-    tenth, as the formulas page writes it); under a serving table."""
+    tenth, with the formulas page's own formatting: ``hooks.render.calibration``); under a
+    serving table."""
     _checks, figures = validation()
     found = figures["serving"]
     return _label(
         catalogue,
         "decode_source",
         lang,
-        coverage=format_percent(found.coverage, locale=lang),
-        width=format_number(math.ceil(found.median_width * 10) / 10, lang, 1),
+        coverage=percent(found.coverage, lang),
+        width=times(found.median_width, lang),
     )
 
 

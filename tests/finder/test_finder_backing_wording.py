@@ -87,26 +87,40 @@ LORA_1_CARD = {"model": "llama-3.1-8b", "task": "lora", "cards": "1", "method": 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
 def test_a_time_backed_by_its_class_says_how_many_sources_its_runs_come_from(lang):
-    """Runs of one source check nothing against another's: the cell says so. Oracle: the source
-    keys finder.json's backing lists (the calculator's), each a source of measurements.yaml."""
+    """Runs of one source check nothing against another's: the cell says so. Oracle for the A100
+    rows, read here from measurements.yaml with PyYAML: the sources with a run of that task on a
+    card of the A100 family, on one machine, without offload, not excluded and not held out (a
+    full fine-tune: vectorlm alone; LoRA: torchtune and vectorlm); every row's words follow its
+    backing's count."""
     import yaml
 
     from tests.conftest import REPO_ROOT
 
-    data = (REPO_ROOT / "snippets" / "data" / "measurements.yaml").read_text(encoding="utf-8")
-    known = yaml.safe_load(data)["sources"]
+    data = yaml.safe_load((REPO_ROOT / "snippets" / "data" / "measurements.yaml").read_text(encoding="utf-8"))
+    a100 = set(data["families"]["a100"]["cards"])
+    held = {key for key, entry in data["sources"].items() if "collected_after" in entry}
     counts = set()
-    for choice in (FULL_8_CARDS, LORA_1_CARD):
+    for choice, task in ((FULL_8_CARDS, "full"), (LORA_1_CARD, "lora")):
         shown, backing = cells(choice, lang, 4), backings(choice, choice["method"])
+        expected = {
+            m["source"]
+            for m in data["measurements"].values()
+            if m["gpu"] in a100
+            and m["task"] == task
+            and m.get("nodes", 1) == 1
+            and m.get("offload", "none") == "none"
+            and not m.get("excluded")
+            and m["source"] not in held
+        }
+        assert set(backing["A100 80GB"]["sources"]) == expected, task
         for card, b in backing.items():
             if not b["exact"]:
                 continue
-            assert set(b["sources"]) <= set(known)
             one, many = SOURCES[lang]
             words = one if len(b["sources"]) == 1 else many.format(n=len(b["sources"]))
             assert shown[card].endswith(words + ")"), shown[card]
             counts.add(len(b["sources"]))
-    assert 1 in counts and any(n > 1 for n in counts)  # a full fine-tune: one source; LoRA on A100: two
+    assert counts == {1, 2}  # both wordings were read: one source and two
 
 
 @pytest.mark.parametrize("lang", ["it", "fr"])
